@@ -1,0 +1,141 @@
+// Package testenv gives integration tests the real services that `make test` starts
+// (PostgreSQL with pgvector, a Consul agent, MinIO) through environment variables written
+// by scripts/test-env.sh.
+//
+// When a variable is missing the test is skipped with a reason, so `go test ./...` works
+// on a laptop without the services. Under `make test` FATHOM_TEST_REQUIRE_SERVICES=1 is
+// set and a missing service fails the test instead: in CI nothing may silently skip.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Environment variables set by scripts/test-env.sh.
+const (
+	// EnvRequire makes missing services fail tests instead of skipping them.
+	EnvRequire = "FATHOM_TEST_REQUIRE_SERVICES"
+	// EnvPostgres is an admin DSN of a PostgreSQL 15 server with the vector extension available.
+	EnvPostgres = "FATHOM_TEST_POSTGRES_DSN"
+	// EnvConsul is the HTTP address (host:port) of a Consul agent.
+	EnvConsul = "FATHOM_TEST_CONSUL_ADDR"
+	// EnvMinIOEndpoint is the host:port of a MinIO server; EnvMinIOAccessKey and
+	// EnvMinIOSecretKey are its root credentials.
+	EnvMinIOEndpoint  = "FATHOM_TEST_MINIO_ENDPOINT"
+	EnvMinIOAccessKey = "FATHOM_TEST_MINIO_ACCESS_KEY"
+	EnvMinIOSecretKey = "FATHOM_TEST_MINIO_SECRET_KEY"
+)
+
+// lookup returns the variable or skips (or fails, under make test) the test.
+func lookup(t testing.TB, name, what string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v != "" {
+		return v
+	}
+	if os.Getenv(EnvRequire) != "" {
+		t.Fatalf("%s is required (%s=1) but %s is not set: scripts/test-env.sh did not start it", what, EnvRequire, name)
+	}
+	t.Skipf("%s not available: set %s (make test starts it)", what, name)
+	return ""
+}
+
+// PostgresAdminDSN returns the server's admin DSN. Prefer PostgresDSN, which isolates tests.
+func PostgresAdminDSN(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvPostgres, "PostgreSQL")
+}
+
+// PostgresDSN creates a fresh, empty database for the test, drops it when the test ends,
+// and returns its DSN.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	admin := PostgresAdminDSN(t)
+	name := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvPostgres, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// ConsulAddr returns the HTTP address (host:port) of the test Consul agent.
+func ConsulAddr(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvConsul, "Consul")
+}
+
+// MinIO describes the test S3-compatible server.
+type MinIO struct {
+	// Endpoint is host:port (plain HTTP).
+	Endpoint string
+	// AccessKey and SecretKey are root credentials.
+	AccessKey, SecretKey string
+}
+
+// MinIOServer returns the test MinIO server.
+func MinIOServer(t testing.TB) MinIO {
+	t.Helper()
+	return MinIO{
+		Endpoint:  lookup(t, EnvMinIOEndpoint, "MinIO"),
+		AccessKey: lookup(t, EnvMinIOAccessKey, "MinIO access key"),
+		SecretKey: lookup(t, EnvMinIOSecretKey, "MinIO secret key"),
+	}
+}
+
+// Eventually polls cond every 20 ms until it returns true or timeout passes, then fails
+// the test with msg.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, fmt.Sprintf(msg, args...))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

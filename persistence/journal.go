@@ -1,0 +1,94 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors returned by every Journal implementation. Compare with errors.Is.
+var (
+	// ErrConflict means the stream's last sequence number was not the expected one:
+	// another writer appended first. Nothing of the failed append was stored.
+	ErrConflict = errors.New("journal: expected sequence conflict")
+	// ErrClosed is returned by calls made after Close.
+	ErrClosed = errors.New("journal: closed")
+	// ErrCorrupt means stored data could not be read back. The store is left untouched.
+	ErrCorrupt = errors.New("journal: corrupt data")
+	// ErrInvalid means the caller passed arguments the journal cannot store
+	// (empty stream id, no records, a record without a type).
+	ErrInvalid = errors.New("journal: invalid argument")
+)
+
+// Record is one stored event of a stream. Data is opaque to the journal; Fathom stores
+// protobuf-encoded messages.Event envelopes in it.
+type Record struct {
+	// Seq is the record's position in its stream, starting at 1 with no gaps.
+	// Append assigns it; callers leave it zero.
+	Seq uint64
+	// Type is the event's snake_case name (e.g. "session_started"), kept beside the payload
+	// so projections and operators can filter without decoding.
+	Type string
+	// Data is the encoded event.
+	Data []byte
+	// At is when the event was decided. Append fills a zero At with the current time.
+	At time.Time
+}
+
+// Snapshot is a folded state of a stream as of sequence Seq (all events 1..Seq applied).
+type Snapshot struct {
+	// Seq is the last event included in the snapshot.
+	Seq uint64
+	// Data is the encoded state.
+	Data []byte
+	// At is when the snapshot was taken.
+	At time.Time
+}
+
+// StreamInfo describes one stream for listings.
+type StreamInfo struct {
+	// ID is the stream id (for sessions, the session id).
+	ID string
+	// LastSeq is the sequence number of the newest record.
+	LastSeq uint64
+	// CreatedAt is the time of the first append; UpdatedAt of the newest one.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Journal is Fathom's append-only event store: one totally ordered stream of records per
+// stream id (a session, a sub-agent), with snapshots to bound replay.
+//
+// Implementations are safe for concurrent use. Appends to different streams must not
+// serialise behind one another (group commit, not a global writer lock). An append is
+// durable when it returns nil: callers acknowledge events only after that.
+type Journal interface {
+	// Append stores recs as the next records of stream, atomically (all or nothing, one
+	// commit). expectedSeq is the sequence number of the stream's newest record as the
+	// caller knows it (0 for a new stream); records get expectedSeq+1, expectedSeq+2, ...
+	// If the stream's newest record is not expectedSeq, Append stores nothing and returns
+	// an error wrapping ErrConflict. It returns the sequence number of the last stored record.
+	Append(ctx context.Context, stream string, expectedSeq uint64, recs []Record) (uint64, error)
+
+	// Load calls fn with every record of stream whose Seq is greater than afterSeq, in
+	// order. It stops at the first error fn returns and returns it. An unknown stream
+	// has no records: fn is never called and Load returns nil.
+	Load(ctx context.Context, stream string, afterSeq uint64, fn func(Record) error) error
+
+	// LastSeq returns the sequence number of the stream's newest record (0 if none).
+	LastSeq(ctx context.Context, stream string) (uint64, error)
+
+	// SaveSnapshot stores snap for stream. Snapshots are kept per Seq; saving a snapshot
+	// at an existing Seq replaces it.
+	SaveSnapshot(ctx context.Context, stream string, snap Snapshot) error
+
+	// LoadSnapshot returns the newest snapshot of stream whose Seq is at most maxSeq
+	// (use math.MaxUint64 for the newest). ok is false when there is none.
+	LoadSnapshot(ctx context.Context, stream string, maxSeq uint64) (snap Snapshot, ok bool, err error)
+
+	// ListStreams returns the streams whose id starts with prefix ("" for all), ordered
+	// by id.
+	ListStreams(ctx context.Context, prefix string) ([]StreamInfo, error)
+
+	// Close releases the journal's resources. Calls after Close return ErrClosed.
+	Close() error
+}
