@@ -264,9 +264,12 @@ type GetStateResponse struct {
 	// host is the cluster address of the member hosting the activation.
 	Host string `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
 	// exists is false when the session has no events (never started).
-	Exists        bool `protobuf:"varint,3,opt,name=exists,proto3" json:"exists,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Exists bool `protobuf:"varint,3,opt,name=exists,proto3" json:"exists,omitempty"`
+	// activated_at_unix_nano is when the serving activation loaded the session: it changes
+	// after passivation, a crash or a move to another node.
+	ActivatedAtUnixNano int64 `protobuf:"varint,4,opt,name=activated_at_unix_nano,json=activatedAtUnixNano,proto3" json:"activated_at_unix_nano,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetStateResponse) Reset() {
@@ -320,6 +323,13 @@ func (x *GetStateResponse) GetExists() bool {
 	return false
 }
 
+func (x *GetStateResponse) GetActivatedAtUnixNano() int64 {
+	if x != nil {
+		return x.ActivatedAtUnixNano
+	}
+	return 0
+}
+
 var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
@@ -336,11 +346,12 @@ const file_session_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\x11\n" +
-	"\x0fGetStateRequest\"m\n" +
+	"\x0fGetStateRequest\"\xa2\x01\n" +
 	"\x10GetStateResponse\x12-\n" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x16\n" +
-	"\x06exists\x18\x03 \x01(\bR\x06exists*\x88\x01\n" +
+	"\x06exists\x18\x03 \x01(\bR\x06exists\x123\n" +
+	"\x16activated_at_unix_nano\x18\x04 \x01(\x03R\x13activatedAtUnixNano*\x88\x01\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +

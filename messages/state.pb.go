@@ -285,7 +285,7 @@ type SessionState struct {
 	Error             string       `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
 	StartedAtUnixNano int64        `protobuf:"varint,14,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	UpdatedAtUnixNano int64        `protobuf:"varint,15,opt,name=updated_at_unix_nano,json=updatedAtUnixNano,proto3" json:"updated_at_unix_nano,omitempty"`
-	// commands maps recently applied command ids to the seq of their first event, so a
+	// commands maps recently applied command ids to the seq of their last event, so a
 	// retried command is answered without being applied twice.
 	Commands      map[string]uint64 `protobuf:"bytes,16,rep,name=commands,proto3" json:"commands,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	UserId        string            `protobuf:"bytes,17,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
