@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -15,7 +16,11 @@ import (
 // ErrNoPayload is returned for an event envelope without a typed payload.
 var ErrNoPayload = errors.New("event has no payload")
 
-var payloadOneof = (&Event{}).ProtoReflect().Descriptor().Oneofs().ByName("payload")
+// payloadOneof is resolved lazily: package variables initialise before the generated
+// init functions register the file descriptors.
+var payloadOneof = sync.OnceValue(func() protoreflect.OneofDescriptor {
+	return (&Event{}).ProtoReflect().Descriptor().Oneofs().ByName("payload")
+})
 
 // Type returns the event's public snake_case type name ("session_started", ...), or ""
 // when the envelope has no payload.
@@ -43,7 +48,7 @@ func (e *Event) payloadField() protoreflect.FieldDescriptor {
 	if e == nil {
 		return nil
 	}
-	return e.ProtoReflect().WhichOneof(payloadOneof)
+	return e.ProtoReflect().WhichOneof(payloadOneof())
 }
 
 var payloadJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}

@@ -508,11 +508,12 @@ func (x *PlanCreated) GetSteps() []*PlanStep {
 
 // StepStarted marks the start of the step at step_index.
 type StepStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	StepIndex     uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
-	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	StepId    string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// step_type is the plan step's type (research, code, write, review, custom).
+	StepType      string `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
+	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,9 +562,9 @@ func (x *StepStarted) GetStepIndex() uint32 {
 	return 0
 }
 
-func (x *StepStarted) GetType() string {
+func (x *StepStarted) GetStepType() string {
 	if x != nil {
-		return x.Type
+		return x.StepType
 	}
 	return ""
 }
@@ -1080,12 +1081,12 @@ const file_events_proto_rawDesc = "" +
 	"\fdependencies\x18\x04 \x03(\tR\fdependencies\"Q\n" +
 	"\vPlanCreated\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12)\n" +
-	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"{\n" +
+	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\x84\x01\n" +
 	"\vStepStarted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x12\n" +
-	"\x04type\x18\x03 \x01(\tR\x04type\x12 \n" +
+	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x1b\n" +
+	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\"\x8e\x01\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +

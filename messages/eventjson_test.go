@@ -1,0 +1,60 @@
+package messages
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+func TestMarshalEventJSONIsFlat(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123, time.UTC)
+	ev := &Event{Seq: 7, SessionId: "s1", AtUnixNano: at.UnixNano(), CommandId: "c1",
+		Payload: &Event_LlmResponded{LlmResponded: &LlmResponded{CallId: "plan-1", Content: "hi",
+			Usage: &Usage{InputTokens: 10, OutputTokens: 3, TotalTokens: 13}, DurationMs: 42}}}
+	b, err := MarshalEventJSON(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	want := map[string]any{"type": "llm_responded", "seq": 7.0, "session_id": "s1", "at": "2026-11-22T10:00:00.000000123Z",
+		"command_id": "c1", "call_id": "plan-1", "content": "hi", "duration_ms": 42.0, "step_id": "", "model": "", "finish_reason": ""}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %#v, want %#v (in %s)", k, got[k], v, b)
+		}
+	}
+	usage, _ := got["usage"].(map[string]any)
+	if usage["input_tokens"] != 10.0 || usage["total_tokens"] != 13.0 {
+		t.Errorf("usage = %#v, want numbers", got["usage"])
+	}
+}
+
+func TestMarshalEventJSONWithoutPayload(t *testing.T) {
+	if _, err := MarshalEventJSON(&Event{Seq: 1}); err != ErrNoPayload {
+		t.Fatalf("err = %v, want ErrNoPayload", err)
+	}
+}
+
+// TestPayloadFieldsDoNotShadowTheEnvelope keeps the flat JSON unambiguous: no event may
+// have a field named like an envelope key.
+func TestPayloadFieldsDoNotShadowTheEnvelope(t *testing.T) {
+	envelope := map[string]bool{"type": true, "seq": true, "session_id": true, "at": true, "command_id": true, "op": true}
+	oneof := (&Event{}).ProtoReflect().Descriptor().Oneofs().ByName("payload")
+	for i := 0; i < oneof.Fields().Len(); i++ {
+		fd := oneof.Fields().Get(i)
+		fields := fd.Message().Fields()
+		for j := 0; j < fields.Len(); j++ {
+			if name := string(fields.Get(j).Name()); envelope[name] {
+				t.Errorf("event %s has field %q, which the flat JSON uses for the envelope", fd.Name(), name)
+			}
+		}
+		if fd.Kind() != protoreflect.MessageKind {
+			t.Errorf("payload %s is not a message", fd.Name())
+		}
+	}
+}
