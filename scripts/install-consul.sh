@@ -8,8 +8,10 @@ if [ -x "$out" ]; then echo "$out"; exit 0; fi
 command -v go >/dev/null || die "go not found on PATH"
 W=$(mktemp -d); trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 log "building consul $CONSUL_VERSION (first time only, ~10 min)"
-dir=$(go mod download -json "github.com/hashicorp/consul@v$CONSUL_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[ -n "$dir" ] && [ -d "$dir" ] || die "could not download github.com/hashicorp/consul@v$CONSUL_VERSION from the Go module proxy"
+json=$(go mod download -json "github.com/hashicorp/consul@v$CONSUL_VERSION" 2>&1) || true
+dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -n "$dir" ] || printf '%s\n' "$json" >&2
+{ [ -n "$dir" ] && [ -d "$dir" ]; } || die "could not download github.com/hashicorp/consul@v$CONSUL_VERSION from the Go module proxy"
 cp -r "$dir" "$W/src" && chmod -R u+w "$W/src"
 cd "$W/src"
 for m in api envoyextensions proto-public sdk troubleshoot; do go mod edit -dropreplace="github.com/hashicorp/consul/$m"; done

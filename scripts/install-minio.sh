@@ -8,7 +8,7 @@ if [ -x "$out" ]; then echo "$out"; exit 0; fi
 command -v go >/dev/null || die "go not found on PATH"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 log "building minio $MINIO_VERSION (first time only, ~8 min)"
-GOBIN="$W" GOFLAGS= go install -trimpath -ldflags="-s -w" "github.com/minio/minio@$MINIO_VERSION" >&2 \
+GOBIN="$W" GOFLAGS="" go install -trimpath -ldflags="-s -w" "github.com/minio/minio@$MINIO_VERSION" >&2 \
   || die "go install github.com/minio/minio@$MINIO_VERSION failed"
 mv "$W/minio" "$out"
 log "installed $out"

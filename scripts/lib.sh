@@ -10,7 +10,7 @@ mkdir -p "$FATHOM_BIN"
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { printf '[%s] error: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
 
-# need_root_apt installs Debian packages when missing (the scripts run as root on these machines).
+# apt_install installs Debian packages when missing (the scripts run as root on these machines).
 apt_install() {
   local missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -26,12 +26,31 @@ apt_install() {
   }
 }
 
-# free_port prints a TCP port on 127.0.0.1 that is free right now.
+# free_port prints a TCP port on 127.0.0.1 that is free right now (the OS picks it when python3 is there).
 free_port() {
-  python3 - <<'PY' 2>/dev/null || go run "$(dirname "${BASH_SOURCE[0]}")/freeport" 
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
-PY
+  local p i
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null; then
+    return 0
+  fi
+  # Fallback without python3: a random high port that nothing accepts connections on.
+  for ((i = 0; i < 100; i++)); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  die "could not find a free TCP port on 127.0.0.1"
+}
+
+# free_ports N prints N distinct free ports, one a line.
+free_ports() {
+  local n=$1 p seen=" "
+  while [ "$n" -gt 0 ]; do
+    p=$(free_port)
+    case "$seen" in *" $p "*) continue ;; esac
+    seen="$seen$p "
+    echo "$p"
+    n=$((n - 1))
+  done
 }
 
 # wait_http URL SECONDS waits until URL answers 2xx.
@@ -43,3 +62,46 @@ wait_http() {
   done
   return 1
 }
+
+# pid_alive PIDFILE succeeds when PIDFILE names a live process.
+pid_alive() {
+  local pid
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# start_bg PIDFILE LOGFILE CMD... starts CMD detached from our stdin/stdout (so callers capturing our output
+# do not hang), in its own session, and records its pid.
+start_bg() {
+  local pidfile=$1 logfile=$2
+  shift 2
+  setsid "$@" </dev/null >"$logfile" 2>&1 &
+  echo $! >"$pidfile"
+}
+
+# stop_pid PIDFILE NAME stops the process in PIDFILE (TERM, then KILL after 15 s); fine when it is gone.
+stop_pid() {
+  local pidfile=$1 name=$2 pid i
+  if ! pid_alive "$pidfile"; then
+    rm -f "$pidfile"
+    log "$name not running"
+    return 0
+  fi
+  pid=$(cat "$pidfile")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name (pid $pid) ignored SIGTERM; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.2
+  fi
+  rm -f "$pidfile"
+  log "stopped $name (pid $pid)"
+}
+
+# random_hex N prints N random bytes as hex.
+random_hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }

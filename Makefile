@@ -1,0 +1,67 @@
+# Fathom's developer entry points. `make` lists them.
+#
+# Integration tests run against real services (PostgreSQL 15 + pgvector, Consul, MinIO) that
+# scripts/test-env.sh installs into ~/.cache/fathom and starts on 127.0.0.1 under a temporary directory; they
+# are always stopped again, whether the tests pass or not.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+GOAL ?= Write a haiku about event sourcing
+STATICCHECK_VERSION ?= v0.8.2
+TEST_TIMEOUT ?= 20m
+# Packages to test; override to narrow a run, e.g. `make test PKGS=./persistence/...`.
+PKGS ?= ./...
+
+# with_services runs its argument in a shell where the test services are up and FATHOM_TEST_* is exported,
+# and tears the services down on every exit path.
+define with_services
+dir=$$(mktemp -d); \
+trap 'scripts/test-env.sh down "$$dir" || true; rm -rf "$$dir"' EXIT; \
+scripts/install-go-deps.sh >/dev/null; \
+scripts/test-env.sh up "$$dir" >/dev/null; \
+. "$$dir/env"; \
+$(1)
+endef
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the fathom binary into bin/fathom
+	$(GO) build -o bin/fathom ./cmd/fathom
+
+.PHONY: run
+run: ## Run one session on embedded defaults (mock LLM, no services): make run GOAL="..."
+	$(GO) run ./cmd/fathom run "$(GOAL)"
+
+.PHONY: test
+test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race, stop the services
+	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS))
+
+.PHONY: test-unit
+test-unit: ## Run the tests without services (integration tests skip)
+	$(GO) test -count=1 $(PKGS)
+
+.PHONY: bench
+bench: ## Run the benchmarks against the real services (durable PostgreSQL); raw output in bench.out
+	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS) | tee bench.out)
+
+.PHONY: proto
+proto: ## Regenerate the Go code in messages/ from the .proto files
+	@bin=$$(scripts/install-protoc.sh); \
+	PATH="$$bin:$$PATH" protoc -I messages --go_out=. --go_opt=module=github.com/fathom-agents/fathom messages/*.proto; \
+	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/session.proto
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: clean
+clean: ## Remove build and benchmark output
+	rm -rf bin bench.out

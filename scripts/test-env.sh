@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Brings up (or tears down) every real service the integration tests use, all under DIR:
+# PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports.
+#
+#   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
+#                                  path; `. DIR/env` then exports FATHOM_TEST_* for internal/testenv
+#   scripts/test-env.sh down DIR   stops whatever was started; safe to call twice
+#
+# DIR must be reachable by the postgres user when run as root (a fresh `mktemp -d` under /tmp is).
+# FATHOM_PG_FAST=1 starts PostgreSQL without fsync (unit tests); leave it unset for benchmarks.
+source "$(dirname "$0")/lib.sh"
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SERVICES=(postgres consul minio)
+
+usage() { die "usage: $(basename "$0") up|down DIR"; }
+
+# install_all installs PostgreSQL/pgvector, then builds Consul and MinIO side by side (each takes minutes on
+# the first run and is instant afterwards).
+install_all() {
+  "$HERE/install-go-deps.sh" >/dev/null
+  "$HERE/install-postgres.sh" >/dev/null
+  local consul_pid minio_pid failed=()
+  "$HERE/install-consul.sh" >/dev/null &
+  consul_pid=$!
+  "$HERE/install-minio.sh" >/dev/null &
+  minio_pid=$!
+  wait "$consul_pid" || failed+=(consul)
+  wait "$minio_pid" || failed+=(minio)
+  [ ${#failed[@]} -eq 0 ] || die "installing ${failed[*]} failed (see messages above)"
+}
+
+down() {
+  local s rc=0
+  # Reverse start order; keep going when one stop fails so nothing is left behind.
+  for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do
+    s=${SERVICES[i]}
+    [ -d "$DIR/$s" ] || continue
+    "$HERE/$s.sh" stop "$DIR/$s" || { log "stopping $s failed"; rc=1; }
+  done
+  rm -f "$DIR/env"
+  return "$rc"
+}
+
+up() {
+  install_all
+  # The postgres user must be able to reach DIR/postgres when we run as root.
+  chmod 755 "$DIR"
+  UP_DONE=0
+  trap 'if [ "$UP_DONE" != 1 ]; then log "start failed; stopping what was started"; down || true; fi' EXIT
+  local s
+  for s in "${SERVICES[@]}"; do
+    "$HERE/$s.sh" start "$DIR/$s" >/dev/null || die "starting $s failed"
+  done
+  {
+    echo "export FATHOM_TEST_REQUIRE_SERVICES=1"
+    for s in "${SERVICES[@]}"; do cat "$DIR/$s/$s.env"; done
+  } >"$DIR/env.tmp"
+  chmod 600 "$DIR/env.tmp"
+  mv "$DIR/env.tmp" "$DIR/env"
+  UP_DONE=1
+  log "services up; run: . $DIR/env"
+  echo "$DIR/env"
+}
+
+[ $# -eq 2 ] || usage
+case "$1" in
+up)
+  mkdir -p "$2"
+  DIR=$(cd "$2" && pwd)
+  up
+  ;;
+down)
+  [ -d "$2" ] || exit 0
+  DIR=$(cd "$2" && pwd)
+  down
+  ;;
+*) usage ;;
+esac
