@@ -1,0 +1,541 @@
+// Package bolt is Fathom's embedded journal: one bbolt file, no server. It is the default
+// store of `fathom run` and of a single node started without a PostgreSQL DSN.
+//
+// Layout: bucket "streams" maps a stream id to its metadata (last seq, created/updated
+// times); bucket "events" holds one nested bucket per stream whose keys are big-endian
+// sequence numbers; bucket "snapshots" likewise. Appends go through one writer goroutine
+// that commits every append waiting at that moment in a single transaction (group
+// commit without an artificial delay), so concurrent sessions share an fsync instead of
+// queueing for one each.
+//
+// Opening never writes to a file it cannot read: a garbage or truncated file fails with
+// an error wrapping persistence.ErrCorrupt and is left exactly as it was.
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+var (
+	bucketStreams   = []byte("streams")
+	bucketEvents    = []byte("events")
+	bucketSnapshots = []byte("snapshots")
+)
+
+// maxBatch bounds how many appends one group commit carries.
+const maxBatch = 256
+
+// loadChunk is how many records Load copies out per read transaction; fn runs outside
+// any transaction so it may call back into the journal.
+const loadChunk = 256
+
+// Options tune the embedded journal.
+type Options struct {
+	// Timeout is how long Open waits for the file lock held by another process.
+	// Zero means 2s.
+	Timeout time.Duration
+	// NoSync skips fsync on commit: faster, but a machine crash can lose acknowledged
+	// appends. For tests and benchmarks only.
+	NoSync bool
+}
+
+// Journal is the bbolt implementation of persistence.Journal.
+type Journal struct {
+	db   *bbolt.DB
+	path string
+
+	reqs chan *appendReq
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.RWMutex // guards closed; held shared by in-flight calls
+	closed bool
+}
+
+var _ persistence.Journal = (*Journal)(nil)
+
+type appendReq struct {
+	ctx      context.Context
+	stream   string
+	expected uint64
+	recs     []persistence.Record
+	last     uint64
+	err      error
+	done     chan struct{}
+}
+
+// Open opens (creating if missing) the journal file at path.
+func Open(path string, opts Options) (*Journal, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	if err := precheck(path, opts); err != nil {
+		return nil, err
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketStreams, bucketEvents, bucketSnapshots} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("journal %s: init buckets: %w", path, err)
+	}
+	j := &Journal{db: db, path: path, reqs: make(chan *appendReq, maxBatch), stop: make(chan struct{}), done: make(chan struct{})}
+	go j.writer()
+	return j, nil
+}
+
+// precheck opens an existing non-empty file read-only and verifies that it is a bbolt
+// file whose recorded size fits in the file, so a corrupt file is reported without the
+// read-write open ever touching it.
+func precheck(path string, opts Options) (err error) {
+	fi, statErr := os.Stat(path)
+	if statErr != nil || fi.Size() == 0 {
+		return nil // missing or empty: bbolt initialises it
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("journal %s: is a directory", path)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("journal %s: %w: %v", path, persistence.ErrCorrupt, r)
+		}
+	}()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.Timeout})
+	if err != nil {
+		return openError(path, err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bbolt.Tx) error {
+		if tx.Size() > fi.Size() {
+			return fmt.Errorf("journal %s: %w: file is %d bytes but its data needs %d (truncated?)", path, persistence.ErrCorrupt, fi.Size(), tx.Size())
+		}
+		return nil
+	})
+}
+
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return fmt.Errorf("journal %s is locked by another process (is another fathom using this data dir?): %w", path, err)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
+		errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrInvalidMapping):
+		return fmt.Errorf("journal %s: %w: %v (the file was not modified)", path, persistence.ErrCorrupt, err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if strings.Contains(err.Error(), "file size too small") || strings.Contains(err.Error(), "invalid") {
+		return fmt.Errorf("journal %s: %w: %v (the file was not modified)", path, persistence.ErrCorrupt, err)
+	}
+	return fmt.Errorf("journal %s: %w", path, err)
+}
+
+// Path is the journal's file.
+func (j *Journal) Path() string { return j.path }
+
+func (j *Journal) enter() error {
+	j.mu.RLock()
+	if j.closed {
+		j.mu.RUnlock()
+		return persistence.ErrClosed
+	}
+	return nil
+}
+
+func (j *Journal) leave() { j.mu.RUnlock() }
+
+// Append implements persistence.Journal.
+func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
+	if err := validate(stream, recs); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := j.enter(); err != nil {
+		return 0, err
+	}
+	defer j.leave()
+	now := time.Now().UTC()
+	cp := make([]persistence.Record, len(recs))
+	for i, r := range recs {
+		if r.At.IsZero() {
+			r.At = now
+		}
+		cp[i] = r
+	}
+	req := &appendReq{ctx: ctx, stream: stream, expected: expectedSeq, recs: cp, done: make(chan struct{})}
+	select {
+	case j.reqs <- req:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	// Once queued the writer always answers (it drains on stop), so wait for it: the
+	// outcome of an append must never be unknown to its caller unless ctx ends first.
+	select {
+	case <-req.done:
+		return req.last, req.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("append to %s: outcome unknown: %w", stream, ctx.Err())
+	}
+}
+
+func validate(stream string, recs []persistence.Record) error {
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("%w: no records", persistence.ErrInvalid)
+	}
+	for i, r := range recs {
+		if r.Type == "" {
+			return fmt.Errorf("%w: record %d has no type", persistence.ErrInvalid, i)
+		}
+		if len(r.Type) > math.MaxUint16 {
+			return fmt.Errorf("%w: record %d type too long", persistence.ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// writer is the single goroutine that commits appends, batching whatever is queued.
+func (j *Journal) writer() {
+	defer close(j.done)
+	batch := make([]*appendReq, 0, maxBatch)
+	for {
+		var first *appendReq
+		select {
+		case first = <-j.reqs:
+		case <-j.stop:
+			return
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-j.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		j.commit(batch)
+		for _, r := range batch {
+			close(r.done)
+		}
+	}
+}
+
+// commit writes batch in one transaction. Conflicts are decided per request before it
+// writes anything; if the transaction itself fails, each request is retried alone so one
+// bad append cannot fail its neighbours.
+func (j *Journal) commit(batch []*appendReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // never written: the caller gave up before we started
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		for _, r := range live {
+			r.last, r.err = appendTx(tx, r)
+			if r.err != nil && !errors.Is(r.err, persistence.ErrConflict) {
+				return r.err
+			}
+		}
+		return nil
+	})
+	if err == nil || len(live) == 1 {
+		if err != nil {
+			live[0].last, live[0].err = 0, fmt.Errorf("append to %s: %w", live[0].stream, err)
+		}
+		return
+	}
+	for _, r := range live {
+		r.err = j.db.Update(func(tx *bbolt.Tx) error {
+			var err error
+			r.last, err = appendTx(tx, r)
+			return err
+		})
+		if r.err != nil && !errors.Is(r.err, persistence.ErrConflict) {
+			r.err = fmt.Errorf("append to %s: %w", r.stream, r.err)
+		}
+	}
+}
+
+func appendTx(tx *bbolt.Tx, r *appendReq) (uint64, error) {
+	streams := tx.Bucket(bucketStreams)
+	meta, exists := decodeMeta(streams.Get([]byte(r.stream)))
+	if meta.last != r.expected {
+		return 0, fmt.Errorf("append to %s after seq %d: stream is at %d: %w", r.stream, r.expected, meta.last, persistence.ErrConflict)
+	}
+	evs, err := tx.Bucket(bucketEvents).CreateBucketIfNotExists([]byte(r.stream))
+	if err != nil {
+		return 0, err
+	}
+	evs.FillPercent = 1.0 // keys only ever grow: pack pages full
+	seq := meta.last
+	for _, rec := range r.recs {
+		seq++
+		if err := evs.Put(seqKey(seq), encodeRecord(rec)); err != nil {
+			return 0, err
+		}
+	}
+	if !exists {
+		meta.created = r.recs[0].At
+	}
+	meta.last, meta.updated = seq, r.recs[len(r.recs)-1].At
+	if err := streams.Put([]byte(r.stream), encodeMeta(meta)); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// Load implements persistence.Journal.
+func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn func(persistence.Record) error) error {
+	next := afterSeq + 1
+	if afterSeq == math.MaxUint64 {
+		return nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk, err := j.readChunk(stream, next)
+		if err != nil {
+			return err
+		}
+		for _, r := range chunk {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < loadChunk {
+			return nil
+		}
+		next = chunk[len(chunk)-1].Seq + 1
+	}
+}
+
+func (j *Journal) readChunk(stream string, from uint64) ([]persistence.Record, error) {
+	if err := j.enter(); err != nil {
+		return nil, err
+	}
+	defer j.leave()
+	var out []persistence.Record
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketEvents).Bucket([]byte(stream))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(seqKey(from)); k != nil && len(out) < loadChunk; k, v = c.Next() {
+			rec, err := decodeRecord(k, v)
+			if err != nil {
+				return fmt.Errorf("load %s: %w", stream, err)
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LastSeq implements persistence.Journal.
+func (j *Journal) LastSeq(ctx context.Context, stream string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := j.enter(); err != nil {
+		return 0, err
+	}
+	defer j.leave()
+	var last uint64
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		m, _ := decodeMeta(tx.Bucket(bucketStreams).Get([]byte(stream)))
+		last = m.last
+		return nil
+	})
+	return last, err
+}
+
+// SaveSnapshot implements persistence.Journal.
+func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persistence.Snapshot) error {
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := j.enter(); err != nil {
+		return err
+	}
+	defer j.leave()
+	if snap.At.IsZero() {
+		snap.At = time.Now().UTC()
+	}
+	return j.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.Bucket(bucketSnapshots).CreateBucketIfNotExists([]byte(stream))
+		if err != nil {
+			return err
+		}
+		return b.Put(seqKey(snap.Seq), encodeRecord(persistence.Record{Type: "snapshot", Data: snap.Data, At: snap.At}))
+	})
+}
+
+// LoadSnapshot implements persistence.Journal.
+func (j *Journal) LoadSnapshot(ctx context.Context, stream string, maxSeq uint64) (persistence.Snapshot, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Snapshot{}, false, err
+	}
+	if err := j.enter(); err != nil {
+		return persistence.Snapshot{}, false, err
+	}
+	defer j.leave()
+	var snap persistence.Snapshot
+	var ok bool
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSnapshots).Bucket([]byte(stream))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.Seek(seqKey(maxSeq))
+		switch {
+		case k == nil: // every snapshot is older than maxSeq
+			k, v = c.Last()
+		case binary.BigEndian.Uint64(k) > maxSeq:
+			k, v = c.Prev()
+		}
+		if k == nil {
+			return nil
+		}
+		rec, err := decodeRecord(k, v)
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", stream, err)
+		}
+		snap = persistence.Snapshot{Seq: rec.Seq, Data: rec.Data, At: rec.At}
+		ok = true
+		return nil
+	})
+	return snap, ok, err
+}
+
+// ListStreams implements persistence.Journal.
+func (j *Journal) ListStreams(ctx context.Context, prefix string) ([]persistence.StreamInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := j.enter(); err != nil {
+		return nil, err
+	}
+	defer j.leave()
+	var out []persistence.StreamInfo
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketStreams).Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+			m, _ := decodeMeta(v)
+			out = append(out, persistence.StreamInfo{ID: string(k), LastSeq: m.last, CreatedAt: m.created, UpdatedAt: m.updated})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Close stops the writer (after it has answered every queued append) and closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return persistence.ErrClosed
+	}
+	j.closed = true
+	j.mu.Unlock() // in-flight calls held the read lock, so none is left
+	close(j.stop)
+	<-j.done
+	return j.db.Close()
+}
+
+type meta struct {
+	last             uint64
+	created, updated time.Time
+}
+
+func encodeMeta(m meta) []byte {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint64(b, m.last)
+	binary.BigEndian.PutUint64(b[8:], uint64(m.created.UnixNano()))
+	binary.BigEndian.PutUint64(b[16:], uint64(m.updated.UnixNano()))
+	return b
+}
+
+func decodeMeta(b []byte) (meta, bool) {
+	if len(b) < 24 {
+		return meta{}, false
+	}
+	return meta{
+		last:    binary.BigEndian.Uint64(b),
+		created: time.Unix(0, int64(binary.BigEndian.Uint64(b[8:]))).UTC(),
+		updated: time.Unix(0, int64(binary.BigEndian.Uint64(b[16:]))).UTC(),
+	}, true
+}
+
+func seqKey(seq uint64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, seq)
+	return k
+}
+
+// encodeRecord lays a record out as at(8) | len(type)(2) | type | data.
+func encodeRecord(r persistence.Record) []byte {
+	b := make([]byte, 10+len(r.Type)+len(r.Data))
+	binary.BigEndian.PutUint64(b, uint64(r.At.UnixNano()))
+	binary.BigEndian.PutUint16(b[8:], uint16(len(r.Type)))
+	copy(b[10:], r.Type)
+	copy(b[10+len(r.Type):], r.Data)
+	return b
+}
+
+// decodeRecord copies out of bbolt's mmap: the slices are only valid inside the tx.
+func decodeRecord(k, v []byte) (persistence.Record, error) {
+	if len(k) != 8 || len(v) < 10 {
+		return persistence.Record{}, fmt.Errorf("%w: short record", persistence.ErrCorrupt)
+	}
+	tl := int(binary.BigEndian.Uint16(v[8:]))
+	if len(v) < 10+tl {
+		return persistence.Record{}, fmt.Errorf("%w: record type overruns value", persistence.ErrCorrupt)
+	}
+	data := make([]byte, len(v)-10-tl)
+	copy(data, v[10+tl:])
+	return persistence.Record{
+		Seq:  binary.BigEndian.Uint64(k),
+		Type: string(v[10 : 10+tl]),
+		Data: data,
+		At:   time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+	}, nil
+}

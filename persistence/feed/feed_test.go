@@ -1,0 +1,141 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/feed"
+)
+
+func openJournal(t *testing.T) persistence.Journal {
+	t.Helper()
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// writer appends and publishes like the session grain: publish only after the append
+// is durable.
+type writer struct {
+	j    persistence.Journal
+	f    *feed.Feed
+	last uint64
+}
+
+func (w *writer) write(t *testing.T, stream string, n int) {
+	t.Helper()
+	recs := make([]persistence.Record, n)
+	for i := range recs {
+		recs[i] = persistence.Record{Type: "e", Data: []byte(fmt.Sprint(w.last + uint64(i) + 1))}
+	}
+	last, err := w.j.Append(context.Background(), stream, w.last, recs)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for i := range recs {
+		recs[i].Seq = w.last + uint64(i) + 1
+	}
+	w.last = last
+	w.f.Publish(stream, recs)
+}
+
+func readN(t *testing.T, sub *feed.Subscription, from uint64, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		r, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if want := from + uint64(i) + 1; r.Seq != want || string(r.Data) != fmt.Sprint(want) {
+			t.Fatalf("got seq %d (%q), want %d", r.Seq, r.Data, want)
+		}
+	}
+}
+
+func TestCatchUpThenLiveWithoutGapOrRepeat(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{Page: 4})
+	w := &writer{j: j, f: f}
+	w.write(t, "s", 10) // stored before anyone subscribes
+	sub := f.Subscribe("s", 3)
+	defer sub.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // keep writing while the subscriber catches up
+		defer wg.Done()
+		for i := 0; i < 20; i++ {
+			w.write(t, "s", 3)
+		}
+	}()
+	readN(t, sub, 3, 10-3+60)
+	wg.Wait()
+	if sub.Last() != 70 {
+		t.Fatalf("last = %d", sub.Last())
+	}
+}
+
+func TestSlowSubscriberCatchesUpFromTheJournal(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{Buffer: 1})
+	w := &writer{j: j, f: f}
+	sub := f.Subscribe("s", 0)
+	defer sub.Close()
+	for i := 0; i < 50; i++ { // far more batches than the buffer holds; Publish never blocks
+		w.write(t, "s", 2)
+	}
+	readN(t, sub, 0, 100)
+}
+
+func TestOtherStreamsAreNotDelivered(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	a, b := &writer{j: j, f: f}, &writer{j: j, f: f}
+	sub := f.Subscribe("a", 0)
+	defer sub.Close()
+	b.write(t, "b", 5)
+	a.write(t, "a", 2)
+	readN(t, sub, 0, 2)
+}
+
+func TestCloseAndCancel(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	sub := f.Subscribe("s", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := sub.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := sub.Next(context.Background())
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	f.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, feed.ErrClosed) {
+			t.Fatalf("err = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next did not return after Close")
+	}
+	sub.Close() // idempotent after the feed closed
+	if _, err := f.Subscribe("s", 0).Next(context.Background()); !errors.Is(err, feed.ErrClosed) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+}
