@@ -1,0 +1,113 @@
+// Package llm defines how Fathom talks to language models: one Provider interface,
+// provider-neutral request and response types, and the classification of errors into
+// retryable and permanent ones. Adapters live in subpackages (openai); llm/mock is a
+// scripted OpenAI-compatible server for tests and the demo.
+//
+// This package has no actor code: the session grain's step runner calls a Provider.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+)
+
+// Message is one chat message.
+type Message struct {
+	// Role is "system", "user" or "assistant".
+	Role string `json:"role"`
+	// Content is the message text.
+	Content string `json:"content"`
+}
+
+// Request is one chat completion request.
+type Request struct {
+	// Model names the model; empty means the provider's default.
+	Model string
+	// Messages is the conversation, oldest first.
+	Messages []Message
+	// Temperature, when set, overrides the provider's default sampling temperature.
+	Temperature *float64
+	// MaxTokens bounds the completion; 0 means the provider's default.
+	MaxTokens int
+}
+
+// Usage counts tokens as reported by the provider.
+type Usage struct {
+	InputTokens, OutputTokens, TotalTokens int64
+}
+
+// Response is a chat completion.
+type Response struct {
+	// Content is the assistant's text.
+	Content string
+	// FinishReason is why generation stopped ("stop", "length", ...).
+	FinishReason string
+	// Model is the model that answered.
+	Model string
+	// Usage is the provider's token accounting.
+	Usage Usage
+	// Duration is how long the call took.
+	Duration time.Duration
+}
+
+// Provider is a chat model endpoint. Implementations are safe for concurrent use and
+// honour ctx cancellation and deadlines.
+type Provider interface {
+	// Name identifies the provider in logs and spans (e.g. "openai").
+	Name() string
+	// Chat makes one completion call. It does not retry.
+	Chat(ctx context.Context, req Request) (Response, error)
+}
+
+// APIError is an error answer of a model API.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Type and Code are the provider's error classification, when given.
+	Type, Code string
+	// Message is the provider's explanation.
+	Message string
+	// RetryAfter is the server's requested wait (Retry-After header), 0 if none.
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("llm api: HTTP %d", e.StatusCode)
+	if e.Type != "" {
+		s += " " + e.Type
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Retryable reports whether the same request may succeed later: rate limits (429),
+// request timeouts (408) and server errors (5xx).
+func (e *APIError) Retryable() bool {
+	return e.StatusCode == 429 || e.StatusCode == 408 || e.StatusCode >= 500
+}
+
+// IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
+// a refused or reset connection, or a response cut short. A cancelled context is not.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Retryable()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}

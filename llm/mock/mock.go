@@ -1,0 +1,421 @@
+// Package mock is a scripted OpenAI-compatible model server: the built-in demo model of
+// `fathom run` and the model of every test. It serves GET /v1/models and
+// POST /v1/chat/completions over real HTTP, so the production client (llm/openai) is
+// exercised byte for byte; only the answers are scripted.
+//
+// A script is JSON:
+//
+//	{"rules":[
+//	  {"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[...]}"},
+//	  {"match":"Step: .*","response":"done: {{.Step}}","delay_ms":50},
+//	  {"match":".*","status":429,"error_message":"slow down","retry_after_s":1,"times":2}
+//	],"default":"I have nothing scripted for that."}
+//
+// The first rule whose regular expressions match (match: the last user message;
+// system_match: the system message) answers. times limits how often a rule fires (0 =
+// always). response is a text/template with .Goal and .Step (from the user message's
+// "Goal: " and "Step: " lines), .User, .System, .N (1-based count of this rule's hits)
+// and a json function that quotes a string for embedding in JSON.
+package mock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/template"
+	"time"
+)
+
+// MaxRequestBytes bounds a chat request body.
+const MaxRequestBytes = 4 << 20
+
+// Rule is one scripted answer.
+type Rule struct {
+	// Match is a regular expression matched against the last user message ("" = any).
+	Match string `json:"match,omitempty"`
+	// SystemMatch is a regular expression matched against the system message ("" = any).
+	SystemMatch string `json:"system_match,omitempty"`
+	// Response is the answer's text/template.
+	Response string `json:"response,omitempty"`
+	// Status, when not 0 or 200, makes the rule answer with that HTTP error.
+	Status int `json:"status,omitempty"`
+	// ErrorMessage is the error body's message for Status.
+	ErrorMessage string `json:"error_message,omitempty"`
+	// RetryAfterS sets a Retry-After header (seconds) on error answers.
+	RetryAfterS int `json:"retry_after_s,omitempty"`
+	// DelayMS delays the answer (to test timeouts and in-flight crashes).
+	DelayMS int `json:"delay_ms,omitempty"`
+	// Times limits how many requests the rule answers; 0 means unlimited.
+	Times int `json:"times,omitempty"`
+}
+
+// Script is an ordered list of rules and a default answer.
+type Script struct {
+	// Rules are tried in order.
+	Rules []Rule `json:"rules"`
+	// Default answers requests no rule matches.
+	Default string `json:"default,omitempty"`
+}
+
+// ParseScript decodes and checks a JSON script. Unknown fields are errors, so a typo does
+// not silently change a test.
+func ParseScript(data []byte) (Script, error) {
+	var s Script
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Script{}, fmt.Errorf("mock script: %w", err)
+	}
+	if _, err := compile(s); err != nil {
+		return Script{}, err
+	}
+	return s, nil
+}
+
+// LoadScript reads a JSON script file.
+func LoadScript(path string) (Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, fmt.Errorf("mock script: %w", err)
+	}
+	s, err := ParseScript(data)
+	if err != nil {
+		return Script{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// DemoScript is the built-in demo model: a three-step plan for any goal and a short
+// deliverable for every step.
+func DemoScript() Script {
+	return Script{
+		Rules: []Rule{
+			{SystemMatch: "FATHOM-ROLE: planner", Response: `{"steps":[` +
+				`{"id":"step-1","type":"research","description":{{json (printf "Research what is needed to: %s" .Goal)}},"dependencies":[]},` +
+				`{"id":"step-2","type":"write","description":{{json (printf "Write the deliverable for: %s" .Goal)}},"dependencies":["step-1"]},` +
+				`{"id":"step-3","type":"review","description":"Review the deliverable against the goal and list any gaps","dependencies":["step-2"]}]}`},
+			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}\n\nThis answer comes from Fathom's built-in demo model; set OPENAI_API_KEY to use a real one."},
+		},
+		Default: "(demo model) I have no scripted answer for that.",
+	}
+}
+
+type compiledRule struct {
+	Rule
+	match, system *regexp.Regexp
+	tmpl          *template.Template
+	hits          atomic.Int64
+}
+
+var funcs = template.FuncMap{"json": func(s string) (string, error) {
+	b, err := json.Marshal(s)
+	return string(b), err
+}}
+
+func compile(s Script) ([]*compiledRule, error) {
+	out := make([]*compiledRule, len(s.Rules))
+	for i, r := range s.Rules {
+		c := &compiledRule{Rule: r}
+		var err error
+		if r.Match != "" {
+			if c.match, err = regexp.Compile(r.Match); err != nil {
+				return nil, fmt.Errorf("mock script: rule %d match: %w", i, err)
+			}
+		}
+		if r.SystemMatch != "" {
+			if c.system, err = regexp.Compile(r.SystemMatch); err != nil {
+				return nil, fmt.Errorf("mock script: rule %d system_match: %w", i, err)
+			}
+		}
+		if c.tmpl, err = template.New(fmt.Sprint("rule", i)).Funcs(funcs).Parse(r.Response); err != nil {
+			return nil, fmt.Errorf("mock script: rule %d response: %w", i, err)
+		}
+		if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
+			return nil, fmt.Errorf("mock script: rule %d: status %d is not an HTTP status", i, r.Status)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// Config configures a Server.
+type Config struct {
+	// Script is what the server answers.
+	Script Script
+	// Logger receives one debug line per request. Nil discards.
+	Logger *slog.Logger
+	// Token, when set, is the bearer token every request must carry.
+	Token string
+	// ModelName is listed by /v1/models and reported in answers. Default "fathom-mock".
+	ModelName string
+}
+
+// Server is the scripted model. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	rules    []*compiledRule
+	fallback *template.Template
+	requests atomic.Int64
+	mu       sync.Mutex // serialises rule selection so Times is exact
+}
+
+// New returns a server for cfg. It panics on a script ParseScript would reject; use
+// ParseScript or LoadScript for scripts from outside the program.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ModelName == "" {
+		cfg.ModelName = "fathom-mock"
+	}
+	rules, err := compile(cfg.Script)
+	if err != nil {
+		panic(err)
+	}
+	fb, err := template.New("default").Funcs(funcs).Parse(cfg.Script.Default)
+	if err != nil {
+		panic(fmt.Errorf("mock script: default: %w", err))
+	}
+	return &Server{cfg: cfg, rules: rules, fallback: fb}
+}
+
+// Requests is the number of chat completion requests served so far.
+func (s *Server) Requests() int { return int(s.requests.Load()) }
+
+// Handler returns the HTTP API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown endpoint "+r.Method+" "+r.URL.Path, 0)
+	})
+	return mux
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
+			writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong bearer token", 0)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{"id": s.cfg.ModelName, "object": "model", "owned_by": "fathom"}}})
+}
+
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
+// TemplateData is what a rule's response template sees.
+type TemplateData struct {
+	// Goal and Step are the user message's "Goal: " and "Step: " lines.
+	Goal, Step string
+	// User is the last user message; System the system message.
+	User, System string
+	// N is how many times this rule has answered, including this request.
+	N int
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), 0)
+		return
+	}
+	if len(body) > MaxRequestBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "request is not valid JSON: "+err.Error(), 0)
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "messages must not be empty", 0)
+		return
+	}
+	s.requests.Add(1)
+	var d TemplateData
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			d.System = m.Content
+		case "user":
+			d.User = m.Content
+		}
+	}
+	for _, line := range strings.Split(d.User, "\n") {
+		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
+			d.Goal = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Step: "); ok && d.Step == "" {
+			d.Step = strings.TrimSpace(v)
+		}
+	}
+	rule := s.pick(&d)
+	tmpl := s.fallback
+	if rule != nil {
+		if rule.DelayMS > 0 {
+			select {
+			case <-time.After(time.Duration(rule.DelayMS) * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if rule.Status != 0 && rule.Status != http.StatusOK {
+			msg := rule.ErrorMessage
+			if msg == "" {
+				msg = http.StatusText(rule.Status)
+			}
+			s.cfg.Logger.Debug("mock-llm error answer", "status", rule.Status)
+			writeError(w, rule.Status, "scripted_error", msg, rule.RetryAfterS)
+			return
+		}
+		tmpl = rule.tmpl
+	}
+	var out strings.Builder
+	if err := tmpl.Execute(&out, d); err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "render scripted response: "+err.Error(), 0)
+		return
+	}
+	model := req.Model
+	if model == "" {
+		model = s.cfg.ModelName
+	}
+	in, outTok := approxTokens(d.System)+approxTokens(d.User), approxTokens(out.String())
+	s.cfg.Logger.Debug("mock-llm answer", "model", model, "bytes", out.Len())
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-mock-%d", s.requests.Load()),
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []map[string]any{{"index": 0, "message": map[string]string{"role": "assistant", "content": out.String()}, "finish_reason": "stop"}},
+		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok},
+	})
+}
+
+func (s *Server) pick(d *TemplateData) *compiledRule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.rules {
+		if r.match != nil && !r.match.MatchString(d.User) {
+			continue
+		}
+		if r.system != nil && !r.system.MatchString(d.System) {
+			continue
+		}
+		if r.Times > 0 && r.hits.Load() >= int64(r.Times) {
+			continue
+		}
+		d.N = int(r.hits.Add(1))
+		return r
+	}
+	return nil
+}
+
+// approxTokens estimates tokens as one per four bytes, at least one per non-empty text.
+func approxTokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(s)/4 + 1
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string, retryAfter int) {
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+}
+
+// ListenAndServe serves on addr until ctx ends, then shuts down gracefully. ready, when
+// not nil, is called with the bound address once the listener is open.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mock-llm: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mock-llm: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("mock-llm: shutdown: %w", err)
+	}
+	return ctx.Err()
+}
+
+// Run is the `fathom mock-llm` command: it serves a script (the demo script by default)
+// until ctx ends.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mock-llm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8089", "address to serve the OpenAI-compatible API on")
+	scriptPath := fs.String("script", "", "JSON script of answers (default: the built-in demo script)")
+	token := fs.String("token", "", "require this bearer token")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T]")
+		fmt.Fprintln(stderr, "\nServes a scripted OpenAI-compatible API (/v1/models, /v1/chat/completions) for tests and demos.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mock-llm: unexpected arguments %q", fs.Args())
+	}
+	script := DemoScript()
+	if *scriptPath != "" {
+		var err error
+		if script, err = LoadScript(*scriptPath); err != nil {
+			return err
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv := New(Config{Script: script, Token: *token, Logger: log})
+	err := srv.ListenAndServe(ctx, *listen, func(addr string) {
+		fmt.Fprintf(stdout, "mock-llm listening on http://%s/v1\n", addr)
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

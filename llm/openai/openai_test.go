@@ -1,0 +1,134 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/openai"
+)
+
+func TestChatSendsRequestAndParsesUsage(t *testing.T) {
+	var got map[string]any
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		auth = r.Header.Get("Authorization")
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		_, _ = w.Write([]byte(`{"model":"m-served","choices":[{"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}`))
+	}))
+	defer srv.Close()
+	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1/", APIKey: "k", Model: "m-default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	temp := 0.2
+	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}, Temperature: &temp, MaxTokens: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Content != "hello" || resp.FinishReason != "stop" || resp.Model != "m-served" {
+		t.Fatalf("response %+v", resp)
+	}
+	if resp.Usage != (llm.Usage{InputTokens: 7, OutputTokens: 2, TotalTokens: 9}) {
+		t.Fatalf("usage %+v", resp.Usage)
+	}
+	if auth != "Bearer k" || got["model"] != "m-default" || got["max_tokens"].(float64) != 50 || got["temperature"].(float64) != 0.2 {
+		t.Fatalf("request: auth %q body %v", auth, got)
+	}
+}
+
+func TestAPIErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("X-Case") {
+		case "429":
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(429)
+			_, _ = w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit","code":"rl"}}`))
+		case "400":
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"error":{"message":"bad model","type":"invalid_request_error"}}`))
+		case "html":
+			w.WriteHeader(502)
+			_, _ = w.Write([]byte(`<html>bad gateway</html>`))
+		case "huge":
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"` + strings.Repeat("x", 2048) + `"}}]}`))
+		case "nochoices":
+			_, _ = w.Write([]byte(`{"choices":[]}`))
+		case "slow":
+			time.Sleep(time.Second)
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name, header string
+		check        func(error) bool
+		retryable    bool
+	}{
+		{"rate limit", "429", func(err error) bool {
+			var e *llm.APIError
+			return errors.As(err, &e) && e.StatusCode == 429 && e.RetryAfter == 3*time.Second && e.Message == "slow down" && e.Code == "rl"
+		}, true},
+		{"bad request", "400", func(err error) bool {
+			var e *llm.APIError
+			return errors.As(err, &e) && e.Type == "invalid_request_error"
+		}, false},
+		{"non-json 502", "html", func(err error) bool { return strings.Contains(err.Error(), "bad gateway") }, true},
+		{"oversize", "huge", func(err error) bool { return strings.Contains(err.Error(), "exceeds 1024 bytes") }, false},
+		{"no choices", "nochoices", func(err error) bool { return strings.Contains(err.Error(), "no choices") }, false},
+		{"timeout", "slow", func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Timeout") }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hc := &http.Client{Transport: headerRT{c.header}, Timeout: 200 * time.Millisecond}
+			cl, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: hc, Timeout: 200 * time.Millisecond, MaxResponseBytes: 1024})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = cl.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}})
+			if err == nil || !c.check(err) {
+				t.Fatalf("err = %v", err)
+			}
+			if llm.IsRetryable(err) != c.retryable {
+				t.Fatalf("IsRetryable(%v) = %v", err, !c.retryable)
+			}
+		})
+	}
+}
+
+type headerRT struct{ v string }
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Case", h.v)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestConfig(t *testing.T) {
+	if _, err := openai.New(openai.Config{BaseURL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
+		t.Fatalf("bad URL accepted: %v", err)
+	}
+	env := map[string]string{"OPENAI_BASE_URL": "http://h/v1", "OPENAI_API_KEY": "s", "FATHOM_MODEL": "m"}
+	c := openai.ConfigFromEnv(func(k string) string { return env[k] })
+	if c.BaseURL != "http://h/v1" || c.APIKey != "s" || c.Model != "m" {
+		t.Fatalf("ConfigFromEnv = %+v", c)
+	}
+	if _, err := openai.New(openai.Config{}); err != nil {
+		t.Fatalf("zero config should default: %v", err)
+	}
+	c2, _ := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1/v1"})
+	if _, err := c2.Chat(context.Background(), llm.Request{}); err == nil {
+		t.Fatal("empty request accepted")
+	}
+	if _, err := c2.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}); err == nil || !llm.IsRetryable(err) {
+		t.Fatalf("refused connection: %v retryable=%v", err, llm.IsRetryable(err))
+	}
+}
