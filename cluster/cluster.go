@@ -1,0 +1,349 @@
+// Package cluster owns a Fathom node's membership in the Proto.Actor cluster: the actor
+// system, remoting, the member provider (local in-memory or Consul), and disthash
+// identity lookup (rendezvous hashing of grain identities onto members).
+//
+// Proto.Actor's own StartMember panics on error, sleeps a second and, with Consul
+// unreachable, "starts" with no members while logging thousands of retries per second.
+// Node wraps it into Start(ctx) error / Stop(ctx) error: Consul is checked first (fail
+// fast, one clear error), panics become errors, and Start returns only once this member
+// is part of the topology, so the first grain call after Start is placed.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hashicorp/consul/api"
+)
+
+// Provider names.
+const (
+	// ProviderLocal is a single in-process member with no external service.
+	ProviderLocal = "local"
+	// ProviderConsul discovers members through a Consul agent.
+	ProviderConsul = "consul"
+)
+
+// Config configures one cluster member.
+type Config struct {
+	// Name is the cluster name; members with the same name (and provider) form one cluster.
+	Name string
+	// Host is the interface the member's remoting binds. Default 127.0.0.1.
+	Host string
+	// Port is the remoting port; 0 picks a free one.
+	Port int
+	// AdvertisedHost, when set, is the host:port other members dial instead of the bound
+	// address (NAT, containers). Requires a fixed Port.
+	AdvertisedHost string
+	// Provider is "local" or "consul".
+	Provider string
+	// ConsulAddr is the Consul agent's HTTP address host:port (default CONSUL_HTTP_ADDR,
+	// else 127.0.0.1:8500).
+	ConsulAddr string
+	// RequestTimeout is the default timeout of grain calls. Default 10s.
+	RequestTimeout time.Duration
+	// StartTimeout bounds Start (Consul check, joining, waiting for the topology). Default 20s.
+	StartTimeout time.Duration
+	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
+	Logger *slog.Logger
+}
+
+// DefaultConfig is a local single-node member on a free loopback port.
+func DefaultConfig() Config {
+	addr := os.Getenv("CONSUL_HTTP_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8500"
+	}
+	return Config{
+		Name: "fathom", Host: "127.0.0.1", Provider: ProviderLocal, ConsulAddr: addr,
+		RequestTimeout: 10 * time.Second, StartTimeout: 20 * time.Second,
+	}
+}
+
+// Validate reports a configuration that cannot start.
+func (c Config) Validate() error {
+	if c.Name == "" {
+		return errors.New("cluster: name is empty")
+	}
+	if c.Host == "" {
+		return errors.New("cluster: host is empty")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("cluster: port %d out of range", c.Port)
+	}
+	if c.AdvertisedHost != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertisedHost); err != nil {
+			return fmt.Errorf("cluster: advertised host %q must be host:port: %w", c.AdvertisedHost, err)
+		}
+		if c.Port == 0 {
+			return errors.New("cluster: an advertised host needs a fixed port")
+		}
+	}
+	switch c.Provider {
+	case ProviderLocal:
+	case ProviderConsul:
+		if _, _, err := net.SplitHostPort(c.ConsulAddr); err != nil {
+			return fmt.Errorf("cluster: consul address %q must be host:port: %w", c.ConsulAddr, err)
+		}
+	default:
+		return fmt.Errorf("cluster: unknown provider %q (want %q or %q)", c.Provider, ProviderLocal, ProviderConsul)
+	}
+	if c.RequestTimeout < 0 || c.StartTimeout < 0 {
+		return errors.New("cluster: timeouts must not be negative")
+	}
+	return nil
+}
+
+// NewActorSystem creates an actor system whose Proto.Actor logs go to logger at Warn and
+// above (its Info level is chatty). opts are passed on (e.g. actor.WithMetricProviders).
+func NewActorSystem(logger *slog.Logger, opts ...actor.ConfigOption) *actor.ActorSystem {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	l := slog.New(minLevel{logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
+	opts = append([]actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return l })}, opts...)
+	return actor.NewActorSystem(opts...)
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
+
+// Node is one cluster member.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	system  *actor.ActorSystem
+	cluster *cluster.Cluster
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+
+	// Proto.Actor's MemberList is not safe to read from outside its actors; the node
+	// keeps its own copy of the topology from the ClusterTopology events instead.
+	topoMu  sync.Mutex
+	members []*cluster.Member
+	sub     *eventstream.Subscription
+}
+
+// New prepares a member of system hosting kinds. It does not start anything.
+func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, error) {
+	d := DefaultConfig()
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = d.RequestTimeout
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = d.StartTimeout
+	}
+	if cfg.Host == "" {
+		cfg.Host = d.Host
+	}
+	if cfg.Provider == ProviderConsul && cfg.ConsulAddr == "" {
+		cfg.ConsulAddr = d.ConsulAddr
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if system == nil {
+		return nil, errors.New("cluster: nil actor system")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var provider cluster.ClusterProvider
+	switch cfg.Provider {
+	case ProviderLocal:
+		provider = test.NewTestProvider(test.NewInMemAgent())
+	case ProviderConsul:
+		p, err := consul.NewWithConfig(&api.Config{Address: cfg.ConsulAddr}, consul.WithTTL(3*time.Second), consul.WithRefreshTTL(time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: consul client for %s: %w", cfg.ConsulAddr, err)
+		}
+		provider = p
+	}
+	var ropts []remote.ConfigOption
+	if cfg.AdvertisedHost != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(cfg.AdvertisedHost))
+	}
+	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, ropts...),
+		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout))
+	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), system: system, cluster: cluster.New(system, ccfg)}
+	n.sub = system.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok {
+			ms := make([]*cluster.Member, len(t.Members))
+			copy(ms, t.Members)
+			n.topoMu.Lock()
+			n.members = ms
+			n.topoMu.Unlock()
+		}
+	})
+	return n, nil
+}
+
+func (n *Node) hasMember(id string) bool {
+	n.topoMu.Lock()
+	defer n.topoMu.Unlock()
+	for _, m := range n.members {
+		if m.Id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Start joins the cluster. It fails fast when the Consul agent is unreachable and
+// returns once this member sees itself in the cluster topology.
+func (n *Node) Start(ctx context.Context) (err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.started {
+		return errors.New("cluster: already started")
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.StartTimeout)
+	defer cancel()
+	if n.cfg.Provider == ProviderConsul {
+		if err := CheckConsul(ctx, n.cfg.ConsulAddr); err != nil {
+			return err
+		}
+	}
+	n.started = true
+	if err := n.startMember(); err != nil {
+		return err
+	}
+	self := n.system.ID
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !n.hasMember(self) {
+		select {
+		case <-ctx.Done():
+			n.shutdown(false)
+			return fmt.Errorf("cluster: member %s did not join the %s topology: %w", n.Address(), n.cfg.Provider, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	n.log.Info("joined cluster", "name", n.cfg.Name, "provider", n.cfg.Provider, "address", n.Address(), "members", len(n.MemberAddresses()))
+	return nil
+}
+
+// startMu serialises member starts in one process: Proto.Actor's remote.Start writes
+// grpc's global logger, a data race when two members start concurrently.
+var startMu sync.Mutex
+
+func (n *Node) startMember() (err error) {
+	startMu.Lock()
+	defer startMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: start member on %s:%d: %v", n.cfg.Host, n.cfg.Port, r)
+		}
+	}()
+	n.cluster.StartMember()
+	return nil
+}
+
+// CheckConsul asks the agent at addr for its leader, with a 2s timeout, and returns a
+// clear error if it does not answer with one.
+func CheckConsul(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/status/leader", nil)
+	if err != nil {
+		return fmt.Errorf("consul agent at %s: %w", addr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("consul agent at %s is unreachable: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("consul agent at %s answered HTTP %d: %s", addr, resp.StatusCode, body)
+	}
+	var leader string
+	if err := json.Unmarshal(body, &leader); err != nil || leader == "" {
+		return fmt.Errorf("consul agent at %s has no leader yet", addr)
+	}
+	return nil
+}
+
+// Stop leaves the cluster gracefully (deregistering from Consul and handing grains
+// over), or abruptly if ctx ends first. It is idempotent.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.stopped {
+		n.stopped = true
+		return nil
+	}
+	n.stopped = true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.shutdown(true)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: graceful leave: %w", ctx.Err())
+	}
+}
+
+func (n *Node) shutdown(graceful bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Warn("cluster shutdown panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	n.cluster.Shutdown(graceful)
+}
+
+// Cluster is the underlying Proto.Actor cluster (for generated grain clients).
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
+// System is the member's actor system.
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// Address is the member's remoting address host:port (valid after Start).
+func (n *Node) Address() string { return n.system.Address() }
+
+// MemberAddresses lists the addresses of the members this node currently sees, sorted.
+func (n *Node) MemberAddresses() []string {
+	n.topoMu.Lock()
+	ms := n.members
+	n.topoMu.Unlock()
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))))
+	}
+	sort.Strings(out)
+	return out
+}

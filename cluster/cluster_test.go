@@ -1,0 +1,126 @@
+package cluster_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	fcluster "github.com/fathom-agents/fathom/cluster"
+)
+
+// echoKind answers every StringValue with "<member address>|<identity>|<text>".
+func echoKind() *cluster.Kind {
+	return cluster.NewKind("echo", actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*wrapperspb.StringValue); ok {
+			ctx.Respond(wrapperspb.String(ctx.ActorSystem().Address() + "|" + ctx.Self().Id + "|" + m.Value))
+		}
+	}))
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func startNode(t *testing.T, cfg fcluster.Config) *fcluster.Node {
+	t.Helper()
+	cfg.Logger = quiet()
+	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return n
+}
+
+func call(n *fcluster.Node, id, text string) (string, error) {
+	res, err := n.Cluster().Request(id, "echo", wrapperspb.String(text), cluster.WithTimeout(5*time.Second))
+	if err != nil {
+		return "", err
+	}
+	return res.(*wrapperspb.StringValue).Value, nil
+}
+
+func TestLocalGrainRoundTrip(t *testing.T) {
+	cfg := fcluster.DefaultConfig()
+	cfg.Name = "local-" + t.Name()
+	n := startNode(t, cfg)
+	got, err := call(n, "a", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, n.Address()+"|") || !strings.HasSuffix(got, "|hi") {
+		t.Fatalf("echo = %q (node %s)", got, n.Address())
+	}
+	if addrs := n.MemberAddresses(); len(addrs) != 1 || addrs[0] != n.Address() {
+		t.Fatalf("members %v", addrs)
+	}
+	// Stop is idempotent.
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConsulUnreachableFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	cfg := fcluster.DefaultConfig()
+	cfg.Provider, cfg.ConsulAddr, cfg.Logger = fcluster.ProviderConsul, dead, quiet()
+	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = n.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "consul agent at "+dead+" is unreachable") {
+		t.Fatalf("Start = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Start took %s to fail", d)
+	}
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for name, mut := range map[string]func(*fcluster.Config){
+		"no name":           func(c *fcluster.Config) { c.Name = "" },
+		"bad provider":      func(c *fcluster.Config) { c.Provider = "etcd" },
+		"bad port":          func(c *fcluster.Config) { c.Port = 70000 },
+		"bad consul":        func(c *fcluster.Config) { c.Provider, c.ConsulAddr = "consul", "nocolon" },
+		"advertise no port": func(c *fcluster.Config) { c.AdvertisedHost = "10.0.0.1:9000" },
+	} {
+		c := fcluster.DefaultConfig()
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := fcluster.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,383 @@
+// Package postgres is Fathom's production journal: PostgreSQL through pgx v5. The schema
+// lives in the top-level migrations package and is applied by Open (and by
+// `fathom migrate`).
+//
+// An append is one statement: a data-modifying CTE advances the stream's head row in
+// fathom_streams only if it still holds the expected sequence (or creates it when 0 is
+// expected), and the event rows are inserted only if that happened. Under READ
+// COMMITTED a racing writer blocks on the head row, re-checks the condition after the
+// winner commits and inserts nothing, so exactly one of two racing appends wins and the
+// other gets persistence.ErrConflict. One statement means one round trip and one commit.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fathom-agents/fathom/migrations"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// loadChunk is how many events Load reads per query; fn runs between queries, holding
+// no connection.
+const loadChunk = 1000
+
+// Options tune the pool.
+type Options struct {
+	// MaxConns bounds the pool. Zero means 16.
+	MaxConns int32
+	// ConnectTimeout bounds establishing one connection. Zero means 5s.
+	ConnectTimeout time.Duration
+}
+
+// Journal is the PostgreSQL implementation of persistence.Journal.
+type Journal struct {
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+}
+
+var _ persistence.Journal = (*Journal)(nil)
+
+// Open connects to dsn, checks the server answers and applies pending migrations.
+func Open(ctx context.Context, dsn string, opts Options) (*Journal, error) {
+	pool, err := connect(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Journal{pool: pool}, nil
+}
+
+func connect(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: invalid DSN: %w", err) // pgx redacts the password
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 16
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Second
+	}
+	cfg.MaxConns = opts.MaxConns
+	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	where := cfg.ConnConfig.Host + ":" + strconv.Itoa(int(cfg.ConnConfig.Port))
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect to %s: %w", where, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w", where, err)
+	}
+	return pool, nil
+}
+
+// MigrateDSN connects to dsn, applies pending migrations and disconnects.
+func MigrateDSN(ctx context.Context, dsn string) error {
+	pool, err := connect(ctx, dsn, Options{MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return Migrate(ctx, pool)
+}
+
+// migrationLock is the advisory lock key held while migrating ("fathom" in ASCII).
+const migrationLock = 0x66617468_6f6d
+
+// Migrate applies the migrations not yet recorded in fathom_schema_migrations, in file
+// order, each in its own transaction, holding an advisory lock.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+		return fmt.Errorf("postgres: migrate: take lock: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS fathom_schema_migrations (
+		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM fathom_schema_migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		num, _, ok := strings.Cut(f, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return fmt.Errorf("postgres: migration file %s is not named NNNN_name.sql", f)
+		}
+		if applied[v] {
+			continue
+		}
+		sql, err := fs.ReadFile(migrations.FS, f)
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO fathom_schema_migrations (version, name) VALUES ($1, $2)", v, f)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// Pool is the journal's connection pool (for health checks and tools).
+func (j *Journal) Pool() *pgxpool.Pool { return j.pool }
+
+func (j *Journal) check(ctx context.Context) error {
+	if j.closed.Load() {
+		return persistence.ErrClosed
+	}
+	return ctx.Err()
+}
+
+const appendSQL = `
+WITH ins AS (
+    INSERT INTO fathom_streams (stream_id, last_seq, created_at, updated_at)
+    SELECT $1, $3, $6, $7 WHERE $2 = 0
+    ON CONFLICT (stream_id) DO NOTHING
+    RETURNING 1
+), upd AS (
+    UPDATE fathom_streams SET last_seq = $3, updated_at = $7
+    WHERE $2 > 0 AND stream_id = $1 AND last_seq = $2
+    RETURNING 1
+), ok AS (
+    SELECT 1 FROM ins UNION ALL SELECT 1 FROM upd
+)
+INSERT INTO fathom_events (stream_id, seq, type, data, at)
+SELECT $1, $2 + r.ord, r.type, r.data, r.at
+FROM ok, unnest($4::text[], $5::bytea[], $8::timestamptz[]) WITH ORDINALITY AS r(type, data, at, ord)`
+
+// Append implements persistence.Journal.
+func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
+	if err := validate(stream, recs); err != nil {
+		return 0, err
+	}
+	if err := j.check(ctx); err != nil {
+		return 0, err
+	}
+	if expectedSeq > math.MaxInt64-uint64(len(recs)) {
+		return 0, fmt.Errorf("%w: sequence overflow", persistence.ErrInvalid)
+	}
+	now := time.Now().UTC()
+	types := make([]string, len(recs))
+	datas := make([][]byte, len(recs))
+	ats := make([]time.Time, len(recs))
+	for i, r := range recs {
+		types[i], datas[i], ats[i] = r.Type, r.Data, r.At
+		if r.At.IsZero() {
+			ats[i] = now
+		}
+		if datas[i] == nil {
+			datas[i] = []byte{}
+		}
+	}
+	last := expectedSeq + uint64(len(recs))
+	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), int64(last), types, datas, ats[0], ats[len(ats)-1], ats)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
+		}
+		return 0, fmt.Errorf("append to %s: %w", stream, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
+	}
+	return last, nil
+}
+
+func validate(stream string, recs []persistence.Record) error {
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("%w: no records", persistence.ErrInvalid)
+	}
+	for i, r := range recs {
+		if r.Type == "" {
+			return fmt.Errorf("%w: record %d has no type", persistence.ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// Load implements persistence.Journal.
+func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn func(persistence.Record) error) error {
+	if afterSeq >= math.MaxInt64 {
+		return nil
+	}
+	next := int64(afterSeq)
+	for {
+		if err := j.check(ctx); err != nil {
+			return err
+		}
+		rows, err := j.pool.Query(ctx, `SELECT seq, type, data, at FROM fathom_events
+			WHERE stream_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, stream, next, loadChunk)
+		if err != nil {
+			return fmt.Errorf("load %s: %w", stream, err)
+		}
+		chunk := make([]persistence.Record, 0, 64)
+		var seq int64
+		var r persistence.Record
+		_, err = pgx.ForEachRow(rows, []any{&seq, &r.Type, &r.Data, &r.At}, func() error {
+			r.Seq = uint64(seq)
+			r.At = r.At.UTC()
+			chunk = append(chunk, r)
+			r = persistence.Record{}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("load %s: %w", stream, err)
+		}
+		for _, rec := range chunk {
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < loadChunk {
+			return nil
+		}
+		next = int64(chunk[len(chunk)-1].Seq)
+	}
+}
+
+// LastSeq implements persistence.Journal.
+func (j *Journal) LastSeq(ctx context.Context, stream string) (uint64, error) {
+	if err := j.check(ctx); err != nil {
+		return 0, err
+	}
+	var last int64
+	err := j.pool.QueryRow(ctx, "SELECT last_seq FROM fathom_streams WHERE stream_id = $1", stream).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", stream, err)
+	}
+	return uint64(last), nil
+}
+
+// SaveSnapshot implements persistence.Journal.
+func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persistence.Snapshot) error {
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
+	}
+	if err := j.check(ctx); err != nil {
+		return err
+	}
+	if snap.At.IsZero() {
+		snap.At = time.Now().UTC()
+	}
+	if snap.Data == nil {
+		snap.Data = []byte{}
+	}
+	_, err := j.pool.Exec(ctx, `INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (stream_id, seq) DO UPDATE SET data = EXCLUDED.data, at = EXCLUDED.at`,
+		stream, int64(snap.Seq), snap.Data, snap.At)
+	if err != nil {
+		return fmt.Errorf("save snapshot of %s at %d: %w", stream, snap.Seq, err)
+	}
+	return nil
+}
+
+// LoadSnapshot implements persistence.Journal.
+func (j *Journal) LoadSnapshot(ctx context.Context, stream string, maxSeq uint64) (persistence.Snapshot, bool, error) {
+	if err := j.check(ctx); err != nil {
+		return persistence.Snapshot{}, false, err
+	}
+	if maxSeq > math.MaxInt64 {
+		maxSeq = math.MaxInt64
+	}
+	var s persistence.Snapshot
+	var seq int64
+	err := j.pool.QueryRow(ctx, `SELECT seq, data, at FROM fathom_snapshots
+		WHERE stream_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`, stream, int64(maxSeq)).Scan(&seq, &s.Data, &s.At)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return persistence.Snapshot{}, false, nil
+	}
+	if err != nil {
+		return persistence.Snapshot{}, false, fmt.Errorf("load snapshot of %s: %w", stream, err)
+	}
+	s.Seq, s.At = uint64(seq), s.At.UTC()
+	return s, true, nil
+}
+
+// ListStreams implements persistence.Journal.
+func (j *Journal) ListStreams(ctx context.Context, prefix string) ([]persistence.StreamInfo, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT stream_id, last_seq, created_at, updated_at FROM fathom_streams
+		WHERE starts_with(stream_id, $1) ORDER BY stream_id`, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list streams: %w", err)
+	}
+	var out []persistence.StreamInfo
+	var si persistence.StreamInfo
+	var last int64
+	_, err = pgx.ForEachRow(rows, []any{&si.ID, &last, &si.CreatedAt, &si.UpdatedAt}, func() error {
+		si.LastSeq, si.CreatedAt, si.UpdatedAt = uint64(last), si.CreatedAt.UTC(), si.UpdatedAt.UTC()
+		out = append(out, si)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list streams: %w", err)
+	}
+	return out, nil
+}
+
+// Close closes the pool. Calls after Close return persistence.ErrClosed.
+func (j *Journal) Close() error {
+	if j.closed.Swap(true) {
+		return persistence.ErrClosed
+	}
+	j.pool.Close()
+	return nil
+}
