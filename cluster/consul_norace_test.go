@@ -48,4 +48,3 @@ func TestConsulTwoNodesShareIdentities(t *testing.T) {
 		t.Fatalf("20 identities all placed on %v", hosts)
 	}
 }
-

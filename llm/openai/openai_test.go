@@ -85,7 +85,9 @@ func TestAPIErrors(t *testing.T) {
 		{"non-json 502", "html", func(err error) bool { return strings.Contains(err.Error(), "bad gateway") }, true},
 		{"oversize", "huge", func(err error) bool { return strings.Contains(err.Error(), "exceeds 1024 bytes") }, false},
 		{"no choices", "nochoices", func(err error) bool { return strings.Contains(err.Error(), "no choices") }, false},
-		{"timeout", "slow", func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Timeout") }, true},
+		{"timeout", "slow", func(err error) bool {
+			return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Timeout")
+		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hc := &http.Client{Transport: headerRT{c.header}, Timeout: 200 * time.Millisecond}

@@ -1,0 +1,164 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// MaxRememberedCommands bounds SessionState.commands: the ids of the most recent commands
+// are kept so a retried command is recognised; older ids are forgotten, oldest first.
+const MaxRememberedCommands = 256
+
+// ErrBadEvent means an event does not fit the state it is applied to (wrong session,
+// sequence gap, missing payload). Apply never ignores an event: it applies it or fails.
+var ErrBadEvent = errors.New("event does not apply")
+
+// NewState returns the empty state of session id (before session_started).
+func NewState(id string) *messages.SessionState {
+	return &messages.SessionState{SessionId: id, Commands: map[string]uint64{}}
+}
+
+// Apply folds ev into s. It is the single definition of how events change a session,
+// used by the grain, recovery, time travel and projections alike: deterministic, no I/O,
+// no clock. It mutates s in place; on error s is unchanged.
+func Apply(s *messages.SessionState, ev *messages.Event) error {
+	if ev.GetSessionId() != s.GetSessionId() {
+		return fmt.Errorf("%w: event of session %q applied to %q", ErrBadEvent, ev.GetSessionId(), s.GetSessionId())
+	}
+	if ev.GetSeq() != s.GetSeq()+1 {
+		return fmt.Errorf("%w: seq %d after %d", ErrBadEvent, ev.GetSeq(), s.GetSeq())
+	}
+	if err := applyPayload(s, ev); err != nil {
+		return err
+	}
+	s.Seq = ev.GetSeq()
+	s.UpdatedAtUnixNano = ev.GetAtUnixNano()
+	if id := ev.GetCommandId(); id != "" {
+		rememberCommand(s, id, ev.GetSeq())
+	}
+	return nil
+}
+
+func applyPayload(s *messages.SessionState, ev *messages.Event) error {
+	switch p := ev.GetPayload().(type) {
+	case *messages.Event_SessionStarted:
+		if s.Status != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
+			return fmt.Errorf("%w: session_started on a %s session", ErrBadEvent, s.Status)
+		}
+		s.Status = messages.SessionStatus_SESSION_STATUS_PLANNING
+		s.Goal = p.SessionStarted.GetGoal()
+		s.Config = p.SessionStarted.GetConfig()
+		s.UserId = p.SessionStarted.GetUserId()
+		s.StartedAtUnixNano = ev.GetAtUnixNano()
+	case *messages.Event_PlanCreated:
+		s.PlanId = p.PlanCreated.GetPlanId()
+		s.Steps = s.Steps[:0]
+		for _, st := range p.PlanCreated.GetSteps() {
+			s.Steps = append(s.Steps, &messages.StepState{Step: st, Status: messages.StepStatus_STEP_STATUS_PENDING})
+		}
+		s.CurrentStepIndex = 0
+		s.Status = messages.SessionStatus_SESSION_STATUS_EXECUTING
+	case *messages.Event_StepStarted:
+		st, err := stepAt(s, p.StepStarted.GetStepIndex(), p.StepStarted.GetStepId())
+		if err != nil {
+			return err
+		}
+		st.Status = messages.StepStatus_STEP_STATUS_IN_PROGRESS
+		s.CurrentStepIndex = p.StepStarted.GetStepIndex()
+	case *messages.Event_LlmRequested:
+		r := p.LlmRequested
+		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose()}
+		s.Iterations = r.GetIteration()
+	case *messages.Event_LlmResponded:
+		if s.Pending.GetCallId() != p.LlmResponded.GetCallId() {
+			return fmt.Errorf("%w: llm_responded for %q while %q is pending", ErrBadEvent, p.LlmResponded.GetCallId(), s.Pending.GetCallId())
+		}
+		s.Pending = nil
+		s.Usage = addUsage(s.Usage, p.LlmResponded.GetUsage())
+	case *messages.Event_StepCompleted:
+		st, err := stepAt(s, p.StepCompleted.GetStepIndex(), p.StepCompleted.GetStepId())
+		if err != nil {
+			return err
+		}
+		st.Status = messages.StepStatus_STEP_STATUS_COMPLETED
+		st.Output = p.StepCompleted.GetOutput()
+	case *messages.Event_StepFailed:
+		st, err := stepAt(s, p.StepFailed.GetStepIndex(), p.StepFailed.GetStepId())
+		if err != nil {
+			return err
+		}
+		st.Status = messages.StepStatus_STEP_STATUS_FAILED
+		st.Error = p.StepFailed.GetError()
+	case *messages.Event_SessionCompleted:
+		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
+		s.Result = p.SessionCompleted.GetResult()
+		s.Pending = nil
+	case *messages.Event_SessionFailed:
+		s.Status = messages.SessionStatus_SESSION_STATUS_FAILED
+		s.Error = p.SessionFailed.GetError()
+		s.Pending = nil
+	case nil:
+		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
+	default:
+		return fmt.Errorf("%w: unknown payload %T", ErrBadEvent, p)
+	}
+	return nil
+}
+
+func stepAt(s *messages.SessionState, idx uint32, id string) (*messages.StepState, error) {
+	if int(idx) >= len(s.Steps) {
+		return nil, fmt.Errorf("%w: step index %d out of range (plan has %d steps)", ErrBadEvent, idx, len(s.Steps))
+	}
+	st := s.Steps[idx]
+	if st.GetStep().GetId() != id {
+		return nil, fmt.Errorf("%w: step %d is %q, not %q", ErrBadEvent, idx, st.GetStep().GetId(), id)
+	}
+	return st, nil
+}
+
+func addUsage(a, b *messages.Usage) *messages.Usage {
+	if b == nil {
+		return a
+	}
+	return &messages.Usage{
+		InputTokens:  a.GetInputTokens() + b.GetInputTokens(),
+		OutputTokens: a.GetOutputTokens() + b.GetOutputTokens(),
+		TotalTokens:  a.GetTotalTokens() + b.GetTotalTokens(),
+	}
+}
+
+func rememberCommand(s *messages.SessionState, id string, seq uint64) {
+	if s.Commands == nil {
+		s.Commands = map[string]uint64{}
+	}
+	// The newest seq wins: a command's entry points at the last event it produced.
+	s.Commands[id] = seq
+	for len(s.Commands) > MaxRememberedCommands {
+		evictOldestCommand(s.Commands)
+	}
+}
+
+// evictOldestCommand removes the id with the lowest seq (ties broken by id, so replay is
+// deterministic).
+func evictOldestCommand(m map[string]uint64) {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if m[ids[i]] != m[ids[j]] {
+			return m[ids[i]] < m[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	delete(m, ids[0])
+}
+
+// Terminal reports whether the session has finished (completed or failed).
+func Terminal(s *messages.SessionState) bool {
+	return s.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED ||
+		s.GetStatus() == messages.SessionStatus_SESSION_STATUS_FAILED
+}

@@ -1,0 +1,143 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/extensions"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/prompts"
+)
+
+// Config is the node-wide configuration of session grains. Per-session settings
+// (model, max iterations, max steps) default to these and may be overridden at start.
+type Config struct {
+	// Model is the default LLM model of new sessions.
+	Model string
+	// MaxIterations is the default bound on LLM calls per session.
+	MaxIterations uint32
+	// MaxSteps is the default bound on the number of plan steps.
+	MaxSteps uint32
+	// SnapshotEvery saves a snapshot after this many events since the last one.
+	SnapshotEvery uint64
+	// IdleTimeout passivates a grain that received nothing for this long while no step
+	// is in flight. Reactivation restores identical state from the journal.
+	IdleTimeout time.Duration
+	// LLMTimeout bounds one LLM call.
+	LLMTimeout time.Duration
+	// JournalTimeout bounds one journal operation made by the grain.
+	JournalTimeout time.Duration
+	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
+	RetryBackoffMax time.Duration
+}
+
+// DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
+// (about five steps' worth), passivation after 10 minutes idle.
+func DefaultConfig() Config {
+	return Config{
+		Model:           "gpt-4o-mini",
+		MaxIterations:   20,
+		MaxSteps:        10,
+		SnapshotEvery:   20,
+		IdleTimeout:     10 * time.Minute,
+		LLMTimeout:      2 * time.Minute,
+		JournalTimeout:  10 * time.Second,
+		RetryBackoffMax: 10 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Model == "":
+		return errors.New("session config: model is empty")
+	case c.MaxIterations == 0:
+		return errors.New("session config: max iterations must be positive")
+	case c.MaxSteps == 0:
+		return errors.New("session config: max steps must be positive")
+	case c.SnapshotEvery == 0:
+		return errors.New("session config: snapshot interval must be positive")
+	case c.IdleTimeout < time.Millisecond:
+		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
+	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0:
+		return errors.New("session config: timeouts must be positive")
+	}
+	return nil
+}
+
+// Publisher receives events right after they are durably stored, for live subscribers.
+// Publish must not block.
+type Publisher interface {
+	Publish(stream string, recs []persistence.Record)
+}
+
+// Deps are what session grains of one actor system run with. They are registered as an
+// actor-system extension (see Register), so several nodes in one process each keep
+// their own journal and provider.
+type Deps struct {
+	// Config is the grains' configuration.
+	Config Config
+	// Journal stores the events. Required.
+	Journal persistence.Journal
+	// LLM answers the planner and step calls. Required.
+	LLM llm.Provider
+	// Prompts renders the system prompts. Nil means prompts.Default().
+	Prompts *prompts.Set
+	// Publisher is told of every stored event. Optional.
+	Publisher Publisher
+	// Logger is the grains' logger. Nil means slog.Default().
+	Logger *slog.Logger
+	// Tracer makes the session and step spans. Nil means a no-op tracer.
+	Tracer trace.Tracer
+	// Now is the clock; nil means time.Now. Tests may set it.
+	Now func() time.Time
+}
+
+var depsExtensionID = extensions.NextExtensionID()
+
+// ExtensionID implements extensions.Extension.
+func (d *Deps) ExtensionID() extensions.ExtensionID { return depsExtensionID }
+
+// Register validates deps, fills defaults and installs them in system, where grains
+// activated on it find them.
+func Register(system *actor.ActorSystem, d *Deps) error {
+	if d.Journal == nil {
+		return errors.New("session deps: journal is required")
+	}
+	if d.LLM == nil {
+		return errors.New("session deps: llm provider is required")
+	}
+	if err := d.Config.Validate(); err != nil {
+		return err
+	}
+	if d.Prompts == nil {
+		p, err := prompts.Default()
+		if err != nil {
+			return err
+		}
+		d.Prompts = p
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Tracer == nil {
+		d.Tracer = noop.NewTracerProvider().Tracer("fathom/session")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	system.Extensions.Register(d)
+	return nil
+}
+
+func depsOf(system *actor.ActorSystem) (*Deps, bool) {
+	d, ok := system.Extensions.Get(depsExtensionID).(*Deps)
+	return d, ok
+}

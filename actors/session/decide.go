@@ -1,0 +1,271 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// MaxGoalBytes bounds the goal of a session.
+const MaxGoalBytes = 64 << 10
+
+// MaxCommandIDBytes bounds a command id.
+const MaxCommandIDBytes = 256
+
+// stepTypes are the step types a plan may use; anything else becomes "custom".
+var stepTypes = map[string]bool{"research": true, "code": true, "write": true, "review": true, "human_input": true, "custom": true}
+
+// commandError is a refused command: its reason maps to a grain error code.
+type commandError struct {
+	reason messages.ErrorReason
+	msg    string
+}
+
+func (e *commandError) Error() string { return e.msg }
+
+func refuse(reason messages.ErrorReason, format string, args ...any) error {
+	return &commandError{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// eventBuilder stamps events with consecutive sequence numbers after the state's.
+type eventBuilder struct {
+	s     *messages.SessionState
+	cmdID string
+	at    int64
+	evs   []*messages.Event
+}
+
+func newEvents(s *messages.SessionState, cmdID string, now time.Time) *eventBuilder {
+	return &eventBuilder{s: s, cmdID: cmdID, at: now.UnixNano()}
+}
+
+func (b *eventBuilder) add(set func(*messages.Event)) {
+	ev := &messages.Event{
+		Seq:        b.s.GetSeq() + uint64(len(b.evs)) + 1,
+		SessionId:  b.s.GetSessionId(),
+		AtUnixNano: b.at,
+		CommandId:  b.cmdID,
+	}
+	set(ev)
+	b.evs = append(b.evs, ev)
+}
+
+// decideStart validates a start command and returns the events it produces.
+func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults Config, now time.Time) ([]*messages.Event, error) {
+	if err := validateCommandID(req.GetCommandId()); err != nil {
+		return nil, err
+	}
+	goal := strings.TrimSpace(req.GetGoal())
+	switch {
+	case goal == "":
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "goal is empty: a session needs a goal")
+	case len(goal) > MaxGoalBytes:
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "goal is %d bytes, the limit is %d", len(goal), MaxGoalBytes)
+	case !utf8.ValidString(goal):
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "goal is not valid UTF-8")
+	}
+	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
+		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is already started (status %s)", s.GetSessionId(), s.GetStatus())
+	}
+	cfg := mergeConfig(req.GetConfig(), defaults)
+	b := newEvents(s, req.GetCommandId(), now)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId()}}
+	})
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+			CallId: "plan-1", Purpose: purposePlan, Model: cfg.GetModel(), Iteration: 1,
+		}}
+	})
+	return b.evs, nil
+}
+
+func validateCommandID(id string) error {
+	switch {
+	case id == "":
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "command_id is required (it makes retries safe)")
+	case len(id) > MaxCommandIDBytes:
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "command_id is %d bytes, the limit is %d", len(id), MaxCommandIDBytes)
+	}
+	return nil
+}
+
+func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig {
+	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps}
+	if req.GetModel() != "" {
+		cfg.Model = req.GetModel()
+	}
+	if req.GetMaxIterations() > 0 {
+		cfg.MaxIterations = req.GetMaxIterations()
+	}
+	if req.GetMaxSteps() > 0 {
+		cfg.MaxSteps = req.GetMaxSteps()
+	}
+	return cfg
+}
+
+// Purposes of LLM calls.
+const (
+	purposePlan = "plan"
+	purposeStep = "step"
+)
+
+// llmResult is what a step runner reports back to the grain.
+type llmResult struct {
+	callID       string
+	content      string
+	finishReason string
+	model        string
+	usage        *messages.Usage
+	duration     time.Duration
+	err          error
+}
+
+// decideLLMResult turns the result of the pending call into events. It returns nil when
+// the result is stale (not the pending call).
+func decideLLMResult(s *messages.SessionState, r *llmResult, now time.Time) []*messages.Event {
+	p := s.GetPending()
+	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
+		return nil
+	}
+	b := newEvents(s, "", now)
+	if r.err != nil {
+		if p.GetPurpose() == purposeStep {
+			idx := s.GetCurrentStepIndex()
+			b.add(func(e *messages.Event) {
+				e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{
+					StepId: p.GetStepId(), StepIndex: idx, Error: "llm call failed: " + r.err.Error(),
+				}}
+			})
+		}
+		fail(b, fmt.Sprintf("%s: llm call %s failed: %v", p.GetPurpose(), r.callID, r.err))
+		return b.evs
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
+			CallId: r.callID, StepId: p.GetStepId(), Content: r.content, Usage: r.usage,
+			FinishReason: r.finishReason, DurationMs: r.duration.Milliseconds(), Model: r.model,
+		}}
+	})
+	switch p.GetPurpose() {
+	case purposePlan:
+		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
+		if err != nil {
+			fail(b, "planner returned an unusable plan: "+err.Error())
+			return b.evs
+		}
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
+		})
+		startStep(b, s, steps, 0)
+	default:
+		idx := s.GetCurrentStepIndex()
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
+				StepId: p.GetStepId(), StepIndex: idx, Output: r.content,
+			}}
+		})
+		steps := planSteps(s)
+		if int(idx)+1 < len(steps) {
+			startStep(b, s, steps, idx+1)
+		} else {
+			usage := addUsage(s.GetUsage(), r.usage)
+			b.add(func(e *messages.Event) {
+				e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: r.content, Usage: usage}}
+			})
+		}
+	}
+	return b.evs
+}
+
+func planSteps(s *messages.SessionState) []*messages.PlanStep {
+	out := make([]*messages.PlanStep, len(s.GetSteps()))
+	for i, st := range s.GetSteps() {
+		out[i] = st.GetStep()
+	}
+	return out
+}
+
+// startStep appends step_started and the step's llm_requested, or session_failed when the
+// iteration budget is spent.
+func startStep(b *eventBuilder, s *messages.SessionState, steps []*messages.PlanStep, idx uint32) {
+	iteration := s.GetIterations() + 1
+	if max := s.GetConfig().GetMaxIterations(); max > 0 && iteration > max {
+		fail(b, fmt.Sprintf("max iterations reached (%d LLM calls) before step %s", max, steps[idx].GetId()))
+		return
+	}
+	st := steps[idx]
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
+			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(),
+		}}
+	})
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+			CallId: st.GetId() + "/llm-1", StepId: st.GetId(), Purpose: purposeStep,
+			Model: s.GetConfig().GetModel(), Iteration: iteration,
+		}}
+	})
+}
+
+func fail(b *eventBuilder, msg string) {
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionFailed{SessionFailed: &messages.SessionFailed{Error: msg}}
+	})
+}
+
+// errEmptyPlan is returned for a plan without steps.
+var errEmptyPlan = errors.New("plan has no steps")
+
+// parsePlan extracts the JSON plan from the planner's answer. It tolerates prose or code
+// fences around the object, fills missing ids and maps unknown types to "custom".
+func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
+	start, end := strings.Index(content, "{"), strings.LastIndex(content, "}")
+	if start < 0 || end < start {
+		return nil, errors.New("no JSON object in the answer")
+	}
+	var raw struct {
+		Steps []struct {
+			ID           string   `json:"id"`
+			Type         string   `json:"type"`
+			Description  string   `json:"description"`
+			Dependencies []string `json:"dependencies"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(content[start:end+1]), &raw); err != nil {
+		return nil, fmt.Errorf("decode plan JSON: %w", err)
+	}
+	if len(raw.Steps) == 0 {
+		return nil, errEmptyPlan
+	}
+	if maxSteps > 0 && len(raw.Steps) > int(maxSteps) {
+		return nil, fmt.Errorf("plan has %d steps, the limit is %d", len(raw.Steps), maxSteps)
+	}
+	seen := map[string]bool{}
+	steps := make([]*messages.PlanStep, 0, len(raw.Steps))
+	for i, r := range raw.Steps {
+		id := strings.TrimSpace(r.ID)
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("step-%d", i+1)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("duplicate step id %q", id)
+		}
+		seen[id] = true
+		desc := strings.TrimSpace(r.Description)
+		if desc == "" {
+			return nil, fmt.Errorf("step %s has no description", id)
+		}
+		typ := strings.ToLower(strings.TrimSpace(r.Type))
+		if !stepTypes[typ] {
+			typ = "custom"
+		}
+		steps = append(steps, &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: r.Dependencies})
+	}
+	return steps, nil
+}

@@ -1,0 +1,197 @@
+package session
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// fold applies evs to s, failing the test on the first error.
+func fold(t *testing.T, s *messages.SessionState, evs []*messages.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := Apply(s, ev); err != nil {
+			t.Fatalf("apply %s (seq %d): %v", ev.Type(), ev.GetSeq(), err)
+		}
+	}
+}
+
+func types(evs []*messages.Event) string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Type())
+	}
+	return strings.Join(out, ",")
+}
+
+const plan3 = `Here is the plan:
+{"steps":[{"id":"a","type":"research","description":"look"},{"id":"b","type":"analysis","description":"think"},{"type":"write","description":"write"}]}`
+
+// TestDecideFullLoop drives start → plan → three steps → completed through decide and
+// Apply alone, and checks the state at each point.
+func TestDecideFullLoop(t *testing.T) {
+	s := NewState("s1")
+	evs, err := decideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "  write a haiku  "}, DefaultConfig(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types(evs); got != "session_started,llm_requested" {
+		t.Fatalf("start events = %s", got)
+	}
+	fold(t, s, evs)
+	if s.GetGoal() != "write a haiku" || s.GetStatus() != messages.SessionStatus_SESSION_STATUS_PLANNING || s.GetPending().GetCallId() != "plan-1" {
+		t.Fatalf("after start: %v", s)
+	}
+	if s.GetCommands()["c1"] != 2 {
+		t.Fatalf("command c1 remembered at seq %d, want 2", s.GetCommands()["c1"])
+	}
+	usage := &messages.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
+	evs = decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3, usage: usage}, t0)
+	if got := types(evs); got != "llm_responded,plan_created,step_started,llm_requested" {
+		t.Fatalf("plan events = %s", got)
+	}
+	fold(t, s, evs)
+	if len(s.GetSteps()) != 3 || s.GetSteps()[1].GetStep().GetType() != "custom" || s.GetSteps()[2].GetStep().GetId() != "step-3" {
+		t.Fatalf("plan not folded as expected: %v", s.GetSteps())
+	}
+	for i, want := range []string{"a", "b", "step-3"} {
+		call := s.GetPending().GetCallId()
+		if call != want+"/llm-1" {
+			t.Fatalf("step %d pending call = %q", i, call)
+		}
+		evs = decideLLMResult(s, &llmResult{callID: call, content: "out " + want, usage: usage}, t0)
+		fold(t, s, evs)
+		if s.GetSteps()[i].GetOutput() != "out "+want || s.GetSteps()[i].GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED {
+			t.Fatalf("step %d: %v", i, s.GetSteps()[i])
+		}
+	}
+	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_COMPLETED || s.GetResult() != "out step-3" || s.GetPending() != nil {
+		t.Fatalf("final state: %v", s)
+	}
+	if s.GetUsage().GetTotalTokens() != 60 || s.GetIterations() != 4 {
+		t.Fatalf("usage %v iterations %d, want 60 tokens and 4 calls", s.GetUsage(), s.GetIterations())
+	}
+	// A late duplicate result is stale: no events.
+	if evs := decideLLMResult(s, &llmResult{callID: "step-3/llm-1", content: "again"}, t0); len(evs) != 0 {
+		t.Fatalf("stale result produced %s", types(evs))
+	}
+}
+
+func TestDecideStartRefusals(t *testing.T) {
+	started := NewState("s1")
+	evs, _ := decideStart(started, &messages.StartRequest{CommandId: "c1", Goal: "g"}, DefaultConfig(), t0)
+	fold(t, started, evs)
+	cases := []struct {
+		name   string
+		s      *messages.SessionState
+		req    *messages.StartRequest
+		reason messages.ErrorReason
+		msg    string
+	}{
+		{"empty goal", NewState("s"), &messages.StartRequest{CommandId: "c", Goal: " \n\t"}, messages.ErrorReason_INVALID_ARGUMENT, "goal is empty"},
+		{"no command id", NewState("s"), &messages.StartRequest{Goal: "g"}, messages.ErrorReason_INVALID_ARGUMENT, "command_id is required"},
+		{"huge goal", NewState("s"), &messages.StartRequest{CommandId: "c", Goal: strings.Repeat("x", MaxGoalBytes+1)}, messages.ErrorReason_INVALID_ARGUMENT, "limit"},
+		{"bad utf8", NewState("s"), &messages.StartRequest{CommandId: "c", Goal: "\xff\xfe"}, messages.ErrorReason_INVALID_ARGUMENT, "UTF-8"},
+		{"already started", started, &messages.StartRequest{CommandId: "c2", Goal: "g"}, messages.ErrorReason_FAILED_PRECONDITION, "already started"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := proto.Clone(c.s)
+			_, err := decideStart(c.s, c.req, DefaultConfig(), t0)
+			var ce *commandError
+			if !errors.As(err, &ce) || ce.reason != c.reason || !strings.Contains(ce.msg, c.msg) {
+				t.Fatalf("err = %v, want %s containing %q", err, c.reason, c.msg)
+			}
+			if !proto.Equal(before, c.s) {
+				t.Fatal("a refused command changed the state")
+			}
+		})
+	}
+}
+
+func TestDecideFailures(t *testing.T) {
+	start := func(t *testing.T, cfg *messages.SessionConfig) *messages.SessionState {
+		s := NewState("s1")
+		evs, err := decideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g", Config: cfg}, DefaultConfig(), t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(t, s, evs)
+		return s
+	}
+	t.Run("unusable plan", func(t *testing.T) {
+		s := start(t, nil)
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, t0))
+		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "unusable plan") {
+			t.Fatalf("state %v", s)
+		}
+	})
+	t.Run("too many steps", func(t *testing.T) {
+		s := start(t, &messages.SessionConfig{MaxSteps: 2})
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
+		if !strings.Contains(s.GetError(), "limit is 2") {
+			t.Fatalf("error %q", s.GetError())
+		}
+	})
+	t.Run("llm error in a step", func(t *testing.T) {
+		s := start(t, nil)
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
+		evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", err: errors.New("HTTP 500")}, t0)
+		if got := types(evs); got != "step_failed,session_failed" {
+			t.Fatalf("events %s", got)
+		}
+		fold(t, s, evs)
+		if s.GetSteps()[0].GetStatus() != messages.StepStatus_STEP_STATUS_FAILED || !strings.Contains(s.GetError(), "HTTP 500") {
+			t.Fatalf("state %v", s)
+		}
+	})
+	t.Run("max iterations", func(t *testing.T) {
+		s := start(t, &messages.SessionConfig{MaxIterations: 2})
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", content: "ok"}, t0))
+		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "max iterations") {
+			t.Fatalf("state %v", s)
+		}
+	})
+}
+
+func TestApplyRejects(t *testing.T) {
+	s := NewState("s1")
+	ok := &messages.Event{Seq: 1, SessionId: "s1", Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: "g"}}}
+	for name, ev := range map[string]*messages.Event{
+		"other session": {Seq: 1, SessionId: "s2", Payload: ok.Payload},
+		"seq gap":       {Seq: 2, SessionId: "s1", Payload: ok.Payload},
+		"no payload":    {Seq: 1, SessionId: "s1"},
+		"unknown step":  {Seq: 1, SessionId: "s1", Payload: &messages.Event_StepStarted{StepStarted: &messages.StepStarted{StepId: "x"}}},
+	} {
+		before := proto.Clone(s)
+		if err := Apply(s, ev); !errors.Is(err, ErrBadEvent) {
+			t.Errorf("%s: err = %v, want ErrBadEvent", name, err)
+		}
+		if !proto.Equal(before, s) {
+			t.Errorf("%s: a rejected event changed the state", name)
+		}
+	}
+}
+
+func TestRememberedCommandsAreBounded(t *testing.T) {
+	s := NewState("s1")
+	for i := 1; i <= MaxRememberedCommands+10; i++ {
+		rememberCommand(s, "c"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String(), uint64(i))
+	}
+	if len(s.GetCommands()) != MaxRememberedCommands {
+		t.Fatalf("remembered %d commands, want %d", len(s.GetCommands()), MaxRememberedCommands)
+	}
+	for _, seq := range s.GetCommands() {
+		if seq <= 10 {
+			t.Fatalf("oldest commands were not evicted first (seq %d kept)", seq)
+		}
+	}
+}

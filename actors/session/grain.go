@@ -1,0 +1,392 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// KindName is the cluster kind of session grains.
+const KindName = "Session"
+
+// Kind returns the cluster kind serving session grains. Every actor system that hosts
+// the kind must have its Deps registered (Register) before the cluster starts.
+func Kind() *cluster.Kind {
+	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
+	// step is in flight).
+	return messages.NewSessionKind(func() messages.Session { return &Grain{} }, 0,
+		actor.WithSupervisor(runnerSupervisor()))
+}
+
+// runnerSupervisor restarts a crashed step runner (it re-makes its call); after 3
+// crashes in a minute the runner stops and the grain's watchdog fails the call.
+func runnerSupervisor() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)
+}
+
+// Grain is the session grain: the event-sourced state of one session and the driver of
+// its loop. All state changes go through commit: decide events, append them to the
+// journal with the expected sequence, fold them with Apply, publish them.
+type Grain struct {
+	deps        *Deps
+	id          string
+	log         *slog.Logger
+	state       *messages.SessionState
+	snapSeq     uint64
+	activatedAt time.Time
+	// loadErr is set when the in-memory state cannot be trusted (a load or a write
+	// failed); every command reloads first.
+	loadErr error
+	// fenced is set when another activation wrote the stream: this one is stopping.
+	fenced     bool
+	runner     *actor.PID
+	runnerCall string
+	watchdog   *time.Timer
+	retry      *time.Timer
+	retryDelay time.Duration
+	span       trace.Span
+}
+
+// Messages a grain sends itself. They never leave the process.
+type (
+	// resumeMsg asks the grain to reload if needed and start the pending call.
+	resumeMsg struct{}
+	// watchdogMsg fires when a runner gave no answer in time.
+	watchdogMsg struct{ callID string }
+)
+
+var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
+
+// Init loads the session's snapshot and events by identity and schedules the pending
+// call, if any, to resume.
+func (g *Grain) Init(ctx cluster.GrainContext) {
+	g.id = ctx.Identity()
+	d, ok := depsOf(ctx.ActorSystem())
+	if !ok {
+		g.log = slog.Default().With("session_id", g.id)
+		g.loadErr = errNoDeps
+		g.log.Error("session grain cannot start", "error", errNoDeps)
+		return
+	}
+	g.deps = d
+	g.log = d.Logger.With("session_id", g.id)
+	g.activatedAt = d.Now()
+	_, g.span = d.Tracer.Start(context.Background(), "session.activation", trace.WithAttributes(
+		attribute.String("fathom.session_id", g.id),
+		attribute.String("fathom.host", ctx.ActorSystem().Address()),
+	))
+	if err := g.load(); err != nil {
+		g.log.Error("load session", "error", err)
+	} else {
+		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
+	}
+	ctx.Send(ctx.Self(), &resumeMsg{})
+}
+
+// Terminate ends the activation (passivation, fence, node shutdown). The step runner,
+// a child, stops with it; a pending call resumes on the next activation.
+func (g *Grain) Terminate(ctx cluster.GrainContext) {
+	g.stopTimers()
+	if g.span != nil {
+		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
+		g.span.End()
+	}
+	if g.log != nil {
+		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
+	}
+}
+
+// ReceiveDefault handles the grain's own messages and its runners' results.
+func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
+	switch msg := ctx.Message().(type) {
+	case *resumeMsg:
+		g.onResume(ctx)
+	case *llmResult:
+		g.onLLMResult(ctx, msg)
+	case *watchdogMsg:
+		g.onWatchdog(ctx, msg)
+	default:
+		if g.log != nil {
+			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
+		}
+	}
+	g.updateIdle(ctx)
+}
+
+// Start starts the session. It is idempotent by command id.
+func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (resp *messages.StartResponse, err error) {
+	defer g.guard(ctx, "Start")
+	defer g.updateIdle(ctx)
+	if err := g.ready(); err != nil {
+		return nil, err
+	}
+	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
+		return &messages.StartResponse{SessionId: g.id, Seq: seq, Duplicate: true}, nil
+	}
+	evs, err := decideStart(g.state, req, g.deps.Config, g.deps.Now())
+	if err != nil {
+		return nil, grainError(err)
+	}
+	if err := g.commit(ctx, evs); err != nil {
+		return nil, err
+	}
+	g.kick(ctx)
+	return &messages.StartResponse{SessionId: g.id, Seq: g.state.GetSeq()}, nil
+}
+
+// GetState returns the session's folded state.
+func (g *Grain) GetState(_ *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error) {
+	defer g.guard(ctx, "GetState")
+	defer g.updateIdle(ctx)
+	if err := g.ready(); err != nil {
+		return nil, err
+	}
+	if g.state.GetSeq() == 0 {
+		return nil, messages.ErrNotFound("session %q not found", g.id)
+	}
+	return &messages.GetStateResponse{
+		State:               proto.Clone(g.state).(*messages.SessionState),
+		Host:                ctx.ActorSystem().Address(),
+		Exists:              true,
+		ActivatedAtUnixNano: g.activatedAt.UnixNano(),
+	}, nil
+}
+
+// guard answers the caller of a crashing command with INTERNAL, then lets the panic
+// continue so the supervisor restarts the grain, whose Init reloads from the journal.
+// The caller gets an error, never a hang, and retries with the same command id.
+func (g *Grain) guard(ctx cluster.GrainContext, method string) {
+	if p := recover(); p != nil {
+		if g.log != nil {
+			g.log.Error("session grain crashed; restarting and reloading from the journal", "method", method, "panic", p)
+		}
+		ctx.Respond(messages.ErrInternal("session %s: %s crashed and was reloaded from the journal; retry with the same command_id", g.id, method))
+		panic(p)
+	}
+}
+
+// grainError maps a decision error to the error code the caller sees.
+func grainError(err error) error {
+	var ce *commandError
+	if errors.As(err, &ce) {
+		return cluster.NewGrainErrorResponse(ce.reason.String(), ce.msg)
+	}
+	return messages.ErrInternal("%v", err)
+}
+
+// ready makes sure the in-memory state is the journal's, reloading after a failure.
+func (g *Grain) ready() error {
+	switch {
+	case g.fenced:
+		return messages.ErrUnavailable("session %s moved to another activation; retry", g.id)
+	case g.deps == nil:
+		return messages.ErrInternal("session %s: %v", g.id, errNoDeps)
+	case g.loadErr == nil:
+		return nil
+	}
+	if err := g.load(); err != nil {
+		if errors.Is(err, persistence.ErrCorrupt) || errors.Is(err, ErrBadEvent) {
+			return messages.ErrInternal("session %s cannot be loaded: %v", g.id, err)
+		}
+		return messages.ErrUnavailable("session %s is unavailable: %v", g.id, err)
+	}
+	g.log.Info("session reloaded from the journal", "seq", g.state.GetSeq())
+	return nil
+}
+
+func (g *Grain) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	defer cancel()
+	s, snapSeq, err := Load(ctx, g.deps.Journal, g.id, 0)
+	if err != nil {
+		g.loadErr = err
+		return err
+	}
+	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
+	return nil
+}
+
+// commit makes evs durable and then current: they are applied to a copy of the state
+// first (a decision bug never reaches the journal), appended with the expected sequence,
+// and only then become the grain's state and are published.
+func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
+	next := proto.Clone(g.state).(*messages.SessionState)
+	for _, ev := range evs {
+		if err := Apply(next, ev); err != nil {
+			return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+		}
+	}
+	recs, err := EncodeEvents(evs)
+	if err != nil {
+		return messages.ErrInternal("session %s: %v", g.id, err)
+	}
+	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	last, err := g.deps.Journal.Append(jctx, g.id, g.state.GetSeq(), recs)
+	cancel()
+	switch {
+	case errors.Is(err, persistence.ErrConflict):
+		g.fence(ctx, err)
+		return messages.ErrUnavailable("session %s was written by another activation; retry", g.id)
+	case err != nil:
+		g.log.Error("append events failed; reloading from the journal", "events", len(evs), "expected_seq", g.state.GetSeq(), "error", err)
+		g.loadErr = err
+		g.scheduleRetry(ctx)
+		return messages.ErrUnavailable("session %s: events not stored: %v", g.id, err)
+	case last != next.GetSeq():
+		g.loadErr = fmt.Errorf("journal stored through seq %d, expected %d", last, next.GetSeq())
+		g.scheduleRetry(ctx)
+		return messages.ErrInternal("session %s: %v", g.id, g.loadErr)
+	}
+	g.state = next
+	for i := range recs {
+		recs[i].Seq = evs[i].GetSeq()
+	}
+	if g.deps.Publisher != nil {
+		g.deps.Publisher.Publish(g.id, recs)
+	}
+	for _, ev := range evs {
+		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+	}
+	g.maybeSnapshot()
+	return nil
+}
+
+func (g *Grain) maybeSnapshot() {
+	if g.state.GetSeq()-g.snapSeq < g.deps.Config.SnapshotEvery {
+		return
+	}
+	data, err := EncodeState(g.state)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+		err = g.deps.Journal.SaveSnapshot(ctx, g.id, persistence.Snapshot{Seq: g.state.GetSeq(), Data: data, At: g.deps.Now()})
+		cancel()
+	}
+	if err != nil {
+		// A snapshot only shortens recovery; the events are durable.
+		g.log.Warn("save snapshot failed", "seq", g.state.GetSeq(), "error", err)
+		return
+	}
+	g.snapSeq = g.state.GetSeq()
+}
+
+// fence stops this activation: another one owns the stream. The next request activates
+// a fresh grain that loads everything.
+func (g *Grain) fence(ctx cluster.GrainContext, err error) {
+	g.log.Warn("another activation wrote this session; stopping this one", "error", err)
+	g.fenced = true
+	g.stopTimers()
+	ctx.Stop(ctx.Self())
+}
+
+// kick starts the pending LLM call in a step runner unless one is already running.
+func (g *Grain) kick(ctx cluster.GrainContext) {
+	p := g.state.GetPending()
+	if g.fenced || g.loadErr != nil || p == nil || Terminal(g.state) || g.runner != nil {
+		return
+	}
+	req, err := buildRequest(g.state, g.deps.Prompts)
+	if err != nil {
+		g.log.Error("build llm request", "call_id", p.GetCallId(), "error", err)
+		g.onLLMResult(ctx, &llmResult{callID: p.GetCallId(), err: err})
+		return
+	}
+	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, req), "step-runner")
+	g.runnerCall = p.GetCallId()
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	callID := p.GetCallId()
+	limit := time.Duration(maxLLMAttempts)*(g.deps.Config.LLMTimeout+g.deps.Config.RetryBackoffMax) + time.Minute
+	g.watchdog = resetTimer(g.watchdog, limit, func() { root.Send(self, &watchdogMsg{callID: callID}) })
+}
+
+func (g *Grain) onResume(ctx cluster.GrainContext) {
+	if err := g.ready(); err != nil {
+		g.log.Warn("session not ready, retrying", "error", err)
+		g.scheduleRetry(ctx)
+		return
+	}
+	g.kick(ctx)
+}
+
+func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
+	if r.callID == g.runnerCall {
+		g.runner, g.runnerCall = nil, ""
+		if g.watchdog != nil {
+			g.watchdog.Stop()
+		}
+	}
+	if err := g.ready(); err != nil {
+		// The result is lost with the unsaved state; after the reload the call is
+		// still pending and is made again.
+		g.log.Warn("llm result dropped: session not ready", "call_id", r.callID, "error", err)
+		g.scheduleRetry(ctx)
+		return
+	}
+	evs := decideLLMResult(g.state, r, g.deps.Now())
+	if len(evs) > 0 {
+		if err := g.commit(ctx, evs); err != nil {
+			g.log.Warn("commit llm result", "call_id", r.callID, "error", err)
+			return
+		}
+	}
+	g.kick(ctx)
+}
+
+func (g *Grain) onWatchdog(ctx cluster.GrainContext, msg *watchdogMsg) {
+	if g.runner == nil || g.runnerCall != msg.callID {
+		return
+	}
+	g.log.Error("step runner gave no answer in time; failing the call", "call_id", msg.callID)
+	ctx.Stop(g.runner)
+	g.onLLMResult(ctx, &llmResult{callID: msg.callID, err: errors.New("step runner gave no answer (crashed or hung)")})
+}
+
+// scheduleRetry reloads and resumes after a jittered, growing delay.
+func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
+	if g.fenced || g.deps == nil {
+		return
+	}
+	g.retryDelay = min(max(2*g.retryDelay, 100*time.Millisecond), g.deps.Config.RetryBackoffMax)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	g.retry = resetTimer(g.retry, g.retryDelay, func() { root.Send(self, &resumeMsg{}) })
+}
+
+// updateIdle passivates an idle grain after IdleTimeout, but never while a step runs or
+// a retry is due.
+func (g *Grain) updateIdle(ctx cluster.GrainContext) {
+	if g.deps == nil || g.fenced {
+		return
+	}
+	if g.runner != nil || g.loadErr != nil {
+		ctx.CancelReceiveTimeout()
+		return
+	}
+	ctx.SetReceiveTimeout(g.deps.Config.IdleTimeout)
+}
+
+func (g *Grain) stopTimers() {
+	for _, t := range []*time.Timer{g.watchdog, g.retry} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration, f func()) *time.Timer {
+	if t != nil {
+		t.Stop()
+	}
+	return time.AfterFunc(d, f)
+}
+
+var _ messages.Session = (*Grain)(nil)

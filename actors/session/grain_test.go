@@ -1,0 +1,375 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/bolt"
+)
+
+// harness is one in-process node on a real embedded journal, talking over HTTP to the
+// scripted model.
+type harness struct {
+	t    testing.TB
+	node *node.Node
+	j    persistence.Journal
+}
+
+type harnessOpts struct {
+	journal persistence.Journal // shared journal; nil opens a fresh one
+	script  *mock.Script        // nil = demo script
+	cfg     func(*session.Config)
+}
+
+func openJournal(t testing.TB) persistence.Journal {
+	t.Helper()
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func startHarness(t testing.TB, o harnessOpts) *harness {
+	t.Helper()
+	if o.journal == nil {
+		o.journal = openJournal(t)
+	}
+	script := mock.DemoScript()
+	if o.script != nil {
+		script = *o.script
+	}
+	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	t.Cleanup(srv.Close)
+	scfg := session.DefaultConfig()
+	scfg.RetryBackoffMax = 200 * time.Millisecond
+	if o.cfg != nil {
+		o.cfg(&scfg)
+	}
+	ccfg := fcluster.DefaultConfig()
+	ccfg.Provider = "local"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ccfg.Logger = log
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{
+		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
+		LLM: node.LLMConfig{BaseURL: srv.URL + "/v1", APIKey: "test"},
+	})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	return &harness{t: t, node: n, j: o.journal}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// nonClosing lets several nodes share one journal; the test closes it.
+type nonClosing struct{ persistence.Journal }
+
+func (nonClosing) Close() error { return nil }
+
+func (h *harness) start(id, cmd, goal string) (*messages.StartResponse, error) {
+	return h.node.Session(id).Start(&messages.StartRequest{CommandId: cmd, Goal: goal}, cluster.WithTimeout(10*time.Second))
+}
+
+func (h *harness) state(id string) (*messages.GetStateResponse, error) {
+	return h.node.Session(id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(10*time.Second))
+}
+
+// waitTerminal waits until the stored events of id end the session and returns them.
+func waitTerminal(t testing.TB, j persistence.Journal, id string, timeout time.Duration) []*messages.Event {
+	t.Helper()
+	var evs []*messages.Event
+	testenv.Eventually(t, timeout, func() bool {
+		evs = storedEvents(t, j, id)
+		if len(evs) == 0 {
+			return false
+		}
+		switch evs[len(evs)-1].GetPayload().(type) {
+		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed:
+			return true
+		}
+		return false
+	}, "session %s did not finish", id)
+	return evs
+}
+
+// storedEvents reads every event of id and checks the stream has no gap or repeat.
+func storedEvents(t testing.TB, j persistence.Journal, id string) []*messages.Event {
+	t.Helper()
+	var evs []*messages.Event
+	err := session.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
+		if ev.GetSeq() != uint64(len(evs))+1 {
+			return fmt.Errorf("seq %d after %d", ev.GetSeq(), len(evs))
+		}
+		evs = append(evs, ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read events of %s: %v", id, err)
+	}
+	return evs
+}
+
+func count(evs []*messages.Event, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type() == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSessionRunsToCompletion(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	resp, err := h.start("s1", "c1", "Write a haiku about event sourcing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetSessionId() != "s1" || resp.GetSeq() != 2 || resp.GetDuplicate() {
+		t.Fatalf("start response %v", resp)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	last := evs[len(evs)-1]
+	if last.Type() != "session_completed" {
+		t.Fatalf("session ended with %s: %v", last.Type(), last)
+	}
+	steps := count(evs, "step_completed")
+	if steps == 0 || count(evs, "plan_created") != 1 || count(evs, "llm_requested") != steps+1 || count(evs, "llm_responded") != steps+1 {
+		t.Fatalf("unexpected event mix: %d steps, events %v", steps, evs)
+	}
+	st, err := h.state("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetState().GetStatus() != messages.SessionStatus_SESSION_STATUS_COMPLETED || st.GetState().GetSeq() != uint64(len(evs)) {
+		t.Fatalf("state %v", st.GetState())
+	}
+	if st.GetHost() != h.node.Address() {
+		t.Fatalf("host %q, want %q", st.GetHost(), h.node.Address())
+	}
+	// The grain's state is exactly the fold of the journal.
+	folded, _, err := session.Load(context.Background(), h.j, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(folded, st.GetState()) {
+		t.Fatalf("grain state differs from the journal's fold:\n%v\n%v", folded, st.GetState())
+	}
+}
+
+func TestUnknownSessionIsNotFound(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	_, err := h.state("nope")
+	if !messages.IsNotFound(err) {
+		t.Fatalf("err = %v, want NOT_FOUND", err)
+	}
+}
+
+func TestBadStartIsRefusedAndStoresNothing(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	_, err := h.start("s1", "c1", "   ")
+	if !messages.IsInvalidArgument(err) {
+		t.Fatalf("err = %v, want INVALID_ARGUMENT", err)
+	}
+	_, err = h.start("s1", "", "goal")
+	if !messages.IsInvalidArgument(err) {
+		t.Fatalf("err = %v, want INVALID_ARGUMENT for a missing command id", err)
+	}
+	if evs := storedEvents(t, h.j, "s1"); len(evs) != 0 {
+		t.Fatalf("refused commands stored %d events", len(evs))
+	}
+}
+
+func TestDuplicateCommandAppliesOnce(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	first, err := h.start("s1", "c1", "goal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.start("s1", "c1", "goal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.GetDuplicate() || again.GetSeq() != first.GetSeq() {
+		t.Fatalf("retry answered %v, want duplicate of %v", again, first)
+	}
+	_, err = h.start("s1", "c2", "another goal")
+	if !messages.IsFailedPrecondition(err) {
+		t.Fatalf("a second start: err = %v, want FAILED_PRECONDITION", err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	if n := count(evs, "session_started"); n != 1 {
+		t.Fatalf("%d session_started events, want 1", n)
+	}
+}
+
+func TestPassivationRestoresIdenticalState(t *testing.T) {
+	h := startHarness(t, harnessOpts{cfg: func(c *session.Config) { c.IdleTimeout = 300 * time.Millisecond }})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	waitTerminal(t, h.j, "s1", 20*time.Second)
+	before, err := h.state("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after *messages.GetStateResponse
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		time.Sleep(400 * time.Millisecond) // stay idle past the timeout
+		after, err = h.state("s1")
+		return err == nil && after.GetActivatedAtUnixNano() != before.GetActivatedAtUnixNano()
+	}, "the grain was never passivated and reactivated (last err %v)", err)
+	if !proto.Equal(before.GetState(), after.GetState()) {
+		t.Fatalf("state changed across passivation:\n%v\n%v", before.GetState(), after.GetState())
+	}
+}
+
+// panickyJournal panics in the first Append of a stream whose id is armed.
+type panickyJournal struct {
+	persistence.Journal
+	armed atomic.Bool
+}
+
+func (p *panickyJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
+	if p.armed.CompareAndSwap(true, false) {
+		panic("injected journal panic")
+	}
+	return p.Journal.Append(ctx, stream, expected, recs)
+}
+
+func TestPanicMidCommandReloadsAndAnswersWithError(t *testing.T) {
+	pj := &panickyJournal{Journal: openJournal(t)}
+	h := startHarness(t, harnessOpts{journal: pj})
+	if _, err := h.start("s0", "c0", "warm up"); err != nil {
+		t.Fatal(err)
+	}
+	waitTerminal(t, pj, "s0", 20*time.Second)
+	pj.armed.Store(true)
+	began := time.Now()
+	_, err := h.start("s1", "c1", "goal")
+	if !messages.IsInternal(err) {
+		t.Fatalf("err = %v, want INTERNAL from the crashed grain", err)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("caller waited %s for the crash to be reported", d)
+	}
+	// The restarted grain reloaded: the retry with the same command id succeeds once.
+	resp, err := h.start("s1", "c1", "goal")
+	if err != nil {
+		t.Fatalf("retry after crash: %v", err)
+	}
+	if resp.GetDuplicate() {
+		t.Fatal("the crashed command was reported as applied")
+	}
+	evs := waitTerminal(t, pj, "s1", 20*time.Second)
+	if count(evs, "session_started") != 1 || evs[len(evs)-1].Type() != "session_completed" {
+		t.Fatalf("events after crash: %v", evs)
+	}
+}
+
+// failingJournal fails every Append while down is set, like a database that went away.
+type failingJournal struct {
+	persistence.Journal
+	down atomic.Bool
+}
+
+var errDown = errors.New("connection refused (injected)")
+
+func (f *failingJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
+	if f.down.Load() {
+		return 0, errDown
+	}
+	return f.Journal.Append(ctx, stream, expected, recs)
+}
+
+func (f *failingJournal) Load(ctx context.Context, stream string, after uint64, fn func(persistence.Record) error) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Journal.Load(ctx, stream, after, fn)
+}
+
+func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
+	fj := &failingJournal{Journal: openJournal(t)}
+	// A slow model keeps the session mid-run while the journal goes away.
+	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{journal: fj, script: &script})
+	fj.down.Store(true)
+	if _, err := h.start("s1", "c1", "goal"); !messages.IsUnavailable(err) {
+		t.Fatalf("start while the journal is down: err = %v, want UNAVAILABLE", err)
+	}
+	fj.down.Store(false)
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatalf("start after the journal came back: %v", err)
+	}
+	// Take the journal away while the first step's call is in flight.
+	testenv.Eventually(t, 10*time.Second, func() bool { return count(storedEvents(t, fj, "s1"), "step_started") > 0 }, "no step started")
+	fj.down.Store(true)
+	time.Sleep(800 * time.Millisecond)
+	fj.down.Store(false)
+	evs := waitTerminal(t, fj, "s1", 30*time.Second)
+	if evs[len(evs)-1].Type() != "session_completed" {
+		t.Fatalf("session ended with %v", evs[len(evs)-1])
+	}
+	for _, typ := range []string{"session_started", "plan_created", "session_completed"} {
+		if count(evs, typ) != 1 {
+			t.Fatalf("%d %s events, want 1", count(evs, typ), typ)
+		}
+	}
+	if count(evs, "step_completed") != 2 {
+		t.Fatalf("%d step_completed, want 2", count(evs, "step_completed"))
+	}
+}
+
+func TestModelOutageFailsTheSessionWithAReason(t *testing.T) {
+	script, err := mock.ParseScript([]byte(`{"rules":[{"match":".*","status":500,"error_message":"model exploded"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{script: &script})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	last := evs[len(evs)-1]
+	if last.Type() != "session_failed" || !strings.Contains(last.GetSessionFailed().GetError(), "model exploded") {
+		t.Fatalf("last event %v", last)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/telemetry"
+)
+
+// storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
+type storeFlags struct {
+	dataDir  string
+	postgres string
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet, defaultDataDir string) {
+	fs.StringVar(&f.dataDir, "data-dir", envOr("FATHOM_DATA_DIR", defaultDataDir), "directory of the embedded journal (env FATHOM_DATA_DIR)")
+	fs.StringVar(&f.postgres, "postgres", os.Getenv("FATHOM_POSTGRES_DSN"), "PostgreSQL DSN; when set, the journal is PostgreSQL instead of the data dir (env FATHOM_POSTGRES_DSN)")
+}
+
+// logFlags configure log/slog.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (f *logFlags) register(fs *flag.FlagSet, defaultLevel string) {
+	fs.StringVar(&f.level, "log-level", envOr("FATHOM_LOG_LEVEL", defaultLevel), "log level: debug, info, warn, error (env FATHOM_LOG_LEVEL)")
+	fs.StringVar(&f.format, "log-format", envOr("FATHOM_LOG_FORMAT", "text"), "log format: text or json (env FATHOM_LOG_FORMAT)")
+}
+
+func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.level)); err != nil {
+		return nil, usageError("bad --log-level %q: %v", f.level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(f.format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError("bad --log-format %q: want text or json", f.format)
+}
+
+// nodeFlags are the flags of every command that starts a node.
+type nodeFlags struct {
+	store         storeFlags
+	logs          logFlags
+	model         string
+	maxIterations uint
+	maxSteps      uint
+	idleTimeout   time.Duration
+	llmTimeout    time.Duration
+	otelExporter  string
+	otelEndpoint  string
+	provider      string
+	consul        string
+	clusterHost   string
+	clusterPort   int
+	clusterName   string
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel string) {
+	f.store.register(fs, defaultDataDir)
+	f.logs.register(fs, defaultLevel)
+	d := session.DefaultConfig()
+	fs.StringVar(&f.model, "model", os.Getenv("FATHOM_MODEL"), "default model of new sessions (env FATHOM_MODEL; default "+d.Model+")")
+	fs.UintVar(&f.maxIterations, "max-iterations", uint(envUint("FATHOM_MAX_ITERATIONS", uint64(d.MaxIterations))), "max LLM calls per session (env FATHOM_MAX_ITERATIONS)")
+	fs.UintVar(&f.maxSteps, "max-steps", uint(envUint("FATHOM_MAX_STEPS", uint64(d.MaxSteps))), "max plan steps per session (env FATHOM_MAX_STEPS)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "passivate a session grain idle this long")
+	fs.DurationVar(&f.llmTimeout, "llm-timeout", d.LLMTimeout, "timeout of one LLM call")
+	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
+	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	c := fcluster.DefaultConfig()
+	fs.StringVar(&f.provider, "provider", envOr("FATHOM_CLUSTER_PROVIDER", ""), "cluster provider: local or consul (default consul when --consul is set, else local; env FATHOM_CLUSTER_PROVIDER)")
+	fs.StringVar(&f.consul, "consul", os.Getenv("CONSUL_HTTP_ADDR"), "Consul agent HTTP address host:port (env CONSUL_HTTP_ADDR)")
+	fs.StringVar(&f.clusterHost, "cluster-host", envOr("FATHOM_CLUSTER_HOST", c.Host), "host the cluster member binds (env FATHOM_CLUSTER_HOST)")
+	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
+	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
+}
+
+func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
+	scfg := session.DefaultConfig()
+	if f.model != "" {
+		scfg.Model = f.model
+	}
+	scfg.MaxIterations, scfg.MaxSteps = uint32(f.maxIterations), uint32(f.maxSteps)
+	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
+	if err := scfg.Validate(); err != nil {
+		return node.Config{}, usageError("%v", err)
+	}
+	ccfg := fcluster.DefaultConfig()
+	ccfg.Name, ccfg.Host, ccfg.Port, ccfg.Logger = f.clusterName, f.clusterHost, f.clusterPort, log
+	ccfg.Provider = f.provider
+	if ccfg.Provider == "" {
+		ccfg.Provider = "local"
+		if f.consul != "" {
+			ccfg.Provider = "consul"
+		}
+	}
+	if f.consul != "" {
+		ccfg.ConsulAddr = f.consul
+	}
+	if err := ccfg.Validate(); err != nil {
+		return node.Config{}, usageError("%v", err)
+	}
+	llmCfg := node.LLMConfigFromEnv(os.Getenv)
+	llmCfg.Model = ""
+	return node.Config{
+		DataDir:     f.store.dataDir,
+		PostgresDSN: f.store.postgres,
+		Cluster:     ccfg,
+		Session:     scfg,
+		LLM:         llmCfg,
+		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
+		Logger:      log,
+	}, nil
+}
+
+func envUint(key string, def uint64) uint64 {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "fathom: ignoring %s=%q: not a number\n", key, v)
+	}
+	return def
+}

@@ -1,0 +1,283 @@
+// Package node assembles one Fathom node: telemetry, the journal (embedded file or
+// PostgreSQL), the live event feed, the LLM provider (a real OpenAI-compatible endpoint
+// or the built-in demo model), the session grain kind and the cluster member. Both
+// `fathom run` and `fathom node` start exactly this.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/telemetry"
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/llm/openai"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/feed"
+	"github.com/fathom-agents/fathom/persistence/postgres"
+)
+
+// JournalFile is the embedded journal's file name inside the data directory.
+const JournalFile = "journal.db"
+
+// Config is everything a node runs with.
+type Config struct {
+	// DataDir holds the embedded journal (DataDir/journal.db). Used when PostgresDSN is empty.
+	DataDir string
+	// PostgresDSN selects the PostgreSQL journal; migrations are applied at start.
+	PostgresDSN string
+	// Journal, when set, is used instead of opening one from DataDir or PostgresDSN
+	// (tests, embedding). The node closes it on Stop.
+	Journal persistence.Journal
+	// Cluster configures the cluster member (provider, addresses).
+	Cluster fcluster.Config
+	// Session configures the session grains.
+	Session session.Config
+	// LLM selects the model endpoint.
+	LLM LLMConfig
+	// Telemetry selects the OpenTelemetry exporters.
+	Telemetry telemetry.Config
+	// Logger receives the node's structured logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
+// the built-in demo model (llm/mock) on a loopback port and talks to it over HTTP with
+// the same client a real endpoint gets.
+type LLMConfig struct {
+	// BaseURL of an OpenAI-compatible API (env OPENAI_BASE_URL).
+	BaseURL string
+	// APIKey for it (env OPENAI_API_KEY).
+	APIKey string
+	// Model overrides the sessions' default model (env FATHOM_MODEL).
+	Model string
+}
+
+// UsesDemo reports whether this configuration runs the built-in demo model.
+func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" }
+
+// LLMConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and FATHOM_MODEL.
+func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
+	return LLMConfig{BaseURL: getenv("OPENAI_BASE_URL"), APIKey: getenv("OPENAI_API_KEY"), Model: getenv("FATHOM_MODEL")}
+}
+
+// Node is a running Fathom node. Stop releases everything Start acquired.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	tel      *telemetry.Providers
+	journal  persistence.Journal
+	feed     *feed.Feed
+	member   *fcluster.Node
+	demo     *demoModel
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start opens the journal, starts the model (demo or client), registers the session
+// kind and joins the cluster. On error everything started so far is stopped again.
+func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	n = &Node{cfg: cfg, log: cfg.Logger}
+	started := n // the named result is nil by the time a failing return reaches the defer
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = started.Stop(sctx)
+		}
+	}()
+	if err := cfg.Session.Validate(); err != nil {
+		return nil, err
+	}
+	if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if n.journal = cfg.Journal; n.journal == nil {
+		if n.journal, err = OpenJournal(ctx, cfg.DataDir, cfg.PostgresDSN, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	provider, err := n.startLLM(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.feed = feed.New(n.journal, feed.Options{})
+	scfg := cfg.Session
+	if cfg.LLM.Model != "" {
+		scfg.Model = cfg.LLM.Model
+	}
+	system := fcluster.NewActorSystem(cfg.Logger, actor.WithMetricProviders(n.tel.MeterProvider))
+	deps := &session.Deps{
+		Config:    scfg,
+		Journal:   n.journal,
+		LLM:       provider,
+		Publisher: n.feed,
+		Logger:    cfg.Logger.With("component", "session"),
+		Tracer:    n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
+	}
+	if err := session.Register(system, deps); err != nil {
+		return nil, err
+	}
+	if n.member, err = fcluster.New(cfg.Cluster, system, session.Kind()); err != nil {
+		return nil, err
+	}
+	if err := n.member.Start(ctx); err != nil {
+		return nil, err
+	}
+	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "llm", provider.Name())
+	return n, nil
+}
+
+func (n *Node) journalName() string {
+	switch {
+	case n.cfg.Journal != nil:
+		return fmt.Sprintf("%T", n.cfg.Journal)
+	case n.cfg.PostgresDSN != "":
+		return "postgres"
+	}
+	return filepath.Join(n.cfg.DataDir, JournalFile)
+}
+
+// OpenJournal opens the PostgreSQL journal when dsn is set (applying migrations), else
+// the embedded one in dataDir (created if missing).
+func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
+	if dsn != "" {
+		j, err := postgres.Open(ctx, dsn, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open postgres journal: %w", err)
+		}
+		return j, nil
+	}
+	if dataDir == "" {
+		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
+	}
+	return j, nil
+}
+
+func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
+	ocfg := openai.DefaultConfig()
+	ocfg.APIKey, ocfg.Model = n.cfg.LLM.APIKey, n.cfg.LLM.Model
+	if n.cfg.LLM.BaseURL != "" {
+		ocfg.BaseURL = n.cfg.LLM.BaseURL
+	}
+	if n.cfg.LLM.UsesDemo() {
+		d, err := startDemo(n.log)
+		if err != nil {
+			return nil, err
+		}
+		n.demo = d
+		ocfg.BaseURL = d.baseURL
+		n.log.Info("no OPENAI_API_KEY or OPENAI_BASE_URL: using the built-in demo model", "base_url", d.baseURL)
+	}
+	c, err := openai.New(ocfg)
+	if err != nil {
+		return nil, fmt.Errorf("llm client: %w", err)
+	}
+	return c, nil
+}
+
+// UsesDemoModel reports whether the node answers with the built-in demo model.
+func (n *Node) UsesDemoModel() bool { return n.demo != nil }
+
+// Address is the node's cluster address (host:port).
+func (n *Node) Address() string { return n.member.Address() }
+
+// Journal is the node's event journal.
+func (n *Node) Journal() persistence.Journal { return n.journal }
+
+// Feed is the node's live event feed.
+func (n *Node) Feed() *feed.Feed { return n.feed }
+
+// Cluster is the node's cluster member.
+func (n *Node) Cluster() *fcluster.Node { return n.member }
+
+// Session returns a grain client for session id, as any service would use.
+func (n *Node) Session(id string) *messages.SessionGrainClient {
+	return messages.GetSessionGrainClient(n.member.Cluster(), id)
+}
+
+// Stop leaves the cluster (passivating local grains), then closes the feed, the journal,
+// the demo model and telemetry. It is idempotent.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() {
+		var errs []error
+		if n.member != nil {
+			errs = append(errs, n.member.Stop(ctx))
+		}
+		if n.feed != nil {
+			n.feed.Close()
+		}
+		if n.journal != nil {
+			errs = append(errs, n.journal.Close())
+		}
+		if n.demo != nil {
+			errs = append(errs, n.demo.stop(ctx))
+		}
+		if n.tel != nil {
+			errs = append(errs, n.tel.Shutdown(ctx))
+		}
+		n.stopErr = errors.Join(errs...)
+	})
+	return n.stopErr
+}
+
+// demoModel is the built-in demo model served on a loopback port.
+type demoModel struct {
+	baseURL string
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func startDemo(log *slog.Logger) (*demoModel, error) {
+	srv := mock.New(mock.Config{Script: mock.DemoScript(), Logger: log.With("component", "demo-model")})
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	d := &demoModel{cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(addr string) { ready <- addr }) }()
+	select {
+	case addr := <-ready:
+		d.baseURL = "http://" + addr + "/v1"
+		return d, nil
+	case err := <-d.done:
+		cancel()
+		return nil, fmt.Errorf("start demo model: %w", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		return nil, errors.New("start demo model: timed out")
+	}
+}
+
+func (d *demoModel) stop(ctx context.Context) error {
+	d.cancel()
+	select {
+	case err := <-d.done:
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,174 @@
+// Package telemetry wires Fathom's OpenTelemetry tracer and meter providers.
+//
+// A node calls [Setup] once at start and [Providers.Shutdown] when it stops. The exporter is
+// chosen by configuration: "none" (the default: providers exist, spans carry valid ids and
+// propagate, nothing is exported), "stdout" (JSON lines to a writer, for local debugging) or
+// "otlp" (OTLP over HTTP to a collector). Providers are passed explicitly to the packages
+// that need them; Setup also installs them as the otel globals so third-party
+// instrumentation (Proto.Actor's actor metrics) records into the same pipeline.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Exporter names accepted by [Config.Exporter].
+const (
+	ExporterNone   = "none"
+	ExporterStdout = "stdout"
+	ExporterOTLP   = "otlp"
+)
+
+// Config selects where telemetry goes.
+type Config struct {
+	// Exporter is "none" (default when empty), "stdout" or "otlp".
+	Exporter string
+	// OTLPEndpoint is the collector's OTLP/HTTP base URL (e.g. http://127.0.0.1:4318) for
+	// the otlp exporter.
+	OTLPEndpoint string
+	// ServiceName is the service.name resource attribute (default "fathom").
+	ServiceName string
+	// Writer receives stdout-exporter output (default os.Stderr, so it never mixes with a
+	// command's own output).
+	Writer io.Writer
+	// MetricInterval is how often metrics are exported (default 30s).
+	MetricInterval time.Duration
+	// SpanExporter, when set, receives every finished span in addition to the configured
+	// exporter (synchronously). Tests use an in-memory exporter to assert spans.
+	SpanExporter sdktrace.SpanExporter
+	// ExtraAttributes are added to the resource (e.g. node address).
+	ExtraAttributes []attribute.KeyValue
+}
+
+// Validate reports configuration errors.
+func (c Config) Validate() error {
+	switch c.Exporter {
+	case "", ExporterNone, ExporterStdout:
+	case ExporterOTLP:
+		if c.OTLPEndpoint == "" {
+			return errors.New("telemetry: the otlp exporter needs an endpoint (--otel-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT)")
+		}
+		u, err := url.Parse(c.OTLPEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("telemetry: otlp endpoint %q must be an http(s) URL such as http://127.0.0.1:4318", c.OTLPEndpoint)
+		}
+	default:
+		return fmt.Errorf("telemetry: unknown exporter %q (want none, stdout or otlp)", c.Exporter)
+	}
+	if c.MetricInterval < 0 {
+		return errors.New("telemetry: metric interval must not be negative")
+	}
+	return nil
+}
+
+// Providers are the tracer and meter providers of one node.
+type Providers struct {
+	// TracerProvider creates the node's tracers.
+	TracerProvider trace.TracerProvider
+	// MeterProvider creates the node's meters.
+	MeterProvider metric.MeterProvider
+
+	shutdown []func(context.Context) error
+}
+
+// Setup builds the providers for cfg and installs them as the otel globals.
+func Setup(ctx context.Context, cfg Config) (*Providers, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ServiceName == "" {
+		cfg.ServiceName = "fathom"
+	}
+	if cfg.Writer == nil {
+		cfg.Writer = os.Stderr
+	}
+	if cfg.MetricInterval == 0 {
+		cfg.MetricInterval = 30 * time.Second
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}, cfg.ExtraAttributes...)...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if cfg.SpanExporter != nil {
+		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
+	}
+	switch cfg.Exporter {
+	case ExporterStdout:
+		te, err := stdouttrace.New(stdouttrace.WithWriter(cfg.Writer))
+		if err != nil {
+			return nil, fmt.Errorf("telemetry stdout trace exporter: %w", err)
+		}
+		me, err := stdoutmetric.New(stdoutmetric.WithWriter(cfg.Writer))
+		if err != nil {
+			return nil, fmt.Errorf("telemetry stdout metric exporter: %w", err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(te))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(cfg.MetricInterval))))
+	case ExporterOTLP:
+		u, _ := url.Parse(cfg.OTLPEndpoint) // validated above
+		tOpts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(u.Host), otlptracehttp.WithTimeout(10 * time.Second)}
+		mOpts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(u.Host), otlpmetrichttp.WithTimeout(10 * time.Second)}
+		if u.Scheme == "http" {
+			tOpts = append(tOpts, otlptracehttp.WithInsecure())
+			mOpts = append(mOpts, otlpmetrichttp.WithInsecure())
+		}
+		te, err := otlptracehttp.New(ctx, tOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry otlp trace exporter: %w", err)
+		}
+		me, err := otlpmetrichttp.New(ctx, mOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry otlp metric exporter: %w", err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(te))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(cfg.MetricInterval))))
+	}
+	tp := sdktrace.NewTracerProvider(topts...)
+	mp := sdkmetric.NewMeterProvider(mopts...)
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	return &Providers{
+		TracerProvider: tp,
+		MeterProvider:  mp,
+		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
+	}, nil
+}
+
+// Shutdown flushes and stops the providers, bounded by ctx.
+func (p *Providers) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, f := range p.shutdown {
+		if err := f(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.shutdown = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("telemetry shutdown: %w", err)
+	}
+	return nil
+}

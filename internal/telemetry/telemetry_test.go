@@ -1,0 +1,79 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/internal/telemetry"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  telemetry.Config
+		want string
+	}{
+		{telemetry.Config{Exporter: "jaeger"}, "unknown exporter"},
+		{telemetry.Config{Exporter: "otlp"}, "needs an endpoint"},
+		{telemetry.Config{Exporter: "otlp", OTLPEndpoint: "127.0.0.1:4318"}, "http(s) URL"},
+		{telemetry.Config{MetricInterval: -time.Second}, "negative"},
+	} {
+		err := tc.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+	if err := (telemetry.Config{Exporter: "otlp", OTLPEndpoint: "http://127.0.0.1:4318"}).Validate(); err != nil {
+		t.Errorf("valid otlp config: %v", err)
+	}
+}
+
+func TestStdoutExporterWritesSpans(t *testing.T) {
+	var out bytes.Buffer
+	mem := tracetest.NewInMemoryExporter()
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Exporter: "stdout", Writer: &out, SpanExporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "session.step")
+	span.End()
+	counter, err := p.MeterProvider.Meter("test").Int64Counter("fathom.test.count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(context.Background(), 3)
+	// The in-memory exporter forgets its spans at shutdown: look first.
+	if got := mem.GetSpans(); len(got) != 1 || got[0].Name != "session.step" {
+		t.Fatalf("in-memory spans = %v, want one session.step", got)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Name":"session.step"`, `"service.name"`, `fathom.test.count`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout output lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestNoneExportsNothing(t *testing.T) {
+	var out bytes.Buffer
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Writer: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+	if !span.SpanContext().IsValid() {
+		t.Error("span context should be valid with the none exporter so traces propagate")
+	}
+	span.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("none exporter wrote %q", out.String())
+	}
+}
