@@ -1,12 +1,6 @@
 -- Fathom event journal: one ordered stream of events per stream id (a session, a
--- sub-agent), its per-stream head for optimistic concurrency, and snapshots.
-
-CREATE TABLE IF NOT EXISTS fathom_streams (
-    stream_id  text COLLATE "C" PRIMARY KEY,
-    last_seq   bigint      NOT NULL CHECK (last_seq >= 0),
-    created_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL
-);
+-- sub-agent) and snapshots. The primary key (stream_id, seq) is the optimistic
+-- concurrency fence: a stream's head is its highest seq.
 
 CREATE TABLE IF NOT EXISTS fathom_events (
     stream_id text COLLATE "C" NOT NULL,

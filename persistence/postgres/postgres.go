@@ -2,12 +2,14 @@
 // lives in the top-level migrations package and is applied by Open (and by
 // `fathom migrate`).
 //
-// An append is one statement: a data-modifying CTE advances the stream's head row in
-// fathom_streams only if it still holds the expected sequence (or creates it when 0 is
-// expected), and the event rows are inserted only if that happened. Under READ
-// COMMITTED a racing writer blocks on the head row, re-checks the condition after the
-// winner commits and inserts nothing, so exactly one of two racing appends wins and the
-// other gets persistence.ErrConflict. One statement means one round trip and one commit.
+// An append is one INSERT of all its rows that only selects them when the expected
+// sequence is 0 or the row at the expected sequence exists; the primary key
+// (stream_id, seq) does the rest. Two appends racing for the same position both try to
+// insert expected+1: the second blocks on the first's index entry and fails with a
+// unique violation when it commits, which becomes persistence.ErrConflict; an append
+// expecting a position the stream has not reached selects no rows, also a conflict. One
+// statement means one round trip and one commit, and the stream's head is simply its
+// highest seq (an index lookup), so there is no second row to update per append.
 package postgres
 
 import (
@@ -178,21 +180,10 @@ func (j *Journal) check(ctx context.Context) error {
 }
 
 const appendSQL = `
-WITH ins AS (
-    INSERT INTO fathom_streams (stream_id, last_seq, created_at, updated_at)
-    SELECT $1, $3, $6, $7 WHERE $2 = 0
-    ON CONFLICT (stream_id) DO NOTHING
-    RETURNING 1
-), upd AS (
-    UPDATE fathom_streams SET last_seq = $3, updated_at = $7
-    WHERE $2 > 0 AND stream_id = $1 AND last_seq = $2
-    RETURNING 1
-), ok AS (
-    SELECT 1 FROM ins UNION ALL SELECT 1 FROM upd
-)
 INSERT INTO fathom_events (stream_id, seq, type, data, at)
 SELECT $1, $2 + r.ord, r.type, r.data, r.at
-FROM ok, unnest($4::text[], $5::bytea[], $8::timestamptz[]) WITH ORDINALITY AS r(type, data, at, ord)`
+FROM unnest($3::text[], $4::bytea[], $5::timestamptz[]) WITH ORDINALITY AS r(type, data, at, ord)
+WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq = $2)`
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
@@ -219,7 +210,7 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 	}
 	last := expectedSeq + uint64(len(recs))
-	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), int64(last), types, datas, ats[0], ats[len(ats)-1], ats)
+	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -227,7 +218,7 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 		return 0, fmt.Errorf("append to %s: %w", stream, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if tag.RowsAffected() != int64(len(recs)) {
 		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
 	}
 	return last, nil
@@ -294,10 +285,7 @@ func (j *Journal) LastSeq(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var last int64
-	err := j.pool.QueryRow(ctx, "SELECT last_seq FROM fathom_streams WHERE stream_id = $1", stream).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	err := j.pool.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM fathom_events WHERE stream_id = $1", stream).Scan(&last)
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", stream, err)
 	}
@@ -354,8 +342,8 @@ func (j *Journal) ListStreams(ctx context.Context, prefix string) ([]persistence
 	if err := j.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := j.pool.Query(ctx, `SELECT stream_id, last_seq, created_at, updated_at FROM fathom_streams
-		WHERE starts_with(stream_id, $1) ORDER BY stream_id`, prefix)
+	rows, err := j.pool.Query(ctx, `SELECT stream_id, max(seq), min(at), max(at) FROM fathom_events
+		WHERE starts_with(stream_id, $1) GROUP BY stream_id ORDER BY stream_id`, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list streams: %w", err)
 	}
