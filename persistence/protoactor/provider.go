@@ -59,7 +59,9 @@ func (p *Provider) Restart() {}
 // GetSnapshotInterval implements persistence.ProviderState.
 func (p *Provider) GetSnapshotInterval() int { return p.interval }
 
-func ctx() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), Timeout) }
+func ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), Timeout)
+}
 
 // GetSnapshot implements persistence.SnapshotStore.
 func (p *Provider) GetSnapshot(actorName string) (any, int, bool) {
