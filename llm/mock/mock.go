@@ -107,7 +107,12 @@ func DemoScript() Script {
 				`{"id":"step-1","type":"research","description":{{json (printf "Research what is needed to: %s" .Goal)}},"dependencies":[]},` +
 				`{"id":"step-2","type":"write","description":{{json (printf "Write the deliverable for: %s" .Goal)}},"dependencies":["step-1"]},` +
 				`{"id":"step-3","type":"review","description":"Review the deliverable against the goal and list any gaps","dependencies":["step-2"]}]}`},
-			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}\n\nThis answer comes from Fathom's built-in demo model; set OPENAI_API_KEY to use a real one."},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, Response: "(demo model) Notes for: {{.Step}}\n" +
+				"- What is asked: {{.Goal}}\n- A real model would gather sources and facts here; the demo model only shows the flow."},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a write agent`, Response: "(demo model) Draft for: {{.Goal}}\n\n" +
+				"Events fall like rain,\nthe journal keeps every drop:\nstate is just their sum."},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, Response: "(demo model) Review: the draft answers the goal; no gaps found."},
+			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}"},
 		},
 		Default: "(demo model) I have no scripted answer for that.",
 	}
