@@ -194,7 +194,8 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 		ropts = append(ropts, remote.WithAdvertisedHost(cfg.AdvertisedHost))
 	}
 	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, ropts...),
-		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout))
+		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout),
+		cluster.WithClusterContextProducer(newRequestContext))
 	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), system: system, cluster: cluster.New(system, ccfg)}
 	n.sub = system.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {

@@ -2,6 +2,7 @@
 # Starts or stops a throwaway PostgreSQL 15 server (with pgvector available) whose files all live in DIR.
 #
 #   scripts/postgres.sh start DIR   prints the DSN on stdout and writes DIR/postgres.env
+#                                  (FATHOM_PG_PORT=N picks the port, e.g. to restart on the same one)
 #   scripts/postgres.sh stop DIR    fast shutdown; fine when already stopped
 #
 # The server listens on 127.0.0.1 on a free port with its socket inside DIR, trusts local connections and runs
@@ -63,7 +64,7 @@ start() {
   prepare_dir
   init_cluster
   local port opts dsn
-  port=$(free_port)
+  port=${FATHOM_PG_PORT:-$(free_port)}
   opts="-c listen_addresses=127.0.0.1 -p $port -k '$DIR/sock'"
   if [ "${FATHOM_PG_FAST:-}" = 1 ]; then opts="$opts -c fsync=off -c synchronous_commit=off"; fi
   log "starting PostgreSQL on 127.0.0.1:$port (log $DIR/postgres.log)"

@@ -155,8 +155,11 @@ func (g *Grain) GetState(_ *messages.GetStateRequest, ctx cluster.GrainContext) 
 	if g.state.GetSeq() == 0 {
 		return nil, messages.ErrNotFound("session %q not found", g.id)
 	}
+	// g.state is never mutated once installed (commit folds events into a clone and
+	// swaps it in), so it is handed out without a copy. In-process callers must treat
+	// the response as read-only; remote callers get their own decoded copy.
 	return &messages.GetStateResponse{
-		State:               proto.Clone(g.state).(*messages.SessionState),
+		State:               g.state,
 		Host:                ctx.ActorSystem().Address(),
 		Exists:              true,
 		ActivatedAtUnixNano: g.activatedAt.UnixNano(),

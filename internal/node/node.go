@@ -121,7 +121,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
 	}
-	system := fcluster.NewActorSystem(cfg.Logger, actor.WithMetricProviders(n.tel.MeterProvider))
+	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
+	// attribute set per record); wire them only when metrics are exported.
+	var sysOpts []actor.ConfigOption
+	if cfg.Telemetry.Exporter != "" && cfg.Telemetry.Exporter != telemetry.ExporterNone {
+		sysOpts = append(sysOpts, actor.WithMetricProviders(n.tel.MeterProvider))
+	}
+	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)
 	deps := &session.Deps{
 		Config:    scfg,
 		Journal:   n.journal,

@@ -185,6 +185,12 @@ SELECT $1, $2 + r.ord, r.type, r.data, r.at
 FROM unnest($3::text[], $4::bytea[], $5::timestamptz[]) WITH ORDINALITY AS r(type, data, at, ord)
 WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq = $2)`
 
+// appendOneSQL is appendSQL for the common single-event append, without the arrays.
+const appendOneSQL = `
+INSERT INTO fathom_events (stream_id, seq, type, data, at)
+SELECT $1, $2 + 1, $3, $4, $5
+WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq = $2)`
+
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
 	if err := validate(stream, recs); err != nil {
@@ -210,7 +216,13 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 	}
 	last := expectedSeq + uint64(len(recs))
-	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+	var tag pgconn.CommandTag
+	var err error
+	if len(recs) == 1 {
+		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
+	} else {
+		tag, err = j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+	}
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
