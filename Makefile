@@ -50,7 +50,7 @@ test-unit: ## Run the tests without services (integration tests skip)
 
 .PHONY: bench
 bench: ## Run the benchmarks against the real services (durable PostgreSQL); raw output in bench.out
-	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS) | tee bench.out)
+	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) test -run '^$$' -bench . -benchmem -count=3 -timeout 60m $(PKGS) | tee bench.out)
 
 .PHONY: proto
 proto: ## Regenerate the Go code in messages/ from the .proto files

@@ -79,7 +79,7 @@ func TestPostgresOutageMidRun(t *testing.T) {
 		state, _ := st["state"].(map[string]any)
 		return fmt.Sprint(state["status"])
 	}
-	testenv.Eventually(t, 20*time.Second, func() bool { return strings.Contains(status(), "RUNNING") }, "session never ran: %s", status())
+	testenv.Eventually(t, 20*time.Second, func() bool { return strings.Contains(status(), "EXECUTING") }, "session never ran: %s", status())
 
 	pg.run(t, "stop") // a step's LLM call is in flight
 	code, body = httpJSON(t, "POST", n.url+"/v1/sessions", token, map[string]any{"goal": "while down", "session_id": "s-down", "command_id": "c1"})
