@@ -249,6 +249,14 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	corrupt := filepath.Join(dir, "corrupt")
+	if err := os.MkdirAll(corrupt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	garbage := bytes.Repeat([]byte("not a journal "), 1000)
+	if err := os.WriteFile(filepath.Join(corrupt, "journal.db"), garbage, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	deadPG := "postgres://postgres@127.0.0.1:" + freePort(t) + "/postgres?sslmode=disable&connect_timeout=2"
 	cases := []struct {
 		name string
@@ -259,6 +267,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"no goal", []string{"run", "--data-dir", dir}, 2, "a goal is required"},
 		{"empty goal", []string{"run", "--data-dir", dir, "   "}, 1, "goal is empty"},
 		{"unreadable data dir", []string{"run", "--data-dir", filepath.Join(file, "sub"), "goal"}, 1, "data dir"},
+		{"corrupt journal", []string{"run", "--data-dir", corrupt, "goal"}, 1, "corrupt"},
 		{"postgres down at start", []string{"run", "--postgres", deadPG, "goal"}, 1, "postgres"},
 		{"unknown session", []string{"session", "timeline", "--data-dir", dir, "no-such-session"}, 1, "not found"},
 		{"unknown session state", []string{"session", "state", "--data-dir", dir, "no-such-session"}, 1, "not found"},
@@ -277,6 +286,9 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 				t.Fatalf("took %s to fail", d)
 			}
 		})
+	}
+	if after, err := os.ReadFile(filepath.Join(corrupt, "journal.db")); err != nil || !bytes.Equal(after, garbage) {
+		t.Fatalf("the corrupt journal was modified (%v)", err)
 	}
 }
 
