@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -91,4 +92,22 @@ type Journal interface {
 
 	// Close releases the journal's resources. Calls after Close return ErrClosed.
 	Close() error
+}
+
+// ValidateAppend checks the arguments of an Append the way every implementation must:
+// a non-empty stream id and at least one record, each with a type. The error wraps
+// ErrInvalid.
+func ValidateAppend(stream string, recs []Record) error {
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", ErrInvalid)
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("%w: no records", ErrInvalid)
+	}
+	for i, r := range recs {
+		if r.Type == "" {
+			return fmt.Errorf("%w: record %d has no type", ErrInvalid, i)
+		}
+	}
+	return nil
 }

@@ -201,16 +201,10 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 }
 
 func validate(stream string, recs []persistence.Record) error {
-	if stream == "" {
-		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
-	}
-	if len(recs) == 0 {
-		return fmt.Errorf("%w: no records", persistence.ErrInvalid)
+	if err := persistence.ValidateAppend(stream, recs); err != nil {
+		return err
 	}
 	for i, r := range recs {
-		if r.Type == "" {
-			return fmt.Errorf("%w: record %d has no type", persistence.ErrInvalid, i)
-		}
 		if len(r.Type) > math.MaxUint16 {
 			return fmt.Errorf("%w: record %d type too long", persistence.ErrInvalid, i)
 		}

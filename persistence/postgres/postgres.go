@@ -193,7 +193,7 @@ WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
-	if err := validate(stream, recs); err != nil {
+	if err := persistence.ValidateAppend(stream, recs); err != nil {
 		return 0, err
 	}
 	if err := j.check(ctx); err != nil {
@@ -234,21 +234,6 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
 	}
 	return last, nil
-}
-
-func validate(stream string, recs []persistence.Record) error {
-	if stream == "" {
-		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
-	}
-	if len(recs) == 0 {
-		return fmt.Errorf("%w: no records", persistence.ErrInvalid)
-	}
-	for i, r := range recs {
-		if r.Type == "" {
-			return fmt.Errorf("%w: record %d has no type", persistence.ErrInvalid, i)
-		}
-	}
-	return nil
 }
 
 // Load implements persistence.Journal.
