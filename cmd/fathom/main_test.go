@@ -457,3 +457,20 @@ func TestNodeFailsFastWithoutConsul(t *testing.T) {
 		t.Fatalf("%d lines of logs for one unreachable agent", n)
 	}
 }
+
+// TestRunExportsSpans runs with the stdout exporter and checks the session, plan, step
+// and LLM client spans reach it, with the GenAI token attributes.
+func TestRunExportsSpans(t *testing.T) {
+	r := fathom(t, cleanEnv(), "run", "--data-dir", t.TempDir(), "--json", "--otel-exporter", "stdout", "trace me")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{`"Name":"session.activation"`, `"Name":"session.plan"`, `"Name":"session.step"`, `"Name":"chat `, `gen_ai.usage.input_tokens`} {
+		if !strings.Contains(strings.ReplaceAll(r.stderr, `": "`, `":"`), want) {
+			t.Errorf("stdout exporter output has no %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%.4000s", r.stderr)
+	}
+}
