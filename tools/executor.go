@@ -1,0 +1,155 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Call is one tool call the LLM asked for.
+type Call struct {
+	// ID is the LLM's tool call id.
+	ID string
+	// Name is the tool.
+	Name string
+	// Args are the arguments as the LLM sent them (a JSON object).
+	Args json.RawMessage
+	// IdempotencyKey identifies the call across recoveries (session, step, call index):
+	// a call whose result is recorded under this key is never executed again.
+	IdempotencyKey string
+}
+
+// Result is the outcome of a call: Output on success, Err otherwise.
+type Result struct {
+	CallID string
+	// Output is the tool's result rendered as the LLM reads it (strings as is, other
+	// values as JSON).
+	Output string
+	// Err is the failure, already a ToolError.
+	Err *ToolError
+	// Duration is how long the call took.
+	Duration time.Duration
+}
+
+// Content is what goes back to the LLM as the tool message.
+func (r Result) Content() string {
+	if r.Err != nil {
+		return r.Err.FormatForLLM()
+	}
+	return r.Output
+}
+
+// ExternalRunner runs tools whose SandboxMode is external (the sandbox pool).
+type ExternalRunner interface {
+	Run(ctx context.Context, t Tool, args json.RawMessage) (any, error)
+}
+
+// Executor validates and runs calls with a timeout, turning every failure — invalid
+// arguments, errors, panics, timeouts, a missing sandbox — into a ToolError. It never
+// panics and never blocks past the timeout.
+type Executor struct {
+	// Registry holds the callable tools.
+	Registry *Registry
+	// Timeout bounds one call; zero means 30s.
+	Timeout time.Duration
+	// External runs external tools; nil means "no sandbox configured".
+	External ExternalRunner
+}
+
+// Run executes one call.
+func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
+	start := time.Now()
+	res.CallID = c.ID
+	defer func() { res.Duration = time.Since(start) }()
+	t, ok := e.Registry.Get(c.Name)
+	if !ok {
+		res.Err = ValidationError(c.Name, fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, e.names()))
+		return res
+	}
+	if verr := e.Registry.Validate(c.Name, c.Args); verr != nil {
+		res.Err = verr
+		return res
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type outcome struct {
+		out any
+		err error
+	}
+	done := make(chan outcome, 1) // buffered: a tool that ignores ctx cannot leak a blocked send
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: FromPanic(c.Name, p)}
+			}
+		}()
+		var o outcome
+		if t.SandboxMode() == SandboxExternal {
+			if e.External == nil {
+				o.err = SandboxError(c.Name, "no sandbox is configured for external tools", false)
+			} else {
+				o.out, o.err = e.External.Run(cctx, t, c.Args)
+			}
+		} else {
+			o.out, o.err = t.Execute(cctx, c.Args)
+		}
+		done <- o
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			if errors.Is(o.err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
+				res.Err = TimeoutError(c.Name, timeout)
+			} else {
+				res.Err = Normalize(c.Name, o.err)
+			}
+			return res
+		}
+		out, err := render(o.out)
+		if err != nil {
+			res.Err = ExecutionError(c.Name, "result cannot be encoded: "+err.Error(), false)
+			return res
+		}
+		res.Output = out
+		return res
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			res.Err = ExecutionError(c.Name, "cancelled: "+ctx.Err().Error(), true)
+		} else {
+			res.Err = TimeoutError(c.Name, timeout)
+		}
+		return res
+	}
+}
+
+func (e *Executor) names() string {
+	var s string
+	for i, t := range e.Registry.Tools() {
+		if i > 0 {
+			s += ", "
+		}
+		s += t.Name()
+	}
+	return s
+}
+
+func render(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case json.RawMessage:
+		return string(x), nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,208 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/invopop/jsonschema"
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// SandboxMode says where a tool runs.
+type SandboxMode string
+
+const (
+	// SandboxNone tools run in the Fathom process.
+	SandboxNone SandboxMode = "none"
+	// SandboxExternal tools run in an external sandbox reached over FSP.
+	SandboxExternal SandboxMode = "external"
+)
+
+// Tool is one capability the LLM can call.
+type Tool interface {
+	// Name is the tool's identifier as the LLM sees it ([a-zA-Z0-9_-]{1,64}).
+	Name() string
+	// Description tells the LLM what the tool does and when to use it.
+	Description() string
+	// Schema is the JSON Schema of the arguments object.
+	Schema() json.RawMessage
+	// SandboxMode says where the tool runs.
+	SandboxMode() SandboxMode
+	// Execute runs the tool with arguments already validated against Schema. It honours
+	// ctx (which carries the call's timeout). Errors may be *ToolError for a precise
+	// type; anything else is normalised into an execution error.
+	Execute(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// typed is a Tool whose arguments decode into A.
+type typed[A any] struct {
+	name, desc string
+	mode       SandboxMode
+	schema     json.RawMessage
+	fn         func(context.Context, A) (any, error)
+}
+
+// New makes a tool from a function of a typed arguments struct. The JSON Schema is
+// generated from A (json tags name the properties; `jsonschema:"..."` tags add
+// descriptions, enums and bounds; fields without omitempty are required; additional
+// properties are rejected).
+func New[A any](name, description string, mode SandboxMode, fn func(ctx context.Context, args A) (any, error)) (Tool, error) {
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
+	s := r.Reflect(new(A))
+	s.Version = ""
+	s.ID = ""
+	schema, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
+	}
+	return &typed[A]{name: name, desc: description, mode: mode, schema: schema, fn: fn}, nil
+}
+
+// MustNew is New for tools defined in code, where a schema error is a programming error.
+func MustNew[A any](name, description string, mode SandboxMode, fn func(ctx context.Context, args A) (any, error)) Tool {
+	t, err := New(name, description, mode, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (t *typed[A]) Name() string             { return t.name }
+func (t *typed[A]) Description() string      { return t.desc }
+func (t *typed[A]) Schema() json.RawMessage  { return t.schema }
+func (t *typed[A]) SandboxMode() SandboxMode { return t.mode }
+
+func (t *typed[A]) Execute(ctx context.Context, args json.RawMessage) (any, error) {
+	var a A
+	if len(bytes.TrimSpace(args)) > 0 {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, ValidationError(t.name, "arguments do not decode: "+err.Error(), Field{"params", args})
+		}
+	}
+	return t.fn(ctx, a)
+}
+
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Registry holds the tools a session may call, each with its compiled schema. It is
+// safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	tools   map[string]Tool
+	schemas map[string]*jsv.Schema
+}
+
+// NewRegistry returns a registry holding ts.
+func NewRegistry(ts ...Tool) (*Registry, error) {
+	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsv.Schema{}}
+	for _, t := range ts {
+		if err := r.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds t, compiling its schema. Names must be unique and LLM-safe.
+func (r *Registry) Register(t Tool) error {
+	name := t.Name()
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("tools: name %q must match %s", name, namePattern)
+	}
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(t.Schema()))
+	if err != nil {
+		return fmt.Errorf("tools: %s: schema is not JSON: %w", name, err)
+	}
+	c := jsv.NewCompiler()
+	url := "mem://tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("tools: %s: schema: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("tools: %s: schema does not compile: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("tools: %s registered twice", name)
+	}
+	r.tools[name], r.schemas[name] = t, sch
+	return nil
+}
+
+// Get returns the named tool.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Tools lists the registered tools ordered by name (for the LLM request).
+func (r *Registry) Tools() []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Validate checks args against the named tool's schema. Failures are validation
+// ToolErrors whose message lists every violation ("/path: reason; ...") and whose
+// context holds the arguments as sent.
+func (r *Registry) Validate(name string, args json.RawMessage) *ToolError {
+	r.mu.RLock()
+	sch, ok := r.schemas[name]
+	r.mu.RUnlock()
+	if !ok {
+		return ValidationError(name, fmt.Sprintf("unknown tool %q", name))
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	inst, err := jsv.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return ValidationError(name, "arguments are not valid JSON: "+err.Error(), Field{"params", string(args)})
+	}
+	if err := sch.Validate(inst); err != nil {
+		msg := err.Error()
+		if ve, ok := err.(*jsv.ValidationError); ok {
+			msg = describe(ve)
+		}
+		return ValidationError(name, msg, Field{"params", args})
+	}
+	return nil
+}
+
+// describe flattens a validation error into "location: reason" pairs.
+func describe(ve *jsv.ValidationError) string {
+	var parts []string
+	var walk func(u jsv.OutputUnit)
+	walk = func(u jsv.OutputUnit) {
+		if u.Error != nil && len(u.Errors) == 0 {
+			loc := u.InstanceLocation
+			if loc == "" {
+				loc = "arguments"
+			}
+			parts = append(parts, loc+": "+u.Error.String())
+		}
+		for _, e := range u.Errors {
+			walk(e)
+		}
+	}
+	walk(*ve.BasicOutput())
+	if len(parts) == 0 {
+		return ve.Error()
+	}
+	return strings.Join(parts, "; ")
+}
