@@ -94,11 +94,19 @@ func (e *APIError) Retryable() bool {
 	return e.StatusCode == 429 || e.StatusCode == 408 || e.StatusCode >= 500
 }
 
+// ErrCircuitOpen is returned (wrapped) while a provider's circuit breaker is open: the
+// provider failed repeatedly and calls fail fast until a probe succeeds. It is
+// retryable: the same request may succeed once the provider recovers.
+var ErrCircuitOpen = errors.New("llm: circuit breaker open")
+
 // IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
 // a refused or reset connection, or a response cut short. A cancelled context is not.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
+	}
+	if errors.Is(err, ErrCircuitOpen) {
+		return true
 	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {

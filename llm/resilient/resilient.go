@@ -1,0 +1,232 @@
+// Package resilient wraps an llm.Provider with what a production model client needs:
+// retries with jittered exponential backoff that honour Retry-After, request and token
+// rate limits, a circuit breaker, and fallback to other providers or models.
+//
+// Only retryable failures (llm.IsRetryable: 429, 408, 5xx, timeouts, refused or reset
+// connections) are retried and count against the breaker; a 400 is the caller's bug and
+// is returned at once. While the breaker is open, calls fail fast with an error wrapping
+// llm.ErrCircuitOpen (itself retryable) without touching the provider; after OpenFor one
+// probe call is let through (half-open) and its outcome closes or re-opens the breaker.
+package resilient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// Config tunes the wrapper. Zero values take the defaults noted.
+type Config struct {
+	// MaxAttempts is the number of tries of one call, first included. Default 4.
+	MaxAttempts int
+	// BaseBackoff is the first retry's backoff before jitter. Default 500ms.
+	BaseBackoff time.Duration
+	// MaxBackoff caps a computed backoff (not a server's Retry-After). Default 30s.
+	MaxBackoff time.Duration
+	// RequestsPerMinute limits calls; 0 means unlimited.
+	RequestsPerMinute int
+	// TokensPerMinute limits estimated tokens (prompt bytes/4 + MaxTokens); 0 means unlimited.
+	TokensPerMinute int
+	// BreakerFailures is how many consecutive retryable failures open the breaker. Default 5.
+	BreakerFailures uint32
+	// BreakerOpenFor is how long the breaker stays open before a probe. Default 30s.
+	BreakerOpenFor time.Duration
+	// Logger receives retry and breaker transitions. Nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 4
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = 500 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 30 * time.Second
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = 5
+	}
+	if c.BreakerOpenFor <= 0 {
+		c.BreakerOpenFor = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Provider is a resilient llm.Provider.
+type Provider struct {
+	next    llm.Provider
+	cfg     Config
+	breaker *gobreaker.CircuitBreaker[llm.Response]
+	reqs    *rate.Limiter
+	tokens  *rate.Limiter
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New wraps p.
+func New(p llm.Provider, cfg Config) *Provider {
+	cfg.defaults()
+	r := &Provider{next: p, cfg: cfg}
+	if cfg.RequestsPerMinute > 0 {
+		r.reqs = rate.NewLimiter(rate.Limit(float64(cfg.RequestsPerMinute)/60), max(1, cfg.RequestsPerMinute/60))
+	}
+	if cfg.TokensPerMinute > 0 {
+		r.tokens = rate.NewLimiter(rate.Limit(float64(cfg.TokensPerMinute)/60), cfg.TokensPerMinute)
+	}
+	log := cfg.Logger
+	r.breaker = gobreaker.NewCircuitBreaker[llm.Response](gobreaker.Settings{
+		Name:        p.Name(),
+		MaxRequests: 1,
+		Timeout:     cfg.BreakerOpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.BreakerFailures },
+		IsSuccessful: func(err error) bool {
+			return err == nil || !llm.IsRetryable(err) // a bad request says nothing about the provider's health
+		},
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			log.Warn("llm circuit breaker", "provider", name, "from", from.String(), "to", to.String())
+		},
+	})
+	return r
+}
+
+// Name implements llm.Provider.
+func (r *Provider) Name() string { return r.next.Name() }
+
+// BreakerState is the breaker's state: "closed", "open" or "half-open".
+func (r *Provider) BreakerState() string { return r.breaker.State().String() }
+
+// Chat implements llm.Provider.
+func (r *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if err := r.wait(ctx, req); err != nil {
+		return llm.Response{}, err
+	}
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		resp, err := r.breaker.Execute(func() (llm.Response, error) { return r.next.Chat(ctx, req) })
+		if err == nil {
+			return resp, nil
+		}
+		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			if lastErr != nil {
+				return llm.Response{}, fmt.Errorf("%w for %s (last error: %v)", llm.ErrCircuitOpen, r.next.Name(), lastErr)
+			}
+			return llm.Response{}, fmt.Errorf("%w for %s", llm.ErrCircuitOpen, r.next.Name())
+		}
+		lastErr = err
+		if !llm.IsRetryable(err) || attempt >= r.cfg.MaxAttempts {
+			return llm.Response{}, err
+		}
+		delay := r.backoff(attempt, err)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
+			return llm.Response{}, fmt.Errorf("not retrying: the next attempt (in %s) would pass the deadline: %w", delay.Round(time.Millisecond), err)
+		}
+		r.cfg.Logger.Info("llm call failed; retrying", "provider", r.next.Name(), "attempt", attempt, "delay", delay, "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return llm.Response{}, fmt.Errorf("%w (after: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		if err := r.wait(ctx, req); err != nil {
+			return llm.Response{}, err
+		}
+	}
+}
+
+// backoff is full-jitter exponential backoff, but never less than the server's
+// Retry-After.
+func (r *Provider) backoff(attempt int, err error) time.Duration {
+	exp := r.cfg.BaseBackoff << (attempt - 1)
+	if exp <= 0 || exp > r.cfg.MaxBackoff {
+		exp = r.cfg.MaxBackoff
+	}
+	d := exp/2 + rand.N(exp/2+1)
+	var apiErr *llm.APIError
+	if errors.As(err, &apiErr) && apiErr.RetryAfter > d {
+		d = apiErr.RetryAfter
+	}
+	return d
+}
+
+func (r *Provider) wait(ctx context.Context, req llm.Request) error {
+	if r.reqs != nil {
+		if err := r.reqs.Wait(ctx); err != nil {
+			return fmt.Errorf("llm rate limit (%d requests/min): %w", r.cfg.RequestsPerMinute, err)
+		}
+	}
+	if r.tokens != nil {
+		n := estimateTokens(req)
+		if n > r.cfg.TokensPerMinute {
+			n = r.cfg.TokensPerMinute
+		}
+		if err := r.tokens.WaitN(ctx, n); err != nil {
+			return fmt.Errorf("llm rate limit (%d tokens/min): %w", r.cfg.TokensPerMinute, err)
+		}
+	}
+	return nil
+}
+
+func estimateTokens(req llm.Request) int {
+	n := req.MaxTokens
+	for _, m := range req.Messages {
+		n += len(m.Content)/4 + 4
+	}
+	return max(n, 1)
+}
+
+// Fallback is a provider that tries each of its providers in order, moving on when one
+// fails with a retryable error (after its own retries, or with its breaker open).
+type Fallback struct {
+	providers []llm.Provider
+}
+
+// NewFallback returns a provider trying primary, then each fallback.
+func NewFallback(primary llm.Provider, fallbacks ...llm.Provider) *Fallback {
+	return &Fallback{providers: append([]llm.Provider{primary}, fallbacks...)}
+}
+
+// Name implements llm.Provider.
+func (f *Fallback) Name() string { return f.providers[0].Name() }
+
+// Chat implements llm.Provider.
+func (f *Fallback) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	var errs []error
+	for _, p := range f.providers {
+		resp, err := p.Chat(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+		if !llm.IsRetryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return llm.Response{}, errors.Join(errs...)
+}
+
+// WithModel returns p with every request's model set to model (a fallback model on
+// the same endpoint).
+func WithModel(p llm.Provider, model string) llm.Provider { return modelOverride{p, model} }
+
+type modelOverride struct {
+	llm.Provider
+	model string
+}
+
+func (m modelOverride) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	req.Model = m.model
+	return m.Provider.Chat(ctx, req)
+}

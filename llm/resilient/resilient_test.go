@@ -1,0 +1,129 @@
+package resilient_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/llm/openai"
+	"github.com/fathom-agents/fathom/llm/resilient"
+)
+
+// server serves script over real HTTP; the returned client is the production one.
+func server(t *testing.T, script string) (*mock.Server, llm.Provider) {
+	t.Helper()
+	s, err := mock.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mock.New(mock.Config{Script: s})
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, c
+}
+
+var hello = llm.Request{Messages: []llm.Message{{Role: "user", Content: "hello"}}}
+
+func TestRetriesHonourRetryAfter(t *testing.T) {
+	m, c := server(t, `{"rules":[{"match":".*","status":429,"retry_after_s":1,"times":1}],"default":"fine"}`)
+	p := resilient.New(c, resilient.Config{BaseBackoff: time.Millisecond})
+	start := time.Now()
+	resp, err := p.Chat(context.Background(), hello)
+	if err != nil || resp.Content != "fine" {
+		t.Fatalf("%q %v", resp.Content, err)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("retried after %s, before the server's Retry-After of 1s", waited)
+	}
+	if m.Requests() != 2 {
+		t.Fatalf("%d requests, want 2", m.Requests())
+	}
+}
+
+func TestNonRetryableIsNotRetried(t *testing.T) {
+	m, c := server(t, `{"rules":[{"match":".*","status":400,"error_message":"bad model"}]}`)
+	p := resilient.New(c, resilient.Config{BaseBackoff: time.Millisecond, BreakerFailures: 1})
+	for i := 0; i < 3; i++ {
+		if _, err := p.Chat(context.Background(), hello); err == nil || !strings.Contains(err.Error(), "bad model") {
+			t.Fatalf("err %v", err)
+		}
+	}
+	if m.Requests() != 3 || p.BreakerState() != "closed" {
+		t.Fatalf("%d requests, breaker %s: a 400 must neither retry nor trip the breaker", m.Requests(), p.BreakerState())
+	}
+}
+
+func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
+	// Six 500s, then healthy.
+	m, c := server(t, `{"rules":[{"match":".*","status":500,"error_message":"down","times":6}],"default":"back"}`)
+	p := resilient.New(c, resilient.Config{MaxAttempts: 3, BaseBackoff: time.Millisecond, BreakerFailures: 3, BreakerOpenFor: 300 * time.Millisecond})
+	_, err := p.Chat(context.Background(), hello)
+	if err == nil || m.Requests() != 3 {
+		t.Fatalf("first call: %v after %d requests", err, m.Requests())
+	}
+	if p.BreakerState() != "open" {
+		t.Fatalf("breaker %s after 3 consecutive failures", p.BreakerState())
+	}
+	_, err = p.Chat(context.Background(), hello)
+	if !errors.Is(err, llm.ErrCircuitOpen) || !llm.IsRetryable(err) || m.Requests() != 3 {
+		t.Fatalf("open breaker: %v (retryable %v) after %d requests", err, llm.IsRetryable(err), m.Requests())
+	}
+	time.Sleep(350 * time.Millisecond) // half-open: one probe goes through and fails (500 #4)
+	if _, err := p.Chat(context.Background(), hello); err == nil || m.Requests() != 4 || p.BreakerState() != "open" {
+		t.Fatalf("failed probe: %v, %d requests, breaker %s", err, m.Requests(), p.BreakerState())
+	}
+	// Let the rest of the storm pass, then the next probe closes the breaker.
+	for m.Requests() < 6 {
+		time.Sleep(350 * time.Millisecond)
+		_, _ = p.Chat(context.Background(), hello)
+	}
+	time.Sleep(350 * time.Millisecond)
+	resp, err := p.Chat(context.Background(), hello)
+	if err != nil || resp.Content != "back" || p.BreakerState() != "closed" {
+		t.Fatalf("after recovery: %q %v, breaker %s", resp.Content, err, p.BreakerState())
+	}
+}
+
+func TestDeadlineStopsRetriesEarly(t *testing.T) {
+	_, c := server(t, `{"rules":[{"match":".*","status":503,"retry_after_s":30}]}`)
+	p := resilient.New(c, resilient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Chat(ctx, hello)
+	if err == nil || !strings.Contains(err.Error(), "would pass the deadline") || time.Since(start) > time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+}
+
+func TestFallbackModel(t *testing.T) {
+	_, primary := server(t, `{"rules":[{"match":".*","status":502}]}`)
+	_, secondary := server(t, `{"default":"from {{.User}} via fallback"}`)
+	p := resilient.NewFallback(resilient.New(primary, resilient.Config{MaxAttempts: 1}), resilient.WithModel(secondary, "small-model"))
+	resp, err := p.Chat(context.Background(), hello)
+	if err != nil || resp.Content != "from hello via fallback" || resp.Model != "small-model" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+}
+
+func TestRequestRateLimit(t *testing.T) {
+	_, c := server(t, `{"default":"ok"}`)
+	p := resilient.New(c, resilient.Config{RequestsPerMinute: 1})
+	if _, err := p.Chat(context.Background(), hello); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := p.Chat(ctx, hello); err == nil || !strings.Contains(err.Error(), "1 requests/min") {
+		t.Fatalf("second call inside the minute: %v", err)
+	}
+}
