@@ -8,6 +8,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +19,35 @@ import (
 
 // Message is one chat message.
 type Message struct {
-	// Role is "system", "user" or "assistant".
+	// Role is "system", "user", "assistant" or "tool".
 	Role string `json:"role"`
-	// Content is the message text.
+	// Content is the message text (a tool message: the tool's result).
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message asked for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call the model asked for.
+type ToolCall struct {
+	// ID is the model's id for the call; the tool message answering it carries it back.
+	ID string `json:"id"`
+	// Name is the tool.
+	Name string `json:"name"`
+	// Arguments is the JSON text of the arguments object, as the model produced it
+	// (it may be invalid: the tool system validates it).
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec describes a tool the model may call.
+type ToolSpec struct {
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters json.RawMessage `json:"parameters"`
 }
 
 // Request is one chat completion request.
@@ -34,6 +60,8 @@ type Request struct {
 	Temperature *float64
 	// MaxTokens bounds the completion; 0 means the provider's default.
 	MaxTokens int
+	// Tools the model may call; none means a plain completion.
+	Tools []ToolSpec
 }
 
 // Usage counts tokens as reported by the provider.
@@ -45,7 +73,9 @@ type Usage struct {
 type Response struct {
 	// Content is the assistant's text.
 	Content string
-	// FinishReason is why generation stopped ("stop", "length", ...).
+	// ToolCalls are the calls the model asked for (FinishReason "tool_calls").
+	ToolCalls []ToolCall
+	// FinishReason is why generation stopped ("stop", "length", "tool_calls", ...).
 	FinishReason string
 	// Model is the model that answered.
 	Model string

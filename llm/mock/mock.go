@@ -12,7 +12,9 @@
 //	],"default":"I have nothing scripted for that."}
 //
 // The first rule whose regular expressions match (match: the last user message;
-// system_match: the system message) answers. times limits how often a rule fires (0 =
+// system_match: the system message; tool_match: the last tool result) answers, with
+// text or, when it has tool_calls, with tool calls ({"name", "arguments"} where
+// arguments is a template of the JSON text). times limits how often a rule fires (0 =
 // always). response is a text/template with .Goal and .Step (from the user message's
 // "Goal: " and "Step: " lines), .User, .System, .N (1-based count of this rule's hits)
 // and a json function that quotes a string for embedding in JSON.
@@ -48,6 +50,11 @@ type Rule struct {
 	Match string `json:"match,omitempty"`
 	// SystemMatch is a regular expression matched against the system message ("" = any).
 	SystemMatch string `json:"system_match,omitempty"`
+	// ToolMatch is a regular expression matched against the last tool message (a tool
+	// result); a rule with it never matches a conversation without tool results.
+	ToolMatch string `json:"tool_match,omitempty"`
+	// ToolCalls, when set, makes the answer a set of tool calls instead of text.
+	ToolCalls []ToolCallRule `json:"tool_calls,omitempty"`
 	// Response is the answer's text/template.
 	Response string `json:"response,omitempty"`
 	// Status, when not 0 or 200, makes the rule answer with that HTTP error.
@@ -60,6 +67,15 @@ type Rule struct {
 	DelayMS int `json:"delay_ms,omitempty"`
 	// Times limits how many requests the rule answers; 0 means unlimited.
 	Times int `json:"times,omitempty"`
+}
+
+// ToolCallRule is one scripted tool call.
+type ToolCallRule struct {
+	// Name is the tool to call.
+	Name string `json:"name"`
+	// Arguments is a text/template producing the arguments' JSON text (sent as is, so a
+	// script can send invalid arguments on purpose).
+	Arguments string `json:"arguments"`
 }
 
 // Script is an ordered list of rules and a default answer.
@@ -120,9 +136,10 @@ func DemoScript() Script {
 
 type compiledRule struct {
 	Rule
-	match, system *regexp.Regexp
-	tmpl          *template.Template
-	hits          atomic.Int64
+	match, system, tool *regexp.Regexp
+	tmpl                *template.Template
+	args                []*template.Template
+	hits                atomic.Int64
 }
 
 var funcs = template.FuncMap{"json": func(s string) (string, error) {
@@ -144,6 +161,21 @@ func compile(s Script) ([]*compiledRule, error) {
 			if c.system, err = regexp.Compile(r.SystemMatch); err != nil {
 				return nil, fmt.Errorf("mock script: rule %d system_match: %w", i, err)
 			}
+		}
+		if r.ToolMatch != "" {
+			if c.tool, err = regexp.Compile(r.ToolMatch); err != nil {
+				return nil, fmt.Errorf("mock script: rule %d tool_match: %w", i, err)
+			}
+		}
+		for j, tc := range r.ToolCalls {
+			if tc.Name == "" {
+				return nil, fmt.Errorf("mock script: rule %d tool call %d has no name", i, j)
+			}
+			at, err := template.New(fmt.Sprint("rule", i, "call", j)).Funcs(funcs).Parse(tc.Arguments)
+			if err != nil {
+				return nil, fmt.Errorf("mock script: rule %d tool call %d arguments: %w", i, j, err)
+			}
+			c.args = append(c.args, at)
 		}
 		if c.tmpl, err = template.New(fmt.Sprint("rule", i)).Funcs(funcs).Parse(r.Response); err != nil {
 			return nil, fmt.Errorf("mock script: rule %d response: %w", i, err)
@@ -228,8 +260,8 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 type chatRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role    string  `json:"role"`
+		Content *string `json:"content"`
 	} `json:"messages"`
 }
 
@@ -237,8 +269,9 @@ type chatRequest struct {
 type TemplateData struct {
 	// Goal and Step are the user message's "Goal: " and "Step: " lines.
 	Goal, Step string
-	// User is the last user message; System the system message.
-	User, System string
+	// User is the last user message; System the system message; Tool the last tool
+	// message (a tool result).
+	User, System, Tool string
 	// N is how many times this rule has answered, including this request.
 	N int
 }
@@ -265,11 +298,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	var d TemplateData
 	for _, m := range req.Messages {
+		content := ""
+		if m.Content != nil {
+			content = *m.Content
+		}
 		switch m.Role {
 		case "system":
-			d.System = m.Content
+			d.System = content
 		case "user":
-			d.User = m.Content
+			d.User = content
+		case "tool":
+			d.Tool = content
 		}
 	}
 	for _, line := range strings.Split(d.User, "\n") {
@@ -301,16 +340,20 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		tmpl = rule.tmpl
 	}
+	model := req.Model
+	if model == "" {
+		model = s.cfg.ModelName
+	}
+	if rule != nil && len(rule.ToolCalls) > 0 {
+		s.answerToolCalls(w, rule, d, model)
+		return
+	}
 	var out strings.Builder
 	if err := tmpl.Execute(&out, d); err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "render scripted response: "+err.Error(), 0)
 		return
 	}
-	model := req.Model
-	if model == "" {
-		model = s.cfg.ModelName
-	}
-	in, outTok := approxTokens(d.System)+approxTokens(d.User), approxTokens(out.String())
+	in, outTok := approxTokens(d.System)+approxTokens(d.User)+approxTokens(d.Tool), approxTokens(out.String())
 	s.cfg.Logger.Debug("mock-llm answer", "model", model, "bytes", out.Len())
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-mock-%d", s.requests.Load()),
@@ -318,6 +361,31 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		"created": time.Now().Unix(),
 		"model":   model,
 		"choices": []map[string]any{{"index": 0, "message": map[string]string{"role": "assistant", "content": out.String()}, "finish_reason": "stop"}},
+		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok},
+	})
+}
+
+func (s *Server) answerToolCalls(w http.ResponseWriter, rule *compiledRule, d TemplateData, model string) {
+	n := s.requests.Load()
+	calls := make([]map[string]any, len(rule.ToolCalls))
+	outTok := 0
+	for i, tc := range rule.ToolCalls {
+		var args strings.Builder
+		if err := rule.args[i].Execute(&args, d); err != nil {
+			writeError(w, http.StatusInternalServerError, "server_error", "render scripted tool arguments: "+err.Error(), 0)
+			return
+		}
+		outTok += approxTokens(args.String()) + 3
+		calls[i] = map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
+			"function": map[string]string{"name": tc.Name, "arguments": args.String()}}
+	}
+	in := approxTokens(d.System) + approxTokens(d.User) + approxTokens(d.Tool)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-mock-%d", n),
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "finish_reason": "tool_calls"}},
 		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok},
 	})
 }
@@ -330,6 +398,9 @@ func (s *Server) pick(d *TemplateData) *compiledRule {
 			continue
 		}
 		if r.system != nil && !r.system.MatchString(d.System) {
+			continue
+		}
+		if r.tool != nil && (d.Tool == "" || !r.tool.MatchString(d.Tool)) {
 			continue
 		}
 		if r.Times > 0 && r.hits.Load() >= int64(r.Times) {

@@ -107,16 +107,72 @@ func (c *Client) Name() string { return "openai" }
 
 type chatRequest struct {
 	Model       string        `json:"model"`
-	Messages    []llm.Message `json:"messages"`
+	Messages    []wireMessage `json:"messages"`
 	Temperature *float64      `json:"temperature,omitempty"`
 	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Tools       []wireTool    `json:"tools,omitempty"`
+}
+
+// wireMessage is a chat message in the OpenAI format (tool calls nest a "function").
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type wireTool struct {
+	Type     string       `json:"type"`
+	Function llm.ToolSpec `json:"function"`
+}
+
+func toWire(ms []llm.Message) []wireMessage {
+	out := make([]wireMessage, len(ms))
+	for i, m := range ms {
+		content := m.Content
+		w := wireMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID}
+		if len(m.ToolCalls) > 0 && m.Content == "" {
+			w.Content = nil // an assistant message that only calls tools has null content
+		}
+		for _, c := range m.ToolCalls {
+			var wc wireToolCall
+			wc.ID, wc.Type = c.ID, "function"
+			wc.Function.Name, wc.Function.Arguments = c.Name, c.Arguments
+			w.ToolCalls = append(w.ToolCalls, wc)
+		}
+		out[i] = w
+	}
+	return out
+}
+
+func fromWire(calls []wireToolCall) []llm.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]llm.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
+	}
+	return out
 }
 
 type chatResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
-		Message      llm.Message `json:"message"`
-		FinishReason string      `json:"finish_reason"`
+		Message struct {
+			Content   *string        `json:"content"`
+			ToolCalls []wireToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
@@ -142,7 +198,11 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if model == "" {
 		model = c.cfg.Model
 	}
-	body, err := json.Marshal(chatRequest{Model: model, Messages: req.Messages, Temperature: req.Temperature, MaxTokens: req.MaxTokens})
+	creq := chatRequest{Model: model, Messages: toWire(req.Messages), Temperature: req.Temperature, MaxTokens: req.MaxTokens}
+	for _, t := range req.Tools {
+		creq.Tools = append(creq.Tools, wireTool{Type: "function", Function: t})
+	}
+	body, err := json.Marshal(creq)
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("openai: encode request: %w", err)
 	}
@@ -157,8 +217,13 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if out.Model == "" {
 		out.Model = model
 	}
+	var content string
+	if c := out.Choices[0].Message.Content; c != nil {
+		content = *c
+	}
 	return llm.Response{
-		Content:      out.Choices[0].Message.Content,
+		Content:      content,
+		ToolCalls:    fromWire(out.Choices[0].Message.ToolCalls),
 		FinishReason: out.Choices[0].FinishReason,
 		Model:        out.Model,
 		Usage: llm.Usage{

@@ -134,3 +134,43 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("refused connection: %v retryable=%v", err, llm.IsRetryable(err))
 	}
 }
+
+func TestToolCallWireFormat(t *testing.T) {
+	var got struct {
+		Messages []map[string]any `json:"messages"`
+		Tools    []map[string]any `json:"tools"`
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c9","type":"function","function":{"name":"write_todos","arguments":"{\"todos\":[]}"}}]},"finish_reason":"tool_calls"}]}`))
+	}))
+	defer srv.Close()
+	c, _ := openai.New(openai.Config{BaseURL: srv.URL})
+	resp, err := c.Chat(context.Background(), llm.Request{
+		Messages: []llm.Message{
+			{Role: "user", Content: "plan"},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "write_todos", Arguments: `{}`}}},
+			{Role: "tool", ToolCallID: "c1", Content: "ok"},
+		},
+		Tools: []llm.ToolSpec{{Name: "write_todos", Description: "d", Parameters: json.RawMessage(`{"type":"object"}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0] != (llm.ToolCall{ID: "c9", Name: "write_todos", Arguments: `{"todos":[]}`}) || resp.Content != "" {
+		t.Fatalf("response %+v", resp)
+	}
+	fn, _ := got.Tools[0]["function"].(map[string]any)
+	if got.Tools[0]["type"] != "function" || fn["name"] != "write_todos" || fn["parameters"] == nil {
+		t.Fatalf("tools on the wire: %v", got.Tools)
+	}
+	asst := got.Messages[1]
+	calls, _ := asst["tool_calls"].([]any)
+	call, _ := calls[0].(map[string]any)
+	if asst["content"] != nil || call["type"] != "function" || call["function"].(map[string]any)["name"] != "write_todos" {
+		t.Fatalf("assistant message on the wire: %v", asst)
+	}
+	if got.Messages[2]["tool_call_id"] != "c1" || got.Messages[2]["role"] != "tool" {
+		t.Fatalf("tool message on the wire: %v", got.Messages[2])
+	}
+}
