@@ -62,6 +62,10 @@ type Request struct {
 	MaxTokens int
 	// Tools the model may call; none means a plain completion.
 	Tools []ToolSpec
+	// OnDelta, when set, asks for a streamed answer: it is called with each text delta
+	// in order as it arrives (on the calling goroutine), and Chat still returns the whole
+	// response at the end. A stream cut before its end is an error.
+	OnDelta func(delta string)
 }
 
 // Usage counts tokens as reported by the provider.

@@ -67,6 +67,10 @@ type Rule struct {
 	DelayMS int `json:"delay_ms,omitempty"`
 	// Times limits how many requests the rule answers; 0 means unlimited.
 	Times int `json:"times,omitempty"`
+	// CutStream makes a streamed answer stop halfway, without "data: [DONE]".
+	CutStream bool `json:"cut_stream,omitempty"`
+	// Malformed makes the answer invalid JSON (the body, or a stream chunk).
+	Malformed bool `json:"malformed,omitempty"`
 }
 
 // ToolCallRule is one scripted tool call.
@@ -258,7 +262,11 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 }
 
 type chatRequest struct {
-	Model    string `json:"model"`
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Messages []struct {
 		Role    string  `json:"role"`
 		Content *string `json:"content"`
@@ -344,50 +352,152 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.cfg.ModelName
 	}
+	ans := answer{id: fmt.Sprintf("chatcmpl-mock-%d", s.requests.Load()), model: model, finish: "stop"}
 	if rule != nil && len(rule.ToolCalls) > 0 {
-		s.answerToolCalls(w, rule, d, model)
+		ans.finish = "tool_calls"
+		for i, tc := range rule.ToolCalls {
+			var args strings.Builder
+			if err := rule.args[i].Execute(&args, d); err != nil {
+				writeError(w, http.StatusInternalServerError, "server_error", "render scripted tool arguments: "+err.Error(), 0)
+				return
+			}
+			ans.calls = append(ans.calls, toolCall{id: fmt.Sprintf("call_%d_%d", s.requests.Load(), i), name: tc.Name, args: args.String()})
+			ans.outTok += approxTokens(args.String()) + 3
+		}
+	} else {
+		var out strings.Builder
+		if err := tmpl.Execute(&out, d); err != nil {
+			writeError(w, http.StatusInternalServerError, "server_error", "render scripted response: "+err.Error(), 0)
+			return
+		}
+		ans.content = out.String()
+		ans.outTok = approxTokens(ans.content)
+	}
+	ans.inTok = approxTokens(d.System) + approxTokens(d.User) + approxTokens(d.Tool)
+	if rule != nil {
+		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
+	}
+	s.cfg.Logger.Debug("mock-llm answer", "model", model, "bytes", len(ans.content), "tool_calls", len(ans.calls), "stream", req.Stream)
+	if req.Stream {
+		s.writeStream(w, r, ans, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	var out strings.Builder
-	if err := tmpl.Execute(&out, d); err != nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "render scripted response: "+err.Error(), 0)
+	if ans.malformed {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"message":`))
 		return
 	}
-	in, outTok := approxTokens(d.System)+approxTokens(d.User)+approxTokens(d.Tool), approxTokens(out.String())
-	s.cfg.Logger.Debug("mock-llm answer", "model", model, "bytes", out.Len())
+	msg := map[string]any{"role": "assistant", "content": ans.content}
+	if len(ans.calls) > 0 {
+		msg["content"] = nil
+		calls := make([]map[string]any, len(ans.calls))
+		for i, c := range ans.calls {
+			calls[i] = map[string]any{"id": c.id, "type": "function", "function": map[string]string{"name": c.name, "arguments": c.args}}
+		}
+		msg["tool_calls"] = calls
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-mock-%d", s.requests.Load()),
+		"id":      ans.id,
 		"object":  "chat.completion",
 		"created": time.Now().Unix(),
 		"model":   model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]string{"role": "assistant", "content": out.String()}, "finish_reason": "stop"}},
-		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok},
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": ans.finish}},
+		"usage":   ans.usage(),
 	})
 }
 
-func (s *Server) answerToolCalls(w http.ResponseWriter, rule *compiledRule, d TemplateData, model string) {
-	n := s.requests.Load()
-	calls := make([]map[string]any, len(rule.ToolCalls))
-	outTok := 0
-	for i, tc := range rule.ToolCalls {
-		var args strings.Builder
-		if err := rule.args[i].Execute(&args, d); err != nil {
-			writeError(w, http.StatusInternalServerError, "server_error", "render scripted tool arguments: "+err.Error(), 0)
+type toolCall struct{ id, name, args string }
+
+// answer is what a request gets, before it is written as JSON or as a stream.
+type answer struct {
+	id, model, content, finish string
+	calls                      []toolCall
+	inTok, outTok              int
+	cut, malformed             bool
+}
+
+func (a answer) usage() map[string]int {
+	return map[string]int{"prompt_tokens": a.inTok, "completion_tokens": a.outTok, "total_tokens": a.inTok + a.outTok}
+}
+
+// writeStream sends the answer as OpenAI chat.completion.chunk events: a role chunk,
+// the text in word-sized deltas (or each tool call as an id+name chunk and two
+// argument fragments), a finish chunk, an optional usage chunk, then "data: [DONE]".
+// A cut_stream rule stops after the first half of the deltas; a malformed rule sends
+// a chunk that is not JSON.
+func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, a answer, includeUsage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return r.Context().Err() == nil
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": a.id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": a.model,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	var deltas []map[string]any
+	for _, piece := range splitWords(a.content) {
+		deltas = append(deltas, map[string]any{"content": piece})
+	}
+	for i, c := range a.calls {
+		half := len(c.args) / 2
+		deltas = append(deltas,
+			map[string]any{"tool_calls": []map[string]any{{"index": i, "id": c.id, "type": "function", "function": map[string]string{"name": c.name, "arguments": c.args[:half]}}}},
+			map[string]any{"tool_calls": []map[string]any{{"index": i, "function": map[string]string{"arguments": c.args[half:]}}}})
+	}
+	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+		return
+	}
+	if a.malformed {
+		_, _ = fmt.Fprint(w, "data: {\"choices\":[{\"delta\":\n\n")
+		return
+	}
+	for i, d := range deltas {
+		if a.cut && i >= (len(deltas)+1)/2 {
+			return // the handler returns mid-stream: the client sees the body end without [DONE]
+		}
+		if !send(chunk(d, nil)) {
 			return
 		}
-		outTok += approxTokens(args.String()) + 3
-		calls[i] = map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
-			"function": map[string]string{"name": tc.Name, "arguments": args.String()}}
 	}
-	in := approxTokens(d.System) + approxTokens(d.User) + approxTokens(d.Tool)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-mock-%d", n),
-		"object":  "chat.completion",
-		"created": time.Now().Unix(),
-		"model":   model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "finish_reason": "tool_calls"}},
-		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok},
-	})
+	if a.cut {
+		return
+	}
+	if !send(chunk(map[string]any{}, a.finish)) {
+		return
+	}
+	if includeUsage {
+		if !send(map[string]any{"id": a.id, "object": "chat.completion.chunk", "model": a.model, "choices": []any{}, "usage": a.usage()}) {
+			return
+		}
+	}
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// splitWords cuts s into deltas of one word each, keeping the spaces, so the stream
+// carries several chunks that concatenate back to s exactly.
+func splitWords(s string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(s); i++ {
+		if s[i] == ' ' {
+			out = append(out, s[start:i])
+			start = i
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
 }
 
 func (s *Server) pick(d *TemplateData) *compiledRule {

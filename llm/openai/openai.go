@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/sse"
 )
 
 // Config configures a Client.
@@ -111,6 +112,11 @@ type chatRequest struct {
 	Temperature *float64      `json:"temperature,omitempty"`
 	MaxTokens   int           `json:"max_tokens,omitempty"`
 	Tools       []wireTool    `json:"tools,omitempty"`
+	Stream      bool          `json:"stream,omitempty"`
+	// StreamOptions asks for a final usage chunk when streaming.
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
 }
 
 // wireMessage is a chat message in the OpenAI format (tool calls nest a "function").
@@ -202,11 +208,28 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	for _, t := range req.Tools {
 		creq.Tools = append(creq.Tools, wireTool{Type: "function", Function: t})
 	}
+	if req.OnDelta != nil {
+		creq.Stream = true
+		creq.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{true}
+	}
 	body, err := json.Marshal(creq)
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("openai: encode request: %w", err)
 	}
 	start := time.Now()
+	if req.OnDelta != nil {
+		resp, err := c.stream(ctx, body, req.OnDelta)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		if resp.Model == "" {
+			resp.Model = model
+		}
+		resp.Duration = time.Since(start)
+		return resp, nil
+	}
 	var out chatResponse
 	if err := c.do(ctx, http.MethodPost, "/chat/completions", body, &out); err != nil {
 		return llm.Response{}, err
@@ -250,6 +273,123 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		ids[i] = m.ID
 	}
 	return ids, nil
+}
+
+// post sends a JSON body and returns the response when its status is 2xx (the caller
+// closes the body); other statuses become *llm.APIError.
+func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("openai: POST %s: %w", path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, apiError(resp, data)
+	}
+	return resp, nil
+}
+
+type streamChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+		TotalTokens      int64 `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
+// delta and assembling tool calls from their fragments. The stream must end with
+// "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
+func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) (llm.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	resp, err := c.post(ctx, "/chat/completions", body)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	defer resp.Body.Close()
+	r := sse.NewReader(resp.Body)
+	r.MaxEventBytes = int(min(c.cfg.MaxResponseBytes, 1<<30))
+	var (
+		out     llm.Response
+		content strings.Builder
+		calls   []llm.ToolCall
+		total   int64
+	)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // ended without [DONE]
+			}
+			return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), err)
+		}
+		if ev.Data == "[DONE]" {
+			break
+		}
+		if total += int64(len(ev.Data)); total > c.cfg.MaxResponseBytes {
+			return llm.Response{}, fmt.Errorf("openai: stream exceeds %d bytes", c.cfg.MaxResponseBytes)
+		}
+		var ch streamChunk
+		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
+			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", err)
+		}
+		if ch.Model != "" {
+			out.Model = ch.Model
+		}
+		if u := ch.Usage; u != nil {
+			out.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		}
+		for _, choice := range ch.Choices {
+			if d := choice.Delta.Content; d != nil && *d != "" {
+				content.WriteString(*d)
+				onDelta(*d)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index > 1024 {
+					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
+				}
+				for len(calls) <= tc.Index {
+					calls = append(calls, llm.ToolCall{})
+				}
+				if tc.ID != "" {
+					calls[tc.Index].ID = tc.ID
+				}
+				calls[tc.Index].Name += tc.Function.Name
+				calls[tc.Index].Arguments += tc.Function.Arguments
+			}
+			if choice.FinishReason != nil {
+				out.FinishReason = *choice.FinishReason
+			}
+		}
+	}
+	out.Content, out.ToolCalls = content.String(), calls
+	return out, nil
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
