@@ -1,6 +1,7 @@
 // Package mock is a scripted OpenAI-compatible model server: the built-in demo model of
-// `fathom run` and the model of every test. It serves GET /v1/models and
-// POST /v1/chat/completions over real HTTP, so the production client (llm/openai) is
+// `fathom run` and the model of every test. It serves GET /v1/models,
+// POST /v1/chat/completions (JSON or a stream of chunks ending in "data: [DONE]") and
+// POST /v1/embeddings (deterministic local embeddings, see Embed) over real HTTP, so the production client (llm/openai) is
 // exercised byte for byte; only the answers are scripted.
 //
 // A script is JSON:
@@ -27,7 +28,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math"
 	"log/slog"
 	"net"
 	"net/http"
@@ -241,6 +244,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown endpoint "+r.Method+" "+r.URL.Path, 0)
 	})
@@ -496,6 +500,90 @@ func splitWords(s string) []string {
 	}
 	if start < len(s) {
 		out = append(out, s[start:])
+	}
+	return out
+}
+
+// DefaultEmbeddingDims is the embedding size when a request names no dimensions.
+const DefaultEmbeddingDims = 256
+
+// embeddings answers POST /v1/embeddings with deterministic local embeddings (see
+// Embed): the same text always gets the same unit vector, and texts sharing words get
+// close vectors, which is what retrieval tests need.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil || len(body) > MaxRequestBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
+		return
+	}
+	var req struct {
+		Model      string          `json:"model"`
+		Input      json.RawMessage `json:"input"`
+		Dimensions int             `json:"dimensions"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "request is not valid JSON: "+err.Error(), 0)
+		return
+	}
+	var inputs []string
+	var one string
+	if json.Unmarshal(req.Input, &one) == nil {
+		inputs = []string{one}
+	} else if err := json.Unmarshal(req.Input, &inputs); err != nil || len(inputs) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "input must be a string or a non-empty array of strings", 0)
+		return
+	}
+	dims := req.Dimensions
+	if dims == 0 {
+		dims = DefaultEmbeddingDims
+	}
+	if dims < 1 || dims > 4096 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "dimensions must be between 1 and 4096", 0)
+		return
+	}
+	data := make([]map[string]any, len(inputs))
+	tokens := 0
+	for i, in := range inputs {
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Embed(in, dims)}
+		tokens += approxTokens(in)
+	}
+	model := req.Model
+	if model == "" {
+		model = "fathom-mock-embed"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": model,
+		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+}
+
+// Embed is the mock's embedding function: feature hashing of the lower-cased words of
+// text into dims buckets (FNV-1a, signed), normalised to unit length. Deterministic and
+// dependency-free; texts with shared words have positive cosine similarity.
+func Embed(text string, dims int) []float32 {
+	v := make([]float64, dims)
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	}) {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(w))
+		x := h.Sum64()
+		sign := 1.0
+		if x&1 == 1 {
+			sign = -1
+		}
+		v[(x>>1)%uint64(dims)] += sign
+	}
+	var norm float64
+	for _, f := range v {
+		norm += f * f
+	}
+	out := make([]float32, dims)
+	if norm == 0 {
+		out[0] = 1 // empty text: a fixed unit vector
+		return out
+	}
+	norm = math.Sqrt(norm)
+	for i, f := range v {
+		out[i] = float32(f / norm)
 	}
 	return out
 }
