@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings up (or tears down) every real service the integration tests use, all under DIR:
-# PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports.
+# PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports; and the official
+# `openai` npm client (for mock-llm's protocol-fidelity test).
 #
 #   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
 #                                  path; `. DIR/env` then exports FATHOM_TEST_* for internal/testenv
@@ -52,8 +53,11 @@ up() {
   for s in "${SERVICES[@]}"; do
     "$HERE/$s.sh" start "$DIR/$s" >/dev/null || die "starting $s failed"
   done
+  local node_openai
+  node_openai=$("$HERE/install-node-openai.sh") || die "installing the openai npm client failed"
   {
     echo "export FATHOM_TEST_REQUIRE_SERVICES=1"
+    printf "export FATHOM_TEST_NODE_OPENAI='%s'\n" "$node_openai"
     for s in "${SERVICES[@]}"; do cat "$DIR/$s/$s.env"; done
   } >"$DIR/env.tmp"
   chmod 600 "$DIR/env.tmp"

@@ -33,6 +33,8 @@ const (
 	EnvMinIOEndpoint  = "FATHOM_TEST_MINIO_ENDPOINT"
 	EnvMinIOAccessKey = "FATHOM_TEST_MINIO_ACCESS_KEY"
 	EnvMinIOSecretKey = "FATHOM_TEST_MINIO_SECRET_KEY"
+	// EnvNodeOpenAI is a directory whose node_modules holds the official openai npm client.
+	EnvNodeOpenAI = "FATHOM_TEST_NODE_OPENAI"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -114,6 +116,13 @@ func MinIOServer(t testing.TB) MinIO {
 		AccessKey: lookup(t, EnvMinIOAccessKey, "MinIO access key"),
 		SecretKey: lookup(t, EnvMinIOSecretKey, "MinIO secret key"),
 	}
+}
+
+// NodeOpenAI returns a directory whose node_modules holds the official openai npm
+// client (scripts/install-node-openai.sh).
+func NodeOpenAI(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeOpenAI, "the openai npm client")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails
