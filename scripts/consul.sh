@@ -50,17 +50,6 @@ start() {
   echo "$addr"
 }
 
-[ $# -eq 2 ] || usage
-case "$1" in
-start)
-  mkdir -p "$2"
-  DIR=$(cd "$2" && pwd)
-  start
-  ;;
-stop)
-  [ -d "$2" ] || exit 0
-  DIR=$(cd "$2" && pwd)
-  stop_pid "$DIR/consul.pid" consul
-  ;;
-*) usage ;;
-esac
+stop() { stop_pid "$DIR/consul.pid" consul; }
+
+service_main "$@"

@@ -105,3 +105,23 @@ stop_pid() {
 
 # random_hex N prints N random bytes as hex.
 random_hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
+
+# service_main is the command line of a service script (postgres.sh, consul.sh, minio.sh): `start DIR` runs the
+# script's start function with DIR set (created if missing), `stop DIR` its stop function (a no-op when DIR does
+# not exist). Each script defines usage, start and stop before calling it.
+service_main() {
+  [ $# -eq 2 ] || usage
+  case "$1" in
+  start)
+    mkdir -p "$2"
+    DIR=$(cd "$2" && pwd)
+    start
+    ;;
+  stop)
+    [ -d "$2" ] || exit 0
+    DIR=$(cd "$2" && pwd)
+    stop
+    ;;
+  *) usage ;;
+  esac
+}

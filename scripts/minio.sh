@@ -53,17 +53,6 @@ start() {
   echo "$endpoint"
 }
 
-[ $# -eq 2 ] || usage
-case "$1" in
-start)
-  mkdir -p "$2"
-  DIR=$(cd "$2" && pwd)
-  start
-  ;;
-stop)
-  [ -d "$2" ] || exit 0
-  DIR=$(cd "$2" && pwd)
-  stop_pid "$DIR/minio.pid" minio
-  ;;
-*) usage ;;
-esac
+stop() { stop_pid "$DIR/minio.pid" minio; }
+
+service_main "$@"

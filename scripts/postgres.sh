@@ -91,17 +91,4 @@ stop() {
   log "stopped PostgreSQL in $DIR"
 }
 
-[ $# -eq 2 ] || usage
-case "$1" in
-start)
-  mkdir -p "$2"
-  DIR=$(cd "$2" && pwd)
-  start
-  ;;
-stop)
-  [ -d "$2" ] || exit 0
-  DIR=$(cd "$2" && pwd)
-  stop
-  ;;
-*) usage ;;
-esac
+service_main "$@"

@@ -48,7 +48,10 @@ type ExternalRunner interface {
 
 // Executor validates and runs calls with a timeout, turning every failure — invalid
 // arguments, errors, panics, timeouts, a missing sandbox — into a ToolError. It never
-// panics and never blocks past the timeout.
+// panics and never blocks past the timeout. A tool runs on its own goroutine whose
+// context is cancelled at the timeout; Go cannot kill a goroutine, so a tool that
+// ignores its context keeps running in the background until it returns (its result is
+// dropped). In-process tools must honour ctx; untrusted code belongs in the sandbox.
 type Executor struct {
 	// Registry holds the callable tools.
 	Registry *Registry

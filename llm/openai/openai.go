@@ -275,21 +275,27 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// post sends a JSON body and returns the response when its status is 2xx (the caller
-// closes the body); other statuses become *llm.APIError.
-func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+// send makes one request and returns the response when its status is 2xx (the caller
+// closes the body); other statuses become *llm.APIError. accept is the Accept header.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	hreq.Header.Set("Accept", accept)
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("openai: POST %s: %w", path, err)
+		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
@@ -328,7 +334,7 @@ type streamChunk struct {
 func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) (llm.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	resp, err := c.post(ctx, "/chat/completions", body)
+	resp, err := c.send(ctx, http.MethodPost, "/chat/completions", body, "text/event-stream")
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -395,24 +401,9 @@ func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	resp, err := c.send(ctx, method, path, body, "application/json")
 	if err != nil {
-		return fmt.Errorf("openai: %w", err)
-	}
-	if body != nil {
-		hreq.Header.Set("Content-Type", "application/json")
-	}
-	hreq.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return fmt.Errorf("openai: %s %s: %w", method, path, err)
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
@@ -421,9 +412,6 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	if int64(len(data)) > c.cfg.MaxResponseBytes {
 		return fmt.Errorf("openai: %s response exceeds %d bytes", path, c.cfg.MaxResponseBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return apiError(resp, data)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("openai: decode %s response: %w", path, err)
