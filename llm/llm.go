@@ -68,6 +68,10 @@ type Request struct {
 	// in order as it arrives (on the calling goroutine), and Chat still returns the whole
 	// response at the end. A stream cut before its end is an error.
 	OnDelta func(delta string)
+	// OnRetry, when set, is called by retrying wrappers (llm/resilient) before attempt
+	// number attempt (2, 3, ...): text already passed to OnDelta belongs to a failed
+	// attempt and the new attempt's deltas start over.
+	OnRetry func(attempt int)
 }
 
 // Usage counts tokens as reported by the provider.

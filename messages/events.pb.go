@@ -46,6 +46,9 @@ type Event struct {
 	//	*Event_StepFailed
 	//	*Event_SessionCompleted
 	//	*Event_SessionFailed
+	//	*Event_ToolCalled
+	//	*Event_ToolResult
+	//	*Event_PlanFailed
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -197,6 +200,33 @@ func (x *Event) GetSessionFailed() *SessionFailed {
 	return nil
 }
 
+func (x *Event) GetToolCalled() *ToolCalled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolCalled); ok {
+			return x.ToolCalled
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetPlanFailed() *PlanFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PlanFailed); ok {
+			return x.PlanFailed
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -237,6 +267,18 @@ type Event_SessionFailed struct {
 	SessionFailed *SessionFailed `protobuf:"bytes,18,opt,name=session_failed,json=sessionFailed,proto3,oneof"`
 }
 
+type Event_ToolCalled struct {
+	ToolCalled *ToolCalled `protobuf:"bytes,19,opt,name=tool_called,json=toolCalled,proto3,oneof"`
+}
+
+type Event_ToolResult struct {
+	ToolResult *ToolResult `protobuf:"bytes,20,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
+type Event_PlanFailed struct {
+	PlanFailed *PlanFailed `protobuf:"bytes,21,opt,name=plan_failed,json=planFailed,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -254,6 +296,12 @@ func (*Event_StepFailed) isEvent_Payload() {}
 func (*Event_SessionCompleted) isEvent_Payload() {}
 
 func (*Event_SessionFailed) isEvent_Payload() {}
+
+func (*Event_ToolCalled) isEvent_Payload() {}
+
+func (*Event_ToolResult) isEvent_Payload() {}
+
+func (*Event_PlanFailed) isEvent_Payload() {}
 
 // SessionConfig is the per-session configuration fixed at start.
 type SessionConfig struct {
@@ -512,8 +560,10 @@ type StepStarted struct {
 	StepId    string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	StepIndex uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
 	// step_type is the plan step's type (research, code, write, review, custom).
-	StepType      string `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
-	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	StepType    string `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// attempt counts runs of this step, from 1; a step that failed retryably runs again.
+	Attempt       uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -576,11 +626,19 @@ func (x *StepStarted) GetDescription() string {
 	return ""
 }
 
+func (x *StepStarted) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // LlmRequested records an LLM call about to be made. A call without a matching
 // llm_responded is in flight, and is made again when the session recovers.
 type LlmRequested struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// call_id identifies the call within the session ("plan-1", "step-1/llm-1").
+	// call_id identifies the call within the session ("plan-1", "step-1/llm-1",
+	// "step-1/llm-2" for the turn after the first tool results).
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// step_id is the step the call belongs to, empty for planning.
 	StepId string `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -721,14 +779,20 @@ func (x *Usage) GetTotalTokens() uint64 {
 
 // LlmResponded records the answer to an llm_requested call.
 type LlmResponded struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	StepId        string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Content       string                 `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
-	FinishReason  string                 `protobuf:"bytes,5,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
-	DurationMs    int64                  `protobuf:"varint,6,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	Model         string                 `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CallId       string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	StepId       string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Content      string                 `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	Usage        *Usage                 `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	FinishReason string                 `protobuf:"bytes,5,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	DurationMs   int64                  `protobuf:"varint,6,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Model        string                 `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	// tool_calls are the calls the model asked for; each is followed by a tool_called
+	// event and, once it ran, a tool_result event.
+	ToolCalls []*ToolCallRequest `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// cost_usd is the call's price from the node's price table (0 when the model has no
+	// price).
+	CostUsd       float64 `protobuf:"fixed64,9,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -812,6 +876,341 @@ func (x *LlmResponded) GetModel() string {
 	return ""
 }
 
+func (x *LlmResponded) GetToolCalls() []*ToolCallRequest {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *LlmResponded) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+// ToolCallRequest is one call in an assistant answer, as the model produced it.
+type ToolCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the model's id for the call; the tool message answering it carries it back.
+	Id   string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// arguments is the JSON text the model produced (possibly invalid).
+	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallRequest) Reset() {
+	*x = ToolCallRequest{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallRequest) ProtoMessage() {}
+
+func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
+func (*ToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ToolCallRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCallRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCallRequest) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// ToolCalled records a tool call about to run. A call without a matching tool_result is
+// run again when the session recovers; one with a result never is.
+type ToolCalled struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// call_id is the model's id of the call (what the tool message answers).
+	CallId string `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// tool is the tool's name.
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// args is the JSON text of the arguments, as the model produced it.
+	Args string `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
+	// idempotency_key identifies the call across recoveries: "{session}/{step}/tool-{index}".
+	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// index numbers the step's tool calls from 1, across turns and attempts.
+	Index         uint32 `protobuf:"varint,6,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCalled) Reset() {
+	*x = ToolCalled{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCalled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCalled) ProtoMessage() {}
+
+func (x *ToolCalled) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
+func (*ToolCalled) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ToolCalled) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// ToolFailure is a failed tool call, as the seed's ToolError classifies it.
+type ToolFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// error_type is validation | execution | timeout | sandbox | permission.
+	ErrorType string `protobuf:"bytes,1,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
+	Retryable bool   `protobuf:"varint,2,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// llm_text is the error exactly as the model was shown it (ToolError.FormatForLLM).
+	LlmText       string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolFailure) Reset() {
+	*x = ToolFailure{}
+	mi := &file_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolFailure) ProtoMessage() {}
+
+func (x *ToolFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
+func (*ToolFailure) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ToolFailure) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
+}
+
+func (x *ToolFailure) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
+}
+
+func (x *ToolFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ToolFailure) GetLlmText() string {
+	if x != nil {
+		return x.LlmText
+	}
+	return ""
+}
+
+// ToolResult records the outcome of a tool_called call: result on success, error
+// otherwise.
+type ToolResult struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	StepId         string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	CallId         string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool           string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// result is the tool's output as the model reads it.
+	Result string `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
+	// error is set when the call failed; the model reads error.llm_text.
+	Error         *ToolFailure `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	DurationMs    int64        `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolResult) Reset() {
+	*x = ToolResult{}
+	mi := &file_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolResult) ProtoMessage() {}
+
+func (x *ToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
+func (*ToolResult) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ToolResult) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ToolResult) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolResult) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolResult) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *ToolResult) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *ToolResult) GetError() *ToolFailure {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ToolResult) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
 // StepCompleted marks the step at step_index as done with its output.
 type StepCompleted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -824,7 +1223,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +1235,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +1248,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -875,18 +1274,22 @@ func (x *StepCompleted) GetOutput() string {
 
 // StepFailed marks the step at step_index as failed.
 type StepFailed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	StepIndex     uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	Retryable     bool                   `protobuf:"varint,4,opt,name=retryable,proto3" json:"retryable,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	StepId    string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	Error     string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Retryable bool                   `protobuf:"varint,4,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	// retry_at_unix_nano is when the session runs the step again (attempt+1); 0 means the
+	// failure is final and the session fails.
+	RetryAtUnixNano int64  `protobuf:"varint,5,opt,name=retry_at_unix_nano,json=retryAtUnixNano,proto3" json:"retry_at_unix_nano,omitempty"`
+	Attempt         uint32 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1301,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1314,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -942,19 +1345,113 @@ func (x *StepFailed) GetRetryable() bool {
 	return false
 }
 
+func (x *StepFailed) GetRetryAtUnixNano() int64 {
+	if x != nil {
+		return x.RetryAtUnixNano
+	}
+	return 0
+}
+
+func (x *StepFailed) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// PlanFailed records a failed planner call. With retry_at_unix_nano set the session
+// plans again then; otherwise session_failed follows.
+type PlanFailed struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CallId          string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Error           string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Retryable       bool                   `protobuf:"varint,3,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	RetryAtUnixNano int64                  `protobuf:"varint,4,opt,name=retry_at_unix_nano,json=retryAtUnixNano,proto3" json:"retry_at_unix_nano,omitempty"`
+	Attempt         uint32                 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PlanFailed) Reset() {
+	*x = PlanFailed{}
+	mi := &file_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanFailed) ProtoMessage() {}
+
+func (x *PlanFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
+func (*PlanFailed) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PlanFailed) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *PlanFailed) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PlanFailed) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
+}
+
+func (x *PlanFailed) GetRetryAtUnixNano() int64 {
+	if x != nil {
+		return x.RetryAtUnixNano
+	}
+	return 0
+}
+
+func (x *PlanFailed) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // SessionCompleted is the terminal event of a successful session.
 type SessionCompleted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// result is the session's final answer (the last step's output).
-	Result        string `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	Usage         *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	Result string `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Usage  *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	// cost_usd is the session's total model cost from the node's price table.
+	CostUsd       float64 `protobuf:"fixed64,3,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1463,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1476,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -996,6 +1493,13 @@ func (x *SessionCompleted) GetUsage() *Usage {
 	return nil
 }
 
+func (x *SessionCompleted) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
 // SessionFailed is the terminal event of a failed session.
 type SessionFailed struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1006,7 +1510,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1522,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1535,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -1045,7 +1549,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xd0\x05\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xfe\x06\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -1064,7 +1568,13 @@ const file_events_proto_rawDesc = "" +
 	"\vstep_failed\x18\x10 \x01(\v2\x15.fathom.v1.StepFailedH\x00R\n" +
 	"stepFailed\x12J\n" +
 	"\x11session_completed\x18\x11 \x01(\v2\x1b.fathom.v1.SessionCompletedH\x00R\x10sessionCompleted\x12A\n" +
-	"\x0esession_failed\x18\x12 \x01(\v2\x18.fathom.v1.SessionFailedH\x00R\rsessionFailedB\t\n" +
+	"\x0esession_failed\x18\x12 \x01(\v2\x18.fathom.v1.SessionFailedH\x00R\rsessionFailed\x128\n" +
+	"\vtool_called\x18\x13 \x01(\v2\x15.fathom.v1.ToolCalledH\x00R\n" +
+	"toolCalled\x128\n" +
+	"\vtool_result\x18\x14 \x01(\v2\x15.fathom.v1.ToolResultH\x00R\n" +
+	"toolResult\x128\n" +
+	"\vplan_failed\x18\x15 \x01(\v2\x15.fathom.v1.PlanFailedH\x00R\n" +
+	"planFailedB\t\n" +
 	"\apayload\"i\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
@@ -1081,13 +1591,14 @@ const file_events_proto_rawDesc = "" +
 	"\fdependencies\x18\x04 \x03(\tR\fdependencies\"Q\n" +
 	"\vPlanCreated\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12)\n" +
-	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\x84\x01\n" +
+	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\x9e\x01\n" +
 	"\vStepStarted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x1b\n" +
 	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\x8e\x01\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\rR\aattempt\"\x8e\x01\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -1097,7 +1608,7 @@ const file_events_proto_rawDesc = "" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xde\x01\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xb4\x02\n" +
 	"\fLlmResponded\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -1106,22 +1617,63 @@ const file_events_proto_rawDesc = "" +
 	"\rfinish_reason\x18\x05 \x01(\tR\ffinishReason\x12\x1f\n" +
 	"\vduration_ms\x18\x06 \x01(\x03R\n" +
 	"durationMs\x12\x14\n" +
-	"\x05model\x18\a \x01(\tR\x05model\"_\n" +
+	"\x05model\x18\a \x01(\tR\x05model\x129\n" +
+	"\n" +
+	"tool_calls\x18\b \x03(\v2\x1a.fathom.v1.ToolCallRequestR\ttoolCalls\x12\x19\n" +
+	"\bcost_usd\x18\t \x01(\x01R\acostUsd\"S\n" +
+	"\x0fToolCallRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"\xa5\x01\n" +
+	"\n" +
+	"ToolCalled\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05index\x18\x06 \x01(\rR\x05index\"\x7f\n" +
+	"\vToolFailure\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
+	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\"\xe2\x01\n" +
+	"\n" +
+	"ToolResult\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x16\n" +
+	"\x06result\x18\x05 \x01(\tR\x06result\x12,\n" +
+	"\x05error\x18\x06 \x01(\v2\x16.fathom.v1.ToolFailureR\x05error\x12\x1f\n" +
+	"\vduration_ms\x18\a \x01(\x03R\n" +
+	"durationMs\"_\n" +
 	"\rStepCompleted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x16\n" +
-	"\x06output\x18\x03 \x01(\tR\x06output\"x\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\"\xbf\x01\n" +
 	"\n" +
 	"StepFailed\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
-	"\tretryable\x18\x04 \x01(\bR\tretryable\"R\n" +
+	"\tretryable\x18\x04 \x01(\bR\tretryable\x12+\n" +
+	"\x12retry_at_unix_nano\x18\x05 \x01(\x03R\x0fretryAtUnixNano\x12\x18\n" +
+	"\aattempt\x18\x06 \x01(\rR\aattempt\"\xa0\x01\n" +
+	"\n" +
+	"PlanFailed\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1c\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable\x12+\n" +
+	"\x12retry_at_unix_nano\x18\x04 \x01(\x03R\x0fretryAtUnixNano\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\rR\aattempt\"m\n" +
 	"\x10SessionCompleted\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12&\n" +
-	"\x05usage\x18\x02 \x01(\v2\x10.fathom.v1.UsageR\x05usage\"%\n" +
+	"\x05usage\x18\x02 \x01(\v2\x10.fathom.v1.UsageR\x05usage\x12\x19\n" +
+	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\"%\n" +
 	"\rSessionFailed\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05errorB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
@@ -1137,7 +1689,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),            // 0: fathom.v1.Event
 	(*SessionConfig)(nil),    // 1: fathom.v1.SessionConfig
@@ -1148,10 +1700,15 @@ var file_events_proto_goTypes = []any{
 	(*LlmRequested)(nil),     // 6: fathom.v1.LlmRequested
 	(*Usage)(nil),            // 7: fathom.v1.Usage
 	(*LlmResponded)(nil),     // 8: fathom.v1.LlmResponded
-	(*StepCompleted)(nil),    // 9: fathom.v1.StepCompleted
-	(*StepFailed)(nil),       // 10: fathom.v1.StepFailed
-	(*SessionCompleted)(nil), // 11: fathom.v1.SessionCompleted
-	(*SessionFailed)(nil),    // 12: fathom.v1.SessionFailed
+	(*ToolCallRequest)(nil),  // 9: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),       // 10: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),      // 11: fathom.v1.ToolFailure
+	(*ToolResult)(nil),       // 12: fathom.v1.ToolResult
+	(*StepCompleted)(nil),    // 13: fathom.v1.StepCompleted
+	(*StepFailed)(nil),       // 14: fathom.v1.StepFailed
+	(*PlanFailed)(nil),       // 15: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil), // 16: fathom.v1.SessionCompleted
+	(*SessionFailed)(nil),    // 17: fathom.v1.SessionFailed
 }
 var file_events_proto_depIdxs = []int32{
 	2,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -1159,19 +1716,24 @@ var file_events_proto_depIdxs = []int32{
 	5,  // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
 	6,  // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
 	8,  // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	9,  // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	10, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	11, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	12, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	1,  // 9: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	3,  // 10: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	7,  // 11: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	7,  // 12: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	14, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	16, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	17, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	10, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	12, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	15, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	1,  // 12: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	3,  // 13: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	7,  // 14: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	9,  // 15: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	11, // 16: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	7,  // 17: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1189,6 +1751,9 @@ func file_events_proto_init() {
 		(*Event_StepFailed)(nil),
 		(*Event_SessionCompleted)(nil),
 		(*Event_SessionFailed)(nil),
+		(*Event_ToolCalled)(nil),
+		(*Event_ToolResult)(nil),
+		(*Event_PlanFailed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1196,7 +1761,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -135,11 +135,20 @@ func (StepStatus) EnumDescriptor() ([]byte, []int) {
 
 // StepState is a plan step with its progress.
 type StepState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Step          *PlanStep              `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
-	Status        StepStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=fathom.v1.StepStatus" json:"status,omitempty"`
-	Output        string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Step   *PlanStep              `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
+	Status StepStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=fathom.v1.StepStatus" json:"status,omitempty"`
+	Output string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	Error  string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// attempt is the current (or last) run of the step, from 1.
+	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// llm_calls counts the step's LLM calls across attempts (call ids "{step}/llm-N").
+	LlmCalls uint32 `protobuf:"varint,6,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	// tool_calls counts the step's tool calls across attempts (idempotency key index).
+	ToolCalls uint32 `protobuf:"varint,7,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// transcript is the current attempt's conversation after the step's opening
+	// messages: assistant turns and tool results, in the order they were recorded.
+	Transcript    []*TranscriptEntry `protobuf:"bytes,8,rep,name=transcript,proto3" json:"transcript,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -202,19 +211,198 @@ func (x *StepState) GetError() string {
 	return ""
 }
 
+func (x *StepState) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *StepState) GetLlmCalls() uint32 {
+	if x != nil {
+		return x.LlmCalls
+	}
+	return 0
+}
+
+func (x *StepState) GetToolCalls() uint32 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
+func (x *StepState) GetTranscript() []*TranscriptEntry {
+	if x != nil {
+		return x.Transcript
+	}
+	return nil
+}
+
+// TranscriptEntry is one message of a step's LLM/tool conversation.
+type TranscriptEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// role is "assistant" or "tool".
+	Role    string `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// tool_calls are an assistant message's calls.
+	ToolCalls []*ToolCallRequest `protobuf:"bytes,3,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// tool_call_id is the call a tool message answers.
+	ToolCallId    string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscriptEntry) Reset() {
+	*x = TranscriptEntry{}
+	mi := &file_state_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscriptEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscriptEntry) ProtoMessage() {}
+
+func (x *TranscriptEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_state_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscriptEntry.ProtoReflect.Descriptor instead.
+func (*TranscriptEntry) Descriptor() ([]byte, []int) {
+	return file_state_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TranscriptEntry) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *TranscriptEntry) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *TranscriptEntry) GetToolCalls() []*ToolCallRequest {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *TranscriptEntry) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+// PendingTool is a recorded tool call without a recorded result.
+type PendingTool struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	StepId         string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	CallId         string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool           string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Args           string                 `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PendingTool) Reset() {
+	*x = PendingTool{}
+	mi := &file_state_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingTool) ProtoMessage() {}
+
+func (x *PendingTool) ProtoReflect() protoreflect.Message {
+	mi := &file_state_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingTool.ProtoReflect.Descriptor instead.
+func (*PendingTool) Descriptor() ([]byte, []int) {
+	return file_state_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PendingTool) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *PendingTool) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *PendingTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *PendingTool) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *PendingTool) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 // PendingCall is the LLM call a session is waiting for.
 type PendingCall struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	StepId        string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Purpose       string                 `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	CallId  string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	StepId  string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Purpose string                 `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	// requested_seq is the seq of the call's llm_requested event.
+	RequestedSeq  uint64 `protobuf:"varint,4,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PendingCall) Reset() {
 	*x = PendingCall{}
-	mi := &file_state_proto_msgTypes[1]
+	mi := &file_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +414,7 @@ func (x *PendingCall) String() string {
 func (*PendingCall) ProtoMessage() {}
 
 func (x *PendingCall) ProtoReflect() protoreflect.Message {
-	mi := &file_state_proto_msgTypes[1]
+	mi := &file_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +427,7 @@ func (x *PendingCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingCall.ProtoReflect.Descriptor instead.
 func (*PendingCall) Descriptor() ([]byte, []int) {
-	return file_state_proto_rawDescGZIP(), []int{1}
+	return file_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PendingCall) GetCallId() string {
@@ -261,6 +449,13 @@ func (x *PendingCall) GetPurpose() string {
 		return x.Purpose
 	}
 	return ""
+}
+
+func (x *PendingCall) GetRequestedSeq() uint64 {
+	if x != nil {
+		return x.RequestedSeq
+	}
+	return 0
 }
 
 // SessionState is the fold of a session's events (Apply). It is also the snapshot format.
@@ -287,15 +482,24 @@ type SessionState struct {
 	UpdatedAtUnixNano int64        `protobuf:"varint,15,opt,name=updated_at_unix_nano,json=updatedAtUnixNano,proto3" json:"updated_at_unix_nano,omitempty"`
 	// commands maps recently applied command ids to the seq of their last event, so a
 	// retried command is answered without being applied twice.
-	Commands      map[string]uint64 `protobuf:"bytes,16,rep,name=commands,proto3" json:"commands,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	UserId        string            `protobuf:"bytes,17,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Commands map[string]uint64 `protobuf:"bytes,16,rep,name=commands,proto3" json:"commands,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	UserId   string            `protobuf:"bytes,17,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// pending_tools are the current turn's tool calls still waiting for a result, in call
+	// order. The next LLM call is made when none is left.
+	PendingTools []*PendingTool `protobuf:"bytes,18,rep,name=pending_tools,json=pendingTools,proto3" json:"pending_tools,omitempty"`
+	// retry_at_unix_nano is when a retryably failed plan or step runs again (0: none due).
+	RetryAtUnixNano int64 `protobuf:"varint,19,opt,name=retry_at_unix_nano,json=retryAtUnixNano,proto3" json:"retry_at_unix_nano,omitempty"`
+	// plan_attempt counts planner calls (call ids "plan-N").
+	PlanAttempt uint32 `protobuf:"varint,20,opt,name=plan_attempt,json=planAttempt,proto3" json:"plan_attempt,omitempty"`
+	// cost_usd is the session's model cost so far.
+	CostUsd       float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
 	*x = SessionState{}
-	mi := &file_state_proto_msgTypes[2]
+	mi := &file_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +511,7 @@ func (x *SessionState) String() string {
 func (*SessionState) ProtoMessage() {}
 
 func (x *SessionState) ProtoReflect() protoreflect.Message {
-	mi := &file_state_proto_msgTypes[2]
+	mi := &file_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +524,7 @@ func (x *SessionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionState.ProtoReflect.Descriptor instead.
 func (*SessionState) Descriptor() ([]byte, []int) {
-	return file_state_proto_rawDescGZIP(), []int{2}
+	return file_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionState) GetSessionId() string {
@@ -442,20 +646,69 @@ func (x *SessionState) GetUserId() string {
 	return ""
 }
 
+func (x *SessionState) GetPendingTools() []*PendingTool {
+	if x != nil {
+		return x.PendingTools
+	}
+	return nil
+}
+
+func (x *SessionState) GetRetryAtUnixNano() int64 {
+	if x != nil {
+		return x.RetryAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionState) GetPlanAttempt() uint32 {
+	if x != nil {
+		return x.PlanAttempt
+	}
+	return 0
+}
+
+func (x *SessionState) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
 	"\n" +
-	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\x91\x01\n" +
+	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\xa3\x02\n" +
 	"\tStepState\x12'\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.fathom.v1.PlanStepR\x04step\x12-\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x15.fathom.v1.StepStatusR\x06status\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"Y\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\x1b\n" +
+	"\tllm_calls\x18\x06 \x01(\rR\bllmCalls\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\a \x01(\rR\ttoolCalls\x12:\n" +
+	"\n" +
+	"transcript\x18\b \x03(\v2\x1a.fathom.v1.TranscriptEntryR\n" +
+	"transcript\"\x9c\x01\n" +
+	"\x0fTranscriptEntry\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x129\n" +
+	"\n" +
+	"tool_calls\x18\x03 \x03(\v2\x1a.fathom.v1.ToolCallRequestR\ttoolCalls\x12 \n" +
+	"\ftool_call_id\x18\x04 \x01(\tR\n" +
+	"toolCallId\"\x90\x01\n" +
+	"\vPendingTool\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"~\n" +
 	"\vPendingCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
-	"\apurpose\x18\x03 \x01(\tR\apurpose\"\xcd\x05\n" +
+	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xf5\x06\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -477,7 +730,11 @@ const file_state_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\x0e \x01(\x03R\x11startedAtUnixNano\x12/\n" +
 	"\x14updated_at_unix_nano\x18\x0f \x01(\x03R\x11updatedAtUnixNano\x12A\n" +
 	"\bcommands\x18\x10 \x03(\v2%.fathom.v1.SessionState.CommandsEntryR\bcommands\x12\x17\n" +
-	"\auser_id\x18\x11 \x01(\tR\x06userId\x1a;\n" +
+	"\auser_id\x18\x11 \x01(\tR\x06userId\x12;\n" +
+	"\rpending_tools\x18\x12 \x03(\v2\x16.fathom.v1.PendingToolR\fpendingTools\x12+\n" +
+	"\x12retry_at_unix_nano\x18\x13 \x01(\x03R\x0fretryAtUnixNano\x12!\n" +
+	"\fplan_attempt\x18\x14 \x01(\rR\vplanAttempt\x12\x19\n" +
+	"\bcost_usd\x18\x15 \x01(\x01R\acostUsd\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xa3\x01\n" +
@@ -508,32 +765,38 @@ func file_state_proto_rawDescGZIP() []byte {
 }
 
 var file_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_state_proto_goTypes = []any{
-	(SessionStatus)(0),    // 0: fathom.v1.SessionStatus
-	(StepStatus)(0),       // 1: fathom.v1.StepStatus
-	(*StepState)(nil),     // 2: fathom.v1.StepState
-	(*PendingCall)(nil),   // 3: fathom.v1.PendingCall
-	(*SessionState)(nil),  // 4: fathom.v1.SessionState
-	nil,                   // 5: fathom.v1.SessionState.CommandsEntry
-	(*PlanStep)(nil),      // 6: fathom.v1.PlanStep
-	(*SessionConfig)(nil), // 7: fathom.v1.SessionConfig
-	(*Usage)(nil),         // 8: fathom.v1.Usage
+	(SessionStatus)(0),      // 0: fathom.v1.SessionStatus
+	(StepStatus)(0),         // 1: fathom.v1.StepStatus
+	(*StepState)(nil),       // 2: fathom.v1.StepState
+	(*TranscriptEntry)(nil), // 3: fathom.v1.TranscriptEntry
+	(*PendingTool)(nil),     // 4: fathom.v1.PendingTool
+	(*PendingCall)(nil),     // 5: fathom.v1.PendingCall
+	(*SessionState)(nil),    // 6: fathom.v1.SessionState
+	nil,                     // 7: fathom.v1.SessionState.CommandsEntry
+	(*PlanStep)(nil),        // 8: fathom.v1.PlanStep
+	(*ToolCallRequest)(nil), // 9: fathom.v1.ToolCallRequest
+	(*SessionConfig)(nil),   // 10: fathom.v1.SessionConfig
+	(*Usage)(nil),           // 11: fathom.v1.Usage
 }
 var file_state_proto_depIdxs = []int32{
-	6, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
-	1, // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
-	0, // 2: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
-	7, // 3: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
-	2, // 4: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
-	3, // 5: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
-	8, // 6: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
-	5, // 7: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	8,  // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
+	1,  // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
+	3,  // 2: fathom.v1.StepState.transcript:type_name -> fathom.v1.TranscriptEntry
+	9,  // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	0,  // 4: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
+	10, // 5: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
+	2,  // 6: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
+	5,  // 7: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
+	11, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
+	7,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
+	4,  // 10: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }
@@ -548,7 +811,7 @@ func file_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_state_proto_rawDesc), len(file_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -19,6 +19,17 @@ type Call struct {
 	// IdempotencyKey identifies the call across recoveries (session, step, call index):
 	// a call whose result is recorded under this key is never executed again.
 	IdempotencyKey string
+	// SessionID and StepID say where the call was made (empty outside a session).
+	SessionID, StepID string
+}
+
+type callInfoKey struct{}
+
+// CallInfo returns the call being executed, as the executor put it in the tool's
+// context (tools read the idempotency key or session from it), and whether there is one.
+func CallInfo(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callInfoKey{}).(Call)
+	return c, ok
 }
 
 // Result is the outcome of a call: Output on success, Err otherwise.
@@ -79,7 +90,7 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callInfoKey{}, c), timeout)
 	defer cancel()
 	type outcome struct {
 		out any

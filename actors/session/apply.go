@@ -67,17 +67,61 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			return err
 		}
 		st.Status = messages.StepStatus_STEP_STATUS_IN_PROGRESS
+		st.Attempt = max(p.StepStarted.GetAttempt(), 1)
+		st.Error = ""
+		st.Transcript = nil
 		s.CurrentStepIndex = p.StepStarted.GetStepIndex()
+		s.RetryAtUnixNano = 0
 	case *messages.Event_LlmRequested:
 		r := p.LlmRequested
-		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose()}
+		if len(s.PendingTools) > 0 {
+			return fmt.Errorf("%w: llm_requested %q while %d tool calls are pending", ErrBadEvent, r.GetCallId(), len(s.PendingTools))
+		}
+		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq()}
 		s.Iterations = r.GetIteration()
+		s.RetryAtUnixNano = 0
+		if r.GetPurpose() == purposePlan {
+			s.PlanAttempt++
+		} else if st := currentStep(s, r.GetStepId()); st != nil {
+			st.LlmCalls++
+		}
 	case *messages.Event_LlmResponded:
-		if s.Pending.GetCallId() != p.LlmResponded.GetCallId() {
-			return fmt.Errorf("%w: llm_responded for %q while %q is pending", ErrBadEvent, p.LlmResponded.GetCallId(), s.Pending.GetCallId())
+		r := p.LlmResponded
+		if s.Pending.GetCallId() != r.GetCallId() {
+			return fmt.Errorf("%w: llm_responded for %q while %q is pending", ErrBadEvent, r.GetCallId(), s.Pending.GetCallId())
+		}
+		if s.Pending.GetPurpose() == purposeStep {
+			if st := currentStep(s, r.GetStepId()); st != nil {
+				st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls()})
+			}
 		}
 		s.Pending = nil
-		s.Usage = addUsage(s.Usage, p.LlmResponded.GetUsage())
+		s.Usage = addUsage(s.Usage, r.GetUsage())
+		s.CostUsd += r.GetCostUsd()
+	case *messages.Event_ToolCalled:
+		c := p.ToolCalled
+		st := currentStep(s, c.GetStepId())
+		if st == nil {
+			return fmt.Errorf("%w: tool_called for step %q, which is not running", ErrBadEvent, c.GetStepId())
+		}
+		st.ToolCalls = max(st.ToolCalls, c.GetIndex())
+		s.PendingTools = append(s.PendingTools, &messages.PendingTool{
+			StepId: c.GetStepId(), CallId: c.GetCallId(), Tool: c.GetTool(), Args: c.GetArgs(), IdempotencyKey: c.GetIdempotencyKey(),
+		})
+	case *messages.Event_ToolResult:
+		r := p.ToolResult
+		i := pendingTool(s, r.GetIdempotencyKey())
+		if i < 0 {
+			return fmt.Errorf("%w: tool_result for %q, which is not pending", ErrBadEvent, r.GetIdempotencyKey())
+		}
+		s.PendingTools = append(s.PendingTools[:i], s.PendingTools[i+1:]...)
+		if st := currentStep(s, r.GetStepId()); st != nil {
+			content := r.GetResult()
+			if r.GetError() != nil {
+				content = r.GetError().GetLlmText()
+			}
+			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "tool", Content: content, ToolCallId: r.GetCallId()})
+		}
 	case *messages.Event_StepCompleted:
 		st, err := stepAt(s, p.StepCompleted.GetStepIndex(), p.StepCompleted.GetStepId())
 		if err != nil {
@@ -92,14 +136,19 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		st.Status = messages.StepStatus_STEP_STATUS_FAILED
 		st.Error = p.StepFailed.GetError()
+		s.Pending, s.PendingTools = nil, nil
+		s.RetryAtUnixNano = p.StepFailed.GetRetryAtUnixNano()
+	case *messages.Event_PlanFailed:
+		s.Pending = nil
+		s.RetryAtUnixNano = p.PlanFailed.GetRetryAtUnixNano()
 	case *messages.Event_SessionCompleted:
 		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
 		s.Result = p.SessionCompleted.GetResult()
-		s.Pending = nil
+		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
 	case *messages.Event_SessionFailed:
 		s.Status = messages.SessionStatus_SESSION_STATUS_FAILED
 		s.Error = p.SessionFailed.GetError()
-		s.Pending = nil
+		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
 	case nil:
 		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
 	default:
@@ -117,6 +166,24 @@ func stepAt(s *messages.SessionState, idx uint32, id string) (*messages.StepStat
 		return nil, fmt.Errorf("%w: step %d is %q, not %q", ErrBadEvent, idx, st.GetStep().GetId(), id)
 	}
 	return st, nil
+}
+
+// currentStep is the running step if its id is id, else nil.
+func currentStep(s *messages.SessionState, id string) *messages.StepState {
+	idx := int(s.GetCurrentStepIndex())
+	if idx >= len(s.Steps) || s.Steps[idx].GetStep().GetId() != id {
+		return nil
+	}
+	return s.Steps[idx]
+}
+
+func pendingTool(s *messages.SessionState, key string) int {
+	for i, c := range s.PendingTools {
+		if c.GetIdempotencyKey() == key {
+			return i
+		}
+	}
+	return -1
 }
 
 func addUsage(a, b *messages.Usage) *messages.Usage {

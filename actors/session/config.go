@@ -13,7 +13,9 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/prompts"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // Config is the node-wide configuration of session grains. Per-session settings
@@ -30,26 +32,49 @@ type Config struct {
 	// IdleTimeout passivates a grain that received nothing for this long while no step
 	// is in flight. Reactivation restores identical state from the journal.
 	IdleTimeout time.Duration
-	// LLMTimeout bounds one LLM call.
+	// LLMTimeout bounds one LLM call, the provider's own retries included.
 	LLMTimeout time.Duration
 	// JournalTimeout bounds one journal operation made by the grain.
 	JournalTimeout time.Duration
 	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
 	RetryBackoffMax time.Duration
+	// StepAttempts bounds the runs of a plan or step whose LLM call failed retryably
+	// (rate limited, provider down, breaker open); the last failure fails the session.
+	StepAttempts uint32
+	// StepRetryDelay is the wait before a retryably failed plan or step runs again. It
+	// should outlast the provider's circuit breaker open period so the retry can probe.
+	StepRetryDelay time.Duration
+	// ToolTimeout bounds one tool call.
+	ToolTimeout time.Duration
+	// MaxToolCallsPerTurn bounds the tool calls run for one model answer; calls beyond
+	// it get a validation ToolError asking the model to call again.
+	MaxToolCallsPerTurn uint32
+	// MaxParallelTools bounds the tool calls of one session running at once.
+	MaxParallelTools int
+	// Prices is the price table for cost accounting (nil: costs are 0).
+	Prices llm.PriceTable
 }
 
 // DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
-// (about five steps' worth), passivation after 10 minutes idle.
+// (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
+// whose model is unavailable, 30 s apart, tool calls bounded to 2 minutes, 16 per turn
+// and 8 at once.
 func DefaultConfig() Config {
 	return Config{
-		Model:           "gpt-4o-mini",
-		MaxIterations:   20,
-		MaxSteps:        10,
-		SnapshotEvery:   20,
-		IdleTimeout:     10 * time.Minute,
-		LLMTimeout:      2 * time.Minute,
-		JournalTimeout:  10 * time.Second,
-		RetryBackoffMax: 10 * time.Second,
+		Model:               "gpt-4o-mini",
+		MaxIterations:       20,
+		MaxSteps:            10,
+		SnapshotEvery:       20,
+		IdleTimeout:         10 * time.Minute,
+		LLMTimeout:          5 * time.Minute,
+		JournalTimeout:      10 * time.Second,
+		RetryBackoffMax:     10 * time.Second,
+		StepAttempts:        3,
+		StepRetryDelay:      30 * time.Second,
+		ToolTimeout:         2 * time.Minute,
+		MaxToolCallsPerTurn: 16,
+		MaxParallelTools:    8,
+		Prices:              llm.DefaultPrices(),
 	}
 }
 
@@ -66,8 +91,12 @@ func (c Config) Validate() error {
 		return errors.New("session config: snapshot interval must be positive")
 	case c.IdleTimeout < time.Millisecond:
 		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
-	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0:
+	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0 || c.ToolTimeout <= 0 || c.StepRetryDelay <= 0:
 		return errors.New("session config: timeouts must be positive")
+	case c.StepAttempts == 0:
+		return errors.New("session config: step attempts must be at least 1")
+	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
+		return errors.New("session config: tool call bounds must be positive")
 	}
 	return nil
 }
@@ -86,8 +115,14 @@ type Deps struct {
 	Config Config
 	// Journal stores the events. Required.
 	Journal persistence.Journal
-	// LLM answers the planner and step calls. Required.
+	// LLM answers the planner and step calls. Required. The grain makes each call once:
+	// retries, rate limits and the circuit breaker belong to the provider (llm/resilient).
 	LLM llm.Provider
+	// Tools runs the tool calls the model makes; nil means the model gets no tools.
+	Tools *tools.Executor
+	// Deltas receives the text deltas of streamed answers, for live subscribers. Nil
+	// means answers are not streamed. PublishDelta must not block.
+	Deltas DeltaPublisher
 	// Prompts renders the system prompts. Nil means prompts.Default().
 	Prompts *prompts.Set
 	// Publisher is told of every stored event. Optional.
@@ -98,6 +133,14 @@ type Deps struct {
 	Tracer trace.Tracer
 	// Now is the clock; nil means time.Now. Tests may set it.
 	Now func() time.Time
+
+	specs []llm.ToolSpec // the tools as the model sees them, built once by Register
+}
+
+// DeltaPublisher receives streamed text as the model produces it. Deltas are not
+// journaled (the whole answer is, in llm_responded).
+type DeltaPublisher interface {
+	PublishDelta(stream string, d feed.Delta)
 }
 
 var depsExtensionID = extensions.NextExtensionID()
@@ -133,6 +176,19 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Tools == nil {
+		reg, err := tools.NewRegistry()
+		if err != nil {
+			return err
+		}
+		d.Tools = &tools.Executor{Registry: reg}
+	}
+	if d.Tools.Timeout == 0 {
+		e := *d.Tools
+		e.Timeout = d.Config.ToolTimeout
+		d.Tools = &e
+	}
+	d.specs = toolSpecs(d.Tools)
 	system.Extensions.Register(d)
 	return nil
 }

@@ -79,7 +79,7 @@ func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 	})
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: "plan-1", Purpose: purposePlan, Model: cfg.GetModel(), Iteration: 1,
+			CallId: planCallID(1), Purpose: purposePlan, Model: cfg.GetModel(), Iteration: 1,
 		}}
 	})
 	return b.evs, nil
@@ -109,114 +109,12 @@ func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig 
 	return cfg
 }
 
-// Purposes of LLM calls.
-const (
-	purposePlan = "plan"
-	purposeStep = "step"
-)
-
-// llmResult is what a step runner reports back to the grain.
-type llmResult struct {
-	callID       string
-	content      string
-	finishReason string
-	model        string
-	usage        *messages.Usage
-	duration     time.Duration
-	err          error
-}
-
-// decideLLMResult turns the result of the pending call into events. It returns nil when
-// the result is stale (not the pending call).
-func decideLLMResult(s *messages.SessionState, r *llmResult, now time.Time) []*messages.Event {
-	p := s.GetPending()
-	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
-		return nil
-	}
-	b := newEvents(s, "", now)
-	if r.err != nil {
-		if p.GetPurpose() == purposeStep {
-			idx := s.GetCurrentStepIndex()
-			b.add(func(e *messages.Event) {
-				e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{
-					StepId: p.GetStepId(), StepIndex: idx, Error: "llm call failed: " + r.err.Error(),
-				}}
-			})
-		}
-		fail(b, fmt.Sprintf("%s: llm call %s failed: %v", p.GetPurpose(), r.callID, r.err))
-		return b.evs
-	}
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
-			CallId: r.callID, StepId: p.GetStepId(), Content: r.content, Usage: r.usage,
-			FinishReason: r.finishReason, DurationMs: r.duration.Milliseconds(), Model: r.model,
-		}}
-	})
-	switch p.GetPurpose() {
-	case purposePlan:
-		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
-		if err != nil {
-			fail(b, "planner returned an unusable plan: "+err.Error())
-			return b.evs
-		}
-		b.add(func(e *messages.Event) {
-			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
-		})
-		startStep(b, s, steps, 0)
-	default:
-		idx := s.GetCurrentStepIndex()
-		b.add(func(e *messages.Event) {
-			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
-				StepId: p.GetStepId(), StepIndex: idx, Output: r.content,
-			}}
-		})
-		steps := planSteps(s)
-		if int(idx)+1 < len(steps) {
-			startStep(b, s, steps, idx+1)
-		} else {
-			usage := addUsage(s.GetUsage(), r.usage)
-			b.add(func(e *messages.Event) {
-				e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: r.content, Usage: usage}}
-			})
-		}
-	}
-	return b.evs
-}
-
 func planSteps(s *messages.SessionState) []*messages.PlanStep {
 	out := make([]*messages.PlanStep, len(s.GetSteps()))
 	for i, st := range s.GetSteps() {
 		out[i] = st.GetStep()
 	}
 	return out
-}
-
-// startStep appends step_started and the step's llm_requested, or session_failed when the
-// iteration budget is spent.
-func startStep(b *eventBuilder, s *messages.SessionState, steps []*messages.PlanStep, idx uint32) {
-	iteration := s.GetIterations() + 1
-	if max := s.GetConfig().GetMaxIterations(); max > 0 && iteration > max {
-		fail(b, fmt.Sprintf("max iterations reached (%d LLM calls) before step %s", max, steps[idx].GetId()))
-		return
-	}
-	st := steps[idx]
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
-			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(),
-		}}
-	})
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: st.GetId() + "/llm-1", StepId: st.GetId(), Purpose: purposeStep,
-			Model: s.GetConfig().GetModel(), Iteration: iteration,
-		}}
-	})
-}
-
-func fail(b *eventBuilder, msg string) {
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_SessionFailed{SessionFailed: &messages.SessionFailed{Error: msg}}
-	})
 }
 
 // errEmptyPlan is returned for a plan without steps.

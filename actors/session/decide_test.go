@@ -53,7 +53,7 @@ func TestDecideFullLoop(t *testing.T) {
 		t.Fatalf("command c1 remembered at seq %d, want 2", s.GetCommands()["c1"])
 	}
 	usage := &messages.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
-	evs = decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3, usage: usage}, t0)
+	evs = decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3, usage: usage}, DefaultConfig(), t0)
 	if got := types(evs); got != "llm_responded,plan_created,step_started,llm_requested" {
 		t.Fatalf("plan events = %s", got)
 	}
@@ -66,7 +66,7 @@ func TestDecideFullLoop(t *testing.T) {
 		if call != want+"/llm-1" {
 			t.Fatalf("step %d pending call = %q", i, call)
 		}
-		evs = decideLLMResult(s, &llmResult{callID: call, content: "out " + want, usage: usage}, t0)
+		evs = decideLLMResult(s, &llmResult{callID: call, content: "out " + want, usage: usage}, DefaultConfig(), t0)
 		fold(t, s, evs)
 		if s.GetSteps()[i].GetOutput() != "out "+want || s.GetSteps()[i].GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED {
 			t.Fatalf("step %d: %v", i, s.GetSteps()[i])
@@ -79,7 +79,7 @@ func TestDecideFullLoop(t *testing.T) {
 		t.Fatalf("usage %v iterations %d, want 60 tokens and 4 calls", s.GetUsage(), s.GetIterations())
 	}
 	// A late duplicate result is stale: no events.
-	if evs := decideLLMResult(s, &llmResult{callID: "step-3/llm-1", content: "again"}, t0); len(evs) != 0 {
+	if evs := decideLLMResult(s, &llmResult{callID: "step-3/llm-1", content: "again"}, DefaultConfig(), t0); len(evs) != 0 {
 		t.Fatalf("stale result produced %s", types(evs))
 	}
 }
@@ -128,22 +128,22 @@ func TestDecideFailures(t *testing.T) {
 	}
 	t.Run("unusable plan", func(t *testing.T) {
 		s := start(t, nil)
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, DefaultConfig(), t0))
 		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "unusable plan") {
 			t.Fatalf("state %v", s)
 		}
 	})
 	t.Run("too many steps", func(t *testing.T) {
 		s := start(t, &messages.SessionConfig{MaxSteps: 2})
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, DefaultConfig(), t0))
 		if !strings.Contains(s.GetError(), "limit is 2") {
 			t.Fatalf("error %q", s.GetError())
 		}
 	})
 	t.Run("llm error in a step", func(t *testing.T) {
 		s := start(t, nil)
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
-		evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", err: errors.New("HTTP 500")}, t0)
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, DefaultConfig(), t0))
+		evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", err: errors.New("HTTP 500")}, DefaultConfig(), t0)
 		if got := types(evs); got != "step_failed,session_failed" {
 			t.Fatalf("events %s", got)
 		}
@@ -154,8 +154,8 @@ func TestDecideFailures(t *testing.T) {
 	})
 	t.Run("max iterations", func(t *testing.T) {
 		s := start(t, &messages.SessionConfig{MaxIterations: 2})
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, t0))
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", content: "ok"}, t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, DefaultConfig(), t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", content: "ok"}, DefaultConfig(), t0))
 		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "max iterations") {
 			t.Fatalf("state %v", s)
 		}

@@ -52,10 +52,15 @@ type Grain struct {
 	fenced     bool
 	runner     *actor.PID
 	runnerCall string
+	// tools are the running tool calls by idempotency key.
+	tools      map[string]*actor.PID
 	watchdog   *time.Timer
 	retry      *time.Timer
 	retryDelay time.Duration
-	span       trace.Span
+	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
+	stepRetry   *time.Timer
+	stepRetryAt int64
+	span        trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -64,6 +69,8 @@ type (
 	resumeMsg struct{}
 	// watchdogMsg fires when a runner gave no answer in time.
 	watchdogMsg struct{ callID string }
+	// stepRetryMsg fires when a failed plan or step is due to run again.
+	stepRetryMsg struct{}
 )
 
 var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
@@ -114,6 +121,11 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onResume(ctx)
 	case *llmResult:
 		g.onLLMResult(ctx, msg)
+	case *toolResult:
+		g.onToolResult(ctx, msg)
+	case *stepRetryMsg:
+		g.stepRetryAt = 0
+		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Now()) })
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
 	default:
@@ -292,13 +304,37 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 	ctx.Stop(ctx.Self())
 }
 
-// kick starts the pending LLM call in a step runner unless one is already running.
+// kick starts what the state says is due and not yet running: the pending LLM call in a
+// step runner, the pending tool calls in tool runners (up to MaxParallelTools at once),
+// the timer of a retry.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	p := g.state.GetPending()
-	if g.fenced || g.loadErr != nil || p == nil || Terminal(g.state) || g.runner != nil {
+	if g.fenced || g.loadErr != nil || Terminal(g.state) {
 		return
 	}
-	req, err := buildRequest(g.state, g.deps.Prompts)
+	if p := g.state.GetPending(); p != nil && g.runner == nil {
+		g.startRunner(ctx, p)
+	}
+	for _, c := range g.state.GetPendingTools() {
+		if len(g.tools) >= g.deps.Config.MaxParallelTools {
+			break
+		}
+		if _, running := g.tools[c.GetIdempotencyKey()]; running {
+			continue
+		}
+		if g.tools == nil {
+			g.tools = map[string]*actor.PID{}
+		}
+		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, c), "tool-runner")
+	}
+	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
+		g.stepRetryAt = at
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
+	}
+}
+
+func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
+	req, err := buildRequest(g.state, g.deps.Prompts, g.deps.specs)
 	if err != nil {
 		g.log.Error("build llm request", "call_id", p.GetCallId(), "error", err)
 		g.onLLMResult(ctx, &llmResult{callID: p.GetCallId(), err: err})
@@ -308,8 +344,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	callID := p.GetCallId()
-	limit := time.Duration(maxLLMAttempts)*(g.deps.Config.LLMTimeout+g.deps.Config.RetryBackoffMax) + time.Minute
-	g.watchdog = resetTimer(g.watchdog, limit, func() { root.Send(self, &watchdogMsg{callID: callID}) })
+	g.watchdog = resetTimer(g.watchdog, g.deps.Config.LLMTimeout+time.Minute, func() { root.Send(self, &watchdogMsg{callID: callID}) })
 }
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
@@ -328,17 +363,26 @@ func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
 			g.watchdog.Stop()
 		}
 	}
+	g.onDecision(ctx, "llm result "+r.callID, func() []*messages.Event { return decideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
+}
+
+func (g *Grain) onToolResult(ctx cluster.GrainContext, r *toolResult) {
+	delete(g.tools, r.key)
+	g.onDecision(ctx, "tool result "+r.key, func() []*messages.Event { return decideToolResult(g.state, r, g.deps.Now()) })
+}
+
+// onDecision commits what decide returns for the current state, then starts whatever
+// became due. When the state cannot be trusted the input is dropped: after the reload
+// the call it answers is still pending and is made again.
+func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() []*messages.Event) {
 	if err := g.ready(); err != nil {
-		// The result is lost with the unsaved state; after the reload the call is
-		// still pending and is made again.
-		g.log.Warn("llm result dropped: session not ready", "call_id", r.callID, "error", err)
+		g.log.Warn("dropped: session not ready", "input", what, "error", err)
 		g.scheduleRetry(ctx)
 		return
 	}
-	evs := decideLLMResult(g.state, r, g.deps.Now())
-	if len(evs) > 0 {
+	if evs := decide(); len(evs) > 0 {
 		if err := g.commit(ctx, evs); err != nil {
-			g.log.Warn("commit llm result", "call_id", r.callID, "error", err)
+			g.log.Warn("commit failed", "input", what, "error", err)
 			return
 		}
 	}
@@ -364,13 +408,14 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 	g.retry = resetTimer(g.retry, g.retryDelay, func() { root.Send(self, &resumeMsg{}) })
 }
 
-// updateIdle passivates an idle grain after IdleTimeout, but never while a step runs or
-// a retry is due.
+// updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
+// call runs or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	if g.runner != nil || g.loadErr != nil {
+	busy := g.runner != nil || len(g.tools) > 0 || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state))
+	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return
 	}
@@ -378,7 +423,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
-	for _, t := range []*time.Timer{g.watchdog, g.retry} {
+	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry} {
 		if t != nil {
 			t.Stop()
 		}

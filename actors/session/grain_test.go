@@ -21,9 +21,11 @@ import (
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // harness is one in-process node on a real embedded journal, talking over HTTP to the
@@ -38,6 +40,8 @@ type harnessOpts struct {
 	journal persistence.Journal // shared journal; nil opens a fresh one
 	script  *mock.Script        // nil = demo script
 	cfg     func(*session.Config)
+	llm     func(*node.LLMConfig)
+	tools   *tools.Executor // nil = a registry with the test tools
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -62,8 +66,18 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	t.Cleanup(srv.Close)
 	scfg := session.DefaultConfig()
 	scfg.RetryBackoffMax = 200 * time.Millisecond
+	scfg.StepRetryDelay = 100 * time.Millisecond
 	if o.cfg != nil {
 		o.cfg(&scfg)
+	}
+	lcfg := node.LLMConfig{BaseURL: srv.URL + "/v1", APIKey: "test", Resilience: resilient.Config{
+		MaxAttempts: 2, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, BreakerOpenFor: 200 * time.Millisecond,
+	}}
+	if o.llm != nil {
+		o.llm(&lcfg)
+	}
+	if o.tools == nil {
+		o.tools = testTools(t)
 	}
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Provider = "local"
@@ -76,7 +90,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
 		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
-		LLM: node.LLMConfig{BaseURL: srv.URL + "/v1", APIKey: "test"},
+		LLM: lcfg, Tools: o.tools,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)
@@ -167,9 +181,12 @@ func TestSessionRunsToCompletion(t *testing.T) {
 	if last.Type() != "session_completed" {
 		t.Fatalf("session ended with %s: %v", last.Type(), last)
 	}
-	steps := count(evs, "step_completed")
-	if steps == 0 || count(evs, "plan_created") != 1 || count(evs, "llm_requested") != steps+1 || count(evs, "llm_responded") != steps+1 {
-		t.Fatalf("unexpected event mix: %d steps, events %v", steps, evs)
+	// The demo plan has three steps; the research step calls write_todos once, so it
+	// takes two LLM turns.
+	steps, tools := count(evs, "step_completed"), count(evs, "tool_result")
+	if steps != 3 || tools != 1 || count(evs, "tool_called") != 1 || count(evs, "plan_created") != 1 ||
+		count(evs, "llm_requested") != steps+tools+1 || count(evs, "llm_responded") != steps+tools+1 {
+		t.Fatalf("unexpected event mix: %d steps, %d tool results, events %v", steps, tools, evs)
 	}
 	st, err := h.state("s1")
 	if err != nil {
@@ -371,5 +388,9 @@ func TestModelOutageFailsTheSessionWithAReason(t *testing.T) {
 	last := evs[len(evs)-1]
 	if last.Type() != "session_failed" || !strings.Contains(last.GetSessionFailed().GetError(), "model exploded") {
 		t.Fatalf("last event %v", last)
+	}
+	// A 500 is retryable: the plan was tried StepAttempts times before the session failed.
+	if n := count(evs, "plan_failed"); n != int(session.DefaultConfig().StepAttempts) {
+		t.Fatalf("%d plan_failed events, want %d", n, session.DefaultConfig().StepAttempts)
 	}
 }

@@ -2,9 +2,7 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -14,22 +12,21 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/feed"
 )
-
-// maxLLMAttempts bounds the attempts of one LLM call on retryable errors (429, 5xx,
-// timeouts). The engine issue replaces this with per-provider retry, rate limit and
-// circuit breaker policies.
-const maxLLMAttempts = 3
 
 // runner is the step-runner child of a session grain: it makes one LLM call outside the
 // grain's mailbox and reports an *llmResult to its parent, then stops. Its goroutine is
-// cancelled when the runner stops (the grain passivated, crashed or moved).
+// cancelled when the runner stops (the grain passivated, crashed or moved). Retries,
+// rate limits and the circuit breaker are the provider's (llm/resilient); what is left
+// for the session is the decision to retry the whole step later.
 type runner struct {
 	deps      *Deps
 	sessionID string
 	callID    string
 	stepID    string
 	purpose   string
+	reqSeq    uint64
 	req       llm.Request
 	cancel    context.CancelFunc
 }
@@ -39,7 +36,7 @@ type runnerDone struct{ res *llmResult }
 
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, req llm.Request) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), req: req}
+		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), req: req}
 	})
 }
 
@@ -75,8 +72,7 @@ func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
 	ctx.Stop(ctx.Self())
 }
 
-// call makes the LLM call with bounded retries. It never panics: a panicking provider
-// becomes an error result.
+// call makes the LLM call. It never panics: a panicking provider becomes an error result.
 func (r *runner) call(ctx context.Context) (res *llmResult) {
 	spanName := "session.step"
 	if r.purpose == purposePlan {
@@ -88,7 +84,6 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 		attribute.String("fathom.call_id", r.callID),
 	))
 	defer span.End()
-	res = &llmResult{callID: r.callID}
 	defer func() {
 		if p := recover(); p != nil {
 			res = &llmResult{callID: r.callID, err: fmt.Errorf("llm provider panicked: %v", p)}
@@ -98,52 +93,49 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 			span.SetStatus(codes.Error, res.err.Error())
 		}
 	}()
-	log := r.deps.Logger.With("session_id", r.sessionID, "call_id", r.callID)
-	for attempt := 1; ; attempt++ {
-		resp, err := r.attempt(ctx)
-		if err == nil {
-			return &llmResult{
-				callID: r.callID, content: resp.Content, finishReason: resp.FinishReason, model: resp.Model,
-				duration: resp.Duration,
-				usage: &messages.Usage{
-					InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
-					OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
-					TotalTokens:  uint64(max(resp.Usage.TotalTokens, 0)),
-				},
-			}
-		}
-		if attempt >= maxLLMAttempts || !llm.IsRetryable(err) || ctx.Err() != nil {
-			return &llmResult{callID: r.callID, err: err}
-		}
-		wait := backoff(attempt, r.deps.Config.RetryBackoffMax)
-		var apiErr *llm.APIError
-		if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
-			wait = min(apiErr.RetryAfter, r.deps.Config.RetryBackoffMax)
-		}
-		log.Warn("llm call failed, retrying", "attempt", attempt, "wait", wait, "error", err)
-		select {
-		case <-ctx.Done():
-			return &llmResult{callID: r.callID, err: ctx.Err()}
-		case <-time.After(wait):
+	req := r.req
+	if d := r.deps.Deltas; d != nil {
+		var n, attempt uint32 = 0, 1
+		req.OnRetry = func(a int) { attempt = uint32(a) }
+		req.OnDelta = func(text string) {
+			n++
+			d.PublishDelta(r.sessionID, feed.Delta{CallID: r.callID, StepID: r.stepID, Index: n, Attempt: attempt, AfterSeq: r.reqSeq, Text: text})
 		}
 	}
+	resp, err := r.chat(ctx, req)
+	if err != nil {
+		return &llmResult{callID: r.callID, err: err, retryable: llm.IsRetryable(err) && ctx.Err() == nil}
+	}
+	out := &llmResult{
+		callID: r.callID, content: resp.Content, finishReason: resp.FinishReason, model: resp.Model,
+		duration: resp.Duration,
+		usage: &messages.Usage{
+			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
+			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
+			TotalTokens:  uint64(max(resp.Usage.TotalTokens, 0)),
+		},
+	}
+	for _, c := range resp.ToolCalls {
+		out.toolCalls = append(out.toolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return out
 }
 
-func (r *runner) attempt(ctx context.Context) (llm.Response, error) {
+func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.deps.Config.LLMTimeout)
 	defer cancel()
-	ctx, span := r.deps.Tracer.Start(ctx, "chat "+r.req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	ctx, span := r.deps.Tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", r.deps.LLM.Name()),
-		attribute.String("gen_ai.request.model", r.req.Model),
+		attribute.String("gen_ai.request.model", req.Model),
 	))
 	defer span.End()
 	start := time.Now()
-	resp, err := r.deps.LLM.Chat(ctx, r.req)
+	resp, err := r.deps.LLM.Chat(ctx, req)
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		return llm.Response{}, fmt.Errorf("chat %s: %w", r.req.Model, err)
+		return llm.Response{}, fmt.Errorf("chat %s: %w", req.Model, err)
 	}
 	if resp.Duration == 0 {
 		resp.Duration = time.Since(start)
@@ -155,11 +147,4 @@ func (r *runner) attempt(ctx context.Context) (llm.Response, error) {
 		attribute.StringSlice("gen_ai.response.finish_reasons", []string{resp.FinishReason}),
 	)
 	return resp, nil
-}
-
-// backoff is a jittered exponential delay: 200ms, 400ms, ... capped at limit.
-func backoff(attempt int, limit time.Duration) time.Duration {
-	d := 200 * time.Millisecond << min(attempt-1, 10)
-	d = min(d, limit)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }

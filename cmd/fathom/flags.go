@@ -14,6 +14,8 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/resilient"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -62,6 +64,17 @@ type nodeFlags struct {
 	maxSteps      uint
 	idleTimeout   time.Duration
 	llmTimeout    time.Duration
+	toolTimeout   time.Duration
+	stepAttempts  uint
+	stepRetry     time.Duration
+	prices        string
+	llmAttempts   int
+	llmRPM        int
+	llmTPM        int
+	breakerFails  uint
+	breakerOpen   time.Duration
+	fallbacks     string
+	noStream      bool
 	otelExporter  string
 	otelEndpoint  string
 	provider      string
@@ -79,7 +92,18 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.maxIterations, "max-iterations", uint(envUint("FATHOM_MAX_ITERATIONS", uint64(d.MaxIterations))), "max LLM calls per session (env FATHOM_MAX_ITERATIONS)")
 	fs.UintVar(&f.maxSteps, "max-steps", uint(envUint("FATHOM_MAX_STEPS", uint64(d.MaxSteps))), "max plan steps per session (env FATHOM_MAX_STEPS)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "passivate a session grain idle this long")
-	fs.DurationVar(&f.llmTimeout, "llm-timeout", d.LLMTimeout, "timeout of one LLM call")
+	fs.DurationVar(&f.llmTimeout, "llm-timeout", d.LLMTimeout, "timeout of one LLM call, the provider's retries included")
+	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
+	fs.UintVar(&f.stepAttempts, "step-attempts", uint(d.StepAttempts), "runs of a plan or step whose model call fails retryably before the session fails")
+	fs.DurationVar(&f.stepRetry, "step-retry-delay", d.StepRetryDelay, "wait before a retryably failed plan or step runs again")
+	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "JSON price file {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
+	fs.IntVar(&f.llmAttempts, "llm-max-attempts", int(envUint("FATHOM_LLM_MAX_ATTEMPTS", 4)), "tries of one LLM call on 429/5xx/timeouts, first included (env FATHOM_LLM_MAX_ATTEMPTS)")
+	fs.IntVar(&f.llmRPM, "llm-rpm", int(envUint("FATHOM_LLM_RPM", 0)), "LLM requests per minute, 0 = unlimited (env FATHOM_LLM_RPM)")
+	fs.IntVar(&f.llmTPM, "llm-tpm", int(envUint("FATHOM_LLM_TPM", 0)), "LLM tokens per minute (estimated), 0 = unlimited (env FATHOM_LLM_TPM)")
+	fs.UintVar(&f.breakerFails, "llm-breaker-failures", uint(envUint("FATHOM_LLM_BREAKER_FAILURES", 5)), "consecutive retryable LLM failures that open the circuit breaker (env FATHOM_LLM_BREAKER_FAILURES)")
+	fs.DurationVar(&f.breakerOpen, "llm-breaker-open", 30*time.Second, "how long an open LLM circuit breaker waits before a probe call")
+	fs.StringVar(&f.fallbacks, "llm-fallback-models", os.Getenv("FATHOM_LLM_FALLBACK_MODELS"), "comma-separated models tried in order when the session's model keeps failing (env FATHOM_LLM_FALLBACK_MODELS)")
+	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
 	c := fcluster.DefaultConfig()
@@ -97,6 +121,14 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	scfg.MaxIterations, scfg.MaxSteps = uint32(f.maxIterations), uint32(f.maxSteps)
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
+	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
+	if f.prices != "" {
+		t, err := llm.LoadPriceTable(f.prices, scfg.Prices)
+		if err != nil {
+			return node.Config{}, usageError("%v", err)
+		}
+		scfg.Prices = t
+	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
 	}
@@ -117,6 +149,19 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	llmCfg := node.LLMConfigFromEnv(os.Getenv)
 	llmCfg.Model = ""
+	if f.llmAttempts < 1 || f.llmRPM < 0 || f.llmTPM < 0 || f.breakerFails < 1 || f.breakerOpen <= 0 {
+		return node.Config{}, usageError("--llm-max-attempts and --llm-breaker-failures must be at least 1, --llm-rpm and --llm-tpm not negative, --llm-breaker-open positive")
+	}
+	llmCfg.Resilience = resilient.Config{
+		MaxAttempts: f.llmAttempts, RequestsPerMinute: f.llmRPM, TokensPerMinute: f.llmTPM,
+		BreakerFailures: uint32(f.breakerFails), BreakerOpenFor: f.breakerOpen,
+	}
+	for _, m := range strings.Split(f.fallbacks, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			llmCfg.FallbackModels = append(llmCfg.FallbackModels, m)
+		}
+	}
+	llmCfg.NoStream = f.noStream
 	return node.Config{
 		DataDir:     f.store.dataDir,
 		PostgresDSN: f.store.postgres,

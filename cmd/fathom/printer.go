@@ -7,14 +7,41 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // printer renders events for people (text) or programs (--json: one object per line).
+// In text mode it also prints the model's answers live as their deltas stream in.
 type printer struct {
 	w       io.Writer
 	json    bool
 	steps   int
 	started time.Time
+	// streaming is the call whose deltas are being printed ("" when none); attempt is
+	// the provider attempt they belong to.
+	streaming string
+	attempt   uint32
+	// streamedAnswer is the last answer already shown live, not to be printed twice.
+	streamedAnswer string
+}
+
+// delta prints streamed text (text mode only: --json prints stored events alone).
+func (p *printer) delta(d feed.Delta) error {
+	if p.json || d.StepID == "" {
+		return nil // --json prints stored events only; the plan prints once parsed
+	}
+	var b strings.Builder
+	switch {
+	case d.CallID != p.streaming:
+		p.streaming, p.attempt = d.CallID, d.Attempt
+		b.WriteString("    ")
+	case d.Attempt != p.attempt:
+		p.attempt = d.Attempt
+		fmt.Fprintf(&b, " [cut off; retrying, attempt %d]\n    ", d.Attempt)
+	}
+	b.WriteString(strings.ReplaceAll(d.Text, "\n", "\n    "))
+	_, err := io.WriteString(p.w, b.String())
+	return err
 }
 
 func newPrinter(w io.Writer, json bool) *printer { return &printer{w: w, json: json} }
@@ -28,7 +55,16 @@ func (p *printer) print(ev *messages.Event) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	}
-	_, err := io.WriteString(p.w, p.text(ev))
+	text := p.text(ev)
+	if p.streaming != "" {
+		// The answer was printed as it streamed: end its line, and do not print the
+		// step output again.
+		if r, ok := ev.GetPayload().(*messages.Event_LlmResponded); ok && r.LlmResponded.GetCallId() == p.streaming {
+			text = "\n" + text
+			p.streaming, p.streamedAnswer = "", r.LlmResponded.GetContent()
+		}
+	}
+	_, err := io.WriteString(p.w, text)
 	return err
 }
 
@@ -44,8 +80,31 @@ func (p *printer) text(ev *messages.Event) string {
 		}
 		return ""
 	case *messages.Event_LlmResponded:
-		u := e.LlmResponded.GetUsage()
-		return fmt.Sprintf("  llm %s: %d+%d tokens in %s\n", e.LlmResponded.GetCallId(), u.GetInputTokens(), u.GetOutputTokens(), time.Duration(e.LlmResponded.GetDurationMs())*time.Millisecond)
+		r := e.LlmResponded
+		u := r.GetUsage()
+		line := fmt.Sprintf("  llm %s: %d+%d tokens in %s", r.GetCallId(), u.GetInputTokens(), u.GetOutputTokens(), time.Duration(r.GetDurationMs())*time.Millisecond)
+		if r.GetCostUsd() > 0 {
+			line += fmt.Sprintf(", $%.6f", r.GetCostUsd())
+		}
+		if n := len(r.GetToolCalls()); n > 0 {
+			line += fmt.Sprintf(", %d tool call(s)", n)
+		}
+		return line + "\n"
+	case *messages.Event_ToolCalled:
+		c := e.ToolCalled
+		return fmt.Sprintf("  → tool %s %s\n", c.GetTool(), truncateLine(c.GetArgs(), 160))
+	case *messages.Event_ToolResult:
+		r := e.ToolResult
+		if f := r.GetError(); f != nil {
+			return fmt.Sprintf("  ✗ tool %s: %s error: %s\n", r.GetTool(), f.GetErrorType(), truncateLine(f.GetMessage(), 200))
+		}
+		return fmt.Sprintf("  ← tool %s (%s):\n%s\n", r.GetTool(), time.Duration(r.GetDurationMs())*time.Millisecond, indent(truncateLine(r.GetResult(), 2000)))
+	case *messages.Event_PlanFailed:
+		f := e.PlanFailed
+		if f.GetRetryAtUnixNano() != 0 {
+			return fmt.Sprintf("✗ planning failed (attempt %d): %s; retrying at %s\n", f.GetAttempt(), f.GetError(), time.Unix(0, f.GetRetryAtUnixNano()).Format(time.TimeOnly))
+		}
+		return fmt.Sprintf("✗ planning failed: %s\n", f.GetError())
 	case *messages.Event_PlanCreated:
 		p.steps = len(e.PlanCreated.GetSteps())
 		var b strings.Builder
@@ -57,16 +116,39 @@ func (p *printer) text(ev *messages.Event) string {
 	case *messages.Event_StepStarted:
 		return fmt.Sprintf("… step %d/%d (%s): %s\n", e.StepStarted.GetStepIndex()+1, p.steps, e.StepStarted.GetStepType(), e.StepStarted.GetDescription())
 	case *messages.Event_StepCompleted:
+		if out := e.StepCompleted.GetOutput(); out != "" && out == p.streamedAnswer {
+			return fmt.Sprintf("✓ step %d/%d done\n", e.StepCompleted.GetStepIndex()+1, p.steps)
+		}
 		return fmt.Sprintf("✓ step %d/%d done\n%s\n", e.StepCompleted.GetStepIndex()+1, p.steps, indent(e.StepCompleted.GetOutput()))
 	case *messages.Event_StepFailed:
-		return fmt.Sprintf("✗ step %s failed: %s\n", e.StepFailed.GetStepId(), e.StepFailed.GetError())
+		f := e.StepFailed
+		if f.GetRetryAtUnixNano() != 0 {
+			return fmt.Sprintf("✗ step %s failed (attempt %d): %s; retrying at %s\n", f.GetStepId(), f.GetAttempt(), f.GetError(), time.Unix(0, f.GetRetryAtUnixNano()).Format(time.TimeOnly))
+		}
+		return fmt.Sprintf("✗ step %s failed: %s\n", f.GetStepId(), f.GetError())
 	case *messages.Event_SessionCompleted:
 		u := e.SessionCompleted.GetUsage()
-		return fmt.Sprintf("✓ session completed in %s (%d tokens)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens())
+		cost := ""
+		if c := e.SessionCompleted.GetCostUsd(); c > 0 {
+			cost = fmt.Sprintf(", $%.6f", c)
+		}
+		return fmt.Sprintf("✓ session completed in %s (%d tokens%s)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens(), cost)
 	case *messages.Event_SessionFailed:
 		return fmt.Sprintf("✗ session failed: %s\n", e.SessionFailed.GetError())
 	}
 	return fmt.Sprintf("  %s (seq %d)\n", ev.Type(), ev.GetSeq())
+}
+
+// truncateLine shortens s to about n bytes for a one-line display.
+func truncateLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func indent(s string) string {

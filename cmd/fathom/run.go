@@ -66,7 +66,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		id = gateway.NewID("s")
 	}
 	p := newPrinter(stdout, *jsonOut)
-	sub := n.Feed().Subscribe(id, 0)
+	sub := n.Feed().SubscribeWithDeltas(id, 0, 0)
 	defer sub.Close()
 	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal}, cluster.WithTimeout(30*time.Second))
 	if err != nil {
@@ -80,7 +80,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "session %s (events in %s)\n", resp.GetSessionId(), where)
 	}
 	for {
-		rec, err := sub.Next(ctx)
+		u, err := sub.NextUpdate(ctx)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return &exitError{code: 1, msg: fmt.Sprintf("session %s did not finish within %s; it resumes on the next start (see fathom session state %s)", id, *timeout, id)}
@@ -90,7 +90,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			return err
 		}
-		ev, err := session.DecodeRecord(rec)
+		if u.IsDelta {
+			if err := p.delta(u.Delta); err != nil {
+				return err
+			}
+			continue
+		}
+		ev, err := session.DecodeRecord(u.Record)
 		if err != nil {
 			return err
 		}

@@ -22,11 +22,13 @@ import (
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/llm/openai"
+	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/persistence/postgres"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // JournalFile is the embedded journal's file name inside the data directory.
@@ -47,6 +49,8 @@ type Config struct {
 	Session session.Config
 	// LLM selects the model endpoint.
 	LLM LLMConfig
+	// Tools runs the model's tool calls; nil means the built-in tools.
+	Tools *tools.Executor
 	// Telemetry selects the OpenTelemetry exporters.
 	Telemetry telemetry.Config
 	// Logger receives the node's structured logs. Nil means slog.Default().
@@ -63,6 +67,16 @@ type LLMConfig struct {
 	APIKey string
 	// Model overrides the sessions' default model (env FATHOM_MODEL).
 	Model string
+	// AttemptTimeout bounds one HTTP attempt; zero means the client's default (2m).
+	AttemptTimeout time.Duration
+	// Resilience configures retries, rate limits and the circuit breaker around the
+	// provider (llm/resilient); zero values take its defaults.
+	Resilience resilient.Config
+	// FallbackModels are tried in order, on the same endpoint, when a call to the
+	// session's model fails retryably after its retries.
+	FallbackModels []string
+	// NoStream asks for whole answers instead of streamed ones (no live deltas).
+	NoStream bool
 }
 
 // UsesDemo reports whether this configuration runs the built-in demo model.
@@ -133,8 +147,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Journal:   n.journal,
 		LLM:       provider,
 		Publisher: n.feed,
+		Tools:     cfg.Tools,
 		Logger:    cfg.Logger.With("component", "session"),
 		Tracer:    n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
+	}
+	if !cfg.LLM.NoStream {
+		deps.Deltas = n.feed
 	}
 	if err := session.Register(system, deps); err != nil {
 		return nil, err
@@ -182,9 +200,35 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	return j, nil
 }
 
+// startLLM builds the provider the sessions call: the endpoint's client wrapped in the
+// resilience layer (retries honouring Retry-After, rate limits, circuit breaker), with
+// the fallback models behind it, each with its own breaker.
 func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
+	base, err := n.startClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rcfg := n.cfg.LLM.Resilience
+	if rcfg.Logger == nil {
+		rcfg.Logger = n.log.With("component", "llm")
+	}
+	primary := resilient.New(base, rcfg)
+	if len(n.cfg.LLM.FallbackModels) == 0 {
+		return primary, nil
+	}
+	fallbacks := make([]llm.Provider, 0, len(n.cfg.LLM.FallbackModels))
+	for _, m := range n.cfg.LLM.FallbackModels {
+		fallbacks = append(fallbacks, resilient.New(resilient.WithModel(base, m), rcfg))
+	}
+	return resilient.NewFallback(primary, fallbacks...), nil
+}
+
+func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 	ocfg := openai.DefaultConfig()
 	ocfg.APIKey, ocfg.Model = n.cfg.LLM.APIKey, n.cfg.LLM.Model
+	if n.cfg.LLM.AttemptTimeout > 0 {
+		ocfg.Timeout = n.cfg.LLM.AttemptTimeout
+	}
 	if n.cfg.LLM.BaseURL != "" {
 		ocfg.BaseURL = n.cfg.LLM.BaseURL
 	}

@@ -121,8 +121,8 @@ func LoadScript(path string) (Script, error) {
 	return s, nil
 }
 
-// DemoScript is the built-in demo model: a three-step plan for any goal and a short
-// deliverable for every step.
+// DemoScript is the built-in demo model: a three-step plan for any goal, a write_todos
+// tool call in the research step, and a short deliverable for every step.
 func DemoScript() Script {
 	return Script{
 		Rules: []Rule{
@@ -130,8 +130,14 @@ func DemoScript() Script {
 				`{"id":"step-1","type":"research","description":{{json (printf "Research what is needed to: %s" .Goal)}},"dependencies":[]},` +
 				`{"id":"step-2","type":"write","description":{{json (printf "Write the deliverable for: %s" .Goal)}},"dependencies":["step-1"]},` +
 				`{"id":"step-3","type":"review","description":"Review the deliverable against the goal and list any gaps","dependencies":["step-2"]}]}`},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, Response: "(demo model) Notes for: {{.Step}}\n" +
+			// The research step shows the LLM↔tool loop: first a write_todos call, then,
+			// once its result is in the conversation, the notes.
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, ToolMatch: `(?i)todo`, Response: "(demo model) Notes for: {{.Step}}\n" +
 				"- What is asked: {{.Goal}}\n- A real model would gather sources and facts here; the demo model only shows the flow."},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, ToolCalls: []ToolCallRule{{Name: "write_todos", Arguments: `{"todos":[` +
+				`{"content":"Work out what the goal asks for","status":"in_progress"},` +
+				`{"content":"Collect the facts the deliverable needs","status":"pending"},` +
+				`{"content":"Hand notes to the writer","status":"pending"}]}`}}},
 			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a write agent`, Response: "(demo model) Draft for: {{.Goal}}\n\n" +
 				"Events fall like rain,\nthe journal keeps every drop:\nstate is just their sum."},
 			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, Response: "(demo model) Review: the draft answers the goal; no gaps found."},

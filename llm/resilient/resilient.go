@@ -143,6 +143,9 @@ func (r *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 		if err := r.wait(ctx, req); err != nil {
 			return llm.Response{}, err
 		}
+		if req.OnRetry != nil {
+			req.OnRetry(attempt + 1)
+		}
 	}
 }
 
@@ -204,7 +207,16 @@ func (f *Fallback) Name() string { return f.providers[0].Name() }
 // Chat implements llm.Provider.
 func (f *Fallback) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	var errs []error
-	for _, p := range f.providers {
+	// Attempts are numbered across providers, so OnRetry sees 2, 3, ... whoever retries.
+	attempt, onRetry := 1, req.OnRetry
+	if onRetry != nil {
+		req.OnRetry = func(int) { attempt++; onRetry(attempt) }
+	}
+	for i, p := range f.providers {
+		if i > 0 && onRetry != nil {
+			attempt++
+			onRetry(attempt)
+		}
 		resp, err := p.Chat(ctx, req)
 		if err == nil {
 			return resp, nil

@@ -77,9 +77,61 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	}
 }
 
+// Delta is a piece of a model answer as it streams. Deltas are not journaled and have
+// no seq: a subscriber that is too slow loses some (Index shows the gap), and the whole
+// answer arrives anyway in the llm_responded event.
+type Delta struct {
+	// CallID is the LLM call the text belongs to ("step-1/llm-2").
+	CallID string
+	// StepID is the call's step, empty while planning.
+	StepID string
+	// Index numbers the call's deltas from 1.
+	Index uint32
+	// Attempt is the provider's attempt the text belongs to, from 1. When it changes the
+	// earlier attempt failed: its text is void and the answer starts over.
+	Attempt uint32
+	// AfterSeq is the seq of the call's llm_requested event: a subscriber gets the delta
+	// after that event and before the call's llm_responded.
+	AfterSeq uint64
+	// Text is the new text.
+	Text string
+}
+
+// PublishDelta hands a delta of stream to the subscribers that asked for deltas. It never
+// blocks: a subscriber whose delta buffer is full misses the delta.
+func (f *Feed) PublishDelta(stream string, d Delta) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs[stream] {
+		if s.deltas == nil {
+			continue
+		}
+		select {
+		case s.deltas <- d:
+		default:
+		}
+	}
+}
+
 // Subscribe returns a subscription to stream's records with Seq > afterSeq.
 func (f *Feed) Subscribe(stream string, afterSeq uint64) *Subscription {
+	return f.subscribe(stream, afterSeq, 0)
+}
+
+// SubscribeWithDeltas is Subscribe plus the stream's live deltas, read with NextUpdate.
+// Up to buffer deltas wait unread (default 1024 when buffer <= 0).
+func (f *Feed) SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *Subscription {
+	if buffer <= 0 {
+		buffer = 1024
+	}
+	return f.subscribe(stream, afterSeq, buffer)
+}
+
+func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subscription {
 	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []persistence.Record, f.opts.Buffer), catchUp: true}
+	if deltaBuffer > 0 {
+		s.deltas = make(chan Delta, deltaBuffer)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -115,6 +167,7 @@ type Subscription struct {
 	f      *Feed
 	stream string
 	live   chan []persistence.Record
+	deltas chan Delta // nil unless subscribed with deltas
 
 	// Guarded by f.mu.
 	lagged bool
@@ -125,6 +178,7 @@ type Subscription struct {
 	last    uint64
 	catchUp bool
 	queue   []persistence.Record
+	held    []Delta
 }
 
 func (s *Subscription) done() chan struct{} {
@@ -137,9 +191,39 @@ func (s *Subscription) done() chan struct{} {
 // Last returns the sequence number of the last record Next returned (or afterSeq).
 func (s *Subscription) Last() uint64 { return s.last }
 
+// Update is what NextUpdate returns: a stored record or a live delta.
+type Update struct {
+	// Record is set (IsDelta false) for a journaled event.
+	Record persistence.Record
+	// Delta is set (IsDelta true) for streamed text.
+	Delta   Delta
+	IsDelta bool
+}
+
 // Next returns the next record in sequence order, waiting for one to be published.
+// Deltas, if subscribed, are skipped.
 func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
 	for {
+		u, err := s.NextUpdate(ctx)
+		if err != nil || !u.IsDelta {
+			return u.Record, err
+		}
+	}
+}
+
+// NextUpdate returns the next record in sequence order or a live delta (for
+// subscriptions made with SubscribeWithDeltas). Records keep their guarantees (no gap,
+// no repeat). Deltas are best-effort, in order within a call, and placed in the record
+// stream causally: after their call's llm_requested (Delta.AfterSeq) and before its
+// llm_responded.
+func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
+	for {
+		s.takeDeltas()
+		if len(s.held) > 0 && s.held[0].AfterSeq <= s.last {
+			d := s.held[0]
+			s.held = s.held[1:]
+			return Update{Delta: d, IsDelta: true}, nil
+		}
 		if len(s.queue) > 0 {
 			r := s.queue[0]
 			s.queue = s.queue[1:]
@@ -152,7 +236,7 @@ func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
 				continue
 			}
 			s.last = r.Seq
-			return r, nil
+			return Update{Record: r}, nil
 		}
 		s.f.mu.Lock()
 		closed, lagged, done := s.closed, s.lagged, s.done()
@@ -163,12 +247,12 @@ func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
 		}
 		s.f.mu.Unlock()
 		if closed {
-			return persistence.Record{}, ErrClosed
+			return Update{}, ErrClosed
 		}
 		if s.catchUp {
 			n, err := s.readJournal(ctx)
 			if err != nil {
-				return persistence.Record{}, err
+				return Update{}, err
 			}
 			if n < s.f.opts.Page {
 				s.catchUp = false
@@ -177,12 +261,36 @@ func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return persistence.Record{}, ctx.Err()
+			return Update{}, ctx.Err()
 		case <-done:
 		case batch := <-s.live:
 			s.queue = append(s.queue, batch...)
+		case d := <-s.deltas:
+			s.hold(d)
 		}
 	}
+}
+
+// takeDeltas moves the deltas published so far into held. A delta is published before
+// the records that follow it causally, so taking them before each record keeps order.
+func (s *Subscription) takeDeltas() {
+	for s.deltas != nil {
+		select {
+		case d := <-s.deltas:
+			s.hold(d)
+		default:
+			return
+		}
+	}
+}
+
+// hold keeps d until its call's request is delivered, dropping the oldest held delta
+// when a subscriber that is catching up holds too many.
+func (s *Subscription) hold(d Delta) {
+	if len(s.held) >= cap(s.deltas) {
+		s.held = s.held[1:]
+	}
+	s.held = append(s.held, d)
 }
 
 var errPageFull = errors.New("page full")

@@ -139,3 +139,74 @@ func TestCloseAndCancel(t *testing.T) {
 		t.Fatalf("subscribe after close: %v", err)
 	}
 }
+
+// TestDeltasArePlacedCausally: deltas published after record 2 (their call's request)
+// and before record 3 (its answer) are delivered between them, even when the reader
+// only looks after everything was published; plain subscribers never see deltas.
+func TestDeltasArePlacedCausally(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	withDeltas := f.SubscribeWithDeltas("s", 0, 0)
+	defer withDeltas.Close()
+	plain := f.Subscribe("s", 0)
+	defer plain.Close()
+	w := &writer{j: j, f: f}
+	w.write(t, "s", 1)
+	// A delta of a call requested at seq 2 arrives before the reader has seen seq 2.
+	f.PublishDelta("s", feed.Delta{CallID: "c", Index: 1, Attempt: 1, AfterSeq: 2, Text: "a"})
+	w.write(t, "s", 1)
+	f.PublishDelta("s", feed.Delta{CallID: "c", Index: 2, Attempt: 1, AfterSeq: 2, Text: "b"})
+	w.write(t, "s", 1)
+	f.PublishDelta("other", feed.Delta{CallID: "x", Index: 1, AfterSeq: 0, Text: "not mine"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < 5 {
+		u, err := withDeltas.NextUpdate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.IsDelta {
+			got = append(got, "delta:"+u.Delta.Text)
+		} else {
+			got = append(got, fmt.Sprint("rec:", u.Record.Seq))
+		}
+	}
+	if fmt.Sprint(got) != "[rec:1 rec:2 delta:a delta:b rec:3]" {
+		t.Fatalf("order %v", got)
+	}
+	readN(t, plain, 0, 3)
+}
+
+// TestSlowDeltaReaderLosesDeltasNotRecords: a full delta buffer drops deltas (Index shows
+// the gap) and never blocks the publisher or loses a record.
+func TestSlowDeltaReaderLosesDeltasNotRecords(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	sub := f.SubscribeWithDeltas("s", 0, 4)
+	defer sub.Close()
+	w := &writer{j: j, f: f}
+	w.write(t, "s", 1)
+	for i := 1; i <= 100; i++ {
+		f.PublishDelta("s", feed.Delta{CallID: "c", Index: uint32(i), AfterSeq: 1, Text: "x"})
+	}
+	w.write(t, "s", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var deltas, records int
+	for records < 2 {
+		u, err := sub.NextUpdate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.IsDelta {
+			deltas++
+		} else {
+			records++
+		}
+	}
+	if deltas == 0 || deltas > 4 {
+		t.Fatalf("%d deltas delivered from a buffer of 4", deltas)
+	}
+}

@@ -1,0 +1,325 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// The step loop, as decisions. A step is a conversation: llm_requested → the model
+// answers (llm_responded); when the answer asks for tools, each call is recorded
+// (tool_called), run, and its outcome recorded (tool_result); when the turn's last
+// result is in, the next llm_requested follows. An answer without tool calls completes
+// the step. Every function here is pure: state and inputs in, events out.
+
+// Purposes of LLM calls.
+const (
+	purposePlan = "plan"
+	purposeStep = "step"
+)
+
+func planCallID(n uint32) string { return fmt.Sprintf("plan-%d", n) }
+
+func stepCallID(stepID string, n uint32) string { return fmt.Sprintf("%s/llm-%d", stepID, n) }
+
+// IdempotencyKey is the key of a session's tool call: session, step and the step's call
+// index. A call recorded with a result under its key is never executed again.
+func IdempotencyKey(sessionID, stepID string, index uint32) string {
+	return fmt.Sprintf("%s/%s/tool-%d", sessionID, stepID, index)
+}
+
+// llmResult is what a step runner reports back to the grain.
+type llmResult struct {
+	callID       string
+	content      string
+	toolCalls    []*messages.ToolCallRequest
+	finishReason string
+	model        string
+	usage        *messages.Usage
+	duration     time.Duration
+	err          error
+	// retryable classifies err: a later attempt may succeed (rate limit, outage).
+	retryable bool
+}
+
+// toolResult is what a tool runner reports back to the grain.
+type toolResult struct {
+	key string
+	res tools.Result
+}
+
+// decideLLMResult turns the result of the pending call into events. It returns nil when
+// the result is stale (not the pending call).
+func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
+	p := s.GetPending()
+	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
+		return nil
+	}
+	b := newEvents(s, "", now)
+	if r.err != nil {
+		llmFailed(b, s, p, r, cfg, now)
+		return b.evs
+	}
+	cost := cfg.Prices.Cost(firstNonEmpty(r.model, s.GetConfig().GetModel()), r.usage.GetInputTokens(), r.usage.GetOutputTokens())
+	calls := normaliseToolCalls(r.toolCalls)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
+			CallId: r.callID, StepId: p.GetStepId(), Content: r.content, Usage: r.usage,
+			FinishReason: r.finishReason, DurationMs: r.duration.Milliseconds(), Model: r.model,
+			ToolCalls: calls, CostUsd: cost,
+		}}
+	})
+	if p.GetPurpose() == purposePlan {
+		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
+		if err != nil {
+			fail(b, "planner returned an unusable plan: "+err.Error())
+			return b.evs
+		}
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
+		})
+		startStep(b, s, steps, 0, 1, s.GetIterations())
+		return b.evs
+	}
+	idx := s.GetCurrentStepIndex()
+	st := s.GetSteps()[idx]
+	if len(calls) == 0 {
+		completeStep(b, s, idx, r.content, r.usage, cost)
+		return b.evs
+	}
+	next := st.GetToolCalls()
+	for i, c := range calls {
+		next++
+		index := next
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{
+				StepId: p.GetStepId(), CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(),
+				IdempotencyKey: IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), Index: index,
+			}}
+		})
+		if i >= int(cfg.MaxToolCallsPerTurn) {
+			// Recorded so the transcript stays well-formed (every call gets an answer), but
+			// not run: the model learns the bound and calls again next turn.
+			terr := tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
+			b.add(func(e *messages.Event) {
+				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
+					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), tools.Result{CallID: c.GetId(), Err: terr})}
+			})
+		}
+	}
+	return b.evs
+}
+
+// llmFailed decides what a failed call means: a retryable failure with attempts left
+// schedules another run of the plan or step; anything else fails the session.
+func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, r *llmResult, cfg Config, now time.Time) {
+	var retryAt int64
+	if p.GetPurpose() == purposePlan {
+		attempt := s.GetPlanAttempt()
+		if r.retryable && attempt < cfg.StepAttempts {
+			retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
+		}
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
+				CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+			}}
+		})
+		if retryAt == 0 {
+			fail(b, fmt.Sprintf("plan: llm call %s failed: %v", r.callID, r.err))
+		}
+		return
+	}
+	idx := s.GetCurrentStepIndex()
+	attempt := max(s.GetSteps()[idx].GetAttempt(), 1)
+	if r.retryable && attempt < cfg.StepAttempts {
+		retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
+	}
+	msg := fmt.Sprintf("llm call %s failed: %v", r.callID, r.err)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{
+			StepId: p.GetStepId(), StepIndex: idx, Error: msg, Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+		}}
+	})
+	if retryAt == 0 {
+		reason := msg
+		if r.retryable {
+			reason = fmt.Sprintf("%s (attempt %d of %d)", msg, attempt, cfg.StepAttempts)
+		}
+		fail(b, fmt.Sprintf("step %s: %s", p.GetStepId(), reason))
+	}
+}
+
+// decideToolResult records a tool call's outcome. When it was the turn's last pending
+// call, the next LLM call of the step follows. It returns nil for a stale result.
+func decideToolResult(s *messages.SessionState, r *toolResult, now time.Time) []*messages.Event {
+	if Terminal(s) {
+		return nil
+	}
+	var pt *messages.PendingTool
+	for _, c := range s.GetPendingTools() {
+		if c.GetIdempotencyKey() == r.key {
+			pt = c
+			break
+		}
+	}
+	if pt == nil {
+		return nil
+	}
+	b := newEvents(s, "", now)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res)}
+	})
+	if len(s.GetPendingTools()) == 1 {
+		nextTurn(b, s)
+	}
+	return b.evs
+}
+
+// decideRetry runs a retryably failed plan or step again once its time has come.
+func decideRetry(s *messages.SessionState, now time.Time) []*messages.Event {
+	at := s.GetRetryAtUnixNano()
+	if at == 0 || Terminal(s) || now.UnixNano() < at {
+		return nil
+	}
+	b := newEvents(s, "", now)
+	iteration := s.GetIterations()
+	if s.GetStatus() == messages.SessionStatus_SESSION_STATUS_PLANNING {
+		if !withinBudget(b, s, iteration+1, nil) {
+			return b.evs
+		}
+		n := s.GetPlanAttempt() + 1
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+				CallId: planCallID(n), Purpose: purposePlan, Model: s.GetConfig().GetModel(), Iteration: iteration + 1,
+			}}
+		})
+		return b.evs
+	}
+	idx := s.GetCurrentStepIndex()
+	st := s.GetSteps()[idx]
+	startStep(b, s, planSteps(s), idx, max(st.GetAttempt(), 1)+1, iteration)
+	return b.evs
+}
+
+// startStep appends step_started and the step's first llm_requested, or the failure of
+// the step when the iteration budget is spent.
+func startStep(b *eventBuilder, s *messages.SessionState, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
+	st := steps[idx]
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
+			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(), Attempt: attempt,
+		}}
+	})
+	var llmCalls uint32
+	if int(idx) < len(s.GetSteps()) {
+		llmCalls = s.GetSteps()[idx].GetLlmCalls()
+	}
+	requestStepCall(b, s, idx, st.GetId(), attempt, llmCalls+1, iterations+1)
+}
+
+// nextTurn asks the model again after a turn's tool results are all recorded.
+func nextTurn(b *eventBuilder, s *messages.SessionState) {
+	idx := s.GetCurrentStepIndex()
+	st := s.GetSteps()[idx]
+	requestStepCall(b, s, idx, st.GetStep().GetId(), max(st.GetAttempt(), 1), st.GetLlmCalls()+1, s.GetIterations()+1)
+}
+
+func requestStepCall(b *eventBuilder, s *messages.SessionState, idx uint32, stepID string, attempt, n, iteration uint32) {
+	if !withinBudget(b, s, iteration, &messages.StepFailed{StepId: stepID, StepIndex: idx, Attempt: attempt}) {
+		return
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+			CallId: stepCallID(stepID, n), StepId: stepID, Purpose: purposeStep,
+			Model: s.GetConfig().GetModel(), Iteration: iteration,
+		}}
+	})
+}
+
+// withinBudget reports whether LLM call number iteration fits max_iterations; when it
+// does not, it appends step (the failure of the step, nil while planning) and the
+// failure of the session.
+func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, step *messages.StepFailed) bool {
+	limit := s.GetConfig().GetMaxIterations()
+	if limit == 0 || iteration <= limit {
+		return true
+	}
+	msg := fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
+	if step != nil {
+		msg += fmt.Sprintf(" and step %s has no final answer yet", step.GetStepId())
+		step.Error = msg
+		b.add(func(e *messages.Event) { e.Payload = &messages.Event_StepFailed{StepFailed: step} })
+	}
+	fail(b, msg)
+	return false
+}
+
+// completeStep records the step's final answer and starts the next step or completes
+// the session.
+func completeStep(b *eventBuilder, s *messages.SessionState, idx uint32, output string, usage *messages.Usage, cost float64) {
+	st := s.GetSteps()[idx]
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
+			StepId: st.GetStep().GetId(), StepIndex: idx, Output: output,
+		}}
+	})
+	steps := planSteps(s)
+	if int(idx)+1 < len(steps) {
+		startStep(b, s, steps, idx+1, 1, s.GetIterations())
+		return
+	}
+	total, totalCost := addUsage(s.GetUsage(), usage), s.GetCostUsd()+cost
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: output, Usage: total, CostUsd: totalCost}}
+	})
+}
+
+func fail(b *eventBuilder, msg string) {
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionFailed{SessionFailed: &messages.SessionFailed{Error: msg}}
+	})
+}
+
+func toolResultEvent(stepID, callID, tool, key string, r tools.Result) *messages.ToolResult {
+	ev := &messages.ToolResult{StepId: stepID, CallId: callID, Tool: tool, IdempotencyKey: key, DurationMs: r.Duration.Milliseconds()}
+	if r.Err != nil {
+		ev.Error = &messages.ToolFailure{
+			ErrorType: string(r.Err.Type), Retryable: r.Err.Retryable, Message: r.Err.Message, LlmText: r.Err.FormatForLLM(),
+		}
+		return ev
+	}
+	ev.Result = r.Output
+	return ev
+}
+
+// normaliseToolCalls gives every call a non-empty id unique within the turn (the tool
+// message answering it must name it unambiguously).
+func normaliseToolCalls(in []*messages.ToolCallRequest) []*messages.ToolCallRequest {
+	if len(in) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(in))
+	out := make([]*messages.ToolCallRequest, len(in))
+	for i, c := range in {
+		id := strings.TrimSpace(c.GetId())
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("call_%d", i+1)
+			for seen[id] {
+				id += "_"
+			}
+		}
+		seen[id] = true
+		out[i] = &messages.ToolCallRequest{Id: id, Name: c.GetName(), Arguments: c.GetArguments()}
+	}
+	return out
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
