@@ -1,0 +1,42 @@
+// Package anthropic is Fathom's client for the Anthropic Messages API
+// (POST {BaseURL}/v1/messages) and the Anthropic-compatible endpoint of Fathom's own
+// scripted mock-llm. Like llm/openai it speaks net/http directly, with a timeout per
+// call and a bound on the response size, and it does not retry (wrap it in
+// llm/resilient for that).
+//
+// # Mapping
+//
+// Fathom's provider-neutral conversation is translated to Anthropic's shape:
+//
+//   - system messages become the top-level "system" string (joined with a blank line);
+//   - user and assistant messages become messages of content blocks; an assistant's
+//     tool calls become "tool_use" blocks whose input is the parsed arguments object
+//     (arguments that are not a JSON object are sent as {"_raw": "<text>"} so a broken
+//     call from the model does not fail the whole request);
+//   - tool messages become "tool_result" blocks of a user message;
+//   - consecutive messages that end up with the same role are merged into one, since
+//     the API requires user and assistant turns to alternate.
+//
+// In the answer, text blocks are concatenated into Response.Content, tool_use blocks
+// become Response.ToolCalls, and stop reasons are renamed to Fathom's (end_turn →
+// "stop", tool_use → "tool_calls", max_tokens → "length"; others pass through).
+//
+// # Errors and streaming
+//
+// A non-2xx answer is an *llm.APIError carrying the status, Anthropic's error type and
+// message and the Retry-After wait, so llm.IsRetryable treats 429 and 5xx (including
+// Anthropic's 529 overloaded) as retryable. When Request.OnDelta is set the answer is
+// streamed as server-sent events; an "error" event becomes an *llm.APIError, and a
+// stream that ends before "message_stop" is an error wrapping io.ErrUnexpectedEOF.
+//
+// # Example
+//
+//	c, err := anthropic.New(anthropic.Config{APIKey: os.Getenv("ANTHROPIC_API_KEY")})
+//	if err != nil {
+//		return err
+//	}
+//	resp, err := c.Chat(ctx, llm.Request{Messages: []llm.Message{
+//		{Role: "system", Content: "Answer briefly."},
+//		{Role: "user", Content: "What is an actor?"},
+//	}})
+package anthropic
