@@ -60,7 +60,9 @@ type Grain struct {
 	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
 	stepRetry   *time.Timer
 	stepRetryAt int64
-	span        trace.Span
+	// snapshotting is set while a snapshot save runs in the background.
+	snapshotting bool
+	span         trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -71,6 +73,11 @@ type (
 	watchdogMsg struct{ callID string }
 	// stepRetryMsg fires when a failed plan or step is due to run again.
 	stepRetryMsg struct{}
+	// snapshotDone reports a background snapshot save.
+	snapshotDone struct {
+		seq uint64
+		err error
+	}
 )
 
 var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
@@ -123,6 +130,8 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onLLMResult(ctx, msg)
 	case *toolResult:
 		g.onToolResult(ctx, msg)
+	case *snapshotDone:
+		g.onSnapshotDone(msg)
 	case *stepRetryMsg:
 		g.stepRetryAt = 0
 		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Now()) })
@@ -273,26 +282,40 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 	}
-	g.maybeSnapshot()
+	g.maybeSnapshot(ctx)
 	return nil
 }
 
-func (g *Grain) maybeSnapshot() {
-	if g.state.GetSeq()-g.snapSeq < g.deps.Config.SnapshotEvery {
+// maybeSnapshot saves a snapshot every SnapshotEvery events, off the command path: a
+// snapshot only shortens recovery, so the grain does not wait for it. At most one save is
+// in flight; its outcome comes back as a snapshotDone message. The state it encodes is
+// never mutated (commit swaps in a new one), so the goroutine may read it.
+func (g *Grain) maybeSnapshot(ctx cluster.GrainContext) {
+	if g.snapshotting || g.state.GetSeq()-g.snapSeq < g.deps.Config.SnapshotEvery {
 		return
 	}
-	data, err := EncodeState(g.state)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
-		err = g.deps.Journal.SaveSnapshot(ctx, g.id, persistence.Snapshot{Seq: g.state.GetSeq(), Data: data, At: g.deps.Now()})
-		cancel()
-	}
-	if err != nil {
-		// A snapshot only shortens recovery; the events are durable.
-		g.log.Warn("save snapshot failed", "seq", g.state.GetSeq(), "error", err)
+	g.snapshotting = true
+	id, st, j, timeout, now := g.id, g.state, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		data, err := EncodeState(st)
+		if err == nil {
+			sctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err = j.SaveSnapshot(sctx, id, persistence.Snapshot{Seq: st.GetSeq(), Data: data, At: now})
+			cancel()
+		}
+		root.Send(self, &snapshotDone{seq: st.GetSeq(), err: err})
+	}()
+}
+
+func (g *Grain) onSnapshotDone(msg *snapshotDone) {
+	g.snapshotting = false
+	if msg.err != nil {
+		// The events are durable; the next commit tries again.
+		g.log.Warn("save snapshot failed", "seq", msg.seq, "error", msg.err)
 		return
 	}
-	g.snapSeq = g.state.GetSeq()
+	g.snapSeq = max(g.snapSeq, msg.seq)
 }
 
 // fence stops this activation: another one owns the stream. The next request activates

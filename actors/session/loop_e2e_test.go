@@ -54,9 +54,8 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 		}),
 		tools.MustNew("explode", "Always panics.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
-			var m map[string]int
-			m["boom"]++ // nil map write: a real runtime panic
-			return nil, nil
+			var xs []int
+			return xs[len(xs)], nil // index out of range: a real runtime panic
 		}),
 		tools.MustNew("sleepy", "Blocks until released or cancelled.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
@@ -446,5 +445,37 @@ func stopNode(t *testing.T, h *harness) {
 	defer cancel()
 	if err := h.node.Stop(ctx); err != nil {
 		t.Fatalf("stop node: %v", err)
+	}
+}
+
+// TestSessionOverAnthropicAPI runs the demo session, tool call included, through the
+// Anthropic Messages adapter (streamed) against the mock's /v1/messages.
+func TestSessionOverAnthropicAPI(t *testing.T) {
+	h := startHarness(t, harnessOpts{llm: func(l *node.LLMConfig) {
+		l.API = node.APIAnthropic
+		l.BaseURL = strings.TrimSuffix(l.BaseURL, "/v1")
+	}})
+	sub := h.node.Feed().SubscribeWithDeltas("s1", 0, 0)
+	defer sub.Close()
+	if _, err := h.start("s1", "c1", "Write a haiku about logs"); err != nil {
+		t.Fatal(err)
+	}
+	ups := collect(t, sub)
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	mustComplete(t, evs)
+	if n := len(ofType(evs, "tool_called")); n != 1 {
+		t.Fatalf("%d tool calls over the Anthropic API, want 1", n)
+	}
+	if c := ofType(evs, "tool_called")[0].GetToolCalled(); c.GetTool() != "write_todos" || !strings.Contains(c.GetArgs(), "in_progress") {
+		t.Fatalf("tool_called %v", c)
+	}
+	var deltas int
+	for _, u := range ups {
+		if u.IsDelta {
+			deltas++
+		}
+	}
+	if deltas == 0 {
+		t.Fatal("no deltas streamed over the Anthropic API")
 	}
 }

@@ -75,6 +75,7 @@ type nodeFlags struct {
 	breakerOpen   time.Duration
 	fallbacks     string
 	noStream      bool
+	llmAPI        string
 	otelExporter  string
 	otelEndpoint  string
 	provider      string
@@ -103,6 +104,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.breakerFails, "llm-breaker-failures", uint(envUint("FATHOM_LLM_BREAKER_FAILURES", 5)), "consecutive retryable LLM failures that open the circuit breaker (env FATHOM_LLM_BREAKER_FAILURES)")
 	fs.DurationVar(&f.breakerOpen, "llm-breaker-open", 30*time.Second, "how long an open LLM circuit breaker waits before a probe call")
 	fs.StringVar(&f.fallbacks, "llm-fallback-models", os.Getenv("FATHOM_LLM_FALLBACK_MODELS"), "comma-separated models tried in order when the session's model keeps failing (env FATHOM_LLM_FALLBACK_MODELS)")
+	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", node.APIOpenAI), "model API: openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL) or anthropic (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) (env FATHOM_LLM_API)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -147,7 +149,15 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if err := ccfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
 	}
-	llmCfg := node.LLMConfigFromEnv(os.Getenv)
+	if f.llmAPI != node.APIOpenAI && f.llmAPI != node.APIAnthropic {
+		return node.Config{}, usageError("bad --llm-api %q: want openai or anthropic", f.llmAPI)
+	}
+	llmCfg := node.LLMConfigFromEnv(func(k string) string {
+		if k == "FATHOM_LLM_API" {
+			return f.llmAPI
+		}
+		return os.Getenv(k)
+	})
 	llmCfg.Model = ""
 	if f.llmAttempts < 1 || f.llmRPM < 0 || f.llmTPM < 0 || f.breakerFails < 1 || f.breakerOpen <= 0 {
 		return node.Config{}, usageError("--llm-max-attempts and --llm-breaker-failures must be at least 1, --llm-rpm and --llm-tpm not negative, --llm-breaker-open positive")

@@ -57,7 +57,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "fathom node listening on http://%s (cluster member %s)\n", ln.Addr(), n.Address())
 	if n.UsesDemoModel() {
-		fmt.Fprintln(stderr, "fathom: OPENAI_API_KEY is not set: using the built-in demo model")
+		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model")
 	}
 	var serveErr error
 	select {

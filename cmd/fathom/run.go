@@ -59,7 +59,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}()
 	if n.UsesDemoModel() {
-		fmt.Fprintln(stderr, "fathom: OPENAI_API_KEY is not set: using the built-in demo model (set OPENAI_API_KEY, OPENAI_BASE_URL and FATHOM_MODEL for a real one)")
+		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model (set OPENAI_API_KEY or, with --llm-api anthropic, ANTHROPIC_API_KEY, and FATHOM_MODEL for a real one)")
 	}
 	id := *sessionID
 	if id == "" {

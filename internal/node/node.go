@@ -20,6 +20,7 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/anthropic"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/llm/openai"
 	"github.com/fathom-agents/fathom/llm/resilient"
@@ -61,9 +62,12 @@ type Config struct {
 // the built-in demo model (llm/mock) on a loopback port and talks to it over HTTP with
 // the same client a real endpoint gets.
 type LLMConfig struct {
-	// BaseURL of an OpenAI-compatible API (env OPENAI_BASE_URL).
+	// API is the wire protocol: "openai" (chat completions, the default; any compatible
+	// server) or "anthropic" (Messages API). Env FATHOM_LLM_API.
+	API string
+	// BaseURL of the API (env OPENAI_BASE_URL, or ANTHROPIC_BASE_URL for anthropic).
 	BaseURL string
-	// APIKey for it (env OPENAI_API_KEY).
+	// APIKey for it (env OPENAI_API_KEY, or ANTHROPIC_API_KEY for anthropic).
 	APIKey string
 	// Model overrides the sessions' default model (env FATHOM_MODEL).
 	Model string
@@ -77,14 +81,30 @@ type LLMConfig struct {
 	FallbackModels []string
 	// NoStream asks for whole answers instead of streamed ones (no live deltas).
 	NoStream bool
+	// Provider, when set, is used as is instead of an HTTP client (embedding Fathom with
+	// an in-process model, benchmarks); no resilience layer is added.
+	Provider llm.Provider
 }
 
 // UsesDemo reports whether this configuration runs the built-in demo model.
-func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" }
+func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
 
-// LLMConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and FATHOM_MODEL.
+// The wire protocols LLMConfig.API selects.
+const (
+	APIOpenAI    = "openai"
+	APIAnthropic = "anthropic"
+)
+
+// LLMConfigFromEnv reads FATHOM_LLM_API, FATHOM_MODEL and the API's key and base URL
+// (OPENAI_API_KEY and OPENAI_BASE_URL, or ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
 func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
-	return LLMConfig{BaseURL: getenv("OPENAI_BASE_URL"), APIKey: getenv("OPENAI_API_KEY"), Model: getenv("FATHOM_MODEL")}
+	c := LLMConfig{API: getenv("FATHOM_LLM_API"), Model: getenv("FATHOM_MODEL")}
+	if c.API == APIAnthropic {
+		c.BaseURL, c.APIKey = getenv("ANTHROPIC_BASE_URL"), getenv("ANTHROPIC_API_KEY")
+	} else {
+		c.BaseURL, c.APIKey = getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY")
+	}
+	return c
 }
 
 // Node is a running Fathom node. Stop releases everything Start acquired.
@@ -204,6 +224,9 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 // resilience layer (retries honouring Retry-After, rate limits, circuit breaker), with
 // the fallback models behind it, each with its own breaker.
 func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
+	if n.cfg.LLM.Provider != nil {
+		return n.cfg.LLM.Provider, nil
+	}
 	base, err := n.startClient(ctx)
 	if err != nil {
 		return nil, err
@@ -224,28 +247,54 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 }
 
 func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
-	ocfg := openai.DefaultConfig()
-	ocfg.APIKey, ocfg.Model = n.cfg.LLM.APIKey, n.cfg.LLM.Model
-	if n.cfg.LLM.AttemptTimeout > 0 {
-		ocfg.Timeout = n.cfg.LLM.AttemptTimeout
-	}
-	if n.cfg.LLM.BaseURL != "" {
-		ocfg.BaseURL = n.cfg.LLM.BaseURL
-	}
-	if n.cfg.LLM.UsesDemo() {
+	c := n.cfg.LLM
+	baseURL := c.BaseURL
+	if c.UsesDemo() {
 		d, err := startDemo(n.log)
 		if err != nil {
 			return nil, err
 		}
 		n.demo = d
-		ocfg.BaseURL = d.baseURL
-		n.log.Info("no OPENAI_API_KEY or OPENAI_BASE_URL: using the built-in demo model", "base_url", d.baseURL)
+		baseURL = d.baseURL // serves both APIs
+		if c.API != APIAnthropic {
+			baseURL += "/v1"
+		}
+		n.log.Info("no API key or base URL: using the built-in demo model", "api", c.API, "base_url", baseURL)
 	}
-	c, err := openai.New(ocfg)
-	if err != nil {
-		return nil, fmt.Errorf("llm client: %w", err)
+	switch c.API {
+	case "", APIOpenAI:
+		ocfg := openai.DefaultConfig()
+		ocfg.APIKey, ocfg.Model = c.APIKey, c.Model
+		if baseURL != "" {
+			ocfg.BaseURL = baseURL
+		}
+		if c.AttemptTimeout > 0 {
+			ocfg.Timeout = c.AttemptTimeout
+		}
+		p, err := openai.New(ocfg)
+		if err != nil {
+			return nil, fmt.Errorf("llm client: %w", err)
+		}
+		return p, nil
+	case APIAnthropic:
+		acfg := anthropic.DefaultConfig()
+		acfg.APIKey = c.APIKey
+		if c.Model != "" {
+			acfg.Model = c.Model
+		}
+		if baseURL != "" {
+			acfg.BaseURL = baseURL
+		}
+		if c.AttemptTimeout > 0 {
+			acfg.Timeout = c.AttemptTimeout
+		}
+		p, err := anthropic.New(acfg)
+		if err != nil {
+			return nil, fmt.Errorf("llm client: %w", err)
+		}
+		return p, nil
 	}
-	return c, nil
+	return nil, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
 }
 
 // UsesDemoModel reports whether the node answers with the built-in demo model.
@@ -308,7 +357,7 @@ func startDemo(log *slog.Logger) (*demoModel, error) {
 	go func() { d.done <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(addr string) { ready <- addr }) }()
 	select {
 	case addr := <-ready:
-		d.baseURL = "http://" + addr + "/v1"
+		d.baseURL = "http://" + addr
 		return d, nil
 	case err := <-d.done:
 		cancel()

@@ -250,6 +250,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	mux.HandleFunc("POST /v1/messages", s.anthAuth(s.messages))
 	mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown endpoint "+r.Method+" "+r.URL.Path, 0)

@@ -1,0 +1,130 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/postgres"
+)
+
+// stepsPerSession is the plan length of the step benchmark's sessions.
+const stepsPerSession = 50
+
+// instantModel is a zero-latency in-process model: a plan of stepsPerSession steps, then
+// a short answer for every step. It lets the benchmark measure the engine alone.
+type instantModel struct{ plan string }
+
+func newInstantModel() *instantModel {
+	steps := make([]string, stepsPerSession)
+	for i := range steps {
+		steps[i] = fmt.Sprintf(`{"id":"step-%d","type":"custom","description":"step number %d"}`, i+1, i+1)
+	}
+	return &instantModel{plan: `{"steps":[` + strings.Join(steps, ",") + `]}`}
+}
+
+func (m *instantModel) Name() string { return "instant" }
+
+func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	usage := llm.Usage{InputTokens: 200, OutputTokens: 50, TotalTokens: 250}
+	if strings.Contains(req.Messages[0].Content, "FATHOM-ROLE: planner") {
+		return llm.Response{Content: m.plan, FinishReason: "stop", Model: "instant", Usage: usage}, nil
+	}
+	return llm.Response{Content: "The step is done: here is a short deliverable of a few dozen words that stands in for a real answer.", FinishReason: "stop", Model: "instant", Usage: usage}, nil
+}
+
+// BenchmarkStepOverhead is the engine's cost per plan step on the durable PostgreSQL
+// journal with a zero-latency model: the runner child, the request build, decide, Apply
+// on a clone, protobuf encoding, one journal append per step (llm_responded,
+// step_completed, step_started, llm_requested), the feed, snapshots. One op is one step;
+// sessions of 50 steps run back to back, so each op also carries a fiftieth of a
+// session's activation, start and plan. Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md).
+func BenchmarkStepOverhead(b *testing.B) {
+	dsn := testenv.PostgresDSN(b)
+	ctx := context.Background()
+	j, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	scfg := session.DefaultConfig()
+	scfg.MaxSteps, scfg.MaxIterations = stepsPerSession, stepsPerSession+1
+	ccfg := fcluster.DefaultConfig()
+	ccfg.Provider = "local"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ccfg.Logger = log
+	n, err := node.Start(ctx, node.Config{
+		Journal: j, Cluster: ccfg, Session: scfg, Logger: log,
+		LLM: node.LLMConfig{Provider: newInstantModel(), NoStream: true},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = n.Stop(context.Background()) }) // not timed (a defer would be)
+	var seq atomic.Int64
+	run := func(steps int) {
+		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), seq.Add(1))
+		sub := n.Feed().Subscribe(id, 0)
+		defer sub.Close()
+		if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c", Goal: "benchmark"}, cluster.WithTimeout(10*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		for {
+			rec, err := sub.Next(wctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch rec.Type {
+			case "session_completed":
+				return
+			case "session_failed":
+				b.Fatalf("session %s failed", id)
+			}
+		}
+	}
+	run(stepsPerSession) // warm up: activation paths, pool connections
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += stepsPerSession {
+		run(stepsPerSession)
+	}
+}
+
+// BenchmarkBaselinePgxInsertCommit is the floor of BenchmarkStepOverhead: a bare pgx
+// single-row INSERT and its commit (autocommit), ~400-byte payload, in the same database.
+func BenchmarkBaselinePgxInsertCommit(b *testing.B) {
+	dsn := testenv.PostgresDSN(b)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE bench_rows (stream_id text, seq bigint, type text, data bytea, at timestamptz, PRIMARY KEY (stream_id, seq))`); err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 400)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pool.Exec(ctx, `INSERT INTO bench_rows (stream_id, seq, type, data, at) VALUES ($1, $2, $3, $4, $5)`,
+			"bench", int64(i+1), "step_completed", data, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
