@@ -2,6 +2,8 @@ package mock_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -59,5 +61,43 @@ func TestEmbeddingsEndpoint(t *testing.T) {
 		if code, _ := post(bad); code != 400 {
 			t.Errorf("%s: status %d", bad, code)
 		}
+	}
+}
+
+// TestEmbeddingsBase64: encoding_format base64 returns the little-endian float32 bytes
+// of the same vector (what the official clients request by default).
+func TestEmbeddingsBase64(t *testing.T) {
+	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewBufferString(`{"input":"event sourcing","dimensions":8,"encoding_format":"base64"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data []struct {
+			Embedding string `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Data) != 1 {
+		t.Fatalf("decode: %v %v", err, out)
+	}
+	raw, err := base64.StdEncoding.DecodeString(out.Data[0].Embedding)
+	if err != nil || len(raw) != 32 {
+		t.Fatalf("base64 %q: %v (%d bytes)", out.Data[0].Embedding, err, len(raw))
+	}
+	want := mock.Embed("event sourcing", 8)
+	for i := range want {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])); got != want[i] {
+			t.Fatalf("component %d = %v, want %v", i, got, want[i])
+		}
+	}
+	bad, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewBufferString(`{"input":"x","encoding_format":"int8"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest {
+		t.Fatalf("unknown encoding_format: HTTP %d", bad.StatusCode)
 	}
 }

@@ -24,6 +24,8 @@ package mock
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -524,9 +526,10 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model      string          `json:"model"`
-		Input      json.RawMessage `json:"input"`
-		Dimensions int             `json:"dimensions"`
+		Model          string          `json:"model"`
+		Input          json.RawMessage `json:"input"`
+		Dimensions     int             `json:"dimensions"`
+		EncodingFormat string          `json:"encoding_format"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "request is not valid JSON: "+err.Error(), 0)
@@ -540,6 +543,10 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "input must be a string or a non-empty array of strings", 0)
 		return
 	}
+	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("encoding_format %q: want float or base64", req.EncodingFormat), 0)
+		return
+	}
 	dims := req.Dimensions
 	if dims == 0 {
 		dims = DefaultEmbeddingDims
@@ -551,7 +558,11 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	data := make([]map[string]any, len(inputs))
 	tokens := 0
 	for i, in := range inputs {
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Embed(in, dims)}
+		var emb any = Embed(in, dims)
+		if req.EncodingFormat == "base64" {
+			emb = encodeBase64Floats(emb.([]float32))
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
 		tokens += approxTokens(in)
 	}
 	model := req.Model
@@ -560,6 +571,16 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": model,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+}
+
+// encodeBase64Floats is the API's base64 encoding of an embedding: the little-endian
+// float32 bytes, standard base64.
+func encodeBase64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // Embed is the mock's embedding function: feature hashing of the lower-cased words of

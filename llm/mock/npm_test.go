@@ -3,6 +3,7 @@ package mock_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -40,6 +41,10 @@ const OpenAI = require("openai");
   }
   const emb = await client.embeddings.create({ model: "e", input: ["a b", "c"], encoding_format: "float" });
   out.embeddings = emb.data.map(d => d.embedding.length);
+  // Without encoding_format the client asks for base64 and decodes it to floats.
+  const embDefault = await client.embeddings.create({ model: "e", input: "a b" });
+  out.embeddingDefault = embDefault.data[0].embedding;
+  out.embeddingFloat = emb.data[0].embedding;
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e); process.exit(1); });
 `
@@ -85,6 +90,9 @@ func TestOfficialOpenAINodeClient(t *testing.T) {
 		Deltas      []string
 		StreamUsage int
 		Embeddings  []int
+		// EmbeddingDefault (base64 on the wire) must equal EmbeddingFloat.
+		EmbeddingDefault []float32
+		EmbeddingFloat   []float32
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node printed %q: %v", out, err)
@@ -100,5 +108,8 @@ func TestOfficialOpenAINodeClient(t *testing.T) {
 	}
 	if len(got.Embeddings) != 2 || got.Embeddings[0] != mock.DefaultEmbeddingDims {
 		t.Fatalf("embeddings: %v", got.Embeddings)
+	}
+	if len(got.EmbeddingDefault) != mock.DefaultEmbeddingDims || fmt.Sprint(got.EmbeddingDefault) != fmt.Sprint(got.EmbeddingFloat) {
+		t.Fatalf("base64 embedding decoded by the client differs from the float one: %v vs %v", got.EmbeddingDefault[:4], got.EmbeddingFloat[:4])
 	}
 }
