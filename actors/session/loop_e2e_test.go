@@ -15,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/tools"
+	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // executions counts tool executions by idempotency key, across nodes of one test.
@@ -40,7 +41,8 @@ func (e *executions) get(key string) int {
 }
 
 // testToolsWith returns the tools the loop tests call: lookup (answers), explode
-// (panics), sleepy (blocks until cancelled), all counted in ex.
+// (panics), sleepy (blocks until cancelled), all counted in ex; and the built-in
+// write_todos the demo script calls.
 func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools.Executor {
 	t.Helper()
 	type lookupArgs struct {
@@ -57,6 +59,7 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 			var xs []int
 			return xs[len(xs)], nil // index out of range: a real runtime panic
 		}),
+		builtin.WriteTodos(),
 		tools.MustNew("sleepy", "Blocks until released or cancelled.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
 			select {

@@ -30,6 +30,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/tools"
+	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // JournalFile is the embedded journal's file name inside the data directory.
@@ -50,7 +51,8 @@ type Config struct {
 	Session session.Config
 	// LLM selects the model endpoint.
 	LLM LLMConfig
-	// Tools runs the model's tool calls; nil means the built-in tools.
+	// Tools runs the model's tool calls; nil means the built-in tools (tools/builtin),
+	// web_search backed by FATHOM_SEARXNG_URL when set.
 	Tools *tools.Executor
 	// Telemetry selects the OpenTelemetry exporters.
 	Telemetry telemetry.Config
@@ -151,6 +153,18 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.feed = feed.New(n.journal, feed.Options{})
+	toolExec := cfg.Tools
+	if toolExec == nil {
+		search, err := builtin.SearchFromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		reg, err := builtin.Registry(builtin.Options{Search: search})
+		if err != nil {
+			return nil, err
+		}
+		toolExec = &tools.Executor{Registry: reg}
+	}
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
@@ -167,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Journal:   n.journal,
 		LLM:       provider,
 		Publisher: n.feed,
-		Tools:     cfg.Tools,
+		Tools:     toolExec,
 		Logger:    cfg.Logger.With("component", "session"),
 		Tracer:    n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
 	}

@@ -1,0 +1,11 @@
+// Package builtin holds the tools every Fathom session gets:
+//
+//   - write_todos: the plan/todo list of deep agents. The model sends the whole list
+//     each time (replacement semantics); the session's events keep every version.
+//   - web_search: web search through a SearchProvider; SearXNG (self-hostable, JSON
+//     API) is the adapter shipped here, configured with FATHOM_SEARXNG_URL.
+//   - code_execute: runs code in the external sandbox (sandbox mode "external"); the
+//     executor routes it to the sandbox pool and never runs it in-process.
+//
+// Registry builds a tools.Registry with all three.
+package builtin
