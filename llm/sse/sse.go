@@ -44,6 +44,7 @@ type Reader struct {
 	// MaxEventBytes bounds a line and an event's data; 0 means DefaultMaxEventBytes.
 	MaxEventBytes int
 	lastID        string
+	line, data    []byte // reused across events
 }
 
 // NewReader returns a Reader of r.
@@ -58,10 +59,10 @@ func (r *Reader) Next() (Event, error) {
 	}
 	var (
 		ev      Event
-		data    bytes.Buffer
 		hasData bool
 		pending bool
 	)
+	r.data = r.data[:0]
 	for {
 		line, err := r.readLine(limit)
 		if err != nil {
@@ -75,10 +76,11 @@ func (r *Reader) Next() (Event, error) {
 		}
 		if len(line) == 0 { // dispatch
 			if !hasData {
-				ev, data, pending = Event{}, bytes.Buffer{}, false
+				ev, pending = Event{}, false
+				r.data = r.data[:0]
 				continue
 			}
-			ev.Data, ev.ID = data.String(), r.lastID
+			ev.Data, ev.ID = string(r.data), r.lastID
 			return ev, nil
 		}
 		pending = true
@@ -95,12 +97,12 @@ func (r *Reader) Next() (Event, error) {
 		switch string(field) {
 		case "data":
 			if hasData {
-				data.WriteByte('\n')
+				r.data = append(r.data, '\n')
 			}
-			if data.Len()+len(value) > limit {
+			if len(r.data)+len(value) > limit {
 				return Event{}, fmt.Errorf("%w: more than %d bytes of data", ErrTooLarge, limit)
 			}
-			data.Write(value)
+			r.data = append(r.data, value...)
 			hasData = true
 		case "event":
 			ev.Type = string(value)
@@ -116,29 +118,47 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// readLine returns one line without its terminator (LF, CRLF or CR).
+// readLine returns one line without its terminator (LF, CRLF or CR). The line is only
+// valid until the next call (it lives in a buffer the Reader reuses).
 func (r *Reader) readLine(limit int) ([]byte, error) {
-	var line []byte
+	r.line = r.line[:0]
 	for {
-		b, err := r.br.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(line) > 0 {
-				return nil, io.ErrUnexpectedEOF // a line cut before its terminator
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(r.line) > 0 {
+					return nil, io.ErrUnexpectedEOF // a line cut before its terminator
+				}
+				return nil, err
 			}
-			return nil, err
 		}
-		switch b {
-		case '\n':
-			return line, nil
-		case '\r':
-			if next, err := r.br.Peek(1); err == nil && next[0] == '\n' {
-				_, _ = r.br.ReadByte()
+		buf, _ := r.br.Peek(r.br.Buffered())
+		end := bytes.IndexByte(buf, '\n')
+		region := buf
+		if end >= 0 {
+			region = buf[:end]
+		}
+		if cr := bytes.IndexByte(region, '\r'); cr >= 0 {
+			end = cr
+		}
+		if end < 0 {
+			if len(r.line)+len(buf) > limit {
+				return nil, fmt.Errorf("%w: line longer than %d bytes", ErrTooLarge, limit)
 			}
-			return line, nil
+			r.line = append(r.line, buf...)
+			_, _ = r.br.Discard(len(buf))
+			continue
 		}
-		if len(line) >= limit {
+		if len(r.line)+end > limit {
 			return nil, fmt.Errorf("%w: line longer than %d bytes", ErrTooLarge, limit)
 		}
-		line = append(line, b)
+		r.line = append(r.line, buf[:end]...)
+		term := buf[end]
+		_, _ = r.br.Discard(end + 1)
+		if term == '\r' {
+			if next, err := r.br.Peek(1); err == nil && next[0] == '\n' {
+				_, _ = r.br.Discard(1)
+			}
+		}
+		return r.line, nil
 	}
 }
