@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 func cleanEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OPENAI_") || strings.HasPrefix(kv, "FATHOM_") || strings.HasPrefix(kv, "CONSUL_") {
+		if strings.HasPrefix(kv, "OPENAI_") || strings.HasPrefix(kv, "ANTHROPIC_") || strings.HasPrefix(kv, "FATHOM_") || strings.HasPrefix(kv, "CONSUL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -168,10 +168,21 @@ func TestRunHumanOutput(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"goal: Explain virtual actors", "plan:", "step 1/", "session completed"} {
+	// The research step's tool loop shows: the call, its result, then the answer,
+	// streamed live and printed once.
+	for _, want := range []string{"goal: Explain virtual actors", "plan:", "step 1/", "→ tool write_todos", "← tool write_todos",
+		"[~] Work out what the goal asks for", "1 tool call(s)", "session completed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	if n := strings.Count(r.stdout, "Events fall like rain"); n != 1 {
+		t.Errorf("the write step's answer is printed %d times, want once:\n%s", n, r.stdout)
+	}
+	// --no-stream: no deltas, the step output is printed from step_completed instead.
+	r = fathom(t, cleanEnv(), "run", "--no-stream", "--data-dir", t.TempDir(), "Explain virtual actors")
+	if r.code != 0 || strings.Count(r.stdout, "Events fall like rain") != 1 {
+		t.Fatalf("--no-stream: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -274,6 +285,10 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"bad flag", []string{"run", "--no-such-flag", "goal"}, 2, "no-such-flag"},
 		{"migrate without dsn", []string{"migrate"}, 2, "--postgres"},
+		{"unknown llm api", []string{"run", "--data-dir", dir, "--llm-api", "gemini", "goal"}, 2, "bad --llm-api"},
+		{"missing price file", []string{"run", "--data-dir", dir, "--prices", filepath.Join(dir, "nope.json"), "goal"}, 2, "price table"},
+		{"bad price file", []string{"run", "--data-dir", dir, "--prices", file, "goal"}, 2, "price table"},
+		{"zero step attempts", []string{"run", "--data-dir", dir, "--step-attempts", "0", "goal"}, 2, "step attempts"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -472,5 +487,19 @@ func TestRunExportsSpans(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("stderr:\n%.4000s", r.stderr)
+	}
+}
+
+// TestRunOverTheAnthropicAPI: with --llm-api anthropic and no key, the demo model is
+// reached through the Anthropic Messages client (streamed, with the tool call).
+func TestRunOverTheAnthropicAPI(t *testing.T) {
+	r := fathom(t, cleanEnv(), "run", "--llm-api", "anthropic", "--data-dir", t.TempDir(), "Explain virtual actors")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"← tool write_todos", "Events fall like rain", "session completed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }
