@@ -1,9 +1,10 @@
 // Package llm defines how Fathom talks to language models: one Provider interface,
-// provider-neutral request and response types, and the classification of errors into
-// retryable and permanent ones. Adapters live in subpackages (openai); llm/resilient
+// provider-neutral request and response types, the classification of errors into
+// retryable and permanent ones, and the price table for cost accounting. Adapters live
+// in subpackages (openai: chat completions; anthropic: Messages API); llm/resilient
 // adds retries, rate limits, a circuit breaker and fallbacks on top of any Provider;
-// llm/sse reads streamed answers; llm/mock is a scripted OpenAI-compatible server for
-// tests and the demo.
+// llm/sse reads streamed answers; llm/mock is a scripted OpenAI- and
+// Anthropic-compatible server for tests and the demo.
 //
 // This package has no actor code: the session grain's step runner calls a Provider.
 package llm

@@ -1,8 +1,10 @@
 // Package mock is a scripted OpenAI-compatible model server: the built-in demo model of
 // `fathom run` and the model of every test. It serves GET /v1/models,
-// POST /v1/chat/completions (JSON or a stream of chunks ending in "data: [DONE]") and
-// POST /v1/embeddings (deterministic local embeddings, see Embed) over real HTTP, so the production client (llm/openai) is
-// exercised byte for byte; only the answers are scripted.
+// POST /v1/chat/completions (JSON or a stream of chunks ending in "data: [DONE]"),
+// POST /v1/messages (the same script in Anthropic's Messages format, JSON or SSE) and
+// POST /v1/embeddings (deterministic local embeddings, see Embed; float or base64) over
+// real HTTP, so the production clients (llm/openai, llm/anthropic) are exercised byte
+// for byte; only the answers are scripted.
 //
 // A script is JSON:
 //
