@@ -104,7 +104,7 @@ func TestWebSearchSearXNG(t *testing.T) {
 	var gotQuery, gotAuth string
 	ok := searxng(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" {
-			http.Error(w, "bad request", 400)
+			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
 		gotQuery, gotAuth = r.URL.Query().Get("q"), r.Header.Get("Authorization")
@@ -134,9 +134,13 @@ func TestWebSearchSearXNG(t *testing.T) {
 		retryable bool
 	}{
 		{"empty", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"results":[]}`)) }, "No results", "", false},
-		{"server error", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "engine crashed", 500) }, "HTTP 500: engine crashed", tools.ErrExecution, true},
-		{"rate limited", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "too many", 429) }, "HTTP 429", tools.ErrExecution, true},
-		{"forbidden", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "format json not allowed", 403) }, "HTTP 403", tools.ErrExecution, false},
+		{"server error", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "engine crashed", http.StatusInternalServerError)
+		}, "HTTP 500: engine crashed", tools.ErrExecution, true},
+		{"rate limited", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "too many", http.StatusTooManyRequests) }, "HTTP 429", tools.ErrExecution, true},
+		{"forbidden", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "format json not allowed", http.StatusForbidden)
+		}, "HTTP 403", tools.ErrExecution, false},
 		{"malformed", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`<html>`)) }, "not the JSON format", tools.ErrExecution, true},
 		{"slow", func(w http.ResponseWriter, r *http.Request) {
 			select {
