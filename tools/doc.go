@@ -6,11 +6,14 @@
 // A typed tool is a few lines:
 //
 //	type searchArgs struct {
-//		Query string `json:"query" jsonschema:"description=what to search for"`
+//		Query string `json:"query" jsonschema:"minLength=1" jsonschema_description:"What to search for, as words."`
 //		Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=20"`
 //	}
 //	search := tools.New("web_search", "Search the web", tools.SandboxNone,
 //		func(ctx context.Context, a searchArgs) (any, error) { ... })
+//
+// Put descriptions in `jsonschema_description:"..."`: inside `jsonschema:"..."` a comma
+// separates options, so a description with a comma would be cut short.
 //
 // Tools return a result or an error; the executor normalises any error into a
 // ToolError (a tool may return one itself for a precise type), converts panics and

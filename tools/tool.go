@@ -49,9 +49,10 @@ type typed[A any] struct {
 }
 
 // New makes a tool from a function of a typed arguments struct. The JSON Schema is
-// generated from A (json tags name the properties; `jsonschema:"..."` tags add
-// descriptions, enums and bounds; fields without omitempty are required; additional
-// properties are rejected).
+// generated from A (json tags name the properties; `jsonschema:"..."` tags add enums
+// and bounds; `jsonschema_description:"..."` tags add descriptions, which may contain
+// commas, unlike a description= option inside `jsonschema:"..."`; fields without
+// omitempty are required; additional properties are rejected).
 func New[A any](name, description string, mode SandboxMode, fn func(ctx context.Context, args A) (any, error)) (Tool, error) {
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	s := r.Reflect(new(A))

@@ -30,7 +30,7 @@ func SearchFromEnv(getenv func(string) string) (SearchProvider, error) {
 	}
 	s, err := NewSearXNG(SearXNGConfig{BaseURL: base, Token: getenv("FATHOM_SEARXNG_TOKEN")})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("FATHOM_SEARXNG_URL: %w", err)
 	}
 	return s, nil
 }

@@ -9,13 +9,13 @@ import (
 // CodeArgs are code_execute's arguments (the fields of an FSP v1 execute request).
 type CodeArgs struct {
 	// Language is the interpreter.
-	Language string `json:"language" jsonschema:"enum=python,enum=javascript,enum=shell,enum=elixir,description=The language of the code."`
+	Language string `json:"language" jsonschema:"enum=python,enum=javascript,enum=shell,enum=elixir" jsonschema_description:"The language of the code."`
 	// Code is the program.
-	Code string `json:"code" jsonschema:"minLength=1,maxLength=1048576,description=The complete program to run. Print what you want to see."`
+	Code string `json:"code" jsonschema:"minLength=1,maxLength=1048576" jsonschema_description:"The complete program to run. Print what you want to see."`
 	// Stdin is fed to the program.
-	Stdin string `json:"stdin,omitempty" jsonschema:"maxLength=1048576,description=Standard input for the program."`
+	Stdin string `json:"stdin,omitempty" jsonschema:"maxLength=1048576" jsonschema_description:"Standard input for the program."`
 	// TimeoutMS bounds the run.
-	TimeoutMS int `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=300000,description=Time limit in milliseconds (default: the sandbox's)."`
+	TimeoutMS int `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=300000" jsonschema_description:"Time limit in milliseconds (default: the sandbox's)."`
 }
 
 // CodeExecute returns the code_execute tool. It runs in the external sandbox: the

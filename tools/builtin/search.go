@@ -10,20 +10,25 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fathom-agents/fathom/tools"
 )
 
 // SearchResult is one web search hit.
 type SearchResult struct {
-	Title   string `json:"title"`
-	URL     string `json:"url"`
+	// Title is the page's title.
+	Title string `json:"title"`
+	// URL is the page's address.
+	URL string `json:"url"`
+	// Snippet is the excerpt the search service shows (may be empty).
 	Snippet string `json:"snippet"`
 }
 
 // SearchProvider searches the web. Implementations honour ctx and return errors a
 // ToolError can classify (*SearchError for HTTP answers).
 type SearchProvider interface {
+	// Search returns at most limit results for query, best first.
 	Search(ctx context.Context, query string, limit int) ([]SearchResult, error)
 }
 
@@ -63,6 +68,8 @@ type SearXNG struct {
 	token string
 	hc    *http.Client
 }
+
+var _ SearchProvider = (*SearXNG)(nil)
 
 // NewSearXNG returns the adapter for cfg.
 func NewSearXNG(cfg SearXNGConfig) (*SearXNG, error) {
@@ -104,11 +111,7 @@ func (s *SearXNG) Search(ctx context.Context, query string, limit int) ([]Search
 		return nil, fmt.Errorf("searxng: read answer: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		snippet := strings.TrimSpace(string(body))
-		if len(snippet) > 200 {
-			snippet = snippet[:200] + "…"
-		}
-		return nil, &SearchError{StatusCode: resp.StatusCode, Body: snippet}
+		return nil, &SearchError{StatusCode: resp.StatusCode, Body: bodySnippet(body, 200)}
 	}
 	if len(body) > MaxSearchResponseBytes {
 		return nil, fmt.Errorf("searxng: answer exceeds %d bytes", MaxSearchResponseBytes)
@@ -136,9 +139,9 @@ func (s *SearXNG) Search(ctx context.Context, query string, limit int) ([]Search
 // SearchArgs are web_search's arguments.
 type SearchArgs struct {
 	// Query is what to search for.
-	Query string `json:"query" jsonschema:"minLength=1,maxLength=500,description=The search query, as you would type it into a search engine."`
+	Query string `json:"query" jsonschema:"minLength=1,maxLength=500" jsonschema_description:"The search query, as you would type it into a search engine."`
 	// MaxResults bounds the answer.
-	MaxResults int `json:"max_results,omitempty" jsonschema:"minimum=1,maximum=10,description=How many results to return (default 5)."`
+	MaxResults int `json:"max_results,omitempty" jsonschema:"minimum=1,maximum=10,default=5" jsonschema_description:"How many results to return (default 5)."`
 }
 
 // WebSearch returns the web_search tool backed by p. With p nil the tool exists (the
@@ -169,6 +172,20 @@ func WebSearch(p SearchProvider) tools.Tool {
 			}
 			return renderResults(a.Query, res), nil
 		})
+}
+
+// bodySnippet is the start of an error answer's body, at most n bytes cut on a rune
+// boundary, for the error message.
+func bodySnippet(body []byte, n int) string {
+	s := strings.TrimSpace(string(body))
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func renderResults(query string, res []SearchResult) string {

@@ -9,28 +9,34 @@ import (
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// Todo statuses.
+// TodoStatus is the state of one todo item.
+type TodoStatus string
+
+// The todo statuses write_todos accepts.
 const (
-	TodoPending    = "pending"
-	TodoInProgress = "in_progress"
-	TodoCompleted  = "completed"
+	// TodoPending: not started.
+	TodoPending TodoStatus = "pending"
+	// TodoInProgress: being worked on now (at most one item).
+	TodoInProgress TodoStatus = "in_progress"
+	// TodoCompleted: done.
+	TodoCompleted TodoStatus = "completed"
 )
 
 // Todo is one item of the plan the model keeps with write_todos.
 type Todo struct {
 	// Content says what to do.
-	Content string `json:"content" jsonschema:"minLength=1,maxLength=1000,description=What to do, as an imperative sentence."`
+	Content string `json:"content" jsonschema:"minLength=1,maxLength=1000" jsonschema_description:"What to do, as an imperative sentence."`
 	// Status is pending, in_progress or completed.
-	Status string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed,description=pending, in_progress (at most one item) or completed."`
+	Status TodoStatus `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress (at most one item) or completed."`
 }
 
 // TodosArgs are write_todos' arguments.
 type TodosArgs struct {
 	// Todos is the whole list, replacing the previous one.
-	Todos []Todo `json:"todos" jsonschema:"maxItems=50,description=The complete todo list. It replaces the previous list: include every item, done or not."`
+	Todos []Todo `json:"todos" jsonschema:"maxItems=50" jsonschema_description:"The complete todo list. It replaces the previous list: include every item, done or not."`
 }
 
-// MaxTodos bounds the list.
+// MaxTodos bounds the list (the schema's maxItems; checked again by ParseTodos).
 const MaxTodos = 50
 
 // WriteTodos returns the write_todos tool.
