@@ -57,8 +57,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
-// whose model is unavailable, 30 s apart, tool calls bounded to 2 minutes, 16 per turn
-// and 8 at once.
+// whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
+// so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
+// once.
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -70,7 +71,7 @@ func DefaultConfig() Config {
 		JournalTimeout:      10 * time.Second,
 		RetryBackoffMax:     10 * time.Second,
 		StepAttempts:        3,
-		StepRetryDelay:      30 * time.Second,
+		StepRetryDelay:      45 * time.Second,
 		ToolTimeout:         2 * time.Minute,
 		MaxToolCallsPerTurn: 16,
 		MaxParallelTools:    8,
