@@ -1,0 +1,175 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/messages/fsp"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// ActorName is the pool actor's name in the actor system ("/sandbox" in the design's
+// supervision tree).
+const ActorName = "sandbox"
+
+// Request is one execution.
+type Request struct {
+	// Tool names the tool on whose behalf the code runs, for ToolErrors. Default
+	// "code_execute".
+	Tool string
+	// Language is the code's language (python, javascript, shell, elixir).
+	Language fsp.Language
+	// Code is the program.
+	Code string
+	// Stdin, when not nil, is the program's standard input.
+	Stdin *string
+	// Timeout is the execution's time limit; zero means Config.DefaultTimeout, and it is
+	// capped at Config.MaxTimeout.
+	Timeout time.Duration
+	// Env is laid over Config.Env.
+	Env map[string]string
+	// Output, when set, receives stdout and stderr live (see OutputFunc).
+	Output OutputFunc
+}
+
+// Pool is a handle on a running sandbox pool actor; it is safe for concurrent use.
+type Pool struct {
+	cfg    Config
+	system *actor.ActorSystem
+	pid    *actor.PID
+	token  *tokenStore
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start validates cfg and spawns the pool actor (named ActorName) in system. The
+// connections dial in the background: Start does not wait for the sandbox.
+func Start(system *actor.ActorSystem, cfg Config) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	token := newTokenStore(cfg.APIKey)
+	pid, err := system.Root.SpawnNamed(newPoolProps(cfg, cfg.Logger.With("component", "sandbox"), token), ActorName)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox pool: %w", err)
+	}
+	return &Pool{cfg: cfg, system: system, pid: pid, token: token}, nil
+}
+
+// PID is the pool actor.
+func (p *Pool) PID() *actor.PID { return p.pid }
+
+// Execute runs one execution through the pool and waits for its outcome. Every failure
+// is a *tools.ToolError (see the package doc for the mapping). When ctx ends first, the
+// execution is cancelled on the sandbox (best effort) and a timeout error (deadline) or
+// a retryable execution error (cancellation) is returned.
+func (p *Pool) Execute(ctx context.Context, r Request) (*Result, error) {
+	ex, err := p.newExecution(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	p.system.Root.Send(p.pid, &submit{exec: ex})
+	select {
+	case o := <-ex.reply:
+		if o.err != nil {
+			return nil, o.err
+		}
+		return o.res, nil
+	case <-ctx.Done():
+		p.system.Root.Send(p.pid, &abandon{id: ex.id})
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, timeoutError(ex.tool, ex.limit)
+		}
+		return nil, tools.ExecutionError(ex.tool, "cancelled: "+ctx.Err().Error(), true)
+	}
+}
+
+func (p *Pool) newExecution(ctx context.Context, r Request) (*execution, error) {
+	if r.Tool == "" {
+		r.Tool = "code_execute"
+	}
+	limit := r.Timeout
+	if limit <= 0 {
+		limit = p.cfg.DefaultTimeout
+	}
+	limit = min(limit, p.cfg.MaxTimeout)
+	deadline := time.Now().Add(limit + p.cfg.TimeoutGrace)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	env := maps.Clone(p.cfg.Env)
+	if len(r.Env) > 0 {
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, r.Env)
+	}
+	id, err := newExecutionID()
+	if err != nil {
+		return nil, tools.SandboxError(r.Tool, "execution id: "+err.Error(), true)
+	}
+	frame := &fsp.Execute{
+		Header:   fsp.NewHeader(fsp.TypeExecute, id, time.Now()),
+		Language: r.Language, Code: r.Code, Stdin: r.Stdin, Env: env,
+		Limits: fsp.Limits{TimeoutMS: limit.Milliseconds(), MemoryMB: p.cfg.MemoryMB, CPUShares: p.cfg.CPUShares, MaxOutputBytes: p.cfg.MaxOutputBytes},
+	}
+	return &execution{id: id, tool: r.Tool, frame: frame, limit: limit, deadline: deadline, output: r.Output,
+		reply: make(chan outcome, 1)}, nil
+}
+
+func newExecutionID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "exec_" + hex.EncodeToString(b), nil
+}
+
+// Stats returns a snapshot of the pool's connections and queue.
+func (p *Pool) Stats(ctx context.Context) (Stats, error) {
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	res, err := p.system.Root.RequestFuture(p.pid, &statsRequest{}, timeout).Result()
+	if err != nil {
+		return Stats{}, fmt.Errorf("sandbox pool stats: %w", err)
+	}
+	st, ok := res.(Stats)
+	if !ok {
+		return Stats{}, fmt.Errorf("sandbox pool stats: unexpected reply %T", res)
+	}
+	return st, nil
+}
+
+// Stop stops the pool, its connections (pending executions fail as retryable) and the
+// token manager, and waits for them until ctx ends. It is idempotent.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		f := p.system.Root.StopFuture(p.pid) // Proto.Actor bounds the wait itself (10s)
+		done := make(chan error, 1)
+		go func() { done <- f.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				p.stopErr = fmt.Errorf("stop sandbox pool: %w", err)
+			}
+		case <-ctx.Done():
+			p.stopErr = fmt.Errorf("stop sandbox pool: %w", ctx.Err())
+		}
+	})
+	return p.stopErr
+}
