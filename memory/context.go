@@ -1,0 +1,422 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// Prefixes the context adds when it formats the summary and semantic messages for the
+// model.
+const (
+	// SummaryPrefix starts the system message that carries the summary.
+	SummaryPrefix = "[Conversation Summary]\n"
+	// SemanticPrefix starts each message brought back by semantic retrieval, so the model
+	// knows it is not part of the latest exchange.
+	SemanticPrefix = "[From earlier in conversation]\n"
+)
+
+// Sentinel errors of the context builder. Compare with errors.Is.
+var (
+	// ErrInvalid means a configuration or an input the builder cannot use (ratios that
+	// do not add up to 1, a negative token count, messages out of order).
+	ErrInvalid = errors.New("memory: invalid argument")
+	// ErrBudgetTooSmall means the system prompt and the reply priming alone exceed the
+	// budget: no context can be built.
+	ErrBudgetTooSmall = errors.New("memory: budget smaller than the system prompt")
+)
+
+// Ratios split the budget left after the system prompt between the three tiers. Each is
+// in [0, 1] and they add up to 1.
+type Ratios struct {
+	// Recent is the share of the latest messages, verbatim (default 0.5).
+	Recent float64
+	// Summary is the share of the rolling summary (default 0.3).
+	Summary float64
+	// Semantic is the share of older messages brought back by similarity (default 0.2).
+	Semantic float64
+}
+
+// DefaultRatios returns the seed's 50/30/20 split.
+func DefaultRatios() Ratios { return Ratios{Recent: 0.5, Summary: 0.3, Semantic: 0.2} }
+
+// Validate reports ratios outside [0, 1] or whose sum is not 1.
+func (r Ratios) Validate() error {
+	for _, v := range []float64{r.Recent, r.Summary, r.Semantic} {
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			return fmt.Errorf("%w: ratios must be in [0, 1], got %+v", ErrInvalid, r)
+		}
+	}
+	if s := r.Recent + r.Summary + r.Semantic; math.Abs(s-1) > 1e-9 {
+		return fmt.Errorf("%w: ratios must add up to 1, got %+v (sum %g)", ErrInvalid, r, s)
+	}
+	return nil
+}
+
+// Costs are the fixed token costs the builder adds to stored counts. Tokenizer.Costs
+// computes them for an encoding; DefaultCosts holds the values of o200k_base and
+// cl100k_base.
+type Costs struct {
+	// Reply is the reply priming every request pays (ReplyPrimingTokens).
+	Reply int
+	// SummaryOverhead is added to the summary's content tokens: the message framing, the
+	// "system" role and SummaryPrefix.
+	SummaryOverhead int
+	// SemanticPrefix is added to a semantic message's stored count: SemanticPrefix's tokens.
+	SemanticPrefix int
+}
+
+// DefaultCosts returns the costs of o200k_base and cl100k_base (equal for both; a test
+// keeps them in step with Tokenizer.Costs).
+func DefaultCosts() Costs { return Costs{Reply: 3, SummaryOverhead: 9, SemanticPrefix: 7} }
+
+// ContextConfig configures BuildContext.
+type ContextConfig struct {
+	// Budget is the most prompt tokens a context may cost: system prompt, summary,
+	// messages and reply priming together. Typically the model's context window minus the
+	// room kept for the answer. Default 8,000 (the seed's).
+	Budget int
+	// Ratios split what the system prompt leaves. Default 50/30/20.
+	Ratios Ratios
+	// Costs are the encoding's fixed costs. Default DefaultCosts().
+	Costs Costs
+}
+
+// DefaultContextConfig returns an 8,000-token budget split 50/30/20.
+func DefaultContextConfig() ContextConfig {
+	return ContextConfig{Budget: 8000, Ratios: DefaultRatios(), Costs: DefaultCosts()}
+}
+
+// Validate reports a configuration BuildContext cannot use.
+func (c ContextConfig) Validate() error {
+	if c.Budget <= 0 {
+		return fmt.Errorf("%w: budget must be positive, got %d", ErrInvalid, c.Budget)
+	}
+	if c.Costs.Reply < 0 || c.Costs.SummaryOverhead < 0 || c.Costs.SemanticPrefix < 0 {
+		return fmt.Errorf("%w: costs must not be negative, got %+v", ErrInvalid, c.Costs)
+	}
+	return c.Ratios.Validate()
+}
+
+// Message is one recorded message of a session as the builder sees it.
+type Message struct {
+	// Seq is the message's position: the sequence number of the event that recorded it.
+	// Messages passed to BuildContext are in increasing Seq order.
+	Seq uint64
+	// Role is "user", "assistant", "system" or "tool".
+	Role string
+	// Content is the text.
+	Content string
+	// ToolCalls are the calls of an assistant message.
+	ToolCalls []llm.ToolCall
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string
+	// Tokens is Tokenizer.CountMessage of the message, computed once when it was
+	// recorded and stored in its event. The builder never re-tokenises.
+	Tokens int
+}
+
+// LLM returns the message in the provider's format.
+func (m Message) LLM() llm.Message {
+	return llm.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+}
+
+// Summary is the rolling summary of a session (a summary_updated event).
+type Summary struct {
+	// Content is the summary text.
+	Content string
+	// Tokens is Tokenizer.Count(Content): the content's tokens, without framing.
+	Tokens int
+	// Through is the Seq of the newest message the summary covers.
+	Through uint64
+}
+
+// Hit is one semantic search result: a recorded message similar to the query.
+type Hit struct {
+	// Seq identifies the message.
+	Seq uint64
+	// Score is the similarity (cosine, higher is closer). Hits are passed best first.
+	Score float32
+}
+
+// Input is the session state one context is built from.
+type Input struct {
+	// SystemPrompt is the step's system prompt; SystemTokens is its CountMessage (0 when
+	// SystemPrompt is empty).
+	SystemPrompt string
+	SystemTokens int
+	// Summary is the current summary, nil (or empty Content) when there is none.
+	Summary *Summary
+	// Messages are the recorded messages in increasing Seq order. The builder reads only
+	// the newest ones that fit and the ones Hits name, so passing the whole history costs
+	// nothing extra.
+	Messages []Message
+	// Hits are semantic search results for the current user message (or step
+	// description), best first. Hits naming messages not in Messages are ignored.
+	Hits []Hit
+	// Now stamps Metadata.BuiltAt; zero means time.Now().
+	Now time.Time
+}
+
+// Tier says where a context message came from.
+type Tier uint8
+
+// Tiers of a context message.
+const (
+	// TierRecent: one of the newest messages, verbatim.
+	TierRecent Tier = iota + 1
+	// TierSemantic: an older message brought back by semantic retrieval.
+	TierSemantic
+)
+
+// String returns "recent" or "semantic".
+func (t Tier) String() string {
+	switch t {
+	case TierRecent:
+		return "recent"
+	case TierSemantic:
+		return "semantic"
+	}
+	return fmt.Sprintf("tier(%d)", uint8(t))
+}
+
+// ContextMessage is a message placed in a context, with its provenance.
+type ContextMessage struct {
+	Message
+	// Tier is the tier that selected the message.
+	Tier Tier
+	// Score is the similarity of a semantic message (0 for recent ones).
+	Score float32
+	// Cost is what the message costs in this context: Tokens, plus the attribution
+	// prefix for a semantic message.
+	Cost int
+}
+
+// Metadata describes how a context was built, for logs, spans and the console.
+type Metadata struct {
+	// RecentCount and SemanticCount are the number of messages of each tier.
+	RecentCount, SemanticCount int
+	// HasSummary is true when the summary is in the context; SummaryOmitted is true when
+	// there was a summary but it did not fit its tier's budget.
+	HasSummary, SummaryOmitted bool
+	// SummaryThrough is the Seq the included summary covers (0 without one).
+	SummaryThrough uint64
+	// SystemTokens, SummaryTokens, RecentTokens and SemanticTokens are what each part
+	// costs (SummaryTokens includes its framing, SemanticTokens the prefixes).
+	SystemTokens, SummaryTokens, RecentTokens, SemanticTokens int
+	// RecentShare, SummaryShare and SemanticShare are each tier's own share of the budget
+	// before unused budget flowed on.
+	RecentShare, SummaryShare, SemanticShare int
+	// HitsIgnored counts hits that named no candidate message (unknown, in the recent
+	// tier, repeated, or empty of text).
+	HitsIgnored int
+	// BuiltAt is when the context was built.
+	BuiltAt time.Time
+}
+
+// Context is the assembled prompt of one LLM call, with tier provenance.
+type Context struct {
+	// SystemPrompt is the step's system prompt.
+	SystemPrompt string
+	// Summary is the included summary, nil when none was included.
+	Summary *Summary
+	// Semantic are the retrieved older messages, in Seq order.
+	Semantic []ContextMessage
+	// Recent are the newest messages, in Seq order.
+	Recent []ContextMessage
+	// TotalTokens is what the formatted request costs, reply priming included; at most
+	// Budget.
+	TotalTokens int
+	// Budget is the budget the context was built for.
+	Budget int
+	// Metadata describes the build.
+	Metadata Metadata
+}
+
+// BuildContext assembles the context of one LLM call from session state. It is a pure
+// function of cfg and in (apart from reading the clock when in.Now is zero) and never
+// tokenises: every count comes from in. Its cost depends on the budget and the number
+// of hits, not on the length of the history: it walks back from the newest message only
+// as far as the budget reaches, and finds hits by binary search.
+//
+// # Budget split and flow
+//
+// A = Budget − SystemTokens − Costs.Reply is split into shares: summary ⌊A·Summary⌋,
+// recent ⌊A·Recent⌋, semantic the rest. The tiers are then filled in this order, each
+// passing what it leaves unused to the next:
+//
+//  1. Summary: included whole when its cost (Tokens + SummaryOverhead) fits its share,
+//     else omitted (Metadata.SummaryOmitted). Unused share → recent.
+//  2. Recent: whole messages from the newest back, stopping at the first that does not
+//     fit (the tier is a contiguous run ending at the newest message). A run may not
+//     start with a tool result whose assistant call was cut off: such leading tool
+//     messages are dropped. Unused → semantic.
+//  3. Semantic: hits best first, skipping messages in the recent tier, repeats, messages
+//     without text and messages that do not fit what is left; each costs Tokens plus
+//     SemanticPrefix. Unused → recent.
+//  4. Recent again: the walk back resumes with what semantic left, stopping at the first
+//     message that does not fit or is already a semantic message.
+//
+// So no budget is lost while a tier that wants it comes later in the order, and the
+// total never exceeds Budget.
+func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if in.SystemTokens < 0 || (in.Summary != nil && in.Summary.Tokens < 0) {
+		return nil, fmt.Errorf("%w: negative token count", ErrInvalid)
+	}
+	avail := cfg.Budget - in.SystemTokens - cfg.Costs.Reply
+	if avail < 0 {
+		return nil, fmt.Errorf("%w: system prompt %d + reply priming %d tokens > budget %d",
+			ErrBudgetTooSmall, in.SystemTokens, cfg.Costs.Reply, cfg.Budget)
+	}
+	summaryShare := int(float64(avail) * cfg.Ratios.Summary)
+	recentShare := int(float64(avail) * cfg.Ratios.Recent)
+	semanticShare := avail - summaryShare - recentShare
+
+	c := &Context{SystemPrompt: in.SystemPrompt, Budget: cfg.Budget}
+	md := &c.Metadata
+	md.SystemTokens = in.SystemTokens
+	md.SummaryShare, md.RecentShare, md.SemanticShare = summaryShare, recentShare, semanticShare
+
+	// 1. Summary.
+	left := summaryShare
+	if s := in.Summary; s != nil && s.Content != "" {
+		if cost := s.Tokens + cfg.Costs.SummaryOverhead; cost <= left {
+			sum := *s
+			c.Summary = &sum
+			md.HasSummary, md.SummaryThrough, md.SummaryTokens = true, s.Through, cost
+			left -= cost
+		} else {
+			md.SummaryOmitted = true
+		}
+	}
+
+	// 2. Recent, first pass.
+	msgs := in.Messages
+	w := recentWalk{msgs: msgs, lo: len(msgs)}
+	left, err := w.extend(recentShare+left, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Semantic.
+	left += semanticShare
+	var chosen map[uint64]bool
+	if len(in.Hits) > 0 {
+		chosen = make(map[uint64]bool, len(in.Hits))
+	}
+	for _, h := range in.Hits {
+		i, ok := findSeq(msgs[:w.lo], h.Seq)
+		if !ok || chosen[h.Seq] || msgs[i].Content == "" {
+			md.HitsIgnored++
+			continue
+		}
+		m := msgs[i]
+		if m.Tokens < 0 {
+			return nil, fmt.Errorf("%w: message %d has %d tokens", ErrInvalid, m.Seq, m.Tokens)
+		}
+		cost := m.Tokens + cfg.Costs.SemanticPrefix
+		if cost > left {
+			continue
+		}
+		chosen[h.Seq] = true
+		left -= cost
+		md.SemanticTokens += cost
+		c.Semantic = append(c.Semantic, ContextMessage{Message: m, Tier: TierSemantic, Score: h.Score, Cost: cost})
+	}
+	sort.Slice(c.Semantic, func(a, b int) bool { return c.Semantic[a].Seq < c.Semantic[b].Seq })
+
+	// 4. Recent, second pass with what semantic left.
+	if _, err := w.extend(left, chosen); err != nil {
+		return nil, err
+	}
+	c.Recent = make([]ContextMessage, 0, len(msgs)-w.lo)
+	for _, m := range msgs[w.lo:] {
+		c.Recent = append(c.Recent, ContextMessage{Message: m, Tier: TierRecent, Cost: m.Tokens})
+	}
+	md.RecentTokens = w.used
+
+	md.RecentCount, md.SemanticCount = len(c.Recent), len(c.Semantic)
+	c.TotalTokens = in.SystemTokens + cfg.Costs.Reply + md.SummaryTokens + md.RecentTokens + md.SemanticTokens
+	md.BuiltAt = in.Now
+	if md.BuiltAt.IsZero() {
+		md.BuiltAt = time.Now()
+	}
+	return c, nil
+}
+
+// recentWalk is the recent tier being grown backwards: msgs[lo:] are in it and cost used.
+type recentWalk struct {
+	msgs []Message
+	lo   int
+	used int
+}
+
+// extend grows the run backwards within budget, stopping at the first message that
+// does not fit or is in skip, then drops leading orphan tool results. It returns the
+// budget left.
+func (w *recentWalk) extend(budget int, skip map[uint64]bool) (int, error) {
+	for w.lo > 0 {
+		m := &w.msgs[w.lo-1]
+		if m.Tokens < 0 {
+			return 0, fmt.Errorf("%w: message %d has %d tokens", ErrInvalid, m.Seq, m.Tokens)
+		}
+		if w.lo < len(w.msgs) && m.Seq >= w.msgs[w.lo].Seq {
+			return 0, fmt.Errorf("%w: messages out of order at seq %d", ErrInvalid, m.Seq)
+		}
+		if m.Tokens > budget || skip[m.Seq] {
+			break
+		}
+		budget -= m.Tokens
+		w.used += m.Tokens
+		w.lo--
+	}
+	// A tool result must follow the assistant message that called it: a run starting
+	// with one would be rejected by the API.
+	for w.lo < len(w.msgs) && w.msgs[w.lo].Role == "tool" {
+		budget += w.msgs[w.lo].Tokens
+		w.used -= w.msgs[w.lo].Tokens
+		w.lo++
+	}
+	return budget, nil
+}
+
+// findSeq finds the message with seq in msgs (sorted by Seq) by binary search.
+func findSeq(msgs []Message, seq uint64) (int, bool) {
+	i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq >= seq })
+	return i, i < len(msgs) && msgs[i].Seq == seq
+}
+
+// Messages formats the context for the LLM in the seed's order: the system prompt, the
+// summary as a system message (SummaryPrefix + content), the semantic messages (each
+// SemanticPrefix + content), then the recent messages verbatim, all oldest first.
+//
+// Semantic messages lose their tool linkage (a tool result out of its exchange would be
+// rejected by the API): tool calls are dropped and a tool result is sent as a user
+// message. Both only lower the cost below what the builder charged.
+func (c *Context) Messages() []llm.Message {
+	out := make([]llm.Message, 0, 2+len(c.Semantic)+len(c.Recent))
+	if c.SystemPrompt != "" {
+		out = append(out, llm.Message{Role: "system", Content: c.SystemPrompt})
+	}
+	if c.Summary != nil {
+		out = append(out, llm.Message{Role: "system", Content: SummaryPrefix + c.Summary.Content})
+	}
+	for _, m := range c.Semantic {
+		role := m.Role
+		if role == "tool" {
+			role = "user"
+		}
+		out = append(out, llm.Message{Role: role, Content: SemanticPrefix + m.Content})
+	}
+	for _, m := range c.Recent {
+		out = append(out, m.LLM())
+	}
+	return out
+}

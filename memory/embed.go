@@ -1,0 +1,215 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// Embedder turns texts into vectors. Implementations are safe for concurrent use and
+// honour ctx. memory/hashembed is the deterministic local default; memory/openaiembed
+// calls an OpenAI-compatible POST /embeddings.
+type Embedder interface {
+	// Embed returns one vector of length Dimensions() per text, in order.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Dimensions is the length of every vector.
+	Dimensions() int
+}
+
+// Errors of the EmbedWorker.
+var (
+	// ErrQueueFull means Enqueue found the worker's queue full: the job was not taken.
+	ErrQueueFull = errors.New("memory: embedding queue full")
+	// ErrWorkerClosed means Enqueue was called after Close.
+	ErrWorkerClosed = errors.New("memory: embedding worker closed")
+)
+
+// EmbedJob asks for one recorded message to be embedded and stored.
+type EmbedJob struct {
+	// Stream is the vector store stream (the session id).
+	Stream string
+	// Seq is the message's sequence number.
+	Seq uint64
+	// Text is what to embed (the message content).
+	Text string
+	// Meta is stored with the vector.
+	Meta map[string]string
+}
+
+// EmbedWorkerConfig configures an EmbedWorker.
+type EmbedWorkerConfig struct {
+	// Embedder makes the vectors (required).
+	Embedder Embedder
+	// Store keeps them (required); its dimension must be the embedder's.
+	Store persistence.VectorStore
+	// QueueSize bounds the jobs waiting. Default 4,096.
+	QueueSize int
+	// BatchSize is the most texts sent to the embedder in one call. Default 32.
+	BatchSize int
+	// Timeout bounds one embed+store round. Default 30 s.
+	Timeout time.Duration
+	// OnError, when set, is called (on the worker's goroutine) with the jobs of a failed
+	// round. Failed jobs are dropped: a message without a vector is only absent from
+	// semantic retrieval.
+	OnError func(jobs []EmbedJob, err error)
+	// Logger logs failed rounds; nil discards.
+	Logger *slog.Logger
+}
+
+// EmbedWorker embeds recorded messages in the background and stores their vectors: the
+// session records a message, calls Enqueue (which never blocks) and moves on. One owned
+// goroutine drains the bounded queue in batches; Close stops it.
+type EmbedWorker struct {
+	cfg    EmbedWorkerConfig
+	jobs   chan EmbedJob
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.RWMutex
+	closed bool
+	once   sync.Once
+}
+
+// NewEmbedWorker validates cfg and starts the worker's goroutine.
+func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
+	if cfg.Embedder == nil || cfg.Store == nil {
+		return nil, fmt.Errorf("%w: embed worker needs an embedder and a store", ErrInvalid)
+	}
+	if cfg.Embedder.Dimensions() != cfg.Store.Dimensions() {
+		return nil, fmt.Errorf("%w: embedder makes %d dimensions, store keeps %d", ErrInvalid, cfg.Embedder.Dimensions(), cfg.Store.Dimensions())
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 4096
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 32
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &EmbedWorker{cfg: cfg, jobs: make(chan EmbedJob, cfg.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go w.run()
+	return w, nil
+}
+
+// Enqueue hands a job to the worker without blocking. It returns ErrQueueFull when the
+// queue is full and ErrWorkerClosed after Close.
+func (w *EmbedWorker) Enqueue(job EmbedJob) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrWorkerClosed
+	}
+	select {
+	case w.jobs <- job:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// Close stops taking jobs, lets the worker finish the queued ones until ctx ends, then
+// cancels what is in flight and waits for the goroutine to exit. It returns ctx's error
+// when jobs were abandoned. Calling Close again waits for the same shutdown.
+func (w *EmbedWorker) Close(ctx context.Context) error {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.jobs)
+		w.mu.Unlock()
+	})
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-w.done
+		return fmt.Errorf("close embed worker: %w", ctx.Err())
+	}
+}
+
+// run drains the queue in batches until it is closed and empty, or cancelled.
+func (w *EmbedWorker) run() {
+	defer close(w.done)
+	defer w.cancel()
+	batch := make([]EmbedJob, 0, w.cfg.BatchSize)
+	for {
+		job, ok := <-w.jobs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], job)
+	fill:
+		for len(batch) < w.cfg.BatchSize {
+			select {
+			case j, ok := <-w.jobs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, j)
+			default:
+				break fill
+			}
+		}
+		if w.ctx.Err() != nil {
+			w.fail(batch, w.ctx.Err())
+			continue
+		}
+		w.process(batch)
+	}
+}
+
+// process embeds and stores one batch.
+func (w *EmbedWorker) process(batch []EmbedJob) {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
+	defer cancel()
+	texts := make([]string, len(batch))
+	for i, j := range batch {
+		texts[i] = j.Text
+	}
+	vecs, err := w.cfg.Embedder.Embed(ctx, texts)
+	if err == nil && len(vecs) != len(batch) {
+		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(batch))
+	}
+	if err != nil {
+		w.fail(batch, fmt.Errorf("embed: %w", err))
+		return
+	}
+	// Group by stream, keeping order: one Upsert per stream.
+	byStream := map[string][]persistence.Vector{}
+	var order []string
+	for i, j := range batch {
+		if _, ok := byStream[j.Stream]; !ok {
+			order = append(order, j.Stream)
+		}
+		byStream[j.Stream] = append(byStream[j.Stream], persistence.Vector{Seq: j.Seq, Values: vecs[i], Meta: j.Meta})
+	}
+	for _, s := range order {
+		if err := w.cfg.Store.Upsert(ctx, s, byStream[s]); err != nil {
+			var failed []EmbedJob
+			for _, j := range batch {
+				if j.Stream == s {
+					failed = append(failed, j)
+				}
+			}
+			w.fail(failed, fmt.Errorf("store vectors: %w", err))
+		}
+	}
+}
+
+func (w *EmbedWorker) fail(jobs []EmbedJob, err error) {
+	w.cfg.Logger.Warn("embedding failed", "jobs", len(jobs), "stream", jobs[0].Stream, "err", err)
+	if w.cfg.OnError != nil {
+		w.cfg.OnError(append([]EmbedJob(nil), jobs...), err)
+	}
+}

@@ -1,0 +1,117 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/memory/hashembed"
+	"github.com/fathom-agents/fathom/persistence/vectormem"
+)
+
+// TestEmbedWorker: messages enqueued are embedded and searchable; the fact of message 10
+// comes back for a question about it.
+func TestEmbedWorker(t *testing.T) {
+	store, err := vectormem.New(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := hashembed.New(128)
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 100; i++ {
+		text := fmt.Sprintf("step %d: routine progress report number %d", i, i)
+		if i == 10 {
+			text = "The staging database password is kept in vault under kv/staging-db"
+		}
+		if err := w.Enqueue(memory.EmbedJob{Stream: "sess", Seq: uint64(i), Text: text, Meta: map[string]string{"role": "user"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Enqueue(memory.EmbedJob{Stream: "sess", Seq: 101, Text: "late"}); !errors.Is(err, memory.ErrWorkerClosed) {
+		t.Fatalf("enqueue after close: %v", err)
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	q, _ := emb.Embed(context.Background(), []string{"where is the staging database password?"})
+	hits, err := store.Search(context.Background(), "sess", q[0], 20)
+	if err != nil || len(hits) != 20 {
+		t.Fatalf("%v %d", err, len(hits))
+	}
+	if hits[0].Seq != 10 || hits[0].Meta["role"] != "user" {
+		t.Fatalf("best hit %+v, want message 10", hits[0])
+	}
+}
+
+type blockingEmbedder struct {
+	dims    int
+	started chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingEmbedder) Dimensions() int { return b.dims }
+func (b *blockingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	b.once.Do(func() { close(b.started) })
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestEmbedWorkerBoundedAndCancellable: a stuck embedder fills the bounded queue
+// (Enqueue never blocks) and Close with a deadline cancels it.
+func TestEmbedWorkerBoundedAndCancellable(t *testing.T) {
+	store, _ := vectormem.New(4)
+	emb := &blockingEmbedder{dims: 4, started: make(chan struct{})}
+	var mu sync.Mutex
+	failed := 0
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 3, BatchSize: 1, Timeout: time.Hour,
+		OnError: func(jobs []memory.EmbedJob, err error) { mu.Lock(); failed += len(jobs); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Enqueue(memory.EmbedJob{Stream: "s", Seq: 1, Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-emb.started
+	for i := 2; i <= 4; i++ {
+		if err := w.Enqueue(memory.EmbedJob{Stream: "s", Seq: uint64(i), Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Enqueue(memory.EmbedJob{Stream: "s", Seq: 5, Text: "a"}); !errors.Is(err, memory.ErrQueueFull) {
+		t.Fatalf("full queue: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := w.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("close did not cancel the stuck embedder")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failed != 4 {
+		t.Fatalf("%d jobs reported failed, want 4", failed)
+	}
+}
+
+func TestEmbedWorkerConfig(t *testing.T) {
+	store, _ := vectormem.New(4)
+	if _, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: hashembed.New(8), Store: store}); !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("dimension mismatch: %v", err)
+	}
+	if _, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Store: store}); !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("no embedder: %v", err)
+	}
+}

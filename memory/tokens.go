@@ -1,0 +1,191 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// Encoding names understood by Tokenizer (the BPE files are compiled into the binary by
+// tiktoken-go-loader: nothing is downloaded, ever).
+const (
+	// EncodingO200K is the encoding of gpt-4o, gpt-4.1, gpt-4.5, gpt-5 and the o-series.
+	EncodingO200K = "o200k_base"
+	// EncodingCL100K is the encoding of gpt-4, gpt-3.5-turbo and the text-embedding models.
+	EncodingCL100K = "cl100k_base"
+	// EncodingP50K and EncodingR50K are the encodings of older completion models.
+	EncodingP50K = "p50k_base"
+	EncodingR50K = "r50k_base"
+
+	// DefaultEncoding is used for models EncodingForModel does not know when the caller
+	// configures no fallback: the encoding of current OpenAI models.
+	DefaultEncoding = EncodingO200K
+)
+
+// Token overheads of the chat format, per OpenAI's published counting recipe
+// ("How to count tokens with tiktoken", for gpt-3.5-turbo-0613 and every later chat
+// model including gpt-4o): each message costs TokensPerMessage plus the tokens of its
+// role and content (plus TokensPerName and the name's tokens when a name is set, which
+// Fathom never does), and every request costs ReplyPrimingTokens for the
+// <|start|>assistant<|message|> that primes the answer.
+const (
+	TokensPerMessage   = 3
+	TokensPerName      = 1
+	ReplyPrimingTokens = 3
+	// TokensPerToolCall is Fathom's estimate of the framing of one tool call on an
+	// assistant message, added to the tokens of the call's name and arguments. OpenAI
+	// does not publish the exact rendering of tool calls; the estimate errs high.
+	TokensPerToolCall = 3
+)
+
+// Tokenizer counts tokens with one tiktoken encoding. Tokenizers are built once per
+// encoding (lazily, on first use: building one costs ~150 ms and ~7 MB), shared by every
+// caller, and safe for concurrent use.
+type Tokenizer struct {
+	name string
+	tk   *tiktoken.Tiktoken
+}
+
+var (
+	loaderOnce sync.Once
+
+	tokenizersMu sync.Mutex
+	tokenizers   = map[string]*tokenizerEntry{}
+)
+
+// tokenizerEntry builds one encoding at most once.
+type tokenizerEntry struct {
+	once sync.Once
+	t    *Tokenizer
+	err  error
+}
+
+// GetTokenizer returns the shared Tokenizer of encoding (o200k_base, cl100k_base,
+// p50k_base, r50k_base), building it on first use. Concurrent first calls build it once.
+func GetTokenizer(encoding string) (*Tokenizer, error) {
+	tokenizersMu.Lock()
+	e, ok := tokenizers[encoding]
+	if !ok {
+		e = &tokenizerEntry{}
+		tokenizers[encoding] = e
+	}
+	tokenizersMu.Unlock()
+	e.once.Do(func() {
+		switch encoding {
+		case EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K:
+		default:
+			e.err = fmt.Errorf("memory: unknown encoding %q (want %s, %s, %s or %s)", encoding, EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K)
+			return
+		}
+		// The offline loader reads the BPE ranks compiled into the binary; without it
+		// tiktoken-go downloads them at run time.
+		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+		tk, err := tiktoken.GetEncoding(encoding)
+		if err != nil {
+			e.err = fmt.Errorf("memory: build encoding %s: %w", encoding, err)
+			return
+		}
+		e.t = &Tokenizer{name: encoding, tk: tk}
+	})
+	return e.t, e.err
+}
+
+// TokenizerForModel returns the shared Tokenizer of model's encoding. A model
+// EncodingForModel does not know gets fallback, or DefaultEncoding when fallback is "".
+func TokenizerForModel(model, fallback string) (*Tokenizer, error) {
+	enc, ok := EncodingForModel(model)
+	if !ok {
+		enc = fallback
+		if enc == "" {
+			enc = DefaultEncoding
+		}
+	}
+	return GetTokenizer(enc)
+}
+
+// EncodingForModel maps a model name to its tiktoken encoding. Provider prefixes such
+// as "openai/" (LiteLLM, OpenRouter) and letter case are ignored; dated snapshots
+// ("gpt-4o-2024-08-06") map like their family.
+//
+//   - gpt-4o, chatgpt-4o, gpt-4.1, gpt-4.5, gpt-5 and the o-series (o1, o3, o4-mini, ...) → o200k_base
+//   - gpt-4, gpt-3.5-turbo, text-embedding-ada-002, text-embedding-3-* → cl100k_base
+//
+// ok is false for any other model: the caller picks the fallback.
+func EncodingForModel(model string) (encoding string, ok bool) {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, p := range []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5"} {
+		if strings.HasPrefix(m, p) {
+			return EncodingO200K, true
+		}
+	}
+	if len(m) >= 2 && m[0] == 'o' && m[1] >= '0' && m[1] <= '9' {
+		return EncodingO200K, true
+	}
+	for _, p := range []string{"gpt-4", "gpt-3.5", "gpt-35", "text-embedding-ada-002", "text-embedding-3"} {
+		if strings.HasPrefix(m, p) {
+			return EncodingCL100K, true
+		}
+	}
+	return "", false
+}
+
+// Name returns the encoding's name.
+func (t *Tokenizer) Name() string { return t.name }
+
+// Count returns the number of tokens of text. Special-token strings such as
+// "<|endoftext|>" in text are counted as ordinary text, as the chat APIs treat user
+// content.
+func (t *Tokenizer) Count(text string) int {
+	if text == "" {
+		return 0
+	}
+	return len(t.tk.EncodeOrdinary(text))
+}
+
+// Encode returns the token ids of text (special-token strings encoded as ordinary text).
+func (t *Tokenizer) Encode(text string) []int {
+	return t.tk.EncodeOrdinary(text)
+}
+
+// CountMessage returns what m costs inside a chat request: TokensPerMessage, the tokens
+// of its role and content, and for each tool call TokensPerToolCall plus the tokens of
+// its name and arguments. This is the count Fathom stores with each recorded message
+// and the unit of the context builder's budget.
+func (t *Tokenizer) CountMessage(m llm.Message) int {
+	n := TokensPerMessage + t.Count(m.Role) + t.Count(m.Content)
+	for _, c := range m.ToolCalls {
+		n += TokensPerToolCall + t.Count(c.Name) + t.Count(c.Arguments)
+	}
+	return n
+}
+
+// CountRequest returns the prompt tokens of a chat request made of msgs: the sum of
+// CountMessage plus ReplyPrimingTokens.
+func (t *Tokenizer) CountRequest(msgs []llm.Message) int {
+	n := ReplyPrimingTokens
+	for _, m := range msgs {
+		n += t.CountMessage(m)
+	}
+	return n
+}
+
+// Costs returns the context builder's fixed costs for this encoding: the reply
+// priming, the framing of the summary message and the attribution prefix of semantic
+// messages. Each prefix cost carries one token of slack, because BPE may merge a
+// prefix's last character with the start of the text it precedes differently from
+// counting them apart.
+func (t *Tokenizer) Costs() Costs {
+	return Costs{
+		Reply:           ReplyPrimingTokens,
+		SummaryOverhead: TokensPerMessage + t.Count("system") + t.Count(SummaryPrefix) + 1,
+		SemanticPrefix:  t.Count(SemanticPrefix) + 1,
+	}
+}

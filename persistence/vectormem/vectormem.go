@@ -1,0 +1,240 @@
+// Package vectormem is the exact in-process persistence.VectorStore, the embedded
+// default: per stream, the vectors are kept normalised in one contiguous []float32 and
+// a search is a full scan (dot products, which equal cosine similarities on unit vectors)
+// through a bounded min-heap of the best k. Exact, no index to build or tune; a scan of
+// 10,000 × 1,536 floats takes a few milliseconds, far more than a session holds.
+//
+// Vectors live in memory only: rebuild them from the journal's messages (or re-embed)
+// after a restart, as a projection.
+package vectormem
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"sync"
+
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// Store is the exact in-memory vector store. It is safe for concurrent use: searches
+// run in parallel, upserts exclude them.
+type Store struct {
+	dims int
+
+	mu      sync.RWMutex
+	streams map[string]*stream
+	closed  bool
+}
+
+var _ persistence.VectorStore = (*Store)(nil)
+
+// stream holds one stream's vectors: row i is data[i*dims:(i+1)*dims].
+type stream struct {
+	seqs []uint64
+	data []float32
+	meta []map[string]string
+	rows map[uint64]int
+}
+
+// New returns an empty store of dims-dimensional vectors.
+func New(dims int) (*Store, error) {
+	if dims < 1 {
+		return nil, fmt.Errorf("vectormem: %w: dimensions must be positive, got %d", persistence.ErrInvalid, dims)
+	}
+	return &Store{dims: dims, streams: map[string]*stream{}}, nil
+}
+
+// Dimensions implements persistence.VectorStore.
+func (s *Store) Dimensions() int { return s.dims }
+
+// Upsert implements persistence.VectorStore. Vectors are copied and normalised.
+func (s *Store) Upsert(ctx context.Context, name string, vecs []persistence.Vector) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := persistence.ValidateUpsert(name, vecs, s.dims); err != nil {
+		return fmt.Errorf("vectormem: upsert: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("vectormem: upsert: %w", persistence.ErrClosed)
+	}
+	st := s.streams[name]
+	if st == nil {
+		st = &stream{rows: map[uint64]int{}}
+		s.streams[name] = st
+	}
+	for _, v := range vecs {
+		row, ok := st.rows[v.Seq]
+		if !ok {
+			row = len(st.seqs)
+			st.rows[v.Seq] = row
+			st.seqs = append(st.seqs, v.Seq)
+			st.meta = append(st.meta, nil)
+			st.data = append(st.data, make([]float32, s.dims)...)
+		}
+		persistence.NormalizeInto(st.data[row*s.dims:(row+1)*s.dims], v.Values)
+		st.meta[row] = maps.Clone(v.Meta)
+	}
+	return nil
+}
+
+// Search implements persistence.VectorStore: an exact scan.
+func (s *Store) Search(ctx context.Context, name string, query []float32, k int) ([]persistence.VectorHit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := persistence.ValidateSearch(name, query, k, s.dims); err != nil {
+		return nil, fmt.Errorf("vectormem: search: %w", err)
+	}
+	q := persistence.Normalize(query)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("vectormem: search: %w", persistence.ErrClosed)
+	}
+	st := s.streams[name]
+	if st == nil {
+		return nil, nil
+	}
+	top := TopK(st.data, s.dims, q, k)
+	out := make([]persistence.VectorHit, len(top))
+	for i, h := range top {
+		out[i] = persistence.VectorHit{Seq: st.seqs[h.Row], Score: h.Score, Meta: maps.Clone(st.meta[h.Row])}
+	}
+	// TopK breaks ties by row; the contract breaks them by Seq.
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Score != out[b].Score {
+			return out[a].Score > out[b].Score
+		}
+		return out[a].Seq < out[b].Seq
+	})
+	return out, nil
+}
+
+// DeleteStream implements persistence.VectorStore.
+func (s *Store) DeleteStream(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("vectormem: delete stream: %w", persistence.ErrClosed)
+	}
+	delete(s.streams, name)
+	return nil
+}
+
+// Close implements persistence.VectorStore: it drops every vector.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("vectormem: close: %w", persistence.ErrClosed)
+	}
+	s.closed, s.streams = true, nil
+	return nil
+}
+
+// Hit is one TopK result: a row of the matrix and its dot product with the query.
+type Hit struct {
+	Row   int
+	Score float32
+}
+
+// TopK returns the k rows of data (row-major, dims columns) with the largest dot
+// product with q, best first (ties: lower row first). On unit vectors the dot product is
+// the cosine similarity. It allocates only the heap of k hits.
+func TopK(data []float32, dims int, q []float32, k int) []Hit {
+	n := len(data) / dims
+	k = min(k, n)
+	if k <= 0 {
+		return nil
+	}
+	h := make(minHeap, 0, k)
+	q = q[:dims]
+	for row := 0; row < n; row++ {
+		score := Dot(data[row*dims:(row+1)*dims:(row+1)*dims], q)
+		if len(h) < k {
+			h.push(Hit{Row: row, Score: score})
+		} else if score > h[0].Score {
+			h[0] = Hit{Row: row, Score: score}
+			h.down(0)
+		}
+	}
+	out := make([]Hit, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = h.pop()
+	}
+	return out
+}
+
+// Dot returns the dot product of a and b (len(b) ≥ len(a)), unrolled eight ways into
+// four accumulators so the loop runs at memory speed rather than add latency.
+func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		aa, bb := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += aa[0]*bb[0] + aa[4]*bb[4]
+		s1 += aa[1]*bb[1] + aa[5]*bb[5]
+		s2 += aa[2]*bb[2] + aa[6]*bb[6]
+		s3 += aa[3]*bb[3] + aa[7]*bb[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// minHeap keeps the k best hits seen so far with the worst at the root. "Worse" is a
+// lower score, or an equal score at a higher row (so ties keep the lower rows).
+type minHeap []Hit
+
+func worse(a, b Hit) bool { return a.Score < b.Score || (a.Score == b.Score && a.Row > b.Row) }
+
+func (h *minHeap) push(x Hit) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !worse(s[i], s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() Hit {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	h.down(0)
+	return top
+}
+
+func (h minHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && worse(h[r], h[l]) {
+			m = r
+		}
+		if !worse(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}

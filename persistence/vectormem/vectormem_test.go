@@ -1,0 +1,57 @@
+package vectormem_test
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/vectormem"
+	"github.com/fathom-agents/fathom/persistence/vectortest"
+)
+
+func TestConformance(t *testing.T) {
+	vectortest.Run(t, func(t *testing.T, dims int) persistence.VectorStore {
+		s, err := vectormem.New(dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestTopKExact: TopK is exactly the brute-force top k.
+func TestTopKExact(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, dims := range []int{1, 7, 64, 1536} {
+		vecs := vectortest.RandomUnit(r, 500, dims)
+		data := make([]float32, 0, len(vecs)*dims)
+		for _, v := range vecs {
+			data = append(data, v...)
+		}
+		for _, k := range []int{1, 10, 499, 600} {
+			q := vectortest.RandomUnit(r, 1, dims)[0]
+			got := vectormem.TopK(data, dims, q, k)
+			want := vectortest.BruteForce(vecs, q, k)
+			if len(got) != len(want) {
+				t.Fatalf("dims %d k %d: %d hits, want %d", dims, k, len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Row != want[i] {
+					// float32 vs float64 sums may swap near-equal neighbours.
+					if d := got[i].Score - vectormem.Dot(vecs[want[i]], q); d > 1e-5 || d < -1e-5 {
+						t.Fatalf("dims %d k %d: rank %d row %d, want %d", dims, k, i, got[i].Row, want[i])
+					}
+				}
+			}
+		}
+	}
+	if got := vectormem.TopK(nil, 3, []float32{1, 0, 0}, 5); got != nil {
+		t.Fatalf("empty: %v", got)
+	}
+}
+
+func TestNewRejectsBadDims(t *testing.T) {
+	if _, err := vectormem.New(0); err == nil {
+		t.Fatal("0 dims accepted")
+	}
+}
