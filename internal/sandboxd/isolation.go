@@ -1,0 +1,175 @@
+package sandboxd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+
+	"github.com/fathom-agents/fathom/messages/fsp"
+)
+
+// isolator turns an execution into a command: bubblewrap around the helper around the
+// interpreter, or the helper around the interpreter alone.
+//
+// Under bubblewrap the child gets new IPC, PID, network and UTS namespaces (no network:
+// only a loopback that is down), a read-only view of the host root, its own /dev and
+// /proc, a private size-bounded tmpfs on /tmp with the work directory /tmp/work, and the
+// source file and helper bound read-only under /tmp/.fathom. When the server runs as root
+// no user namespace is made, so the helper can drop to the slot's real uid; otherwise
+// bubblewrap makes one (--unshare-user) and the child keeps the server's uid.
+//
+// Without bubblewrap the child is a fresh process in its own process group with a fresh
+// 0700 work directory, under the same rlimits and (as root) the same per-slot uid.
+type isolator struct {
+	cfg    Config
+	mode   Isolation // IsolationBwrap or IsolationRlimits
+	bwrap  string
+	helper string
+	root   bool
+}
+
+// Paths inside the bubblewrap sandbox.
+const (
+	boxWork   = "/tmp/work"
+	boxFathom = "/tmp/.fathom"
+)
+
+// uid returns the uid (and gid) slot runs as, or -1 to keep the server's.
+func (iso *isolator) uid(slot int) int {
+	if !iso.root {
+		return -1
+	}
+	return iso.cfg.UIDBase + slot
+}
+
+// prepare makes the execution's host directory: the source file in it, owned so the
+// slot's uid can use it. It returns the directory.
+func (iso *isolator) prepare(rt runtime, code string, slot int) (string, error) {
+	dir, err := os.MkdirTemp(iso.cfg.WorkRoot, "fathom-exec-")
+	if err != nil {
+		return "", fmt.Errorf("create work directory: %w", err)
+	}
+	src := filepath.Join(dir, rt.file)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("write source file: %w", err)
+	}
+	if uid := iso.uid(slot); uid >= 0 && iso.mode == IsolationRlimits {
+		// The child works in this directory: it must own it.
+		for _, p := range []string{dir, src} {
+			if err := os.Chown(p, uid, uid); err != nil {
+				_ = os.RemoveAll(dir)
+				return "", fmt.Errorf("chown work directory: %w", err)
+			}
+		}
+	}
+	return dir, nil
+}
+
+// command builds the execution's command (not started). dir is from prepare.
+func (iso *isolator) command(rt runtime, dir string, l fsp.Limits, slot int, userEnv map[string]string) *exec.Cmd {
+	spec := helperSpec{
+		data:   uint64(l.MemoryMB) << 20,
+		cpu:    uint64((l.TimeoutMS+999)/1000) + 1,
+		fsize:  iso.cfg.MaxFileBytes,
+		nofile: iso.cfg.MaxOpenFiles,
+		nice:   niceFor(l.CPUShares),
+		uid:    iso.uid(slot),
+		gid:    iso.uid(slot),
+	}
+	spec.as = spec.data + rt.asHeadroom
+	if iso.root {
+		spec.nproc = iso.cfg.MaxProcesses
+	}
+	var argv []string
+	work := dir
+	if iso.mode == IsolationBwrap {
+		work = boxWork
+		argv = append(iso.bwrapArgs(rt, dir), spec.args(boxFathom+"/helper", rt.argv(boxFathom+"/"+rt.file))...)
+	} else {
+		argv = spec.args(iso.helper, rt.argv(filepath.Join(dir, rt.file)))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if iso.mode == IsolationRlimits {
+		cmd.Dir = dir
+	}
+	cmd.Env = childEnv(work, userEnv)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = iso.cfg.KillGrace
+	return cmd
+}
+
+func (iso *isolator) bwrapArgs(rt runtime, dir string) []string {
+	a := []string{iso.bwrap}
+	if iso.root {
+		a = append(a, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
+	} else {
+		a = append(a, "--unshare-all")
+	}
+	return append(a,
+		"--die-with-parent", "--new-session", "--hostname", "sandbox",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--perms", "01777", "--size", strconv.FormatUint(iso.cfg.TmpfsBytes, 10), "--tmpfs", "/tmp",
+		"--perms", "0777", "--dir", boxWork,
+		"--perms", "0755", "--dir", boxFathom,
+		"--ro-bind", iso.helper, boxFathom+"/helper",
+		"--ro-bind", filepath.Join(dir, rt.file), boxFathom+"/"+rt.file,
+		"--chdir", boxWork,
+		"--",
+	)
+}
+
+// childEnv is the execution's whole environment: a small fixed base (PATH, HOME and
+// TMPDIR in the work directory, UTF-8, unbuffered Python so output streams as produced),
+// then the request's variables, which may override the base. Nothing of the server's own
+// environment leaks in.
+func childEnv(work string, user map[string]string) []string {
+	env := map[string]string{
+		"PATH":             "/usr/local/bin:/usr/bin:/bin",
+		"HOME":             work,
+		"TMPDIR":           work,
+		"LANG":             "C.UTF-8",
+		"PYTHONUNBUFFERED": "1",
+	}
+	for k, v := range user {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// niceFor maps cpu_shares to a nice value: the default 512 and above run at 0, fewer
+// shares at a proportionally higher nice value (up to 19). Without cgroups a share can
+// only lower priority, never raise it above the server's own.
+func niceFor(shares int64) int {
+	if shares >= fsp.DefaultCPUShares || shares <= 0 {
+		return 0
+	}
+	return int((fsp.DefaultCPUShares - shares) * 19 / fsp.DefaultCPUShares)
+}
+
+// sweep kills every process left of slot's uid (rlimits mode as root: a child that left
+// its process group with setsid cannot escape the uid). Under bubblewrap the PID
+// namespace dies with its init and no sweep is needed.
+func (iso *isolator) sweep(slot int) error {
+	uid := iso.uid(slot)
+	if uid < 0 || iso.mode != IsolationRlimits {
+		return nil
+	}
+	cmd := exec.Command(iso.helper, helperKillArg, strconv.Itoa(uid))
+	cmd.Env = []string{}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("sweep uid %d: %w: %s", uid, err, out)
+	}
+	return nil
+}
