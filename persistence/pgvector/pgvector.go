@@ -1,0 +1,366 @@
+// Package pgvector is the PostgreSQL persistence.VectorStore: embeddings in the
+// fathom_vectors table (migrations/0004_vectors.sql), searched by cosine distance through
+// an HNSW index (vector_cosine_ops), with pgx v5 and pgvector-go.
+//
+// # Schema and migrations
+//
+// Every journal applies every migration, and a journal must work on a server without
+// pgvector, so 0004_vectors.sql creates the extension and the table only where the
+// extension is installed (and does nothing elsewhere). Open applies the pending
+// migrations (postgres.Migrate), runs 0004 again (it is idempotent: this covers a server
+// where pgvector was installed after the journal migrated) and fails with ErrNoExtension
+// if the extension is still missing. The table's embedding column has no fixed
+// dimension; Open creates the HNSW index of the configured dimension as a partial
+// expression index (fathom_vectors_hnsw_<dims>), so changing the embedding model needs
+// no schema change, and queries use the same expression.
+//
+// # Search
+//
+// A search filters by stream and orders by cosine distance. For a session of a few
+// thousand messages the planner scans the stream's rows by primary key and sorts them
+// (exact); for big streams it walks the HNSW index. hnsw.ef_search is set on every
+// connection (Config.EfSearch), and hnsw.iterative_scan = relaxed_order lets filtered
+// index scans keep going until k rows of the stream are found; results are re-sorted
+// by score.
+package pgvector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgv "github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/fathom-agents/fathom/migrations"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/postgres"
+)
+
+// ErrNoExtension means the server has no usable pgvector extension (not installed, or
+// not ours to create). Compare with errors.Is.
+var ErrNoExtension = errors.New("pgvector: the vector extension is not available on the server")
+
+// MaxDimensions is the largest dimension an HNSW index of the vector type supports.
+const MaxDimensions = 2000
+
+// migrationFile is the migration that creates the table; Open runs it again.
+const migrationFile = "0004_vectors.sql"
+
+// schemaLock is the advisory lock key held while Open creates the extension, table and
+// index ("fvec" in ASCII), so nodes starting together do not race.
+const schemaLock = 0x66766563
+
+// Config configures a Store.
+type Config struct {
+	// DSN is the PostgreSQL connection string (required).
+	DSN string
+	// Dimensions is the length of every vector, 1..MaxDimensions (required).
+	Dimensions int
+	// M and EfConstruction are the HNSW build parameters (pgvector defaults 16 and 64),
+	// used when Open creates the index.
+	M, EfConstruction int
+	// EfSearch is hnsw.ef_search, the candidate list of an index scan: higher is more
+	// accurate and slower. It should be at least the k of searches. Default 100.
+	EfSearch int
+	// MaxConns bounds the connection pool. Default 8.
+	MaxConns int32
+	// ConnectTimeout bounds connecting. Default 5 s.
+	ConnectTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults for dims-dimensional vectors at dsn.
+func DefaultConfig(dsn string, dims int) Config {
+	return Config{DSN: dsn, Dimensions: dims, M: 16, EfConstruction: 64, EfSearch: 100, MaxConns: 8, ConnectTimeout: 5 * time.Second}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.DSN == "" {
+		return fmt.Errorf("pgvector: %w: DSN required", persistence.ErrInvalid)
+	}
+	if c.Dimensions < 1 || c.Dimensions > MaxDimensions {
+		return fmt.Errorf("pgvector: %w: dimensions must be 1..%d, got %d", persistence.ErrInvalid, MaxDimensions, c.Dimensions)
+	}
+	if c.M < 2 || c.EfConstruction < 2*c.M || c.EfSearch < 1 || c.EfSearch > 1000 || c.MaxConns < 1 || c.ConnectTimeout <= 0 {
+		return fmt.Errorf("pgvector: %w: need M ≥ 2, ef_construction ≥ 2·M, ef_search 1..1000, max conns ≥ 1, connect timeout > 0, got %+v", persistence.ErrInvalid, c)
+	}
+	return nil
+}
+
+// Store is the pgvector store. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+
+	searchSQL string
+}
+
+var _ persistence.VectorStore = (*Store)(nil)
+
+// Open prepares the schema (see the package doc) and connects. Zero fields of cfg other
+// than DSN and Dimensions take DefaultConfig's values.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	d := DefaultConfig(cfg.DSN, cfg.Dimensions)
+	if cfg.M == 0 {
+		cfg.M = d.M
+	}
+	if cfg.EfConstruction == 0 {
+		cfg.EfConstruction = max(d.EfConstruction, 2*cfg.M)
+	}
+	if cfg.EfSearch == 0 {
+		cfg.EfSearch = d.EfSearch
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = d.MaxConns
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = d.ConnectTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := prepareSchema(ctx, cfg); err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: invalid DSN: %w", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	efSearch := strconv.Itoa(cfg.EfSearch)
+	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			return fmt.Errorf("register vector type: %w", err)
+		}
+		// relaxed_order exists from pgvector 0.8; on older servers the setting is a
+		// harmless unused placeholder.
+		_, err := conn.Exec(ctx, "SET hnsw.ef_search = "+efSearch+"; SET hnsw.iterative_scan = relaxed_order")
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: connect: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgvector: connect: %w", err)
+	}
+	dims := strconv.Itoa(cfg.Dimensions)
+	expr := "(embedding::vector(" + dims + "))"
+	s := &Store{cfg: cfg, pool: pool,
+		searchSQL: "SELECT seq, 1 - (" + expr + " <=> $2), meta FROM fathom_vectors WHERE stream_id = $1 AND dims = " + dims +
+			" ORDER BY " + expr + " <=> $2 LIMIT $3"}
+	return s, nil
+}
+
+// prepareSchema applies the migrations, re-runs 0004 and creates the dimension's index,
+// on a short-lived pool of its own (the store's pool registers the vector type on
+// connect, which needs the extension first).
+func prepareSchema(ctx context.Context, cfg Config) error {
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("pgvector: invalid DSN: %w", err)
+	}
+	pcfg.MaxConns = 1
+	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("pgvector: connect: %w", err)
+	}
+	defer pool.Close()
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("pgvector: %w", err)
+	}
+	sql, err := fs.ReadFile(migrations.FS, migrationFile)
+	if err != nil {
+		return fmt.Errorf("pgvector: %w", err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgvector: connect: %w", err)
+	}
+	defer conn.Release()
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
+			return fmt.Errorf("pgvector: take schema lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, string(sql)); err != nil {
+			return fmt.Errorf("pgvector: %s: %w", migrationFile, err)
+		}
+		var ok bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass('fathom_vectors') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')").Scan(&ok); err != nil {
+			return fmt.Errorf("pgvector: check schema: %w", err)
+		}
+		if !ok {
+			return ErrNoExtension
+		}
+		dims := strconv.Itoa(cfg.Dimensions)
+		idx := fmt.Sprintf("CREATE INDEX IF NOT EXISTS fathom_vectors_hnsw_%s ON fathom_vectors USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WITH (m = %d, ef_construction = %d) WHERE dims = %s",
+			dims, dims, cfg.M, cfg.EfConstruction, dims)
+		if _, err := tx.Exec(ctx, idx); err != nil {
+			return fmt.Errorf("pgvector: create index: %w", err)
+		}
+		return nil
+	})
+}
+
+// Dimensions implements persistence.VectorStore.
+func (s *Store) Dimensions() int { return s.cfg.Dimensions }
+
+// Pool returns the store's connection pool (for health checks and tools).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	return ctx.Err()
+}
+
+func encodeMeta(m map[string]string) ([]byte, error) {
+	if len(m) == 0 {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(m)
+}
+
+// Upsert implements persistence.VectorStore: one transaction, one batch of
+// INSERT ... ON CONFLICT DO UPDATE. Vectors are stored normalised.
+func (s *Store) Upsert(ctx context.Context, stream string, vecs []persistence.Vector) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("pgvector: upsert: %w", err)
+	}
+	if err := persistence.ValidateUpsert(stream, vecs, s.cfg.Dimensions); err != nil {
+		return fmt.Errorf("pgvector: upsert: %w", err)
+	}
+	if len(vecs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, v := range vecs {
+		meta, err := encodeMeta(v.Meta)
+		if err != nil {
+			return fmt.Errorf("pgvector: upsert: encode meta: %w", err)
+		}
+		b.Queue(`INSERT INTO fathom_vectors (stream_id, seq, dims, embedding, meta) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (stream_id, seq) DO UPDATE SET dims = EXCLUDED.dims, embedding = EXCLUDED.embedding, meta = EXCLUDED.meta`,
+			stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	if err != nil {
+		return fmt.Errorf("pgvector: upsert: %w", err)
+	}
+	return nil
+}
+
+// Import bulk-loads vecs into stream with COPY, far faster than Upsert for rebuilding a
+// projection. The seqs must be new to the stream (DeleteStream first to rebuild it).
+func (s *Store) Import(ctx context.Context, stream string, vecs []persistence.Vector) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("pgvector: import: %w", err)
+	}
+	if err := persistence.ValidateUpsert(stream, vecs, s.cfg.Dimensions); err != nil {
+		return fmt.Errorf("pgvector: import: %w", err)
+	}
+	i := 0
+	var rowErr error
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(vecs) {
+			return nil, nil
+		}
+		v := vecs[i]
+		i++
+		meta, err := encodeMeta(v.Meta)
+		if err != nil {
+			rowErr = err
+			return nil, err
+		}
+		return []any{stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta}, nil
+	})
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"fathom_vectors"}, []string{"stream_id", "seq", "dims", "embedding", "meta"}, src)
+	if err != nil {
+		if rowErr != nil {
+			err = rowErr
+		}
+		return fmt.Errorf("pgvector: import: %w", err)
+	}
+	return nil
+}
+
+// Search implements persistence.VectorStore.
+func (s *Store) Search(ctx context.Context, stream string, query []float32, k int) ([]persistence.VectorHit, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgvector: search: %w", err)
+	}
+	if err := persistence.ValidateSearch(stream, query, k, s.cfg.Dimensions); err != nil {
+		return nil, fmt.Errorf("pgvector: search: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, s.searchSQL, stream, pgv.NewVector(persistence.Normalize(query)), k)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: search: %w", err)
+	}
+	var out []persistence.VectorHit
+	for rows.Next() {
+		var seq int64
+		var score float64
+		var meta []byte
+		if err := rows.Scan(&seq, &score, &meta); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgvector: search: %w", err)
+		}
+		h := persistence.VectorHit{Seq: uint64(seq), Score: float32(score)}
+		if len(meta) > 2 {
+			if err := json.Unmarshal(meta, &h.Meta); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("pgvector: search: %w: meta of %d: %v", persistence.ErrCorrupt, seq, err)
+			}
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgvector: search: %w", err)
+	}
+	// Iterative index scans may return rows slightly out of order; distances tie in
+	// any order. The contract: best first, ties by Seq.
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Score != out[b].Score {
+			return out[a].Score > out[b].Score
+		}
+		return out[a].Seq < out[b].Seq
+	})
+	return out, nil
+}
+
+// DeleteStream implements persistence.VectorStore. It removes the stream's vectors of
+// every dimension.
+func (s *Store) DeleteStream(ctx context.Context, stream string) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("pgvector: delete stream: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, "DELETE FROM fathom_vectors WHERE stream_id = $1", stream); err != nil {
+		return fmt.Errorf("pgvector: delete stream: %w", err)
+	}
+	return nil
+}
+
+// Close implements persistence.VectorStore.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return fmt.Errorf("pgvector: close: %w", persistence.ErrClosed)
+	}
+	s.pool.Close()
+	return nil
+}

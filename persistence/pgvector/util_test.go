@@ -1,0 +1,5 @@
+package pgvector_test
+
+import "strconv"
+
+func strconvF(x float32) string { return strconv.FormatFloat(float64(x), 'g', -1, 32) }
