@@ -279,6 +279,55 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("MixedBatchesLoadFromEverySeq", func(t *testing.T) {
+		j, s := use(t), stream()
+		var last uint64
+		for i, n := range []int{1, 3, 2, 5, 1, 1, 4, 2} {
+			l, err := j.Append(ctx, s, last, recs(fmt.Sprintf("b%d-", i), n))
+			mustNil(t, err)
+			last = l
+		}
+		for after := uint64(0); after <= last+1; after++ {
+			got := seqs(load(t, j, s, after))
+			want := []uint64{}
+			for q := after + 1; q <= last; q++ {
+				want = append(want, q)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after %d: got %v, want %v", after, got, want)
+			}
+		}
+		for expected := uint64(0); expected < last; expected++ {
+			if _, err := j.Append(ctx, s, expected, recs("z", 1)); !errors.Is(err, persistence.ErrConflict) {
+				t.Fatalf("append after %d of %d: err = %v, want ErrConflict", expected, last, err)
+			}
+		}
+		if seq, err := j.LastSeq(ctx, s); err != nil || seq != last {
+			t.Fatalf("LastSeq = %d, %v; want %d", seq, err, last)
+		}
+	})
+
+	t.Run("ManySingleAppendsLoadAcrossChunks", func(t *testing.T) {
+		j, s := use(t), stream()
+		const n = 1200 // more appends than a PostgreSQL load chunk holds
+		for last := uint64(0); last < n; last++ {
+			_, err := j.Append(ctx, s, last, recs("s", 1))
+			mustNil(t, err)
+		}
+		got := load(t, j, s, 0)
+		if len(got) != n {
+			t.Fatalf("loaded %d records, want %d", len(got), n)
+		}
+		for i, r := range got {
+			if r.Seq != uint64(i+1) {
+				t.Fatalf("gap at %d: seq %d", i, r.Seq)
+			}
+		}
+		if got := load(t, j, s, n-5); len(got) != 5 || got[0].Seq != n-4 {
+			t.Fatalf("tail after %d: %v", n-5, seqs(got))
+		}
+	})
+
 	t.Run("ListStreams", func(t *testing.T) {
 		j := use(t)
 		p := prefix + "list-"

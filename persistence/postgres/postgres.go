@@ -32,8 +32,8 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// loadChunk is how many events Load reads per query; fn runs between queries, holding
-// no connection.
+// loadChunk is how many batches (appends) Load reads per query; fn runs between
+// queries, holding no connection.
 const loadChunk = 1000
 
 // Options tune the pool.
@@ -179,17 +179,15 @@ func (j *Journal) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// appendSQL stores one append as one row of fathom_event_batches (migrations/0002). It
+// inserts nothing unless the stream's head is $2: the batch holding seq $2 (the one with
+// the greatest first_seq <= $2) must end at $2; an append racing past the same head fails
+// on the primary key instead.
 const appendSQL = `
-INSERT INTO fathom_events (stream_id, seq, type, data, at)
-SELECT $1, $2 + r.ord, r.type, r.data, r.at
-FROM unnest($3::text[], $4::bytea[], $5::timestamptz[]) WITH ORDINALITY AS r(type, data, at, ord)
-WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq = $2)`
-
-// appendOneSQL is appendSQL for the common single-event append, without the arrays.
-const appendOneSQL = `
-INSERT INTO fathom_events (stream_id, seq, type, data, at)
-SELECT $1, $2 + 1, $3, $4, $5
-WHERE $2 = 0 OR EXISTS (SELECT 1 FROM fathom_events WHERE stream_id = $1 AND seq = $2)`
+INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
+SELECT $1, $2 + 1, $2 + cardinality($3::text[]), $3, $4::bytea[], $5::timestamptz[]
+WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
+                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2`
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
@@ -216,13 +214,7 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 	}
 	last := expectedSeq + uint64(len(recs))
-	var tag pgconn.CommandTag
-	var err error
-	if len(recs) == 1 {
-		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
-	} else {
-		tag, err = j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
-	}
+	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -230,11 +222,19 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 		return 0, fmt.Errorf("append to %s: %w", stream, err)
 	}
-	if tag.RowsAffected() != int64(len(recs)) {
+	if tag.RowsAffected() != 1 {
 		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
 	}
 	return last, nil
 }
+
+// loadSQL reads the batches holding events after $2, oldest first: the batch holding
+// seq $2+1 (the greatest first_seq <= $2+1) and every later one.
+const loadSQL = `
+SELECT first_seq, types, data, ats FROM fathom_event_batches
+WHERE stream_id = $1 AND first_seq >= coalesce(
+    (SELECT max(first_seq) FROM fathom_event_batches WHERE stream_id = $1 AND first_seq <= $2 + 1), 1)
+ORDER BY first_seq LIMIT $3`
 
 // Load implements persistence.Journal.
 func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn func(persistence.Record) error) error {
@@ -246,19 +246,28 @@ func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn f
 		if err := j.check(ctx); err != nil {
 			return err
 		}
-		rows, err := j.pool.Query(ctx, `SELECT seq, type, data, at FROM fathom_events
-			WHERE stream_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, stream, next, loadChunk)
+		rows, err := j.pool.Query(ctx, loadSQL, stream, next, loadChunk)
 		if err != nil {
 			return fmt.Errorf("load %s: %w", stream, err)
 		}
 		chunk := make([]persistence.Record, 0, 64)
-		var seq int64
-		var r persistence.Record
-		_, err = pgx.ForEachRow(rows, []any{&seq, &r.Type, &r.Data, &r.At}, func() error {
-			r.Seq = uint64(seq)
-			r.At = r.At.UTC()
-			chunk = append(chunk, r)
-			r = persistence.Record{}
+		var (
+			first, batches int64
+			types          []string
+			datas          [][]byte
+			ats            []time.Time
+		)
+		_, err = pgx.ForEachRow(rows, []any{&first, &types, &datas, &ats}, func() error {
+			batches++
+			if len(datas) != len(types) || len(ats) != len(types) {
+				return fmt.Errorf("batch at seq %d: %d types, %d data, %d times", first, len(types), len(datas), len(ats))
+			}
+			for i := range types {
+				if seq := first + int64(i); seq > next {
+					chunk = append(chunk, persistence.Record{Seq: uint64(seq), Type: types[i], Data: datas[i], At: ats[i].UTC()})
+				}
+			}
+			types, datas, ats = nil, nil, nil
 			return nil
 		})
 		if err != nil {
@@ -269,7 +278,7 @@ func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn f
 				return err
 			}
 		}
-		if len(chunk) < loadChunk {
+		if batches < loadChunk || len(chunk) == 0 {
 			return nil
 		}
 		next = int64(chunk[len(chunk)-1].Seq)
@@ -282,7 +291,8 @@ func (j *Journal) LastSeq(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var last int64
-	err := j.pool.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM fathom_events WHERE stream_id = $1", stream).Scan(&last)
+	err := j.pool.QueryRow(ctx, `SELECT coalesce((SELECT last_seq FROM fathom_event_batches
+		WHERE stream_id = $1 ORDER BY first_seq DESC LIMIT 1), 0)`, stream).Scan(&last)
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", stream, err)
 	}
@@ -303,9 +313,18 @@ func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persiste
 	if snap.Data == nil {
 		snap.Data = []byte{}
 	}
-	_, err := j.pool.Exec(ctx, `INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
+	// A snapshot only shortens recovery: losing the last one in a server crash just
+	// means replaying a few more durable events. So it commits asynchronously and costs
+	// no WAL flush of its own; the next synchronous commit (an event append) flushes it
+	// along, and event appends never wait for snapshots.
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(`INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (stream_id, seq) DO UPDATE SET data = EXCLUDED.data, at = EXCLUDED.at`,
-		stream, int64(snap.Seq), snap.Data, snap.At)
+			stream, int64(snap.Seq), snap.Data, snap.At)
+		return tx.SendBatch(ctx, b).Close()
+	})
 	if err != nil {
 		return fmt.Errorf("save snapshot of %s at %d: %w", stream, snap.Seq, err)
 	}

@@ -3,12 +3,17 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/migrations"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/journaltest"
 	"github.com/fathom-agents/fathom/persistence/postgres"
@@ -80,5 +85,68 @@ func TestClosedJournal(t *testing.T) {
 	}
 	if _, err := j.Append(context.Background(), "s", 0, []persistence.Record{{Type: "x"}}); !errors.Is(err, persistence.ErrClosed) {
 		t.Fatalf("append after close: %v", err)
+	}
+}
+
+// TestUpgradeFromRowPerEventKeepsEvents builds a database on the first schema (one row
+// per event, migration 0001 only), stores events in it, then migrates to the current
+// schema: every event survives with its seq, type, data and time, the stream goes on
+// from its head, and the fathom_events view shows the same rows.
+func TestUpgradeFromRowPerEventKeepsEvents(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	v1, err := fs.ReadFile(migrations.FS, "0001_journal.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, q := range []string{
+		string(v1),
+		`CREATE TABLE fathom_schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO fathom_schema_migrations (version, name) VALUES (1, '0001_journal.sql')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := 1; seq <= 3; seq++ {
+		if _, err := conn.Exec(ctx, `INSERT INTO fathom_events (stream_id, seq, type, data, at) VALUES ('old', $1, $2, $3, $4)`,
+			seq, fmt.Sprintf("type-%d", seq), []byte(fmt.Sprintf("data-%d", seq)), at.Add(time.Duration(seq)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := open(t, dsn) // applies the remaining migrations
+	defer j.Close()
+	var got []persistence.Record
+	if err := j.Load(ctx, "old", 0, func(r persistence.Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("after the upgrade the stream has %d events, want 3", len(got))
+	}
+	for i, r := range got {
+		seq := i + 1
+		if r.Seq != uint64(seq) || r.Type != fmt.Sprintf("type-%d", seq) || string(r.Data) != fmt.Sprintf("data-%d", seq) ||
+			!r.At.Equal(at.Add(time.Duration(seq)*time.Second)) {
+			t.Fatalf("event %d after the upgrade = %+v", seq, r)
+		}
+	}
+	if _, err := j.Append(ctx, "old", 2, []persistence.Record{{Type: "x", Data: []byte("x")}}); !errors.Is(err, persistence.ErrConflict) {
+		t.Fatalf("append behind the migrated head: %v, want ErrConflict", err)
+	}
+	if last, err := j.Append(ctx, "old", 3, []persistence.Record{{Type: "x", Data: []byte("x")}, {Type: "y", Data: []byte("y")}}); err != nil || last != 5 {
+		t.Fatalf("append at the migrated head = %d, %v", last, err)
+	}
+	var n, maxSeq int64
+	if err := j.Pool().QueryRow(ctx, `SELECT count(*), max(seq) FROM fathom_events WHERE stream_id = 'old'`).Scan(&n, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 || maxSeq != 5 {
+		t.Fatalf("fathom_events view: %d rows up to seq %d, want 5 up to 5", n, maxSeq)
 	}
 }
