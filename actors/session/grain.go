@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -255,9 +256,13 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	if err != nil {
 		return messages.ErrInternal("session %s: %v", g.id, err)
 	}
+	early := g.startEarly(ctx, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	last, err := g.deps.Journal.Append(jctx, g.id, g.state.GetSeq(), recs)
 	cancel()
+	if err != nil || last != next.GetSeq() {
+		g.cancelEarly(ctx, early)
+	}
 	switch {
 	case errors.Is(err, persistence.ErrConflict):
 		g.fence(ctx, err)
@@ -356,6 +361,40 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	}
 }
 
+// startEarly starts the LLM call that next makes pending while next is still being
+// appended, so the model works while the journal commits (with a fast model the step's
+// engine work overlaps the commit instead of following it). It is safe because an LLM
+// call has no side effect the journal must know of first: its result reaches the grain
+// through the mailbox, after the commit returns, and is decided against the committed
+// state; if the append fails, cancelEarly stops the runner and its result, if any, no
+// longer matches a pending call. Tool calls are never started early: they may have
+// effects outside, so they start only once their tool_called is durable. It reports
+// whether it started a runner.
+func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
+	p := next.GetPending()
+	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) {
+		return false
+	}
+	req, err := buildRequest(next, g.deps.Prompts, g.deps.specs)
+	if err != nil {
+		return false // kick reports it once the state is committed
+	}
+	g.spawnRunner(ctx, p, req)
+	return true
+}
+
+// cancelEarly undoes startEarly after a failed append.
+func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
+	if !started || g.runner == nil {
+		return
+	}
+	ctx.Stop(g.runner)
+	g.runner, g.runnerCall = nil, ""
+	if g.watchdog != nil {
+		g.watchdog.Stop()
+	}
+}
+
 func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
 	req, err := buildRequest(g.state, g.deps.Prompts, g.deps.specs)
 	if err != nil {
@@ -363,6 +402,11 @@ func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
 		g.onLLMResult(ctx, &llmResult{callID: p.GetCallId(), err: err})
 		return
 	}
+	g.spawnRunner(ctx, p, req)
+}
+
+// spawnRunner starts the step runner making the call p with req, and its watchdog.
+func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, req llm.Request) {
 	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, req), "step-runner")
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
