@@ -61,7 +61,9 @@ type Config struct {
 	// TmpfsBytes is the size of the private /tmp under bubblewrap.
 	TmpfsBytes uint64
 	// UIDBase is the first uid of the per-slot uids executions run as when the server runs
-	// as root: slot i runs as UIDBase+i (same gid). Unused when not root.
+	// as root: slot i runs as UIDBase+i (same gid). Unused when not root. 0 derives a range
+	// from the server's pid, so that servers on one host never share uids (a server kills
+	// every process of its slot uids). Give each server on a host its own range.
 	UIDBase int
 
 	// Isolation selects bubblewrap or rlimits only.
@@ -116,7 +118,6 @@ func DefaultConfig() Config {
 		MaxFileBytes:     64 << 20,
 		MaxOpenFiles:     256,
 		TmpfsBytes:       64 << 20,
-		UIDBase:          61000,
 		Isolation:        IsolationAuto,
 		MaxFrameBytes:    4 << 20,
 		OutputChunkBytes: 32 << 10,
@@ -150,8 +151,8 @@ func (c Config) Validate() error {
 		return errors.New("max frame bytes >= 1024, output chunk bytes >= 64 and send queue >= 1 required")
 	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.KillGrace <= 0:
 		return errors.New("write timeout, ping interval and kill grace must be > 0")
-	case c.UIDBase < 1000:
-		return fmt.Errorf("uid base %d: must be >= 1000", c.UIDBase)
+	case c.UIDBase != 0 && (c.UIDBase < 1000 || c.UIDBase > 1<<31-1-c.MaxConcurrent):
+		return fmt.Errorf("uid base %d: must be 0 (automatic) or >= 1000", c.UIDBase)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -165,7 +166,8 @@ func rlim(v uint64) syscall.Rlimit { return syscall.Rlimit{Cur: v, Max: v} }
 
 // helperKill becomes the given uid and kills every process of that uid: kill(-1) as an
 // unprivileged user reaches exactly the processes it owns (and never the caller), in one
-// pass the kernel makes atomic with respect to fork. Repeats until none is left.
+// pass the kernel makes atomic with respect to fork. Repeats until no live process is
+// left (zombies also accept signals; reaping them is the server's job).
 func helperKill(args []string) error {
 	if len(args) != 1 {
 		return errors.New("bad helper arguments")
@@ -177,10 +179,65 @@ func helperKill(args []string) error {
 	if err := syscall.Setresuid(uid, uid, uid); err != nil {
 		return fmt.Errorf("setuid %d: %w", uid, err)
 	}
+	self := os.Getpid()
 	for range 100 {
 		if err := syscall.Kill(-1, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 			os.Exit(0)
 		}
+		if len(processesOf(uid, self, false)) == 0 {
+			os.Exit(0)
+		}
 	}
 	return errors.New("processes survive kill")
+}
+
+// processesOf lists the processes of uid (except pid skip): the live ones, or with
+// zombies the zombies only.
+func processesOf(uid, skip int, zombies bool) []procInfo {
+	var out []procInfo
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == skip {
+			continue
+		}
+		p, ok := readProc(pid)
+		if ok && p.uid == uid && (p.state == 'Z') == zombies {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// procInfo is what /proc/PID/status says about a process.
+type procInfo struct {
+	pid, ppid, uid int
+	state          byte
+}
+
+func readProc(pid int) (procInfo, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return procInfo{}, false
+	}
+	p := procInfo{pid: pid, uid: -1}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		switch k {
+		case "State":
+			p.state = f[0][0]
+		case "PPid":
+			p.ppid, _ = strconv.Atoi(f[0])
+		case "Uid":
+			p.uid, _ = strconv.Atoi(f[0])
+		}
+	}
+	return p, p.uid >= 0
 }

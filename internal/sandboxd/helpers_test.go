@@ -42,8 +42,8 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 
 // testServer is a sandbox served over a real WebSocket on 127.0.0.1:0.
 type testServer struct {
-	srv *Server
-	url string // ws://.../ws
+	srv  *Server
+	url  string // ws://.../ws
 	http *httptest.Server
 }
 

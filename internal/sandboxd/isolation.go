@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/fathom-agents/fathom/messages/fsp"
 )
@@ -30,6 +31,16 @@ type isolator struct {
 	bwrap  string
 	helper string
 	root   bool
+	// uidBase is the uid of slot 0 (Config.UIDBase, or derived from the pid).
+	uidBase int
+}
+
+// autoUIDBase derives a uid range from the server's pid, so sandbox servers on one host
+// (which share one pid namespace, hence distinct pids) never share slot uids: each one's
+// sweep kills every process of its slot uids.
+func autoUIDBase(maxConcurrent int) int {
+	stride := max(1000, maxConcurrent)
+	return 1_000_000 + (os.Getpid()%1_000_000)*stride%(1<<31-2_000_000)
 }
 
 // Paths inside the bubblewrap sandbox.
@@ -43,7 +54,7 @@ func (iso *isolator) uid(slot int) int {
 	if !iso.root {
 		return -1
 	}
-	return iso.cfg.UIDBase + slot
+	return iso.uidBase + slot
 }
 
 // prepare makes the execution's host directory: the source file in it, owned so the
@@ -159,8 +170,12 @@ func niceFor(shares int64) int {
 }
 
 // sweep kills every process left of slot's uid (rlimits mode as root: a child that left
-// its process group with setsid cannot escape the uid). Under bubblewrap the PID
-// namespace dies with its init and no sweep is needed.
+// its process group with setsid cannot escape the uid), then reaps those that became our
+// children: in rlimits mode as root the server is a child subreaper (see New), so orphans
+// of an execution are reparented to it rather than to an init that may never reap them,
+// and an unreaped zombie would still count against its slot's RLIMIT_NPROC. Only zombies
+// of this slot's uid are waited for, never another execution's process. Under bubblewrap
+// the PID namespace dies with its init, which reaps everything in it.
 func (iso *isolator) sweep(slot int) error {
 	uid := iso.uid(slot)
 	if uid < 0 || iso.mode != IsolationRlimits {
@@ -170,6 +185,33 @@ func (iso *isolator) sweep(slot int) error {
 	cmd.Env = []string{}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("sweep uid %d: %w: %s", uid, err, out)
+	}
+	self := os.Getpid()
+	deadline := time.Now().Add(iso.cfg.KillGrace)
+	for {
+		pending := false
+		for _, p := range append(processesOf(uid, -1, true), processesOf(uid, -1, false)...) {
+			if p.ppid != self {
+				continue // not ours to reap (e.g. reparented before we were a subreaper)
+			}
+			pending = true
+			if p.state == 'Z' {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+			}
+		}
+		if !pending || time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// becomeSubreaper makes orphaned descendants of executions children of the server.
+func becomeSubreaper() error {
+	const prSetChildSubreaper = 36
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", e)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		runtimes: runtimes,
 		slots:    make(chan int, cfg.MaxConcurrent),
 		conns:    map[*conn]struct{}{},
-		iso:      &isolator{cfg: cfg, mode: IsolationRlimits, helper: helper, root: os.Geteuid() == 0},
+		iso:      &isolator{cfg: cfg, mode: IsolationRlimits, helper: helper, root: os.Geteuid() == 0, uidBase: cfg.UIDBase},
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			ReadBufferSize:   16 << 10,
@@ -79,18 +79,26 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
+	if s.iso.uidBase == 0 {
+		s.iso.uidBase = autoUIDBase(cfg.MaxConcurrent)
+	}
 	for i := range cfg.MaxConcurrent {
 		s.slots <- i
 	}
 	if err := s.chooseIsolation(); err != nil {
 		return nil, err
 	}
+	if s.iso.mode == IsolationRlimits && s.iso.root {
+		if err := becomeSubreaper(); err != nil {
+			return nil, err
+		}
+	}
 	s.probeLanguages()
 	if len(s.runtimes) == 0 {
 		return nil, errors.New("no language works in this sandbox")
 	}
 	log.Info("sandbox ready", "isolation", s.iso.mode, "languages", s.Languages(),
-		"max_concurrent", cfg.MaxConcurrent, "max_queued", cfg.MaxQueued, "run_as_slot_uids", s.iso.root)
+		"max_concurrent", cfg.MaxConcurrent, "max_queued", cfg.MaxQueued, "slot_uids", s.iso.root, "uid_base", s.iso.uidBase)
 	return s, nil
 }
 

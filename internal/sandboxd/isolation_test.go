@@ -1,0 +1,179 @@
+package sandboxd
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/messages/fsp"
+)
+
+// Under bubblewrap the execution has no network: not even the host's loopback.
+func TestSandboxNetworkBlocked(t *testing.T) {
+	s := newTestServer(t, nil)
+	requireBwrap(t, s)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	c := s.dial(t)
+	code := fmt.Sprintf(`import socket
+for addr in [("127.0.0.1", %d), ("1.1.1.1", 53)]:
+    try:
+        socket.create_connection(addr, timeout=2).close()
+        print("connected", addr)
+    except OSError as e:
+        print("blocked", addr, type(e).__name__)
+`, port)
+	c.execute("net", fsp.LangPython, code, nil)
+	r := c.collect("net")
+	if strings.Contains(r.stdout, "connected") || strings.Count(r.stdout, "blocked") != 2 {
+		t.Fatalf("network reachable from the sandbox: %q %q", r.stdout, r.stderr)
+	}
+	t.Logf("isolation %s: %s", s.srv.Isolation(), strings.TrimSpace(r.stdout))
+}
+
+// Under bubblewrap the root is read-only, /tmp is private, and the PID namespace holds
+// only the execution.
+func TestSandboxFilesystemAndPIDs(t *testing.T) {
+	s := newTestServer(t, nil)
+	requireBwrap(t, s)
+	host, err := os.CreateTemp("", "fathom-host-secret-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host.Close()
+	defer os.Remove(host.Name())
+	c := s.dial(t)
+	code := fmt.Sprintf(`import os
+try:
+    open("/etc/fathom-test", "w")
+    print("etc writable")
+except OSError:
+    print("etc read-only")
+open("scratch.txt", "w").write("x")
+print("cwd", os.getcwd(), os.path.exists("scratch.txt"))
+print("host tmp visible" if os.path.exists(%q) else "host tmp hidden")
+print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
+print("uid", os.getuid())
+`, host.Name())
+	c.execute("fs", fsp.LangPython, code, nil)
+	r := c.collect("fs")
+	for _, want := range []string{"etc read-only", "cwd /tmp/work True", "host tmp hidden"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("want %q in %q (stderr %q)", want, r.stdout, r.stderr)
+		}
+	}
+	var pids int
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "pids "); ok {
+			pids, _ = strconv.Atoi(v)
+		}
+	}
+	if pids < 1 || pids > 3 {
+		t.Fatalf("%d processes visible: want a private PID namespace", pids)
+	}
+}
+
+// A fork bomb is bounded by RLIMIT_NPROC (per slot uid) and the time limit, leaves
+// nothing behind and does not hurt the server.
+func TestSandboxForkBomb(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("RLIMIT_NPROC is per execution only when the server runs as root (slot uids): a fork bomb would hit the whole user")
+	}
+	for _, mode := range []Isolation{IsolationAuto, IsolationRlimits} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newTestServer(t, func(c *Config) { c.Isolation = mode; c.MaxProcesses = 32 })
+			c := s.dial(t)
+			start := time.Now()
+			c.execute("bomb", fsp.LangShell, "bomb() { bomb | bomb & }; bomb; sleep 1; echo survived", func(m *fsp.Execute) { m.Limits.TimeoutMS = 3000 })
+			r := c.collect("bomb")
+			if r.result == nil || time.Since(start) > 15*time.Second {
+				t.Fatalf("fork bomb: %s after %v", r.kinds(), time.Since(start))
+			}
+			t.Logf("%s: %s after %v", s.srv.Isolation(), r.kinds(), time.Since(start).Round(time.Millisecond))
+			waitNoSlotProcesses(t, s)
+			c.execute("after", fsp.LangShell, "echo fine", nil)
+			if r := c.collect("after"); r.stdout != "fine\n" {
+				t.Fatalf("after the bomb: %s %q", r.kinds(), r.stderr)
+			}
+		})
+	}
+}
+
+// waitNoSlotProcesses polls until no process runs as a slot uid.
+func waitNoSlotProcesses(t *testing.T, s *testServer) {
+	t.Helper()
+	lo, hi := s.srv.iso.uidBase, s.srv.iso.uidBase+s.srv.cfg.MaxConcurrent
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+					if u, _ := strconv.Atoi(f[1]); u >= lo && u < hi {
+						left = append(left, e.Name())
+					}
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of slot uids left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rlimits-only isolation (the fallback where bubblewrap cannot run) runs executions,
+// enforces memory and time, and kills everything an execution started, even a child that
+// left the process group.
+func TestSandboxRlimitsOnly(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.Isolation = IsolationRlimits })
+	if s.srv.Isolation() != IsolationRlimits {
+		t.Fatalf("isolation %s", s.srv.Isolation())
+	}
+	c := s.dial(t)
+	c.execute("r1", fsp.LangPython, "import os\nprint('hi', os.getuid() != 0 or 'root')", nil)
+	if r := c.collect("r1"); r.stdout != "hi True\n" {
+		t.Fatalf("rlimits: %s %q %q", r.kinds(), r.stdout, r.stderr)
+	}
+	c.execute("r2", fsp.LangPython, "x = bytearray(512 << 20)", func(m *fsp.Execute) { m.Limits.MemoryMB = 64 })
+	if r := c.collect("r2"); !strings.HasSuffix(r.kinds(), "status:oom result") {
+		t.Fatalf("rlimits oom: %s %q", r.kinds(), r.stderr)
+	}
+	token := fmt.Sprintf("fathom-rl-%d", time.Now().UnixNano())
+	c.execute("r3", fsp.LangPython, fmt.Sprintf("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(60)', %q])\nprint('started', flush=True)", token), nil)
+	r := c.collect("r3")
+	if r.stdout != "started\n" {
+		t.Fatalf("r3: %s %q", r.kinds(), r.stderr)
+	}
+	if os.Geteuid() == 0 {
+		waitNoProcesses(t, token) // the uid sweep got the setsid child
+	} else {
+		t.Log("not root: a setsid child escapes the process group kill in rlimits-only mode")
+	}
+}
