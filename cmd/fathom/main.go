@@ -33,6 +33,7 @@ func commands() []command {
 		{"node", "run a cluster node with the HTTP gateway", runNode},
 		{"migrate", "apply the PostgreSQL migrations", runMigrate},
 		{"session", "inspect stored sessions: list | timeline ID | state ID", runSession},
+		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},
 		{"version", "print the version", runVersion},
 	}
