@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Brings up (or tears down) every real service the integration tests use, all under DIR:
-# PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports; and the official
+# PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports; bubblewrap; and the official
 # `openai` npm client (for mock-llm's protocol-fidelity test).
 #
 #   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
@@ -16,10 +16,12 @@ SERVICES=(postgres consul minio)
 
 usage() { die "usage: $(basename "$0") up|down DIR"; }
 
-# install_all installs PostgreSQL/pgvector, then builds Consul and MinIO side by side (each takes minutes on
-# the first run and is instant afterwards).
+# install_all installs PostgreSQL/pgvector and bubblewrap (the sandbox's isolation; with
+# FATHOM_TEST_REQUIRE_SERVICES set its tests must not skip), then builds Consul and MinIO side by side (each takes
+# minutes on the first run and is instant afterwards).
 install_all() {
   "$HERE/install-go-deps.sh" >/dev/null
+  "$HERE/install-bwrap.sh" >/dev/null
   "$HERE/install-postgres.sh" >/dev/null
   local consul_pid minio_pid failed=()
   "$HERE/install-consul.sh" >/dev/null &
