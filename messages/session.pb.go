@@ -330,6 +330,364 @@ func (x *GetStateResponse) GetActivatedAtUnixNano() int64 {
 	return 0
 }
 
+// TimelineRequest asks for a session's timeline.
+type TimelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimelineRequest) Reset() {
+	*x = TimelineRequest{}
+	mi := &file_session_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelineRequest) ProtoMessage() {}
+
+func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
+func (*TimelineRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{4}
+}
+
+// TimelineEntry is one plan step on the timeline.
+type TimelineEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// step_index counts from 1: StateAt(step_index) is the state after this step ended.
+	StepIndex         uint32     `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	StepId            string     `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepType          string     `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
+	Description       string     `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	Status            StepStatus `protobuf:"varint,5,opt,name=status,proto3,enum=fathom.v1.StepStatus" json:"status,omitempty"`
+	Attempt           uint32     `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	StartedSeq        uint64     `protobuf:"varint,7,opt,name=started_seq,json=startedSeq,proto3" json:"started_seq,omitempty"`
+	EndedSeq          uint64     `protobuf:"varint,8,opt,name=ended_seq,json=endedSeq,proto3" json:"ended_seq,omitempty"`
+	StartedAtUnixNano int64      `protobuf:"varint,9,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	EndedAtUnixNano   int64      `protobuf:"varint,10,opt,name=ended_at_unix_nano,json=endedAtUnixNano,proto3" json:"ended_at_unix_nano,omitempty"`
+	LlmCalls          uint32     `protobuf:"varint,11,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	ToolCalls         uint32     `protobuf:"varint,12,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *TimelineEntry) Reset() {
+	*x = TimelineEntry{}
+	mi := &file_session_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelineEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelineEntry) ProtoMessage() {}
+
+func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
+func (*TimelineEntry) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TimelineEntry) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *TimelineEntry) GetStepType() string {
+	if x != nil {
+		return x.StepType
+	}
+	return ""
+}
+
+func (x *TimelineEntry) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *TimelineEntry) GetStatus() StepStatus {
+	if x != nil {
+		return x.Status
+	}
+	return StepStatus_STEP_STATUS_UNSPECIFIED
+}
+
+func (x *TimelineEntry) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetStartedSeq() uint64 {
+	if x != nil {
+		return x.StartedSeq
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetEndedSeq() uint64 {
+	if x != nil {
+		return x.EndedSeq
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetEndedAtUnixNano() int64 {
+	if x != nil {
+		return x.EndedAtUnixNano
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetLlmCalls() uint32 {
+	if x != nil {
+		return x.LlmCalls
+	}
+	return 0
+}
+
+func (x *TimelineEntry) GetToolCalls() uint32 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
+// TimelineResponse is the session's timeline.
+type TimelineResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// seq is the session's last event.
+	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// plan_seq is the seq of plan_created: StateAt(0) is the state at that seq.
+	PlanSeq       uint64           `protobuf:"varint,3,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
+	Status        SessionStatus    `protobuf:"varint,4,opt,name=status,proto3,enum=fathom.v1.SessionStatus" json:"status,omitempty"`
+	Entries       []*TimelineEntry `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimelineResponse) Reset() {
+	*x = TimelineResponse{}
+	mi := &file_session_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelineResponse) ProtoMessage() {}
+
+func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
+func (*TimelineResponse) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TimelineResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *TimelineResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *TimelineResponse) GetPlanSeq() uint64 {
+	if x != nil {
+		return x.PlanSeq
+	}
+	return 0
+}
+
+func (x *TimelineResponse) GetStatus() SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SessionStatus_SESSION_STATUS_UNSPECIFIED
+}
+
+func (x *TimelineResponse) GetEntries() []*TimelineEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// StateAtRequest asks for the state after a step.
+type StateAtRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// step_index: 0 = after planning; n = after the n-th step (from 1) ended.
+	StepIndex     uint32 `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateAtRequest) Reset() {
+	*x = StateAtRequest{}
+	mi := &file_session_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateAtRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateAtRequest) ProtoMessage() {}
+
+func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
+func (*StateAtRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StateAtRequest) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+// StateAtResponse carries a past state.
+type StateAtResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State *SessionState          `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// seq is the last event folded into state.
+	Seq           uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	StepIndex     uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateAtResponse) Reset() {
+	*x = StateAtResponse{}
+	mi := &file_session_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateAtResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateAtResponse) ProtoMessage() {}
+
+func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
+func (*StateAtResponse) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StateAtResponse) GetState() *SessionState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *StateAtResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *StateAtResponse) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
 var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
@@ -351,17 +709,52 @@ const file_session_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x16\n" +
 	"\x06exists\x18\x03 \x01(\bR\x06exists\x123\n" +
-	"\x16activated_at_unix_nano\x18\x04 \x01(\x03R\x13activatedAtUnixNano*\x88\x01\n" +
+	"\x16activated_at_unix_nano\x18\x04 \x01(\x03R\x13activatedAtUnixNano\"\x11\n" +
+	"\x0fTimelineRequest\"\xa7\x03\n" +
+	"\rTimelineEntry\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x01 \x01(\rR\tstepIndex\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
+	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12-\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x15.fathom.v1.StepStatusR\x06status\x12\x18\n" +
+	"\aattempt\x18\x06 \x01(\rR\aattempt\x12\x1f\n" +
+	"\vstarted_seq\x18\a \x01(\x04R\n" +
+	"startedSeq\x12\x1b\n" +
+	"\tended_seq\x18\b \x01(\x04R\bendedSeq\x12/\n" +
+	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x12+\n" +
+	"\x12ended_at_unix_nano\x18\n" +
+	" \x01(\x03R\x0fendedAtUnixNano\x12\x1b\n" +
+	"\tllm_calls\x18\v \x01(\rR\bllmCalls\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\f \x01(\rR\ttoolCalls\"\xc4\x01\n" +
+	"\x10TimelineResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x19\n" +
+	"\bplan_seq\x18\x03 \x01(\x04R\aplanSeq\x120\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x18.fathom.v1.SessionStatusR\x06status\x122\n" +
+	"\aentries\x18\x05 \x03(\v2\x18.fathom.v1.TimelineEntryR\aentries\"/\n" +
+	"\x0eStateAtRequest\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x01 \x01(\rR\tstepIndex\"q\n" +
+	"\x0fStateAtResponse\x12-\n" +
+	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex*\x88\x01\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\x8a\x01\n" +
+	"\bINTERNAL\x10\x052\x91\x02\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
-	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
+	"\bTimeline\x12\x1a.fathom.v1.TimelineRequest\x1a\x1b.fathom.v1.TimelineResponse\x12@\n" +
+	"\aStateAt\x12\x19.fathom.v1.StateAtRequest\x1a\x1a.fathom.v1.StateAtResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -376,28 +769,43 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),         // 0: fathom.v1.ErrorReason
 	(*StartRequest)(nil),     // 1: fathom.v1.StartRequest
 	(*StartResponse)(nil),    // 2: fathom.v1.StartResponse
 	(*GetStateRequest)(nil),  // 3: fathom.v1.GetStateRequest
 	(*GetStateResponse)(nil), // 4: fathom.v1.GetStateResponse
-	(*SessionConfig)(nil),    // 5: fathom.v1.SessionConfig
-	(*SessionState)(nil),     // 6: fathom.v1.SessionState
+	(*TimelineRequest)(nil),  // 5: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),    // 6: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil), // 7: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),   // 8: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),  // 9: fathom.v1.StateAtResponse
+	(*SessionConfig)(nil),    // 10: fathom.v1.SessionConfig
+	(*SessionState)(nil),     // 11: fathom.v1.SessionState
+	(StepStatus)(0),          // 12: fathom.v1.StepStatus
+	(SessionStatus)(0),       // 13: fathom.v1.SessionStatus
 }
 var file_session_proto_depIdxs = []int32{
-	5, // 0: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	6, // 1: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	1, // 2: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	3, // 3: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	2, // 4: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	4, // 5: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	10, // 0: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	11, // 1: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	12, // 2: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	13, // 3: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	6,  // 4: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	11, // 5: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	1,  // 6: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	3,  // 7: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	5,  // 8: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	8,  // 9: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	2,  // 10: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	4,  // 11: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	7,  // 12: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	9,  // 13: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_session_proto_init() }
@@ -413,7 +821,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -148,9 +148,16 @@ type StepState struct {
 	ToolCalls uint32 `protobuf:"varint,7,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// transcript is the current attempt's conversation after the step's opening
 	// messages: assistant turns and tool results, in the order they were recorded.
-	Transcript    []*TranscriptEntry `protobuf:"bytes,8,rep,name=transcript,proto3" json:"transcript,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Transcript []*TranscriptEntry `protobuf:"bytes,8,rep,name=transcript,proto3" json:"transcript,omitempty"`
+	// started_seq is the seq of the current attempt's step_started (0: not started).
+	StartedSeq uint64 `protobuf:"varint,9,opt,name=started_seq,json=startedSeq,proto3" json:"started_seq,omitempty"`
+	// ended_seq is the seq of the step_completed or step_failed that ended the current
+	// attempt (0: running or not started). Time travel addresses steps by it.
+	EndedSeq          uint64 `protobuf:"varint,10,opt,name=ended_seq,json=endedSeq,proto3" json:"ended_seq,omitempty"`
+	StartedAtUnixNano int64  `protobuf:"varint,11,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	EndedAtUnixNano   int64  `protobuf:"varint,12,opt,name=ended_at_unix_nano,json=endedAtUnixNano,proto3" json:"ended_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *StepState) Reset() {
@@ -237,6 +244,34 @@ func (x *StepState) GetTranscript() []*TranscriptEntry {
 		return x.Transcript
 	}
 	return nil
+}
+
+func (x *StepState) GetStartedSeq() uint64 {
+	if x != nil {
+		return x.StartedSeq
+	}
+	return 0
+}
+
+func (x *StepState) GetEndedSeq() uint64 {
+	if x != nil {
+		return x.EndedSeq
+	}
+	return 0
+}
+
+func (x *StepState) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *StepState) GetEndedAtUnixNano() int64 {
+	if x != nil {
+		return x.EndedAtUnixNano
+	}
+	return 0
 }
 
 // TranscriptEntry is one message of a step's LLM/tool conversation.
@@ -492,7 +527,9 @@ type SessionState struct {
 	// plan_attempt counts planner calls (call ids "plan-N").
 	PlanAttempt uint32 `protobuf:"varint,20,opt,name=plan_attempt,json=planAttempt,proto3" json:"plan_attempt,omitempty"`
 	// cost_usd is the session's model cost so far.
-	CostUsd       float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	CostUsd float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// plan_seq is the seq of plan_created (0: no plan yet): the state "before step 1".
+	PlanSeq       uint64 `protobuf:"varint,22,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -674,11 +711,18 @@ func (x *SessionState) GetCostUsd() float64 {
 	return 0
 }
 
+func (x *SessionState) GetPlanSeq() uint64 {
+	if x != nil {
+		return x.PlanSeq
+	}
+	return 0
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
 	"\n" +
-	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\xa3\x02\n" +
+	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\xbf\x03\n" +
 	"\tStepState\x12'\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.fathom.v1.PlanStepR\x04step\x12-\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x15.fathom.v1.StepStatusR\x06status\x12\x16\n" +
@@ -690,7 +734,13 @@ const file_state_proto_rawDesc = "" +
 	"tool_calls\x18\a \x01(\rR\ttoolCalls\x12:\n" +
 	"\n" +
 	"transcript\x18\b \x03(\v2\x1a.fathom.v1.TranscriptEntryR\n" +
-	"transcript\"\x9c\x01\n" +
+	"transcript\x12\x1f\n" +
+	"\vstarted_seq\x18\t \x01(\x04R\n" +
+	"startedSeq\x12\x1b\n" +
+	"\tended_seq\x18\n" +
+	" \x01(\x04R\bendedSeq\x12/\n" +
+	"\x14started_at_unix_nano\x18\v \x01(\x03R\x11startedAtUnixNano\x12+\n" +
+	"\x12ended_at_unix_nano\x18\f \x01(\x03R\x0fendedAtUnixNano\"\x9c\x01\n" +
 	"\x0fTranscriptEntry\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x129\n" +
@@ -708,7 +758,7 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xf5\x06\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x90\a\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -734,7 +784,8 @@ const file_state_proto_rawDesc = "" +
 	"\rpending_tools\x18\x12 \x03(\v2\x16.fathom.v1.PendingToolR\fpendingTools\x12+\n" +
 	"\x12retry_at_unix_nano\x18\x13 \x01(\x03R\x0fretryAtUnixNano\x12!\n" +
 	"\fplan_attempt\x18\x14 \x01(\rR\vplanAttempt\x12\x19\n" +
-	"\bcost_usd\x18\x15 \x01(\x01R\acostUsd\x1a;\n" +
+	"\bcost_usd\x18\x15 \x01(\x01R\acostUsd\x12\x19\n" +
+	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xa3\x01\n" +

@@ -61,6 +61,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		s.CurrentStepIndex = 0
 		s.Status = messages.SessionStatus_SESSION_STATUS_EXECUTING
+		s.PlanSeq = ev.GetSeq()
 	case *messages.Event_StepStarted:
 		st, err := stepAt(s, p.StepStarted.GetStepIndex(), p.StepStarted.GetStepId())
 		if err != nil {
@@ -70,6 +71,8 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.Attempt = max(p.StepStarted.GetAttempt(), 1)
 		st.Error = ""
 		st.Transcript = nil
+		st.StartedSeq, st.StartedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
+		st.EndedSeq, st.EndedAtUnixNano = 0, 0
 		s.CurrentStepIndex = p.StepStarted.GetStepIndex()
 		s.RetryAtUnixNano = 0
 	case *messages.Event_LlmRequested:
@@ -129,6 +132,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		st.Status = messages.StepStatus_STEP_STATUS_COMPLETED
 		st.Output = p.StepCompleted.GetOutput()
+		st.EndedSeq, st.EndedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
 	case *messages.Event_StepFailed:
 		st, err := stepAt(s, p.StepFailed.GetStepIndex(), p.StepFailed.GetStepId())
 		if err != nil {
@@ -136,6 +140,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		st.Status = messages.StepStatus_STEP_STATUS_FAILED
 		st.Error = p.StepFailed.GetError()
+		st.EndedSeq, st.EndedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
 		s.Pending, s.PendingTools = nil, nil
 		s.RetryAtUnixNano = p.StepFailed.GetRetryAtUnixNano()
 	case *messages.Event_PlanFailed:
