@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,36 +42,73 @@ type Request struct {
 	Output OutputFunc
 }
 
-// Pool is a handle on a running sandbox pool actor; it is safe for concurrent use.
+// Pool is a handle on the sandbox pool actor; it is safe for concurrent use. New makes
+// the handle, Start spawns the actor: a node can hand the handle (through a Runner) to
+// its tool executor before its actor system is ready to spawn, and start the pool after.
 type Pool struct {
-	cfg    Config
-	system *actor.ActorSystem
-	pid    *actor.PID
-	token  *tokenStore
+	cfg   Config
+	token *tokenStore
+	run   atomic.Pointer[running]
 
+	startMu  sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// Start validates cfg and spawns the pool actor (named ActorName) in system. The
-// connections dial in the background: Start does not wait for the sandbox.
-func Start(system *actor.ActorSystem, cfg Config) (*Pool, error) {
+// running is a started pool: the actor and its system.
+type running struct {
+	system *actor.ActorSystem
+	pid    *actor.PID
+}
+
+// New validates cfg and returns a pool that is not started yet: Execute fails with a
+// retryable sandbox error until Start.
+func New(cfg Config) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	token := newTokenStore(cfg.APIKey)
-	pid, err := system.Root.SpawnNamed(newPoolProps(cfg, cfg.Logger.With("component", "sandbox"), token), ActorName)
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox pool: %w", err)
-	}
-	return &Pool{cfg: cfg, system: system, pid: pid, token: token}, nil
+	return &Pool{cfg: cfg, token: newTokenStore(cfg.APIKey)}, nil
 }
 
-// PID is the pool actor.
-func (p *Pool) PID() *actor.PID { return p.pid }
+// Start is New followed by Pool.Start.
+func Start(system *actor.ActorSystem, cfg Config) (*Pool, error) {
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(system); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Start spawns the pool actor (named ActorName) in system. The connections dial in the
+// background: Start does not wait for the sandbox. Spawn after the system's remote (if
+// any) is started: Proto.Actor sets the system's address there.
+func (p *Pool) Start(system *actor.ActorSystem) error {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	if p.run.Load() != nil {
+		return errors.New("start sandbox pool: already started")
+	}
+	pid, err := system.Root.SpawnNamed(newPoolProps(p.cfg, p.cfg.Logger.With("component", "sandbox"), p.token), ActorName)
+	if err != nil {
+		return fmt.Errorf("start sandbox pool: %w", err)
+	}
+	p.run.Store(&running{system: system, pid: pid})
+	return nil
+}
+
+// PID is the pool actor, nil before Start.
+func (p *Pool) PID() *actor.PID {
+	if r := p.run.Load(); r != nil {
+		return r.pid
+	}
+	return nil
+}
 
 // Execute runs one execution through the pool and waits for its outcome. Every failure
 // is a *tools.ToolError (see the package doc for the mapping). When ctx ends first, the
@@ -81,7 +119,11 @@ func (p *Pool) Execute(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.system.Root.Send(p.pid, &submit{exec: ex})
+	run := p.run.Load()
+	if run == nil {
+		return nil, tools.SandboxError(ex.tool, "the sandbox pool is not started yet", true)
+	}
+	run.system.Root.Send(run.pid, &submit{exec: ex})
 	select {
 	case o := <-ex.reply:
 		if o.err != nil {
@@ -89,7 +131,7 @@ func (p *Pool) Execute(ctx context.Context, r Request) (*Result, error) {
 		}
 		return o.res, nil
 	case <-ctx.Done():
-		p.system.Root.Send(p.pid, &abandon{id: ex.id})
+		run.system.Root.Send(run.pid, &abandon{id: ex.id})
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, timeoutError(ex.tool, ex.limit)
 		}
@@ -144,7 +186,11 @@ func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	res, err := p.system.Root.RequestFuture(p.pid, &statsRequest{}, timeout).Result()
+	run := p.run.Load()
+	if run == nil {
+		return Stats{}, errors.New("sandbox pool stats: not started")
+	}
+	res, err := run.system.Root.RequestFuture(run.pid, &statsRequest{}, timeout).Result()
 	if err != nil {
 		return Stats{}, fmt.Errorf("sandbox pool stats: %w", err)
 	}
@@ -156,10 +202,17 @@ func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 }
 
 // Stop stops the pool, its connections (pending executions fail as retryable) and the
-// token manager, and waits for them until ctx ends. It is idempotent.
+// token manager, and waits for them until ctx ends. It is idempotent, and a no-op on a
+// pool never started.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
-		f := p.system.Root.StopFuture(p.pid) // Proto.Actor bounds the wait itself (10s)
+		p.startMu.Lock()
+		run := p.run.Load()
+		p.startMu.Unlock()
+		if run == nil {
+			return
+		}
+		f := run.system.Root.StopFuture(run.pid) // Proto.Actor bounds the wait itself (10s)
 		done := make(chan error, 1)
 		go func() { done <- f.Wait() }()
 		select {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
@@ -83,6 +84,39 @@ type nodeFlags struct {
 	clusterHost   string
 	clusterPort   int
 	clusterName   string
+	sandbox       sandboxFlags
+}
+
+// sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
+// variables or flags.
+type sandboxFlags struct {
+	url, token, refreshURL string
+	poolSize, overflow     int
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	d := sandbox.DefaultConfig()
+	fs.StringVar(&f.url, "sandbox-url", os.Getenv(sandbox.EnvURL), "WebSocket URL of the FSP v1 sandbox that runs code_execute, e.g. ws://127.0.0.1:7070/ws (env "+sandbox.EnvURL+")")
+	fs.StringVar(&f.token, "sandbox-token", os.Getenv(sandbox.EnvAPIKey), "bearer token for the sandbox (env "+sandbox.EnvAPIKey+")")
+	fs.StringVar(&f.refreshURL, "sandbox-refresh-url", os.Getenv(sandbox.EnvRefreshURL), "optional endpoint that exchanges the sandbox token for a fresh one (env "+sandbox.EnvRefreshURL+")")
+	fs.IntVar(&f.poolSize, "sandbox-pool-size", int(envUint(sandbox.EnvPoolSize, uint64(d.PoolSize))), "sandbox connections kept open (env "+sandbox.EnvPoolSize+")")
+	fs.IntVar(&f.overflow, "sandbox-pool-overflow", int(envUint(sandbox.EnvPoolOverflow, uint64(d.PoolOverflow))), "extra sandbox connections opened while all are busy (env "+sandbox.EnvPoolOverflow+")")
+}
+
+// config returns the client configuration; with no URL it is returned unvalidated (no
+// sandbox, or a local one).
+func (f *sandboxFlags) config(log *slog.Logger) (sandbox.Config, error) {
+	c := sandbox.DefaultConfig()
+	c.URL, c.APIKey, c.RefreshURL = f.url, f.token, f.refreshURL
+	c.PoolSize, c.PoolOverflow = f.poolSize, f.overflow
+	c.Logger = log.With("component", "sandbox")
+	if c.URL == "" {
+		return c, nil
+	}
+	if err := c.Validate(); err != nil {
+		return sandbox.Config{}, usageError("%v", err)
+	}
+	return c, nil
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel string) {
@@ -114,6 +148,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.clusterHost, "cluster-host", envOr("FATHOM_CLUSTER_HOST", c.Host), "host the cluster member binds (env FATHOM_CLUSTER_HOST)")
 	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
+	f.sandbox.register(fs)
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -172,7 +207,12 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		}
 	}
 	llmCfg.NoStream = f.noStream
+	sbCfg, err := f.sandbox.config(log)
+	if err != nil {
+		return node.Config{}, err
+	}
 	return node.Config{
+		Sandbox:     node.SandboxConfig{Client: sbCfg},
 		DataDir:     f.store.dataDir,
 		PostgresDSN: f.store.postgres,
 		Cluster:     ccfg,

@@ -45,6 +45,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Cluster.Provider != "local" {
 		return usageError("fathom run is a single in-process node; use fathom node to join a cluster")
 	}
+	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox.
+	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == ""
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)

@@ -1,14 +1,19 @@
 // Package node assembles one Fathom node: telemetry, the journal (embedded file or
 // PostgreSQL), the live event feed, the LLM provider (a real OpenAI-compatible endpoint
-// or the built-in demo model), the session grain kind and the cluster member. Both
+// or the built-in demo model), the sandbox pool for code_execute (a configured sandbox
+// or a local one), the session grain kind and the cluster member. Both
 // `fathom run` and `fathom node` start exactly this.
 package node
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,8 +21,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/anthropic"
@@ -25,6 +32,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/openai"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/persistence/feed"
@@ -54,6 +62,8 @@ type Config struct {
 	// Tools runs the model's tool calls; nil means the built-in tools (tools/builtin),
 	// web_search backed by FATHOM_SEARXNG_URL when set.
 	Tools *tools.Executor
+	// Sandbox selects the code sandbox external tools (code_execute) run in.
+	Sandbox SandboxConfig
 	// Telemetry selects the OpenTelemetry exporters.
 	Telemetry telemetry.Config
 	// Logger receives the node's structured logs. Nil means slog.Default().
@@ -88,6 +98,19 @@ type LLMConfig struct {
 	Provider llm.Provider
 }
 
+// SandboxConfig selects the sandbox external tools run in. With Client.URL set the node
+// starts a pool of connections to it (actors/sandbox) and routes the executor's external
+// tools through it, unless the executor already has an ExternalRunner. With neither a
+// URL nor Local, external tools fail with "no sandbox is configured".
+type SandboxConfig struct {
+	// Client configures the sandbox client: URL, token, refresh URL, pool sizes
+	// (sandbox.ConfigFromEnv reads SANDBOX_URL, SANDBOX_API_KEY, ...).
+	Client sandbox.Config
+	// Local starts a sandbox server (internal/sandboxd, as `fathom sandbox`) in-process on
+	// a loopback port with a random token when Client.URL is empty, and connects to it.
+	Local bool
+}
+
 // UsesDemo reports whether this configuration runs the built-in demo model.
 func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
 
@@ -118,6 +141,8 @@ type Node struct {
 	feed     *feed.Feed
 	member   *fcluster.Node
 	demo     *demoModel
+	sandbox  *sandbox.Pool
+	local    *localSandbox
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -176,6 +201,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		sysOpts = append(sysOpts, actor.WithMetricProviders(n.tel.MeterProvider))
 	}
 	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)
+	if toolExec, err = n.newSandbox(toolExec); err != nil {
+		return nil, err
+	}
 	deps := &session.Deps{
 		Config:    scfg,
 		Journal:   n.journal,
@@ -196,6 +224,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if err := n.member.Start(ctx); err != nil {
 		return nil, err
+	}
+	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
+		if err := n.sandbox.Start(system); err != nil {
+			return nil, err
+		}
 	}
 	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "llm", provider.Name())
 	return n, nil
@@ -311,6 +344,45 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 	return nil, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
 }
 
+// newSandbox starts the local sandbox server (if asked), makes the sandbox pool (started
+// once the cluster member is) and returns the executor to use: a copy of exec routing
+// external tools through the pool, or exec itself when there is no sandbox or exec
+// already has an ExternalRunner.
+func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
+	c := n.cfg.Sandbox.Client
+	if c.URL == "" && n.cfg.Sandbox.Local {
+		l, err := startLocalSandbox(n.log.With("component", "sandboxd"))
+		if err != nil {
+			// The rest of the node works without it; code_execute then says why not.
+			n.log.Warn("no local sandbox: code_execute is unavailable", "error", err)
+			return exec, nil
+		}
+		n.local = l
+		if c.PoolSize == 0 { // a zero Config: take the defaults
+			c = sandbox.DefaultConfig()
+		}
+		c.URL, c.APIKey, c.RefreshURL = l.url, l.token, ""
+		n.log.Info("no sandbox URL: started a local sandbox", "url", l.url)
+	}
+	if c.URL == "" || exec.External != nil {
+		return exec, nil
+	}
+	if c.Logger == nil {
+		c.Logger = n.log
+	}
+	p, err := sandbox.New(c)
+	if err != nil {
+		return nil, err
+	}
+	n.sandbox = p
+	routed := *exec
+	routed.External = &sandbox.Runner{Pool: p}
+	return &routed, nil
+}
+
+// Sandbox is the node's sandbox pool, nil when no sandbox is configured.
+func (n *Node) Sandbox() *sandbox.Pool { return n.sandbox }
+
 // UsesDemoModel reports whether the node answers with the built-in demo model.
 func (n *Node) UsesDemoModel() bool { return n.demo != nil }
 
@@ -336,8 +408,14 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
+		if n.sandbox != nil {
+			errs = append(errs, n.sandbox.Stop(ctx))
+		}
 		if n.member != nil {
 			errs = append(errs, n.member.Stop(ctx))
+		}
+		if n.local != nil {
+			errs = append(errs, n.local.stop(ctx))
 		}
 		if n.feed != nil {
 			n.feed.Close()
@@ -393,4 +471,46 @@ func (d *demoModel) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// localSandbox is a sandbox server (internal/sandboxd) served on a loopback port for a
+// node that has no sandbox URL.
+type localSandbox struct {
+	url, token string
+	srv        *sandboxd.Server
+	http       *http.Server
+	done       chan error
+}
+
+func startLocalSandbox(log *slog.Logger) (*localSandbox, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("local sandbox token: %w", err)
+	}
+	cfg := sandboxd.DefaultConfig()
+	cfg.Token = hex.EncodeToString(b)
+	srv, err := sandboxd.New(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("start local sandbox: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close(context.Background())
+		return nil, fmt.Errorf("start local sandbox: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(fsp.Path, srv)
+	l := &localSandbox{url: "ws://" + ln.Addr().String() + fsp.Path, token: cfg.Token, srv: srv,
+		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
+	go func() { l.done <- l.http.Serve(ln) }()
+	return l, nil
+}
+
+// stop closes the sandbox (its connections and executions), then the listener.
+func (l *localSandbox) stop(ctx context.Context) error {
+	errs := []error{l.srv.Close(ctx), l.http.Shutdown(ctx)}
+	if err := <-l.done; !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
