@@ -201,6 +201,10 @@ func processesOf(uid, skip int, zombies bool) []procInfo {
 		if err != nil || pid == skip {
 			continue
 		}
+		// /proc/PID is owned by the process's effective uid: a cheap first filter.
+		if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(uid) {
+			continue
+		}
 		p, ok := readProc(pid)
 		if ok && p.uid == uid && (p.state == 'Z') == zombies {
 			out = append(out, p)

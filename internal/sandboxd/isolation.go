@@ -181,10 +181,12 @@ func (iso *isolator) sweep(slot int) error {
 	if uid < 0 || iso.mode != IsolationRlimits {
 		return nil
 	}
-	cmd := exec.Command(iso.helper, helperKillArg, strconv.Itoa(uid))
-	cmd.Env = []string{}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("sweep uid %d: %w: %s", uid, err, out)
+	if len(processesOf(uid, -1, false)) > 0 { // usually none: no helper to start
+		cmd := exec.Command(iso.helper, helperKillArg, strconv.Itoa(uid))
+		cmd.Env = []string{}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("sweep uid %d: %w: %s", uid, err, out)
+		}
 	}
 	self := os.Getpid()
 	deadline := time.Now().Add(iso.cfg.KillGrace)

@@ -352,10 +352,11 @@ func (m *Execute) validate() error {
 	}
 	for k, v := range m.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return invalid("env", "key %q: must be non-empty without '=' or NUL", k)
+			// Neither names nor values are echoed: env is not for logs.
+			return invalid("env", "keys must be non-empty, without '=' or NUL")
 		}
 		if strings.ContainsRune(v, 0) {
-			return invalid("env."+k, "value contains NUL")
+			return invalid("env", "values must not contain NUL")
 		}
 	}
 	return nil
