@@ -2,6 +2,7 @@ package sandboxd
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -176,4 +177,33 @@ func TestSandboxRlimitsOnly(t *testing.T) {
 	} else {
 		t.Log("not root: a setsid child escapes the process group kill in rlimits-only mode")
 	}
+}
+
+// A bubblewrap that cannot work here (no user namespaces, say) is found by the start-up
+// probe: auto falls back to rlimits only with a warning, bwrap refuses to start.
+func TestSandboxBwrapProbeFallback(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cfg := DefaultConfig()
+	cfg.Token, cfg.BwrapPath = testToken, fake
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if srv.Isolation() != IsolationRlimits || !strings.Contains(logs.String(), "bubblewrap unusable") {
+		t.Fatalf("isolation %s, logs:\n%s", srv.Isolation(), logs.String())
+	}
+	cfg.Isolation = IsolationBwrap
+	if _, err := New(cfg, nil); err == nil || !strings.Contains(err.Error(), "No permissions") {
+		t.Fatalf("required bwrap: New = %v", err)
+	}
+}
+
+// Which isolation this machine gives; visible with -v.
+func TestSandboxIsolationMode(t *testing.T) {
+	s := newTestServer(t, nil)
+	t.Logf("isolation mode: %s (languages %v, root %v)", s.srv.Isolation(), s.srv.Languages(), os.Geteuid() == 0)
 }

@@ -3,7 +3,6 @@ package sandboxd
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -95,7 +94,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.probeLanguages()
 	if len(s.runtimes) == 0 {
-		return nil, errors.New("no language works in this sandbox")
+		return nil, fmt.Errorf("no language works in this sandbox: does the helper %s call sandboxd.RunHelperIfRequested first thing (see Config.HelperPath)?", helper)
 	}
 	log.Info("sandbox ready", "isolation", s.iso.mode, "languages", s.Languages(),
 		"max_concurrent", cfg.MaxConcurrent, "max_queued", cfg.MaxQueued, "slot_uids", s.iso.root, "uid_base", s.iso.uidBase)

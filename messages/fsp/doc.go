@@ -45,6 +45,22 @@
 //		if m.Retryable { ... }
 //	}
 //
+// # Sequences
+//
+// What one execute produces, as Fathom's sandbox (internal/sandboxd) sends it, all frames
+// carrying the execute's id, in this order:
+//
+//	rejected outright    error (LANGUAGE_NOT_SUPPORTED, INVALID_REQUEST, SANDBOX_OVERLOADED); no ack
+//	ran                  ack, status running, stdout/stderr*, status <terminal>, result
+//	output over limit    ack, status running, stdout/stderr*, error OUTPUT_LIMIT, status failed, result
+//	sandbox failure      ack, [status running], error INTERNAL_ERROR; no result
+//	cancelled queued     ack, status cancelled, result (exit_code null, duration 0)
+//
+// A client can therefore end an execution at its first error frame or at its result, and
+// ignore later frames for an id it no longer tracks. A cancel for an id the connection
+// does not know (never seen, or already finished) is answered with UNKNOWN_EXECUTION
+// bearing that id.
+//
 // # Upgrade
 //
 // A client authenticates and names its version on the WebSocket upgrade request with
