@@ -52,7 +52,7 @@ func testConfig(url, token string, log *slog.Logger) Config {
 }
 
 // startPool starts a pool in a fresh actor system, stopped with the test.
-func startPool(t *testing.T, cfg Config) (*Pool, *actor.ActorSystem) {
+func startPool(t testing.TB, cfg Config) (*Pool, *actor.ActorSystem) {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(discard{}, nil))

@@ -17,7 +17,8 @@ import (
 // healthy connection within Config.CheckoutTimeout fails with a retryable sandbox
 // error ("pool exhausted" when all are busy, "unavailable" when none is up); when every
 // connection is down because the sandbox refused the credentials, waiting executions
-// fail at once with a non-retryable one.
+// fail at once with a non-retryable one (without a refresh URL; with one, they wait
+// for the refreshed token until CheckoutTimeout).
 type pool struct {
 	cfg      Config
 	log      *slog.Logger
@@ -195,7 +196,8 @@ func (p *pool) dispatch(ctx actor.Context) {
 		}
 	}
 	if up == 0 {
-		if p.lastErr != nil && p.lastErr.Auth() {
+		// Refused credentials fail at once, unless a refresh may still fix them.
+		if p.lastErr != nil && p.lastErr.Auth() && p.cfg.RefreshURL == "" {
 			p.failWaiting(authError(p.waiting[0].ex.tool, p.lastErr))
 		}
 		return // no overflow while the sandbox is unreachable: it would not help

@@ -33,7 +33,7 @@ const serverToken = "sandbox-test-token"
 // realSandbox is the real FSP server (internal/sandboxd) on a loopback port that stays
 // the same across kill and restart, so the pool's connections find it again.
 type realSandbox struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 	logs *logBuffer
 
@@ -42,7 +42,7 @@ type realSandbox struct {
 	http *httptest.Server
 }
 
-func startSandbox(t *testing.T) *realSandbox {
+func startSandbox(t testing.TB) *realSandbox {
 	t.Helper()
 	s := &realSandbox{t: t, logs: &logBuffer{}}
 	s.start("127.0.0.1:0")
