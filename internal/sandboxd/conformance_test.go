@@ -406,3 +406,33 @@ func TestSandboxShutdown(t *testing.T) {
 	}
 	_ = os.Stderr
 }
+
+// Several executions on one connection: their frames interleave, and each execution's
+// frames keep the spec's order.
+func TestSandboxMultiplexed(t *testing.T) {
+	s := newTestServer(t, nil)
+	c := s.dial(t)
+	const n = 5
+	for i := range n {
+		c.execute(fmt.Sprintf("m%d", i), fsp.LangPython, fmt.Sprintf("import time\nfor j in range(3):\n    print(%d, j, flush=True)\n    time.sleep(0.05)", i), nil)
+	}
+	runs := map[string]*run{}
+	for done := 0; done < n; {
+		m := c.recv()
+		id := m.MessageHeader().ID
+		if runs[id] == nil {
+			runs[id] = &run{}
+		}
+		runs[id].add(m)
+		if _, ok := m.(*fsp.Result); ok {
+			done++
+		}
+	}
+	for i := range n {
+		r := runs[fmt.Sprintf("m%d", i)]
+		want := fmt.Sprintf("%d 0\n%d 1\n%d 2\n", i, i, i)
+		if r == nil || r.kinds() != "ack status:running stdout status:completed result" || r.stdout != want {
+			t.Fatalf("m%d: %+v", i, r)
+		}
+	}
+}
