@@ -1,20 +1,8 @@
-// Package gateway is Fathom's HTTP API for clients and operators. It reaches sessions
-// only through session grain clients, exactly as any other service would.
-//
-// Routes (this release):
-//
-//	GET  /healthz                 liveness, no auth
-//	GET  /readyz                  readiness (the node is a cluster member), no auth
-//	POST /v1/sessions             start a session: {"goal", "session_id"?, "command_id"?, "config"?}
-//	GET  /v1/sessions/{id}        the session's folded state and hosting member
-//
-// Every /v1 route requires "Authorization: Bearer <token>" when a token is configured.
-// Errors are JSON {"error": {"code", "message"}} with the matching HTTP status.
 package gateway
 
 import (
+	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,17 +10,18 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/cluster"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
+	"github.com/gorilla/websocket"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
-// MaxBodyBytes bounds a request body.
+// MaxBodyBytes bounds a request body, and by default a WebSocket frame.
 const MaxBodyBytes = 1 << 20
 
 // Sessions gives the gateway grain clients. internal/node.Node implements it.
@@ -40,170 +29,318 @@ type Sessions interface {
 	Session(id string) *messages.SessionGrainClient
 }
 
-// Config configures the gateway.
+// Feed is where the gateway subscribes to sessions' events: stored ones first, then live
+// ones, with no gap and no repeat (persistence/feed.Feed implements it).
+type Feed interface {
+	Subscribe(stream string, afterSeq uint64) *feed.Subscription
+	SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *feed.Subscription
+}
+
+// Config configures the gateway. Zero durations and sizes take DefaultConfig's values.
 type Config struct {
-	// Token, when non-empty, is required as a bearer token on /v1 routes.
+	// Token is the read+write bearer token. With neither Token nor ReadToken set, every
+	// request is allowed everything (development only).
 	Token string
-	// Sessions reaches session grains.
+	// ReadToken, when set, is a bearer token that may only read: state, timeline,
+	// state_at, subscribe and the event stream. Write operations get 403.
+	ReadToken string
+	// Sessions reaches session grains. Required.
 	Sessions Sessions
+	// Feed serves subscriptions. Nil means Sessions' own feed when it has a
+	// `Feed() *feed.Feed` method (as internal/node.Node does); without one, subscribe and
+	// the event stream answer CodeUnsupported.
+	Feed Feed
 	// Ready reports whether the node can serve (nil error) for /readyz.
 	Ready func() error
+	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
+	// any) allowed to open WebSockets besides the gateway's own host. Requests without an
+	// Origin header (non-browser clients) are always allowed.
+	AllowedOrigins []string
 	// RequestTimeout bounds one grain call. Default 10s.
 	RequestTimeout time.Duration
-	// Logger receives request errors. Nil means slog.Default().
+	// MaxFrameBytes bounds one client frame; a larger one closes the connection with
+	// 1009 (message too big). Default MaxBodyBytes.
+	MaxFrameBytes int
+	// SendQueue is how many frames may wait to be written to one connection. Default 256.
+	SendQueue int
+	// SlowConsumerTimeout is how long a frame may wait for room in a full send queue
+	// before the connection is closed with CloseSlowConsumer. Default 5s.
+	SlowConsumerTimeout time.Duration
+	// WriteTimeout bounds writing one frame to the socket. Default 10s.
+	WriteTimeout time.Duration
+	// PingInterval is how often the server pings an idle client. Default 30s.
+	PingInterval time.Duration
+	// PongWait is how long the server waits for any frame (pongs included) before it
+	// drops the connection. Must exceed PingInterval. Default 75s.
+	PongWait time.Duration
+	// CloseGrace is how long the server waits for the client's close frame after
+	// sending its own. Default 2s.
+	CloseGrace time.Duration
+	// MaxSubscriptions bounds the subscriptions of one connection. Default 64.
+	MaxSubscriptions int
+	// MaxInflight bounds the concurrent grain calls of one connection; more requests
+	// wait. Default 16.
+	MaxInflight int
+	// DeltaBuffer is how many token deltas may wait per subscription (older ones are
+	// dropped first). Default 64.
+	DeltaBuffer int
+	// Logger receives connection and request errors. Nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Handler is the gateway's http.Handler.
+// DefaultConfig returns the defaults (no tokens, no Sessions).
+func DefaultConfig() Config {
+	return Config{
+		RequestTimeout:      10 * time.Second,
+		MaxFrameBytes:       MaxBodyBytes,
+		SendQueue:           256,
+		SlowConsumerTimeout: 5 * time.Second,
+		WriteTimeout:        10 * time.Second,
+		PingInterval:        30 * time.Second,
+		PongWait:            75 * time.Second,
+		CloseGrace:          2 * time.Second,
+		MaxSubscriptions:    64,
+		MaxInflight:         16,
+		DeltaBuffer:         64,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setDur(&c.RequestTimeout, d.RequestTimeout)
+	setDur(&c.SlowConsumerTimeout, d.SlowConsumerTimeout)
+	setDur(&c.WriteTimeout, d.WriteTimeout)
+	setDur(&c.PingInterval, d.PingInterval)
+	setDur(&c.PongWait, d.PongWait)
+	setDur(&c.CloseGrace, d.CloseGrace)
+	setInt(&c.MaxFrameBytes, d.MaxFrameBytes)
+	setInt(&c.SendQueue, d.SendQueue)
+	setInt(&c.MaxSubscriptions, d.MaxSubscriptions)
+	setInt(&c.MaxInflight, d.MaxInflight)
+	setInt(&c.DeltaBuffer, d.DeltaBuffer)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Feed == nil {
+		if fs, ok := c.Sessions.(interface{ Feed() *feed.Feed }); ok {
+			if f := fs.Feed(); f != nil {
+				c.Feed = f
+			}
+		}
+	}
+	return c
+}
+
+// Validate reports a configuration the gateway cannot run with.
+func (c Config) Validate() error {
+	switch {
+	case c.Sessions == nil:
+		return errors.New("gateway: Sessions is required")
+	case c.PongWait <= c.PingInterval:
+		return fmt.Errorf("gateway: PongWait (%s) must exceed PingInterval (%s)", c.PongWait, c.PingInterval)
+	case c.Token != "" && c.Token == c.ReadToken:
+		return errors.New("gateway: the read token must differ from the read+write token")
+	}
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("gateway: allowed origin %q is not scheme://host[:port] or *", o)
+		}
+	}
+	return nil
+}
+
+// Handler is the gateway's http.Handler. Shutdown drains it.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg      Config
+	mux      *http.ServeMux
+	upgrader websocket.Upgrader
+	frames   *frameCache
+
+	// base is cancelled by Shutdown: it ends event streams.
+	base       context.Context
+	cancelBase context.CancelFunc
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // connections, HTTP event streams and drains
 }
 
 // New returns the gateway handler.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Sessions == nil {
-		return nil, errors.New("gateway: Sessions is required")
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 10 * time.Second
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), frames: newFrameCache(4096), conns: map[*conn]struct{}{}}
+	h.base, h.cancelBase = context.WithCancel(context.Background())
+	h.upgrader = websocket.Upgrader{
+		HandshakeTimeout: 10 * time.Second,
+		Subprotocols:     []string{Subprotocol},
+		CheckOrigin:      h.checkOrigin,
+		// Connections share write buffers between frames: an idle subscriber holds none.
+		WriteBufferPool: &sync.Pool{},
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+			code := CodeInvalidArgument
+			if status == http.StatusForbidden {
+				code = CodePermissionDenied
+			}
+			writeError(w, &apiError{code: code, msg: reason.Error()})
+		},
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.routes()
+	return h, nil
+}
+
+func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.Handle("POST /v1/sessions", h.auth(h.startSession))
-	h.mux.Handle("GET /v1/sessions/{id}", h.auth(h.getSession))
+	h.mux.Handle("GET /v1/ws", h.require(ScopeRead, h.serveWS))
+	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
+	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))
+	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
+	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
+	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
+	h.mux.Handle("POST /v1/sessions/{id}/input", h.httpOp(OpInput))
+	h.mux.Handle("POST /v1/sessions/{id}/pause", h.httpOp(OpPause))
+	h.mux.Handle("POST /v1/sessions/{id}/resume", h.httpOp(OpResume))
+	h.mux.Handle("POST /v1/sessions/{id}/breakpoints", h.httpOp(OpSetBreakpoint))
+	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
+	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
+	if h.isClosed() {
+		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	}
 	if h.cfg.Ready != nil {
 		if err := h.cfg.Ready(); err != nil {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+			writeError(w, errorf(CodeUnavailable, "%v", err))
 			return
 		}
 	}
 	_, _ = io.WriteString(w, "ready\n")
 }
 
-func (h *Handler) auth(next http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.cfg.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="fathom"`)
-				writeError(w, http.StatusUnauthorized, "unauthenticated", "missing or invalid bearer token")
-				return
-			}
-		}
-		next(w, r)
-	})
-}
-
-// StartSessionRequest is the body of POST /v1/sessions.
-type StartSessionRequest struct {
-	// Goal is what the session should achieve. Required.
-	Goal string `json:"goal"`
-	// SessionID names the session; generated when empty.
-	SessionID string `json:"session_id,omitempty"`
-	// CommandID makes retries safe; generated when empty (then a retry starts nothing new
-	// only if the same session_id is given and the session has started).
-	CommandID string `json:"command_id,omitempty"`
-	// Config overrides the node defaults.
-	Config *SessionConfig `json:"config,omitempty"`
-}
-
-// SessionConfig are the per-session overrides of POST /v1/sessions.
-type SessionConfig struct {
-	Model         string `json:"model,omitempty"`
-	MaxIterations uint32 `json:"max_iterations,omitempty"`
-	MaxSteps      uint32 `json:"max_steps,omitempty"`
-}
-
-func (h *Handler) startSession(w http.ResponseWriter, r *http.Request) {
-	var req StartSessionRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_argument", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "invalid_argument", "malformed JSON body: "+err.Error())
-		return
+func (h *Handler) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser
 	}
-	if req.SessionID == "" {
-		req.SessionID = NewID("s")
-	}
-	if req.CommandID == "" {
-		req.CommandID = NewID("cmd")
-	}
-	sreq := &messages.StartRequest{CommandId: req.CommandID, Goal: req.Goal}
-	if c := req.Config; c != nil {
-		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps}
-	}
-	resp, err := h.cfg.Sessions.Session(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
+	u, err := url.Parse(origin)
 	if err != nil {
-		h.writeGrainError(w, err)
-		return
+		return false
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"session_id": resp.GetSessionId(), "seq": resp.GetSeq(), "duplicate": resp.GetDuplicate()})
-}
-
-func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	resp, err := h.cfg.Sessions.Session(id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(h.cfg.RequestTimeout))
-	if err != nil {
-		h.writeGrainError(w, err)
-		return
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(marshalProto(resp))
-}
-
-var protoJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
-
-func marshalProto(m proto.Message) []byte {
-	b, err := protoJSON.Marshal(m)
-	if err != nil {
-		return []byte(`{"error":{"code":"internal","message":"encode response"}}`)
-	}
-	return b
-}
-
-// writeGrainError maps a grain error to an HTTP status.
-func (h *Handler) writeGrainError(w http.ResponseWriter, err error) {
-	status, code := http.StatusInternalServerError, "internal"
-	var ge *cluster.GrainErrorResponse
-	switch {
-	case errors.As(err, &ge):
-		switch ge.Reason {
-		case messages.ErrorReason_INVALID_ARGUMENT.String():
-			status, code = http.StatusBadRequest, "invalid_argument"
-		case messages.ErrorReason_NOT_FOUND.String():
-			status, code = http.StatusNotFound, "not_found"
-		case messages.ErrorReason_FAILED_PRECONDITION.String():
-			status, code = http.StatusConflict, "failed_precondition"
-		case messages.ErrorReason_UNAVAILABLE.String():
-			status, code = http.StatusServiceUnavailable, "unavailable"
+	for _, o := range h.cfg.AllowedOrigins {
+		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
 		}
-		writeError(w, status, code, ge.Message)
-		return
-	case strings.Contains(err.Error(), "timeout") || strings.Contains(err.Error(), "deadline"):
-		status, code = http.StatusGatewayTimeout, "timeout"
 	}
-	h.cfg.Logger.Warn("grain call failed", "error", err)
-	writeError(w, status, code, err.Error())
+	return false
+}
+
+// track registers a connection or stream; false once Shutdown has begun.
+func (h *Handler) track(c *conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	if c != nil {
+		h.conns[c] = struct{}{}
+	}
+	h.wg.Add(1)
+	return true
+}
+
+func (h *Handler) untrack(c *conn) {
+	h.mu.Lock()
+	if c != nil {
+		delete(h.conns, c)
+	}
+	h.mu.Unlock()
+	h.wg.Done()
+}
+
+func (h *Handler) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// Connections returns the number of open WebSocket connections.
+func (h *Handler) Connections() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// Shutdown drains the gateway: new WebSockets and event streams are refused (503),
+// /readyz fails, HTTP event streams end, and every WebSocket stops its subscriptions,
+// finishes its in-flight requests, flushes its queued frames and closes with 1001
+// (going away). It waits for all of that or for ctx; when ctx ends first the remaining
+// sockets are closed at once and ctx's error is returned. Call it before
+// http.Server.Shutdown, which does not wait for hijacked (WebSocket) connections.
+// It is idempotent.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	first := !h.closed
+	h.closed = true
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	if first {
+		h.wg.Add(len(conns))
+	}
+	h.mu.Unlock()
+	h.cancelBase()
+	if first {
+		for _, c := range conns {
+			go func() {
+				defer h.wg.Done()
+				c.drain()
+			}()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.abort()
+		}
+		return fmt.Errorf("gateway shutdown: %w", ctx.Err())
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -212,8 +349,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+func writeError(w http.ResponseWriter, e *apiError) {
+	status := e.status
+	if status == 0 {
+		status = statusOf(e.code)
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg}})
 }
 
 // NewID returns a random id with a prefix ("s-3f9c...").

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// Error codes of `error` frames and of HTTP error bodies. They are stable: clients may
+// switch on them. The HTTP status of each is given in parentheses.
+const (
+	// CodeInvalidArgument: malformed JSON, a missing or bad field, a binary frame (400).
+	CodeInvalidArgument = "invalid_argument"
+	// CodeUnknownOp: the frame's op is not one the gateway knows (400).
+	CodeUnknownOp = "unknown_op"
+	// CodeUnauthenticated: no token, or a token the gateway does not know (401).
+	CodeUnauthenticated = "unauthenticated"
+	// CodePermissionDenied: a read-only token asked for a write operation (403).
+	CodePermissionDenied = "permission_denied"
+	// CodeNotFound: no such session, subscription or route (404).
+	CodeNotFound = "not_found"
+	// CodeFailedPrecondition: the operation does not fit the current state, such as a
+	// second start of a session or a second subscription to it on one connection (409).
+	CodeFailedPrecondition = "failed_precondition"
+	// CodeResourceExhausted: a per-connection limit was reached (429).
+	CodeResourceExhausted = "resource_exhausted"
+	// CodeUnsupported: the operation exists in the protocol but this node's session grain
+	// does not implement it yet (501).
+	CodeUnsupported = "unsupported"
+	// CodeUnavailable: the journal or the cluster could not serve the request, or the
+	// gateway is shutting down; retry later (503).
+	CodeUnavailable = "unavailable"
+	// CodeTimeout: the session did not answer in time (504).
+	CodeTimeout = "timeout"
+	// CodeInternal: anything else; the message says what (500).
+	CodeInternal = "internal"
+)
+
+// Close codes the gateway uses besides the standard ones (1001 going away on shutdown,
+// 1008 policy violation for a refused origin after upgrade, 1009 message too big).
+const (
+	// CloseSlowConsumer closes a connection whose send queue stayed full: the client
+	// reads too slowly. Reconnect and subscribe again from the last seq received.
+	CloseSlowConsumer = 4000
+)
+
+// apiError is an error with a stable code, rendered as an error frame or HTTP body.
+type apiError struct {
+	code   string
+	msg    string
+	status int // HTTP status when it is not the code's usual one
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.msg }
+
+func errorf(code, format string, args ...any) *apiError {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+var httpStatus = map[string]int{
+	CodeInvalidArgument:    http.StatusBadRequest,
+	CodeUnknownOp:          http.StatusBadRequest,
+	CodeUnauthenticated:    http.StatusUnauthorized,
+	CodePermissionDenied:   http.StatusForbidden,
+	CodeNotFound:           http.StatusNotFound,
+	CodeFailedPrecondition: http.StatusConflict,
+	CodeResourceExhausted:  http.StatusTooManyRequests,
+	CodeUnsupported:        http.StatusNotImplemented,
+	CodeUnavailable:        http.StatusServiceUnavailable,
+	CodeTimeout:            http.StatusGatewayTimeout,
+	CodeInternal:           http.StatusInternalServerError,
+}
+
+// statusOf returns the HTTP status of an error code.
+func statusOf(code string) int {
+	if s, ok := httpStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// grainReasons maps the session grain's ErrorReason to gateway codes.
+var grainReasons = map[string]string{
+	messages.ErrorReason_INVALID_ARGUMENT.String():    CodeInvalidArgument,
+	messages.ErrorReason_NOT_FOUND.String():           CodeNotFound,
+	messages.ErrorReason_FAILED_PRECONDITION.String(): CodeFailedPrecondition,
+	messages.ErrorReason_UNAVAILABLE.String():         CodeUnavailable,
+	messages.ErrorReason_INTERNAL.String():            CodeInternal,
+}
+
+// toAPIError turns any error of an operation into an apiError: gateway errors pass as
+// they are, grain errors map by reason, timeouts of the grain call become CodeTimeout.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var ge *cluster.GrainErrorResponse
+	if errors.As(err, &ge) {
+		if code, ok := grainReasons[ge.Reason]; ok {
+			return &apiError{code: code, msg: ge.Message}
+		}
+		return &apiError{code: CodeInternal, msg: ge.Message}
+	}
+	// Proto.Actor reports a grain call that ran out of time as a plain error.
+	if s := err.Error(); strings.Contains(s, "timeout") || strings.Contains(s, "deadline") {
+		return &apiError{code: CodeTimeout, msg: "the session did not answer in time: " + s}
+	}
+	return &apiError{code: CodeInternal, msg: err.Error()}
+}

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/feed"
+)
+
+// Server frame ops.
+const (
+	FrameEvent = "event"
+	FrameDelta = "delta"
+	FrameAck   = "ack"
+	FrameError = "error"
+)
+
+// ackFrame answers a request.
+type ackFrame struct {
+	Op        string          `json:"op"`
+	ID        json.RawMessage `json:"id,omitempty"`
+	Request   string          `json:"request"`
+	SessionID string          `json:"session_id,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// errorFrame refuses a request or ends a subscription.
+type errorFrame struct {
+	Op        string          `json:"op"`
+	ID        json.RawMessage `json:"id,omitempty"`
+	Request   string          `json:"request,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	Code      string          `json:"code"`
+	Message   string          `json:"message"`
+}
+
+// deltaFrame carries streamed model text. It has no seq: deltas are not journaled.
+type deltaFrame struct {
+	Op        string `json:"op"`
+	SessionID string `json:"session_id"`
+	CallID    string `json:"call_id"`
+	StepID    string `json:"step_id,omitempty"`
+	Index     uint32 `json:"index"`
+	Attempt   uint32 `json:"attempt"`
+	AfterSeq  uint64 `json:"after_seq"`
+	Text      string `json:"text"`
+}
+
+func ackBytes(req *Request, sessionID string, result json.RawMessage) []byte {
+	b, _ := json.Marshal(ackFrame{Op: FrameAck, ID: req.ID, Request: req.Op, SessionID: sessionID, Result: result})
+	return b
+}
+
+func errorBytes(req *Request, sessionID string, e *apiError) []byte {
+	f := errorFrame{Op: FrameError, Code: e.code, Message: e.msg, SessionID: sessionID}
+	if req != nil {
+		f.ID, f.Request = req.ID, truncate(req.Op, 40)
+	}
+	b, _ := json.Marshal(f)
+	return b
+}
+
+func deltaBytes(session string, d feed.Delta) []byte {
+	b, _ := json.Marshal(deltaFrame{Op: FrameDelta, SessionID: session, CallID: d.CallID, StepID: d.StepID,
+		Index: d.Index, Attempt: d.Attempt, AfterSeq: d.AfterSeq, Text: d.Text})
+	return b
+}
+
+// eventFrame renders a stored record as an event frame: {"op":"event"} followed by the
+// event's one JSON rendering (messages.MarshalEventJSON).
+func eventFrame(rec persistence.Record) ([]byte, error) {
+	ev := &messages.Event{}
+	if err := proto.Unmarshal(rec.Data, ev); err != nil {
+		return nil, fmt.Errorf("decode event %d: %w", rec.Seq, err)
+	}
+	if ev.GetSeq() != rec.Seq {
+		return nil, fmt.Errorf("record %d holds event seq %d", rec.Seq, ev.GetSeq())
+	}
+	js, err := messages.MarshalEventJSON(ev)
+	if err != nil {
+		return nil, fmt.Errorf("render event %d: %w", rec.Seq, err)
+	}
+	const head = `{"op":"event",`
+	out := make([]byte, 0, len(head)+len(js)-1)
+	out = append(out, head...)
+	return append(out, js[1:]...), nil
+}
+
+// frameCache renders each event once however many subscribers it goes to: events are
+// immutable, so (stream, seq) names a frame for good. It keeps the newest size frames.
+type frameCache struct {
+	entries sync.Map // frameKey -> *frameEntry
+
+	mu   sync.Mutex
+	ring []frameKey
+	next int
+}
+
+type frameKey struct {
+	stream string
+	seq    uint64
+}
+
+type frameEntry struct {
+	once  sync.Once
+	frame []byte
+	err   error
+}
+
+func newFrameCache(size int) *frameCache { return &frameCache{ring: make([]frameKey, size)} }
+
+// event returns the frame of rec in stream, rendering it on first use; concurrent
+// callers of one record wait for the one rendering.
+func (c *frameCache) event(stream string, rec persistence.Record) ([]byte, error) {
+	k := frameKey{stream, rec.Seq}
+	v, ok := c.entries.Load(k)
+	if !ok {
+		var loaded bool
+		v, loaded = c.entries.LoadOrStore(k, &frameEntry{})
+		if !loaded {
+			c.mu.Lock()
+			if old := c.ring[c.next]; old.stream != "" {
+				c.entries.Delete(old)
+			}
+			c.ring[c.next] = k
+			c.next = (c.next + 1) % len(c.ring)
+			c.mu.Unlock()
+		}
+	}
+	e := v.(*frameEntry)
+	e.once.Do(func() { e.frame, e.err = eventFrame(rec) })
+	return e.frame, e.err
+}

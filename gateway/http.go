@@ -1,0 +1,261 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom/persistence/feed"
+)
+
+// httpOp serves an operation of the routing table over HTTP: the session id comes from
+// the path, the other fields from the JSON body (POST, DELETE) or the query (GET).
+func (h *Handler) httpOp(op string) http.Handler {
+	spec := ops[op]
+	return h.require(spec.scope, func(w http.ResponseWriter, r *http.Request) {
+		req := &Request{}
+		if r.Method == http.MethodPost || r.Method == http.MethodDelete {
+			if err := decodeBody(w, r, req); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		if req.Op != "" && req.Op != op {
+			writeError(w, errorf(CodeInvalidArgument, "body op %q does not match the route's %q", truncate(req.Op, 40), op))
+			return
+		}
+		req.Op = op
+		if id := r.PathValue("id"); id != "" {
+			if req.SessionID != "" && req.SessionID != id {
+				writeError(w, errorf(CodeInvalidArgument, "body session_id %q differs from the path's %q", truncate(req.SessionID, 40), truncate(id, 40)))
+				return
+			}
+			req.SessionID = id
+		}
+		if op == OpStateAt {
+			at := r.URL.Query().Get("at")
+			if at == "" {
+				req.Op = OpState // GET /v1/sessions/{id}/state without ?at= is the current state
+			} else {
+				n, err := strconv.ParseUint(at, 10, 32)
+				if err != nil {
+					writeError(w, errorf(CodeInvalidArgument, "at must be a step index (0 = after planning): %q", truncate(at, 40)))
+					return
+				}
+				idx := uint32(n)
+				req.StepIndex = &idx
+			}
+		}
+		res, err := h.run(req)
+		if err != nil {
+			ae := toAPIError(err)
+			if ae.code == CodeInternal || ae.code == CodeTimeout {
+				h.cfg.Logger.Warn("request failed", "op", op, "session_id", req.SessionID, "error", err)
+			}
+			writeError(w, ae)
+			return
+		}
+		status := res.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(res.body)
+		_, _ = w.Write([]byte("\n"))
+	})
+}
+
+// decodeBody reads a JSON request body strictly; an empty body is an empty request.
+func decodeBody(w http.ResponseWriter, r *http.Request, req *Request) *apiError {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(req)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil || errors.Is(err, io.EOF): // an empty body is an empty request
+		return nil
+	case errors.As(err, &tooBig):
+		return &apiError{code: CodeInvalidArgument, msg: fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes), status: http.StatusRequestEntityTooLarge}
+	}
+	return errorf(CodeInvalidArgument, "malformed JSON body: %v", err)
+}
+
+// streamEvents serves GET /v1/sessions/{id}/events: the stored events after from_seq
+// (or the SSE Last-Event-ID), then live ones, as NDJSON frames or, when the client
+// accepts text/event-stream, as server-sent events. follow=false ends the stream at the
+// session's current last event.
+func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := checkSessionID(id); err != nil {
+		writeError(w, toAPIError(err))
+		return
+	}
+	q := r.URL.Query()
+	from, err := queryUint(q.Get("from_seq"), 0)
+	if err == nil && r.Header.Get("Last-Event-ID") != "" {
+		from, err = queryUint(r.Header.Get("Last-Event-ID"), 0)
+	}
+	if err != nil {
+		writeError(w, errorf(CodeInvalidArgument, "from_seq / Last-Event-ID must be a sequence number"))
+		return
+	}
+	follow, err1 := queryBool(q.Get("follow"), true)
+	deltas, err2 := queryBool(q.Get("deltas"), true)
+	if err1 != nil || err2 != nil {
+		writeError(w, errorf(CodeInvalidArgument, "follow and deltas must be true or false"))
+		return
+	}
+	if h.cfg.Feed == nil {
+		writeError(w, errorf(CodeUnsupported, "this gateway has no event feed"))
+		return
+	}
+	until := uint64(0)
+	if !follow {
+		res, err := h.run(&Request{Op: OpTimeline, SessionID: id})
+		if err != nil {
+			writeError(w, toAPIError(err))
+			return
+		}
+		var tl struct {
+			Seq json.Number `json:"seq"`
+		}
+		_ = json.Unmarshal(res.body, &tl)
+		n, _ := strconv.ParseUint(tl.Seq.String(), 10, 64)
+		until = n
+	}
+	if !h.track(nil) {
+		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	}
+	defer h.untrack(nil)
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	if !follow && until <= from {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.base, cancel) // Shutdown ends streams
+	defer stop()
+	var sub *feed.Subscription
+	if deltas && follow {
+		sub = h.cfg.Feed.SubscribeWithDeltas(id, from, h.cfg.DeltaBuffer)
+	} else {
+		sub = h.cfg.Feed.Subscribe(id, from)
+	}
+	defer sub.Close()
+	s := &eventStream{w: w, rc: rc, sse: sse, timeout: h.cfg.WriteTimeout}
+	for {
+		u, err := h.nextUpdate(ctx, sub, s)
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = s.write(errorBytes(nil, id, errorf(CodeUnavailable, "stream ended after seq %d: %v", sub.Last(), err)), 0, FrameError)
+			}
+			return
+		}
+		if u.IsDelta {
+			if s.write(deltaBytes(id, u.Delta), 0, FrameDelta) != nil {
+				return
+			}
+			continue
+		}
+		f, err := h.frames.event(id, u.Record)
+		if err != nil {
+			_ = s.write(errorBytes(nil, id, errorf(CodeInternal, "%v", err)), 0, FrameError)
+			return
+		}
+		if s.write(f, u.Record.Seq, FrameEvent) != nil {
+			return
+		}
+		if !follow && u.Record.Seq >= until {
+			return
+		}
+	}
+}
+
+// nextUpdate waits for the subscription's next update; an SSE stream gets a comment
+// line every PingInterval while it waits, so proxies keep it open.
+func (h *Handler) nextUpdate(ctx context.Context, sub *feed.Subscription, s *eventStream) (feed.Update, error) {
+	if !s.sse {
+		return sub.NextUpdate(ctx)
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, h.cfg.PingInterval)
+		u, err := sub.NextUpdate(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return u, err
+		}
+		if err := s.comment("keepalive"); err != nil {
+			return feed.Update{}, err
+		}
+	}
+}
+
+// eventStream writes frames as NDJSON lines or server-sent events.
+type eventStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	sse     bool
+	timeout time.Duration
+}
+
+func (s *eventStream) write(frame []byte, seq uint64, kind string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	var err error
+	if s.sse {
+		if seq > 0 {
+			_, err = fmt.Fprintf(s.w, "id: %d\n", seq)
+		}
+		if err == nil {
+			_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", kind, frame)
+		}
+	} else {
+		_, err = fmt.Fprintf(s.w, "%s\n", frame)
+	}
+	if err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *eventStream) comment(text string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func queryUint(v string, def uint64) (uint64, error) {
+	if v == "" {
+		return def, nil
+	}
+	return strconv.ParseUint(v, 10, 64)
+}
+
+func queryBool(v string, def bool) (bool, error) {
+	if v == "" {
+		return def, nil
+	}
+	return strconv.ParseBool(v)
+}

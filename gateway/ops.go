@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// The operations of the protocol: the `op` of a client frame, and the HTTP routes that
+// map onto them.
+const (
+	OpStart            = "start"
+	OpSubscribe        = "subscribe"
+	OpUnsubscribe      = "unsubscribe"
+	OpState            = "state"
+	OpTimeline         = "timeline"
+	OpStateAt          = "state_at"
+	OpInput            = "input"
+	OpPause            = "pause"
+	OpResume           = "resume"
+	OpSetBreakpoint    = "set_breakpoint"
+	OpClearBreakpoints = "clear_breakpoints"
+	OpFork             = "fork"
+)
+
+// MaxSessionIDBytes bounds a session id.
+const MaxSessionIDBytes = 256
+
+// Request is a client frame, and the body of the HTTP operation routes. Only the fields
+// of its op are read; unknown fields are an error, so a typo never passes silently.
+type Request struct {
+	// Op names the operation (OpStart, ...). WebSocket only: HTTP takes it from the route.
+	Op string `json:"op"`
+	// ID is the client's correlation id (a JSON string or number), echoed on the ack or
+	// error frame that answers this request.
+	ID json.RawMessage `json:"id,omitempty"`
+	// SessionID is the session addressed; for start, the id to give the new session
+	// (generated when empty).
+	SessionID string `json:"session_id,omitempty"`
+	// CommandID makes a start (or any write) safe to retry; generated when empty.
+	CommandID string `json:"command_id,omitempty"`
+	// Goal is what a started session should achieve.
+	Goal string `json:"goal,omitempty"`
+	// UserID is recorded on session_started.
+	UserID string `json:"user_id,omitempty"`
+	// Config overrides the node's session defaults on start.
+	Config *SessionConfig `json:"config,omitempty"`
+	// FromSeq: subscribe delivers the events with seq > FromSeq (default 0: all).
+	FromSeq *uint64 `json:"from_seq,omitempty"`
+	// Deltas: subscribe also streams token deltas (default true).
+	Deltas *bool `json:"deltas,omitempty"`
+	// StepIndex addresses a step for state_at and fork (0 = after planning).
+	StepIndex *uint32 `json:"step_index,omitempty"`
+	// StepID addresses a step for input and set_breakpoint.
+	StepID string `json:"step_id,omitempty"`
+	// Input is a human's answer (any JSON value) for input.
+	Input json.RawMessage `json:"input,omitempty"`
+	// ModifiedStep optionally replaces the paused step on resume.
+	ModifiedStep json.RawMessage `json:"modified_step,omitempty"`
+	// Position of a breakpoint: "before" or "after".
+	Position string `json:"position,omitempty"`
+	// StepType of a breakpoint (e.g. "code_execute").
+	StepType string `json:"step_type,omitempty"`
+	// Tool of a breakpoint (a tool name).
+	Tool string `json:"tool,omitempty"`
+	// NewSessionID names the session fork creates (generated when empty).
+	NewSessionID string `json:"new_session_id,omitempty"`
+}
+
+// SessionConfig are the per-session overrides of start.
+type SessionConfig struct {
+	// Model is the model the session's LLM calls use.
+	Model string `json:"model,omitempty"`
+	// MaxIterations bounds the session's LLM calls.
+	MaxIterations uint32 `json:"max_iterations,omitempty"`
+	// MaxSteps bounds the plan's steps.
+	MaxSteps uint32 `json:"max_steps,omitempty"`
+}
+
+// opResult is a successful operation's answer.
+type opResult struct {
+	sessionID string
+	body      json.RawMessage // a JSON object: the ack's result, the HTTP response body
+	status    int             // HTTP status; 0 means 200
+}
+
+type opFunc func(h *Handler, req *Request) (opResult, error)
+
+// opSpec routes one op.
+type opSpec struct {
+	// scope is the token scope the op needs.
+	scope Scope
+	// session is true when the op addresses an existing session (session_id required).
+	session bool
+	// call answers the op; nil for the connection ops subscribe and unsubscribe, which
+	// the WebSocket handles itself.
+	call opFunc
+}
+
+// ops is the one routing table of the protocol, for WebSocket frames and HTTP routes.
+// An op whose grain call does not exist yet answers CodeUnsupported: wiring it is one
+// line here plus its opFunc.
+var ops = map[string]opSpec{
+	OpStart:            {scope: ScopeWrite, call: (*Handler).opStart},
+	OpSubscribe:        {scope: ScopeRead, session: true},
+	OpUnsubscribe:      {scope: ScopeRead, session: true},
+	OpState:            {scope: ScopeRead, session: true, call: (*Handler).opState},
+	OpTimeline:         {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
+	OpStateAt:          {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
+	OpInput:            {scope: ScopeWrite, session: true, call: unsupported("ProvideInput")},
+	OpPause:            {scope: ScopeWrite, session: true, call: unsupported("Pause")},
+	OpResume:           {scope: ScopeWrite, session: true, call: unsupported("Resume")},
+	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: unsupported("SetBreakpoint")},
+	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: unsupported("ClearBreakpoints")},
+	OpFork:             {scope: ScopeWrite, session: true, call: unsupported("Fork")},
+}
+
+func unsupported(rpc string) opFunc {
+	return func(_ *Handler, req *Request) (opResult, error) {
+		return opResult{}, errorf(CodeUnsupported, "op %q is not supported by this node yet: the session grain has no %s call", req.Op, rpc)
+	}
+}
+
+// decodeRequest parses a client frame strictly. On error the returned request still
+// carries the op and id when they could be read, for the error frame.
+func decodeRequest(data []byte) (*Request, error) {
+	req := &Request{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(req)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err != nil {
+		var head struct {
+			Op string          `json:"op"`
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(data, &head)
+		return &Request{Op: head.Op, ID: head.ID}, errorf(CodeInvalidArgument, "malformed request: %v", err)
+	}
+	if len(req.ID) > 0 && req.ID[0] != '"' && !isJSONNumber(req.ID) {
+		id := req.ID
+		req.ID = nil
+		return req, errorf(CodeInvalidArgument, "id must be a string or a number, not %s", truncate(string(id), 40))
+	}
+	return req, nil
+}
+
+func isJSONNumber(b json.RawMessage) bool {
+	var n json.Number
+	return json.Unmarshal(b, &n) == nil
+}
+
+// checkSessionID reports an id the gateway will not address.
+func checkSessionID(id string) error {
+	switch {
+	case id == "":
+		return errorf(CodeInvalidArgument, "session_id is required")
+	case len(id) > MaxSessionIDBytes:
+		return errorf(CodeInvalidArgument, "session_id is %d bytes, the limit is %d", len(id), MaxSessionIDBytes)
+	case !utf8.ValidString(id):
+		return errorf(CodeInvalidArgument, "session_id is not valid UTF-8")
+	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' || unicode.IsSpace(r) }):
+		return errorf(CodeInvalidArgument, "session_id %q contains a space, a slash or a control character", truncate(id, 40))
+	}
+	return nil
+}
+
+// run routes a request-answer op (everything but subscribe and unsubscribe).
+func (h *Handler) run(req *Request) (opResult, error) {
+	spec, ok := ops[req.Op]
+	if !ok || spec.call == nil {
+		return opResult{}, errorf(CodeUnknownOp, "unknown op %q", truncate(req.Op, 40))
+	}
+	if spec.session {
+		if err := checkSessionID(req.SessionID); err != nil {
+			return opResult{}, err
+		}
+	}
+	return spec.call(h, req)
+}
+
+func (h *Handler) grain(id string) *messages.SessionGrainClient { return h.cfg.Sessions.Session(id) }
+
+func (h *Handler) opStart(req *Request) (opResult, error) {
+	if strings.TrimSpace(req.Goal) == "" {
+		return opResult{}, errorf(CodeInvalidArgument, "goal is required")
+	}
+	if req.SessionID == "" {
+		req.SessionID = NewID("s")
+	} else if err := checkSessionID(req.SessionID); err != nil {
+		return opResult{}, err
+	}
+	if req.CommandID == "" {
+		req.CommandID = NewID("cmd")
+	}
+	sreq := &messages.StartRequest{CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
+	if c := req.Config; c != nil {
+		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps}
+	}
+	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
+		return opResult{}, err
+	}
+	body, err := json.Marshal(map[string]any{"session_id": resp.GetSessionId(), "seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	if err != nil {
+		return opResult{}, err
+	}
+	return opResult{sessionID: resp.GetSessionId(), body: body, status: http.StatusCreated}, nil
+}
+
+func (h *Handler) opState(req *Request) (opResult, error) {
+	resp, err := h.grain(req.SessionID).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) opTimeline(req *Request) (opResult, error) {
+	resp, err := h.grain(req.SessionID).Timeline(&messages.TimelineRequest{}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) opStateAt(req *Request) (opResult, error) {
+	if req.StepIndex == nil {
+		return opResult{}, errorf(CodeInvalidArgument, "step_index is required (0 = after planning, n = after the n-th step)")
+	}
+	resp, err := h.grain(req.SessionID).StateAt(&messages.StateAtRequest{StepIndex: *req.StepIndex}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+// protoJSON renders grain answers with their proto field names (64-bit integers are
+// strings, as the proto3 JSON mapping says).
+var protoJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+
+func protoResult(id string, m proto.Message, err error) (opResult, error) {
+	if err != nil {
+		return opResult{}, err
+	}
+	b, err := protoJSON.Marshal(m)
+	if err != nil {
+		return opResult{}, fmt.Errorf("encode %T: %w", m, err)
+	}
+	return opResult{sessionID: id, body: b}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

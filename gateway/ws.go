@@ -1,0 +1,461 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/fathom-agents/fathom/persistence/feed"
+)
+
+// conn is one WebSocket client. Its goroutines: the read loop (the HTTP handler's
+// goroutine, which owns the connection and cleans up), the write loop (the only writer
+// of data frames), one pump per subscription and one goroutine per in-flight grain call;
+// the last two are counted in work.
+type conn struct {
+	h     *Handler
+	ws    *websocket.Conn
+	scope Scope
+	log   *slog.Logger
+
+	send     chan []byte   // frames waiting for the write loop
+	inflight chan struct{} // semaphore of concurrent grain calls
+
+	ctx    context.Context // ends with the connection
+	cancel context.CancelFunc
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by closeWith: the write loop sends the close frame
+	closeCode int           // set before closing is closed
+	closeText string
+
+	deadlineMu  sync.Mutex
+	closeTimely bool // the read deadline now waits for the peer's close, not for pings
+
+	readerDone chan struct{} // the read loop ended and all work stopped
+	writerDone chan struct{}
+
+	mu       sync.Mutex
+	subs     map[string]*wsSub
+	draining bool           // Shutdown began: no new work
+	work     sync.WaitGroup // pumps and grain calls; Add only under mu while !draining
+}
+
+// wsSub is one subscription of a connection, served by its pump goroutine.
+type wsSub struct {
+	session string
+	sub     *feed.Subscription
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{} // the pump returned
+}
+
+// serveWS upgrades an authenticated request and serves the connection until it ends.
+func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
+	scope, _ := h.scopeOf(r) // require checked it
+	if h.isClosed() {
+		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	}
+	ws, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered the request
+	}
+	c := &conn{
+		h: h, ws: ws, scope: scope,
+		log:        h.cfg.Logger.With("remote", r.RemoteAddr),
+		send:       make(chan []byte, h.cfg.SendQueue),
+		inflight:   make(chan struct{}, h.cfg.MaxInflight),
+		closing:    make(chan struct{}),
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+		subs:       map[string]*wsSub{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if !h.track(c) {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
+		_ = ws.Close()
+		c.cancel()
+		return
+	}
+	defer h.untrack(c)
+	c.run()
+}
+
+// run serves the connection: the write loop in its own goroutine, the read loop here,
+// then the cleanup once the read side ends (peer gone, close handshake done, deadline).
+func (c *conn) run() {
+	go c.writeLoop()
+	c.readLoop()
+	c.cancel()
+	c.stopSubs()
+	c.work.Wait()
+	close(c.readerDone)
+	<-c.writerDone
+	_ = c.ws.Close()
+}
+
+// closeWith asks the write loop to send a close frame (after flushing the queue, unless
+// the reader is too slow for that) and then to end. Only the first call counts.
+func (c *conn) closeWith(code int, text string) {
+	c.closeOnce.Do(func() {
+		c.closeCode, c.closeText = code, text
+		close(c.closing)
+	})
+}
+
+func (c *conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// abort drops the connection without a handshake (shutdown deadline passed).
+func (c *conn) abort() { _ = c.ws.Close() }
+
+// drain is the graceful part of Shutdown for one connection.
+func (c *conn) drain() {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+	c.stopSubs()
+	c.work.Wait() // in-flight grain calls finish and queue their answers
+	c.closeWith(websocket.CloseGoingAway, "server shutting down")
+	<-c.readerDone
+}
+
+func (c *conn) stopSubs() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, s := range c.subs {
+		s.cancel()
+		delete(c.subs, id)
+	}
+}
+
+// extendReadDeadline pushes the read deadline PongWait away, unless the connection is
+// closing (then only the close grace counts).
+func (c *conn) extendReadDeadline() {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	if !c.closeTimely {
+		_ = c.ws.SetReadDeadline(time.Now().Add(c.h.cfg.PongWait))
+	}
+}
+
+func (c *conn) awaitPeerClose() {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	c.closeTimely = true
+	_ = c.ws.SetReadDeadline(time.Now().Add(c.h.cfg.CloseGrace))
+}
+
+func (c *conn) readLoop() {
+	c.extendReadDeadline()
+	c.ws.SetPongHandler(func(string) error { c.extendReadDeadline(); return nil })
+	limit := c.h.cfg.MaxFrameBytes
+	for {
+		mt, rd, err := c.ws.NextReader()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) && !c.isClosing() {
+				c.log.Debug("websocket read ended", "error", err)
+			}
+			return
+		}
+		c.extendReadDeadline()
+		if c.isClosing() {
+			continue // read (and discard) until the peer's close frame
+		}
+		if mt != websocket.TextMessage {
+			c.reply(errorBytes(nil, "", errorf(CodeInvalidArgument, "binary frames are not supported: send JSON text frames")))
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(rd, int64(limit)+1))
+		if err != nil {
+			return
+		}
+		if len(data) > limit {
+			c.closeWith(websocket.CloseMessageTooBig, fmt.Sprintf("frame exceeds %d bytes", limit))
+			continue
+		}
+		c.dispatch(data)
+	}
+}
+
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.h.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		if c.isClosing() { // before any further frame: a slow consumer gets its close next
+			c.finish()
+			return
+		}
+		select {
+		case <-c.closing:
+			c.finish()
+			return
+		case <-c.readerDone:
+			return
+		case f := <-c.send:
+			if err := c.write(f); err != nil {
+				c.log.Debug("websocket write failed", "error", err)
+				c.abort()
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.h.cfg.WriteTimeout)); err != nil {
+				c.abort()
+				return
+			}
+		}
+	}
+}
+
+// finish flushes the queued frames (not for a slow consumer: it would not read them in
+// time), sends the close frame and gives the peer CloseGrace to answer it.
+func (c *conn) finish() {
+	if c.closeCode != CloseSlowConsumer {
+		for n := len(c.send); n > 0; n-- {
+			if err := c.write(<-c.send); err != nil {
+				c.abort()
+				return
+			}
+		}
+	}
+	msg := websocket.FormatCloseMessage(c.closeCode, c.closeText)
+	if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.h.cfg.WriteTimeout)); err != nil {
+		c.abort()
+		return
+	}
+	c.awaitPeerClose()
+}
+
+func (c *conn) write(f []byte) error {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+	return c.ws.WriteMessage(websocket.TextMessage, f)
+}
+
+// enqueue queues a frame, waiting up to SlowConsumerTimeout for room; a queue that stays
+// full closes the connection as a slow consumer. False when the frame was not queued.
+func (c *conn) enqueue(ctx context.Context, f []byte) bool {
+	select {
+	case c.send <- f:
+		return true
+	case <-c.closing:
+		return false
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	t := time.NewTimer(c.h.cfg.SlowConsumerTimeout)
+	defer t.Stop()
+	select {
+	case c.send <- f:
+		return true
+	case <-c.closing:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		c.log.Info("closing a slow consumer", "queued", len(c.send))
+		c.closeWith(CloseSlowConsumer, "slow consumer: send queue full; reconnect and subscribe from the last seq received")
+		return false
+	}
+}
+
+// offer queues a best-effort frame (a delta): dropped when the queue is three quarters full.
+func (c *conn) offer(f []byte) {
+	if len(c.send) >= cap(c.send)*3/4 {
+		return
+	}
+	select {
+	case c.send <- f:
+	default:
+	}
+}
+
+func (c *conn) reply(f []byte) { c.enqueue(c.ctx, f) }
+
+func (c *conn) replyError(req *Request, sessionID string, err error) {
+	c.reply(errorBytes(req, sessionID, toAPIError(err)))
+}
+
+// dispatch answers one client frame. It runs on the read loop: subscribe and unsubscribe
+// are done in order here; grain calls run concurrently (MaxInflight at most).
+func (c *conn) dispatch(data []byte) {
+	req, err := decodeRequest(data)
+	if err != nil {
+		c.replyError(req, "", err)
+		return
+	}
+	spec, ok := ops[req.Op]
+	switch {
+	case req.Op == "":
+		c.replyError(req, "", errorf(CodeInvalidArgument, "op is required"))
+		return
+	case !ok:
+		c.replyError(req, "", errorf(CodeUnknownOp, "unknown op %q", truncate(req.Op, 40)))
+		return
+	case c.scope < spec.scope:
+		c.replyError(req, req.SessionID, errorf(CodePermissionDenied, "this connection's token is %s-only; %s needs a %s token", c.scope, req.Op, spec.scope))
+		return
+	}
+	switch req.Op {
+	case OpSubscribe:
+		c.subscribe(req)
+	case OpUnsubscribe:
+		c.unsubscribe(req)
+	default:
+		c.call(req)
+	}
+}
+
+func (c *conn) call(req *Request) {
+	c.mu.Lock()
+	if c.draining {
+		c.mu.Unlock()
+		c.replyError(req, req.SessionID, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	}
+	c.work.Add(1)
+	c.mu.Unlock()
+	select {
+	case c.inflight <- struct{}{}:
+	case <-c.ctx.Done():
+		c.work.Done()
+		return
+	}
+	go func() {
+		defer c.work.Done()
+		defer func() { <-c.inflight }()
+		res, err := c.h.run(req)
+		if err != nil {
+			if ae := toAPIError(err); ae.code == CodeInternal || ae.code == CodeTimeout {
+				c.log.Warn("request failed", "op", req.Op, "session_id", req.SessionID, "error", err)
+			}
+			c.replyError(req, req.SessionID, err)
+			return
+		}
+		c.reply(ackBytes(req, res.sessionID, res.body))
+	}()
+}
+
+func (c *conn) subscribe(req *Request) {
+	if err := checkSessionID(req.SessionID); err != nil {
+		c.replyError(req, "", err)
+		return
+	}
+	if c.h.cfg.Feed == nil {
+		c.replyError(req, req.SessionID, errorf(CodeUnsupported, "this gateway has no event feed"))
+		return
+	}
+	from := uint64(0)
+	if req.FromSeq != nil {
+		from = *req.FromSeq
+	}
+	c.mu.Lock()
+	switch {
+	case c.draining:
+		c.mu.Unlock()
+		c.replyError(req, req.SessionID, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	case c.subs[req.SessionID] != nil:
+		c.mu.Unlock()
+		c.replyError(req, req.SessionID, errorf(CodeFailedPrecondition, "already subscribed to %s on this connection: unsubscribe first", req.SessionID))
+		return
+	case len(c.subs) >= c.h.cfg.MaxSubscriptions:
+		c.mu.Unlock()
+		c.replyError(req, req.SessionID, errorf(CodeResourceExhausted, "a connection may hold %d subscriptions", c.h.cfg.MaxSubscriptions))
+		return
+	}
+	s := &wsSub{session: req.SessionID, done: make(chan struct{})}
+	if req.Deltas == nil || *req.Deltas {
+		s.sub = c.h.cfg.Feed.SubscribeWithDeltas(req.SessionID, from, c.h.cfg.DeltaBuffer)
+	} else {
+		s.sub = c.h.cfg.Feed.Subscribe(req.SessionID, from)
+	}
+	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	c.subs[req.SessionID] = s
+	c.work.Add(1)
+	c.mu.Unlock()
+	// The ack is queued before the pump starts: it precedes the subscription's events.
+	result, _ := json.Marshal(map[string]uint64{"from_seq": from})
+	c.reply(ackBytes(req, req.SessionID, result))
+	go c.pump(s)
+}
+
+func (c *conn) unsubscribe(req *Request) {
+	if err := checkSessionID(req.SessionID); err != nil {
+		c.replyError(req, "", err)
+		return
+	}
+	c.mu.Lock()
+	s := c.subs[req.SessionID]
+	delete(c.subs, req.SessionID)
+	c.mu.Unlock()
+	if s == nil {
+		c.replyError(req, req.SessionID, errorf(CodeNotFound, "not subscribed to %s", req.SessionID))
+		return
+	}
+	s.cancel()
+	<-s.done // no event of this subscription follows the ack
+	result, _ := json.Marshal(map[string]uint64{"last_seq": s.sub.Last()})
+	c.reply(ackBytes(req, req.SessionID, result))
+}
+
+// pump moves one subscription's events and deltas into the send queue until the
+// subscription is cancelled or fails (then the client gets an error frame for it).
+func (c *conn) pump(s *wsSub) {
+	defer c.work.Done()
+	defer close(s.done)
+	defer s.sub.Close()
+	for {
+		u, err := s.sub.NextUpdate(s.ctx)
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			code := CodeInternal
+			if errors.Is(err, feed.ErrClosed) {
+				code = CodeUnavailable
+			}
+			c.endSub(s, errorf(code, "subscription ended after seq %d: %v", s.sub.Last(), err))
+			return
+		}
+		if u.IsDelta {
+			c.offer(deltaBytes(s.session, u.Delta))
+			continue
+		}
+		f, err := c.h.frames.event(s.session, u.Record)
+		if err != nil {
+			c.endSub(s, errorf(CodeInternal, "subscription ended: %v", err))
+			return
+		}
+		if !c.enqueue(s.ctx, f) {
+			return
+		}
+	}
+}
+
+// endSub removes a failed subscription and tells the client.
+func (c *conn) endSub(s *wsSub, e *apiError) {
+	c.mu.Lock()
+	if c.subs[s.session] == s {
+		delete(c.subs, s.session)
+	}
+	c.mu.Unlock()
+	c.log.Warn("subscription ended", "session_id", s.session, "error", e.msg)
+	c.enqueue(c.ctx, errorBytes(&Request{Op: OpSubscribe}, s.session, e))
+}
