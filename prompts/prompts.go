@@ -4,6 +4,7 @@
 // Templates:
 //   - planner: the system prompt of the planning call; data [PlannerData].
 //   - executor: the system prompt of a step's LLM call; data [ExecutorData].
+//   - summarizer: the system prompt of a summary regeneration; data [SummarizerData].
 //
 // The first line of each template is a role marker ("FATHOM-ROLE: planner") that the
 // built-in demo model (llm/mock) keys on.
@@ -22,8 +23,9 @@ var files embed.FS
 
 // Names of the templates.
 const (
-	Planner  = "planner"
-	Executor = "executor"
+	Planner    = "planner"
+	Executor   = "executor"
+	Summarizer = "summarizer"
 )
 
 // PlannerData is the data of the planner template.
@@ -36,6 +38,12 @@ type PlannerData struct {
 type ExecutorData struct {
 	// StepType is the step's type (research, code, write, review, custom).
 	StepType string
+}
+
+// SummarizerData is the data of the summarizer template.
+type SummarizerData struct {
+	// TargetTokens is the summary's target size; TargetWords the same in words (~3/4).
+	TargetTokens, TargetWords int
 }
 
 // Set is a parsed set of templates.
