@@ -35,6 +35,7 @@ func commands() []command {
 		{"session", "inspect stored sessions: list | timeline ID | state ID", runSession},
 		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},
+		{"tokens", "count the tokens of a file or stdin: [--model M] [FILE|-]", runTokens},
 		{"version", "print the version", runVersion},
 	}
 }
