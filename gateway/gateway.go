@@ -142,8 +142,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports a configuration the gateway cannot run with.
+// Validate reports a configuration the gateway cannot run with (zero values count as
+// their defaults).
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	switch {
 	case c.Sessions == nil:
 		return errors.New("gateway: Sessions is required")

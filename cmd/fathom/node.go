@@ -8,19 +8,29 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/messages"
 )
 
-// runNode runs a cluster member with the HTTP gateway until interrupted.
+// noSessions stands in for the node while the gateway's flags are validated.
+type noSessions struct{}
+
+func (noSessions) Session(string) *messages.SessionGrainClient { return nil }
+
+// runNode runs a cluster member with the gateway (HTTP + WebSocket on one port) until
+// interrupted, then drains it.
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("node", "[flags]", stderr)
 	var nf nodeFlags
 	nf.register(fs, ".fathom", "info")
 	listen := fs.String("listen", envOr("FATHOM_LISTEN", "127.0.0.1:8080"), "HTTP address of the gateway, :0 for any free port (env FATHOM_LISTEN)")
-	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token required on /v1 routes (env FATHOM_TOKEN; empty = no auth)")
+	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token allowing every operation on /v1 routes (env FATHOM_TOKEN; with no token and no read token: no auth)")
+	readToken := fs.String("read-token", os.Getenv("FATHOM_READ_TOKEN"), "bearer token allowing only reads: state, timeline, state_at, subscribe, events (env FATHOM_READ_TOKEN)")
+	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -33,6 +43,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	gcfg := gateway.Config{Token: *token, ReadToken: *readToken, Logger: log.With("component", "gateway")}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			gcfg.AllowedOrigins = append(gcfg.AllowedOrigins, o)
+		}
+	}
+	gcfg.Sessions = noSessions{} // validated here; the node's own once it runs
+	if err := gcfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
@@ -42,20 +62,29 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ln.Close()
 		return err
 	}
-	h, err := gateway.New(gateway.Config{Token: *token, Sessions: n, Logger: log.With("component", "gateway"), Ready: func() error {
+	gcfg.Sessions, gcfg.Feed = n, n.Feed()
+	gcfg.Ready = func() error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, err := n.Journal().LastSeq(rctx, "_readyz")
-		return err
-	}})
+		if _, err := n.Journal().LastSeq(rctx, "_readyz"); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		return nil
+	}
+	h, err := gateway.New(gcfg)
 	if err != nil {
 		ln.Close()
-		return err
+		sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, n.Stop(sctx))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "fathom node listening on http://%s (cluster member %s)\n", ln.Addr(), n.Address())
+	if *token == "" && *readToken == "" {
+		log.Warn("no --token or --read-token: the gateway accepts every request without authentication")
+	}
 	if n.UsesDemoModel() {
 		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model")
 	}
@@ -67,7 +96,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
-	errs := []error{srv.Shutdown(sctx), n.Stop(sctx)}
+	// The gateway first: it drains WebSockets (1001 after their queued frames) and ends
+	// event streams, which http.Server.Shutdown would not wait for; then the listener,
+	// then the node.
+	errs := []error{h.Shutdown(sctx), srv.Shutdown(sctx), n.Stop(sctx)}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		errs = append(errs, serveErr)
 	}

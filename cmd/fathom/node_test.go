@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestNodeGatewayOverWebSocket runs `fathom node` with a read+write and a read-only
+// token, drives a session over its WebSocket, checks the scopes over HTTP, and checks
+// that SIGTERM closes open WebSockets with 1001 (going away) before the process exits.
+func TestNodeGatewayOverWebSocket(t *testing.T) {
+	const tok, rtok = "node-test-token", "node-read-token"
+	p := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--token", tok, "--read-token", rtok)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, _ := httpJSON(t, "GET", p.url+path, "", nil); code != 200 {
+			t.Fatalf("%s: %d", path, code)
+		}
+	}
+	if code, body := httpJSON(t, "POST", p.url+"/v1/sessions", rtok, map[string]any{"goal": "x"}); code != 403 {
+		t.Fatalf("start with the read token: %d %v", code, body)
+	}
+	wsURL := "ws" + strings.TrimPrefix(p.url, "http") + "/v1/ws"
+	if _, resp, err := websocket.DefaultDialer.Dial(wsURL, nil); err == nil || resp == nil || resp.StatusCode != 401 {
+		t.Fatalf("dial without a token: %v %v", err, resp)
+	}
+	c, _, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Authorization": {"Bearer " + tok}})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	read := func() map[string]any {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var f map[string]any
+		if err := c.ReadJSON(&f); err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return f
+	}
+	if err := c.WriteJSON(map[string]any{"op": "subscribe", "session_id": "node-ws-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := read(); f["op"] != "ack" {
+		t.Fatalf("subscribe: %v", f)
+	}
+	if err := c.WriteJSON(map[string]any{"op": "start", "session_id": "node-ws-1", "goal": "write a haiku"}); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []float64
+	for {
+		f := read()
+		if f["op"] != "event" {
+			continue
+		}
+		seqs = append(seqs, f["seq"].(float64))
+		if f["type"] == "session_completed" {
+			break
+		}
+	}
+	for i, s := range seqs {
+		if s != float64(i+1) {
+			t.Fatalf("seqs %v", seqs)
+		}
+	}
+	// The HTTP event stream of the same session, stored events only, as NDJSON.
+	req, _ := http.NewRequest("GET", p.url+"/v1/sessions/node-ws-1/events?follow=false", nil)
+	req.Header.Set("Authorization", "Bearer "+rtok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(resp.Body)
+	n := 0
+	for dec.More() {
+		var f map[string]any
+		if err := dec.Decode(&f); err != nil {
+			t.Fatal(err)
+		}
+		if f["op"] == "event" {
+			n++
+		}
+	}
+	resp.Body.Close()
+	if n != len(seqs) {
+		t.Fatalf("HTTP stream has %d events, the WebSocket had %d", n, len(seqs))
+	}
+
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if _, _, err := c.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+				t.Fatalf("on SIGTERM: %v, want close 1001", err)
+			}
+			break
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("node exited with %v\n%s", err, p.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node did not exit within 30s of SIGTERM")
+	}
+}
