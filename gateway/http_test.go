@@ -1,0 +1,124 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stream reads an event stream route; sse selects text/event-stream.
+func (g *gw) stream(t *testing.T, path, tok string, sse bool, hdr map[string]string, until string) (frames []map[string]any, ids []uint64) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", g.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if sse {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if sse {
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				n, _ := strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
+				ids = append(ids, n)
+				continue
+			case strings.HasPrefix(line, "data: "):
+				line = strings.TrimPrefix(line, "data: ")
+			default:
+				continue
+			}
+		}
+		var f map[string]any
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("bad line %q: %v", line, err)
+		}
+		if f["op"] == "delta" {
+			continue
+		}
+		frames = append(frames, f)
+		if until != "" && f["type"] == until {
+			break
+		}
+	}
+	return frames, ids
+}
+
+// TestGatewayHTTPOperations: the protocol's operations and event stream over HTTP.
+func TestGatewayHTTPOperations(t *testing.T) {
+	g := startGW(t, gwOpts{delayMS: 30})
+	status, out := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"write a haiku","session_id":"http-1"}`))
+	if status != 201 || out["session_id"] != "http-1" {
+		t.Fatalf("start = %d %v", status, out)
+	}
+	// Follow live as NDJSON until the session completes.
+	live, _ := g.stream(t, "/v1/sessions/http-1/events", readToken, false, nil, "session_completed")
+	journal := g.journal("http-1")
+	sameEvents(t, live, journal, 0)
+	// Stored events after a seq, ending at the last one.
+	stored, _ := g.stream(t, "/v1/sessions/http-1/events?follow=false&from_seq=3", readToken, false, nil, "")
+	sameEvents(t, stored, journal, 3)
+	// Server-sent events resume from Last-Event-ID; every event carries its seq as id.
+	sse, ids := g.stream(t, "/v1/sessions/http-1/events?follow=false", readToken, true, map[string]string{"Last-Event-ID": "5"}, "")
+	sameEvents(t, sse, journal, 5)
+	for i, id := range ids {
+		if id != uint64(6+i) {
+			t.Fatalf("SSE ids %v", ids)
+		}
+	}
+
+	status, out = call(t, g.srv, "GET", "/v1/sessions/http-1/timeline", readToken, nil)
+	if entries, _ := out["entries"].([]any); status != 200 || len(entries) != 3 {
+		t.Fatalf("timeline = %d %v", status, out)
+	}
+	status, out = call(t, g.srv, "GET", "/v1/sessions/http-1/state?at=2", readToken, nil)
+	if status != 200 || out["step_index"] != float64(2) {
+		t.Fatalf("state?at=2 = %d %v", status, out)
+	}
+	status, out = call(t, g.srv, "GET", "/v1/sessions/http-1/state", readToken, nil)
+	if st, _ := out["state"].(map[string]any); status != 200 || st["status"] != "SESSION_STATUS_COMPLETED" {
+		t.Fatalf("state = %d %v", status, out)
+	}
+	for _, tc := range []struct {
+		name, method, path, tok, body string
+		status                        int
+		code                          string
+	}{
+		{"bad at", "GET", "/v1/sessions/http-1/state?at=x", readToken, "", 400, "invalid_argument"},
+		{"read token writes", "POST", "/v1/sessions", readToken, `{"goal":"x"}`, 403, "permission_denied"},
+		{"read token pauses", "POST", "/v1/sessions/http-1/pause", readToken, "", 403, "permission_denied"},
+		{"pause", "POST", "/v1/sessions/http-1/pause", token, "", 501, "unsupported"},
+		{"input", "POST", "/v1/sessions/http-1/input", token, `{"step_id":"s","input":{"ok":true}}`, 501, "unsupported"},
+		{"clear breakpoints", "DELETE", "/v1/sessions/http-1/breakpoints", token, "", 501, "unsupported"},
+		{"fork", "POST", "/v1/sessions/http-1/fork", token, `{"step_index":1}`, 501, "unsupported"},
+		{"path and body disagree", "POST", "/v1/sessions/http-1/resume", token, `{"session_id":"other"}`, 400, "invalid_argument"},
+		{"unknown session timeline", "GET", "/v1/sessions/nope/timeline", readToken, "", 404, "not_found"},
+		{"unknown session stored events", "GET", "/v1/sessions/nope/events?follow=false", readToken, "", 404, "not_found"},
+		{"bad from_seq", "GET", "/v1/sessions/http-1/events?from_seq=-1", readToken, "", 400, "invalid_argument"},
+		{"events without token", "GET", "/v1/sessions/http-1/events", "", "", 401, "unauthenticated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, out := call(t, g.srv, tc.method, tc.path, tc.tok, []byte(tc.body))
+			if status != tc.status || errCode(out) != tc.code {
+				t.Fatalf("= %d %v, want %d %s", status, out, tc.status, tc.code)
+			}
+		})
+	}
+}
