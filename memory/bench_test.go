@@ -1,0 +1,136 @@
+package memory_test
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/pkoukk/tiktoken-go"
+
+	"github.com/fathom-agents/fathom/memory"
+)
+
+// corpus returns n chat-like messages (prose, numbers, code, punctuation) of 30–230
+// words, the same for every call.
+func corpus(n int) []string {
+	words := strings.Fields(`the agent should search for recent papers on event sourcing and summarise
+		their findings in a table with columns title year venue and key claim . the tool returned
+		HTTP 429 so we retry after 30 seconds ; func (s *Store) Append(ctx context.Context) error {
+		return nil } 2026-05-09T12:00:00Z https://example.org/a/b?q=1 Grüße 世界 naïve café — “quoted”
+		SELECT seq , data FROM fathom_events WHERE stream_id = $1 ORDER BY seq ; 3.14159 42 1,000,000`)
+	r := rand.New(rand.NewSource(99))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for j := 30 + r.Intn(200); j > 0; j-- {
+			b.WriteString(words[r.Intn(len(words))])
+			if r.Intn(12) == 0 {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// session returns n recorded messages with stored counts (counted once, here).
+func session(b *testing.B, tk *memory.Tokenizer, texts []string, n int) []memory.Message {
+	ms := make([]memory.Message, n)
+	for i := range ms {
+		ms[i] = memory.Message{Seq: uint64(i + 1), Role: []string{"user", "assistant"}[i%2], Content: texts[i%len(texts)]}
+		ms[i].Tokens = tk.CountMessage(ms[i].LLM())
+	}
+	return ms
+}
+
+// BenchmarkContext: building the context of one LLM call (8,000-token budget, a summary,
+// 20 semantic hits) for sessions of 200 and 10,000 recorded messages, against the cost
+// of re-tokenising the 200 messages, which the builder avoids by using stored counts.
+// Cost must depend on the budget, not the history: history=10000 ≈ history=200, and
+// both ≤ 5% of retokenize-200.
+func BenchmarkContext(b *testing.B) {
+	tk, err := memory.GetTokenizer(memory.EncodingO200K)
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts := corpus(200)
+	cfg := memory.DefaultContextConfig()
+	cfg.Costs = tk.Costs()
+	sys := "You are a research agent of Fathom."
+	for _, n := range []int{200, 10000} {
+		ms := session(b, tk, texts, n)
+		r := rand.New(rand.NewSource(1))
+		hits := make([]memory.Hit, 20)
+		for i := range hits {
+			hits[i] = memory.Hit{Seq: uint64(1 + r.Intn(n)), Score: 1 - float32(i)/40}
+		}
+		in := memory.Input{SystemPrompt: sys, SystemTokens: 12, Messages: ms, Hits: hits,
+			Summary: &memory.Summary{Content: texts[0], Tokens: tk.Count(texts[0]), Through: uint64(n / 2)}}
+		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := memory.BuildContext(cfg, in)
+				if err != nil || c.TotalTokens > cfg.Budget {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("baseline=retokenize-200", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			n := 0
+			for _, t := range texts {
+				n += tk.Count(t)
+			}
+			if n == 0 {
+				b.Fatal("no tokens")
+			}
+		}
+	})
+}
+
+// BenchmarkCount: memory's Count against bare tiktoken-go on the same corpus, with
+// identical counts. Encode(text, nil, nil) is the call most code makes; EncodeOrdinary is
+// what Count uses (no special-token scan), so Count should be ≥ 1.0× Encode and ≈ 1.0×
+// EncodeOrdinary.
+func BenchmarkCount(b *testing.B) {
+	texts := corpus(200)
+	size := 0
+	for _, t := range texts {
+		size += len(t)
+	}
+	for _, enc := range []string{memory.EncodingCL100K, memory.EncodingO200K} {
+		tk, err := memory.GetTokenizer(enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bare, err := tiktoken.GetEncoding(enc) // the offline loader is installed by GetTokenizer
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range texts {
+			if n, a, o := tk.Count(t), len(bare.Encode(t, nil, nil)), len(bare.EncodeOrdinary(t)); n != a || n != o {
+				b.Fatalf("%s: Count %d, Encode %d, EncodeOrdinary %d", enc, n, a, o)
+			}
+		}
+		run := func(name string, count func(string) int) {
+			b.Run(enc+"/"+name, func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					for _, t := range texts {
+						if count(t) == 0 {
+							b.Fatal("no tokens")
+						}
+					}
+				}
+			})
+		}
+		run("memory.Count", tk.Count)
+		run("tiktoken.Encode", func(s string) int { return len(bare.Encode(s, nil, nil)) })
+		run("tiktoken.EncodeOrdinary", func(s string) int { return len(bare.EncodeOrdinary(s)) })
+	}
+}
