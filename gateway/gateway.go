@@ -82,7 +82,7 @@ type Config struct {
 	// wait. Default 16.
 	MaxInflight int
 	// DeltaBuffer is how many token deltas may wait per subscription (older ones are
-	// dropped first). Default 64.
+	// dropped first). Default 16.
 	DeltaBuffer int
 	// Logger receives connection and request errors. Nil means slog.Default().
 	Logger *slog.Logger
@@ -101,7 +101,7 @@ func DefaultConfig() Config {
 		CloseGrace:          2 * time.Second,
 		MaxSubscriptions:    64,
 		MaxInflight:         16,
-		DeltaBuffer:         64,
+		DeltaBuffer:         16,
 	}
 }
 

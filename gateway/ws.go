@@ -21,10 +21,10 @@ import (
 // of data frames), one pump per subscription and one goroutine per in-flight grain call;
 // the last two are counted in work.
 type conn struct {
-	h     *Handler
-	ws    *websocket.Conn
-	scope Scope
-	log   *slog.Logger
+	h      *Handler
+	ws     *websocket.Conn
+	scope  Scope
+	remote string
 
 	send     chan []byte   // frames waiting for the write loop
 	inflight chan struct{} // semaphore of concurrent grain calls
@@ -71,7 +71,7 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &conn{
 		h: h, ws: ws, scope: scope,
-		log:        h.cfg.Logger.With("remote", r.RemoteAddr),
+		remote:     r.RemoteAddr,
 		send:       make(chan []byte, h.cfg.SendQueue),
 		inflight:   make(chan struct{}, h.cfg.MaxInflight),
 		closing:    make(chan struct{}),
@@ -111,6 +111,10 @@ func (c *conn) closeWith(code int, text string) {
 		close(c.closing)
 	})
 }
+
+// logger is the gateway's logger with the connection's address (made on use: most
+// connections never log).
+func (c *conn) logger() *slog.Logger { return c.h.cfg.Logger.With("remote", c.remote) }
 
 func (c *conn) isClosing() bool {
 	select {
@@ -169,7 +173,7 @@ func (c *conn) readLoop() {
 		mt, rd, err := c.ws.NextReader()
 		if err != nil {
 			if !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) && !c.isClosing() {
-				c.log.Debug("websocket read ended", "error", err)
+				c.logger().Debug("websocket read ended", "error", err)
 			}
 			return
 		}
@@ -210,7 +214,7 @@ func (c *conn) writeLoop() {
 			return
 		case f := <-c.send:
 			if err := c.write(f); err != nil {
-				c.log.Debug("websocket write failed", "error", err)
+				c.logger().Debug("websocket write failed", "error", err)
 				c.abort()
 				return
 			}
@@ -269,7 +273,7 @@ func (c *conn) enqueue(ctx context.Context, f []byte) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		c.log.Info("closing a slow consumer", "queued", len(c.send))
+		c.logger().Info("closing a slow consumer", "queued", len(c.send))
 		c.closeWith(CloseSlowConsumer, "slow consumer: send queue full; reconnect and subscribe from the last seq received")
 		return false
 	}
@@ -343,7 +347,7 @@ func (c *conn) call(req *Request) {
 		res, err := c.h.run(req)
 		if err != nil {
 			if ae := toAPIError(err); ae.code == CodeInternal || ae.code == CodeTimeout {
-				c.log.Warn("request failed", "op", req.Op, "session_id", req.SessionID, "error", err)
+				c.logger().Warn("request failed", "op", req.Op, "session_id", req.SessionID, "error", err)
 			}
 			c.replyError(req, req.SessionID, err)
 			return
@@ -386,7 +390,9 @@ func (c *conn) subscribe(req *Request) {
 	} else {
 		s.sub = c.h.cfg.Feed.Subscribe(req.SessionID, from)
 	}
-	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	// Not a child of c.ctx (that would give every connection a children map): the
+	// connection's cleanup cancels its subscriptions itself (stopSubs).
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c.subs[req.SessionID] = s
 	c.work.Add(1)
 	c.mu.Unlock()
@@ -420,6 +426,7 @@ func (c *conn) unsubscribe(req *Request) {
 func (c *conn) pump(s *wsSub) {
 	defer c.work.Done()
 	defer close(s.done)
+	defer s.cancel()
 	defer s.sub.Close()
 	for {
 		u, err := s.sub.NextUpdate(s.ctx)
@@ -456,6 +463,6 @@ func (c *conn) endSub(s *wsSub, e *apiError) {
 		delete(c.subs, s.session)
 	}
 	c.mu.Unlock()
-	c.log.Warn("subscription ended", "session_id", s.session, "error", e.msg)
+	c.logger().Warn("subscription ended", "session_id", s.session, "error", e.msg)
 	c.enqueue(c.ctx, errorBytes(&Request{Op: OpSubscribe}, s.session, e))
 }
