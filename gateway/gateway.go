@@ -61,7 +61,9 @@ type Config struct {
 	// MaxFrameBytes bounds one client frame; a larger one closes the connection with
 	// 1009 (message too big). Default MaxBodyBytes.
 	MaxFrameBytes int
-	// SendQueue is how many frames may wait to be written to one connection. Default 256.
+	// SendQueue is how many frames may wait to be written to one connection. Default 64:
+	// a subscription never needs a deep queue, because a pump that finds it full waits
+	// (its events stay in the journal, and the feed catches it up from there).
 	SendQueue int
 	// SlowConsumerTimeout is how long a frame may wait for room in a full send queue
 	// before the connection is closed with CloseSlowConsumer. Default 5s.
@@ -93,7 +95,7 @@ func DefaultConfig() Config {
 	return Config{
 		RequestTimeout:      10 * time.Second,
 		MaxFrameBytes:       MaxBodyBytes,
-		SendQueue:           256,
+		SendQueue:           64,
 		SlowConsumerTimeout: 5 * time.Second,
 		WriteTimeout:        10 * time.Second,
 		PingInterval:        30 * time.Second,
