@@ -144,7 +144,15 @@ func DemoScript() Script {
 				`{"content":"Hand notes to the writer","status":"pending"}]}`}}},
 			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a write agent`, Response: "(demo model) Draft for: {{.Goal}}\n\n" +
 				"Events fall like rain,\nthe journal keeps every drop:\nstate is just their sum."},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, Response: "(demo model) Review: the draft answers the goal; no gaps found."},
+			// The review step runs code: it counts the draft's lines and words in the
+			// sandbox (code_execute), then reviews with the result in the conversation.
+			// Without a sandbox the tool's error comes back instead and the review says so.
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolMatch: `"stdout"`, Response: "(demo model) Review: " +
+				"the draft answers the goal; a sandboxed check counted its lines and words: {{.Tool}}"},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolMatch: `(?i)error|sandbox`, Response: "(demo model) Review: " +
+				"the draft answers the goal (the sandboxed check could not run: {{.Tool}})"},
+			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolCalls: []ToolCallRule{{Name: "code_execute", Arguments: `{"language":"python",` +
+				`"code":"text = \"Events fall like rain\\nthe journal keeps every drop\\nstate is just their sum\"\nprint(len(text.splitlines()), \"lines,\", len(text.split()), \"words\")"}`}}},
 			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}"},
 		},
 		Default: "(demo model) I have no scripted answer for that.",
