@@ -189,6 +189,14 @@ SELECT $1, $2 + 1, $2 + cardinality($3::text[]), $3, $4::bytea[], $5::timestampt
 WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
                  WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2`
 
+// appendOneSQL is appendSQL for the common single-event append: the arrays are built by
+// the server from scalar parameters, which saves the client the array encoding.
+const appendOneSQL = `
+INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
+SELECT $1, $2 + 1, $2 + 1, ARRAY[$3::text], ARRAY[$4::bytea], ARRAY[$5::timestamptz]
+WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
+                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2`
+
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
 	if err := persistence.ValidateAppend(stream, recs); err != nil {
@@ -214,7 +222,13 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 	}
 	last := expectedSeq + uint64(len(recs))
-	tag, err := j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+	var tag pgconn.CommandTag
+	var err error
+	if len(recs) == 1 {
+		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
+	} else {
+		tag, err = j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+	}
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
