@@ -43,6 +43,7 @@ type errorFrame struct {
 type deltaFrame struct {
 	Op        string `json:"op"`
 	SessionID string `json:"session_id"`
+	Kind      string `json:"kind"`
 	CallID    string `json:"call_id"`
 	StepID    string `json:"step_id,omitempty"`
 	Index     uint32 `json:"index"`
@@ -66,7 +67,11 @@ func errorBytes(req *Request, sessionID string, e *apiError) []byte {
 }
 
 func deltaBytes(session string, d feed.Delta) []byte {
-	b, _ := json.Marshal(deltaFrame{Op: FrameDelta, SessionID: session, CallID: d.CallID, StepID: d.StepID,
+	kind := d.Kind
+	if kind == "" {
+		kind = feed.KindText
+	}
+	b, _ := json.Marshal(deltaFrame{Op: FrameDelta, SessionID: session, Kind: kind, CallID: d.CallID, StepID: d.StepID,
 		Index: d.Index, Attempt: d.Attempt, AfterSeq: d.AfterSeq, Text: d.Text})
 	return b
 }

@@ -171,7 +171,9 @@ func TestRunHumanOutput(t *testing.T) {
 	// The research step's tool loop shows: the call, its result, then the answer,
 	// streamed live and printed once.
 	for _, want := range []string{"goal: Explain virtual actors", "plan:", "step 1/", "→ tool write_todos", "← tool write_todos",
-		"[~] Work out what the goal asks for", "1 tool call(s)", "session completed"} {
+		"[~] Work out what the goal asks for", "1 tool call(s)", "session completed",
+		// The review step's code_execute runs in the local sandbox; its stdout streams live.
+		"→ tool code_execute", "    │ 3 lines, 14 words\n", "← tool code_execute"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}

@@ -23,12 +23,17 @@ type printer struct {
 	attempt   uint32
 	// streamedAnswer is the last answer already shown live, not to be printed twice.
 	streamedAnswer string
+	// outputMidLine is set while a tool's live output has an unfinished line.
+	outputMidLine bool
 }
 
 // delta prints streamed text (text mode only: --json prints stored events alone).
 func (p *printer) delta(d feed.Delta) error {
 	if p.json || d.StepID == "" {
 		return nil // --json prints stored events only; the plan prints once parsed
+	}
+	if d.Kind == feed.KindStdout || d.Kind == feed.KindStderr {
+		return p.output(d)
 	}
 	var b strings.Builder
 	switch {
@@ -40,6 +45,28 @@ func (p *printer) delta(d feed.Delta) error {
 		fmt.Fprintf(&b, " [cut off; retrying, attempt %d]\n    ", d.Attempt)
 	}
 	b.WriteString(strings.ReplaceAll(d.Text, "\n", "\n    "))
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// output prints a running tool's stdout ("    │ ") and stderr ("    ! ") live, line by
+// line; the tool_result that follows repeats it whole.
+func (p *printer) output(d feed.Delta) error {
+	mark := "    │ "
+	if d.Kind == feed.KindStderr {
+		mark = "    ! "
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(d.Text, "\n") {
+		if line == "" {
+			continue
+		}
+		if !p.outputMidLine {
+			b.WriteString(mark)
+		}
+		b.WriteString(line)
+		p.outputMidLine = !strings.HasSuffix(line, "\n")
+	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
 }
@@ -56,6 +83,9 @@ func (p *printer) print(ev *messages.Event) error {
 		return err
 	}
 	text := p.text(ev)
+	if p.outputMidLine { // a tool's live output ended without a newline
+		text, p.outputMidLine = "\n"+text, false
+	}
 	if p.streaming != "" {
 		// The answer was printed as it streamed: end its line, and do not print the
 		// step output again.

@@ -376,8 +376,22 @@ func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	}
 	n.sandbox = p
 	routed := *exec
-	routed.External = &sandbox.Runner{Pool: p}
+	routed.External = &sandbox.Runner{Pool: p, Output: n.publishOutput}
 	return &routed, nil
+}
+
+// publishOutput streams a sandboxed tool's stdout and stderr to the session's live
+// subscribers as feed deltas (never journaled: the tool_result records the whole output).
+// The feed places them after the call's tool_called, published before the tool started.
+func (n *Node) publishOutput(call tools.Call, c sandbox.Chunk) {
+	if call.SessionID == "" {
+		return
+	}
+	kind := feed.KindStdout
+	if c.Stream == fsp.TypeStderr {
+		kind = feed.KindStderr
+	}
+	n.feed.PublishDelta(call.SessionID, feed.Delta{Kind: kind, CallID: call.ID, StepID: call.StepID, Text: c.Data})
 }
 
 // Sandbox is the node's sandbox pool, nil when no sandbox is configured.

@@ -65,6 +65,7 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.subs[stream] {
+		s.published = recs[len(recs)-1].Seq
 		if s.lagged {
 			continue
 		}
@@ -77,10 +78,23 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	}
 }
 
-// Delta is a piece of a model answer as it streams. Deltas are not journaled and have
-// no seq: a subscriber that is too slow loses some (Index shows the gap), and the whole
-// answer arrives anyway in the llm_responded event.
+// Delta kinds.
+const (
+	// KindText is streamed model text (the default: an empty Kind means text).
+	KindText = "text"
+	// KindStdout and KindStderr are a running tool's output (code_execute in the
+	// sandbox); CallID is the tool call's id.
+	KindStdout = "stdout"
+	KindStderr = "stderr"
+)
+
+// Delta is a piece of a model answer as it streams, or of a tool's output as it runs.
+// Deltas are not journaled and have no seq: a subscriber that is too slow loses some
+// (Index shows the gap for text), and the whole answer arrives anyway in the
+// llm_responded (or tool_result) event.
 type Delta struct {
+	// Kind is KindText ("" means text), KindStdout or KindStderr.
+	Kind string
 	// CallID is the LLM call the text belongs to ("step-1/llm-2").
 	CallID string
 	// StepID is the call's step, empty while planning.
@@ -91,7 +105,9 @@ type Delta struct {
 	// earlier attempt failed: its text is void and the answer starts over.
 	Attempt uint32
 	// AfterSeq is the seq of the call's llm_requested event: a subscriber gets the delta
-	// after that event and before the call's llm_responded.
+	// after that event and before the call's llm_responded. Zero means "after every
+	// record published so far": PublishDelta fills it in per subscriber, which places a
+	// tool's output after its tool_called (published before the tool started).
 	AfterSeq uint64
 	// Text is the new text.
 	Text string
@@ -104,6 +120,18 @@ func (f *Feed) PublishDelta(stream string, d Delta) {
 	defer f.mu.Unlock()
 	for s := range f.subs[stream] {
 		if s.deltas == nil {
+			continue
+		}
+		if d.AfterSeq == 0 {
+			if s.published == 0 {
+				continue // subscribed since the last publish: where the delta goes is unknown
+			}
+			d := d
+			d.AfterSeq = s.published
+			select {
+			case s.deltas <- d:
+			default:
+			}
 			continue
 		}
 		select {
@@ -170,7 +198,10 @@ type Subscription struct {
 	deltas chan Delta // nil unless subscribed with deltas
 
 	// Guarded by f.mu.
-	lagged bool
+	// published is the newest seq Publish handed this subscription (0: none yet, so a
+	// delta without AfterSeq cannot be placed and is dropped for it).
+	published uint64
+	lagged    bool
 	closed bool
 	doneCh chan struct{}
 

@@ -210,3 +210,46 @@ func TestSlowDeltaReaderLosesDeltasNotRecords(t *testing.T) {
 		t.Fatalf("%d deltas delivered from a buffer of 4", deltas)
 	}
 }
+
+// TestToolOutputDeltasFollowWhatWasPublished: a delta without AfterSeq (a tool's output)
+// is placed after every record published before it, even when the reader has not read
+// those records yet; a subscriber that joined after the last publish cannot place it and
+// does not get it.
+func TestToolOutputDeltasFollowWhatWasPublished(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	sub := f.SubscribeWithDeltas("s", 0, 0)
+	defer sub.Close()
+	w := &writer{j: j, f: f}
+	w.write(t, "s", 2) // e.g. llm_responded, tool_called
+	f.PublishDelta("s", feed.Delta{Kind: feed.KindStdout, CallID: "call-1", Text: "42\n"})
+	late := f.SubscribeWithDeltas("s", 0, 0)
+	defer late.Close()
+	f.PublishDelta("s", feed.Delta{Kind: feed.KindStderr, CallID: "call-1", Text: "warn\n"})
+	w.write(t, "s", 1) // tool_result
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < 5 {
+		u, err := sub.NextUpdate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.IsDelta {
+			got = append(got, u.Delta.Kind+":"+u.Delta.Text)
+		} else {
+			got = append(got, fmt.Sprint("rec:", u.Record.Seq))
+		}
+	}
+	if fmt.Sprint(got) != "[rec:1 rec:2 stdout:42\n stderr:warn\n rec:3]" {
+		t.Fatalf("order %q", got)
+	}
+	// The late subscriber reads the three records and no delta.
+	for want := uint64(1); want <= 3; want++ {
+		u, err := late.NextUpdate(ctx)
+		if err != nil || u.IsDelta || u.Record.Seq != want {
+			t.Fatalf("late subscriber: %+v, %v; want record %d", u, err, want)
+		}
+	}
+}
