@@ -199,3 +199,57 @@ func numberizeScalar(fd protoreflect.FieldDescriptor, v any) any {
 	}
 	return v
 }
+
+// envelopeKeys are the keys of the flat JSON event object that are not payload fields
+// ("op" is the gateway's frame marker).
+var envelopeKeys = map[string]bool{"type": true, "seq": true, "session_id": true, "at": true, "command_id": true, "op": true}
+
+// UnmarshalEventJSON parses Fathom's flat JSON event object (MarshalEventJSON's output,
+// or a gateway event frame) back into an Event: the envelope keys, and the payload named
+// by "type" from the remaining keys. Unknown payload keys are an error.
+func UnmarshalEventJSON(b []byte) (*Event, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, fmt.Errorf("event json: %w", err)
+	}
+	var head struct {
+		Type      string    `json:"type"`
+		Seq       uint64    `json:"seq"`
+		SessionID string    `json:"session_id"`
+		At        time.Time `json:"at"`
+		CommandID string    `json:"command_id"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("event json envelope: %w", err)
+	}
+	ev := &Event{Seq: head.Seq, SessionId: head.SessionID, CommandId: head.CommandID}
+	if !head.At.IsZero() {
+		ev.AtUnixNano = head.At.UnixNano()
+	}
+	od := payloadOneof()
+	var fd protoreflect.FieldDescriptor
+	for i := 0; i < od.Fields().Len(); i++ {
+		if f := od.Fields().Get(i); string(f.Name()) == head.Type {
+			fd = f
+		}
+	}
+	if fd == nil {
+		return nil, fmt.Errorf("event json: unknown event type %q", head.Type)
+	}
+	payload := map[string]json.RawMessage{}
+	for k, v := range obj {
+		if !envelopeKeys[k] {
+			payload[k] = v
+		}
+	}
+	pb, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	msg := ev.ProtoReflect().NewField(fd).Message()
+	if err := protojson.Unmarshal(pb, msg.Interface()); err != nil {
+		return nil, fmt.Errorf("event json %s payload: %w", head.Type, err)
+	}
+	ev.ProtoReflect().Set(fd, protoreflect.ValueOfMessage(msg))
+	return ev, nil
+}

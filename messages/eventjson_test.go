@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -55,6 +56,37 @@ func TestPayloadFieldsDoNotShadowTheEnvelope(t *testing.T) {
 		}
 		if fd.Kind() != protoreflect.MessageKind {
 			t.Errorf("payload %s is not a message", fd.Name())
+		}
+	}
+}
+
+// TestUnmarshalEventJSONRoundTrips: every event of a full session survives
+// MarshalEventJSON → UnmarshalEventJSON unchanged, also wrapped in a gateway frame.
+func TestUnmarshalEventJSONRoundTrips(t *testing.T) {
+	evs := []*Event{
+		{Seq: 1, SessionId: "s", AtUnixNano: 1700000000123456789, CommandId: "c1", Payload: &Event_SessionStarted{SessionStarted: &SessionStarted{Goal: "g", Config: &SessionConfig{Model: "m", MaxIterations: 9}}}},
+		{Seq: 2, SessionId: "s", AtUnixNano: 1700000000223456789, Payload: &Event_LlmResponded{LlmResponded: &LlmResponded{CallId: "c", Content: "hi", Usage: &Usage{InputTokens: 1 << 40, OutputTokens: 7}, CostUsd: 0.5,
+			ToolCalls: []*ToolCallRequest{{Id: "t", Name: "x", Arguments: `{"a":1}`}}}}},
+		{Seq: 3, SessionId: "s", AtUnixNano: 1700000000323456789, Payload: &Event_ToolResult{ToolResult: &ToolResult{CallId: "t", Error: &ToolFailure{ErrorType: "timeout", Retryable: true}}}},
+	}
+	for _, ev := range evs {
+		b, err := MarshalEventJSON(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range [][]byte{b, append([]byte(`{"op":"event",`), b[1:]...)} {
+			got, err := UnmarshalEventJSON(in)
+			if err != nil {
+				t.Fatalf("%s: %v", in, err)
+			}
+			if !proto.Equal(got, ev) {
+				t.Fatalf("round trip of %s:\n got %v\nwant %v", in, got, ev)
+			}
+		}
+	}
+	for _, bad := range []string{`{`, `{"type":"nope","seq":1}`, `{"type":"session_started","seq":1,"bogus":2}`} {
+		if _, err := UnmarshalEventJSON([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalEventJSON(%s): no error", bad)
 		}
 	}
 }

@@ -25,6 +25,8 @@ type printer struct {
 	streamedAnswer string
 	// outputMidLine is set while a tool's live output has an unfinished line.
 	outputMidLine bool
+	// lastSeq is the last event printed by watch.
+	lastSeq uint64
 }
 
 // delta prints streamed text (text mode only: --json prints stored events alone).

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net/url"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -17,28 +20,52 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// runSession inspects stored sessions straight from the journal (no node needed).
+// sessionSubcommands are the subcommands of `fathom session` and their synopses.
+var sessionSubcommands = map[string]string{
+	"list":     "[flags]",
+	"timeline": "[flags] ID",
+	"state":    "[--at STEP | --at-seq SEQ] [--addr NODE --token T] [flags] ID",
+	"watch":    "[--from SEQ] [--addr NODE --token T] [--json] [flags] ID",
+}
+
+// runSession inspects sessions: straight from the journal (no node needed), or, with
+// --addr, through a node's gateway.
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "timeline" && args[0] != "state") {
+	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID [flags]")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID [flags]")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID or state ID")
+		return usageError("want a subcommand: list, timeline ID, state ID or watch ID")
 	}
 	sub := args[0]
-	synopsis := map[string]string{"list": "[flags]", "timeline": "[flags] ID", "state": "[flags] ID"}[sub]
-	fs := newFlagSet("session "+sub, synopsis, stderr)
+	fs := newFlagSet("session "+sub, sessionSubcommands[sub], stderr)
 	var store storeFlags
 	store.register(fs, ".fathom")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	at := fs.Uint64("at", 0, "state: fold the events only through this seq (0 = all)")
+	at := fs.Int64("at", -1, "state: the state after this many steps ended (0 = after planning; default: now)")
+	atSeq := fs.Uint64("at-seq", 0, "state: fold the events only through this seq (0 = all)")
+	from := fs.Uint64("from", 0, "watch: print events after this seq")
+	addr := fs.String("addr", os.Getenv("FATHOM_ADDR"), "ask a node's gateway (host:port or URL) instead of reading the journal (env FATHOM_ADDR)")
+	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	if sub != "list" && len(pos) != 1 {
 		return usageError("session %s needs exactly one session ID", sub)
+	}
+	if *at >= 0 && *atSeq > 0 {
+		return usageError("--at (a step) and --at-seq (a seq) exclude each other")
+	}
+	if *at > math.MaxUint32 {
+		return usageError("--at %d is not a step index", *at)
+	}
+	if *addr != "" {
+		return sessionRemote(ctx, sub, pos, *addr, *token, *at, *atSeq, *from, *jsonOut, stdout)
+	}
+	if sub == "watch" {
+		return watchJournal(ctx, func() (persistence.Journal, error) { return openJournalReadOnly(ctx, store) }, pos[0], *from, newPrinter(stdout, *jsonOut))
 	}
 	j, err := openJournalReadOnly(ctx, store)
 	if err != nil {
@@ -51,7 +78,31 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "timeline":
 		return sessionTimeline(ctx, j, pos[0], stdout, *jsonOut)
 	default:
-		return sessionState(ctx, j, pos[0], *at, stdout)
+		if *at >= 0 {
+			return sessionStateAtStep(ctx, j, pos[0], uint32(*at), stdout)
+		}
+		return sessionState(ctx, j, pos[0], *atSeq, stdout)
+	}
+}
+
+// sessionRemote runs a session subcommand against a node's gateway.
+func sessionRemote(ctx context.Context, sub string, pos []string, addr, token string, at int64, atSeq, from uint64, jsonOut bool, w io.Writer) error {
+	switch sub {
+	case "watch":
+		return watchRemote(ctx, addr, token, pos[0], from, newPrinter(w, jsonOut))
+	case "timeline":
+		return remoteGet(ctx, addr, token, "/v1/sessions/"+url.PathEscape(pos[0])+"/timeline", w)
+	case "state":
+		if atSeq > 0 {
+			return usageError("--at-seq reads the journal; with --addr use --at STEP")
+		}
+		path := "/v1/sessions/" + url.PathEscape(pos[0]) + "/state"
+		if at >= 0 {
+			path += fmt.Sprintf("?at=%d", at)
+		}
+		return remoteGet(ctx, addr, token, path, w)
+	default:
+		return usageError("session %s reads the journal; it has no --addr form", sub)
 	}
 }
 
@@ -105,6 +156,14 @@ func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io
 	return nil
 }
 
+func sessionStateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32, w io.Writer) error {
+	s, err := session.StateAtStep(ctx, j, id, n)
+	if err != nil {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	return printState(s, w)
+}
+
 func sessionState(ctx context.Context, j persistence.Journal, id string, at uint64, w io.Writer) error {
 	s, _, err := session.Load(ctx, j, id, at)
 	if err != nil {
@@ -113,6 +172,10 @@ func sessionState(ctx context.Context, j persistence.Journal, id string, at uint
 	if s.GetSeq() == 0 {
 		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
 	}
+	return printState(s, w)
+}
+
+func printState(s *messages.SessionState, w io.Writer) error {
 	b, err := protojson.MarshalOptions{UseProtoNames: true, Multiline: true, Indent: "  "}.Marshal(s)
 	if err != nil {
 		return err
