@@ -76,6 +76,14 @@ type Request struct {
 	Tool string `json:"tool,omitempty"`
 	// NewSessionID names the session fork creates (generated when empty).
 	NewSessionID string `json:"new_session_id,omitempty"`
+	// BreakpointID names a breakpoint (set_breakpoint; generated when empty; setting an
+	// existing id replaces it).
+	BreakpointID string `json:"breakpoint_id,omitempty"`
+	// TimeoutMS, when > 0, ends the breakpoint's interrupt by DefaultAction if nobody
+	// resumes it in time.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// DefaultAction is "continue" (default) or "fail".
+	DefaultAction string `json:"default_action,omitempty"`
 }
 
 // SessionConfig are the per-session overrides of start.
@@ -119,10 +127,10 @@ var ops = map[string]opSpec{
 	OpTimeline:         {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
 	OpStateAt:          {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
 	OpInput:            {scope: ScopeWrite, session: true, call: unsupported("ProvideInput")},
-	OpPause:            {scope: ScopeWrite, session: true, call: unsupported("Pause")},
-	OpResume:           {scope: ScopeWrite, session: true, call: unsupported("Resume")},
-	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: unsupported("SetBreakpoint")},
-	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: unsupported("ClearBreakpoints")},
+	OpPause:            {scope: ScopeWrite, session: true, call: (*Handler).opPause},
+	OpResume:           {scope: ScopeWrite, session: true, call: (*Handler).opResume},
+	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: (*Handler).opSetBreakpoint},
+	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
 	OpFork:             {scope: ScopeWrite, session: true, call: unsupported("Fork")},
 }
 
@@ -236,6 +244,55 @@ func (h *Handler) opStateAt(req *Request) (opResult, error) {
 		return opResult{}, errorf(CodeInvalidArgument, "step_index is required (0 = after planning, n = after the n-th step)")
 	}
 	resp, err := h.grain(req.SessionID).StateAt(&messages.StateAtRequest{StepIndex: *req.StepIndex}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) commandID(req *Request) string {
+	if req.CommandID == "" {
+		req.CommandID = NewID("cmd")
+	}
+	return req.CommandID
+}
+
+func (h *Handler) opPause(req *Request) (opResult, error) {
+	resp, err := h.grain(req.SessionID).Pause(&messages.PauseRequest{CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) opResume(req *Request) (opResult, error) {
+	r := &messages.ResumeRequest{CommandId: h.commandID(req)}
+	if len(req.ModifiedStep) > 0 && string(req.ModifiedStep) != "null" {
+		r.ModifiedStep = &messages.PlanStep{}
+		if err := protojson.Unmarshal(req.ModifiedStep, r.ModifiedStep); err != nil {
+			return opResult{}, errorf(CodeInvalidArgument, "modified_step is not a plan step {id, type, description}: %v", err)
+		}
+	}
+	resp, err := h.grain(req.SessionID).Resume(r, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) opSetBreakpoint(req *Request) (opResult, error) {
+	if req.Tool != "" {
+		return opResult{}, errorf(CodeUnsupported, "tool breakpoints are not supported yet: break before or after steps (step_type, step_id)")
+	}
+	if req.BreakpointID == "" {
+		req.BreakpointID = NewID("bp")
+	}
+	bp := &messages.Breakpoint{Id: req.BreakpointID, Position: req.Position, StepType: req.StepType, StepId: req.StepID,
+		TimeoutMs: req.TimeoutMS, DefaultAction: req.DefaultAction}
+	resp, err := h.grain(req.SessionID).SetBreakpoint(&messages.SetBreakpointRequest{CommandId: h.commandID(req), Breakpoint: bp}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
+		return opResult{}, err
+	}
+	body, err := json.Marshal(map[string]any{"breakpoint_id": bp.GetId(), "seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	if err != nil {
+		return opResult{}, err
+	}
+	return opResult{sessionID: req.SessionID, body: body}, nil
+}
+
+func (h *Handler) opClearBreakpoints(req *Request) (opResult, error) {
+	resp, err := h.grain(req.SessionID).ClearBreakpoints(&messages.ClearBreakpointsRequest{CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 

@@ -88,7 +88,7 @@ func TestGatewayPythonClient(t *testing.T) {
 			CloseReason string   `json:"close_reason"`
 		}
 		run(t, &r, "bad", token, "4096")
-		want := "invalid_argument invalid_argument unknown_op invalid_argument invalid_argument invalid_argument unsupported"
+		want := "invalid_argument invalid_argument unknown_op invalid_argument invalid_argument invalid_argument not_found"
 		if got := strings.Join(r.Codes, " "); got != want {
 			t.Fatalf("codes %s, want %s", got, want)
 		}

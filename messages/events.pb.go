@@ -49,6 +49,10 @@ type Event struct {
 	//	*Event_ToolCalled
 	//	*Event_ToolResult
 	//	*Event_PlanFailed
+	//	*Event_BreakpointSet
+	//	*Event_BreakpointsCleared
+	//	*Event_InterruptTriggered
+	//	*Event_InterruptResumed
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -227,6 +231,42 @@ func (x *Event) GetPlanFailed() *PlanFailed {
 	return nil
 }
 
+func (x *Event) GetBreakpointSet() *BreakpointSet {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BreakpointSet); ok {
+			return x.BreakpointSet
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetBreakpointsCleared() *BreakpointsCleared {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BreakpointsCleared); ok {
+			return x.BreakpointsCleared
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetInterruptTriggered() *InterruptTriggered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_InterruptTriggered); ok {
+			return x.InterruptTriggered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetInterruptResumed() *InterruptResumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_InterruptResumed); ok {
+			return x.InterruptResumed
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -279,6 +319,22 @@ type Event_PlanFailed struct {
 	PlanFailed *PlanFailed `protobuf:"bytes,21,opt,name=plan_failed,json=planFailed,proto3,oneof"`
 }
 
+type Event_BreakpointSet struct {
+	BreakpointSet *BreakpointSet `protobuf:"bytes,30,opt,name=breakpoint_set,json=breakpointSet,proto3,oneof"`
+}
+
+type Event_BreakpointsCleared struct {
+	BreakpointsCleared *BreakpointsCleared `protobuf:"bytes,31,opt,name=breakpoints_cleared,json=breakpointsCleared,proto3,oneof"`
+}
+
+type Event_InterruptTriggered struct {
+	InterruptTriggered *InterruptTriggered `protobuf:"bytes,32,opt,name=interrupt_triggered,json=interruptTriggered,proto3,oneof"`
+}
+
+type Event_InterruptResumed struct {
+	InterruptResumed *InterruptResumed `protobuf:"bytes,33,opt,name=interrupt_resumed,json=interruptResumed,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -303,6 +359,357 @@ func (*Event_ToolResult) isEvent_Payload() {}
 
 func (*Event_PlanFailed) isEvent_Payload() {}
 
+func (*Event_BreakpointSet) isEvent_Payload() {}
+
+func (*Event_BreakpointsCleared) isEvent_Payload() {}
+
+func (*Event_InterruptTriggered) isEvent_Payload() {}
+
+func (*Event_InterruptResumed) isEvent_Payload() {}
+
+// Breakpoint stops the session at a step boundary. Empty filters match every step.
+type Breakpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the breakpoint ("pause" for a Pause request).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// position is "before" (the step has not started) or "after" (it completed and the
+	// next has not started).
+	Position string `protobuf:"bytes,2,opt,name=position,proto3" json:"position,omitempty"`
+	// step_type and step_id, when set, restrict the breakpoint to such steps.
+	StepType string `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
+	StepId   string `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// once removes the breakpoint when it fires (Pause is a once breakpoint).
+	Once bool `protobuf:"varint,5,opt,name=once,proto3" json:"once,omitempty"`
+	// timeout_ms, when > 0, ends the interrupt by default_action if nobody resumes it.
+	TimeoutMs int64 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// default_action is "continue" or "fail".
+	DefaultAction string `protobuf:"bytes,7,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Breakpoint) Reset() {
+	*x = Breakpoint{}
+	mi := &file_events_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Breakpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Breakpoint) ProtoMessage() {}
+
+func (x *Breakpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Breakpoint.ProtoReflect.Descriptor instead.
+func (*Breakpoint) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Breakpoint) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Breakpoint) GetPosition() string {
+	if x != nil {
+		return x.Position
+	}
+	return ""
+}
+
+func (x *Breakpoint) GetStepType() string {
+	if x != nil {
+		return x.StepType
+	}
+	return ""
+}
+
+func (x *Breakpoint) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *Breakpoint) GetOnce() bool {
+	if x != nil {
+		return x.Once
+	}
+	return false
+}
+
+func (x *Breakpoint) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *Breakpoint) GetDefaultAction() string {
+	if x != nil {
+		return x.DefaultAction
+	}
+	return ""
+}
+
+// BreakpointSet records a breakpoint (replacing one with the same id).
+type BreakpointSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Breakpoint    *Breakpoint            `protobuf:"bytes,1,opt,name=breakpoint,proto3" json:"breakpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakpointSet) Reset() {
+	*x = BreakpointSet{}
+	mi := &file_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakpointSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakpointSet) ProtoMessage() {}
+
+func (x *BreakpointSet) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakpointSet.ProtoReflect.Descriptor instead.
+func (*BreakpointSet) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BreakpointSet) GetBreakpoint() *Breakpoint {
+	if x != nil {
+		return x.Breakpoint
+	}
+	return nil
+}
+
+// BreakpointsCleared removes every breakpoint.
+type BreakpointsCleared struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakpointsCleared) Reset() {
+	*x = BreakpointsCleared{}
+	mi := &file_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakpointsCleared) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakpointsCleared) ProtoMessage() {}
+
+func (x *BreakpointsCleared) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakpointsCleared.ProtoReflect.Descriptor instead.
+func (*BreakpointsCleared) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{3}
+}
+
+// InterruptTriggered records that the session stopped at a breakpoint.
+type InterruptTriggered struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	BreakpointId string                 `protobuf:"bytes,1,opt,name=breakpoint_id,json=breakpointId,proto3" json:"breakpoint_id,omitempty"`
+	// reason is "pause" or "breakpoint".
+	Reason   string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Position string `protobuf:"bytes,3,opt,name=position,proto3" json:"position,omitempty"`
+	// step_id/step_index: the step about to start (before) or just completed (after).
+	StepId    string `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32 `protobuf:"varint,5,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// deadline_unix_nano, when set, is when default_action is taken (it lives in state,
+	// so it fires after passivation, restart or failover).
+	DeadlineUnixNano int64  `protobuf:"varint,6,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	DefaultAction    string `protobuf:"bytes,7,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *InterruptTriggered) Reset() {
+	*x = InterruptTriggered{}
+	mi := &file_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptTriggered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptTriggered) ProtoMessage() {}
+
+func (x *InterruptTriggered) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptTriggered.ProtoReflect.Descriptor instead.
+func (*InterruptTriggered) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *InterruptTriggered) GetBreakpointId() string {
+	if x != nil {
+		return x.BreakpointId
+	}
+	return ""
+}
+
+func (x *InterruptTriggered) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *InterruptTriggered) GetPosition() string {
+	if x != nil {
+		return x.Position
+	}
+	return ""
+}
+
+func (x *InterruptTriggered) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *InterruptTriggered) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *InterruptTriggered) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *InterruptTriggered) GetDefaultAction() string {
+	if x != nil {
+		return x.DefaultAction
+	}
+	return ""
+}
+
+// InterruptResumed records the end of an interrupt.
+type InterruptResumed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// by is "human" (a Resume request) or "timeout".
+	By string `protobuf:"bytes,1,opt,name=by,proto3" json:"by,omitempty"`
+	// action is "continue" or "fail".
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// modified_step, when set, replaces the plan step that runs next (same id).
+	ModifiedStep  *PlanStep `protobuf:"bytes,3,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptResumed) Reset() {
+	*x = InterruptResumed{}
+	mi := &file_events_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptResumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptResumed) ProtoMessage() {}
+
+func (x *InterruptResumed) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptResumed.ProtoReflect.Descriptor instead.
+func (*InterruptResumed) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *InterruptResumed) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *InterruptResumed) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *InterruptResumed) GetModifiedStep() *PlanStep {
+	if x != nil {
+		return x.ModifiedStep
+	}
+	return nil
+}
+
 // SessionConfig is the per-session configuration fixed at start.
 type SessionConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -318,7 +725,7 @@ type SessionConfig struct {
 
 func (x *SessionConfig) Reset() {
 	*x = SessionConfig{}
-	mi := &file_events_proto_msgTypes[1]
+	mi := &file_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +737,7 @@ func (x *SessionConfig) String() string {
 func (*SessionConfig) ProtoMessage() {}
 
 func (x *SessionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[1]
+	mi := &file_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +750,7 @@ func (x *SessionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionConfig.ProtoReflect.Descriptor instead.
 func (*SessionConfig) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{1}
+	return file_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionConfig) GetModel() string {
@@ -380,7 +787,7 @@ type SessionStarted struct {
 
 func (x *SessionStarted) Reset() {
 	*x = SessionStarted{}
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +799,7 @@ func (x *SessionStarted) String() string {
 func (*SessionStarted) ProtoMessage() {}
 
 func (x *SessionStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +812,7 @@ func (x *SessionStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStarted.ProtoReflect.Descriptor instead.
 func (*SessionStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{2}
+	return file_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionStarted) GetGoal() string {
@@ -445,7 +852,7 @@ type PlanStep struct {
 
 func (x *PlanStep) Reset() {
 	*x = PlanStep{}
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +864,7 @@ func (x *PlanStep) String() string {
 func (*PlanStep) ProtoMessage() {}
 
 func (x *PlanStep) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +877,7 @@ func (x *PlanStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStep.ProtoReflect.Descriptor instead.
 func (*PlanStep) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{3}
+	return file_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlanStep) GetId() string {
@@ -512,7 +919,7 @@ type PlanCreated struct {
 
 func (x *PlanCreated) Reset() {
 	*x = PlanCreated{}
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +931,7 @@ func (x *PlanCreated) String() string {
 func (*PlanCreated) ProtoMessage() {}
 
 func (x *PlanCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +944,7 @@ func (x *PlanCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanCreated.ProtoReflect.Descriptor instead.
 func (*PlanCreated) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{4}
+	return file_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlanCreated) GetPlanId() string {
@@ -570,7 +977,7 @@ type StepStarted struct {
 
 func (x *StepStarted) Reset() {
 	*x = StepStarted{}
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +989,7 @@ func (x *StepStarted) String() string {
 func (*StepStarted) ProtoMessage() {}
 
 func (x *StepStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +1002,7 @@ func (x *StepStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStarted.ProtoReflect.Descriptor instead.
 func (*StepStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{5}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StepStarted) GetStepId() string {
@@ -653,7 +1060,7 @@ type LlmRequested struct {
 
 func (x *LlmRequested) Reset() {
 	*x = LlmRequested{}
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +1072,7 @@ func (x *LlmRequested) String() string {
 func (*LlmRequested) ProtoMessage() {}
 
 func (x *LlmRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +1085,7 @@ func (x *LlmRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmRequested.ProtoReflect.Descriptor instead.
 func (*LlmRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{6}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LlmRequested) GetCallId() string {
@@ -728,7 +1135,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +1147,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +1160,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{7}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -799,7 +1206,7 @@ type LlmResponded struct {
 
 func (x *LlmResponded) Reset() {
 	*x = LlmResponded{}
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +1218,7 @@ func (x *LlmResponded) String() string {
 func (*LlmResponded) ProtoMessage() {}
 
 func (x *LlmResponded) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +1231,7 @@ func (x *LlmResponded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmResponded.ProtoReflect.Descriptor instead.
 func (*LlmResponded) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{8}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LlmResponded) GetCallId() string {
@@ -904,7 +1311,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1323,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1336,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolCallRequest) GetId() string {
@@ -974,7 +1381,7 @@ type ToolCalled struct {
 
 func (x *ToolCalled) Reset() {
 	*x = ToolCalled{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1393,7 @@ func (x *ToolCalled) String() string {
 func (*ToolCalled) ProtoMessage() {}
 
 func (x *ToolCalled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1406,7 @@ func (x *ToolCalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
 func (*ToolCalled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolCalled) GetStepId() string {
@@ -1059,7 +1466,7 @@ type ToolFailure struct {
 
 func (x *ToolFailure) Reset() {
 	*x = ToolFailure{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1478,7 @@ func (x *ToolFailure) String() string {
 func (*ToolFailure) ProtoMessage() {}
 
 func (x *ToolFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1491,7 @@ func (x *ToolFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
 func (*ToolFailure) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolFailure) GetErrorType() string {
@@ -1134,7 +1541,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1553,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1566,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolResult) GetStepId() string {
@@ -1223,7 +1630,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1642,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1655,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -1289,7 +1696,7 @@ type StepFailed struct {
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1708,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1721,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -1374,7 +1781,7 @@ type PlanFailed struct {
 
 func (x *PlanFailed) Reset() {
 	*x = PlanFailed{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1793,7 @@ func (x *PlanFailed) String() string {
 func (*PlanFailed) ProtoMessage() {}
 
 func (x *PlanFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1806,7 @@ func (x *PlanFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
 func (*PlanFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PlanFailed) GetCallId() string {
@@ -1451,7 +1858,7 @@ type SessionCompleted struct {
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1870,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1883,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -1510,7 +1917,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1929,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1942,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -1549,7 +1956,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xfe\x06\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xb1\t\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -1574,8 +1981,40 @@ const file_events_proto_rawDesc = "" +
 	"\vtool_result\x18\x14 \x01(\v2\x15.fathom.v1.ToolResultH\x00R\n" +
 	"toolResult\x128\n" +
 	"\vplan_failed\x18\x15 \x01(\v2\x15.fathom.v1.PlanFailedH\x00R\n" +
-	"planFailedB\t\n" +
-	"\apayload\"i\n" +
+	"planFailed\x12A\n" +
+	"\x0ebreakpoint_set\x18\x1e \x01(\v2\x18.fathom.v1.BreakpointSetH\x00R\rbreakpointSet\x12P\n" +
+	"\x13breakpoints_cleared\x18\x1f \x01(\v2\x1d.fathom.v1.BreakpointsClearedH\x00R\x12breakpointsCleared\x12P\n" +
+	"\x13interrupt_triggered\x18  \x01(\v2\x1d.fathom.v1.InterruptTriggeredH\x00R\x12interruptTriggered\x12J\n" +
+	"\x11interrupt_resumed\x18! \x01(\v2\x1b.fathom.v1.InterruptResumedH\x00R\x10interruptResumedB\t\n" +
+	"\apayload\"\xc8\x01\n" +
+	"\n" +
+	"Breakpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\tR\bposition\x12\x1b\n" +
+	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12\x17\n" +
+	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x12\n" +
+	"\x04once\x18\x05 \x01(\bR\x04once\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12%\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"F\n" +
+	"\rBreakpointSet\x125\n" +
+	"\n" +
+	"breakpoint\x18\x01 \x01(\v2\x15.fathom.v1.BreakpointR\n" +
+	"breakpoint\"\x14\n" +
+	"\x12BreakpointsCleared\"\xfa\x01\n" +
+	"\x12InterruptTriggered\x12#\n" +
+	"\rbreakpoint_id\x18\x01 \x01(\tR\fbreakpointId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bposition\x18\x03 \x01(\tR\bposition\x12\x17\n" +
+	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x05 \x01(\rR\tstepIndex\x12,\n" +
+	"\x12deadline_unix_nano\x18\x06 \x01(\x03R\x10deadlineUnixNano\x12%\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"t\n" +
+	"\x10InterruptResumed\x12\x0e\n" +
+	"\x02by\x18\x01 \x01(\tR\x02by\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x128\n" +
+	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"i\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
 	"\x0emax_iterations\x18\x02 \x01(\rR\rmaxIterations\x12\x1b\n" +
@@ -1689,51 +2128,62 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_events_proto_goTypes = []any{
-	(*Event)(nil),            // 0: fathom.v1.Event
-	(*SessionConfig)(nil),    // 1: fathom.v1.SessionConfig
-	(*SessionStarted)(nil),   // 2: fathom.v1.SessionStarted
-	(*PlanStep)(nil),         // 3: fathom.v1.PlanStep
-	(*PlanCreated)(nil),      // 4: fathom.v1.PlanCreated
-	(*StepStarted)(nil),      // 5: fathom.v1.StepStarted
-	(*LlmRequested)(nil),     // 6: fathom.v1.LlmRequested
-	(*Usage)(nil),            // 7: fathom.v1.Usage
-	(*LlmResponded)(nil),     // 8: fathom.v1.LlmResponded
-	(*ToolCallRequest)(nil),  // 9: fathom.v1.ToolCallRequest
-	(*ToolCalled)(nil),       // 10: fathom.v1.ToolCalled
-	(*ToolFailure)(nil),      // 11: fathom.v1.ToolFailure
-	(*ToolResult)(nil),       // 12: fathom.v1.ToolResult
-	(*StepCompleted)(nil),    // 13: fathom.v1.StepCompleted
-	(*StepFailed)(nil),       // 14: fathom.v1.StepFailed
-	(*PlanFailed)(nil),       // 15: fathom.v1.PlanFailed
-	(*SessionCompleted)(nil), // 16: fathom.v1.SessionCompleted
-	(*SessionFailed)(nil),    // 17: fathom.v1.SessionFailed
+	(*Event)(nil),              // 0: fathom.v1.Event
+	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
+	(*BreakpointSet)(nil),      // 2: fathom.v1.BreakpointSet
+	(*BreakpointsCleared)(nil), // 3: fathom.v1.BreakpointsCleared
+	(*InterruptTriggered)(nil), // 4: fathom.v1.InterruptTriggered
+	(*InterruptResumed)(nil),   // 5: fathom.v1.InterruptResumed
+	(*SessionConfig)(nil),      // 6: fathom.v1.SessionConfig
+	(*SessionStarted)(nil),     // 7: fathom.v1.SessionStarted
+	(*PlanStep)(nil),           // 8: fathom.v1.PlanStep
+	(*PlanCreated)(nil),        // 9: fathom.v1.PlanCreated
+	(*StepStarted)(nil),        // 10: fathom.v1.StepStarted
+	(*LlmRequested)(nil),       // 11: fathom.v1.LlmRequested
+	(*Usage)(nil),              // 12: fathom.v1.Usage
+	(*LlmResponded)(nil),       // 13: fathom.v1.LlmResponded
+	(*ToolCallRequest)(nil),    // 14: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),         // 15: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),        // 16: fathom.v1.ToolFailure
+	(*ToolResult)(nil),         // 17: fathom.v1.ToolResult
+	(*StepCompleted)(nil),      // 18: fathom.v1.StepCompleted
+	(*StepFailed)(nil),         // 19: fathom.v1.StepFailed
+	(*PlanFailed)(nil),         // 20: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil),   // 21: fathom.v1.SessionCompleted
+	(*SessionFailed)(nil),      // 22: fathom.v1.SessionFailed
 }
 var file_events_proto_depIdxs = []int32{
-	2,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
-	4,  // 1: fathom.v1.Event.plan_created:type_name -> fathom.v1.PlanCreated
-	5,  // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
-	6,  // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
-	8,  // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	13, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	14, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	16, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	17, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	10, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
-	12, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
-	15, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
-	1,  // 12: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	3,  // 13: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	7,  // 14: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	9,  // 15: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	11, // 16: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	7,  // 17: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
+	9,  // 1: fathom.v1.Event.plan_created:type_name -> fathom.v1.PlanCreated
+	10, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
+	11, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
+	13, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
+	18, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	19, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	21, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	22, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	15, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	17, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	20, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	2,  // 12: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
+	3,  // 13: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
+	4,  // 14: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
+	5,  // 15: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
+	1,  // 16: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 17: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 18: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 19: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	12, // 20: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	14, // 21: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	16, // 22: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	12, // 23: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1754,6 +2204,10 @@ func file_events_proto_init() {
 		(*Event_ToolCalled)(nil),
 		(*Event_ToolResult)(nil),
 		(*Event_PlanFailed)(nil),
+		(*Event_BreakpointSet)(nil),
+		(*Event_BreakpointsCleared)(nil),
+		(*Event_InterruptTriggered)(nil),
+		(*Event_InterruptResumed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1761,7 +2215,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -85,6 +85,258 @@ func (ErrorReason) EnumDescriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{0}
 }
 
+// CommandResponse acknowledges a durable command.
+type CommandResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq is the last event stored by the command.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// duplicate is true when the command had already been applied.
+	Duplicate     bool `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommandResponse) Reset() {
+	*x = CommandResponse{}
+	mi := &file_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandResponse) ProtoMessage() {}
+
+func (x *CommandResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
+func (*CommandResponse) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CommandResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *CommandResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+// SetBreakpointRequest sets a breakpoint.
+type SetBreakpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Breakpoint    *Breakpoint            `protobuf:"bytes,2,opt,name=breakpoint,proto3" json:"breakpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBreakpointRequest) Reset() {
+	*x = SetBreakpointRequest{}
+	mi := &file_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBreakpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBreakpointRequest) ProtoMessage() {}
+
+func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBreakpointRequest.ProtoReflect.Descriptor instead.
+func (*SetBreakpointRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetBreakpointRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SetBreakpointRequest) GetBreakpoint() *Breakpoint {
+	if x != nil {
+		return x.Breakpoint
+	}
+	return nil
+}
+
+// ClearBreakpointsRequest clears the breakpoints.
+type ClearBreakpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearBreakpointsRequest) Reset() {
+	*x = ClearBreakpointsRequest{}
+	mi := &file_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearBreakpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearBreakpointsRequest) ProtoMessage() {}
+
+func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearBreakpointsRequest.ProtoReflect.Descriptor instead.
+func (*ClearBreakpointsRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClearBreakpointsRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+// PauseRequest pauses at the next step boundary.
+type PauseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRequest) Reset() {
+	*x = PauseRequest{}
+	mi := &file_session_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRequest) ProtoMessage() {}
+
+func (x *PauseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
+func (*PauseRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PauseRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+// ResumeRequest resumes an interrupted session.
+type ResumeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// modified_step, when set, replaces the step that runs next; its id must match.
+	ModifiedStep  *PlanStep `protobuf:"bytes,2,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRequest) Reset() {
+	*x = ResumeRequest{}
+	mi := &file_session_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRequest) ProtoMessage() {}
+
+func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResumeRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *ResumeRequest) GetModifiedStep() *PlanStep {
+	if x != nil {
+		return x.ModifiedStep
+	}
+	return nil
+}
+
 // StartRequest starts a session.
 type StartRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -101,7 +353,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +365,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +378,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{0}
+	return file_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartRequest) GetCommandId() string {
@@ -171,7 +423,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -183,7 +435,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -196,7 +448,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{1}
+	return file_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -229,7 +481,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +493,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +506,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{2}
+	return file_session_proto_rawDescGZIP(), []int{7}
 }
 
 // GetStateResponse carries the state and where the grain runs.
@@ -274,7 +526,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +538,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +551,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{3}
+	return file_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -339,7 +591,7 @@ type TimelineRequest struct {
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +603,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +616,7 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{4}
+	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
 // TimelineEntry is one plan step on the timeline.
@@ -389,7 +641,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +653,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +666,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{5}
+	return file_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -517,7 +769,7 @@ type TimelineResponse struct {
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +781,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +794,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{6}
+	return file_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -591,7 +843,7 @@ type StateAtRequest struct {
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +855,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +868,7 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{7}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StateAtRequest) GetStepIndex() uint32 {
@@ -639,7 +891,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +903,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +916,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -692,7 +944,26 @@ var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
 	"\n" +
-	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"\x8c\x01\n" +
+	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"A\n" +
+	"\x0fCommandResponse\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"l\n" +
+	"\x14SetBreakpointRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x125\n" +
+	"\n" +
+	"breakpoint\x18\x02 \x01(\v2\x15.fathom.v1.BreakpointR\n" +
+	"breakpoint\"8\n" +
+	"\x17ClearBreakpointsRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"-\n" +
+	"\fPauseRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"h\n" +
+	"\rResumeRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x128\n" +
+	"\rmodified_step\x18\x02 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"\x8c\x01\n" +
 	"\fStartRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x12\n" +
@@ -749,12 +1020,16 @@ const file_session_proto_rawDesc = "" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\x91\x02\n" +
+	"\bINTERNAL\x10\x052\xb1\x04\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
 	"\bTimeline\x12\x1a.fathom.v1.TimelineRequest\x1a\x1b.fathom.v1.TimelineResponse\x12@\n" +
-	"\aStateAt\x12\x19.fathom.v1.StateAtRequest\x1a\x1a.fathom.v1.StateAtResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\aStateAt\x12\x19.fathom.v1.StateAtRequest\x1a\x1a.fathom.v1.StateAtResponse\x12L\n" +
+	"\rSetBreakpoint\x12\x1f.fathom.v1.SetBreakpointRequest\x1a\x1a.fathom.v1.CommandResponse\x12R\n" +
+	"\x10ClearBreakpoints\x12\".fathom.v1.ClearBreakpointsRequest\x1a\x1a.fathom.v1.CommandResponse\x12<\n" +
+	"\x05Pause\x12\x17.fathom.v1.PauseRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
+	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -769,43 +1044,60 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_session_proto_goTypes = []any{
-	(ErrorReason)(0),         // 0: fathom.v1.ErrorReason
-	(*StartRequest)(nil),     // 1: fathom.v1.StartRequest
-	(*StartResponse)(nil),    // 2: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),  // 3: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil), // 4: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),  // 5: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),    // 6: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil), // 7: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),   // 8: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),  // 9: fathom.v1.StateAtResponse
-	(*SessionConfig)(nil),    // 10: fathom.v1.SessionConfig
-	(*SessionState)(nil),     // 11: fathom.v1.SessionState
-	(StepStatus)(0),          // 12: fathom.v1.StepStatus
-	(SessionStatus)(0),       // 13: fathom.v1.SessionStatus
+	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
+	(*CommandResponse)(nil),         // 1: fathom.v1.CommandResponse
+	(*SetBreakpointRequest)(nil),    // 2: fathom.v1.SetBreakpointRequest
+	(*ClearBreakpointsRequest)(nil), // 3: fathom.v1.ClearBreakpointsRequest
+	(*PauseRequest)(nil),            // 4: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 5: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 6: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 7: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 8: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 9: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 10: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 11: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 12: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 13: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 14: fathom.v1.StateAtResponse
+	(*Breakpoint)(nil),              // 15: fathom.v1.Breakpoint
+	(*PlanStep)(nil),                // 16: fathom.v1.PlanStep
+	(*SessionConfig)(nil),           // 17: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 18: fathom.v1.SessionState
+	(StepStatus)(0),                 // 19: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 20: fathom.v1.SessionStatus
 }
 var file_session_proto_depIdxs = []int32{
-	10, // 0: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	11, // 1: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	12, // 2: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	13, // 3: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	6,  // 4: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	11, // 5: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	1,  // 6: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	3,  // 7: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	5,  // 8: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	8,  // 9: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	2,  // 10: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	4,  // 11: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	7,  // 12: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	9,  // 13: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	15, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	16, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	17, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	18, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	19, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	20, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	11, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	18, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	6,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	8,  // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	10, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	13, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	2,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
+	3,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
+	4,  // 14: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	5,  // 15: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	7,  // 16: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	9,  // 17: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	12, // 18: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	14, // 19: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	1,  // 20: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	1,  // 21: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	1,  // 22: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	1,  // 23: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	16, // [16:24] is the sub-list for method output_type
+	8,  // [8:16] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_session_proto_init() }
@@ -821,7 +1113,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

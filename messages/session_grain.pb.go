@@ -147,6 +147,10 @@ type Session interface {
 	GetState(req *GetStateRequest, ctx cluster.GrainContext) (*GetStateResponse, error)
 	Timeline(req *TimelineRequest, ctx cluster.GrainContext) (*TimelineResponse, error)
 	StateAt(req *StateAtRequest, ctx cluster.GrainContext) (*StateAtResponse, error)
+	SetBreakpoint(req *SetBreakpointRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	ClearBreakpoints(req *ClearBreakpointsRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	Pause(req *PauseRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	Resume(req *ResumeRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -263,6 +267,114 @@ func (g *SessionGrainClient) StateAt(r *StateAtRequest, opts ...cluster.GrainCal
 	}
 }
 
+// SetBreakpoint requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) SetBreakpoint(r *SetBreakpointRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "SetBreakpoint"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 4, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
+// ClearBreakpoints requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) ClearBreakpoints(r *ClearBreakpointsRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "ClearBreakpoints"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 5, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
+// Pause requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Pause"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 6, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
+// Resume requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Resume"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 7, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // SessionActor represents the actor structure
 type SessionActor struct {
 	ctx     cluster.GrainContext
@@ -365,6 +477,86 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 
 			r0, err := a.inner.StateAt(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 4:
+			req := &SetBreakpointRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] SetBreakpoint(SetBreakpointRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.SetBreakpoint(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 5:
+			req := &ClearBreakpointsRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] ClearBreakpoints(ClearBreakpointsRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.ClearBreakpoints(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 6:
+			req := &PauseRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Pause(PauseRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Pause(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 7:
+			req := &ResumeRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Resume(ResumeRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Resume(req, a.ctx)
 			if err != nil {
 				resp := cluster.FromError(err)
 				ctx.Respond(resp)

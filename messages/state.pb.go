@@ -30,6 +30,8 @@ const (
 	SessionStatus_SESSION_STATUS_EXECUTING   SessionStatus = 2
 	SessionStatus_SESSION_STATUS_COMPLETED   SessionStatus = 3
 	SessionStatus_SESSION_STATUS_FAILED      SessionStatus = 4
+	// INTERRUPTED: stopped at a breakpoint or pause until resumed (or its deadline).
+	SessionStatus_SESSION_STATUS_INTERRUPTED SessionStatus = 5
 )
 
 // Enum value maps for SessionStatus.
@@ -40,6 +42,7 @@ var (
 		2: "SESSION_STATUS_EXECUTING",
 		3: "SESSION_STATUS_COMPLETED",
 		4: "SESSION_STATUS_FAILED",
+		5: "SESSION_STATUS_INTERRUPTED",
 	}
 	SessionStatus_value = map[string]int32{
 		"SESSION_STATUS_UNSPECIFIED": 0,
@@ -47,6 +50,7 @@ var (
 		"SESSION_STATUS_EXECUTING":   2,
 		"SESSION_STATUS_COMPLETED":   3,
 		"SESSION_STATUS_FAILED":      4,
+		"SESSION_STATUS_INTERRUPTED": 5,
 	}
 )
 
@@ -529,7 +533,11 @@ type SessionState struct {
 	// cost_usd is the session's model cost so far.
 	CostUsd float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	// plan_seq is the seq of plan_created (0: no plan yet): the state "before step 1".
-	PlanSeq       uint64 `protobuf:"varint,22,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
+	PlanSeq uint64 `protobuf:"varint,22,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
+	// breakpoints are the session's runtime breakpoints, in the order they were set.
+	Breakpoints []*Breakpoint `protobuf:"bytes,30,rep,name=breakpoints,proto3" json:"breakpoints,omitempty"`
+	// interrupt is the interrupt the session is stopped at (nil: running).
+	Interrupt     *InterruptTriggered `protobuf:"bytes,31,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +726,20 @@ func (x *SessionState) GetPlanSeq() uint64 {
 	return 0
 }
 
+func (x *SessionState) GetBreakpoints() []*Breakpoint {
+	if x != nil {
+		return x.Breakpoints
+	}
+	return nil
+}
+
+func (x *SessionState) GetInterrupt() *InterruptTriggered {
+	if x != nil {
+		return x.Interrupt
+	}
+	return nil
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
@@ -758,7 +780,7 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x90\a\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x86\b\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -785,16 +807,19 @@ const file_state_proto_rawDesc = "" +
 	"\x12retry_at_unix_nano\x18\x13 \x01(\x03R\x0fretryAtUnixNano\x12!\n" +
 	"\fplan_attempt\x18\x14 \x01(\rR\vplanAttempt\x12\x19\n" +
 	"\bcost_usd\x18\x15 \x01(\x01R\acostUsd\x12\x19\n" +
-	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x1a;\n" +
+	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x127\n" +
+	"\vbreakpoints\x18\x1e \x03(\v2\x15.fathom.v1.BreakpointR\vbreakpoints\x12;\n" +
+	"\tinterrupt\x18\x1f \x01(\v2\x1d.fathom.v1.InterruptTriggeredR\tinterrupt\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xa3\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xc3\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +
 	"\x18SESSION_STATUS_EXECUTING\x10\x02\x12\x1c\n" +
 	"\x18SESSION_STATUS_COMPLETED\x10\x03\x12\x19\n" +
-	"\x15SESSION_STATUS_FAILED\x10\x04*\x92\x01\n" +
+	"\x15SESSION_STATUS_FAILED\x10\x04\x12\x1e\n" +
+	"\x1aSESSION_STATUS_INTERRUPTED\x10\x05*\x92\x01\n" +
 	"\n" +
 	"StepStatus\x12\x1b\n" +
 	"\x17STEP_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -818,18 +843,20 @@ func file_state_proto_rawDescGZIP() []byte {
 var file_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_state_proto_goTypes = []any{
-	(SessionStatus)(0),      // 0: fathom.v1.SessionStatus
-	(StepStatus)(0),         // 1: fathom.v1.StepStatus
-	(*StepState)(nil),       // 2: fathom.v1.StepState
-	(*TranscriptEntry)(nil), // 3: fathom.v1.TranscriptEntry
-	(*PendingTool)(nil),     // 4: fathom.v1.PendingTool
-	(*PendingCall)(nil),     // 5: fathom.v1.PendingCall
-	(*SessionState)(nil),    // 6: fathom.v1.SessionState
-	nil,                     // 7: fathom.v1.SessionState.CommandsEntry
-	(*PlanStep)(nil),        // 8: fathom.v1.PlanStep
-	(*ToolCallRequest)(nil), // 9: fathom.v1.ToolCallRequest
-	(*SessionConfig)(nil),   // 10: fathom.v1.SessionConfig
-	(*Usage)(nil),           // 11: fathom.v1.Usage
+	(SessionStatus)(0),         // 0: fathom.v1.SessionStatus
+	(StepStatus)(0),            // 1: fathom.v1.StepStatus
+	(*StepState)(nil),          // 2: fathom.v1.StepState
+	(*TranscriptEntry)(nil),    // 3: fathom.v1.TranscriptEntry
+	(*PendingTool)(nil),        // 4: fathom.v1.PendingTool
+	(*PendingCall)(nil),        // 5: fathom.v1.PendingCall
+	(*SessionState)(nil),       // 6: fathom.v1.SessionState
+	nil,                        // 7: fathom.v1.SessionState.CommandsEntry
+	(*PlanStep)(nil),           // 8: fathom.v1.PlanStep
+	(*ToolCallRequest)(nil),    // 9: fathom.v1.ToolCallRequest
+	(*SessionConfig)(nil),      // 10: fathom.v1.SessionConfig
+	(*Usage)(nil),              // 11: fathom.v1.Usage
+	(*Breakpoint)(nil),         // 12: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 13: fathom.v1.InterruptTriggered
 }
 var file_state_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
@@ -843,11 +870,13 @@ var file_state_proto_depIdxs = []int32{
 	11, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
 	7,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
 	4,  // 10: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	12, // 11: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	13, // 12: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

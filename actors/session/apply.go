@@ -146,6 +146,42 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_PlanFailed:
 		s.Pending = nil
 		s.RetryAtUnixNano = p.PlanFailed.GetRetryAtUnixNano()
+	case *messages.Event_BreakpointSet:
+		bp := p.BreakpointSet.GetBreakpoint()
+		if bp.GetId() == "" {
+			return fmt.Errorf("%w: breakpoint_set without an id", ErrBadEvent)
+		}
+		s.Breakpoints = removeBreakpoint(s.Breakpoints, bp.GetId())
+		s.Breakpoints = append(s.Breakpoints, bp)
+	case *messages.Event_BreakpointsCleared:
+		s.Breakpoints = nil
+	case *messages.Event_InterruptTriggered:
+		if s.Interrupt != nil {
+			return fmt.Errorf("%w: interrupt_triggered while interrupted", ErrBadEvent)
+		}
+		it := p.InterruptTriggered
+		if bp := findBreakpoint(s.Breakpoints, it.GetBreakpointId()); bp != nil && bp.GetOnce() {
+			s.Breakpoints = removeBreakpoint(s.Breakpoints, bp.GetId())
+		}
+		s.Interrupt = it
+		s.Status = messages.SessionStatus_SESSION_STATUS_INTERRUPTED
+	case *messages.Event_InterruptResumed:
+		if s.Interrupt == nil {
+			return fmt.Errorf("%w: interrupt_resumed while not interrupted", ErrBadEvent)
+		}
+		if m := p.InterruptResumed.GetModifiedStep(); m != nil {
+			idx := s.Interrupt.GetStepIndex()
+			if s.Interrupt.GetPosition() == positionAfter {
+				idx++
+			}
+			st, err := stepAt(s, idx, m.GetId())
+			if err != nil {
+				return err
+			}
+			st.Step = m
+		}
+		s.Interrupt = nil
+		s.Status = messages.SessionStatus_SESSION_STATUS_EXECUTING
 	case *messages.Event_SessionCompleted:
 		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
 		s.Result = p.SessionCompleted.GetResult()
@@ -233,4 +269,23 @@ func evictOldestCommand(m map[string]uint64) {
 func Terminal(s *messages.SessionState) bool {
 	return s.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED ||
 		s.GetStatus() == messages.SessionStatus_SESSION_STATUS_FAILED
+}
+
+func findBreakpoint(bps []*messages.Breakpoint, id string) *messages.Breakpoint {
+	for _, bp := range bps {
+		if bp.GetId() == id {
+			return bp
+		}
+	}
+	return nil
+}
+
+func removeBreakpoint(bps []*messages.Breakpoint, id string) []*messages.Breakpoint {
+	out := bps[:0:0]
+	for _, bp := range bps {
+		if bp.GetId() != id {
+			out = append(out, bp)
+		}
+	}
+	return out
 }

@@ -61,6 +61,9 @@ type Grain struct {
 	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
 	stepRetry   *time.Timer
 	stepRetryAt int64
+	// interruptTimer fires at the current interrupt's deadline (state's interrupt).
+	interruptTimer *time.Timer
+	interruptAt    int64
 	// snapshotting is set while a snapshot save runs in the background.
 	snapshotting bool
 	span         trace.Span
@@ -74,6 +77,8 @@ type (
 	watchdogMsg struct{ callID string }
 	// stepRetryMsg fires when a failed plan or step is due to run again.
 	stepRetryMsg struct{}
+	// interruptDeadlineMsg fires when an interrupt's deadline passed.
+	interruptDeadlineMsg struct{}
 	// snapshotDone reports a background snapshot save.
 	snapshotDone struct {
 		seq uint64
@@ -136,6 +141,9 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *stepRetryMsg:
 		g.stepRetryAt = 0
 		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Now()) })
+	case *interruptDeadlineMsg:
+		g.interruptAt = 0
+		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Now()) })
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
 	default:
@@ -359,6 +367,11 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
 	}
+	if at := g.state.GetInterrupt().GetDeadlineUnixNano(); at != 0 && at != g.interruptAt {
+		g.interruptAt = at
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
+	}
 }
 
 // startEarly starts the LLM call that next makes pending while next is still being
@@ -481,7 +494,8 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.runner != nil || len(g.tools) > 0 || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state))
+	busy := g.runner != nil || len(g.tools) > 0 || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
+		g.state.GetInterrupt().GetDeadlineUnixNano() != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return
@@ -490,7 +504,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
-	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry} {
+	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry, g.interruptTimer} {
 		if t != nil {
 			t.Stop()
 		}

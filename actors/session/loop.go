@@ -81,7 +81,7 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
 		})
-		startStep(b, s, steps, 0, 1, s.GetIterations())
+		beginStep(b, s, steps, 0)
 		return b.evs
 	}
 	idx := s.GetCurrentStepIndex()
@@ -268,7 +268,11 @@ func completeStep(b *eventBuilder, s *messages.SessionState, idx uint32, output 
 	})
 	steps := planSteps(s)
 	if int(idx)+1 < len(steps) {
-		startStep(b, s, steps, idx+1, 1, s.GetIterations())
+		if bp := matchBreakpoint(s, positionAfter, steps[idx]); bp != nil {
+			interrupt(b, bp, idx, steps[idx].GetId())
+			return
+		}
+		beginStep(b, s, steps, idx+1)
 		return
 	}
 	total, totalCost := addUsage(s.GetUsage(), usage), s.GetCostUsd()+cost

@@ -106,7 +106,7 @@ async def scenario_bad(url, token, max_frame):
             '{"op":"subscribe"}',  # missing session_id
             '{"op":"state_at","session_id":"s"}',  # missing step_index
             '{"op":"start","goal":"x","extra":1}',  # unknown field
-            '{"op":"pause","session_id":"s"}',  # not implemented by the grain yet
+            '{"op":"pause","session_id":"s"}',  # no such session
         ]:
             await ws.send(frame)
             f = await expect(ws, "error")

@@ -202,8 +202,8 @@ type Subscription struct {
 	// delta without AfterSeq cannot be placed and is dropped for it).
 	published uint64
 	lagged    bool
-	closed bool
-	doneCh chan struct{}
+	closed    bool
+	doneCh    chan struct{}
 
 	// Owned by the reader.
 	last    uint64

@@ -1,0 +1,154 @@
+package session_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// slowSteps plans research step "a" then write step "b"; each step answer takes 300 ms
+// so a test can set breakpoints while step a runs.
+func slowSteps(t *testing.T) *mock.Script {
+	t.Helper()
+	s, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func call() cluster.GrainCallOption { return cluster.WithTimeout(10 * time.Second) }
+
+// waitInterrupted waits until session id sits at an interrupt and returns the state.
+func waitInterrupted(t *testing.T, h *harness, id string) *messages.SessionState {
+	t.Helper()
+	var st *messages.SessionState
+	testenv.Eventually(t, 15*time.Second, func() bool {
+		r, err := h.state(id)
+		st = r.GetState()
+		return err == nil && st.GetStatus() == messages.SessionStatus_SESSION_STATUS_INTERRUPTED
+	}, "session %s never interrupted", id)
+	return st
+}
+
+func TestBreakpointBeforeStepAndResumeWithModifiedStep(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: slowSteps(t)})
+	if _, err := h.start("bp", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	g := h.node.Session("bp")
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "w", Position: "sideways"}}, call()); !messages.IsInvalidArgument(err) {
+		t.Fatalf("bad position: err = %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c2"}, call()); !messages.IsFailedPrecondition(err) {
+		t.Fatalf("resume while running: err = %v, want FAILED_PRECONDITION", err)
+	}
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c3", Breakpoint: &messages.Breakpoint{Id: "w", StepType: "write"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c3", Breakpoint: &messages.Breakpoint{Id: "w", StepType: "write"}}, call()); err != nil || !r.GetDuplicate() {
+		t.Fatalf("repeated command: %v, %v; want a duplicate", r, err)
+	}
+	st := waitInterrupted(t, h, "bp")
+	if it := st.GetInterrupt(); it.GetStepId() != "b" || it.GetPosition() != "before" || it.GetReason() != "breakpoint" ||
+		st.GetSteps()[1].GetStatus() != messages.StepStatus_STEP_STATUS_PENDING || st.GetPending() != nil {
+		t.Fatalf("interrupted state %v", st)
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c4", ModifiedStep: &messages.PlanStep{Id: "zzz", Description: "x"}}, call()); !messages.IsInvalidArgument(err) {
+		t.Fatalf("modified step with another id: err = %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c5", ModifiedStep: &messages.PlanStep{Id: "b", Description: "two, revised"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "bp", 20*time.Second)
+	mustComplete(t, evs)
+	if count(evs, "interrupt_triggered") != 1 || count(evs, "interrupt_resumed") != 1 || count(evs, "breakpoint_set") != 1 {
+		t.Fatalf("events %v", evs)
+	}
+	for _, ev := range evs {
+		if s := ev.GetStepStarted(); s != nil && s.GetStepId() == "b" && s.GetDescription() != "two, revised" {
+			t.Fatalf("step b started as %v, not the modified step", s)
+		}
+		if r := ev.GetInterruptResumed(); r != nil && (r.GetBy() != "human" || r.GetAction() != "continue") {
+			t.Fatalf("interrupt_resumed %v", r)
+		}
+	}
+}
+
+func TestPauseStopsAtTheNextStepBoundaryOnce(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: slowSteps(t)})
+	if _, err := h.start("p", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	g := h.node.Session("p")
+	if _, err := g.Pause(&messages.PauseRequest{CommandId: "c2"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	st := waitInterrupted(t, h, "p")
+	if st.GetInterrupt().GetReason() != "pause" || len(st.GetBreakpoints()) != 0 {
+		t.Fatalf("paused state %v", st)
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c3"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "p", 20*time.Second)
+	mustComplete(t, evs)
+	if count(evs, "interrupt_triggered") != 1 { // the pause fired once, not at every step
+		t.Fatalf("%d interrupts", count(evs, "interrupt_triggered"))
+	}
+}
+
+// TestInterruptDeadlineTakesDefaultActionAcrossRestart: the deadline is state, so it
+// fires on a new node after the first one stopped mid-interrupt.
+func TestInterruptDeadlineTakesDefaultActionAcrossRestart(t *testing.T) {
+	for _, action := range []string{"continue", "fail"} {
+		t.Run(action, func(t *testing.T) {
+			j := openJournal(t)
+			t.Cleanup(func() { _ = j.Close() })
+			h := startHarness(t, harnessOpts{journal: j, script: slowSteps(t)})
+			if _, err := h.start("d", "c1", "goal"); err != nil {
+				t.Fatal(err)
+			}
+			bp := &messages.Breakpoint{Id: "after-a", Position: "after", StepId: "a", TimeoutMs: 1500, DefaultAction: action}
+			if _, err := h.node.Session("d").SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: bp}, call()); err != nil {
+				t.Fatal(err)
+			}
+			waitInterrupted(t, h, "d")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := h.node.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h2 := startHarness(t, harnessOpts{journal: j, script: slowSteps(t)})
+			if _, err := h2.state("d"); err != nil { // activates the grain on the new node
+				t.Fatal(err)
+			}
+			evs := waitTerminal(t, j, "d", 20*time.Second)
+			var resumed *messages.InterruptResumed
+			for _, ev := range evs {
+				if r := ev.GetInterruptResumed(); r != nil {
+					resumed = r
+				}
+			}
+			if resumed.GetBy() != "timeout" || resumed.GetAction() != action {
+				t.Fatalf("interrupt_resumed %v", resumed)
+			}
+			last := evs[len(evs)-1]
+			switch action {
+			case "continue":
+				mustComplete(t, evs)
+			default:
+				if last.GetSessionFailed() == nil || !strings.Contains(last.GetSessionFailed().GetError(), "timed out") {
+					t.Fatalf("session ended with %v", last)
+				}
+			}
+		})
+	}
+}

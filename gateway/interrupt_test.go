@@ -1,0 +1,60 @@
+package gateway_test
+
+import (
+	"testing"
+	"time"
+)
+
+// TestGatewayWSBreakpointPauseResume drives interrupts over the WebSocket: a breakpoint
+// before the write step stops the session there (interrupt_triggered, no step_started),
+// resume with a modified step continues with it, and the session completes.
+func TestGatewayWSBreakpointPauseResume(t *testing.T) {
+	g := startGW(t, gwOpts{delayMS: 150})
+	c := g.mustDial(token)
+	c.send(map[string]any{"op": "subscribe", "session_id": "ws-bp", "deltas": false})
+	c.next("ack", 5*time.Second)
+	c.send(map[string]any{"op": "start", "id": "s", "session_id": "ws-bp", "goal": "write a haiku"})
+	c.send(map[string]any{"op": "set_breakpoint", "id": "b", "session_id": "ws-bp", "position": "before", "step_type": "write", "breakpoint_id": "before-write"})
+	var acks int
+	var interrupted map[string]any
+	deadline := time.Now().Add(30 * time.Second)
+	for interrupted == nil {
+		f := c.read(time.Until(deadline))
+		switch {
+		case f["op"] == "ack":
+			acks++
+		case f["op"] == "error":
+			t.Fatalf("error frame %v", f)
+		case f["type"] == "step_started" && f["step_type"] == "write":
+			t.Fatalf("the write step started despite the breakpoint: %v", f)
+		case f["type"] == "interrupt_triggered":
+			interrupted = f
+		}
+	}
+	if interrupted["step_id"] != "step-2" || interrupted["position"] != "before" || interrupted["breakpoint_id"] != "before-write" {
+		t.Fatalf("interrupt_triggered %v", interrupted)
+	}
+	c.send(map[string]any{"op": "resume", "id": "r", "session_id": "ws-bp",
+		"modified_step": map[string]any{"id": "step-2", "type": "write", "description": "Write it in five words"}})
+	var started map[string]any
+	for {
+		f := c.read(time.Until(deadline))
+		if f["op"] == "error" {
+			t.Fatalf("error frame %v", f)
+		}
+		if f["type"] == "step_started" && f["step_id"] == "step-2" {
+			started = f
+		}
+		if f["type"] == "session_completed" {
+			break
+		}
+	}
+	if started["description"] != "Write it in five words" {
+		t.Fatalf("step-2 started as %v", started)
+	}
+	// The session has ended: further interrupt ops are refused, the connection lives on.
+	c.send(map[string]any{"op": "pause", "id": "p", "session_id": "ws-bp"})
+	if f := c.next("error", 10*time.Second); f["code"] != "failed_precondition" || f["id"] != "p" {
+		t.Fatalf("pause after the end: %v", f)
+	}
+}
