@@ -167,6 +167,23 @@ func (p *printer) text(ev *messages.Event) string {
 		return fmt.Sprintf("✓ session completed in %s (%d tokens%s)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens(), cost)
 	case *messages.Event_SessionFailed:
 		return fmt.Sprintf("✗ session failed: %s\n", e.SessionFailed.GetError())
+	case *messages.Event_InterruptTriggered:
+		it := e.InterruptTriggered
+		line := fmt.Sprintf("⏸ %s %s step %d (%s)", it.GetReason(), it.GetPosition(), it.GetStepIndex()+1, it.GetStepId())
+		if it.GetDeadlineUnixNano() != 0 {
+			line += fmt.Sprintf("; %s at %s", it.GetDefaultAction(), time.Unix(0, it.GetDeadlineUnixNano()).UTC().Format(time.RFC3339))
+		}
+		return line + "\n"
+	case *messages.Event_InterruptResumed:
+		r := e.InterruptResumed
+		line := fmt.Sprintf("▶ resumed by %s: %s", r.GetBy(), r.GetAction())
+		if m := r.GetModifiedStep(); m != nil {
+			line += fmt.Sprintf(" with step %s changed to %q", m.GetId(), m.GetDescription())
+		}
+		return line + "\n"
+	case *messages.Event_BreakpointSet:
+		bp := e.BreakpointSet.GetBreakpoint()
+		return fmt.Sprintf("  breakpoint %s: %s steps%s%s\n", bp.GetId(), bp.GetPosition(), prefixed(" of type ", bp.GetStepType()), prefixed(" with id ", bp.GetStepId()))
 	}
 	return fmt.Sprintf("  %s (seq %d)\n", ev.Type(), ev.GetSeq())
 }
@@ -189,4 +206,11 @@ func indent(s string) string {
 		return ""
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
