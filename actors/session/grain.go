@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -63,7 +63,10 @@ type Grain struct {
 	stepRetryAt int64
 	// snapshotting is set while a snapshot save runs in the background.
 	snapshotting bool
-	span         trace.Span
+	// summarizing is set while a summarizer request is out.
+	summarizing bool
+	summarizeAt time.Time
+	span        trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -133,9 +136,13 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onToolResult(ctx, msg)
 	case *snapshotDone:
 		g.onSnapshotDone(msg)
+	case *summarizer.Result:
+		g.onSummary(ctx, msg)
+	case *summarizer.Failure:
+		g.onSummaryFailure(msg)
 	case *stepRetryMsg:
 		g.stepRetryAt = 0
-		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Now()) })
+		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Config, g.deps.Now()) })
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
 	default:
@@ -287,6 +294,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 	}
+	g.afterCommit(ctx, evs)
 	g.maybeSnapshot(ctx)
 	return nil
 }
@@ -375,11 +383,7 @@ func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState
 	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) {
 		return false
 	}
-	req, err := buildRequest(next, g.deps.Prompts, g.deps.specs)
-	if err != nil {
-		return false // kick reports it once the state is committed
-	}
-	g.spawnRunner(ctx, p, req)
+	g.spawnRunner(ctx, p, next)
 	return true
 }
 
@@ -396,18 +400,13 @@ func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
 }
 
 func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
-	req, err := buildRequest(g.state, g.deps.Prompts, g.deps.specs)
-	if err != nil {
-		g.log.Error("build llm request", "call_id", p.GetCallId(), "error", err)
-		g.onLLMResult(ctx, &llmResult{callID: p.GetCallId(), err: err})
-		return
-	}
-	g.spawnRunner(ctx, p, req)
+	g.spawnRunner(ctx, p, g.state)
 }
 
-// spawnRunner starts the step runner making the call p with req, and its watchdog.
-func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, req llm.Request) {
-	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, req), "step-runner")
+// spawnRunner starts the step runner making the call p from state st (which the runner
+// builds the request from, off the mailbox), and its watchdog. st must never be mutated.
+func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, st *messages.SessionState) {
+	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st), "step-runner")
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	callID := p.GetCallId()
@@ -421,6 +420,7 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 		return
 	}
 	g.kick(ctx)
+	g.maybeSummarize(ctx)
 }
 
 func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
