@@ -218,6 +218,10 @@ type Deps struct {
 	// Embed, when set, is fed every committed message that has text (stream = session
 	// id, seq = the event's seq). It must write into Vectors.
 	Embed *memory.EmbedWorker
+	// Reembed re-embeds a session's whole history when it is activated: for a vector
+	// store that does not outlive the process (vectormem). Upserts replace by seq, so
+	// it is idempotent.
+	Reembed bool
 	// Summarizer names the node's summarizer pool (actors/summarizer.Spawn's name,
 	// resolved on the grain's actor system); "" means sessions keep no rolling summary.
 	// The pool may be spawned after Register (it must be, after the cluster member

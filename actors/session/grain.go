@@ -66,7 +66,9 @@ type Grain struct {
 	// summarizing is set while a summarizer request is out.
 	summarizing bool
 	summarizeAt time.Time
-	span        trace.Span
+	// reembedded is set once this activation handed its history to the embed worker.
+	reembedded bool
+	span       trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -419,6 +421,7 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 		g.scheduleRetry(ctx)
 		return
 	}
+	g.reembed()
 	g.kick(ctx)
 	g.maybeSummarize(ctx)
 }

@@ -36,6 +36,27 @@ func (g *Grain) afterCommit(ctx cluster.GrainContext, evs []*messages.Event) {
 	}
 }
 
+// reembed hands the whole recorded history to the embed worker once per activation,
+// when Deps.Reembed says the vector store may have lost it.
+func (g *Grain) reembed() {
+	if !g.deps.Reembed || g.deps.Embed == nil || g.reembedded || g.loadErr != nil {
+		return
+	}
+	g.reembedded = true
+	for _, m := range history(g.state) {
+		if m.Content == "" {
+			continue
+		}
+		err := g.deps.Embed.Enqueue(memory.EmbedJob{Stream: g.id, Seq: m.Seq, Text: m.Content, Meta: map[string]string{"role": m.Role}})
+		if err != nil {
+			if !errors.Is(err, memory.ErrWorkerClosed) {
+				g.log.Warn("history not re-embedded", "seq", m.Seq, "error", err)
+			}
+			return
+		}
+	}
+}
+
 // embed hands ev's message to the embed worker when it records one with text. A full
 // queue or a closed worker only leaves the message out of semantic retrieval.
 func (g *Grain) embed(ev *messages.Event) {

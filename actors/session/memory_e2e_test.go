@@ -14,16 +14,19 @@ import (
 )
 
 // TestLongSessionMemory runs a long session through the grain against mock-llm: one step
-// probes hundreds of times (one early result holds a fact), a second step asks for the
+// probes a thousand times (~2,000 history messages; 300 with -short) (one early result holds a fact), a second step asks for the
 // fact. Every step call's context stays within the budget, summaries are regenerated
 // only once the unsummarized history passes the threshold, and the fact comes back to
 // the second step through the semantic tier.
 func TestLongSessionMemory(t *testing.T) {
 	const (
-		probes    = 300
 		budget    = 3000
 		threshold = 1500
 	)
+	probes := 1000 // ~2,000 history messages
+	if testing.Short() {
+		probes = 300
+	}
 	type probeArgs struct {
 		N int `json:"n"`
 	}
@@ -48,7 +51,7 @@ func TestLongSessionMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
-		c.MaxIterations = probes + 10
+		c.MaxIterations = uint32(probes + 10)
 		c.ContextBudget = budget
 		c.Summary = memory.SummaryConfig{Threshold: threshold, TargetTokens: 200, InputBudget: 48000}
 	}})

@@ -237,6 +237,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Embedder:   embedder,
 		Vectors:    n.vectors,
 		Embed:      n.embed,
+		Reembed:    true, // vectormem does not outlive the process
 		Summarizer: summarizerName,
 		Config:     scfg,
 		Journal:    n.journal,
