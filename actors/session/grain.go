@@ -66,6 +66,8 @@ type Grain struct {
 	// summarizing is set while a summarizer request is out.
 	summarizing bool
 	summarizeAt time.Time
+	// summaryRetryAt delays the next summary request after a failed one.
+	summaryRetryAt time.Time
 	// reembedded is set once this activation handed its history to the embed worker.
 	reembedded bool
 	span       trace.Span

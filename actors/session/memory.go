@@ -21,6 +21,9 @@ import (
 // again (the pool always answers; this covers a request sent before it was spawned).
 const summaryWait = 5 * time.Minute
 
+// summaryBackoff is how long a grain waits after a failed summary before asking again.
+const summaryBackoff = 30 * time.Second
+
 // afterCommit feeds the embed worker with evs' messages and, after an LLM answer,
 // checks whether the summary is due.
 func (g *Grain) afterCommit(ctx cluster.GrainContext, evs []*messages.Event) {
@@ -102,7 +105,7 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	if g.summarizing && g.deps.Now().Sub(g.summarizeAt) > summaryWait {
 		g.summarizing = false // the answer was lost (the pool was not there yet)
 	}
-	if g.deps.Summarizer == "" || g.summarizing || g.fenced || g.loadErr != nil || Terminal(g.state) {
+	if g.deps.Summarizer == "" || g.summarizing || g.deps.Now().Before(g.summaryRetryAt) || g.fenced || g.loadErr != nil || Terminal(g.state) {
 		return
 	}
 	hist := history(g.state)
@@ -138,5 +141,8 @@ func (g *Grain) onSummary(ctx cluster.GrainContext, r *summarizer.Result) {
 
 func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
 	g.summarizing = false
+	if !errors.Is(r.Err, summarizer.ErrSuperseded) {
+		g.summaryRetryAt = g.deps.Now().Add(summaryBackoff)
+	}
 	g.log.Warn("summary not regenerated; keeping the previous one", "through_seq", r.Through, "error", r.Err)
 }

@@ -139,3 +139,44 @@ func TestLongSessionMemory(t *testing.T) {
 	}
 	t.Logf("%d history messages (%d tokens), %d step calls, %d summaries, last context %v", len(hist), total, stepCalls, summaries, last.GetContext())
 }
+
+// TestSummarizerFailureNeverFailsTheSession: a summarizer that always errors leaves the
+// session without a summary, and the session completes.
+func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
+	type probeArgs struct {
+		N int `json:"n"`
+	}
+	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
+		return fmt.Sprintf("probe %d: nothing notable", a.N), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"research\",\"description\":\"Probe the sensors one by one\"}]}"},
+		{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
+		{"system_match":"Current step: Probe the sensors","times":60,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
+		{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
+		c.MaxIterations = 100
+		c.ContextBudget = 1500
+		c.Summary = memory.SummaryConfig{Threshold: 200, TargetTokens: 100, InputBudget: 48000}
+	}})
+	if _, err := h.start("nosum", "c1", "probe"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "nosum", time.Minute)
+	mustComplete(t, evs)
+	if n := count(evs, "summary_updated"); n != 0 {
+		t.Fatalf("%d summary_updated events from a failing summarizer", n)
+	}
+	for _, ev := range ofType(evs, "llm_responded") {
+		if c := ev.GetLlmResponded().GetContext(); c != nil && (c.GetTotalTokens() > 1500 || c.GetHasSummary()) {
+			t.Fatalf("context %v", c)
+		}
+	}
+}

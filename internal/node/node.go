@@ -141,19 +141,21 @@ func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
 
 // Node is a running Fathom node. Stop releases everything Start acquired.
 type Node struct {
-	cfg      Config
-	log      *slog.Logger
-	tel      *telemetry.Providers
-	journal  persistence.Journal
-	feed     *feed.Feed
-	member   *fcluster.Node
-	demo     *demoModel
-	sandbox  *sandbox.Pool
-	local    *localSandbox
-	embed    *memory.EmbedWorker
-	vectors  persistence.VectorStore
-	stopOnce sync.Once
-	stopErr  error
+	cfg     Config
+	log     *slog.Logger
+	tel     *telemetry.Providers
+	journal persistence.Journal
+	feed    *feed.Feed
+	member  *fcluster.Node
+	demo    *demoModel
+	sandbox *sandbox.Pool
+	local   *localSandbox
+	embed   *memory.EmbedWorker
+	vectors persistence.VectorStore
+	// summaryLLM is the summarizer pool's provider.
+	summaryLLM llm.Provider
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // Start opens the journal, starts the model (demo or client), registers the session
@@ -261,7 +263,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
-		Provider: provider, Summary: sumCfg, Tokenizer: tok, Logger: cfg.Logger.With("component", "summarizer"),
+		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Logger: cfg.Logger.With("component", "summarizer"),
 	}); err != nil {
 		return nil, err
 	}
@@ -312,6 +314,7 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 // the fallback models behind it, each with its own breaker.
 func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	if n.cfg.LLM.Provider != nil {
+		n.summaryLLM = n.cfg.LLM.Provider
 		return n.cfg.LLM.Provider, nil
 	}
 	base, err := n.startClient(ctx)
@@ -322,6 +325,11 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	if rcfg.Logger == nil {
 		rcfg.Logger = n.log.With("component", "llm")
 	}
+	// The summarizer gets its own retry and breaker state: its failures must never open
+	// the breaker the sessions' step calls go through.
+	scfg := rcfg
+	scfg.Logger = n.log.With("component", "llm", "for", "summarizer")
+	n.summaryLLM = resilient.New(base, scfg)
 	primary := resilient.New(base, rcfg)
 	if len(n.cfg.LLM.FallbackModels) == 0 {
 		return primary, nil
