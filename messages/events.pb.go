@@ -49,6 +49,7 @@ type Event struct {
 	//	*Event_ToolCalled
 	//	*Event_ToolResult
 	//	*Event_PlanFailed
+	//	*Event_SummaryUpdated
 	//	*Event_BreakpointSet
 	//	*Event_BreakpointsCleared
 	//	*Event_InterruptTriggered
@@ -231,6 +232,15 @@ func (x *Event) GetPlanFailed() *PlanFailed {
 	return nil
 }
 
+func (x *Event) GetSummaryUpdated() *SummaryUpdated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SummaryUpdated); ok {
+			return x.SummaryUpdated
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetBreakpointSet() *BreakpointSet {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_BreakpointSet); ok {
@@ -319,6 +329,10 @@ type Event_PlanFailed struct {
 	PlanFailed *PlanFailed `protobuf:"bytes,21,opt,name=plan_failed,json=planFailed,proto3,oneof"`
 }
 
+type Event_SummaryUpdated struct {
+	SummaryUpdated *SummaryUpdated `protobuf:"bytes,22,opt,name=summary_updated,json=summaryUpdated,proto3,oneof"`
+}
+
 type Event_BreakpointSet struct {
 	BreakpointSet *BreakpointSet `protobuf:"bytes,30,opt,name=breakpoint_set,json=breakpointSet,proto3,oneof"`
 }
@@ -358,6 +372,8 @@ func (*Event_ToolCalled) isEvent_Payload() {}
 func (*Event_ToolResult) isEvent_Payload() {}
 
 func (*Event_PlanFailed) isEvent_Payload() {}
+
+func (*Event_SummaryUpdated) isEvent_Payload() {}
 
 func (*Event_BreakpointSet) isEvent_Payload() {}
 
@@ -970,7 +986,10 @@ type StepStarted struct {
 	StepType    string `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
 	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
 	// attempt counts runs of this step, from 1; a step that failed retryably runs again.
-	Attempt       uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// opening_tokens is the token count (memory.Tokenizer.CountMessage) of the step's
+	// opening user message, a history message recorded with this event's seq.
+	OpeningTokens uint32 `protobuf:"varint,6,opt,name=opening_tokens,json=openingTokens,proto3" json:"opening_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1036,6 +1055,13 @@ func (x *StepStarted) GetDescription() string {
 func (x *StepStarted) GetAttempt() uint32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *StepStarted) GetOpeningTokens() uint32 {
+	if x != nil {
+		return x.OpeningTokens
 	}
 	return 0
 }
@@ -1199,7 +1225,12 @@ type LlmResponded struct {
 	ToolCalls []*ToolCallRequest `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// cost_usd is the call's price from the node's price table (0 when the model has no
 	// price).
-	CostUsd       float64 `protobuf:"fixed64,9,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	CostUsd float64 `protobuf:"fixed64,9,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// tokens is the assistant message's token count (memory.Tokenizer.CountMessage),
+	// computed once when it was recorded.
+	Tokens uint32 `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// context describes the context the call was made with (step calls only).
+	Context       *ContextInfo `protobuf:"bytes,11,opt,name=context,proto3" json:"context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1297,6 +1328,181 @@ func (x *LlmResponded) GetCostUsd() float64 {
 	return 0
 }
 
+func (x *LlmResponded) GetTokens() uint32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *LlmResponded) GetContext() *ContextInfo {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+// ContextInfo describes the context of one step call as memory.BuildContext assembled it.
+type ContextInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// total_tokens is what the prompt cost, reply priming included; at most budget.
+	TotalTokens uint32 `protobuf:"varint,1,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	Budget      uint32 `protobuf:"varint,2,opt,name=budget,proto3" json:"budget,omitempty"`
+	// recent_count and semantic_count are the messages of each tier.
+	RecentCount   uint32 `protobuf:"varint,3,opt,name=recent_count,json=recentCount,proto3" json:"recent_count,omitempty"`
+	SemanticCount uint32 `protobuf:"varint,4,opt,name=semantic_count,json=semanticCount,proto3" json:"semantic_count,omitempty"`
+	HasSummary    bool   `protobuf:"varint,5,opt,name=has_summary,json=hasSummary,proto3" json:"has_summary,omitempty"`
+	// summary_through_seq is the seq the included summary covers (0 without one).
+	SummaryThroughSeq uint64 `protobuf:"varint,6,opt,name=summary_through_seq,json=summaryThroughSeq,proto3" json:"summary_through_seq,omitempty"`
+	// history_count is the number of recorded history messages the context chose from.
+	HistoryCount  uint32 `protobuf:"varint,7,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextInfo) Reset() {
+	*x = ContextInfo{}
+	mi := &file_events_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextInfo) ProtoMessage() {}
+
+func (x *ContextInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextInfo.ProtoReflect.Descriptor instead.
+func (*ContextInfo) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ContextInfo) GetTotalTokens() uint32 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetBudget() uint32 {
+	if x != nil {
+		return x.Budget
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetRecentCount() uint32 {
+	if x != nil {
+		return x.RecentCount
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetSemanticCount() uint32 {
+	if x != nil {
+		return x.SemanticCount
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetHasSummary() bool {
+	if x != nil {
+		return x.HasSummary
+	}
+	return false
+}
+
+func (x *ContextInfo) GetSummaryThroughSeq() uint64 {
+	if x != nil {
+		return x.SummaryThroughSeq
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetHistoryCount() uint32 {
+	if x != nil {
+		return x.HistoryCount
+	}
+	return 0
+}
+
+// SummaryUpdated records a regenerated rolling summary of the session's history (full
+// replacement of the previous one).
+type SummaryUpdated struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// covered_through_seq is the seq of the newest history message the summary covers.
+	CoveredThroughSeq uint64 `protobuf:"varint,2,opt,name=covered_through_seq,json=coveredThroughSeq,proto3" json:"covered_through_seq,omitempty"`
+	// tokens is the content's token count.
+	Tokens        uint32 `protobuf:"varint,3,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SummaryUpdated) Reset() {
+	*x = SummaryUpdated{}
+	mi := &file_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummaryUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummaryUpdated) ProtoMessage() {}
+
+func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummaryUpdated.ProtoReflect.Descriptor instead.
+func (*SummaryUpdated) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SummaryUpdated) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *SummaryUpdated) GetCoveredThroughSeq() uint64 {
+	if x != nil {
+		return x.CoveredThroughSeq
+	}
+	return 0
+}
+
+func (x *SummaryUpdated) GetTokens() uint32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
 // ToolCallRequest is one call in an assistant answer, as the model produced it.
 type ToolCallRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1311,7 +1517,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1529,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1542,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCallRequest) GetId() string {
@@ -1381,7 +1587,7 @@ type ToolCalled struct {
 
 func (x *ToolCalled) Reset() {
 	*x = ToolCalled{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1599,7 @@ func (x *ToolCalled) String() string {
 func (*ToolCalled) ProtoMessage() {}
 
 func (x *ToolCalled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1612,7 @@ func (x *ToolCalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
 func (*ToolCalled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolCalled) GetStepId() string {
@@ -1466,7 +1672,7 @@ type ToolFailure struct {
 
 func (x *ToolFailure) Reset() {
 	*x = ToolFailure{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1684,7 @@ func (x *ToolFailure) String() string {
 func (*ToolFailure) ProtoMessage() {}
 
 func (x *ToolFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1697,7 @@ func (x *ToolFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
 func (*ToolFailure) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolFailure) GetErrorType() string {
@@ -1533,15 +1739,18 @@ type ToolResult struct {
 	// result is the tool's output as the model reads it.
 	Result string `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
 	// error is set when the call failed; the model reads error.llm_text.
-	Error         *ToolFailure `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
-	DurationMs    int64        `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Error      *ToolFailure `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	DurationMs int64        `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// tokens is the tool message's token count (memory.Tokenizer.CountMessage), computed
+	// once when it was recorded.
+	Tokens        uint32 `protobuf:"varint,8,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1762,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1775,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolResult) GetStepId() string {
@@ -1618,6 +1827,13 @@ func (x *ToolResult) GetDurationMs() int64 {
 	return 0
 }
 
+func (x *ToolResult) GetTokens() uint32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
 // StepCompleted marks the step at step_index as done with its output.
 type StepCompleted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1630,7 +1846,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1858,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1871,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -1696,7 +1912,7 @@ type StepFailed struct {
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1924,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1937,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -1781,7 +1997,7 @@ type PlanFailed struct {
 
 func (x *PlanFailed) Reset() {
 	*x = PlanFailed{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +2009,7 @@ func (x *PlanFailed) String() string {
 func (*PlanFailed) ProtoMessage() {}
 
 func (x *PlanFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +2022,7 @@ func (x *PlanFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
 func (*PlanFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PlanFailed) GetCallId() string {
@@ -1858,7 +2074,7 @@ type SessionCompleted struct {
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +2086,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +2099,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -1917,7 +2133,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2145,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2158,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -1956,7 +2172,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xb1\t\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xf7\t\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -1981,7 +2197,8 @@ const file_events_proto_rawDesc = "" +
 	"\vtool_result\x18\x14 \x01(\v2\x15.fathom.v1.ToolResultH\x00R\n" +
 	"toolResult\x128\n" +
 	"\vplan_failed\x18\x15 \x01(\v2\x15.fathom.v1.PlanFailedH\x00R\n" +
-	"planFailed\x12A\n" +
+	"planFailed\x12D\n" +
+	"\x0fsummary_updated\x18\x16 \x01(\v2\x19.fathom.v1.SummaryUpdatedH\x00R\x0esummaryUpdated\x12A\n" +
 	"\x0ebreakpoint_set\x18\x1e \x01(\v2\x18.fathom.v1.BreakpointSetH\x00R\rbreakpointSet\x12P\n" +
 	"\x13breakpoints_cleared\x18\x1f \x01(\v2\x1d.fathom.v1.BreakpointsClearedH\x00R\x12breakpointsCleared\x12P\n" +
 	"\x13interrupt_triggered\x18  \x01(\v2\x1d.fathom.v1.InterruptTriggeredH\x00R\x12interruptTriggered\x12J\n" +
@@ -2030,14 +2247,15 @@ const file_events_proto_rawDesc = "" +
 	"\fdependencies\x18\x04 \x03(\tR\fdependencies\"Q\n" +
 	"\vPlanCreated\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12)\n" +
-	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\x9e\x01\n" +
+	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\xc5\x01\n" +
 	"\vStepStarted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x1b\n" +
 	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\rR\aattempt\"\x8e\x01\n" +
+	"\aattempt\x18\x05 \x01(\rR\aattempt\x12%\n" +
+	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\x8e\x01\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -2047,7 +2265,7 @@ const file_events_proto_rawDesc = "" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xb4\x02\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xfe\x02\n" +
 	"\fLlmResponded\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -2059,7 +2277,23 @@ const file_events_proto_rawDesc = "" +
 	"\x05model\x18\a \x01(\tR\x05model\x129\n" +
 	"\n" +
 	"tool_calls\x18\b \x03(\v2\x1a.fathom.v1.ToolCallRequestR\ttoolCalls\x12\x19\n" +
-	"\bcost_usd\x18\t \x01(\x01R\acostUsd\"S\n" +
+	"\bcost_usd\x18\t \x01(\x01R\acostUsd\x12\x16\n" +
+	"\x06tokens\x18\n" +
+	" \x01(\rR\x06tokens\x120\n" +
+	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\"\x88\x02\n" +
+	"\vContextInfo\x12!\n" +
+	"\ftotal_tokens\x18\x01 \x01(\rR\vtotalTokens\x12\x16\n" +
+	"\x06budget\x18\x02 \x01(\rR\x06budget\x12!\n" +
+	"\frecent_count\x18\x03 \x01(\rR\vrecentCount\x12%\n" +
+	"\x0esemantic_count\x18\x04 \x01(\rR\rsemanticCount\x12\x1f\n" +
+	"\vhas_summary\x18\x05 \x01(\bR\n" +
+	"hasSummary\x12.\n" +
+	"\x13summary_through_seq\x18\x06 \x01(\x04R\x11summaryThroughSeq\x12#\n" +
+	"\rhistory_count\x18\a \x01(\rR\fhistoryCount\"r\n" +
+	"\x0eSummaryUpdated\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
+	"\x13covered_through_seq\x18\x02 \x01(\x04R\x11coveredThroughSeq\x12\x16\n" +
+	"\x06tokens\x18\x03 \x01(\rR\x06tokens\"S\n" +
 	"\x0fToolCallRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2077,7 +2311,7 @@ const file_events_proto_rawDesc = "" +
 	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
-	"\bllm_text\x18\x04 \x01(\tR\allmText\"\xe2\x01\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\"\xfa\x01\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
@@ -2087,7 +2321,8 @@ const file_events_proto_rawDesc = "" +
 	"\x06result\x18\x05 \x01(\tR\x06result\x12,\n" +
 	"\x05error\x18\x06 \x01(\v2\x16.fathom.v1.ToolFailureR\x05error\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
-	"durationMs\"_\n" +
+	"durationMs\x12\x16\n" +
+	"\x06tokens\x18\b \x01(\rR\x06tokens\"_\n" +
 	"\rStepCompleted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
@@ -2128,7 +2363,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -2144,15 +2379,17 @@ var file_events_proto_goTypes = []any{
 	(*LlmRequested)(nil),       // 11: fathom.v1.LlmRequested
 	(*Usage)(nil),              // 12: fathom.v1.Usage
 	(*LlmResponded)(nil),       // 13: fathom.v1.LlmResponded
-	(*ToolCallRequest)(nil),    // 14: fathom.v1.ToolCallRequest
-	(*ToolCalled)(nil),         // 15: fathom.v1.ToolCalled
-	(*ToolFailure)(nil),        // 16: fathom.v1.ToolFailure
-	(*ToolResult)(nil),         // 17: fathom.v1.ToolResult
-	(*StepCompleted)(nil),      // 18: fathom.v1.StepCompleted
-	(*StepFailed)(nil),         // 19: fathom.v1.StepFailed
-	(*PlanFailed)(nil),         // 20: fathom.v1.PlanFailed
-	(*SessionCompleted)(nil),   // 21: fathom.v1.SessionCompleted
-	(*SessionFailed)(nil),      // 22: fathom.v1.SessionFailed
+	(*ContextInfo)(nil),        // 14: fathom.v1.ContextInfo
+	(*SummaryUpdated)(nil),     // 15: fathom.v1.SummaryUpdated
+	(*ToolCallRequest)(nil),    // 16: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),         // 17: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),        // 18: fathom.v1.ToolFailure
+	(*ToolResult)(nil),         // 19: fathom.v1.ToolResult
+	(*StepCompleted)(nil),      // 20: fathom.v1.StepCompleted
+	(*StepFailed)(nil),         // 21: fathom.v1.StepFailed
+	(*PlanFailed)(nil),         // 22: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil),   // 23: fathom.v1.SessionCompleted
+	(*SessionFailed)(nil),      // 24: fathom.v1.SessionFailed
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -2160,30 +2397,32 @@ var file_events_proto_depIdxs = []int32{
 	10, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
 	11, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
 	13, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	18, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	19, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	21, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	22, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	15, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
-	17, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
-	20, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
-	2,  // 12: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
-	3,  // 13: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
-	4,  // 14: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
-	5,  // 15: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	1,  // 16: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 17: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 18: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 19: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	12, // 20: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	14, // 21: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	16, // 22: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	12, // 23: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	20, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	21, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	23, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	24, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	17, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	19, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	22, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	15, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
+	2,  // 13: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
+	3,  // 14: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
+	4,  // 15: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
+	5,  // 16: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
+	1,  // 17: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 18: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 19: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 20: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	12, // 21: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	16, // 22: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	14, // 23: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	18, // 24: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	12, // 25: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2204,6 +2443,7 @@ func file_events_proto_init() {
 		(*Event_ToolCalled)(nil),
 		(*Event_ToolResult)(nil),
 		(*Event_PlanFailed)(nil),
+		(*Event_SummaryUpdated)(nil),
 		(*Event_BreakpointSet)(nil),
 		(*Event_BreakpointsCleared)(nil),
 		(*Event_InterruptTriggered)(nil),
@@ -2215,7 +2455,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

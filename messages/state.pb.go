@@ -160,8 +160,11 @@ type StepState struct {
 	EndedSeq          uint64 `protobuf:"varint,10,opt,name=ended_seq,json=endedSeq,proto3" json:"ended_seq,omitempty"`
 	StartedAtUnixNano int64  `protobuf:"varint,11,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	EndedAtUnixNano   int64  `protobuf:"varint,12,opt,name=ended_at_unix_nano,json=endedAtUnixNano,proto3" json:"ended_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// opening_tokens is the token count of the step's opening user message (recorded at
+	// started_seq).
+	OpeningTokens uint32 `protobuf:"varint,13,opt,name=opening_tokens,json=openingTokens,proto3" json:"opening_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepState) Reset() {
@@ -278,6 +281,13 @@ func (x *StepState) GetEndedAtUnixNano() int64 {
 	return 0
 }
 
+func (x *StepState) GetOpeningTokens() uint32 {
+	if x != nil {
+		return x.OpeningTokens
+	}
+	return 0
+}
+
 // TranscriptEntry is one message of a step's LLM/tool conversation.
 type TranscriptEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -287,7 +297,11 @@ type TranscriptEntry struct {
 	// tool_calls are an assistant message's calls.
 	ToolCalls []*ToolCallRequest `protobuf:"bytes,3,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// tool_call_id is the call a tool message answers.
-	ToolCallId    string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// seq is the seq of the event that recorded the message.
+	Seq uint64 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tokens is the message's stored token count.
+	Tokens        uint32 `protobuf:"varint,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +362,20 @@ func (x *TranscriptEntry) GetToolCallId() string {
 		return x.ToolCallId
 	}
 	return ""
+}
+
+func (x *TranscriptEntry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *TranscriptEntry) GetTokens() uint32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
 }
 
 // PendingTool is a recorded tool call without a recorded result.
@@ -534,6 +562,8 @@ type SessionState struct {
 	CostUsd float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	// plan_seq is the seq of plan_created (0: no plan yet): the state "before step 1".
 	PlanSeq uint64 `protobuf:"varint,22,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
+	// summary is the latest rolling summary of the history (summary_updated), if any.
+	Summary *SummaryUpdated `protobuf:"bytes,23,opt,name=summary,proto3" json:"summary,omitempty"`
 	// breakpoints are the session's runtime breakpoints, in the order they were set.
 	Breakpoints []*Breakpoint `protobuf:"bytes,30,rep,name=breakpoints,proto3" json:"breakpoints,omitempty"`
 	// interrupt is the interrupt the session is stopped at (nil: running).
@@ -726,6 +756,13 @@ func (x *SessionState) GetPlanSeq() uint64 {
 	return 0
 }
 
+func (x *SessionState) GetSummary() *SummaryUpdated {
+	if x != nil {
+		return x.Summary
+	}
+	return nil
+}
+
 func (x *SessionState) GetBreakpoints() []*Breakpoint {
 	if x != nil {
 		return x.Breakpoints
@@ -744,7 +781,7 @@ var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
 	"\n" +
-	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\xbf\x03\n" +
+	"\vstate.proto\x12\tfathom.v1\x1a\fevents.proto\"\xe6\x03\n" +
 	"\tStepState\x12'\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.fathom.v1.PlanStepR\x04step\x12-\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x15.fathom.v1.StepStatusR\x06status\x12\x16\n" +
@@ -762,14 +799,17 @@ const file_state_proto_rawDesc = "" +
 	"\tended_seq\x18\n" +
 	" \x01(\x04R\bendedSeq\x12/\n" +
 	"\x14started_at_unix_nano\x18\v \x01(\x03R\x11startedAtUnixNano\x12+\n" +
-	"\x12ended_at_unix_nano\x18\f \x01(\x03R\x0fendedAtUnixNano\"\x9c\x01\n" +
+	"\x12ended_at_unix_nano\x18\f \x01(\x03R\x0fendedAtUnixNano\x12%\n" +
+	"\x0eopening_tokens\x18\r \x01(\rR\ropeningTokens\"\xc6\x01\n" +
 	"\x0fTranscriptEntry\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x129\n" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\v2\x1a.fathom.v1.ToolCallRequestR\ttoolCalls\x12 \n" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
-	"toolCallId\"\x90\x01\n" +
+	"toolCallId\x12\x10\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x16\n" +
+	"\x06tokens\x18\x06 \x01(\rR\x06tokens\"\x90\x01\n" +
 	"\vPendingTool\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
@@ -780,7 +820,7 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x86\b\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xbb\b\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -807,7 +847,8 @@ const file_state_proto_rawDesc = "" +
 	"\x12retry_at_unix_nano\x18\x13 \x01(\x03R\x0fretryAtUnixNano\x12!\n" +
 	"\fplan_attempt\x18\x14 \x01(\rR\vplanAttempt\x12\x19\n" +
 	"\bcost_usd\x18\x15 \x01(\x01R\acostUsd\x12\x19\n" +
-	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x127\n" +
+	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x123\n" +
+	"\asummary\x18\x17 \x01(\v2\x19.fathom.v1.SummaryUpdatedR\asummary\x127\n" +
 	"\vbreakpoints\x18\x1e \x03(\v2\x15.fathom.v1.BreakpointR\vbreakpoints\x12;\n" +
 	"\tinterrupt\x18\x1f \x01(\v2\x1d.fathom.v1.InterruptTriggeredR\tinterrupt\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
@@ -855,8 +896,9 @@ var file_state_proto_goTypes = []any{
 	(*ToolCallRequest)(nil),    // 9: fathom.v1.ToolCallRequest
 	(*SessionConfig)(nil),      // 10: fathom.v1.SessionConfig
 	(*Usage)(nil),              // 11: fathom.v1.Usage
-	(*Breakpoint)(nil),         // 12: fathom.v1.Breakpoint
-	(*InterruptTriggered)(nil), // 13: fathom.v1.InterruptTriggered
+	(*SummaryUpdated)(nil),     // 12: fathom.v1.SummaryUpdated
+	(*Breakpoint)(nil),         // 13: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 14: fathom.v1.InterruptTriggered
 }
 var file_state_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
@@ -870,13 +912,14 @@ var file_state_proto_depIdxs = []int32{
 	11, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
 	7,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
 	4,  // 10: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	12, // 11: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
-	13, // 12: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 11: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
+	13, // 12: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	14, // 13: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

@@ -72,6 +72,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.Error = ""
 		st.Transcript = nil
 		st.StartedSeq, st.StartedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
+		st.OpeningTokens = p.StepStarted.GetOpeningTokens()
 		st.EndedSeq, st.EndedAtUnixNano = 0, 0
 		s.CurrentStepIndex = p.StepStarted.GetStepIndex()
 		s.RetryAtUnixNano = 0
@@ -95,7 +96,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		if s.Pending.GetPurpose() == purposeStep {
 			if st := currentStep(s, r.GetStepId()); st != nil {
-				st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls()})
+				st.Transcript = append(st.Transcript, &messages.TranscriptEntry{
+					Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls(), Seq: ev.GetSeq(), Tokens: r.GetTokens(),
+				})
 			}
 		}
 		s.Pending = nil
@@ -123,7 +126,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			if r.GetError() != nil {
 				content = r.GetError().GetLlmText()
 			}
-			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "tool", Content: content, ToolCallId: r.GetCallId()})
+			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{
+				Role: "tool", Content: content, ToolCallId: r.GetCallId(), Seq: ev.GetSeq(), Tokens: r.GetTokens(),
+			})
 		}
 	case *messages.Event_StepCompleted:
 		st, err := stepAt(s, p.StepCompleted.GetStepIndex(), p.StepCompleted.GetStepId())
@@ -190,6 +195,12 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Status = messages.SessionStatus_SESSION_STATUS_FAILED
 		s.Error = p.SessionFailed.GetError()
 		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
+	case *messages.Event_SummaryUpdated:
+		u := p.SummaryUpdated
+		if u.GetCoveredThroughSeq() >= ev.GetSeq() {
+			return fmt.Errorf("%w: summary_updated at seq %d covers seq %d", ErrBadEvent, ev.GetSeq(), u.GetCoveredThroughSeq())
+		}
+		s.Summary = u
 	case nil:
 		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
 	default:

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/prompts"
@@ -53,6 +54,71 @@ type Config struct {
 	MaxParallelTools int
 	// Prices is the price table for cost accounting (nil: costs are 0).
 	Prices llm.PriceTable
+	// ContextBudget is the most prompt tokens a step call may cost (memory.BuildContext).
+	// Default 32,000; 0 means the default.
+	ContextBudget int
+	// ContextRatios split the context budget between recent messages, the summary and
+	// semantic hits. Zero means memory.DefaultRatios() (50/30/20).
+	ContextRatios memory.Ratios
+	// SemanticTopK is how many semantic hits a step call asks the vector store for.
+	// Default 20; 0 means the default.
+	SemanticTopK int
+	// Summary is when the rolling summary is regenerated (threshold of unsummarized
+	// tokens). Zero means memory.DefaultSummaryConfig().
+	Summary memory.SummaryConfig
+
+	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
+	tok *memory.Tokenizer
+}
+
+// DefaultContextBudget is the default ContextBudget.
+const DefaultContextBudget = 32000
+
+// contextConfig is the memory.BuildContext configuration of step calls.
+func (c Config) contextConfig() memory.ContextConfig {
+	cc := memory.DefaultContextConfig()
+	cc.Budget = DefaultContextBudget
+	if c.ContextBudget > 0 {
+		cc.Budget = c.ContextBudget
+	}
+	if c.ContextRatios != (memory.Ratios{}) {
+		cc.Ratios = c.ContextRatios
+	}
+	return cc
+}
+
+// summaryConfig is the summary trigger with defaults filled.
+func (c Config) summaryConfig() memory.SummaryConfig {
+	if c.Summary == (memory.SummaryConfig{}) {
+		return memory.DefaultSummaryConfig()
+	}
+	return c.Summary
+}
+
+func (c Config) topK() int {
+	if c.SemanticTopK > 0 {
+		return c.SemanticTopK
+	}
+	return 20
+}
+
+// tokenizer is the tokenizer messages are counted with: Deps.Tokenizer once registered,
+// else the shared o200k_base one.
+func (c Config) tokenizer() *memory.Tokenizer {
+	if c.tok != nil {
+		return c.tok
+	}
+	t, _ := memory.GetTokenizer(memory.EncodingO200K)
+	return t
+}
+
+// countMessage returns m's stored token count (0 without a tokenizer).
+func (c Config) countMessage(m llm.Message) uint32 {
+	t := c.tokenizer()
+	if t == nil {
+		return 0
+	}
+	return uint32(t.CountMessage(m))
 }
 
 // DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
@@ -98,6 +164,14 @@ func (c Config) Validate() error {
 		return errors.New("session config: step attempts must be at least 1")
 	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
 		return errors.New("session config: tool call bounds must be positive")
+	case c.ContextBudget < 0 || c.SemanticTopK < 0:
+		return errors.New("session config: context budget and semantic top-k must not be negative")
+	}
+	if err := c.contextConfig().Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	if err := c.summaryConfig().Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
 	}
 	return nil
 }
@@ -134,6 +208,25 @@ type Deps struct {
 	Tracer trace.Tracer
 	// Now is the clock; nil means time.Now. Tests may set it.
 	Now func() time.Time
+	// Tokenizer counts every recorded message once (built once per node). Nil means the
+	// tokenizer of Config.Model, falling back to o200k_base.
+	Tokenizer *memory.Tokenizer
+	// Embedder embeds the current step's description for semantic retrieval; Vectors
+	// is searched with it. Either nil means no semantic tier.
+	Embedder memory.Embedder
+	Vectors  persistence.VectorStore
+	// Embed, when set, is fed every committed message that has text (stream = session
+	// id, seq = the event's seq). It must write into Vectors.
+	Embed *memory.EmbedWorker
+	// Reembed re-embeds a session's whole history when it is activated: for a vector
+	// store that does not outlive the process (vectormem). Upserts replace by seq, so
+	// it is idempotent.
+	Reembed bool
+	// Summarizer names the node's summarizer pool (actors/summarizer.Spawn's name,
+	// resolved on the grain's actor system); "" means sessions keep no rolling summary.
+	// The pool may be spawned after Register (it must be, after the cluster member
+	// started): a request sent before it exists is dropped and asked again later.
+	Summarizer string
 
 	specs []llm.ToolSpec // the tools as the model sees them, built once by Register
 }
@@ -189,6 +282,14 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		e.Timeout = d.Config.ToolTimeout
 		d.Tools = &e
 	}
+	if d.Tokenizer == nil {
+		t, err := memory.TokenizerForModel(d.Config.Model, memory.EncodingO200K)
+		if err != nil {
+			return err
+		}
+		d.Tokenizer = t
+	}
+	d.Config.tok = d.Tokenizer
 	d.specs = toolSpecs(d.Tools)
 	system.Extensions.Register(d)
 	return nil

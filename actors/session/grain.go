@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -66,7 +66,14 @@ type Grain struct {
 	interruptAt    int64
 	// snapshotting is set while a snapshot save runs in the background.
 	snapshotting bool
-	span         trace.Span
+	// summarizing is set while a summarizer request is out.
+	summarizing bool
+	summarizeAt time.Time
+	// summaryRetryAt delays the next summary request after a failed one.
+	summaryRetryAt time.Time
+	// reembedded is set once this activation handed its history to the embed worker.
+	reembedded bool
+	span       trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -138,12 +145,16 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onToolResult(ctx, msg)
 	case *snapshotDone:
 		g.onSnapshotDone(msg)
+	case *summarizer.Result:
+		g.onSummary(ctx, msg)
+	case *summarizer.Failure:
+		g.onSummaryFailure(msg)
 	case *stepRetryMsg:
 		g.stepRetryAt = 0
-		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Now()) })
+		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Config, g.deps.Now()) })
 	case *interruptDeadlineMsg:
 		g.interruptAt = 0
-		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Now()) })
+		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
 	default:
@@ -295,6 +306,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 	}
+	g.afterCommit(ctx, evs)
 	g.maybeSnapshot(ctx)
 	return nil
 }
@@ -388,11 +400,7 @@ func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState
 	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) {
 		return false
 	}
-	req, err := buildRequest(next, g.deps.Prompts, g.deps.specs)
-	if err != nil {
-		return false // kick reports it once the state is committed
-	}
-	g.spawnRunner(ctx, p, req)
+	g.spawnRunner(ctx, p, next)
 	return true
 }
 
@@ -409,18 +417,13 @@ func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
 }
 
 func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
-	req, err := buildRequest(g.state, g.deps.Prompts, g.deps.specs)
-	if err != nil {
-		g.log.Error("build llm request", "call_id", p.GetCallId(), "error", err)
-		g.onLLMResult(ctx, &llmResult{callID: p.GetCallId(), err: err})
-		return
-	}
-	g.spawnRunner(ctx, p, req)
+	g.spawnRunner(ctx, p, g.state)
 }
 
-// spawnRunner starts the step runner making the call p with req, and its watchdog.
-func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, req llm.Request) {
-	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, req), "step-runner")
+// spawnRunner starts the step runner making the call p from state st (which the runner
+// builds the request from, off the mailbox), and its watchdog. st must never be mutated.
+func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, st *messages.SessionState) {
+	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st), "step-runner")
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	callID := p.GetCallId()
@@ -433,7 +436,9 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 		g.scheduleRetry(ctx)
 		return
 	}
+	g.reembed()
 	g.kick(ctx)
+	g.maybeSummarize(ctx)
 }
 
 func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {

@@ -30,12 +30,12 @@ const (
 )
 
 // beginStep starts step idx (a first attempt), unless a breakpoint stops it before.
-func beginStep(b *eventBuilder, s *messages.SessionState, steps []*messages.PlanStep, idx uint32) {
+func beginStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx uint32) {
 	if bp := matchBreakpoint(s, positionBefore, steps[idx]); bp != nil {
 		interrupt(b, bp, idx, steps[idx].GetId())
 		return
 	}
-	startStep(b, s, steps, idx, 1, s.GetIterations())
+	startStep(b, s, cfg, steps, idx, 1, s.GetIterations())
 }
 
 // matchBreakpoint returns the first breakpoint at position matching step, or nil.
@@ -136,7 +136,7 @@ func decidePause(s *messages.SessionState, req *messages.PauseRequest, now time.
 	}}, now)
 }
 
-func decideResume(s *messages.SessionState, req *messages.ResumeRequest, now time.Time) ([]*messages.Event, error) {
+func decideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Config, now time.Time) ([]*messages.Event, error) {
 	if err := decideCommand(s, req.GetCommandId()); err != nil {
 		return nil, err
 	}
@@ -158,18 +158,18 @@ func decideResume(s *messages.SessionState, req *messages.ResumeRequest, now tim
 		}
 	}
 	b := newEvents(s, req.GetCommandId(), now)
-	endInterrupt(b, s, "human", actionContinue, req.GetModifiedStep())
+	endInterrupt(b, s, cfg, "human", actionContinue, req.GetModifiedStep())
 	return b.evs, nil
 }
 
 // decideInterruptDeadline takes an interrupt's default action once its deadline passed.
-func decideInterruptDeadline(s *messages.SessionState, now time.Time) []*messages.Event {
+func decideInterruptDeadline(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	it := s.GetInterrupt()
 	if it == nil || it.GetDeadlineUnixNano() == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
 		return nil
 	}
 	b := newEvents(s, "", now)
-	endInterrupt(b, s, "timeout", it.GetDefaultAction(), nil)
+	endInterrupt(b, s, cfg, "timeout", it.GetDefaultAction(), nil)
 	return b.evs
 }
 
@@ -183,7 +183,7 @@ func nextStepIndex(it *messages.InterruptTriggered) uint32 {
 
 // endInterrupt records interrupt_resumed and then fails the session or starts the next
 // step (its before-breakpoints are not checked again: this resume is for it).
-func endInterrupt(b *eventBuilder, s *messages.SessionState, by, action string, modified *messages.PlanStep) {
+func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, action string, modified *messages.PlanStep) {
 	it := s.GetInterrupt()
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{By: by, Action: action, ModifiedStep: modified}}
@@ -198,7 +198,7 @@ func endInterrupt(b *eventBuilder, s *messages.SessionState, by, action string, 
 		steps = append([]*messages.PlanStep(nil), steps...)
 		steps[next] = modified
 	}
-	startStep(b, s, steps, next, 1, s.GetIterations())
+	startStep(b, s, cfg, steps, next, 1, s.GetIterations())
 }
 
 // SetBreakpoint adds a breakpoint. Idempotent by command id.
@@ -222,7 +222,7 @@ func (g *Grain) Pause(req *messages.PauseRequest, ctx cluster.GrainContext) (*me
 // Resume ends the current interrupt. Idempotent by command id.
 func (g *Grain) Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Resume")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Now()) })
+	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Config, g.deps.Now()) })
 }
 
 // command runs a session command through the commit path: readiness, the duplicate

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -40,7 +41,10 @@ type llmResult struct {
 	model        string
 	usage        *messages.Usage
 	duration     time.Duration
-	err          error
+	// tokens is the answer's stored token count; ctxInfo describes its context.
+	tokens  uint32
+	ctxInfo *messages.ContextInfo
+	err     error
 	// retryable classifies err: a later attempt may succeed (rate limit, outage).
 	retryable bool
 }
@@ -49,6 +53,8 @@ type llmResult struct {
 type toolResult struct {
 	key string
 	res tools.Result
+	// tokens is the tool message's stored token count.
+	tokens uint32
 }
 
 // decideLLMResult turns the result of the pending call into events. It returns nil when
@@ -69,7 +75,7 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
 			CallId: r.callID, StepId: p.GetStepId(), Content: r.content, Usage: r.usage,
 			FinishReason: r.finishReason, DurationMs: r.duration.Milliseconds(), Model: r.model,
-			ToolCalls: calls, CostUsd: cost,
+			ToolCalls: calls, CostUsd: cost, Tokens: r.tokens, Context: r.ctxInfo,
 		}}
 	})
 	if p.GetPurpose() == purposePlan {
@@ -81,13 +87,13 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
 		})
-		beginStep(b, s, steps, 0)
+		beginStep(b, s, cfg, steps, 0)
 		return b.evs
 	}
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
 	if len(calls) == 0 {
-		completeStep(b, s, idx, r.content, r.usage, cost)
+		completeStep(b, s, cfg, idx, r.content, r.usage, cost)
 		return b.evs
 	}
 	next := st.GetToolCalls()
@@ -104,9 +110,11 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 			// Recorded so the transcript stays well-formed (every call gets an answer), but
 			// not run: the model learns the bound and calls again next turn.
 			terr := tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
+			res := tools.Result{CallID: c.GetId(), Err: terr}
+			tokens := cfg.countMessage(toolMessage(c.GetId(), res))
 			b.add(func(e *messages.Event) {
 				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
-					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), tools.Result{CallID: c.GetId(), Err: terr})}
+					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
 			})
 		}
 	}
@@ -170,7 +178,7 @@ func decideToolResult(s *messages.SessionState, r *toolResult, now time.Time) []
 	}
 	b := newEvents(s, "", now)
 	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res)}
+		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res, r.tokens)}
 	})
 	if len(s.GetPendingTools()) == 1 {
 		nextTurn(b, s)
@@ -179,7 +187,7 @@ func decideToolResult(s *messages.SessionState, r *toolResult, now time.Time) []
 }
 
 // decideRetry runs a retryably failed plan or step again once its time has come.
-func decideRetry(s *messages.SessionState, now time.Time) []*messages.Event {
+func decideRetry(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	at := s.GetRetryAtUnixNano()
 	if at == 0 || Terminal(s) || now.UnixNano() < at {
 		return nil
@@ -200,17 +208,20 @@ func decideRetry(s *messages.SessionState, now time.Time) []*messages.Event {
 	}
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
-	startStep(b, s, planSteps(s), idx, max(st.GetAttempt(), 1)+1, iteration)
+	startStep(b, s, cfg, planSteps(s), idx, max(st.GetAttempt(), 1)+1, iteration)
 	return b.evs
 }
 
 // startStep appends step_started and the step's first llm_requested, or the failure of
-// the step when the iteration budget is spent.
-func startStep(b *eventBuilder, s *messages.SessionState, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
+// the step when the iteration budget is spent. The step's opening user message (a history
+// message recorded at step_started's seq) is counted here, once.
+func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
 	st := steps[idx]
+	opening := cfg.countMessage(llm.Message{Role: "user", Content: openingMessage(s.GetGoal(), st.GetDescription())})
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
 			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(), Attempt: attempt,
+			OpeningTokens: opening,
 		}}
 	})
 	var llmCalls uint32
@@ -259,7 +270,7 @@ func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, s
 
 // completeStep records the step's final answer and starts the next step or completes
 // the session.
-func completeStep(b *eventBuilder, s *messages.SessionState, idx uint32, output string, usage *messages.Usage, cost float64) {
+func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string, usage *messages.Usage, cost float64) {
 	st := s.GetSteps()[idx]
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
@@ -272,7 +283,7 @@ func completeStep(b *eventBuilder, s *messages.SessionState, idx uint32, output 
 			interrupt(b, bp, idx, steps[idx].GetId())
 			return
 		}
-		beginStep(b, s, steps, idx+1)
+		beginStep(b, s, cfg, steps, idx+1)
 		return
 	}
 	total, totalCost := addUsage(s.GetUsage(), usage), s.GetCostUsd()+cost
@@ -287,8 +298,8 @@ func fail(b *eventBuilder, msg string) {
 	})
 }
 
-func toolResultEvent(stepID, callID, tool, key string, r tools.Result) *messages.ToolResult {
-	ev := &messages.ToolResult{StepId: stepID, CallId: callID, Tool: tool, IdempotencyKey: key, DurationMs: r.Duration.Milliseconds()}
+func toolResultEvent(stepID, callID, tool, key string, r tools.Result, tokens uint32) *messages.ToolResult {
+	ev := &messages.ToolResult{StepId: stepID, CallId: callID, Tool: tool, IdempotencyKey: key, DurationMs: r.Duration.Milliseconds(), Tokens: tokens}
 	if r.Err != nil {
 		ev.Error = &messages.ToolFailure{
 			ErrorType: string(r.Err.Type), Retryable: r.Err.Retryable, Message: r.Err.Message, LlmText: r.Err.FormatForLLM(),
@@ -297,6 +308,16 @@ func toolResultEvent(stepID, callID, tool, key string, r tools.Result) *messages
 	}
 	ev.Result = r.Output
 	return ev
+}
+
+// toolMessage is the tool message the model reads for r: its output, or the error as
+// ToolError.FormatForLLM renders it (what Apply records in the transcript).
+func toolMessage(callID string, r tools.Result) llm.Message {
+	content := r.Output
+	if r.Err != nil {
+		content = r.Err.FormatForLLM()
+	}
+	return llm.Message{Role: "tool", Content: content, ToolCallID: callID}
 }
 
 // normaliseToolCalls gives every call a non-empty id unique within the turn (the tool

@@ -165,10 +165,10 @@ func TestDecideRetryableFailures(t *testing.T) {
 	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_EXECUTING || s.GetPending() != nil {
 		t.Fatalf("state after a retryable failure: %v", s)
 	}
-	if evs := decideRetry(s, t0.Add(time.Second)); len(evs) != 0 {
+	if evs := decideRetry(s, cfg, t0.Add(time.Second)); len(evs) != 0 {
 		t.Fatalf("retry before its time: %s", types(evs))
 	}
-	evs = decideRetry(s, t0.Add(cfg.StepRetryDelay))
+	evs = decideRetry(s, cfg, t0.Add(cfg.StepRetryDelay))
 	if got := types(evs); got != "step_started,llm_requested" {
 		t.Fatalf("retry events %s", got)
 	}
@@ -203,7 +203,7 @@ func TestDecidePlanRetry(t *testing.T) {
 		t.Fatalf("events %s", got)
 	}
 	fold(t, s, evs)
-	fold(t, s, decideRetry(s, t0.Add(cfg.StepRetryDelay)))
+	fold(t, s, decideRetry(s, cfg, t0.Add(cfg.StepRetryDelay)))
 	if s.GetPending().GetCallId() != "plan-2" || s.GetIterations() != 2 {
 		t.Fatalf("pending %v after %d iterations", s.GetPending(), s.GetIterations())
 	}

@@ -1,21 +1,22 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// maxPriorOutputBytes bounds how much of each earlier step's output a step call sees.
-// The memory issue replaces this with the token-budgeted context builder.
-const maxPriorOutputBytes = 4 << 10
-
 // buildRequest assembles the LLM request of the pending call from the state alone, so a
-// call resumed after a crash asks exactly what the lost one asked.
+// call resumed after a crash asks exactly what the lost one asked. A step call gets the
+// whole history (every step's opening message and transcript so far); the step runner
+// uses buildContextRequest instead, which fits the history into the context budget.
 func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec) (llm.Request, error) {
 	pending := s.GetPending()
 	if pending == nil {
@@ -33,41 +34,146 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			{Role: "user", Content: "Goal: " + s.GetGoal() + "\n"},
 		}
 	case purposeStep:
-		idx := int(s.GetCurrentStepIndex())
-		if idx >= len(s.GetSteps()) {
-			return llm.Request{}, fmt.Errorf("session %s: step index %d out of range", s.GetSessionId(), idx)
-		}
-		step := s.GetSteps()[idx].GetStep()
-		sys, err := p.Render(prompts.Executor, prompts.ExecutorData{StepType: step.GetType()})
+		sys, err := stepSystemPrompt(s, p)
 		if err != nil {
 			return llm.Request{}, err
 		}
-		var user strings.Builder
-		fmt.Fprintf(&user, "Goal: %s\nStep: %s\n", s.GetGoal(), step.GetDescription())
-		header := false
-		for _, st := range s.GetSteps()[:idx] {
-			if st.GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED {
-				continue
-			}
-			if !header {
-				user.WriteString("\nResults of earlier steps:\n")
-				header = true
-			}
-			fmt.Fprintf(&user, "- %s (%s): %s\n", st.GetStep().GetId(), st.GetStep().GetDescription(), truncate(st.GetOutput(), maxPriorOutputBytes))
-		}
-		req.Messages = []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: user.String()}}
-		for _, m := range s.GetSteps()[idx].GetTranscript() {
-			msg := llm.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId()}
-			for _, c := range m.GetToolCalls() {
-				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
-			}
-			req.Messages = append(req.Messages, msg)
+		req.Messages = []llm.Message{{Role: "system", Content: sys}}
+		for _, m := range history(s) {
+			req.Messages = append(req.Messages, m.LLM())
 		}
 		req.Tools = specs
 	default:
 		return llm.Request{}, fmt.Errorf("session %s: unknown call purpose %q", s.GetSessionId(), pending.GetPurpose())
 	}
 	return req, nil
+}
+
+// buildContextRequest is buildRequest with a step call's history fitted into the
+// context budget by memory.BuildContext: the system prompt (executor template, goal and
+// current step), the rolling summary, semantic hits for the step description (from
+// d.Vectors; a failed search means no hits) and the most recent messages. It reads s
+// only (committed state is never mutated), so the step runner calls it off the grain's
+// mailbox. info describes the context (nil for a plan call).
+func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState) (req llm.Request, info *messages.ContextInfo, err error) {
+	if s.GetPending().GetPurpose() != purposeStep {
+		req, err = buildRequest(s, d.Prompts, d.specs)
+		return req, nil, err
+	}
+	st, err := currentStepState(s)
+	if err != nil {
+		return llm.Request{}, nil, err
+	}
+	sys, err := stepSystemPrompt(s, d.Prompts)
+	if err != nil {
+		return llm.Request{}, nil, err
+	}
+	hist := history(s)
+	in := memory.Input{
+		SystemPrompt: sys,
+		SystemTokens: int(d.Config.countMessage(llm.Message{Role: "system", Content: sys})),
+		Messages:     hist,
+		Hits:         searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
+		Now:          d.Now(),
+	}
+	if sum := s.GetSummary(); sum.GetContent() != "" {
+		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
+	}
+	c, err := memory.BuildContext(d.Config.contextConfig(), in)
+	if err != nil {
+		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)
+	}
+	md := c.Metadata
+	info = &messages.ContextInfo{
+		TotalTokens: uint32(c.TotalTokens), Budget: uint32(c.Budget),
+		RecentCount: uint32(md.RecentCount), SemanticCount: uint32(md.SemanticCount),
+		HasSummary: md.HasSummary, SummaryThroughSeq: md.SummaryThrough, HistoryCount: uint32(len(hist)),
+	}
+	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.specs}, info, nil
+}
+
+// searchHits embeds query and searches the session's vectors. Any failure means no
+// hits (logged): the semantic tier is an aid, never a reason to fail a call.
+func searchHits(ctx context.Context, d *Deps, sessionID, query string) []memory.Hit {
+	if d.Embedder == nil || d.Vectors == nil || strings.TrimSpace(query) == "" {
+		return nil
+	}
+	vecs, err := d.Embedder.Embed(ctx, []string{query})
+	if err == nil && len(vecs) != 1 {
+		err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+	}
+	var hits []persistence.VectorHit
+	if err == nil {
+		hits, err = d.Vectors.Search(ctx, sessionID, vecs[0], d.Config.topK())
+	}
+	if err != nil {
+		d.Logger.Warn("semantic search failed; no semantic hits", "session_id", sessionID, "error", err)
+		return nil
+	}
+	out := make([]memory.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = memory.Hit{Seq: h.Seq, Score: h.Score}
+	}
+	return out
+}
+
+// stepSystemPrompt is the executor template for the current step's type, followed by
+// the goal and the current step (kept in the system prompt so the model knows its task
+// even when the step's opening message has left the recent tier).
+func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) {
+	st, err := currentStepState(s)
+	if err != nil {
+		return "", err
+	}
+	sys, err := p.Render(prompts.Executor, prompts.ExecutorData{StepType: st.GetStep().GetType()})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s\n\nGoal: %s\nCurrent step: %s\n", sys, s.GetGoal(), st.GetStep().GetDescription()), nil
+}
+
+func currentStepState(s *messages.SessionState) (*messages.StepState, error) {
+	idx := int(s.GetCurrentStepIndex())
+	if idx >= len(s.GetSteps()) {
+		return nil, fmt.Errorf("session %s: step index %d out of range", s.GetSessionId(), idx)
+	}
+	return s.GetSteps()[idx], nil
+}
+
+// openingMessage is the user message that opens a step (recorded at its step_started).
+func openingMessage(goal, description string) string {
+	return fmt.Sprintf("Goal: %s\nStep: %s\n", goal, description)
+}
+
+// history is the session's recorded conversation in seq order, with stored token
+// counts: for every started step up to the current one, its opening user message (seq
+// of step_started) and its transcript (the current attempt's). Earlier steps' final
+// answers are their last assistant messages.
+func history(s *messages.SessionState) []memory.Message {
+	steps := s.GetSteps()
+	last := min(int(s.GetCurrentStepIndex()), len(steps)-1)
+	n := 0
+	for _, st := range steps[:last+1] {
+		n += 1 + len(st.GetTranscript())
+	}
+	out := make([]memory.Message, 0, n)
+	for _, st := range steps[:last+1] {
+		if st.GetStartedSeq() == 0 {
+			continue
+		}
+		out = append(out, memory.Message{
+			Seq: st.GetStartedSeq(), Role: "user", Content: openingMessage(s.GetGoal(), st.GetStep().GetDescription()),
+			Tokens: int(st.GetOpeningTokens()),
+		})
+		for _, m := range st.GetTranscript() {
+			msg := memory.Message{Seq: m.GetSeq(), Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Tokens: int(m.GetTokens())}
+			for _, c := range m.GetToolCalls() {
+				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 // toolSpecs describes the registry's tools for the model.
@@ -82,16 +188,3 @@ func toolSpecs(e *tools.Executor) []llm.ToolSpec {
 	}
 	return specs
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " …"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -15,8 +15,9 @@ import (
 	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
-// runner is the step-runner child of a session grain: it makes one LLM call outside the
-// grain's mailbox and reports an *llmResult to its parent, then stops. Its goroutine is
+// runner is the step-runner child of a session grain: it builds the request from the
+// committed (immutable) state, fitting the history into the context budget, makes one
+// LLM call outside the grain's mailbox, counts the answer's tokens and reports an *llmResult to its parent, then stops. Its goroutine is
 // cancelled when the runner stops (the grain passivated, crashed or moved). Retries,
 // rate limits and the circuit breaker are the provider's (llm/resilient); what is left
 // for the session is the decision to retry the whole step later.
@@ -27,16 +28,18 @@ type runner struct {
 	stepID    string
 	purpose   string
 	reqSeq    uint64
-	req       llm.Request
-	cancel    context.CancelFunc
+	// state is the state that made the call pending. It is never mutated (the grain
+	// swaps in new states), so the runner's goroutine may read it.
+	state  *messages.SessionState
+	cancel context.CancelFunc
 }
 
 // runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
 type runnerDone struct{ res *llmResult }
 
-func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, req llm.Request) *actor.Props {
+func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), req: req}
+		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st}
 	})
 }
 
@@ -93,7 +96,18 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 			span.SetStatus(codes.Error, res.err.Error())
 		}
 	}()
-	req := r.req
+	req, info, err := buildContextRequest(ctx, r.deps, r.state)
+	if err != nil {
+		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err)}
+	}
+	if info != nil {
+		span.SetAttributes(
+			attribute.Int("fathom.context.total_tokens", int(info.GetTotalTokens())),
+			attribute.Int("fathom.context.recent_count", int(info.GetRecentCount())),
+			attribute.Int("fathom.context.semantic_count", int(info.GetSemanticCount())),
+			attribute.Bool("fathom.context.has_summary", info.GetHasSummary()),
+		)
+	}
 	if d := r.deps.Deltas; d != nil {
 		var n, attempt uint32 = 0, 1
 		req.OnRetry = func(a int) { attempt = uint32(a) }
@@ -108,7 +122,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	}
 	out := &llmResult{
 		callID: r.callID, content: resp.Content, finishReason: resp.FinishReason, model: resp.Model,
-		duration: resp.Duration,
+		duration: resp.Duration, ctxInfo: info,
 		usage: &messages.Usage{
 			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
 			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
@@ -118,6 +132,12 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	for _, c := range resp.ToolCalls {
 		out.toolCalls = append(out.toolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
+	// Counted as it will be recorded (decide normalises the call ids the same way).
+	msg := llm.Message{Role: "assistant", Content: resp.Content}
+	for _, c := range normaliseToolCalls(out.toolCalls) {
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
+	}
+	out.tokens = r.deps.Config.countMessage(msg)
 	return out
 }
 

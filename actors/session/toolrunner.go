@@ -72,5 +72,5 @@ func (r *toolRunner) run(ctx context.Context) *toolResult {
 		span.SetStatus(codes.Error, res.Err.Error())
 		span.SetAttributes(attribute.String("error.type", string(res.Err.Type)))
 	}
-	return &toolResult{key: c.GetIdempotencyKey(), res: res}
+	return &toolResult{key: c.GetIdempotencyKey(), res: res, tokens: r.deps.Config.countMessage(toolMessage(c.GetCallId(), res))}
 }

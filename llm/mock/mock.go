@@ -60,6 +60,9 @@ type Rule struct {
 	// ToolMatch is a regular expression matched against the last tool message (a tool
 	// result); a rule with it never matches a conversation without tool results.
 	ToolMatch string `json:"tool_match,omitempty"`
+	// ContextMatch is a regular expression matched against the whole conversation: every
+	// message's content, joined by newlines ("" = any).
+	ContextMatch string `json:"context_match,omitempty"`
 	// ToolCalls, when set, makes the answer a set of tool calls instead of text.
 	ToolCalls []ToolCallRule `json:"tool_calls,omitempty"`
 	// Response is the answer's text/template.
@@ -154,6 +157,9 @@ func DemoScript() Script {
 			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolCalls: []ToolCallRule{{Name: "code_execute", Arguments: `{"language":"python",` +
 				`"code":"text = \"Events fall like rain\\nthe journal keeps every drop\\nstate is just their sum\"\nprint(len(text.splitlines()), \"lines,\", len(text.split()), \"words\")"}`}}},
 			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}"},
+			// The summarizer keeps a long session's rolling summary.
+			{SystemMatch: "FATHOM-ROLE: summarizer", Response: "(demo model) Summary: the agent worked through its plan step by step; " +
+				"a real model would keep the goal, facts and decisions here."},
 		},
 		Default: "(demo model) I have no scripted answer for that.",
 	}
@@ -162,6 +168,7 @@ func DemoScript() Script {
 type compiledRule struct {
 	Rule
 	match, system, tool *regexp.Regexp
+	context             *regexp.Regexp
 	tmpl                *template.Template
 	args                []*template.Template
 	hits                atomic.Int64
@@ -190,6 +197,11 @@ func compile(s Script) ([]*compiledRule, error) {
 		if r.ToolMatch != "" {
 			if c.tool, err = regexp.Compile(r.ToolMatch); err != nil {
 				return nil, fmt.Errorf("mock script: rule %d tool_match: %w", i, err)
+			}
+		}
+		if r.ContextMatch != "" {
+			if c.context, err = regexp.Compile(r.ContextMatch); err != nil {
+				return nil, fmt.Errorf("mock script: rule %d context_match: %w", i, err)
 			}
 		}
 		for j, tc := range r.ToolCalls {
@@ -300,9 +312,11 @@ type chatRequest struct {
 type TemplateData struct {
 	// Goal and Step are the user message's "Goal: " and "Step: " lines.
 	Goal, Step string
-	// User is the last user message; System the system message; Tool the last tool
-	// message (a tool result).
+	// User is the last user message; System the system messages (joined by newlines);
+	// Tool the last tool message (a tool result) after the last user message.
 	User, System, Tool string
+	// All is every message's content, joined by newlines (what context_match reads).
+	All string
 	// N is how many times this rule has answered, including this request.
 	N int
 }
@@ -328,21 +342,24 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.requests.Add(1)
 	var d TemplateData
+	var all, system []string
 	for _, m := range req.Messages {
 		content := ""
 		if m.Content != nil {
 			content = *m.Content
 		}
+		all = append(all, content)
 		switch m.Role {
 		case "system":
-			d.System = content
+			system = append(system, content)
 		case "user":
-			d.User = content
+			d.User, d.Tool = content, ""
 		case "tool":
 			d.Tool = content
 		}
 	}
-	for _, line := range strings.Split(d.User, "\n") {
+	d.System, d.All = strings.Join(system, "\n"), strings.Join(all, "\n")
+	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
 		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
 			d.Goal = strings.TrimSpace(v)
 		}
@@ -637,6 +654,9 @@ func (s *Server) pick(d *TemplateData) *compiledRule {
 			continue
 		}
 		if r.tool != nil && (d.Tool == "" || !r.tool.MatchString(d.Tool)) {
+			continue
+		}
+		if r.context != nil && !r.context.MatchString(d.All) {
 			continue
 		}
 		if r.Times > 0 && r.hits.Load() >= int64(r.Times) {

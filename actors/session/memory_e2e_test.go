@@ -1,0 +1,182 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// TestLongSessionMemory runs a long session through the grain against mock-llm: one step
+// probes a thousand times (~2,000 history messages; 300 with -short) (one early result holds a fact), a second step asks for the
+// fact. Every step call's context stays within the budget, summaries are regenerated
+// only once the unsummarized history passes the threshold, and the fact comes back to
+// the second step through the semantic tier.
+func TestLongSessionMemory(t *testing.T) {
+	const (
+		budget    = 3000
+		threshold = 1500
+	)
+	probes := 1000 // ~2,000 history messages
+	if testing.Short() {
+		probes = 300
+	}
+	type probeArgs struct {
+		N int `json:"n"`
+	}
+	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
+		if a.N == 3 {
+			return fmt.Sprintf("probe %d: the vault code is ZEBRA-42", a.N), nil
+		}
+		return fmt.Sprintf("probe %d: nothing notable", a.N), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"research\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"research\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
+		{"system_match":"FATHOM-ROLE: summarizer","response":"Summary: the agent probed the sensors many times."},
+		{"system_match":"Current step: What is the vault code","context_match":"ZEBRA-42","response":"The vault code is ZEBRA-42."},
+		{"system_match":"Current step: What is the vault code","response":"I do not know the vault code."},
+		{"system_match":"Current step: Probe the sensors","times":` + fmt.Sprint(probes) + `,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
+		{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
+		c.MaxIterations = uint32(probes + 10)
+		c.ContextBudget = budget
+		c.Summary = memory.SummaryConfig{Threshold: threshold, TargetTokens: 200, InputBudget: 48000}
+	}})
+	if _, err := h.start("long", "c1", "find the vault code"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "long", 3*time.Minute)
+	mustComplete(t, evs)
+	if got := evs[len(evs)-1].GetSessionCompleted().GetResult(); got != "The vault code is ZEBRA-42." {
+		t.Fatalf("result %q: the fact did not come back", got)
+	}
+
+	// Replay the history's stored counts and check every context and every summary.
+	type hmsg struct {
+		seq    uint64
+		tokens int
+	}
+	var hist []hmsg
+	var through uint64
+	stepCalls, summaries, withSummary := 0, 0, 0
+	var last *messages.LlmResponded
+	for _, ev := range evs {
+		switch p := ev.GetPayload().(type) {
+		case *messages.Event_StepStarted:
+			if p.StepStarted.GetOpeningTokens() == 0 {
+				t.Fatalf("step_started %d without opening tokens", ev.GetSeq())
+			}
+			hist = append(hist, hmsg{ev.GetSeq(), int(p.StepStarted.GetOpeningTokens())})
+		case *messages.Event_ToolResult:
+			if p.ToolResult.GetTokens() == 0 {
+				t.Fatalf("tool_result %d without tokens", ev.GetSeq())
+			}
+			hist = append(hist, hmsg{ev.GetSeq(), int(p.ToolResult.GetTokens())})
+		case *messages.Event_LlmResponded:
+			r := p.LlmResponded
+			if r.GetStepId() == "" {
+				continue // the planner's answer is not history
+			}
+			if r.GetTokens() == 0 {
+				t.Fatalf("llm_responded %d without tokens", ev.GetSeq())
+			}
+			hist = append(hist, hmsg{ev.GetSeq(), int(r.GetTokens())})
+			c := r.GetContext()
+			if c == nil || c.GetBudget() != budget || c.GetTotalTokens() == 0 || c.GetTotalTokens() > budget || c.GetRecentCount() == 0 {
+				t.Fatalf("llm_responded %d: context %v (budget %d)", ev.GetSeq(), c, budget)
+			}
+			stepCalls++
+			if c.GetHasSummary() {
+				withSummary++
+			}
+			last = r
+		case *messages.Event_SummaryUpdated:
+			u := p.SummaryUpdated
+			covered := 0
+			for _, m := range hist {
+				if m.seq > through && m.seq <= u.GetCoveredThroughSeq() {
+					covered += m.tokens
+				}
+			}
+			if covered <= threshold {
+				t.Fatalf("summary_updated %d covers %d new tokens, not above the threshold %d", ev.GetSeq(), covered, threshold)
+			}
+			if u.GetContent() == "" || u.GetTokens() == 0 {
+				t.Fatalf("summary_updated %v", u)
+			}
+			through = u.GetCoveredThroughSeq()
+			summaries++
+		}
+	}
+	if stepCalls < probes+2 {
+		t.Fatalf("%d step calls, want at least %d", stepCalls, probes+2)
+	}
+	if summaries == 0 || withSummary == 0 {
+		t.Fatalf("%d summary_updated events, %d calls with a summary", summaries, withSummary)
+	}
+	if c := last.GetContext(); c.GetSemanticCount() == 0 {
+		t.Fatalf("the question's call had no semantic hits: %v", c)
+	}
+	total := 0
+	for _, m := range hist {
+		total += m.tokens
+	}
+	if total <= 2*budget {
+		t.Fatalf("history of %d tokens is too short to test the budget", total)
+	}
+	t.Logf("%d history messages (%d tokens), %d step calls, %d summaries, last context %v", len(hist), total, stepCalls, summaries, last.GetContext())
+}
+
+// TestSummarizerFailureNeverFailsTheSession: a summarizer that always errors leaves the
+// session without a summary, and the session completes.
+func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
+	type probeArgs struct {
+		N int `json:"n"`
+	}
+	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
+		return fmt.Sprintf("probe %d: nothing notable", a.N), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"research\",\"description\":\"Probe the sensors one by one\"}]}"},
+		{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
+		{"system_match":"Current step: Probe the sensors","times":60,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
+		{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
+		c.MaxIterations = 100
+		c.ContextBudget = 1500
+		c.Summary = memory.SummaryConfig{Threshold: 200, TargetTokens: 100, InputBudget: 48000}
+	}})
+	if _, err := h.start("nosum", "c1", "probe"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "nosum", time.Minute)
+	mustComplete(t, evs)
+	if n := count(evs, "summary_updated"); n != 0 {
+		t.Fatalf("%d summary_updated events from a failing summarizer", n)
+	}
+	for _, ev := range ofType(evs, "llm_responded") {
+		if c := ev.GetLlmResponded().GetContext(); c != nil && (c.GetTotalTokens() > 1500 || c.GetHasSummary()) {
+			t.Fatalf("context %v", c)
+		}
+	}
+}
