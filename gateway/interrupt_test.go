@@ -14,15 +14,19 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 	c.send(map[string]any{"op": "subscribe", "session_id": "ws-bp", "deltas": false})
 	c.next("ack", 5*time.Second)
 	c.send(map[string]any{"op": "start", "id": "s", "session_id": "ws-bp", "goal": "write a haiku"})
+	// Requests on one connection run concurrently: wait for the start's ack (the research
+	// step, two slow model turns, is still running then).
+	for f := c.read(10 * time.Second); f["op"] != "ack" || f["id"] != "s"; f = c.read(10 * time.Second) {
+		if f["op"] == "error" {
+			t.Fatalf("start: %v", f)
+		}
+	}
 	c.send(map[string]any{"op": "set_breakpoint", "id": "b", "session_id": "ws-bp", "position": "before", "step_type": "write", "breakpoint_id": "before-write"})
-	var acks int
 	var interrupted map[string]any
 	deadline := time.Now().Add(30 * time.Second)
 	for interrupted == nil {
 		f := c.read(time.Until(deadline))
 		switch {
-		case f["op"] == "ack":
-			acks++
 		case f["op"] == "error":
 			t.Fatalf("error frame %v", f)
 		case f["type"] == "step_started" && f["step_type"] == "write":
