@@ -32,7 +32,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
@@ -46,6 +45,8 @@ import (
 	"sync/atomic"
 	"text/template"
 	"time"
+
+	"github.com/fathom-agents/fathom/memory/hashembed"
 )
 
 // MaxRequestBytes bounds a chat request body.
@@ -610,38 +611,10 @@ func encodeBase64Floats(v []float32) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// Embed is the mock's embedding function: feature hashing of the lower-cased words of
-// text into dims buckets (FNV-1a, signed), normalised to unit length. Deterministic and
-// dependency-free; texts with shared words have positive cosine similarity.
-func Embed(text string, dims int) []float32 {
-	v := make([]float64, dims)
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
-	}) {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(w))
-		x := h.Sum64()
-		sign := 1.0
-		if x&1 == 1 {
-			sign = -1
-		}
-		v[(x>>1)%uint64(dims)] += sign
-	}
-	var norm float64
-	for _, f := range v {
-		norm += f * f
-	}
-	out := make([]float32, dims)
-	if norm == 0 {
-		out[0] = 1 // empty text: a fixed unit vector
-		return out
-	}
-	norm = math.Sqrt(norm)
-	for i, f := range v {
-		out[i] = float32(f / norm)
-	}
-	return out
-}
+// Embed is the mock's embedding function: memory/hashembed's feature hashing of the
+// lower-cased words of text into dims buckets, normalised to unit length — the same
+// vectors Fathom's local embedder makes, so local and mock-served sessions share them.
+func Embed(text string, dims int) []float32 { return hashembed.Vector(text, dims) }
 
 func (s *Server) pick(d *TemplateData) *compiledRule {
 	s.mu.Lock()
