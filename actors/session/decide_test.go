@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -192,6 +193,22 @@ func TestRememberedCommandsAreBounded(t *testing.T) {
 	for _, seq := range s.GetCommands() {
 		if seq <= 10 {
 			t.Fatalf("oldest commands were not evicted first (seq %d kept)", seq)
+		}
+	}
+}
+
+// TestUnsummarizedTokensMatchesTheHistory: the allocation-free count the grain checks on
+// every answer equals the memory library's count over the built history.
+func TestUnsummarizedTokensMatchesTheHistory(t *testing.T) {
+	s := &messages.SessionState{CurrentStepIndex: 1, Steps: []*messages.StepState{
+		{StartedSeq: 3, OpeningTokens: 10, Transcript: []*messages.TranscriptEntry{{Seq: 4, Role: "assistant", Tokens: 7}, {Seq: 6, Role: "assistant", Tokens: 5}}},
+		{StartedSeq: 8, OpeningTokens: 11, Transcript: []*messages.TranscriptEntry{{Seq: 9, Role: "assistant", Tokens: 13}}},
+		{},
+	}}
+	hist := history(s)
+	for through := uint64(0); through <= 10; through++ {
+		if got, want := unsummarizedTokens(s, through), memory.UnsummarizedTokens(hist, through); got != want {
+			t.Fatalf("through %d: %d, want %d", through, got, want)
 		}
 	}
 }

@@ -108,9 +108,14 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	if g.deps.Summarizer == "" || g.summarizing || g.deps.Now().Before(g.summaryRetryAt) || g.fenced || g.loadErr != nil || Terminal(g.state) {
 		return
 	}
-	hist := history(g.state)
 	prev := stateSummary(g.state)
-	if len(hist) == 0 || !memory.ShouldSummarize(hist, prev, g.deps.Config.summaryConfig()) {
+	// Checked on every stored answer, in the mailbox: count from the state without
+	// building the history; build it only for a request.
+	if !memory.NeedsSummary(unsummarizedTokens(g.state, g.state.GetSummary().GetCoveredThroughSeq()), g.deps.Config.summaryConfig()) {
+		return
+	}
+	hist := history(g.state)
+	if len(hist) == 0 {
 		return
 	}
 	g.summarizing, g.summarizeAt = true, g.deps.Now()
@@ -145,4 +150,29 @@ func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
 		g.summaryRetryAt = g.deps.Now().Add(summaryBackoff)
 	}
 	g.log.Warn("summary not regenerated; keeping the previous one", "through_seq", r.Through, "error", r.Err)
+}
+
+// unsummarizedTokens is memory.UnsummarizedTokens(history(s), through) without building
+// the history: the tokens of the history messages recorded after seq through.
+func unsummarizedTokens(s *messages.SessionState, through uint64) int {
+	steps := s.GetSteps()
+	n := 0
+	for i := min(int(s.GetCurrentStepIndex()), len(steps)-1); i >= 0; i-- {
+		st := steps[i]
+		if st.GetStartedSeq() == 0 {
+			continue
+		}
+		tr := st.GetTranscript()
+		for j := len(tr) - 1; j >= 0; j-- {
+			if tr[j].GetSeq() <= through {
+				return n
+			}
+			n += int(tr[j].GetTokens())
+		}
+		if st.GetStartedSeq() <= through {
+			return n
+		}
+		n += int(st.GetOpeningTokens())
+	}
+	return n
 }
