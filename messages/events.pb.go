@@ -54,6 +54,12 @@ type Event struct {
 	//	*Event_BreakpointsCleared
 	//	*Event_InterruptTriggered
 	//	*Event_InterruptResumed
+	//	*Event_HitlRequested
+	//	*Event_HitlReceived
+	//	*Event_SessionForked
+	//	*Event_SubagentStarted
+	//	*Event_SubagentCompleted
+	//	*Event_ArtifactWritten
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -277,6 +283,60 @@ func (x *Event) GetInterruptResumed() *InterruptResumed {
 	return nil
 }
 
+func (x *Event) GetHitlRequested() *HitlRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_HitlRequested); ok {
+			return x.HitlRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetHitlReceived() *HitlReceived {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_HitlReceived); ok {
+			return x.HitlReceived
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSessionForked() *SessionForked {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SessionForked); ok {
+			return x.SessionForked
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSubagentStarted() *SubagentStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SubagentStarted); ok {
+			return x.SubagentStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSubagentCompleted() *SubagentCompleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SubagentCompleted); ok {
+			return x.SubagentCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetArtifactWritten() *ArtifactWritten {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ArtifactWritten); ok {
+			return x.ArtifactWritten
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -349,6 +409,30 @@ type Event_InterruptResumed struct {
 	InterruptResumed *InterruptResumed `protobuf:"bytes,33,opt,name=interrupt_resumed,json=interruptResumed,proto3,oneof"`
 }
 
+type Event_HitlRequested struct {
+	HitlRequested *HitlRequested `protobuf:"bytes,34,opt,name=hitl_requested,json=hitlRequested,proto3,oneof"`
+}
+
+type Event_HitlReceived struct {
+	HitlReceived *HitlReceived `protobuf:"bytes,35,opt,name=hitl_received,json=hitlReceived,proto3,oneof"`
+}
+
+type Event_SessionForked struct {
+	SessionForked *SessionForked `protobuf:"bytes,36,opt,name=session_forked,json=sessionForked,proto3,oneof"`
+}
+
+type Event_SubagentStarted struct {
+	SubagentStarted *SubagentStarted `protobuf:"bytes,40,opt,name=subagent_started,json=subagentStarted,proto3,oneof"`
+}
+
+type Event_SubagentCompleted struct {
+	SubagentCompleted *SubagentCompleted `protobuf:"bytes,41,opt,name=subagent_completed,json=subagentCompleted,proto3,oneof"`
+}
+
+type Event_ArtifactWritten struct {
+	ArtifactWritten *ArtifactWritten `protobuf:"bytes,42,opt,name=artifact_written,json=artifactWritten,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -383,6 +467,18 @@ func (*Event_InterruptTriggered) isEvent_Payload() {}
 
 func (*Event_InterruptResumed) isEvent_Payload() {}
 
+func (*Event_HitlRequested) isEvent_Payload() {}
+
+func (*Event_HitlReceived) isEvent_Payload() {}
+
+func (*Event_SessionForked) isEvent_Payload() {}
+
+func (*Event_SubagentStarted) isEvent_Payload() {}
+
+func (*Event_SubagentCompleted) isEvent_Payload() {}
+
+func (*Event_ArtifactWritten) isEvent_Payload() {}
+
 // Breakpoint stops the session at a step boundary. Empty filters match every step.
 type Breakpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -400,6 +496,9 @@ type Breakpoint struct {
 	TimeoutMs int64 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// default_action is "continue" or "fail".
 	DefaultAction string `protobuf:"bytes,7,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	// tool, when set, makes this a tool breakpoint: it matches a call of that tool
+	// (position "before": the call has not run yet) instead of a step boundary.
+	Tool          string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +578,13 @@ func (x *Breakpoint) GetTimeoutMs() int64 {
 func (x *Breakpoint) GetDefaultAction() string {
 	if x != nil {
 		return x.DefaultAction
+	}
+	return ""
+}
+
+func (x *Breakpoint) GetTool() string {
+	if x != nil {
+		return x.Tool
 	}
 	return ""
 }
@@ -860,8 +966,22 @@ type PlanStep struct {
 	// type is research | code | write | review | human_input | custom.
 	Type        string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
 	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
-	// dependencies are ids of steps that must complete first.
-	Dependencies  []string `protobuf:"bytes,4,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	// dependencies are ids of steps that must complete first. Steps whose dependencies
+	// are complete may run at the same time (sub-agent steps do). A planner answer that
+	// omits the field gets the previous step (a sequential plan).
+	Dependencies []string `protobuf:"bytes,4,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	// interrupt is "none" (or empty), "before" or "after": the step's own breakpoint.
+	Interrupt string `protobuf:"bytes,5,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// interrupt_timeout_ms bounds the interrupt (0: the node default, 5 minutes);
+	// default_action ("continue" or "fail") is taken when it passes.
+	InterruptTimeoutMs int64  `protobuf:"varint,6,opt,name=interrupt_timeout_ms,json=interruptTimeoutMs,proto3" json:"interrupt_timeout_ms,omitempty"`
+	DefaultAction      string `protobuf:"bytes,7,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	// input_schema is the JSON Schema (text) a human_input step's answer must satisfy
+	// (empty: any JSON value).
+	InputSchema string `protobuf:"bytes,8,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	// sub_agent_id, when set on a research/code/write/review step, resumes the context of
+	// that earlier sub-agent (of the same agent type) instead of starting a fresh one.
+	SubAgentId    string `protobuf:"bytes,9,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -922,6 +1042,41 @@ func (x *PlanStep) GetDependencies() []string {
 		return x.Dependencies
 	}
 	return nil
+}
+
+func (x *PlanStep) GetInterrupt() string {
+	if x != nil {
+		return x.Interrupt
+	}
+	return ""
+}
+
+func (x *PlanStep) GetInterruptTimeoutMs() int64 {
+	if x != nil {
+		return x.InterruptTimeoutMs
+	}
+	return 0
+}
+
+func (x *PlanStep) GetDefaultAction() string {
+	if x != nil {
+		return x.DefaultAction
+	}
+	return ""
+}
+
+func (x *PlanStep) GetInputSchema() string {
+	if x != nil {
+		return x.InputSchema
+	}
+	return ""
+}
+
+func (x *PlanStep) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
 }
 
 // PlanCreated records the plan the planner produced.
@@ -1079,7 +1234,10 @@ type LlmRequested struct {
 	Purpose string `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	Model   string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	// iteration is the session's LLM call counter after this call (bounded by max_iterations).
-	Iteration     uint32 `protobuf:"varint,5,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Iteration uint32 `protobuf:"varint,5,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	// sub_agent_id is set when the call is a sub-agent's (its context, not the
+	// orchestrator's); iteration then counts the sub-agent's calls.
+	SubAgentId    string `protobuf:"bytes,6,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1147,6 +1305,13 @@ func (x *LlmRequested) GetIteration() uint32 {
 		return x.Iteration
 	}
 	return 0
+}
+
+func (x *LlmRequested) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
 }
 
 // Usage is a call's token accounting as the provider reported it.
@@ -1230,7 +1395,9 @@ type LlmResponded struct {
 	// computed once when it was recorded.
 	Tokens uint32 `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// context describes the context the call was made with (step calls only).
-	Context       *ContextInfo `protobuf:"bytes,11,opt,name=context,proto3" json:"context,omitempty"`
+	Context *ContextInfo `protobuf:"bytes,11,opt,name=context,proto3" json:"context,omitempty"`
+	// sub_agent_id is set when the call was a sub-agent's.
+	SubAgentId    string `protobuf:"bytes,12,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1340,6 +1507,13 @@ func (x *LlmResponded) GetContext() *ContextInfo {
 		return x.Context
 	}
 	return nil
+}
+
+func (x *LlmResponded) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
 }
 
 // ContextInfo describes the context of one step call as memory.BuildContext assembled it.
@@ -1579,8 +1753,10 @@ type ToolCalled struct {
 	Args string `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
 	// idempotency_key identifies the call across recoveries: "{session}/{step}/tool-{index}".
 	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	// index numbers the step's tool calls from 1, across turns and attempts.
-	Index         uint32 `protobuf:"varint,6,opt,name=index,proto3" json:"index,omitempty"`
+	// index numbers the step's (or sub-agent's) tool calls from 1, across turns and attempts.
+	Index uint32 `protobuf:"varint,6,opt,name=index,proto3" json:"index,omitempty"`
+	// sub_agent_id is set when a sub-agent made the call.
+	SubAgentId    string `protobuf:"bytes,7,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1655,6 +1831,13 @@ func (x *ToolCalled) GetIndex() uint32 {
 		return x.Index
 	}
 	return 0
+}
+
+func (x *ToolCalled) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
 }
 
 // ToolFailure is a failed tool call, as the seed's ToolError classifies it.
@@ -1743,7 +1926,9 @@ type ToolResult struct {
 	DurationMs int64        `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	// tokens is the tool message's token count (memory.Tokenizer.CountMessage), computed
 	// once when it was recorded.
-	Tokens        uint32 `protobuf:"varint,8,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens uint32 `protobuf:"varint,8,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// sub_agent_id is set when a sub-agent made the call.
+	SubAgentId    string `protobuf:"bytes,9,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1834,12 +2019,22 @@ func (x *ToolResult) GetTokens() uint32 {
 	return 0
 }
 
+func (x *ToolResult) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
 // StepCompleted marks the step at step_index as done with its output.
 type StepCompleted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	StepIndex     uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
-	Output        string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	StepId    string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32                 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	Output    string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	// output_tokens is the output's token count when the output enters the orchestrator's
+	// history as a message of its own (a sub-agent's hand-off, a human's answer).
+	OutputTokens  uint32 `protobuf:"varint,4,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1893,6 +2088,13 @@ func (x *StepCompleted) GetOutput() string {
 		return x.Output
 	}
 	return ""
+}
+
+func (x *StepCompleted) GetOutputTokens() uint32 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
 }
 
 // StepFailed marks the step at step_index as failed.
@@ -2168,11 +2370,1025 @@ func (x *SessionFailed) GetError() string {
 	return ""
 }
 
+// HitlRequested records that the session waits for a human: a human_input step (kind
+// "step") or an ask_human tool call (kind "tool"). The session is AWAITING_HUMAN until
+// hitl_received.
+type HitlRequested struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// request_id identifies the request: the step id for a step, the call's idempotency
+	// key for a tool call.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Kind      string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	StepId    string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// sub_agent_id is set when a sub-agent asked.
+	SubAgentId string `protobuf:"bytes,4,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	Question   string `protobuf:"bytes,5,opt,name=question,proto3" json:"question,omitempty"`
+	// options, when set, are the answers offered (the answer must be one of them).
+	Options []string `protobuf:"bytes,6,rep,name=options,proto3" json:"options,omitempty"`
+	// input_schema is the JSON Schema (text) the answer must satisfy (empty: any JSON).
+	InputSchema string `protobuf:"bytes,7,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	// call_id is the ask_human tool call answered by the input (kind "tool").
+	CallId string `protobuf:"bytes,8,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// deadline_unix_nano, when set, is when default_action is taken.
+	DeadlineUnixNano int64 `protobuf:"varint,9,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	// default_action is "continue" (an empty answer) or "fail".
+	DefaultAction string `protobuf:"bytes,10,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HitlRequested) Reset() {
+	*x = HitlRequested{}
+	mi := &file_events_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HitlRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HitlRequested) ProtoMessage() {}
+
+func (x *HitlRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HitlRequested.ProtoReflect.Descriptor instead.
+func (*HitlRequested) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HitlRequested) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *HitlRequested) GetInputSchema() string {
+	if x != nil {
+		return x.InputSchema
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *HitlRequested) GetDefaultAction() string {
+	if x != nil {
+		return x.DefaultAction
+	}
+	return ""
+}
+
+// HitlReceived records a human's answer (or the request's timeout).
+type HitlReceived struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	StepId    string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// input is the answer as JSON text.
+	Input string `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	// by is "human" or "timeout".
+	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	SubAgentId    string `protobuf:"bytes,5,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HitlReceived) Reset() {
+	*x = HitlReceived{}
+	mi := &file_events_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HitlReceived) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HitlReceived) ProtoMessage() {}
+
+func (x *HitlReceived) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HitlReceived.ProtoReflect.Descriptor instead.
+func (*HitlReceived) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *HitlReceived) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+// SessionForked follows the events a fork copied from its source (re-stamped with the
+// fork's session id): the fork continues from there on its own.
+type SessionForked struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SourceSessionId string                 `protobuf:"bytes,1,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	// source_seq is the source's last event the fork copied.
+	SourceSeq uint64 `protobuf:"varint,2,opt,name=source_seq,json=sourceSeq,proto3" json:"source_seq,omitempty"`
+	// step_index is the time-travel step index the fork was made at.
+	StepIndex     uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionForked) Reset() {
+	*x = SessionForked{}
+	mi := &file_events_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionForked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionForked) ProtoMessage() {}
+
+func (x *SessionForked) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionForked.ProtoReflect.Descriptor instead.
+func (*SessionForked) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SessionForked) GetSourceSessionId() string {
+	if x != nil {
+		return x.SourceSessionId
+	}
+	return ""
+}
+
+func (x *SessionForked) GetSourceSeq() uint64 {
+	if x != nil {
+		return x.SourceSeq
+	}
+	return 0
+}
+
+func (x *SessionForked) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+// SubagentStarted records that a plan step was delegated to a sub-agent (or that an
+// existing sub-agent's context was resumed for it).
+type SubagentStarted struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SubAgentId string                 `protobuf:"bytes,1,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// agent_type is researcher | coder | writer | reviewer.
+	AgentType string `protobuf:"bytes,2,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	StepId    string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32 `protobuf:"varint,4,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// task is the brief the sub-agent starts from (goal, step, hand-offs of the steps it
+	// depends on, artifact paths); it opens (or continues) the sub-agent's context.
+	Task string `protobuf:"bytes,5,opt,name=task,proto3" json:"task,omitempty"`
+	// task_tokens is the brief's token count.
+	TaskTokens    uint32 `protobuf:"varint,6,opt,name=task_tokens,json=taskTokens,proto3" json:"task_tokens,omitempty"`
+	MaxIterations uint32 `protobuf:"varint,7,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"`
+	// tools are the tools the sub-agent may call.
+	Tools []string `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
+	// resumed is true when the context existed before (a retry or a reusing step).
+	Resumed       bool `protobuf:"varint,9,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentStarted) Reset() {
+	*x = SubagentStarted{}
+	mi := &file_events_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentStarted) ProtoMessage() {}
+
+func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
+func (*SubagentStarted) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SubagentStarted) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *SubagentStarted) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetTaskTokens() uint32 {
+	if x != nil {
+		return x.TaskTokens
+	}
+	return 0
+}
+
+func (x *SubagentStarted) GetMaxIterations() uint32 {
+	if x != nil {
+		return x.MaxIterations
+	}
+	return 0
+}
+
+func (x *SubagentStarted) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *SubagentStarted) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
+}
+
+// ResearcherReport holds a researcher's type-specific hand-off fields.
+type ResearcherReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sources       []string               `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	KeyFindings   []string               `protobuf:"bytes,2,rep,name=key_findings,json=keyFindings,proto3" json:"key_findings,omitempty"`
+	KnowledgeGaps []string               `protobuf:"bytes,3,rep,name=knowledge_gaps,json=knowledgeGaps,proto3" json:"knowledge_gaps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResearcherReport) Reset() {
+	*x = ResearcherReport{}
+	mi := &file_events_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResearcherReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResearcherReport) ProtoMessage() {}
+
+func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResearcherReport.ProtoReflect.Descriptor instead.
+func (*ResearcherReport) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ResearcherReport) GetSources() []string {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *ResearcherReport) GetKeyFindings() []string {
+	if x != nil {
+		return x.KeyFindings
+	}
+	return nil
+}
+
+func (x *ResearcherReport) GetKnowledgeGaps() []string {
+	if x != nil {
+		return x.KnowledgeGaps
+	}
+	return nil
+}
+
+// CoderReport holds a coder's type-specific hand-off fields.
+type CoderReport struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	FilesCreated []string               `protobuf:"bytes,1,rep,name=files_created,json=filesCreated,proto3" json:"files_created,omitempty"`
+	// tests_status is passing | failing | none.
+	TestsStatus   string `protobuf:"bytes,2,opt,name=tests_status,json=testsStatus,proto3" json:"tests_status,omitempty"`
+	ImplNotes     string `protobuf:"bytes,3,opt,name=impl_notes,json=implNotes,proto3" json:"impl_notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoderReport) Reset() {
+	*x = CoderReport{}
+	mi := &file_events_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoderReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoderReport) ProtoMessage() {}
+
+func (x *CoderReport) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoderReport.ProtoReflect.Descriptor instead.
+func (*CoderReport) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CoderReport) GetFilesCreated() []string {
+	if x != nil {
+		return x.FilesCreated
+	}
+	return nil
+}
+
+func (x *CoderReport) GetTestsStatus() string {
+	if x != nil {
+		return x.TestsStatus
+	}
+	return ""
+}
+
+func (x *CoderReport) GetImplNotes() string {
+	if x != nil {
+		return x.ImplNotes
+	}
+	return ""
+}
+
+// WriterReport holds a writer's type-specific hand-off fields.
+type WriterReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DocumentType  string                 `protobuf:"bytes,1,opt,name=document_type,json=documentType,proto3" json:"document_type,omitempty"`
+	WordCount     uint32                 `protobuf:"varint,2,opt,name=word_count,json=wordCount,proto3" json:"word_count,omitempty"`
+	Sections      []string               `protobuf:"bytes,3,rep,name=sections,proto3" json:"sections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriterReport) Reset() {
+	*x = WriterReport{}
+	mi := &file_events_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriterReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriterReport) ProtoMessage() {}
+
+func (x *WriterReport) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriterReport.ProtoReflect.Descriptor instead.
+func (*WriterReport) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WriterReport) GetDocumentType() string {
+	if x != nil {
+		return x.DocumentType
+	}
+	return ""
+}
+
+func (x *WriterReport) GetWordCount() uint32 {
+	if x != nil {
+		return x.WordCount
+	}
+	return 0
+}
+
+func (x *WriterReport) GetSections() []string {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+// ReviewerReport holds a reviewer's type-specific hand-off fields.
+type ReviewerReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// verdict is approve | revise | reject.
+	Verdict       string   `protobuf:"bytes,1,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	Issues        []string `protobuf:"bytes,2,rep,name=issues,proto3" json:"issues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviewerReport) Reset() {
+	*x = ReviewerReport{}
+	mi := &file_events_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewerReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewerReport) ProtoMessage() {}
+
+func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewerReport.ProtoReflect.Descriptor instead.
+func (*ReviewerReport) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReviewerReport) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *ReviewerReport) GetIssues() []string {
+	if x != nil {
+		return x.Issues
+	}
+	return nil
+}
+
+// SubagentResult is a sub-agent's structured hand-off: facts extracted by code merged
+// with the model's own interpretation.
+type SubagentResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// status is completed | partial | blocked | failed.
+	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// summary is the model's 1-2 sentence account (the raw answer when it could not be
+	// parsed).
+	Summary         string   `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	Recommendations []string `protobuf:"bytes,3,rep,name=recommendations,proto3" json:"recommendations,omitempty"`
+	Blockers        []string `protobuf:"bytes,4,rep,name=blockers,proto3" json:"blockers,omitempty"`
+	// confidence is the model's, 0-1.
+	Confidence float64 `protobuf:"fixed64,5,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	// Code-extracted facts.
+	ArtifactsCreated  []string `protobuf:"bytes,6,rep,name=artifacts_created,json=artifactsCreated,proto3" json:"artifacts_created,omitempty"`
+	ArtifactsModified []string `protobuf:"bytes,7,rep,name=artifacts_modified,json=artifactsModified,proto3" json:"artifacts_modified,omitempty"`
+	ToolsUsed         []string `protobuf:"bytes,8,rep,name=tools_used,json=toolsUsed,proto3" json:"tools_used,omitempty"`
+	Usage             *Usage   `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	DurationMs        int64    `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	CostUsd           float64  `protobuf:"fixed64,11,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// parse_error says why the model's hand-off could not be read (status is then
+	// partial and summary the raw answer).
+	ParseError string `protobuf:"bytes,12,opt,name=parse_error,json=parseError,proto3" json:"parse_error,omitempty"`
+	// Type-specific fields, by agent type.
+	Researcher    *ResearcherReport `protobuf:"bytes,20,opt,name=researcher,proto3" json:"researcher,omitempty"`
+	Coder         *CoderReport      `protobuf:"bytes,21,opt,name=coder,proto3" json:"coder,omitempty"`
+	Writer        *WriterReport     `protobuf:"bytes,22,opt,name=writer,proto3" json:"writer,omitempty"`
+	Reviewer      *ReviewerReport   `protobuf:"bytes,23,opt,name=reviewer,proto3" json:"reviewer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentResult) Reset() {
+	*x = SubagentResult{}
+	mi := &file_events_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentResult) ProtoMessage() {}
+
+func (x *SubagentResult) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
+func (*SubagentResult) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SubagentResult) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *SubagentResult) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *SubagentResult) GetRecommendations() []string {
+	if x != nil {
+		return x.Recommendations
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetBlockers() []string {
+	if x != nil {
+		return x.Blockers
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetConfidence() float64 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
+func (x *SubagentResult) GetArtifactsCreated() []string {
+	if x != nil {
+		return x.ArtifactsCreated
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetArtifactsModified() []string {
+	if x != nil {
+		return x.ArtifactsModified
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetToolsUsed() []string {
+	if x != nil {
+		return x.ToolsUsed
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *SubagentResult) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *SubagentResult) GetParseError() string {
+	if x != nil {
+		return x.ParseError
+	}
+	return ""
+}
+
+func (x *SubagentResult) GetResearcher() *ResearcherReport {
+	if x != nil {
+		return x.Researcher
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetCoder() *CoderReport {
+	if x != nil {
+		return x.Coder
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetWriter() *WriterReport {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
+func (x *SubagentResult) GetReviewer() *ReviewerReport {
+	if x != nil {
+		return x.Reviewer
+	}
+	return nil
+}
+
+// SubagentCompleted records a sub-agent's hand-off and what the orchestrator does next.
+type SubagentCompleted struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SubAgentId string                 `protobuf:"bytes,1,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	AgentType  string                 `protobuf:"bytes,2,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	StepId     string                 `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex  uint32                 `protobuf:"varint,4,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	Result     *SubagentResult        `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
+	// action is the orchestrator's decision: continue | retry | ask_human | fail.
+	Action        string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentCompleted) Reset() {
+	*x = SubagentCompleted{}
+	mi := &file_events_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentCompleted) ProtoMessage() {}
+
+func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentCompleted.ProtoReflect.Descriptor instead.
+func (*SubagentCompleted) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SubagentCompleted) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *SubagentCompleted) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *SubagentCompleted) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *SubagentCompleted) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *SubagentCompleted) GetResult() *SubagentResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SubagentCompleted) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+// ArtifactWritten records an artifact a tool stored in the session's workspace.
+type ArtifactWritten struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is "{session_id}/{type}/{filename}" in the artifact store.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// artifact_type is research | code | drafts | data | logs.
+	ArtifactType string `protobuf:"bytes,2,opt,name=artifact_type,json=artifactType,proto3" json:"artifact_type,omitempty"`
+	Filename     string `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	ContentType  string `protobuf:"bytes,4,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Size         uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	StepId       string `protobuf:"bytes,6,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	SubAgentId   string `protobuf:"bytes,7,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// call_id/idempotency_key name the tool call that wrote it.
+	CallId         string `protobuf:"bytes,8,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	IdempotencyKey string `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// sha256 is the content's hex digest.
+	Sha256 string `protobuf:"bytes,10,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// overwrote is true when the path already held an artifact of this session.
+	Overwrote     bool `protobuf:"varint,11,opt,name=overwrote,proto3" json:"overwrote,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactWritten) Reset() {
+	*x = ArtifactWritten{}
+	mi := &file_events_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactWritten) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactWritten) ProtoMessage() {}
+
+func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactWritten.ProtoReflect.Descriptor instead.
+func (*ArtifactWritten) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ArtifactWritten) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetArtifactType() string {
+	if x != nil {
+		return x.ArtifactType
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ArtifactWritten) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *ArtifactWritten) GetOverwrote() bool {
+	if x != nil {
+		return x.Overwrote
+	}
+	return false
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xf7\t\n" +
+	"\fevents.proto\x12\tfathom.v1\"\x9e\r\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2202,8 +3418,14 @@ const file_events_proto_rawDesc = "" +
 	"\x0ebreakpoint_set\x18\x1e \x01(\v2\x18.fathom.v1.BreakpointSetH\x00R\rbreakpointSet\x12P\n" +
 	"\x13breakpoints_cleared\x18\x1f \x01(\v2\x1d.fathom.v1.BreakpointsClearedH\x00R\x12breakpointsCleared\x12P\n" +
 	"\x13interrupt_triggered\x18  \x01(\v2\x1d.fathom.v1.InterruptTriggeredH\x00R\x12interruptTriggered\x12J\n" +
-	"\x11interrupt_resumed\x18! \x01(\v2\x1b.fathom.v1.InterruptResumedH\x00R\x10interruptResumedB\t\n" +
-	"\apayload\"\xc8\x01\n" +
+	"\x11interrupt_resumed\x18! \x01(\v2\x1b.fathom.v1.InterruptResumedH\x00R\x10interruptResumed\x12A\n" +
+	"\x0ehitl_requested\x18\" \x01(\v2\x18.fathom.v1.HitlRequestedH\x00R\rhitlRequested\x12>\n" +
+	"\rhitl_received\x18# \x01(\v2\x17.fathom.v1.HitlReceivedH\x00R\fhitlReceived\x12A\n" +
+	"\x0esession_forked\x18$ \x01(\v2\x18.fathom.v1.SessionForkedH\x00R\rsessionForked\x12G\n" +
+	"\x10subagent_started\x18( \x01(\v2\x1a.fathom.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12M\n" +
+	"\x12subagent_completed\x18) \x01(\v2\x1c.fathom.v1.SubagentCompletedH\x00R\x11subagentCompleted\x12G\n" +
+	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWrittenB\t\n" +
+	"\apayload\"\xdc\x01\n" +
 	"\n" +
 	"Breakpoint\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -2213,7 +3435,8 @@ const file_events_proto_rawDesc = "" +
 	"\x04once\x18\x05 \x01(\bR\x04once\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12%\n" +
-	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"F\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\x12\x12\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\"F\n" +
 	"\rBreakpointSet\x125\n" +
 	"\n" +
 	"breakpoint\x18\x01 \x01(\v2\x15.fathom.v1.BreakpointR\n" +
@@ -2239,12 +3462,18 @@ const file_events_proto_rawDesc = "" +
 	"\x0eSessionStarted\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.fathom.v1.SessionConfigR\x06config\x12\x17\n" +
-	"\auser_id\x18\x03 \x01(\tR\x06userId\"t\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\"\xb0\x02\n" +
 	"\bPlanStep\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\"\n" +
-	"\fdependencies\x18\x04 \x03(\tR\fdependencies\"Q\n" +
+	"\fdependencies\x18\x04 \x03(\tR\fdependencies\x12\x1c\n" +
+	"\tinterrupt\x18\x05 \x01(\tR\tinterrupt\x120\n" +
+	"\x14interrupt_timeout_ms\x18\x06 \x01(\x03R\x12interruptTimeoutMs\x12%\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\x12!\n" +
+	"\finput_schema\x18\b \x01(\tR\vinputSchema\x12 \n" +
+	"\fsub_agent_id\x18\t \x01(\tR\n" +
+	"subAgentId\"Q\n" +
 	"\vPlanCreated\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12)\n" +
 	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\xc5\x01\n" +
@@ -2255,17 +3484,19 @@ const file_events_proto_rawDesc = "" +
 	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12%\n" +
-	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\x8e\x01\n" +
+	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\xb0\x01\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12\x1c\n" +
-	"\titeration\x18\x05 \x01(\rR\titeration\"r\n" +
+	"\titeration\x18\x05 \x01(\rR\titeration\x12 \n" +
+	"\fsub_agent_id\x18\x06 \x01(\tR\n" +
+	"subAgentId\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xfe\x02\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xa0\x03\n" +
 	"\fLlmResponded\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -2280,7 +3511,9 @@ const file_events_proto_rawDesc = "" +
 	"\bcost_usd\x18\t \x01(\x01R\acostUsd\x12\x16\n" +
 	"\x06tokens\x18\n" +
 	" \x01(\rR\x06tokens\x120\n" +
-	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\"\x88\x02\n" +
+	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\x12 \n" +
+	"\fsub_agent_id\x18\f \x01(\tR\n" +
+	"subAgentId\"\x88\x02\n" +
 	"\vContextInfo\x12!\n" +
 	"\ftotal_tokens\x18\x01 \x01(\rR\vtotalTokens\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\rR\x06budget\x12!\n" +
@@ -2297,7 +3530,7 @@ const file_events_proto_rawDesc = "" +
 	"\x0fToolCallRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
-	"\targuments\x18\x03 \x01(\tR\targuments\"\xa5\x01\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"\xc7\x01\n" +
 	"\n" +
 	"ToolCalled\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
@@ -2305,13 +3538,15 @@ const file_events_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x12\n" +
 	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
-	"\x05index\x18\x06 \x01(\rR\x05index\"\x7f\n" +
+	"\x05index\x18\x06 \x01(\rR\x05index\x12 \n" +
+	"\fsub_agent_id\x18\a \x01(\tR\n" +
+	"subAgentId\"\x7f\n" +
 	"\vToolFailure\x12\x1d\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
-	"\bllm_text\x18\x04 \x01(\tR\allmText\"\xfa\x01\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\"\x9c\x02\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
@@ -2322,12 +3557,15 @@ const file_events_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\v2\x16.fathom.v1.ToolFailureR\x05error\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
 	"durationMs\x12\x16\n" +
-	"\x06tokens\x18\b \x01(\rR\x06tokens\"_\n" +
+	"\x06tokens\x18\b \x01(\rR\x06tokens\x12 \n" +
+	"\fsub_agent_id\x18\t \x01(\tR\n" +
+	"subAgentId\"\x84\x01\n" +
 	"\rStepCompleted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x02 \x01(\rR\tstepIndex\x12\x16\n" +
-	"\x06output\x18\x03 \x01(\tR\x06output\"\xbf\x01\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\x12#\n" +
+	"\routput_tokens\x18\x04 \x01(\rR\foutputTokens\"\xbf\x01\n" +
 	"\n" +
 	"StepFailed\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
@@ -2349,7 +3587,115 @@ const file_events_proto_rawDesc = "" +
 	"\x05usage\x18\x02 \x01(\v2\x10.fathom.v1.UsageR\x05usage\x12\x19\n" +
 	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\"%\n" +
 	"\rSessionFailed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05errorB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xc4\x02\n" +
+	"\rHitlRequested\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12 \n" +
+	"\fsub_agent_id\x18\x04 \x01(\tR\n" +
+	"subAgentId\x12\x1a\n" +
+	"\bquestion\x18\x05 \x01(\tR\bquestion\x12\x18\n" +
+	"\aoptions\x18\x06 \x03(\tR\aoptions\x12!\n" +
+	"\finput_schema\x18\a \x01(\tR\vinputSchema\x12\x17\n" +
+	"\acall_id\x18\b \x01(\tR\x06callId\x12,\n" +
+	"\x12deadline_unix_nano\x18\t \x01(\x03R\x10deadlineUnixNano\x12%\n" +
+	"\x0edefault_action\x18\n" +
+	" \x01(\tR\rdefaultAction\"\x8e\x01\n" +
+	"\fHitlReceived\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x14\n" +
+	"\x05input\x18\x03 \x01(\tR\x05input\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12 \n" +
+	"\fsub_agent_id\x18\x05 \x01(\tR\n" +
+	"subAgentId\"y\n" +
+	"\rSessionForked\x12*\n" +
+	"\x11source_session_id\x18\x01 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
+	"\n" +
+	"source_seq\x18\x02 \x01(\x04R\tsourceSeq\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex\"\x96\x02\n" +
+	"\x0fSubagentStarted\x12 \n" +
+	"\fsub_agent_id\x18\x01 \x01(\tR\n" +
+	"subAgentId\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x02 \x01(\tR\tagentType\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x04 \x01(\rR\tstepIndex\x12\x12\n" +
+	"\x04task\x18\x05 \x01(\tR\x04task\x12\x1f\n" +
+	"\vtask_tokens\x18\x06 \x01(\rR\n" +
+	"taskTokens\x12%\n" +
+	"\x0emax_iterations\x18\a \x01(\rR\rmaxIterations\x12\x14\n" +
+	"\x05tools\x18\b \x03(\tR\x05tools\x12\x18\n" +
+	"\aresumed\x18\t \x01(\bR\aresumed\"v\n" +
+	"\x10ResearcherReport\x12\x18\n" +
+	"\asources\x18\x01 \x03(\tR\asources\x12!\n" +
+	"\fkey_findings\x18\x02 \x03(\tR\vkeyFindings\x12%\n" +
+	"\x0eknowledge_gaps\x18\x03 \x03(\tR\rknowledgeGaps\"t\n" +
+	"\vCoderReport\x12#\n" +
+	"\rfiles_created\x18\x01 \x03(\tR\ffilesCreated\x12!\n" +
+	"\ftests_status\x18\x02 \x01(\tR\vtestsStatus\x12\x1d\n" +
+	"\n" +
+	"impl_notes\x18\x03 \x01(\tR\timplNotes\"n\n" +
+	"\fWriterReport\x12#\n" +
+	"\rdocument_type\x18\x01 \x01(\tR\fdocumentType\x12\x1d\n" +
+	"\n" +
+	"word_count\x18\x02 \x01(\rR\twordCount\x12\x1a\n" +
+	"\bsections\x18\x03 \x03(\tR\bsections\"B\n" +
+	"\x0eReviewerReport\x12\x18\n" +
+	"\averdict\x18\x01 \x01(\tR\averdict\x12\x16\n" +
+	"\x06issues\x18\x02 \x03(\tR\x06issues\"\xfb\x04\n" +
+	"\x0eSubagentResult\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\x12(\n" +
+	"\x0frecommendations\x18\x03 \x03(\tR\x0frecommendations\x12\x1a\n" +
+	"\bblockers\x18\x04 \x03(\tR\bblockers\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x05 \x01(\x01R\n" +
+	"confidence\x12+\n" +
+	"\x11artifacts_created\x18\x06 \x03(\tR\x10artifactsCreated\x12-\n" +
+	"\x12artifacts_modified\x18\a \x03(\tR\x11artifactsModified\x12\x1d\n" +
+	"\n" +
+	"tools_used\x18\b \x03(\tR\ttoolsUsed\x12&\n" +
+	"\x05usage\x18\t \x01(\v2\x10.fathom.v1.UsageR\x05usage\x12\x1f\n" +
+	"\vduration_ms\x18\n" +
+	" \x01(\x03R\n" +
+	"durationMs\x12\x19\n" +
+	"\bcost_usd\x18\v \x01(\x01R\acostUsd\x12\x1f\n" +
+	"\vparse_error\x18\f \x01(\tR\n" +
+	"parseError\x12;\n" +
+	"\n" +
+	"researcher\x18\x14 \x01(\v2\x1b.fathom.v1.ResearcherReportR\n" +
+	"researcher\x12,\n" +
+	"\x05coder\x18\x15 \x01(\v2\x16.fathom.v1.CoderReportR\x05coder\x12/\n" +
+	"\x06writer\x18\x16 \x01(\v2\x17.fathom.v1.WriterReportR\x06writer\x125\n" +
+	"\breviewer\x18\x17 \x01(\v2\x19.fathom.v1.ReviewerReportR\breviewer\"\xd7\x01\n" +
+	"\x11SubagentCompleted\x12 \n" +
+	"\fsub_agent_id\x18\x01 \x01(\tR\n" +
+	"subAgentId\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x02 \x01(\tR\tagentType\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x04 \x01(\rR\tstepIndex\x121\n" +
+	"\x06result\x18\x05 \x01(\v2\x19.fathom.v1.SubagentResultR\x06result\x12\x16\n" +
+	"\x06action\x18\x06 \x01(\tR\x06action\"\xd0\x02\n" +
+	"\x0fArtifactWritten\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12#\n" +
+	"\rartifact_type\x18\x02 \x01(\tR\fartifactType\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\x12!\n" +
+	"\fcontent_type\x18\x04 \x01(\tR\vcontentType\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x04R\x04size\x12\x17\n" +
+	"\astep_id\x18\x06 \x01(\tR\x06stepId\x12 \n" +
+	"\fsub_agent_id\x18\a \x01(\tR\n" +
+	"subAgentId\x12\x17\n" +
+	"\acall_id\x18\b \x01(\tR\x06callId\x12'\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x16\n" +
+	"\x06sha256\x18\n" +
+	" \x01(\tR\x06sha256\x12\x1c\n" +
+	"\toverwrote\x18\v \x01(\bR\toverwroteB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -2363,7 +3709,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -2390,6 +3736,17 @@ var file_events_proto_goTypes = []any{
 	(*PlanFailed)(nil),         // 22: fathom.v1.PlanFailed
 	(*SessionCompleted)(nil),   // 23: fathom.v1.SessionCompleted
 	(*SessionFailed)(nil),      // 24: fathom.v1.SessionFailed
+	(*HitlRequested)(nil),      // 25: fathom.v1.HitlRequested
+	(*HitlReceived)(nil),       // 26: fathom.v1.HitlReceived
+	(*SessionForked)(nil),      // 27: fathom.v1.SessionForked
+	(*SubagentStarted)(nil),    // 28: fathom.v1.SubagentStarted
+	(*ResearcherReport)(nil),   // 29: fathom.v1.ResearcherReport
+	(*CoderReport)(nil),        // 30: fathom.v1.CoderReport
+	(*WriterReport)(nil),       // 31: fathom.v1.WriterReport
+	(*ReviewerReport)(nil),     // 32: fathom.v1.ReviewerReport
+	(*SubagentResult)(nil),     // 33: fathom.v1.SubagentResult
+	(*SubagentCompleted)(nil),  // 34: fathom.v1.SubagentCompleted
+	(*ArtifactWritten)(nil),    // 35: fathom.v1.ArtifactWritten
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -2409,20 +3766,32 @@ var file_events_proto_depIdxs = []int32{
 	3,  // 14: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
 	4,  // 15: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
 	5,  // 16: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	1,  // 17: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 18: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 19: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 20: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	12, // 21: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	16, // 22: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	14, // 23: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	18, // 24: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	12, // 25: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	25, // 17: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
+	26, // 18: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
+	27, // 19: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
+	28, // 20: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
+	34, // 21: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
+	35, // 22: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
+	1,  // 23: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 24: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 25: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 26: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	12, // 27: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	16, // 28: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	14, // 29: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	18, // 30: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	12, // 31: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	12, // 32: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	29, // 33: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	30, // 34: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	31, // 35: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	32, // 36: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	33, // 37: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2448,6 +3817,12 @@ func file_events_proto_init() {
 		(*Event_BreakpointsCleared)(nil),
 		(*Event_InterruptTriggered)(nil),
 		(*Event_InterruptResumed)(nil),
+		(*Event_HitlRequested)(nil),
+		(*Event_HitlReceived)(nil),
+		(*Event_SessionForked)(nil),
+		(*Event_SubagentStarted)(nil),
+		(*Event_SubagentCompleted)(nil),
+		(*Event_ArtifactWritten)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2455,7 +3830,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -85,6 +85,140 @@ func (ErrorReason) EnumDescriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{0}
 }
 
+// ProvideInputRequest answers a human-input request.
+type ProvideInputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// step_id names the request's step; request_id, when set, names the request exactly
+	// (needed only when one step has several open requests).
+	StepId    string `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// input is the answer as JSON text (a bare string is taken as a JSON string).
+	Input         string `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProvideInputRequest) Reset() {
+	*x = ProvideInputRequest{}
+	mi := &file_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProvideInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProvideInputRequest) ProtoMessage() {}
+
+func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
+func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ProvideInputRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *ProvideInputRequest) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ProvideInputRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ProvideInputRequest) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+// ForkRequest forks source_session_id at step_index into the receiving grain's session.
+type ForkRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CommandId       string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	SourceSessionId string                 `protobuf:"bytes,2,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	// step_index: 0 = after planning; n = after the n-th step ended (as StateAt).
+	StepIndex     uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkRequest) Reset() {
+	*x = ForkRequest{}
+	mi := &file_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkRequest) ProtoMessage() {}
+
+func (x *ForkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
+func (*ForkRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *ForkRequest) GetSourceSessionId() string {
+	if x != nil {
+		return x.SourceSessionId
+	}
+	return ""
+}
+
+func (x *ForkRequest) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
 // CommandResponse acknowledges a durable command.
 type CommandResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -98,7 +232,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -110,7 +244,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -123,7 +257,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{0}
+	return file_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CommandResponse) GetSeq() uint64 {
@@ -151,7 +285,7 @@ type SetBreakpointRequest struct {
 
 func (x *SetBreakpointRequest) Reset() {
 	*x = SetBreakpointRequest{}
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -163,7 +297,7 @@ func (x *SetBreakpointRequest) String() string {
 func (*SetBreakpointRequest) ProtoMessage() {}
 
 func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -176,7 +310,7 @@ func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBreakpointRequest.ProtoReflect.Descriptor instead.
 func (*SetBreakpointRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{1}
+	return file_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SetBreakpointRequest) GetCommandId() string {
@@ -203,7 +337,7 @@ type ClearBreakpointsRequest struct {
 
 func (x *ClearBreakpointsRequest) Reset() {
 	*x = ClearBreakpointsRequest{}
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +349,7 @@ func (x *ClearBreakpointsRequest) String() string {
 func (*ClearBreakpointsRequest) ProtoMessage() {}
 
 func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +362,7 @@ func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearBreakpointsRequest.ProtoReflect.Descriptor instead.
 func (*ClearBreakpointsRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{2}
+	return file_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ClearBreakpointsRequest) GetCommandId() string {
@@ -248,7 +382,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +394,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +407,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{3}
+	return file_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PauseRequest) GetCommandId() string {
@@ -295,7 +429,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +441,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +454,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{4}
+	return file_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResumeRequest) GetCommandId() string {
@@ -353,7 +487,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +499,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +512,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{5}
+	return file_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StartRequest) GetCommandId() string {
@@ -423,7 +557,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +569,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +582,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{6}
+	return file_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -481,7 +615,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +627,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +640,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{7}
+	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
 // GetStateResponse carries the state and where the grain runs.
@@ -526,7 +660,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +672,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +685,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -591,7 +725,7 @@ type TimelineRequest struct {
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +737,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +750,7 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{9}
+	return file_session_proto_rawDescGZIP(), []int{11}
 }
 
 // TimelineEntry is one plan step on the timeline.
@@ -641,7 +775,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +787,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +800,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{10}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -769,7 +903,7 @@ type TimelineResponse struct {
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +915,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +928,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{11}
+	return file_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -843,7 +977,7 @@ type StateAtRequest struct {
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +989,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1002,7 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{12}
+	return file_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StateAtRequest) GetStepIndex() uint32 {
@@ -891,7 +1025,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1037,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1050,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{13}
+	return file_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -944,7 +1078,20 @@ var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
 	"\n" +
-	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"A\n" +
+	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"\x82\x01\n" +
+	"\x13ProvideInputRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"w\n" +
+	"\vForkRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12*\n" +
+	"\x11source_session_id\x18\x02 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex\"A\n" +
 	"\x0fCommandResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"l\n" +
@@ -1020,7 +1167,7 @@ const file_session_proto_rawDesc = "" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\xb1\x04\n" +
+	"\bINTERNAL\x10\x052\xb7\x05\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
@@ -1029,7 +1176,9 @@ const file_session_proto_rawDesc = "" +
 	"\rSetBreakpoint\x12\x1f.fathom.v1.SetBreakpointRequest\x1a\x1a.fathom.v1.CommandResponse\x12R\n" +
 	"\x10ClearBreakpoints\x12\".fathom.v1.ClearBreakpointsRequest\x1a\x1a.fathom.v1.CommandResponse\x12<\n" +
 	"\x05Pause\x12\x17.fathom.v1.PauseRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
-	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponse\x12J\n" +
+	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
+	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -1044,57 +1193,63 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
-	(*CommandResponse)(nil),         // 1: fathom.v1.CommandResponse
-	(*SetBreakpointRequest)(nil),    // 2: fathom.v1.SetBreakpointRequest
-	(*ClearBreakpointsRequest)(nil), // 3: fathom.v1.ClearBreakpointsRequest
-	(*PauseRequest)(nil),            // 4: fathom.v1.PauseRequest
-	(*ResumeRequest)(nil),           // 5: fathom.v1.ResumeRequest
-	(*StartRequest)(nil),            // 6: fathom.v1.StartRequest
-	(*StartResponse)(nil),           // 7: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),         // 8: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil),        // 9: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),         // 10: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),           // 11: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil),        // 12: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),          // 13: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),         // 14: fathom.v1.StateAtResponse
-	(*Breakpoint)(nil),              // 15: fathom.v1.Breakpoint
-	(*PlanStep)(nil),                // 16: fathom.v1.PlanStep
-	(*SessionConfig)(nil),           // 17: fathom.v1.SessionConfig
-	(*SessionState)(nil),            // 18: fathom.v1.SessionState
-	(StepStatus)(0),                 // 19: fathom.v1.StepStatus
-	(SessionStatus)(0),              // 20: fathom.v1.SessionStatus
+	(*ProvideInputRequest)(nil),     // 1: fathom.v1.ProvideInputRequest
+	(*ForkRequest)(nil),             // 2: fathom.v1.ForkRequest
+	(*CommandResponse)(nil),         // 3: fathom.v1.CommandResponse
+	(*SetBreakpointRequest)(nil),    // 4: fathom.v1.SetBreakpointRequest
+	(*ClearBreakpointsRequest)(nil), // 5: fathom.v1.ClearBreakpointsRequest
+	(*PauseRequest)(nil),            // 6: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 7: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 8: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 9: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 10: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 11: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 12: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 13: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 14: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 15: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 16: fathom.v1.StateAtResponse
+	(*Breakpoint)(nil),              // 17: fathom.v1.Breakpoint
+	(*PlanStep)(nil),                // 18: fathom.v1.PlanStep
+	(*SessionConfig)(nil),           // 19: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 20: fathom.v1.SessionState
+	(StepStatus)(0),                 // 21: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 22: fathom.v1.SessionStatus
 }
 var file_session_proto_depIdxs = []int32{
-	15, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	16, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	17, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	18, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	19, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	20, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	11, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	18, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	6,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	8,  // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	10, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	13, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	2,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
-	3,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	4,  // 14: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	5,  // 15: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	7,  // 16: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	9,  // 17: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	12, // 18: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	14, // 19: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	1,  // 20: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	1,  // 21: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	1,  // 22: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	1,  // 23: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
+	17, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	18, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	19, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	20, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	21, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	22, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	13, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	20, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	8,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	10, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	12, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	15, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	4,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
+	5,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
+	6,  // 14: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	7,  // 15: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	1,  // 16: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
+	2,  // 17: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
+	9,  // 18: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	11, // 19: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	14, // 20: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	16, // 21: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	3,  // 22: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	3,  // 23: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	3,  // 24: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	3,  // 25: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	3,  // 26: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	9,  // 27: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	18, // [18:28] is the sub-list for method output_type
+	8,  // [8:18] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -1113,7 +1268,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -151,6 +151,8 @@ type Session interface {
 	ClearBreakpoints(req *ClearBreakpointsRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Pause(req *PauseRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Resume(req *ResumeRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	ProvideInput(req *ProvideInputRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	Fork(req *ForkRequest, ctx cluster.GrainContext) (*StartResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -375,6 +377,60 @@ func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallO
 	}
 }
 
+// ProvideInput requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) ProvideInput(r *ProvideInputRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "ProvideInput"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 8, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
+// Fork requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOption) (*StartResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Fork"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 9, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *StartResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // SessionActor represents the actor structure
 type SessionActor struct {
 	ctx     cluster.GrainContext
@@ -557,6 +613,46 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 
 			r0, err := a.inner.Resume(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 8:
+			req := &ProvideInputRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] ProvideInput(ProvideInputRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.ProvideInput(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 9:
+			req := &ForkRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Fork(ForkRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Fork(req, a.ctx)
 			if err != nil {
 				resp := cluster.FromError(err)
 				ctx.Respond(resp)

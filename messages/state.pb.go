@@ -32,6 +32,8 @@ const (
 	SessionStatus_SESSION_STATUS_FAILED      SessionStatus = 4
 	// INTERRUPTED: stopped at a breakpoint or pause until resumed (or its deadline).
 	SessionStatus_SESSION_STATUS_INTERRUPTED SessionStatus = 5
+	// AWAITING_HUMAN: waiting for a human's input (hitl_requested) or its deadline.
+	SessionStatus_SESSION_STATUS_AWAITING_HUMAN SessionStatus = 6
 )
 
 // Enum value maps for SessionStatus.
@@ -43,14 +45,16 @@ var (
 		3: "SESSION_STATUS_COMPLETED",
 		4: "SESSION_STATUS_FAILED",
 		5: "SESSION_STATUS_INTERRUPTED",
+		6: "SESSION_STATUS_AWAITING_HUMAN",
 	}
 	SessionStatus_value = map[string]int32{
-		"SESSION_STATUS_UNSPECIFIED": 0,
-		"SESSION_STATUS_PLANNING":    1,
-		"SESSION_STATUS_EXECUTING":   2,
-		"SESSION_STATUS_COMPLETED":   3,
-		"SESSION_STATUS_FAILED":      4,
-		"SESSION_STATUS_INTERRUPTED": 5,
+		"SESSION_STATUS_UNSPECIFIED":    0,
+		"SESSION_STATUS_PLANNING":       1,
+		"SESSION_STATUS_EXECUTING":      2,
+		"SESSION_STATUS_COMPLETED":      3,
+		"SESSION_STATUS_FAILED":         4,
+		"SESSION_STATUS_INTERRUPTED":    5,
+		"SESSION_STATUS_AWAITING_HUMAN": 6,
 	}
 )
 
@@ -567,7 +571,16 @@ type SessionState struct {
 	// breakpoints are the session's runtime breakpoints, in the order they were set.
 	Breakpoints []*Breakpoint `protobuf:"bytes,30,rep,name=breakpoints,proto3" json:"breakpoints,omitempty"`
 	// interrupt is the interrupt the session is stopped at (nil: running).
-	Interrupt     *InterruptTriggered `protobuf:"bytes,31,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	Interrupt *InterruptTriggered `protobuf:"bytes,31,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// awaiting are the open human-input requests, in the order they were made.
+	Awaiting []*HitlRequested `protobuf:"bytes,32,rep,name=awaiting,proto3" json:"awaiting,omitempty"`
+	// sub_agents are the session's sub-agent contexts by sub_agent_id.
+	SubAgents map[string]*SubagentState `protobuf:"bytes,33,rep,name=sub_agents,json=subAgents,proto3" json:"sub_agents,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// artifacts is the projection of artifact_written: the newest record per path, in the
+	// order the paths were first written.
+	Artifacts []*ArtifactWritten `protobuf:"bytes,34,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	// forked_from is set on a fork.
+	ForkedFrom    *SessionForked `protobuf:"bytes,35,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -777,6 +790,274 @@ func (x *SessionState) GetInterrupt() *InterruptTriggered {
 	return nil
 }
 
+func (x *SessionState) GetAwaiting() []*HitlRequested {
+	if x != nil {
+		return x.Awaiting
+	}
+	return nil
+}
+
+func (x *SessionState) GetSubAgents() map[string]*SubagentState {
+	if x != nil {
+		return x.SubAgents
+	}
+	return nil
+}
+
+func (x *SessionState) GetArtifacts() []*ArtifactWritten {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *SessionState) GetForkedFrom() *SessionForked {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return nil
+}
+
+// SubagentState is a sub-agent's isolated, event-sourced context.
+type SubagentState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	AgentType string                 `protobuf:"bytes,2,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	// step_id/step_index: the step it runs (or last ran).
+	StepId    string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepIndex uint32 `protobuf:"varint,4,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// running is true between subagent_started and subagent_completed.
+	Running bool `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	// transcript is the sub-agent's whole conversation: task briefs (role "user"),
+	// assistant turns and tool results.
+	Transcript   []*TranscriptEntry `protobuf:"bytes,6,rep,name=transcript,proto3" json:"transcript,omitempty"`
+	Pending      *PendingCall       `protobuf:"bytes,7,opt,name=pending,proto3" json:"pending,omitempty"`
+	PendingTools []*PendingTool     `protobuf:"bytes,8,rep,name=pending_tools,json=pendingTools,proto3" json:"pending_tools,omitempty"`
+	// llm_calls and tool_calls count its calls over its life (ids "{id}/llm-N",
+	// idempotency keys "{session}/{id}/tool-N").
+	LlmCalls  uint32 `protobuf:"varint,9,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	ToolCalls uint32 `protobuf:"varint,10,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// iterations counts the LLM calls of the current run (bounded by max_iterations).
+	Iterations    uint32   `protobuf:"varint,11,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	MaxIterations uint32   `protobuf:"varint,12,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"`
+	Tools         []string `protobuf:"bytes,13,rep,name=tools,proto3" json:"tools,omitempty"`
+	Usage         *Usage   `protobuf:"bytes,14,opt,name=usage,proto3" json:"usage,omitempty"`
+	CostUsd       float64  `protobuf:"fixed64,15,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// run_started_seq / run_started_at: the current run's subagent_started.
+	RunStartedSeq        uint64 `protobuf:"varint,16,opt,name=run_started_seq,json=runStartedSeq,proto3" json:"run_started_seq,omitempty"`
+	RunStartedAtUnixNano int64  `protobuf:"varint,17,opt,name=run_started_at_unix_nano,json=runStartedAtUnixNano,proto3" json:"run_started_at_unix_nano,omitempty"`
+	// runs counts subagent_started events for it.
+	Runs uint32 `protobuf:"varint,18,opt,name=runs,proto3" json:"runs,omitempty"`
+	// result is the last hand-off.
+	Result *SubagentResult `protobuf:"bytes,19,opt,name=result,proto3" json:"result,omitempty"`
+	// run_tools_used and run_artifacts are the current run's facts for the hand-off.
+	RunToolsUsed         []string `protobuf:"bytes,20,rep,name=run_tools_used,json=runToolsUsed,proto3" json:"run_tools_used,omitempty"`
+	RunArtifactsCreated  []string `protobuf:"bytes,21,rep,name=run_artifacts_created,json=runArtifactsCreated,proto3" json:"run_artifacts_created,omitempty"`
+	RunArtifactsModified []string `protobuf:"bytes,22,rep,name=run_artifacts_modified,json=runArtifactsModified,proto3" json:"run_artifacts_modified,omitempty"`
+	RunUsage             *Usage   `protobuf:"bytes,23,opt,name=run_usage,json=runUsage,proto3" json:"run_usage,omitempty"`
+	RunCostUsd           float64  `protobuf:"fixed64,24,opt,name=run_cost_usd,json=runCostUsd,proto3" json:"run_cost_usd,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *SubagentState) Reset() {
+	*x = SubagentState{}
+	mi := &file_state_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentState) ProtoMessage() {}
+
+func (x *SubagentState) ProtoReflect() protoreflect.Message {
+	mi := &file_state_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentState.ProtoReflect.Descriptor instead.
+func (*SubagentState) Descriptor() ([]byte, []int) {
+	return file_state_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SubagentState) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SubagentState) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *SubagentState) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *SubagentState) GetStepIndex() uint32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *SubagentState) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *SubagentState) GetTranscript() []*TranscriptEntry {
+	if x != nil {
+		return x.Transcript
+	}
+	return nil
+}
+
+func (x *SubagentState) GetPending() *PendingCall {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
+func (x *SubagentState) GetPendingTools() []*PendingTool {
+	if x != nil {
+		return x.PendingTools
+	}
+	return nil
+}
+
+func (x *SubagentState) GetLlmCalls() uint32 {
+	if x != nil {
+		return x.LlmCalls
+	}
+	return 0
+}
+
+func (x *SubagentState) GetToolCalls() uint32 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
+func (x *SubagentState) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *SubagentState) GetMaxIterations() uint32 {
+	if x != nil {
+		return x.MaxIterations
+	}
+	return 0
+}
+
+func (x *SubagentState) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *SubagentState) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *SubagentState) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *SubagentState) GetRunStartedSeq() uint64 {
+	if x != nil {
+		return x.RunStartedSeq
+	}
+	return 0
+}
+
+func (x *SubagentState) GetRunStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.RunStartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SubagentState) GetRuns() uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *SubagentState) GetResult() *SubagentResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SubagentState) GetRunToolsUsed() []string {
+	if x != nil {
+		return x.RunToolsUsed
+	}
+	return nil
+}
+
+func (x *SubagentState) GetRunArtifactsCreated() []string {
+	if x != nil {
+		return x.RunArtifactsCreated
+	}
+	return nil
+}
+
+func (x *SubagentState) GetRunArtifactsModified() []string {
+	if x != nil {
+		return x.RunArtifactsModified
+	}
+	return nil
+}
+
+func (x *SubagentState) GetRunUsage() *Usage {
+	if x != nil {
+		return x.RunUsage
+	}
+	return nil
+}
+
+func (x *SubagentState) GetRunCostUsd() float64 {
+	if x != nil {
+		return x.RunCostUsd
+	}
+	return 0
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
@@ -820,7 +1101,7 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xbb\b\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x85\v\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -850,17 +1131,61 @@ const file_state_proto_rawDesc = "" +
 	"\bplan_seq\x18\x16 \x01(\x04R\aplanSeq\x123\n" +
 	"\asummary\x18\x17 \x01(\v2\x19.fathom.v1.SummaryUpdatedR\asummary\x127\n" +
 	"\vbreakpoints\x18\x1e \x03(\v2\x15.fathom.v1.BreakpointR\vbreakpoints\x12;\n" +
-	"\tinterrupt\x18\x1f \x01(\v2\x1d.fathom.v1.InterruptTriggeredR\tinterrupt\x1a;\n" +
+	"\tinterrupt\x18\x1f \x01(\v2\x1d.fathom.v1.InterruptTriggeredR\tinterrupt\x124\n" +
+	"\bawaiting\x18  \x03(\v2\x18.fathom.v1.HitlRequestedR\bawaiting\x12E\n" +
+	"\n" +
+	"sub_agents\x18! \x03(\v2&.fathom.v1.SessionState.SubAgentsEntryR\tsubAgents\x128\n" +
+	"\tartifacts\x18\" \x03(\v2\x1a.fathom.v1.ArtifactWrittenR\tartifacts\x129\n" +
+	"\vforked_from\x18# \x01(\v2\x18.fathom.v1.SessionForkedR\n" +
+	"forkedFrom\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xc3\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
+	"\x0eSubAgentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\x9f\a\n" +
+	"\rSubagentState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x02 \x01(\tR\tagentType\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x04 \x01(\rR\tstepIndex\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\bR\arunning\x12:\n" +
+	"\n" +
+	"transcript\x18\x06 \x03(\v2\x1a.fathom.v1.TranscriptEntryR\n" +
+	"transcript\x120\n" +
+	"\apending\x18\a \x01(\v2\x16.fathom.v1.PendingCallR\apending\x12;\n" +
+	"\rpending_tools\x18\b \x03(\v2\x16.fathom.v1.PendingToolR\fpendingTools\x12\x1b\n" +
+	"\tllm_calls\x18\t \x01(\rR\bllmCalls\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\n" +
+	" \x01(\rR\ttoolCalls\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\v \x01(\rR\n" +
+	"iterations\x12%\n" +
+	"\x0emax_iterations\x18\f \x01(\rR\rmaxIterations\x12\x14\n" +
+	"\x05tools\x18\r \x03(\tR\x05tools\x12&\n" +
+	"\x05usage\x18\x0e \x01(\v2\x10.fathom.v1.UsageR\x05usage\x12\x19\n" +
+	"\bcost_usd\x18\x0f \x01(\x01R\acostUsd\x12&\n" +
+	"\x0frun_started_seq\x18\x10 \x01(\x04R\rrunStartedSeq\x126\n" +
+	"\x18run_started_at_unix_nano\x18\x11 \x01(\x03R\x14runStartedAtUnixNano\x12\x12\n" +
+	"\x04runs\x18\x12 \x01(\rR\x04runs\x121\n" +
+	"\x06result\x18\x13 \x01(\v2\x19.fathom.v1.SubagentResultR\x06result\x12$\n" +
+	"\x0erun_tools_used\x18\x14 \x03(\tR\frunToolsUsed\x122\n" +
+	"\x15run_artifacts_created\x18\x15 \x03(\tR\x13runArtifactsCreated\x124\n" +
+	"\x16run_artifacts_modified\x18\x16 \x03(\tR\x14runArtifactsModified\x12-\n" +
+	"\trun_usage\x18\x17 \x01(\v2\x10.fathom.v1.UsageR\brunUsage\x12 \n" +
+	"\frun_cost_usd\x18\x18 \x01(\x01R\n" +
+	"runCostUsd*\xe6\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +
 	"\x18SESSION_STATUS_EXECUTING\x10\x02\x12\x1c\n" +
 	"\x18SESSION_STATUS_COMPLETED\x10\x03\x12\x19\n" +
 	"\x15SESSION_STATUS_FAILED\x10\x04\x12\x1e\n" +
-	"\x1aSESSION_STATUS_INTERRUPTED\x10\x05*\x92\x01\n" +
+	"\x1aSESSION_STATUS_INTERRUPTED\x10\x05\x12!\n" +
+	"\x1dSESSION_STATUS_AWAITING_HUMAN\x10\x06*\x92\x01\n" +
 	"\n" +
 	"StepStatus\x12\x1b\n" +
 	"\x17STEP_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -882,7 +1207,7 @@ func file_state_proto_rawDescGZIP() []byte {
 }
 
 var file_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_state_proto_goTypes = []any{
 	(SessionStatus)(0),         // 0: fathom.v1.SessionStatus
 	(StepStatus)(0),            // 1: fathom.v1.StepStatus
@@ -891,35 +1216,52 @@ var file_state_proto_goTypes = []any{
 	(*PendingTool)(nil),        // 4: fathom.v1.PendingTool
 	(*PendingCall)(nil),        // 5: fathom.v1.PendingCall
 	(*SessionState)(nil),       // 6: fathom.v1.SessionState
-	nil,                        // 7: fathom.v1.SessionState.CommandsEntry
-	(*PlanStep)(nil),           // 8: fathom.v1.PlanStep
-	(*ToolCallRequest)(nil),    // 9: fathom.v1.ToolCallRequest
-	(*SessionConfig)(nil),      // 10: fathom.v1.SessionConfig
-	(*Usage)(nil),              // 11: fathom.v1.Usage
-	(*SummaryUpdated)(nil),     // 12: fathom.v1.SummaryUpdated
-	(*Breakpoint)(nil),         // 13: fathom.v1.Breakpoint
-	(*InterruptTriggered)(nil), // 14: fathom.v1.InterruptTriggered
+	(*SubagentState)(nil),      // 7: fathom.v1.SubagentState
+	nil,                        // 8: fathom.v1.SessionState.CommandsEntry
+	nil,                        // 9: fathom.v1.SessionState.SubAgentsEntry
+	(*PlanStep)(nil),           // 10: fathom.v1.PlanStep
+	(*ToolCallRequest)(nil),    // 11: fathom.v1.ToolCallRequest
+	(*SessionConfig)(nil),      // 12: fathom.v1.SessionConfig
+	(*Usage)(nil),              // 13: fathom.v1.Usage
+	(*SummaryUpdated)(nil),     // 14: fathom.v1.SummaryUpdated
+	(*Breakpoint)(nil),         // 15: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 16: fathom.v1.InterruptTriggered
+	(*HitlRequested)(nil),      // 17: fathom.v1.HitlRequested
+	(*ArtifactWritten)(nil),    // 18: fathom.v1.ArtifactWritten
+	(*SessionForked)(nil),      // 19: fathom.v1.SessionForked
+	(*SubagentResult)(nil),     // 20: fathom.v1.SubagentResult
 }
 var file_state_proto_depIdxs = []int32{
-	8,  // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
+	10, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
 	1,  // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
 	3,  // 2: fathom.v1.StepState.transcript:type_name -> fathom.v1.TranscriptEntry
-	9,  // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	11, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
 	0,  // 4: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
-	10, // 5: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
+	12, // 5: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
 	2,  // 6: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
 	5,  // 7: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
-	11, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
-	7,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
+	13, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
+	8,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
 	4,  // 10: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	12, // 11: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
-	13, // 12: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
-	14, // 13: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 11: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
+	15, // 12: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	16, // 13: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	17, // 14: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
+	9,  // 15: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
+	18, // 16: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
+	19, // 17: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
+	3,  // 18: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 19: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 20: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	13, // 21: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	20, // 22: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	13, // 23: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	7,  // 24: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }
@@ -934,7 +1276,7 @@ func file_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_state_proto_rawDesc), len(file_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -21,6 +22,52 @@ type Call struct {
 	IdempotencyKey string
 	// SessionID and StepID say where the call was made (empty outside a session).
 	SessionID, StepID string
+	// SubAgentID is the sub-agent that made the call (empty for the orchestrator).
+	SubAgentID string
+}
+
+// Artifact describes an artifact a tool call stored in the session's workspace. Tools
+// report them with RecordArtifact; the session records each as an artifact_written
+// event with the call's result.
+type Artifact struct {
+	// Path is "{session_id}/{type}/{filename}" in the artifact store.
+	Path string
+	// Type is research | code | drafts | data | logs.
+	Type        string
+	Filename    string
+	ContentType string
+	Size        int64
+	// SHA256 is the content's hex digest.
+	SHA256 string
+	// Overwrote is true when the path held an artifact before.
+	Overwrote bool
+}
+
+type artifactsKey struct{}
+
+// artifactLog collects the artifacts one call records; the tool's goroutine writes it
+// and the executor reads it once the tool returned.
+type artifactLog struct {
+	mu   sync.Mutex
+	list []Artifact
+}
+
+// RecordArtifact reports an artifact the running call stored. Outside the executor (no
+// call in ctx) it does nothing.
+func RecordArtifact(ctx context.Context, a Artifact) {
+	l, ok := ctx.Value(artifactsKey{}).(*artifactLog)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	l.list = append(l.list, a)
+	l.mu.Unlock()
+}
+
+func (l *artifactLog) take() []Artifact {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Artifact(nil), l.list...)
 }
 
 type callInfoKey struct{}
@@ -42,6 +89,9 @@ type Result struct {
 	Err *ToolError
 	// Duration is how long the call took.
 	Duration time.Duration
+	// Artifacts are the artifacts the call stored (RecordArtifact), also when it failed
+	// after storing some.
+	Artifacts []Artifact
 }
 
 // Content is what goes back to the LLM as the tool message.
@@ -90,7 +140,8 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callInfoKey{}, c), timeout)
+	arts := &artifactLog{}
+	cctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(ctx, callInfoKey{}, c), artifactsKey{}, arts), timeout)
 	defer cancel()
 	type outcome struct {
 		out any
@@ -117,6 +168,7 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 	}()
 	select {
 	case o := <-done:
+		res.Artifacts = arts.take()
 		if o.err != nil {
 			if errors.Is(o.err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
 				res.Err = TimeoutError(c.Name, timeout)

@@ -201,6 +201,8 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			return fmt.Errorf("%w: summary_updated at seq %d covers seq %d", ErrBadEvent, ev.GetSeq(), u.GetCoveredThroughSeq())
 		}
 		s.Summary = u
+	case *messages.Event_ArtifactWritten:
+		applyArtifact(s, p.ArtifactWritten)
 	case nil:
 		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
 	default:
@@ -299,4 +301,16 @@ func removeBreakpoint(bps []*messages.Breakpoint, id string) []*messages.Breakpo
 		}
 	}
 	return out
+}
+
+// applyArtifact upserts a by path: the projection keeps the newest record of each path,
+// in the order paths were first written.
+func applyArtifact(s *messages.SessionState, a *messages.ArtifactWritten) {
+	for i, old := range s.Artifacts {
+		if old.GetPath() == a.GetPath() {
+			s.Artifacts[i] = a
+			return
+		}
+	}
+	s.Artifacts = append(s.Artifacts, a)
 }

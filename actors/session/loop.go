@@ -177,6 +177,7 @@ func decideToolResult(s *messages.SessionState, r *toolResult, now time.Time) []
 		return nil
 	}
 	b := newEvents(s, "", now)
+	recordArtifacts(b, s, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.res.Artifacts)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res, r.tokens)}
 	})
@@ -347,4 +348,17 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// recordArtifacts appends an artifact_written event for each artifact a tool call
+// stored, before the call's tool_result.
+func recordArtifacts(b *eventBuilder, s *messages.SessionState, stepID, subAgentID, callID, key string, arts []tools.Artifact) {
+	for _, a := range arts {
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_ArtifactWritten{ArtifactWritten: &messages.ArtifactWritten{
+				Path: a.Path, ArtifactType: a.Type, Filename: a.Filename, ContentType: a.ContentType, Size: uint64(max(a.Size, 0)),
+				StepId: stepID, SubAgentId: subAgentID, CallId: callID, IdempotencyKey: key, Sha256: a.SHA256, Overwrote: a.Overwrote,
+			}}
+		})
+	}
 }
