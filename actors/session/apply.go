@@ -74,10 +74,16 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.StartedSeq, st.StartedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
 		st.OpeningTokens = p.StepStarted.GetOpeningTokens()
 		st.EndedSeq, st.EndedAtUnixNano = 0, 0
-		s.CurrentStepIndex = p.StepStarted.GetStepIndex()
-		s.RetryAtUnixNano = 0
+		if !delegated(st.GetStep()) {
+			// current_step_index is the orchestrator's own step; sub-agent steps run beside it.
+			s.CurrentStepIndex = p.StepStarted.GetStepIndex()
+			s.RetryAtUnixNano = 0
+		}
 	case *messages.Event_LlmRequested:
 		r := p.LlmRequested
+		if r.GetSubAgentId() != "" {
+			return applySubAgentRequested(s, r, ev)
+		}
 		if len(s.PendingTools) > 0 {
 			return fmt.Errorf("%w: llm_requested %q while %d tool calls are pending", ErrBadEvent, r.GetCallId(), len(s.PendingTools))
 		}
@@ -91,6 +97,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 	case *messages.Event_LlmResponded:
 		r := p.LlmResponded
+		if r.GetSubAgentId() != "" {
+			return applySubAgentResponded(s, r, ev)
+		}
 		if s.Pending.GetCallId() != r.GetCallId() {
 			return fmt.Errorf("%w: llm_responded for %q while %q is pending", ErrBadEvent, r.GetCallId(), s.Pending.GetCallId())
 		}
@@ -106,6 +115,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.CostUsd += r.GetCostUsd()
 	case *messages.Event_ToolCalled:
 		c := p.ToolCalled
+		if c.GetSubAgentId() != "" {
+			return applySubAgentToolCalled(s, c)
+		}
 		st := currentStep(s, c.GetStepId())
 		if st == nil {
 			return fmt.Errorf("%w: tool_called for step %q, which is not running", ErrBadEvent, c.GetStepId())
@@ -116,6 +128,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		})
 	case *messages.Event_ToolResult:
 		r := p.ToolResult
+		if r.GetSubAgentId() != "" {
+			return applySubAgentToolResult(s, r, ev)
+		}
 		i := pendingTool(s, r.GetIdempotencyKey())
 		if i < 0 {
 			return fmt.Errorf("%w: tool_result for %q, which is not pending", ErrBadEvent, r.GetIdempotencyKey())
@@ -138,6 +153,11 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.Status = messages.StepStatus_STEP_STATUS_COMPLETED
 		st.Output = p.StepCompleted.GetOutput()
 		st.EndedSeq, st.EndedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
+		if n := p.StepCompleted.GetOutputTokens(); n > 0 {
+			// The output enters the orchestrator's history as a message of its own (a
+			// sub-agent's hand-off, a human's answer).
+			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "assistant", Content: st.Output, Seq: ev.GetSeq(), Tokens: n})
+		}
 	case *messages.Event_StepFailed:
 		st, err := stepAt(s, p.StepFailed.GetStepIndex(), p.StepFailed.GetStepId())
 		if err != nil {
@@ -146,8 +166,10 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.Status = messages.StepStatus_STEP_STATUS_FAILED
 		st.Error = p.StepFailed.GetError()
 		st.EndedSeq, st.EndedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
-		s.Pending, s.PendingTools = nil, nil
-		s.RetryAtUnixNano = p.StepFailed.GetRetryAtUnixNano()
+		if !delegated(st.GetStep()) {
+			s.Pending, s.PendingTools = nil, nil
+			s.RetryAtUnixNano = p.StepFailed.GetRetryAtUnixNano()
+		}
 	case *messages.Event_PlanFailed:
 		s.Pending = nil
 		s.RetryAtUnixNano = p.PlanFailed.GetRetryAtUnixNano()
@@ -191,10 +213,12 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
 		s.Result = p.SessionCompleted.GetResult()
 		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
+		stopSubAgents(s)
 	case *messages.Event_SessionFailed:
 		s.Status = messages.SessionStatus_SESSION_STATUS_FAILED
 		s.Error = p.SessionFailed.GetError()
 		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
+		stopSubAgents(s)
 	case *messages.Event_SummaryUpdated:
 		u := p.SummaryUpdated
 		if u.GetCoveredThroughSeq() >= ev.GetSeq() {
@@ -203,6 +227,16 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Summary = u
 	case *messages.Event_ArtifactWritten:
 		applyArtifact(s, p.ArtifactWritten)
+		applySubAgentArtifact(s, p.ArtifactWritten)
+	case *messages.Event_SubagentStarted:
+		return applySubAgentStarted(s, p.SubagentStarted, ev)
+	case *messages.Event_SubagentCompleted:
+		sa := s.GetSubAgents()[p.SubagentCompleted.GetSubAgentId()]
+		if sa == nil || !sa.GetRunning() {
+			return fmt.Errorf("%w: subagent_completed for %q, which is not running", ErrBadEvent, p.SubagentCompleted.GetSubAgentId())
+		}
+		sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
+		sa.Result = p.SubagentCompleted.GetResult()
 	case nil:
 		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
 	default:
@@ -222,7 +256,7 @@ func stepAt(s *messages.SessionState, idx uint32, id string) (*messages.StepStat
 	return st, nil
 }
 
-// currentStep is the running step if its id is id, else nil.
+// currentStep is the orchestrator's running step if its id is id, else nil.
 func currentStep(s *messages.SessionState, id string) *messages.StepState {
 	idx := int(s.GetCurrentStepIndex())
 	if idx >= len(s.Steps) || s.Steps[idx].GetStep().GetId() != id {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
@@ -66,6 +67,20 @@ type Config struct {
 	// Summary is when the rolling summary is regenerated (threshold of unsummarized
 	// tokens). Zero means memory.DefaultSummaryConfig().
 	Summary memory.SummaryConfig
+	// MaxParallelSubAgents bounds the sub-agents of one session running at once
+	// (independent plan steps). 0 means DefaultMaxParallelSubAgents.
+	MaxParallelSubAgents int
+	// SubAgentMaxIterations bounds the LLM calls of one sub-agent run. 0 means
+	// subagent.DefaultMaxIterations.
+	SubAgentMaxIterations uint32
+	// SubAgentTools replaces, by agent type (researcher, coder, writer, reviewer), the
+	// tools a sub-agent may call (subagent.ProfileFor's defaults), e.g. to give one a
+	// tool the node registered. Tools the node does not have are left out.
+	SubAgentTools map[string][]string
+
+	// toolNames are the node's tools (Register sets it): sub-agents get those of their
+	// profile that exist.
+	toolNames map[string]bool
 
 	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
 	tok *memory.Tokenizer
@@ -94,6 +109,23 @@ func (c Config) summaryConfig() memory.SummaryConfig {
 	}
 	return c.Summary
 }
+
+func (c Config) maxParallelSubAgents() int {
+	if c.MaxParallelSubAgents > 0 {
+		return c.MaxParallelSubAgents
+	}
+	return DefaultMaxParallelSubAgents
+}
+
+func (c Config) subAgentMaxIterations() uint32 {
+	if c.SubAgentMaxIterations > 0 {
+		return c.SubAgentMaxIterations
+	}
+	return subagent.DefaultMaxIterations
+}
+
+// hasTool reports whether the node has tool name.
+func (c Config) hasTool(name string) bool { return c.toolNames[name] }
 
 func (c Config) topK() int {
 	if c.SemanticTopK > 0 {
@@ -164,6 +196,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: step attempts must be at least 1")
 	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
 		return errors.New("session config: tool call bounds must be positive")
+	case c.MaxParallelSubAgents < 0:
+		return errors.New("session config: max parallel sub-agents must not be negative")
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	}
@@ -291,6 +325,10 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	}
 	d.Config.tok = d.Tokenizer
 	d.specs = toolSpecs(d.Tools)
+	d.Config.toolNames = make(map[string]bool, len(d.specs))
+	for _, sp := range d.specs {
+		d.Config.toolNames[sp.Name] = true
+	}
 	system.Extensions.Register(d)
 	return nil
 }

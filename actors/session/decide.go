@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -38,6 +40,24 @@ type eventBuilder struct {
 	cmdID string
 	at    int64
 	evs   []*messages.Event
+	// proj is s with evs applied, kept up to date by add once state() made it.
+	proj *messages.SessionState
+}
+
+// state returns the state the decision has reached: s with the events added so far
+// applied (a copy; s is never mutated). Decisions that depend on their own earlier events
+// (which steps are ready after a step completed) read it. An event that does not apply
+// leaves the projection where it stopped; commit refuses such a decision anyway.
+func (b *eventBuilder) state() *messages.SessionState {
+	if b.proj == nil {
+		b.proj = proto.Clone(b.s).(*messages.SessionState)
+		for _, ev := range b.evs {
+			if Apply(b.proj, ev) != nil {
+				break
+			}
+		}
+	}
+	return b.proj
 }
 
 func newEvents(s *messages.SessionState, cmdID string, now time.Time) *eventBuilder {
@@ -53,6 +73,9 @@ func (b *eventBuilder) add(set func(*messages.Event)) {
 	}
 	set(ev)
 	b.evs = append(b.evs, ev)
+	if b.proj != nil {
+		_ = Apply(b.proj, ev)
+	}
 }
 
 // decideStart validates a start command and returns the events it produces.
@@ -129,10 +152,10 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 	}
 	var raw struct {
 		Steps []struct {
-			ID           string   `json:"id"`
-			Type         string   `json:"type"`
-			Description  string   `json:"description"`
-			Dependencies []string `json:"dependencies"`
+			ID           string    `json:"id"`
+			Type         string    `json:"type"`
+			Description  string    `json:"description"`
+			Dependencies *[]string `json:"dependencies"`
 		} `json:"steps"`
 	}
 	if err := json.Unmarshal([]byte(content[start:end+1]), &raw); err != nil {
@@ -163,7 +186,75 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 		if !stepTypes[typ] {
 			typ = "custom"
 		}
-		steps = append(steps, &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: r.Dependencies})
+		// A step without a dependencies field follows the previous one (a sequential
+		// plan); an explicit list, even empty, is taken as given.
+		var deps []string
+		if r.Dependencies != nil {
+			deps = *r.Dependencies
+		} else if i > 0 {
+			deps = []string{steps[i-1].GetId()}
+		}
+		steps = append(steps, &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: deps})
+	}
+	if err := checkDependencies(steps); err != nil {
+		return nil, err
 	}
 	return steps, nil
+}
+
+// checkDependencies refuses a plan whose dependencies name unknown steps, a step itself,
+// or form a cycle (the plan could never finish). Duplicates are dropped.
+func checkDependencies(steps []*messages.PlanStep) error {
+	index := make(map[string]int, len(steps))
+	for i, st := range steps {
+		index[st.GetId()] = i
+	}
+	for _, st := range steps {
+		seen := map[string]bool{}
+		deps := st.Dependencies[:0]
+		for _, d := range st.GetDependencies() {
+			d = strings.TrimSpace(d)
+			switch _, ok := index[d]; {
+			case d == st.GetId():
+				return fmt.Errorf("step %s depends on itself", st.GetId())
+			case !ok:
+				return fmt.Errorf("step %s depends on unknown step %q", st.GetId(), d)
+			case seen[d]:
+				continue
+			}
+			seen[d] = true
+			deps = append(deps, d)
+		}
+		st.Dependencies = deps
+	}
+	// Kahn's algorithm: every step must become ready at some point.
+	indeg := make([]int, len(steps))
+	next := make([][]int, len(steps))
+	for i, st := range steps {
+		for _, d := range st.GetDependencies() {
+			indeg[i]++
+			next[index[d]] = append(next[index[d]], i)
+		}
+	}
+	var queue []int
+	for i, n := range indeg {
+		if n == 0 {
+			queue = append(queue, i)
+		}
+	}
+	done := 0
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		done++
+		for _, j := range next[i] {
+			if indeg[j]--; indeg[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	if done != len(steps) {
+		return errors.New("plan dependencies form a cycle")
+	}
+	return nil
 }

@@ -33,7 +33,7 @@ func types(evs []*messages.Event) string {
 }
 
 const plan3 = `Here is the plan:
-{"steps":[{"id":"a","type":"research","description":"look"},{"id":"b","type":"analysis","description":"think"},{"type":"write","description":"write"}]}`
+{"steps":[{"id":"a","type":"custom","description":"look"},{"id":"b","type":"analysis","description":"think"},{"type":"summary","description":"write"}]}`
 
 // TestDecideFullLoop drives start → plan → three steps → completed through decide and
 // Apply alone, and checks the state at each point.
@@ -209,6 +209,31 @@ func TestUnsummarizedTokensMatchesTheHistory(t *testing.T) {
 	for through := uint64(0); through <= 10; through++ {
 		if got, want := unsummarizedTokens(s, through), memory.UnsummarizedTokens(hist, through); got != want {
 			t.Fatalf("through %d: %d, want %d", through, got, want)
+		}
+	}
+}
+
+func TestParsePlanDependencies(t *testing.T) {
+	steps, err := parsePlan(`{"steps":[{"id":"a","type":"research","description":"x"},{"id":"b","type":"code","description":"y"},`+
+		`{"id":"c","type":"write","description":"z","dependencies":[]},{"id":"d","type":"review","description":"w","dependencies":["b","c","b"]}]}`, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, s := range steps {
+		got = append(got, s.GetId()+":"+strings.Join(s.GetDependencies(), "+"))
+	}
+	// Omitted: the previous step; explicit (even empty): as given, without duplicates.
+	if want := "a:,b:a,c:,d:b+c"; strings.Join(got, ",") != want {
+		t.Fatalf("dependencies %s, want %s", strings.Join(got, ","), want)
+	}
+	for plan, want := range map[string]string{
+		`{"steps":[{"id":"a","description":"x","dependencies":["zz"]}]}`:                                                  "unknown step",
+		`{"steps":[{"id":"a","description":"x","dependencies":["a"]}]}`:                                                   "itself",
+		`{"steps":[{"id":"a","description":"x","dependencies":["b"]},{"id":"b","description":"y","dependencies":["a"]}]}`: "cycle",
+	} {
+		if _, err := parsePlan(plan, 10); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("parsePlan(%s) = %v, want an error about %q", plan, err, want)
 		}
 	}
 }

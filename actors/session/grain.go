@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -54,7 +55,12 @@ type Grain struct {
 	runner     *actor.PID
 	runnerCall string
 	// tools are the running tool calls by idempotency key.
-	tools      map[string]*actor.PID
+	tools map[string]*actor.PID
+	// subs are the sub-agent actors by sub_agent_id.
+	subs map[string]*actor.PID
+	// loads counts loads of the state from the journal (sub-agent actors' Work
+	// generation).
+	loads      uint64
 	watchdog   *time.Timer
 	retry      *time.Timer
 	retryDelay time.Duration
@@ -157,6 +163,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
+	case *subagent.NeedWork:
+		g.onNeedWork(ctx, msg)
+	case *subagent.CallLost:
+		g.onCallLost(ctx, msg)
+	case *subagent.ToolLost:
+		g.onToolLost(ctx, msg)
 	default:
 		if g.log != nil {
 			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
@@ -258,6 +270,7 @@ func (g *Grain) load() error {
 		return err
 	}
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
+	g.loads++
 	return nil
 }
 
@@ -356,7 +369,11 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 // step runner, the pending tool calls in tool runners (up to MaxParallelTools at once),
 // the timer of a retry.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	if g.fenced || g.loadErr != nil || Terminal(g.state) {
+	if g.fenced || g.loadErr != nil {
+		return
+	}
+	g.kickSubAgents(ctx)
+	if Terminal(g.state) {
 		return
 	}
 	if p := g.state.GetPending(); p != nil && g.runner == nil {
@@ -372,7 +389,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		if g.tools == nil {
 			g.tools = map[string]*actor.PID{}
 		}
-		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, c), "tool-runner")
+		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", c), "tool-runner")
 	}
 	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
 		g.stepRetryAt = at
@@ -453,7 +470,7 @@ func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
 
 func (g *Grain) onToolResult(ctx cluster.GrainContext, r *toolResult) {
 	delete(g.tools, r.key)
-	g.onDecision(ctx, "tool result "+r.key, func() []*messages.Event { return decideToolResult(g.state, r, g.deps.Now()) })
+	g.onDecision(ctx, "tool result "+r.key, func() []*messages.Event { return decideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
 // onDecision commits what decide returns for the current state, then starts whatever
@@ -499,7 +516,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.runner != nil || len(g.tools) > 0 || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
+	busy := g.runner != nil || len(g.tools) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
 		g.state.GetInterrupt().GetDeadlineUnixNano() != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()

@@ -29,15 +29,6 @@ const (
 	PauseBreakpointID = "pause"
 )
 
-// beginStep starts step idx (a first attempt), unless a breakpoint stops it before.
-func beginStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx uint32) {
-	if bp := matchBreakpoint(s, positionBefore, steps[idx]); bp != nil {
-		interrupt(b, bp, idx, steps[idx].GetId())
-		return
-	}
-	startStep(b, s, cfg, steps, idx, 1, s.GetIterations())
-}
-
 // matchBreakpoint returns the first breakpoint at position matching step, or nil.
 func matchBreakpoint(s *messages.SessionState, position string, step *messages.PlanStep) *messages.Breakpoint {
 	for _, bp := range s.GetBreakpoints() {
@@ -181,8 +172,9 @@ func nextStepIndex(it *messages.InterruptTriggered) uint32 {
 	return it.GetStepIndex()
 }
 
-// endInterrupt records interrupt_resumed and then fails the session or starts the next
-// step (its before-breakpoints are not checked again: this resume is for it).
+// endInterrupt records interrupt_resumed and then fails the session or starts the step
+// that runs next when it is ready (its before-breakpoints are not checked again: this
+// resume is for it), then whatever else the plan allows (advance).
 func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, action string, modified *messages.PlanStep) {
 	it := s.GetInterrupt()
 	b.add(func(e *messages.Event) {
@@ -192,13 +184,19 @@ func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, act
 		fail(b, fmt.Sprintf("interrupt %s step %s timed out; its default action is fail", it.GetPosition(), it.GetStepId()))
 		return
 	}
-	steps := planSteps(s)
+	st := b.state()
 	next := nextStepIndex(it)
-	if modified != nil {
-		steps = append([]*messages.PlanStep(nil), steps...)
-		steps[next] = modified
+	if int(next) < len(st.GetSteps()) {
+		step := st.GetSteps()[next]
+		busy := orchestratorBusy(st)
+		if delegated(step.GetStep()) {
+			busy = runningSubAgents(st) >= cfg.maxParallelSubAgents()
+		}
+		if step.GetStatus() == messages.StepStatus_STEP_STATUS_PENDING && dependenciesDone(st, step.GetStep()) && !busy {
+			startAnyStep(b, cfg, step.GetStep(), next, 1, "")
+		}
 	}
-	startStep(b, s, cfg, steps, next, 1, s.GetIterations())
+	advance(b, cfg)
 }
 
 // SetBreakpoint adds a breakpoint. Idempotent by command id.

@@ -60,6 +60,12 @@ type toolResult struct {
 // decideLLMResult turns the result of the pending call into events. It returns nil when
 // the result is stale (not the pending call).
 func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
+	if sa := subAgentByCall(s, r.callID); sa != nil {
+		if Terminal(s) {
+			return nil
+		}
+		return decideSubAgentLLMResult(s, sa, r, cfg, now)
+	}
 	p := s.GetPending()
 	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
 		return nil
@@ -87,13 +93,13 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
 		})
-		beginStep(b, s, cfg, steps, 0)
+		advance(b, cfg)
 		return b.evs
 	}
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
 	if len(calls) == 0 {
-		completeStep(b, s, cfg, idx, r.content, r.usage, cost)
+		completeStep(b, s, cfg, idx, r.content)
 		return b.evs
 	}
 	next := st.GetToolCalls()
@@ -162,9 +168,12 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 
 // decideToolResult records a tool call's outcome. When it was the turn's last pending
 // call, the next LLM call of the step follows. It returns nil for a stale result.
-func decideToolResult(s *messages.SessionState, r *toolResult, now time.Time) []*messages.Event {
+func decideToolResult(s *messages.SessionState, r *toolResult, cfg Config, now time.Time) []*messages.Event {
 	if Terminal(s) {
 		return nil
+	}
+	if sa, pt := subAgentByTool(s, r.key); sa != nil {
+		return decideSubAgentToolResult(s, sa, pt, r, cfg, now)
 	}
 	var pt *messages.PendingTool
 	for _, c := range s.GetPendingTools() {
@@ -271,26 +280,14 @@ func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, s
 
 // completeStep records the step's final answer and starts the next step or completes
 // the session.
-func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string, usage *messages.Usage, cost float64) {
+func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string) {
 	st := s.GetSteps()[idx]
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
 			StepId: st.GetStep().GetId(), StepIndex: idx, Output: output,
 		}}
 	})
-	steps := planSteps(s)
-	if int(idx)+1 < len(steps) {
-		if bp := matchBreakpoint(s, positionAfter, steps[idx]); bp != nil {
-			interrupt(b, bp, idx, steps[idx].GetId())
-			return
-		}
-		beginStep(b, s, cfg, steps, idx+1)
-		return
-	}
-	total, totalCost := addUsage(s.GetUsage(), usage), s.GetCostUsd()+cost
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: output, Usage: total, CostUsd: totalCost}}
-	})
+	afterStep(b, cfg, idx)
 }
 
 func fail(b *eventBuilder, msg string) {

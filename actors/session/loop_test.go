@@ -11,7 +11,7 @@ import (
 	"github.com/fathom-agents/fathom/tools"
 )
 
-const plan1 = `{"steps":[{"id":"a","type":"research","description":"look"}]}`
+const plan1 = `{"steps":[{"id":"a","type":"custom","description":"look"}]}`
 
 // planned returns a session that has planned plan and is waiting for step a's first call.
 func planned(t *testing.T, cfg *messages.SessionConfig, plan string) *messages.SessionState {
@@ -50,13 +50,13 @@ func TestDecideToolLoop(t *testing.T) {
 		t.Fatalf("pending tools %v, pending call %v", s.GetPendingTools(), s.GetPending())
 	}
 	// The second call finishes first.
-	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{CallID: "c2", Output: "todo ok"}}, t0)
+	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{CallID: "c2", Output: "todo ok"}}, DefaultConfig(), t0)
 	if got := types(evs); got != "tool_result" {
 		t.Fatalf("first result: %s", got)
 	}
 	fold(t, s, evs)
 	terr := tools.ValidationError("search", "/query: missing")
-	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{CallID: "c1", Err: terr}}, t0)
+	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{CallID: "c1", Err: terr}}, DefaultConfig(), t0)
 	if got := types(evs); got != "tool_result,llm_requested" {
 		t.Fatalf("last result: %s", got)
 	}
@@ -68,7 +68,7 @@ func TestDecideToolLoop(t *testing.T) {
 		t.Fatalf("next call %v after %d iterations", s.GetPending(), s.GetIterations())
 	}
 	// A duplicate result (a runner that finished twice, a replayed message) is stale.
-	if evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "again"}}, t0); len(evs) != 0 {
+	if evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "again"}}, DefaultConfig(), t0); len(evs) != 0 {
 		t.Fatalf("stale tool result produced %s", types(evs))
 	}
 	req, err := buildRequest(s, mustPrompts(t), nil)
@@ -90,7 +90,7 @@ func TestDecideToolLoop(t *testing.T) {
 	if k := s.GetPendingTools()[0].GetIdempotencyKey(); k != "s1/a/tool-3" {
 		t.Fatalf("third call key %s", k)
 	}
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-3", res: tools.Result{Output: "found"}}, t0))
+	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-3", res: tools.Result{Output: "found"}}, DefaultConfig(), t0))
 	evs = decideLLMResult(s, &llmResult{callID: "a/llm-3", content: "done"}, cfg, t0)
 	if got := types(evs); got != "llm_responded,step_completed,session_completed" {
 		t.Fatalf("final events %s", got)
@@ -130,7 +130,7 @@ func TestDecideToolCallBounds(t *testing.T) {
 	t.Run("max iterations fails the step in the middle of its loop", func(t *testing.T) {
 		s := planned(t, &messages.SessionConfig{MaxIterations: 2}, plan1)
 		fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("x:t")}, DefaultConfig(), t0))
-		evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, t0)
+		evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0)
 		if got := types(evs); got != "tool_result,step_failed,session_failed" {
 			t.Fatalf("events %s", got)
 		}
@@ -152,7 +152,7 @@ func TestDecideRetryableFailures(t *testing.T) {
 	cfg.StepAttempts = 2
 	s := planned(t, nil, plan1)
 	fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("x:t")}, cfg, t0))
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, t0))
+	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
 	evs := decideLLMResult(s, &llmResult{callID: "a/llm-2", err: errors.New("HTTP 429"), retryable: true}, cfg, t0)
 	if got := types(evs); got != "step_failed" {
 		t.Fatalf("events %s", got)
@@ -182,7 +182,7 @@ func TestDecideRetryableFailures(t *testing.T) {
 	if k := s.GetPendingTools()[0].GetIdempotencyKey(); k != "s1/a/tool-2" {
 		t.Fatalf("attempt 2 key %s", k)
 	}
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{Output: "ok"}}, t0))
+	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
 	evs = decideLLMResult(s, &llmResult{callID: "a/llm-4", err: errors.New("circuit open"), retryable: true}, cfg, t0)
 	if got := types(evs); got != "step_failed,session_failed" {
 		t.Fatalf("last attempt events %s", got)

@@ -71,10 +71,18 @@ func (g *Grain) embed(ev *messages.Event) {
 	case *messages.Event_StepStarted:
 		text, role = openingMessage(g.state.GetGoal(), p.StepStarted.GetDescription()), "user"
 	case *messages.Event_LlmResponded:
-		if p.LlmResponded.GetStepId() != "" {
+		// A sub-agent's messages are its own context, not the orchestrator's history.
+		if p.LlmResponded.GetStepId() != "" && p.LlmResponded.GetSubAgentId() == "" {
 			text, role = p.LlmResponded.GetContent(), "assistant"
 		}
+	case *messages.Event_StepCompleted:
+		if p.StepCompleted.GetOutputTokens() > 0 {
+			text, role = p.StepCompleted.GetOutput(), "assistant"
+		}
 	case *messages.Event_ToolResult:
+		if p.ToolResult.GetSubAgentId() != "" {
+			return
+		}
 		text, role = p.ToolResult.GetResult(), "tool"
 		if e := p.ToolResult.GetError(); e != nil {
 			text = e.GetLlmText()
@@ -155,24 +163,18 @@ func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
 // unsummarizedTokens is memory.UnsummarizedTokens(history(s), through) without building
 // the history: the tokens of the history messages recorded after seq through.
 func unsummarizedTokens(s *messages.SessionState, through uint64) int {
-	steps := s.GetSteps()
 	n := 0
-	for i := min(int(s.GetCurrentStepIndex()), len(steps)-1); i >= 0; i-- {
-		st := steps[i]
-		if st.GetStartedSeq() == 0 {
+	for _, st := range s.GetSteps() {
+		if !inHistory(st) {
 			continue
 		}
+		if st.GetStartedSeq() > through {
+			n += int(st.GetOpeningTokens())
+		}
 		tr := st.GetTranscript()
-		for j := len(tr) - 1; j >= 0; j-- {
-			if tr[j].GetSeq() <= through {
-				return n
-			}
+		for j := len(tr) - 1; j >= 0 && tr[j].GetSeq() > through; j-- {
 			n += int(tr[j].GetTokens())
 		}
-		if st.GetStartedSeq() <= through {
-			return n
-		}
-		n += int(st.GetOpeningTokens())
 	}
 	return n
 }

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -55,7 +57,10 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 // d.Vectors; a failed search means no hits) and the most recent messages. It reads s
 // only (committed state is never mutated), so the step runner calls it off the grain's
 // mailbox. info describes the context (nil for a plan call).
-func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState) (req llm.Request, info *messages.ContextInfo, err error) {
+func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string) (req llm.Request, info *messages.ContextInfo, err error) {
+	if sa := subAgentByCall(s, callID); sa != nil {
+		return buildSubAgentRequest(ctx, d, s, sa)
+	}
 	if s.GetPending().GetPurpose() != purposeStep {
 		req, err = buildRequest(s, d.Prompts, d.specs)
 		return req, nil, err
@@ -145,20 +150,23 @@ func openingMessage(goal, description string) string {
 	return fmt.Sprintf("Goal: %s\nStep: %s\n", goal, description)
 }
 
-// history is the session's recorded conversation in seq order, with stored token
-// counts: for every started step up to the current one, its opening user message (seq
-// of step_started) and its transcript (the current attempt's). Earlier steps' final
-// answers are their last assistant messages.
+// history is the orchestrator's recorded conversation in seq order, with stored token
+// counts: for every step it ran itself (up to the current one), its opening user message
+// (seq of step_started) and its transcript (the current attempt's); for every step a
+// sub-agent completed, its opening message and the hand-off (recorded with its
+// step_completed). A running sub-agent's work is not the orchestrator's: it appears once
+// handed off. Earlier steps' final answers are their last assistant messages.
 func history(s *messages.SessionState) []memory.Message {
 	steps := s.GetSteps()
-	last := min(int(s.GetCurrentStepIndex()), len(steps)-1)
 	n := 0
-	for _, st := range steps[:last+1] {
-		n += 1 + len(st.GetTranscript())
+	for _, st := range steps {
+		if inHistory(st) {
+			n += 1 + len(st.GetTranscript())
+		}
 	}
 	out := make([]memory.Message, 0, n)
-	for _, st := range steps[:last+1] {
-		if st.GetStartedSeq() == 0 {
+	for _, st := range steps {
+		if !inHistory(st) {
 			continue
 		}
 		out = append(out, memory.Message{
@@ -173,7 +181,21 @@ func history(s *messages.SessionState) []memory.Message {
 			out = append(out, msg)
 		}
 	}
+	// Steps that ran side by side interleave in the stream; the memory library reads
+	// messages in seq order. A sequential plan is in order already.
+	if !slices.IsSortedFunc(out, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) }) {
+		slices.SortStableFunc(out, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
 	return out
+}
+
+// inHistory reports whether step st's messages are part of the orchestrator's history:
+// a started step it runs itself, or a step a sub-agent completed.
+func inHistory(st *messages.StepState) bool {
+	if st.GetStartedSeq() == 0 {
+		return false
+	}
+	return !delegated(st.GetStep()) || st.GetStatus() == messages.StepStatus_STEP_STATUS_COMPLETED
 }
 
 // toolSpecs describes the registry's tools for the model.

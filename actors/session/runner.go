@@ -96,7 +96,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 			span.SetStatus(codes.Error, res.err.Error())
 		}
 	}()
-	req, info, err := buildContextRequest(ctx, r.deps, r.state)
+	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID)
 	if err != nil {
 		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err)}
 	}

@@ -18,17 +18,18 @@ import (
 // executor (schema validation, timeout, panic recovery, sandbox routing) and reports a
 // *toolResult to its parent, then stops. Stopping it cancels the call.
 type toolRunner struct {
-	deps      *Deps
-	sessionID string
-	call      *messages.PendingTool
-	cancel    context.CancelFunc
+	deps       *Deps
+	sessionID  string
+	subAgentID string
+	call       *messages.PendingTool
+	cancel     context.CancelFunc
 }
 
 type toolRunnerDone struct{ res *toolResult }
 
-func newToolRunnerProps(d *Deps, sessionID string, c *messages.PendingTool) *actor.Props {
+func newToolRunnerProps(d *Deps, sessionID, subAgentID string, c *messages.PendingTool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &toolRunner{deps: d, sessionID: sessionID, call: c}
+		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, call: c}
 	})
 }
 
@@ -62,11 +63,12 @@ func (r *toolRunner) run(ctx context.Context) *toolResult {
 		attribute.String("fathom.session_id", r.sessionID),
 		attribute.String("fathom.step_id", c.GetStepId()),
 		attribute.String("fathom.idempotency_key", c.GetIdempotencyKey()),
+		attribute.String("fathom.sub_agent_id", r.subAgentID),
 	))
 	defer span.End()
 	res := r.deps.Tools.Run(ctx, tools.Call{
 		ID: c.GetCallId(), Name: c.GetTool(), Args: json.RawMessage(c.GetArgs()), IdempotencyKey: c.GetIdempotencyKey(),
-		SessionID: r.sessionID, StepID: c.GetStepId(),
+		SessionID: r.sessionID, StepID: c.GetStepId(), SubAgentID: r.subAgentID,
 	})
 	if res.Err != nil {
 		span.SetStatus(codes.Error, res.Err.Error())

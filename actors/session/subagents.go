@@ -1,0 +1,458 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom/actors/subagent"
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/prompts"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// Delegation, as decisions. A plan step of type research, code, write or review is run
+// by a sub-agent (actors/subagent): step_started, then subagent_started (the sub-agent's
+// task brief opens, or continues, its own context) and its first llm_requested. The
+// sub-agent's loop is the step loop's, with every event tagged with its sub_agent_id
+// and folded into SessionState.sub_agents[id] instead of the orchestrator's step: its
+// conversation never enters the orchestrator's context. An answer without tool calls
+// ends the run: the hand-off is parsed (subagent.ParseHandoff), merged with the facts
+// code knows (subagent.Facts) and recorded as subagent_completed with the orchestrator's
+// next action (subagent.Decide): continue (step_completed with the hand-off as output),
+// retry (the step runs again, resuming the same context), or fail. Steps whose
+// dependencies are complete run at the same time (advance); the orchestrator's own steps
+// (custom, human_input) still run one at a time.
+
+// purposeSubAgent is the purpose of a sub-agent's LLM calls.
+const purposeSubAgent = "subagent"
+
+// DefaultMaxParallelSubAgents is the default Config.MaxParallelSubAgents.
+const DefaultMaxParallelSubAgents = 4
+
+func subAgentCallID(id string, n uint32) string { return fmt.Sprintf("%s/llm-%d", id, n) }
+
+// subAgentByCall returns the sub-agent whose pending LLM call is callID.
+func subAgentByCall(s *messages.SessionState, callID string) *messages.SubagentState {
+	for _, sa := range s.GetSubAgents() {
+		if sa.GetPending().GetCallId() == callID {
+			return sa
+		}
+	}
+	return nil
+}
+
+// subAgentByTool returns the sub-agent with the pending tool call key.
+func subAgentByTool(s *messages.SessionState, key string) (*messages.SubagentState, *messages.PendingTool) {
+	for _, sa := range s.GetSubAgents() {
+		for _, c := range sa.GetPendingTools() {
+			if c.GetIdempotencyKey() == key {
+				return sa, c
+			}
+		}
+	}
+	return nil, nil
+}
+
+// delegated reports whether step runs in a sub-agent.
+func delegated(step *messages.PlanStep) bool { return subagent.Delegated(step.GetType()) }
+
+// advance starts what the plan allows now: every pending step whose dependencies are
+// complete, in plan order: sub-agent steps up to MaxParallelSubAgents running at once,
+// the orchestrator's own steps one at a time; a step matching a before-breakpoint
+// interrupts instead (and nothing after it starts). When every step is complete the
+// session completes with the last step's output.
+func advance(b *eventBuilder, cfg Config) {
+	st := b.state()
+	if Terminal(st) || st.GetInterrupt() != nil || len(st.GetSteps()) == 0 {
+		return
+	}
+	if allStepsCompleted(st) {
+		completeSession(b, st)
+		return
+	}
+	running := runningSubAgents(st)
+	busy := orchestratorBusy(st)
+	for i, step := range st.GetSteps() {
+		if step.GetStatus() != messages.StepStatus_STEP_STATUS_PENDING || !dependenciesDone(st, step.GetStep()) {
+			continue
+		}
+		isSub := delegated(step.GetStep())
+		if (isSub && running >= cfg.maxParallelSubAgents()) || (!isSub && busy) {
+			continue
+		}
+		if bp := matchBreakpoint(st, positionBefore, step.GetStep()); bp != nil {
+			interrupt(b, bp, uint32(i), step.GetStep().GetId())
+			return
+		}
+		startAnyStep(b, cfg, step.GetStep(), uint32(i), 1, "")
+		if isSub {
+			running++
+		} else {
+			busy = true
+		}
+	}
+}
+
+// startAnyStep starts step idx (attempt) in a sub-agent or in the orchestrator's loop.
+func startAnyStep(b *eventBuilder, cfg Config, step *messages.PlanStep, idx, attempt uint32, note string) {
+	st := b.state()
+	if delegated(step) {
+		startDelegated(b, cfg, step, idx, attempt, note)
+		return
+	}
+	steps := planSteps(st)
+	steps[idx] = step
+	startStep(b, st, cfg, steps, idx, attempt, st.GetIterations())
+}
+
+func completeSession(b *eventBuilder, st *messages.SessionState) {
+	steps := st.GetSteps()
+	result := steps[len(steps)-1].GetOutput()
+	usage, cost := st.GetUsage(), st.GetCostUsd()
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: result, Usage: usage, CostUsd: cost}}
+	})
+}
+
+func allStepsCompleted(s *messages.SessionState) bool {
+	for _, st := range s.GetSteps() {
+		if st.GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED {
+			return false
+		}
+	}
+	return true
+}
+
+func runningSubAgents(s *messages.SessionState) int {
+	n := 0
+	for _, sa := range s.GetSubAgents() {
+		if sa.GetRunning() {
+			n++
+		}
+	}
+	return n
+}
+
+// orchestratorBusy reports whether one of the orchestrator's own steps is running (or
+// due to run again after a retryable failure).
+func orchestratorBusy(s *messages.SessionState) bool {
+	if s.GetPending() != nil || len(s.GetPendingTools()) > 0 || s.GetRetryAtUnixNano() != 0 {
+		return true
+	}
+	for _, st := range s.GetSteps() {
+		if st.GetStatus() == messages.StepStatus_STEP_STATUS_IN_PROGRESS && !delegated(st.GetStep()) {
+			return true
+		}
+	}
+	return false
+}
+
+func dependenciesDone(s *messages.SessionState, step *messages.PlanStep) bool {
+	for _, dep := range step.GetDependencies() {
+		i, ok := stepIndexByID(s, dep)
+		if !ok || s.GetSteps()[i].GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED {
+			return false
+		}
+	}
+	return true
+}
+
+func stepIndexByID(s *messages.SessionState, id string) (uint32, bool) {
+	for i, st := range s.GetSteps() {
+		if st.GetStep().GetId() == id {
+			return uint32(i), true
+		}
+	}
+	return 0, false
+}
+
+// startDelegated records step_started, subagent_started and the sub-agent's first call.
+// The sub-agent is the step's earlier one (a retry), the one the step names in
+// sub_agent_id (same agent type), or a new one ("{agent_type}-{n}").
+func startDelegated(b *eventBuilder, cfg Config, step *messages.PlanStep, idx, attempt uint32, note string) {
+	st := b.state()
+	prof, _ := subagent.ProfileFor(step.GetType())
+	prof.MaxIterations = cfg.subAgentMaxIterations()
+	if list, ok := cfg.SubAgentTools[prof.AgentType]; ok {
+		prof.Tools = list
+	}
+	id, resumed := pickSubAgent(st, step, prof.AgentType)
+	task := taskBrief(st, step, attempt, note)
+	opening := cfg.countMessage(llm.Message{Role: "user", Content: openingMessage(st.GetGoal(), step.GetDescription())})
+	taskTokens := cfg.countMessage(llm.Message{Role: "user", Content: task})
+	toolNames := prof.AvailableTools(cfg.hasTool)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
+			StepId: step.GetId(), StepIndex: idx, StepType: step.GetType(), Description: step.GetDescription(), Attempt: attempt,
+			OpeningTokens: opening,
+		}}
+	})
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SubagentStarted{SubagentStarted: &messages.SubagentStarted{
+			SubAgentId: id, AgentType: prof.AgentType, StepId: step.GetId(), StepIndex: idx, Task: task, TaskTokens: taskTokens,
+			MaxIterations: prof.MaxIterations, Tools: toolNames, Resumed: resumed,
+		}}
+	})
+	requestSubAgentCall(b, cfg, id)
+}
+
+// pickSubAgent chooses the sub-agent that runs step.
+func pickSubAgent(s *messages.SessionState, step *messages.PlanStep, agentType string) (id string, resumed bool) {
+	if want := step.GetSubAgentId(); want != "" {
+		if sa := s.GetSubAgents()[want]; sa != nil && sa.GetAgentType() == agentType && !sa.GetRunning() {
+			return want, true
+		}
+	}
+	n := 0
+	var last *messages.SubagentState
+	for _, sa := range s.GetSubAgents() {
+		if sa.GetAgentType() == agentType {
+			n++
+		}
+		if sa.GetStepId() == step.GetId() && (last == nil || sa.GetRunStartedSeq() > last.GetRunStartedSeq()) {
+			last = sa
+		}
+	}
+	if last != nil && !last.GetRunning() && last.GetAgentType() == agentType {
+		return last.GetId(), true
+	}
+	for {
+		n++
+		id = fmt.Sprintf("%s-%d", agentType, n)
+		if s.GetSubAgents()[id] == nil {
+			return id, false
+		}
+	}
+}
+
+// taskBrief is the user message that opens (or continues) a sub-agent's context for a
+// step: the task, the goal, the hand-offs of the steps it depends on and the workspace's
+// artifact paths (never their contents).
+func taskBrief(s *messages.SessionState, step *messages.PlanStep, attempt uint32, note string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task: %s\nGoal: %s\nStep: %s (%s)", step.GetDescription(), s.GetGoal(), step.GetId(), step.GetType())
+	if attempt > 1 {
+		fmt.Fprintf(&b, ", attempt %d", attempt)
+	}
+	b.WriteString("\n")
+	if deps := step.GetDependencies(); len(deps) > 0 {
+		b.WriteString("\nHand-offs of the steps this one depends on:\n")
+		for _, dep := range deps {
+			if i, ok := stepIndexByID(s, dep); ok {
+				fmt.Fprintf(&b, "- %s: %s\n", dep, s.GetSteps()[i].GetOutput())
+			}
+		}
+	}
+	if arts := s.GetArtifacts(); len(arts) > 0 {
+		fmt.Fprintf(&b, "\nArtifacts in the workspace (read them with read_artifact when you need their content):\n")
+		for _, a := range arts {
+			fmt.Fprintf(&b, "- %s (%s, %d bytes)\n", a.GetPath(), a.GetContentType(), a.GetSize())
+		}
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "\n%s\n", note)
+	}
+	b.WriteString("\nWork on the task with your tools. When you are done, answer without tool calls and end the answer with the hand-off JSON object in a ```json fence.\n")
+	return b.String()
+}
+
+// requestSubAgentCall records the sub-agent's next LLM call, or ends its run when its
+// iteration bound is spent.
+func requestSubAgentCall(b *eventBuilder, cfg Config, id string) {
+	st := b.state()
+	sa := st.GetSubAgents()[id]
+	iteration := sa.GetIterations() + 1
+	if limit := sa.GetMaxIterations(); limit > 0 && iteration > limit {
+		finishSubAgent(b, cfg, id, &messages.SubagentResult{
+			Status:  subagent.StatusFailed,
+			Summary: fmt.Sprintf("max iterations reached: sub-agent %s made %d LLM calls in this run (max_iterations %d) without a final hand-off", id, iteration-1, limit),
+		})
+		return
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+			CallId: subAgentCallID(id, sa.GetLlmCalls()+1), StepId: sa.GetStepId(), Purpose: purposeSubAgent,
+			Model: st.GetConfig().GetModel(), Iteration: iteration, SubAgentId: id,
+		}}
+	})
+}
+
+// decideSubAgentLLMResult turns the result of a sub-agent's pending call into events.
+func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
+	b := newEvents(s, "", now)
+	id := sa.GetId()
+	if r.err != nil {
+		finishSubAgent(b, cfg, id, &messages.SubagentResult{Status: subagent.StatusFailed, Summary: fmt.Sprintf("llm call %s failed: %v", r.callID, r.err)})
+		return b.evs
+	}
+	cost := cfg.Prices.Cost(firstNonEmpty(r.model, s.GetConfig().GetModel()), r.usage.GetInputTokens(), r.usage.GetOutputTokens())
+	calls := normaliseToolCalls(r.toolCalls)
+	stepID := sa.GetStepId()
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
+			CallId: r.callID, StepId: stepID, Content: r.content, Usage: r.usage, FinishReason: r.finishReason,
+			DurationMs: r.duration.Milliseconds(), Model: r.model, ToolCalls: calls, CostUsd: cost, Tokens: r.tokens,
+			Context: r.ctxInfo, SubAgentId: id,
+		}}
+	})
+	if len(calls) == 0 {
+		finishSubAgent(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
+		return b.evs
+	}
+	pending := 0
+	next := sa.GetToolCalls()
+	for i, c := range calls {
+		next++
+		index := next
+		key := IdempotencyKey(s.GetSessionId(), id, index)
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{
+				StepId: stepID, CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(), IdempotencyKey: key, Index: index, SubAgentId: id,
+			}}
+		})
+		var terr *tools.ToolError
+		switch {
+		case i >= int(cfg.MaxToolCallsPerTurn):
+			terr = tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
+		case !slices.Contains(sa.GetTools(), c.GetName()):
+			terr = tools.ValidationError(c.GetName(), fmt.Sprintf("tool %q is not available to the %s; available tools: %s", c.GetName(), sa.GetAgentType(), strings.Join(sa.GetTools(), ", ")))
+		}
+		if terr == nil {
+			pending++
+			continue
+		}
+		res := tools.Result{CallID: c.GetId(), Err: terr}
+		tokens := cfg.countMessage(toolMessage(c.GetId(), res))
+		b.add(func(e *messages.Event) {
+			tr := toolResultEvent(stepID, c.GetId(), c.GetName(), key, res, tokens)
+			tr.SubAgentId = id
+			e.Payload = &messages.Event_ToolResult{ToolResult: tr}
+		})
+	}
+	if pending == 0 {
+		requestSubAgentCall(b, cfg, id)
+	}
+	return b.evs
+}
+
+// decideSubAgentToolResult records a sub-agent's tool call outcome; after the turn's last
+// one the sub-agent's next call follows.
+func decideSubAgentToolResult(s *messages.SessionState, sa *messages.SubagentState, pt *messages.PendingTool, r *toolResult, cfg Config, now time.Time) []*messages.Event {
+	b := newEvents(s, "", now)
+	id := sa.GetId()
+	recordArtifacts(b, s, pt.GetStepId(), id, pt.GetCallId(), pt.GetIdempotencyKey(), r.res.Artifacts)
+	b.add(func(e *messages.Event) {
+		tr := toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res, r.tokens)
+		tr.SubAgentId = id
+		e.Payload = &messages.Event_ToolResult{ToolResult: tr}
+	})
+	if len(sa.GetPendingTools()) == 1 {
+		requestSubAgentCall(b, cfg, id)
+	}
+	return b.evs
+}
+
+// finishSubAgent ends sub-agent id's run with result (the model's interpretation; the
+// facts are added here) and takes the orchestrator's next action.
+func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.SubagentResult) {
+	st := b.state()
+	sa := st.GetSubAgents()[id]
+	idx := sa.GetStepIndex()
+	step := st.GetSteps()[idx]
+	result = subagent.Facts(result, sa, time.Duration(b.at-sa.GetRunStartedAtUnixNano()).Milliseconds())
+	attempt := max(step.GetAttempt(), 1)
+	action := subagent.Decide(result, attempt, cfg.StepAttempts, false)
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
+			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: action,
+		}}
+	})
+	stepID := step.GetStep().GetId()
+	switch action {
+	case subagent.ActionContinue:
+		output := subagent.HandoffText(id, sa.GetAgentType(), result)
+		tokens := cfg.countMessage(llm.Message{Role: "assistant", Content: output})
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: stepID, StepIndex: idx, Output: output, OutputTokens: tokens}}
+		})
+		afterStep(b, cfg, idx)
+	case subagent.ActionRetry:
+		msg := fmt.Sprintf("sub-agent %s: %s: %s", id, result.GetStatus(), result.GetSummary())
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: stepID, StepIndex: idx, Error: msg, Retryable: true, Attempt: attempt}}
+		})
+		note := fmt.Sprintf("Your previous attempt at this step ended with status %s: %s\nTry again; change your approach where it failed.", result.GetStatus(), result.GetSummary())
+		startDelegated(b, cfg, step.GetStep(), idx, attempt+1, note)
+	default:
+		msg := fmt.Sprintf("sub-agent %s: %s: %s", id, result.GetStatus(), result.GetSummary())
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: stepID, StepIndex: idx, Error: msg, Attempt: attempt}}
+		})
+		fail(b, fmt.Sprintf("step %s: %s (attempt %d of %d)", stepID, msg, attempt, cfg.StepAttempts))
+	}
+}
+
+// afterStep follows a completed step: an after-breakpoint on it interrupts (unless the
+// plan is done), else advance.
+func afterStep(b *eventBuilder, cfg Config, idx uint32) {
+	st := b.state()
+	if !allStepsCompleted(st) {
+		if bp := matchBreakpoint(st, positionAfter, st.GetSteps()[idx].GetStep()); bp != nil && st.GetInterrupt() == nil {
+			interrupt(b, bp, idx, st.GetSteps()[idx].GetStep().GetId())
+			return
+		}
+	}
+	advance(b, cfg)
+}
+
+// buildSubAgentRequest assembles a sub-agent's call from its own context only: its
+// agent type's system prompt and its transcript (task briefs, turns, tool results),
+// fitted into the context budget (recent tier; sub-agents keep no summary). Tools are
+// the sub-agent's.
+func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, sa *messages.SubagentState) (llm.Request, *messages.ContextInfo, error) {
+	step := &messages.PlanStep{}
+	if i := int(sa.GetStepIndex()); i < len(s.GetSteps()) {
+		step = s.GetSteps()[i].GetStep()
+	}
+	sys, err := d.Prompts.Render(sa.GetAgentType(), prompts.AgentData{
+		AgentType: sa.GetAgentType(), Goal: s.GetGoal(), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
+		StepID: step.GetId(), StepDescription: step.GetDescription(),
+	})
+	if err != nil {
+		return llm.Request{}, nil, err
+	}
+	hist := make([]memory.Message, 0, len(sa.GetTranscript()))
+	for _, m := range sa.GetTranscript() {
+		msg := memory.Message{Seq: m.GetSeq(), Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Tokens: int(m.GetTokens())}
+		for _, c := range m.GetToolCalls() {
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
+		}
+		hist = append(hist, msg)
+	}
+	in := memory.Input{
+		SystemPrompt: sys,
+		SystemTokens: int(d.Config.countMessage(llm.Message{Role: "system", Content: sys})),
+		Messages:     hist,
+		Now:          d.Now(),
+	}
+	c, err := memory.BuildContext(d.Config.contextConfig(), in)
+	if err != nil {
+		return llm.Request{}, nil, fmt.Errorf("session %s: sub-agent %s: build context: %w", s.GetSessionId(), sa.GetId(), err)
+	}
+	info := &messages.ContextInfo{
+		TotalTokens: uint32(c.TotalTokens), Budget: uint32(c.Budget), RecentCount: uint32(c.Metadata.RecentCount),
+		HistoryCount: uint32(len(hist)),
+	}
+	specs := make([]llm.ToolSpec, 0, len(sa.GetTools()))
+	for _, sp := range d.specs {
+		if slices.Contains(sa.GetTools(), sp.Name) {
+			specs = append(specs, sp)
+		}
+	}
+	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: specs}, info, nil
+}

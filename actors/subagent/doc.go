@@ -1,0 +1,34 @@
+// Package subagent owns Fathom's sub-agents: the specialists (researcher, coder, writer,
+// reviewer) a session delegates plan steps to, each with an isolated context.
+//
+// # Hub and spoke
+//
+// The session grain is the orchestrator. A plan step of type research, code, write or
+// review runs a sub-agent of the matching type (see [ProfileFor]) as a supervised child
+// actor of the grain ([Actor]). Sub-agents never talk to each other: what one learns
+// reaches another only through the orchestrator, as a structured hand-off
+// ([messages.SubagentResult]) that the next sub-agent's task brief quotes.
+//
+// # Isolation and resumption
+//
+// A sub-agent's context (its task briefs, assistant turns and tool results) is recorded
+// in the session's event stream, tagged with its sub_agent_id, and folded into
+// SessionState.sub_agents by the session's Apply: it never enters the orchestrator's
+// context (which sees the hand-off only), and it survives crashes, passivation and
+// failover like every other event. A later run of the same sub-agent (a retry of its
+// step, or a step naming it in sub_agent_id) continues that context.
+//
+// The Actor itself holds no state worth keeping: it is told the committed session
+// state ([Work]) and starts what that state says is due (the pending LLM call, the
+// pending tool calls) in children made by the session ([Calls]); their results go to
+// the grain, which decides and commits the events. A restarted Actor asks for work
+// again ([NeedWork]); a recorded tool result is never run again.
+//
+// # Hand-off
+//
+// A sub-agent ends its run by answering without tool calls. [ParseHandoff] reads the
+// model's interpretation (status, summary, recommendations, blockers, confidence and the
+// type-specific fields) tolerantly: malformed output yields status partial with the raw
+// text as summary, never an error. [Facts] adds what code knows for certain (artifacts,
+// tools used, token usage, duration), and [Decide] says what the orchestrator does next.
+package subagent
