@@ -114,7 +114,7 @@ func (p *printer) text(ev *messages.Event) string {
 	case *messages.Event_LlmResponded:
 		r := e.LlmResponded
 		u := r.GetUsage()
-		line := fmt.Sprintf("  llm %s: %d+%d tokens in %s", r.GetCallId(), u.GetInputTokens(), u.GetOutputTokens(), time.Duration(r.GetDurationMs())*time.Millisecond)
+		line := fmt.Sprintf("  %sllm %s: %d+%d tokens in %s", agentTag(r.GetSubAgentId()), r.GetCallId(), u.GetInputTokens(), u.GetOutputTokens(), time.Duration(r.GetDurationMs())*time.Millisecond)
 		if r.GetCostUsd() > 0 {
 			line += fmt.Sprintf(", $%.6f", r.GetCostUsd())
 		}
@@ -124,13 +124,13 @@ func (p *printer) text(ev *messages.Event) string {
 		return line + "\n"
 	case *messages.Event_ToolCalled:
 		c := e.ToolCalled
-		return fmt.Sprintf("  → tool %s %s\n", c.GetTool(), truncateLine(c.GetArgs(), 160))
+		return fmt.Sprintf("  %s→ tool %s %s\n", agentTag(c.GetSubAgentId()), c.GetTool(), truncateLine(c.GetArgs(), 160))
 	case *messages.Event_ToolResult:
 		r := e.ToolResult
 		if f := r.GetError(); f != nil {
-			return fmt.Sprintf("  ✗ tool %s: %s error: %s\n", r.GetTool(), f.GetErrorType(), truncateLine(f.GetMessage(), 200))
+			return fmt.Sprintf("  %s✗ tool %s: %s error: %s\n", agentTag(r.GetSubAgentId()), r.GetTool(), f.GetErrorType(), truncateLine(f.GetMessage(), 200))
 		}
-		return fmt.Sprintf("  ← tool %s (%s):\n%s\n", r.GetTool(), time.Duration(r.GetDurationMs())*time.Millisecond, indent(truncateLine(r.GetResult(), 2000)))
+		return fmt.Sprintf("  %s← tool %s (%s):\n%s\n", agentTag(r.GetSubAgentId()), r.GetTool(), time.Duration(r.GetDurationMs())*time.Millisecond, indent(truncateLine(r.GetResult(), 2000)))
 	case *messages.Event_PlanFailed:
 		f := e.PlanFailed
 		if f.GetRetryAtUnixNano() != 0 {
@@ -181,11 +181,34 @@ func (p *printer) text(ev *messages.Event) string {
 			line += fmt.Sprintf(" with step %s changed to %q", m.GetId(), m.GetDescription())
 		}
 		return line + "\n"
+	case *messages.Event_SubagentStarted:
+		a := e.SubagentStarted
+		verb := "delegated to"
+		if a.GetResumed() {
+			verb = "resumed"
+		}
+		return fmt.Sprintf("  ↳ step %s %s %s (%s); tools: %s\n", a.GetStepId(), verb, a.GetSubAgentId(), a.GetAgentType(), strings.Join(a.GetTools(), ", "))
+	case *messages.Event_SubagentCompleted:
+		c := e.SubagentCompleted
+		r := c.GetResult()
+		return fmt.Sprintf("  ↲ %s handed off: %s (confidence %.2f, %d tokens, %s) → %s\n", c.GetSubAgentId(), r.GetStatus(), r.GetConfidence(),
+			r.GetUsage().GetTotalTokens(), time.Duration(r.GetDurationMs())*time.Millisecond, c.GetAction())
+	case *messages.Event_ArtifactWritten:
+		a := e.ArtifactWritten
+		return fmt.Sprintf("  %s✎ artifact %s (%d bytes, %s)\n", agentTag(a.GetSubAgentId()), a.GetPath(), a.GetSize(), a.GetContentType())
 	case *messages.Event_BreakpointSet:
 		bp := e.BreakpointSet.GetBreakpoint()
 		return fmt.Sprintf("  breakpoint %s: %s steps%s%s\n", bp.GetId(), bp.GetPosition(), prefixed(" of type ", bp.GetStepType()), prefixed(" with id ", bp.GetStepId()))
 	}
 	return fmt.Sprintf("  %s (seq %d)\n", ev.Type(), ev.GetSeq())
+}
+
+// agentTag prefixes a sub-agent's lines with its id.
+func agentTag(subAgentID string) string {
+	if subAgentID == "" {
+		return ""
+	}
+	return "[" + subAgentID + "] "
 }
 
 // truncateLine shortens s to about n bytes for a one-line display.
