@@ -128,27 +128,61 @@ func checkSegment(what, s string) error {
 // paths, backslashes, ".." segments, empty segments, nested directories and everything
 // Ref.Validate rejects, with a *PathError wrapping ErrInvalidPath.
 func ParsePath(path string) (Ref, error) {
-	fail := func(reason string) (Ref, error) { return Ref{}, &PathError{Path: path, Reason: reason} }
-	switch {
-	case path == "":
-		return fail("is empty")
-	case strings.HasPrefix(path, "/"):
-		return fail("is absolute; artifact paths are {session_id}/{type}/{filename}")
-	case strings.Contains(path, `\`):
-		return fail("contains a backslash; artifact paths are {session_id}/{type}/{filename} with / between the parts")
-	}
-	parts := strings.Split(path, "/")
-	if slices.Contains(parts, "..") {
-		return fail(`contains ".." (path traversal is not allowed)`)
+	parts, err := splitPath(path)
+	if err != nil {
+		return Ref{}, err
 	}
 	if len(parts) != 3 {
-		return fail(fmt.Sprintf("has %d parts; artifact paths are exactly {session_id}/{type}/{filename} (no directories inside a type)", len(parts)))
+		return Ref{}, &PathError{Path: path, Reason: fmt.Sprintf("has %d parts; artifact paths are exactly {session_id}/{type}/{filename} (no directories inside a type)", len(parts))}
 	}
 	r := Ref{SessionID: parts[0], Type: parts[1], Filename: parts[2]}
 	if err := r.Validate(); err != nil {
 		return Ref{}, err
 	}
 	return r, nil
+}
+
+// ResolvePath parses path as either "{type}/{filename}", relative to session
+// sessionID, or a full "{session_id}/{type}/{filename}" (whose session may differ from
+// sessionID: callers that confine a session to its own artifacts check Ref.SessionID).
+// Errors are those of ParsePath.
+func ResolvePath(sessionID, path string) (Ref, error) {
+	parts, err := splitPath(path)
+	if err != nil {
+		return Ref{}, err
+	}
+	var r Ref
+	switch len(parts) {
+	case 2:
+		r = Ref{SessionID: sessionID, Type: parts[0], Filename: parts[1]}
+	case 3:
+		r = Ref{SessionID: parts[0], Type: parts[1], Filename: parts[2]}
+	default:
+		return Ref{}, &PathError{Path: path, Reason: fmt.Sprintf("has %d parts; give {type}/{filename} or {session_id}/{type}/{filename} (no directories inside a type)", len(parts))}
+	}
+	if err := r.Validate(); err != nil {
+		return Ref{}, err
+	}
+	return r, nil
+}
+
+// splitPath applies the whole-path rules (not empty, not absolute, no backslash, no
+// "..") and splits path at "/".
+func splitPath(path string) ([]string, error) {
+	fail := func(reason string) error { return &PathError{Path: path, Reason: reason} }
+	switch {
+	case path == "":
+		return nil, fail("is empty")
+	case strings.HasPrefix(path, "/"):
+		return nil, fail("is absolute; artifact paths are {session_id}/{type}/{filename}")
+	case strings.Contains(path, `\`):
+		return nil, fail("contains a backslash; artifact paths are {session_id}/{type}/{filename} with / between the parts")
+	}
+	parts := strings.Split(path, "/")
+	if slices.Contains(parts, "..") {
+		return nil, fail(`contains ".." (path traversal is not allowed)`)
+	}
+	return parts, nil
 }
 
 // NormalizeContentType checks a content type (type/subtype with optional parameters, at
