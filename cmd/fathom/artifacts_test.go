@@ -23,7 +23,8 @@ const findings = "# Findings\n\nVirtual actors are activated on demand and never
 
 // artifactModel serves a script whose plan has one custom step in which the model first
 // tries to write ../../etc/passwd, reads the validation error, then saves its findings
-// with write_artifact and answers. It returns the model's base URL.
+// with write_artifact and answers, if its system prompt lists the artifact's path. It
+// returns the model's base URL.
 func artifactModel(t *testing.T) string {
 	t.Helper()
 	call := func(filename string) mock.ToolCallRule {
@@ -35,7 +36,10 @@ func artifactModel(t *testing.T) string {
 	}
 	script := mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: planner", Response: `{"steps":[{"id":"w","type":"custom","description":"write down the findings"}]}`},
-		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: "Saved artifact", Response: "The findings are saved in the workspace."},
+		// The context lists the workspace by path (not content) once the artifact exists.
+		{SystemMatch: `FATHOM-ROLE: executor[\s\S]*Artifacts in the workspace[\s\S]*/research/findings\.md \(text/markdown`, ToolMatch: "Saved artifact",
+			Response: "The findings are saved in the workspace."},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: "Saved artifact", Response: "the workspace is not in my context"},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: "Error type: validation", ToolCalls: []mock.ToolCallRule{call("findings.md")}},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{call("../../etc/passwd")}},
 	}, Default: "ok"}
@@ -109,6 +113,11 @@ func runArtifactSession(t *testing.T, env []string, args ...string) string {
 	}
 	if !strings.Contains(fmt.Sprint(results[1]["result"]), "Saved artifact "+id+"/research/findings.md") {
 		t.Fatalf("write_artifact result %v", results[1]["result"])
+	}
+	for _, ev := range evs {
+		if ev["type"] == "step_completed" && ev["output"] != "The findings are saved in the workspace." {
+			t.Fatalf("the last step call's context did not list the artifact: step output %q", ev["output"])
+		}
 	}
 	return id
 }
