@@ -71,7 +71,7 @@ func (c Config) Validate() error {
 	case c.Endpoint == "":
 		return errors.New("s3 artifact store: no endpoint")
 	case strings.Contains(c.Endpoint, "://") || strings.Contains(c.Endpoint, "/"):
-		return fmt.Errorf("s3 artifact store: endpoint %q must be host:port without a scheme or path (use Secure for HTTPS)", c.Endpoint)
+		return fmt.Errorf("s3 artifact store: endpoint %q must be host:port without a scheme or path (for HTTPS set Secure, --s3-secure)", c.Endpoint)
 	case c.Bucket == "":
 		return errors.New("s3 artifact store: no bucket")
 	case c.Timeout <= 0:
