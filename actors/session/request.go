@@ -134,7 +134,29 @@ func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s\n\nGoal: %s\nCurrent step: %s\n", sys, s.GetGoal(), st.GetStep().GetDescription()), nil
+	return fmt.Sprintf("%s\n\nGoal: %s\nCurrent step: %s\n%s", sys, s.GetGoal(), st.GetStep().GetDescription(), workspaceListing(s)), nil
+}
+
+// maxListedArtifacts bounds the workspace listing in a step's system prompt.
+const maxListedArtifacts = 50
+
+// workspaceListing names the session's artifacts (paths, never contents: the model reads
+// what it needs with read_artifact), newest last, or "" when there are none.
+func workspaceListing(s *messages.SessionState) string {
+	arts := s.GetArtifacts()
+	if len(arts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nArtifacts in the workspace (read one with read_artifact when you need its content):\n")
+	if len(arts) > maxListedArtifacts {
+		fmt.Fprintf(&b, "- (%d older artifacts not shown; list_artifacts lists them all)\n", len(arts)-maxListedArtifacts)
+		arts = arts[len(arts)-maxListedArtifacts:]
+	}
+	for _, a := range arts {
+		fmt.Fprintf(&b, "- %s (%s, %d bytes)\n", a.GetPath(), a.GetContentType(), a.GetSize())
+	}
+	return b.String()
 }
 
 func currentStepState(s *messages.SessionState) (*messages.StepState, error) {

@@ -85,6 +85,7 @@ type nodeFlags struct {
 	clusterPort   int
 	clusterName   string
 	sandbox       sandboxFlags
+	artifacts     artifactFlags
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -149,6 +150,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
 	f.sandbox.register(fs)
+	f.artifacts.register(fs)
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -211,7 +213,12 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if err != nil {
 		return node.Config{}, err
 	}
+	artCfg, err := f.artifacts.config()
+	if err != nil {
+		return node.Config{}, err
+	}
 	return node.Config{
+		Artifacts:   artCfg,
 		Sandbox:     node.SandboxConfig{Client: sbCfg},
 		DataDir:     f.store.dataDir,
 		PostgresDSN: f.store.postgres,

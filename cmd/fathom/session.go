@@ -22,10 +22,11 @@ import (
 
 // sessionSubcommands are the subcommands of `fathom session` and their synopses.
 var sessionSubcommands = map[string]string{
-	"list":     "[flags]",
-	"timeline": "[flags] ID",
-	"state":    "[--at STEP | --at-seq SEQ] [--addr NODE --token T] [flags] ID",
-	"watch":    "[--from SEQ] [--addr NODE --token T] [--json] [flags] ID",
+	"list":      "[flags]",
+	"timeline":  "[flags] ID",
+	"state":     "[--at STEP | --at-seq SEQ] [--addr NODE --token T] [flags] ID",
+	"watch":     "[--from SEQ] [--addr NODE --token T] [--json] [flags] ID",
+	"artifacts": "[--json] [--out DIR] [--addr NODE --token T] [flags] ID",
 }
 
 // runSession inspects sessions: straight from the journal (no node needed), or, with
@@ -33,12 +34,15 @@ var sessionSubcommands = map[string]string{
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID [flags]")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID [flags]")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID or watch ID")
+		return usageError("want a subcommand: list, timeline ID, state ID, watch ID or artifacts ID")
 	}
 	sub := args[0]
+	if sub == "artifacts" {
+		return runSessionArtifacts(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("session "+sub, sessionSubcommands[sub], stderr)
 	var store storeFlags
 	store.register(fs, ".fathom")

@@ -37,6 +37,9 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/artifact"
+	"github.com/fathom-agents/fathom/persistence/artifact/local"
+	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/persistence/postgres"
@@ -67,8 +70,11 @@ type Config struct {
 	// LLM selects the model endpoint.
 	LLM LLMConfig
 	// Tools runs the model's tool calls; nil means the built-in tools (tools/builtin),
-	// web_search backed by FATHOM_SEARXNG_URL when set.
+	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
+	// node's artifact store.
 	Tools *tools.Executor
+	// Artifacts selects the artifact store (the session workspace).
+	Artifacts ArtifactConfig
 	// Sandbox selects the code sandbox external tools (code_execute) run in.
 	Sandbox SandboxConfig
 	// Telemetry selects the OpenTelemetry exporters.
@@ -118,6 +124,48 @@ type SandboxConfig struct {
 	Local bool
 }
 
+// ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
+// list_artifacts: Store when set, else an S3 bucket when S3.Endpoint is set, else the
+// directory DataDir/artifacts. With none of them (no data dir) the artifact tools are
+// left out.
+type ArtifactConfig struct {
+	// S3 configures an S3-compatible store (flags --s3-*, env FATHOM_S3_*).
+	S3 s3.Config
+	// MaxSize bounds one artifact's content in bytes (0 = artifact.DefaultMaxSize).
+	MaxSize int64
+	// Store, when set, is used as is (tests, embedding). The node closes it on Stop.
+	Store artifact.Store
+}
+
+// ArtifactsDir is the local artifact store's directory inside the data directory.
+const ArtifactsDir = "artifacts"
+
+// OpenArtifacts opens the S3 store when cfg.S3.Endpoint is set, else the local store in
+// dataDir/artifacts; with neither it returns nil and no error (cfg.Store is not looked
+// at). where describes the store for logs, never with credentials.
+func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, where string, err error) {
+	if cfg.S3.Endpoint != "" {
+		s3cfg := cfg.S3
+		if s3cfg.MaxSize == 0 {
+			s3cfg.MaxSize = cfg.MaxSize
+		}
+		s, err := s3.Open(s3cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("artifact store: %w", err)
+		}
+		return s, s3cfg.String(), nil
+	}
+	if dataDir == "" {
+		return nil, "", nil
+	}
+	dir := filepath.Join(dataDir, ArtifactsDir)
+	s, err := local.Open(dir, local.Config{MaxSize: cfg.MaxSize})
+	if err != nil {
+		return nil, "", fmt.Errorf("artifact store: %w", err)
+	}
+	return s, dir, nil
+}
+
 // UsesDemo reports whether this configuration runs the built-in demo model.
 func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
 
@@ -150,8 +198,10 @@ type Node struct {
 	demo    *demoModel
 	sandbox *sandbox.Pool
 	local   *localSandbox
-	embed   *memory.EmbedWorker
-	vectors persistence.VectorStore
+	// artifacts is the session workspace; nil when there is none.
+	artifacts artifact.Store
+	embed     *memory.EmbedWorker
+	vectors   persistence.VectorStore
 	// summaryLLM is the summarizer pool's provider.
 	summaryLLM llm.Provider
 	stopOnce   sync.Once
@@ -184,6 +234,17 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	artifactsAt := "none"
+	if n.artifacts = cfg.Artifacts.Store; n.artifacts == nil {
+		if n.artifacts, artifactsAt, err = OpenArtifacts(cfg.DataDir, cfg.Artifacts); err != nil {
+			return nil, err
+		}
+		if cfg.Artifacts.S3.Endpoint == "" && cfg.Cluster.Provider != "" && cfg.Cluster.Provider != fcluster.ProviderLocal {
+			n.log.Warn("artifacts are stored in this node's data dir; sessions that move to another node will not find them: configure S3 (--s3-endpoint) in a cluster", "dir", artifactsAt)
+		}
+	} else {
+		artifactsAt = fmt.Sprintf("%T", n.artifacts)
+	}
 	provider, err := n.startLLM(ctx)
 	if err != nil {
 		return nil, err
@@ -195,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if err != nil {
 			return nil, err
 		}
-		reg, err := builtin.Registry(builtin.Options{Search: search})
+		reg, err := builtin.Registry(builtin.Options{Search: search, Artifacts: n.artifacts})
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +333,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "llm", provider.Name())
+	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "artifacts", artifactsAt, "llm", provider.Name())
 	return n, nil
 }
 
@@ -442,6 +503,9 @@ func (n *Node) publishOutput(call tools.Call, c sandbox.Chunk) {
 	n.feed.PublishDelta(call.SessionID, feed.Delta{Kind: kind, CallID: call.ID, StepID: call.StepID, Text: c.Data})
 }
 
+// Artifacts is the node's artifact store, nil when it has none.
+func (n *Node) Artifacts() artifact.Store { return n.artifacts }
+
 // Sandbox is the node's sandbox pool, nil when no sandbox is configured.
 func (n *Node) Sandbox() *sandbox.Pool { return n.sandbox }
 
@@ -487,6 +551,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		if n.feed != nil {
 			n.feed.Close()
+		}
+		if n.artifacts != nil {
+			errs = append(errs, n.artifacts.Close())
 		}
 		if n.journal != nil {
 			errs = append(errs, n.journal.Close())

@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -10,11 +11,22 @@ import (
 type Options struct {
 	// Search backs web_search; nil leaves it unconfigured (calls fail with a clear error).
 	Search SearchProvider
+	// Artifacts backs write_artifact, read_artifact and list_artifacts; nil leaves the
+	// three out of the registry.
+	Artifacts artifact.Store
+	// ArtifactReadLimit bounds the bytes read_artifact returns per call (0 =
+	// DefaultArtifactReadLimit).
+	ArtifactReadLimit int
 }
 
-// Registry returns a registry with write_todos, web_search and code_execute.
+// Registry returns a registry with write_todos, web_search and code_execute, and the
+// artifact tools when opts.Artifacts is set.
 func Registry(opts Options) (*tools.Registry, error) {
-	r, err := tools.NewRegistry(WriteTodos(), WebSearch(opts.Search), CodeExecute())
+	ts := []tools.Tool{WriteTodos(), WebSearch(opts.Search), CodeExecute()}
+	if opts.Artifacts != nil {
+		ts = append(ts, ArtifactTools(opts.Artifacts, opts.ArtifactReadLimit)...)
+	}
+	r, err := tools.NewRegistry(ts...)
 	if err != nil {
 		return nil, fmt.Errorf("builtin tools: %w", err)
 	}

@@ -6,6 +6,10 @@
 //     API) is the adapter shipped here, configured with FATHOM_SEARXNG_URL.
 //   - code_execute: runs code in the external sandbox (sandbox mode "external"); the
 //     executor routes it to the sandbox pool and never runs it in-process.
+//   - write_artifact, read_artifact, list_artifacts: the session's workspace of files
+//     (persistence/artifact), when a store is configured. A call works in the calling
+//     session's workspace only; each write is reported with tools.RecordArtifact, which
+//     the session records as an artifact_written event.
 //
-// Registry builds a tools.Registry with all three.
+// Registry builds a tools.Registry with them.
 package builtin

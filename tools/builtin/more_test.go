@@ -18,7 +18,7 @@ import (
 // TestSchemaDescriptionsAreWhole: every property of every built-in schema carries its
 // full description (a comma inside `jsonschema:"description=..."` would cut it short).
 func TestSchemaDescriptionsAreWhole(t *testing.T) {
-	reg, err := builtin.Registry(builtin.Options{})
+	reg, err := builtin.Registry(builtin.Options{Artifacts: localStore(t, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,117 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Store keeps the artifacts of sessions: small files (at most a configured size, 10 MiB
+// by default) addressed by "{session_id}/{type}/{filename}". Implementations are safe for
+// concurrent use, validate every path with ParsePath / Ref.Validate and report failures
+// wrapping the sentinels below, so callers branch with errors.Is.
+type Store interface {
+	// Write stores content at ref's path, replacing what was there. The write is atomic:
+	// a reader sees the old content or the new one, never a mix. contentType "" means
+	// application/octet-stream. The returned Info says whether the path held an
+	// artifact before (Overwrote). Errors: ErrInvalidPath, ErrTooLarge,
+	// ErrInvalidContentType, ErrClosed.
+	Write(ctx context.Context, ref Ref, content []byte, contentType string) (Info, error)
+
+	// Read returns the artifact at path ("{session_id}/{type}/{filename}") and its
+	// metadata (Size and SHA256 of the content returned). Errors: ErrNotFound,
+	// ErrInvalidPath, ErrClosed.
+	Read(ctx context.Context, path string) ([]byte, Info, error)
+
+	// List returns the artifacts of session sessionID, of type typ ("" = every type),
+	// ordered by path. A session without artifacts has an empty list, not an error.
+	// Errors: ErrInvalidPath (a bad session id or type), ErrClosed.
+	List(ctx context.Context, sessionID, typ string) ([]Info, error)
+
+	// Delete removes the artifact at path. Errors: ErrNotFound when there is none,
+	// ErrInvalidPath, ErrClosed.
+	Delete(ctx context.Context, path string) error
+
+	// Close releases the store's resources. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Errors every Store reports (wrapped). Compare with errors.Is.
+var (
+	// ErrNotFound: no artifact at the path.
+	ErrNotFound = errors.New("artifact not found")
+	// ErrInvalidPath: the path, session id, type or filename breaks the rules of
+	// ParsePath (a *PathError says which rule).
+	ErrInvalidPath = errors.New("invalid artifact path")
+	// ErrTooLarge: the content is over the store's size limit (a *SizeError says by how
+	// much).
+	ErrTooLarge = errors.New("artifact too large")
+	// ErrInvalidContentType: the content type is not a MIME type (type/subtype).
+	ErrInvalidContentType = errors.New("invalid artifact content type")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("artifact store closed")
+)
+
+// DefaultMaxSize is the default limit of one artifact's content: 10 MiB.
+const DefaultMaxSize int64 = 10 << 20
+
+// DefaultContentType is the content type of an artifact written without one.
+const DefaultContentType = "application/octet-stream"
+
+// Info describes one stored artifact.
+type Info struct {
+	Ref
+	// Path is Ref.Path(): "{session_id}/{type}/{filename}".
+	Path string `json:"path"`
+	// Size is the content's length in bytes.
+	Size int64 `json:"size"`
+	// ContentType is the MIME type given when it was written.
+	ContentType string `json:"content_type"`
+	// SHA256 is the content's hex digest.
+	SHA256 string `json:"sha256"`
+	// ModTime is when it was last written (the store's clock).
+	ModTime time.Time `json:"mod_time"`
+	// Overwrote is set by Write only: the path held an artifact before this write. With
+	// concurrent writers of one path in different processes it is best effort.
+	Overwrote bool `json:"overwrote,omitempty"`
+}
+
+// SizeError is the error of content over a store's limit. It wraps ErrTooLarge.
+type SizeError struct {
+	// Size is the content's length; Limit the store's maximum, both in bytes.
+	Size, Limit int64
+}
+
+// Error implements error.
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%v: %s is over the limit of %s", ErrTooLarge, FormatSize(e.Size), FormatSize(e.Limit))
+}
+
+// Unwrap returns ErrTooLarge.
+func (e *SizeError) Unwrap() error { return ErrTooLarge }
+
+// CheckSize returns a *SizeError when size is over limit (limit <= 0 means
+// DefaultMaxSize).
+func CheckSize(size, limit int64) error {
+	if limit <= 0 {
+		limit = DefaultMaxSize
+	}
+	if size > limit {
+		return &SizeError{Size: size, Limit: limit}
+	}
+	return nil
+}
+
+// FormatSize renders n bytes for people: "512 B", "3.2 KiB", "10.0 MiB".
+func FormatSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}

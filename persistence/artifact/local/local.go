@@ -1,0 +1,429 @@
+// Package local is an artifact.Store in a directory: the embedded default
+// (DATA_DIR/artifacts). Each artifact is a plain file at its path, so the workspace can
+// be browsed with ls; its metadata (content type, size, sha256) is a small JSON file
+// beside it in a hidden ".meta" directory:
+//
+//	DIR/{session_id}/{type}/{filename}          the content
+//	DIR/{session_id}/{type}/.meta/{filename}    {"content_type":..., "size":..., "sha256":...}
+//	DIR/.tmp/                                   files being written
+//
+// Writes go to a temporary file that is synced and renamed over the target (content
+// first, then metadata), so readers never see partial content. If a crash falls between
+// the two renames the metadata is stale; reads and lists notice (its size or digest no
+// longer match) and recompute the digest from the content. Every file operation goes
+// through an os.Root opened on DIR, so no path, even a symlink planted in the directory,
+// reaches outside it. Writers of one path in this process are serialised.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fathom-agents/fathom/persistence/artifact"
+)
+
+var _ artifact.Store = (*Store)(nil)
+
+const (
+	metaDir   = ".meta"
+	tmpDir    = ".tmp"
+	dirPerm   = 0o750
+	filePerm  = 0o640
+	lockCount = 64
+	// staleTemp is how old a leftover temporary file must be before Open removes it
+	// (younger ones may belong to another process writing now).
+	staleTemp = time.Hour
+)
+
+// Config configures a local store.
+type Config struct {
+	// MaxSize is the largest content Write accepts, in bytes (default
+	// artifact.DefaultMaxSize).
+	MaxSize int64
+}
+
+// DefaultConfig returns the defaults: a 10 MiB limit.
+func DefaultConfig() Config { return Config{MaxSize: artifact.DefaultMaxSize} }
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MaxSize <= 0 {
+		return fmt.Errorf("local artifact store: MaxSize must be positive, got %d", c.MaxSize)
+	}
+	return nil
+}
+
+// Store is a directory of artifacts. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	root   *os.Root
+	closed atomic.Bool
+	locks  [lockCount]sync.Mutex
+}
+
+// Open opens (creating it if needed) the artifact directory dir.
+func Open(dir string, cfg Config) (*Store, error) {
+	if cfg.MaxSize == 0 {
+		cfg.MaxSize = artifact.DefaultMaxSize
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("create artifact dir %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open artifact dir %s: %w", dir, err)
+	}
+	s := &Store{cfg: cfg, root: root}
+	if err := root.MkdirAll(tmpDir, dirPerm); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("create %s in artifact dir %s: %w", tmpDir, dir, err)
+	}
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.root.Name() }
+
+// MaxSize is the largest content Write accepts.
+func (s *Store) MaxSize() int64 { return s.cfg.MaxSize }
+
+// meta is the JSON sidecar of one artifact.
+type meta struct {
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+}
+
+// Write implements artifact.Store.
+func (s *Store) Write(ctx context.Context, ref artifact.Ref, content []byte, contentType string) (artifact.Info, error) {
+	if err := s.check(ctx, "write artifact"); err != nil {
+		return artifact.Info{}, err
+	}
+	if err := ref.Validate(); err != nil {
+		return artifact.Info{}, err
+	}
+	if err := artifact.CheckSize(int64(len(content)), s.cfg.MaxSize); err != nil {
+		return artifact.Info{}, err
+	}
+	ct, err := artifact.NormalizeContentType(contentType)
+	if err != nil {
+		return artifact.Info{}, err
+	}
+	sum := sha256.Sum256(content)
+	m := meta{ContentType: ct, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", ref.Path(), err)
+	}
+	p := ref.Path()
+	dir := path.Join(ref.SessionID, ref.Type)
+	mu := s.lock(p)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.root.MkdirAll(path.Join(dir, metaDir), dirPerm); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	}
+	_, statErr := s.root.Lstat(p)
+	overwrote := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, statErr)
+	}
+	if err := ctx.Err(); err != nil { // the last point where nothing has changed yet
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	}
+	if err := s.replace(p, content); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	}
+	if err := s.replace(path.Join(dir, metaDir, ref.Filename), mb); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s metadata: %w", p, err)
+	}
+	if err := s.syncDir(dir); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	}
+	fi, err := s.root.Stat(p)
+	if err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	}
+	return artifact.Info{Ref: ref, Path: p, Size: m.Size, ContentType: ct, SHA256: m.SHA256, ModTime: fi.ModTime(), Overwrote: overwrote}, nil
+}
+
+// replace atomically replaces name with data: a synced temporary file renamed over it.
+func (s *Store) replace(name string, data []byte) (err error) {
+	tmp, err := s.tempName()
+	if err != nil {
+		return err
+	}
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = s.root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return s.root.Rename(tmp, name)
+}
+
+func (s *Store) tempName() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("temporary name: %w", err)
+	}
+	return path.Join(tmpDir, hex.EncodeToString(b)), nil
+}
+
+// syncDir makes the renames in dir (and its metadata directory) durable.
+func (s *Store) syncDir(dir string) error {
+	for _, d := range []string{dir, path.Join(dir, metaDir)} {
+		f, err := s.root.Open(d)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// Read implements artifact.Store.
+func (s *Store) Read(ctx context.Context, p string) ([]byte, artifact.Info, error) {
+	if err := s.check(ctx, "read artifact"); err != nil {
+		return nil, artifact.Info{}, err
+	}
+	ref, err := artifact.ParsePath(p)
+	if err != nil {
+		return nil, artifact.Info{}, err
+	}
+	f, err := s.root.Open(p)
+	if err != nil {
+		return nil, artifact.Info{}, s.notFound("read", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, artifact.ErrNotFound)
+	}
+	// Read one byte past the limit: a file that grew behind our back is refused, not
+	// loaded whole.
+	content, err := io.ReadAll(io.LimitReader(f, s.cfg.MaxSize+1))
+	if err != nil {
+		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, err)
+	}
+	if err := artifact.CheckSize(int64(len(content)), s.cfg.MaxSize); err != nil {
+		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, err)
+	}
+	sum := sha256.Sum256(content)
+	info := artifact.Info{Ref: ref, Path: p, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), ModTime: fi.ModTime()}
+	info.ContentType = s.readMeta(ref).ContentType
+	if info.ContentType == "" {
+		info.ContentType = artifact.DefaultContentType
+	}
+	return content, info, nil
+}
+
+// readMeta returns ref's sidecar, or a zero meta when it is missing or unreadable.
+func (s *Store) readMeta(ref artifact.Ref) meta {
+	var m meta
+	b, err := s.root.ReadFile(path.Join(ref.SessionID, ref.Type, metaDir, ref.Filename))
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return meta{}
+	}
+	return m
+}
+
+// List implements artifact.Store.
+func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Info, error) {
+	if err := s.check(ctx, "list artifacts"); err != nil {
+		return nil, err
+	}
+	if err := artifact.ValidateSessionID(sessionID); err != nil {
+		return nil, err
+	}
+	types := artifact.Types
+	if typ != "" {
+		if err := artifact.ValidateType(typ); err != nil {
+			return nil, err
+		}
+		types = []string{typ}
+	}
+	var out []artifact.Info
+	for _, t := range types {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
+		}
+		infos, err := s.listDir(artifact.Ref{SessionID: sessionID, Type: t})
+		if err != nil {
+			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
+		}
+		out = append(out, infos...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// listDir lists the artifacts of one session and type (dir.Filename is ignored).
+func (s *Store) listDir(dir artifact.Ref) ([]artifact.Info, error) {
+	d, err := s.root.Open(path.Join(dir.SessionID, dir.Type))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := d.ReadDir(-1)
+	_ = d.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []artifact.Info
+	for _, e := range entries {
+		if !e.Type().IsRegular() || artifact.ValidateFilename(e.Name()) != nil {
+			continue // .meta, anything hidden or not ours
+		}
+		ref := artifact.Ref{SessionID: dir.SessionID, Type: dir.Type, Filename: e.Name()}
+		info, err := s.stat(ref)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since ReadDir
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// stat describes one artifact from its file and sidecar, recomputing the digest when
+// the sidecar does not describe the file (a crash between the two renames of a write).
+func (s *Store) stat(ref artifact.Ref) (artifact.Info, error) {
+	p := ref.Path()
+	fi, err := s.root.Stat(p)
+	if err != nil {
+		return artifact.Info{}, err
+	}
+	m := s.readMeta(ref)
+	info := artifact.Info{Ref: ref, Path: p, Size: fi.Size(), ContentType: m.ContentType, SHA256: m.SHA256, ModTime: fi.ModTime()}
+	if m.Size != fi.Size() || len(m.SHA256) != sha256.Size*2 {
+		b, err := s.root.ReadFile(p)
+		if err != nil {
+			return artifact.Info{}, err
+		}
+		sum := sha256.Sum256(b)
+		info.SHA256, info.Size = hex.EncodeToString(sum[:]), int64(len(b))
+	}
+	if info.ContentType == "" {
+		info.ContentType = artifact.DefaultContentType
+	}
+	return info, nil
+}
+
+// Delete implements artifact.Store.
+func (s *Store) Delete(ctx context.Context, p string) error {
+	if err := s.check(ctx, "delete artifact"); err != nil {
+		return err
+	}
+	ref, err := artifact.ParsePath(p)
+	if err != nil {
+		return err
+	}
+	mu := s.lock(p)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.root.Remove(p); err != nil {
+		return s.notFound("delete", p, err)
+	}
+	if err := s.root.Remove(path.Join(ref.SessionID, ref.Type, metaDir, ref.Filename)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete artifact %s metadata: %w", p, err)
+	}
+	return nil
+}
+
+// Close implements artifact.Store. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.root.Close()
+}
+
+// check fails op when the store is closed or ctx is done.
+func (s *Store) check(ctx context.Context, op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("%s: %w", op, artifact.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// notFound wraps err from opening or removing p, as ErrNotFound when the file is not
+// there.
+func (s *Store) notFound(op, p string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s artifact %s: %w", op, p, artifact.ErrNotFound)
+	}
+	return fmt.Errorf("%s artifact %s: %w", op, p, err)
+}
+
+func (s *Store) lock(p string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p))
+	return &s.locks[h.Sum32()%lockCount]
+}
+
+// removeStaleTemps deletes temporary files left by writes that crashed.
+func (s *Store) removeStaleTemps() {
+	d, err := s.root.Open(tmpDir)
+	if err != nil {
+		return
+	}
+	entries, err := d.ReadDir(-1)
+	_ = d.Close()
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleTemp {
+			_ = s.root.Remove(path.Join(tmpDir, e.Name()))
+		}
+	}
+}
