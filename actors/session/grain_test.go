@@ -344,7 +344,7 @@ func (f *failingJournal) Load(ctx context.Context, stream string, after uint64, 
 func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
 	fj := &failingJournal{Journal: openJournal(t)}
 	// A slow model keeps the session mid-run while the journal goes away.
-	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
+	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
