@@ -147,8 +147,8 @@ type source struct {
 
 // Set is a parsed and checked set of templates. It is safe for concurrent use.
 type Set struct {
-	t       *template.Template
-	files   map[string]string // template name → file
+	t         *template.Template
+	files     map[string]string // template name → file
 	overrides []string          // names of the overridden templates
 }
 
