@@ -85,7 +85,7 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	}
 
 	status, out = call(t, g.srv, "GET", "/v1/sessions/http-1/timeline", readToken, nil)
-	if entries, _ := out["entries"].([]any); status != 200 || len(entries) != 3 {
+	if entries, _ := out["entries"].([]any); status != 200 || len(entries) != 4 { // the demo plan's four steps
 		t.Fatalf("timeline = %d %v", status, out)
 	}
 	status, out = call(t, g.srv, "GET", "/v1/sessions/http-1/state?at=2", readToken, nil)

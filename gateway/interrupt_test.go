@@ -35,18 +35,18 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 			interrupted = f
 		}
 	}
-	if interrupted["step_id"] != "step-2" || interrupted["position"] != "before" || interrupted["breakpoint_id"] != "before-write" {
+	if interrupted["step_id"] != "s3" || interrupted["position"] != "before" || interrupted["breakpoint_id"] != "before-write" {
 		t.Fatalf("interrupt_triggered %v", interrupted)
 	}
 	c.send(map[string]any{"op": "resume", "id": "r", "session_id": "ws-bp",
-		"modified_step": map[string]any{"id": "step-2", "type": "write", "description": "Write it in five words"}})
+		"modified_step": map[string]any{"id": "s3", "type": "write", "description": "Write it in five words"}})
 	var started map[string]any
 	for {
 		f := c.read(time.Until(deadline))
 		if f["op"] == "error" {
 			t.Fatalf("error frame %v", f)
 		}
-		if f["type"] == "step_started" && f["step_id"] == "step-2" {
+		if f["type"] == "step_started" && f["step_id"] == "s3" {
 			started = f
 		}
 		if f["type"] == "session_completed" {
@@ -54,7 +54,7 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 		}
 	}
 	if started["description"] != "Write it in five words" {
-		t.Fatalf("step-2 started as %v", started)
+		t.Fatalf("s3 started as %v", started)
 	}
 	// The session has ended: further interrupt ops are refused, the connection lives on.
 	c.send(map[string]any{"op": "pause", "id": "p", "session_id": "ws-bp"})

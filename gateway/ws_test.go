@@ -73,7 +73,7 @@ func TestGatewayWSStartFollowResume(t *testing.T) {
 	c2.send(map[string]any{"op": "timeline", "id": "tl", "session_id": "ws-1"})
 	tl := c2.next("ack", 10*time.Second)
 	tr, _ := tl["result"].(map[string]any)
-	if entries, _ := tr["entries"].([]any); len(entries) != 3 || tr["status"] != "SESSION_STATUS_COMPLETED" {
+	if entries, _ := tr["entries"].([]any); len(entries) != 4 || tr["status"] != "SESSION_STATUS_COMPLETED" {
 		t.Fatalf("timeline %v", tl)
 	}
 	c2.send(map[string]any{"op": "state_at", "id": "sa", "session_id": "ws-1", "step_index": 1})

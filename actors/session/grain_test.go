@@ -181,11 +181,11 @@ func TestSessionRunsToCompletion(t *testing.T) {
 	if last.Type() != "session_completed" {
 		t.Fatalf("session ended with %s: %v", last.Type(), last)
 	}
-	// The demo plan has three steps; the research step calls write_todos once and the
-	// review step code_execute once (no sandbox here: the model reads a ToolError), so
-	// each takes two LLM turns.
+	// The demo plan has four steps (research, code, write, review); the research step
+	// calls write_todos once and the review step code_execute once (no sandbox here: the
+	// model reads a ToolError), so each takes two LLM turns.
 	steps, tools := count(evs, "step_completed"), count(evs, "tool_result")
-	if steps != 3 || tools != 2 || count(evs, "tool_called") != 2 || count(evs, "plan_created") != 1 ||
+	if steps != 4 || tools != 2 || count(evs, "tool_called") != 2 || count(evs, "plan_created") != 1 ||
 		count(evs, "llm_requested") != steps+tools+1 || count(evs, "llm_responded") != steps+tools+1 {
 		t.Fatalf("unexpected event mix: %d steps, %d tool results, events %v", steps, tools, evs)
 	}
@@ -344,7 +344,7 @@ func (f *failingJournal) Load(ctx context.Context, stream string, after uint64, 
 func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
 	fj := &failingJournal{Journal: openJournal(t)}
 	// A slow model keeps the session mid-run while the journal goes away.
-	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: (executor|researcher|writer)","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
+	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: (executor|researcher|writer)","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

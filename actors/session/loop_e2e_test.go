@@ -79,7 +79,7 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 func testTools(t testing.TB) *tools.Executor { return testToolsWith(t, &executions{}, nil) }
 
 // oneStepPlan plans a single research step.
-const oneStepPlan = `{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s\",\"type\":\"custom\",\"description\":\"find it\"}]}"}`
+const oneStepPlan = `{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s\",\"type\":\"custom\",\"description\":\"find it\"}]}"}`
 
 func script(t testing.TB, rules ...string) *mock.Script {
 	t.Helper()

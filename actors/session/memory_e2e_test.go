@@ -40,7 +40,7 @@ func TestLongSessionMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := mock.ParseScript([]byte(`{"rules":[
-		{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
 		{"system_match":"FATHOM-ROLE: summarizer","response":"Summary: the agent probed the sensors many times."},
 		{"system_match":"Current step: What is the vault code","context_match":"ZEBRA-42","response":"The vault code is ZEBRA-42."},
 		{"system_match":"Current step: What is the vault code","response":"I do not know the vault code."},
@@ -153,7 +153,7 @@ func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := mock.ParseScript([]byte(`{"rules":[
-		{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"}]}"},
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"}]}"},
 		{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
 		{"system_match":"Current step: Probe the sensors","times":60,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
 		{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}

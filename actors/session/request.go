@@ -27,7 +27,10 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 	req := llm.Request{Model: s.GetConfig().GetModel()}
 	switch pending.GetPurpose() {
 	case purposePlan:
-		sys, err := p.Render(prompts.Planner, prompts.PlannerData{MaxSteps: s.GetConfig().GetMaxSteps()})
+		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
+			AgentType: prompts.Orchestrator, Phase: prompts.PhasePlan, Goal: s.GetGoal(),
+			Workspace: s.GetSessionId() + "/", MaxSteps: s.GetConfig().GetMaxSteps(),
+		})
 		if err != nil {
 			return llm.Request{}, err
 		}

@@ -41,7 +41,7 @@ func (m *instantModel) Name() string { return "instant" }
 
 func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
 	usage := llm.Usage{InputTokens: 200, OutputTokens: 50, TotalTokens: 250}
-	if strings.Contains(req.Messages[0].Content, "FATHOM-ROLE: planner") {
+	if strings.Contains(req.Messages[0].Content, "FATHOM-ROLE: orchestrator") {
 		return llm.Response{Content: m.plan, FinishReason: "stop", Model: "instant", Usage: usage}, nil
 	}
 	return llm.Response{Content: "The step is done: here is a short deliverable of a few dozen words that stands in for a real answer.", FinishReason: "stop", Model: "instant", Usage: usage}, nil

@@ -13,7 +13,7 @@ import (
 
 // planRule answers the orchestrator's planning call with steps (JSON, escaped for a rule).
 func planRule(steps string) string {
-	return `{"system_match":"FATHOM-ROLE: (planner|orchestrator)","response":` + quote(`{"steps":`+steps+`}`) + `}`
+	return `{"system_match":"FATHOM-ROLE: orchestrator","response":` + quote(`{"steps":`+steps+`}`) + `}`
 }
 
 func quote(s string) string {

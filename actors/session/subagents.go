@@ -421,7 +421,8 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 	}
 	sys, err := d.Prompts.Render(sa.GetAgentType(), prompts.AgentData{
 		AgentType: sa.GetAgentType(), Goal: s.GetGoal(), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
-		StepID: step.GetId(), StepDescription: step.GetDescription(),
+		Step:          prompts.Step{ID: step.GetId(), Type: step.GetType(), Description: step.GetDescription()},
+		MaxIterations: sa.GetMaxIterations(),
 	})
 	if err != nil {
 		return llm.Request{}, nil, err

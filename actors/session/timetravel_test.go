@@ -37,15 +37,15 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 					want = append(want, proto.Clone(s).(*messages.SessionState))
 				}
 			}
-			if len(want) != 4 { // plan + the demo's three steps
-				t.Fatalf("%d step boundaries, want 4", len(want))
+			if len(want) != 5 { // plan + the demo's four steps
+				t.Fatalf("%d step boundaries, want 5", len(want))
 			}
 			g := h.node.Session("tt")
 			tl, err := g.Timeline(&messages.TimelineRequest{}, cluster.WithTimeout(10*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tl.GetPlanSeq() != want[0].GetSeq() || len(tl.GetEntries()) != 3 {
+			if tl.GetPlanSeq() != want[0].GetSeq() || len(tl.GetEntries()) != 4 {
 				t.Fatalf("timeline %v", tl)
 			}
 			for n := range want {
@@ -68,7 +68,7 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 					t.Fatalf("StateAtStep(%d) = %v, %v", n, direct, err)
 				}
 			}
-			if _, err := g.StateAt(&messages.StateAtRequest{StepIndex: 4}, cluster.WithTimeout(10*time.Second)); !messages.IsFailedPrecondition(err) {
+			if _, err := g.StateAt(&messages.StateAtRequest{StepIndex: uint32(len(want))}, cluster.WithTimeout(10*time.Second)); !messages.IsFailedPrecondition(err) {
 				t.Fatalf("StateAt past the plan: err = %v, want FAILED_PRECONDITION", err)
 			}
 		})

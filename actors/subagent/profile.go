@@ -3,14 +3,16 @@ package subagent
 import (
 	"slices"
 	"strings"
+
+	"github.com/fathom-agents/fathom/prompts"
 )
 
-// Agent types.
+// Agent types (also the names of their prompt templates).
 const (
-	Researcher = "researcher"
-	Coder      = "coder"
-	Writer     = "writer"
-	Reviewer   = "reviewer"
+	Researcher = prompts.Researcher
+	Coder      = prompts.Coder
+	Writer     = prompts.Writer
+	Reviewer   = prompts.Reviewer
 )
 
 // Profile is what a sub-agent of one type gets: the tools it may call (those the node
@@ -28,29 +30,22 @@ type Profile struct {
 // DefaultMaxIterations bounds a sub-agent run's LLM calls when the node sets no bound.
 const DefaultMaxIterations = 10
 
-var profiles = map[string]Profile{
-	"research": {AgentType: Researcher, Tools: []string{"web_search", "write_todos", "write_artifact", "read_artifact", "list_artifacts", "ask_human"}},
-	"code":     {AgentType: Coder, Tools: []string{"code_execute", "write_artifact", "read_artifact", "list_artifacts", "write_todos", "ask_human"}},
-	"write":    {AgentType: Writer, Tools: []string{"write_artifact", "read_artifact", "list_artifacts", "ask_human"}},
-	"review":   {AgentType: Reviewer, Tools: []string{"read_artifact", "list_artifacts", "code_execute", "ask_human"}},
-}
-
 // ProfileFor returns the profile of the sub-agent that runs plan steps of stepType, and
 // false when such steps are not delegated (custom and human_input steps are the
-// orchestrator's own).
+// orchestrator's own). The agent types and their default tools are the prompt
+// templates' (prompts.SubAgentTypes, prompts.DefaultTools): what an agent is told it
+// may call is what it may call.
 func ProfileFor(stepType string) (Profile, bool) {
-	p, ok := profiles[strings.ToLower(stepType)]
+	agent, ok := prompts.SubAgentTypes[strings.ToLower(stepType)]
 	if !ok {
 		return Profile{}, false
 	}
-	p.Tools = slices.Clone(p.Tools)
-	p.MaxIterations = DefaultMaxIterations
-	return p, true
+	return Profile{AgentType: agent, Tools: slices.Clone(prompts.DefaultTools[agent]), MaxIterations: DefaultMaxIterations}, true
 }
 
 // Delegated reports whether plan steps of stepType run in a sub-agent.
 func Delegated(stepType string) bool {
-	_, ok := profiles[strings.ToLower(stepType)]
+	_, ok := prompts.SubAgentTypes[strings.ToLower(stepType)]
 	return ok
 }
 

@@ -35,7 +35,7 @@ func artifactModel(t *testing.T) string {
 		return mock.ToolCallRule{Name: "write_artifact", Arguments: string(args)}
 	}
 	script := mock.Script{Rules: []mock.Rule{
-		{SystemMatch: "FATHOM-ROLE: planner", Response: `{"steps":[{"id":"w","type":"custom","description":"write down the findings"}]}`},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"w","type":"custom","description":"write down the findings"}]}`},
 		// The context lists the workspace by path (not content) once the artifact exists.
 		{SystemMatch: `FATHOM-ROLE: executor[\s\S]*Artifacts in the workspace[\s\S]*/research/findings\.md \(text/markdown`, ToolMatch: "Saved artifact",
 			Response: "The findings are saved in the workspace."},

@@ -86,6 +86,7 @@ type nodeFlags struct {
 	clusterName   string
 	sandbox       sandboxFlags
 	artifacts     artifactFlags
+	promptsDir    string
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -151,6 +152,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
 	f.sandbox.register(fs)
 	f.artifacts.register(fs)
+	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -227,6 +229,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		LLM:         llmCfg,
 		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
 		Logger:      log,
+		PromptsDir:  f.promptsDir,
 	}, nil
 }
 

@@ -44,6 +44,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/persistence/vectormem"
+	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
 )
@@ -81,6 +82,9 @@ type Config struct {
 	Telemetry telemetry.Config
 	// Logger receives the node's structured logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
+	// by file (prompts.Load); a broken template fails Start.
+	PromptsDir string
 }
 
 // LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
@@ -226,6 +230,14 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := cfg.Session.Validate(); err != nil {
 		return nil, err
 	}
+	// Prompts first: a broken override fails the start before anything runs.
+	prompt, err := prompts.Load(cfg.PromptsDir)
+	if err != nil {
+		return nil, err
+	}
+	if o := prompt.Overrides(); len(o) > 0 {
+		n.log.Info("prompt templates overridden", "dir", cfg.PromptsDir, "templates", o)
+	}
 	if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -302,6 +314,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Embed:      n.embed,
 		Reembed:    true, // vectormem does not outlive the process
 		Summarizer: summarizerName,
+		Prompts:    prompt,
 		Config:     scfg,
 		Journal:    n.journal,
 		LLM:        provider,
@@ -324,7 +337,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
-		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Logger: cfg.Logger.With("component", "summarizer"),
+		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Prompts: prompt, Logger: cfg.Logger.With("component", "summarizer"),
 	}); err != nil {
 		return nil, err
 	}

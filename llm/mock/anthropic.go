@@ -93,8 +93,9 @@ func anthText(bs []anthBlock) string {
 // match against; the error is an invalid_request_error message.
 func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 	var (
-		req anthRequest
-		d   TemplateData
+		req   anthRequest
+		d     TemplateData
+		input []string
 	)
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, d, fmt.Errorf("request is not valid JSON: %w", err)
@@ -117,6 +118,9 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 			return req, d, fmt.Errorf("messages.%d.content: %w", i, err)
 		}
 		turns[i] = anthTurn{role: m.Role, blocks: bs}
+		if t := anthText(bs); t != "" {
+			input = append(input, t)
+		}
 		if m.Role != "user" {
 			continue
 		}
@@ -130,13 +134,16 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 					return req, d, fmt.Errorf("messages.%d: tool_result content: %w", i, err)
 				}
 				d.Tool = anthText(rbs)
+				input = append(input, d.Tool)
 			}
 		}
 	}
+	d.Input = strings.Join(input, "\n")
+	d.All = strings.TrimPrefix(d.System+"\n"+d.Input, "\n")
 	if err := checkAnthTurns(turns); err != nil {
 		return req, d, err
 	}
-	for _, line := range strings.Split(d.User, "\n") {
+	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
 		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
 			d.Goal = strings.TrimSpace(v)
 		}

@@ -9,7 +9,7 @@
 // A script is JSON:
 //
 //	{"rules":[
-//	  {"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[...]}"},
+//	  {"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[...]}"},
 //	  {"match":"Step: .*","response":"done: {{.Step}}","delay_ms":50},
 //	  {"match":".*","status":429,"error_message":"slow down","retry_after_s":1,"times":2}
 //	],"default":"I have nothing scripted for that."}
@@ -18,9 +18,10 @@
 // system_match: the system message; tool_match: the last tool result) answers, with
 // text or, when it has tool_calls, with tool calls ({"name", "arguments"} where
 // arguments is a template of the JSON text). times limits how often a rule fires (0 =
-// always). response is a text/template with .Goal and .Step (from the user message's
-// "Goal: " and "Step: " lines), .User, .System, .N (1-based count of this rule's hits)
-// and a json function that quotes a string for embedding in JSON.
+// always). response is a text/template with .Goal and .Step (from the "Goal: " and
+// "Step: " lines of the user message, else of the system message), .User, .System,
+// .Tool, .All, .Input (see TemplateData), .N (1-based count of this rule's hits) and the
+// functions json, find and findAll (see funcs).
 package mock
 
 import (
@@ -129,43 +130,6 @@ func LoadScript(path string) (Script, error) {
 	return s, nil
 }
 
-// DemoScript is the built-in demo model: a three-step plan for any goal, a write_todos
-// tool call in the research step, and a short deliverable for every step.
-func DemoScript() Script {
-	return Script{
-		Rules: []Rule{
-			{SystemMatch: "FATHOM-ROLE: planner", Response: `{"steps":[` +
-				`{"id":"step-1","type":"research","description":{{json (printf "Research what is needed to: %s" .Goal)}},"dependencies":[]},` +
-				`{"id":"step-2","type":"write","description":{{json (printf "Write the deliverable for: %s" .Goal)}},"dependencies":["step-1"]},` +
-				`{"id":"step-3","type":"review","description":"Review the deliverable against the goal and list any gaps","dependencies":["step-2"]}]}`},
-			// The research step shows the LLM↔tool loop: first a write_todos call, then,
-			// once its result is in the conversation, the notes.
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, ToolMatch: `(?i)todo`, Response: "(demo model) Notes for: {{.Step}}\n" +
-				"- What is asked: {{.Goal}}\n- A real model would gather sources and facts here; the demo model only shows the flow."},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a research agent`, ToolCalls: []ToolCallRule{{Name: "write_todos", Arguments: `{"todos":[` +
-				`{"content":"Work out what the goal asks for","status":"in_progress"},` +
-				`{"content":"Collect the facts the deliverable needs","status":"pending"},` +
-				`{"content":"Hand notes to the writer","status":"pending"}]}`}}},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a write agent`, Response: "(demo model) Draft for: {{.Goal}}\n\n" +
-				"Events fall like rain,\nthe journal keeps every drop:\nstate is just their sum."},
-			// The review step runs code: it counts the draft's lines and words in the
-			// sandbox (code_execute), then reviews with the result in the conversation.
-			// Without a sandbox the tool's error comes back instead and the review says so.
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolMatch: `"stdout"`, Response: "(demo model) Review: " +
-				"the draft answers the goal; a sandboxed check counted its lines and words: {{.Tool}}"},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolMatch: `(?i)error|sandbox`, Response: "(demo model) Review: " +
-				"the draft answers the goal (the sandboxed check could not run: {{.Tool}})"},
-			{SystemMatch: `FATHOM-ROLE: executor[\s\S]*You are a review agent`, ToolCalls: []ToolCallRule{{Name: "code_execute", Arguments: `{"language":"python",` +
-				`"code":"text = \"Events fall like rain\\nthe journal keeps every drop\\nstate is just their sum\"\nprint(len(text.splitlines()), \"lines,\", len(text.split()), \"words\")"}`}}},
-			{SystemMatch: "FATHOM-ROLE: executor", Response: "(demo model) Completed: {{.Step}}"},
-			// The summarizer keeps a long session's rolling summary.
-			{SystemMatch: "FATHOM-ROLE: summarizer", Response: "(demo model) Summary: the agent worked through its plan step by step; " +
-				"a real model would keep the goal, facts and decisions here."},
-		},
-		Default: "(demo model) I have no scripted answer for that.",
-	}
-}
-
 type compiledRule struct {
 	Rule
 	match, system, tool *regexp.Regexp
@@ -175,10 +139,64 @@ type compiledRule struct {
 	hits                atomic.Int64
 }
 
-var funcs = template.FuncMap{"json": func(s string) (string, error) {
-	b, err := json.Marshal(s)
-	return string(b), err
-}}
+// funcs are the functions response and argument templates may call: json quotes a
+// string for embedding in JSON; find returns the first match of a regular expression
+// in a text (its first group when it has one; "" for none); findAll returns every
+// match (or first group) once, in order of appearance.
+var funcs = template.FuncMap{
+	"json": func(s string) (string, error) {
+		b, err := json.Marshal(s)
+		return string(b), err
+	},
+	"find": func(pattern, text string) (string, error) {
+		re, err := cachedRegexp(pattern)
+		if err != nil {
+			return "", err
+		}
+		m := re.FindStringSubmatch(text)
+		switch {
+		case m == nil:
+			return "", nil
+		case len(m) > 1:
+			return m[1], nil
+		}
+		return m[0], nil
+	},
+	"findAll": func(pattern, text string) ([]string, error) {
+		re, err := cachedRegexp(pattern)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		seen := map[string]bool{}
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			v := m[0]
+			if len(m) > 1 {
+				v = m[1]
+			}
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	},
+}
+
+// regexps caches the expressions find and findAll compile (a script uses a handful).
+var regexps sync.Map
+
+func cachedRegexp(pattern string) (*regexp.Regexp, error) {
+	if re, ok := regexps.Load(pattern); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	regexps.Store(pattern, re)
+	return re, nil
+}
 
 func compile(s Script) ([]*compiledRule, error) {
 	out := make([]*compiledRule, len(s.Rules))
@@ -318,6 +336,10 @@ type TemplateData struct {
 	User, System, Tool string
 	// All is every message's content, joined by newlines (what context_match reads).
 	All string
+	// Input is the content of every message but the system ones, joined by newlines:
+	// what the conversation carries besides the prompt (a demo answer that cites paths
+	// reads them here, not from the prompt's examples).
+	Input string
 	// N is how many times this rule has answered, including this request.
 	N int
 }
@@ -343,13 +365,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.requests.Add(1)
 	var d TemplateData
-	var all, system []string
+	var all, system, input []string
 	for _, m := range req.Messages {
 		content := ""
 		if m.Content != nil {
 			content = *m.Content
 		}
 		all = append(all, content)
+		if m.Role != "system" {
+			input = append(input, content)
+		}
 		switch m.Role {
 		case "system":
 			system = append(system, content)
@@ -359,7 +384,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			d.Tool = content
 		}
 	}
-	d.System, d.All = strings.Join(system, "\n"), strings.Join(all, "\n")
+	d.System, d.All, d.Input = strings.Join(system, "\n"), strings.Join(all, "\n"), strings.Join(input, "\n")
 	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
 		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
 			d.Goal = strings.TrimSpace(v)

@@ -36,7 +36,7 @@ func TestDemoScriptPlansAndExecutes(t *testing.T) {
 	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
 	defer srv.Close()
 	c := client(t, srv, "")
-	resp, err := chat(c, "FATHOM-ROLE: planner\n...", `Goal: write "a" haiku`+"\n")
+	resp, err := chat(c, "FATHOM-ROLE: orchestrator\nFATHOM-PHASE: plan\n...", `Goal: write "a" haiku`+"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDemoScriptPlansAndExecutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Content), &plan); err != nil {
 		t.Fatalf("demo plan is not JSON: %v\n%s", err, resp.Content)
 	}
-	if len(plan.Steps) != 3 || !strings.Contains(plan.Steps[0].Description, `write "a" haiku`) {
+	if len(plan.Steps) != 4 || !strings.Contains(plan.Steps[0].Description, `write "a" haiku`) {
 		t.Fatalf("plan %+v", plan)
 	}
 	if resp.Usage.TotalTokens == 0 || resp.Usage.TotalTokens != resp.Usage.InputTokens+resp.Usage.OutputTokens {
