@@ -20,6 +20,8 @@ import (
 const (
 	purposePlan = "plan"
 	purposeStep = "step"
+	// purposeSynthesize is the orchestrator's closing call after a delegated plan.
+	purposeSynthesize = "synthesize"
 )
 
 func planCallID(n uint32) string { return fmt.Sprintf("plan-%d", n) }
@@ -84,6 +86,10 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 			ToolCalls: calls, CostUsd: cost, Tokens: r.tokens, Context: r.ctxInfo,
 		}}
 	})
+	if p.GetPurpose() == purposeSynthesize {
+		completeWith(b, b.state(), r.content)
+		return b.evs
+	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
@@ -130,6 +136,12 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 // llmFailed decides what a failed call means: a retryable failure with attempts left
 // schedules another run of the plan or step; anything else fails the session.
 func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, r *llmResult, cfg Config, now time.Time) {
+	if p.GetPurpose() == purposeSynthesize {
+		// The work is done and recorded; only its summary failed: the session completes
+		// with the summary code can write.
+		completeWith(b, s, fallbackResult(s, fmt.Sprintf("the closing summary (llm call %s) failed: %v", r.callID, r.err)))
+		return
+	}
 	var retryAt int64
 	if p.GetPurpose() == purposePlan {
 		attempt := s.GetPlanAttempt()

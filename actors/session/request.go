@@ -48,6 +48,14 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			req.Messages = append(req.Messages, m.LLM())
 		}
 		req.Tools = specs
+	case purposeSynthesize:
+		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
+			AgentType: prompts.Orchestrator, Phase: prompts.PhaseSynthesize, Goal: s.GetGoal(), Workspace: s.GetSessionId() + "/",
+		})
+		if err != nil {
+			return llm.Request{}, err
+		}
+		req.Messages = []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: synthesisBrief(s)}}
 	default:
 		return llm.Request{}, fmt.Errorf("session %s: unknown call purpose %q", s.GetSessionId(), pending.GetPurpose())
 	}

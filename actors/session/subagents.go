@@ -110,13 +110,67 @@ func startAnyStep(b *eventBuilder, cfg Config, step *messages.PlanStep, idx, att
 	startStep(b, st, cfg, steps, idx, attempt, st.GetIterations())
 }
 
+// completeSession ends a session whose steps are all complete. After a plan that
+// delegated work, the orchestrator writes the closing summary from the hand-offs (a
+// synthesize call, counted against max_iterations; without budget left, code writes
+// it); otherwise the result is the last step's output.
 func completeSession(b *eventBuilder, st *messages.SessionState) {
 	steps := st.GetSteps()
-	result := steps[len(steps)-1].GetOutput()
+	if !slices.ContainsFunc(steps, func(s *messages.StepState) bool { return delegated(s.GetStep()) }) {
+		completeWith(b, st, steps[len(steps)-1].GetOutput())
+		return
+	}
+	iteration := st.GetIterations() + 1
+	if limit := st.GetConfig().GetMaxIterations(); limit > 0 && iteration > limit {
+		completeWith(b, st, fallbackResult(st, fmt.Sprintf("no LLM call left for the closing summary (max_iterations %d)", limit)))
+		return
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
+			CallId: "final-1", Purpose: purposeSynthesize, Model: st.GetConfig().GetModel(), Iteration: iteration,
+		}}
+	})
+}
+
+// completeWith records session_completed with result and the session's totals as of st.
+func completeWith(b *eventBuilder, st *messages.SessionState, result string) {
 	usage, cost := st.GetUsage(), st.GetCostUsd()
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: result, Usage: usage, CostUsd: cost}}
 	})
+}
+
+// synthesisBrief is the user message of the closing call: the goal, every step's
+// hand-off and the workspace's artifact paths.
+func synthesisBrief(s *messages.SessionState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Goal: %s\n\nHand-offs, in plan order:\n", s.GetGoal())
+	for _, st := range s.GetSteps() {
+		fmt.Fprintf(&b, "- %s (%s): %s\n", st.GetStep().GetId(), st.GetStep().GetType(), st.GetOutput())
+	}
+	if arts := s.GetArtifacts(); len(arts) > 0 {
+		b.WriteString("\nArtifacts in the workspace:\n")
+		for _, a := range arts {
+			fmt.Fprintf(&b, "- %s (%s, %d bytes)\n", a.GetPath(), a.GetContentType(), a.GetSize())
+		}
+	}
+	b.WriteString("\nWrite the closing summary for the user.\n")
+	return b.String()
+}
+
+// fallbackResult is the closing summary code writes when the model cannot: why, the
+// last step's output and the artifact paths.
+func fallbackResult(s *messages.SessionState, why string) string {
+	steps := s.GetSteps()
+	var b strings.Builder
+	fmt.Fprintf(&b, "All %d steps completed (%s).\n\n%s\n", len(steps), why, steps[len(steps)-1].GetOutput())
+	if arts := s.GetArtifacts(); len(arts) > 0 {
+		b.WriteString("\nArtifacts:\n")
+		for _, a := range arts {
+			fmt.Fprintf(&b, "- %s\n", a.GetPath())
+		}
+	}
+	return b.String()
 }
 
 func allStepsCompleted(s *messages.SessionState) bool {

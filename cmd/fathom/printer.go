@@ -23,6 +23,8 @@ type printer struct {
 	attempt   uint32
 	// streamedAnswer is the last answer already shown live, not to be printed twice.
 	streamedAnswer string
+	// lastOutput is the last step output shown (a result equal to it is not repeated).
+	lastOutput string
 	// outputMidLine is set while a tool's live output has an unfinished line.
 	outputMidLine bool
 	// lastSeq is the last event printed by watch.
@@ -107,8 +109,11 @@ func (p *printer) text(ev *messages.Event) string {
 		return fmt.Sprintf("▶ goal: %s\n  model %s, up to %d steps and %d LLM calls\n", e.SessionStarted.GetGoal(),
 			e.SessionStarted.GetConfig().GetModel(), e.SessionStarted.GetConfig().GetMaxSteps(), e.SessionStarted.GetConfig().GetMaxIterations())
 	case *messages.Event_LlmRequested:
-		if e.LlmRequested.GetPurpose() == "plan" {
+		switch e.LlmRequested.GetPurpose() {
+		case "plan":
 			return "… planning\n"
+		case "synthesize":
+			return "… writing the closing summary\n"
 		}
 		return ""
 	case *messages.Event_LlmResponded:
@@ -148,6 +153,7 @@ func (p *printer) text(ev *messages.Event) string {
 	case *messages.Event_StepStarted:
 		return fmt.Sprintf("… step %d/%d (%s): %s\n", e.StepStarted.GetStepIndex()+1, p.steps, e.StepStarted.GetStepType(), e.StepStarted.GetDescription())
 	case *messages.Event_StepCompleted:
+		p.lastOutput = e.StepCompleted.GetOutput()
 		if out := e.StepCompleted.GetOutput(); out != "" && out == p.streamedAnswer {
 			return fmt.Sprintf("✓ step %d/%d done\n", e.StepCompleted.GetStepIndex()+1, p.steps)
 		}
@@ -164,7 +170,11 @@ func (p *printer) text(ev *messages.Event) string {
 		if c := e.SessionCompleted.GetCostUsd(); c > 0 {
 			cost = fmt.Sprintf(", $%.6f", c)
 		}
-		return fmt.Sprintf("✓ session completed in %s (%d tokens%s)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens(), cost)
+		line := fmt.Sprintf("✓ session completed in %s (%d tokens%s)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens(), cost)
+		if res := e.SessionCompleted.GetResult(); res != "" && res != p.streamedAnswer && res != p.lastOutput {
+			line = indent(res) + "\n" + line
+		}
+		return line
 	case *messages.Event_SessionFailed:
 		return fmt.Sprintf("✗ session failed: %s\n", e.SessionFailed.GetError())
 	case *messages.Event_InterruptTriggered:
@@ -187,7 +197,11 @@ func (p *printer) text(ev *messages.Event) string {
 		if a.GetResumed() {
 			verb = "resumed"
 		}
-		return fmt.Sprintf("  ↳ step %s %s %s (%s); tools: %s\n", a.GetStepId(), verb, a.GetSubAgentId(), a.GetAgentType(), strings.Join(a.GetTools(), ", "))
+		tools := strings.Join(a.GetTools(), ", ")
+		if tools == "" {
+			tools = "none"
+		}
+		return fmt.Sprintf("  ↳ step %s %s %s (%s); tools: %s\n", a.GetStepId(), verb, a.GetSubAgentId(), a.GetAgentType(), tools)
 	case *messages.Event_SubagentCompleted:
 		c := e.SubagentCompleted
 		r := c.GetResult()
