@@ -181,13 +181,19 @@ func TestSessionRunsToCompletion(t *testing.T) {
 	if last.Type() != "session_completed" {
 		t.Fatalf("session ended with %s: %v", last.Type(), last)
 	}
-	// The demo plan has four steps (research, code, write, review); the research step
-	// calls write_todos once and the review step code_execute once (no sandbox here: the
-	// model reads a ToolError), so each takes two LLM turns.
+	// The demo plan has four steps (research, code ∥ write, review), each delegated to a
+	// sub-agent: the researcher calls write_todos and write_artifact, the coder
+	// code_execute (no sandbox here: it reads a ToolError) and write_artifact, the writer
+	// write_artifact, the reviewer read_artifact; each takes one more LLM turn than its
+	// tool calls, and the orchestrator plans and writes the closing summary.
 	steps, tools := count(evs, "step_completed"), count(evs, "tool_result")
-	if steps != 4 || tools != 2 || count(evs, "tool_called") != 2 || count(evs, "plan_created") != 1 ||
-		count(evs, "llm_requested") != steps+tools+1 || count(evs, "llm_responded") != steps+tools+1 {
+	if steps != 4 || tools != 6 || count(evs, "tool_called") != 6 || count(evs, "plan_created") != 1 ||
+		count(evs, "subagent_started") != 4 || count(evs, "subagent_completed") != 4 || count(evs, "artifact_written") != 3 ||
+		count(evs, "llm_requested") != steps+tools+2 || count(evs, "llm_responded") != steps+tools+2 {
 		t.Fatalf("unexpected event mix: %d steps, %d tool results, events %v", steps, tools, evs)
+	}
+	if res := last.GetSessionCompleted().GetResult(); !strings.Contains(res, "s1/drafts/draft.md") {
+		t.Fatalf("the closing summary does not cite the draft: %q", res)
 	}
 	st, err := h.state("s1")
 	if err != nil {

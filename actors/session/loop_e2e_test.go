@@ -13,6 +13,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
@@ -41,10 +42,16 @@ func (e *executions) get(key string) int {
 }
 
 // testToolsWith returns the tools the loop tests call: lookup (answers), explode
-// (panics), sleepy (blocks until cancelled), all counted in ex; and the built-in
-// write_todos the demo script calls.
+// (panics), sleepy (blocks until cancelled), all counted in ex; and the built-ins the
+// demo script calls: write_todos, code_execute (no sandbox here: the model reads a
+// sandbox ToolError) and the artifact tools over a local store in a temporary dir.
 func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools.Executor {
 	t.Helper()
+	store, err := local.Open(t.TempDir(), local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
 	type lookupArgs struct {
 		Key string `json:"key" jsonschema:"description=what to look up"`
 	}
@@ -60,6 +67,8 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 			return xs[len(xs)], nil // index out of range: a real runtime panic
 		}),
 		builtin.WriteTodos(),
+		builtin.CodeExecute(),
+		builtin.WriteArtifact(store), builtin.ReadArtifact(store, builtin.DefaultArtifactReadLimit), builtin.ListArtifacts(store),
 		tools.MustNew("sleepy", "Blocks until released or cancelled.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
 			select {
@@ -466,8 +475,10 @@ func TestSessionOverAnthropicAPI(t *testing.T) {
 	ups := collect(t, sub)
 	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
 	mustComplete(t, evs)
-	if n := len(ofType(evs, "tool_called")); n != 2 { // write_todos, code_execute
-		t.Fatalf("%d tool calls over the Anthropic API, want 2", n)
+	// The delegated demo: write_todos and write_artifact (researcher), code_execute and
+	// write_artifact (coder), write_artifact (writer), read_artifact (reviewer).
+	if n := len(ofType(evs, "tool_called")); n != 6 {
+		t.Fatalf("%d tool calls over the Anthropic API, want 6", n)
 	}
 	if c := ofType(evs, "tool_called")[0].GetToolCalled(); c.GetTool() != "write_todos" || !strings.Contains(c.GetArgs(), "in_progress") {
 		t.Fatalf("tool_called %v", c)

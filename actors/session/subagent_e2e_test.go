@@ -13,7 +13,7 @@ import (
 
 // planRule answers the orchestrator's planning call with steps (JSON, escaped for a rule).
 func planRule(steps string) string {
-	return `{"system_match":"FATHOM-ROLE: orchestrator","response":` + quote(`{"steps":`+steps+`}`) + `}`
+	return `{"system_match":"FATHOM-PHASE: plan","response":` + quote(`{"steps":`+steps+`}`) + `}`
 }
 
 func quote(s string) string {
@@ -71,6 +71,7 @@ func TestDelegatedPlanRunsSubAgentsInParallel(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: coder","delay_ms":700,"response":`+quote("```json\n"+
 			`{"status":"completed","summary":"code done","files_created":["calc.py"],"tests_status":"passing","confidence":0.8}`+"\n```")+`}`,
 		`{"system_match":"FATHOM-ROLE: writer","delay_ms":700,"response":"Here is my draft, and I forgot the JSON."}`,
+		`{"system_match":"FATHOM-PHASE: synthesize","context_match":"looks good","response":"Closing: all four steps handed off."}`,
 		`{"system_match":"FATHOM-ROLE: reviewer","context_match":"code done[\\s\\S]*forgot the JSON","response":`+quote(
 			`{"status":"completed","summary":"looks good","verdict":"approve","issues":[]}`)+`}`,
 	)
@@ -108,9 +109,9 @@ func TestDelegatedPlanRunsSubAgentsInParallel(t *testing.T) {
 		called[0].GetToolCalled().GetIdempotencyKey() != "s1/researcher-1/tool-1" || ex.get("s1/researcher-1/tool-1") != 1 {
 		t.Fatalf("tool calls %v, executions %d", called, ex.get("s1/researcher-1/tool-1"))
 	}
-	// Every LLM call but planning is a sub-agent's.
+	// Every LLM call but planning and the closing summary is a sub-agent's.
 	for _, ev := range ofType(evs, "llm_requested") {
-		if r := ev.GetLlmRequested(); r.GetCallId() != "plan-1" && r.GetSubAgentId() == "" {
+		if r := ev.GetLlmRequested(); r.GetCallId() != "plan-1" && r.GetCallId() != "final-1" && r.GetSubAgentId() == "" {
 			t.Fatalf("orchestrator step call %v in a fully delegated plan", r)
 		}
 	}
@@ -126,9 +127,12 @@ func TestDelegatedPlanRunsSubAgentsInParallel(t *testing.T) {
 	if r := completedResult(evs, "writer-1"); r.GetStatus() != "partial" || r.GetParseError() == "" || !strings.Contains(r.GetSummary(), "forgot the JSON") {
 		t.Fatalf("writer hand-off %v", r)
 	}
-	last := evs[len(evs)-1].GetSessionCompleted()
-	if !strings.Contains(last.GetResult(), "looks good") || !strings.Contains(last.GetResult(), "Verdict: approve") {
+	// The orchestrator's closing summary (its input held the hand-offs) is the result.
+	if last := evs[len(evs)-1].GetSessionCompleted(); last.GetResult() != "Closing: all four steps handed off." {
 		t.Fatalf("session result %q", last.GetResult())
+	}
+	if out := ofType(evs, "step_completed")[3].GetStepCompleted().GetOutput(); !strings.Contains(out, "looks good") || !strings.Contains(out, "Verdict: approve") {
+		t.Fatalf("review step output %q", out)
 	}
 
 	// State: four isolated contexts; the orchestrator's steps hold only the hand-offs.
