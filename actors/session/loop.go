@@ -116,8 +116,11 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
 					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
 			})
+		} else {
+			holdToolCall(b, s, cfg, st.GetStep(), c, IdempotencyKey(s.GetSessionId(), p.GetStepId(), index))
 		}
 	}
+	settleTurn(b, s, len(calls))
 	return b.evs
 }
 
@@ -229,6 +232,10 @@ func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*m
 	if int(idx) < len(s.GetSteps()) {
 		llmCalls = s.GetSteps()[idx].GetLlmCalls()
 	}
+	if st.GetType() == stepTypeHumanInput {
+		requestStepInput(b, st)
+		return
+	}
 	requestStepCall(b, s, idx, st.GetId(), attempt, llmCalls+1, iterations+1)
 }
 
@@ -278,6 +285,14 @@ func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uin
 			StepId: st.GetStep().GetId(), StepIndex: idx, Output: output,
 		}}
 	})
+	advance(b, s, cfg, idx, output, usage, cost)
+}
+
+// advance follows the completion of step idx (recorded in b): the next step starts
+// (unless a breakpoint after idx stops the session first), or, after the last step, the
+// session completes with output as its result; usage and cost are the last answer's, not
+// yet in s.
+func advance(b *eventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string, usage *messages.Usage, cost float64) {
 	steps := planSteps(s)
 	if int(idx)+1 < len(steps) {
 		if bp := matchBreakpoint(s, positionAfter, steps[idx]); bp != nil {

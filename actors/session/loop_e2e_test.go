@@ -60,6 +60,7 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 			return xs[len(xs)], nil // index out of range: a real runtime panic
 		}),
 		builtin.WriteTodos(),
+		builtin.AskHuman(),
 		tools.MustNew("sleepy", "Blocks until released or cancelled.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
 			select {

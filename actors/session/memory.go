@@ -79,6 +79,10 @@ func (g *Grain) embed(ev *messages.Event) {
 		if e := p.ToolResult.GetError(); e != nil {
 			text = e.GetLlmText()
 		}
+	case *messages.Event_StepCompleted:
+		if p.StepCompleted.GetOutputTokens() > 0 { // the output is a history message (a human's answer)
+			text, role = p.StepCompleted.GetOutput(), "user"
+		}
 	}
 	if text == "" {
 		return

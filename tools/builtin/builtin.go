@@ -12,9 +12,9 @@ type Options struct {
 	Search SearchProvider
 }
 
-// Registry returns a registry with write_todos, web_search and code_execute.
+// Registry returns a registry with write_todos, web_search, code_execute and ask_human.
 func Registry(opts Options) (*tools.Registry, error) {
-	r, err := tools.NewRegistry(WriteTodos(), WebSearch(opts.Search), CodeExecute())
+	r, err := tools.NewRegistry(WriteTodos(), WebSearch(opts.Search), CodeExecute(), AskHuman())
 	if err != nil {
 		return nil, fmt.Errorf("builtin tools: %w", err)
 	}

@@ -6,6 +6,8 @@
 //     API) is the adapter shipped here, configured with FATHOM_SEARXNG_URL.
 //   - code_execute: runs code in the external sandbox (sandbox mode "external"); the
 //     executor routes it to the sandbox pool and never runs it in-process.
+//   - ask_human: the model asks a person (question, options). The session answers it
+//     with the human's input (hitl_requested, hitl_received); the executor never runs it.
 //
-// Registry builds a tools.Registry with all three.
+// Registry builds a tools.Registry with all four.
 package builtin
