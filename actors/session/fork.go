@@ -130,7 +130,9 @@ func decideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
 		}}
 	})
-	if err := then(b, func(f *messages.SessionState) []*messages.Event { return decideForkContinue(f, req.GetStepIndex(), cfg, now) }); err != nil {
+	if err := then(b, func(f *messages.SessionState) []*messages.Event {
+		return decideForkContinue(f, req.GetStepIndex(), cfg, now)
+	}); err != nil {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
 	}
 	return b.evs, nil
