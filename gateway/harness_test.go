@@ -37,12 +37,16 @@ type gw struct {
 
 type gwOpts struct {
 	cfg     func(*gateway.Config)
-	delayMS int // delay of every model answer: sessions take long enough to watch live
+	delayMS int          // delay of every model answer: sessions take long enough to watch live
+	script  *mock.Script // the model's script; nil: the demo script
 }
 
 func startGW(t *testing.T, o gwOpts) *gw {
 	t.Helper()
 	script := mock.DemoScript()
+	if o.script != nil {
+		script = *o.script
+	}
 	for i := range script.Rules {
 		script.Rules[i].DelayMS = o.delayMS
 	}

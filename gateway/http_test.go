@@ -105,10 +105,15 @@ func TestGatewayHTTPOperations(t *testing.T) {
 		{"read token writes", "POST", "/v1/sessions", readToken, `{"goal":"x"}`, 403, "permission_denied"},
 		{"read token pauses", "POST", "/v1/sessions/http-1/pause", readToken, "", 403, "permission_denied"},
 		{"pause an ended session", "POST", "/v1/sessions/http-1/pause", token, "", 409, "failed_precondition"},
-		{"tool breakpoint", "POST", "/v1/sessions/http-1/breakpoints", token, `{"tool":"code_execute"}`, 501, "unsupported"},
-		{"input", "POST", "/v1/sessions/http-1/input", token, `{"step_id":"s","input":{"ok":true}}`, 501, "unsupported"},
+		{"tool breakpoint on an ended session", "POST", "/v1/sessions/http-1/breakpoints", token, `{"tool":"code_execute"}`, 409, "failed_precondition"},
+		{"tool breakpoint after", "POST", "/v1/sessions/http-1/breakpoints", token, `{"tool":"code_execute","position":"after"}`, 400, "invalid_argument"},
+		{"input to an ended session", "POST", "/v1/sessions/http-1/input", token, `{"step_id":"s","input":{"ok":true}}`, 409, "failed_precondition"},
+		{"input without input", "POST", "/v1/sessions/http-1/input", token, `{"step_id":"s"}`, 400, "invalid_argument"},
 		{"clear breakpoints of an ended session", "DELETE", "/v1/sessions/http-1/breakpoints", token, "", 409, "failed_precondition"},
-		{"fork", "POST", "/v1/sessions/http-1/fork", token, `{"step_index":1}`, 501, "unsupported"},
+		{"fork without step_index", "POST", "/v1/sessions/http-1/fork", token, `{}`, 400, "invalid_argument"},
+		{"fork past the plan", "POST", "/v1/sessions/http-1/fork", token, `{"step_index":9}`, 409, "failed_precondition"},
+		{"fork of an unknown session", "POST", "/v1/sessions/nope/fork", token, `{"step_index":1}`, 404, "not_found"},
+		{"fork with a read token", "POST", "/v1/sessions/http-1/fork", readToken, `{"step_index":1}`, 403, "permission_denied"},
 		{"path and body disagree", "POST", "/v1/sessions/http-1/resume", token, `{"session_id":"other"}`, 400, "invalid_argument"},
 		{"unknown session timeline", "GET", "/v1/sessions/nope/timeline", readToken, "", 404, "not_found"},
 		{"unknown session stored events", "GET", "/v1/sessions/nope/events?follow=false", readToken, "", 404, "not_found"},
@@ -121,5 +126,16 @@ func TestGatewayHTTPOperations(t *testing.T) {
 				t.Fatalf("= %d %v, want %d %s", status, out, tc.status, tc.code)
 			}
 		})
+	}
+	// A fork after the first step runs the rest on its own.
+	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork","command_id":"f1"}`))
+	if status != 201 || out["session_id"] != "http-fork" || out["source_session_id"] != "http-1" {
+		t.Fatalf("fork = %d %v", status, out)
+	}
+	forked, _ := g.stream(t, "/v1/sessions/http-fork/events", readToken, false, nil, "session_completed")
+	sameEvents(t, forked, g.journal("http-fork"), 0)
+	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork","command_id":"f1"}`))
+	if status != 201 || out["duplicate"] != true {
+		t.Fatalf("retried fork = %d %v", status, out)
 	}
 }

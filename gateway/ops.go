@@ -64,6 +64,9 @@ type Request struct {
 	StepIndex *uint32 `json:"step_index,omitempty"`
 	// StepID addresses a step for input and set_breakpoint.
 	StepID string `json:"step_id,omitempty"`
+	// RequestID names the human-input request input answers, when its step has several
+	// open (an ask_human call's request id is the call's idempotency key).
+	RequestID string `json:"request_id,omitempty"`
 	// Input is a human's answer (any JSON value) for input.
 	Input json.RawMessage `json:"input,omitempty"`
 	// ModifiedStep optionally replaces the paused step on resume.
@@ -116,9 +119,8 @@ type opSpec struct {
 	call opFunc
 }
 
-// ops is the one routing table of the protocol, for WebSocket frames and HTTP routes.
-// An op whose grain call does not exist yet answers CodeUnsupported: wiring it is one
-// line here plus its opFunc.
+// ops is the one routing table of the protocol, for WebSocket frames and HTTP routes:
+// wiring an op is one line here plus its opFunc.
 var ops = map[string]opSpec{
 	OpStart:            {scope: ScopeWrite, call: (*Handler).opStart},
 	OpSubscribe:        {scope: ScopeRead, session: true},
@@ -126,18 +128,12 @@ var ops = map[string]opSpec{
 	OpState:            {scope: ScopeRead, session: true, call: (*Handler).opState},
 	OpTimeline:         {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
 	OpStateAt:          {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
-	OpInput:            {scope: ScopeWrite, session: true, call: unsupported("ProvideInput")},
+	OpInput:            {scope: ScopeWrite, session: true, call: (*Handler).opInput},
 	OpPause:            {scope: ScopeWrite, session: true, call: (*Handler).opPause},
 	OpResume:           {scope: ScopeWrite, session: true, call: (*Handler).opResume},
 	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: (*Handler).opSetBreakpoint},
 	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
-	OpFork:             {scope: ScopeWrite, session: true, call: unsupported("Fork")},
-}
-
-func unsupported(rpc string) opFunc {
-	return func(_ *Handler, req *Request) (opResult, error) {
-		return opResult{}, errorf(CodeUnsupported, "op %q is not supported by this node yet: the session grain has no %s call", req.Op, rpc)
-	}
+	OpFork:             {scope: ScopeWrite, session: true, call: (*Handler).opFork},
 }
 
 // decodeRequest parses a client frame strictly. On error the returned request still
@@ -272,14 +268,11 @@ func (h *Handler) opResume(req *Request) (opResult, error) {
 }
 
 func (h *Handler) opSetBreakpoint(req *Request) (opResult, error) {
-	if req.Tool != "" {
-		return opResult{}, errorf(CodeUnsupported, "tool breakpoints are not supported yet: break before or after steps (step_type, step_id)")
-	}
 	if req.BreakpointID == "" {
 		req.BreakpointID = NewID("bp")
 	}
 	bp := &messages.Breakpoint{Id: req.BreakpointID, Position: req.Position, StepType: req.StepType, StepId: req.StepID,
-		TimeoutMs: req.TimeoutMS, DefaultAction: req.DefaultAction}
+		TimeoutMs: req.TimeoutMS, DefaultAction: req.DefaultAction, Tool: req.Tool}
 	resp, err := h.grain(req.SessionID).SetBreakpoint(&messages.SetBreakpointRequest{CommandId: h.commandID(req), Breakpoint: bp}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
@@ -289,6 +282,51 @@ func (h *Handler) opSetBreakpoint(req *Request) (opResult, error) {
 		return opResult{}, err
 	}
 	return opResult{sessionID: req.SessionID, body: body}, nil
+}
+
+// opInput answers a human-input request. A JSON string is passed as its JSON text: the
+// session takes it as the string value.
+func (h *Handler) opInput(req *Request) (opResult, error) {
+	if req.StepID == "" && req.RequestID == "" {
+		return opResult{}, errorf(CodeInvalidArgument, "step_id (or request_id) is required: it names the request the input answers")
+	}
+	if len(bytes.TrimSpace(req.Input)) == 0 {
+		return opResult{}, errorf(CodeInvalidArgument, "input is required: the answer, as any JSON value")
+	}
+	r := &messages.ProvideInputRequest{CommandId: h.commandID(req), StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input)}
+	resp, err := h.grain(req.SessionID).ProvideInput(r, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
+		return opResult{}, err
+	}
+	body, err := json.Marshal(map[string]any{"seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	if err != nil {
+		return opResult{}, err
+	}
+	return opResult{sessionID: req.SessionID, body: body}, nil
+}
+
+// opFork forks session_id at step_index into a new session (new_session_id, generated
+// when empty); the ack's session_id is the fork's.
+func (h *Handler) opFork(req *Request) (opResult, error) {
+	if req.StepIndex == nil {
+		return opResult{}, errorf(CodeInvalidArgument, "step_index is required (0 = after planning, n = after the n-th step)")
+	}
+	if req.NewSessionID == "" {
+		req.NewSessionID = NewID("s")
+	} else if err := checkSessionID(req.NewSessionID); err != nil {
+		return opResult{}, err
+	}
+	r := &messages.ForkRequest{CommandId: h.commandID(req), SourceSessionId: req.SessionID, StepIndex: *req.StepIndex}
+	resp, err := h.grain(req.NewSessionID).Fork(r, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
+		return opResult{}, err
+	}
+	body, err := json.Marshal(map[string]any{"session_id": resp.GetSessionId(), "source_session_id": req.SessionID, "step_index": *req.StepIndex,
+		"seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	if err != nil {
+		return opResult{}, err
+	}
+	return opResult{sessionID: resp.GetSessionId(), body: body, status: http.StatusCreated}, nil
 }
 
 func (h *Handler) opClearBreakpoints(req *Request) (opResult, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
 )
 
 // EnvPythonWebsockets names a python3 that can import the websockets library; written
@@ -133,4 +134,74 @@ func TestGatewayPythonClient(t *testing.T) {
 		}
 	})
 	testenv.Eventually(t, 10*time.Second, func() bool { return g.h.Connections() == 0 }, "%d connections left open", g.h.Connections())
+}
+
+// TestGatewayPythonHumanInTheLoop: the websockets client answers an ask_human (a bad
+// answer first gets an error frame) and forks the finished session after its first
+// step; the fork runs the second step on its own.
+func TestGatewayPythonHumanInTheLoop(t *testing.T) {
+	py := pythonWebsockets(t)
+	sc, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"pick\",\"type\":\"custom\",\"description\":\"pick a colour\"},{\"id\":\"use\",\"type\":\"custom\",\"description\":\"use it\"}]}"},
+		{"tool_match":".","response":"{{.Step}}: {{.Tool}}"},
+		{"match":"Step: use it","response":"used it #{{.N}}"},
+		{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"ask_human","arguments":"{\"question\":\"Which colour?\",\"options\":[\"red\",\"blue\"]}"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGW(t, gwOpts{script: &sc})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "testdata/wsclient.py", "human", g.wsURL, token)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("wsclient.py human: %v\n%s", err, stderr.String())
+	}
+	var r struct {
+		SessionID  string           `json:"session_id"`
+		Events     []map[string]any `json:"events"`
+		BadCode    string           `json:"bad_code"`
+		BadMessage string           `json:"bad_message"`
+		ForkID     string           `json:"fork_id"`
+		ForkEvents []map[string]any `json:"fork_events"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("wsclient.py human printed %q: %v", stdout.String(), err)
+	}
+	if r.BadCode != "invalid_argument" || !strings.Contains(r.BadMessage, "one of the options") {
+		t.Fatalf("bad answer: %s %q", r.BadCode, r.BadMessage)
+	}
+	sameEvents(t, r.Events, g.journal(r.SessionID), 0)
+	sameEvents(t, r.ForkEvents, g.journal(r.ForkID), 0)
+	var received, forkedAt map[string]any
+	for _, ev := range r.Events {
+		if ev["type"] == "hitl_received" {
+			received = ev
+		}
+	}
+	if received["input"] != `"blue"` || received["by"] != "human" {
+		t.Fatalf("hitl_received %v", received)
+	}
+	after := 0
+	for _, ev := range r.ForkEvents {
+		switch {
+		case ev["type"] == "session_forked":
+			forkedAt = ev
+		case forkedAt != nil && (ev["type"] == "hitl_requested" || ev["type"] == "tool_called"):
+			t.Fatalf("the fork asked again: %v", ev)
+		case forkedAt != nil && ev["type"] == "step_started":
+			if ev["step_id"] != "use" {
+				t.Fatalf("the fork started %v", ev)
+			}
+			after++
+		}
+	}
+	if forkedAt["source_session_id"] != r.SessionID || forkedAt["step_index"] != 1.0 || after != 1 {
+		t.Fatalf("session_forked %v, %d steps after it", forkedAt, after)
+	}
+	src, fork := r.Events[len(r.Events)-1], r.ForkEvents[len(r.ForkEvents)-1]
+	if src["result"] == fork["result"] || len(g.journal(r.SessionID)) != len(r.Events) {
+		t.Fatalf("the fork did not run its own last step (%v, %v) or the source changed", src["result"], fork["result"])
+	}
 }

@@ -138,8 +138,10 @@ func TestGatewayWSBadRequests(t *testing.T) {
 		{`{"op":"unsubscribe","session_id":"never-subscribed"}`, "not_found"},
 		{`{"op":"pause","session_id":"x"}`, "not_found"},
 		{`{"op":"set_breakpoint","session_id":"x","position":"sideways"}`, "invalid_argument"},
-		{`{"op":"fork","session_id":"x","step_index":1}`, "unsupported"},
-		{`{"op":"input","session_id":"x","step_id":"s","input":{"a":1}}`, "unsupported"},
+		{`{"op":"fork","session_id":"x","step_index":1}`, "not_found"},
+		{`{"op":"fork","session_id":"x"}`, "invalid_argument"},
+		{`{"op":"input","session_id":"x","step_id":"s","input":{"a":1}}`, "not_found"},
+		{`{"op":"input","session_id":"x","input":{"a":1}}`, "invalid_argument"},
 		{`{"op":"timeline","session_id":"x","id":{"no":"objects"}}`, "invalid_argument"},
 	} {
 		c.send(tc.frame)

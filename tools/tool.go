@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -176,13 +177,20 @@ func (r *Registry) Validate(name string, args json.RawMessage) *ToolError {
 		return ValidationError(name, "arguments are not valid JSON: "+err.Error(), Field{"params", string(args)})
 	}
 	if err := sch.Validate(inst); err != nil {
-		msg := err.Error()
-		if ve, ok := err.(*jsv.ValidationError); ok {
-			msg = describe(ve)
-		}
-		return ValidationError(name, msg, Field{"params", args})
+		return ValidationError(name, DescribeSchemaError(err), Field{"params", args})
 	}
 	return nil
+}
+
+// DescribeSchemaError renders an error of a JSON Schema validation (santhosh-tekuri
+// jsonschema v6) as "location: reason" pairs joined by "; ", every violation listed;
+// other errors as their text.
+func DescribeSchemaError(err error) string {
+	var ve *jsv.ValidationError
+	if errors.As(err, &ve) {
+		return describe(ve)
+	}
+	return err.Error()
 }
 
 // describe flattens a validation error into "location: reason" pairs.

@@ -21,7 +21,7 @@ import (
 // model asks for print(6*7) and the tool_result event carries 42.
 func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
 	script := mock.Script{Rules: []mock.Rule{
-		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"research","description":"compute","dependencies":[]}]}`},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"custom","description":"compute","dependencies":[]}]}`},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: `42`, Response: "The answer is 42."},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "code_execute",
 			Arguments: `{"language":"python","code":"print(6*7)"}`}}},

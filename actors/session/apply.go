@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/fathom-agents/fathom/messages"
@@ -154,9 +155,13 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		st.Output = p.StepCompleted.GetOutput()
 		st.EndedSeq, st.EndedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
 		if n := p.StepCompleted.GetOutputTokens(); n > 0 {
-			// The output enters the orchestrator's history as a message of its own (a
-			// sub-agent's hand-off, a human's answer).
-			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: "assistant", Content: st.Output, Seq: ev.GetSeq(), Tokens: n})
+			// The output enters the orchestrator's history as a message of its own: a
+			// human's answer (user) or a sub-agent's hand-off (assistant).
+			role := "assistant"
+			if st.GetStep().GetType() == stepTypeHumanInput {
+				role = "user"
+			}
+			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: role, Content: st.Output, Seq: ev.GetSeq(), Tokens: n})
 		}
 	case *messages.Event_StepFailed:
 		st, err := stepAt(s, p.StepFailed.GetStepIndex(), p.StepFailed.GetStepId())
@@ -191,7 +196,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			s.Breakpoints = removeBreakpoint(s.Breakpoints, bp.GetId())
 		}
 		s.Interrupt = it
-		s.Status = messages.SessionStatus_SESSION_STATUS_INTERRUPTED
+		s.Status = waitStatus(s)
 	case *messages.Event_InterruptResumed:
 		if s.Interrupt == nil {
 			return fmt.Errorf("%w: interrupt_resumed while not interrupted", ErrBadEvent)
@@ -208,7 +213,26 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			st.Step = m
 		}
 		s.Interrupt = nil
-		s.Status = messages.SessionStatus_SESSION_STATUS_EXECUTING
+		s.Status = waitStatus(s)
+	case *messages.Event_HitlRequested:
+		r := p.HitlRequested
+		if r.GetRequestId() == "" || awaitingIndex(s, r.GetRequestId()) >= 0 {
+			return fmt.Errorf("%w: hitl_requested %q is empty or already open", ErrBadEvent, r.GetRequestId())
+		}
+		s.Awaiting = append(s.Awaiting, r)
+		s.Status = waitStatus(s)
+	case *messages.Event_HitlReceived:
+		i := awaitingIndex(s, p.HitlReceived.GetRequestId())
+		if i < 0 {
+			return fmt.Errorf("%w: hitl_received for %q, which is not open", ErrBadEvent, p.HitlReceived.GetRequestId())
+		}
+		s.Awaiting = slices.Delete(s.Awaiting, i, i+1)
+		s.Status = waitStatus(s)
+	case *messages.Event_SessionForked:
+		if s.ForkedFrom != nil {
+			return fmt.Errorf("%w: session_forked on a fork", ErrBadEvent)
+		}
+		s.ForkedFrom = p.SessionForked
 	case *messages.Event_SessionCompleted:
 		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
 		s.Result = p.SessionCompleted.GetResult()
@@ -217,7 +241,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_SessionFailed:
 		s.Status = messages.SessionStatus_SESSION_STATUS_FAILED
 		s.Error = p.SessionFailed.GetError()
-		s.Pending, s.PendingTools, s.RetryAtUnixNano = nil, nil, 0
+		s.Pending, s.PendingTools, s.RetryAtUnixNano, s.Awaiting = nil, nil, 0, nil
 		stopSubAgents(s)
 	case *messages.Event_SummaryUpdated:
 		u := p.SummaryUpdated
@@ -310,6 +334,22 @@ func evictOldestCommand(m map[string]uint64) {
 		return ids[i] < ids[j]
 	})
 	delete(m, ids[0])
+}
+
+// waitStatus is the status of a running session: stopped at an interrupt, else waiting
+// for a human while a request is open, else executing.
+func waitStatus(s *messages.SessionState) messages.SessionStatus {
+	switch {
+	case s.Interrupt != nil:
+		return messages.SessionStatus_SESSION_STATUS_INTERRUPTED
+	case len(s.Awaiting) > 0:
+		return messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN
+	}
+	return messages.SessionStatus_SESSION_STATUS_EXECUTING
+}
+
+func awaitingIndex(s *messages.SessionState, requestID string) int {
+	return slices.IndexFunc(s.Awaiting, func(r *messages.HitlRequested) bool { return r.GetRequestId() == requestID })
 }
 
 // Terminal reports whether the session has finished (completed or failed).

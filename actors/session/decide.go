@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,11 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 			Type         string    `json:"type"`
 			Description  string    `json:"description"`
 			Dependencies *[]string `json:"dependencies"`
+			// Human-in-the-loop fields (see planStepHITL).
+			Interrupt          string          `json:"interrupt"`
+			InterruptTimeoutMS int64           `json:"interrupt_timeout_ms"`
+			DefaultAction      string          `json:"default_action"`
+			InputSchema        json.RawMessage `json:"input_schema"`
 		} `json:"steps"`
 	}
 	if err := json.Unmarshal([]byte(content[start:end+1]), &raw); err != nil {
@@ -194,7 +200,12 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 		} else if i > 0 {
 			deps = []string{steps[i-1].GetId()}
 		}
-		steps = append(steps, &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: deps})
+		step := &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: deps,
+			Interrupt: r.Interrupt, InterruptTimeoutMs: r.InterruptTimeoutMS, DefaultAction: r.DefaultAction}
+		if err := planStepHITL(step, r.InputSchema); err != nil {
+			return nil, fmt.Errorf("step %s: %w", id, err)
+		}
+		steps = append(steps, step)
 	}
 	if err := checkDependencies(steps); err != nil {
 		return nil, err
@@ -256,5 +267,41 @@ func checkDependencies(steps []*messages.PlanStep) error {
 	if done != len(steps) {
 		return errors.New("plan dependencies form a cycle")
 	}
+	return nil
+}
+
+// planStepHITL checks a plan step's human-in-the-loop fields and sets its input schema
+// (a JSON object, or a JSON string holding one) as text.
+func planStepHITL(step *messages.PlanStep, schema json.RawMessage) error {
+	step.Interrupt = strings.ToLower(strings.TrimSpace(step.Interrupt))
+	step.DefaultAction = strings.ToLower(strings.TrimSpace(step.DefaultAction))
+	switch {
+	case step.Interrupt == "none":
+		step.Interrupt = ""
+	case step.Interrupt != "" && step.Interrupt != positionBefore && step.Interrupt != positionAfter:
+		return fmt.Errorf("interrupt must be none, before or after, not %q", step.Interrupt)
+	}
+	switch {
+	case step.DefaultAction != "" && step.DefaultAction != actionContinue && step.DefaultAction != actionFail:
+		return fmt.Errorf("default_action must be continue or fail, not %q", step.DefaultAction)
+	case step.InterruptTimeoutMs < 0:
+		return errors.New("interrupt_timeout_ms must not be negative")
+	}
+	text := strings.TrimSpace(string(schema))
+	if text == "" || text == "null" {
+		return nil
+	}
+	var quoted string
+	if json.Unmarshal(schema, &quoted) == nil {
+		text = quoted
+	}
+	if _, err := compileInputSchema(text); err != nil {
+		return fmt.Errorf("input_schema: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return fmt.Errorf("input_schema: %w", err)
+	}
+	step.InputSchema = buf.String()
 	return nil
 }

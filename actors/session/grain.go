@@ -70,6 +70,8 @@ type Grain struct {
 	// interruptTimer fires at the current interrupt's deadline (state's interrupt).
 	interruptTimer *time.Timer
 	interruptAt    int64
+	// hitl fires at the earliest open human-input request's deadline (state's awaiting).
+	hitl hitlTimer
 	// snapshotting is set while a snapshot save runs in the background.
 	snapshotting bool
 	// summarizing is set while a summarizer request is out.
@@ -161,6 +163,8 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *interruptDeadlineMsg:
 		g.interruptAt = 0
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
+	case *hitlDeadlineMsg:
+		g.onHitlDeadline(ctx)
 	case *watchdogMsg:
 		g.onWatchdog(ctx, msg)
 	case *subagent.NeedWork:
@@ -383,7 +387,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		if len(g.tools) >= g.deps.Config.MaxParallelTools {
 			break
 		}
-		if _, running := g.tools[c.GetIdempotencyKey()]; running {
+		if _, running := g.tools[c.GetIdempotencyKey()]; running || heldTool(g.state, c) {
 			continue
 		}
 		if g.tools == nil {
@@ -401,6 +405,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
 	}
+	g.kickHitl(ctx)
 }
 
 // startEarly starts the LLM call that next makes pending while next is still being
@@ -517,7 +522,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		return
 	}
 	busy := g.runner != nil || len(g.tools) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
-		g.state.GetInterrupt().GetDeadlineUnixNano() != 0
+		g.state.GetInterrupt().GetDeadlineUnixNano() != 0 || nextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return
@@ -526,7 +531,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
-	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry, g.interruptTimer} {
+	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
 		if t != nil {
 			t.Stop()
 		}

@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -12,12 +14,18 @@ import (
 // Interrupts stop a session at step boundaries. A runtime breakpoint (SetBreakpoint)
 // matches steps by type and/or id, "before" a step starts or "after" it completed (and
 // the next has not started; after the last step the session just completes). Pause is
-// a once breakpoint matching every step. When one matches, the decision that would have
-// started the step records interrupt_triggered instead and the session sits in
-// INTERRUPTED; Resume (or the breakpoint's deadline, kept in state so it fires after
-// passivation, restart or failover) records interrupt_resumed and starts the step,
-// optionally replaced by a modified one. Steps in flight are never cut: interrupts
-// happen between steps only.
+// a once breakpoint matching every step. A plan step's own interrupt field ("before" or
+// "after") is a breakpoint on that step, with the step's timeout (default 5 minutes)
+// and default action. When one matches, the decision that would have started the step
+// records interrupt_triggered instead and the session sits in INTERRUPTED; Resume (or
+// the breakpoint's deadline, kept in state so it fires after passivation, restart or
+// failover) records interrupt_resumed and starts the step, optionally replaced by a
+// modified one. Steps in flight are never cut: interrupts happen between steps only.
+//
+// A tool breakpoint (Breakpoint.tool) stops the session before a call of that tool
+// runs: the turn's calls are recorded (tool_called) with interrupt_triggered (reason
+// "tool"), none of them starts while the session is interrupted, and Resume lets them
+// run (the turn goes on; its deadline's "fail" fails the session instead).
 
 // Breakpoint positions and default actions.
 const (
@@ -27,28 +35,61 @@ const (
 	actionFail     = "fail"
 	// PauseBreakpointID is the id of the once breakpoint a Pause sets.
 	PauseBreakpointID = "pause"
+	// StepInterruptPrefix starts the breakpoint id of a plan step's own interrupt
+	// ("step:" + step id).
+	StepInterruptPrefix = "step:"
 )
 
-// matchBreakpoint returns the first breakpoint at position matching step, or nil.
+// Interrupt reasons (InterruptTriggered.reason).
+const (
+	reasonPause      = "pause"
+	reasonBreakpoint = "breakpoint"
+	reasonStep       = "step"
+	reasonTool       = "tool"
+)
+
+// matchBreakpoint returns the first step breakpoint at position matching step (the
+// step's own interrupt first), or nil. Tool breakpoints never match a step boundary.
 func matchBreakpoint(s *messages.SessionState, position string, step *messages.PlanStep) *messages.Breakpoint {
+	if step.GetInterrupt() == position {
+		return &messages.Breakpoint{
+			Id: StepInterruptPrefix + step.GetId(), Position: position, StepId: step.GetId(),
+			TimeoutMs: humanTimeout(step).Milliseconds(), DefaultAction: firstNonEmpty(step.GetDefaultAction(), actionContinue),
+		}
+	}
 	for _, bp := range s.GetBreakpoints() {
-		if bp.GetPosition() != position {
+		if bp.GetPosition() != position || bp.GetTool() != "" {
 			continue
 		}
-		if (bp.GetStepType() == "" || bp.GetStepType() == step.GetType()) && (bp.GetStepId() == "" || bp.GetStepId() == step.GetId()) {
+		if matchesStep(bp, step) {
 			return bp
 		}
 	}
 	return nil
 }
 
+// matchesStep reports whether bp's step filters (type, id) admit step.
+func matchesStep(bp *messages.Breakpoint, step *messages.PlanStep) bool {
+	return (bp.GetStepType() == "" || bp.GetStepType() == step.GetType()) && (bp.GetStepId() == "" || bp.GetStepId() == step.GetId())
+}
+
+// interruptReason says why bp stops the session.
+func interruptReason(bp *messages.Breakpoint) string {
+	switch {
+	case bp.GetId() == PauseBreakpointID:
+		return reasonPause
+	case bp.GetTool() != "":
+		return reasonTool
+	case strings.HasPrefix(bp.GetId(), StepInterruptPrefix):
+		return reasonStep
+	}
+	return reasonBreakpoint
+}
+
 func interrupt(b *eventBuilder, bp *messages.Breakpoint, idx uint32, stepID string) {
 	it := &messages.InterruptTriggered{
-		BreakpointId: bp.GetId(), Reason: "breakpoint", Position: bp.GetPosition(), StepId: stepID, StepIndex: idx,
+		BreakpointId: bp.GetId(), Reason: interruptReason(bp), Position: bp.GetPosition(), StepId: stepID, StepIndex: idx,
 		DefaultAction: bp.GetDefaultAction(),
-	}
-	if bp.GetId() == PauseBreakpointID {
-		it.Reason = "pause"
 	}
 	if bp.GetTimeoutMs() > 0 {
 		it.DeadlineUnixNano = b.at + bp.GetTimeoutMs()*int64(time.Millisecond)
@@ -76,9 +117,18 @@ func validateBreakpoint(bp *messages.Breakpoint) error {
 		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "default_action must be continue or fail, not %q", bp.GetDefaultAction())
 	case bp.GetTimeoutMs() < 0:
 		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "timeout_ms must not be negative")
+	case bp.GetTool() != "" && bp.GetPosition() != positionBefore:
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "a tool breakpoint stops before the call runs: its position must be before, not %q", bp.GetPosition())
+	case bp.GetTool() != "" && !toolNamePattern.MatchString(bp.GetTool()):
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "tool %q is not a tool name ([a-zA-Z0-9_-]{1,64})", bp.GetTool())
+	case bp.GetId() == PauseBreakpointID && bp.GetTool() != "":
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "breakpoint id %q is reserved for pause", PauseBreakpointID)
 	}
 	return nil
 }
+
+// toolNamePattern is what a tool name looks like (tools.Registry's rule).
+var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // decideCommand checks what every session command needs: a command id and a started,
 // unfinished session.
@@ -137,6 +187,9 @@ func decideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 	}
 	next := nextStepIndex(it)
 	if m := req.GetModifiedStep(); m != nil {
+		if it.GetReason() == reasonTool {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step applies to step boundaries; the session is stopped before a %s call inside step %s", toolOf(s, it), it.GetStepId())
+		}
 		steps := planSteps(s)
 		if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
 			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
@@ -181,7 +234,16 @@ func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, act
 		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{By: by, Action: action, ModifiedStep: modified}}
 	})
 	if action == actionFail {
+		if it.GetReason() == reasonTool {
+			fail(b, fmt.Sprintf("interrupt before a %s call in step %s timed out; its default action is fail", toolOf(s, it), it.GetStepId()))
+			return
+		}
 		fail(b, fmt.Sprintf("interrupt %s step %s timed out; its default action is fail", it.GetPosition(), it.GetStepId()))
+		return
+	}
+	if it.GetReason() == reasonTool {
+		// The held calls of the turn run now (kick); steps that became ready meanwhile start.
+		advance(b, cfg)
 		return
 	}
 	st := b.state()
@@ -242,4 +304,26 @@ func (g *Grain) command(ctx cluster.GrainContext, cmdID string, decide func() ([
 	}
 	g.kick(ctx)
 	return &messages.CommandResponse{Seq: g.state.GetSeq()}, nil
+}
+
+// matchToolBreakpoint returns the first tool breakpoint matching a call of tool in
+// step, or nil.
+func matchToolBreakpoint(s *messages.SessionState, step *messages.PlanStep, tool string) *messages.Breakpoint {
+	for _, bp := range s.GetBreakpoints() {
+		if bp.GetTool() == tool && bp.GetPosition() == positionBefore && matchesStep(bp, step) {
+			return bp
+		}
+	}
+	return nil
+}
+
+// toolOf names the tool a tool interrupt stopped before.
+func toolOf(s *messages.SessionState, it *messages.InterruptTriggered) string {
+	if bp := findBreakpoint(s.GetBreakpoints(), it.GetBreakpointId()); bp.GetTool() != "" {
+		return bp.GetTool()
+	}
+	if pt := s.GetPendingTools(); len(pt) > 0 {
+		return pt[0].GetTool()
+	}
+	return "tool"
 }

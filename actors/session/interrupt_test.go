@@ -17,7 +17,7 @@ import (
 // so a test can set breakpoints while step a runs.
 func slowSteps(t *testing.T) *mock.Script {
 	t.Helper()
-	s, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: (executor|researcher|writer)","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
+	s, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-PHASE: synthesize","response":"closing summary"},{"system_match":"FATHOM-PHASE: plan","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: (executor|researcher|writer)","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,8 +128,11 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
 					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
 			})
+		} else {
+			holdToolCall(b, s, cfg, st.GetStep(), c, IdempotencyKey(s.GetSessionId(), p.GetStepId(), index))
 		}
 	}
+	settleTurn(b, s, len(calls))
 	return b.evs
 }
 
@@ -249,6 +252,10 @@ func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*m
 	var llmCalls uint32
 	if int(idx) < len(s.GetSteps()) {
 		llmCalls = s.GetSteps()[idx].GetLlmCalls()
+	}
+	if st.GetType() == stepTypeHumanInput {
+		requestStepInput(b, st)
+		return
 	}
 	requestStepCall(b, s, idx, st.GetId(), attempt, llmCalls+1, iterations+1)
 }

@@ -69,6 +69,7 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 		builtin.WriteTodos(),
 		builtin.CodeExecute(),
 		builtin.WriteArtifact(store), builtin.ReadArtifact(store, builtin.DefaultArtifactReadLimit), builtin.ListArtifacts(store),
+		builtin.AskHuman(),
 		tools.MustNew("sleepy", "Blocks until released or cancelled.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
 			ex.add(ctx)
 			select {

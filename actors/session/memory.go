@@ -76,8 +76,13 @@ func (g *Grain) embed(ev *messages.Event) {
 			text, role = p.LlmResponded.GetContent(), "assistant"
 		}
 	case *messages.Event_StepCompleted:
+		// The output is a history message of its own: a sub-agent's hand-off or a
+		// human's answer (Apply gives it the same role).
 		if p.StepCompleted.GetOutputTokens() > 0 {
 			text, role = p.StepCompleted.GetOutput(), "assistant"
+			if st, ok := stepIndexByID(g.state, p.StepCompleted.GetStepId()); ok && g.state.GetSteps()[st].GetStep().GetType() == stepTypeHumanInput {
+				role = "user"
+			}
 		}
 	case *messages.Event_ToolResult:
 		if p.ToolResult.GetSubAgentId() != "" {

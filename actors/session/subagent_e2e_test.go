@@ -231,3 +231,44 @@ func TestSubAgentKilledMidLoopResumesFromItsEvents(t *testing.T) {
 		t.Fatalf("%d subagent_started: the run resumed, it did not start over", n)
 	}
 }
+
+// TestSubAgentAsksAHuman: a sub-agent's ask_human call waits in state for a human
+// (AWAITING_HUMAN, hitl_requested tagged with its id); ProvideInput answers it, the
+// answer is the call's tool result in the sub-agent's own context, and the run goes on.
+func TestSubAgentAsksAHuman(t *testing.T) {
+	sc := rules(t,
+		planRule(`[{"id":"r","type":"research","description":"find the facts"}]`),
+		`{"system_match":"FATHOM-ROLE: researcher","tool_match":"blue","response":`+quote(`{"status":"completed","summary":"the human chose blue"}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"ask_human","arguments":"{\"question\":\"Which color?\",\"options\":[\"red\",\"blue\"]}"}]}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc, cfg: subAgentTools(map[string][]string{"researcher": {"ask_human"}})})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	var st *messages.SessionState
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		r, err := h.state("s1")
+		st = r.GetState()
+		return err == nil && st.GetStatus() == messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN
+	}, "session never waited for a human")
+	req := st.GetAwaiting()[0]
+	if req.GetSubAgentId() != "researcher-1" || req.GetQuestion() != "Which color?" || req.GetRequestId() != "s1/researcher-1/tool-1" {
+		t.Fatalf("request %v", req)
+	}
+	g := h.node.Session("s1")
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "i1", StepId: "r", Input: "green"}, call()); !messages.IsInvalidArgument(err) {
+		t.Fatalf("an answer that is not an option: err = %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "i2", StepId: "r", Input: "blue"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	mustComplete(t, evs)
+	results := ofType(evs, "tool_result")
+	if len(results) != 1 || results[0].GetToolResult().GetSubAgentId() != "researcher-1" || results[0].GetToolResult().GetResult() != `"blue"` {
+		t.Fatalf("tool results %v", results)
+	}
+	if r := completedResult(evs, "researcher-1"); r.GetSummary() != "the human chose blue" {
+		t.Fatalf("hand-off %v", r)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
+	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // Delegation, as decisions. A plan step of type research, code, write or review is run
@@ -371,6 +372,16 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		})
 		var terr *tools.ToolError
 		switch {
+		case i < int(cfg.MaxToolCallsPerTurn) && c.GetName() == builtin.AskHumanName && slices.Contains(sa.GetTools(), c.GetName()):
+			// Answered by a human (ProvideInput), never run: the call waits in state.
+			step := &messages.PlanStep{Id: stepID}
+			if i, ok := stepIndexByID(s, stepID); ok {
+				step = s.GetSteps()[i].GetStep()
+			}
+			if askHuman(b, cfg, step, c, key, id) {
+				pending++
+			}
+			continue
 		case i >= int(cfg.MaxToolCallsPerTurn):
 			terr = tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
 		case !slices.Contains(sa.GetTools(), c.GetName()):

@@ -123,7 +123,7 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		if len(a.tools) >= a.maxParallel {
 			break
 		}
-		if a.tools[key] || a.done["tool:"+key] {
+		if a.tools[key] || a.done["tool:"+key] || awaitsHuman(w.State, key) {
 			continue
 		}
 		pid := ctx.SpawnPrefix(a.calls.ToolCall(w.State, sa, c), "tool")
@@ -157,3 +157,14 @@ func (a *Actor) onChildGone(ctx actor.Context, t *childGone) {
 
 // String names the actor in logs.
 func (a *Actor) String() string { return fmt.Sprintf("subagent %s", a.id) }
+
+// awaitsHuman reports whether the call with idempotency key waits for a human's answer
+// (ask_human): the grain records the answer as its result; nothing runs it.
+func awaitsHuman(st *messages.SessionState, key string) bool {
+	for _, r := range st.GetAwaiting() {
+		if r.GetRequestId() == key {
+			return true
+		}
+	}
+	return false
+}

@@ -168,23 +168,25 @@ func TestRunHumanOutput(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	// The research step's tool loop shows: the call, its result, then the answer,
-	// streamed live and printed once.
-	for _, want := range []string{"goal: Explain virtual actors", "plan:", "step 1/", "→ tool write_todos", "← tool write_todos",
-		"[~] Work out what the goal asks for", "1 tool call(s)", "session completed",
-		// The review step's code_execute runs in the local sandbox; its stdout streams live.
-		"→ tool code_execute", "    │ 3 lines, 14 words\n", "← tool code_execute"} {
+	// The delegated plan shows: each step handed to a sub-agent, the sub-agents' tool
+	// loops (tagged with their ids), their hand-offs, the artifacts, and the closing
+	// summary, streamed live and printed once.
+	for _, want := range []string{"goal: Explain virtual actors", "plan: 4 steps", "step 1/4", "delegated to researcher-1 (researcher)",
+		"[researcher-1] → tool write_todos", "[researcher-1] ← tool write_todos", "[~] Work out what the goal asks for", "1 tool call(s)",
+		"/research/notes.md", "↲ researcher-1 handed off: completed", "delegated to coder-1 (coder)", "delegated to writer-1 (writer)",
+		// The coder's code_execute runs in the local sandbox; its stdout streams live.
+		"[coder-1] → tool code_execute", "    │ 4 words, 18 letters\n", "[coder-1] ← tool code_execute",
+		"[reviewer-1] → tool read_artifact", "… writing the closing summary", "session completed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	// (The review step's code_execute quotes the haiku without punctuation.)
-	if n := strings.Count(r.stdout, "keeps every drop:"); n != 1 {
-		t.Errorf("the write step's answer is printed %d times, want once:\n%s", n, r.stdout)
+	if n := strings.Count(r.stdout, "(demo model) Summary for: Explain virtual actors"); n != 1 {
+		t.Errorf("the closing summary is printed %d times, want once:\n%s", n, r.stdout)
 	}
-	// --no-stream: no deltas, the step output is printed from step_completed instead.
+	// --no-stream: no deltas, the result is printed from session_completed instead.
 	r = fathom(t, cleanEnv(), "run", "--no-stream", "--data-dir", t.TempDir(), "Explain virtual actors")
-	if r.code != 0 || strings.Count(r.stdout, "keeps every drop:") != 1 {
+	if r.code != 0 || strings.Count(r.stdout, "(demo model) Summary for: Explain virtual actors") != 1 {
 		t.Fatalf("--no-stream: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -29,6 +29,8 @@ type printer struct {
 	outputMidLine bool
 	// lastSeq is the last event printed by watch.
 	lastSeq uint64
+	// skipUntilFork skips a fork's copied events up to its session_forked.
+	skipUntilFork bool
 }
 
 // delta prints streamed text (text mode only: --json prints stored events alone).
@@ -212,7 +214,21 @@ func (p *printer) text(ev *messages.Event) string {
 		return fmt.Sprintf("  %s✎ artifact %s (%d bytes, %s)\n", agentTag(a.GetSubAgentId()), a.GetPath(), a.GetSize(), a.GetContentType())
 	case *messages.Event_BreakpointSet:
 		bp := e.BreakpointSet.GetBreakpoint()
+		if bp.GetTool() != "" {
+			return fmt.Sprintf("  breakpoint %s: before %s calls%s%s\n", bp.GetId(), bp.GetTool(), prefixed(" in steps of type ", bp.GetStepType()), prefixed(" in step ", bp.GetStepId()))
+		}
 		return fmt.Sprintf("  breakpoint %s: %s steps%s%s\n", bp.GetId(), bp.GetPosition(), prefixed(" of type ", bp.GetStepType()), prefixed(" with id ", bp.GetStepId()))
+	case *messages.Event_HitlRequested:
+		return hitlRequestedText(ev.GetSessionId(), e.HitlRequested)
+	case *messages.Event_HitlReceived:
+		r := e.HitlReceived
+		if r.GetBy() == "timeout" {
+			return fmt.Sprintf("⌛ no human answer for %s (step %s) before its deadline\n", r.GetRequestId(), r.GetStepId())
+		}
+		return fmt.Sprintf("✓ human answered %s (step %s): %s\n", r.GetRequestId(), r.GetStepId(), truncateLine(r.GetInput(), 200))
+	case *messages.Event_SessionForked:
+		f := e.SessionForked
+		return fmt.Sprintf("⑂ forked from session %s after step %d (its seq %d); running on its own from here\n", f.GetSourceSessionId(), f.GetStepIndex(), f.GetSourceSeq())
 	}
 	return fmt.Sprintf("  %s (seq %d)\n", ev.Type(), ev.GetSeq())
 }
@@ -250,4 +266,29 @@ func prefixed(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
+}
+
+// hitlRequestedText shows a human-input request with how to answer it.
+func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
+	var b strings.Builder
+	who := "step " + r.GetStepId()
+	if r.GetKind() == "tool" {
+		who = "the model (ask_human in step " + r.GetStepId() + ")"
+	}
+	fmt.Fprintf(&b, "? %s asks a human: %s\n", who, r.GetQuestion())
+	if len(r.GetOptions()) > 0 {
+		fmt.Fprintf(&b, "  options: %s\n", strings.Join(r.GetOptions(), " | "))
+	}
+	if r.GetInputSchema() != "" {
+		fmt.Fprintf(&b, "  answer schema: %s\n", truncateLine(r.GetInputSchema(), 300))
+	}
+	if r.GetDeadlineUnixNano() != 0 {
+		fmt.Fprintf(&b, "  waiting until %s, then: %s\n", time.Unix(0, r.GetDeadlineUnixNano()).UTC().Format(time.RFC3339), r.GetDefaultAction())
+	}
+	req := ""
+	if r.GetKind() == "tool" {
+		req = " --request-id " + r.GetRequestId()
+	}
+	fmt.Fprintf(&b, "  answer with: fathom session input%s %s %s JSON\n", req, sessionID, r.GetStepId())
+	return b.String()
 }

@@ -30,14 +30,17 @@ var sessionSubcommands = map[string]string{
 }
 
 // runSession inspects sessions: straight from the journal (no node needed), or, with
-// --addr, through a node's gateway.
+// --addr, through a node's gateway; input and fork change them (runSessionWrite).
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && sessionWriteSubcommands[args[0]] != "" {
+		return runSessionWrite(ctx, args[0], args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID [flags]")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP [flags]")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID, watch ID or artifacts ID")
+		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON or fork ID --at STEP")
 	}
 	sub := args[0]
 	if sub == "artifacts" {

@@ -171,7 +171,51 @@ async def scenario_slow(url, token, stream, count):
     return {"close_code": code, "close_reason": reason, "before_close": first, "seqs": seqs}
 
 
+async def scenario_human(url, token):
+    """Answers an ask_human over the WebSocket (a bad answer first: an error frame, the
+    connection and the request stay), then forks the finished session after its first
+    step and follows the fork to its end."""
+    out = {}
+    async with websockets.connect(url, extra_headers=auth(token)) as ws:
+        sid = await start(ws, "choose a colour")
+        await request(ws, {"op": "subscribe", "id": "sub", "session_id": sid, "deltas": False})
+        events = []
+        await follow(ws, sid, events, until="hitl_requested")
+        asked = events[-1]
+        if asked["kind"] != "tool" or asked["options"] != ["red", "blue"] or not asked["request_id"]:
+            fail(f"hitl_requested {asked}")
+        bad = await request(ws, {"op": "input", "id": "bad", "session_id": sid, "step_id": asked["step_id"], "input": "green"}, op="error")
+        out["bad_code"], out["bad_message"] = bad["code"], bad["message"]
+        await ws.send(json.dumps({"op": "input", "id": "good", "session_id": sid, "step_id": asked["step_id"],
+                                  "request_id": asked["request_id"], "input": "blue"}))
+        # The ack and the events the answer causes arrive in any order.
+        acked = done = False
+        while not (acked and done):
+            try:
+                f = await recv(ws)
+            except asyncio.TimeoutError:
+                fail(f"after the answer: acked={acked}, events {[e['type'] for e in events]}")
+            if f["op"] == "ack" and f.get("id") == "good":
+                acked = True
+            elif f["op"] == "event":
+                events.append(f)
+                done = f["type"] == "session_completed"
+            elif f["op"] != "delta":
+                fail(f"unexpected frame {f}")
+        out["session_id"], out["events"] = sid, events
+        fork = await request(ws, {"op": "fork", "id": "fork", "session_id": sid, "step_index": 1})
+        fid = fork["session_id"]
+        if fid == sid or fork["result"]["session_id"] != fid:
+            fail(f"fork ack {fork}")
+        await request(ws, {"op": "subscribe", "id": "subf", "session_id": fid, "from_seq": 0, "deltas": False})
+        fevents = []
+        await follow(ws, fid, fevents)
+        out["fork_id"], out["fork_events"] = fid, fevents
+    return out
+
+
 SCENARIOS = {
+    "human": scenario_human,
     "follow": scenario_follow,
     "resume": scenario_resume,
     "bad": lambda url, token, n: scenario_bad(url, token, int(n)),

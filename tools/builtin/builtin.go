@@ -19,10 +19,10 @@ type Options struct {
 	ArtifactReadLimit int
 }
 
-// Registry returns a registry with write_todos, web_search and code_execute, and the
-// artifact tools when opts.Artifacts is set.
+// Registry returns a registry with write_todos, web_search, code_execute and ask_human,
+// and the artifact tools when opts.Artifacts is set.
 func Registry(opts Options) (*tools.Registry, error) {
-	ts := []tools.Tool{WriteTodos(), WebSearch(opts.Search), CodeExecute()}
+	ts := []tools.Tool{WriteTodos(), WebSearch(opts.Search), CodeExecute(), AskHuman()}
 	if opts.Artifacts != nil {
 		ts = append(ts, ArtifactTools(opts.Artifacts, opts.ArtifactReadLimit)...)
 	}

@@ -10,6 +10,8 @@
 //     (persistence/artifact), when a store is configured. A call works in the calling
 //     session's workspace only; each write is reported with tools.RecordArtifact, which
 //     the session records as an artifact_written event.
+//   - ask_human: the model asks a person (question, options). The session answers it
+//     with the human's input (hitl_requested, hitl_received); the executor never runs it.
 //
 // Registry builds a tools.Registry with them.
 package builtin

@@ -1,0 +1,162 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// A fork is a new session whose past is another session's, up to a step: the source's
+// events through StepEndSeq(source, step_index) (StateAt's step index) are copied with
+// the fork's session id (same seqs, times and payloads), session_forked follows, and
+// the fork goes on from there on its own, in the same append: the step after
+// step_index starts (a step that ended failed runs again, as a new attempt; after the
+// last step the fork completes). Recorded LLM answers and tool results are in the
+// copied events and are never made again. The source is only read.
+
+// Fork makes this (new) session a fork of req.source_session_id at req.step_index. It is
+// idempotent by command id; an existing session is refused with FAILED_PRECONDITION.
+func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*messages.StartResponse, error) {
+	defer g.guard(ctx, "Fork")
+	defer g.updateIdle(ctx)
+	if err := g.ready(); err != nil {
+		return nil, err
+	}
+	if dup, ok := forkDuplicate(g.state, req); ok {
+		return dup, nil
+	}
+	if err := checkFork(g.state, req); err != nil {
+		return nil, grainError(err)
+	}
+	src, err := g.readSource(req)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := decideFork(g.state, req, src, g.deps.Config, g.deps.Now())
+	if err != nil {
+		return nil, grainError(err)
+	}
+	if err := g.commit(ctx, evs); err != nil {
+		return nil, err
+	}
+	g.kick(ctx)
+	return &messages.StartResponse{SessionId: g.id, Seq: g.state.GetSeq()}, nil
+}
+
+// forkDuplicate answers a retried Fork: this session is a fork of the same source made
+// by the same command.
+func forkDuplicate(s *messages.SessionState, req *messages.ForkRequest) (*messages.StartResponse, bool) {
+	f := s.GetForkedFrom()
+	seq, ok := s.GetCommands()[req.GetCommandId()]
+	if f == nil || !ok || req.GetCommandId() == "" || seq <= f.GetSourceSeq() ||
+		f.GetSourceSessionId() != req.GetSourceSessionId() || f.GetStepIndex() != req.GetStepIndex() {
+		return nil, false
+	}
+	return &messages.StartResponse{SessionId: s.GetSessionId(), Seq: seq, Duplicate: true}, true
+}
+
+func checkFork(s *messages.SessionState, req *messages.ForkRequest) error {
+	if err := validateCommandID(req.GetCommandId()); err != nil {
+		return err
+	}
+	switch {
+	case req.GetSourceSessionId() == "":
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "source_session_id is required")
+	case req.GetSourceSessionId() == s.GetSessionId():
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "a session cannot be forked into itself")
+	case s.GetSeq() != 0:
+		return refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s already exists (%s): a fork needs a new session id", s.GetSessionId(), s.GetStatus())
+	}
+	return nil
+}
+
+// errStopRead ends a journal read early.
+var errStopRead = errors.New("stop reading")
+
+// readSource reads the source's events through the fork point. It reads the journal
+// (bounded by JournalTimeout), as StateAt does: a fork is a rare operator action.
+func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error) {
+	id := req.GetSourceSessionId()
+	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	defer cancel()
+	cur, _, err := Load(jctx, g.deps.Journal, id, 0)
+	if err != nil {
+		return nil, messages.ErrUnavailable("fork %s: load source session %s: %v", g.id, id, err)
+	}
+	if cur.GetSeq() == 0 {
+		return nil, messages.ErrNotFound("fork %s: source session %q not found", g.id, id)
+	}
+	seq, err := StepEndSeq(cur, req.GetStepIndex())
+	if err != nil {
+		return nil, messages.ErrFailedPrecondition("fork %s: source session %s: %v", g.id, id, err)
+	}
+	evs := make([]*messages.Event, 0, seq)
+	err = Events(jctx, g.deps.Journal, id, 0, func(ev *messages.Event) error {
+		if ev.GetSeq() > seq {
+			return errStopRead
+		}
+		evs = append(evs, ev)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopRead) {
+		return nil, messages.ErrUnavailable("fork %s: read source session %s: %v", g.id, id, err)
+	}
+	if uint64(len(evs)) != seq {
+		return nil, messages.ErrInternal("fork %s: source session %s has %d events through seq %d", g.id, id, len(evs), seq)
+	}
+	return evs, nil
+}
+
+// decideFork returns the fork's first append: src (the source's events through the fork
+// point, in order from seq 1) re-stamped with the fork's id, session_forked, and what
+// follows. s is the fork's empty state.
+func decideFork(s *messages.SessionState, req *messages.ForkRequest, src []*messages.Event, cfg Config, now time.Time) ([]*messages.Event, error) {
+	if len(src) == 0 {
+		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s has no events to fork", req.GetSourceSessionId())
+	}
+	b := newEvents(s, req.GetCommandId(), now)
+	for _, ev := range src {
+		c := proto.Clone(ev).(*messages.Event)
+		c.SessionId = s.GetSessionId()
+		b.evs = append(b.evs, c)
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionForked{SessionForked: &messages.SessionForked{
+			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
+		}}
+	})
+	if err := then(b, func(f *messages.SessionState) []*messages.Event {
+		return decideForkContinue(f, req.GetStepIndex(), cfg, now)
+	}); err != nil {
+		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
+	}
+	return b.evs, nil
+}
+
+// decideForkContinue is what a fork made after its first n steps does next: the step
+// after them starts (a last step that failed runs again), or the session completes
+// after the last step. A retry already due is left to its timer.
+func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time.Time) []*messages.Event {
+	if Terminal(s) || s.GetPending() != nil || len(s.GetPendingTools()) > 0 || s.GetRetryAtUnixNano() != 0 ||
+		s.GetInterrupt() != nil || len(s.GetAwaiting()) > 0 {
+		return nil
+	}
+	b := newEvents(s, "", now)
+	if n == 0 {
+		advance(b, cfg)
+		return b.evs
+	}
+	idx := n - 1
+	st := s.GetSteps()[idx]
+	if st.GetStatus() == messages.StepStatus_STEP_STATUS_FAILED {
+		startAnyStep(b, cfg, st.GetStep(), idx, st.GetAttempt()+1, "")
+		return b.evs
+	}
+	afterStep(b, cfg, idx)
+	return b.evs
+}

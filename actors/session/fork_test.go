@@ -1,0 +1,129 @@
+package session_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// TestForkContinuesIndependently forks a finished session after its first step: the
+// fork's state at the fork point is the source's (but for the session id), it runs the
+// remaining steps on its own without making the recorded calls again, and the source is
+// left as it was.
+func TestForkContinuesIndependently(t *testing.T) {
+	ex := &executions{}
+	sc := rawScript(t, `{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"custom\",\"description\":\"look\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"write\"},{\"id\":\"c\",\"type\":\"custom\",\"description\":\"check\"}]}"},
+		{"tool_match":"value of","response":"looked: {{.Tool}}"},
+		{"match":"Step: look","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]},
+		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}} #{{.N}}"}]}`)
+	h := startHarness(t, harnessOpts{script: sc, tools: testToolsWith(t, ex, nil)})
+	if _, err := h.start("src", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	srcEvs := waitTerminal(t, h.j, "src", 20*time.Second)
+	mustComplete(t, srcEvs)
+	srcAt1, err := h.node.Session("src").StateAt(&messages.StateAtRequest{StepIndex: 1}, call())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := h.node.Session("fork")
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 4}, call()); !messages.IsFailedPrecondition(err) {
+		t.Fatalf("fork past the plan: err = %v, want FAILED_PRECONDITION", err)
+	}
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "nobody", StepIndex: 1}, call()); !messages.IsNotFound(err) {
+		t.Fatalf("fork of an unknown session: err = %v, want NOT_FOUND", err)
+	}
+	resp, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 1}, call())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetSessionId() != "fork" || resp.GetDuplicate() {
+		t.Fatalf("fork answer %v", resp)
+	}
+	if again, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 1}, call()); err != nil || !again.GetDuplicate() {
+		t.Fatalf("retried fork: %v, %v; want a duplicate", again, err)
+	}
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f2", SourceSessionId: "src", StepIndex: 0}, call()); !messages.IsFailedPrecondition(err) {
+		t.Fatalf("fork into an existing session: err = %v, want FAILED_PRECONDITION", err)
+	}
+
+	forkEvs := waitTerminal(t, h.j, "fork", 20*time.Second)
+	mustComplete(t, forkEvs)
+	point := srcAt1.GetState().GetSeq()
+	for i, ev := range forkEvs[:point] { // the copied past: the source's events, re-stamped
+		want := proto.Clone(srcEvs[i]).(*messages.Event)
+		want.SessionId = "fork"
+		if !proto.Equal(ev, want) {
+			t.Fatalf("fork event %d = %v, want %v", i+1, ev, want)
+		}
+	}
+	if sf := forkEvs[point].GetSessionForked(); sf.GetSourceSessionId() != "src" || sf.GetSourceSeq() != point || sf.GetStepIndex() != 1 {
+		t.Fatalf("event after the copy: %v", forkEvs[point])
+	}
+	forkAt1, err := f.StateAt(&messages.StateAtRequest{StepIndex: 1}, call())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := proto.Clone(srcAt1.GetState()).(*messages.SessionState)
+	want.SessionId = "fork"
+	if !proto.Equal(forkAt1.GetState(), want) {
+		t.Fatalf("fork's state at the fork point:\n got %v\nwant %v", forkAt1.GetState(), want)
+	}
+	fs, err := h.state("fork")
+	if err != nil || fs.GetState().GetForkedFrom().GetSourceSessionId() != "src" {
+		t.Fatalf("fork state: %v, %v", fs, err)
+	}
+	// The fork ran steps b and c itself (new LLM calls), never step a's calls again.
+	if ex.get("src/a/tool-1") != 1 || count(forkEvs[point:], "tool_called") != 0 || count(forkEvs[point:], "step_started") != 2 ||
+		count(forkEvs[point:], "llm_requested") != 2 {
+		t.Fatalf("after the fork point: lookup ran %d times; %d tool_called, %d step_started, %d llm_requested",
+			ex.get("src/a/tool-1"), count(forkEvs[point:], "tool_called"), count(forkEvs[point:], "step_started"), count(forkEvs[point:], "llm_requested"))
+	}
+	if a, b := forkEvs[len(forkEvs)-1].GetSessionCompleted().GetResult(), srcEvs[len(srcEvs)-1].GetSessionCompleted().GetResult(); a == b {
+		t.Fatalf("the fork's result %q is the source's: its steps were not run again", a)
+	}
+	// The source is unchanged.
+	after := storedEvents(t, h.j, "src")
+	if len(after) != len(srcEvs) {
+		t.Fatalf("source has %d events after the fork, had %d", len(after), len(srcEvs))
+	}
+	for i := range after {
+		if !proto.Equal(after[i], srcEvs[i]) {
+			t.Fatalf("source event %d changed", i+1)
+		}
+	}
+}
+
+// TestForkAtPlanAndAtTheEnd: a fork after planning runs every step; a fork after the
+// last step of a delegated plan only writes the closing summary (the one call after the
+// last step) and completes like the source.
+func TestForkAtPlanAndAtTheEnd(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: slowSteps(t)})
+	if _, err := h.start("s", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	srcEvs := waitTerminal(t, h.j, "s", 20*time.Second)
+	if _, err := h.node.Session("f0").Fork(&messages.ForkRequest{CommandId: "f", SourceSessionId: "s", StepIndex: 0}, call()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.node.Session("f2").Fork(&messages.ForkRequest{CommandId: "f", SourceSessionId: "s", StepIndex: 2}, call()); err != nil {
+		t.Fatal(err)
+	}
+	f0 := waitTerminal(t, h.j, "f0", 20*time.Second)
+	mustComplete(t, f0)
+	if n := count(f0, "step_completed"); n != 2 {
+		t.Fatalf("fork at 0 completed %d steps", n)
+	}
+	f2 := waitTerminal(t, h.j, "f2", 20*time.Second)
+	mustComplete(t, f2)
+	tail := f2[len(f2)-4:]
+	if got, want := f2[len(f2)-1].GetSessionCompleted().GetResult(), srcEvs[len(srcEvs)-1].GetSessionCompleted().GetResult(); got != want || want != "closing summary" ||
+		tail[0].Type() != "session_forked" || tail[1].GetLlmRequested().GetCallId() != "final-1" || tail[2].GetLlmResponded().GetCallId() != "final-1" {
+		t.Fatalf("fork at the end: result %q (want %q), events %v", got, want, tail)
+	}
+}

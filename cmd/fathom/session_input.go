@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/feed"
+)
+
+// exitAwaitingHuman is the exit code of a command that stopped following a session
+// because it waits for a human (hitl_requested): answer with `fathom session input`.
+const exitAwaitingHuman = 3
+
+// sessionWriteSubcommands are the subcommands of `fathom session` that change a session.
+var sessionWriteSubcommands = map[string]string{
+	"input": "[--request-id R] [--addr NODE --token T] [flags] ID STEP_ID JSON",
+	"fork":  "--at STEP [--new-id ID] [--addr NODE --token T] [flags] ID",
+}
+
+// runSessionWrite answers a human-input request (input) or forks a session (fork):
+// through a node's gateway with --addr, else on an in-process node over the data dir
+// (or PostgreSQL), which then runs the session on, printing its events until it ends
+// (exit 0, or 1 when it failed) or waits for a human again (exit 3).
+func runSessionWrite(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("session "+sub, sessionWriteSubcommands[sub], stderr)
+	var nf nodeFlags
+	nf.register(fs, ".fathom", "warn")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	addr := fs.String("addr", os.Getenv("FATHOM_ADDR"), "send it to a node's gateway (host:port or URL) instead of running an in-process node (env FATHOM_ADDR)")
+	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
+	commandID := fs.String("command-id", "", "makes a retry safe: the same id is applied once (default: generated)")
+	requestID := fs.String("request-id", "", "input: the request to answer, when the step has several open (an ask_human call's idempotency key)")
+	at := fs.Int64("at", -1, "fork: the step index to fork after (0 = after planning, n = after the n-th step)")
+	newID := fs.String("new-id", "", "fork: the new session's id (default: generated)")
+	timeout := fs.Duration("timeout", 30*time.Minute, "in-process: stop following after this long (the session resumes on the next start)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	req := &gateway.Request{Op: sub, CommandID: *commandID}
+	switch sub {
+	case "input":
+		if len(pos) != 3 {
+			return usageError("session input needs ID STEP_ID JSON, e.g. fathom session input s-1 step-2 '{\"approved\":true}'")
+		}
+		if *at >= 0 || *newID != "" {
+			return usageError("--at and --new-id are fork flags")
+		}
+		req.SessionID, req.StepID, req.RequestID = pos[0], pos[1], *requestID
+		req.Input = inputJSON(pos[2])
+	case "fork":
+		if len(pos) != 1 {
+			return usageError("session fork needs exactly one session ID")
+		}
+		if *at < 0 || *at > math.MaxUint32 {
+			return usageError("session fork needs --at STEP (0 = after planning, n = after the n-th step)")
+		}
+		if *requestID != "" {
+			return usageError("--request-id is an input flag")
+		}
+		idx := uint32(*at)
+		req.SessionID, req.StepIndex, req.NewSessionID = pos[0], &idx, *newID
+	}
+	if req.CommandID == "" {
+		req.CommandID = gateway.NewID("cmd")
+	}
+	if *addr != "" {
+		path := "/v1/sessions/" + url.PathEscape(req.SessionID) + "/" + sub
+		req.Op, req.SessionID = "", ""
+		return remotePost(ctx, *addr, *token, path, req, stdout)
+	}
+	return sessionWriteLocal(ctx, nf, req, *jsonOut, *timeout, stdout, stderr)
+}
+
+// inputJSON is the answer as given on the command line: JSON as is, anything else as a
+// JSON string.
+func inputJSON(arg string) json.RawMessage {
+	if t := strings.TrimSpace(arg); t != "" && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	b, _ := json.Marshal(arg) // a string always marshals
+	return b
+}
+
+// sessionWriteLocal runs req on an in-process node and follows the session it changed.
+func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, jsonOut bool, timeout time.Duration, stdout, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, log, err := startLocalNode(ctx, nf, "session "+req.Op, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopLocalNode(n, log)
+	p := newPrinter(stdout, jsonOut)
+	call := cluster.WithTimeout(30 * time.Second)
+	switch req.Op {
+	case "input":
+		st, err := n.Session(req.SessionID).GetState(&messages.GetStateRequest{}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
+		defer sub.Close()
+		_, err = n.Session(req.SessionID).ProvideInput(&messages.ProvideInputRequest{
+			CommandId: req.CommandID, StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input),
+		}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		return followSession(ctx, sub, req.SessionID, p)
+	default:
+		id := req.NewSessionID
+		if id == "" {
+			id = gateway.NewID("s")
+		}
+		sub := n.Feed().SubscribeWithDeltas(id, 0, 0)
+		defer sub.Close()
+		resp, err := n.Session(id).Fork(&messages.ForkRequest{CommandId: req.CommandID, SourceSessionId: req.SessionID, StepIndex: *req.StepIndex}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		if !jsonOut {
+			fmt.Fprintf(stdout, "session %s: a fork of %s after step %d\n", resp.GetSessionId(), req.SessionID, *req.StepIndex)
+		}
+		p.skipUntilFork = true
+		return followSession(ctx, sub, id, p)
+	}
+}
+
+// startLocalNode starts the in-process node of run and the session write commands: a
+// single local member on the data dir (or PostgreSQL), with a local sandbox unless one
+// is configured.
+func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Writer) (*node.Node, *slog.Logger, error) {
+	log, err := nf.logs.logger(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := nf.config(log, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Cluster.Provider != "local" {
+		return nil, nil, usageError("fathom %s runs a single in-process node; use fathom node to join a cluster", cmd)
+	}
+	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox.
+	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == ""
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.UsesDemoModel() {
+		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model (set OPENAI_API_KEY or, with --llm-api anthropic, ANTHROPIC_API_KEY, and FATHOM_MODEL for a real one)")
+	}
+	return n, log, nil
+}
+
+func stopLocalNode(n *node.Node, log *slog.Logger) {
+	sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer scancel()
+	if err := n.Stop(sctx); err != nil {
+		log.Warn("node stop", "error", err)
+	}
+}
+
+// followSession prints the session's events from sub until it ends (nil, or exit 1
+// when it failed) or waits for a human (exit 3). A deadline or Ctrl-C leaves it saved.
+func followSession(ctx context.Context, sub *feed.Subscription, id string, p *printer) error {
+	for {
+		u, err := sub.NextUpdate(ctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return &exitError{code: 1, msg: fmt.Sprintf("session %s did not finish in time; it resumes on the next start (see fathom session state %s)", id, id)}
+			}
+			if errors.Is(err, context.Canceled) {
+				return &exitError{code: 130, msg: fmt.Sprintf("interrupted; session %s is saved and can be inspected with fathom session timeline %s", id, id)}
+			}
+			return err
+		}
+		if u.IsDelta {
+			if err := p.delta(u.Delta); err != nil {
+				return err
+			}
+			continue
+		}
+		ev, err := session.DecodeRecord(u.Record)
+		if err != nil {
+			return err
+		}
+		if p.skipUntilFork { // a fork's copied past: print from its session_forked on
+			if ev.GetSessionForked() == nil {
+				continue
+			}
+			p.skipUntilFork = false
+		}
+		if err := p.print(ev); err != nil {
+			return err
+		}
+		switch e := ev.GetPayload().(type) {
+		case *messages.Event_SessionCompleted:
+			return nil
+		case *messages.Event_SessionFailed:
+			return &exitError{code: 1, msg: "session failed: " + e.SessionFailed.GetError()}
+		case *messages.Event_HitlRequested:
+			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input %s %s JSON",
+				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), id, e.HitlRequested.GetStepId())}
+		}
+	}
+}
+
+// remotePost sends body as JSON to path on the node and copies the JSON answer to w.
+func remotePost(ctx context.Context, addr, token, path string, body any, w io.Writer) error {
+	u, err := nodeURL(addr)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String()+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask node %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read answer of node %s: %w", u.Host, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return &exitError{code: 1, msg: fmt.Sprintf("node %s: %s: %s", u.Host, resp.Status, strings.TrimSpace(string(out)))}
+	}
+	_, err = fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(out)))
+	return err
+}
