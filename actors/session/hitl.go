@@ -45,6 +45,8 @@ const (
 	stepTypeHumanInput = "human_input"
 	hitlKindStep       = "step"
 	hitlKindTool       = "tool"
+	// hitlKindHandoff: a sub-agent handed off "blocked"; the answer resumes it.
+	hitlKindHandoff = "handoff"
 	byHuman            = "human"
 	byTimeout          = "timeout"
 	// DefaultHumanTimeout bounds a human-input request or a plan step's interrupt whose
@@ -276,6 +278,10 @@ func answer(b *eventBuilder, cfg Config, r *messages.HitlRequested, input, by st
 	case action == actionFail:
 		timedOut(b, r)
 		return nil
+	case r.GetKind() == hitlKindHandoff:
+		return then(b, func(s *messages.SessionState) []*messages.Event {
+			return answerHandoff(s, cfg, r, input, by, time.Unix(0, b.at))
+		})
 	case r.GetKind() == hitlKindTool:
 		res := tools.Result{CallID: r.GetCallId(), Output: input}
 		if by == byTimeout {
@@ -317,11 +323,12 @@ func completeInputStep(s *messages.SessionState, cfg Config, r *messages.HitlReq
 // timedOut fails the session after request r's deadline passed with action fail.
 func timedOut(b *eventBuilder, r *messages.HitlRequested) {
 	msg := fmt.Sprintf("no human input for request %s (step %s) before its deadline; its default action is fail", r.GetRequestId(), r.GetStepId())
-	if r.GetKind() == hitlKindStep {
-		st := currentStep(b.s, r.GetStepId())
+	if r.GetKind() == hitlKindStep || r.GetKind() == hitlKindHandoff {
+		idx, _ := stepIndexByID(b.s, r.GetStepId())
+		st := b.s.GetSteps()[idx]
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{
-				StepId: r.GetStepId(), StepIndex: b.s.GetCurrentStepIndex(), Error: msg, Attempt: max(st.GetAttempt(), 1),
+				StepId: r.GetStepId(), StepIndex: idx, Error: msg, Attempt: max(st.GetAttempt(), 1),
 			}}
 		})
 	}

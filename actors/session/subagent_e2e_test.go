@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,62 @@ func TestSubAgentAsksAHuman(t *testing.T) {
 	}
 	if r := completedResult(evs, "researcher-1"); r.GetSummary() != "the human chose blue" {
 		t.Fatalf("hand-off %v", r)
+	}
+}
+
+// TestBlockedHandoffAsksAHuman: a sub-agent that hands off "blocked" makes the
+// orchestrator ask a human (kind handoff); the answer resumes the same sub-agent with it
+// in its brief. Without an answer by the step's deadline the plan goes on with the
+// blocked hand-off.
+func TestBlockedHandoffAsksAHuman(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		name := map[bool]string{true: "answered", false: "timeout"}[answered]
+		t.Run(name, func(t *testing.T) {
+			timeout := 60000
+			if !answered {
+				timeout = 300
+			}
+			sc := rules(t,
+				planRule(fmt.Sprintf(`[{"id":"r","type":"research","description":"find the facts","interrupt_timeout_ms":%d}]`, timeout)),
+				`{"system_match":"FATHOM-ROLE: researcher","context_match":"staging","response":`+quote(`{"status":"completed","summary":"used staging"}`)+`}`,
+				`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"blocked","summary":"no access","blockers":["which server?"]}`)+`}`,
+			)
+			h := startHarness(t, harnessOpts{script: sc})
+			if _, err := h.start("s1", "c1", "goal"); err != nil {
+				t.Fatal(err)
+			}
+			if answered {
+				var st *messages.SessionState
+				testenv.Eventually(t, 10*time.Second, func() bool {
+					r, err := h.state("s1")
+					st = r.GetState()
+					return err == nil && st.GetStatus() == messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN
+				}, "session never asked a human")
+				if req := st.GetAwaiting()[0]; req.GetKind() != "handoff" || !strings.Contains(req.GetQuestion(), "which server?") {
+					t.Fatalf("request %v", req)
+				}
+				if _, err := h.node.Session("s1").ProvideInput(&messages.ProvideInputRequest{CommandId: "i1", StepId: "r", Input: "use staging"}, call()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+			mustComplete(t, evs)
+			done := ofType(evs, "subagent_completed")
+			if done[0].GetSubagentCompleted().GetAction() != "ask_human" {
+				t.Fatalf("first hand-off action %v", done[0])
+			}
+			out := ofType(evs, "step_completed")[0].GetStepCompleted().GetOutput()
+			if answered {
+				started := ofType(evs, "subagent_started")
+				if len(started) != 2 || !started[1].GetSubagentStarted().GetResumed() || !strings.Contains(started[1].GetSubagentStarted().GetTask(), "A human answered: \"use staging\"") ||
+					!strings.Contains(out, "used staging") {
+					t.Fatalf("resumed run %v, output %q", started, out)
+				}
+				return
+			}
+			if r := ofType(evs, "hitl_received")[0].GetHitlReceived(); r.GetBy() != "timeout" || !strings.Contains(out, "blocked") {
+				t.Fatalf("hitl_received %v, output %q", r, out)
+			}
+		})
 	}
 }

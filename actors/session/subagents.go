@@ -431,7 +431,7 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 	step := st.GetSteps()[idx]
 	result = subagent.Facts(result, sa, time.Duration(b.at-sa.GetRunStartedAtUnixNano()).Milliseconds())
 	attempt := max(step.GetAttempt(), 1)
-	action := subagent.Decide(result, attempt, cfg.StepAttempts, false)
+	action := subagent.Decide(result, attempt, cfg.StepAttempts, true)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
 			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: action,
@@ -446,6 +446,8 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: stepID, StepIndex: idx, Output: output, OutputTokens: tokens}}
 		})
 		afterStep(b, cfg, idx)
+	case subagent.ActionAskHuman:
+		askAboutBlockers(b, step.GetStep(), sa, result)
 	case subagent.ActionRetry:
 		msg := fmt.Sprintf("sub-agent %s: %s: %s", id, result.GetStatus(), result.GetSummary())
 		b.add(func(e *messages.Event) {
@@ -521,4 +523,48 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		}
 	}
 	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: specs}, info, nil
+}
+
+// askAboutBlockers opens a human-input request about a blocked hand-off (kind
+// "handoff"): the step waits; the answer resumes the sub-agent with it in its brief
+// (answerHandoff); without an answer by the deadline the default action continues the
+// plan with the hand-off as it is, or fails.
+func askAboutBlockers(b *eventBuilder, step *messages.PlanStep, sa *messages.SubagentState, r *messages.SubagentResult) {
+	q := fmt.Sprintf("Sub-agent %s (%s) is blocked on step %s (%s): %s", sa.GetId(), sa.GetAgentType(), step.GetId(), step.GetDescription(), r.GetSummary())
+	if len(r.GetBlockers()) > 0 {
+		q += "\nBlockers: " + strings.Join(r.GetBlockers(), "; ")
+	}
+	q += "\nHow should it proceed? Your answer is passed to it and it runs again."
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_HitlRequested{HitlRequested: &messages.HitlRequested{
+			RequestId: fmt.Sprintf("%s/handoff-%d", sa.GetId(), sa.GetRuns()), Kind: hitlKindHandoff, StepId: step.GetId(),
+			SubAgentId: sa.GetId(), Question: q, DeadlineUnixNano: b.at + humanTimeout(step).Nanoseconds(),
+			DefaultAction: firstNonEmpty(step.GetDefaultAction(), actionContinue),
+		}}
+	})
+}
+
+// answerHandoff follows a human's answer to a blocked hand-off: the sub-agent runs the
+// step again in its own context, the answer in its brief. Without an answer (timeout,
+// action continue) the plan continues with the blocked hand-off as the step's output.
+func answerHandoff(s *messages.SessionState, cfg Config, r *messages.HitlRequested, input, by string, now time.Time) []*messages.Event {
+	idx, ok := stepIndexByID(s, r.GetStepId())
+	sa := s.GetSubAgents()[r.GetSubAgentId()]
+	if !ok || sa == nil || sa.GetRunning() {
+		return nil
+	}
+	st := s.GetSteps()[idx]
+	b := newEvents(s, "", now)
+	if by == byTimeout {
+		output := subagent.HandoffText(sa.GetId(), sa.GetAgentType(), sa.GetResult())
+		tokens := cfg.countMessage(llm.Message{Role: "assistant", Content: output})
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: r.GetStepId(), StepIndex: idx, Output: output, OutputTokens: tokens}}
+		})
+		afterStep(b, cfg, idx)
+		return b.evs
+	}
+	note := fmt.Sprintf("You reported being blocked: %s\nA human answered: %s\nContinue the task with this answer.", sa.GetResult().GetSummary(), input)
+	startDelegated(b, cfg, st.GetStep(), idx, max(st.GetAttempt(), 1)+1, note)
+	return b.evs
 }
