@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
+
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
@@ -177,6 +180,69 @@ func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
 	for _, ev := range ofType(evs, "llm_responded") {
 		if c := ev.GetLlmResponded().GetContext(); c != nil && (c.GetTotalTokens() > 1500 || c.GetHasSummary()) {
 			t.Fatalf("context %v", c)
+		}
+	}
+}
+
+// TestSessionModelCountsWithItsEncoding: a session started with a model other than the
+// node's default counts its messages with its model's tokenizer (gpt-4: cl100k_base),
+// while a session of the node's default model (gpt-4o-mini: o200k_base) uses the node's.
+func TestSessionModelCountsWithItsEncoding(t *testing.T) {
+	const answer = "検索結果によると、答えは東京都千代田区の図書館にあります。詳細は後ほど報告します。"
+	h := startHarness(t, harnessOpts{script: script(t,
+		`{"tool_match":"value of","response":"`+answer+`"}`,
+		`{"match":"Step: find it","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k1\"}"}]}`,
+	)})
+	o200k, err := memory.GetTokenizer(memory.EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl100k, err := memory.GetTokenizer(memory.EncodingCL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerMsg := llm.Message{Role: "assistant", Content: answer}
+	if o200k.CountMessage(answerMsg) == cl100k.CountMessage(answerMsg) {
+		t.Fatal("the answer counts the same in both encodings: the test cannot tell them apart")
+	}
+	for _, c := range []struct {
+		id, model string
+		tok       *memory.Tokenizer
+	}{{"default", "", o200k}, {"gpt4", "gpt-4", cl100k}} {
+		_, err := h.node.Session(c.id).Start(&messages.StartRequest{CommandId: "c1", Goal: "goal",
+			Config: &messages.SessionConfig{Model: c.model}}, cluster.WithTimeout(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := waitTerminal(t, h.j, c.id, 20*time.Second)
+		mustComplete(t, evs)
+		checked := 0
+		for _, ev := range evs {
+			var msg llm.Message
+			var got uint32
+			switch p := ev.GetPayload().(type) {
+			case *messages.Event_LlmResponded:
+				r := p.LlmResponded
+				if r.GetStepId() == "" {
+					continue
+				}
+				msg, got = llm.Message{Role: "assistant", Content: r.GetContent()}, r.GetTokens()
+				for _, tc := range r.GetToolCalls() {
+					msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArguments()})
+				}
+			case *messages.Event_ToolResult:
+				r := p.ToolResult
+				msg, got = llm.Message{Role: "tool", Content: r.GetResult(), ToolCallID: r.GetCallId()}, r.GetTokens()
+			default:
+				continue
+			}
+			if want := uint32(c.tok.CountMessage(msg)); got != want {
+				t.Fatalf("session %s (%s): %s %d stores %d tokens, want %d (%s)", c.id, c.model, ev.Type(), ev.GetSeq(), got, want, c.tok.Name())
+			}
+			checked++
+		}
+		if checked != 3 {
+			t.Fatalf("session %s: checked %d messages, want 3", c.id, checked)
 		}
 	}
 }
