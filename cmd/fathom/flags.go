@@ -85,6 +85,7 @@ type nodeFlags struct {
 	clusterPort   int
 	clusterName   string
 	sandbox       sandboxFlags
+	memory        memoryFlags
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -149,6 +150,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
 	f.sandbox.register(fs)
+	f.memory.register(fs)
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -165,6 +167,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 			return node.Config{}, usageError("%v", err)
 		}
 		scfg.Prices = t
+	}
+	mcfg, err := f.memory.apply(&scfg, f.store.postgres)
+	if err != nil {
+		return node.Config{}, err
 	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
@@ -218,6 +224,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		Cluster:     ccfg,
 		Session:     scfg,
 		LLM:         llmCfg,
+		Memory:      mcfg,
 		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
 		Logger:      log,
 	}, nil
