@@ -470,6 +470,9 @@ func (n *Node) Address() string { return n.member.Address() }
 // Journal is the node's event journal.
 func (n *Node) Journal() persistence.Journal { return n.journal }
 
+// Vectors is the node's vector store: the embeddings of the sessions' messages.
+func (n *Node) Vectors() persistence.VectorStore { return n.vectors }
+
 // Feed is the node's live event feed.
 func (n *Node) Feed() *feed.Feed { return n.feed }
 
