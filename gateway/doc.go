@@ -35,9 +35,11 @@
 //
 // # Robustness
 //
-// Each connection has a bounded send queue; a client that leaves it full for
-// SlowConsumerTimeout is closed with CloseSlowConsumer and resumes by subscribing from
-// its last seq. Pings every PingInterval, a read deadline of PongWait, a frame limit
+// Each connection has one writer, which pulls its subscriptions' events from the feed
+// (no goroutine per subscription), and a bounded queue of replies; a client that does
+// not read for SlowConsumerTimeout (a write blocked that long, or the reply queue full
+// that long) is closed with CloseSlowConsumer and resumes by subscribing from its last
+// seq. Pings every PingInterval, a read deadline of PongWait, a frame limit
 // (1009 beyond it), an origin check, and Shutdown drains: queued frames are flushed and
 // sockets closed with 1001.
 //

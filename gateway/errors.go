@@ -44,8 +44,8 @@ const (
 // Close codes the gateway uses besides the standard ones (1001 going away on shutdown,
 // 1008 policy violation for a refused origin after upgrade, 1009 message too big).
 const (
-	// CloseSlowConsumer closes a connection whose send queue stayed full: the client
-	// reads too slowly. Reconnect and subscribe again from the last seq received.
+	// CloseSlowConsumer closes a connection that did not read its frames for
+	// Config.SlowConsumerTimeout: the client reads too slowly. Reconnect and subscribe again from the last seq received.
 	CloseSlowConsumer = 4000
 )
 

@@ -61,12 +61,14 @@ type Config struct {
 	// MaxFrameBytes bounds one client frame; a larger one closes the connection with
 	// 1009 (message too big). Default MaxBodyBytes.
 	MaxFrameBytes int
-	// SendQueue is how many frames may wait to be written to one connection. Default 64:
-	// a subscription never needs a deep queue, because a pump that finds it full waits
-	// (its events stay in the journal, and the feed catches it up from there).
+	// SendQueue is how many replies (acks, errors) may wait to be written to one
+	// connection. Default 64. Subscriptions' events are not queued: the connection's
+	// writer pulls them from the feed as it writes (a slow client's events stay in the
+	// journal, and the feed catches it up from there).
 	SendQueue int
-	// SlowConsumerTimeout is how long a frame may wait for room in a full send queue
-	// before the connection is closed with CloseSlowConsumer. Default 5s.
+	// SlowConsumerTimeout is how long one write may stay blocked (the client is not
+	// reading), or a reply wait for room in a full send queue, before the connection is
+	// closed with CloseSlowConsumer. Default 5s.
 	SlowConsumerTimeout time.Duration
 	// WriteTimeout bounds writing one frame to the socket. Default 10s.
 	WriteTimeout time.Duration

@@ -18,16 +18,21 @@ import (
 
 // conn is one WebSocket client. Its goroutines: the read loop (the HTTP handler's
 // goroutine, which owns the connection and cleans up), the write loop (the only writer
-// of data frames), one pump per subscription and one goroutine per in-flight grain call;
-// the last two are counted in work.
+// of data frames: replies from the send queue, and the subscriptions' events and deltas,
+// which it takes from the feed itself when the feed signals ready) and one goroutine per
+// in-flight grain call, counted in work. A subscription costs no goroutine.
 type conn struct {
 	h      *Handler
 	ws     *websocket.Conn
 	scope  Scope
 	remote string
 
-	send     chan []byte   // frames waiting for the write loop
+	send     chan []byte   // replies waiting for the write loop
 	inflight chan struct{} // semaphore of concurrent grain calls
+	ready    chan struct{} // buffer 1: a subscription may have something (feed Notify)
+	// slow fires when one write has been blocked for SlowConsumerTimeout: the client is
+	// not reading, and is closed as a slow consumer once the write goes through.
+	slow *time.Timer
 
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
@@ -46,16 +51,33 @@ type conn struct {
 	mu       sync.Mutex
 	subs     map[string]*wsSub
 	draining bool           // Shutdown began: no new work
-	work     sync.WaitGroup // pumps and grain calls; Add only under mu while !draining
+	work     sync.WaitGroup // grain calls; Add only under mu while !draining
+
+	serving []*wsSub // the write loop's scratch list of subscriptions to serve
 }
 
-// wsSub is one subscription of a connection, served by its pump goroutine.
+// wsSub is one subscription of a connection, served by the connection's write loop.
 type wsSub struct {
 	session string
 	sub     *feed.Subscription
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{} // the pump returned
+	// acked is set (under conn.mu) once the subscribe ack is queued: the write loop
+	// serves only acked subscriptions, and writes queued replies first.
+	acked bool
+
+	// mu is held by the write loop while it takes and writes one frame of the
+	// subscription, and by stop: once stop returns, no frame of it follows.
+	mu      sync.Mutex
+	stopped bool
+}
+
+// stop ends the subscription; no frame of it is written after stop returns.
+func (s *wsSub) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped {
+		s.stopped = true
+		s.sub.Close()
+	}
 }
 
 // serveWS upgrades an authenticated request and serves the connection until it ends.
@@ -74,12 +96,19 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		remote:     r.RemoteAddr,
 		send:       make(chan []byte, h.cfg.SendQueue),
 		inflight:   make(chan struct{}, h.cfg.MaxInflight),
+		ready:      make(chan struct{}, 1),
 		closing:    make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
 		subs:       map[string]*wsSub{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.slow = time.AfterFunc(time.Hour, func() {
+		c.logger().Info("closing a slow consumer", "waited", h.cfg.SlowConsumerTimeout)
+		c.closeWith(CloseSlowConsumer, "slow consumer: frames are not read; reconnect and subscribe from the last seq received")
+	})
+	c.slow.Stop()
+	defer c.slow.Stop()
 	if !h.track(c) {
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		_ = ws.Close()
@@ -141,10 +170,14 @@ func (c *conn) drain() {
 
 func (c *conn) stopSubs() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	subs := make([]*wsSub, 0, len(c.subs))
 	for id, s := range c.subs {
-		s.cancel()
+		subs = append(subs, s)
 		delete(c.subs, id)
+	}
+	c.mu.Unlock()
+	for _, s := range subs { // not under c.mu: the write loop takes c.mu under s.mu
+		s.stop()
 	}
 }
 
@@ -218,6 +251,12 @@ func (c *conn) writeLoop() {
 				c.abort()
 				return
 			}
+		case <-c.ready:
+			if err := c.serveSubs(); err != nil {
+				c.logger().Debug("websocket write failed", "error", err)
+				c.abort()
+				return
+			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.h.cfg.WriteTimeout)); err != nil {
 				c.abort()
@@ -246,9 +285,112 @@ func (c *conn) finish() {
 	c.awaitPeerClose()
 }
 
+// write writes one frame. A write blocked for SlowConsumerTimeout marks the client a
+// slow consumer (closed once the write goes through); WriteTimeout fails it.
 func (c *conn) write(f []byte) error {
+	c.slow.Reset(c.h.cfg.SlowConsumerTimeout)
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
-	return c.ws.WriteMessage(websocket.TextMessage, f)
+	err := c.ws.WriteMessage(websocket.TextMessage, f)
+	c.slow.Stop()
+	return err
+}
+
+// serveBurst is how many subscription frames the write loop writes before it looks at
+// pings and replies again.
+const serveBurst = 256
+
+// serveSubs writes what the acked subscriptions have ready, one frame per subscription
+// per round (fair between sessions), after the replies already queued (a subscription's
+// ack precedes its events). After serveBurst frames it signals itself and returns, so
+// pings and replies are not held up by a long catch-up. Errors are write errors.
+func (c *conn) serveSubs() error {
+	c.mu.Lock()
+	c.serving = c.serving[:0]
+	for _, s := range c.subs {
+		if s.acked {
+			c.serving = append(c.serving, s)
+		}
+	}
+	c.mu.Unlock()
+	if err := c.flushReplies(); err != nil {
+		return err
+	}
+	for n := 0; ; {
+		progress := false
+		for _, s := range c.serving {
+			if c.isClosing() {
+				return nil
+			}
+			wrote, err := c.serveOne(s)
+			if err != nil {
+				return err
+			}
+			if wrote {
+				progress = true
+				n++
+			}
+		}
+		if !progress {
+			return nil
+		}
+		if n >= serveBurst {
+			c.poke()
+			return nil
+		}
+	}
+}
+
+// flushReplies writes the queued replies without waiting for more.
+func (c *conn) flushReplies() error {
+	for !c.isClosing() {
+		select {
+		case f := <-c.send:
+			if err := c.write(f); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// serveOne writes s's next event or delta, if one is ready. A failed subscription is
+// ended with an error frame for it. Errors are write errors.
+func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false, nil
+	}
+	u, ok, err := s.sub.TryNextUpdate(c.ctx)
+	switch {
+	case err != nil && c.ctx.Err() != nil:
+		return false, nil // the connection is ending
+	case err != nil:
+		code := CodeInternal
+		if errors.Is(err, feed.ErrClosed) {
+			code = CodeUnavailable
+		}
+		return true, c.endSub(s, errorf(code, "subscription ended after seq %d: %v", s.sub.Last(), err))
+	case !ok:
+		return false, nil
+	case u.IsDelta:
+		return true, c.write(deltaBytes(s.session, u.Delta))
+	}
+	f, err := c.h.frames.event(s.session, u.Record)
+	if err != nil {
+		return true, c.endSub(s, errorf(CodeInternal, "subscription ended: %v", err))
+	}
+	return true, c.write(f)
+}
+
+// poke wakes the write loop to serve the subscriptions.
+func (c *conn) poke() {
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
 }
 
 // enqueue queues a frame, waiting up to SlowConsumerTimeout for room; a queue that stays
@@ -276,17 +418,6 @@ func (c *conn) enqueue(ctx context.Context, f []byte) bool {
 		c.logger().Info("closing a slow consumer", "queued", len(c.send))
 		c.closeWith(CloseSlowConsumer, "slow consumer: send queue full; reconnect and subscribe from the last seq received")
 		return false
-	}
-}
-
-// offer queues a best-effort frame (a delta): dropped when the queue is three quarters full.
-func (c *conn) offer(f []byte) {
-	if len(c.send) >= cap(c.send)*3/4 {
-		return
-	}
-	select {
-	case c.send <- f:
-	default:
 	}
 }
 
@@ -384,22 +515,22 @@ func (c *conn) subscribe(req *Request) {
 		c.replyError(req, req.SessionID, errorf(CodeResourceExhausted, "a connection may hold %d subscriptions", c.h.cfg.MaxSubscriptions))
 		return
 	}
-	s := &wsSub{session: req.SessionID, done: make(chan struct{})}
+	s := &wsSub{session: req.SessionID}
 	if req.Deltas == nil || *req.Deltas {
 		s.sub = c.h.cfg.Feed.SubscribeWithDeltas(req.SessionID, from, c.h.cfg.DeltaBuffer)
 	} else {
 		s.sub = c.h.cfg.Feed.Subscribe(req.SessionID, from)
 	}
-	// Not a child of c.ctx (that would give every connection a children map): the
-	// connection's cleanup cancels its subscriptions itself (stopSubs).
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.sub.Notify(c.ready)
 	c.subs[req.SessionID] = s
-	c.work.Add(1)
 	c.mu.Unlock()
-	// The ack is queued before the pump starts: it precedes the subscription's events.
+	// The ack is queued before the subscription is served: it precedes its events.
 	result, _ := json.Marshal(map[string]uint64{"from_seq": from})
 	c.reply(ackBytes(req, req.SessionID, result))
-	go c.pump(s)
+	c.mu.Lock()
+	s.acked = true
+	c.mu.Unlock()
+	c.poke() // stored events are not signalled by the feed
 }
 
 func (c *conn) unsubscribe(req *Request) {
@@ -415,54 +546,20 @@ func (c *conn) unsubscribe(req *Request) {
 		c.replyError(req, req.SessionID, errorf(CodeNotFound, "not subscribed to %s", req.SessionID))
 		return
 	}
-	s.cancel()
-	<-s.done // no event of this subscription follows the ack
+	s.stop() // no event of this subscription follows the ack
 	result, _ := json.Marshal(map[string]uint64{"last_seq": s.sub.Last()})
 	c.reply(ackBytes(req, req.SessionID, result))
 }
 
-// pump moves one subscription's events and deltas into the send queue until the
-// subscription is cancelled or fails (then the client gets an error frame for it).
-func (c *conn) pump(s *wsSub) {
-	defer c.work.Done()
-	defer close(s.done)
-	defer s.cancel()
-	defer s.sub.Close()
-	for {
-		u, err := s.sub.NextUpdate(s.ctx)
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			code := CodeInternal
-			if errors.Is(err, feed.ErrClosed) {
-				code = CodeUnavailable
-			}
-			c.endSub(s, errorf(code, "subscription ended after seq %d: %v", s.sub.Last(), err))
-			return
-		}
-		if u.IsDelta {
-			c.offer(deltaBytes(s.session, u.Delta))
-			continue
-		}
-		f, err := c.h.frames.event(s.session, u.Record)
-		if err != nil {
-			c.endSub(s, errorf(CodeInternal, "subscription ended: %v", err))
-			return
-		}
-		if !c.enqueue(s.ctx, f) {
-			return
-		}
-	}
-}
-
-// endSub removes a failed subscription and tells the client.
-func (c *conn) endSub(s *wsSub, e *apiError) {
+// endSub ends a failed subscription (the write loop holds s.mu) and tells the client.
+func (c *conn) endSub(s *wsSub, e *apiError) error {
+	s.stopped = true
+	s.sub.Close()
 	c.mu.Lock()
 	if c.subs[s.session] == s {
 		delete(c.subs, s.session)
 	}
 	c.mu.Unlock()
 	c.logger().Warn("subscription ended", "session_id", s.session, "error", e.msg)
-	c.enqueue(c.ctx, errorBytes(&Request{Op: OpSubscribe}, s.session, e))
+	return c.write(errorBytes(&Request{Op: OpSubscribe}, s.session, e))
 }

@@ -144,9 +144,29 @@ func (c Config) tokenizer() *memory.Tokenizer {
 	return t
 }
 
-// countMessage returns m's stored token count (0 without a tokenizer).
-func (c Config) countMessage(m llm.Message) uint32 {
-	t := c.tokenizer()
+// tokenizerFor is the tokenizer of a session whose model is model: the node's
+// (Deps.Tokenizer) for the node's default model, the shared tokenizer of model's own
+// encoding for a model memory.EncodingForModel knows, and the node's again for any
+// other model. Encodings are built once per process and shared (memory.GetTokenizer).
+func (c Config) tokenizerFor(model string) *memory.Tokenizer {
+	if model == "" || model == c.Model {
+		return c.tokenizer()
+	}
+	enc, ok := memory.EncodingForModel(model)
+	if !ok || (c.tok != nil && c.tok.Name() == enc) {
+		return c.tokenizer()
+	}
+	t, err := memory.GetTokenizer(enc)
+	if err != nil {
+		return c.tokenizer()
+	}
+	return t
+}
+
+// countMessage returns m's stored token count in a session whose model is model (0
+// without a tokenizer).
+func (c Config) countMessage(model string, m llm.Message) uint32 {
+	t := c.tokenizerFor(model)
 	if t == nil {
 		return 0
 	}
@@ -242,7 +262,9 @@ type Deps struct {
 	Tracer trace.Tracer
 	// Now is the clock; nil means time.Now. Tests may set it.
 	Now func() time.Time
-	// Tokenizer counts every recorded message once (built once per node). Nil means the
+	// Tokenizer counts every recorded message once (built once per node) in sessions of
+	// the node's default model (Config.Model) and of models whose encoding is unknown; a
+	// session of another known model counts with that model's encoding. Nil means the
 	// tokenizer of Config.Model, falling back to o200k_base.
 	Tokenizer *memory.Tokenizer
 	// Embedder embeds the current step's description for semantic retrieval; Vectors

@@ -393,7 +393,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		if g.tools == nil {
 			g.tools = map[string]*actor.PID{}
 		}
-		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", c), "tool-runner")
+		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", g.state.GetConfig().GetModel(), c), "tool-runner")
 	}
 	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
 		g.stepRetryAt = at

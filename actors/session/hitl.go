@@ -97,7 +97,7 @@ func askHuman(b *eventBuilder, cfg Config, step *messages.PlanStep, c *messages.
 	args, terr := builtin.ParseAskHuman(json.RawMessage(c.GetArguments()))
 	if terr != nil {
 		res := tools.Result{CallID: c.GetId(), Err: terr}
-		tokens := cfg.countMessage(toolMessage(c.GetId(), res))
+		tokens := cfg.countMessage(b.s.GetConfig().GetModel(), toolMessage(c.GetId(), res))
 		b.add(func(e *messages.Event) {
 			tr := toolResultEvent(step.GetId(), c.GetId(), c.GetName(), key, res, tokens)
 			tr.SubAgentId = subAgentID
@@ -288,7 +288,7 @@ func answer(b *eventBuilder, cfg Config, r *messages.HitlRequested, input, by st
 			res.Output = fmt.Sprintf("No answer from a human within %s: the question was not answered. Continue without the answer.",
 				humanTimeout(currentStep(b.s, r.GetStepId()).GetStep()))
 		}
-		tokens := cfg.countMessage(toolMessage(r.GetCallId(), res))
+		tokens := cfg.countMessage(b.s.GetConfig().GetModel(), toolMessage(r.GetCallId(), res))
 		return then(b, func(s *messages.SessionState) []*messages.Event {
 			return decideToolResult(s, &toolResult{key: r.GetRequestId(), res: res, tokens: tokens}, cfg, time.Unix(0, b.at))
 		})
@@ -308,7 +308,7 @@ func completeInputStep(s *messages.SessionState, cfg Config, r *messages.HitlReq
 	}
 	var tokens uint32
 	if input != "" {
-		tokens = cfg.countMessage(humanInputMessage(input))
+		tokens = cfg.countMessage(s.GetConfig().GetModel(), humanInputMessage(input))
 	}
 	b := newEvents(s, "", now)
 	b.add(func(e *messages.Event) {

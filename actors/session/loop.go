@@ -123,7 +123,7 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 			// not run: the model learns the bound and calls again next turn.
 			terr := tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
 			res := tools.Result{CallID: c.GetId(), Err: terr}
-			tokens := cfg.countMessage(toolMessage(c.GetId(), res))
+			tokens := cfg.countMessage(s.GetConfig().GetModel(), toolMessage(c.GetId(), res))
 			b.add(func(e *messages.Event) {
 				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
 					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
@@ -242,7 +242,7 @@ func decideRetry(s *messages.SessionState, cfg Config, now time.Time) []*message
 // message recorded at step_started's seq) is counted here, once.
 func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
 	st := steps[idx]
-	opening := cfg.countMessage(llm.Message{Role: "user", Content: openingMessage(s.GetGoal(), st.GetDescription())})
+	opening := cfg.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "user", Content: openingMessage(s.GetGoal(), st.GetDescription())})
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
 			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(), Attempt: attempt,

@@ -135,6 +135,7 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	g.log.Debug("summary requested", "through_seq", hist[len(hist)-1].Seq, "messages", len(hist))
 	ctx.Send(ctx.ActorSystem().NewLocalPID(g.deps.Summarizer), &summarizer.Request{
 		SessionID: g.id, Input: memory.SummaryInput{Previous: prev, Messages: hist}, ReplyTo: ctx.Self(),
+		Tokenizer: g.deps.Config.tokenizerFor(g.state.GetConfig().GetModel()),
 	})
 }
 

@@ -87,7 +87,7 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 	hist := history(s)
 	in := memory.Input{
 		SystemPrompt: sys,
-		SystemTokens: int(d.Config.countMessage(llm.Message{Role: "system", Content: sys})),
+		SystemTokens: int(d.Config.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
 		Messages:     hist,
 		Hits:         searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
 		Now:          d.Now(),

@@ -137,7 +137,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	for _, c := range normaliseToolCalls(out.toolCalls) {
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 	}
-	out.tokens = r.deps.Config.countMessage(msg)
+	out.tokens = r.deps.Config.countMessage(r.state.GetConfig().GetModel(), msg)
 	return out
 }
 

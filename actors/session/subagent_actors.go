@@ -28,8 +28,8 @@ func (c subAgentCalls) LLMCall(st *messages.SessionState, sa *messages.SubagentS
 }
 
 // ToolCall implements subagent.Calls.
-func (c subAgentCalls) ToolCall(_ *messages.SessionState, sa *messages.SubagentState, pt *messages.PendingTool) *actor.Props {
-	return newToolRunnerProps(c.deps, c.sessionID, sa.GetId(), pt)
+func (c subAgentCalls) ToolCall(st *messages.SessionState, sa *messages.SubagentState, pt *messages.PendingTool) *actor.Props {
+	return newToolRunnerProps(c.deps, c.sessionID, sa.GetId(), st.GetConfig().GetModel(), pt)
 }
 
 // kickSubAgents starts an actor for every running sub-agent that has none and tells every
@@ -90,7 +90,7 @@ func (g *Grain) onToolLost(ctx cluster.GrainContext, m *subagent.ToolLost) {
 	}
 	g.log.Warn("sub-agent tool runner stopped without a result; failing the call", "sub_agent_id", m.SubAgentID, "key", m.Key)
 	res := tools.Result{CallID: pt.GetCallId(), Err: tools.ExecutionError(pt.GetTool(), fmt.Sprintf("the tool runner of call %s stopped without a result", pt.GetCallId()), true)}
-	g.onToolResult(ctx, &toolResult{key: m.Key, res: res, tokens: g.deps.Config.countMessage(toolMessage(pt.GetCallId(), res))})
+	g.onToolResult(ctx, &toolResult{key: m.Key, res: res, tokens: g.deps.Config.countMessage(g.state.GetConfig().GetModel(), toolMessage(pt.GetCallId(), res))})
 }
 
 // subAgentsBusy reports whether a sub-agent is running (the grain must not passivate).

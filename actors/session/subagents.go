@@ -238,8 +238,8 @@ func startDelegated(b *eventBuilder, cfg Config, step *messages.PlanStep, idx, a
 	}
 	id, resumed := pickSubAgent(st, step, prof.AgentType)
 	task := taskBrief(st, step, attempt, note)
-	opening := cfg.countMessage(llm.Message{Role: "user", Content: openingMessage(st.GetGoal(), step.GetDescription())})
-	taskTokens := cfg.countMessage(llm.Message{Role: "user", Content: task})
+	opening := cfg.countMessage(st.GetConfig().GetModel(), llm.Message{Role: "user", Content: openingMessage(st.GetGoal(), step.GetDescription())})
+	taskTokens := cfg.countMessage(st.GetConfig().GetModel(), llm.Message{Role: "user", Content: task})
 	toolNames := prof.AvailableTools(cfg.hasTool)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
@@ -392,7 +392,7 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 			continue
 		}
 		res := tools.Result{CallID: c.GetId(), Err: terr}
-		tokens := cfg.countMessage(toolMessage(c.GetId(), res))
+		tokens := cfg.countMessage(s.GetConfig().GetModel(), toolMessage(c.GetId(), res))
 		b.add(func(e *messages.Event) {
 			tr := toolResultEvent(stepID, c.GetId(), c.GetName(), key, res, tokens)
 			tr.SubAgentId = id
@@ -441,7 +441,7 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 	switch action {
 	case subagent.ActionContinue:
 		output := subagent.HandoffText(id, sa.GetAgentType(), result)
-		tokens := cfg.countMessage(llm.Message{Role: "assistant", Content: output})
+		tokens := cfg.countMessage(st.GetConfig().GetModel(), llm.Message{Role: "assistant", Content: output})
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: stepID, StepIndex: idx, Output: output, OutputTokens: tokens}}
 		})
@@ -504,7 +504,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 	}
 	in := memory.Input{
 		SystemPrompt: sys,
-		SystemTokens: int(d.Config.countMessage(llm.Message{Role: "system", Content: sys})),
+		SystemTokens: int(d.Config.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
 		Messages:     hist,
 		Now:          d.Now(),
 	}
@@ -557,7 +557,7 @@ func answerHandoff(s *messages.SessionState, cfg Config, r *messages.HitlRequest
 	b := newEvents(s, "", now)
 	if by == byTimeout {
 		output := subagent.HandoffText(sa.GetId(), sa.GetAgentType(), sa.GetResult())
-		tokens := cfg.countMessage(llm.Message{Role: "assistant", Content: output})
+		tokens := cfg.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "assistant", Content: output})
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: r.GetStepId(), StepIndex: idx, Output: output, OutputTokens: tokens}}
 		})

@@ -21,15 +21,16 @@ type toolRunner struct {
 	deps       *Deps
 	sessionID  string
 	subAgentID string
+	model      string // the session's model: the result is counted with its tokenizer
 	call       *messages.PendingTool
 	cancel     context.CancelFunc
 }
 
 type toolRunnerDone struct{ res *toolResult }
 
-func newToolRunnerProps(d *Deps, sessionID, subAgentID string, c *messages.PendingTool) *actor.Props {
+func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, call: c}
+		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c}
 	})
 }
 
@@ -74,5 +75,5 @@ func (r *toolRunner) run(ctx context.Context) *toolResult {
 		span.SetStatus(codes.Error, res.Err.Error())
 		span.SetAttributes(attribute.String("error.type", string(res.Err.Type)))
 	}
-	return &toolResult{key: c.GetIdempotencyKey(), res: res, tokens: r.deps.Config.countMessage(toolMessage(c.GetCallId(), res))}
+	return &toolResult{key: c.GetIdempotencyKey(), res: res, tokens: r.deps.Config.countMessage(r.model, toolMessage(c.GetCallId(), res))}
 }

@@ -20,6 +20,9 @@ type Request struct {
 	Input memory.SummaryInput
 	// ReplyTo receives the answer; nil means the request's sender.
 	ReplyTo *actor.PID
+	// Tokenizer counts the new summary (Result.Tokens), so the count matches the
+	// session's own; nil means the pool's (Config.Tokenizer).
+	Tokenizer *memory.Tokenizer
 }
 
 // Result is a regenerated summary: the content of a summary_updated event.

@@ -116,9 +116,13 @@ func (w *worker) onCallDone(ctx actor.Context, msg *callDone) {
 		w.finish(ctx, nil, ErrEmpty)
 		return
 	}
+	tok := w.cfg.Tokenizer
+	if t := w.job.req.Tokenizer; t != nil {
+		tok = t
+	}
 	w.finish(ctx, &Result{
 		SessionID: w.job.req.SessionID, Content: content, Through: w.through, From: w.from,
-		Tokens: w.cfg.Tokenizer.Count(content), Model: msg.resp.Model, Usage: msg.resp.Usage, Duration: msg.resp.Duration,
+		Tokens: tok.Count(content), Model: msg.resp.Model, Usage: msg.resp.Usage, Duration: msg.resp.Duration,
 	}, nil)
 }
 

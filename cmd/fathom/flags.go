@@ -87,6 +87,7 @@ type nodeFlags struct {
 	sandbox       sandboxFlags
 	artifacts     artifactFlags
 	promptsDir    string
+	memory        memoryFlags
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -153,6 +154,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.sandbox.register(fs)
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
+	f.memory.register(fs)
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -169,6 +171,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 			return node.Config{}, usageError("%v", err)
 		}
 		scfg.Prices = t
+	}
+	mcfg, err := f.memory.apply(&scfg, f.store.postgres)
+	if err != nil {
+		return node.Config{}, err
 	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
@@ -227,6 +233,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		Cluster:     ccfg,
 		Session:     scfg,
 		LLM:         llmCfg,
+		Memory:      mcfg,
 		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
 		Logger:      log,
 		PromptsDir:  f.promptsDir,

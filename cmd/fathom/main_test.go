@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
@@ -207,6 +209,96 @@ func TestRunOnPostgres(t *testing.T) {
 	}
 }
 
+// TestRunWithPgvector: `fathom run --vector-store pgvector` stores the session's
+// message embeddings in PostgreSQL, one row per recorded message with text, with the
+// hash embedder (256 dimensions; and --context-budget, whose value every step call's
+// context reports) and then with the OpenAI embedder served by the demo model (64
+// dimensions) on the same database.
+func TestRunWithPgvector(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	for i, c := range []struct {
+		args []string
+		dims int
+	}{
+		{[]string{"--embedder", "hash", "--context-budget", "6000", "--context-ratios", "60/25/15", "--summary-target", "1000"}, 256},
+		{[]string{"--embedder", "openai", "--embedding-dim", "64"}, 64},
+	} {
+		args := append([]string{"run", "--postgres", dsn, "--vector-store", "pgvector", "--json"}, c.args...)
+		r := fathom(t, cleanEnv(), append(args, "Summarise the CAP theorem")...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", c.args, r.code, r.stdout, r.stderr)
+		}
+		evs := jsonEvents(t, r.stdout)
+		id := checkCompletedRun(t, evs)
+		var want []int64
+		for _, ev := range evs {
+			str := func(k string) string { v, _ := ev[k].(string); return v }
+			text := false
+			switch ev["type"] {
+			case "step_started":
+				text = true
+			case "llm_responded": // the planner's answer (no step) is not history
+				text = str("step_id") != "" && str("content") != ""
+			case "tool_result":
+				text = str("result") != "" || ev["error"] != nil
+			}
+			if text {
+				want = append(want, int64(ev["seq"].(float64)))
+			}
+		}
+		wantBudget := float64(32000)
+		if i == 0 {
+			wantBudget = 6000 // --context-budget
+		}
+		for _, ev := range evs {
+			if ctx, ok := ev["context"].(map[string]any); ok && ctx["budget"] != wantBudget {
+				t.Fatalf("%v: llm_responded %v has context budget %v, want %v", c.args, ev["seq"], ctx["budget"], wantBudget)
+			}
+		}
+		got, dims := vectorRows(t, dsn, id)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%v: fathom_vectors holds seqs %v of %s, want %v", c.args, got, id, want)
+		}
+		for _, d := range dims {
+			if d != c.dims {
+				t.Fatalf("%v: stored dimensions %v, want %d", c.args, dims, c.dims)
+			}
+		}
+		if i == 1 && !strings.Contains(r.stderr, "other dimensions") {
+			t.Errorf("no warning about the 256-dimension vectors of the first run:\n%s", r.stderr)
+		}
+	}
+}
+
+// vectorRows returns the seqs and dimensions of stream's rows in fathom_vectors.
+func vectorRows(t *testing.T, dsn, stream string) (seqs []int64, dims []int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT seq, dims FROM fathom_vectors WHERE stream_id = $1 ORDER BY seq", stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var d int
+		if err := rows.Scan(&seq, &d); err != nil {
+			t.Fatal(err)
+		}
+		seqs, dims = append(seqs, seq), append(dims, d)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return seqs, dims
+}
+
 func TestRunWithAnOpenAICompatibleServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -294,6 +386,15 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"missing price file", []string{"run", "--data-dir", dir, "--prices", filepath.Join(dir, "nope.json"), "goal"}, 2, "price table"},
 		{"bad price file", []string{"run", "--data-dir", dir, "--prices", file, "goal"}, 2, "price table"},
 		{"zero step attempts", []string{"run", "--data-dir", dir, "--step-attempts", "0", "goal"}, 2, "step attempts"},
+		{"pgvector without postgres", []string{"run", "--data-dir", dir, "--vector-store", "pgvector", "goal"}, 2, "needs PostgreSQL: set a PostgreSQL DSN (--postgres)"},
+		{"unknown vector store", []string{"run", "--data-dir", dir, "--vector-store", "faiss", "goal"}, 2, `unknown vector store "faiss"`},
+		{"unknown embedder", []string{"run", "--data-dir", dir, "--embedder", "word2vec", "goal"}, 2, `unknown embedder "word2vec"`},
+		{"embedding model for hash", []string{"run", "--data-dir", dir, "--embedding-model", "text-embedding-3-large", "goal"}, 2, "only for the openai embedder"},
+		{"pgvector dimension too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--embedder", "openai", "--embedding-dim", "3072", "goal"}, 2, "more than pgvector indexes (2000)"},
+		{"two context ratios", []string{"run", "--data-dir", dir, "--context-ratios", "50/50", "goal"}, 2, "bad --context-ratios"},
+		{"context ratios not 100", []string{"run", "--data-dir", dir, "--context-ratios", "60/30/20", "goal"}, 2, "add up to 110"},
+		{"zero context budget", []string{"run", "--data-dir", dir, "--context-budget", "0", "goal"}, 2, "must be positive"},
+		{"summary larger than its tier", []string{"run", "--data-dir", dir, "--context-budget", "6000", "goal"}, 2, "--summary-target 2000 does not fit the context's summary tier (1800 tokens: 30% of --context-budget 6000)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -304,6 +405,22 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 			}
 			if d := time.Since(began); d > 30*time.Second {
 				t.Fatalf("took %s to fail", d)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		code      int
+		want      string
+	}{
+		{"bad ratios env", "FATHOM_CONTEXT_RATIOS=a/b/c", []string{"run", "--data-dir", dir, "goal"}, 2, "bad --context-ratios"},
+		{"openai embedder without endpoint", "ANTHROPIC_API_KEY=k", []string{"run", "--data-dir", dir, "--llm-api", "anthropic", "--embedder", "openai", "goal"}, 1, "OPENAI_API_KEY"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := fathom(t, cleanEnv(c.env), c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr does not say %q:\n%s", r.code, c.code, c.want, r.stderr)
 			}
 		})
 	}

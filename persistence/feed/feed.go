@@ -12,6 +12,11 @@
 //		rec, err := sub.Next(ctx)
 //		...
 //	}
+//
+// A reader serving many subscriptions from one goroutine (the gateway's connection
+// writer) does not wait in Next: it gives them one notify channel (Notify) and, each time
+// the channel fires, takes what is ready from each with TryNextUpdate, which never waits
+// for a publish.
 package feed
 
 import (
@@ -66,15 +71,15 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	defer f.mu.Unlock()
 	for s := range f.subs[stream] {
 		s.published = recs[len(recs)-1].Seq
-		if s.lagged {
-			continue
+		if !s.lagged {
+			select {
+			case s.live <- recs:
+			default:
+				// Full: drop the live buffer; Next reads the journal instead.
+				s.lagged = true
+			}
 		}
-		select {
-		case s.live <- recs:
-		default:
-			// Full: drop the live buffer; Next reads the journal instead.
-			s.lagged = true
-		}
+		s.notify()
 	}
 }
 
@@ -132,12 +137,14 @@ func (f *Feed) PublishDelta(stream string, d Delta) {
 			case s.deltas <- d:
 			default:
 			}
+			s.notify()
 			continue
 		}
 		select {
 		case s.deltas <- d:
 		default:
 		}
+		s.notify()
 	}
 }
 
@@ -185,6 +192,7 @@ func (f *Feed) Close() {
 		for s := range subs {
 			s.closed = true
 			close(s.done())
+			s.notify()
 		}
 	}
 	f.subs = nil
@@ -204,6 +212,7 @@ type Subscription struct {
 	lagged    bool
 	closed    bool
 	doneCh    chan struct{}
+	notifyCh  chan<- struct{} // nil unless Notify was called
 
 	// Owned by the reader.
 	last    uint64
@@ -217,6 +226,28 @@ func (s *Subscription) done() chan struct{} {
 		s.doneCh = make(chan struct{})
 	}
 	return s.doneCh
+}
+
+// notify signals the reader's notify channel without blocking. Called with f.mu held.
+func (s *Subscription) notify() {
+	if s.notifyCh == nil {
+		return
+	}
+	select {
+	case s.notifyCh <- struct{}{}:
+	default: // a signal is already pending: the reader will look
+	}
+}
+
+// Notify makes the subscription signal ch, without blocking, whenever it may have
+// something new for TryNextUpdate: a published batch, a delta, the end of the feed.
+// Several subscriptions may share one channel (give it a buffer of 1); a signal means
+// "look at all of them". Records published before Notify are not signalled: call
+// TryNextUpdate once after it.
+func (s *Subscription) Notify(ch chan<- struct{}) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.notifyCh = ch
 }
 
 // Last returns the sequence number of the last record Next returned (or afterSeq).
@@ -243,17 +274,42 @@ func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
 }
 
 // NextUpdate returns the next record in sequence order or a live delta (for
-// subscriptions made with SubscribeWithDeltas). Records keep their guarantees (no gap,
-// no repeat). Deltas are best-effort, in order within a call, and placed in the record
-// stream causally: after their call's llm_requested (Delta.AfterSeq) and before its
-// llm_responded.
+// subscriptions made with SubscribeWithDeltas), waiting for one to be published. Records
+// keep their guarantees (no gap, no repeat). Deltas are best-effort, in order within a
+// call, and placed in the record stream causally: after their call's llm_requested
+// (Delta.AfterSeq) and before its llm_responded.
 func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
+	for {
+		u, ok, err := s.TryNextUpdate(ctx)
+		if err != nil || ok {
+			return u, err
+		}
+		s.f.mu.Lock()
+		done := s.done()
+		s.f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Update{}, ctx.Err()
+		case <-done:
+		case batch := <-s.live:
+			s.queue = append(s.queue, batch...)
+		case d := <-s.deltas:
+			s.hold(d)
+		}
+	}
+}
+
+// TryNextUpdate is NextUpdate without the wait: ok is false when nothing is ready now
+// (wait for the Notify channel, then call it again). It may read the journal (catching
+// up after a subscribe or a lag), bounded by ctx. It returns ErrClosed after Close or
+// the feed's Close.
+func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, err error) {
 	for {
 		s.takeDeltas()
 		if len(s.held) > 0 && s.held[0].AfterSeq <= s.last {
 			d := s.held[0]
 			s.held = s.held[1:]
-			return Update{Delta: d, IsDelta: true}, nil
+			return Update{Delta: d, IsDelta: true}, true, nil
 		}
 		if len(s.queue) > 0 {
 			r := s.queue[0]
@@ -267,10 +323,10 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 				continue
 			}
 			s.last = r.Seq
-			return Update{Record: r}, nil
+			return Update{Record: r}, true, nil
 		}
 		s.f.mu.Lock()
-		closed, lagged, done := s.closed, s.lagged, s.done()
+		closed, lagged := s.closed, s.lagged
 		if lagged {
 			s.lagged = false
 			s.catchUp = true
@@ -278,12 +334,12 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 		}
 		s.f.mu.Unlock()
 		if closed {
-			return Update{}, ErrClosed
+			return Update{}, false, ErrClosed
 		}
 		if s.catchUp {
 			n, err := s.readJournal(ctx)
 			if err != nil {
-				return Update{}, err
+				return Update{}, false, err
 			}
 			if n < s.f.opts.Page {
 				s.catchUp = false
@@ -291,13 +347,20 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 			continue
 		}
 		select {
-		case <-ctx.Done():
-			return Update{}, ctx.Err()
-		case <-done:
 		case batch := <-s.live:
 			s.queue = append(s.queue, batch...)
-		case d := <-s.deltas:
-			s.hold(d)
+		default:
+			return Update{}, false, nil
+		}
+	}
+}
+
+// TryNext is TryNextUpdate for records only: deltas, if subscribed, are skipped.
+func (s *Subscription) TryNext(ctx context.Context) (persistence.Record, bool, error) {
+	for {
+		u, ok, err := s.TryNextUpdate(ctx)
+		if err != nil || !ok || !u.IsDelta {
+			return u.Record, ok, err
 		}
 	}
 }

@@ -253,3 +253,98 @@ func TestToolOutputDeltasFollowWhatWasPublished(t *testing.T) {
 		}
 	}
 }
+
+// TestOneReaderServesManySubscriptionsWithTryNext: a single goroutine serves three
+// subscriptions (stored records, live ones, a lagging one and deltas) through one notify
+// channel and TryNextUpdate, as the gateway's connection writer does: every stream is
+// delivered in order without gap or repeat across the stored→live switch, deltas sit
+// between their request and answer, and the feed's Close ends all with ErrClosed.
+func TestOneReaderServesManySubscriptionsWithTryNext(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{Buffer: 2, Page: 4})
+	writers := map[string]*writer{"a": {j: j, f: f}, "b": {j: j, f: f}, "c": {j: j, f: f}}
+	writers["a"].write(t, "a", 7) // stored before the subscription
+	notify := make(chan struct{}, 1)
+	subs := map[string]*feed.Subscription{
+		"a": f.Subscribe("a", 2), "b": f.SubscribeWithDeltas("b", 0, 8), "c": f.Subscribe("c", 0),
+	}
+	for _, s := range subs {
+		s.Notify(notify)
+	}
+	ctx := context.Background()
+	for name, s := range subs { // nothing live yet: only a's stored records are ready
+		if _, ok, err := s.TryNext(ctx); err != nil || ok != (name == "a") {
+			t.Fatalf("%s before any publish: ok=%v err=%v", name, ok, err)
+		}
+	}
+	select {
+	case <-notify:
+		t.Fatal("signalled before any publish")
+	default:
+	}
+	const rounds = 40
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < rounds; i++ {
+			writers["a"].write(t, "a", 1)
+			writers["b"].write(t, "b", 1) // an llm_requested...
+			f.PublishDelta("b", feed.Delta{CallID: fmt.Sprint(i), AfterSeq: writers["b"].last, Text: "x"})
+			writers["b"].write(t, "b", 1) // ...and its answer
+			writers["c"].write(t, "c", 3) // more than c's live buffer holds at times: it lags
+		}
+	}()
+	last := map[string]uint64{"a": 3, "b": 0, "c": 0} // a's first TryNext delivered seq 3
+	want := map[string]uint64{"a": 7 + rounds, "b": 2 * rounds, "c": 3 * rounds}
+	deltas := 0
+	deadline := time.After(20 * time.Second)
+	for {
+		for name, s := range subs {
+			for {
+				u, ok, err := s.TryNextUpdate(ctx)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !ok {
+					break
+				}
+				if u.IsDelta {
+					// After its request (odd seq), before its answer.
+					if name != "b" || last["b"]%2 != 1 || u.Delta.AfterSeq != last["b"] {
+						t.Fatalf("%s: delta %+v after seq %d", name, u.Delta, last["b"])
+					}
+					deltas++
+					continue
+				}
+				if u.Record.Seq != last[name]+1 || string(u.Record.Data) != fmt.Sprint(u.Record.Seq) {
+					t.Fatalf("%s: seq %d (%q) after %d", name, u.Record.Seq, u.Record.Data, last[name])
+				}
+				last[name] = u.Record.Seq
+			}
+		}
+		if last["a"] == want["a"] && last["b"] == want["b"] && last["c"] == want["c"] {
+			break
+		}
+		select {
+		case <-notify:
+		case <-deadline:
+			t.Fatalf("stuck at %v, want %v", last, want)
+		}
+	}
+	wg.Wait()
+	if deltas != rounds {
+		t.Fatalf("%d deltas, want %d", deltas, rounds)
+	}
+	f.Close()
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not signal")
+	}
+	for name, s := range subs {
+		if _, _, err := s.TryNextUpdate(ctx); !errors.Is(err, feed.ErrClosed) {
+			t.Fatalf("%s after Close: %v", name, err)
+		}
+	}
+}

@@ -49,6 +49,10 @@ import (
 // not ours to create). Compare with errors.Is.
 var ErrNoExtension = errors.New("pgvector: the vector extension is not available on the server")
 
+// ErrDimensions means the table's embedding column has a fixed dimension other than the
+// configured one. Compare with errors.Is.
+var ErrDimensions = errors.New("pgvector: dimension mismatch")
+
 // MaxDimensions is the largest dimension an HNSW index of the vector type supports.
 const MaxDimensions = 2000
 
@@ -207,6 +211,15 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 		if !ok {
 			return ErrNoExtension
 		}
+		// The migration's column has no fixed dimension; one altered to a fixed one
+		// (vector(N)) takes only N.
+		var fixed int
+		if err := tx.QueryRow(ctx, "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'fathom_vectors'::regclass AND attname = 'embedding'").Scan(&fixed); err != nil {
+			return fmt.Errorf("pgvector: check schema: %w", err)
+		}
+		if fixed > 0 && fixed != cfg.Dimensions {
+			return fmt.Errorf("pgvector: %w: fathom_vectors.embedding is vector(%d), but the store is configured for %d dimensions", ErrDimensions, fixed, cfg.Dimensions)
+		}
 		dims := strconv.Itoa(cfg.Dimensions)
 		idx := fmt.Sprintf("CREATE INDEX IF NOT EXISTS fathom_vectors_hnsw_%s ON fathom_vectors USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WITH (m = %d, ef_construction = %d) WHERE dims = %s",
 			dims, dims, cfg.M, cfg.EfConstruction, dims)
@@ -219,6 +232,25 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 
 // Dimensions implements persistence.VectorStore.
 func (s *Store) Dimensions() int { return s.cfg.Dimensions }
+
+// IndexedDimensions returns the dimensions that have an HNSW index (Open creates one per
+// configured dimension), in increasing order: the dimensions stores on this database
+// were opened with. Vectors of another dimension than the store's are never searched.
+func (s *Store) IndexedDimensions(ctx context.Context) ([]int, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgvector: indexed dimensions: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT substr(indexname, length('fathom_vectors_hnsw_') + 1)::int AS dims FROM pg_indexes
+		WHERE schemaname = current_schema() AND tablename = 'fathom_vectors' AND indexname ~ '^fathom_vectors_hnsw_[0-9]+$' ORDER BY dims`)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: indexed dimensions: %w", err)
+	}
+	dims, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: indexed dimensions: %w", err)
+	}
+	return dims, nil
+}
 
 // Pool returns the store's connection pool (for health checks and tools).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -231,4 +231,24 @@ func TestTwoDimensions(t *testing.T) {
 	if _, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 3000}); !errors.Is(err, persistence.ErrInvalid) {
 		t.Fatalf("3000 dims: %v", err)
 	}
+	if dims, err := a.IndexedDimensions(ctx); err != nil || len(dims) != 2 || dims[0] != 3 || dims[1] != 5 {
+		t.Fatalf("indexed dimensions %v, %v; want [3 5]", dims, err)
+	}
+}
+
+// TestFixedColumnDimension: a column altered to a fixed dimension (vector(N)) refuses a
+// store of another dimension with ErrDimensions, and takes one of N.
+func TestFixedColumnDimension(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	s := open(t, dsn, 4, 0)
+	ctx := context.Background()
+	if _, err := s.Pool().Exec(ctx, "ALTER TABLE fathom_vectors ALTER COLUMN embedding TYPE vector(4)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 8})
+	if !errors.Is(err, pgvector.ErrDimensions) || !strings.Contains(err.Error(), "vector(4)") {
+		t.Fatalf("8 dims on a vector(4) column: %v", err)
+	}
+	open(t, dsn, 4, 0).Close()
 }

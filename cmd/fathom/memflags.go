@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/memory"
+)
+
+// memoryFlags choose the vector store and the embedder, and size the context and the
+// rolling summary.
+type memoryFlags struct {
+	vectorStore      string
+	embedder         string
+	embeddingModel   string
+	embeddingDim     uint
+	contextBudget    uint
+	contextRatios    string
+	summaryThreshold uint
+	summaryTarget    uint
+}
+
+func (f *memoryFlags) register(fs *flag.FlagSet) {
+	sd := memory.DefaultSummaryConfig()
+	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", node.VectorStoreMemory), "where message embeddings are kept: memory (exact in-process scan, re-embedded when a session is activated) or pgvector (PostgreSQL, HNSW; needs --postgres) (env FATHOM_VECTOR_STORE)")
+	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", node.EmbedderHash), "what embeds messages: hash (local feature hashing, no model) or openai (an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set) (env FATHOM_EMBEDDER)")
+	fs.StringVar(&f.embeddingModel, "embedding-model", os.Getenv("FATHOM_EMBEDDING_MODEL"), "embedding model of --embedder openai (default text-embedding-3-small; env FATHOM_EMBEDDING_MODEL)")
+	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
+	fs.UintVar(&f.contextBudget, "context-budget", uint(envUint("FATHOM_CONTEXT_BUDGET", session.DefaultContextBudget)), "most prompt tokens one step call may use: system prompt, summary, semantic hits and recent messages (env FATHOM_CONTEXT_BUDGET)")
+	fs.StringVar(&f.contextRatios, "context-ratios", envOr("FATHOM_CONTEXT_RATIOS", "50/30/20"), "split of the context budget in percent: recent/summary/semantic, adding up to 100 (env FATHOM_CONTEXT_RATIOS)")
+	fs.UintVar(&f.summaryThreshold, "summary-threshold", uint(envUint("FATHOM_SUMMARY_THRESHOLD", uint64(sd.Threshold))), "regenerate a session's summary when its unsummarized messages pass this many tokens (env FATHOM_SUMMARY_THRESHOLD)")
+	fs.UintVar(&f.summaryTarget, "summary-target", uint(envUint("FATHOM_SUMMARY_TARGET", uint64(sd.TargetTokens))), "tokens the summarizer aims for (env FATHOM_SUMMARY_TARGET)")
+}
+
+// apply sets the context and summary configuration of scfg and returns the node's memory
+// configuration, both validated.
+func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (node.MemoryConfig, error) {
+	ratios, err := parseRatios(f.contextRatios)
+	if err != nil {
+		return node.MemoryConfig{}, usageError("bad --context-ratios %q: %v", f.contextRatios, err)
+	}
+	if f.contextBudget == 0 || f.summaryThreshold == 0 || f.summaryTarget == 0 {
+		return node.MemoryConfig{}, usageError("--context-budget, --summary-threshold and --summary-target must be positive")
+	}
+	if f.contextBudget > math.MaxInt32 || f.embeddingDim > math.MaxInt32 {
+		return node.MemoryConfig{}, usageError("--context-budget and --embedding-dim are too large")
+	}
+	scfg.ContextBudget, scfg.ContextRatios = int(f.contextBudget), ratios
+	scfg.Summary = memory.DefaultSummaryConfig()
+	scfg.Summary.Threshold, scfg.Summary.TargetTokens = int(f.summaryThreshold), int(f.summaryTarget)
+	// A summary that does not fit its tier is left out of the context (memory.BuildContext).
+	if tier := int(ratios.Summary * float64(f.contextBudget)); f.summaryTarget > uint(tier) {
+		return node.MemoryConfig{}, usageError("--summary-target %d does not fit the context's summary tier (%d tokens: %s of --context-budget %d), so summaries would be left out of the context: lower --summary-target or raise --context-budget",
+			f.summaryTarget, tier, strings.Split(f.contextRatios, "/")[1]+"%", f.contextBudget)
+	}
+	mc := node.MemoryConfig{
+		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
+		EmbeddingBaseURL: os.Getenv("OPENAI_BASE_URL"), EmbeddingAPIKey: os.Getenv("OPENAI_API_KEY"),
+	}
+	if err := mc.Validate(postgresDSN); err != nil {
+		return node.MemoryConfig{}, usageError("%v", err)
+	}
+	return mc, nil
+}
+
+// parseRatios reads "recent/summary/semantic" percentages adding up to 100, e.g.
+// "50/30/20" or "60/25/15".
+func parseRatios(s string) (memory.Ratios, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return memory.Ratios{}, fmt.Errorf("want three percentages recent/summary/semantic, e.g. 50/30/20")
+	}
+	var pct [3]float64
+	sum := 0.0
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(p), "%"), 64)
+		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
+			return memory.Ratios{}, fmt.Errorf("%q is not a percentage from 0 to 100", p)
+		}
+		pct[i] = v
+		sum += v
+	}
+	if math.Abs(sum-100) > 1e-6 {
+		return memory.Ratios{}, fmt.Errorf("the percentages add up to %g, not 100", sum)
+	}
+	r := memory.Ratios{Recent: pct[0] / 100, Summary: pct[1] / 100, Semantic: pct[2] / 100}
+	return r, r.Validate()
+}
