@@ -47,8 +47,8 @@ const (
 	hitlKindTool       = "tool"
 	// hitlKindHandoff: a sub-agent handed off "blocked"; the answer resumes it.
 	hitlKindHandoff = "handoff"
-	byHuman            = "human"
-	byTimeout          = "timeout"
+	byHuman         = "human"
+	byTimeout       = "timeout"
 	// DefaultHumanTimeout bounds a human-input request or a plan step's interrupt whose
 	// step sets no interrupt_timeout_ms.
 	DefaultHumanTimeout = 5 * time.Minute
