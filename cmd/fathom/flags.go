@@ -12,6 +12,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -63,6 +64,8 @@ type nodeFlags struct {
 	model         string
 	maxIterations uint
 	maxSteps      uint
+	// subAgents bound sub-agents: how many run at once, LLM calls per run.
+	maxParallelSubAgents, subAgentIterations uint
 	idleTimeout   time.Duration
 	llmTimeout    time.Duration
 	toolTimeout   time.Duration
@@ -129,6 +132,10 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.model, "model", os.Getenv("FATHOM_MODEL"), "default model of new sessions (env FATHOM_MODEL; default "+d.Model+")")
 	fs.UintVar(&f.maxIterations, "max-iterations", uint(envUint("FATHOM_MAX_ITERATIONS", uint64(d.MaxIterations))), "max LLM calls per session (env FATHOM_MAX_ITERATIONS)")
 	fs.UintVar(&f.maxSteps, "max-steps", uint(envUint("FATHOM_MAX_STEPS", uint64(d.MaxSteps))), "max plan steps per session (env FATHOM_MAX_STEPS)")
+	fs.UintVar(&f.maxParallelSubAgents, "max-parallel-subagents", uint(envUint("FATHOM_MAX_PARALLEL_SUBAGENTS", session.DefaultMaxParallelSubAgents)),
+		"max sub-agents of one session running at once: independent plan steps (env FATHOM_MAX_PARALLEL_SUBAGENTS)")
+	fs.UintVar(&f.subAgentIterations, "subagent-max-iterations", uint(envUint("FATHOM_SUBAGENT_MAX_ITERATIONS", subagent.DefaultMaxIterations)),
+		"max LLM calls of one sub-agent run (env FATHOM_SUBAGENT_MAX_ITERATIONS)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "passivate a session grain idle this long")
 	fs.DurationVar(&f.llmTimeout, "llm-timeout", d.LLMTimeout, "timeout of one LLM call, the provider's retries included")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
@@ -163,6 +170,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		scfg.Model = f.model
 	}
 	scfg.MaxIterations, scfg.MaxSteps = uint32(f.maxIterations), uint32(f.maxSteps)
+	if f.maxParallelSubAgents == 0 || f.subAgentIterations == 0 {
+		return node.Config{}, usageError("--max-parallel-subagents and --subagent-max-iterations must be at least 1")
+	}
+	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
 	if f.prices != "" {

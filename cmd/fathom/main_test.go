@@ -381,6 +381,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"unknown session state", []string{"session", "state", "--data-dir", dir, "no-such-session"}, 1, "not found"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"bad flag", []string{"run", "--no-such-flag", "goal"}, 2, "no-such-flag"},
+		{"no sub-agents allowed", []string{"run", "--data-dir", dir, "--max-parallel-subagents", "0", "goal"}, 2, "--max-parallel-subagents and --subagent-max-iterations must be at least 1"},
 		{"migrate without dsn", []string{"migrate"}, 2, "--postgres"},
 		{"unknown llm api", []string{"run", "--data-dir", dir, "--llm-api", "gemini", "goal"}, 2, "bad --llm-api"},
 		{"missing price file", []string{"run", "--data-dir", dir, "--prices", filepath.Join(dir, "nope.json"), "goal"}, 2, "price table"},
