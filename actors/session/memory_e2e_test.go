@@ -275,7 +275,7 @@ func TestActivationReembedsAndSummarizes(t *testing.T) {
 	}
 	mkScript := func(summarizer string) *mock.Script {
 		s, err := mock.ParseScript([]byte(`{"rules":[
-			{"system_match":"FATHOM-ROLE: planner","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"research\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"research\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
+			{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
 			` + summarizer + `,
 			{"system_match":"Current step: What is the vault code","context_match":"ZEBRA-42","response":"The vault code is ZEBRA-42."},
 			{"system_match":"Current step: What is the vault code","response":"I do not know the vault code."},
