@@ -42,6 +42,8 @@ type harnessOpts struct {
 	cfg     func(*session.Config)
 	llm     func(*node.LLMConfig)
 	tools   *tools.Executor // nil = a registry with the test tools
+	// feedPoll is the node's feed polling (node.Config.FeedPoll).
+	feedPoll time.Duration
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -90,7 +92,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
 		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
-		LLM: lcfg, Tools: o.tools,
+		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

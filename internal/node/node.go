@@ -53,6 +53,22 @@ const summarizerName = "summarizers"
 // JournalFile is the embedded journal's file name inside the data directory.
 const JournalFile = "journal.db"
 
+// DefaultFeedPoll is the feed's journal polling interval on a multi-member cluster: how
+// late, at most, a gateway client sees live events of a session hosted on another member.
+const DefaultFeedPoll = 500 * time.Millisecond
+
+func (c Config) feedPoll() time.Duration {
+	switch {
+	case c.FeedPoll < 0:
+		return 0
+	case c.FeedPoll > 0:
+		return c.FeedPoll
+	case c.Cluster.Provider == "local":
+		return 0
+	}
+	return DefaultFeedPoll
+}
+
 // Config is everything a node runs with.
 type Config struct {
 	// DataDir holds the embedded journal (DataDir/journal.db). Used when PostgresDSN is empty.
@@ -64,6 +80,10 @@ type Config struct {
 	Journal persistence.Journal
 	// Cluster configures the cluster member (provider, addresses).
 	Cluster fcluster.Config
+	// FeedPoll is how often live subscriptions to a session hosted on another member
+	// read the journal (feed.Options.Poll). 0 means DefaultFeedPoll with a multi-member
+	// provider (consul) and no polling with the local one; negative turns it off.
+	FeedPoll time.Duration
 	// Session configures the session grains.
 	Session session.Config
 	// LLM selects the model endpoint.
@@ -265,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.feed = feed.New(n.journal, feed.Options{})
+	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
 	toolExec := cfg.Tools
 	if toolExec == nil {
 		search, err := builtin.SearchFromEnv(os.Getenv)

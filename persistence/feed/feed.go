@@ -13,6 +13,12 @@
 //		...
 //	}
 //
+// A feed sees only what its own node publishes. With Options.Poll, subscriptions of a
+// stream nothing was published to on this feed for a poll interval also read the
+// journal, so a session hosted on another node (whose grain publishes to that node's
+// feed) still reaches this node's subscribers, at most one interval late, with the same
+// no-gap, no-repeat guarantee.
+//
 // A reader serving many subscriptions from one goroutine (the gateway's connection
 // writer) does not wait in Next: it gives them one notify channel (Notify) and, each time
 // the channel fires, takes what is ready from each with TryNextUpdate, which never waits
@@ -24,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -38,6 +45,10 @@ type Options struct {
 	Buffer int
 	// Page is how many records one catch-up read takes from the journal. Default 256.
 	Page int
+	// Poll, when > 0, makes the subscriptions of a stream that nothing was published to
+	// on this feed during the last Poll read the journal (records another node stored).
+	// 0 relies on Publish alone (a single node).
+	Poll time.Duration
 }
 
 // Feed is a publisher (it implements the session grain's Publisher) and the subscription
@@ -49,6 +60,12 @@ type Feed struct {
 	mu     sync.Mutex
 	subs   map[string]map[*Subscription]struct{}
 	closed bool
+	// pubs counts Publish calls per subscribed stream (the poller's "published lately").
+	pubs map[string]uint64
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 }
 
 // New returns a feed reading catch-up records from j.
@@ -59,7 +76,51 @@ func New(j persistence.Journal, opts Options) *Feed {
 	if opts.Page <= 0 {
 		opts.Page = 256
 	}
-	return &Feed{j: j, opts: opts, subs: map[string]map[*Subscription]struct{}{}}
+	f := &Feed{j: j, opts: opts, subs: map[string]map[*Subscription]struct{}{}, pubs: map[string]uint64{}, stop: make(chan struct{})}
+	if opts.Poll > 0 {
+		f.wg.Add(1)
+		go f.pollLoop()
+	}
+	return f
+}
+
+// pollLoop wakes, every Poll, the subscriptions of streams nothing was published to on
+// this feed since the last tick, to read the journal. It stops with Close.
+func (f *Feed) pollLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.opts.Poll)
+	defer t.Stop()
+	seen := map[string]uint64{}
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+		f.mu.Lock()
+		for stream, subs := range f.subs {
+			n := f.pubs[stream]
+			if prev, ok := seen[stream]; ok && prev != n {
+				seen[stream] = n // published here lately: the host is this node
+				continue
+			}
+			seen[stream] = n
+			for s := range subs {
+				s.poll = true
+				s.notify()
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+		for stream := range seen {
+			if f.subs[stream] == nil {
+				delete(seen, stream)
+			}
+		}
+		f.mu.Unlock()
+	}
 }
 
 // Publish hands durably stored records of stream to its subscribers. It never blocks.
@@ -69,6 +130,9 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.subs[stream]) > 0 {
+		f.pubs[stream]++
+	}
 	for s := range f.subs[stream] {
 		s.published = recs[len(recs)-1].Seq
 		if !s.lagged {
@@ -163,7 +227,8 @@ func (f *Feed) SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *
 }
 
 func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subscription {
-	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []persistence.Record, f.opts.Buffer), catchUp: true}
+	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []persistence.Record, f.opts.Buffer), catchUp: true,
+		wake: make(chan struct{}, 1)}
 	if deltaBuffer > 0 {
 		s.deltas = make(chan Delta, deltaBuffer)
 	}
@@ -180,8 +245,11 @@ func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subsc
 	return s
 }
 
-// Close ends every subscription; their Next returns ErrClosed.
+// Close ends every subscription (their Next returns ErrClosed) and stops the poller.
+// It is idempotent.
 func (f *Feed) Close() {
+	f.stopOnce.Do(func() { close(f.stop) })
+	f.wg.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -211,8 +279,11 @@ type Subscription struct {
 	published uint64
 	lagged    bool
 	closed    bool
-	doneCh    chan struct{}
-	notifyCh  chan<- struct{} // nil unless Notify was called
+	// poll asks the reader to read the journal (Options.Poll); wake wakes a waiting Next.
+	poll     bool
+	wake     chan struct{}
+	doneCh   chan struct{}
+	notifyCh chan<- struct{} // nil unless Notify was called
 
 	// Owned by the reader.
 	last    uint64
@@ -295,6 +366,7 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 			s.queue = append(s.queue, batch...)
 		case d := <-s.deltas:
 			s.hold(d)
+		case <-s.wake:
 		}
 	}
 }
@@ -331,6 +403,10 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 			s.lagged = false
 			s.catchUp = true
 			drain(s.live)
+		}
+		if s.poll {
+			s.poll = false
+			s.catchUp = true
 		}
 		s.f.mu.Unlock()
 		if closed {

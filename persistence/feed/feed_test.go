@@ -348,3 +348,84 @@ func TestOneReaderServesManySubscriptionsWithTryNext(t *testing.T) {
 		}
 	}
 }
+
+// TestPollDeliversWhatAnotherNodeStored: two feeds over one journal, as two nodes of a
+// cluster: the stream's writer publishes to feed A only. A subscriber on feed B (with
+// Poll) still gets every record live, in order, with no gap and no repeat — waiting in
+// Next or woken through Notify — while a subscriber on a feed without Poll gets nothing
+// after its catch-up. Streams published on B itself are not polled.
+func TestPollDeliversWhatAnotherNodeStored(t *testing.T) {
+	j := openJournal(t)
+	a := feed.New(j, feed.Options{})
+	b := feed.New(j, feed.Options{Poll: 20 * time.Millisecond})
+	quiet := feed.New(j, feed.Options{})
+	defer a.Close()
+	defer b.Close()
+	defer quiet.Close()
+	w := &writer{j: j, f: a}
+	w.write(t, "s", 2)
+
+	waiting := b.Subscribe("s", 0)
+	defer waiting.Close()
+	notified := b.Subscribe("s", 1)
+	defer notified.Close()
+	ch := make(chan struct{}, 1)
+	notified.Notify(ch)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 10 {
+			w.write(t, "s", 3)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	readN(t, waiting, 0, 32)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for want := uint64(2); want <= 32; {
+		r, ok, err := notified.TryNext(ctx)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case !ok:
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				t.Fatalf("no notification; last record %d", want-1)
+			}
+			continue
+		case r.Seq != want:
+			t.Fatalf("record %d, want %d", r.Seq, want)
+		}
+		want++
+	}
+	<-done
+	none := quiet.Subscribe("s", 32)
+	defer none.Close()
+	sctx, scancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer scancel()
+	if r, err := none.Next(sctx); !errors.Is(err, context.DeadlineExceeded) { // caught up: nothing stored after 32
+		t.Fatalf("Next = %v, %v", r, err)
+	}
+	w.write(t, "s", 3)
+	readN(t, waiting, 32, 3)
+	sctx, scancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer scancel()
+	if r, err := none.Next(sctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a feed without Poll delivered %v, %v: it should see only its own publishes after catching up", r, err)
+	}
+}
+
+// TestCloseStopsThePoller: Close returns with the poller stopped and ends subscriptions.
+func TestCloseStopsThePoller(t *testing.T) {
+	f := feed.New(openJournal(t), feed.Options{Poll: time.Millisecond})
+	sub := f.Subscribe("s", 0)
+	time.Sleep(10 * time.Millisecond)
+	f.Close()
+	f.Close()
+	if _, err := sub.Next(context.Background()); !errors.Is(err, feed.ErrClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
