@@ -60,6 +60,9 @@ func applySubAgentRequested(s *messages.SessionState, r *messages.LlmRequested, 
 	sa.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq()}
 	sa.LlmCalls++
 	sa.Iterations = r.GetIteration()
+	if st := stepOf(s, sa); st != nil {
+		st.LlmCalls++ // the timeline's count for the step the sub-agent runs
+	}
 	return nil
 }
 
@@ -89,6 +92,9 @@ func applySubAgentToolCalled(s *messages.SessionState, c *messages.ToolCalled) e
 		return err
 	}
 	sa.ToolCalls = max(sa.ToolCalls, c.GetIndex())
+	if st := stepOf(s, sa); st != nil {
+		st.ToolCalls++
+	}
 	sa.PendingTools = append(sa.PendingTools, &messages.PendingTool{
 		StepId: c.GetStepId(), CallId: c.GetCallId(), Tool: c.GetTool(), Args: c.GetArgs(), IdempotencyKey: c.GetIdempotencyKey(),
 	})
@@ -113,6 +119,14 @@ func applySubAgentToolResult(s *messages.SessionState, r *messages.ToolResult, e
 		content = r.GetError().GetLlmText()
 	}
 	sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{Role: "tool", Content: content, ToolCallId: r.GetCallId(), Seq: ev.GetSeq(), Tokens: r.GetTokens()})
+	return nil
+}
+
+// stepOf is the step sub-agent sa runs.
+func stepOf(s *messages.SessionState, sa *messages.SubagentState) *messages.StepState {
+	if i := int(sa.GetStepIndex()); i < len(s.GetSteps()) && s.GetSteps()[i].GetStep().GetId() == sa.GetStepId() {
+		return s.GetSteps()[i]
+	}
 	return nil
 }
 

@@ -145,6 +145,9 @@ func TestDelegatedPlanRunsSubAgentsInParallel(t *testing.T) {
 	if len(sas) != 4 || len(sas["researcher-1"].GetTranscript()) != 4 { // brief, tool call, tool result, hand-off
 		t.Fatalf("sub-agents %v", sas)
 	}
+	if r := st.GetState().GetSteps()[0]; r.GetLlmCalls() != 2 || r.GetToolCalls() != 1 { // the timeline's counts
+		t.Fatalf("research step counts %d LLM and %d tool calls, want 2 and 1", r.GetLlmCalls(), r.GetToolCalls())
+	}
 	for _, step := range st.GetState().GetSteps() {
 		if tr := step.GetTranscript(); len(tr) != 1 || tr[0].GetRole() != "assistant" || tr[0].GetContent() != step.GetOutput() {
 			t.Fatalf("step %s transcript %v: only the hand-off belongs to the orchestrator", step.GetStep().GetId(), tr)
