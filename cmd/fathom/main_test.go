@@ -234,13 +234,19 @@ func TestRunWithPgvector(t *testing.T) {
 		for _, ev := range evs {
 			str := func(k string) string { v, _ := ev[k].(string); return v }
 			text := false
+			// The orchestrator's history is embedded: step openings, its own answers and
+			// tool results, and outputs that are messages of their own (hand-offs); a
+			// sub-agent's context is its own and is not.
+			own := str("sub_agent_id") == ""
 			switch ev["type"] {
 			case "step_started":
 				text = true
-			case "llm_responded": // the planner's answer (no step) is not history
-				text = str("step_id") != "" && str("content") != ""
+			case "llm_responded": // the planner's answer and the closing summary (no step) are not history
+				text = own && str("step_id") != "" && str("content") != ""
 			case "tool_result":
-				text = str("result") != "" || ev["error"] != nil
+				text = own && (str("result") != "" || ev["error"] != nil)
+			case "step_completed":
+				text = ev["output_tokens"] != nil && ev["output_tokens"] != float64(0)
 			}
 			if text {
 				want = append(want, int64(ev["seq"].(float64)))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,9 +27,28 @@ func runInProcess(t *testing.T, args ...string) (stdout, stderr string, code int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out, errb bytes.Buffer
+	// Loggers of the in-process node and sandbox write from their own goroutines.
+	var out, errb lockedBuffer
 	code = Run(ctx, args, &out, &errb)
 	return out.String(), errb.String(), code
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestRunRejectsBrokenPrompts: a broken template in --prompts-dir (or
