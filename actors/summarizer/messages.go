@@ -89,4 +89,10 @@ type jobDone struct {
 	res     *Result
 	err     error
 	through uint64
+	// stopping is set when the worker is being restarted or stopped: it is not idle;
+	// after a restart it says so with workerReady.
+	stopping bool
 }
+
+// workerReady tells the pool a worker (re)started and can take a job.
+type workerReady struct{ worker *actor.PID }

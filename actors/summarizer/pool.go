@@ -2,6 +2,7 @@ package summarizer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -36,6 +37,8 @@ func (p *pool) Receive(ctx actor.Context) {
 		p.onRequest(ctx, msg)
 	case *jobDone:
 		p.onJobDone(ctx, msg)
+	case *workerReady:
+		p.onWorkerReady(ctx, msg)
 	case *actor.Terminated:
 		p.onTerminated(ctx, msg)
 	case *actor.Stopping:
@@ -125,7 +128,7 @@ func (p *pool) onJobDone(ctx actor.Context, msg *jobDone) {
 		p.cfg.Logger.Warn("summary regeneration failed", "session_id", msg.session, "err", msg.err)
 		ctx.Send(j.replyTo, &Failure{SessionID: msg.session, Through: msg.through, Err: msg.err})
 	}
-	if _, alive := p.workers[msg.worker.Id]; alive {
+	if _, alive := p.workers[msg.worker.Id]; alive && !msg.stopping {
 		p.idle = append(p.idle, msg.worker)
 	}
 	if next := p.pending[msg.session]; next != nil {
@@ -133,6 +136,22 @@ func (p *pool) onJobDone(ctx actor.Context, msg *jobDone) {
 		p.waiting[msg.session] = next
 		p.queue = append(p.queue, msg.session)
 	}
+	p.dispatch(ctx)
+}
+
+// onWorkerReady takes a (re)started worker back: once, and only while it is one of the
+// pool's and not running a job.
+func (p *pool) onWorkerReady(ctx actor.Context, msg *workerReady) {
+	id := msg.worker.GetId()
+	if _, ok := p.workers[id]; !ok || slices.ContainsFunc(p.idle, func(w *actor.PID) bool { return w.Id == id }) {
+		return
+	}
+	for _, j := range p.running {
+		if j.worker != nil && j.worker.Id == id {
+			return
+		}
+	}
+	p.idle = append(p.idle, msg.worker)
 	p.dispatch(ctx)
 }
 

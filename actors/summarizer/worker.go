@@ -27,6 +27,8 @@ type worker struct {
 	cancel  context.CancelFunc
 	timer   *time.Timer
 	crash   error
+	// stopping is set once the worker is being restarted or stopped.
+	stopping bool
 }
 
 // callDone carries the call's outcome from the goroutine to the worker's mailbox.
@@ -52,6 +54,9 @@ func newWorker(cfg Config) *worker { return &worker{cfg: cfg} }
 func (w *worker) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		// Also after a restart: the pool takes the worker back only now (a worker that
+		// the supervisor stops for good never gets here again).
+		ctx.Send(ctx.Parent(), &workerReady{worker: ctx.Self()})
 	case *runJob:
 		w.onRunJob(ctx, msg)
 	case *callDone:
@@ -61,6 +66,7 @@ func (w *worker) Receive(ctx actor.Context) {
 	case *jobTimeout:
 		w.onJobTimeout(ctx, msg)
 	case *actor.Restarting, *actor.Stopping:
+		w.stopping = true
 		w.onStopping(ctx)
 	case *actor.Stopped:
 	default:
@@ -165,5 +171,5 @@ func (w *worker) finish(ctx actor.Context, res *Result, err error) {
 		w.timer.Stop()
 	}
 	w.job, w.cancel, w.timer, w.crash = nil, nil, nil, nil
-	ctx.Send(ctx.Parent(), &jobDone{id: j.id, session: j.req.SessionID, worker: ctx.Self(), res: res, err: err, through: w.through})
+	ctx.Send(ctx.Parent(), &jobDone{id: j.id, session: j.req.SessionID, worker: ctx.Self(), res: res, err: err, through: w.through, stopping: w.stopping})
 }
