@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -165,6 +167,15 @@ func (c Config) tokenizerFor(model string) *memory.Tokenizer {
 
 // countMessage returns m's stored token count in a session whose model is model (0
 // without a tokenizer).
+// countText returns text's token count for model (0 without a tokenizer).
+func (c Config) countText(model, text string) int {
+	t := c.tokenizerFor(model)
+	if t == nil {
+		return 0
+	}
+	return t.Count(text)
+}
+
 func (c Config) countMessage(model string, m llm.Message) uint32 {
 	t := c.tokenizerFor(model)
 	if t == nil {
@@ -285,6 +296,30 @@ type Deps struct {
 	Summarizer string
 
 	specs []llm.ToolSpec // the tools as the model sees them, built once by Register
+
+	// tmplTokens caches system-message token counts of rendered templates (by model and
+	// text), at most maxTemplateTokens entries.
+	tmplTokens sync.Map
+	tmplCount  atomic.Int32
+}
+
+// maxTemplateTokens bounds Deps.tmplTokens: templates render per step type and model.
+const maxTemplateTokens = 256
+
+// templateTokens returns the token count of a system message holding the rendered
+// template text, counted once per model.
+func (d *Deps) templateTokens(model, text string) int {
+	key := model + "\x00" + text
+	if n, ok := d.tmplTokens.Load(key); ok {
+		return n.(int)
+	}
+	n := int(d.Config.countMessage(model, llm.Message{Role: "system", Content: text}))
+	if d.tmplCount.Load() < maxTemplateTokens {
+		if _, loaded := d.tmplTokens.LoadOrStore(key, n); !loaded {
+			d.tmplCount.Add(1)
+		}
+	}
+	return n
 }
 
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not

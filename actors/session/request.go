@@ -80,14 +80,18 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 	if err != nil {
 		return llm.Request{}, nil, err
 	}
-	sys, err := stepSystemPrompt(s, d.Prompts)
+	tmpl, rest, err := stepSystemPromptParts(s, d.Prompts)
 	if err != nil {
 		return llm.Request{}, nil, err
 	}
+	sys := tmpl + rest
 	hist := history(s)
 	in := memory.Input{
 		SystemPrompt: sys,
-		SystemTokens: int(d.Config.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
+		// The template's count is cached (tokenizing it was a third of a step's CPU);
+		// counting the two parts apart can only add a token at the seam: an upper bound,
+		// which is what a budget needs.
+		SystemTokens: d.templateTokens(s.GetConfig().GetModel(), tmpl) + d.Config.countText(s.GetConfig().GetModel(), rest),
 		Messages:     hist,
 		Hits:         searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
 		Now:          d.Now(),
@@ -137,15 +141,23 @@ func searchHits(ctx context.Context, d *Deps, sessionID, query string) []memory.
 // the goal and the current step (kept in the system prompt so the model knows its task
 // even when the step's opening message has left the recent tier).
 func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) {
+	tmpl, rest, err := stepSystemPromptParts(s, p)
+	return tmpl + rest, err
+}
+
+// stepSystemPromptParts is stepSystemPrompt in two parts: the executor template for the
+// step's type (the same text for every step of that type, so its token count is cached)
+// and what follows it for this step (goal, current step, workspace listing).
+func stepSystemPromptParts(s *messages.SessionState, p *prompts.Set) (tmpl, rest string, err error) {
 	st, err := currentStepState(s)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	sys, err := p.Render(prompts.Executor, prompts.ExecutorData{StepType: st.GetStep().GetType()})
+	tmpl, err = p.Render(prompts.Executor, prompts.ExecutorData{StepType: st.GetStep().GetType()})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return fmt.Sprintf("%s\n\nGoal: %s\nCurrent step: %s\n%s", sys, s.GetGoal(), st.GetStep().GetDescription(), workspaceListing(s)), nil
+	return tmpl, fmt.Sprintf("\n\nGoal: %s\nCurrent step: %s\n%s", s.GetGoal(), st.GetStep().GetDescription(), workspaceListing(s)), nil
 }
 
 // maxListedArtifacts bounds the workspace listing in a step's system prompt.
