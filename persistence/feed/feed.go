@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -38,10 +39,15 @@ import (
 // ErrClosed is returned by Next after the subscription or the feed was closed.
 var ErrClosed = errors.New("feed: closed")
 
+// DefaultBuffer is the default Options.Buffer: enough unread commits for a reader that
+// keeps up, small enough that thousands of idle subscribers stay cheap (a reader that
+// falls further behind reads the journal instead, losing nothing).
+const DefaultBuffer = 16
+
 // Options tune a Feed.
 type Options struct {
 	// Buffer is how many published batches a subscriber may have unread before it is
-	// switched back to reading from the journal. Default 64.
+	// switched back to reading from the journal. Default DefaultBuffer.
 	Buffer int
 	// Page is how many records one catch-up read takes from the journal. Default 256.
 	Page int
@@ -71,7 +77,7 @@ type Feed struct {
 // New returns a feed reading catch-up records from j.
 func New(j persistence.Journal, opts Options) *Feed {
 	if opts.Buffer <= 0 {
-		opts.Buffer = 64
+		opts.Buffer = DefaultBuffer
 	}
 	if opts.Page <= 0 {
 		opts.Page = 256
@@ -106,7 +112,7 @@ func (f *Feed) pollLoop() {
 			}
 			seen[stream] = n
 			for s := range subs {
-				s.poll = true
+				s.poll.Store(true)
 				s.notify()
 				select {
 				case s.wake <- struct{}{}:
@@ -135,12 +141,12 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 	}
 	for s := range f.subs[stream] {
 		s.published = recs[len(recs)-1].Seq
-		if !s.lagged {
+		if !s.lagged.Load() {
 			select {
 			case s.live <- recs:
 			default:
 				// Full: drop the live buffer; Next reads the journal instead.
-				s.lagged = true
+				s.lagged.Store(true)
 			}
 		}
 		s.notify()
@@ -235,7 +241,7 @@ func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subsc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		s.closed = true
+		s.closed.Store(true)
 		return s
 	}
 	if f.subs[stream] == nil {
@@ -258,7 +264,7 @@ func (f *Feed) Close() {
 	f.closed = true
 	for _, subs := range f.subs {
 		for s := range subs {
-			s.closed = true
+			s.closed.Store(true)
 			close(s.done())
 			s.notify()
 		}
@@ -273,17 +279,18 @@ type Subscription struct {
 	live   chan []persistence.Record
 	deltas chan Delta // nil unless subscribed with deltas
 
+	// lagged (its live buffer overflowed), closed and poll (Options.Poll: read the
+	// journal) are set by the feed and taken by the reader.
+	lagged, closed, poll atomic.Bool
+	// wake wakes a reader waiting in NextUpdate for a poll.
+	wake chan struct{}
+
 	// Guarded by f.mu.
 	// published is the newest seq Publish handed this subscription (0: none yet, so a
 	// delta without AfterSeq cannot be placed and is dropped for it).
 	published uint64
-	lagged    bool
-	closed    bool
-	// poll asks the reader to read the journal (Options.Poll); wake wakes a waiting Next.
-	poll     bool
-	wake     chan struct{}
-	doneCh   chan struct{}
-	notifyCh chan<- struct{} // nil unless Notify was called
+	doneCh    chan struct{}
+	notifyCh  chan<- struct{} // nil unless Notify was called
 
 	// Owned by the reader.
 	last    uint64
@@ -397,19 +404,17 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 			s.last = r.Seq
 			return Update{Record: r}, true, nil
 		}
-		s.f.mu.Lock()
-		closed, lagged := s.closed, s.lagged
-		if lagged {
-			s.lagged = false
+		// Atomics, not the feed's lock: with thousands of subscribers a publish and their
+		// readers would otherwise all queue on one mutex. A batch published between the
+		// swap and the drain is dropped with the rest and read back from the journal.
+		if s.lagged.CompareAndSwap(true, false) {
 			s.catchUp = true
 			drain(s.live)
 		}
-		if s.poll {
-			s.poll = false
+		if s.poll.CompareAndSwap(true, false) {
 			s.catchUp = true
 		}
-		s.f.mu.Unlock()
-		if closed {
+		if s.closed.Load() {
 			return Update{}, false, ErrClosed
 		}
 		if s.catchUp {
@@ -485,10 +490,10 @@ func (s *Subscription) readJournal(ctx context.Context) (int, error) {
 func (s *Subscription) Close() {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return
 	}
-	s.closed = true
+	s.closed.Store(true)
 	close(s.done())
 	if subs := s.f.subs[s.stream]; subs != nil {
 		delete(subs, s)
