@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -54,7 +55,7 @@ func (g *Grain) kickSubAgents(ctx cluster.GrainContext) {
 			if g.subs == nil {
 				g.subs = map[string]*actor.PID{}
 			}
-			pid = ctx.SpawnPrefix(subagent.Props(id, subAgentCalls{deps: g.deps, sessionID: g.id}, g.deps.Config.MaxParallelTools, g.log), "subagent-"+id)
+			pid = ctx.SpawnPrefix(subagent.Props(id, subAgentCalls{deps: g.deps, sessionID: g.id}, g.deps.Config.MaxParallelTools, g.deps.Config.LLMTimeout+time.Minute, g.log), "subagent-"+id)
 			g.subs[id] = pid
 			// Its Started asks for Work (NeedWork): nothing to send yet.
 			continue

@@ -48,7 +48,13 @@ type Actor struct {
 	id          string
 	calls       Calls
 	maxParallel int
+	// callTimeout bounds an LLM child (0: none): a child still running after it is
+	// stopped, and the grain fails the call (CallLost), even if the provider ignores its
+	// own deadline.
+	callTimeout time.Duration
 	log         *slog.Logger
+	llmPID      *actor.PID
+	watchdog    *time.Timer
 
 	llmCall string
 	tools   map[string]bool
@@ -68,12 +74,16 @@ type childCall struct {
 // Props returns the props of sub-agent id's actor. Its children (the calls) are
 // restarted up to 3 times a minute (a restarted LLM child makes its call again; a tool
 // child runs its call again under the same idempotency key); past that they stop and the
-// grain fails the call.
-func Props(id string, calls Calls, maxParallelTools int, log *slog.Logger) *actor.Props {
+// grain fails the call. An LLM child still running after callTimeout (0: no bound) is
+// stopped, which fails its call the same way.
+func Props(id string, calls Calls, maxParallelTools int, callTimeout time.Duration, log *slog.Logger) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{id: id, calls: calls, maxParallel: max(maxParallelTools, 1), log: log}
+		return &Actor{id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
 	}, actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)))
 }
+
+// callOverdue fires when the LLM child pid has run for callTimeout.
+type callOverdue struct{ pid *actor.PID }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
@@ -88,7 +98,16 @@ func (a *Actor) Receive(ctx actor.Context) {
 		ctx.Send(ctx.Self(), &childGone{who: msg.GetWho()})
 	case *childGone:
 		a.onChildGone(ctx, msg)
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *callOverdue:
+		if a.llmPID != nil && a.llmPID.Equal(msg.pid) {
+			a.log.Warn("sub-agent LLM call overdue; stopping it", "sub_agent_id", a.id, "call_id", a.llmCall, "after", a.callTimeout)
+			ctx.Stop(msg.pid)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		if a.watchdog != nil {
+			a.watchdog.Stop()
+		}
+	case *actor.Stopped:
 	default:
 		if _, system := msg.(actor.SystemMessage); system {
 			return
@@ -114,7 +133,14 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 	if p := sa.GetPending(); p != nil && a.llmCall == "" && !a.done["llm:"+p.GetCallId()] {
 		pid := ctx.SpawnPrefix(a.calls.LLMCall(w.State, sa), "llm")
 		ctx.Watch(pid)
-		a.llmCall = p.GetCallId()
+		a.llmCall, a.llmPID = p.GetCallId(), pid
+		if a.callTimeout > 0 {
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			if a.watchdog != nil {
+				a.watchdog.Stop()
+			}
+			a.watchdog = time.AfterFunc(a.callTimeout, func() { root.Send(self, &callOverdue{pid: pid}) })
+		}
 		a.done["llm:"+p.GetCallId()] = true
 		a.children[pid.String()] = childCall{key: p.GetCallId()}
 	}
@@ -150,7 +176,10 @@ func (a *Actor) onChildGone(ctx actor.Context, t *childGone) {
 		return
 	}
 	if a.llmCall == c.key {
-		a.llmCall = ""
+		a.llmCall, a.llmPID = "", nil
+		if a.watchdog != nil {
+			a.watchdog.Stop()
+		}
 	}
 	ctx.Send(ctx.Parent(), &CallLost{SubAgentID: a.id, CallID: c.key})
 }
