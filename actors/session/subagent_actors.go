@@ -60,13 +60,22 @@ func (g *Grain) kickSubAgents(ctx cluster.GrainContext) {
 			// Its Started asks for Work (NeedWork): nothing to send yet.
 			continue
 		}
-		ctx.Send(pid, &subagent.Work{State: g.state, Generation: g.loads})
+		ctx.Send(pid, g.work(sa))
 	}
+}
+
+// work is the Work message for sub-agent sa's actor.
+func (g *Grain) work(sa *messages.SubagentState) *subagent.Work {
+	it := g.state.GetInterrupt()
+	return &subagent.Work{State: g.state, Generation: g.loads,
+		HoldTools: it.GetReason() == reasonTool && it.GetStepId() == sa.GetStepId()}
 }
 
 func (g *Grain) onNeedWork(ctx cluster.GrainContext, m *subagent.NeedWork) {
 	if pid, ok := g.subs[m.SubAgentID]; ok && g.loadErr == nil && !g.fenced {
-		ctx.Send(pid, &subagent.Work{State: g.state, Generation: g.loads})
+		if sa := g.state.GetSubAgents()[m.SubAgentID]; sa != nil {
+			ctx.Send(pid, g.work(sa))
+		}
 	}
 }
 

@@ -333,3 +333,39 @@ func TestBlockedHandoffAsksAHuman(t *testing.T) {
 		})
 	}
 }
+
+// TestToolBreakpointHoldsASubAgentsCall: a breakpoint before a tool stops the session
+// when a sub-agent asks for that tool; the call does not run until Resume, then the
+// sub-agent finishes.
+func TestToolBreakpointHoldsASubAgentsCall(t *testing.T) {
+	ex := &executions{}
+	sc := rules(t,
+		`{"system_match":"FATHOM-PHASE: plan","delay_ms":300,"response":`+quote(`{"steps":[{"id":"r","type":"research","description":"find the facts"}]}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: researcher","tool_match":"value of","response":`+quote(`{"status":"completed","summary":"looked it up"}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc, tools: testToolsWith(t, ex, nil), cfg: subAgentTools(map[string][]string{"researcher": {"lookup"}})})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	g := h.node.Session("s1")
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "b1", Breakpoint: &messages.Breakpoint{Id: "before-lookup", Tool: "lookup"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	st := waitInterrupted(t, h, "s1")
+	if it := st.GetInterrupt(); it.GetReason() != "tool" || it.GetStepId() != "r" || len(st.GetSubAgents()["researcher-1"].GetPendingTools()) != 1 {
+		t.Fatalf("interrupt %v, sub-agent %v", it, st.GetSubAgents()["researcher-1"])
+	}
+	time.Sleep(300 * time.Millisecond) // the held call must not start meanwhile
+	if n := ex.get("s1/researcher-1/tool-1"); n != 0 {
+		t.Fatalf("the held call ran %d times before Resume", n)
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "r1"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	mustComplete(t, evs)
+	if n := ex.get("s1/researcher-1/tool-1"); n != 1 {
+		t.Fatalf("the call ran %d times after Resume, want 1", n)
+	}
+}

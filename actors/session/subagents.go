@@ -360,6 +360,9 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		return b.evs
 	}
 	pending := 0
+	// hold is a tool breakpoint one of the turn's calls matches: the turn's calls wait
+	// (the sub-agent actor starts none) until Resume, like the orchestrator's.
+	var hold *messages.Breakpoint
 	next := sa.GetToolCalls()
 	for i, c := range calls {
 		next++
@@ -389,6 +392,9 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		}
 		if terr == nil {
 			pending++
+			if hold == nil && s.GetInterrupt() == nil {
+				hold = matchToolBreakpoint(s, stepOfID(s, stepID), c.GetName())
+			}
 			continue
 		}
 		res := tools.Result{CallID: c.GetId(), Err: terr}
@@ -401,8 +407,19 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 	}
 	if pending == 0 {
 		requestSubAgentCall(b, cfg, id)
+	} else if hold != nil {
+		idx, _ := stepIndexByID(s, stepID)
+		interrupt(b, hold, idx, stepID)
 	}
 	return b.evs
+}
+
+// stepOfID is the plan step with id, or an empty one.
+func stepOfID(s *messages.SessionState, id string) *messages.PlanStep {
+	if i, ok := stepIndexByID(s, id); ok {
+		return s.GetSteps()[i].GetStep()
+	}
+	return &messages.PlanStep{Id: id}
 }
 
 // decideSubAgentToolResult records a sub-agent's tool call outcome; after the turn's last

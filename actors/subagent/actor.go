@@ -30,6 +30,9 @@ type (
 	Work struct {
 		State      *messages.SessionState
 		Generation uint64
+		// HoldTools keeps the pending tool calls from starting: the session is stopped
+		// at a tool breakpoint in this sub-agent's turn.
+		HoldTools bool
 	}
 	// NeedWork asks the grain for Work (sent when the actor starts or restarts).
 	NeedWork struct{ SubAgentID string }
@@ -146,7 +149,7 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 	}
 	for _, c := range sa.GetPendingTools() {
 		key := c.GetIdempotencyKey()
-		if len(a.tools) >= a.maxParallel {
+		if len(a.tools) >= a.maxParallel || w.HoldTools {
 			break
 		}
 		if a.tools[key] || a.done["tool:"+key] || awaitsHuman(w.State, key) {
