@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,36 +225,5 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 
 // remotePost sends body as JSON to path on the node and copies the JSON answer to w.
 func remotePost(ctx context.Context, addr, token, path string, body any, w io.Writer) error {
-	u, err := nodeURL(addr)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String()+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask node %s: %w", u.Host, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("read answer of node %s: %w", u.Host, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return &exitError{code: 1, msg: fmt.Sprintf("node %s: %s: %s", u.Host, resp.Status, strings.TrimSpace(string(out)))}
-	}
-	_, err = fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(out)))
-	return err
+	return remoteCall(ctx, http.MethodPost, addr, token, path, body, w)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,15 +37,33 @@ func nodeURL(addr string) (*url.URL, error) {
 
 // remoteGet calls GET path on the node and copies the JSON answer to w.
 func remoteGet(ctx context.Context, addr, token, path string, w io.Writer) error {
+	return remoteCall(ctx, http.MethodGet, addr, token, path, nil, w)
+}
+
+// remoteCall sends a request to path on the node (body, when not nil, as JSON) and
+// copies the JSON answer to w; an answer other than 2xx is an exit error with the node's
+// message. The call is bounded by remoteTimeout and the answer by 64 MiB.
+func remoteCall(ctx context.Context, method, addr, token, path string, body any, w io.Writer) error {
 	u, err := nodeURL(addr)
 	if err != nil {
 		return err
 	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
 	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String()+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -54,14 +73,14 @@ func remoteGet(ctx context.Context, addr, token, path string, w io.Writer) error
 		return fmt.Errorf("ask node %s: %w", u.Host, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("read answer of node %s: %w", u.Host, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return &exitError{code: 1, msg: fmt.Sprintf("node %s: %s: %s", u.Host, resp.Status, strings.TrimSpace(string(body)))}
+	if resp.StatusCode/100 != 2 {
+		return &exitError{code: 1, msg: fmt.Sprintf("node %s: %s: %s", u.Host, resp.Status, strings.TrimSpace(string(out)))}
 	}
-	_, err = fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(body)))
+	_, err = fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(out)))
 	return err
 }
 
