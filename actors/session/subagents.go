@@ -377,11 +377,7 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		switch {
 		case i < int(cfg.MaxToolCallsPerTurn) && c.GetName() == builtin.AskHumanName && slices.Contains(sa.GetTools(), c.GetName()):
 			// Answered by a human (ProvideInput), never run: the call waits in state.
-			step := &messages.PlanStep{Id: stepID}
-			if i, ok := stepIndexByID(s, stepID); ok {
-				step = s.GetSteps()[i].GetStep()
-			}
-			if askHuman(b, cfg, step, c, key, id) {
+			if askHuman(b, cfg, stepOfID(s, stepID), c, key, id) {
 				pending++
 			}
 			continue
