@@ -66,7 +66,7 @@ func delegated(step *messages.PlanStep) bool { return subagent.Delegated(step.Ge
 // complete, in plan order: sub-agent steps up to MaxParallelSubAgents running at once,
 // the orchestrator's own steps one at a time; a step matching a before-breakpoint
 // interrupts instead (and nothing after it starts). When every step is complete the
-// session completes with the last step's output.
+// session completes (completeSession).
 func advance(b *eventBuilder, cfg Config) {
 	st := b.state()
 	if Terminal(st) || st.GetInterrupt() != nil || len(st.GetSteps()) == 0 {
