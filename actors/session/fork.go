@@ -24,7 +24,7 @@ import (
 func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*messages.StartResponse, error) {
 	defer g.guard(ctx, "Fork")
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if dup, ok := forkDuplicate(g.state, req); ok {

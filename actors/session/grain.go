@@ -81,7 +81,14 @@ type Grain struct {
 	summaryRetryAt time.Time
 	// reembedded is set once this activation handed its history to the embed worker.
 	reembedded bool
-	span       trace.Span
+	// pipeline holds the appends in flight or queued, oldest first (pipeline.go); while
+	// it is not empty, state is where they lead, not yet the journal's.
+	pipeline []*appendJob
+	appender *appender
+	// answered is set when a pipelined append recorded an LLM answer: the summarizer
+	// check runs once the pipeline drains.
+	answered bool
+	span     trace.Span
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -133,6 +140,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // a child, stops with it; a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
+	g.waitPipeline()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
 		g.span.End()
@@ -144,6 +152,19 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 
 // ReceiveDefault handles the grain's own messages and its runners' results.
 func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
+	defer g.updateIdle(ctx)
+	switch msg := ctx.Message().(type) {
+	case *appendDone:
+		g.onAppendDone(ctx, msg.job)
+		return
+	case *llmResult:
+		if g.pipelined(msg) {
+			g.onPipelinedResult(ctx, msg)
+			return
+		}
+	}
+	// Everything else is decided against durable state.
+	g.settle(ctx)
 	switch msg := ctx.Message().(type) {
 	case *resumeMsg:
 		g.onResume(ctx)
@@ -178,14 +199,13 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
 		}
 	}
-	g.updateIdle(ctx)
 }
 
 // Start starts the session. It is idempotent by command id.
 func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (resp *messages.StartResponse, err error) {
 	defer g.guard(ctx, "Start")
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
@@ -206,7 +226,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 func (g *Grain) GetState(_ *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error) {
 	defer g.guard(ctx, "GetState")
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -245,8 +265,10 @@ func grainError(err error) error {
 	return messages.ErrInternal("%v", err)
 }
 
-// ready makes sure the in-memory state is the journal's, reloading after a failure.
-func (g *Grain) ready() error {
+// ready makes sure the in-memory state is the journal's: the pipeline is drained
+// (settle) and the state reloaded after a failure.
+func (g *Grain) ready(ctx cluster.GrainContext) error {
+	g.settle(ctx)
 	switch {
 	case g.fenced:
 		return messages.ErrUnavailable("session %s moved to another activation; retry", g.id)
@@ -314,6 +336,17 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 		return messages.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
+	if g.published(evs, recs) {
+		g.maybeSummarize(ctx)
+	}
+	g.maybeSnapshot(ctx)
+	return nil
+}
+
+// published follows a durable append of evs (encoded as recs): subscribers get the
+// records, the trace its events, the embed worker their messages. It reports whether evs
+// record an LLM answer (the summarizer may be due).
+func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (answered bool) {
 	for i := range recs {
 		recs[i].Seq = evs[i].GetSeq()
 	}
@@ -322,10 +355,12 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	}
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		if ev.GetLlmResponded() != nil {
+			answered = true
+		}
+		g.embed(ev)
 	}
-	g.afterCommit(ctx, evs)
-	g.maybeSnapshot(ctx)
-	return nil
+	return answered
 }
 
 // maybeSnapshot saves a snapshot every SnapshotEvery events, off the command path: a
@@ -453,7 +488,7 @@ func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, s
 }
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		g.log.Warn("session not ready, retrying", "error", err)
 		g.scheduleRetry(ctx)
 		return
@@ -473,6 +508,22 @@ func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
 	g.onDecision(ctx, "llm result "+r.callID, func() []*messages.Event { return decideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
+// onPipelinedResult decides the answer of the orchestrator's pending call against the
+// optimistic state and queues its events behind the appends in flight (commitAsync).
+func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *llmResult) {
+	g.runner, g.runnerCall = nil, ""
+	if g.watchdog != nil {
+		g.watchdog.Stop()
+	}
+	evs := decideLLMResult(g.state, r, g.deps.Config, g.deps.Now())
+	if len(evs) == 0 {
+		return
+	}
+	if err := g.commitAsync(ctx, evs); err != nil {
+		g.log.Warn("commit failed", "input", "llm result "+r.callID, "error", err)
+	}
+}
+
 func (g *Grain) onToolResult(ctx cluster.GrainContext, r *toolResult) {
 	delete(g.tools, r.key)
 	g.onDecision(ctx, "tool result "+r.key, func() []*messages.Event { return decideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
@@ -482,7 +533,7 @@ func (g *Grain) onToolResult(ctx cluster.GrainContext, r *toolResult) {
 // became due. When the state cannot be trusted the input is dropped: after the reload
 // the call it answers is still pending and is made again.
 func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() []*messages.Event) {
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		g.log.Warn("dropped: session not ready", "input", what, "error", err)
 		g.scheduleRetry(ctx)
 		return
@@ -521,7 +572,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.runner != nil || len(g.tools) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
+	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
 		g.state.GetInterrupt().GetDeadlineUnixNano() != 0 || nextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()

@@ -289,7 +289,7 @@ func (g *Grain) Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*
 // check by command id, decide, commit, then whatever became due.
 func (g *Grain) command(ctx cluster.GrainContext, cmdID string, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if seq, ok := g.state.GetCommands()[cmdID]; ok && cmdID != "" {

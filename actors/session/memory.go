@@ -24,21 +24,6 @@ const summaryWait = 5 * time.Minute
 // summaryBackoff is how long a grain waits after a failed summary before asking again.
 const summaryBackoff = 30 * time.Second
 
-// afterCommit feeds the embed worker with evs' messages and, after an LLM answer,
-// checks whether the summary is due.
-func (g *Grain) afterCommit(ctx cluster.GrainContext, evs []*messages.Event) {
-	answered := false
-	for _, ev := range evs {
-		if ev.GetLlmResponded() != nil {
-			answered = true
-		}
-		g.embed(ev)
-	}
-	if answered {
-		g.maybeSummarize(ctx)
-	}
-}
-
 // reembed hands the whole recorded history to the embed worker once per activation,
 // when Deps.Reembed says the vector store may have lost it.
 func (g *Grain) reembed() {

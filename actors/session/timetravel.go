@@ -23,7 +23,7 @@ import (
 func (g *Grain) Timeline(_ *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error) {
 	defer g.guard(ctx, "Timeline")
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -38,7 +38,7 @@ func (g *Grain) Timeline(_ *messages.TimelineRequest, ctx cluster.GrainContext) 
 func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) (*messages.StateAtResponse, error) {
 	defer g.guard(ctx, "StateAt")
 	defer g.updateIdle(ctx)
-	if err := g.ready(); err != nil {
+	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {

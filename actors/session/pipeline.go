@@ -1,0 +1,260 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// The commit pipeline. A step's LLM call is started while the events requesting it are
+// still being appended (startEarly); with a fast model its answer arrives before that
+// append returns. Waiting for the append before deciding the answer would put the
+// grain's own work (decide, Apply, encode) and the next call's request build behind
+// every commit. Instead the grain decides the answer at once against its optimistic
+// state, the state its appended-or-appending events lead to, and queues the resulting
+// append behind the one in flight: appends go out back to back, each with the sequence
+// its predecessor ends at, and the grain's work overlaps the journal's.
+//
+// What may not run ahead of durability does not: events are published, embedded and
+// acknowledged only once their append returned, tool calls and sub-agents start and
+// snapshots are taken only when the pipeline is empty (kick), and every input other
+// than the answer of the orchestrator's pending call first waits for the pipeline to
+// drain (settle), so commands, tools, sub-agents, timers and the summarizer see durable
+// state exactly as before. If an append fails, the appends queued behind it are never
+// made (their expected sequence would not hold), the early runner is stopped and the
+// grain reloads from the journal, as after a failed synchronous commit.
+
+// maxPipeline bounds the appends a grain has in flight or queued.
+const maxPipeline = 4
+
+// errNotAppended is the outcome of a queued append whose predecessor failed.
+var errNotAppended = errors.New("not appended: an earlier append of this session failed")
+
+// appendJob is one queued append of the pipeline.
+type appendJob struct {
+	evs      []*messages.Event
+	recs     []persistence.Record
+	expected uint64 // the stream's seq before this append
+	next     uint64 // the stream's seq after it
+	// done is closed when last and err are set.
+	done chan struct{}
+	last uint64
+	err  error
+	// handled is set (by the grain) once the outcome was acted on.
+	handled bool
+}
+
+// appendDone tells the grain that job's append returned.
+type appendDone struct{ job *appendJob }
+
+// pipelined reports whether msg may be decided before earlier appends are durable: the
+// answer of the orchestrator's pending LLM call, from its step runner.
+func (g *Grain) pipelined(msg any) bool {
+	r, ok := msg.(*llmResult)
+	return ok && r.callID != "" && r.callID == g.runnerCall && g.state.GetPending().GetCallId() == r.callID &&
+		g.loadErr == nil && !g.fenced && len(g.pipeline) < maxPipeline
+}
+
+// commitAsync queues evs behind the appends in flight: they become the grain's
+// (optimistic) state now, the call they make pending starts now, and everything that
+// must follow durability happens when the append returns (finishJob).
+func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event) error {
+	next := proto.Clone(g.state).(*messages.SessionState)
+	for _, ev := range evs {
+		if err := Apply(next, ev); err != nil {
+			return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+		}
+	}
+	recs, err := EncodeEvents(evs)
+	if err != nil {
+		return messages.ErrInternal("session %s: %v", g.id, err)
+	}
+	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), done: make(chan struct{})}
+	g.pipeline = append(g.pipeline, job)
+	if g.appender == nil {
+		g.appender = &appender{id: g.id, journal: g.deps.Journal, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
+	}
+	g.appender.enqueue(job)
+	g.state = next
+	g.startEarly(ctx, next)
+	return nil
+}
+
+// onAppendDone acts on the outcome of job and of every job before it.
+func (g *Grain) onAppendDone(ctx cluster.GrainContext, job *appendJob) {
+	for !job.handled && len(g.pipeline) > 0 {
+		head := g.pipeline[0]
+		<-head.done // appends finish in order: head is done when job is
+		g.finishJob(ctx, head)
+	}
+}
+
+// settle waits for every queued append and acts on its outcome: afterwards the grain's
+// state is the journal's (or, after a failure, marked for reload).
+func (g *Grain) settle(ctx cluster.GrainContext) {
+	for len(g.pipeline) > 0 {
+		head := g.pipeline[0]
+		<-head.done
+		g.finishJob(ctx, head)
+	}
+}
+
+// finishJob acts on the outcome of the pipeline's head: a durable append is published
+// (and its messages embedded); a failed one drops the rest of the pipeline, stops the
+// early runner and leaves the state to be reloaded. When the pipeline empties, what
+// waited for durability runs (kick, summarizer, snapshot).
+func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
+	g.pipeline = g.pipeline[1:]
+	job.handled = true
+	err := job.err
+	if err == nil && job.last != job.next {
+		err = fmt.Errorf("journal stored through seq %d, expected %d", job.last, job.next)
+	}
+	if err != nil {
+		g.failPipeline(ctx, job, err)
+		return
+	}
+	g.answered = g.published(job.evs, job.recs) || g.answered
+	if len(g.pipeline) == 0 {
+		g.kick(ctx)
+		if g.answered {
+			g.answered = false
+			g.maybeSummarize(ctx)
+		}
+		g.maybeSnapshot(ctx)
+	}
+}
+
+// failPipeline handles a failed pipelined append: nothing after it was appended, the
+// state is not the journal's, the early runner answers a call that may not exist.
+func (g *Grain) failPipeline(ctx cluster.GrainContext, job *appendJob, err error) {
+	for _, rest := range g.pipeline {
+		<-rest.done
+		rest.handled = true
+	}
+	g.pipeline = nil
+	g.appender.reset()
+	g.cancelEarly(ctx, true)
+	if errors.Is(err, persistence.ErrConflict) {
+		g.fence(ctx, err)
+		return
+	}
+	g.log.Error("pipelined append failed; reloading from the journal", "events", len(job.evs), "expected_seq", job.expected, "error", err)
+	g.loadErr = err
+	g.scheduleRetry(ctx)
+}
+
+// waitPipeline waits for the appends in flight without acting on them (the activation
+// is ending): no append of this activation outlives it.
+func (g *Grain) waitPipeline() {
+	for _, job := range g.pipeline {
+		<-job.done
+	}
+	g.pipeline = nil
+}
+
+// appender makes a grain's pipelined appends: one at a time, in order, each carrying
+// every job queued while the previous one was in flight (a group commit: a session
+// whose grain decides faster than the journal commits pays one commit for several
+// steps).
+type appender struct {
+	id      string
+	journal persistence.Journal
+	timeout time.Duration
+	self    *actor.PID
+	root    *actor.RootContext
+
+	mu      sync.Mutex
+	queue   []*appendJob // not yet started
+	running bool         // a drain goroutine is running
+	failed  bool         // an append failed: nothing queued after it is appended
+}
+
+// enqueue queues job; a goroutine drains the queue while it is not empty. The goroutine
+// is owned by the grain: it ends when the queue is empty, and each append it makes is
+// bounded by timeout.
+func (a *appender) enqueue(job *appendJob) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.queue = append(a.queue, job)
+	if !a.running {
+		a.running = true
+		go a.drain()
+	}
+}
+
+// reset clears the failure once the grain has acted on it (every job is done).
+func (a *appender) reset() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.failed = false
+	a.mu.Unlock()
+}
+
+func (a *appender) drain() {
+	for {
+		a.mu.Lock()
+		batch, failed := a.queue, a.failed
+		a.queue = nil
+		if len(batch) == 0 {
+			a.running = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		err := errNotAppended
+		if !failed {
+			err = a.append(batch)
+		}
+		if err != nil {
+			a.mu.Lock()
+			a.failed = true
+			a.mu.Unlock()
+		}
+		for _, job := range batch {
+			job.last, job.err = job.next, err
+			if err != nil {
+				job.last = 0
+			}
+			close(job.done)
+		}
+		a.root.Send(a.self, &appendDone{job: batch[len(batch)-1]})
+	}
+}
+
+// append makes batch one journal append after batch[0].expected.
+func (a *appender) append(batch []*appendJob) error {
+	recs := batch[0].recs
+	if len(batch) > 1 {
+		n := 0
+		for _, job := range batch {
+			n += len(job.recs)
+		}
+		recs = make([]persistence.Record, 0, n)
+		for _, job := range batch {
+			recs = append(recs, job.recs...)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	want := batch[len(batch)-1].next
+	last, err := a.journal.Append(ctx, a.id, batch[0].expected, recs)
+	switch {
+	case err != nil:
+		return err
+	case last != want:
+		return fmt.Errorf("journal stored through seq %d, expected %d", last, want)
+	}
+	return nil
+}
