@@ -62,6 +62,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// StartTimeout bounds Start (Consul check, joining, waiting for the topology). Default 20s.
 	StartTimeout time.Duration
+	// DrainTimeout bounds a graceful leave's wait for remote peers to close their
+	// connections; the member's server is then closed. Default 6s.
+	DrainTimeout time.Duration
 	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
 	Logger *slog.Logger
 }
@@ -74,7 +77,7 @@ func DefaultConfig() Config {
 	}
 	return Config{
 		Name: "fathom", Host: "127.0.0.1", Provider: ProviderLocal, ConsulAddr: addr,
-		RequestTimeout: 10 * time.Second, StartTimeout: 20 * time.Second,
+		RequestTimeout: 10 * time.Second, StartTimeout: 20 * time.Second, DrainTimeout: 6 * time.Second,
 	}
 }
 
@@ -106,7 +109,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("cluster: unknown provider %q (want %q or %q)", c.Provider, ProviderLocal, ProviderConsul)
 	}
-	if c.RequestTimeout < 0 || c.StartTimeout < 0 {
+	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 {
 		return errors.New("cluster: timeouts must not be negative")
 	}
 	return nil
@@ -162,6 +165,9 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = d.StartTimeout
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = d.DrainTimeout
 	}
 	if cfg.Host == "" {
 		cfg.Host = d.Host
@@ -318,13 +324,35 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 }
 
+// shutdown leaves the cluster. A graceful leave ends with gRPC's GracefulStop, which
+// waits for peers to close their connections. Proto.Actor gives it 10 s and then returns
+// while GracefulStop still runs in a goroutine of its own: that goroutine outlives Stop
+// (and, in a process that starts another member later, races with the new member's start
+// on gRPC's global logger). Closing the server after DrainTimeout ends GracefulStop
+// inside the leave, so nothing of the member runs once Stop returned.
 func (n *Node) shutdown(graceful bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Warn("cluster shutdown panicked", "panic", fmt.Sprint(r))
 		}
 	}()
+	if graceful {
+		// Cluster.Shutdown's own steps before the server's drain take about 2 s.
+		force := time.AfterFunc(2*time.Second+n.cfg.DrainTimeout, n.closeServer)
+		defer force.Stop()
+	}
 	n.cluster.Shutdown(graceful)
+}
+
+// closeServer closes the member's gRPC server and every connection to it.
+func (n *Node) closeServer() {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Warn("closing the cluster server panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	n.log.Warn("peers did not close their connections in time; closing the cluster server", "address", n.Address())
+	n.cluster.Remote.Shutdown(false)
 }
 
 // Cluster is the underlying Proto.Actor cluster (for generated grain clients).
