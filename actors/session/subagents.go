@@ -444,7 +444,7 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 	step := st.GetSteps()[idx]
 	result = subagent.Facts(result, sa, time.Duration(b.at-sa.GetRunStartedAtUnixNano()).Milliseconds())
 	attempt := max(step.GetAttempt(), 1)
-	action := subagent.Decide(result, attempt, cfg.StepAttempts, true)
+	action := subagent.Decide(result, attempt, cfg.StepAttempts, true, false)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
 			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: action,
