@@ -279,3 +279,16 @@ func TestDecideReplanAfterFailure(t *testing.T) {
 		t.Fatalf("no iteration left: %s %v", types(evs), f)
 	}
 }
+
+// TestForkContinuesTheStepThatEndedAtTheForkPoint: a fork's step index names the
+// source's current list, where a revision may have moved the step; the fork goes on
+// after the step that ended at the fork point, wherever it sits in the fork's list.
+func TestForkContinuesTheStepThatEndedAtTheForkPoint(t *testing.T) {
+	s := replanning()
+	s.Pending, s.ReplanAttempt, s.ReplanCalls = nil, 0, 0
+	s.ForkedFrom = &messages.SessionForked{SourceSessionId: "src", SourceSeq: 4, StepIndex: 1} // a ended at seq 4, at index 1 here
+	evs := decideForkContinue(s, 1, DefaultConfig(), t0)
+	if got := types(evs); got != "llm_requested" || evs[0].GetLlmRequested().GetPurpose() != purposeReplan {
+		t.Fatalf("events %s %v: after a, the failed step f waits for its re-plan (it must not run again)", got, evs)
+	}
+}
