@@ -248,9 +248,12 @@ func decideRetry(s *messages.SessionState, cfg Config, now time.Time) []*message
 	if s.GetReplanAttempt() > 0 {
 		// A re-plan call failed (nothing else ran meanwhile: nothing starts while a
 		// re-plan is in progress).
-		if failed, due := replanDue(s); due {
-			replanCall(b, failed.GetStep().GetId())
+		failed, due := replanDue(s)
+		if !due {
+			fail(b, "re-plan retry: no failed step waits for its re-plan") // a decision bug; never loop on it
+			return b.evs
 		}
+		replanCall(b, failed.GetStep().GetId())
 		return b.evs
 	}
 	iteration := s.GetIterations()

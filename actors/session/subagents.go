@@ -454,7 +454,7 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 	step := st.GetSteps()[idx]
 	result = subagent.Facts(result, sa, time.Duration(b.at-sa.GetRunStartedAtUnixNano()).Milliseconds())
 	attempt := max(step.GetAttempt(), 1)
-	canReplan := st.GetReplans() < uint32(max(cfg.MaxReplans, 0))
+	canReplan := int64(st.GetReplans()) < int64(cfg.MaxReplans)
 	action := subagent.Decide(result, attempt, cfg.StepAttempts, true, canReplan)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
