@@ -65,35 +65,34 @@ type nodeFlags struct {
 	model         string
 	maxIterations uint
 	maxSteps      uint
+	maxReplans    uint
 	// subAgents bound sub-agents: how many run at once, LLM calls per run.
 	maxParallelSubAgents, subAgentIterations uint
-	// maxReplans bounds re-plans after a sub-agent's step fails for good (0: none).
-	maxReplans   uint
-	idleTimeout  time.Duration
-	llmTimeout   time.Duration
-	toolTimeout  time.Duration
-	stepAttempts uint
-	stepRetry    time.Duration
-	prices       string
-	llmAttempts  int
-	llmRPM       int
-	llmTPM       int
-	breakerFails uint
-	breakerOpen  time.Duration
-	fallbacks    string
-	noStream     bool
-	llmAPI       string
-	otelExporter string
-	otelEndpoint string
-	provider     string
-	consul       string
-	clusterHost  string
-	clusterPort  int
-	clusterName  string
-	sandbox      sandboxFlags
-	artifacts    artifactFlags
-	promptsDir   string
-	memory       memoryFlags
+	idleTimeout                              time.Duration
+	llmTimeout                               time.Duration
+	toolTimeout                              time.Duration
+	stepAttempts                             uint
+	stepRetry                                time.Duration
+	prices                                   string
+	llmAttempts                              int
+	llmRPM                                   int
+	llmTPM                                   int
+	breakerFails                             uint
+	breakerOpen                              time.Duration
+	fallbacks                                string
+	noStream                                 bool
+	llmAPI                                   string
+	otelExporter                             string
+	otelEndpoint                             string
+	provider                                 string
+	consul                                   string
+	clusterHost                              string
+	clusterPort                              int
+	clusterName                              string
+	sandbox                                  sandboxFlags
+	artifacts                                artifactFlags
+	promptsDir                               string
+	memory                                   memoryFlags
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
