@@ -50,6 +50,7 @@ type Event struct {
 	//	*Event_ToolResult
 	//	*Event_PlanFailed
 	//	*Event_SummaryUpdated
+	//	*Event_PlanRevised
 	//	*Event_BreakpointSet
 	//	*Event_BreakpointsCleared
 	//	*Event_InterruptTriggered
@@ -247,6 +248,15 @@ func (x *Event) GetSummaryUpdated() *SummaryUpdated {
 	return nil
 }
 
+func (x *Event) GetPlanRevised() *PlanRevised {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PlanRevised); ok {
+			return x.PlanRevised
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetBreakpointSet() *BreakpointSet {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_BreakpointSet); ok {
@@ -393,6 +403,10 @@ type Event_SummaryUpdated struct {
 	SummaryUpdated *SummaryUpdated `protobuf:"bytes,22,opt,name=summary_updated,json=summaryUpdated,proto3,oneof"`
 }
 
+type Event_PlanRevised struct {
+	PlanRevised *PlanRevised `protobuf:"bytes,23,opt,name=plan_revised,json=planRevised,proto3,oneof"`
+}
+
 type Event_BreakpointSet struct {
 	BreakpointSet *BreakpointSet `protobuf:"bytes,30,opt,name=breakpoint_set,json=breakpointSet,proto3,oneof"`
 }
@@ -458,6 +472,8 @@ func (*Event_ToolResult) isEvent_Payload() {}
 func (*Event_PlanFailed) isEvent_Payload() {}
 
 func (*Event_SummaryUpdated) isEvent_Payload() {}
+
+func (*Event_PlanRevised) isEvent_Payload() {}
 
 func (*Event_BreakpointSet) isEvent_Payload() {}
 
@@ -1132,6 +1148,105 @@ func (x *PlanCreated) GetSteps() []*PlanStep {
 	return nil
 }
 
+// PlanRevised records a re-plan: a sub-agent's step failed after its attempts were used
+// up (subagent_completed with action "replan"), and the re-planner's answer (call
+// "replan-N") planned the remaining work. The failed step and every step still pending
+// (replaced_step_ids) leave the plan; completed and running steps stay, in their order
+// (running sub-agents go on); steps are appended after them. Step indexes of later
+// events refer to the revised list.
+type PlanRevised struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// plan_id names the revised plan: "plan-2", "plan-3", ... (the first is "plan-1").
+	PlanId string `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// revision counts the session's revisions, from 1.
+	Revision uint32 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// reason is why the plan was revised: the failed step's error.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// failed_step_id is the step whose failure was re-planned.
+	FailedStepId string `protobuf:"bytes,4,opt,name=failed_step_id,json=failedStepId,proto3" json:"failed_step_id,omitempty"`
+	// steps are the new steps, for the remaining work only. Their ids are new (never a
+	// kept step's, nor a step's that failed); their dependencies may name kept steps that
+	// completed or are running.
+	Steps []*PlanStep `protobuf:"bytes,5,rep,name=steps,proto3" json:"steps,omitempty"`
+	// replaced_step_ids are the steps the revision dropped: the failed step, then the
+	// pending ones in plan order.
+	ReplacedStepIds []string `protobuf:"bytes,6,rep,name=replaced_step_ids,json=replacedStepIds,proto3" json:"replaced_step_ids,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PlanRevised) Reset() {
+	*x = PlanRevised{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanRevised) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanRevised) ProtoMessage() {}
+
+func (x *PlanRevised) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanRevised.ProtoReflect.Descriptor instead.
+func (*PlanRevised) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PlanRevised) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *PlanRevised) GetRevision() uint32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *PlanRevised) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PlanRevised) GetFailedStepId() string {
+	if x != nil {
+		return x.FailedStepId
+	}
+	return ""
+}
+
+func (x *PlanRevised) GetSteps() []*PlanStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *PlanRevised) GetReplacedStepIds() []string {
+	if x != nil {
+		return x.ReplacedStepIds
+	}
+	return nil
+}
+
 // StepStarted marks the start of the step at step_index.
 type StepStarted struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1151,7 +1266,7 @@ type StepStarted struct {
 
 func (x *StepStarted) Reset() {
 	*x = StepStarted{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1278,7 @@ func (x *StepStarted) String() string {
 func (*StepStarted) ProtoMessage() {}
 
 func (x *StepStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1291,7 @@ func (x *StepStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStarted.ProtoReflect.Descriptor instead.
 func (*StepStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StepStarted) GetStepId() string {
@@ -1230,7 +1345,9 @@ type LlmRequested struct {
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// step_id is the step the call belongs to, empty for planning.
 	StepId string `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	// purpose is "plan" or "step".
+	// purpose is "plan", "step", "subagent" (a sub-agent's call), "synthesize" (the
+	// closing summary, "final-1") or "replan" (a new plan of the remaining work after a
+	// step failed, "replan-N"; step_id is the failed step).
 	Purpose string `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	Model   string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	// iteration is the session's LLM call counter after this call (bounded by max_iterations).
@@ -1244,7 +1361,7 @@ type LlmRequested struct {
 
 func (x *LlmRequested) Reset() {
 	*x = LlmRequested{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1373,7 @@ func (x *LlmRequested) String() string {
 func (*LlmRequested) ProtoMessage() {}
 
 func (x *LlmRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1386,7 @@ func (x *LlmRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmRequested.ProtoReflect.Descriptor instead.
 func (*LlmRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LlmRequested) GetCallId() string {
@@ -1326,7 +1443,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1455,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1468,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1404,7 +1521,7 @@ type LlmResponded struct {
 
 func (x *LlmResponded) Reset() {
 	*x = LlmResponded{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1533,7 @@ func (x *LlmResponded) String() string {
 func (*LlmResponded) ProtoMessage() {}
 
 func (x *LlmResponded) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1546,7 @@ func (x *LlmResponded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmResponded.ProtoReflect.Descriptor instead.
 func (*LlmResponded) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LlmResponded) GetCallId() string {
@@ -1536,7 +1653,7 @@ type ContextInfo struct {
 
 func (x *ContextInfo) Reset() {
 	*x = ContextInfo{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1665,7 @@ func (x *ContextInfo) String() string {
 func (*ContextInfo) ProtoMessage() {}
 
 func (x *ContextInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1678,7 @@ func (x *ContextInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextInfo.ProtoReflect.Descriptor instead.
 func (*ContextInfo) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ContextInfo) GetTotalTokens() uint32 {
@@ -1628,7 +1745,7 @@ type SummaryUpdated struct {
 
 func (x *SummaryUpdated) Reset() {
 	*x = SummaryUpdated{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1757,7 @@ func (x *SummaryUpdated) String() string {
 func (*SummaryUpdated) ProtoMessage() {}
 
 func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1770,7 @@ func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryUpdated.ProtoReflect.Descriptor instead.
 func (*SummaryUpdated) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SummaryUpdated) GetContent() string {
@@ -1691,7 +1808,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1820,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1833,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolCallRequest) GetId() string {
@@ -1763,7 +1880,7 @@ type ToolCalled struct {
 
 func (x *ToolCalled) Reset() {
 	*x = ToolCalled{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1892,7 @@ func (x *ToolCalled) String() string {
 func (*ToolCalled) ProtoMessage() {}
 
 func (x *ToolCalled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1905,7 @@ func (x *ToolCalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
 func (*ToolCalled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolCalled) GetStepId() string {
@@ -1855,7 +1972,7 @@ type ToolFailure struct {
 
 func (x *ToolFailure) Reset() {
 	*x = ToolFailure{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1984,7 @@ func (x *ToolFailure) String() string {
 func (*ToolFailure) ProtoMessage() {}
 
 func (x *ToolFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1997,7 @@ func (x *ToolFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
 func (*ToolFailure) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolFailure) GetErrorType() string {
@@ -1935,7 +2052,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2064,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2077,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolResult) GetStepId() string {
@@ -2041,7 +2158,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2170,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2183,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -2114,7 +2231,7 @@ type StepFailed struct {
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2243,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2256,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -2184,8 +2301,9 @@ func (x *StepFailed) GetAttempt() uint32 {
 	return 0
 }
 
-// PlanFailed records a failed planner call. With retry_at_unix_nano set the session
-// plans again then; otherwise session_failed follows.
+// PlanFailed records a failed planner or re-planner call (call_id "plan-N" or
+// "replan-N"). With retry_at_unix_nano set the session makes the call again then;
+// otherwise session_failed follows.
 type PlanFailed struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	CallId          string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -2199,7 +2317,7 @@ type PlanFailed struct {
 
 func (x *PlanFailed) Reset() {
 	*x = PlanFailed{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2329,7 @@ func (x *PlanFailed) String() string {
 func (*PlanFailed) ProtoMessage() {}
 
 func (x *PlanFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2342,7 @@ func (x *PlanFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
 func (*PlanFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanFailed) GetCallId() string {
@@ -2276,7 +2394,7 @@ type SessionCompleted struct {
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2406,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2419,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{23}
+	return file_events_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -2335,7 +2453,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2465,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2478,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{24}
+	return file_events_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -2399,7 +2517,7 @@ type HitlRequested struct {
 
 func (x *HitlRequested) Reset() {
 	*x = HitlRequested{}
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2529,7 @@ func (x *HitlRequested) String() string {
 func (*HitlRequested) ProtoMessage() {}
 
 func (x *HitlRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2542,7 @@ func (x *HitlRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlRequested.ProtoReflect.Descriptor instead.
 func (*HitlRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{25}
+	return file_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HitlRequested) GetRequestId() string {
@@ -2513,7 +2631,7 @@ type HitlReceived struct {
 
 func (x *HitlReceived) Reset() {
 	*x = HitlReceived{}
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2643,7 @@ func (x *HitlReceived) String() string {
 func (*HitlReceived) ProtoMessage() {}
 
 func (x *HitlReceived) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2656,7 @@ func (x *HitlReceived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlReceived.ProtoReflect.Descriptor instead.
 func (*HitlReceived) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{26}
+	return file_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HitlReceived) GetRequestId() string {
@@ -2591,7 +2709,7 @@ type SessionForked struct {
 
 func (x *SessionForked) Reset() {
 	*x = SessionForked{}
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2721,7 @@ func (x *SessionForked) String() string {
 func (*SessionForked) ProtoMessage() {}
 
 func (x *SessionForked) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2734,7 @@ func (x *SessionForked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionForked.ProtoReflect.Descriptor instead.
 func (*SessionForked) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{27}
+	return file_events_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionForked) GetSourceSessionId() string {
@@ -2665,7 +2783,7 @@ type SubagentStarted struct {
 
 func (x *SubagentStarted) Reset() {
 	*x = SubagentStarted{}
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2795,7 @@ func (x *SubagentStarted) String() string {
 func (*SubagentStarted) ProtoMessage() {}
 
 func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2808,7 @@ func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
 func (*SubagentStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{28}
+	return file_events_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubagentStarted) GetSubAgentId() string {
@@ -2768,7 +2886,7 @@ type ResearcherReport struct {
 
 func (x *ResearcherReport) Reset() {
 	*x = ResearcherReport{}
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2898,7 @@ func (x *ResearcherReport) String() string {
 func (*ResearcherReport) ProtoMessage() {}
 
 func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2911,7 @@ func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResearcherReport.ProtoReflect.Descriptor instead.
 func (*ResearcherReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{29}
+	return file_events_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResearcherReport) GetSources() []string {
@@ -2830,7 +2948,7 @@ type CoderReport struct {
 
 func (x *CoderReport) Reset() {
 	*x = CoderReport{}
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2842,7 +2960,7 @@ func (x *CoderReport) String() string {
 func (*CoderReport) ProtoMessage() {}
 
 func (x *CoderReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2855,7 +2973,7 @@ func (x *CoderReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoderReport.ProtoReflect.Descriptor instead.
 func (*CoderReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{30}
+	return file_events_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CoderReport) GetFilesCreated() []string {
@@ -2891,7 +3009,7 @@ type WriterReport struct {
 
 func (x *WriterReport) Reset() {
 	*x = WriterReport{}
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +3021,7 @@ func (x *WriterReport) String() string {
 func (*WriterReport) ProtoMessage() {}
 
 func (x *WriterReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +3034,7 @@ func (x *WriterReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriterReport.ProtoReflect.Descriptor instead.
 func (*WriterReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{31}
+	return file_events_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriterReport) GetDocumentType() string {
@@ -2952,7 +3070,7 @@ type ReviewerReport struct {
 
 func (x *ReviewerReport) Reset() {
 	*x = ReviewerReport{}
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3082,7 @@ func (x *ReviewerReport) String() string {
 func (*ReviewerReport) ProtoMessage() {}
 
 func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3095,7 @@ func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewerReport.ProtoReflect.Descriptor instead.
 func (*ReviewerReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{32}
+	return file_events_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReviewerReport) GetVerdict() string {
@@ -3028,7 +3146,7 @@ type SubagentResult struct {
 
 func (x *SubagentResult) Reset() {
 	*x = SubagentResult{}
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3158,7 @@ func (x *SubagentResult) String() string {
 func (*SubagentResult) ProtoMessage() {}
 
 func (x *SubagentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3171,7 @@ func (x *SubagentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
 func (*SubagentResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{33}
+	return file_events_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubagentResult) GetStatus() string {
@@ -3176,7 +3294,7 @@ type SubagentCompleted struct {
 	StepId     string                 `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	StepIndex  uint32                 `protobuf:"varint,4,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
 	Result     *SubagentResult        `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
-	// action is the orchestrator's decision: continue | retry | ask_human | fail.
+	// action is the orchestrator's decision: continue | retry | ask_human | replan | fail.
 	Action        string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3184,7 +3302,7 @@ type SubagentCompleted struct {
 
 func (x *SubagentCompleted) Reset() {
 	*x = SubagentCompleted{}
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3314,7 @@ func (x *SubagentCompleted) String() string {
 func (*SubagentCompleted) ProtoMessage() {}
 
 func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3327,7 @@ func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentCompleted.ProtoReflect.Descriptor instead.
 func (*SubagentCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{34}
+	return file_events_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubagentCompleted) GetSubAgentId() string {
@@ -3279,7 +3397,7 @@ type ArtifactWritten struct {
 
 func (x *ArtifactWritten) Reset() {
 	*x = ArtifactWritten{}
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3409,7 @@ func (x *ArtifactWritten) String() string {
 func (*ArtifactWritten) ProtoMessage() {}
 
 func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3422,7 @@ func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactWritten.ProtoReflect.Descriptor instead.
 func (*ArtifactWritten) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{35}
+	return file_events_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ArtifactWritten) GetPath() string {
@@ -3388,7 +3506,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\x9e\r\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xdb\r\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3414,7 +3532,8 @@ const file_events_proto_rawDesc = "" +
 	"toolResult\x128\n" +
 	"\vplan_failed\x18\x15 \x01(\v2\x15.fathom.v1.PlanFailedH\x00R\n" +
 	"planFailed\x12D\n" +
-	"\x0fsummary_updated\x18\x16 \x01(\v2\x19.fathom.v1.SummaryUpdatedH\x00R\x0esummaryUpdated\x12A\n" +
+	"\x0fsummary_updated\x18\x16 \x01(\v2\x19.fathom.v1.SummaryUpdatedH\x00R\x0esummaryUpdated\x12;\n" +
+	"\fplan_revised\x18\x17 \x01(\v2\x16.fathom.v1.PlanRevisedH\x00R\vplanRevised\x12A\n" +
 	"\x0ebreakpoint_set\x18\x1e \x01(\v2\x18.fathom.v1.BreakpointSetH\x00R\rbreakpointSet\x12P\n" +
 	"\x13breakpoints_cleared\x18\x1f \x01(\v2\x1d.fathom.v1.BreakpointsClearedH\x00R\x12breakpointsCleared\x12P\n" +
 	"\x13interrupt_triggered\x18  \x01(\v2\x1d.fathom.v1.InterruptTriggeredH\x00R\x12interruptTriggered\x12J\n" +
@@ -3476,7 +3595,14 @@ const file_events_proto_rawDesc = "" +
 	"subAgentId\"Q\n" +
 	"\vPlanCreated\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12)\n" +
-	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\xc5\x01\n" +
+	"\x05steps\x18\x02 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\"\xd7\x01\n" +
+	"\vPlanRevised\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\rR\brevision\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12$\n" +
+	"\x0efailed_step_id\x18\x04 \x01(\tR\ffailedStepId\x12)\n" +
+	"\x05steps\x18\x05 \x03(\v2\x13.fathom.v1.PlanStepR\x05steps\x12*\n" +
+	"\x11replaced_step_ids\x18\x06 \x03(\tR\x0freplacedStepIds\"\xc5\x01\n" +
 	"\vStepStarted\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
@@ -3709,7 +3835,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -3721,77 +3847,80 @@ var file_events_proto_goTypes = []any{
 	(*SessionStarted)(nil),     // 7: fathom.v1.SessionStarted
 	(*PlanStep)(nil),           // 8: fathom.v1.PlanStep
 	(*PlanCreated)(nil),        // 9: fathom.v1.PlanCreated
-	(*StepStarted)(nil),        // 10: fathom.v1.StepStarted
-	(*LlmRequested)(nil),       // 11: fathom.v1.LlmRequested
-	(*Usage)(nil),              // 12: fathom.v1.Usage
-	(*LlmResponded)(nil),       // 13: fathom.v1.LlmResponded
-	(*ContextInfo)(nil),        // 14: fathom.v1.ContextInfo
-	(*SummaryUpdated)(nil),     // 15: fathom.v1.SummaryUpdated
-	(*ToolCallRequest)(nil),    // 16: fathom.v1.ToolCallRequest
-	(*ToolCalled)(nil),         // 17: fathom.v1.ToolCalled
-	(*ToolFailure)(nil),        // 18: fathom.v1.ToolFailure
-	(*ToolResult)(nil),         // 19: fathom.v1.ToolResult
-	(*StepCompleted)(nil),      // 20: fathom.v1.StepCompleted
-	(*StepFailed)(nil),         // 21: fathom.v1.StepFailed
-	(*PlanFailed)(nil),         // 22: fathom.v1.PlanFailed
-	(*SessionCompleted)(nil),   // 23: fathom.v1.SessionCompleted
-	(*SessionFailed)(nil),      // 24: fathom.v1.SessionFailed
-	(*HitlRequested)(nil),      // 25: fathom.v1.HitlRequested
-	(*HitlReceived)(nil),       // 26: fathom.v1.HitlReceived
-	(*SessionForked)(nil),      // 27: fathom.v1.SessionForked
-	(*SubagentStarted)(nil),    // 28: fathom.v1.SubagentStarted
-	(*ResearcherReport)(nil),   // 29: fathom.v1.ResearcherReport
-	(*CoderReport)(nil),        // 30: fathom.v1.CoderReport
-	(*WriterReport)(nil),       // 31: fathom.v1.WriterReport
-	(*ReviewerReport)(nil),     // 32: fathom.v1.ReviewerReport
-	(*SubagentResult)(nil),     // 33: fathom.v1.SubagentResult
-	(*SubagentCompleted)(nil),  // 34: fathom.v1.SubagentCompleted
-	(*ArtifactWritten)(nil),    // 35: fathom.v1.ArtifactWritten
+	(*PlanRevised)(nil),        // 10: fathom.v1.PlanRevised
+	(*StepStarted)(nil),        // 11: fathom.v1.StepStarted
+	(*LlmRequested)(nil),       // 12: fathom.v1.LlmRequested
+	(*Usage)(nil),              // 13: fathom.v1.Usage
+	(*LlmResponded)(nil),       // 14: fathom.v1.LlmResponded
+	(*ContextInfo)(nil),        // 15: fathom.v1.ContextInfo
+	(*SummaryUpdated)(nil),     // 16: fathom.v1.SummaryUpdated
+	(*ToolCallRequest)(nil),    // 17: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),         // 18: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),        // 19: fathom.v1.ToolFailure
+	(*ToolResult)(nil),         // 20: fathom.v1.ToolResult
+	(*StepCompleted)(nil),      // 21: fathom.v1.StepCompleted
+	(*StepFailed)(nil),         // 22: fathom.v1.StepFailed
+	(*PlanFailed)(nil),         // 23: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil),   // 24: fathom.v1.SessionCompleted
+	(*SessionFailed)(nil),      // 25: fathom.v1.SessionFailed
+	(*HitlRequested)(nil),      // 26: fathom.v1.HitlRequested
+	(*HitlReceived)(nil),       // 27: fathom.v1.HitlReceived
+	(*SessionForked)(nil),      // 28: fathom.v1.SessionForked
+	(*SubagentStarted)(nil),    // 29: fathom.v1.SubagentStarted
+	(*ResearcherReport)(nil),   // 30: fathom.v1.ResearcherReport
+	(*CoderReport)(nil),        // 31: fathom.v1.CoderReport
+	(*WriterReport)(nil),       // 32: fathom.v1.WriterReport
+	(*ReviewerReport)(nil),     // 33: fathom.v1.ReviewerReport
+	(*SubagentResult)(nil),     // 34: fathom.v1.SubagentResult
+	(*SubagentCompleted)(nil),  // 35: fathom.v1.SubagentCompleted
+	(*ArtifactWritten)(nil),    // 36: fathom.v1.ArtifactWritten
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
 	9,  // 1: fathom.v1.Event.plan_created:type_name -> fathom.v1.PlanCreated
-	10, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
-	11, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
-	13, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	20, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	21, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	23, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	24, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	17, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
-	19, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
-	22, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
-	15, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
-	2,  // 13: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
-	3,  // 14: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
-	4,  // 15: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
-	5,  // 16: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	25, // 17: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
-	26, // 18: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
-	27, // 19: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
-	28, // 20: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
-	34, // 21: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
-	35, // 22: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	1,  // 23: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 24: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 25: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 26: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	12, // 27: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	16, // 28: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	14, // 29: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	18, // 30: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	12, // 31: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	12, // 32: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	29, // 33: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	30, // 34: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	31, // 35: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	32, // 36: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	33, // 37: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	11, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
+	12, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
+	14, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
+	21, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	22, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	24, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	25, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	18, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	20, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	23, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	16, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
+	10, // 13: fathom.v1.Event.plan_revised:type_name -> fathom.v1.PlanRevised
+	2,  // 14: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
+	3,  // 15: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
+	4,  // 16: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
+	5,  // 17: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
+	26, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
+	27, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
+	28, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
+	29, // 21: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
+	35, // 22: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
+	36, // 23: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
+	1,  // 24: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 25: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 26: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 27: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	8,  // 28: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	13, // 29: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	17, // 30: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	15, // 31: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	19, // 32: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	13, // 33: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	13, // 34: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	30, // 35: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	31, // 36: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	32, // 37: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	33, // 38: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	34, // 39: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -3813,6 +3942,7 @@ func file_events_proto_init() {
 		(*Event_ToolResult)(nil),
 		(*Event_PlanFailed)(nil),
 		(*Event_SummaryUpdated)(nil),
+		(*Event_PlanRevised)(nil),
 		(*Event_BreakpointSet)(nil),
 		(*Event_BreakpointsCleared)(nil),
 		(*Event_InterruptTriggered)(nil),
@@ -3830,7 +3960,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -756,7 +756,8 @@ func (*TimelineRequest) Descriptor() ([]byte, []int) {
 // TimelineEntry is one plan step on the timeline.
 type TimelineEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// step_index counts from 1: StateAt(step_index) is the state after this step ended.
+	// step_index counts from 1 in the current plan: StateAt(step_index) is the state
+	// after this step ended.
 	StepIndex         uint32     `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
 	StepId            string     `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	StepType          string     `protobuf:"bytes,3,opt,name=step_type,json=stepType,proto3" json:"step_type,omitempty"`
@@ -893,7 +894,8 @@ type TimelineResponse struct {
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// seq is the session's last event.
 	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
-	// plan_seq is the seq of plan_created: StateAt(0) is the state at that seq.
+	// plan_seq is the seq of plan_created (a re-plan does not move it): StateAt(0) is
+	// the state at that seq.
 	PlanSeq       uint64           `protobuf:"varint,3,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
 	Status        SessionStatus    `protobuf:"varint,4,opt,name=status,proto3,enum=fathom.v1.SessionStatus" json:"status,omitempty"`
 	Entries       []*TimelineEntry `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`

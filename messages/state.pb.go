@@ -538,8 +538,11 @@ type SessionState struct {
 	Status SessionStatus  `protobuf:"varint,3,opt,name=status,proto3,enum=fathom.v1.SessionStatus" json:"status,omitempty"`
 	Goal   string         `protobuf:"bytes,4,opt,name=goal,proto3" json:"goal,omitempty"`
 	Config *SessionConfig `protobuf:"bytes,5,opt,name=config,proto3" json:"config,omitempty"`
-	PlanId string         `protobuf:"bytes,6,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
-	Steps  []*StepState   `protobuf:"bytes,7,rep,name=steps,proto3" json:"steps,omitempty"`
+	// plan_id is the current plan's id ("plan-1"; "plan-2", ... after revisions).
+	PlanId string `protobuf:"bytes,6,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// steps are the current plan's steps. A revision (plan_revised) drops the failed and
+	// pending steps and appends new ones after those kept.
+	Steps []*StepState `protobuf:"bytes,7,rep,name=steps,proto3" json:"steps,omitempty"`
 	// current_step_index is the step being run (or next to run).
 	CurrentStepIndex uint32 `protobuf:"varint,8,opt,name=current_step_index,json=currentStepIndex,proto3" json:"current_step_index,omitempty"`
 	// iterations counts LLM calls made so far.
@@ -565,6 +568,7 @@ type SessionState struct {
 	// cost_usd is the session's model cost so far.
 	CostUsd float64 `protobuf:"fixed64,21,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	// plan_seq is the seq of plan_created (0: no plan yet): the state "before step 1".
+	// A revision does not move it.
 	PlanSeq uint64 `protobuf:"varint,22,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
 	// summary is the latest rolling summary of the history (summary_updated), if any.
 	Summary *SummaryUpdated `protobuf:"bytes,23,opt,name=summary,proto3" json:"summary,omitempty"`
@@ -580,9 +584,23 @@ type SessionState struct {
 	// order the paths were first written.
 	Artifacts []*ArtifactWritten `protobuf:"bytes,34,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	// forked_from is set on a fork.
-	ForkedFrom    *SessionForked `protobuf:"bytes,35,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForkedFrom *SessionForked `protobuf:"bytes,35,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// replans counts the re-plans decided (subagent_completed with action "replan"):
+	// Config.MaxReplans bounds it.
+	Replans uint32 `protobuf:"varint,36,opt,name=replans,proto3" json:"replans,omitempty"`
+	// replan_calls counts the re-planner calls made (call ids "replan-N", retries
+	// included).
+	ReplanCalls uint32 `protobuf:"varint,37,opt,name=replan_calls,json=replanCalls,proto3" json:"replan_calls,omitempty"`
+	// replan_attempt counts the calls of the re-plan in progress (0: none); plan_revised
+	// resets it. StepAttempts bounds its retryable failures.
+	ReplanAttempt uint32 `protobuf:"varint,38,opt,name=replan_attempt,json=replanAttempt,proto3" json:"replan_attempt,omitempty"`
+	// plan_revision is the number of plan_revised events applied (0: the first plan).
+	PlanRevision uint32 `protobuf:"varint,39,opt,name=plan_revision,json=planRevision,proto3" json:"plan_revision,omitempty"`
+	// retired_step_ids are the ids of steps a revision dropped after they had run (the
+	// failed ones): a later revision may not reuse them.
+	RetiredStepIds []string `protobuf:"bytes,40,rep,name=retired_step_ids,json=retiredStepIds,proto3" json:"retired_step_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -814,6 +832,41 @@ func (x *SessionState) GetArtifacts() []*ArtifactWritten {
 func (x *SessionState) GetForkedFrom() *SessionForked {
 	if x != nil {
 		return x.ForkedFrom
+	}
+	return nil
+}
+
+func (x *SessionState) GetReplans() uint32 {
+	if x != nil {
+		return x.Replans
+	}
+	return 0
+}
+
+func (x *SessionState) GetReplanCalls() uint32 {
+	if x != nil {
+		return x.ReplanCalls
+	}
+	return 0
+}
+
+func (x *SessionState) GetReplanAttempt() uint32 {
+	if x != nil {
+		return x.ReplanAttempt
+	}
+	return 0
+}
+
+func (x *SessionState) GetPlanRevision() uint32 {
+	if x != nil {
+		return x.PlanRevision
+	}
+	return 0
+}
+
+func (x *SessionState) GetRetiredStepIds() []string {
+	if x != nil {
+		return x.RetiredStepIds
 	}
 	return nil
 }
@@ -1101,7 +1154,7 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\x85\v\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xb8\f\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1137,7 +1190,12 @@ const file_state_proto_rawDesc = "" +
 	"sub_agents\x18! \x03(\v2&.fathom.v1.SessionState.SubAgentsEntryR\tsubAgents\x128\n" +
 	"\tartifacts\x18\" \x03(\v2\x1a.fathom.v1.ArtifactWrittenR\tartifacts\x129\n" +
 	"\vforked_from\x18# \x01(\v2\x18.fathom.v1.SessionForkedR\n" +
-	"forkedFrom\x1a;\n" +
+	"forkedFrom\x12\x18\n" +
+	"\areplans\x18$ \x01(\rR\areplans\x12!\n" +
+	"\freplan_calls\x18% \x01(\rR\vreplanCalls\x12%\n" +
+	"\x0ereplan_attempt\x18& \x01(\rR\rreplanAttempt\x12#\n" +
+	"\rplan_revision\x18' \x01(\rR\fplanRevision\x12(\n" +
+	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +

@@ -6,7 +6,8 @@
 // Every template is named by its file's path without the ".md.tmpl" extension:
 //
 //   - orchestrator: the session grain's own calls; data [AgentData] with Phase "plan"
-//     (the planning call, answered with the JSON plan) or "synthesize" (the closing
+//     (the planning call, answered with the JSON plan), "replan" (after a step failed
+//     for good: the JSON plan of the remaining work) or "synthesize" (the closing
 //     summary written from the sub-agents' hand-offs).
 //   - researcher, coder, writer, reviewer: the system prompts of the sub-agents that
 //     plan steps of type research, code, write and review are delegated to; data

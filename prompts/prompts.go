@@ -52,6 +52,9 @@ const (
 	PhasePlan = "plan"
 	// PhaseSynthesize is the closing call: the answer is the session's summary.
 	PhaseSynthesize = "synthesize"
+	// PhaseReplan is the call after a step failed for good: the answer is the JSON plan
+	// of the remaining work (MaxSteps is the room left for new steps).
+	PhaseReplan = "replan"
 )
 
 // SubAgentTypes maps a plan step type to the sub-agent (and template) it is delegated
@@ -81,8 +84,8 @@ type AgentData struct {
 	MaxSteps uint32
 	// MaxIterations bounds the agent's model calls (0: not stated).
 	MaxIterations uint32
-	// Phase is the orchestrator's phase: PhasePlan ("" means plan too) or
-	// PhaseSynthesize.
+	// Phase is the orchestrator's phase: PhasePlan ("" means plan too),
+	// PhaseSynthesize or PhaseReplan.
 	Phase string
 }
 
@@ -381,14 +384,16 @@ func (s *Set) check(names []string) error {
 }
 
 // sampleAgents is the data Load checks the agent templates and partials with: the
-// orchestrator in both phases, then each sub-agent with its default tools.
+// orchestrator in each phase, then each sub-agent with its default tools.
 func sampleAgents() []AgentData {
 	base := AgentData{Goal: "Compare two sorting algorithms and report which is faster", Workspace: "s-sample/", MaxSteps: 10, MaxIterations: 12}
 	orch := base
 	orch.AgentType, orch.Phase = Orchestrator, PhasePlan
 	synth := orch
 	synth.Phase = PhaseSynthesize
-	out := []AgentData{orch, synth}
+	replan := orch
+	replan.Phase, replan.MaxSteps = PhaseReplan, 3
+	out := []AgentData{orch, synth, replan}
 	for _, typ := range []string{"research", "code", "write", "review"} {
 		a := base
 		a.AgentType = SubAgentTypes[typ]

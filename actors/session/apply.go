@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -63,6 +66,8 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.CurrentStepIndex = 0
 		s.Status = messages.SessionStatus_SESSION_STATUS_EXECUTING
 		s.PlanSeq = ev.GetSeq()
+	case *messages.Event_PlanRevised:
+		return applyPlanRevised(s, p.PlanRevised)
 	case *messages.Event_StepStarted:
 		st, err := stepAt(s, p.StepStarted.GetStepIndex(), p.StepStarted.GetStepId())
 		if err != nil {
@@ -91,10 +96,16 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq()}
 		s.Iterations = r.GetIteration()
 		s.RetryAtUnixNano = 0
-		if r.GetPurpose() == purposePlan {
+		switch {
+		case r.GetPurpose() == purposePlan:
 			s.PlanAttempt++
-		} else if st := currentStep(s, r.GetStepId()); st != nil {
-			st.LlmCalls++
+		case r.GetPurpose() == purposeReplan:
+			s.ReplanCalls++
+			s.ReplanAttempt++
+		default:
+			if st := currentStep(s, r.GetStepId()); st != nil {
+				st.LlmCalls++
+			}
 		}
 	case *messages.Event_LlmResponded:
 		r := p.LlmResponded
@@ -261,10 +272,82 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
 		sa.Result = p.SubagentCompleted.GetResult()
+		if p.SubagentCompleted.GetAction() == subagent.ActionReplan {
+			s.Replans++
+		}
 	case nil:
 		return fmt.Errorf("%w: seq %d has no payload", ErrBadEvent, ev.GetSeq())
 	default:
 		return fmt.Errorf("%w: unknown payload %T", ErrBadEvent, p)
+	}
+	return nil
+}
+
+// applyPlanRevised drops the steps a revision replaces (each must be failed or still
+// pending), keeps the others in their order, appends the new steps, and moves every
+// index that named a kept step (the orchestrator's current step, the sub-agents' steps,
+// the interrupt's step) to its place in the revised list.
+func applyPlanRevised(s *messages.SessionState, r *messages.PlanRevised) error {
+	replaced := make(map[string]bool, len(r.GetReplacedStepIds()))
+	for _, id := range r.GetReplacedStepIds() {
+		i, ok := stepIndexByID(s, id)
+		if !ok {
+			return fmt.Errorf("%w: plan_revised replaces step %q, which is not in the plan", ErrBadEvent, id)
+		}
+		if st := s.Steps[i].GetStatus(); st != messages.StepStatus_STEP_STATUS_FAILED && st != messages.StepStatus_STEP_STATUS_PENDING {
+			return fmt.Errorf("%w: plan_revised replaces step %q, which is %s", ErrBadEvent, id, st)
+		}
+		replaced[id] = true
+	}
+	if !replaced[r.GetFailedStepId()] {
+		return fmt.Errorf("%w: plan_revised does not replace its failed step %q", ErrBadEvent, r.GetFailedStepId())
+	}
+	var oldCurrent string
+	if i := int(s.CurrentStepIndex); i < len(s.Steps) {
+		oldCurrent = s.Steps[i].GetStep().GetId()
+	}
+	steps := make([]*messages.StepState, 0, len(s.Steps)-len(replaced)+len(r.GetSteps()))
+	kept := make(map[string]bool, len(s.Steps))
+	var retired []string
+	for _, st := range s.Steps {
+		if id := st.GetStep().GetId(); replaced[id] {
+			if st.GetStartedSeq() != 0 {
+				retired = append(retired, id)
+			}
+			continue
+		}
+		steps = append(steps, st)
+		kept[st.GetStep().GetId()] = true
+	}
+	added := make(map[string]bool, len(r.GetSteps()))
+	for _, step := range r.GetSteps() {
+		id := step.GetId()
+		if id == "" || kept[id] || added[id] || slices.Contains(s.RetiredStepIds, id) || slices.Contains(retired, id) {
+			return fmt.Errorf("%w: plan_revised adds step %q, whose id is empty or taken", ErrBadEvent, id)
+		}
+		added[id] = true
+		steps = append(steps, &messages.StepState{Step: step, Status: messages.StepStatus_STEP_STATUS_PENDING})
+	}
+	s.Steps = steps
+	s.RetiredStepIds = append(s.RetiredStepIds, retired...)
+	s.PlanId, s.PlanRevision, s.ReplanAttempt = r.GetPlanId(), r.GetRevision(), 0
+	// Indexes name places in the step list: those of kept steps move with them.
+	s.CurrentStepIndex = 0
+	if i, ok := stepIndexByID(s, oldCurrent); ok && kept[oldCurrent] {
+		s.CurrentStepIndex = i
+	}
+	for _, sa := range s.SubAgents {
+		if i, ok := stepIndexByID(s, sa.GetStepId()); ok && kept[sa.GetStepId()] {
+			sa.StepIndex = i
+		}
+	}
+	if it := s.Interrupt; it != nil {
+		if i, ok := stepIndexByID(s, it.GetStepId()); ok && kept[it.GetStepId()] && i != it.GetStepIndex() {
+			// The interrupt is the applied event's payload: change a copy.
+			it = proto.Clone(it).(*messages.InterruptTriggered)
+			it.StepIndex = i
+			s.Interrupt = it
+		}
 	}
 	return nil
 }

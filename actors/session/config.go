@@ -79,6 +79,11 @@ type Config struct {
 	// tools a sub-agent may call (subagent.ProfileFor's defaults), e.g. to give one a
 	// tool the node registered. Tools the node does not have are left out.
 	SubAgentTools map[string][]string
+	// MaxReplans bounds the re-plans of one session: when a sub-agent's step fails after
+	// its StepAttempts are used up, the orchestrator asks for a new plan of the remaining
+	// work (plan_revised) up to this many times; after that such a failure fails the
+	// session. Default 2; 0 disables re-planning.
+	MaxReplans int
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -87,6 +92,9 @@ type Config struct {
 	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
 	tok *memory.Tokenizer
 }
+
+// DefaultMaxReplans is DefaultConfig's MaxReplans.
+const DefaultMaxReplans = 2
 
 // DefaultContextBudget is the default ContextBudget.
 const DefaultContextBudget = 32000
@@ -188,7 +196,7 @@ func (c Config) countMessage(model string, m llm.Message) uint32 {
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
 // so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once.
+// once, and 2 re-plans after a sub-agent's step fails for good.
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -204,6 +212,7 @@ func DefaultConfig() Config {
 		ToolTimeout:         2 * time.Minute,
 		MaxToolCallsPerTurn: 16,
 		MaxParallelTools:    8,
+		MaxReplans:          DefaultMaxReplans,
 		Prices:              llm.DefaultPrices(),
 	}
 }
@@ -229,6 +238,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: tool call bounds must be positive")
 	case c.MaxParallelSubAgents < 0:
 		return errors.New("session config: max parallel sub-agents must not be negative")
+	case c.MaxReplans < 0:
+		return errors.New("session config: max re-plans must not be negative")
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	}

@@ -147,6 +147,22 @@ var errEmptyPlan = errors.New("plan has no steps")
 // parsePlan extracts the JSON plan from the planner's answer. It tolerates prose or code
 // fences around the object, fills missing ids and maps unknown types to "custom".
 func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
+	return parseSteps(content, maxSteps, nil)
+}
+
+// planRules are what the steps of a revised plan are checked against besides
+// parsePlan's rules (nil for the first plan).
+type planRules struct {
+	// taken are the ids a new step may not use, each with what it names.
+	taken map[string]string
+	// dependable are the kept steps a new step may depend on (completed or running).
+	dependable map[string]bool
+	// kept is the number of steps the revision keeps: max_steps counts them too.
+	kept int
+}
+
+// parseSteps is parsePlan for a first plan (rules nil) or a revision's new steps.
+func parseSteps(content string, maxSteps uint32, rules *planRules) ([]*messages.PlanStep, error) {
 	start, end := strings.Index(content, "{"), strings.LastIndex(content, "}")
 	if start < 0 || end < start {
 		return nil, errors.New("no JSON object in the answer")
@@ -170,15 +186,21 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 	if len(raw.Steps) == 0 {
 		return nil, errEmptyPlan
 	}
-	if maxSteps > 0 && len(raw.Steps) > int(maxSteps) {
+	switch {
+	case maxSteps > 0 && rules == nil && len(raw.Steps) > int(maxSteps):
 		return nil, fmt.Errorf("plan has %d steps, the limit is %d", len(raw.Steps), maxSteps)
+	case maxSteps > 0 && rules != nil && rules.kept+len(raw.Steps) > int(maxSteps):
+		return nil, fmt.Errorf("plan has %d new steps and %d kept ones, more than max_steps %d", len(raw.Steps), rules.kept, maxSteps)
 	}
 	seen := map[string]bool{}
 	steps := make([]*messages.PlanStep, 0, len(raw.Steps))
 	for i, r := range raw.Steps {
 		id := strings.TrimSpace(r.ID)
+		if what, ok := rules.isTaken(id); ok {
+			return nil, fmt.Errorf("step id %q is taken: it names %s; new steps need new ids", id, what)
+		}
 		if id == "" || seen[id] {
-			id = fmt.Sprintf("step-%d", i+1)
+			id = rules.fillID(i+1, seen)
 		}
 		if seen[id] {
 			return nil, fmt.Errorf("duplicate step id %q", id)
@@ -207,15 +229,38 @@ func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
 		}
 		steps = append(steps, step)
 	}
-	if err := checkDependencies(steps); err != nil {
+	if err := checkDependencies(steps, rules); err != nil {
 		return nil, err
 	}
 	return steps, nil
 }
 
+// isTaken reports whether a new step may not use id, and what id names.
+func (r *planRules) isTaken(id string) (string, bool) {
+	if r == nil || id == "" {
+		return "", false
+	}
+	what, ok := r.taken[id]
+	return what, ok
+}
+
+// fillID is the id of the n-th step when the planner gave none (or a duplicate):
+// "step-n", or for a revision the first "step-k" (k >= n) no step uses.
+func (r *planRules) fillID(n int, seen map[string]bool) string {
+	id := fmt.Sprintf("step-%d", n)
+	for k := n + 1; r != nil; k++ {
+		if _, taken := r.taken[id]; !taken && !seen[id] {
+			break
+		}
+		id = fmt.Sprintf("step-%d", k)
+	}
+	return id
+}
+
 // checkDependencies refuses a plan whose dependencies name unknown steps, a step itself,
-// or form a cycle (the plan could never finish). Duplicates are dropped.
-func checkDependencies(steps []*messages.PlanStep) error {
+// or form a cycle (the plan could never finish). Duplicates are dropped. A revision's
+// steps (rules set) may also depend on the kept steps that completed or are running.
+func checkDependencies(steps []*messages.PlanStep, rules *planRules) error {
 	index := make(map[string]int, len(steps))
 	for i, st := range steps {
 		index[st.GetId()] = i
@@ -225,9 +270,15 @@ func checkDependencies(steps []*messages.PlanStep) error {
 		deps := st.Dependencies[:0]
 		for _, d := range st.GetDependencies() {
 			d = strings.TrimSpace(d)
-			switch _, ok := index[d]; {
+			_, ok := index[d]
+			what, exists := rules.isTaken(d)
+			switch {
 			case d == st.GetId():
 				return fmt.Errorf("step %s depends on itself", st.GetId())
+			case !ok && rules != nil && rules.dependable[d]:
+				// A kept step: done or running, never waiting for a new one.
+			case !ok && exists:
+				return fmt.Errorf("step %s depends on %q, %s, which it can never wait for", st.GetId(), d, what)
 			case !ok:
 				return fmt.Errorf("step %s depends on unknown step %q", st.GetId(), d)
 			case seen[d]:
@@ -243,8 +294,12 @@ func checkDependencies(steps []*messages.PlanStep) error {
 	next := make([][]int, len(steps))
 	for i, st := range steps {
 		for _, d := range st.GetDependencies() {
+			j, ok := index[d]
+			if !ok {
+				continue // a kept step
+			}
 			indeg[i]++
-			next[index[d]] = append(next[index[d]], i)
+			next[j] = append(next[j], i)
 		}
 	}
 	var queue []int

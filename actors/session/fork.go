@@ -138,6 +138,16 @@ func decideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 	return b.evs, nil
 }
 
+// stepEndedAt is the index of the step whose current attempt ended at seq.
+func stepEndedAt(s *messages.SessionState, seq uint64) (uint32, bool) {
+	for i, st := range s.GetSteps() {
+		if st.GetEndedSeq() == seq {
+			return uint32(i), true
+		}
+	}
+	return 0, false
+}
+
 // decideForkContinue is what a fork made after its first n steps does next: the step
 // after them starts (a last step that failed runs again), or the session completes
 // after the last step. A retry already due is left to its timer.
@@ -151,7 +161,12 @@ func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time
 		advance(b, cfg)
 		return b.evs
 	}
-	idx := n - 1
+	// The n-th step of the source's list as it is now ended at the fork point; a later
+	// revision may have moved it, so it is found by that seq, not by n.
+	idx, ok := stepEndedAt(s, s.GetForkedFrom().GetSourceSeq())
+	if !ok {
+		return nil
+	}
 	st := s.GetSteps()[idx]
 	if st.GetStatus() == messages.StepStatus_STEP_STATUS_FAILED {
 		startAnyStep(b, cfg, st.GetStep(), idx, st.GetAttempt()+1, "")

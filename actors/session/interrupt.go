@@ -227,7 +227,7 @@ func nextStepIndex(it *messages.InterruptTriggered) uint32 {
 
 // endInterrupt records interrupt_resumed and then fails the session or starts the step
 // that runs next when it is ready (its before-breakpoints are not checked again: this
-// resume is for it), then whatever else the plan allows (advance).
+// resume is for it) and no re-plan is due, then whatever else the plan allows (advance).
 func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, action string, modified *messages.PlanStep) {
 	it := s.GetInterrupt()
 	b.add(func(e *messages.Event) {
@@ -248,7 +248,8 @@ func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, act
 	}
 	st := b.state()
 	next := nextStepIndex(it)
-	if int(next) < len(st.GetSteps()) {
+	// While a re-plan is due or in flight nothing starts: the revision decides what runs.
+	if _, replanning := replanDue(st); !replanning && int(next) < len(st.GetSteps()) {
 		step := st.GetSteps()[next]
 		busy := orchestratorBusy(st)
 		if delegated(step.GetStep()) {

@@ -22,6 +22,9 @@ const (
 	purposeStep = "step"
 	// purposeSynthesize is the orchestrator's closing call after a delegated plan.
 	purposeSynthesize = "synthesize"
+	// purposeReplan is the orchestrator's call for a new plan of the remaining work
+	// after a step failed for good (replan.go).
+	purposeReplan = "replan"
 )
 
 func planCallID(n uint32) string { return fmt.Sprintf("plan-%d", n) }
@@ -90,6 +93,10 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		completeWith(b, b.state(), r.content)
 		return b.evs
 	}
+	if p.GetPurpose() == purposeReplan {
+		revisePlan(b, cfg, p.GetStepId(), r.content)
+		return b.evs
+	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
@@ -146,6 +153,25 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 		return
 	}
 	var retryAt int64
+	if p.GetPurpose() == purposeReplan {
+		attempt := s.GetReplanAttempt()
+		if r.retryable && attempt < cfg.StepAttempts {
+			retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
+		}
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
+				CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+			}}
+		})
+		if retryAt == 0 {
+			reason := fmt.Sprintf("re-plan after step %s failed: llm call %s failed: %v", p.GetStepId(), r.callID, r.err)
+			if r.retryable {
+				reason += fmt.Sprintf(" (attempt %d of %d)", attempt, cfg.StepAttempts)
+			}
+			fail(b, reason)
+		}
+		return
+	}
 	if p.GetPurpose() == purposePlan {
 		attempt := s.GetPlanAttempt()
 		if r.retryable && attempt < cfg.StepAttempts {
@@ -211,13 +237,25 @@ func decideToolResult(s *messages.SessionState, r *toolResult, cfg Config, now t
 	return b.evs
 }
 
-// decideRetry runs a retryably failed plan or step again once its time has come.
+// decideRetry runs a retryably failed plan, re-plan or step again once its time has
+// come.
 func decideRetry(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	at := s.GetRetryAtUnixNano()
 	if at == 0 || Terminal(s) || now.UnixNano() < at {
 		return nil
 	}
 	b := newEvents(s, "", now)
+	if s.GetReplanAttempt() > 0 {
+		// A re-plan call failed (nothing else ran meanwhile: nothing starts while a
+		// re-plan is in progress).
+		failed, due := replanDue(s)
+		if !due {
+			fail(b, "re-plan retry: no failed step waits for its re-plan") // a decision bug; never loop on it
+			return b.evs
+		}
+		replanCall(b, failed.GetStep().GetId())
+		return b.evs
+	}
 	iteration := s.GetIterations()
 	if s.GetStatus() == messages.SessionStatus_SESSION_STATUS_PLANNING {
 		if !withinBudget(b, s, iteration+1, nil) {

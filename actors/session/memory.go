@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -56,8 +57,9 @@ func (g *Grain) embed(ev *messages.Event) {
 	case *messages.Event_StepStarted:
 		text, role = openingMessage(g.state.GetGoal(), p.StepStarted.GetDescription()), "user"
 	case *messages.Event_LlmResponded:
-		// A sub-agent's messages are its own context, not the orchestrator's history.
-		if p.LlmResponded.GetStepId() != "" && p.LlmResponded.GetSubAgentId() == "" {
+		// A sub-agent's messages are its own context, not the orchestrator's history, and
+		// a re-plan answer (step_id: the failed step) is not the step's ("{step}/llm-N").
+		if r := p.LlmResponded; r.GetStepId() != "" && r.GetSubAgentId() == "" && strings.HasPrefix(r.GetCallId(), r.GetStepId()+"/") {
 			text, role = p.LlmResponded.GetContent(), "assistant"
 		}
 	case *messages.Event_StepCompleted:

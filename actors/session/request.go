@@ -48,6 +48,20 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			req.Messages = append(req.Messages, m.LLM())
 		}
 		req.Tools = specs
+	case purposeReplan:
+		_, replaced := revisionSplit(s, pending.GetStepId())
+		room := uint32(0)
+		if limit := s.GetConfig().GetMaxSteps(); limit > 0 {
+			room = limit - min(limit, uint32(len(s.GetSteps())-len(replaced)))
+		}
+		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
+			AgentType: prompts.Orchestrator, Phase: prompts.PhaseReplan, Goal: s.GetGoal(),
+			Workspace: s.GetSessionId() + "/", MaxSteps: room,
+		})
+		if err != nil {
+			return llm.Request{}, err
+		}
+		req.Messages = []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: replanBrief(s, pending.GetStepId())}}
 	case purposeSynthesize:
 		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
 			AgentType: prompts.Orchestrator, Phase: prompts.PhaseSynthesize, Goal: s.GetGoal(), Workspace: s.GetSessionId() + "/",

@@ -78,8 +78,11 @@ func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
 func (r *runner) call(ctx context.Context) (res *llmResult) {
 	spanName := "session.step"
-	if r.purpose == purposePlan {
+	switch r.purpose {
+	case purposePlan:
 		spanName = "session.plan"
+	case purposeReplan:
+		spanName = "session.replan"
 	}
 	ctx, span := r.deps.Tracer.Start(ctx, spanName, trace.WithAttributes(
 		attribute.String("fathom.session_id", r.sessionID),

@@ -25,9 +25,10 @@ import (
 // ends the run: the hand-off is parsed (subagent.ParseHandoff), merged with the facts
 // code knows (subagent.Facts) and recorded as subagent_completed with the orchestrator's
 // next action (subagent.Decide): continue (step_completed with the hand-off as output),
-// retry (the step runs again, resuming the same context), or fail. Steps whose
-// dependencies are complete run at the same time (advance); the orchestrator's own steps
-// (custom, human_input) still run one at a time.
+// retry (the step runs again, resuming the same context), ask_human (a blocked hand-off),
+// replan (a new plan of the remaining work, replan.go) or fail. Steps whose dependencies
+// are complete run at the same time (advance); the orchestrator's own steps (custom,
+// human_input) still run one at a time.
 
 // purposeSubAgent is the purpose of a sub-agent's LLM calls.
 const purposeSubAgent = "subagent"
@@ -65,11 +66,16 @@ func delegated(step *messages.PlanStep) bool { return subagent.Delegated(step.Ge
 // advance starts what the plan allows now: every pending step whose dependencies are
 // complete, in plan order: sub-agent steps up to MaxParallelSubAgents running at once,
 // the orchestrator's own steps one at a time; a step matching a before-breakpoint
-// interrupts instead (and nothing after it starts). When every step is complete the
-// session completes (completeSession).
+// interrupts instead (and nothing after it starts). While a re-plan is due or in
+// flight nothing starts but the re-plan call (requestReplan). When every step is
+// complete the session completes (completeSession).
 func advance(b *eventBuilder, cfg Config) {
 	st := b.state()
 	if Terminal(st) || st.GetInterrupt() != nil || len(st.GetSteps()) == 0 {
+		return
+	}
+	if failed, due := replanDue(st); due {
+		requestReplan(b, failed)
 		return
 	}
 	if allStepsCompleted(st) {
@@ -148,6 +154,10 @@ func synthesisBrief(s *messages.SessionState) string {
 	fmt.Fprintf(&b, "Goal: %s\n\nHand-offs, in plan order:\n", s.GetGoal())
 	for _, st := range s.GetSteps() {
 		fmt.Fprintf(&b, "- %s (%s): %s\n", st.GetStep().GetId(), st.GetStep().GetType(), st.GetOutput())
+	}
+	if n := s.GetPlanRevision(); n > 0 {
+		fmt.Fprintf(&b, "\nThe plan was revised %d time(s) after steps failed; the failed steps (%s) were replaced by the steps above.\n",
+			n, strings.Join(s.GetRetiredStepIds(), ", "))
 	}
 	if arts := s.GetArtifacts(); len(arts) > 0 {
 		b.WriteString("\nArtifacts in the workspace:\n")
@@ -444,7 +454,8 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 	step := st.GetSteps()[idx]
 	result = subagent.Facts(result, sa, time.Duration(b.at-sa.GetRunStartedAtUnixNano()).Milliseconds())
 	attempt := max(step.GetAttempt(), 1)
-	action := subagent.Decide(result, attempt, cfg.StepAttempts, true)
+	canReplan := int64(st.GetReplans()) < int64(cfg.MaxReplans)
+	action := subagent.Decide(result, attempt, cfg.StepAttempts, true, canReplan)
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
 			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: action,
@@ -468,12 +479,24 @@ func finishSubAgent(b *eventBuilder, cfg Config, id string, result *messages.Sub
 		})
 		note := fmt.Sprintf("Your previous attempt at this step ended with status %s: %s\nTry again; change your approach where it failed.", result.GetStatus(), result.GetSummary())
 		startDelegated(b, cfg, step.GetStep(), idx, attempt+1, note)
+	case subagent.ActionReplan:
+		// The step is over; the re-planner decides what replaces it (advance makes the
+		// call once the orchestrator is free).
+		msg := fmt.Sprintf("sub-agent %s: %s: %s (attempt %d of %d)", id, result.GetStatus(), result.GetSummary(), attempt, cfg.StepAttempts)
+		b.add(func(e *messages.Event) {
+			e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: stepID, StepIndex: idx, Error: msg, Attempt: attempt}}
+		})
+		advance(b, cfg)
 	default:
 		msg := fmt.Sprintf("sub-agent %s: %s: %s", id, result.GetStatus(), result.GetSummary())
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: stepID, StepIndex: idx, Error: msg, Attempt: attempt}}
 		})
-		fail(b, fmt.Sprintf("step %s: %s (attempt %d of %d)", stepID, msg, attempt, cfg.StepAttempts))
+		reason := fmt.Sprintf("step %s: %s (attempt %d of %d)", stepID, msg, attempt, cfg.StepAttempts)
+		if cfg.MaxReplans > 0 {
+			reason += fmt.Sprintf("; no re-plan is left (max_replans %d, %d made)", cfg.MaxReplans, st.GetReplans())
+		}
+		fail(b, reason)
 	}
 }
 

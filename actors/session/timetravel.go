@@ -17,6 +17,12 @@ import (
 // SessionState.plan_seq), so a step index maps to a seq without reading the journal,
 // and the past state is folded from the nearest snapshot plus the events through that
 // seq by the same Apply the grain uses.
+//
+// Across a re-plan (plan_revised), step indexes refer to the step list at that point:
+// n names the n-th step of the list as it is now (the kept steps, then the new ones),
+// and the state returned holds the list as it was at that seq, where a kept step may
+// sit at another index. Steps a revision dropped are not addressable by index; their
+// events stay in the stream. StateAt(0) stays the state after the first plan.
 
 // Timeline returns the session's steps with their place in the event stream. It is
 // served from the in-memory state.
@@ -73,7 +79,8 @@ func TimelineOf(s *messages.SessionState) *messages.TimelineResponse {
 }
 
 // StepEndSeq returns the seq after which the session had finished its first n steps
-// (n = 0: after planning). It fails when that point has not been reached yet.
+// (n = 0: after planning; n counts the steps of s's current list). It fails when that
+// point has not been reached yet.
 func StepEndSeq(s *messages.SessionState, n uint32) (uint64, error) {
 	if n == 0 {
 		if s.GetPlanSeq() == 0 {

@@ -24,7 +24,10 @@ const (
 	ActionContinue = "continue"
 	ActionRetry    = "retry"
 	ActionAskHuman = "ask_human"
-	ActionFail     = "fail"
+	// ActionReplan drops the failed step and the pending ones and asks the orchestrator
+	// for a new plan of the remaining work (plan_revised).
+	ActionReplan = "replan"
+	ActionFail   = "fail"
 )
 
 // MaxSummaryBytes bounds a hand-off's summary (a raw answer used as summary is cut).
@@ -237,9 +240,11 @@ func Facts(r *messages.SubagentResult, sa *messages.SubagentState, durationMs in
 
 // Decide is the orchestrator's next action after a hand-off: a completed or partial
 // result continues the plan; a failed one retries the step while attempts are left
-// (attempt counts the step's runs, from 1) and fails the session after; a blocked one
-// asks a human when canAsk, and otherwise fails (retrying a blocked agent cannot help).
-func Decide(r *messages.SubagentResult, attempt, maxAttempts uint32, canAsk bool) string {
+// (attempt counts the step's runs, from 1), then re-plans the remaining work when
+// canReplan (re-plans are left), and fails the session otherwise; a blocked one asks a
+// human when canAsk, else re-plans when canReplan, else fails (retrying a blocked agent
+// cannot help).
+func Decide(r *messages.SubagentResult, attempt, maxAttempts uint32, canAsk, canReplan bool) string {
 	switch r.GetStatus() {
 	case StatusCompleted, StatusPartial:
 		return ActionContinue
@@ -247,10 +252,16 @@ func Decide(r *messages.SubagentResult, attempt, maxAttempts uint32, canAsk bool
 		if canAsk {
 			return ActionAskHuman
 		}
+		if canReplan {
+			return ActionReplan
+		}
 		return ActionFail
 	default:
 		if attempt < maxAttempts {
 			return ActionRetry
+		}
+		if canReplan {
+			return ActionReplan
 		}
 		return ActionFail
 	}

@@ -66,20 +66,25 @@ func TestParseHandoffBoundsTheRawSummary(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	for _, c := range []struct {
-		status       string
-		attempt, max uint32
-		canAsk       bool
-		want         string
+		status            string
+		attempt, max      uint32
+		canAsk, canReplan bool
+		want              string
 	}{
-		{StatusCompleted, 1, 3, false, ActionContinue},
-		{StatusPartial, 3, 3, false, ActionContinue},
-		{StatusFailed, 1, 3, false, ActionRetry},
-		{StatusFailed, 3, 3, false, ActionFail},
-		{StatusBlocked, 1, 3, true, ActionAskHuman},
-		{StatusBlocked, 1, 3, false, ActionFail},
+		{StatusCompleted, 1, 3, false, false, ActionContinue},
+		{StatusPartial, 3, 3, false, true, ActionContinue},
+		{StatusFailed, 1, 3, false, true, ActionRetry},
+		{StatusFailed, 3, 3, false, false, ActionFail},
+		{StatusFailed, 3, 3, false, true, ActionReplan},
+		{StatusFailed, 3, 3, true, true, ActionReplan},
+		{"", 1, 1, true, true, ActionReplan}, // no status: a failure
+		{StatusBlocked, 1, 3, true, false, ActionAskHuman},
+		{StatusBlocked, 1, 3, true, true, ActionAskHuman},
+		{StatusBlocked, 1, 3, false, true, ActionReplan},
+		{StatusBlocked, 1, 3, false, false, ActionFail},
 	} {
-		if got := Decide(&messages.SubagentResult{Status: c.status}, c.attempt, c.max, c.canAsk); got != c.want {
-			t.Errorf("Decide(%s, %d/%d, ask=%v) = %s, want %s", c.status, c.attempt, c.max, c.canAsk, got, c.want)
+		if got := Decide(&messages.SubagentResult{Status: c.status}, c.attempt, c.max, c.canAsk, c.canReplan); got != c.want {
+			t.Errorf("Decide(%q, %d/%d, ask=%v, replan=%v) = %s, want %s", c.status, c.attempt, c.max, c.canAsk, c.canReplan, got, c.want)
 		}
 	}
 }

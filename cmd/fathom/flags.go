@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -64,6 +65,7 @@ type nodeFlags struct {
 	model         string
 	maxIterations uint
 	maxSteps      uint
+	maxReplans    uint
 	// subAgents bound sub-agents: how many run at once, LLM calls per run.
 	maxParallelSubAgents, subAgentIterations uint
 	idleTimeout                              time.Duration
@@ -136,6 +138,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 		"max sub-agents of one session running at once: independent plan steps (env FATHOM_MAX_PARALLEL_SUBAGENTS)")
 	fs.UintVar(&f.subAgentIterations, "subagent-max-iterations", uint(envUint("FATHOM_SUBAGENT_MAX_ITERATIONS", subagent.DefaultMaxIterations)),
 		"max LLM calls of one sub-agent run (env FATHOM_SUBAGENT_MAX_ITERATIONS)")
+	fs.UintVar(&f.maxReplans, "max-replans", uint(envUint("FATHOM_MAX_REPLANS", uint64(d.MaxReplans))),
+		"max re-plans of one session after a sub-agent's step fails for good; 0 = fail the session instead (env FATHOM_MAX_REPLANS)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "passivate a session grain idle this long")
 	fs.DurationVar(&f.llmTimeout, "llm-timeout", d.LLMTimeout, "timeout of one LLM call, the provider's retries included")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
@@ -174,6 +178,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		return node.Config{}, usageError("--max-parallel-subagents and --subagent-max-iterations must be at least 1")
 	}
 	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
+	scfg.MaxReplans = int(min(f.maxReplans, math.MaxInt32))
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
 	if f.prices != "" {

@@ -116,6 +116,8 @@ func (p *printer) text(ev *messages.Event) string {
 			return "… planning\n"
 		case "synthesize":
 			return "… writing the closing summary\n"
+		case "replan":
+			return fmt.Sprintf("… re-planning the remaining work after step %s failed\n", e.LlmRequested.GetStepId())
 		}
 		return ""
 	case *messages.Event_LlmResponded:
@@ -150,6 +152,17 @@ func (p *printer) text(ev *messages.Event) string {
 		fmt.Fprintf(&b, "✓ plan: %d steps\n", p.steps)
 		for i, s := range e.PlanCreated.GetSteps() {
 			fmt.Fprintf(&b, "  %d. [%s] %s\n", i+1, s.GetType(), s.GetDescription())
+		}
+		return b.String()
+	case *messages.Event_PlanRevised:
+		r := e.PlanRevised
+		p.steps += len(r.GetSteps()) - len(r.GetReplacedStepIds())
+		var b strings.Builder
+		fmt.Fprintf(&b, "↻ plan revised (%s) after step %s failed: %s replaced by %d new step(s), %d in all\n",
+			r.GetPlanId(), r.GetFailedStepId(), strings.Join(r.GetReplacedStepIds(), ", "), len(r.GetSteps()), p.steps)
+		first := p.steps - len(r.GetSteps())
+		for i, s := range r.GetSteps() {
+			fmt.Fprintf(&b, "  %d. [%s] %s\n", first+i+1, s.GetType(), s.GetDescription())
 		}
 		return b.String()
 	case *messages.Event_StepStarted:

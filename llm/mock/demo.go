@@ -41,6 +41,9 @@ func failedHandoff(typeSpecific string) string {
 //     verdict approve;
 //   - orchestrator, phase synthesize: a closing summary citing every artifact path in
 //     its input;
+//   - orchestrator, phase replan (a step failed for good; the demo's sub-agents never
+//     fail, but a script built on it may): one write step, depending on nothing, that
+//     delivers what it can without the failed step's work;
 //   - executor (steps the orchestrator runs itself): research calls write_todos then
 //     writes notes, write drafts a haiku, review counts the draft's words with
 //     code_execute, anything else completes;
@@ -139,6 +142,8 @@ func orchestratorRules() []Rule {
 			"a writer drafted the deliverable and a reviewer checked it.\n\nArtifacts:\n" +
 			`{{range findAll "` + artifactPath + `" .Input}}- ` + "`{{.}}`" + "\n{{else}}- none were reported in the hand-offs\n{{end}}" +
 			"\nA real model would answer the goal here from the hand-offs' findings.\n"},
+		{SystemMatch: `FATHOM-ROLE: orchestrator\s+FATHOM-PHASE: replan`, Response: `{"steps":[` +
+			`{"id":"fallback-{{.N}}","type":"write","description":{{json (printf "Write what can be delivered for: %s without the failed step's work, and say what is missing. Save it as drafts/draft.md." .Goal)}},"dependencies":[]}]}`},
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[` +
 			`{"id":"s1","type":"research","description":{{json (printf "Research what is needed to: %s. Save the notes as research/notes.md." .Goal)}},"dependencies":[]},` +
 			`{"id":"s2","type":"code","description":{{json (printf "Write and run a small program that supports: %s. Save it under code/." .Goal)}},"dependencies":["s1"]},` +

@@ -154,6 +154,25 @@ func TestDemoPlanHasParallelSteps(t *testing.T) {
 	}
 }
 
+// TestDemoReplan: the re-plan phase gets a plan of the remaining work with a new id.
+func TestDemoReplan(t *testing.T) {
+	c := demoClient(t)
+	sys := render(t, prompts.Orchestrator, prompts.AgentData{AgentType: "orchestrator", Goal: "Write a haiku", Workspace: workspace, MaxSteps: 8, Phase: prompts.PhaseReplan})
+	resp, err := chat(c, sys, "Goal: Write a haiku\n\nFailed step (dropped):\n- s1 (research): research\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Steps []struct{ ID, Type, Description string } `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(resp.Content), &plan); err != nil {
+		t.Fatalf("plan is not JSON: %v\n%s", err, resp.Content)
+	}
+	if len(plan.Steps) != 1 || plan.Steps[0].ID != "fallback-1" || plan.Steps[0].Type != "write" || !strings.Contains(plan.Steps[0].Description, "haiku") {
+		t.Fatalf("re-plan %+v", plan.Steps)
+	}
+}
+
 func TestDemoResearcher(t *testing.T) {
 	c := demoClient(t)
 	a := newSubAgent(t, c, prompts.Researcher, "research what a haiku needs")
