@@ -55,6 +55,10 @@ type Config struct {
 	MaxToolCallsPerTurn uint32
 	// MaxParallelTools bounds the tool calls of one session running at once.
 	MaxParallelTools int
+	// PipelineDepth bounds the appends a grain has in flight or queued while it decides
+	// ahead of the journal (pipelined commits, see pipeline.go); 0 commits every decision
+	// before the next one.
+	PipelineDepth int
 	// Prices is the price table for cost accounting (nil: costs are 0).
 	Prices llm.PriceTable
 	// ContextBudget is the most prompt tokens a step call may cost (memory.BuildContext).
@@ -196,7 +200,7 @@ func (c Config) countMessage(model string, m llm.Message) uint32 {
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
 // so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once, and 2 re-plans after a sub-agent's step fails for good.
+// once, 4 appends queued behind the one in flight, and 2 re-plans after a sub-agent's step fails for good.
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -212,6 +216,7 @@ func DefaultConfig() Config {
 		ToolTimeout:         2 * time.Minute,
 		MaxToolCallsPerTurn: 16,
 		MaxParallelTools:    8,
+		PipelineDepth:       4,
 		MaxReplans:          DefaultMaxReplans,
 		Prices:              llm.DefaultPrices(),
 	}
@@ -238,6 +243,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: tool call bounds must be positive")
 	case c.MaxParallelSubAgents < 0:
 		return errors.New("session config: max parallel sub-agents must not be negative")
+	case c.PipelineDepth < 0:
+		return errors.New("session config: pipeline depth must not be negative")
 	case c.MaxReplans < 0:
 		return errors.New("session config: max re-plans must not be negative")
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:

@@ -33,9 +33,6 @@ import (
 // made (their expected sequence would not hold), the early runner is stopped and the
 // grain reloads from the journal, as after a failed synchronous commit.
 
-// maxPipeline bounds the appends a grain has in flight or queued.
-const maxPipeline = 4
-
 // errNotAppended is the outcome of a queued append whose predecessor failed.
 var errNotAppended = errors.New("not appended: an earlier append of this session failed")
 
@@ -61,7 +58,7 @@ type appendDone struct{ job *appendJob }
 func (g *Grain) pipelined(msg any) bool {
 	r, ok := msg.(*llmResult)
 	return ok && r.callID != "" && r.callID == g.runnerCall && g.state.GetPending().GetCallId() == r.callID &&
-		g.loadErr == nil && !g.fenced && len(g.pipeline) < maxPipeline
+		g.loadErr == nil && !g.fenced && len(g.pipeline) < g.deps.Config.PipelineDepth
 }
 
 // commitAsync queues evs behind the appends in flight: they become the grain's

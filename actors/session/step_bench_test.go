@@ -49,11 +49,23 @@ func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, e
 
 // BenchmarkStepOverhead is the engine's cost per plan step on the durable PostgreSQL
 // journal with a zero-latency model: the runner child, the request build, decide, Apply
-// on a clone, protobuf encoding, one journal append per step (llm_responded,
-// step_completed, step_started, llm_requested), the feed, snapshots. One op is one step;
-// sessions of 50 steps run back to back, so each op also carries a fiftieth of a
-// session's activation, start and plan. Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md).
+// on a clone, protobuf encoding, the journal appends of the step's events
+// (llm_responded, step_completed, step_started, llm_requested), the feed, snapshots. One
+// op is one step; sessions of 50 steps run back to back, so each op also carries a
+// fiftieth of a session's activation, start and plan. "pipelined" is the default
+// configuration (commits pipelined and grouped, Config.PipelineDepth 4); "synchronous"
+// commits every decision before the next one (PipelineDepth 0), in the same run.
+// Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md).
 func BenchmarkStepOverhead(b *testing.B) {
+	for _, depth := range []struct {
+		name  string
+		depth int
+	}{{"pipelined", session.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
+		b.Run(depth.name, func(b *testing.B) { benchSteps(b, depth.depth) })
+	}
+}
+
+func benchSteps(b *testing.B, depth int) {
 	dsn := testenv.PostgresDSN(b)
 	ctx := context.Background()
 	j, err := postgres.Open(ctx, dsn, postgres.Options{})
@@ -62,6 +74,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	}
 	scfg := session.DefaultConfig()
 	scfg.MaxSteps, scfg.MaxIterations = stepsPerSession, stepsPerSession+1
+	scfg.PipelineDepth = depth
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Provider = "local"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
