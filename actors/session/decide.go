@@ -43,6 +43,8 @@ type eventBuilder struct {
 	evs   []*messages.Event
 	// proj is s with evs applied, kept up to date by add once state() made it.
 	proj *messages.SessionState
+	// projBroken is set when an event did not apply to proj: it is not s with evs applied.
+	projBroken bool
 }
 
 // state returns the state the decision has reached: s with the events added so far
@@ -54,6 +56,7 @@ func (b *eventBuilder) state() *messages.SessionState {
 		b.proj = proto.Clone(b.s).(*messages.SessionState)
 		for _, ev := range b.evs {
 			if Apply(b.proj, ev) != nil {
+				b.projBroken = true
 				break
 			}
 		}
@@ -74,9 +77,19 @@ func (b *eventBuilder) add(set func(*messages.Event)) {
 	}
 	set(ev)
 	b.evs = append(b.evs, ev)
-	if b.proj != nil {
-		_ = Apply(b.proj, ev)
+	if b.proj != nil && !b.projBroken && Apply(b.proj, ev) != nil {
+		b.projBroken = true
 	}
+}
+
+// final returns the state the decision's events lead to, when state() built it and
+// every event applied; nil otherwise. The caller takes it over: the builder must not be
+// used after.
+func (b *eventBuilder) final() *messages.SessionState {
+	if b.proj == nil || b.projBroken {
+		return nil
+	}
+	return b.proj
 }
 
 // decideStart validates a start command and returns the events it produces.

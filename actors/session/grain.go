@@ -515,11 +515,11 @@ func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *llmResult) {
 	if g.watchdog != nil {
 		g.watchdog.Stop()
 	}
-	evs := decideLLMResult(g.state, r, g.deps.Config, g.deps.Now())
+	evs, next := decideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
 	if len(evs) == 0 {
 		return
 	}
-	if err := g.commitAsync(ctx, evs); err != nil {
+	if err := g.commitAsync(ctx, evs, next); err != nil {
 		g.log.Warn("commit failed", "input", "llm result "+r.callID, "error", err)
 	}
 }

@@ -65,20 +65,34 @@ type toolResult struct {
 // decideLLMResult turns the result of the pending call into events. It returns nil when
 // the result is stale (not the pending call).
 func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
+	evs, _ := decideLLMResultState(s, r, cfg, now)
+	return evs
+}
+
+// decideLLMResultState is decideLLMResult that also returns the state its events lead
+// to, when the decision built it on the way (eventBuilder.final; nil otherwise): the
+// pipelined commit then spares itself a second copy of the state.
+func decideLLMResultState(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) ([]*messages.Event, *messages.SessionState) {
 	if sa := subAgentByCall(s, r.callID); sa != nil {
 		if Terminal(s) {
-			return nil
+			return nil, nil
 		}
-		return decideSubAgentLLMResult(s, sa, r, cfg, now)
+		return decideSubAgentLLMResult(s, sa, r, cfg, now), nil
 	}
 	p := s.GetPending()
 	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
-		return nil
+		return nil, nil
 	}
 	b := newEvents(s, "", now)
+	decideCallResult(b, s, p, r, cfg, now)
+	return b.evs, b.final()
+}
+
+// decideCallResult records the answer (or failure) r of the orchestrator's pending call p.
+func decideCallResult(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, r *llmResult, cfg Config, now time.Time) {
 	if r.err != nil {
 		llmFailed(b, s, p, r, cfg, now)
-		return b.evs
+		return
 	}
 	cost := cfg.Prices.Cost(firstNonEmpty(r.model, s.GetConfig().GetModel()), r.usage.GetInputTokens(), r.usage.GetOutputTokens())
 	calls := normaliseToolCalls(r.toolCalls)
@@ -91,29 +105,29 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 	})
 	if p.GetPurpose() == purposeSynthesize {
 		completeWith(b, b.state(), r.content)
-		return b.evs
+		return
 	}
 	if p.GetPurpose() == purposeReplan {
 		revisePlan(b, cfg, p.GetStepId(), r.content)
-		return b.evs
+		return
 	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
 			fail(b, "planner returned an unusable plan: "+err.Error())
-			return b.evs
+			return
 		}
 		b.add(func(e *messages.Event) {
 			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
 		})
 		advance(b, cfg)
-		return b.evs
+		return
 	}
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
 	if len(calls) == 0 {
 		completeStep(b, s, cfg, idx, r.content)
-		return b.evs
+		return
 	}
 	next := st.GetToolCalls()
 	for i, c := range calls {
@@ -140,7 +154,6 @@ func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now tim
 		}
 	}
 	settleTurn(b, s, len(calls))
-	return b.evs
 }
 
 // llmFailed decides what a failed call means: a retryable failure with attempts left

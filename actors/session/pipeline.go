@@ -64,11 +64,16 @@ func (g *Grain) pipelined(msg any) bool {
 // commitAsync queues evs behind the appends in flight: they become the grain's
 // (optimistic) state now, the call they make pending starts now, and everything that
 // must follow durability happens when the append returns (finishJob).
-func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event) error {
-	next := proto.Clone(g.state).(*messages.SessionState)
-	for _, ev := range evs {
-		if err := Apply(next, ev); err != nil {
-			return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+//
+// next, when not nil, is the state evs lead to, built by the decision (eventBuilder.final)
+// and handed over; otherwise evs are applied to a copy of the state here.
+func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
+	if next == nil {
+		next = proto.Clone(g.state).(*messages.SessionState)
+		for _, ev := range evs {
+			if err := Apply(next, ev); err != nil {
+				return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+			}
 		}
 	}
 	recs, err := EncodeEvents(evs)
