@@ -97,8 +97,27 @@ func BenchmarkContext(b *testing.B) {
 // identical counts. Encode(text, nil, nil) is the call most code makes; EncodeOrdinary is
 // what Count uses (no special-token scan), so Count should be ≥ 1.0× Encode and ≈ 1.0×
 // EncodeOrdinary.
-func BenchmarkCount(b *testing.B) {
+//
+// The corpus mixes in a few non-ASCII words (so most lines go through tiktoken-go);
+// BenchmarkCountASCII is the same corpus with them left out (every line takes the
+// scanner, see pretokenize.go).
+func BenchmarkCount(b *testing.B) { benchCount(b, corpus(200)) }
+
+// BenchmarkCountASCII is BenchmarkCount on ASCII text.
+func BenchmarkCountASCII(b *testing.B) {
 	texts := corpus(200)
+	for i, t := range texts {
+		texts[i] = strings.Map(func(r rune) rune {
+			if r >= 0x80 {
+				return 'x'
+			}
+			return r
+		}, t)
+	}
+	benchCount(b, texts)
+}
+
+func benchCount(b *testing.B, texts []string) {
 	size := 0
 	for _, t := range texts {
 		size += len(t)

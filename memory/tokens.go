@@ -49,10 +49,46 @@ const (
 type Tokenizer struct {
 	name string
 	tk   *tiktoken.Tiktoken
+	// split and ranks count ASCII text without tiktoken-go's regexp2 pre-tokeniser
+	// (pretokenize.go); nil for encodings without a hand-written splitter.
+	split func(asciiText, func(string))
+	ranks map[string]int
+}
+
+// ranksLoader is the offline BPE loader, keeping each file's ranks so the fast counting
+// path shares tiktoken-go's map instead of loading a second copy.
+type ranksLoader struct {
+	offline *tiktokenloader.OfflineLoader
+	mu      sync.Mutex
+	loaded  map[string]map[string]int
+}
+
+// LoadTiktokenBpe implements tiktoken.BpeLoader.
+func (l *ranksLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	ranks, err := l.offline.LoadTiktokenBpe(file)
+	if err == nil {
+		l.mu.Lock()
+		l.loaded[file] = ranks
+		l.mu.Unlock()
+	}
+	return ranks, err
+}
+
+// ranksOf returns the ranks loaded from the file whose name ends in suffix.
+func (l *ranksLoader) ranksOf(suffix string) map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for file, ranks := range l.loaded {
+		if strings.HasSuffix(file, suffix) {
+			return ranks
+		}
+	}
+	return nil
 }
 
 var (
 	loaderOnce sync.Once
+	loader     = &ranksLoader{offline: tiktokenloader.NewOfflineLoader(), loaded: map[string]map[string]int{}}
 
 	tokenizersMu sync.Mutex
 	tokenizers   = map[string]*tokenizerEntry{}
@@ -84,13 +120,24 @@ func GetTokenizer(encoding string) (*Tokenizer, error) {
 		}
 		// The offline loader reads the BPE ranks compiled into the binary; without it
 		// tiktoken-go downloads them at run time.
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+		loaderOnce.Do(func() { tiktoken.SetBpeLoader(loader) })
 		tk, err := tiktoken.GetEncoding(encoding)
 		if err != nil {
 			e.err = fmt.Errorf("memory: build encoding %s: %w", encoding, err)
 			return
 		}
 		e.t = &Tokenizer{name: encoding, tk: tk}
+		switch encoding {
+		case EncodingO200K:
+			e.t.split = splitO200K
+		case EncodingCL100K:
+			e.t.split = splitCL100K
+		}
+		if e.t.split != nil {
+			if e.t.ranks = loader.ranksOf("/" + encoding + ".tiktoken"); e.t.ranks == nil {
+				e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
+			}
+		}
 	})
 	return e.t, e.err
 }
@@ -147,7 +194,51 @@ func (t *Tokenizer) Count(text string) int {
 	if text == "" {
 		return 0
 	}
-	return len(t.tk.EncodeOrdinary(text))
+	if t.split == nil {
+		return len(t.tk.EncodeOrdinary(text))
+	}
+	// No piece of either pattern spans a newline followed by a byte that is neither white
+	// space nor '/' (a white-space piece ends at the run's last newline, a punctuation
+	// piece's trailing newlines and slashes end there too, and no other piece holds a
+	// newline), so the text is counted in chunks ending there: ASCII chunks by the
+	// scanner, others by tiktoken-go.
+	n := 0
+	for len(text) > 0 {
+		end := lineEnd(text)
+		if line := text[:end]; isASCII(line) {
+			n += t.countASCII(line)
+		} else {
+			n += len(t.tk.EncodeOrdinary(line))
+		}
+		text = text[end:]
+	}
+	return n
+}
+
+// lineEnd returns the end of text's first chunk: just after the first newline that is
+// followed by a byte other than white space and '/' (o200k_base's punctuation pieces take
+// trailing newlines and slashes), or len(text).
+func lineEnd(text string) int {
+	for i := 0; i+1 < len(text); i++ {
+		if (text[i] == '\n' || text[i] == '\r') && !isSpaceByte(text[i+1]) && text[i+1] != '/' {
+			return i + 1
+		}
+	}
+	return len(text)
+}
+
+// isSpaceByte reports whether b is ASCII white space or starts a multi-byte character
+// (which may be Unicode white space: the chunk then continues, conservatively).
+func isSpaceByte(b byte) bool {
+	return b >= 0x80 || asciiClasses[b] == clsSpace || asciiClasses[b] == clsNewline
+}
+
+// countASCII counts ASCII text with the hand-written splitter and the BPE ranks: the
+// same count as tiktoken-go's, without its regexp2 pre-tokeniser.
+func (t *Tokenizer) countASCII(text string) int {
+	n := 0
+	t.split(asciiText(text), func(piece string) { n += bpeCount(piece, t.ranks) })
+	return n
 }
 
 // Encode returns the token ids of text (special-token strings encoded as ordinary text).

@@ -1,0 +1,269 @@
+package memory
+
+// A pre-tokeniser for ASCII text, written out by hand for the two encodings of current
+// chat models. tiktoken splits text into pieces with a regular expression before byte-pair
+// encoding each piece; tiktoken-go runs that expression with regexp2 (a backtracking
+// engine), which costs more than everything else in a count and allocates on every match.
+// For text without bytes ≥ 0x80, the pieces of o200k_base's and cl100k_base's patterns
+// follow from a few character classes, so a scanner finds them directly. Text with any
+// other byte goes through tiktoken-go unchanged. FuzzASCIICountMatchesTiktoken checks the
+// scanner against tiktoken-go.
+//
+// The patterns, with \p{L}, \p{N} and \s restricted to ASCII (letters A–Z a–z, digits
+// 0–9, white space \t \n \v \f \r and the space):
+//
+//	o200k_base  [^\r\nL N]?[A-Z]*[a-z]+C? | [^\r\nL N]?[A-Z]+[a-z]*C? | N{1,3} | ␠?[^\sL N]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+//	cl100k_base C | [^\r\nL N]?L+ | N{1,3} | ␠?[^\sL N]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+//
+// where C is the contraction (?i:'s|'t|'re|'ve|'m|'ll|'d). At each position the first
+// alternative that matches wins, with its own greedy backtracking, as in the regex.
+
+// asciiClass is a byte's character class for the scanner.
+const (
+	clsOther = iota // punctuation, symbols, control characters
+	clsUpper
+	clsLower
+	clsDigit
+	clsNewline // \r \n
+	clsSpace   // the space, \t \v \f
+)
+
+var asciiClasses = func() (t [128]uint8) {
+	for c := range t {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			t[c] = clsUpper
+		case c >= 'a' && c <= 'z':
+			t[c] = clsLower
+		case c >= '0' && c <= '9':
+			t[c] = clsDigit
+		case c == '\r' || c == '\n':
+			t[c] = clsNewline
+		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
+			t[c] = clsSpace
+		default:
+			t[c] = clsOther
+		}
+	}
+	return t
+}()
+
+// isASCII reports whether s has no byte ≥ 0x80.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+type asciiText string
+
+func (s asciiText) cls(i int) uint8 { return asciiClasses[s[i]] }
+
+func (s asciiText) isLetter(i int) bool {
+	c := s.cls(i)
+	return c == clsUpper || c == clsLower
+}
+
+func (s asciiText) isSpace(i int) bool {
+	c := s.cls(i)
+	return c == clsSpace || c == clsNewline
+}
+
+// prefixable reports whether byte i may open a letter piece: [^\r\n\p{L}\p{N}].
+func (s asciiText) prefixable(i int) bool {
+	c := s.cls(i)
+	return c == clsOther || c == clsSpace
+}
+
+// run returns the end of the run of bytes from i that satisfy in.
+func (s asciiText) run(i int, in func(int) bool) int {
+	for i < len(s) && in(i) {
+		i++
+	}
+	return i
+}
+
+// contraction returns the end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at i, or i.
+func (s asciiText) contraction(i int) int {
+	if i+1 >= len(s) || s[i] != '\'' {
+		return i
+	}
+	lower := func(j int) byte {
+		if j >= len(s) {
+			return 0
+		}
+		return s[j] | 0x20
+	}
+	switch lower(i + 1) {
+	case 's', 't', 'm', 'd':
+		return i + 2
+	case 'r':
+		if lower(i+2) == 'e' {
+			return i + 3
+		}
+	case 'v':
+		if lower(i+2) == 'e' {
+			return i + 3
+		}
+	case 'l':
+		if lower(i+2) == 'l' {
+			return i + 3
+		}
+	}
+	return i
+}
+
+func (s asciiText) isUpper(i int) bool { return s.cls(i) == clsUpper }
+func (s asciiText) isLower(i int) bool { return s.cls(i) == clsLower }
+func (s asciiText) isDigit(i int) bool { return s.cls(i) == clsDigit }
+func (s asciiText) isNewline(i int) bool {
+	return s.cls(i) == clsNewline
+}
+func (s asciiText) isPunct(i int) bool { return s.cls(i) == clsOther }
+
+// o200kLetters matches o200k_base's two letter alternatives at i (after an optional
+// prefix byte): [A-Z]*[a-z]+C? or else [A-Z]+[a-z]*C?. It returns the end, or i.
+func (s asciiText) o200kLetters(i int) int {
+	up := s.run(i, s.isUpper)
+	if low := s.run(up, s.isLower); low > up {
+		return s.contraction(low)
+	}
+	// [A-Z]*[a-z]+ needs a lowercase letter after the capitals; backtracking the
+	// capitals cannot produce one, so the first alternative fails here.
+	if up > i {
+		return s.contraction(up) // [A-Z]+[a-z]* with no lowercase
+	}
+	return i
+}
+
+// whitespace matches \s*[\r\n]+ | \s+(?!\S) | \s+ at i, which holds white space.
+func (s asciiText) whitespace(i int) int {
+	end := s.run(i, s.isSpace)
+	// \s*[\r\n]+: up to the last newline of the run.
+	for j := end - 1; j >= i; j-- {
+		if s.isNewline(j) {
+			return j + 1
+		}
+	}
+	// \s+(?!\S): the whole run at the end of the text, else all but its last byte.
+	if end == len(s) || end-1 > i {
+		if end == len(s) {
+			return end
+		}
+		return end - 1
+	}
+	return end // \s+
+}
+
+// punct matches ␠?[^\sL N]+ followed by the trailing class at i, or returns i.
+func (s asciiText) punct(i int, trailing func(int) bool) int {
+	j := i
+	if s[j] == ' ' && j+1 < len(s) && s.isPunct(j+1) {
+		j++
+	}
+	if !s.isPunct(j) {
+		return i
+	}
+	j = s.run(j, s.isPunct)
+	return s.run(j, trailing)
+}
+
+// splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern.
+func splitO200K(s asciiText, piece func(string)) {
+	trailing := func(i int) bool { return s.isNewline(i) || s[i] == '/' }
+	for i := 0; i < len(s); {
+		end := i
+		// Letter pieces, with an optional prefix byte.
+		if s.prefixable(i) && i+1 < len(s) {
+			if e := s.o200kLetters(i + 1); e > i+1 {
+				end = e
+			}
+		}
+		if end == i {
+			end = s.o200kLetters(i)
+		}
+		if end == i {
+			switch {
+			case s.isDigit(i):
+				end = s.run(i, s.isDigit)
+				end = min(end, i+3)
+			default:
+				if e := s.punct(i, trailing); e > i {
+					end = e
+				} else {
+					end = s.whitespace(i)
+				}
+			}
+		}
+		piece(string(s[i:end]))
+		i = end
+	}
+}
+
+// splitCL100K calls piece with each piece of ASCII text s under cl100k_base's pattern.
+func splitCL100K(s asciiText, piece func(string)) {
+	for i := 0; i < len(s); {
+		end := s.contraction(i)
+		if end == i && s.prefixable(i) && i+1 < len(s) && s.isLetter(i+1) {
+			end = s.run(i+1, s.isLetter)
+		}
+		if end == i {
+			switch {
+			case s.isLetter(i):
+				end = s.run(i, s.isLetter)
+			case s.isDigit(i):
+				end = min(s.run(i, s.isDigit), i+3)
+			default:
+				if e := s.punct(i, s.isNewline); e > i {
+					end = e
+				} else {
+					end = s.whitespace(i)
+				}
+			}
+		}
+		piece(string(s[i:end]))
+		i = end
+	}
+}
+
+// bpeCount returns the number of tokens byte-pair encoding gives piece under ranks: the
+// adjacent pair whose merge has the lowest rank is merged until no pair has a rank.
+func bpeCount(piece string, ranks map[string]int) int {
+	if len(piece) <= 1 {
+		return len(piece)
+	}
+	if _, ok := ranks[piece]; ok {
+		return 1
+	}
+	// bounds[k] is the start of part k; the parts end at len(piece).
+	var small [64]int
+	bounds := small[:0]
+	for i := 0; i <= len(piece); i++ {
+		bounds = append(bounds, i)
+	}
+	rank := func(k int) int { // rank of merging parts k and k+1, or -1
+		if k+2 >= len(bounds) {
+			return -1
+		}
+		if r, ok := ranks[piece[bounds[k]:bounds[k+2]]]; ok {
+			return r
+		}
+		return -1
+	}
+	for len(bounds) > 2 {
+		best, at := -1, -1
+		for k := 0; k+2 < len(bounds); k++ {
+			if r := rank(k); r >= 0 && (best < 0 || r < best) {
+				best, at = r, k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		bounds = append(bounds[:at+1], bounds[at+2:]...)
+	}
+	return len(bounds) - 1
+}

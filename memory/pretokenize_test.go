@@ -1,0 +1,143 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dlclark/regexp2"
+	"github.com/pkoukk/tiktoken-go"
+)
+
+// The patterns tiktoken-go splits with (its encoding.go), the reference for the scanner.
+const (
+	o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+var splitters = []struct {
+	encoding string
+	pattern  *regexp2.Regexp
+	split    func(asciiText, func(string))
+}{
+	{EncodingO200K, regexp2.MustCompile(o200kPattern, regexp2.None), splitO200K},
+	{EncodingCL100K, regexp2.MustCompile(cl100kPattern, regexp2.None), splitCL100K},
+}
+
+func regexPieces(re *regexp2.Regexp, s string) []string {
+	var out []string
+	m, _ := re.FindStringMatch(s)
+	for m != nil {
+		out = append(out, m.String())
+		m, _ = re.FindNextMatch(m)
+	}
+	return out
+}
+
+func scannerPieces(split func(asciiText, func(string)), s string) []string {
+	var out []string
+	split(asciiText(s), func(p string) { out = append(out, p) })
+	return out
+}
+
+// checkASCII compares the scanner with the regex and the fast count with tiktoken-go's
+// on s.
+func checkASCII(t *testing.T, s string) {
+	t.Helper()
+	for _, sp := range splitters {
+		want, got := regexPieces(sp.pattern, s), scannerPieces(sp.split, s)
+		if strings.Join(want, "\x00") != strings.Join(got, "\x00") {
+			t.Fatalf("%s: pieces of %q:\n regex   %q\n scanner %q", sp.encoding, s, want, got)
+		}
+		tk, err := GetTokenizer(sp.encoding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.split == nil {
+			t.Fatalf("%s: the fast path is off (ranks not captured)", sp.encoding)
+		}
+		if n, ref := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != ref {
+			t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", sp.encoding, s, n, ref)
+		}
+	}
+}
+
+// asciiAlphabet weights the characters where the patterns' alternatives meet.
+const asciiAlphabet = "aAbBzZeEsStTrRvVmMlLdD0123456789'''   \t\n\r\v\f!?.,;:/-_\"()[]{}<>@#$%^&*+=|\\~`\x00\x01\x1f\x7f"
+
+func TestASCIISplitMatchesRegex(t *testing.T) {
+	for _, s := range []string{
+		"hello world", "tiktoken is great!", "Hello, World! I'm here; you're there, they've gone, we'll see, he'd go.",
+		"HTTPServer ABCdef aBC Ab's IT'S DON'T", "  leading", "trailing  ", "a  b", "a \n b", "x\r\n\r\ny", "\n\n", " ",
+		"1234567 12 1", "!!abc", " !x", "\t!", "'sa", "'abc", "a'S", "foo/bar\n/baz", "  1", "x \t\ny", "a\v\fb",
+		"def f(x):\n    return x**2  # square\n", `{"key": [1, 2, 3], "ok": true}`, "",
+	} {
+		checkASCII(t, s)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = asciiAlphabet[r.IntN(len(asciiAlphabet))]
+		}
+		checkASCII(t, string(b))
+	}
+}
+
+// FuzzASCIICountMatchesTiktoken: for any ASCII text the scanner yields the regex's
+// pieces and the count tiktoken-go's.
+func FuzzASCIICountMatchesTiktoken(f *testing.F) {
+	for _, s := range []string{"hello world", "I'm  here\n\n  ok", "ABCdef's 123456 !?/\n", "\t \v\f\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isASCII(s) {
+			return
+		}
+		checkASCII(t, s)
+	})
+}
+
+// TestMixedTextCountsLikeTiktoken: text mixing ASCII lines with lines holding other
+// characters (counted in chunks, each by the scanner or by tiktoken-go) counts exactly as
+// tiktoken-go counts the whole text.
+func TestMixedTextCountsLikeTiktoken(t *testing.T) {
+	pieces := []string{"héllo", "wörld", "日本語", "🎉", "\u00a0", "\u2028", "\u0085", "naïve", "—", "“q”",
+		"abc", "ABC", "don't", "123456", " ", "  ", "\t", "\n", "\r\n", "\n\n", "/", "\n/", "!", "?!", "'s", ".", "\v"}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, enc := range []string{EncodingO200K, EncodingCL100K} {
+		tk, err := GetTokenizer(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3000 {
+			var b strings.Builder
+			for j := r.IntN(30); j > 0; j-- {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			}
+			s := b.String()
+			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+				t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", enc, s, n, want)
+			}
+		}
+	}
+}
+
+// TestNonASCIIGoesThroughTiktoken: text with any byte ≥ 0x80 is counted by tiktoken-go.
+func TestNonASCIIGoesThroughTiktoken(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := tiktoken.GetEncoding(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"héllo wörld", "日本語のテキスト", "emoji 🎉 party", "naïve café"} {
+		if n, want := tk.Count(s), len(ref.EncodeOrdinary(s)); n != want {
+			t.Fatalf("Count(%q) = %d, want %d", s, n, want)
+		}
+	}
+}
