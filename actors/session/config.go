@@ -200,7 +200,7 @@ func (c Config) countMessage(model string, m llm.Message) uint32 {
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
 // so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once, 4 appends queued behind the one in flight, and 2 re-plans after a sub-agent's step fails for good.
+// once, 8 appends in flight or queued while the grain decides ahead, and 2 re-plans after a sub-agent's step fails for good.
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -216,7 +216,7 @@ func DefaultConfig() Config {
 		ToolTimeout:         2 * time.Minute,
 		MaxToolCallsPerTurn: 16,
 		MaxParallelTools:    8,
-		PipelineDepth:       4,
+		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
 		Prices:              llm.DefaultPrices(),
 	}

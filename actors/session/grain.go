@@ -159,8 +159,11 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		return
 	case *llmResult:
 		if g.pipelined(msg) {
-			g.onPipelinedResult(ctx, msg)
-			return
+			g.makeRoom(ctx)
+			if g.pipelined(msg) { // unless an append failed meanwhile
+				g.onPipelinedResult(ctx, msg)
+				return
+			}
 		}
 	}
 	// Everything else is decided against durable state.

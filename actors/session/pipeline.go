@@ -53,12 +53,21 @@ type appendJob struct {
 // appendDone tells the grain that job's append returned.
 type appendDone struct{ job *appendJob }
 
-// pipelined reports whether msg may be decided before earlier appends are durable: the
-// answer of the orchestrator's pending LLM call, from its step runner.
-func (g *Grain) pipelined(msg any) bool {
-	r, ok := msg.(*llmResult)
-	return ok && r.callID != "" && r.callID == g.runnerCall && g.state.GetPending().GetCallId() == r.callID &&
-		g.loadErr == nil && !g.fenced && len(g.pipeline) < g.deps.Config.PipelineDepth
+// pipelined reports whether r may be decided before earlier appends are durable: the
+// answer of the orchestrator's pending LLM call, from its step runner, with pipelining on.
+func (g *Grain) pipelined(r *llmResult) bool {
+	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.callID != "" && r.callID == g.runnerCall &&
+		g.state.GetPending().GetCallId() == r.callID && g.loadErr == nil && !g.fenced
+}
+
+// makeRoom waits for the oldest appends until fewer than PipelineDepth are in flight or
+// queued (backpressure: the grain runs at most that far ahead of the journal).
+func (g *Grain) makeRoom(ctx cluster.GrainContext) {
+	for len(g.pipeline) > 0 && len(g.pipeline) >= g.deps.Config.PipelineDepth {
+		head := g.pipeline[0]
+		<-head.done
+		g.finishJob(ctx, head)
+	}
 }
 
 // commitAsync queues evs behind the appends in flight: they become the grain's

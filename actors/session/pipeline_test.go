@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -167,11 +168,15 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 // behind it drops them (none is stored out of order), stops the call started early, and
 // the grain reloads and finishes the session with every call answered exactly once.
 func TestPipelinedAppendFailureLosesNothing(t *testing.T) {
-	const steps = 8
-	for _, failAt := range []int64{4, 6} {
+	const steps = 16
+	// Appends group many steps here (the journal is slow): the second and third appends
+	// are pipelined ones with work queued behind them.
+	for _, failAt := range []int64{2, 3} {
 		t.Run(fmt.Sprintf("append %d fails", failAt), func(t *testing.T) {
 			sj := &slowJournal{Journal: openJournal(t), delay: 40 * time.Millisecond, failAt: failAt}
-			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps)})
+			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *session.Config) {
+				c.MaxSteps, c.MaxIterations = steps, 2*steps
+			}})
 			if _, err := h.start("p1", "c1", "goal"); err != nil {
 				t.Fatal(err)
 			}
