@@ -137,16 +137,9 @@ func TestStopEndsTheServerDrainWithAPeerConnected(t *testing.T) {
 	cfg := fcluster.DefaultConfig()
 	cfg.Name = "drain-" + strings.ReplaceAll(t.Name(), "/", "-")
 	cfg.DrainTimeout = time.Second
-	cfg.Logger = quiet()
-	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(t, cfg) // its cleanup's Stop is a no-op after ours
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// The peer: a raw remoting client holding a stream open and never closing it.
 	conn, err := grpc.Dial(n.Address(), grpc.WithTransportCredentials(insecure.NewCredentials())) // grpc v1.60 (Proto.Actor's) has no NewClient
 	if err != nil {

@@ -307,15 +307,9 @@ func (g *Grain) load() error {
 // first (a decision bug never reaches the journal), appended with the expected sequence,
 // and only then become the grain's state and are published.
 func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
-	next := proto.Clone(g.state).(*messages.SessionState)
-	for _, ev := range evs {
-		if err := Apply(next, ev); err != nil {
-			return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
-		}
-	}
-	recs, err := EncodeEvents(evs)
+	next, recs, err := g.prepare(evs, nil)
 	if err != nil {
-		return messages.ErrInternal("session %s: %v", g.id, err)
+		return err
 	}
 	early := g.startEarly(ctx, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
@@ -364,6 +358,25 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (ans
 		g.embed(ev)
 	}
 	return answered
+}
+
+// prepare returns the state evs lead to and their journal records. next, when not nil,
+// is that state already (built by the decision and handed over); otherwise evs are
+// applied to a copy of the state, so a decision bug never reaches the journal.
+func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*messages.SessionState, []persistence.Record, error) {
+	if next == nil {
+		next = proto.Clone(g.state).(*messages.SessionState)
+		for _, ev := range evs {
+			if err := Apply(next, ev); err != nil {
+				return nil, nil, messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+			}
+		}
+	}
+	recs, err := EncodeEvents(evs)
+	if err != nil {
+		return nil, nil, messages.ErrInternal("session %s: %v", g.id, err)
+	}
+	return next, recs, nil
 }
 
 // maybeSnapshot saves a snapshot every SnapshotEvery events, off the command path: a

@@ -168,15 +168,7 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 	var retryAt int64
 	if p.GetPurpose() == purposeReplan {
 		attempt := s.GetReplanAttempt()
-		if r.retryable && attempt < cfg.StepAttempts {
-			retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
-		}
-		b.add(func(e *messages.Event) {
-			e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
-				CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
-			}}
-		})
-		if retryAt == 0 {
+		if retryAt = planFailed(b, r, attempt, cfg, now); retryAt == 0 {
 			reason := fmt.Sprintf("re-plan after step %s failed: llm call %s failed: %v", p.GetStepId(), r.callID, r.err)
 			if r.retryable {
 				reason += fmt.Sprintf(" (attempt %d of %d)", attempt, cfg.StepAttempts)
@@ -186,16 +178,7 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 		return
 	}
 	if p.GetPurpose() == purposePlan {
-		attempt := s.GetPlanAttempt()
-		if r.retryable && attempt < cfg.StepAttempts {
-			retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
-		}
-		b.add(func(e *messages.Event) {
-			e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
-				CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
-			}}
-		})
-		if retryAt == 0 {
+		if retryAt = planFailed(b, r, s.GetPlanAttempt(), cfg, now); retryAt == 0 {
 			fail(b, fmt.Sprintf("plan: llm call %s failed: %v", r.callID, r.err))
 		}
 		return
@@ -218,6 +201,21 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 		}
 		fail(b, fmt.Sprintf("step %s: %s", p.GetStepId(), reason))
 	}
+}
+
+// planFailed records plan_failed for the failed plan or re-plan call r (attempt of its
+// kind) and returns when it runs again: StepRetryDelay from now for a retryable failure
+// with attempts left, else 0 (the caller fails the session).
+func planFailed(b *eventBuilder, r *llmResult, attempt uint32, cfg Config, now time.Time) (retryAt int64) {
+	if r.retryable && attempt < cfg.StepAttempts {
+		retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
+	}
+	b.add(func(e *messages.Event) {
+		e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
+			CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+		}}
+	})
+	return retryAt
 }
 
 // decideToolResult records a tool call's outcome. When it was the turn's last pending

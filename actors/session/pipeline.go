@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -75,19 +74,11 @@ func (g *Grain) makeRoom(ctx cluster.GrainContext) {
 // must follow durability happens when the append returns (finishJob).
 //
 // next, when not nil, is the state evs lead to, built by the decision (eventBuilder.final)
-// and handed over; otherwise evs are applied to a copy of the state here.
+// and handed over (see prepare).
 func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
-	if next == nil {
-		next = proto.Clone(g.state).(*messages.SessionState)
-		for _, ev := range evs {
-			if err := Apply(next, ev); err != nil {
-				return messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
-			}
-		}
-	}
-	recs, err := EncodeEvents(evs)
+	next, recs, err := g.prepare(evs, next)
 	if err != nil {
-		return messages.ErrInternal("session %s: %v", g.id, err)
+		return err
 	}
 	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), done: make(chan struct{})}
 	g.pipeline = append(g.pipeline, job)
