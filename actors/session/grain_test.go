@@ -384,23 +384,7 @@ func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
 	}
 	// A call started while its llm_requested was being appended (startEarly) and whose
 	// append failed is cancelled: every recorded request is answered exactly once.
-	requested, responded := map[string]int{}, map[string]int{}
-	for _, ev := range evs {
-		if r := ev.GetLlmRequested(); r != nil {
-			requested[r.GetCallId()]++
-		}
-		if r := ev.GetLlmResponded(); r != nil {
-			responded[r.GetCallId()]++
-		}
-	}
-	for id, n := range requested {
-		if n != 1 || responded[id] != 1 {
-			t.Fatalf("call %s: requested %d times, answered %d times; want 1 and 1", id, n, responded[id])
-		}
-	}
-	if len(responded) != len(requested) {
-		t.Fatalf("answers for %d calls, requests for %d", len(responded), len(requested))
-	}
+	checkCallsAnsweredOnce(t, evs)
 }
 
 func TestModelOutageFailsTheSessionWithAReason(t *testing.T) {

@@ -91,16 +91,9 @@ func checkExactlyOnce(t *testing.T, evs []*messages.Event, steps int) {
 		t.Fatalf("%d session_completed", n)
 	}
 	completed := map[string]int{}
-	requested, responded := map[string]int{}, map[string]int{}
 	for _, ev := range evs {
 		if c := ev.GetStepCompleted(); c != nil {
 			completed[c.GetStepId()]++
-		}
-		if r := ev.GetLlmRequested(); r != nil {
-			requested[r.GetCallId()]++
-		}
-		if r := ev.GetLlmResponded(); r != nil {
-			responded[r.GetCallId()]++
 		}
 	}
 	if len(completed) != steps {
@@ -109,6 +102,22 @@ func checkExactlyOnce(t *testing.T, evs []*messages.Event, steps int) {
 	for id, n := range completed {
 		if n != 1 {
 			t.Fatalf("step %s completed %d times", id, n)
+		}
+	}
+	checkCallsAnsweredOnce(t, evs)
+}
+
+// checkCallsAnsweredOnce checks that every recorded LLM request is answered exactly once
+// (a call started early whose append failed was cancelled, never answered twice).
+func checkCallsAnsweredOnce(t *testing.T, evs []*messages.Event) {
+	t.Helper()
+	requested, responded := map[string]int{}, map[string]int{}
+	for _, ev := range evs {
+		if r := ev.GetLlmRequested(); r != nil {
+			requested[r.GetCallId()]++
+		}
+		if r := ev.GetLlmResponded(); r != nil {
+			responded[r.GetCallId()]++
 		}
 	}
 	for id, n := range requested {
