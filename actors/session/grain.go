@@ -157,6 +157,9 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *appendDone:
 		g.onAppendDone(ctx, msg.job)
 		return
+	case *snapshotDone: // bookkeeping only: no need to wait for the pipeline
+		g.onSnapshotDone(msg)
+		return
 	case *llmResult:
 		if g.pipelined(msg) {
 			g.makeRoom(ctx)
@@ -175,8 +178,6 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onLLMResult(ctx, msg)
 	case *toolResult:
 		g.onToolResult(ctx, msg)
-	case *snapshotDone:
-		g.onSnapshotDone(msg)
 	case *summarizer.Result:
 		g.onSummary(ctx, msg)
 	case *summarizer.Failure:
@@ -336,7 +337,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	if g.published(evs, recs) {
 		g.maybeSummarize(ctx)
 	}
-	g.maybeSnapshot(ctx)
+	g.maybeSnapshot(ctx, g.state)
 	return nil
 }
 
@@ -383,12 +384,14 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 // snapshot only shortens recovery, so the grain does not wait for it. At most one save is
 // in flight; its outcome comes back as a snapshotDone message. The state it encodes is
 // never mutated (commit swaps in a new one), so the goroutine may read it.
-func (g *Grain) maybeSnapshot(ctx cluster.GrainContext) {
-	if g.snapshotting || g.state.GetSeq()-g.snapSeq < g.deps.Config.SnapshotEvery {
+//
+// st is a durable state: the grain's after a commit, a pipelined append's when it returns.
+func (g *Grain) maybeSnapshot(ctx cluster.GrainContext, st *messages.SessionState) {
+	if g.snapshotting || st.GetSeq() < g.snapSeq+g.deps.Config.SnapshotEvery {
 		return
 	}
 	g.snapshotting = true
-	id, st, j, timeout, now := g.id, g.state, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
+	id, j, timeout, now := g.id, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		data, err := EncodeState(st)

@@ -41,6 +41,8 @@ type appendJob struct {
 	recs     []persistence.Record
 	expected uint64 // the stream's seq before this append
 	next     uint64 // the stream's seq after it
+	// state is the state after evs (never mutated): durable once the append returned.
+	state *messages.SessionState
 	// done is closed when last and err are set.
 	done chan struct{}
 	last uint64
@@ -80,7 +82,7 @@ func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, nex
 	if err != nil {
 		return err
 	}
-	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), done: make(chan struct{})}
+	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), state: next, done: make(chan struct{})}
 	g.pipeline = append(g.pipeline, job)
 	if g.appender == nil {
 		g.appender = &appender{id: g.id, journal: g.deps.Journal, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
@@ -111,9 +113,9 @@ func (g *Grain) settle(ctx cluster.GrainContext) {
 }
 
 // finishJob acts on the outcome of the pipeline's head: a durable append is published
-// (and its messages embedded); a failed one drops the rest of the pipeline, stops the
-// early runner and leaves the state to be reloaded. When the pipeline empties, what
-// waited for durability runs (kick, summarizer, snapshot).
+// (and its messages embedded) and may be snapshotted; a failed one drops the rest of the
+// pipeline, stops the early runner and leaves the state to be reloaded. When the
+// pipeline empties, what waited for durability runs (kick, summarizer).
 func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 	g.pipeline = g.pipeline[1:]
 	job.handled = true
@@ -126,13 +128,13 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 		return
 	}
 	g.answered = g.published(job.evs, job.recs) || g.answered
+	g.maybeSnapshot(ctx, job.state)
 	if len(g.pipeline) == 0 {
 		g.kick(ctx)
 		if g.answered {
 			g.answered = false
 			g.maybeSummarize(ctx)
 		}
-		g.maybeSnapshot(ctx)
 	}
 }
 

@@ -3,11 +3,14 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -170,6 +173,25 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 	}
 	if m := sj.maxAnswersPerAppend(); m < 2 {
 		t.Fatalf("no append carried more than one step's answer (max %d): the commits were not pipelined", m)
+	}
+	// Snapshots are taken of durable states only: the newest one is the fold of the
+	// events through its seq.
+	snap, ok, err := sj.LoadSnapshot(ctx, "p1", math.MaxUint64)
+	if err != nil || !ok {
+		t.Fatalf("no snapshot of a %d-event session (%v)", len(evs), err)
+	}
+	got, err := session.DecodeState(snap.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.NewState("p1")
+	for _, ev := range evs[:snap.Seq] {
+		if err := session.Apply(want, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("snapshot at seq %d is not the fold of the events through it", snap.Seq)
 	}
 }
 
