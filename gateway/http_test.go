@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -134,6 +135,29 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	}
 	forked, _ := g.stream(t, "/v1/sessions/http-fork/events", readToken, false, nil, "session_completed")
 	sameEvents(t, forked, g.journal("http-fork"), 0)
+	// The artifacts the source had by the fork point are the fork's too, under its id,
+	// and the copied artifact_written events name the fork's paths.
+	ctx := context.Background()
+	srcNotes, _, err := g.n.Artifacts().Read(ctx, "http-1/research/notes.md")
+	if err != nil {
+		t.Fatalf("source notes: %v", err)
+	}
+	forkNotes, _, err := g.n.Artifacts().Read(ctx, "http-fork/research/notes.md")
+	if err != nil || string(forkNotes) != string(srcNotes) {
+		t.Fatalf("fork's copy of the research notes = %q, %v; want the source's %q", forkNotes, err, srcNotes)
+	}
+	written := 0
+	for _, ev := range g.journal("http-fork") {
+		if ev["type"] == "artifact_written" {
+			written++
+			if p, _ := ev["path"].(string); !strings.HasPrefix(p, "http-fork/") {
+				t.Fatalf("the fork records artifact %q outside its workspace", p)
+			}
+		}
+	}
+	if written < 2 { // the copied research notes and what the fork's own steps wrote
+		t.Fatalf("%d artifact_written events in the fork", written)
+	}
 	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork","command_id":"f1"}`))
 	if status != 201 || out["duplicate"] != true {
 		t.Fatalf("retried fork = %d %v", status, out)

@@ -17,6 +17,7 @@ import (
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
@@ -312,6 +313,9 @@ type Deps struct {
 	// The pool may be spawned after Register (it must be, after the cluster member
 	// started): a request sent before it exists is dropped and asked again later.
 	Summarizer string
+	// Artifacts is the artifact store the tools write to; a fork copies the source's
+	// artifacts into it under its own id. Nil means forks copy none.
+	Artifacts artifact.Store
 
 	specs []llm.ToolSpec // the tools as the model sees them, built once by Register
 

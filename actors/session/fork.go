@@ -3,12 +3,14 @@ package session
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 )
 
 // A fork is a new session whose past is another session's, up to a step: the source's
@@ -40,6 +42,9 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	evs, err := decideFork(g.state, req, src, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
+	}
+	if err := g.copyArtifacts(req.GetSourceSessionId(), src); err != nil {
+		return nil, err
 	}
 	if err := g.commit(ctx, evs); err != nil {
 		return nil, err
@@ -123,6 +128,7 @@ func decideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 	for _, ev := range src {
 		c := proto.Clone(ev).(*messages.Event)
 		c.SessionId = s.GetSessionId()
+		forkArtifactPaths(c, req.GetSourceSessionId(), s.GetSessionId())
 		b.evs = append(b.evs, c)
 	}
 	b.add(func(e *messages.Event) {
@@ -174,4 +180,67 @@ func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time
 	}
 	afterStep(b, cfg, idx)
 	return b.evs
+}
+
+// forkArtifactPaths moves the artifact paths a copied event records from the source's
+// workspace to the fork's ("{source}/research/notes.md" → "{fork}/research/notes.md"),
+// where copyArtifacts put the files. Paths inside recorded text (model answers, hand-off
+// summaries) are history and stay as they were; read_artifact takes "{type}/{filename}".
+func forkArtifactPaths(ev *messages.Event, source, fork string) {
+	move := func(p string) string {
+		if rest, ok := strings.CutPrefix(p, source+"/"); ok {
+			return fork + "/" + rest
+		}
+		return p
+	}
+	moveAll := func(ps []string) {
+		for i := range ps {
+			ps[i] = move(ps[i])
+		}
+	}
+	if a := ev.GetArtifactWritten(); a != nil {
+		a.Path = move(a.GetPath())
+	}
+	if r := ev.GetSubagentCompleted().GetResult(); r != nil {
+		moveAll(r.ArtifactsCreated)
+		moveAll(r.ArtifactsModified)
+	}
+}
+
+// copyArtifacts writes the artifacts the source had recorded by the fork point (src, its
+// events through it) into this session's workspace, before the fork records anything:
+// the fork's steps read them under their own id. The store keeps an artifact's newest
+// content only, so one the source rewrote after the fork point is copied as it is now
+// (logged). A failed copy refuses the fork with UNAVAILABLE; a retry copies again.
+func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
+	if g.deps.Artifacts == nil {
+		return nil
+	}
+	latest := map[string]*messages.ArtifactWritten{}
+	var paths []string
+	for _, ev := range src {
+		if a := ev.GetArtifactWritten(); a != nil {
+			if _, seen := latest[a.GetPath()]; !seen {
+				paths = append(paths, a.GetPath())
+			}
+			latest[a.GetPath()] = a
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	defer cancel()
+	for _, p := range paths {
+		a := latest[p]
+		content, info, err := g.deps.Artifacts.Read(ctx, p)
+		if err != nil {
+			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+		}
+		if a.GetSha256() != "" && info.SHA256 != a.GetSha256() {
+			g.log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
+		}
+		ref := artifact.Ref{SessionID: g.id, Type: a.GetArtifactType(), Filename: a.GetFilename()}
+		if _, err := g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType()); err != nil {
+			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+		}
+	}
+	return nil
 }

@@ -348,6 +348,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Embed:      n.embed,
 		Reembed:    mem.reembed, // an in-process store does not outlive the process
 		Summarizer: summarizerName,
+		Artifacts:  n.artifacts,
 		Prompts:    prompt,
 		Config:     scfg,
 		Journal:    n.journal,
