@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -175,11 +176,13 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 		t.Fatalf("no append carried more than one step's answer (max %d): the commits were not pipelined", m)
 	}
 	// Snapshots are taken of durable states only: the newest one is the fold of the
-	// events through its seq.
-	snap, ok, err := sj.LoadSnapshot(ctx, "p1", math.MaxUint64)
-	if err != nil || !ok {
-		t.Fatalf("no snapshot of a %d-event session (%v)", len(evs), err)
-	}
+	// events through its seq. They are saved in the background: wait for one.
+	var snap persistence.Snapshot
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		s, ok, err := sj.LoadSnapshot(ctx, "p1", math.MaxUint64)
+		snap = s
+		return err == nil && ok
+	}, "no snapshot of a %d-event session", len(evs))
 	got, err := session.DecodeState(snap.Data)
 	if err != nil {
 		t.Fatal(err)
