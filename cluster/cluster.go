@@ -302,11 +302,7 @@ func CheckConsul(ctx context.Context, addr string) error {
 }
 
 // Stop leaves the cluster gracefully (deregistering from Consul and handing grains
-// over), or abruptly if ctx ends first. It is idempotent. A member of the local provider
-// has nobody to leave gracefully to (its in-memory agent is its own), so it stops at
-// once: Proto.Actor's graceful leave would only add a 2 s wait and run its gossip loop
-// against the provider's deregistration, a data race inside Proto.Actor (BlockList read
-// unlocked in Gossiper.blockGracefullyLeft while MemberList blocks the leaving member).
+// over), or abruptly if ctx ends first. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -316,10 +312,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.stopped = true
 	done := make(chan struct{})
-	graceful := n.cfg.Provider != ProviderLocal
 	go func() {
 		defer close(done)
-		n.shutdown(graceful)
+		n.shutdown(true)
 	}()
 	select {
 	case <-done:
