@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fathom-agents/fathom/persistence/artifact"
 )
 
 // stream reads an event stream route; sse selects text/event-stream.
@@ -161,5 +164,17 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork","command_id":"f1"}`))
 	if status != 201 || out["duplicate"] != true {
 		t.Fatalf("retried fork = %d %v", status, out)
+	}
+	// An artifact deleted from the store since is left out of a later fork, which is
+	// made anyway (refusing would refuse every retry too).
+	if err := g.n.Artifacts().Delete(ctx, "http-1/research/notes.md"); err != nil {
+		t.Fatal(err)
+	}
+	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork-2","command_id":"f2"}`))
+	if status != 201 || out["session_id"] != "http-fork-2" {
+		t.Fatalf("fork after an artifact was deleted = %d %v", status, out)
+	}
+	if _, _, err := g.n.Artifacts().Read(ctx, "http-fork-2/research/notes.md"); !errors.Is(err, artifact.ErrNotFound) {
+		t.Fatalf("the deleted artifact in the second fork: err = %v, want not found", err)
 	}
 }

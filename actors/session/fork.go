@@ -211,7 +211,8 @@ func forkArtifactPaths(ev *messages.Event, source, fork string) {
 // events through it) into this session's workspace, before the fork records anything:
 // the fork's steps read them under their own id. The store keeps an artifact's newest
 // content only, so one the source rewrote after the fork point is copied as it is now
-// (logged). A failed copy refuses the fork with UNAVAILABLE; a retry copies again.
+// (logged); one no longer in the store is left out (logged). Any other failed copy
+// refuses the fork with UNAVAILABLE; a retry copies again.
 func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
 	if g.deps.Artifacts == nil {
 		return nil
@@ -231,6 +232,12 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
 	for _, p := range paths {
 		a := latest[p]
 		content, info, err := g.deps.Artifacts.Read(ctx, p)
+		if errors.Is(err, artifact.ErrNotFound) {
+			// Deleted from the store since (by an operator): there is nothing to copy, and
+			// refusing would refuse every retry too.
+			g.log.Warn("fork: an artifact of the source is no longer in the store; not copied", "path", p, "source", source)
+			continue
+		}
 		if err != nil {
 			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
 		}
