@@ -77,19 +77,31 @@ func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 	if !errors.Is(err, llm.ErrCircuitOpen) || !llm.IsRetryable(err) || m.Requests() != 3 {
 		t.Fatalf("open breaker: %v (retryable %v) after %d requests", err, llm.IsRetryable(err), m.Requests())
 	}
-	time.Sleep(350 * time.Millisecond) // half-open: one probe goes through and fails (500 #4)
+	waitHalfOpen(t, p) // one probe goes through and fails (500 #4)
 	if _, err := p.Chat(context.Background(), hello); err == nil || m.Requests() != 4 || p.BreakerState() != "open" {
 		t.Fatalf("failed probe: %v, %d requests, breaker %s", err, m.Requests(), p.BreakerState())
 	}
 	// Let the rest of the storm pass, then the next probe closes the breaker.
 	for m.Requests() < 6 {
-		time.Sleep(350 * time.Millisecond)
+		waitHalfOpen(t, p)
 		_, _ = p.Chat(context.Background(), hello)
 	}
-	time.Sleep(350 * time.Millisecond)
+	waitHalfOpen(t, p)
 	resp, err := p.Chat(context.Background(), hello)
 	if err != nil || resp.Content != "back" || p.BreakerState() != "closed" {
 		t.Fatalf("after recovery: %q %v, breaker %s", resp.Content, err, p.BreakerState())
+	}
+}
+
+// waitHalfOpen polls the breaker until its open period has passed.
+func waitHalfOpen(t *testing.T, p *resilient.Provider) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.BreakerState() != "half-open" {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker still %s after 5 s", p.BreakerState())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
