@@ -45,7 +45,8 @@ type Config struct {
 	// OTLPEndpoint is the collector's OTLP/HTTP base URL (e.g. http://127.0.0.1:4318) for
 	// the otlp exporter.
 	OTLPEndpoint string
-	// ServiceName is the service.name resource attribute (default "fathom").
+	// ServiceName is the service.name resource attribute (default "fathom"). The environment's
+	// OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) overrides it.
 	ServiceName string
 	// Writer receives stdout-exporter output (default os.Stderr, so it never mixes with a
 	// command's own output).
@@ -108,6 +109,11 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}, cfg.ExtraAttributes...)...))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	// The standard variables (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) win over the built-in defaults, as
+	// every OpenTelemetry SDK does: an operator names the service without a Fathom-specific flag.
+	if res, err = resource.Merge(res, resource.Environment()); err != nil {
+		return nil, fmt.Errorf("telemetry resource from OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}

@@ -59,6 +59,31 @@ func TestStdoutExporterWritesSpans(t *testing.T) {
 	}
 }
 
+// TestOTELServiceNameIsHonoured: the standard variables name the service and add resource attributes.
+func TestOTELServiceNameIsHonoured(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "fathom-eu-1")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
+	mem := tracetest.NewInMemoryExporter()
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{ServiceName: "fathom", SpanExporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+	span.End()
+	spans := mem.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	attrs := map[string]string{}
+	for _, kv := range spans[0].Resource.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["service.name"] != "fathom-eu-1" || attrs["deployment.environment"] != "staging" {
+		t.Fatalf("resource = %v, want service.name fathom-eu-1 and deployment.environment staging", attrs)
+	}
+}
+
 func TestNoneExportsNothing(t *testing.T) {
 	var out bytes.Buffer
 	p, err := telemetry.Setup(context.Background(), telemetry.Config{Writer: &out})
