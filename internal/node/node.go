@@ -21,6 +21,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
@@ -229,8 +230,10 @@ type Node struct {
 	vectors   persistence.VectorStore
 	// summaryLLM is the summarizer pool's provider.
 	summaryLLM llm.Provider
-	stopOnce   sync.Once
-	stopErr    error
+	// observer logs, counts and keeps every supervision event of the node's actors.
+	observer *observer.Observer
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start opens the journal, starts the model (demo or client), registers the session
@@ -371,6 +374,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
+	if n.observer, err = observer.Spawn(system, observer.Config{
+		Node: n.member.Address(), Logger: cfg.Logger.With("component", "observer"),
+		Meter: n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer"),
+	}); err != nil {
+		return nil, err
+	}
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
 		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Prompts: prompt, Logger: cfg.Logger.With("component", "summarizer"),
 	}); err != nil {
@@ -582,11 +591,19 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 	return messages.GetSessionGrainClient(n.member.Cluster(), id)
 }
 
+// Restarts returns the node's recent supervision events (oldest first, at most 1,000).
+func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
+	return n.observer.Recent(ctx)
+}
+
 // Stop leaves the cluster (passivating local grains), then closes the feed, the journal,
 // the demo model and telemetry. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
+		if n.observer != nil {
+			n.observer.Stop()
+		}
 		if n.sandbox != nil {
 			errs = append(errs, n.sandbox.Stop(ctx))
 		}
