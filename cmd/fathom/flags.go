@@ -83,6 +83,7 @@ type nodeFlags struct {
 	noStream                                 bool
 	llmAPI                                   string
 	otelExporter                             string
+	metricsListen                            string
 	otelEndpoint                             string
 	provider                                 string
 	consul                                   string
@@ -156,6 +157,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", os.Getenv("FATHOM_METRICS_LISTEN"), "serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9464, besides the gateway's own /metrics (env FATHOM_METRICS_LISTEN)")
 	c := fcluster.DefaultConfig()
 	fs.StringVar(&f.provider, "provider", envOr("FATHOM_CLUSTER_PROVIDER", ""), "cluster provider: local or consul (default consul when --consul is set, else local; env FATHOM_CLUSTER_PROVIDER)")
 	fs.StringVar(&f.consul, "consul", os.Getenv("CONSUL_HTTP_ADDR"), "Consul agent HTTP address host:port (env CONSUL_HTTP_ADDR)")
@@ -242,17 +244,18 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		return node.Config{}, err
 	}
 	return node.Config{
-		Artifacts:   artCfg,
-		Sandbox:     node.SandboxConfig{Client: sbCfg},
-		DataDir:     f.store.dataDir,
-		PostgresDSN: f.store.postgres,
-		Cluster:     ccfg,
-		Session:     scfg,
-		LLM:         llmCfg,
-		Memory:      mcfg,
-		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
-		Logger:      log,
-		PromptsDir:  f.promptsDir,
+		Artifacts:     artCfg,
+		Sandbox:       node.SandboxConfig{Client: sbCfg},
+		DataDir:       f.store.dataDir,
+		PostgresDSN:   f.store.postgres,
+		Cluster:       ccfg,
+		Session:       scfg,
+		LLM:           llmCfg,
+		Memory:        mcfg,
+		Telemetry:     telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
+		MetricsListen: f.metricsListen,
+		Logger:        log,
+		PromptsDir:    f.promptsDir,
 	}, nil
 }
 

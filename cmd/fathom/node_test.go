@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/common/expfmt"
 )
 
 // TestNodeGatewayOverWebSocket runs `fathom node` with a read+write and a read-only
@@ -112,5 +116,35 @@ func TestNodeGatewayOverWebSocket(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("node did not exit within 30s of SIGTERM")
+	}
+}
+
+// TestNodeServesMetricsWithoutTheGateway: --metrics-listen serves GET /metrics in the
+// Prometheus text format on its own address.
+func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := append(cleanEnv(), "OTEL_SERVICE_NAME=fathom-metrics-test")
+	p := startNode(t, env, "--data-dir", t.TempDir(), "--metrics-listen", addr)
+	defer p.stop(t)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("not Prometheus text: %v\n%s", err, body)
+	}
+	if ti := families["target_info"]; ti == nil || !strings.Contains(ti.String(), "fathom-metrics-test") {
+		t.Fatalf("target_info lacks the service name from OTEL_SERVICE_NAME:\n%s", body)
 	}
 }

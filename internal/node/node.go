@@ -102,6 +102,9 @@ type Config struct {
 	Sandbox SandboxConfig
 	// Telemetry selects the OpenTelemetry exporters.
 	Telemetry telemetry.Config
+	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which the
+	// node serves GET /metrics in the Prometheus text format, without the gateway.
+	MetricsListen string
 	// Logger receives the node's structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
@@ -232,8 +235,11 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
-	stopOnce sync.Once
-	stopErr  error
+	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // Start opens the journal, starts the model (demo or client), registers the session
@@ -267,6 +273,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if cfg.MetricsListen != "" {
+		if err := n.serveMetrics(cfg.MetricsListen); err != nil {
+			return nil, err
+		}
 	}
 	if n.journal = cfg.Journal; n.journal == nil {
 		if n.journal, err = OpenJournal(ctx, cfg.DataDir, cfg.PostgresDSN, cfg.Logger); err != nil {
@@ -591,6 +602,36 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 	return messages.GetSessionGrainClient(n.member.Cluster(), id)
 }
 
+// MetricsHandler serves the node's metrics in the Prometheus text format.
+func (n *Node) MetricsHandler() http.Handler { return n.tel.MetricsHandler() }
+
+// MetricsAddr is the address /metrics is served on with Config.MetricsListen ("" without).
+func (n *Node) MetricsAddr() string {
+	if n.metricsLn == nil {
+		return ""
+	}
+	return n.metricsLn.Addr().String()
+}
+
+// serveMetrics serves GET /metrics on addr until Stop.
+func (n *Node) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener (--metrics-listen %s): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", n.tel.MetricsHandler())
+	n.metricsLn = ln
+	n.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := n.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("metrics listener stopped", "address", ln.Addr().String(), "error", err)
+		}
+	}()
+	n.log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return nil
+}
+
 // Restarts returns the node's recent supervision events (oldest first, at most 1,000).
 func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
 	return n.observer.Recent(ctx)
@@ -603,6 +644,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		var errs []error
 		if n.observer != nil {
 			n.observer.Stop()
+		}
+		if n.metricsSrv != nil {
+			errs = append(errs, n.metricsSrv.Shutdown(ctx))
 		}
 		if n.sandbox != nil {
 			errs = append(errs, n.sandbox.Stop(ctx))
