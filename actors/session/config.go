@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/feed"
@@ -286,6 +287,9 @@ type Deps struct {
 	Prompts *prompts.Set
 	// Publisher is told of every stored event. Optional.
 	Publisher Publisher
+	// Metrics is told of every stored event, decoded (internal/metrics.Recorder). Optional;
+	// Event must not block.
+	Metrics EventObserver
 	// Logger is the grains' logger. Nil means slog.Default().
 	Logger *slog.Logger
 	// Tracer makes the session and step spans. Nil means a no-op tracer.
@@ -342,6 +346,11 @@ func (d *Deps) templateTokens(model, text string) int {
 		}
 	}
 	return n
+}
+
+// EventObserver is told of each event once it is stored (never of replayed ones).
+type EventObserver interface {
+	Event(ev *messages.Event)
 }
 
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not

@@ -356,6 +356,7 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (ans
 		if ev.GetLlmResponded() != nil {
 			answered = true
 		}
+		g.observe(ev)
 		g.embed(ev)
 	}
 	return answered

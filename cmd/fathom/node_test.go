@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -147,4 +148,46 @@ func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
 	if ti := families["target_info"]; ti == nil || !strings.Contains(ti.String(), "fathom-metrics-test") {
 		t.Fatalf("target_info lacks the service name from OTEL_SERVICE_NAME:\n%s", body)
 	}
+	// A session run through the gateway shows up in the domain metrics.
+	if code, body := httpJSON(t, "POST", p.url+"/v1/sessions", "", map[string]any{"session_id": "metrics-1", "goal": "write a haiku"}); code != 200 && code != 201 && code != 202 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		families = scrape(t, "http://"+addr+"/metrics")
+		if c := families["fathom_sessions_completed_total"]; c != nil && c.GetMetric()[0].GetCounter().GetValue() >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fathom_sessions_completed_total never reached 1; last scrape had %d families", len(families))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range []string{"fathom_sessions_started_total", "fathom_llm_tokens_total", "fathom_llm_call_duration_seconds",
+		"fathom_step_duration_seconds", "gen_ai_client_token_usage", "gen_ai_client_operation_duration_seconds", "fathom_tool_calls_total"} {
+		if families[name] == nil {
+			t.Errorf("no %s after a completed session", name)
+		}
+	}
+	for _, m := range families["fathom_llm_tokens_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "session_id" {
+				t.Errorf("a session id is a label: %v", m)
+			}
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("not Prometheus text: %v", err)
+	}
+	return families
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
@@ -355,7 +356,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if sumCfg == (memory.SummaryConfig{}) {
 		sumCfg = memory.DefaultSummaryConfig()
 	}
+	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"))
+	if err != nil {
+		return nil, err
+	}
 	deps := &session.Deps{
+		Metrics:    recorder,
 		Tokenizer:  tok,
 		Embedder:   embedder,
 		Vectors:    n.vectors,
