@@ -1,12 +1,15 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -185,25 +188,74 @@ func decideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 	if it == nil {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is not interrupted (%s)", s.GetSessionId(), s.GetStatus())
 	}
-	next := nextStepIndex(it)
+	var modified *messages.PlanStep
 	if m := req.GetModifiedStep(); m != nil {
 		if it.GetReason() == reasonTool {
 			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step applies to step boundaries; the session is stopped before a %s call inside step %s", toolOf(s, it), it.GetStepId())
 		}
-		steps := planSteps(s)
-		if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
-			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
-		}
-		if m.GetDescription() == "" {
-			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step needs a description")
-		}
-		if m.Type == "" {
-			m.Type = steps[next].GetType()
+		var err error
+		if modified, err = mergeModifiedStep(planSteps(s), nextStepIndex(it), m); err != nil {
+			return nil, err
 		}
 	}
 	b := newEvents(s, req.GetCommandId(), now)
-	endInterrupt(b, s, cfg, "human", actionContinue, req.GetModifiedStep())
+	endInterrupt(b, s, cfg, "human", actionContinue, modified)
 	return b.evs, nil
+}
+
+// mergeModifiedStep returns the step that runs next (steps[next]) with the fields m sets
+// laid over it: a field m leaves empty keeps the step's value (its dependencies, and so
+// the hand-offs of the steps it depends on, its type, its interrupt settings, its
+// sub-agent), so {id, description} changes the description only. m must keep the step's
+// id; interrupt "none" clears the step's own interrupt. The merged step is checked like
+// a planned one (interrupt, default_action, input_schema; dependencies on steps of the
+// plan, without a cycle).
+func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.PlanStep) (*messages.PlanStep, error) {
+	if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
+	}
+	out := proto.Clone(steps[next]).(*messages.PlanStep)
+	if d := strings.TrimSpace(m.GetDescription()); d != "" {
+		out.Description = d
+	}
+	if t := strings.ToLower(strings.TrimSpace(m.GetType())); t != "" {
+		if !stepTypes[t] {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step type %q is not a step type (research, code, write, review, human_input, custom)", m.GetType())
+		}
+		out.Type = t
+	}
+	if m.GetInterrupt() != "" {
+		out.Interrupt = m.GetInterrupt()
+	}
+	if m.GetInterruptTimeoutMs() != 0 {
+		out.InterruptTimeoutMs = m.GetInterruptTimeoutMs()
+	}
+	if m.GetDefaultAction() != "" {
+		out.DefaultAction = m.GetDefaultAction()
+	}
+	if m.GetInputSchema() != "" {
+		out.InputSchema = m.GetInputSchema()
+	}
+	if m.GetSubAgentId() != "" {
+		out.SubAgentId = m.GetSubAgentId()
+	}
+	schema := out.GetInputSchema()
+	out.InputSchema = ""
+	if err := planStepHITL(out, json.RawMessage(schema)); err != nil {
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step: %v", err)
+	}
+	if len(m.GetDependencies()) > 0 {
+		out.Dependencies = slices.Clone(m.GetDependencies())
+		plan := make([]*messages.PlanStep, len(steps))
+		for i, st := range steps {
+			plan[i] = proto.Clone(st).(*messages.PlanStep)
+		}
+		plan[next] = out
+		if err := checkDependencies(plan, nil); err != nil {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step: %v", err)
+		}
+	}
+	return out, nil
 }
 
 // decideInterruptDeadline takes an interrupt's default action once its deadline passed.

@@ -152,3 +152,54 @@ func TestInterruptDeadlineTakesDefaultActionAcrossRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeModifiedStepMergesIntoTheStep: a modified_step in the documented {id, type,
+// description} shape changes those fields only; the step keeps its dependencies, so its
+// sub-agent still gets the hand-off of the step it depends on.
+func TestResumeModifiedStepMergesIntoTheStep(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: slowSteps(t)})
+	if _, err := h.start("ms", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	g := h.node.Session("ms")
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "w", StepId: "b"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	st := waitInterrupted(t, h, "ms")
+	if deps := st.GetSteps()[1].GetStep().GetDependencies(); len(deps) != 1 || deps[0] != "a" {
+		t.Fatalf("step b depends on %v before the resume, want [a]", deps)
+	}
+	bad := []*messages.PlanStep{
+		{Id: "b", Type: "dance"},
+		{Id: "b", Interrupt: "sideways"},
+		{Id: "b", Dependencies: []string{"nope"}},
+		{Id: "b", Dependencies: []string{"b"}},
+	}
+	for i, m := range bad {
+		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "bad" + string(rune('0'+i)), ModifiedStep: m}, call()); !messages.IsInvalidArgument(err) {
+			t.Fatalf("modified_step %v: err = %v, want INVALID_ARGUMENT", m, err)
+		}
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c3", ModifiedStep: &messages.PlanStep{Id: "b", Type: "write", Description: "two, revised"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "ms", 20*time.Second)
+	mustComplete(t, evs)
+	var task string
+	for _, ev := range evs {
+		if s := ev.GetSubagentStarted(); s != nil && s.GetStepId() == "b" {
+			task = s.GetTask()
+		}
+	}
+	if !strings.Contains(task, "Task: two, revised") || !strings.Contains(task, "Hand-offs of the steps this one depends on:\n- a: ") {
+		t.Fatalf("step b's sub-agent brief lost the modification or the hand-off of step a:\n%s", task)
+	}
+	fs, err := h.state("ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fs.GetState().GetSteps()[1].GetStep()
+	if b.GetDescription() != "two, revised" || b.GetType() != "write" || len(b.GetDependencies()) != 1 || b.GetDependencies()[0] != "a" {
+		t.Fatalf("step b after the resume: %v", b)
+	}
+}
