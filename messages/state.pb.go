@@ -466,9 +466,13 @@ type PendingCall struct {
 	StepId  string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	Purpose string                 `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	// requested_seq is the seq of the call's llm_requested event.
-	RequestedSeq  uint64 `protobuf:"varint,4,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestedSeq uint64 `protobuf:"varint,4,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
+	// reprompt_error and reprompt_answer are the llm_requested's: a plan or re-plan call
+	// asking again after an unusable answer.
+	RepromptError  string `protobuf:"bytes,5,opt,name=reprompt_error,json=repromptError,proto3" json:"reprompt_error,omitempty"`
+	RepromptAnswer string `protobuf:"bytes,6,opt,name=reprompt_answer,json=repromptAnswer,proto3" json:"reprompt_answer,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PendingCall) Reset() {
@@ -527,6 +531,20 @@ func (x *PendingCall) GetRequestedSeq() uint64 {
 		return x.RequestedSeq
 	}
 	return 0
+}
+
+func (x *PendingCall) GetRepromptError() string {
+	if x != nil {
+		return x.RepromptError
+	}
+	return ""
+}
+
+func (x *PendingCall) GetRepromptAnswer() string {
+	if x != nil {
+		return x.RepromptAnswer
+	}
+	return ""
 }
 
 // SessionState is the fold of a session's events (Apply). It is also the snapshot format.
@@ -1149,12 +1167,14 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x12\n" +
 	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
-	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"~\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"\xce\x01\n" +
 	"\vPendingCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xb8\f\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
+	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xb8\f\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +

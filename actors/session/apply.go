@@ -223,6 +223,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			}
 			st.Step = m
 		}
+		if p.InterruptResumed.GetPauseReleased() {
+			s.Breakpoints = removeBreakpoint(s.Breakpoints, PauseBreakpointID)
+		}
 		s.Interrupt = nil
 		s.Status = waitStatus(s)
 	case *messages.Event_HitlRequested:

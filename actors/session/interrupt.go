@@ -25,6 +25,11 @@ import (
 // failover) records interrupt_resumed and starts the step, optionally replaced by a
 // modified one. Steps in flight are never cut: interrupts happen between steps only.
 //
+// A user's pause holds until a human resumes: it comes before a step's own interrupt
+// at the same boundary (a pause has no deadline), and a Pause requested while the
+// session is already stopped suspends that interrupt's deadline; the Resume that ends
+// the interrupt ends the pause too (interrupt_resumed.pause_released).
+//
 // A tool breakpoint (Breakpoint.tool) stops the session before a call of that tool
 // runs: the turn's calls are recorded (tool_called) with interrupt_triggered (reason
 // "tool"), none of them starts while the session is interrupted, and Resume lets them
@@ -54,6 +59,11 @@ const (
 // matchBreakpoint returns the first step breakpoint at position matching step (the
 // step's own interrupt first), or nil. Tool breakpoints never match a step boundary.
 func matchBreakpoint(s *messages.SessionState, position string, step *messages.PlanStep) *messages.Breakpoint {
+	if bp := findBreakpoint(s.GetBreakpoints(), PauseBreakpointID); bp != nil && bp.GetPosition() == position && bp.GetTool() == "" && matchesStep(bp, step) {
+		// A user's pause comes first: it has no deadline, so it holds until resumed
+		// (the step's own interrupt would resume it when its deadline passed).
+		return bp
+	}
 	if step.GetInterrupt() == position {
 		return &messages.Breakpoint{
 			Id: StepInterruptPrefix + step.GetId(), Position: position, StepId: step.GetId(),
@@ -199,7 +209,7 @@ func decideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 		}
 	}
 	b := newEvents(s, req.GetCommandId(), now)
-	endInterrupt(b, s, cfg, "human", actionContinue, modified)
+	endInterrupt(b, s, cfg, byHuman, actionContinue, modified)
 	return b.evs, nil
 }
 
@@ -258,14 +268,32 @@ func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.Plan
 	return out, nil
 }
 
-// decideInterruptDeadline takes an interrupt's default action once its deadline passed.
+// pauseHolds reports whether a user's pause holds the session's interrupt: Pause was
+// requested while the session was already stopped (by a breakpoint, a step's own
+// interrupt or a tool breakpoint). The interrupt's deadline is then suspended: only a
+// human's Resume (or ClearBreakpoints, which removes the pause) lets the session go on.
+func pauseHolds(s *messages.SessionState) bool {
+	return s.GetInterrupt() != nil && findBreakpoint(s.GetBreakpoints(), PauseBreakpointID) != nil
+}
+
+// interruptDeadline is when the current interrupt takes its default action (0: never,
+// or not while a pause holds it).
+func interruptDeadline(s *messages.SessionState) int64 {
+	if pauseHolds(s) {
+		return 0
+	}
+	return s.GetInterrupt().GetDeadlineUnixNano()
+}
+
+// decideInterruptDeadline takes an interrupt's default action once its deadline passed
+// (never while a user's pause holds the session).
 func decideInterruptDeadline(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	it := s.GetInterrupt()
-	if it == nil || it.GetDeadlineUnixNano() == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
+	if it == nil || interruptDeadline(s) == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
 		return nil
 	}
 	b := newEvents(s, "", now)
-	endInterrupt(b, s, cfg, "timeout", it.GetDefaultAction(), nil)
+	endInterrupt(b, s, cfg, byTimeout, it.GetDefaultAction(), nil)
 	return b.evs
 }
 
@@ -282,8 +310,12 @@ func nextStepIndex(it *messages.InterruptTriggered) uint32 {
 // resume is for it) and no re-plan is due, then whatever else the plan allows (advance).
 func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, action string, modified *messages.PlanStep) {
 	it := s.GetInterrupt()
+	// A human's resume ends a pause that holds the interrupt too: one resume goes on.
+	released := by == byHuman && pauseHolds(s)
 	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{By: by, Action: action, ModifiedStep: modified}}
+		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{
+			By: by, Action: action, ModifiedStep: modified, PauseReleased: released,
+		}}
 	})
 	if action == actionFail {
 		if it.GetReason() == reasonTool {
