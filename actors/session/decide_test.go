@@ -237,3 +237,14 @@ func TestParsePlanDependencies(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePlanSubAgentID(t *testing.T) {
+	steps, err := parsePlan(`{"steps":[{"id":"a","type":"research","description":"x"},{"id":"b","type":"research","description":"y","sub_agent_id":" researcher-1 "}]}`, 10)
+	if err != nil || steps[0].GetSubAgentId() != "" || steps[1].GetSubAgentId() != "researcher-1" {
+		t.Fatalf("steps %v, err %v", steps, err)
+	}
+	if _, err := parsePlan(`{"steps":[{"id":"a","type":"custom","description":"x","sub_agent_id":"researcher-1"}]}`, 10); err == nil ||
+		!strings.Contains(err.Error(), "does not run in a sub-agent") {
+		t.Fatalf("sub_agent_id on a custom step: err = %v", err)
+	}
+}
