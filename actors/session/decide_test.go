@@ -129,7 +129,17 @@ func TestDecideFailures(t *testing.T) {
 	}
 	t.Run("unusable plan", func(t *testing.T) {
 		s := start(t, nil)
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, DefaultConfig(), t0))
+		// The first unusable answer is asked again once, with the answer and the error.
+		evs := decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, DefaultConfig(), t0)
+		if got := types(evs); got != "llm_responded,plan_failed,llm_requested" {
+			t.Fatalf("events %s", got)
+		}
+		fold(t, s, evs)
+		if p := s.GetPending(); p.GetCallId() != "plan-2" || p.GetRepromptAnswer() != "I cannot plan this." ||
+			!strings.Contains(p.GetRepromptError(), "no JSON object") || s.GetStatus() != messages.SessionStatus_SESSION_STATUS_PLANNING {
+			t.Fatalf("state after the first unusable plan %v", s)
+		}
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-2", content: "Still no."}, DefaultConfig(), t0))
 		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "unusable plan") {
 			t.Fatalf("state %v", s)
 		}
@@ -137,6 +147,7 @@ func TestDecideFailures(t *testing.T) {
 	t.Run("too many steps", func(t *testing.T) {
 		s := start(t, &messages.SessionConfig{MaxSteps: 2})
 		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, DefaultConfig(), t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-2", content: plan3}, DefaultConfig(), t0))
 		if !strings.Contains(s.GetError(), "limit is 2") {
 			t.Fatalf("error %q", s.GetError())
 		}

@@ -108,13 +108,13 @@ func decideCallResult(b *eventBuilder, s *messages.SessionState, p *messages.Pen
 		return
 	}
 	if p.GetPurpose() == purposeReplan {
-		revisePlan(b, cfg, p.GetStepId(), r.content)
+		revisePlan(b, cfg, p, r.content)
 		return
 	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
-			fail(b, "planner returned an unusable plan: "+err.Error())
+			unusablePlan(b, s, p, r.content, "planner", err)
 			return
 		}
 		b.add(func(e *messages.Event) {
