@@ -259,3 +259,26 @@ func TestParsePlanSubAgentID(t *testing.T) {
 		t.Fatalf("sub_agent_id on a custom step: err = %v", err)
 	}
 }
+
+func TestForkText(t *testing.T) {
+	for in, want := range map[string]string{
+		"s-1/research/notes.md":                     "f-9/research/notes.md",
+		"see `s-1/drafts/a.md` and (s-1/code/x.py)": "see `f-9/drafts/a.md` and (f-9/code/x.py)",
+		`{"path":"s-1/drafts/a.md"}`:                `{"path":"f-9/drafts/a.md"}`,
+		"xs-1/drafts/a.md s-12/drafts/a.md s-1.md":  "xs-1/drafts/a.md s-12/drafts/a.md s-1.md",
+		"s-1/a s-1/b":   "f-9/a f-9/b",
+		"nothing here":  "nothing here",
+		"ns-1/a\ns-1/b": "ns-1/a\nf-9/b",
+	} {
+		if got := forkText(in, "s-1", "f-9"); got != want {
+			t.Errorf("forkText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	ev := &messages.Event{SessionId: "f-9", Payload: &messages.Event_ToolResult{ToolResult: &messages.ToolResult{
+		IdempotencyKey: "s-1/a/tool-1", Result: "wrote s-1/drafts/a.md",
+	}}}
+	forkArtifactPaths(ev, "s-1", "f-9")
+	if r := ev.GetToolResult(); r.GetIdempotencyKey() != "s-1/a/tool-1" || r.GetResult() != "wrote f-9/drafts/a.md" {
+		t.Fatalf("tool_result after the fork rewrite: %v", r)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/tools"
@@ -52,6 +53,12 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
+	return testToolsOn(t, ex, release, store)
+}
+
+// testToolsOn is testToolsWith with the artifact tools over store.
+func testToolsOn(t testing.TB, ex *executions, release <-chan struct{}, store artifact.Store) *tools.Executor {
+	t.Helper()
 	type lookupArgs struct {
 		Key string `json:"key" jsonschema:"description=what to look up"`
 	}
