@@ -47,6 +47,8 @@ type harnessOpts struct {
 	feedPoll time.Duration
 	// artifacts is the node's artifact store (nil: the node's default).
 	artifacts artifact.Store
+	// promptsDir overrides prompt templates (node.Config.PromptsDir).
+	promptsDir string
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -96,6 +98,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	n, err := node.Start(ctx, node.Config{
 		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
+		PromptsDir: o.promptsDir,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

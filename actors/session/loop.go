@@ -52,6 +52,9 @@ type llmResult struct {
 	err     error
 	// retryable classifies err: a later attempt may succeed (rate limit, outage).
 	retryable bool
+	// config classifies err as the node's configuration's (isConfigError): no attempt
+	// can succeed.
+	config bool
 }
 
 // toolResult is what a tool runner reports back to the grain.

@@ -1,6 +1,8 @@
 package session_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +238,43 @@ func TestReplannerReturnsGarbage(t *testing.T) {
 	if evs[len(evs)-2].GetLlmResponded().GetCallId() != "replan-2" || len(ofType(evs, "plan_revised")) != 0 ||
 		len(ofType(evs, "plan_failed")) != 1 || evs[len(evs)-3].GetLlmRequested().GetRepromptError() != "no JSON object in the answer" {
 		t.Fatalf("events %v", evs[len(evs)-5:])
+	}
+}
+
+// TestConfigurationErrorFailsAtOnce: a sub-agent's prompt template that does not render
+// with the node's configuration (the override indexes a fourth tool; the reviewer is
+// configured with one) fails every attempt the same way: the session fails at once with
+// the reason, without retrying the step or re-planning.
+func TestConfigurationErrorFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := "FATHOM-ROLE: reviewer\nYou review the work. Your fourth tool is {{index .Tools 3}}.\n"
+	if err := os.WriteFile(filepath.Join(dir, "reviewer.md.tmpl"), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := rules(t,
+		planRule(`[{"id":"a","type":"research","description":"find the facts"},{"id":"v","type":"review","description":"check them","dependencies":["a"]}]`),
+		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"completed","summary":"found"}`)+`}`,
+		`{"system_match":"FATHOM-PHASE: replan","response":`+quote(`{"steps":[{"id":"v2","type":"review","description":"check them again"}]}`)+`}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc, promptsDir: dir, cfg: subAgentTools(map[string][]string{"reviewer": {"read_artifact"}})})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 30*time.Second)
+	last := evs[len(evs)-1].GetSessionFailed()
+	if last == nil || !strings.Contains(last.GetError(), "configuration error") || !strings.Contains(last.GetError(), "reviewer.md.tmpl") {
+		t.Fatalf("last event %v", evs[len(evs)-1])
+	}
+	var reviewers int
+	for _, ev := range ofType(evs, "subagent_started") {
+		if ev.GetSubagentStarted().GetAgentType() == "reviewer" {
+			reviewers++
+		}
+	}
+	done := ofType(evs, "subagent_completed")
+	if reviewers != 1 || len(ofType(evs, "plan_revised")) != 0 || len(ofType(evs, "step_failed")) != 1 ||
+		done[len(done)-1].GetSubagentCompleted().GetAction() != "fail" {
+		t.Fatalf("%d reviewer runs, %d re-plans, %d step failures, %d events: want one run failing the session at once",
+			reviewers, len(ofType(evs, "plan_revised")), len(ofType(evs, "step_failed")), len(evs))
 	}
 }
