@@ -1995,7 +1995,11 @@ type ToolFailure struct {
 	Retryable bool   `protobuf:"varint,2,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// llm_text is the error exactly as the model was shown it (ToolError.FormatForLLM).
-	LlmText       string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	LlmText string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	// config is set when the tool is not configured on the node (no sandbox, no search
+	// provider): no retry helps. A sub-agent run that met one and handed off "failed"
+	// fails the session at once instead of retrying and re-planning.
+	Config        bool `protobuf:"varint,5,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2056,6 +2060,13 @@ func (x *ToolFailure) GetLlmText() string {
 		return x.LlmText
 	}
 	return ""
+}
+
+func (x *ToolFailure) GetConfig() bool {
+	if x != nil {
+		return x.Config
+	}
+	return false
 }
 
 // ToolResult records the outcome of a tool_called call: result on success, error
@@ -3699,13 +3710,14 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05index\x18\x06 \x01(\rR\x05index\x12 \n" +
 	"\fsub_agent_id\x18\a \x01(\tR\n" +
-	"subAgentId\"\x7f\n" +
+	"subAgentId\"\x97\x01\n" +
 	"\vToolFailure\x12\x1d\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
-	"\bllm_text\x18\x04 \x01(\tR\allmText\"\x9c\x02\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\x12\x16\n" +
+	"\x06config\x18\x05 \x01(\bR\x06config\"\x9c\x02\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +

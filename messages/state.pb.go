@@ -927,8 +927,11 @@ type SubagentState struct {
 	RunArtifactsModified []string `protobuf:"bytes,22,rep,name=run_artifacts_modified,json=runArtifactsModified,proto3" json:"run_artifacts_modified,omitempty"`
 	RunUsage             *Usage   `protobuf:"bytes,23,opt,name=run_usage,json=runUsage,proto3" json:"run_usage,omitempty"`
 	RunCostUsd           float64  `protobuf:"fixed64,24,opt,name=run_cost_usd,json=runCostUsd,proto3" json:"run_cost_usd,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// run_config_error is the first tool failure of the run that was a configuration
+	// error (tool_result.error.config): "tool NAME: message".
+	RunConfigError string `protobuf:"bytes,25,opt,name=run_config_error,json=runConfigError,proto3" json:"run_config_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SubagentState) Reset() {
@@ -1129,6 +1132,13 @@ func (x *SubagentState) GetRunCostUsd() float64 {
 	return 0
 }
 
+func (x *SubagentState) GetRunConfigError() string {
+	if x != nil {
+		return x.RunConfigError
+	}
+	return ""
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
@@ -1221,7 +1231,7 @@ const file_state_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
 	"\x0eSubAgentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\x9f\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xc9\a\n" +
 	"\rSubagentState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1255,7 +1265,8 @@ const file_state_proto_rawDesc = "" +
 	"\x16run_artifacts_modified\x18\x16 \x03(\tR\x14runArtifactsModified\x12-\n" +
 	"\trun_usage\x18\x17 \x01(\v2\x10.fathom.v1.UsageR\brunUsage\x12 \n" +
 	"\frun_cost_usd\x18\x18 \x01(\x01R\n" +
-	"runCostUsd*\xe6\x01\n" +
+	"runCostUsd\x12(\n" +
+	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError*\xe6\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +

@@ -372,6 +372,7 @@ func toolResultEvent(stepID, callID, tool, key string, r tools.Result, tokens ui
 	if r.Err != nil {
 		ev.Error = &messages.ToolFailure{
 			ErrorType: string(r.Err.Type), Retryable: r.Err.Retryable, Message: r.Err.Message, LlmText: r.Err.FormatForLLM(),
+			Config: r.Err.Config,
 		}
 		return ev
 	}

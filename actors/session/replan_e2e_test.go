@@ -278,3 +278,32 @@ func TestConfigurationErrorFailsAtOnce(t *testing.T) {
 			reviewers, len(ofType(evs, "plan_revised")), len(ofType(evs, "step_failed")), len(evs))
 	}
 }
+
+// TestUnconfiguredToolFailsAtOnce: a coder whose code_execute call meets a node without
+// a sandbox (a configuration error) and hands off "failed" fails the session at once
+// with the reason: another attempt or a re-planned step would meet the same node.
+func TestUnconfiguredToolFailsAtOnce(t *testing.T) {
+	sc := rules(t,
+		planRule(`[{"id":"c","type":"code","description":"compute it"}]`),
+		`{"system_match":"FATHOM-ROLE: coder","tool_match":"code_execute","response":`+quote(`{"status":"failed","summary":"could not run the program"}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: coder","tool_calls":[{"name":"code_execute","arguments":"{\"language\":\"python\",\"code\":\"print(1)\"}"}]}`,
+		`{"system_match":"FATHOM-PHASE: replan","response":`+quote(`{"steps":[{"id":"c2","type":"code","description":"compute it again"}]}`)+`}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 30*time.Second)
+	last := evs[len(evs)-1].GetSessionFailed()
+	if last == nil || !strings.Contains(last.GetError(), "configuration error") || !strings.Contains(last.GetError(), "tool code_execute") {
+		t.Fatalf("last event %v", evs[len(evs)-1])
+	}
+	var tr *messages.ToolResult
+	for _, ev := range ofType(evs, "tool_result") {
+		tr = ev.GetToolResult()
+	}
+	if !tr.GetError().GetConfig() || len(ofType(evs, "subagent_started")) != 1 || len(ofType(evs, "plan_revised")) != 0 || len(ofType(evs, "step_failed")) != 1 {
+		t.Fatalf("tool result %v; %d runs, %d re-plans, %d step failures: want one run failing the session at once",
+			tr, len(ofType(evs, "subagent_started")), len(ofType(evs, "plan_revised")), len(ofType(evs, "step_failed")))
+	}
+}

@@ -370,7 +370,7 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		}}
 	})
 	if len(calls) == 0 {
-		finishSubAgent(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
+		finishHandoff(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
 		return b.evs
 	}
 	pending := 0
