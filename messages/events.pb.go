@@ -791,8 +791,12 @@ type InterruptResumed struct {
 	By string `protobuf:"bytes,1,opt,name=by,proto3" json:"by,omitempty"`
 	// action is "continue" or "fail".
 	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
-	// modified_step, when set, replaces the plan step that runs next (same id).
-	ModifiedStep  *PlanStep `protobuf:"bytes,3,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	// modified_step, when set, replaces the plan step that runs next (same id). Since
+	// resume merges a request's modified_step into the step, it is the merged step.
+	ModifiedStep *PlanStep `protobuf:"bytes,3,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	// pause_released is set when a human's resume also ends a pause requested while the
+	// session was already stopped (the pause breakpoint is removed: one resume ends both).
+	PauseReleased bool `protobuf:"varint,4,opt,name=pause_released,json=pauseReleased,proto3" json:"pause_released,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -846,6 +850,13 @@ func (x *InterruptResumed) GetModifiedStep() *PlanStep {
 		return x.ModifiedStep
 	}
 	return nil
+}
+
+func (x *InterruptResumed) GetPauseReleased() bool {
+	if x != nil {
+		return x.PauseReleased
+	}
+	return false
 }
 
 // SessionConfig is the per-session configuration fixed at start.
@@ -1354,9 +1365,14 @@ type LlmRequested struct {
 	Iteration uint32 `protobuf:"varint,5,opt,name=iteration,proto3" json:"iteration,omitempty"`
 	// sub_agent_id is set when the call is a sub-agent's (its context, not the
 	// orchestrator's); iteration then counts the sub-agent's calls.
-	SubAgentId    string `protobuf:"bytes,6,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SubAgentId string `protobuf:"bytes,6,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// reprompt_error is set on a plan or re-plan call that asks again because the previous
+	// answer (reprompt_answer) was not a usable plan: the call shows the model its answer
+	// and this error.
+	RepromptError  string `protobuf:"bytes,7,opt,name=reprompt_error,json=repromptError,proto3" json:"reprompt_error,omitempty"`
+	RepromptAnswer string `protobuf:"bytes,8,opt,name=reprompt_answer,json=repromptAnswer,proto3" json:"reprompt_answer,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LlmRequested) Reset() {
@@ -1427,6 +1443,20 @@ func (x *LlmRequested) GetIteration() uint32 {
 func (x *LlmRequested) GetSubAgentId() string {
 	if x != nil {
 		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *LlmRequested) GetRepromptError() string {
+	if x != nil {
+		return x.RepromptError
+	}
+	return ""
+}
+
+func (x *LlmRequested) GetRepromptAnswer() string {
+	if x != nil {
+		return x.RepromptAnswer
 	}
 	return ""
 }
@@ -1965,7 +1995,11 @@ type ToolFailure struct {
 	Retryable bool   `protobuf:"varint,2,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// llm_text is the error exactly as the model was shown it (ToolError.FormatForLLM).
-	LlmText       string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	LlmText string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	// config is set when the tool is not configured on the node (no sandbox, no search
+	// provider): no retry helps. A sub-agent run that met one and handed off "failed"
+	// fails the session at once instead of retrying and re-planning.
+	Config        bool `protobuf:"varint,5,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2026,6 +2060,13 @@ func (x *ToolFailure) GetLlmText() string {
 		return x.LlmText
 	}
 	return ""
+}
+
+func (x *ToolFailure) GetConfig() bool {
+	if x != nil {
+		return x.Config
+	}
+	return false
 }
 
 // ToolResult records the outcome of a tool_called call: result on success, error
@@ -3569,11 +3610,12 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"step_index\x18\x05 \x01(\rR\tstepIndex\x12,\n" +
 	"\x12deadline_unix_nano\x18\x06 \x01(\x03R\x10deadlineUnixNano\x12%\n" +
-	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"t\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"\x9b\x01\n" +
 	"\x10InterruptResumed\x12\x0e\n" +
 	"\x02by\x18\x01 \x01(\tR\x02by\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x128\n" +
-	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"i\n" +
+	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\x12%\n" +
+	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"i\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
 	"\x0emax_iterations\x18\x02 \x01(\rR\rmaxIterations\x12\x1b\n" +
@@ -3610,7 +3652,7 @@ const file_events_proto_rawDesc = "" +
 	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12%\n" +
-	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\xb0\x01\n" +
+	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\x80\x02\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -3618,7 +3660,9 @@ const file_events_proto_rawDesc = "" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12\x1c\n" +
 	"\titeration\x18\x05 \x01(\rR\titeration\x12 \n" +
 	"\fsub_agent_id\x18\x06 \x01(\tR\n" +
-	"subAgentId\"r\n" +
+	"subAgentId\x12%\n" +
+	"\x0ereprompt_error\x18\a \x01(\tR\rrepromptError\x12'\n" +
+	"\x0freprompt_answer\x18\b \x01(\tR\x0erepromptAnswer\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
@@ -3666,13 +3710,14 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05index\x18\x06 \x01(\rR\x05index\x12 \n" +
 	"\fsub_agent_id\x18\a \x01(\tR\n" +
-	"subAgentId\"\x7f\n" +
+	"subAgentId\"\x97\x01\n" +
 	"\vToolFailure\x12\x1d\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
-	"\bllm_text\x18\x04 \x01(\tR\allmText\"\x9c\x02\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\x12\x16\n" +
+	"\x06config\x18\x05 \x01(\bR\x06config\"\x9c\x02\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +

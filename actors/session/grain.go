@@ -455,7 +455,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
 	}
-	if at := g.state.GetInterrupt().GetDeadlineUnixNano(); at != 0 && at != g.interruptAt {
+	if at := interruptDeadline(g.state); at != 0 && at != g.interruptAt {
 		g.interruptAt = at
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
@@ -593,7 +593,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		return
 	}
 	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
-		g.state.GetInterrupt().GetDeadlineUnixNano() != 0 || nextHumanDeadline(g.state) != 0
+		interruptDeadline(g.state) != 0 || nextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -44,6 +45,10 @@ type harnessOpts struct {
 	tools   *tools.Executor // nil = a registry with the test tools
 	// feedPoll is the node's feed polling (node.Config.FeedPoll).
 	feedPoll time.Duration
+	// artifacts is the node's artifact store (nil: the node's default).
+	artifacts artifact.Store
+	// promptsDir overrides prompt templates (node.Config.PromptsDir).
+	promptsDir string
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -92,7 +97,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
 		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
-		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll,
+		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
+		PromptsDir: o.promptsDir,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

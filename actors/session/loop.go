@@ -52,6 +52,9 @@ type llmResult struct {
 	err     error
 	// retryable classifies err: a later attempt may succeed (rate limit, outage).
 	retryable bool
+	// config classifies err as the node's configuration's (isConfigError): no attempt
+	// can succeed.
+	config bool
 }
 
 // toolResult is what a tool runner reports back to the grain.
@@ -108,13 +111,13 @@ func decideCallResult(b *eventBuilder, s *messages.SessionState, p *messages.Pen
 		return
 	}
 	if p.GetPurpose() == purposeReplan {
-		revisePlan(b, cfg, p.GetStepId(), r.content)
+		revisePlan(b, cfg, p, r.content)
 		return
 	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
-			fail(b, "planner returned an unusable plan: "+err.Error())
+			unusablePlan(b, s, p, r.content, "planner", err)
 			return
 		}
 		b.add(func(e *messages.Event) {
@@ -369,6 +372,7 @@ func toolResultEvent(stepID, callID, tool, key string, r tools.Result, tokens ui
 	if r.Err != nil {
 		ev.Error = &messages.ToolFailure{
 			ErrorType: string(r.Err.Type), Retryable: r.Err.Retryable, Message: r.Err.Message, LlmText: r.Err.FormatForLLM(),
+			Config: r.Err.Config,
 		}
 		return ev
 	}

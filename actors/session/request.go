@@ -38,6 +38,7 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			{Role: "system", Content: sys},
 			{Role: "user", Content: "Goal: " + s.GetGoal() + "\n"},
 		}
+		req.Messages = append(req.Messages, repromptMessages(pending)...)
 	case purposeStep:
 		sys, err := stepSystemPrompt(s, p)
 		if err != nil {
@@ -62,6 +63,7 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			return llm.Request{}, err
 		}
 		req.Messages = []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: replanBrief(s, pending.GetStepId())}}
+		req.Messages = append(req.Messages, repromptMessages(pending)...)
 	case purposeSynthesize:
 		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
 			AgentType: prompts.Orchestrator, Phase: prompts.PhaseSynthesize, Goal: s.GetGoal(), Workspace: s.GetSessionId() + "/",

@@ -101,7 +101,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	}()
 	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID)
 	if err != nil {
-		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err)}
+		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err), config: isConfigError(err)}
 	}
 	if info != nil {
 		span.SetAttributes(

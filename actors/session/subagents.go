@@ -351,6 +351,10 @@ func requestSubAgentCall(b *eventBuilder, cfg Config, id string) {
 func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
 	b := newEvents(s, "", now)
 	id := sa.GetId()
+	if r.err != nil && r.config {
+		failSubAgentConfig(b, id, r)
+		return b.evs
+	}
 	if r.err != nil {
 		finishSubAgent(b, cfg, id, &messages.SubagentResult{Status: subagent.StatusFailed, Summary: fmt.Sprintf("llm call %s failed: %v", r.callID, r.err)})
 		return b.evs
@@ -366,7 +370,7 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		}}
 	})
 	if len(calls) == 0 {
-		finishSubAgent(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
+		finishHandoff(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
 		return b.evs
 	}
 	pending := 0
