@@ -77,6 +77,9 @@ func replanCall(b *eventBuilder, failedID string) {
 		fail(b, fmt.Sprintf("%s: no LLM call is left for the re-planner (max_iterations %d)", why, limit))
 		return
 	}
+	if !callAllowed(b) {
+		return
+	}
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
 			CallId: replanCallID(s.GetReplanCalls() + 1), StepId: failedID, Purpose: purposeReplan,

@@ -97,6 +97,9 @@ func advance(b *eventBuilder, cfg Config) {
 			return
 		}
 		startAnyStep(b, cfg, step.GetStep(), uint32(i), 1, "")
+		if Terminal(b.state()) {
+			return // a budget ended the session: nothing else starts
+		}
 		if isSub {
 			running++
 		} else {
@@ -130,6 +133,11 @@ func completeSession(b *eventBuilder, st *messages.SessionState) {
 	iteration := st.GetIterations() + 1
 	if limit := st.GetConfig().GetMaxIterations(); limit > 0 && iteration > limit {
 		completeWith(b, st, fallbackResult(st, fmt.Sprintf("no LLM call left for the closing summary (max_iterations %d)", limit)))
+		return
+	}
+	if reason := budgetReason(b); reason != "" {
+		// The work is done: the budget only forbids the summary's call.
+		completeWith(b, st, fallbackResult(st, "no LLM call left for the closing summary: "+reason))
 		return
 	}
 	b.add(func(e *messages.Event) {
@@ -337,6 +345,9 @@ func requestSubAgentCall(b *eventBuilder, cfg Config, id string) {
 			Status:  subagent.StatusFailed,
 			Summary: fmt.Sprintf("max iterations reached: sub-agent %s made %d LLM calls in this run (max_iterations %d) without a final hand-off", id, iteration-1, limit),
 		})
+		return
+	}
+	if !callAllowed(b) {
 		return
 	}
 	b.add(func(e *messages.Event) {
