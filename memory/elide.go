@@ -185,3 +185,13 @@ func runeStart(s string, i int) int {
 	}
 	return i
 }
+
+// Elide returns m cut to cost at most maxTokens (counted with c; nil means
+// ByteCounter), keeping the head and the tail of its text and putting a note where the
+// middle was: how much was cut and that the whole text is event seq m.Seq of origin.
+// Its Tokens is the exact cost of the result. A message that fits (by m.Tokens) is
+// returned unchanged. ok is false when not even the note fits.
+func Elide(m Message, maxTokens int, c MessageCounter, origin string) (out Message, ok bool) {
+	out, _, ok = newElider(c, origin).elide(m, maxTokens)
+	return out, ok
+}

@@ -1702,7 +1702,14 @@ type ContextInfo struct {
 	// summary_through_seq is the seq the included summary covers (0 without one).
 	SummaryThroughSeq uint64 `protobuf:"varint,6,opt,name=summary_through_seq,json=summaryThroughSeq,proto3" json:"summary_through_seq,omitempty"`
 	// history_count is the number of recorded history messages the context chose from.
-	HistoryCount  uint32 `protobuf:"varint,7,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	HistoryCount uint32 `protobuf:"varint,7,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	// elided_count is the number of messages sent with their middle cut to fit (the task
+	// or the newest turn when larger than the room left; the note in each names the event
+	// holding the whole text).
+	ElidedCount uint32 `protobuf:"varint,8,opt,name=elided_count,json=elidedCount,proto3" json:"elided_count,omitempty"`
+	// task_in_context is true when the task message (the step's opening message, the
+	// sub-agent's task brief) is in the context, in the recent tier or pinned before it.
+	TaskInContext bool `protobuf:"varint,9,opt,name=task_in_context,json=taskInContext,proto3" json:"task_in_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1784,6 +1791,20 @@ func (x *ContextInfo) GetHistoryCount() uint32 {
 		return x.HistoryCount
 	}
 	return 0
+}
+
+func (x *ContextInfo) GetElidedCount() uint32 {
+	if x != nil {
+		return x.ElidedCount
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetTaskInContext() bool {
+	if x != nil {
+		return x.TaskInContext
+	}
+	return false
 }
 
 // SummaryUpdated records a regenerated rolling summary of the session's history (full
@@ -3702,7 +3723,7 @@ const file_events_proto_rawDesc = "" +
 	" \x01(\rR\x06tokens\x120\n" +
 	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\x12 \n" +
 	"\fsub_agent_id\x18\f \x01(\tR\n" +
-	"subAgentId\"\x88\x02\n" +
+	"subAgentId\"\xd3\x02\n" +
 	"\vContextInfo\x12!\n" +
 	"\ftotal_tokens\x18\x01 \x01(\rR\vtotalTokens\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\rR\x06budget\x12!\n" +
@@ -3711,7 +3732,9 @@ const file_events_proto_rawDesc = "" +
 	"\vhas_summary\x18\x05 \x01(\bR\n" +
 	"hasSummary\x12.\n" +
 	"\x13summary_through_seq\x18\x06 \x01(\x04R\x11summaryThroughSeq\x12#\n" +
-	"\rhistory_count\x18\a \x01(\rR\fhistoryCount\"r\n" +
+	"\rhistory_count\x18\a \x01(\rR\fhistoryCount\x12!\n" +
+	"\felided_count\x18\b \x01(\rR\velidedCount\x12&\n" +
+	"\x0ftask_in_context\x18\t \x01(\bR\rtaskInContext\"r\n" +
 	"\x0eSummaryUpdated\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
 	"\x13covered_through_seq\x18\x02 \x01(\x04R\x11coveredThroughSeq\x12\x16\n" +

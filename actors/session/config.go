@@ -204,6 +204,15 @@ func (c Config) countText(model, text string) int {
 	return t.Count(text)
 }
 
+// counterFor is tokenizerFor as the context builder's message counter (nil without a
+// tokenizer: the builder then bounds by bytes).
+func (c Config) counterFor(model string) memory.MessageCounter {
+	if t := c.tokenizerFor(model); t != nil {
+		return t
+	}
+	return nil
+}
+
 func (c Config) countMessage(model string, m llm.Message) uint32 {
 	t := c.tokenizerFor(model)
 	if t == nil {

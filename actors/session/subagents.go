@@ -534,7 +534,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		step = s.GetSteps()[i].GetStep()
 	}
 	sys, err := d.Prompts.Render(sa.GetAgentType(), prompts.AgentData{
-		AgentType: sa.GetAgentType(), Goal: s.GetGoal(), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
+		AgentType: sa.GetAgentType(), Goal: contextGoal(d, s), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
 		Step:          prompts.Step{ID: step.GetId(), Type: step.GetType(), Description: step.GetDescription()},
 		MaxIterations: sa.GetMaxIterations(),
 	})
@@ -542,7 +542,11 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		return llm.Request{}, nil, err
 	}
 	hist := make([]memory.Message, 0, len(sa.GetTranscript()))
+	var task uint64 // the latest task brief: it stays in the context
 	for _, m := range sa.GetTranscript() {
+		if m.GetRole() == "user" {
+			task = m.GetSeq()
+		}
 		msg := memory.Message{Seq: m.GetSeq(), Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Tokens: int(m.GetTokens())}
 		for _, c := range m.GetToolCalls() {
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
@@ -553,16 +557,17 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		SystemPrompt: sys,
 		SystemTokens: int(d.Config.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
 		Messages:     hist,
+		Task:         task,
+		Origin:       "session " + s.GetSessionId(),
 		Now:          d.Now(),
 	}
-	c, err := memory.BuildContext(d.Config.contextConfig(), in)
+	cc := d.Config.contextConfig()
+	cc.Counter = d.Config.counterFor(s.GetConfig().GetModel())
+	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: sub-agent %s: build context: %w", s.GetSessionId(), sa.GetId(), err)
 	}
-	info := &messages.ContextInfo{
-		TotalTokens: uint32(c.TotalTokens), Budget: uint32(c.Budget), RecentCount: uint32(c.Metadata.RecentCount),
-		HistoryCount: uint32(len(hist)),
-	}
+	info := contextInfo(c, len(hist), task)
 	specs := make([]llm.ToolSpec, 0, len(sa.GetTools()))
 	for _, sp := range d.specs {
 		if slices.Contains(sa.GetTools(), sp.Name) {
