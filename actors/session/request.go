@@ -103,8 +103,8 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 	hist := history(s)
 	in := memory.Input{
 		// The step's opening message states its task: it stays in the context.
-		Task:   st.GetStartedSeq(),
-		Origin: "session " + s.GetSessionId(),
+		Task:         st.GetStartedSeq(),
+		Origin:       "session " + s.GetSessionId(),
 		SystemPrompt: sys,
 		// The template's count is cached (tokenizing it was a third of a step's CPU);
 		// counting the two parts apart can only add a token at the seam: an upper bound,
