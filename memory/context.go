@@ -399,9 +399,10 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 
 // MinContextRoom is the least room, in tokens, the context of a call should have beside
 // its system prompt, its summary and the reply priming: what the task and a newest turn
-// of a few messages need once elided (their framing and notes, with some text). A
-// budget that leaves less may lose them (see BuildContext).
-const MinContextRoom = 1024
+// of a few messages need once elided (their framing and notes, with some text), counted
+// with a tokenizer (ByteCounter needs about four times as much). A budget that leaves
+// less may lose them (see BuildContext).
+const MinContextRoom = 256
 
 // recentWalk is the recent tier being grown backwards: msgs[lo:] are in it and cost
 // used. msgs[floor:] is the pinned newest turn; task is the index of the pinned task

@@ -293,14 +293,18 @@ func checkContext(t *testing.T, iter int, cfg memory.ContextConfig, in memory.In
 	checkPinned(t, iter, cfg, in, c)
 }
 
-// checkPinned: when the budget leaves MinContextRoom beside the system prompt and the
-// summary, the newest message (with the assistant call its trailing tool results
+// checkPinned: when the budget leaves MinContextRoom (four times that when counting
+// bytes) beside the system prompt and the summary, the newest message (with the assistant call its trailing tool results
 // answer) and the task are in the context.
 func checkPinned(t *testing.T, iter int, cfg memory.ContextConfig, in memory.Input, c *memory.Context) {
 	t.Helper()
 	ms := in.Messages
 	room := cfg.Budget - in.SystemTokens - cfg.Costs.Reply - c.Metadata.SummaryTokens
-	if len(ms) == 0 || room < memory.MinContextRoom {
+	minRoom := memory.MinContextRoom
+	if cfg.Counter == nil {
+		minRoom *= 4 // ByteCounter's notes and framing cost bytes, not tokens
+	}
+	if len(ms) == 0 || room < minRoom {
 		return
 	}
 	start := len(ms) - 1

@@ -432,6 +432,9 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		d.Tokenizer = t
 	}
 	d.Config.tok = d.Tokenizer
+	if err := CheckContextBudget(d.Config, d.Prompts, d.Tokenizer); err != nil {
+		return err
+	}
 	d.specs = toolSpecs(d.Tools)
 	d.Config.toolNames = make(map[string]bool, len(d.specs))
 	for _, sp := range d.specs {

@@ -19,6 +19,8 @@ import (
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/resilient"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/prompts"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -224,6 +226,17 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
+	}
+	// The budget must leave room beside the system prompts (the node checks it again; a
+	// broken prompts dir is reported by the node).
+	if p, err := prompts.Load(f.promptsDir); err == nil {
+		tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
+		if err != nil {
+			return node.Config{}, err
+		}
+		if err := session.CheckContextBudget(scfg, p, tok); err != nil {
+			return node.Config{}, usageError("%v", err)
+		}
 	}
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Name, ccfg.Host, ccfg.Port, ccfg.Logger = f.clusterName, f.clusterHost, f.clusterPort, log
