@@ -617,8 +617,11 @@ type SessionState struct {
 	// retired_step_ids are the ids of steps a revision dropped after they had run (the
 	// failed ones): a later revision may not reuse them.
 	RetiredStepIds []string `protobuf:"bytes,40,rep,name=retired_step_ids,json=retiredStepIds,proto3" json:"retired_step_ids,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// llm_calls counts every llm_requested of the session: the orchestrator's and its
+	// sub-agents' calls, retries included (config.max_llm_calls bounds it).
+	LlmCalls      uint32 `protobuf:"varint,41,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -887,6 +890,13 @@ func (x *SessionState) GetRetiredStepIds() []string {
 		return x.RetiredStepIds
 	}
 	return nil
+}
+
+func (x *SessionState) GetLlmCalls() uint32 {
+	if x != nil {
+		return x.LlmCalls
+	}
+	return 0
 }
 
 // SubagentState is a sub-agent's isolated, event-sourced context.
@@ -1184,7 +1194,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xb8\f\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xd5\f\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1225,7 +1235,8 @@ const file_state_proto_rawDesc = "" +
 	"\freplan_calls\x18% \x01(\rR\vreplanCalls\x12%\n" +
 	"\x0ereplan_attempt\x18& \x01(\rR\rreplanAttempt\x12#\n" +
 	"\rplan_revision\x18' \x01(\rR\fplanRevision\x12(\n" +
-	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x1a;\n" +
+	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x12\x1b\n" +
+	"\tllm_calls\x18) \x01(\rR\bllmCalls\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +

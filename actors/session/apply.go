@@ -88,7 +88,11 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_LlmRequested:
 		r := p.LlmRequested
 		if r.GetSubAgentId() != "" {
-			return applySubAgentRequested(s, r, ev)
+			if err := applySubAgentRequested(s, r, ev); err != nil {
+				return err
+			}
+			s.LlmCalls++
+			return nil
 		}
 		if len(s.PendingTools) > 0 {
 			return fmt.Errorf("%w: llm_requested %q while %d tool calls are pending", ErrBadEvent, r.GetCallId(), len(s.PendingTools))
@@ -96,6 +100,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq(),
 			RepromptError: r.GetRepromptError(), RepromptAnswer: r.GetRepromptAnswer()}
 		s.Iterations = r.GetIteration()
+		s.LlmCalls++
 		s.RetryAtUnixNano = 0
 		switch {
 		case r.GetPurpose() == purposePlan:

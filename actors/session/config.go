@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,20 @@ type Config struct {
 	// work (plan_revised) up to this many times; after that such a failure fails the
 	// session. Default 2; 0 disables re-planning.
 	MaxReplans int
+	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
+	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
+	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
+	// unlimited. Defaults: DefaultMaxLLMCalls calls, no cost or token bound.
+	MaxLLMCalls uint32
+	MaxCostUSD  float64
+	MaxTokens   uint64
+	// Endpoint is the model endpoint this node's provider calls, recorded in the config
+	// of the sessions it starts (endpoint.go). Zero means unknown: nothing is recorded
+	// and recorded endpoints are not checked.
+	Endpoint Endpoint
+	// AllowEndpointChange lets this node continue sessions started on another endpoint
+	// (--allow-endpoint-change); otherwise it refuses to.
+	AllowEndpointChange bool
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -190,6 +205,15 @@ func (c Config) countText(model, text string) int {
 	return t.Count(text)
 }
 
+// counterFor is tokenizerFor as the context builder's message counter (nil without a
+// tokenizer: the builder then bounds by bytes).
+func (c Config) counterFor(model string) memory.MessageCounter {
+	if t := c.tokenizerFor(model); t != nil {
+		return t
+	}
+	return nil
+}
+
 func (c Config) countMessage(model string, m llm.Message) uint32 {
 	t := c.tokenizerFor(model)
 	if t == nil {
@@ -202,7 +226,9 @@ func (c Config) countMessage(model string, m llm.Message) uint32 {
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
 // so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once, 8 appends in flight or queued while the grain decides ahead, and 2 re-plans after a sub-agent's step fails for good.
+// once, 8 appends in flight or queued while the grain decides ahead, 2 re-plans after a
+// sub-agent's step fails for good, and a session budget of 200 LLM calls (no cost or
+// token bound).
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -220,6 +246,7 @@ func DefaultConfig() Config {
 		MaxParallelTools:    8,
 		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
+		MaxLLMCalls:         DefaultMaxLLMCalls,
 		Prices:              llm.DefaultPrices(),
 	}
 }
@@ -251,6 +278,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: max re-plans must not be negative")
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
+	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
+		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
 	}
 	if err := c.contextConfig().Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)
@@ -412,6 +441,9 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		d.Tokenizer = t
 	}
 	d.Config.tok = d.Tokenizer
+	if err := CheckContextBudget(d.Config, d.Prompts, d.Tokenizer); err != nil {
+		return err
+	}
 	d.specs = toolSpecs(d.Tools)
 	d.Config.toolNames = make(map[string]bool, len(d.specs))
 	for _, sp := range d.specs {

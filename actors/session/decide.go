@@ -109,6 +109,9 @@ func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is already started (status %s)", s.GetSessionId(), s.GetStatus())
 	}
+	if err := validBudget(req.GetConfig()); err != nil {
+		return nil, err
+	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
 	b := newEvents(s, req.GetCommandId(), now)
 	b.add(func(e *messages.Event) {
@@ -133,7 +136,10 @@ func validateCommandID(id string) error {
 }
 
 func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig {
-	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps}
+	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps,
+		MaxLlmCalls: d.MaxLLMCalls, MaxCostUsd: d.MaxCostUSD, MaxTokens: d.MaxTokens,
+		// The endpoint is this node's, whatever the request says: it is where the calls go.
+		Provider: d.Endpoint.Provider, BaseUrl: d.Endpoint.BaseURL}
 	if req.GetModel() != "" {
 		cfg.Model = req.GetModel()
 	}
@@ -142,6 +148,15 @@ func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig 
 	}
 	if req.GetMaxSteps() > 0 {
 		cfg.MaxSteps = req.GetMaxSteps()
+	}
+	if req.GetMaxLlmCalls() > 0 {
+		cfg.MaxLlmCalls = req.GetMaxLlmCalls()
+	}
+	if req.GetMaxCostUsd() > 0 {
+		cfg.MaxCostUsd = req.GetMaxCostUsd()
+	}
+	if req.GetMaxTokens() > 0 {
+		cfg.MaxTokens = req.GetMaxTokens()
 	}
 	return cfg
 }

@@ -282,3 +282,37 @@ func TestForkText(t *testing.T) {
 		t.Fatalf("tool_result after the fork rewrite: %v", r)
 	}
 }
+
+// TestLLMCallsFoldAllCalls: state.llm_calls counts every llm_requested, the orchestrator's
+// and its sub-agents', and equals what an old snapshot's counters give (iterations plus
+// each sub-agent's llm_calls).
+func TestLLMCallsFoldAllCalls(t *testing.T) {
+	s := NewState("s")
+	evs := []*messages.Event{
+		{Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: "g", Config: &messages.SessionConfig{Model: "m"}}}},
+		{Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{CallId: "plan-1", Purpose: purposePlan, Iteration: 1}}},
+		{Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CallId: "plan-1", Content: "x", CostUsd: 0.5,
+			Usage: &messages.Usage{InputTokens: 10, OutputTokens: 5}}}},
+		{Payload: &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: []*messages.PlanStep{{Id: "r", Type: "research", Description: "d"}}}}},
+		{Payload: &messages.Event_StepStarted{StepStarted: &messages.StepStarted{StepId: "r", StepIndex: 0, Attempt: 1}}},
+		{Payload: &messages.Event_SubagentStarted{SubagentStarted: &messages.SubagentStarted{SubAgentId: "researcher-1", AgentType: "researcher", StepId: "r", StepIndex: 0}}},
+		{Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{CallId: "researcher-1/llm-1", StepId: "r", Purpose: purposeSubAgent, Iteration: 1, SubAgentId: "researcher-1"}}},
+	}
+	for i, ev := range evs {
+		ev.Seq, ev.SessionId = uint64(i+1), "s"
+		if err := Apply(s, ev); err != nil {
+			t.Fatalf("event %d: %v", i+1, err)
+		}
+	}
+	if s.GetLlmCalls() != 2 || s.GetLlmCalls() != s.GetIterations()+s.GetSubAgents()["researcher-1"].GetLlmCalls() {
+		t.Fatalf("llm_calls %d, iterations %d", s.GetLlmCalls(), s.GetIterations())
+	}
+	b := newEvents(s, "", time.Unix(0, 0))
+	if got := spentBy(b); got.calls != 2 || got.cost != 0.5 || got.tokens != 15 {
+		t.Fatalf("spent %+v", got)
+	}
+	s.Config.MaxLlmCalls = 2
+	if msg := budgetReason(b); msg != "session budget exceeded: 3 LLM calls (max_llm_calls 2)" {
+		t.Fatalf("reason %q", msg)
+	}
+}

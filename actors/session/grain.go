@@ -89,6 +89,9 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
+	// endpointLogged is set once this activation logged that the session's recorded
+	// model endpoint differs from the node's (endpoint.go).
+	endpointLogged bool
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -428,7 +431,7 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 // step runner, the pending tool calls in tool runners (up to MaxParallelTools at once),
 // the timer of a retry.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	if g.fenced || g.loadErr != nil {
+	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
 	g.kickSubAgents(ctx)
@@ -474,7 +477,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 // whether it started a runner.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) {
+	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) || g.endpointBlocked() {
 		return false
 	}
 	g.spawnRunner(ctx, p, next)

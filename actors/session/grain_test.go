@@ -72,6 +72,10 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	t.Cleanup(srv.Close)
 	scfg := session.DefaultConfig()
+	// Every harness runs its own copy of the scripted model on its own port: they are one
+	// endpoint as far as the sessions are concerned, so a session moves between the nodes
+	// of a test. A test of the endpoint check zeroes it (the node's real URL is used).
+	scfg.Endpoint = session.Endpoint{Provider: "openai", BaseURL: "http://scripted-model.test/v1"}
 	scfg.RetryBackoffMax = 200 * time.Millisecond
 	scfg.StepRetryDelay = 100 * time.Millisecond
 	if o.cfg != nil {

@@ -367,7 +367,7 @@ func (g *Grain) Pause(req *messages.PauseRequest, ctx cluster.GrainContext) (*me
 // Resume ends the current interrupt. Idempotent by command id.
 func (g *Grain) Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Resume")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Config, g.deps.Now()) })
+	return g.continuing(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Config, g.deps.Now()) })
 }
 
 // command runs a session command through the commit path: readiness, the duplicate

@@ -331,15 +331,17 @@ func requestStepCall(b *eventBuilder, s *messages.SessionState, idx uint32, step
 	})
 }
 
-// withinBudget reports whether LLM call number iteration fits max_iterations; when it
-// does not, it appends step (the failure of the step, nil while planning) and the
-// failure of the session.
+// withinBudget reports whether LLM call number iteration fits max_iterations and the
+// session budgets (budget.go); when it does not, it appends step (the failure of the
+// step, nil while planning) and the failure of the session.
 func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, step *messages.StepFailed) bool {
-	limit := s.GetConfig().GetMaxIterations()
-	if limit == 0 || iteration <= limit {
+	msg := budgetReason(b)
+	if limit := s.GetConfig().GetMaxIterations(); msg == "" && limit > 0 && iteration > limit {
+		msg = fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
+	}
+	if msg == "" {
 		return true
 	}
-	msg := fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
 	if step != nil {
 		msg += fmt.Sprintf(" and step %s has no final answer yet", step.GetStepId())
 		step.Error = msg

@@ -84,6 +84,9 @@ func replanCallWith(b *eventBuilder, failedID string, call *messages.LlmRequeste
 		fail(b, fmt.Sprintf("%s: no LLM call is left for the re-planner (max_iterations %d)", why, limit))
 		return
 	}
+	if !callAllowed(b) {
+		return
+	}
 	call.CallId, call.StepId, call.Purpose = replanCallID(s.GetReplanCalls()+1), failedID, purposeReplan
 	call.Model, call.Iteration = s.GetConfig().GetModel(), iteration
 	b.add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: call} })

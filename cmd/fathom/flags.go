@@ -19,6 +19,8 @@ import (
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/resilient"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/prompts"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -94,6 +96,12 @@ type nodeFlags struct {
 	artifacts                                artifactFlags
 	promptsDir                               string
 	memory                                   memoryFlags
+	// Session budgets (every LLM call of a session and its sub-agents) and the
+	// endpoint override.
+	maxLLMCalls         uint
+	maxCostUSD          float64
+	maxTokens           uint64
+	allowEndpointChange bool
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -168,6 +176,25 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
+	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
+		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
+	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", envFloat("FATHOM_MAX_COST_USD", d.MaxCostUSD),
+		"session budget: model cost in USD (the --prices table) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_COST_USD)")
+	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
+		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
+	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
+		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
+}
+
+// envFloat reads a float64 from the environment, def when unset or not a number.
+func envFloat(key string, def float64) float64 {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "fathom: ignoring %s=%q: not a number\n", key, v)
+	}
+	return def
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -181,6 +208,11 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
 	scfg.MaxReplans = int(min(f.maxReplans, math.MaxInt32))
+	if f.maxLLMCalls > math.MaxUint32 {
+		return node.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls)
+	}
+	scfg.MaxLLMCalls, scfg.MaxCostUSD, scfg.MaxTokens = uint32(f.maxLLMCalls), f.maxCostUSD, f.maxTokens
+	scfg.AllowEndpointChange = f.allowEndpointChange
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
 	if f.prices != "" {
@@ -196,6 +228,17 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
+	}
+	// The budget must leave room beside the system prompts (the node checks it again; a
+	// broken prompts dir is reported by the node).
+	if p, err := prompts.Load(f.promptsDir); err == nil {
+		tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
+		if err != nil {
+			return node.Config{}, err
+		}
+		if err := session.CheckContextBudget(scfg, p, tok); err != nil {
+			return node.Config{}, usageError("%v", err)
+		}
 	}
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Name, ccfg.Host, ccfg.Port, ccfg.Logger = f.clusterName, f.clusterHost, f.clusterPort, log

@@ -401,6 +401,8 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"two context ratios", []string{"run", "--data-dir", dir, "--context-ratios", "50/50", "goal"}, 2, "bad --context-ratios"},
 		{"context ratios not 100", []string{"run", "--data-dir", dir, "--context-ratios", "60/30/20", "goal"}, 2, "add up to 110"},
 		{"zero context budget", []string{"run", "--data-dir", dir, "--context-budget", "0", "goal"}, 2, "must be positive"},
+		{"context budget below the system prompts", []string{"run", "--data-dir", dir, "--context-budget", "1500", "--summary-target", "400", "goal"}, 2,
+			"context budget 1500 (--context-budget) leaves no room beside the system prompts: the researcher prompt is"},
 		{"summary larger than its tier", []string{"run", "--data-dir", dir, "--context-budget", "6000", "goal"}, 2, "--summary-target 2000 does not fit the context's summary tier (1800 tokens: 30% of --context-budget 6000)"},
 	}
 	for _, c := range cases {

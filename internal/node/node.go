@@ -196,6 +196,29 @@ func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, wh
 	return s, dir, nil
 }
 
+// Endpoint is the model endpoint this configuration calls, as sessions record it: the
+// API ("openai" or "anthropic") and its base URL (the client's default when none is
+// set), or "demo" for the built-in demo model (no URL: its port changes with every
+// start). An in-process Provider is an unknown endpoint (zero): its sessions record none.
+func (c LLMConfig) Endpoint() session.Endpoint {
+	switch {
+	case c.Provider != nil:
+		return session.Endpoint{}
+	case c.UsesDemo():
+		return session.Endpoint{Provider: "demo"}
+	case c.API == APIAnthropic:
+		return session.Endpoint{Provider: APIAnthropic, BaseURL: firstNonEmpty(c.BaseURL, anthropic.DefaultConfig().BaseURL)}
+	}
+	return session.Endpoint{Provider: APIOpenAI, BaseURL: firstNonEmpty(c.BaseURL, openai.DefaultConfig().BaseURL)}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 // UsesDemo reports whether this configuration runs the built-in demo model.
 func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
 
@@ -316,6 +339,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
+	}
+	if scfg.Endpoint == (session.Endpoint{}) {
+		scfg.Endpoint = cfg.LLM.Endpoint()
 	}
 	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
 	// attribute set per record); wire them only when metrics are exported.
