@@ -413,7 +413,24 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{})
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
+	}
+	return j, nil
+}
+
+// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
+// the embedded journal in dataDir with a shared lock. It never creates the data dir or
+// the journal file: when either is missing the error wraps os.ErrNotExist.
+func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
+	if dsn != "" {
+		return OpenJournal(ctx, dataDir, dsn, log)
+	}
+	if dataDir == "" {
+		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
+	}
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
 	}
