@@ -40,8 +40,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build fathom:", err)
 		os.Exit(1)
 	}
+	_, statErr := os.Stat(".fathom")
+	hadDataDir := statErr == nil
 	code := m.Run()
 	os.RemoveAll(dir)
+	// Every command a test runs starts in a temporary directory: the default data dir
+	// (.fathom) must never appear in the package.
+	if _, err := os.Stat(".fathom"); err == nil && !hadDataDir && code == 0 {
+		fmt.Fprintln(os.Stderr, "a test wrote the default data dir .fathom into the package: run commands in t.TempDir()")
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -67,7 +75,7 @@ func fathom(t *testing.T, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, fathomBin, args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -470,7 +478,7 @@ type nodeProc struct {
 func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()

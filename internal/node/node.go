@@ -95,6 +95,9 @@ type Config struct {
 	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
 	// node's artifact store.
 	Tools *tools.Executor
+	// SearXNGURL, when set, is the SearXNG instance web_search queries, in place of
+	// FATHOM_SEARXNG_URL (its token stays FATHOM_SEARXNG_TOKEN).
+	SearXNGURL string
 	// Artifacts selects the artifact store (the session workspace).
 	Artifacts ArtifactConfig
 	// Sandbox selects the code sandbox external tools (code_execute) run in.
@@ -288,7 +291,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
 	toolExec := cfg.Tools
 	if toolExec == nil {
-		search, err := builtin.SearchFromEnv(os.Getenv)
+		search, err := builtin.SearchFromEnv(func(k string) string {
+			if k == "FATHOM_SEARXNG_URL" && cfg.SearXNGURL != "" {
+				return cfg.SearXNGURL
+			}
+			return os.Getenv(k)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -301,6 +309,10 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
+	}
+	if n.demo != nil {
+		// The demo model answers under the requested model's name; it costs nothing.
+		scfg.Prices = nil
 	}
 	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
 	// attribute set per record); wire them only when metrics are exported.
