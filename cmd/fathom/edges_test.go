@@ -136,7 +136,9 @@ func TestSessionWatchOfAnUnknownSessionFails(t *testing.T) {
 // TestSessionSubcommandHelpListsOnlyItsOwnFlags: `fathom session SUB -h` lists the
 // flags SUB takes and none of its siblings'.
 func TestSessionSubcommandHelpListsOnlyItsOwnFlags(t *testing.T) {
-	flagLine := func(name string) *regexp.Regexp { return regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `(\s|$)`) }
+	flagLine := func(name string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `(\s|$)`)
+	}
 	for _, c := range []struct {
 		sub       string
 		want, not []string
