@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
@@ -65,6 +68,45 @@ func startLoggingNode(t *testing.T, cfg fcluster.Config, logs *logBuffer) *fclus
 		}
 	})
 	return n
+}
+
+// TestGracefulLeaveOfAPeerIsNotAnError: two members of the local provider (each its own
+// cluster) that talk over Proto.Actor's remoting, as members do: when one stops
+// gracefully, neither logs the end of their connection as an ERROR.
+func TestGracefulLeaveOfAPeerIsNotAnError(t *testing.T) {
+	cfg := fcluster.DefaultConfig()
+	var logsA, logsB logBuffer
+	cfg.Name = "leave-a-" + t.Name()
+	a := startLoggingNode(t, cfg, &logsA)
+	cfg.Name = "leave-b-" + t.Name()
+	b := startLoggingNode(t, cfg, &logsB)
+	echo := actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*wrapperspb.StringValue); ok {
+			ctx.Respond(m)
+		}
+	})
+	pid, err := b.System().Root.SpawnNamed(echo, "leave-echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.System().Root.RequestFuture(pid, wrapperspb.String("hi"), 5*time.Second).Result(); err != nil {
+		t.Fatalf("a -> b over remoting: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const lost = "EndpointWriter lost connection"
+	testenv.Eventually(t, 20*time.Second, func() bool { return len(logsA.records(lost)) > 0 },
+		"a never logged the end of its connection to b")
+	for name, logs := range map[string]*logBuffer{"a (stayed)": &logsA, "b (left)": &logsB} {
+		for _, r := range logs.records(lost) {
+			if r["level"] == "ERROR" {
+				t.Errorf("%s logged a normal leave as an error: %v", name, r)
+			}
+		}
+	}
 }
 
 // TestGracefulLeaveIsNotAnError: when a member leaves the cluster normally, the member
