@@ -17,9 +17,12 @@ const (
 	msgLostConnection = "EndpointWriter lost connection"
 )
 
-// leaveMemory bounds how long and how many announced leaves are remembered.
+// leaveMemory bounds how long and how many announced leaves are remembered. A leaving
+// peer's connection can end more than once (the writer stopped on its DisconnectRequest,
+// then a late send that redialled its closing server), so an announcement covers every
+// ending within leaveMemoryFor.
 const (
-	leaveMemoryFor   = time.Minute
+	leaveMemoryFor   = 30 * time.Second
 	leaveMemoryPeers = 1024
 )
 
@@ -68,7 +71,7 @@ func (h *actorLogHandler) Handle(ctx context.Context, r slog.Record) error {
 
 // normalLeave reports whether a lost-connection record follows a graceful leave.
 func (h *actorLogHandler) normalLeave(r slog.Record) bool {
-	if h.leaving.take(attrString(r, "address"), r.Time) {
+	if h.leaving.recent(attrString(r, "address"), r.Time) {
 		return true
 	}
 	var canceled bool
@@ -125,11 +128,10 @@ func (l *leavingPeers) add(addr string, now time.Time) {
 	l.at[addr] = now
 }
 
-// take reports whether addr announced its leave recently, and forgets it.
-func (l *leavingPeers) take(addr string, now time.Time) bool {
+// recent reports whether addr announced its leave within leaveMemoryFor of now.
+func (l *leavingPeers) recent(addr string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.at[addr]
-	delete(l.at, addr)
 	return ok && now.Sub(t) <= leaveMemoryFor
 }

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,10 +32,21 @@ func TestActorLogHandlerLowersOnlyNormalLeaves(t *testing.T) {
 		t.Fatalf("closed by this member: %q", l)
 	}
 	buf.Reset()
-	// The announcement was used up: the same peer lost again without one is an error.
-	log.Error(msgLostConnection, slog.String("address", "10.0.0.2:4000"), slog.Any("error", unavailable))
+	// A peer that announced nothing, or too long ago, lost its connection: an error.
+	log.Error(msgLostConnection, slog.String("address", "10.0.0.4:4000"), slog.Any("error", unavailable))
+	h := newActorLogHandler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), slog.LevelWarn)
+	then := time.Now()
+	announce := slog.NewRecord(then, slog.LevelInfo, msgPeerLeaving, 0)
+	announce.AddAttrs(slog.String("address", "10.0.0.5:4000"))
+	lostLater := slog.NewRecord(then.Add(leaveMemoryFor+time.Second), slog.LevelError, msgLostConnection, 0)
+	lostLater.AddAttrs(slog.String("address", "10.0.0.5:4000"), slog.Any("error", unavailable))
+	for _, r := range []slog.Record{announce, lostLater} {
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log.Info("EndpointReader stream closed")
-	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "level=ERROR") {
-		t.Fatalf("a connection lost without a leave: %q", l)
+	if l := lines(); len(l) != 2 || !strings.Contains(l[0], "level=ERROR") || !strings.Contains(l[1], "level=ERROR") {
+		t.Fatalf("connections lost without a (recent) leave: %q", l)
 	}
 }
