@@ -21,6 +21,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/prompts"
+	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -76,6 +77,7 @@ type nodeFlags struct {
 	stepAttempts                             uint
 	stepRetry                                time.Duration
 	prices                                   string
+	searxngURL                               string
 	llmAttempts                              int
 	llmRPM                                   int
 	llmTPM                                   int
@@ -154,7 +156,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
 	fs.UintVar(&f.stepAttempts, "step-attempts", uint(d.StepAttempts), "runs of a plan or step whose model call fails retryably before the session fails")
 	fs.DurationVar(&f.stepRetry, "step-retry-delay", d.StepRetryDelay, "wait before a retryably failed plan or step runs again")
-	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "JSON price file {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
+	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "path of a JSON price `FILE` {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
 	fs.IntVar(&f.llmAttempts, "llm-max-attempts", int(envUint("FATHOM_LLM_MAX_ATTEMPTS", 4)), "tries of one LLM call on 429/5xx/timeouts, first included (env FATHOM_LLM_MAX_ATTEMPTS)")
 	fs.IntVar(&f.llmRPM, "llm-rpm", int(envUint("FATHOM_LLM_RPM", 0)), "LLM requests per minute, 0 = unlimited (env FATHOM_LLM_RPM)")
 	fs.IntVar(&f.llmTPM, "llm-tpm", int(envUint("FATHOM_LLM_TPM", 0)), "LLM tokens per minute (estimated), 0 = unlimited (env FATHOM_LLM_TPM)")
@@ -172,6 +174,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.clusterHost, "cluster-host", envOr("FATHOM_CLUSTER_HOST", c.Host), "host the cluster member binds (env FATHOM_CLUSTER_HOST)")
 	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
+	fs.StringVar(&f.searxngURL, "searxng-url", os.Getenv("FATHOM_SEARXNG_URL"), "SearXNG instance that answers web_search, e.g. http://127.0.0.1:8888 (env FATHOM_SEARXNG_URL; its bearer token: env FATHOM_SEARXNG_TOKEN)")
 	f.sandbox.register(fs)
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
@@ -215,6 +218,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	scfg.AllowEndpointChange = f.allowEndpointChange
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
+	if strings.HasPrefix(strings.TrimSpace(f.prices), "{") {
+		return node.Config{}, usageError("--prices takes the path of a JSON price FILE, not the JSON itself: save it to a file and pass its path")
+	}
 	if f.prices != "" {
 		t, err := llm.LoadPriceTable(f.prices, scfg.Prices)
 		if err != nil {
@@ -286,6 +292,13 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if err != nil {
 		return node.Config{}, err
 	}
+	if _, err := builtin.SearchFromEnv(f.searchEnv); err != nil {
+		return node.Config{}, usageError("--searxng-url: %v", err)
+	}
+	tcfg := telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut}
+	if err := tcfg.Validate(); err != nil {
+		return node.Config{}, usageError("%v", err)
+	}
 	return node.Config{
 		Artifacts:     artCfg,
 		Sandbox:       node.SandboxConfig{Client: sbCfg},
@@ -295,11 +308,21 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		Session:       scfg,
 		LLM:           llmCfg,
 		Memory:        mcfg,
-		Telemetry:     telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
+		Telemetry:     tcfg,
+		SearXNGURL:    f.searxngURL,
 		MetricsListen: f.metricsListen,
 		Logger:        log,
 		PromptsDir:    f.promptsDir,
 	}, nil
+}
+
+// searchEnv is the environment web_search is configured from, with --searxng-url in
+// place of FATHOM_SEARXNG_URL.
+func (f *nodeFlags) searchEnv(key string) string {
+	if key == "FATHOM_SEARXNG_URL" {
+		return f.searxngURL
+	}
+	return os.Getenv(key)
 }
 
 func envUint(key string, def uint64) uint64 {

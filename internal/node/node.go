@@ -97,6 +97,9 @@ type Config struct {
 	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
 	// node's artifact store.
 	Tools *tools.Executor
+	// SearXNGURL, when set, is the SearXNG instance web_search queries, in place of
+	// FATHOM_SEARXNG_URL (its token stays FATHOM_SEARXNG_TOKEN).
+	SearXNGURL string
 	// Artifacts selects the artifact store (the session workspace).
 	Artifacts ArtifactConfig
 	// Sandbox selects the code sandbox external tools (code_execute) run in.
@@ -326,7 +329,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
 	toolExec := cfg.Tools
 	if toolExec == nil {
-		search, err := builtin.SearchFromEnv(os.Getenv)
+		search, err := builtin.SearchFromEnv(func(k string) string {
+			if k == "FATHOM_SEARXNG_URL" && cfg.SearXNGURL != "" {
+				return cfg.SearXNGURL
+			}
+			return os.Getenv(k)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +350,10 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if scfg.Endpoint == (session.Endpoint{}) {
 		scfg.Endpoint = cfg.LLM.Endpoint()
+	}
+	if n.demo != nil {
+		// The demo model answers under the requested model's name; it costs nothing.
+		scfg.Prices = nil
 	}
 	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
 	// attribute set per record); wire them only when metrics are exported.
@@ -465,7 +477,24 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{})
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
+	}
+	return j, nil
+}
+
+// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
+// the embedded journal in dataDir with a shared lock. It never creates the data dir or
+// the journal file: when either is missing the error wraps os.ErrNotExist.
+func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
+	if dsn != "" {
+		return OpenJournal(ctx, dataDir, dsn, log)
+	}
+	if dataDir == "" {
+		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
+	}
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
 	}
