@@ -58,12 +58,16 @@ const MaxDimensions = 2000
 
 // The HNSW parameters DefaultConfig chooses. DefaultEfSearch is what reaches recall@10 ≥
 // 0.95 against the exact scan at the node's default embedding dimension (256) with the
-// default build parameters (TestRecallAgainstExact measures it): pgvector's own
-// defaults (m 16, ef_construction 64, ef_search 40) reach far less there.
+// default build parameters (TestRecallAgainstExact measures it). Measured on 10,000
+// random unit vectors of 256 dimensions (the hardest case: no clusters), recall@10 was
+// 0.41 at ef_search 40 (pgvector's default), 0.66 at 100, 0.86 at 200, 0.93 at 300,
+// 0.97 at 400 (0.966 on one build: too close to the bar for a default), 0.98 at 500 and
+// 0.99 at 600; doubling ef_construction to 128 doubled the build time and gained about
+// 0.01, so the build parameters stay at pgvector's defaults.
 const (
 	DefaultM              = 16
 	DefaultEfConstruction = 64
-	DefaultEfSearch       = 100
+	DefaultEfSearch       = 500
 )
 
 // MaxEfSearch is the largest hnsw.ef_search pgvector accepts.
