@@ -7,6 +7,10 @@
 // is returned at once. While the breaker is open, calls fail fast with an error wrapping
 // llm.ErrCircuitOpen (itself retryable) without touching the provider; after OpenFor one
 // probe call is let through (half-open) and its outcome closes or re-opens the breaker.
+//
+// Rate limits belong to the endpoint, not to a Provider: Providers built for one
+// endpoint (base URL and key) share one Limiter (Config.Limiter, from Limiters.For),
+// while each keeps its own retries and breaker.
 package resilient
 
 import (
