@@ -410,6 +410,8 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"unknown embedder", []string{"run", "--data-dir", dir, "--embedder", "word2vec", "goal"}, 2, `unknown embedder "word2vec"`},
 		{"embedding model for hash", []string{"run", "--data-dir", dir, "--embedding-model", "text-embedding-3-large", "goal"}, 2, "only for the openai embedder"},
 		{"pgvector dimension too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--embedder", "openai", "--embedding-dim", "3072", "goal"}, 2, "more than pgvector indexes (2000)"},
+		{"pgvector ef_search too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--pgvector-ef-search", "5000", "goal"}, 2, "--pgvector-ef-search 5000 is more than pgvector accepts (1000)"},
+		{"pgvector ef_search for the memory store", []string{"run", "--data-dir", dir, "--pgvector-ef-search", "200", "goal"}, 2, "only for the pgvector vector store"},
 		{"two context ratios", []string{"run", "--data-dir", dir, "--context-ratios", "50/50", "goal"}, 2, "bad --context-ratios"},
 		{"context ratios not 100", []string{"run", "--data-dir", dir, "--context-ratios", "60/30/20", "goal"}, 2, "add up to 110"},
 		{"zero context budget", []string{"run", "--data-dir", dir, "--context-budget", "0", "goal"}, 2, "must be positive"},
@@ -436,6 +438,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		want      string
 	}{
 		{"bad ratios env", "FATHOM_CONTEXT_RATIOS=a/b/c", []string{"run", "--data-dir", dir, "goal"}, 2, "bad --context-ratios"},
+		{"pgvector ef_search env", "FATHOM_PGVECTOR_EF_SEARCH=5000", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "goal"}, 2, "--pgvector-ef-search 5000"},
 		{"openai embedder without endpoint", "ANTHROPIC_API_KEY=k", []string{"run", "--data-dir", dir, "--llm-api", "anthropic", "--embedder", "openai", "goal"}, 1, "OPENAI_API_KEY"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -142,6 +142,11 @@ type LLMConfig struct {
 	// Provider, when set, is used as is instead of an HTTP client (embedding Fathom with
 	// an in-process model, benchmarks); no resilience layer is added.
 	Provider llm.Provider
+	// Limiters, when set, hands out the endpoint's rate limiter (keyed by base URL and
+	// API key), so nodes of one process calling the same endpoint share its budget. Nil
+	// means the node's own. Either way the sessions' client, the summarizer's and every
+	// fallback model's share one limiter per endpoint.
+	Limiters *resilient.Limiters
 }
 
 // SandboxConfig selects the sandbox external tools run in. With Client.URL set the node
@@ -503,19 +508,28 @@ func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Log
 
 // startLLM builds the provider the sessions call: the endpoint's client wrapped in the
 // resilience layer (retries honouring Retry-After, rate limits, circuit breaker), with
-// the fallback models behind it, each with its own breaker.
+// the fallback models behind it, each with its own breaker. The sessions, the
+// summarizer and the fallback models have their own breakers but one rate limiter: the
+// endpoint's limit is per key, not per client.
 func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	if n.cfg.LLM.Provider != nil {
 		n.summaryLLM = n.cfg.LLM.Provider
 		return n.cfg.LLM.Provider, nil
 	}
-	base, err := n.startClient(ctx)
+	base, endpoint, err := n.startClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rcfg := n.cfg.LLM.Resilience
 	if rcfg.Logger == nil {
 		rcfg.Logger = n.log.With("component", "llm")
+	}
+	if rcfg.Limiter == nil {
+		limiters := n.cfg.LLM.Limiters
+		if limiters == nil {
+			limiters = &resilient.Limiters{}
+		}
+		rcfg.Limiter = limiters.For(endpoint, rcfg.RequestsPerMinute, rcfg.TokensPerMinute)
 	}
 	// The summarizer gets its own retry and breaker state: its failures must never open
 	// the breaker the sessions' step calls go through.
@@ -533,13 +547,15 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	return resilient.NewFallback(primary, fallbacks...), nil
 }
 
-func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
+// startClient makes the endpoint's HTTP client and returns it with the endpoint's
+// identity (the rate limit's key).
+func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint, error) {
 	c := n.cfg.LLM
 	baseURL := c.BaseURL
 	if c.UsesDemo() {
 		d, err := startDemo(n.log)
 		if err != nil {
-			return nil, err
+			return nil, resilient.Endpoint{}, err
 		}
 		n.demo = d
 		baseURL = d.baseURL // serves both APIs
@@ -560,9 +576,9 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 		}
 		p, err := openai.New(ocfg)
 		if err != nil {
-			return nil, fmt.Errorf("llm client: %w", err)
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
 		}
-		return p, nil
+		return p, resilient.EndpointOf(ocfg.BaseURL, ocfg.APIKey), nil
 	case APIAnthropic:
 		acfg := anthropic.DefaultConfig()
 		acfg.APIKey = c.APIKey
@@ -577,11 +593,11 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 		}
 		p, err := anthropic.New(acfg)
 		if err != nil {
-			return nil, fmt.Errorf("llm client: %w", err)
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
 		}
-		return p, nil
+		return p, resilient.EndpointOf(acfg.BaseURL, acfg.APIKey), nil
 	}
-	return nil, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
+	return nil, resilient.Endpoint{}, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
 }
 
 // newSandbox starts the local sandbox server (if asked), makes the sandbox pool (started

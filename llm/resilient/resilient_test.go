@@ -139,3 +139,34 @@ func TestRequestRateLimit(t *testing.T) {
 		t.Fatalf("second call inside the minute: %v", err)
 	}
 }
+
+// TestLimitersOnePerEndpoint: Limiters gives one Limiter per base URL and key, and two
+// Providers sharing it share its budget: with a bucket of one request, the second
+// Provider's call waits for the first's token instead of going out at once.
+func TestLimitersOnePerEndpoint(t *testing.T) {
+	var ls resilient.Limiters
+	a := ls.For(resilient.EndpointOf("http://x/v1", "key"), 60, 0)
+	if ls.For(resilient.EndpointOf("http://x/v1", "key"), 600, 0) != a {
+		t.Fatal("a second For for the same endpoint made a second limiter")
+	}
+	if ls.For(resilient.EndpointOf("http://x/v1", "other key"), 60, 0) == a || ls.For(resilient.EndpointOf("http://y/v1", "key"), 60, 0) == a {
+		t.Fatal("another key or base URL got the same limiter")
+	}
+	if e := resilient.EndpointOf("http://x/v1", "sk-secret"); strings.Contains(e.KeyID, "secret") || e.KeyID == "" {
+		t.Fatalf("endpoint key id %q", e.KeyID)
+	}
+	m, c := server(t, `{"default":"fine"}`)
+	p1 := resilient.New(c, resilient.Config{Limiter: a})
+	p2 := resilient.New(resilient.WithModel(c, "other"), resilient.Config{Limiter: a})
+	if _, err := p1.Chat(context.Background(), hello); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := p2.Chat(ctx, hello); err == nil || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("second provider on the endpoint: %v, want a rate-limit wait (1 request/s shared)", err)
+	}
+	if m.Requests() != 1 {
+		t.Fatalf("%d requests, want 1", m.Requests())
+	}
+}
