@@ -29,6 +29,7 @@ import (
 const (
 	helperExecArg = "__fathom-sandbox-exec"
 	helperKillArg = "__fathom-sandbox-kill"
+	helperWaitArg = "__fathom-sandbox-wait"
 )
 
 // helperSpec is what the helper applies before exec: the positional arguments after the
@@ -59,6 +60,8 @@ func RunHelperIfRequested() {
 		err = helperExec(os.Args[2:])
 	case helperKillArg:
 		err = helperKill(os.Args[2:])
+	case helperWaitArg:
+		err = helperWait(os.Args[2:])
 	default:
 		return
 	}
