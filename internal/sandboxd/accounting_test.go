@@ -85,13 +85,44 @@ func TestSandboxHighExitCodesAreExits(t *testing.T) {
 			c.execute(tc.id, tc.lang, tc.code, nil)
 			r := c.collect(tc.id)
 			if r.statuses[len(r.statuses)-1] != fsp.StatusCompleted || r.result.ExitCode == nil || *r.result.ExitCode != tc.exit {
-				t.Fatalf("%s: frames %s exit %v, want completed with exit code %d", tc.id, r.kinds(), r.result.ExitCode, tc.exit)
+				t.Fatalf("%s: frames %s exit %s, want completed with exit code %d", tc.id, r.kinds(), exitOf(r), tc.exit)
 			}
 		}
 		c.execute("term", fsp.LangPython, "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", nil)
 		r := c.collect("term")
 		if r.statuses[len(r.statuses)-1] != fsp.StatusFailed || r.result.ExitCode != nil {
-			t.Fatalf("signalled: frames %s exit %v, want failed with exit code null", r.kinds(), r.result.ExitCode)
+			t.Fatalf("signalled: frames %s exit %s, want failed with exit code null", r.kinds(), exitOf(r))
 		}
 	})
+}
+
+// The server's own memory never shows up as the program's: a child forked from a server
+// with a large heap inherits its high-water mark, which made a small failing program in
+// rlimits mode look like it ran out of memory.
+func TestSandboxServerMemoryIsNotCharged(t *testing.T) {
+	ballast := make([]byte, 200<<20) // the server (this test process) grows past the program's limit
+	for i := 0; i < len(ballast); i += 4096 {
+		ballast[i] = 1
+	}
+	accountingModes(t, func(t *testing.T, c *client) {
+		c.execute("small", fsp.LangPython, "import sys\nprint('small')\nsys.exit(1)", func(m *fsp.Execute) { m.Limits.MemoryMB = 64 })
+		r := c.collect("small")
+		if r.statuses[len(r.statuses)-1] != fsp.StatusCompleted || r.result.ExitCode == nil || *r.result.ExitCode != 1 {
+			t.Fatalf("frames %s exit %s, want completed with exit code 1", r.kinds(), exitOf(r))
+		}
+		if u := r.result.ResourceUsage; u == nil || u.PeakMemoryMB > 40 {
+			t.Fatalf("peak memory %+v for a print: the server's memory was charged", u)
+		}
+	})
+	if ballast[0] != 1 { // keeps the ballast alive until here
+		t.Fatal("ballast lost")
+	}
+}
+
+// exitOf renders a run's exit code for messages.
+func exitOf(r *run) string {
+	if r.result == nil || r.result.ExitCode == nil {
+		return "null"
+	}
+	return strconv.Itoa(*r.result.ExitCode)
 }

@@ -14,7 +14,7 @@
 //     stdout/stderr chunks as produced, the terminal status and the result (exit_code,
 //     null only when the program was killed by a signal: an exit(137) is exit code 137;
 //     duration_ms; resource_usage: the program's own CPU time and peak RSS from wait4(2),
-//     absent when the server killed it under bubblewrap).
+//     absent when the server killed it).
 //   - Terminal statuses: completed (the process exited by itself, whatever its code),
 //     failed (killed by a signal of its own making, or output over max_output_bytes, which
 //     is preceded by an OUTPUT_LIMIT error frame), timeout (timeout_ms passed, or the CPU
@@ -49,9 +49,12 @@
 // IPC and UTS namespaces, a root of its own holding only what the interpreters need
 // (/usr and its /bin, /lib... links, the loader cache, /etc/alternatives, read-only; no
 // other host file), a private size-bounded tmpfs /tmp with the work directory /tmp/work,
-// and dies with the server. Inside, the helper first runs as a waiter that starts the
-// program and reports its exit status and rusage to the server over a pipe (report.go):
-// bwrap's own would hide both.
+// and dies with the server.
+//
+// In both modes the helper first runs as a waiter (inside the namespace under
+// bubblewrap) that starts the program and reports its exit status and rusage to the
+// server over a pipe (report.go): bwrap's would hide both, and a child forked from the
+// server inherits the server's peak RSS.
 //
 // The process group is killed on timeout, cancel, disconnect, shutdown, output overflow,
 // and after every normal exit too (background children die with the execution); in

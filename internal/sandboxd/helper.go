@@ -132,6 +132,12 @@ func helperExec(args []string) error {
 			return fmt.Errorf("setuid %d: %w", uid, err)
 		}
 	}
+	// Die with the waiter (and so with the server): changing credentials cleared the
+	// parent-death signal the waiter set.
+	const prSetPdeathsig = 1
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0); e != 0 {
+		return fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", e)
+	}
 	debug.SetGCPercent(-1)
 	for i := range limits {
 		if limits[i].lim.Max == 0 && limits[i].res != syscall.RLIMIT_CORE {

@@ -26,8 +26,11 @@ import (
 // /tmp/.fathom. The rest of the host filesystem (/etc, /home, /root, /var, the host's
 // /tmp...) does not exist inside. When the server runs as root no user namespace is made,
 // so the helper can drop to the slot's real uid; otherwise bubblewrap makes one
-// (--unshare-user) and the child keeps the server's uid. The helper runs as the waiter
-// (see report.go), which reports the program's own exit and usage.
+// (--unshare-user) and the child keeps the server's uid.
+//
+// In both modes the helper runs first as the waiter (see report.go), which reports the
+// program's own exit and usage: bwrap's, or a child forked from the server's address
+// space, would report the wrong ones.
 //
 // Without bubblewrap the child is a fresh process in its own process group with a fresh
 // 0700 work directory, under the same rlimits and (as root) the same per-slot uid.
@@ -111,7 +114,7 @@ func (iso *isolator) command(rt runtime, dir string, l fsp.Limits, slot int, use
 		argv = append(iso.bwrapArgs(rt, dir), boxFathom+"/helper", helperWaitArg)
 		argv = append(argv, spec.args(boxFathom+"/helper", rt.argv(boxFathom+"/"+rt.file))...)
 	} else {
-		argv = spec.args(iso.helper, rt.argv(filepath.Join(dir, rt.file)))
+		argv = append([]string{iso.helper, helperWaitArg}, spec.args(iso.helper, rt.argv(filepath.Join(dir, rt.file)))...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if iso.mode == IsolationRlimits {

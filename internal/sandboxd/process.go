@@ -85,38 +85,28 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 		return outcome{}, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	var repR, repW *os.File
-	if iso.mode == IsolationBwrap {
-		if repR, repW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return outcome{}, fmt.Errorf("report pipe: %w", err)
-		}
-		cmd.ExtraFiles = []*os.File{repW} // the waiter's reportFD
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return outcome{}, fmt.Errorf("report pipe: %w", err)
 	}
+	cmd.ExtraFiles = []*os.File{repW} // the waiter's reportFD
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
-	if repW != nil {
-		repW.Close()
-	}
+	repW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		if repR != nil {
-			repR.Close()
-		}
+		repR.Close()
 		return outcome{}, fmt.Errorf("start %s: %w", j.rt.lang, err)
 	}
 	reported := make(chan *helperReport, 1)
-	if repR != nil {
-		go func() { reported <- readReport(repR) }() // ends at EOF: when the sandbox is gone
-	} else {
-		reported <- nil
-	}
+	go func() { reported <- readReport(repR) }() // ends at EOF: when the waiter is gone
 	pgid := cmd.Process.Pid
 	if j.started != nil {
 		j.started()
@@ -172,12 +162,10 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 	select {
 	case report = <-reported:
 	case <-time.After(iso.cfg.KillGrace):
-		repR.Close() // only a bwrap run can get here: repR is set
+		repR.Close()
 		report = <-reported
 	}
-	if repR != nil {
-		repR.Close()
-	}
+	repR.Close()
 	once.Do(func() {}) // no kill after this point; reason is stable
 	if sweepErr != nil {
 		return outcome{}, sweepErr
@@ -186,19 +174,14 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 	if waitErr != nil && !errors.As(waitErr, &ee) {
 		return outcome{}, fmt.Errorf("wait for %s: %w", j.rt.lang, waitErr)
 	}
-	rep := report
-	if iso.mode != IsolationBwrap {
-		r := reportOf(cmd.ProcessState) // the helper exec'd the interpreter: it is the program
-		rep = &r
-	}
-	return classify(rep, cmd.ProcessState, reason, duration, j.limits, p.tailString()), nil
+	return classify(report, cmd.ProcessState, reason, duration, j.limits, p.tailString()), nil
 }
 
-// classify turns the exit into a terminal status. rep is the program's own account (the
-// waiter's under bubblewrap, the child's wait status otherwise); without one (a bwrap run
-// killed from outside, or whose waiter was killed) the status comes from bwrap's exit
-// (ps), where a code 128+n means a child killed by signal n, and no resource usage is
-// reported: bwrap's own would be wrong.
+// classify turns the exit into a terminal status. rep is the program's own account, from
+// the waiter; without one (the run was killed from outside, or the waiter was) the status
+// comes from the server's child's exit (ps: bwrap or the waiter, which both report a
+// child killed by signal n as code 128+n), and no resource usage is reported: theirs would
+// be wrong.
 func classify(rep *helperReport, ps *os.ProcessState, reason error, d time.Duration, l fsp.Limits, stderr string) outcome {
 	o := outcome{duration: d, killedFor: reason}
 	var signaled bool

@@ -13,12 +13,14 @@ import (
 	"github.com/fathom-agents/fathom/messages/fsp"
 )
 
-// The waiter: how a program's own exit and resource usage get out of bubblewrap.
+// The waiter: how a program's own exit and resource usage reach the server.
 //
 // Under bubblewrap the server's child is bwrap, whose exit status folds a signal n into
 // code 128+n (so a program's own exit(137) looks like SIGKILL) and whose rusage is bwrap's
-// own (a few MB, a few ms), not the program's. So inside the namespace the helper runs in
-// a third mode, the waiter: it starts the exec helper (which applies the limits and execs
+// own (a few ms, and a peak RSS that is the server's: a child forked from the server
+// inherits its memory high-water mark across exec), not the program's. Without
+// bubblewrap that inheritance alone makes a direct child's peak RSS the server's. So the
+// helper runs first in a third mode, the waiter (inside the namespace under bubblewrap): it starts the exec helper (which applies the limits and execs
 // the interpreter) as its child, waits for it with wait4(2), and writes what the kernel
 // said — exited or signalled, the code or signal, CPU time, peak RSS — as one JSON line
 // to file descriptor 3, a pipe whose other end the server reads. The waiter closes that
@@ -26,9 +28,9 @@ import (
 // a program running under the same uid cannot reach it through /proc either.
 //
 // The report is absent when the execution was killed from outside (timeout, cancel,
-// disconnect: the server kills bwrap, and the namespace dies with the waiter in it) or
-// when the waiter itself was killed; the server then reports no resource usage rather
-// than bwrap's.
+// disconnect: the server kills the process group, or bwrap and the namespace with the
+// waiter in it) or when the waiter itself was killed; the server then reports no resource
+// usage rather than a wrong one.
 
 // reportFD is the waiter's report descriptor (the server's cmd.ExtraFiles[0]).
 const reportFD = 3
@@ -69,6 +71,7 @@ func helperWait(cmd []string) error {
 	c := exec.Command(cmd[0], cmd[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 	c.Env = os.Environ()
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the waiter
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd[0], err)
 	}
