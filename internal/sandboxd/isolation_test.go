@@ -279,3 +279,19 @@ print("root", sorted(os.listdir("/")))
 	}
 	t.Logf("%s", strings.TrimSpace(r.stdout))
 }
+
+// hostMounts binds the system directories and an interpreter's install prefix outside
+// them, never the host root.
+func TestHostMounts(t *testing.T) {
+	args := strings.Join(hostMounts([]string{"/usr/bin/python3", "/opt/fathom-test-node/bin/node"}), " ")
+	for _, want := range []string{"--ro-bind /usr /usr", "--ro-bind /opt/fathom-test-node /opt/fathom-test-node", "--dir /etc"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("mounts lack %q: %s", want, args)
+		}
+	}
+	for _, bad := range []string{"--ro-bind / /", "--bind / /", "/etc/hostname", "/etc/passwd", "--ro-bind /opt /opt"} {
+		if strings.Contains(args+" ", bad+" ") {
+			t.Errorf("mounts expose %q: %s", bad, args)
+		}
+	}
+}
