@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/resilient"
@@ -299,9 +300,14 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if err := tcfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
 	}
+	// Without a sandbox URL, code_execute runs in a local sandbox (run and node alike).
+	localIso := sandboxd.Isolation(os.Getenv("FATHOM_SANDBOX_ISOLATION"))
+	if localIso != "" && localIso != sandboxd.IsolationAuto && localIso != sandboxd.IsolationBwrap && localIso != sandboxd.IsolationRlimits {
+		return node.Config{}, usageError("FATHOM_SANDBOX_ISOLATION=%q: want auto, bwrap or rlimits", localIso)
+	}
 	return node.Config{
 		Artifacts:     artCfg,
-		Sandbox:       node.SandboxConfig{Client: sbCfg},
+		Sandbox:       node.SandboxConfig{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
 		DataDir:       f.store.dataDir,
 		PostgresDSN:   f.store.postgres,
 		Cluster:       ccfg,

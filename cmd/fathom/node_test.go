@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -190,4 +191,70 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 		t.Fatalf("not Prometheus text: %v", err)
 	}
 	return families
+}
+
+// nodeSessionEvents starts session id with goal on node p and returns its event frames
+// (NDJSON lines of the HTTP event stream) up to its end.
+func nodeSessionEvents(t *testing.T, p *nodeProc, id, goal string) []string {
+	t.Helper()
+	if code, body := httpJSON(t, "POST", p.url+"/v1/sessions", "", map[string]any{"session_id": id, "goal": goal}); code/100 != 2 {
+		t.Fatalf("start session: %d %v", code, body)
+	}
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Get(p.url + "/v1/sessions/" + id + "/events?deltas=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var lines []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var f struct{ Type string }
+		_ = json.Unmarshal(sc.Bytes(), &f)
+		if f.Type == "session_completed" || f.Type == "session_failed" {
+			return lines
+		}
+	}
+	t.Fatalf("event stream ended (%v) before the session did:\n%s", sc.Err(), strings.Join(lines, "\n"))
+	return nil
+}
+
+// `fathom node` without a sandbox URL runs code_execute in a local sandbox, as `fathom
+// run` does: the demo coder's program really runs and its output is in the tool result.
+func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
+	p := startNode(t, cleanEnv(), "--data-dir", t.TempDir())
+	lines := nodeSessionEvents(t, p, "node-code-1", "Explain virtual actors")
+	var ran bool
+	for _, l := range lines {
+		if strings.Contains(l, `"tool_result"`) && strings.Contains(l, "4 words, 18 letters") {
+			ran = true
+		}
+		if strings.Contains(l, "no sandbox") {
+			t.Fatalf("code_execute had no sandbox: %s", l)
+		}
+	}
+	if !ran {
+		t.Fatalf("no tool result carries the program's output:\n%s", strings.Join(lines, "\n"))
+	}
+	p.stop(t)
+}
+
+// When the local sandbox cannot start (here: no bubblewrap on PATH, default isolation),
+// `fathom node` says at start that code_execute is not offered, and still serves.
+func TestNodeWithoutSandboxDoesNotOfferCodeExecute(t *testing.T) {
+	var env []string
+	for _, kv := range cleanEnv() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	p := startNode(t, append(env, "PATH="+t.TempDir()), "--data-dir", t.TempDir())
+	if code, _ := httpJSON(t, "GET", p.url+"/healthz", "", nil); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	p.stop(t) // stderr is complete once the process is gone
+	if s := p.stderr.String(); !strings.Contains(s, "not offered") || !strings.Contains(s, "code_execute") || !strings.Contains(s, "bubblewrap") {
+		t.Fatalf("no start-up warning that code_execute is not offered; stderr:\n%s", s)
+	}
 }

@@ -159,7 +159,12 @@ type SandboxConfig struct {
 	Client sandbox.Config
 	// Local starts a sandbox server (internal/sandboxd, as `fathom sandbox`) in-process on
 	// a loopback port with a random token when Client.URL is empty, and connects to it.
+	// When it cannot start (no bubblewrap, say), the external tools (code_execute) are not
+	// offered at all and a warning at start says why.
 	Local bool
+	// LocalIsolation is the local sandbox's isolation ("" means sandboxd.IsolationAuto:
+	// bubblewrap, required). Env FATHOM_SANDBOX_ISOLATION, as for `fathom sandbox`.
+	LocalIsolation sandboxd.Isolation
 }
 
 // ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
@@ -607,11 +612,11 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint,
 func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	c := n.cfg.Sandbox.Client
 	if c.URL == "" && n.cfg.Sandbox.Local {
-		l, err := startLocalSandbox(n.log.With("component", "sandboxd"))
+		l, err := startLocalSandbox(n.log.With("component", "sandboxd"), n.cfg.Sandbox.LocalIsolation)
 		if err != nil {
-			// The rest of the node works without it; code_execute then says why not.
-			n.log.Warn("no local sandbox: code_execute is unavailable", "error", err)
-			return exec, nil
+			// The rest of the node works without it; the model is not offered tools that
+			// cannot run.
+			return withoutExternal(exec, n.log, err)
 		}
 		n.local = l
 		if c.PoolSize == 0 { // a zero Config: take the defaults
@@ -634,6 +639,32 @@ func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	routed := *exec
 	routed.External = &sandbox.Runner{Pool: p, Output: n.publishOutput}
 	return &routed, nil
+}
+
+// withoutExternal returns a copy of exec whose registry lacks the external tools
+// (code_execute), and logs that they are not offered and why (cause).
+func withoutExternal(exec *tools.Executor, log *slog.Logger, cause error) (*tools.Executor, error) {
+	var kept []tools.Tool
+	var dropped []string
+	for _, t := range exec.Registry.Tools() {
+		if t.SandboxMode() == tools.SandboxExternal {
+			dropped = append(dropped, t.Name())
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(dropped) == 0 {
+		return exec, nil
+	}
+	reg, err := tools.NewRegistry(kept...)
+	if err != nil {
+		return nil, fmt.Errorf("tool registry without the sandbox tools: %w", err)
+	}
+	log.Warn("no local sandbox: tools not offered (set SANDBOX_URL to a running `fathom sandbox`, install bubblewrap, or set FATHOM_SANDBOX_ISOLATION=rlimits)",
+		"tools", dropped, "error", cause)
+	out := *exec
+	out.Registry = reg
+	return &out, nil
 }
 
 // publishOutput streams a sandboxed tool's stdout and stderr to the session's live
@@ -808,13 +839,16 @@ type localSandbox struct {
 	done       chan error
 }
 
-func startLocalSandbox(log *slog.Logger) (*localSandbox, error) {
+func startLocalSandbox(log *slog.Logger, isolation sandboxd.Isolation) (*localSandbox, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("local sandbox token: %w", err)
 	}
 	cfg := sandboxd.DefaultConfig()
 	cfg.Token = hex.EncodeToString(b)
+	if isolation != "" {
+		cfg.Isolation = isolation
+	}
 	srv, err := sandboxd.New(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("start local sandbox: %w", err)
