@@ -242,12 +242,13 @@ func TestReplannerReturnsGarbage(t *testing.T) {
 }
 
 // TestConfigurationErrorFailsAtOnce: a sub-agent's prompt template that does not render
-// with the node's configuration (the override indexes a fourth tool; the reviewer is
-// configured with one) fails every attempt the same way: the session fails at once with
-// the reason, without retrying the step or re-planning.
+// with the node's configuration for this step (the override indexes a fourth tool for the
+// step "check them"; the reviewer is configured with one, and the start-up render with
+// sample steps does not reach it) fails every attempt the same way: the session fails at
+// once with the reason, without retrying the step or re-planning.
 func TestConfigurationErrorFailsAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	tmpl := "FATHOM-ROLE: reviewer\nYou review the work. Your fourth tool is {{index .Tools 3}}.\n"
+	tmpl := "FATHOM-ROLE: reviewer\nYou review the work.{{if eq .Step.Description \"check them\"}} Your fourth tool is {{index .Tools 3}}.{{end}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "reviewer.md.tmpl"), []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
