@@ -20,9 +20,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // The fan-out benchmarks: N WebSocket clients (default 5,000; env
@@ -268,7 +268,7 @@ func (g *gatewayFanout) publish(seq uint64) {
 	g.j.mu.Lock()
 	g.j.recs = append(g.j.recs, rec)
 	g.j.mu.Unlock()
-	g.feed.Publish("bench", []persistence.Record{rec})
+	g.feed.Publish("bench", []*messages.Event{benchEvent(seq)})
 }
 
 func (g *gatewayFanout) close() {
