@@ -30,7 +30,7 @@ import (
 // the clock stops when every client has read every event. Both sides run the same
 // harness and clients:
 //
-//   - BenchmarkGatewayFanout: the gateway (subscribe frames, persistence/feed, frame
+//   - BenchmarkGatewayFanout: the gateway (subscribe frames, live/feed, frame
 //     cache, per-connection send queue and writer), events published to the feed.
 //   - BenchmarkGatewayFanoutBaseline: a bare gorilla/websocket hub (a send channel of 256
 //     and a writer goroutine per client, broadcast of prebuilt bytes under one lock).
