@@ -341,15 +341,14 @@ func (h *Handler) opClearBreakpoints(req *Request) (opResult, error) {
 	return protoResult(req.SessionID, resp, err)
 }
 
-// protoJSON renders grain answers with their proto field names (64-bit integers are
-// strings, as the proto3 JSON mapping says).
-var protoJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
-
+// protoResult renders a grain answer in the protocol's one JSON dialect
+// (messages.MarshalJSON: proto field names, 64-bit integers as numbers, as in event
+// frames).
 func protoResult(id string, m proto.Message, err error) (opResult, error) {
 	if err != nil {
 		return opResult{}, err
 	}
-	b, err := protoJSON.Marshal(m)
+	b, err := messages.MarshalJSON(m)
 	if err != nil {
 		return opResult{}, fmt.Errorf("encode %T: %w", m, err)
 	}

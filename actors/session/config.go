@@ -15,12 +15,12 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fathom-agents/fathom/actors/subagent"
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
-	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -290,10 +290,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Publisher receives events right after they are durably stored, for live subscribers.
-// Publish must not block.
+// Publisher receives events right after they are durably stored, for live subscribers
+// (live/feed.Feed). Publish must not block, and must not modify the events.
 type Publisher interface {
-	Publish(stream string, recs []persistence.Record)
+	Publish(stream string, evs []*messages.Event)
 }
 
 // Deps are what session grains of one actor system run with. They are registered as an
@@ -385,7 +385,7 @@ type EventObserver interface {
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not
 // journaled (the whole answer is, in llm_responded).
 type DeltaPublisher interface {
-	PublishDelta(stream string, d feed.Delta)
+	PublishDelta(stream string, d live.Delta)
 }
 
 var depsExtensionID = extensions.NextExtensionID()

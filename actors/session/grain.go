@@ -352,7 +352,7 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (ans
 		recs[i].Seq = evs[i].GetSeq()
 	}
 	if g.deps.Publisher != nil {
-		g.deps.Publisher.Publish(g.id, recs)
+		g.deps.Publisher.Publish(g.id, evs)
 	}
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))

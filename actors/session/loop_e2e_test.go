@@ -11,11 +11,11 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
-	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
 )
@@ -352,7 +352,7 @@ func collect(t *testing.T, sub *feed.Subscription) []feed.Update {
 			t.Fatalf("subscription: %v", err)
 		}
 		ups = append(ups, u)
-		if !u.IsDelta && (u.Record.Type == "session_completed" || u.Record.Type == "session_failed") {
+		if !u.IsDelta && (u.Event.Type() == "session_completed" || u.Event.Type() == "session_failed") {
 			return ups
 		}
 	}
@@ -385,10 +385,7 @@ func TestDeltasStreamInOrder(t *testing.T) {
 			text[d.CallID].WriteString(d.Text)
 			continue
 		}
-		ev, err := session.DecodeRecord(u.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := u.Event
 		switch p := ev.GetPayload().(type) {
 		case *messages.Event_LlmRequested:
 			open[p.LlmRequested.GetCallId()] = true

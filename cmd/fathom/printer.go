@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // printer renders events for people (text) or programs (--json: one object per line).

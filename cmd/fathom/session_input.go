@@ -16,11 +16,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // exitAwaitingHuman is the exit code of a command that stopped following a session
@@ -198,10 +197,7 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 			}
 			continue
 		}
-		ev, err := session.DecodeRecord(u.Record)
-		if err != nil {
-			return err
-		}
+		ev := u.Event
 		if p.skipUntilFork { // a fork's copied past: print from its session_forked on
 			if ev.GetSessionForked() == nil {
 				_ = p.text(ev) // not shown, but the plan it carries numbers the steps

@@ -16,9 +16,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // remoteTimeout bounds one HTTP call to a node and the WebSocket handshake.

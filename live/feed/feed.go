@@ -1,15 +1,18 @@
-// Package feed fans freshly stored journal records out to live subscribers.
+// Package feed fans freshly stored session events out to live subscribers: it is the
+// implementation of the live read side (package live) on top of a node's journal.
 //
 // A subscriber asks for a stream from a sequence number: it first reads what is already
-// in the journal, then switches to records published live, with no gap and no repeat
-// across the switch. A subscriber that falls behind never blocks the publisher and never
-// loses records: its live buffer is dropped and it catches up from the journal again.
+// in the journal (decoding each record with messages.DecodeEvent), then switches to the
+// events published live, with no gap and no repeat across the switch. A subscriber that
+// falls behind never blocks the publisher and never loses events: its live buffer is
+// dropped and it catches up from the journal again. Subscribers receive decoded
+// *messages.Event values, shared between them.
 //
 //	f := feed.New(journal, feed.Options{})
 //	sub := f.Subscribe("session-1", 0)
 //	defer sub.Close()
 //	for {
-//		rec, err := sub.Next(ctx)
+//		ev, err := sub.Next(ctx)
 //		...
 //	}
 //
@@ -33,11 +36,36 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// ErrClosed is returned by Next after the subscription or the feed was closed.
-var ErrClosed = errors.New("feed: closed")
+// ErrClosed is returned by Next after the subscription or the feed was closed
+// (live.ErrClosed).
+var ErrClosed = live.ErrClosed
+
+// Aliases of the live vocabulary, for publishers and readers of a concrete feed.
+type (
+	// Delta is live.Delta.
+	Delta = live.Delta
+	// Update is live.Update.
+	Update = live.Update
+)
+
+// Delta kinds (live.KindText, ...).
+const (
+	KindText   = live.KindText
+	KindStdout = live.KindStdout
+	KindStderr = live.KindStderr
+)
+
+var (
+	_ live.Subscription = (*Subscription)(nil)
+	_ interface {
+		Follow(string, uint64, int) live.Subscription
+	} = (*Feed)(nil)
+)
 
 // DefaultBuffer is the default Options.Buffer: enough unread commits for a reader that
 // keeps up, small enough that thousands of idle subscribers stay cheap (a reader that
@@ -58,7 +86,7 @@ type Options struct {
 }
 
 // Feed is a publisher (it implements the session grain's Publisher) and the subscription
-// point of one node. Safe for concurrent use.
+// point of one node (its Follow serves the gateway). Safe for concurrent use.
 type Feed struct {
 	j    persistence.Journal
 	opts Options
@@ -129,9 +157,10 @@ func (f *Feed) pollLoop() {
 	}
 }
 
-// Publish hands durably stored records of stream to its subscribers. It never blocks.
-func (f *Feed) Publish(stream string, recs []persistence.Record) {
-	if len(recs) == 0 {
+// Publish hands durably stored events of stream (in seq order) to its subscribers, which
+// share them: the events must not be modified afterwards. It never blocks.
+func (f *Feed) Publish(stream string, evs []*messages.Event) {
+	if len(evs) == 0 {
 		return
 	}
 	f.mu.Lock()
@@ -140,10 +169,10 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 		f.pubs[stream]++
 	}
 	for s := range f.subs[stream] {
-		s.published = recs[len(recs)-1].Seq
+		s.published = evs[len(evs)-1].GetSeq()
 		if !s.lagged.Load() {
 			select {
-			case s.live <- recs:
+			case s.live <- evs:
 			default:
 				// Full: drop the live buffer; Next reads the journal instead.
 				s.lagged.Store(true)
@@ -151,41 +180,6 @@ func (f *Feed) Publish(stream string, recs []persistence.Record) {
 		}
 		s.notify()
 	}
-}
-
-// Delta kinds.
-const (
-	// KindText is streamed model text (the default: an empty Kind means text).
-	KindText = "text"
-	// KindStdout and KindStderr are a running tool's output (code_execute in the
-	// sandbox); CallID is the tool call's id.
-	KindStdout = "stdout"
-	KindStderr = "stderr"
-)
-
-// Delta is a piece of a model answer as it streams, or of a tool's output as it runs.
-// Deltas are not journaled and have no seq: a subscriber that is too slow loses some
-// (Index shows the gap for text), and the whole answer arrives anyway in the
-// llm_responded (or tool_result) event.
-type Delta struct {
-	// Kind is KindText ("" means text), KindStdout or KindStderr.
-	Kind string
-	// CallID is the LLM call the text belongs to ("step-1/llm-2").
-	CallID string
-	// StepID is the call's step, empty while planning.
-	StepID string
-	// Index numbers the call's deltas from 1.
-	Index uint32
-	// Attempt is the provider's attempt the text belongs to, from 1. When it changes the
-	// earlier attempt failed: its text is void and the answer starts over.
-	Attempt uint32
-	// AfterSeq is the seq of the call's llm_requested event: a subscriber gets the delta
-	// after that event and before the call's llm_responded. Zero means "after every
-	// record published so far": PublishDelta fills it in per subscriber, which places a
-	// tool's output after its tool_called (published before the tool started).
-	AfterSeq uint64
-	// Text is the new text.
-	Text string
 }
 
 // PublishDelta hands a delta of stream to the subscribers that asked for deltas. It never
@@ -218,7 +212,14 @@ func (f *Feed) PublishDelta(stream string, d Delta) {
 	}
 }
 
-// Subscribe returns a subscription to stream's records with Seq > afterSeq.
+// Follow subscribes to stream's events with seq > afterSeq and, when deltas > 0, to its
+// live deltas too (up to deltas of them waiting unread). It is the reader's entry point
+// of the live vocabulary: the gateway's Feed.
+func (f *Feed) Follow(stream string, afterSeq uint64, deltas int) live.Subscription {
+	return f.subscribe(stream, afterSeq, max(deltas, 0))
+}
+
+// Subscribe returns a subscription to stream's events with seq > afterSeq.
 func (f *Feed) Subscribe(stream string, afterSeq uint64) *Subscription {
 	return f.subscribe(stream, afterSeq, 0)
 }
@@ -233,7 +234,7 @@ func (f *Feed) SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *
 }
 
 func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subscription {
-	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []persistence.Record, f.opts.Buffer), catchUp: true,
+	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []*messages.Event, f.opts.Buffer), catchUp: true,
 		wake: make(chan struct{}, 1)}
 	if deltaBuffer > 0 {
 		s.deltas = make(chan Delta, deltaBuffer)
@@ -276,7 +277,7 @@ func (f *Feed) Close() {
 type Subscription struct {
 	f      *Feed
 	stream string
-	live   chan []persistence.Record
+	live   chan []*messages.Event
 	deltas chan Delta // nil unless subscribed with deltas
 
 	// lagged (its live buffer overflowed), closed and poll (Options.Poll: read the
@@ -295,7 +296,10 @@ type Subscription struct {
 	// Owned by the reader.
 	last    uint64
 	catchUp bool
-	queue   []persistence.Record
+	// corrupt is a stored record that did not decode: returned once the events before
+	// it are delivered, and from then on.
+	corrupt error
+	queue   []*messages.Event
 	held    []Delta
 }
 
@@ -320,7 +324,7 @@ func (s *Subscription) notify() {
 // Notify makes the subscription signal ch, without blocking, whenever it may have
 // something new for TryNextUpdate: a published batch, a delta, the end of the feed.
 // Several subscriptions may share one channel (give it a buffer of 1); a signal means
-// "look at all of them". Records published before Notify are not signalled: call
+// "look at all of them". Events published before Notify are not signalled: call
 // TryNextUpdate once after it.
 func (s *Subscription) Notify(ch chan<- struct{}) {
 	s.f.mu.Lock()
@@ -328,33 +332,24 @@ func (s *Subscription) Notify(ch chan<- struct{}) {
 	s.notifyCh = ch
 }
 
-// Last returns the sequence number of the last record Next returned (or afterSeq).
+// Last returns the sequence number of the last event Next returned (or afterSeq).
 func (s *Subscription) Last() uint64 { return s.last }
 
-// Update is what NextUpdate returns: a stored record or a live delta.
-type Update struct {
-	// Record is set (IsDelta false) for a journaled event.
-	Record persistence.Record
-	// Delta is set (IsDelta true) for streamed text.
-	Delta   Delta
-	IsDelta bool
-}
-
-// Next returns the next record in sequence order, waiting for one to be published.
+// Next returns the next event in sequence order, waiting for one to be published.
 // Deltas, if subscribed, are skipped.
-func (s *Subscription) Next(ctx context.Context) (persistence.Record, error) {
+func (s *Subscription) Next(ctx context.Context) (*messages.Event, error) {
 	for {
 		u, err := s.NextUpdate(ctx)
 		if err != nil || !u.IsDelta {
-			return u.Record, err
+			return u.Event, err
 		}
 	}
 }
 
-// NextUpdate returns the next record in sequence order or a live delta (for
-// subscriptions made with SubscribeWithDeltas), waiting for one to be published. Records
+// NextUpdate returns the next event in sequence order or a live delta (for
+// subscriptions made with SubscribeWithDeltas), waiting for one to be published. Events
 // keep their guarantees (no gap, no repeat). Deltas are best-effort, in order within a
-// call, and placed in the record stream causally: after their call's llm_requested
+// call, and placed in the event stream causally: after their call's llm_requested
 // (Delta.AfterSeq) and before its llm_responded.
 func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 	for {
@@ -391,18 +386,18 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 			return Update{Delta: d, IsDelta: true}, true, nil
 		}
 		if len(s.queue) > 0 {
-			r := s.queue[0]
+			ev := s.queue[0]
 			s.queue = s.queue[1:]
-			if r.Seq <= s.last {
+			if ev.GetSeq() <= s.last {
 				continue // already delivered (overlap of journal and live)
 			}
-			if r.Seq > s.last+1 {
-				// A gap can only mean records we have not seen yet: read them from the journal.
+			if ev.GetSeq() > s.last+1 {
+				// A gap can only mean events we have not seen yet: read them from the journal.
 				s.queue, s.catchUp = nil, true
 				continue
 			}
-			s.last = r.Seq
-			return Update{Record: r}, true, nil
+			s.last = ev.GetSeq()
+			return Update{Event: ev}, true, nil
 		}
 		// Atomics, not the feed's lock: with thousands of subscribers a publish and their
 		// readers would otherwise all queue on one mutex. A batch published between the
@@ -416,6 +411,9 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 		}
 		if s.closed.Load() {
 			return Update{}, false, ErrClosed
+		}
+		if s.corrupt != nil {
+			return Update{}, false, s.corrupt
 		}
 		if s.catchUp {
 			n, err := s.readJournal(ctx)
@@ -436,18 +434,18 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 	}
 }
 
-// TryNext is TryNextUpdate for records only: deltas, if subscribed, are skipped.
-func (s *Subscription) TryNext(ctx context.Context) (persistence.Record, bool, error) {
+// TryNext is TryNextUpdate for events only: deltas, if subscribed, are skipped.
+func (s *Subscription) TryNext(ctx context.Context) (*messages.Event, bool, error) {
 	for {
 		u, ok, err := s.TryNextUpdate(ctx)
 		if err != nil || !ok || !u.IsDelta {
-			return u.Record, ok, err
+			return u.Event, ok, err
 		}
 	}
 }
 
 // takeDeltas moves the deltas published so far into held. A delta is published before
-// the records that follow it causally, so taking them before each record keeps order.
+// the events that follow it causally, so taking them before each event keeps order.
 func (s *Subscription) takeDeltas() {
 	for s.deltas != nil {
 		select {
@@ -473,7 +471,12 @@ var errPageFull = errors.New("page full")
 func (s *Subscription) readJournal(ctx context.Context) (int, error) {
 	n := 0
 	err := s.f.j.Load(ctx, s.stream, s.last, func(r persistence.Record) error {
-		s.queue = append(s.queue, r)
+		ev, err := messages.DecodeEvent(r.Seq, r.Data)
+		if err != nil {
+			s.corrupt = fmt.Errorf("feed: read %s: %w: %w", s.stream, persistence.ErrCorrupt, err)
+			return errPageFull // deliver what came before it first
+		}
+		s.queue = append(s.queue, ev)
 		n++
 		if n >= s.f.opts.Page {
 			return errPageFull
@@ -503,7 +506,7 @@ func (s *Subscription) Close() {
 	}
 }
 
-func drain(ch chan []persistence.Record) {
+func drain(ch chan []*messages.Event) {
 	for {
 		select {
 		case <-ch:

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/live/feed"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 func openJournal(t *testing.T) persistence.Journal {
@@ -34,33 +35,42 @@ type writer struct {
 
 func (w *writer) write(t *testing.T, stream string, n int) {
 	t.Helper()
+	evs := make([]*messages.Event, n)
 	recs := make([]persistence.Record, n)
 	for i := range recs {
-		recs[i] = persistence.Record{Type: "e", Data: []byte(fmt.Sprint(w.last + uint64(i) + 1))}
+		seq := w.last + uint64(i) + 1
+		evs[i] = &messages.Event{Seq: seq, SessionId: stream, AtUnixNano: time.Now().UnixNano(),
+			Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: fmt.Sprint(seq)}}}
+		data, err := messages.EncodeEvent(evs[i])
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		recs[i] = persistence.Record{Type: evs[i].Type(), Data: data, At: evs[i].At()}
 	}
 	last, err := w.j.Append(context.Background(), stream, w.last, recs)
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	for i := range recs {
-		recs[i].Seq = w.last + uint64(i) + 1
-	}
 	w.last = last
-	w.f.Publish(stream, recs)
+	w.f.Publish(stream, evs)
 }
+
+// payload is what writer stored in event ev: its seq as text.
+func payload(ev *messages.Event) string { return ev.GetSessionStarted().GetGoal() }
 
 func readN(t *testing.T, sub *feed.Subscription, from uint64, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 0; i < n; i++ {
-		r, err := sub.Next(ctx)
+		ev, err := sub.Next(ctx)
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		if want := from + uint64(i) + 1; r.Seq != want || string(r.Data) != fmt.Sprint(want) {
-			t.Fatalf("got seq %d (%q), want %d", r.Seq, r.Data, want)
+		if want := from + uint64(i) + 1; ev.GetSeq() != want || payload(ev) != fmt.Sprint(want) {
+			t.Fatalf("got seq %d (%q), want %d", ev.GetSeq(), payload(ev), want)
 		}
 	}
 }
@@ -170,7 +180,7 @@ func TestDeltasArePlacedCausally(t *testing.T) {
 		if u.IsDelta {
 			got = append(got, "delta:"+u.Delta.Text)
 		} else {
-			got = append(got, fmt.Sprint("rec:", u.Record.Seq))
+			got = append(got, fmt.Sprint("rec:", u.Event.GetSeq()))
 		}
 	}
 	if fmt.Sprint(got) != "[rec:1 rec:2 delta:a delta:b rec:3]" {
@@ -239,7 +249,7 @@ func TestToolOutputDeltasFollowWhatWasPublished(t *testing.T) {
 		if u.IsDelta {
 			got = append(got, u.Delta.Kind+":"+u.Delta.Text)
 		} else {
-			got = append(got, fmt.Sprint("rec:", u.Record.Seq))
+			got = append(got, fmt.Sprint("rec:", u.Event.GetSeq()))
 		}
 	}
 	if fmt.Sprint(got) != "[rec:1 rec:2 stdout:42\n stderr:warn\n rec:3]" {
@@ -248,7 +258,7 @@ func TestToolOutputDeltasFollowWhatWasPublished(t *testing.T) {
 	// The late subscriber reads the three records and no delta.
 	for want := uint64(1); want <= 3; want++ {
 		u, err := late.NextUpdate(ctx)
-		if err != nil || u.IsDelta || u.Record.Seq != want {
+		if err != nil || u.IsDelta || u.Event.GetSeq() != want {
 			t.Fatalf("late subscriber: %+v, %v; want record %d", u, err, want)
 		}
 	}
@@ -317,10 +327,10 @@ func TestOneReaderServesManySubscriptionsWithTryNext(t *testing.T) {
 					deltas++
 					continue
 				}
-				if u.Record.Seq != last[name]+1 || string(u.Record.Data) != fmt.Sprint(u.Record.Seq) {
-					t.Fatalf("%s: seq %d (%q) after %d", name, u.Record.Seq, u.Record.Data, last[name])
+				if u.Event.GetSeq() != last[name]+1 || payload(u.Event) != fmt.Sprint(u.Event.GetSeq()) {
+					t.Fatalf("%s: seq %d (%q) after %d", name, u.Event.GetSeq(), payload(u.Event), last[name])
 				}
-				last[name] = u.Record.Seq
+				last[name] = u.Event.GetSeq()
 			}
 		}
 		if last["a"] == want["a"] && last["b"] == want["b"] && last["c"] == want["c"] {
@@ -396,8 +406,8 @@ func TestPollDeliversWhatAnotherNodeStored(t *testing.T) {
 				t.Fatalf("no notification; last record %d", want-1)
 			}
 			continue
-		case r.Seq != want:
-			t.Fatalf("record %d, want %d", r.Seq, want)
+		case r.GetSeq() != want:
+			t.Fatalf("record %d, want %d", r.GetSeq(), want)
 		}
 		want++
 	}
@@ -427,5 +437,37 @@ func TestCloseStopsThePoller(t *testing.T) {
 	f.Close()
 	if _, err := sub.Next(context.Background()); !errors.Is(err, feed.ErrClosed) {
 		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+// TestCorruptRecordEndsTheSubscription: a stored record that is not the event its
+// position says (bytes that do not decode, another seq) ends a catch-up with an error
+// wrapping persistence.ErrCorrupt, after the events before it were delivered.
+func TestCorruptRecordEndsTheSubscription(t *testing.T) {
+	for name, data := range map[string][]byte{"undecodable": []byte("\xff\xff"), "wrong seq": nil} {
+		t.Run(name, func(t *testing.T) {
+			j := openJournal(t)
+			f := feed.New(j, feed.Options{})
+			defer f.Close()
+			w := &writer{j: j, f: f}
+			w.write(t, "s", 1)
+			if data == nil { // a valid event envelope that claims seq 7
+				data, _ = messages.EncodeEvent(&messages.Event{Seq: 7, Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{}}})
+			}
+			if _, err := j.Append(context.Background(), "s", 1, []persistence.Record{{Type: "session_started", Data: data, At: time.Now()}}); err != nil {
+				t.Fatal(err)
+			}
+			sub := f.Subscribe("s", 0)
+			defer sub.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if ev, err := sub.Next(ctx); err != nil || ev.GetSeq() != 1 {
+				t.Fatalf("first event: %v, %v", ev, err)
+			}
+			_, err := sub.Next(ctx)
+			if !errors.Is(err, persistence.ErrCorrupt) || !errors.Is(err, messages.ErrBadRecord) {
+				t.Fatalf("Next over a corrupt record = %v, want ErrCorrupt", err)
+			}
+		})
 	}
 }
