@@ -228,6 +228,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("POST /v1/sessions/{id}/breakpoints", h.httpOp(OpSetBreakpoint))
 	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
 	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
+	h.mux.Handle("POST /v1/sessions/{id}/cancel", h.httpOp(OpCancel))
 	if h.cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)
 	}

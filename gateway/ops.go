@@ -32,6 +32,7 @@ const (
 	OpSetBreakpoint    = "set_breakpoint"
 	OpClearBreakpoints = "clear_breakpoints"
 	OpFork             = "fork"
+	OpCancel           = "cancel"
 )
 
 // MaxSessionIDBytes bounds a session id.
@@ -87,6 +88,10 @@ type Request struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// DefaultAction is "continue" (default) or "fail".
 	DefaultAction string `json:"default_action,omitempty"`
+	// Reason says why a session is cancelled (cancel; recorded in session_cancelled).
+	Reason string `json:"reason,omitempty"`
+	// By names who cancels (cancel; default "gateway").
+	By string `json:"by,omitempty"`
 }
 
 // SessionConfig are the per-session overrides of start.
@@ -140,6 +145,7 @@ var ops = map[string]opSpec{
 	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: (*Handler).opSetBreakpoint},
 	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
 	OpFork:             {scope: ScopeWrite, session: true, call: (*Handler).opFork},
+	OpCancel:           {scope: ScopeWrite, session: true, call: (*Handler).opCancel},
 }
 
 // decodeRequest parses a client frame strictly. On error the returned request still
@@ -259,6 +265,16 @@ func (h *Handler) commandID(req *Request) string {
 
 func (h *Handler) opPause(req *Request) (opResult, error) {
 	resp, err := h.grain(req.SessionID).Pause(&messages.PauseRequest{CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return protoResult(req.SessionID, resp, err)
+}
+
+func (h *Handler) opCancel(req *Request) (opResult, error) {
+	by := req.By
+	if by == "" {
+		by = "gateway"
+	}
+	resp, err := h.grain(req.SessionID).Cancel(&messages.CancelRequest{CommandId: h.commandID(req), Reason: req.Reason, By: by},
+		cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 

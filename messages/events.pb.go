@@ -58,6 +58,7 @@ type Event struct {
 	//	*Event_HitlRequested
 	//	*Event_HitlReceived
 	//	*Event_SessionForked
+	//	*Event_SessionCancelled
 	//	*Event_SubagentStarted
 	//	*Event_SubagentCompleted
 	//	*Event_ArtifactWritten
@@ -320,6 +321,15 @@ func (x *Event) GetSessionForked() *SessionForked {
 	return nil
 }
 
+func (x *Event) GetSessionCancelled() *SessionCancelled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SessionCancelled); ok {
+			return x.SessionCancelled
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetSubagentStarted() *SubagentStarted {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_SubagentStarted); ok {
@@ -435,6 +445,10 @@ type Event_SessionForked struct {
 	SessionForked *SessionForked `protobuf:"bytes,36,opt,name=session_forked,json=sessionForked,proto3,oneof"`
 }
 
+type Event_SessionCancelled struct {
+	SessionCancelled *SessionCancelled `protobuf:"bytes,37,opt,name=session_cancelled,json=sessionCancelled,proto3,oneof"`
+}
+
 type Event_SubagentStarted struct {
 	SubagentStarted *SubagentStarted `protobuf:"bytes,40,opt,name=subagent_started,json=subagentStarted,proto3,oneof"`
 }
@@ -488,6 +502,8 @@ func (*Event_HitlRequested) isEvent_Payload() {}
 func (*Event_HitlReceived) isEvent_Payload() {}
 
 func (*Event_SessionForked) isEvent_Payload() {}
+
+func (*Event_SessionCancelled) isEvent_Payload() {}
 
 func (*Event_SubagentStarted) isEvent_Payload() {}
 
@@ -2561,6 +2577,63 @@ func (x *SessionCompleted) GetCostUsd() float64 {
 	return 0
 }
 
+// SessionCancelled is the terminal event of a session an operator or client cancelled
+// (the Cancel RPC): its running LLM calls, tools and sub-agents are stopped and nothing of
+// it runs again.
+type SessionCancelled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason is the caller's, free text.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// by names who cancelled (a user, an operator, a service), as the caller gave it.
+	By            string `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionCancelled) Reset() {
+	*x = SessionCancelled{}
+	mi := &file_events_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionCancelled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionCancelled) ProtoMessage() {}
+
+func (x *SessionCancelled) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionCancelled.ProtoReflect.Descriptor instead.
+func (*SessionCancelled) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SessionCancelled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SessionCancelled) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 // SessionFailed is the terminal event of a failed session.
 type SessionFailed struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2571,7 +2644,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2656,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2669,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{25}
+	return file_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -2635,7 +2708,7 @@ type HitlRequested struct {
 
 func (x *HitlRequested) Reset() {
 	*x = HitlRequested{}
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2720,7 @@ func (x *HitlRequested) String() string {
 func (*HitlRequested) ProtoMessage() {}
 
 func (x *HitlRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2733,7 @@ func (x *HitlRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlRequested.ProtoReflect.Descriptor instead.
 func (*HitlRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{26}
+	return file_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HitlRequested) GetRequestId() string {
@@ -2749,7 +2822,7 @@ type HitlReceived struct {
 
 func (x *HitlReceived) Reset() {
 	*x = HitlReceived{}
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2834,7 @@ func (x *HitlReceived) String() string {
 func (*HitlReceived) ProtoMessage() {}
 
 func (x *HitlReceived) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2847,7 @@ func (x *HitlReceived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlReceived.ProtoReflect.Descriptor instead.
 func (*HitlReceived) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{27}
+	return file_events_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HitlReceived) GetRequestId() string {
@@ -2827,7 +2900,7 @@ type SessionForked struct {
 
 func (x *SessionForked) Reset() {
 	*x = SessionForked{}
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +2912,7 @@ func (x *SessionForked) String() string {
 func (*SessionForked) ProtoMessage() {}
 
 func (x *SessionForked) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +2925,7 @@ func (x *SessionForked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionForked.ProtoReflect.Descriptor instead.
 func (*SessionForked) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{28}
+	return file_events_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SessionForked) GetSourceSessionId() string {
@@ -2901,7 +2974,7 @@ type SubagentStarted struct {
 
 func (x *SubagentStarted) Reset() {
 	*x = SubagentStarted{}
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +2986,7 @@ func (x *SubagentStarted) String() string {
 func (*SubagentStarted) ProtoMessage() {}
 
 func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +2999,7 @@ func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
 func (*SubagentStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{29}
+	return file_events_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubagentStarted) GetSubAgentId() string {
@@ -3004,7 +3077,7 @@ type ResearcherReport struct {
 
 func (x *ResearcherReport) Reset() {
 	*x = ResearcherReport{}
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3089,7 @@ func (x *ResearcherReport) String() string {
 func (*ResearcherReport) ProtoMessage() {}
 
 func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3102,7 @@ func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResearcherReport.ProtoReflect.Descriptor instead.
 func (*ResearcherReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{30}
+	return file_events_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResearcherReport) GetSources() []string {
@@ -3066,7 +3139,7 @@ type CoderReport struct {
 
 func (x *CoderReport) Reset() {
 	*x = CoderReport{}
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3078,7 +3151,7 @@ func (x *CoderReport) String() string {
 func (*CoderReport) ProtoMessage() {}
 
 func (x *CoderReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3091,7 +3164,7 @@ func (x *CoderReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoderReport.ProtoReflect.Descriptor instead.
 func (*CoderReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{31}
+	return file_events_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CoderReport) GetFilesCreated() []string {
@@ -3127,7 +3200,7 @@ type WriterReport struct {
 
 func (x *WriterReport) Reset() {
 	*x = WriterReport{}
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3212,7 @@ func (x *WriterReport) String() string {
 func (*WriterReport) ProtoMessage() {}
 
 func (x *WriterReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3225,7 @@ func (x *WriterReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriterReport.ProtoReflect.Descriptor instead.
 func (*WriterReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{32}
+	return file_events_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WriterReport) GetDocumentType() string {
@@ -3188,7 +3261,7 @@ type ReviewerReport struct {
 
 func (x *ReviewerReport) Reset() {
 	*x = ReviewerReport{}
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3273,7 @@ func (x *ReviewerReport) String() string {
 func (*ReviewerReport) ProtoMessage() {}
 
 func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3286,7 @@ func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewerReport.ProtoReflect.Descriptor instead.
 func (*ReviewerReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{33}
+	return file_events_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReviewerReport) GetVerdict() string {
@@ -3264,7 +3337,7 @@ type SubagentResult struct {
 
 func (x *SubagentResult) Reset() {
 	*x = SubagentResult{}
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3349,7 @@ func (x *SubagentResult) String() string {
 func (*SubagentResult) ProtoMessage() {}
 
 func (x *SubagentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3362,7 @@ func (x *SubagentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
 func (*SubagentResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{34}
+	return file_events_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubagentResult) GetStatus() string {
@@ -3420,7 +3493,7 @@ type SubagentCompleted struct {
 
 func (x *SubagentCompleted) Reset() {
 	*x = SubagentCompleted{}
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3505,7 @@ func (x *SubagentCompleted) String() string {
 func (*SubagentCompleted) ProtoMessage() {}
 
 func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3518,7 @@ func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentCompleted.ProtoReflect.Descriptor instead.
 func (*SubagentCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{35}
+	return file_events_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SubagentCompleted) GetSubAgentId() string {
@@ -3515,7 +3588,7 @@ type ArtifactWritten struct {
 
 func (x *ArtifactWritten) Reset() {
 	*x = ArtifactWritten{}
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3600,7 @@ func (x *ArtifactWritten) String() string {
 func (*ArtifactWritten) ProtoMessage() {}
 
 func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3613,7 @@ func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactWritten.ProtoReflect.Descriptor instead.
 func (*ArtifactWritten) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{36}
+	return file_events_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ArtifactWritten) GetPath() string {
@@ -3624,7 +3697,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xdb\r\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xa7\x0e\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3658,7 +3731,8 @@ const file_events_proto_rawDesc = "" +
 	"\x11interrupt_resumed\x18! \x01(\v2\x1b.fathom.v1.InterruptResumedH\x00R\x10interruptResumed\x12A\n" +
 	"\x0ehitl_requested\x18\" \x01(\v2\x18.fathom.v1.HitlRequestedH\x00R\rhitlRequested\x12>\n" +
 	"\rhitl_received\x18# \x01(\v2\x17.fathom.v1.HitlReceivedH\x00R\fhitlReceived\x12A\n" +
-	"\x0esession_forked\x18$ \x01(\v2\x18.fathom.v1.SessionForkedH\x00R\rsessionForked\x12G\n" +
+	"\x0esession_forked\x18$ \x01(\v2\x18.fathom.v1.SessionForkedH\x00R\rsessionForked\x12J\n" +
+	"\x11session_cancelled\x18% \x01(\v2\x1b.fathom.v1.SessionCancelledH\x00R\x10sessionCancelled\x12G\n" +
 	"\x10subagent_started\x18( \x01(\v2\x1a.fathom.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12M\n" +
 	"\x12subagent_completed\x18) \x01(\v2\x1c.fathom.v1.SubagentCompletedH\x00R\x11subagentCompleted\x12G\n" +
 	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWrittenB\t\n" +
@@ -3842,7 +3916,10 @@ const file_events_proto_rawDesc = "" +
 	"\x10SessionCompleted\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12&\n" +
 	"\x05usage\x18\x02 \x01(\v2\x10.fathom.v1.UsageR\x05usage\x12\x19\n" +
-	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\"%\n" +
+	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\":\n" +
+	"\x10SessionCancelled\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"%\n" +
 	"\rSessionFailed\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"\xc4\x02\n" +
 	"\rHitlRequested\x12\x1d\n" +
@@ -3966,7 +4043,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -3993,18 +4070,19 @@ var file_events_proto_goTypes = []any{
 	(*StepFailed)(nil),         // 22: fathom.v1.StepFailed
 	(*PlanFailed)(nil),         // 23: fathom.v1.PlanFailed
 	(*SessionCompleted)(nil),   // 24: fathom.v1.SessionCompleted
-	(*SessionFailed)(nil),      // 25: fathom.v1.SessionFailed
-	(*HitlRequested)(nil),      // 26: fathom.v1.HitlRequested
-	(*HitlReceived)(nil),       // 27: fathom.v1.HitlReceived
-	(*SessionForked)(nil),      // 28: fathom.v1.SessionForked
-	(*SubagentStarted)(nil),    // 29: fathom.v1.SubagentStarted
-	(*ResearcherReport)(nil),   // 30: fathom.v1.ResearcherReport
-	(*CoderReport)(nil),        // 31: fathom.v1.CoderReport
-	(*WriterReport)(nil),       // 32: fathom.v1.WriterReport
-	(*ReviewerReport)(nil),     // 33: fathom.v1.ReviewerReport
-	(*SubagentResult)(nil),     // 34: fathom.v1.SubagentResult
-	(*SubagentCompleted)(nil),  // 35: fathom.v1.SubagentCompleted
-	(*ArtifactWritten)(nil),    // 36: fathom.v1.ArtifactWritten
+	(*SessionCancelled)(nil),   // 25: fathom.v1.SessionCancelled
+	(*SessionFailed)(nil),      // 26: fathom.v1.SessionFailed
+	(*HitlRequested)(nil),      // 27: fathom.v1.HitlRequested
+	(*HitlReceived)(nil),       // 28: fathom.v1.HitlReceived
+	(*SessionForked)(nil),      // 29: fathom.v1.SessionForked
+	(*SubagentStarted)(nil),    // 30: fathom.v1.SubagentStarted
+	(*ResearcherReport)(nil),   // 31: fathom.v1.ResearcherReport
+	(*CoderReport)(nil),        // 32: fathom.v1.CoderReport
+	(*WriterReport)(nil),       // 33: fathom.v1.WriterReport
+	(*ReviewerReport)(nil),     // 34: fathom.v1.ReviewerReport
+	(*SubagentResult)(nil),     // 35: fathom.v1.SubagentResult
+	(*SubagentCompleted)(nil),  // 36: fathom.v1.SubagentCompleted
+	(*ArtifactWritten)(nil),    // 37: fathom.v1.ArtifactWritten
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -4015,7 +4093,7 @@ var file_events_proto_depIdxs = []int32{
 	21, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
 	22, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
 	24, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	25, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	26, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
 	18, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
 	20, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
 	23, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
@@ -4025,33 +4103,34 @@ var file_events_proto_depIdxs = []int32{
 	3,  // 15: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
 	4,  // 16: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
 	5,  // 17: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	26, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
-	27, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
-	28, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
-	29, // 21: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
-	35, // 22: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
-	36, // 23: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	1,  // 24: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 25: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 26: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 27: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	8,  // 28: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	13, // 29: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	17, // 30: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	15, // 31: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	19, // 32: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	13, // 33: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	13, // 34: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	30, // 35: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	31, // 36: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	32, // 37: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	33, // 38: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	34, // 39: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	27, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
+	28, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
+	29, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
+	25, // 21: fathom.v1.Event.session_cancelled:type_name -> fathom.v1.SessionCancelled
+	30, // 22: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
+	36, // 23: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
+	37, // 24: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
+	1,  // 25: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 26: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 27: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 28: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	8,  // 29: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	13, // 30: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	17, // 31: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	15, // 32: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	19, // 33: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	13, // 34: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	13, // 35: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	31, // 36: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	32, // 37: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	33, // 38: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	34, // 39: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	35, // 40: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4081,6 +4160,7 @@ func file_events_proto_init() {
 		(*Event_HitlRequested)(nil),
 		(*Event_HitlReceived)(nil),
 		(*Event_SessionForked)(nil),
+		(*Event_SessionCancelled)(nil),
 		(*Event_SubagentStarted)(nil),
 		(*Event_SubagentCompleted)(nil),
 		(*Event_ArtifactWritten)(nil),
@@ -4091,7 +4171,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

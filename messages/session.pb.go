@@ -373,6 +373,68 @@ func (x *ClearBreakpointsRequest) GetCommandId() string {
 }
 
 // PauseRequest pauses at the next step boundary.
+// CancelRequest cancels a session.
+type CancelRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// reason and by are recorded in session_cancelled.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	By            string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRequest) Reset() {
+	*x = CancelRequest{}
+	mi := &file_session_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRequest) ProtoMessage() {}
+
+func (x *CancelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
+func (*CancelRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CancelRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *CancelRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CancelRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 type PauseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
@@ -382,7 +444,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +456,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +469,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{5}
+	return file_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PauseRequest) GetCommandId() string {
@@ -429,7 +491,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +503,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +516,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{6}
+	return file_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResumeRequest) GetCommandId() string {
@@ -487,7 +549,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +561,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +574,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{7}
+	return file_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartRequest) GetCommandId() string {
@@ -557,7 +619,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +631,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +644,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -615,7 +677,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +689,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +702,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{9}
+	return file_session_proto_rawDescGZIP(), []int{10}
 }
 
 // GetStateResponse carries the state and where the grain runs.
@@ -660,7 +722,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +734,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +747,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{10}
+	return file_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -725,7 +787,7 @@ type TimelineRequest struct {
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +799,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +812,7 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{11}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 // TimelineEntry is one plan step on the timeline.
@@ -776,7 +838,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +850,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +863,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{12}
+	return file_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -905,7 +967,7 @@ type TimelineResponse struct {
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +979,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +992,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{13}
+	return file_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -979,7 +1041,7 @@ type StateAtRequest struct {
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1053,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1066,7 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{14}
+	return file_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StateAtRequest) GetStepIndex() uint32 {
@@ -1027,7 +1089,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1101,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1114,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{15}
+	return file_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -1105,7 +1167,12 @@ const file_session_proto_rawDesc = "" +
 	"breakpoint\"8\n" +
 	"\x17ClearBreakpointsRequest\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x01 \x01(\tR\tcommandId\"-\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"V\n" +
+	"\rCancelRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\"-\n" +
 	"\fPauseRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\"h\n" +
@@ -1169,14 +1236,15 @@ const file_session_proto_rawDesc = "" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\xb7\x05\n" +
+	"\bINTERNAL\x10\x052\xf7\x05\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
 	"\bTimeline\x12\x1a.fathom.v1.TimelineRequest\x1a\x1b.fathom.v1.TimelineResponse\x12@\n" +
 	"\aStateAt\x12\x19.fathom.v1.StateAtRequest\x1a\x1a.fathom.v1.StateAtResponse\x12L\n" +
 	"\rSetBreakpoint\x12\x1f.fathom.v1.SetBreakpointRequest\x1a\x1a.fathom.v1.CommandResponse\x12R\n" +
-	"\x10ClearBreakpoints\x12\".fathom.v1.ClearBreakpointsRequest\x1a\x1a.fathom.v1.CommandResponse\x12<\n" +
+	"\x10ClearBreakpoints\x12\".fathom.v1.ClearBreakpointsRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
+	"\x06Cancel\x12\x18.fathom.v1.CancelRequest\x1a\x1a.fathom.v1.CommandResponse\x12<\n" +
 	"\x05Pause\x12\x17.fathom.v1.PauseRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
 	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponse\x12J\n" +
 	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
@@ -1195,7 +1263,7 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
 	(*ProvideInputRequest)(nil),     // 1: fathom.v1.ProvideInputRequest
@@ -1203,55 +1271,58 @@ var file_session_proto_goTypes = []any{
 	(*CommandResponse)(nil),         // 3: fathom.v1.CommandResponse
 	(*SetBreakpointRequest)(nil),    // 4: fathom.v1.SetBreakpointRequest
 	(*ClearBreakpointsRequest)(nil), // 5: fathom.v1.ClearBreakpointsRequest
-	(*PauseRequest)(nil),            // 6: fathom.v1.PauseRequest
-	(*ResumeRequest)(nil),           // 7: fathom.v1.ResumeRequest
-	(*StartRequest)(nil),            // 8: fathom.v1.StartRequest
-	(*StartResponse)(nil),           // 9: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),         // 10: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil),        // 11: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),         // 12: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),           // 13: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil),        // 14: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),          // 15: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),         // 16: fathom.v1.StateAtResponse
-	(*Breakpoint)(nil),              // 17: fathom.v1.Breakpoint
-	(*PlanStep)(nil),                // 18: fathom.v1.PlanStep
-	(*SessionConfig)(nil),           // 19: fathom.v1.SessionConfig
-	(*SessionState)(nil),            // 20: fathom.v1.SessionState
-	(StepStatus)(0),                 // 21: fathom.v1.StepStatus
-	(SessionStatus)(0),              // 22: fathom.v1.SessionStatus
+	(*CancelRequest)(nil),           // 6: fathom.v1.CancelRequest
+	(*PauseRequest)(nil),            // 7: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 8: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 9: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 10: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 11: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 12: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 13: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 14: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 15: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 16: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 17: fathom.v1.StateAtResponse
+	(*Breakpoint)(nil),              // 18: fathom.v1.Breakpoint
+	(*PlanStep)(nil),                // 19: fathom.v1.PlanStep
+	(*SessionConfig)(nil),           // 20: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 21: fathom.v1.SessionState
+	(StepStatus)(0),                 // 22: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 23: fathom.v1.SessionStatus
 }
 var file_session_proto_depIdxs = []int32{
-	17, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	18, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	19, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	20, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	21, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	22, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	13, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	20, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	8,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	10, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	12, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	15, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	18, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	19, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	20, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	21, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	22, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	23, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	14, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	21, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	9,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	11, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	13, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	16, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
 	4,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
 	5,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	6,  // 14: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	7,  // 15: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	1,  // 16: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
-	2,  // 17: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
-	9,  // 18: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	11, // 19: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	14, // 20: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	16, // 21: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	3,  // 22: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	3,  // 23: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	3,  // 24: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	3,  // 25: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	3,  // 26: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	9,  // 27: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	18, // [18:28] is the sub-list for method output_type
-	8,  // [8:18] is the sub-list for method input_type
+	6,  // 14: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
+	7,  // 15: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	8,  // 16: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	1,  // 17: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
+	2,  // 18: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
+	10, // 19: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	12, // 20: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	15, // 21: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	17, // 22: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	3,  // 23: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	3,  // 24: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	3,  // 25: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
+	3,  // 26: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	3,  // 27: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	3,  // 28: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	10, // 29: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	19, // [19:30] is the sub-list for method output_type
+	8,  // [8:19] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -1270,7 +1341,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

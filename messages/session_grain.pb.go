@@ -149,6 +149,7 @@ type Session interface {
 	StateAt(req *StateAtRequest, ctx cluster.GrainContext) (*StateAtResponse, error)
 	SetBreakpoint(req *SetBreakpointRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	ClearBreakpoints(req *ClearBreakpointsRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	Cancel(req *CancelRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Pause(req *PauseRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Resume(req *ResumeRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	ProvideInput(req *ProvideInputRequest, ctx cluster.GrainContext) (*CommandResponse, error)
@@ -323,6 +324,33 @@ func (g *SessionGrainClient) ClearBreakpoints(r *ClearBreakpointsRequest, opts .
 	}
 }
 
+// Cancel requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Cancel(r *CancelRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Cancel"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 6, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // Pause requests the execution on to the cluster with CallOptions
 func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
@@ -332,7 +360,7 @@ func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOpt
 	if err != nil {
 		return nil, err
 	}
-	reqMsg := &cluster.GrainRequest{MethodIndex: 6, MessageData: bytes}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 7, MessageData: bytes}
 	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("error request: %w", err)
@@ -359,7 +387,7 @@ func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallO
 	if err != nil {
 		return nil, err
 	}
-	reqMsg := &cluster.GrainRequest{MethodIndex: 7, MessageData: bytes}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 8, MessageData: bytes}
 	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("error request: %w", err)
@@ -386,7 +414,7 @@ func (g *SessionGrainClient) ProvideInput(r *ProvideInputRequest, opts ...cluste
 	if err != nil {
 		return nil, err
 	}
-	reqMsg := &cluster.GrainRequest{MethodIndex: 8, MessageData: bytes}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 9, MessageData: bytes}
 	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("error request: %w", err)
@@ -413,7 +441,7 @@ func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOptio
 	if err != nil {
 		return nil, err
 	}
-	reqMsg := &cluster.GrainRequest{MethodIndex: 9, MessageData: bytes}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 10, MessageData: bytes}
 	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("error request: %w", err)
@@ -580,6 +608,26 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 6:
+			req := &CancelRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Cancel(CancelRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Cancel(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 7:
 			req := &PauseRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
@@ -599,7 +647,7 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 				return
 			}
 			ctx.Respond(r0)
-		case 7:
+		case 8:
 			req := &ResumeRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
@@ -619,7 +667,7 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 				return
 			}
 			ctx.Respond(r0)
-		case 8:
+		case 9:
 			req := &ProvideInputRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
@@ -639,7 +687,7 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 				return
 			}
 			ctx.Respond(r0)
-		case 9:
+		case 10:
 			req := &ForkRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {

@@ -34,6 +34,8 @@ const (
 	SessionStatus_SESSION_STATUS_INTERRUPTED SessionStatus = 5
 	// AWAITING_HUMAN: waiting for a human's input (hitl_requested) or its deadline.
 	SessionStatus_SESSION_STATUS_AWAITING_HUMAN SessionStatus = 6
+	// CANCELLED: cancelled by the Cancel RPC (session_cancelled); terminal.
+	SessionStatus_SESSION_STATUS_CANCELLED SessionStatus = 7
 )
 
 // Enum value maps for SessionStatus.
@@ -46,6 +48,7 @@ var (
 		4: "SESSION_STATUS_FAILED",
 		5: "SESSION_STATUS_INTERRUPTED",
 		6: "SESSION_STATUS_AWAITING_HUMAN",
+		7: "SESSION_STATUS_CANCELLED",
 	}
 	SessionStatus_value = map[string]int32{
 		"SESSION_STATUS_UNSPECIFIED":    0,
@@ -55,6 +58,7 @@ var (
 		"SESSION_STATUS_FAILED":         4,
 		"SESSION_STATUS_INTERRUPTED":    5,
 		"SESSION_STATUS_AWAITING_HUMAN": 6,
+		"SESSION_STATUS_CANCELLED":      7,
 	}
 )
 
@@ -1277,7 +1281,7 @@ const file_state_proto_rawDesc = "" +
 	"\trun_usage\x18\x17 \x01(\v2\x10.fathom.v1.UsageR\brunUsage\x12 \n" +
 	"\frun_cost_usd\x18\x18 \x01(\x01R\n" +
 	"runCostUsd\x12(\n" +
-	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError*\xe6\x01\n" +
+	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError*\x84\x02\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +
@@ -1285,7 +1289,8 @@ const file_state_proto_rawDesc = "" +
 	"\x18SESSION_STATUS_COMPLETED\x10\x03\x12\x19\n" +
 	"\x15SESSION_STATUS_FAILED\x10\x04\x12\x1e\n" +
 	"\x1aSESSION_STATUS_INTERRUPTED\x10\x05\x12!\n" +
-	"\x1dSESSION_STATUS_AWAITING_HUMAN\x10\x06*\x92\x01\n" +
+	"\x1dSESSION_STATUS_AWAITING_HUMAN\x10\x06\x12\x1c\n" +
+	"\x18SESSION_STATUS_CANCELLED\x10\a*\x92\x01\n" +
 	"\n" +
 	"StepStatus\x12\x1b\n" +
 	"\x17STEP_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +

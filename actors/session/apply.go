@@ -263,6 +263,14 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Error = p.SessionFailed.GetError()
 		s.Pending, s.PendingTools, s.RetryAtUnixNano, s.Awaiting = nil, nil, 0, nil
 		stopSubAgents(s)
+	case *messages.Event_SessionCancelled:
+		s.Status = messages.SessionStatus_SESSION_STATUS_CANCELLED
+		s.Error = "cancelled"
+		if r := p.SessionCancelled.GetReason(); r != "" {
+			s.Error = "cancelled: " + r
+		}
+		s.Pending, s.PendingTools, s.RetryAtUnixNano, s.Awaiting, s.Interrupt = nil, nil, 0, nil, nil
+		stopSubAgents(s)
 	case *messages.Event_SummaryUpdated:
 		u := p.SummaryUpdated
 		if u.GetCoveredThroughSeq() >= ev.GetSeq() {
@@ -444,10 +452,11 @@ func awaitingIndex(s *messages.SessionState, requestID string) int {
 	return slices.IndexFunc(s.Awaiting, func(r *messages.HitlRequested) bool { return r.GetRequestId() == requestID })
 }
 
-// Terminal reports whether the session has finished (completed or failed).
+// Terminal reports whether the session has finished (completed, failed or cancelled).
 func Terminal(s *messages.SessionState) bool {
 	return s.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED ||
-		s.GetStatus() == messages.SessionStatus_SESSION_STATUS_FAILED
+		s.GetStatus() == messages.SessionStatus_SESSION_STATUS_FAILED ||
+		s.GetStatus() == messages.SessionStatus_SESSION_STATUS_CANCELLED
 }
 
 func findBreakpoint(bps []*messages.Breakpoint, id string) *messages.Breakpoint {

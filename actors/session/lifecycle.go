@@ -18,6 +18,9 @@ func (g *Grain) observe(ev *messages.Event) {
 		g.log.Info("session completed", "seq", ev.GetSeq(), "iterations", g.state.GetIterations())
 	case ev.GetSessionFailed() != nil:
 		g.log.Info("session failed", "seq", ev.GetSeq(), "error", ev.GetSessionFailed().GetError())
+	case ev.GetSessionCancelled() != nil:
+		c := ev.GetSessionCancelled()
+		g.log.Info("session cancelled", "seq", ev.GetSeq(), "reason", c.GetReason(), "by", c.GetBy())
 	case ev.GetHitlRequested() != nil:
 		h := ev.GetHitlRequested()
 		g.log.Info("session awaiting human", "seq", ev.GetSeq(), "request_id", h.GetRequestId(), "kind", h.GetKind(), "step_id", h.GetStepId())

@@ -214,6 +214,8 @@ func (p *printer) text(ev *messages.Event) string {
 		return line
 	case *messages.Event_SessionFailed:
 		return fmt.Sprintf("✗ session failed: %s\n", e.SessionFailed.GetError())
+	case *messages.Event_SessionCancelled:
+		return fmt.Sprintf("✗ session cancelled by %s: %s\n", e.SessionCancelled.GetBy(), e.SessionCancelled.GetReason())
 	case *messages.Event_InterruptTriggered:
 		it := e.InterruptTriggered
 		line := fmt.Sprintf("⏸ %s %s step %d (%s)", it.GetReason(), it.GetPosition(), it.GetStepIndex()+1, it.GetStepId())

@@ -28,8 +28,9 @@ const exitAwaitingHuman = 3
 
 // sessionWriteSubcommands are the subcommands of `fathom session` that change a session.
 var sessionWriteSubcommands = map[string]string{
-	"input": "[--request-id R] [--addr NODE --token T] [flags] ID STEP_ID JSON",
-	"fork":  "--at STEP [--new-id ID] [--addr NODE --token T] [flags] ID",
+	"input":  "[--request-id R] [--addr NODE --token T] [flags] ID STEP_ID JSON",
+	"fork":   "--at STEP [--new-id ID] [--addr NODE --token T] [flags] ID",
+	"cancel": "[--reason TEXT] [--by NAME] [--addr NODE --token T] [flags] ID",
 }
 
 // runSessionWrite answers a human-input request (input) or forks a session (fork):
@@ -46,9 +47,14 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	commandID := fs.String("command-id", "", "makes a retry safe: the same id is applied once (default: generated)")
 	requestID, at, newID := new(string), new(int64), new(string)
 	*at = -1
-	if sub == "input" {
+	reason, by := new(string), new(string)
+	switch sub {
+	case "input":
 		fs.StringVar(requestID, "request-id", "", "the request to answer, when the step has several open (an ask_human call's idempotency key)")
-	} else {
+	case "cancel":
+		fs.StringVar(reason, "reason", "", "why the session is cancelled (recorded in session_cancelled)")
+		fs.StringVar(by, "by", "cli", "who cancels it (recorded in session_cancelled)")
+	default:
 		fs.Int64Var(at, "at", -1, "the step index to fork after (0 = after planning, n = after the n-th step)")
 		fs.StringVar(newID, "new-id", "", "the new session's id (default: generated)")
 	}
@@ -65,6 +71,11 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		}
 		req.SessionID, req.StepID, req.RequestID = pos[0], pos[1], *requestID
 		req.Input = inputJSON(pos[2])
+	case "cancel":
+		if len(pos) != 1 {
+			return usageError("session cancel needs exactly one session ID")
+		}
+		req.SessionID, req.Reason, req.By = pos[0], *reason, *by
 	case "fork":
 		if len(pos) != 1 {
 			return usageError("session fork needs exactly one session ID")
@@ -123,6 +134,16 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
 		return followSession(ctx, sub, req.SessionID, p)
+	case "cancel":
+		resp, err := n.Session(req.SessionID).Cancel(&messages.CancelRequest{CommandId: req.CommandID, Reason: req.Reason, By: req.By}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		if jsonOut {
+			return json.NewEncoder(stdout).Encode(map[string]any{"seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+		}
+		fmt.Fprintf(stdout, "session %s cancelled (seq %d)\n", req.SessionID, resp.GetSeq())
+		return nil
 	default:
 		id := req.NewSessionID
 		if id == "" {
@@ -213,6 +234,8 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 			return nil
 		case *messages.Event_SessionFailed:
 			return &exitError{code: 1, msg: "session failed: " + e.SessionFailed.GetError()}
+		case *messages.Event_SessionCancelled:
+			return &exitError{code: 1, msg: "session cancelled: " + e.SessionCancelled.GetReason()}
 		case *messages.Event_HitlRequested:
 			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input %s %s JSON",
 				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), id, e.HitlRequested.GetStepId())}

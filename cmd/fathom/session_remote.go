@@ -243,7 +243,7 @@ func (p *printer) printWatched(ev *messages.Event) (bool, error) {
 	switch ev.GetPayload().(type) {
 	case *messages.Event_SessionCompleted:
 		return true, nil
-	case *messages.Event_SessionFailed:
+	case *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
 		return true, &exitError{code: 1}
 	}
 	return false, nil

@@ -6,7 +6,7 @@
 // [Recorder.Event]; the node builds one Recorder on its meter, which the telemetry package
 // serves at GET /metrics (Prometheus names in parentheses):
 //
-//   - fathom.sessions.started / .completed / .failed (fathom_sessions_started_total, ...)
+//   - fathom.sessions.started / .completed / .failed / .cancelled (fathom_sessions_started_total, ...)
 //   - fathom.step.duration, by step_type and outcome (fathom_step_duration_seconds)
 //   - fathom.step.retries (fathom_step_retries_total)
 //   - fathom.llm.call.duration, by model (fathom_llm_call_duration_seconds)
@@ -41,6 +41,7 @@ const maxOpenSteps = 100_000
 // session grain of a node.
 type Recorder struct {
 	started, completed, failed metric.Int64Counter
+	cancelled                  metric.Int64Counter
 	stepDuration               metric.Float64Histogram
 	stepRetries                metric.Int64Counter
 	llmDuration                metric.Float64Histogram
@@ -79,6 +80,7 @@ func New(meter metric.Meter) (*Recorder, error) {
 	counter(&r.started, "fathom.sessions.started", "Sessions started.", "{session}")
 	counter(&r.completed, "fathom.sessions.completed", "Sessions completed.", "{session}")
 	counter(&r.failed, "fathom.sessions.failed", "Sessions failed.", "{session}")
+	counter(&r.cancelled, "fathom.sessions.cancelled", "Sessions cancelled.", "{session}")
 	seconds(&r.stepDuration, "fathom.step.duration", "Time from a step's start to its completion or failure.")
 	counter(&r.stepRetries, "fathom.step.retries", "Failed step attempts that will be retried.", "{retry}")
 	seconds(&r.llmDuration, "fathom.llm.call.duration", "Duration of LLM calls.")
@@ -113,6 +115,8 @@ func (r *Recorder) Event(ev *messages.Event) {
 		r.completed.Add(ctx, 1)
 	case ev.GetSessionFailed() != nil:
 		r.failed.Add(ctx, 1)
+	case ev.GetSessionCancelled() != nil:
+		r.cancelled.Add(ctx, 1)
 	case ev.GetStepStarted() != nil:
 		s := ev.GetStepStarted()
 		r.mu.Lock()
