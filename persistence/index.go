@@ -41,10 +41,13 @@ type IndexEntry struct {
 	// UpdatedAt is when the entry was written (set by the journal).
 	UpdatedAt time.Time
 	// LeaseOwner is the cluster member whose activation holds the session's lease ("" for
-	// none); LeaseExpires is when that lease lapses unless renewed. Both are output only:
-	// AppendIndexed leaves the lease as it is.
+	// none); LeaseExpires is when that lease lapses unless renewed (output only).
+	// AppendIndexed with a LeaseOwner and a positive LeaseTTL also takes the lease for
+	// LeaseTTL (the writer is evidently alive); otherwise it keeps the stored lease.
 	LeaseOwner   string
 	LeaseExpires time.Time
+	// LeaseTTL is input only (AppendIndexed).
+	LeaseTTL time.Duration
 }
 
 // SessionIndex is implemented by journals that keep the session index: one row per
@@ -57,8 +60,8 @@ type IndexEntry struct {
 // against two writers.
 type SessionIndex interface {
 	// AppendIndexed is Journal.Append that also upserts entry (SessionID = stream) in the
-	// same transaction: both are stored or neither. entry's lease fields are ignored; the
-	// stored lease is kept.
+	// same transaction: both are stored or neither. With entry.LeaseOwner and a positive
+	// entry.LeaseTTL the append also renews the lease; otherwise the stored lease is kept.
 	AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []Record, entry IndexEntry) (uint64, error)
 	// RenewLease makes owner the holder of session id's lease for ttl from now (the store's
 	// clock). A session not in the index is left alone (no error).

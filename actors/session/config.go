@@ -89,6 +89,12 @@ type Config struct {
 	// work (plan_revised) up to this many times; after that such a failure fails the
 	// session. Default 2; 0 disables re-planning.
 	MaxReplans int
+	// LeaseTTL is how long a session's lease in the session index lasts unless the
+	// activation that owns the session renews it (every LeaseTTL/3 while the session is
+	// not terminal, and with every append). A session whose lease lapsed is activated again
+	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
+	// off.
+	LeaseTTL time.Duration
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -97,6 +103,9 @@ type Config struct {
 	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
 	tok *memory.Tokenizer
 }
+
+// DefaultLeaseTTL is DefaultConfig's LeaseTTL.
+const DefaultLeaseTTL = 10 * time.Second
 
 // DefaultMaxReplans is DefaultConfig's MaxReplans.
 const DefaultMaxReplans = 2
@@ -219,6 +228,7 @@ func DefaultConfig() Config {
 		MaxParallelTools:    8,
 		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
+		LeaseTTL:            DefaultLeaseTTL,
 		Prices:              llm.DefaultPrices(),
 	}
 }
@@ -248,6 +258,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: pipeline depth must not be negative")
 	case c.MaxReplans < 0:
 		return errors.New("session config: max re-plans must not be negative")
+	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
+		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	}

@@ -93,6 +93,7 @@ type nodeFlags struct {
 	artifacts                                artifactFlags
 	promptsDir                               string
 	memory                                   memoryFlags
+	lease                                    leaseFlags
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -166,6 +167,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
+	f.lease.register(fs)
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -190,6 +192,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	mcfg, err := f.memory.apply(&scfg, f.store.postgres)
 	if err != nil {
+		return node.Config{}, err
+	}
+	if err := f.lease.apply(&scfg); err != nil {
 		return node.Config{}, err
 	}
 	if err := scfg.Validate(); err != nil {

@@ -31,16 +31,20 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
 }
 
-// putIndex writes e (at seq, written at) keeping the stored lease. It runs inside the
+// putIndex writes e (at seq, written at), taking the lease when e asks for it and
+// keeping the stored one otherwise. It runs inside the
 // append's transaction.
 func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketIndex)
 	if err != nil {
 		return err
 	}
-	if old, ok := decodeIndex(e.SessionID, b.Get([]byte(e.SessionID))); ok {
+	switch old, ok := decodeIndex(e.SessionID, b.Get([]byte(e.SessionID))); {
+	case e.LeaseOwner != "" && e.LeaseTTL > 0:
+		e.LeaseExpires = time.Now().Add(e.LeaseTTL).UTC()
+	case ok:
 		e.LeaseOwner, e.LeaseExpires = old.LeaseOwner, old.LeaseExpires
-	} else {
+	default:
 		e.LeaseOwner, e.LeaseExpires = "", time.Time{}
 	}
 	e.Seq, e.UpdatedAt = seq, at

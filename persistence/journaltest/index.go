@@ -107,6 +107,12 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 			}
 			time.Sleep(20 * time.Millisecond) // polling the store for the lease to lapse
 		}
+		// An append by a live writer takes the lease.
+		_, err = ix.AppendIndexed(ctx, s, 2, recs("c", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past, LeaseOwner: "member-c", LeaseTTL: time.Minute})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); e.LeaseOwner != "member-c" || time.Until(e.LeaseExpires) < 30*time.Second || dueHas(t, ix, s) {
+			t.Fatalf("an append with a lease did not take it: %+v", e)
+		}
 		// Renewing an unknown session is no error and creates nothing.
 		mustNil(t, ix.RenewLease(ctx, s+"-unknown", "member-a", time.Minute))
 		for _, e := range list(t, ix, "", s, 0) {

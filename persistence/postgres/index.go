@@ -19,14 +19,18 @@ import (
 
 var _ persistence.SessionIndex = (*Journal)(nil)
 
-// appendIndexedSQL is appendSQL plus the index row: $6 status, $7 due_at (NULL: none).
+// appendIndexedSQL is appendSQL plus the index row: $6 status, $7 due_at (NULL: none),
+// $8 the lease owner to renew (NULL: keep the stored lease) for $9 microseconds.
 const appendIndexedSQL = `
 WITH batch AS (` + appendSQL + `
     RETURNING last_seq)
-INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at)
-SELECT $1, $6, $7, last_seq, now() FROM batch
+INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires)
+SELECT $1, $6, $7, last_seq, now(), $8::text,
+       CASE WHEN $8::text IS NULL THEN NULL ELSE now() + $9::bigint * interval '1 microsecond' END FROM batch
 ON CONFLICT (session_id) DO UPDATE
-SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at`
+SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
+    lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
+    lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END`
 
 // AppendIndexed implements persistence.SessionIndex.
 func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
@@ -34,6 +38,14 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 		return 0, err
 	}
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
+}
+
+// leaseArgs are appendIndexedSQL's $8 and $9 for e.
+func leaseArgs(e persistence.IndexEntry) (*string, int64) {
+	if e.LeaseOwner == "" || e.LeaseTTL <= 0 {
+		return nil, 0
+	}
+	return &e.LeaseOwner, e.LeaseTTL.Microseconds()
 }
 
 func dueAt(e persistence.IndexEntry) *time.Time {

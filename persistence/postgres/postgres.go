@@ -230,7 +230,8 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	var err error
 	switch {
 	case entry != nil: // index.go
-		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry))
+		owner, ttl := leaseArgs(*entry)
+		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl)
 	case len(recs) == 1:
 		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
 	default:
