@@ -42,3 +42,10 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 	_, err := reactivator.Spawn(system.Root, reactivatorName, cfg)
 	return err
 }
+
+// SessionIndex is the journal's session index (the gateway's session list), nil when
+// the journal keeps none.
+func (n *Node) SessionIndex() persistence.SessionIndex {
+	ix, _ := n.journal.(persistence.SessionIndex)
+	return ix
+}
