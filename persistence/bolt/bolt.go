@@ -63,6 +63,8 @@ type Journal struct {
 
 	mu     sync.RWMutex // guards closed; held shared by in-flight calls
 	closed bool
+
+	leases leaseTable // the session index's leases (index.go)
 }
 
 var _ persistence.Journal = (*Journal)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -14,38 +15,74 @@ import (
 )
 
 // The session index (persistence.SessionIndex) is bucket "sessions": session id →
-// status, due time, seq, update time and lease. Its row is written by the append's own
+// status, due time, seq and update time. Its row is written by the append's own
 // transaction (appendTx), so the row and the events are committed together. Due and
 // ListSessions scan the bucket: the embedded journal serves one node, whose sessions fit
 // a scan.
+//
+// Leases are kept in memory. The file is locked by one process, so the only activations
+// that can hold a lease are this process's, and they all end with it: a lease read back
+// from the file after a restart would only delay the reactivation of sessions whose
+// owner is certainly gone, and writing one would cost an fsync per renewal.
 
 var bucketIndex = []byte("sessions")
 
 var _ persistence.SessionIndex = (*Journal)(nil)
+
+// leaseTable holds the leases of the journal's sessions.
+type leaseTable struct {
+	mu sync.Mutex
+	m  map[string]lease
+}
+
+type lease struct {
+	owner   string
+	expires time.Time
+}
+
+func (t *leaseTable) set(id, owner string, ttl time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]lease{}
+	}
+	t.m[id] = lease{owner: owner, expires: time.Now().Add(ttl).UTC()}
+}
+
+func (t *leaseTable) release(id, owner string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.m[id]; ok && l.owner == owner {
+		delete(t.m, id)
+	}
+}
+
+// fill sets e's lease fields.
+func (t *leaseTable) fill(e *persistence.IndexEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.m[e.SessionID]; ok {
+		e.LeaseOwner, e.LeaseExpires = l.owner, l.expires
+	}
+}
 
 // AppendIndexed implements persistence.SessionIndex.
 func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	return j.append(ctx, stream, expectedSeq, recs, &entry)
+	last, err := j.append(ctx, stream, expectedSeq, recs, &entry)
+	if err == nil && entry.LeaseOwner != "" && entry.LeaseTTL > 0 {
+		j.leases.set(stream, entry.LeaseOwner, entry.LeaseTTL)
+	}
+	return last, err
 }
 
-// putIndex writes e (at seq, written at), taking the lease when e asks for it and
-// keeping the stored one otherwise. It runs inside the
-// append's transaction.
+// putIndex writes e (at seq, written at). It runs inside the append's transaction.
 func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketIndex)
 	if err != nil {
 		return err
-	}
-	switch old, ok := decodeIndex(e.SessionID, b.Get([]byte(e.SessionID))); {
-	case e.LeaseOwner != "" && e.LeaseTTL > 0:
-		e.LeaseExpires = time.Now().Add(e.LeaseTTL).UTC()
-	case ok:
-		e.LeaseOwner, e.LeaseExpires = old.LeaseOwner, old.LeaseExpires
-	default:
-		e.LeaseOwner, e.LeaseExpires = "", time.Time{}
 	}
 	e.Seq, e.UpdatedAt = seq, at
 	return b.Put([]byte(e.SessionID), encodeIndex(e))
@@ -53,25 +90,16 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at time.Time) 
 
 // RenewLease implements persistence.SessionIndex.
 func (j *Journal) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) error {
-	return j.updateIndex(ctx, id, func(e *persistence.IndexEntry) bool {
-		e.LeaseOwner, e.LeaseExpires = owner, time.Now().Add(ttl).UTC()
-		return true
-	})
+	known, err := j.indexed(ctx, id)
+	if err != nil || !known {
+		return err
+	}
+	j.leases.set(id, owner, ttl)
+	return nil
 }
 
 // ReleaseLease implements persistence.SessionIndex.
 func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
-	return j.updateIndex(ctx, id, func(e *persistence.IndexEntry) bool {
-		if e.LeaseOwner != owner {
-			return false
-		}
-		e.LeaseOwner, e.LeaseExpires = "", time.Time{}
-		return true
-	})
-}
-
-// updateIndex changes session id's row with fn (if it exists and fn reports a change).
-func (j *Journal) updateIndex(ctx context.Context, id string, fn func(*persistence.IndexEntry) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -79,21 +107,29 @@ func (j *Journal) updateIndex(ctx context.Context, id string, fn func(*persisten
 		return err
 	}
 	defer j.leave()
-	err := j.db.Update(func(tx *bbolt.Tx) error {
+	j.leases.release(id, owner)
+	return nil
+}
+
+// indexed reports whether session id has a row in the index.
+func (j *Journal) indexed(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := j.enter(); err != nil {
+		return false, err
+	}
+	defer j.leave()
+	var ok bool
+	err := j.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketIndex)
-		if b == nil {
-			return nil
-		}
-		e, ok := decodeIndex(id, b.Get([]byte(id)))
-		if !ok || !fn(&e) {
-			return nil
-		}
-		return b.Put([]byte(id), encodeIndex(e))
+		ok = b != nil && b.Get([]byte(id)) != nil
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("lease of %s: %w", id, err)
+		return false, fmt.Errorf("session index: %w", err)
 	}
-	return nil
+	return ok, nil
 }
 
 // Due implements persistence.SessionIndex.
@@ -119,8 +155,8 @@ func (j *Journal) ListSessions(ctx context.Context, status, after string, limit 
 	}, limit)
 }
 
-// scanIndex returns the rows after key from (all with nil) that keep accepts, up to limit
-// (0: all), in id order.
+// scanIndex returns the rows after key from (all with nil) that keep accepts, with
+// their leases, up to limit (0: all), in id order.
 func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persistence.IndexEntry) bool, limit int) ([]persistence.IndexEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -137,7 +173,7 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 		}
 		c := b.Cursor()
 		k, v := c.First()
-		if from != nil {
+		if len(from) > 0 {
 			if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
 				k, v = c.Next()
 			}
@@ -147,6 +183,7 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 			if !ok {
 				return fmt.Errorf("session index row %q: %w", k, persistence.ErrCorrupt)
 			}
+			j.leases.fill(&e)
 			if keep(e) {
 				out = append(out, e)
 			}
@@ -159,21 +196,19 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 	return out, nil
 }
 
-// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8) |
-// lease expires(8) | lease owner. Times are Unix nanoseconds, 0 for none.
+// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8).
+// Times are Unix nanoseconds, 0 for none.
 func encodeIndex(e persistence.IndexEntry) []byte {
-	b := make([]byte, 0, 1+len(e.Status)+32+len(e.LeaseOwner))
+	b := make([]byte, 0, 1+len(e.Status)+24)
 	b = append(b, byte(len(e.Status)))
 	b = append(b, e.Status...)
 	b = binary.BigEndian.AppendUint64(b, nanos(e.DueAt))
 	b = binary.BigEndian.AppendUint64(b, e.Seq)
-	b = binary.BigEndian.AppendUint64(b, nanos(e.UpdatedAt))
-	b = binary.BigEndian.AppendUint64(b, nanos(e.LeaseExpires))
-	return append(b, e.LeaseOwner...)
+	return binary.BigEndian.AppendUint64(b, nanos(e.UpdatedAt))
 }
 
 func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
-	if len(v) < 1 || len(v) < 1+int(v[0])+32 {
+	if len(v) < 1 || len(v) != 1+int(v[0])+24 {
 		return persistence.IndexEntry{}, false
 	}
 	n := int(v[0])
@@ -182,8 +217,6 @@ func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
 	e.DueAt = fromNanos(binary.BigEndian.Uint64(v))
 	e.Seq = binary.BigEndian.Uint64(v[8:])
 	e.UpdatedAt = fromNanos(binary.BigEndian.Uint64(v[16:]))
-	e.LeaseExpires = fromNanos(binary.BigEndian.Uint64(v[24:]))
-	e.LeaseOwner = string(v[32:])
 	return e, true
 }
 
