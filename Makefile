@@ -12,6 +12,8 @@ GO ?= go
 GOAL ?= Write a haiku about event sourcing
 STATICCHECK_VERSION ?= v0.8.2
 TEST_TIMEOUT ?= 20m
+# Interleaved rounds of `make bench`; every row of BENCHMARKS.md is the median of the rounds.
+BENCH_ROUNDS ?= 5
 # Packages to test; override to narrow a run, e.g. `make test PKGS=./persistence/...`.
 PKGS ?= ./...
 
@@ -49,8 +51,8 @@ test-unit: ## Run the tests without services (integration tests skip)
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: bench
-bench: ## Run the benchmarks against the real services (durable PostgreSQL); raw output in bench.out
-	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) test -run '^$$' -bench . -benchmem -count=3 -timeout 60m $(PKGS) | tee bench.out)
+bench: ## Run the benchmark rows interleaved against the real services (durable PostgreSQL) and rewrite BENCHMARKS.md's table; raw output in bench.out
+	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) run ./internal/benchtable -rounds $(BENCH_ROUNDS) -out BENCHMARKS.md -raw bench.out)
 
 .PHONY: proto
 proto: ## Regenerate the Go code in messages/ from the .proto files

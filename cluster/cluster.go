@@ -116,28 +116,17 @@ func (c Config) Validate() error {
 }
 
 // NewActorSystem creates an actor system whose Proto.Actor logs go to logger at Warn and
-// above (its Info level is chatty). opts are passed on (e.g. actor.WithMetricProviders).
+// above (its Info level is chatty), except that a connection ended by a peer's normal
+// leave is logged at Info instead of Proto.Actor's ERROR (actorLogHandler). opts are
+// passed on (e.g. actor.WithMetricProviders).
 func NewActorSystem(logger *slog.Logger, opts ...actor.ConfigOption) *actor.ActorSystem {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := slog.New(minLevel{logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
+	l := slog.New(newActorLogHandler(logger.Handler(), slog.LevelWarn)).With("lib", "protoactor")
 	opts = append([]actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return l })}, opts...)
 	return actor.NewActorSystem(opts...)
 }
-
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(a), h.min}
-}
-func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
 
 // Node is one cluster member.
 type Node struct {

@@ -20,9 +20,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // The fan-out benchmarks: N WebSocket clients (default 5,000; env
@@ -30,7 +30,7 @@ import (
 // the clock stops when every client has read every event. Both sides run the same
 // harness and clients:
 //
-//   - BenchmarkGatewayFanout: the gateway (subscribe frames, persistence/feed, frame
+//   - BenchmarkGatewayFanout: the gateway (subscribe frames, live/feed, frame
 //     cache, per-connection send queue and writer), events published to the feed.
 //   - BenchmarkGatewayFanoutBaseline: a bare gorilla/websocket hub (a send channel of 256
 //     and a writer goroutine per client, broadcast of prebuilt bytes under one lock).
@@ -268,7 +268,7 @@ func (g *gatewayFanout) publish(seq uint64) {
 	g.j.mu.Lock()
 	g.j.recs = append(g.j.recs, rec)
 	g.j.mu.Unlock()
-	g.feed.Publish("bench", []persistence.Record{rec})
+	g.feed.Publish("bench", []*messages.Event{benchEvent(seq)})
 }
 
 func (g *gatewayFanout) close() {

@@ -22,7 +22,8 @@
 // "error" frame echoing id, and streams "event" frames (the one JSON rendering of events,
 // messages.MarshalEventJSON, with "op":"event" in front) and unsequenced "delta" frames.
 // A subscription delivers every stored event after from_seq, then live ones, with no
-// gap and no repeat (persistence/feed).
+// gap and no repeat, from Config.Feed: the gateway sees only the live read side's
+// vocabulary (package live: decoded events and deltas), never the journal.
 //
 // One routing table (ops) serves both transports; an operation whose grain call does
 // not exist yet answers CodeUnsupported.
@@ -45,7 +46,7 @@
 //
 // # Example
 //
-//	h, err := gateway.New(gateway.Config{Token: tok, Sessions: node})
+//	h, err := gateway.New(gateway.Config{Token: tok, Sessions: node, Feed: node.Feed()})
 //	if err != nil { ... }
 //	srv := &http.Server{Addr: addr, Handler: h}
 //	go srv.ListenAndServe()

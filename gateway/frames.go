@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // Server frame ops.
@@ -66,29 +63,22 @@ func errorBytes(req *Request, sessionID string, e *apiError) []byte {
 	return b
 }
 
-func deltaBytes(session string, d feed.Delta) []byte {
+func deltaBytes(session string, d live.Delta) []byte {
 	kind := d.Kind
 	if kind == "" {
-		kind = feed.KindText
+		kind = live.KindText
 	}
 	b, _ := json.Marshal(deltaFrame{Op: FrameDelta, SessionID: session, Kind: kind, CallID: d.CallID, StepID: d.StepID,
 		Index: d.Index, Attempt: d.Attempt, AfterSeq: d.AfterSeq, Text: d.Text})
 	return b
 }
 
-// eventFrame renders a stored record as an event frame: {"op":"event"} followed by the
+// eventFrame renders a stored event as an event frame: {"op":"event"} followed by the
 // event's one JSON rendering (messages.MarshalEventJSON).
-func eventFrame(rec persistence.Record) ([]byte, error) {
-	ev := &messages.Event{}
-	if err := proto.Unmarshal(rec.Data, ev); err != nil {
-		return nil, fmt.Errorf("decode event %d: %w", rec.Seq, err)
-	}
-	if ev.GetSeq() != rec.Seq {
-		return nil, fmt.Errorf("record %d holds event seq %d", rec.Seq, ev.GetSeq())
-	}
+func eventFrame(ev *messages.Event) ([]byte, error) {
 	js, err := messages.MarshalEventJSON(ev)
 	if err != nil {
-		return nil, fmt.Errorf("render event %d: %w", rec.Seq, err)
+		return nil, fmt.Errorf("render event %d: %w", ev.GetSeq(), err)
 	}
 	const head = `{"op":"event",`
 	out := make([]byte, 0, len(head)+len(js)-1)
@@ -119,10 +109,10 @@ type frameEntry struct {
 
 func newFrameCache(size int) *frameCache { return &frameCache{ring: make([]frameKey, size)} }
 
-// event returns the frame of rec in stream, rendering it on first use; concurrent
-// callers of one record wait for the one rendering.
-func (c *frameCache) event(stream string, rec persistence.Record) ([]byte, error) {
-	k := frameKey{stream, rec.Seq}
+// event returns the frame of ev in stream, rendering it on first use; concurrent
+// callers of one event wait for the one rendering.
+func (c *frameCache) event(stream string, ev *messages.Event) ([]byte, error) {
+	k := frameKey{stream, ev.GetSeq()}
 	v, ok := c.entries.Load(k)
 	if !ok {
 		var loaded bool
@@ -138,6 +128,6 @@ func (c *frameCache) event(stream string, rec persistence.Record) ([]byte, error
 		}
 	}
 	e := v.(*frameEntry)
-	e.once.Do(func() { e.frame, e.err = eventFrame(rec) })
+	e.once.Do(func() { e.frame, e.err = eventFrame(ev) })
 	return e.frame, e.err
 }

@@ -17,8 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // MaxBodyBytes bounds a request body, and by default a WebSocket frame.
@@ -30,10 +30,12 @@ type Sessions interface {
 }
 
 // Feed is where the gateway subscribes to sessions' events: stored ones first, then live
-// ones, with no gap and no repeat (persistence/feed.Feed implements it).
+// ones, with no gap and no repeat, decoded (package live). A node's feed implements it
+// (internal/node.Node.Feed, a live/feed.Feed).
 type Feed interface {
-	Subscribe(stream string, afterSeq uint64) *feed.Subscription
-	SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *feed.Subscription
+	// Follow subscribes to session's events with seq > afterSeq and, when deltas > 0, to
+	// its live deltas too, up to deltas of them waiting unread.
+	Follow(session string, afterSeq uint64, deltas int) live.Subscription
 }
 
 // Config configures the gateway. Zero durations and sizes take DefaultConfig's values.
@@ -46,9 +48,8 @@ type Config struct {
 	ReadToken string
 	// Sessions reaches session grains. Required.
 	Sessions Sessions
-	// Feed serves subscriptions. Nil means Sessions' own feed when it has a
-	// `Feed() *feed.Feed` method (as internal/node.Node does); without one, subscribe and
-	// the event stream answer CodeUnsupported.
+	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
+	// and the event stream answer CodeUnsupported.
 	Feed Feed
 	// Ready reports whether the node can serve (nil error) for /readyz.
 	Ready func() error
@@ -135,13 +136,6 @@ func (c Config) withDefaults() Config {
 	setInt(&c.DeltaBuffer, d.DeltaBuffer)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.Feed == nil {
-		if fs, ok := c.Sessions.(interface{ Feed() *feed.Feed }); ok {
-			if f := fs.Feed(); f != nil {
-				c.Feed = f
-			}
-		}
 	}
 	return c
 }

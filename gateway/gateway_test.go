@@ -45,7 +45,7 @@ func startGateway(t *testing.T) (*httptest.Server, *node.Node) {
 			t.Errorf("stop node: %v", err)
 		}
 	})
-	h, err := gateway.New(gateway.Config{Token: token, Sessions: n, Logger: cfg.Logger})
+	h, err := gateway.New(gateway.Config{Token: token, Sessions: n, Feed: n.Feed(), Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

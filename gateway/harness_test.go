@@ -68,7 +68,7 @@ func startGW(t *testing.T, o gwOpts) *gw {
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Logger: log}
+	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log}
 	if o.cfg != nil {
 		o.cfg(&gcfg)
 	}
@@ -128,6 +128,7 @@ func (g *gw) synthetic(stream string, count, size int) {
 		g.t.Fatal(err)
 	}
 	recs := make([]persistence.Record, count)
+	evs := make([]*messages.Event, count)
 	for i := range recs {
 		seq := last + uint64(i) + 1
 		ev := &messages.Event{Seq: seq, SessionId: stream, AtUnixNano: time.Now().UnixNano(),
@@ -138,14 +139,12 @@ func (g *gw) synthetic(stream string, count, size int) {
 			g.t.Fatal(err)
 		}
 		recs[i] = persistence.Record{Type: ev.Type(), Data: data, At: ev.At()}
+		evs[i] = ev
 	}
 	if _, err := g.n.Journal().Append(ctx, stream, last, recs); err != nil {
 		g.t.Fatal(err)
 	}
-	for i := range recs {
-		recs[i].Seq = last + uint64(i) + 1
-	}
-	g.n.Feed().Publish(stream, recs)
+	g.n.Feed().Publish(stream, evs)
 }
 
 // wsc is a gorilla client of the gateway.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fathom-agents/fathom/persistence/feed"
+	"github.com/fathom-agents/fathom/live"
 )
 
 // httpOp serves an operation of the routing table over HTTP: the session id comes from
@@ -156,12 +156,11 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(h.base, cancel) // Shutdown ends streams
 	defer stop()
-	var sub *feed.Subscription
+	deltaBuffer := 0
 	if deltas && follow {
-		sub = h.cfg.Feed.SubscribeWithDeltas(id, from, h.cfg.DeltaBuffer)
-	} else {
-		sub = h.cfg.Feed.Subscribe(id, from)
+		deltaBuffer = h.cfg.DeltaBuffer
 	}
+	sub := h.cfg.Feed.Follow(id, from, deltaBuffer)
 	defer sub.Close()
 	s := &eventStream{w: w, rc: rc, sse: sse, timeout: h.cfg.WriteTimeout}
 	for {
@@ -178,15 +177,15 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		f, err := h.frames.event(id, u.Record)
+		f, err := h.frames.event(id, u.Event)
 		if err != nil {
 			_ = s.write(errorBytes(nil, id, errorf(CodeInternal, "%v", err)), 0, FrameError)
 			return
 		}
-		if s.write(f, u.Record.Seq, FrameEvent) != nil {
+		if s.write(f, u.Event.GetSeq(), FrameEvent) != nil {
 			return
 		}
-		if !follow && u.Record.Seq >= until {
+		if !follow && u.Event.GetSeq() >= until {
 			return
 		}
 	}
@@ -194,7 +193,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 
 // nextUpdate waits for the subscription's next update; an SSE stream gets a comment
 // line every PingInterval while it waits, so proxies keep it open.
-func (h *Handler) nextUpdate(ctx context.Context, sub *feed.Subscription, s *eventStream) (feed.Update, error) {
+func (h *Handler) nextUpdate(ctx context.Context, sub live.Subscription, s *eventStream) (live.Update, error) {
 	if !s.sse {
 		return sub.NextUpdate(ctx)
 	}
@@ -206,7 +205,7 @@ func (h *Handler) nextUpdate(ctx context.Context, sub *feed.Subscription, s *eve
 			return u, err
 		}
 		if err := s.comment("keepalive"); err != nil {
-			return feed.Update{}, err
+			return live.Update{}, err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,7 +41,7 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 	}
 	c.send(map[string]any{"op": "resume", "id": "r", "session_id": "ws-bp",
 		"modified_step": map[string]any{"id": "s3", "type": "write", "description": "Write it in five words"}})
-	var started map[string]any
+	var started, writer map[string]any
 	for {
 		f := c.read(time.Until(deadline))
 		if f["op"] == "error" {
@@ -49,12 +50,21 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 		if f["type"] == "step_started" && f["step_id"] == "s3" {
 			started = f
 		}
+		if f["type"] == "subagent_started" && f["step_id"] == "s3" {
+			writer = f
+		}
 		if f["type"] == "session_completed" {
 			break
 		}
 	}
 	if started["description"] != "Write it in five words" {
 		t.Fatalf("s3 started as %v", started)
+	}
+	// The modified step was merged into s3: it keeps its dependency on s1, whose hand-off
+	// its writer gets.
+	if task, _ := writer["task"].(string); !strings.Contains(task, "Task: Write it in five words") ||
+		!strings.Contains(task, "Hand-offs of the steps this one depends on:\n- s1: ") {
+		t.Fatalf("s3's writer brief lost the modification or s1's hand-off: %v", writer)
 	}
 	// The session has ended: further interrupt ops are refused, the connection lives on.
 	c.send(map[string]any{"op": "pause", "id": "p", "session_id": "ws-bp"})

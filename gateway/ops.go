@@ -97,6 +97,12 @@ type SessionConfig struct {
 	MaxIterations uint32 `json:"max_iterations,omitempty"`
 	// MaxSteps bounds the plan's steps.
 	MaxSteps uint32 `json:"max_steps,omitempty"`
+	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets: every LLM call of
+	// the session and its sub-agents counts; crossing one fails the session. 0 keeps the
+	// node's default (--max-llm-calls, --max-cost-usd, --max-tokens).
+	MaxLLMCalls uint32  `json:"max_llm_calls,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens   uint64  `json:"max_tokens,omitempty"`
 }
 
 // opResult is a successful operation's answer.
@@ -212,7 +218,8 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	}
 	sreq := &messages.StartRequest{CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	if c := req.Config; c != nil {
-		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps}
+		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
+			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens}
 	}
 	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
@@ -334,15 +341,14 @@ func (h *Handler) opClearBreakpoints(req *Request) (opResult, error) {
 	return protoResult(req.SessionID, resp, err)
 }
 
-// protoJSON renders grain answers with their proto field names (64-bit integers are
-// strings, as the proto3 JSON mapping says).
-var protoJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
-
+// protoResult renders a grain answer in the protocol's one JSON dialect
+// (messages.MarshalJSON: proto field names, 64-bit integers as numbers, as in event
+// frames).
 func protoResult(id string, m proto.Message, err error) (opResult, error) {
 	if err != nil {
 		return opResult{}, err
 	}
-	b, err := protoJSON.Marshal(m)
+	b, err := messages.MarshalJSON(m)
 	if err != nil {
 		return opResult{}, fmt.Errorf("encode %T: %w", m, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/fathom-agents/fathom/persistence/feed"
+	"github.com/fathom-agents/fathom/live"
 )
 
 // conn is one WebSocket client. Its goroutines: the read loop (the HTTP handler's
@@ -59,7 +59,7 @@ type conn struct {
 // wsSub is one subscription of a connection, served by the connection's write loop.
 type wsSub struct {
 	session string
-	sub     *feed.Subscription
+	sub     live.Subscription
 	// acked is set (under conn.mu) once the subscribe ack is queued: the write loop
 	// serves only acked subscriptions, and writes queued replies first.
 	acked bool
@@ -369,7 +369,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 		return false, nil // the connection is ending
 	case err != nil:
 		code := CodeInternal
-		if errors.Is(err, feed.ErrClosed) {
+		if errors.Is(err, live.ErrClosed) {
 			code = CodeUnavailable
 		}
 		return true, c.endSub(s, errorf(code, "subscription ended after seq %d: %v", s.sub.Last(), err))
@@ -378,7 +378,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	case u.IsDelta:
 		return true, c.write(deltaBytes(s.session, u.Delta))
 	}
-	f, err := c.h.frames.event(s.session, u.Record)
+	f, err := c.h.frames.event(s.session, u.Event)
 	if err != nil {
 		return true, c.endSub(s, errorf(CodeInternal, "subscription ended: %v", err))
 	}
@@ -515,12 +515,11 @@ func (c *conn) subscribe(req *Request) {
 		c.replyError(req, req.SessionID, errorf(CodeResourceExhausted, "a connection may hold %d subscriptions", c.h.cfg.MaxSubscriptions))
 		return
 	}
-	s := &wsSub{session: req.SessionID}
+	deltas := 0
 	if req.Deltas == nil || *req.Deltas {
-		s.sub = c.h.cfg.Feed.SubscribeWithDeltas(req.SessionID, from, c.h.cfg.DeltaBuffer)
-	} else {
-		s.sub = c.h.cfg.Feed.Subscribe(req.SessionID, from)
+		deltas = c.h.cfg.DeltaBuffer
 	}
+	s := &wsSub{session: req.SessionID, sub: c.h.cfg.Feed.Follow(req.SessionID, from, deltas)}
 	s.sub.Notify(c.ready)
 	c.subs[req.SessionID] = s
 	c.mu.Unlock()

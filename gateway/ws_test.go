@@ -3,9 +3,12 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,22 +234,30 @@ func TestGatewayWSAuth(t *testing.T) {
 // TestGatewayWSSlowConsumer: a client that stops reading is closed with
 // CloseSlowConsumer and a reason, and resumes from its last seq on a new connection.
 func TestGatewayWSSlowConsumer(t *testing.T) {
+	slow := make(chan struct{})
+	var once sync.Once
 	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.SendQueue = 8
 		c.SlowConsumerTimeout = 200 * time.Millisecond
+		c.Logger = slog.New(&signalHandler{Handler: c.Logger.Handler(), msg: "closing a slow consumer",
+			fire: func() { once.Do(func() { close(slow) }) }})
 	}})
 	const n = 600
 	g.synthetic("slow-1", n, 16<<10) // ~10 MB: more than the socket buffers hold
-	c := g.mustDial(token)
+	c := g.dialFixedBuffer(t, token)
 	c.send(`{"op":"subscribe","session_id":"slow-1"}`)
-	time.Sleep(1500 * time.Millisecond) // not reading
+	select { // not reading until the server gives up on the client
+	case <-slow:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never found the client slow: its writes did not block")
+	}
 	last := uint64(0)
 	for {
 		f, err := c.tryRead(10 * time.Second)
 		if err != nil {
 			var ce *websocket.CloseError
 			if !errors.As(err, &ce) || ce.Code != gateway.CloseSlowConsumer || !strings.Contains(ce.Text, "slow consumer") {
-				t.Fatalf("after stalling: %v, want close %d", err, gateway.CloseSlowConsumer)
+				t.Fatalf("after stalling (last %d): %v, want close %d", last, err, gateway.CloseSlowConsumer)
 			}
 			break
 		}
@@ -270,6 +281,60 @@ func TestGatewayWSSlowConsumer(t *testing.T) {
 		}
 		last++
 	}
+}
+
+// signalHandler calls fire when a record with message msg is logged.
+type signalHandler struct {
+	slog.Handler
+	msg  string
+	fire func()
+}
+
+// Enabled is true for every level: the signal must not depend on the test's log level.
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *signalHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.fire()
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *signalHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &signalHandler{Handler: h.Handler.WithAttrs(as), msg: h.msg, fire: h.fire}
+}
+
+func (h *signalHandler) WithGroup(name string) slog.Handler {
+	return &signalHandler{Handler: h.Handler.WithGroup(name), msg: h.msg, fire: h.fire}
+}
+
+// dialFixedBuffer dials with a fixed 64 KiB receive buffer: Linux autotunes an
+// unset one up to net.ipv4.tcp_rmem's maximum (32 MiB on some hosts), which would hold
+// the whole stream of a client that does not read.
+func (g *gw) dialFixedBuffer(t *testing.T, tok string) *wsc {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			if err := tc.SetReadBuffer(64 << 10); err != nil {
+				c.Close()
+				return nil, err
+			}
+		}
+		return c, nil
+	}}
+	c, _, err := d.Dial(g.wsURL, http.Header{"Authorization": {"Bearer " + tok}})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &wsc{t: t, c: c}
 }
 
 // TestGatewayWSShutdownDrains: Shutdown flushes queued frames, closes with 1001, refuses

@@ -84,6 +84,10 @@ type ContextConfig struct {
 	Ratios Ratios
 	// Costs are the encoding's fixed costs. Default DefaultCosts().
 	Costs Costs
+	// Counter counts the messages the builder elides (the task or the newest turn when
+	// they do not fit): only their shortened text is counted. Nil means ByteCounter, an
+	// upper bound that needs no tokenizer. Pass the Tokenizer the stored counts came from.
+	Counter MessageCounter
 }
 
 // DefaultContextConfig returns an 8,000-token budget split 50/30/20.
@@ -158,6 +162,14 @@ type Input struct {
 	// Hits are semantic search results for the current user message (or step
 	// description), best first. Hits naming messages not in Messages are ignored.
 	Hits []Hit
+	// Task is the Seq of the message that states the current task (a step's opening
+	// message, a sub-agent's task brief); 0 means none. Like the newest turn, it is
+	// always in the context, elided if it does not fit.
+	Task uint64
+	// Origin names where the recorded messages can be read whole (e.g. "session s-1"),
+	// for the note that replaces an elided middle: "the whole text is event seq N of
+	// {Origin}". Empty means "the session's journal".
+	Origin string
 	// Now stamps Metadata.BuiltAt; zero means time.Now().
 	Now time.Time
 }
@@ -171,15 +183,19 @@ const (
 	TierRecent Tier = iota + 1
 	// TierSemantic: an older message brought back by semantic retrieval.
 	TierSemantic
+	// TierTask: the message stating the task (Input.Task), older than the recent tier.
+	TierTask
 )
 
-// String returns "recent" or "semantic".
+// String returns "recent", "semantic" or "task".
 func (t Tier) String() string {
 	switch t {
 	case TierRecent:
 		return "recent"
 	case TierSemantic:
 		return "semantic"
+	case TierTask:
+		return "task"
 	}
 	return fmt.Sprintf("tier(%d)", uint8(t))
 }
@@ -214,6 +230,12 @@ type Metadata struct {
 	// HitsIgnored counts hits that named no candidate message (unknown, in the recent
 	// tier, repeated, or empty of text).
 	HitsIgnored int
+	// TaskTokens is what the task message costs when it is outside the recent tier
+	// (Context.Task); 0 otherwise.
+	TaskTokens int
+	// Elided counts the messages whose middle was cut to fit (the task and the newest
+	// turn, when they are larger than the room left).
+	Elided int
 	// BuiltAt is when the context was built.
 	BuiltAt time.Time
 }
@@ -226,6 +248,9 @@ type Context struct {
 	Summary *Summary
 	// Semantic are the retrieved older messages, in Seq order.
 	Semantic []ContextMessage
+	// Task is the task message (Input.Task) when it is older than the recent tier; nil
+	// when it is in it or there is none.
+	Task *ContextMessage
 	// Recent are the newest messages, in Seq order.
 	Recent []ContextMessage
 	// TotalTokens is what the formatted request costs, reply priming included; at most
@@ -239,9 +264,10 @@ type Context struct {
 
 // BuildContext assembles the context of one LLM call from session state. It is a pure
 // function of cfg and in (apart from reading the clock when in.Now is zero) and never
-// tokenises: every count comes from in. Its cost depends on the budget and the number
-// of hits, not on the length of the history: it walks back from the newest message only
-// as far as the budget reaches, and finds hits by binary search.
+// tokenises stored messages: every count comes from in (only the shortened text of an
+// elided message is counted, with cfg.Counter). Its cost depends on the budget and the
+// number of hits, not on the length of the history: it walks back from the newest
+// message only as far as the budget reaches, and finds hits by binary search.
 //
 // # Budget split and flow
 //
@@ -251,18 +277,27 @@ type Context struct {
 //
 //  1. Summary: included whole when its cost (Tokens + SummaryOverhead) fits its share,
 //     else omitted (Metadata.SummaryOmitted). Unused share → recent.
-//  2. Recent: whole messages from the newest back, stopping at the first that does not
-//     fit (the tier is a contiguous run ending at the newest message). A run may not
-//     start with a tool result whose assistant call was cut off: such leading tool
-//     messages are dropped. Unused → semantic.
-//  3. Semantic: hits best first, skipping messages in the recent tier, repeats, messages
-//     without text and messages that do not fit what is left; each costs Tokens plus
-//     SemanticPrefix. Unused → recent.
-//  4. Recent again: the walk back resumes with what semantic left, stopping at the first
+//  2. The newest turn (the newest message; when it is a tool result, back to the
+//     assistant message that made the calls) and the task message (Input.Task) are
+//     always included: whole when they fit what the summary left of A, else the largest
+//     are elided to an equal share of it (head and tail kept, the middle replaced by a
+//     note naming the event that holds the whole text; Metadata.Elided). They are paid
+//     from the recent share first, then from the semantic share.
+//  3. Recent: whole messages from the turn back, stopping at the first that does not
+//     fit (the tier is a contiguous run ending at the newest message; reaching the
+//     task message takes it into the run). A run may not start with a tool result
+//     whose assistant call was cut off: such leading tool messages are dropped.
+//     Unused → semantic.
+//  4. Semantic: hits best first, skipping messages in the recent tier, the task,
+//     repeats, messages without text and messages that do not fit what is left; each
+//     costs Tokens plus SemanticPrefix. Unused → recent.
+//  5. Recent again: the walk back resumes with what semantic left, stopping at the first
 //     message that does not fit or is already a semantic message.
 //
 // So no budget is lost while a tier that wants it comes later in the order, and the
-// total never exceeds Budget.
+// total never exceeds Budget. Only when what the summary leaves cannot hold even the
+// notes of the elided messages (a budget far below MinContextRoom) are the turn and
+// the task left to the recent walk like any other message.
 func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -297,15 +332,21 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 		}
 	}
 
-	// 2. Recent, first pass.
+	// 2. The newest turn and the task.
 	msgs := in.Messages
-	w := recentWalk{msgs: msgs, lo: len(msgs)}
-	left, err := w.extend(recentShare+left, nil)
+	w := recentWalk{msgs: msgs, lo: len(msgs), floor: len(msgs), task: -1}
+	if err := w.pin(in.Task, avail-md.SummaryTokens, newElider(cfg.Counter, in.Origin)); err != nil {
+		return nil, err
+	}
+	md.Elided = w.elided
+
+	// 3. Recent, first pass.
+	left, err := w.extend(recentShare+left-w.used-w.taskCost, nil)
 	if err != nil {
 		return nil, err
 	}
 
-	// 3. Semantic.
+	// 4. Semantic.
 	left += semanticShare
 	var chosen map[uint64]bool
 	if len(in.Hits) > 0 {
@@ -313,7 +354,7 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	}
 	for _, h := range in.Hits {
 		i, ok := findSeq(msgs[:w.lo], h.Seq)
-		if !ok || chosen[h.Seq] || msgs[i].Content == "" {
+		if !ok || chosen[h.Seq] || msgs[i].Content == "" || i == w.task {
 			md.HitsIgnored++
 			continue
 		}
@@ -332,18 +373,23 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	}
 	sort.Slice(c.Semantic, func(a, b int) bool { return c.Semantic[a].Seq < c.Semantic[b].Seq })
 
-	// 4. Recent, second pass with what semantic left.
+	// 5. Recent, second pass with what semantic left.
 	if _, err := w.extend(left, chosen); err != nil {
 		return nil, err
 	}
 	c.Recent = make([]ContextMessage, 0, len(msgs)-w.lo)
-	for _, m := range msgs[w.lo:] {
+	for i := w.lo; i < len(msgs); i++ {
+		m := w.at(i)
 		c.Recent = append(c.Recent, ContextMessage{Message: m, Tier: TierRecent, Cost: m.Tokens})
+	}
+	if w.task >= 0 && w.task < w.lo {
+		c.Task = &ContextMessage{Message: w.taskMsg, Tier: TierTask, Cost: w.taskCost}
+		md.TaskTokens = w.taskCost
 	}
 	md.RecentTokens = w.used
 
 	md.RecentCount, md.SemanticCount = len(c.Recent), len(c.Semantic)
-	c.TotalTokens = in.SystemTokens + cfg.Costs.Reply + md.SummaryTokens + md.RecentTokens + md.SemanticTokens
+	c.TotalTokens = in.SystemTokens + cfg.Costs.Reply + md.SummaryTokens + md.RecentTokens + md.SemanticTokens + md.TaskTokens
 	md.BuiltAt = in.Now
 	if md.BuiltAt.IsZero() {
 		md.BuiltAt = time.Now()
@@ -351,24 +397,141 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	return c, nil
 }
 
-// recentWalk is the recent tier being grown backwards: msgs[lo:] are in it and cost used.
+// MinContextRoom is the least room, in tokens, the context of a call should have beside
+// its system prompt, its summary and the reply priming: what the task and a newest turn
+// of a few messages need once elided (their framing and notes, with some text), counted
+// with a tokenizer (ByteCounter needs about four times as much). A budget that leaves
+// less may lose them (see BuildContext).
+const MinContextRoom = 256
+
+// recentWalk is the recent tier being grown backwards: msgs[lo:] are in it and cost
+// used. msgs[floor:] is the pinned newest turn; task is the index of the pinned task
+// message (-1: none), which costs taskCost until the run reaches it.
 type recentWalk struct {
-	msgs []Message
-	lo   int
-	used int
+	msgs  []Message
+	lo    int
+	used  int
+	floor int
+	// over holds the elided versions of pinned messages, by index.
+	over     map[int]Message
+	task     int
+	taskMsg  Message
+	taskCost int
+	elided   int
+}
+
+// at returns message i as the context holds it (elided when it was).
+func (w *recentWalk) at(i int) Message {
+	if m, ok := w.over[i]; ok {
+		return m
+	}
+	return w.msgs[i]
+}
+
+// pin places the newest turn (the newest message, back to the assistant message whose
+// calls the trailing tool results answer) and the task message (seq taskSeq, when it is
+// older than the turn) within room, eliding the largest of them to an equal share when
+// they do not fit whole. When not even their notes fit, nothing is pinned.
+func (w *recentWalk) pin(taskSeq uint64, room int, el elider) error {
+	n := len(w.msgs)
+	start := n - 1
+	for start >= 0 && w.msgs[start].Role == "tool" {
+		start--
+	}
+	if start < 0 {
+		return nil // nothing but tool results: no turn to keep
+	}
+	idx := make([]int, 0, n-start+1)
+	if taskSeq != 0 {
+		// A tool result cannot stand on its own: only another role is pinned as the task.
+		if i, ok := findSeq(w.msgs[:start], taskSeq); ok && w.msgs[i].Role != "tool" {
+			idx = append(idx, i)
+		}
+	}
+	for i := start; i < n; i++ {
+		if i > start && w.msgs[i].Seq <= w.msgs[i-1].Seq {
+			return fmt.Errorf("%w: messages out of order at seq %d", ErrInvalid, w.msgs[i].Seq)
+		}
+		idx = append(idx, i)
+	}
+	costs := make([]int, len(idx))
+	total := 0
+	for k, i := range idx {
+		if w.msgs[i].Tokens < 0 {
+			return fmt.Errorf("%w: message %d has %d tokens", ErrInvalid, w.msgs[i].Seq, w.msgs[i].Tokens)
+		}
+		costs[k] = w.msgs[i].Tokens
+		total += costs[k]
+	}
+	var over map[int]Message
+	elided := 0
+	if total > room {
+		level := waterLevel(costs, room)
+		over = make(map[int]Message)
+		total = 0
+		for k, i := range idx {
+			if costs[k] <= level {
+				total += costs[k]
+				continue
+			}
+			m, cut, ok := el.elide(w.msgs[i], level)
+			if !ok {
+				return nil // the budget cannot hold them: the recent walk decides
+			}
+			over[i] = m
+			if cut {
+				elided++
+			}
+			costs[k] = m.Tokens
+			total += m.Tokens
+		}
+	}
+	w.over, w.elided = over, elided
+	w.lo, w.floor = start, start
+	for k, i := range idx {
+		if i < start {
+			w.task, w.taskMsg, w.taskCost = i, w.at(i), costs[k]
+			continue
+		}
+		w.used += costs[k]
+	}
+	return nil
+}
+
+// waterLevel returns the largest level L with Σ min(cost, L) ≤ room (L ≥ the largest
+// cost when everything fits).
+func waterLevel(costs []int, room int) int {
+	sorted := append([]int(nil), costs...)
+	sort.Ints(sorted)
+	for k, c := range sorted {
+		rest := len(sorted) - k
+		if c*rest > room {
+			return max(room, 0) / rest
+		}
+		room -= c
+	}
+	return sorted[len(sorted)-1]
 }
 
 // extend grows the run backwards within budget, stopping at the first message that
-// does not fit or is in skip, then drops leading orphan tool results. It returns the
-// budget left.
+// does not fit or is in skip, then drops leading orphan tool results (never the pinned
+// turn). Reaching the pinned task takes it into the run at no further cost. It returns
+// the budget left.
 func (w *recentWalk) extend(budget int, skip map[uint64]bool) (int, error) {
 	for w.lo > 0 {
-		m := &w.msgs[w.lo-1]
+		i := w.lo - 1
+		m := &w.msgs[i]
 		if m.Tokens < 0 {
 			return 0, fmt.Errorf("%w: message %d has %d tokens", ErrInvalid, m.Seq, m.Tokens)
 		}
 		if w.lo < len(w.msgs) && m.Seq >= w.msgs[w.lo].Seq {
 			return 0, fmt.Errorf("%w: messages out of order at seq %d", ErrInvalid, m.Seq)
+		}
+		if i == w.task {
+			w.used += w.taskCost
+			w.task, w.taskCost = -1, 0
+			w.lo--
+			continue
 		}
 		if m.Tokens > budget || skip[m.Seq] {
 			break
@@ -379,7 +542,7 @@ func (w *recentWalk) extend(budget int, skip map[uint64]bool) (int, error) {
 	}
 	// A tool result must follow the assistant message that called it: a run starting
 	// with one would be rejected by the API.
-	for w.lo < len(w.msgs) && w.msgs[w.lo].Role == "tool" {
+	for w.lo < w.floor && w.msgs[w.lo].Role == "tool" {
 		budget += w.msgs[w.lo].Tokens
 		w.used -= w.msgs[w.lo].Tokens
 		w.lo++
@@ -395,7 +558,8 @@ func findSeq(msgs []Message, seq uint64) (int, bool) {
 
 // Messages formats the context for the LLM in the seed's order: the system prompt, the
 // summary as a system message (SummaryPrefix + content), the semantic messages (each
-// SemanticPrefix + content), then the recent messages verbatim, all oldest first.
+// SemanticPrefix + content), the task message when it is older than the recent tier,
+// then the recent messages verbatim (elided ones as elided), all oldest first.
 //
 // Semantic messages lose their tool linkage (a tool result out of its exchange would be
 // rejected by the API): tool calls are dropped and a tool result is sent as a user
@@ -414,6 +578,9 @@ func (c *Context) Messages() []llm.Message {
 			role = "user"
 		}
 		out = append(out, llm.Message{Role: role, Content: SemanticPrefix + m.Content})
+	}
+	if c.Task != nil {
+		out = append(out, c.Task.LLM())
 	}
 	for _, m := range c.Recent {
 		out = append(out, m.LLM())

@@ -193,6 +193,9 @@ func randomSession(r *rand.Rand, n int) []memory.Message {
 			content = ""
 		}
 		ms[i] = memory.Message{Seq: seq, Role: roles[r.Intn(len(roles))], Content: content, Tokens: 1 + r.Intn(400)}
+		if r.Intn(40) == 0 {
+			ms[i].Tokens = 20000 + r.Intn(200000) // an oversize message (a tool's huge output)
+		}
 	}
 	return ms
 }
@@ -218,6 +221,9 @@ func TestBuildContextProperties(t *testing.T) {
 		for k := r.Intn(30); k > 0; k-- {
 			in.Hits = append(in.Hits, memory.Hit{Seq: uint64(r.Intn(700)), Score: r.Float32()})
 		}
+		if len(ms) > 0 && r.Intn(2) == 0 {
+			in.Task = ms[r.Intn(len(ms))].Seq
+		}
 		c, err := memory.BuildContext(cfg, in)
 		if errors.Is(err, memory.ErrBudgetTooSmall) {
 			if in.SystemTokens+3 <= cfg.Budget {
@@ -242,7 +248,14 @@ func checkContext(t *testing.T, iter int, cfg memory.ContextConfig, in memory.In
 		sum += c.Summary.Tokens + cfg.Costs.SummaryOverhead
 	}
 	seen := map[uint64]bool{}
-	for _, m := range append(append([]memory.ContextMessage(nil), c.Semantic...), c.Recent...) {
+	all := append(append([]memory.ContextMessage(nil), c.Semantic...), c.Recent...)
+	if c.Task != nil {
+		all = append(all, *c.Task)
+		if c.Task.Seq != in.Task || (len(c.Recent) > 0 && c.Task.Seq >= c.Recent[0].Seq) || c.Task.Tier != memory.TierTask {
+			t.Fatalf("iter %d: task %d placed apart from a recent tier starting at %v", iter, c.Task.Seq, seqs(c.Recent))
+		}
+	}
+	for _, m := range all {
 		if seen[m.Seq] {
 			t.Fatalf("iter %d: message %d twice", iter, m.Seq)
 		}
@@ -273,9 +286,52 @@ func checkContext(t *testing.T, iter int, cfg memory.ContextConfig, in memory.In
 		}
 	}
 	for _, m := range c.Semantic {
-		if m.Content == "" || (len(c.Recent) > 0 && m.Seq >= c.Recent[0].Seq) {
-			t.Fatalf("iter %d: semantic message %d is empty or in the recent range", iter, m.Seq)
+		if m.Content == "" || (len(c.Recent) > 0 && m.Seq >= c.Recent[0].Seq) || (c.Task != nil && m.Seq == c.Task.Seq) {
+			t.Fatalf("iter %d: semantic message %d is empty, in the recent range or the task", iter, m.Seq)
 		}
+	}
+	checkPinned(t, iter, cfg, in, c)
+}
+
+// checkPinned: when the budget leaves MinContextRoom (four times that when counting
+// bytes) beside the system prompt and the summary, the newest message (with the assistant call its trailing tool results
+// answer) and the task are in the context.
+func checkPinned(t *testing.T, iter int, cfg memory.ContextConfig, in memory.Input, c *memory.Context) {
+	t.Helper()
+	ms := in.Messages
+	room := cfg.Budget - in.SystemTokens - cfg.Costs.Reply - c.Metadata.SummaryTokens
+	minRoom := memory.MinContextRoom
+	if cfg.Counter == nil {
+		minRoom *= 4 // ByteCounter's notes and framing cost bytes, not tokens
+	}
+	if len(ms) == 0 || room < minRoom {
+		return
+	}
+	start := len(ms) - 1
+	for start >= 0 && ms[start].Role == "tool" {
+		start--
+	}
+	if start < 0 {
+		return // only orphan tool results: there is no turn to keep
+	}
+	if len(c.Recent) < len(ms)-start {
+		t.Fatalf("iter %d: the newest turn (from seq %d) is not in the recent tier %v (room %d)", iter, ms[start].Seq, seqs(c.Recent), room)
+	}
+	if in.Task == 0 {
+		return
+	}
+	inRecent := false
+	for _, m := range c.Recent {
+		inRecent = inRecent || m.Seq == in.Task
+	}
+	var role string
+	for _, m := range ms {
+		if m.Seq == in.Task {
+			role = m.Role
+		}
+	}
+	if role != "tool" && !inRecent && (c.Task == nil || c.Task.Seq != in.Task) {
+		t.Fatalf("iter %d: task %d is missing (recent %v)", iter, in.Task, seqs(c.Recent))
 	}
 }
 

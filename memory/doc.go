@@ -19,8 +19,11 @@
 // BuildContext is a pure function from session state (system prompt, summary, recorded
 // messages with their stored counts, semantic hits) to a Context: the summary, the
 // semantic messages and the recent messages, each with its tier, and the total tokens,
-// never above the budget. Its cost depends on the budget, not on the history.
-// Context.Messages formats it for the model in the seed's order.
+// never above the budget. Its cost depends on the budget, not on the history. The
+// newest turn and the task message (Input.Task) are always in it: a message too large
+// for the room left is elided (its head and tail kept, the middle replaced by a note
+// naming the event that holds the whole text; Elide, elide.go). Context.Messages
+// formats it for the model in the seed's order.
 //
 //	tok, _ := memory.TokenizerForModel("gpt-4o", "")
 //	cfg := memory.DefaultContextConfig()

@@ -73,6 +73,10 @@ type SummaryInput struct {
 	// Messages are the session's recorded messages in increasing Seq order (the whole
 	// history may be passed: only the newest that fit the input budget are read).
 	Messages []Message
+	// Counter counts the messages Summarize elides (nil: ByteCounter); Origin names
+	// where they are kept whole, for the elision note (see Input.Origin).
+	Counter MessageCounter
+	Origin  string
 }
 
 // SummaryCall is a prepared summarizer call.
@@ -87,15 +91,22 @@ type SummaryCall struct {
 	// UsesPrevious is true when the previous summary stands in for older messages that
 	// did not fit the input budget.
 	UsesPrevious bool
-	// InputTokens is the stored token count of the messages sent.
+	// InputTokens is the stored token count of the messages sent (elided ones at their
+	// elided count).
 	InputTokens int
+	// Elided counts the messages sent with their middle cut: one message never takes
+	// more than half the input budget.
+	Elided int
 }
 
 // Summarize prepares the call that regenerates a session's summary from scratch (full
 // replacement, the seed's mode): systemPrompt (the rendered "summarizer" template) and
 // one user message holding the transcript of in.Messages. When the whole history does
 // not fit cfg.InputBudget, the newest messages that fit are sent (at least one), preceded
-// by the previous summary standing for the older ones.
+// by the previous summary standing for the older ones. A message larger than half the
+// input budget is elided to that (head and tail kept, the middle replaced by a note
+// naming the event that holds it whole), so a huge tool output neither crowds out the
+// rest of the transcript nor overflows the summarizer's context.
 func Summarize(in SummaryInput, systemPrompt string, cfg SummaryConfig) (SummaryCall, error) {
 	if err := cfg.Validate(); err != nil {
 		return SummaryCall{}, err
@@ -104,11 +115,25 @@ func Summarize(in SummaryInput, systemPrompt string, cfg SummaryConfig) (Summary
 	if len(msgs) == 0 {
 		return SummaryCall{}, fmt.Errorf("%w: no messages to summarize", ErrInvalid)
 	}
-	lo, used := len(msgs), 0
+	el := newElider(in.Counter, in.Origin)
+	half := max(cfg.InputBudget/2, 1)
+	var over map[int]Message
+	lo, used, elided := len(msgs), 0, 0
 	for lo > 0 {
 		m := msgs[lo-1]
 		if lo < len(msgs) && m.Seq >= msgs[lo].Seq {
 			return SummaryCall{}, fmt.Errorf("%w: messages out of order at seq %d", ErrInvalid, m.Seq)
+		}
+		if m.Tokens > half {
+			if e, cut, ok := el.elide(m, half); ok {
+				if over == nil {
+					over = map[int]Message{}
+				}
+				over[lo-1], m = e, e
+				if cut {
+					elided++
+				}
+			}
 		}
 		if used+m.Tokens > cfg.InputBudget && lo < len(msgs) {
 			break
@@ -116,7 +141,7 @@ func Summarize(in SummaryInput, systemPrompt string, cfg SummaryConfig) (Summary
 		used += m.Tokens
 		lo--
 	}
-	call := SummaryCall{Through: msgs[len(msgs)-1].Seq, From: msgs[lo].Seq, InputTokens: used}
+	call := SummaryCall{Through: msgs[len(msgs)-1].Seq, From: msgs[lo].Seq, InputTokens: used, Elided: elided}
 
 	var b strings.Builder
 	if lo > 0 && in.Previous != nil && in.Previous.Content != "" {
@@ -126,7 +151,11 @@ func Summarize(in SummaryInput, systemPrompt string, cfg SummaryConfig) (Summary
 		fmt.Fprintf(&b, "(Messages before #%d are not available.)\n\n", msgs[lo].Seq)
 	}
 	b.WriteString("<transcript>\n")
-	for _, m := range msgs[lo:] {
+	for i := lo; i < len(msgs); i++ {
+		m := msgs[i]
+		if e, ok := over[i]; ok {
+			m = e
+		}
 		writeTranscriptEntry(&b, m)
 	}
 	b.WriteString("</transcript>\n\nWrite the new summary of the whole conversation now.")

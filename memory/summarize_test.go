@@ -83,3 +83,34 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("no messages: %v", err)
 	}
 }
+
+// TestSummarizeElidesOversizeMessages: a message larger than half the input budget is
+// sent elided (head, tail, a note naming its event), and the messages before it still
+// fit beside it.
+func TestSummarizeElidesOversizeMessages(t *testing.T) {
+	tk := tokenizer(t, memory.EncodingO200K)
+	cfg := memory.DefaultSummaryConfig()
+	out := bigText(230<<10, "out")
+	mk := func(m memory.Message) memory.Message { m.Tokens = tk.CountMessage(m.LLM()); return m }
+	ms := []memory.Message{
+		mk(memory.Message{Seq: 3, Role: "user", Content: "Remember: the deploy key is ZEBRA-42."}),
+		mk(memory.Message{Seq: 4, Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "code_execute", Arguments: `{"code":"dump()"}`}}}),
+		mk(memory.Message{Seq: 5, Role: "tool", ToolCallID: "c1", Content: out}),
+	}
+	call, err := memory.Summarize(memory.SummaryInput{Messages: ms, Counter: tk, Origin: "session s-1"}, "SYSTEM", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if call.From != 3 || call.Elided != 1 || call.InputTokens > cfg.InputBudget {
+		t.Fatalf("call %+v", call)
+	}
+	user := call.Request.Messages[1].Content
+	if real := tk.Count(user); real > cfg.InputBudget+200 {
+		t.Fatalf("the transcript is %d tokens for an input budget of %d", real, cfg.InputBudget)
+	}
+	for _, want := range []string{"ZEBRA-42", "calls tool code_execute", out[:2000], out[len(out)-1000:], "whole text is event seq 5 of session s-1"} {
+		if !strings.Contains(user, want) {
+			t.Fatalf("transcript lacks %.80q", want)
+		}
+	}
+}

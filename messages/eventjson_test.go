@@ -2,6 +2,8 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +89,55 @@ func TestUnmarshalEventJSONRoundTrips(t *testing.T) {
 	for _, bad := range []string{`{`, `{"type":"nope","seq":1}`, `{"type":"session_started","seq":1,"bogus":2}`} {
 		if _, err := UnmarshalEventJSON([]byte(bad)); err == nil {
 			t.Errorf("UnmarshalEventJSON(%s): no error", bad)
+		}
+	}
+}
+
+// TestMarshalJSONRendersIntegersAsNumbers: grain answers render 64-bit integers as JSON
+// numbers, at the top and nested (repeated messages), as event frames do; other fields
+// keep their proto3 JSON form.
+func TestMarshalJSONRendersIntegersAsNumbers(t *testing.T) {
+	tl := &TimelineResponse{SessionId: "s1", Seq: 12, PlanSeq: 3, Entries: []*TimelineEntry{
+		{StepId: "step-1", StartedSeq: 4, EndedSeq: 9, StartedAtUnixNano: 1764000000000000000, Status: StepStatus_STEP_STATUS_COMPLETED},
+	}}
+	b, err := MarshalJSON(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	entry := got["entries"].([]any)[0].(map[string]any)
+	for k, v := range map[string]any{"seq": got["seq"], "plan_seq": got["plan_seq"], "started_seq": entry["started_seq"],
+		"ended_seq": entry["ended_seq"], "started_at_unix_nano": entry["started_at_unix_nano"], "ended_at_unix_nano": entry["ended_at_unix_nano"]} {
+		if _, ok := v.(float64); !ok {
+			t.Errorf("%s = %#v, want a JSON number (%s)", k, v, b)
+		}
+	}
+	if got["session_id"] != "s1" || entry["status"] != "STEP_STATUS_COMPLETED" || !strings.Contains(string(b), `"started_at_unix_nano":1764000000000000000`) {
+		t.Fatalf("rendering changed more than the integers: %s", b)
+	}
+}
+
+// TestEventRecordCodec: DecodeEvent inverts EncodeEvent, and refuses bytes that are not
+// an event or hold another seq than the record's, with ErrBadRecord.
+func TestEventRecordCodec(t *testing.T) {
+	ev := &Event{Seq: 3, SessionId: "s1", AtUnixNano: 42, Payload: &Event_SessionStarted{SessionStarted: &SessionStarted{Goal: "g"}}}
+	b, err := EncodeEvent(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeEvent(3, b)
+	if err != nil || !proto.Equal(got, ev) {
+		t.Fatalf("DecodeEvent = %v, %v; want %v", got, err, ev)
+	}
+	for name, tc := range map[string]struct {
+		seq  uint64
+		data []byte
+	}{"another seq": {4, b}, "not an event": {3, []byte{0xff, 0xff}}} {
+		if _, err := DecodeEvent(tc.seq, tc.data); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%s: err = %v, want ErrBadRecord", name, err)
 		}
 	}
 }

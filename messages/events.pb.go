@@ -791,8 +791,12 @@ type InterruptResumed struct {
 	By string `protobuf:"bytes,1,opt,name=by,proto3" json:"by,omitempty"`
 	// action is "continue" or "fail".
 	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
-	// modified_step, when set, replaces the plan step that runs next (same id).
-	ModifiedStep  *PlanStep `protobuf:"bytes,3,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	// modified_step, when set, replaces the plan step that runs next (same id). Since
+	// resume merges a request's modified_step into the step, it is the merged step.
+	ModifiedStep *PlanStep `protobuf:"bytes,3,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
+	// pause_released is set when a human's resume also ends a pause requested while the
+	// session was already stopped (the pause breakpoint is removed: one resume ends both).
+	PauseReleased bool `protobuf:"varint,4,opt,name=pause_released,json=pauseReleased,proto3" json:"pause_released,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -848,6 +852,13 @@ func (x *InterruptResumed) GetModifiedStep() *PlanStep {
 	return nil
 }
 
+func (x *InterruptResumed) GetPauseReleased() bool {
+	if x != nil {
+		return x.PauseReleased
+	}
+	return false
+}
+
 // SessionConfig is the per-session configuration fixed at start.
 type SessionConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -856,7 +867,28 @@ type SessionConfig struct {
 	// max_iterations bounds the number of LLM calls the session may make.
 	MaxIterations uint32 `protobuf:"varint,2,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"`
 	// max_steps bounds the number of steps a plan may have.
-	MaxSteps      uint32 `protobuf:"varint,3,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	MaxSteps uint32 `protobuf:"varint,3,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	// Session budgets, counted over every LLM call of the session and its sub-agents
+	// (planning, steps, retries, re-plans, the closing summary) from the folded events;
+	// 0 = unlimited. A call that would cross one is not made: the session fails with
+	// "session budget exceeded: ..." (the closing summary is written by code instead).
+	// max_llm_calls bounds the LLM calls requested.
+	MaxLlmCalls uint32 `protobuf:"varint,4,opt,name=max_llm_calls,json=maxLlmCalls,proto3" json:"max_llm_calls,omitempty"`
+	// max_cost_usd bounds the model cost (the node's price table): no call is requested
+	// once the session has spent it.
+	MaxCostUsd float64 `protobuf:"fixed64,5,opt,name=max_cost_usd,json=maxCostUsd,proto3" json:"max_cost_usd,omitempty"`
+	// max_tokens bounds the tokens the provider reported (input + output): no call is
+	// requested once the session has used them.
+	MaxTokens uint64 `protobuf:"varint,6,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// provider and base_url name the model endpoint the session was started on ("openai",
+	// "anthropic" or "demo"; the API's base URL, empty for the demo model); with model they
+	// say where the session's calls go. The key is never recorded. A node configured for
+	// another endpoint refuses to continue the session unless told to
+	// (--allow-endpoint-change). Empty in sessions recorded before they existed: such a
+	// session continues on any endpoint. Set by the node at start; ignored in a start
+	// request's config.
+	Provider      string `protobuf:"bytes,7,opt,name=provider,proto3" json:"provider,omitempty"`
+	BaseUrl       string `protobuf:"bytes,8,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -910,6 +942,41 @@ func (x *SessionConfig) GetMaxSteps() uint32 {
 		return x.MaxSteps
 	}
 	return 0
+}
+
+func (x *SessionConfig) GetMaxLlmCalls() uint32 {
+	if x != nil {
+		return x.MaxLlmCalls
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetMaxCostUsd() float64 {
+	if x != nil {
+		return x.MaxCostUsd
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetMaxTokens() uint64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *SessionConfig) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
 }
 
 // SessionStarted is the first event of every session.
@@ -1354,9 +1421,14 @@ type LlmRequested struct {
 	Iteration uint32 `protobuf:"varint,5,opt,name=iteration,proto3" json:"iteration,omitempty"`
 	// sub_agent_id is set when the call is a sub-agent's (its context, not the
 	// orchestrator's); iteration then counts the sub-agent's calls.
-	SubAgentId    string `protobuf:"bytes,6,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SubAgentId string `protobuf:"bytes,6,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// reprompt_error is set on a plan or re-plan call that asks again because the previous
+	// answer (reprompt_answer) was not a usable plan: the call shows the model its answer
+	// and this error.
+	RepromptError  string `protobuf:"bytes,7,opt,name=reprompt_error,json=repromptError,proto3" json:"reprompt_error,omitempty"`
+	RepromptAnswer string `protobuf:"bytes,8,opt,name=reprompt_answer,json=repromptAnswer,proto3" json:"reprompt_answer,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LlmRequested) Reset() {
@@ -1427,6 +1499,20 @@ func (x *LlmRequested) GetIteration() uint32 {
 func (x *LlmRequested) GetSubAgentId() string {
 	if x != nil {
 		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *LlmRequested) GetRepromptError() string {
+	if x != nil {
+		return x.RepromptError
+	}
+	return ""
+}
+
+func (x *LlmRequested) GetRepromptAnswer() string {
+	if x != nil {
+		return x.RepromptAnswer
 	}
 	return ""
 }
@@ -1646,7 +1732,14 @@ type ContextInfo struct {
 	// summary_through_seq is the seq the included summary covers (0 without one).
 	SummaryThroughSeq uint64 `protobuf:"varint,6,opt,name=summary_through_seq,json=summaryThroughSeq,proto3" json:"summary_through_seq,omitempty"`
 	// history_count is the number of recorded history messages the context chose from.
-	HistoryCount  uint32 `protobuf:"varint,7,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	HistoryCount uint32 `protobuf:"varint,7,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	// elided_count is the number of messages sent with their middle cut to fit (the task
+	// or the newest turn when larger than the room left; the note in each names the event
+	// holding the whole text).
+	ElidedCount uint32 `protobuf:"varint,8,opt,name=elided_count,json=elidedCount,proto3" json:"elided_count,omitempty"`
+	// task_in_context is true when the task message (the step's opening message, the
+	// sub-agent's task brief) is in the context, in the recent tier or pinned before it.
+	TaskInContext bool `protobuf:"varint,9,opt,name=task_in_context,json=taskInContext,proto3" json:"task_in_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1728,6 +1821,20 @@ func (x *ContextInfo) GetHistoryCount() uint32 {
 		return x.HistoryCount
 	}
 	return 0
+}
+
+func (x *ContextInfo) GetElidedCount() uint32 {
+	if x != nil {
+		return x.ElidedCount
+	}
+	return 0
+}
+
+func (x *ContextInfo) GetTaskInContext() bool {
+	if x != nil {
+		return x.TaskInContext
+	}
+	return false
 }
 
 // SummaryUpdated records a regenerated rolling summary of the session's history (full
@@ -1965,7 +2072,11 @@ type ToolFailure struct {
 	Retryable bool   `protobuf:"varint,2,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// llm_text is the error exactly as the model was shown it (ToolError.FormatForLLM).
-	LlmText       string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	LlmText string `protobuf:"bytes,4,opt,name=llm_text,json=llmText,proto3" json:"llm_text,omitempty"`
+	// config is set when the tool is not configured on the node (no sandbox, no search
+	// provider): no retry helps. A sub-agent run that met one and handed off "failed"
+	// fails the session at once instead of retrying and re-planning.
+	Config        bool `protobuf:"varint,5,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2026,6 +2137,13 @@ func (x *ToolFailure) GetLlmText() string {
 		return x.LlmText
 	}
 	return ""
+}
+
+func (x *ToolFailure) GetConfig() bool {
+	if x != nil {
+		return x.Config
+	}
+	return false
 }
 
 // ToolResult records the outcome of a tool_called call: result on success, error
@@ -3569,15 +3687,23 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"step_index\x18\x05 \x01(\rR\tstepIndex\x12,\n" +
 	"\x12deadline_unix_nano\x18\x06 \x01(\x03R\x10deadlineUnixNano\x12%\n" +
-	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"t\n" +
+	"\x0edefault_action\x18\a \x01(\tR\rdefaultAction\"\x9b\x01\n" +
 	"\x10InterruptResumed\x12\x0e\n" +
 	"\x02by\x18\x01 \x01(\tR\x02by\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x128\n" +
-	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"i\n" +
+	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\x12%\n" +
+	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"\x85\x02\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
 	"\x0emax_iterations\x18\x02 \x01(\rR\rmaxIterations\x12\x1b\n" +
-	"\tmax_steps\x18\x03 \x01(\rR\bmaxSteps\"o\n" +
+	"\tmax_steps\x18\x03 \x01(\rR\bmaxSteps\x12\"\n" +
+	"\rmax_llm_calls\x18\x04 \x01(\rR\vmaxLlmCalls\x12 \n" +
+	"\fmax_cost_usd\x18\x05 \x01(\x01R\n" +
+	"maxCostUsd\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x06 \x01(\x04R\tmaxTokens\x12\x1a\n" +
+	"\bprovider\x18\a \x01(\tR\bprovider\x12\x19\n" +
+	"\bbase_url\x18\b \x01(\tR\abaseUrl\"o\n" +
 	"\x0eSessionStarted\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.fathom.v1.SessionConfigR\x06config\x12\x17\n" +
@@ -3610,7 +3736,7 @@ const file_events_proto_rawDesc = "" +
 	"\tstep_type\x18\x03 \x01(\tR\bstepType\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12%\n" +
-	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\xb0\x01\n" +
+	"\x0eopening_tokens\x18\x06 \x01(\rR\ropeningTokens\"\x80\x02\n" +
 	"\fLlmRequested\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -3618,7 +3744,9 @@ const file_events_proto_rawDesc = "" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12\x1c\n" +
 	"\titeration\x18\x05 \x01(\rR\titeration\x12 \n" +
 	"\fsub_agent_id\x18\x06 \x01(\tR\n" +
-	"subAgentId\"r\n" +
+	"subAgentId\x12%\n" +
+	"\x0ereprompt_error\x18\a \x01(\tR\rrepromptError\x12'\n" +
+	"\x0freprompt_answer\x18\b \x01(\tR\x0erepromptAnswer\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
@@ -3639,7 +3767,7 @@ const file_events_proto_rawDesc = "" +
 	" \x01(\rR\x06tokens\x120\n" +
 	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\x12 \n" +
 	"\fsub_agent_id\x18\f \x01(\tR\n" +
-	"subAgentId\"\x88\x02\n" +
+	"subAgentId\"\xd3\x02\n" +
 	"\vContextInfo\x12!\n" +
 	"\ftotal_tokens\x18\x01 \x01(\rR\vtotalTokens\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\rR\x06budget\x12!\n" +
@@ -3648,7 +3776,9 @@ const file_events_proto_rawDesc = "" +
 	"\vhas_summary\x18\x05 \x01(\bR\n" +
 	"hasSummary\x12.\n" +
 	"\x13summary_through_seq\x18\x06 \x01(\x04R\x11summaryThroughSeq\x12#\n" +
-	"\rhistory_count\x18\a \x01(\rR\fhistoryCount\"r\n" +
+	"\rhistory_count\x18\a \x01(\rR\fhistoryCount\x12!\n" +
+	"\felided_count\x18\b \x01(\rR\velidedCount\x12&\n" +
+	"\x0ftask_in_context\x18\t \x01(\bR\rtaskInContext\"r\n" +
 	"\x0eSummaryUpdated\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
 	"\x13covered_through_seq\x18\x02 \x01(\x04R\x11coveredThroughSeq\x12\x16\n" +
@@ -3666,13 +3796,14 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05index\x18\x06 \x01(\rR\x05index\x12 \n" +
 	"\fsub_agent_id\x18\a \x01(\tR\n" +
-	"subAgentId\"\x7f\n" +
+	"subAgentId\"\x97\x01\n" +
 	"\vToolFailure\x12\x1d\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\tR\terrorType\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x19\n" +
-	"\bllm_text\x18\x04 \x01(\tR\allmText\"\x9c\x02\n" +
+	"\bllm_text\x18\x04 \x01(\tR\allmText\x12\x16\n" +
+	"\x06config\x18\x05 \x01(\bR\x06config\"\x9c\x02\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +

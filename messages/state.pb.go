@@ -466,9 +466,13 @@ type PendingCall struct {
 	StepId  string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	Purpose string                 `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	// requested_seq is the seq of the call's llm_requested event.
-	RequestedSeq  uint64 `protobuf:"varint,4,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestedSeq uint64 `protobuf:"varint,4,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
+	// reprompt_error and reprompt_answer are the llm_requested's: a plan or re-plan call
+	// asking again after an unusable answer.
+	RepromptError  string `protobuf:"bytes,5,opt,name=reprompt_error,json=repromptError,proto3" json:"reprompt_error,omitempty"`
+	RepromptAnswer string `protobuf:"bytes,6,opt,name=reprompt_answer,json=repromptAnswer,proto3" json:"reprompt_answer,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PendingCall) Reset() {
@@ -527,6 +531,20 @@ func (x *PendingCall) GetRequestedSeq() uint64 {
 		return x.RequestedSeq
 	}
 	return 0
+}
+
+func (x *PendingCall) GetRepromptError() string {
+	if x != nil {
+		return x.RepromptError
+	}
+	return ""
+}
+
+func (x *PendingCall) GetRepromptAnswer() string {
+	if x != nil {
+		return x.RepromptAnswer
+	}
+	return ""
 }
 
 // SessionState is the fold of a session's events (Apply). It is also the snapshot format.
@@ -599,8 +617,11 @@ type SessionState struct {
 	// retired_step_ids are the ids of steps a revision dropped after they had run (the
 	// failed ones): a later revision may not reuse them.
 	RetiredStepIds []string `protobuf:"bytes,40,rep,name=retired_step_ids,json=retiredStepIds,proto3" json:"retired_step_ids,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// llm_calls counts every llm_requested of the session: the orchestrator's and its
+	// sub-agents' calls, retries included (config.max_llm_calls bounds it).
+	LlmCalls      uint32 `protobuf:"varint,41,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -871,6 +892,13 @@ func (x *SessionState) GetRetiredStepIds() []string {
 	return nil
 }
 
+func (x *SessionState) GetLlmCalls() uint32 {
+	if x != nil {
+		return x.LlmCalls
+	}
+	return 0
+}
+
 // SubagentState is a sub-agent's isolated, event-sourced context.
 type SubagentState struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -909,8 +937,11 @@ type SubagentState struct {
 	RunArtifactsModified []string `protobuf:"bytes,22,rep,name=run_artifacts_modified,json=runArtifactsModified,proto3" json:"run_artifacts_modified,omitempty"`
 	RunUsage             *Usage   `protobuf:"bytes,23,opt,name=run_usage,json=runUsage,proto3" json:"run_usage,omitempty"`
 	RunCostUsd           float64  `protobuf:"fixed64,24,opt,name=run_cost_usd,json=runCostUsd,proto3" json:"run_cost_usd,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// run_config_error is the first tool failure of the run that was a configuration
+	// error (tool_result.error.config): "tool NAME: message".
+	RunConfigError string `protobuf:"bytes,25,opt,name=run_config_error,json=runConfigError,proto3" json:"run_config_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SubagentState) Reset() {
@@ -1111,6 +1142,13 @@ func (x *SubagentState) GetRunCostUsd() float64 {
 	return 0
 }
 
+func (x *SubagentState) GetRunConfigError() string {
+	if x != nil {
+		return x.RunConfigError
+	}
+	return ""
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
@@ -1149,12 +1187,14 @@ const file_state_proto_rawDesc = "" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x12\n" +
 	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
-	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"~\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"\xce\x01\n" +
 	"\vPendingCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
-	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\"\xb8\f\n" +
+	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
+	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xd5\f\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1195,13 +1235,14 @@ const file_state_proto_rawDesc = "" +
 	"\freplan_calls\x18% \x01(\rR\vreplanCalls\x12%\n" +
 	"\x0ereplan_attempt\x18& \x01(\rR\rreplanAttempt\x12#\n" +
 	"\rplan_revision\x18' \x01(\rR\fplanRevision\x12(\n" +
-	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x1a;\n" +
+	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x12\x1b\n" +
+	"\tllm_calls\x18) \x01(\rR\bllmCalls\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
 	"\x0eSubAgentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\x9f\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xc9\a\n" +
 	"\rSubagentState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1235,7 +1276,8 @@ const file_state_proto_rawDesc = "" +
 	"\x16run_artifacts_modified\x18\x16 \x03(\tR\x14runArtifactsModified\x12-\n" +
 	"\trun_usage\x18\x17 \x01(\v2\x10.fathom.v1.UsageR\brunUsage\x12 \n" +
 	"\frun_cost_usd\x18\x18 \x01(\x01R\n" +
-	"runCostUsd*\xe6\x01\n" +
+	"runCostUsd\x12(\n" +
+	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError*\xe6\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +

@@ -201,12 +201,17 @@ func Load(dir string) (*Set, error) {
 	return s, nil
 }
 
+// ErrUnknownTemplate is returned (wrapped) by Render for a name the set has no template
+// for, e.g. an agent type without a prompt.
+var ErrUnknownTemplate = errors.New("no such prompt template")
+
 // Render executes template name with data. Runs of blank lines in the output are
-// collapsed to one.
+// collapsed to one. A name without a template is an [ErrUnknownTemplate]; a template
+// that fails to execute is a [*TemplateError].
 func (s *Set) Render(name string, data any) (string, error) {
 	t := s.t.Lookup(name)
 	if t == nil {
-		return "", fmt.Errorf("prompt template %q not found", name)
+		return "", fmt.Errorf("prompt template %q: %w", name, ErrUnknownTemplate)
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Consul agent from the Go module proxy into the cache (first run ~10-12 min, then instant).
-# Prints the binary's path. See ../shared/INFRA.md for why `go install` alone does not work.
+# Prints the binary's path. `go install github.com/hashicorp/consul@VERSION` fails because Consul's go.mod has
+# replace directives for its own submodules, so the module source is copied and built with those replaces dropped.
 source "$(dirname "$0")/lib.sh"
 CONSUL_VERSION="${CONSUL_VERSION:-1.22.5}"
 out="$FATHOM_BIN/consul-$CONSUL_VERSION"

@@ -3,7 +3,7 @@
 #
 # Debian bookworm ships PostgreSQL 15 but no pgvector package, so pgvector is built from the Debian source
 # package of the next release (trixie), fetched with a private apt configuration derived from this machine's own
-# /etc/apt/sources.list.d/debian.sources (the system's sources stay untouched). See ../shared/INFRA.md.
+# /etc/apt/sources.list.d/debian.sources (the system's sources stay untouched); then `CREATE EXTENSION vector` works.
 # Idempotent: does nothing when vector.so and vector.control are already installed.
 source "$(dirname "$0")/lib.sh"
 

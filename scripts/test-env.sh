@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Brings up (or tears down) every real service the integration tests use, all under DIR:
 # PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports; bubblewrap; and the official
-# `openai` npm client (for mock-llm's protocol-fidelity test); Debian's python3-websockets (the gateway's independent
+# `openai` (4.x and 6.x) and `@anthropic-ai/sdk` npm clients (for mock-llm's protocol-fidelity tests); Debian's python3-websockets (the gateway's independent
 # WebSocket client).
 #
 #   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
@@ -58,11 +58,14 @@ up() {
   done
   local node_openai
   node_openai=$("$HERE/install-node-openai.sh") || die "installing the openai npm client failed"
+  local node_model_clients
+  node_model_clients=$("$HERE/install-node-model-clients.sh") || die "installing the openai 6 and anthropic npm clients failed"
   local python_websockets
   python_websockets=$("$HERE/install-python-websockets.sh") || die "installing python3-websockets failed"
   {
     echo "export FATHOM_TEST_REQUIRE_SERVICES=1"
     printf "export FATHOM_TEST_NODE_OPENAI='%s'\n" "$node_openai"
+    printf "export FATHOM_TEST_NODE_MODEL_CLIENTS='%s'\n" "$node_model_clients"
     printf "export FATHOM_TEST_PYTHON_WEBSOCKETS='%s'\n" "$python_websockets"
     for s in "${SERVICES[@]}"; do cat "$DIR/$s/$s.env"; done
   } >"$DIR/env.tmp"

@@ -157,7 +157,7 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 		var o outcome
 		if t.SandboxMode() == SandboxExternal {
 			if e.External == nil {
-				o.err = SandboxError(c.Name, "no sandbox is configured for external tools", false)
+				o.err = SandboxError(c.Name, "no sandbox is configured for external tools", false).NotConfigured()
 			} else {
 				o.out, o.err = e.External.Run(cctx, t, c.Args)
 			}

@@ -124,12 +124,14 @@ func TestRegistryRejectsBadTools(t *testing.T) {
 }
 
 func TestCancelledCallerIsNotATimeout(t *testing.T) {
+	started := make(chan struct{})
 	r := registry(t, tools.MustNew("wait", "waits for ctx", tools.SandboxNone, func(ctx context.Context, _ struct{}) (any, error) {
+		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { <-started; cancel() }() // the caller goes away while the tool runs
 	res := (&tools.Executor{Registry: r, Timeout: 5 * time.Second}).Run(ctx, tools.Call{Name: "wait", Args: json.RawMessage(`{}`)})
 	if res.Err == nil || res.Err.Type == tools.ErrTimeout {
 		t.Fatalf("err %+v", res.Err)

@@ -49,6 +49,17 @@ type ToolError struct {
 	// Context carries the original arguments, partial results or hints. Only validation
 	// and execution errors show it to the LLM.
 	Context []Field `json:"-"`
+	// Config is true when the failure is the node's configuration's (the tool has no
+	// backend configured here): no attempt, with any arguments, succeeds until the node
+	// is reconfigured. Never retryable.
+	Config bool `json:"config,omitempty"`
+}
+
+// NotConfigured marks e as a configuration failure (Config, not retryable) and
+// returns it.
+func (e *ToolError) NotConfigured() *ToolError {
+	e.Config, e.Retryable = true, false
+	return e
 }
 
 // Error implements error.

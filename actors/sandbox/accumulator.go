@@ -34,7 +34,7 @@ type Chunk struct {
 
 // OutputFunc receives output chunks live, in order per stream. It is called from a
 // connection actor's mailbox and must not block (hand the chunk to a non-blocking
-// publisher such as persistence/feed).
+// publisher such as live/feed).
 type OutputFunc func(Chunk)
 
 // Accumulator folds one execution's frames into its outcome, as the protocol's

@@ -17,7 +17,9 @@ import (
 // execute; frames are folded into an Accumulator and output is streamed live), and
 // tells the pool when it goes up or down and when it is free again. After
 // Config.MaxRetries failed dials in a row it fails with *RetriesExhaustedError and the
-// pool's supervision strategy restarts it.
+// pool's supervision strategy restarts it. A dial refused for its credentials (HTTP 401
+// or 403) without a refresh URL ends the redialing for good: the same token would be
+// refused again.
 type connection struct {
 	cfg   Config
 	log   *slog.Logger
@@ -127,7 +129,15 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 	c.failures++
 	c.lastErr = msg.err
 	ctx.Send(ctx.Parent(), &connDown{pid: ctx.Self(), err: msg.err})
-	if msg.err.Auth() && c.tokenMgr != nil {
+	if msg.err.Auth() {
+		if c.tokenMgr == nil {
+			// Refused credentials do not heal by redialing with the same token: stay down
+			// (the pool fails executions at once with a non-retryable error) instead of
+			// knocking on the sandbox forever.
+			c.log.Error("sandbox refused the credentials; not reconnecting: fix SANDBOX_API_KEY (--sandbox-token) or set SANDBOX_REFRESH_URL, then restart",
+				"url", c.cfg.URL, "status", msg.err.Status)
+			return
+		}
 		ctx.Send(c.tokenMgr, &refreshNow{})
 	}
 	if c.failures >= c.cfg.MaxRetries {

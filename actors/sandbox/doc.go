@@ -1,5 +1,5 @@
 // Package sandbox is the client side of the Fathom Sandbox Protocol v1 (FSP, package
-// messages/fsp): a pool of supervised WebSocket connection actors that run code in an
+// messages/fsp; reference in docs/fsp-v1.md): a pool of supervised WebSocket connection actors that run code in an
 // external sandbox (`fathom sandbox`, or any FSP v1 server) on behalf of tools whose
 // sandbox mode is external, code_execute first.
 //
@@ -52,7 +52,9 @@
 // Every upgrade request carries "Authorization: Bearer <token>" and
 // "X-Protocol-Version: 1". With a RefreshURL the token manager refreshes the token
 // (RefreshToken describes the exchange) every RefreshInterval and as soon as the sandbox
-// refuses it.
+// refuses it. Without one, a refused token cannot heal: each connection stops dialing
+// after its first 401/403 (logging why, once) and every execution fails at once with the
+// non-retryable credentials error until the client is restarted with a valid token.
 //
 // # Example
 //

@@ -98,7 +98,7 @@ func unavailableError(tool, url string, last error) *tools.ToolError {
 }
 
 func authError(tool string, e *DialError) *tools.ToolError {
-	return tools.SandboxError(tool, fmt.Sprintf("the sandbox at %s refused the credentials (HTTP %d): check SANDBOX_API_KEY (--sandbox-token) or SANDBOX_REFRESH_URL", e.URL, e.Status), false)
+	return tools.SandboxError(tool, fmt.Sprintf("the sandbox at %s refused the credentials (HTTP %d); retrying cannot help: check SANDBOX_API_KEY (--sandbox-token) or SANDBOX_REFRESH_URL", e.URL, e.Status), false)
 }
 
 // errorFrameError maps a sandbox error frame to a ToolError: TIMEOUT is a timeout

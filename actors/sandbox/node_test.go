@@ -57,13 +57,9 @@ func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
 	}
 	var toolResult string
 	for {
-		rec, err := sub.Next(ctx)
+		ev, err := sub.Next(ctx)
 		if err != nil {
 			t.Fatalf("events: %v (tool result so far %q)", err, toolResult)
-		}
-		ev, err := session.DecodeRecord(rec)
-		if err != nil {
-			t.Fatal(err)
 		}
 		switch ev.GetPayload().(type) {
 		case *messages.Event_ToolResult:

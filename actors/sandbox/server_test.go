@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -58,6 +59,11 @@ func (s *realSandbox) start(addr string) {
 	cfg.Token = serverToken
 	cfg.KillGrace = 300 * time.Millisecond
 	srv, err := sandboxd.New(cfg, s.logs.logger())
+	if errors.Is(err, sandboxd.ErrBwrapUnavailable) && os.Getenv("FATHOM_TEST_REQUIRE_SERVICES") == "" {
+		s.t.Logf("no bubblewrap here: the test sandbox runs with isolation rlimits (%v)", err)
+		cfg.Isolation = sandboxd.IsolationRlimits
+		srv, err = sandboxd.New(cfg, s.logs.logger())
+	}
 	if err != nil {
 		s.t.Fatalf("sandboxd.New: %v", err)
 	}
@@ -343,6 +349,35 @@ func TestBadToken(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("the credentials error took %s", d)
+	}
+}
+
+// TestBadTokenStopsDialing: without a refresh URL a refused token is not redialed
+// forever: each connection tries once, logs why it stops, and executions keep failing at
+// once with the non-retryable credentials error.
+func TestBadTokenStopsDialing(t *testing.T) {
+	sb := startSandbox(t)
+	var logs logBuffer
+	cfg := testConfig(sb.url(), "wrong-token", logs.logger())
+	cfg.MaxRetries = 3 // the old behaviour would also restart the connections after 3
+	p, _ := startPool(t, cfg)
+	refusals := func() int { return strings.Count(sb.logs.String(), "bad token") }
+	testenv.Eventually(t, 5*time.Second, func() bool { return refusals() >= cfg.PoolSize }, "every connection dials once")
+	// Many backoff periods (20ms..200ms) pass: no connection dials again.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); <-tick.C {
+		if n := refusals(); n > cfg.PoolSize {
+			t.Fatalf("%d dials refused for %d connections: a refused token is redialed", n, cfg.PoolSize)
+		}
+		start := time.Now()
+		_, err := p.Execute(context.Background(), Request{Language: fsp.LangShell, Code: "echo hi"})
+		if te := asToolError(t, err); te.Retryable || !strings.Contains(te.Message, "HTTP 401") || time.Since(start) > time.Second {
+			t.Fatalf("after %s: %+v", time.Since(start), te)
+		}
+	}
+	if !strings.Contains(logs.String(), "not reconnecting") {
+		t.Fatalf("the client does not say why it stopped:\n%s", logs.String())
 	}
 }
 

@@ -88,13 +88,19 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_LlmRequested:
 		r := p.LlmRequested
 		if r.GetSubAgentId() != "" {
-			return applySubAgentRequested(s, r, ev)
+			if err := applySubAgentRequested(s, r, ev); err != nil {
+				return err
+			}
+			s.LlmCalls++
+			return nil
 		}
 		if len(s.PendingTools) > 0 {
 			return fmt.Errorf("%w: llm_requested %q while %d tool calls are pending", ErrBadEvent, r.GetCallId(), len(s.PendingTools))
 		}
-		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq()}
+		s.Pending = &messages.PendingCall{CallId: r.GetCallId(), StepId: r.GetStepId(), Purpose: r.GetPurpose(), RequestedSeq: ev.GetSeq(),
+			RepromptError: r.GetRepromptError(), RepromptAnswer: r.GetRepromptAnswer()}
 		s.Iterations = r.GetIteration()
+		s.LlmCalls++
 		s.RetryAtUnixNano = 0
 		switch {
 		case r.GetPurpose() == purposePlan:
@@ -222,6 +228,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 				return err
 			}
 			st.Step = m
+		}
+		if p.InterruptResumed.GetPauseReleased() {
+			s.Breakpoints = removeBreakpoint(s.Breakpoints, PauseBreakpointID)
 		}
 		s.Interrupt = nil
 		s.Status = waitStatus(s)

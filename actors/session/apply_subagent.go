@@ -44,6 +44,7 @@ func applySubAgentStarted(s *messages.SessionState, e *messages.SubagentStarted,
 	sa.Runs++
 	sa.RunStartedSeq, sa.RunStartedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
 	sa.RunToolsUsed, sa.RunArtifactsCreated, sa.RunArtifactsModified, sa.RunUsage, sa.RunCostUsd = nil, nil, nil, nil, 0
+	sa.RunConfigError = ""
 	sa.Pending, sa.PendingTools = nil, nil
 	sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{Role: "user", Content: e.GetTask(), Seq: ev.GetSeq(), Tokens: e.GetTaskTokens()})
 	return nil
@@ -117,6 +118,9 @@ func applySubAgentToolResult(s *messages.SessionState, r *messages.ToolResult, e
 	content := r.GetResult()
 	if r.GetError() != nil {
 		content = r.GetError().GetLlmText()
+	}
+	if r.GetError().GetConfig() && sa.RunConfigError == "" {
+		sa.RunConfigError = fmt.Sprintf("tool %s: %s", r.GetTool(), r.GetError().GetMessage())
 	}
 	sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{Role: "tool", Content: content, ToolCallId: r.GetCallId(), Seq: ev.GetSeq(), Tokens: r.GetTokens()})
 	return nil

@@ -9,14 +9,14 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// EncodeEvents turns events into journal records (protobuf-encoded envelopes, typed by
-// their snake_case name).
+// EncodeEvents turns events into journal records (messages.EncodeEvent's envelopes,
+// typed by their snake_case name).
 func EncodeEvents(evs []*messages.Event) ([]persistence.Record, error) {
 	recs := make([]persistence.Record, len(evs))
 	for i, ev := range evs {
-		data, err := proto.Marshal(ev)
+		data, err := messages.EncodeEvent(ev)
 		if err != nil {
-			return nil, fmt.Errorf("encode event %d (%s): %w", ev.GetSeq(), ev.Type(), err)
+			return nil, err
 		}
 		recs[i] = persistence.Record{Type: ev.Type(), Data: data, At: ev.At()}
 	}
@@ -24,14 +24,12 @@ func EncodeEvents(evs []*messages.Event) ([]persistence.Record, error) {
 }
 
 // DecodeRecord decodes one journal record of a session stream into its event and checks
-// that the envelope agrees with the record's position.
+// that the envelope agrees with the record's position (messages.DecodeEvent). Errors
+// wrap persistence.ErrCorrupt.
 func DecodeRecord(r persistence.Record) (*messages.Event, error) {
-	ev := &messages.Event{}
-	if err := proto.Unmarshal(r.Data, ev); err != nil {
-		return nil, fmt.Errorf("%w: record %d: %v", persistence.ErrCorrupt, r.Seq, err)
-	}
-	if ev.GetSeq() != r.Seq {
-		return nil, fmt.Errorf("%w: record %d holds event seq %d", persistence.ErrCorrupt, r.Seq, ev.GetSeq())
+	ev, err := messages.DecodeEvent(r.Seq, r.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", persistence.ErrCorrupt, err)
 	}
 	return ev, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,11 +15,12 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fathom-agents/fathom/actors/subagent"
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
-	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -95,6 +97,20 @@ type Config struct {
 	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
 	// off.
 	LeaseTTL time.Duration
+	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
+	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
+	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
+	// unlimited. Defaults: DefaultMaxLLMCalls calls, no cost or token bound.
+	MaxLLMCalls uint32
+	MaxCostUSD  float64
+	MaxTokens   uint64
+	// Endpoint is the model endpoint this node's provider calls, recorded in the config
+	// of the sessions it starts (endpoint.go). Zero means unknown: nothing is recorded
+	// and recorded endpoints are not checked.
+	Endpoint Endpoint
+	// AllowEndpointChange lets this node continue sessions started on another endpoint
+	// (--allow-endpoint-change); otherwise it refuses to.
+	AllowEndpointChange bool
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -198,6 +214,15 @@ func (c Config) countText(model, text string) int {
 	return t.Count(text)
 }
 
+// counterFor is tokenizerFor as the context builder's message counter (nil without a
+// tokenizer: the builder then bounds by bytes).
+func (c Config) counterFor(model string) memory.MessageCounter {
+	if t := c.tokenizerFor(model); t != nil {
+		return t
+	}
+	return nil
+}
+
 func (c Config) countMessage(model string, m llm.Message) uint32 {
 	t := c.tokenizerFor(model)
 	if t == nil {
@@ -210,7 +235,9 @@ func (c Config) countMessage(model string, m llm.Message) uint32 {
 // (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
 // so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once, 8 appends in flight or queued while the grain decides ahead, and 2 re-plans after a sub-agent's step fails for good.
+// once, 8 appends in flight or queued while the grain decides ahead, 2 re-plans after a
+// sub-agent's step fails for good, and a session budget of 200 LLM calls (no cost or
+// token bound).
 func DefaultConfig() Config {
 	return Config{
 		Model:               "gpt-4o-mini",
@@ -229,6 +256,7 @@ func DefaultConfig() Config {
 		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
 		LeaseTTL:            DefaultLeaseTTL,
+		MaxLLMCalls:         DefaultMaxLLMCalls,
 		Prices:              llm.DefaultPrices(),
 	}
 }
@@ -262,6 +290,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
+	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
+		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
 	}
 	if err := c.contextConfig().Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)
@@ -272,10 +302,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Publisher receives events right after they are durably stored, for live subscribers.
-// Publish must not block.
+// Publisher receives events right after they are durably stored, for live subscribers
+// (live/feed.Feed). Publish must not block, and must not modify the events.
 type Publisher interface {
-	Publish(stream string, recs []persistence.Record)
+	Publish(stream string, evs []*messages.Event)
 }
 
 // Deps are what session grains of one actor system run with. They are registered as an
@@ -298,6 +328,9 @@ type Deps struct {
 	Prompts *prompts.Set
 	// Publisher is told of every stored event. Optional.
 	Publisher Publisher
+	// Metrics is told of every stored event, decoded (internal/metrics.Recorder). Optional;
+	// Event must not block.
+	Metrics EventObserver
 	// Logger is the grains' logger. Nil means slog.Default().
 	Logger *slog.Logger
 	// Tracer makes the session and step spans. Nil means a no-op tracer.
@@ -356,10 +389,15 @@ func (d *Deps) templateTokens(model, text string) int {
 	return n
 }
 
+// EventObserver is told of each event once it is stored (never of replayed ones).
+type EventObserver interface {
+	Event(ev *messages.Event)
+}
+
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not
 // journaled (the whole answer is, in llm_responded).
 type DeltaPublisher interface {
-	PublishDelta(stream string, d feed.Delta)
+	PublishDelta(stream string, d live.Delta)
 }
 
 var depsExtensionID = extensions.NextExtensionID()
@@ -415,6 +453,9 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		d.Tokenizer = t
 	}
 	d.Config.tok = d.Tokenizer
+	if err := CheckContextBudget(d.Config, d.Prompts, d.Tokenizer); err != nil {
+		return err
+	}
 	d.specs = toolSpecs(d.Tools)
 	d.Config.toolNames = make(map[string]bool, len(d.specs))
 	for _, sp := range d.specs {

@@ -9,8 +9,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/fathom-agents/fathom/actors/session"
 )
 
 // TestLiveEventsAcrossNodes: a session runs on node A; a subscriber on
@@ -28,16 +26,12 @@ func TestLiveEventsAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for want := uint64(1); ; want++ {
-		rec, err := sub.Next(ctx)
+		ev, err := sub.Next(ctx)
 		if err != nil {
 			t.Fatalf("after seq %d: %v", want-1, err)
 		}
-		if rec.Seq != want {
-			t.Fatalf("seq %d, want %d", rec.Seq, want)
-		}
-		ev, err := session.DecodeRecord(rec)
-		if err != nil {
-			t.Fatal(err)
+		if ev.GetSeq() != want {
+			t.Fatalf("seq %d, want %d", ev.GetSeq(), want)
 		}
 		if ev.Type() == "session_completed" {
 			break

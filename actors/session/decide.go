@@ -109,6 +109,9 @@ func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is already started (status %s)", s.GetSessionId(), s.GetStatus())
 	}
+	if err := validBudget(req.GetConfig()); err != nil {
+		return nil, err
+	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
 	b := newEvents(s, req.GetCommandId(), now)
 	b.add(func(e *messages.Event) {
@@ -133,7 +136,10 @@ func validateCommandID(id string) error {
 }
 
 func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig {
-	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps}
+	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps,
+		MaxLlmCalls: d.MaxLLMCalls, MaxCostUsd: d.MaxCostUSD, MaxTokens: d.MaxTokens,
+		// The endpoint is this node's, whatever the request says: it is where the calls go.
+		Provider: d.Endpoint.Provider, BaseUrl: d.Endpoint.BaseURL}
 	if req.GetModel() != "" {
 		cfg.Model = req.GetModel()
 	}
@@ -142,6 +148,15 @@ func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig 
 	}
 	if req.GetMaxSteps() > 0 {
 		cfg.MaxSteps = req.GetMaxSteps()
+	}
+	if req.GetMaxLlmCalls() > 0 {
+		cfg.MaxLlmCalls = req.GetMaxLlmCalls()
+	}
+	if req.GetMaxCostUsd() > 0 {
+		cfg.MaxCostUsd = req.GetMaxCostUsd()
+	}
+	if req.GetMaxTokens() > 0 {
+		cfg.MaxTokens = req.GetMaxTokens()
 	}
 	return cfg
 }
@@ -191,6 +206,8 @@ func parseSteps(content string, maxSteps uint32, rules *planRules) ([]*messages.
 			InterruptTimeoutMS int64           `json:"interrupt_timeout_ms"`
 			DefaultAction      string          `json:"default_action"`
 			InputSchema        json.RawMessage `json:"input_schema"`
+			// SubAgentID continues an earlier sub-agent's context (see planSubAgent).
+			SubAgentID string `json:"sub_agent_id"`
 		} `json:"steps"`
 	}
 	if err := json.Unmarshal([]byte(content[start:end+1]), &raw); err != nil {
@@ -238,6 +255,9 @@ func parseSteps(content string, maxSteps uint32, rules *planRules) ([]*messages.
 		step := &messages.PlanStep{Id: id, Type: typ, Description: desc, Dependencies: deps,
 			Interrupt: r.Interrupt, InterruptTimeoutMs: r.InterruptTimeoutMS, DefaultAction: r.DefaultAction}
 		if err := planStepHITL(step, r.InputSchema); err != nil {
+			return nil, fmt.Errorf("step %s: %w", id, err)
+		}
+		if err := planSubAgent(step, r.SubAgentID); err != nil {
 			return nil, fmt.Errorf("step %s: %w", id, err)
 		}
 		steps = append(steps, step)
@@ -371,5 +391,27 @@ func planStepHITL(step *messages.PlanStep, schema json.RawMessage) error {
 		return fmt.Errorf("input_schema: %w", err)
 	}
 	step.InputSchema = buf.String()
+	return nil
+}
+
+// MaxSubAgentIDBytes bounds a plan step's sub_agent_id.
+const MaxSubAgentIDBytes = 128
+
+// planSubAgent sets a plan step's sub_agent_id: the earlier sub-agent whose resumable
+// context the step continues ("researcher-1" is the first researcher of the session).
+// Only a delegated step (research, code, write, review) runs in a sub-agent. A name no
+// sub-agent of the step's agent type has when the step starts gets a fresh sub-agent
+// (pickSubAgent).
+func planSubAgent(step *messages.PlanStep, id string) error {
+	id = strings.TrimSpace(id)
+	switch {
+	case id == "":
+		return nil
+	case !delegated(step):
+		return fmt.Errorf("sub_agent_id %q: a %s step does not run in a sub-agent (research, code, write and review steps do)", id, step.GetType())
+	case len(id) > MaxSubAgentIDBytes || !utf8.ValidString(id):
+		return fmt.Errorf("sub_agent_id is not a sub-agent id (at most %d bytes of UTF-8)", MaxSubAgentIDBytes)
+	}
+	step.SubAgentId = id
 	return nil
 }

@@ -129,7 +129,17 @@ func TestDecideFailures(t *testing.T) {
 	}
 	t.Run("unusable plan", func(t *testing.T) {
 		s := start(t, nil)
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, DefaultConfig(), t0))
+		// The first unusable answer is asked again once, with the answer and the error.
+		evs := decideLLMResult(s, &llmResult{callID: "plan-1", content: "I cannot plan this."}, DefaultConfig(), t0)
+		if got := types(evs); got != "llm_responded,plan_failed,llm_requested" {
+			t.Fatalf("events %s", got)
+		}
+		fold(t, s, evs)
+		if p := s.GetPending(); p.GetCallId() != "plan-2" || p.GetRepromptAnswer() != "I cannot plan this." ||
+			!strings.Contains(p.GetRepromptError(), "no JSON object") || s.GetStatus() != messages.SessionStatus_SESSION_STATUS_PLANNING {
+			t.Fatalf("state after the first unusable plan %v", s)
+		}
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-2", content: "Still no."}, DefaultConfig(), t0))
 		if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_FAILED || !strings.Contains(s.GetError(), "unusable plan") {
 			t.Fatalf("state %v", s)
 		}
@@ -137,6 +147,7 @@ func TestDecideFailures(t *testing.T) {
 	t.Run("too many steps", func(t *testing.T) {
 		s := start(t, &messages.SessionConfig{MaxSteps: 2})
 		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan3}, DefaultConfig(), t0))
+		fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-2", content: plan3}, DefaultConfig(), t0))
 		if !strings.Contains(s.GetError(), "limit is 2") {
 			t.Fatalf("error %q", s.GetError())
 		}
@@ -235,5 +246,73 @@ func TestParsePlanDependencies(t *testing.T) {
 		if _, err := parsePlan(plan, 10); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("parsePlan(%s) = %v, want an error about %q", plan, err, want)
 		}
+	}
+}
+
+func TestParsePlanSubAgentID(t *testing.T) {
+	steps, err := parsePlan(`{"steps":[{"id":"a","type":"research","description":"x"},{"id":"b","type":"research","description":"y","sub_agent_id":" researcher-1 "}]}`, 10)
+	if err != nil || steps[0].GetSubAgentId() != "" || steps[1].GetSubAgentId() != "researcher-1" {
+		t.Fatalf("steps %v, err %v", steps, err)
+	}
+	if _, err := parsePlan(`{"steps":[{"id":"a","type":"custom","description":"x","sub_agent_id":"researcher-1"}]}`, 10); err == nil ||
+		!strings.Contains(err.Error(), "does not run in a sub-agent") {
+		t.Fatalf("sub_agent_id on a custom step: err = %v", err)
+	}
+}
+
+func TestForkText(t *testing.T) {
+	for in, want := range map[string]string{
+		"s-1/research/notes.md":                     "f-9/research/notes.md",
+		"see `s-1/drafts/a.md` and (s-1/code/x.py)": "see `f-9/drafts/a.md` and (f-9/code/x.py)",
+		`{"path":"s-1/drafts/a.md"}`:                `{"path":"f-9/drafts/a.md"}`,
+		"xs-1/drafts/a.md s-12/drafts/a.md s-1.md":  "xs-1/drafts/a.md s-12/drafts/a.md s-1.md",
+		"s-1/a s-1/b":   "f-9/a f-9/b",
+		"nothing here":  "nothing here",
+		"ns-1/a\ns-1/b": "ns-1/a\nf-9/b",
+	} {
+		if got := forkText(in, "s-1", "f-9"); got != want {
+			t.Errorf("forkText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	ev := &messages.Event{SessionId: "f-9", Payload: &messages.Event_ToolResult{ToolResult: &messages.ToolResult{
+		IdempotencyKey: "s-1/a/tool-1", Result: "wrote s-1/drafts/a.md",
+	}}}
+	forkArtifactPaths(ev, "s-1", "f-9")
+	if r := ev.GetToolResult(); r.GetIdempotencyKey() != "s-1/a/tool-1" || r.GetResult() != "wrote f-9/drafts/a.md" {
+		t.Fatalf("tool_result after the fork rewrite: %v", r)
+	}
+}
+
+// TestLLMCallsFoldAllCalls: state.llm_calls counts every llm_requested, the orchestrator's
+// and its sub-agents', and equals what an old snapshot's counters give (iterations plus
+// each sub-agent's llm_calls).
+func TestLLMCallsFoldAllCalls(t *testing.T) {
+	s := NewState("s")
+	evs := []*messages.Event{
+		{Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: "g", Config: &messages.SessionConfig{Model: "m"}}}},
+		{Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{CallId: "plan-1", Purpose: purposePlan, Iteration: 1}}},
+		{Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CallId: "plan-1", Content: "x", CostUsd: 0.5,
+			Usage: &messages.Usage{InputTokens: 10, OutputTokens: 5}}}},
+		{Payload: &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: []*messages.PlanStep{{Id: "r", Type: "research", Description: "d"}}}}},
+		{Payload: &messages.Event_StepStarted{StepStarted: &messages.StepStarted{StepId: "r", StepIndex: 0, Attempt: 1}}},
+		{Payload: &messages.Event_SubagentStarted{SubagentStarted: &messages.SubagentStarted{SubAgentId: "researcher-1", AgentType: "researcher", StepId: "r", StepIndex: 0}}},
+		{Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{CallId: "researcher-1/llm-1", StepId: "r", Purpose: purposeSubAgent, Iteration: 1, SubAgentId: "researcher-1"}}},
+	}
+	for i, ev := range evs {
+		ev.Seq, ev.SessionId = uint64(i+1), "s"
+		if err := Apply(s, ev); err != nil {
+			t.Fatalf("event %d: %v", i+1, err)
+		}
+	}
+	if s.GetLlmCalls() != 2 || s.GetLlmCalls() != s.GetIterations()+s.GetSubAgents()["researcher-1"].GetLlmCalls() {
+		t.Fatalf("llm_calls %d, iterations %d", s.GetLlmCalls(), s.GetIterations())
+	}
+	b := newEvents(s, "", time.Unix(0, 0))
+	if got := spentBy(b); got.calls != 2 || got.cost != 0.5 || got.tokens != 15 {
+		t.Fatalf("spent %+v", got)
+	}
+	s.Config.MaxLlmCalls = 2
+	if msg := budgetReason(b); msg != "session budget exceeded: 3 LLM calls (max_llm_calls 2)" {
+		t.Fatalf("reason %q", msg)
 	}
 }

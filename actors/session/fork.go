@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -15,7 +16,9 @@ import (
 
 // A fork is a new session whose past is another session's, up to a step: the source's
 // events through StepEndSeq(source, step_index) (StateAt's step index) are copied with
-// the fork's session id (same seqs, times and payloads), session_forked follows, and
+// the fork's session id (same seqs, times and payloads, but for the source's artifact
+// paths, moved to the fork's workspace wherever a step reads them: forkArtifactPaths),
+// session_forked follows, and
 // the fork goes on from there on its own, in the same append: the step after
 // step_index starts (a step that ended failed runs again, as a new attempt; after the
 // last step the fork completes). Recorded LLM answers and tool results are in the
@@ -182,29 +185,95 @@ func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time
 	return b.evs
 }
 
-// forkArtifactPaths moves the artifact paths a copied event records from the source's
+// forkArtifactPaths moves every artifact path a copied event holds from the source's
 // workspace to the fork's ("{source}/research/notes.md" → "{fork}/research/notes.md"),
-// where copyArtifacts put the files. Paths inside recorded text (model answers, hand-off
-// summaries) are history and stay as they were; read_artifact takes "{type}/{filename}".
+// where copyArtifacts put the files: the recorded paths (artifact_written, hand-off
+// artifact lists) and the paths inside every text a fork's step reads (model answers and
+// tool calls in transcripts, tool results, hand-off summaries and step outputs, task
+// briefs, plan steps, questions and answers, the rolling summary, errors). A fork's
+// steps see only their own workspace, as if the work had been done there; a path of the
+// source's would be refused ("belongs to another session"). Identities are kept as
+// recorded (session, call, command and request ids, idempotency keys: the copied
+// history's keys stay the source's).
 func forkArtifactPaths(ev *messages.Event, source, fork string) {
-	move := func(p string) string {
-		if rest, ok := strings.CutPrefix(p, source+"/"); ok {
-			return fork + "/" + rest
+	forkStrings(ev.ProtoReflect(), func(text string) string { return forkText(text, source, fork) })
+}
+
+// forkKeptFields are the string fields forkArtifactPaths leaves as recorded: they
+// identify, they are never read as text.
+var forkKeptFields = map[protoreflect.Name]bool{
+	"session_id": true, "source_session_id": true, "command_id": true, "call_id": true, "tool_call_id": true,
+	"idempotency_key": true, "request_id": true, "sha256": true,
+}
+
+// forkStrings replaces every string of m (nested messages, lists and map values
+// included, forkKeptFields left out) with move's result.
+func forkStrings(m protoreflect.Message, move func(string) string) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if forkKeptFields[fd.Name()] {
+			return true
 		}
-		return p
-	}
-	moveAll := func(ps []string) {
-		for i := range ps {
-			ps[i] = move(ps[i])
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				switch fd.Kind() {
+				case protoreflect.StringKind:
+					l.Set(i, protoreflect.ValueOfString(move(l.Get(i).String())))
+				case protoreflect.MessageKind, protoreflect.GroupKind:
+					forkStrings(l.Get(i).Message(), move)
+				}
+			}
+		case fd.IsMap():
+			mp := v.Map()
+			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				switch fd.MapValue().Kind() {
+				case protoreflect.StringKind:
+					mp.Set(k, protoreflect.ValueOfString(move(mv.String())))
+				case protoreflect.MessageKind, protoreflect.GroupKind:
+					forkStrings(mv.Message(), move)
+				}
+				return true
+			})
+		case fd.Kind() == protoreflect.StringKind:
+			m.Set(fd, protoreflect.ValueOfString(move(v.String())))
+		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+			forkStrings(v.Message(), move)
 		}
+		return true
+	})
+}
+
+// forkText rewrites the source's workspace prefix ("{source}/") to the fork's wherever
+// it starts a path in text: at the start or after a character that cannot be part of a
+// session id (so "{source}/" inside "x{source}/" or "{source}-2/" is left alone).
+func forkText(text, source, fork string) string {
+	old := source + "/"
+	if source == "" || !strings.Contains(text, old) {
+		return text
 	}
-	if a := ev.GetArtifactWritten(); a != nil {
-		a.Path = move(a.GetPath())
+	var b strings.Builder
+	for {
+		i := strings.Index(text, old)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:i])
+		if i == 0 || !sessionIDByte(text[i-1]) {
+			b.WriteString(fork + "/")
+		} else {
+			b.WriteString(old)
+		}
+		text = text[i+len(old):]
 	}
-	if r := ev.GetSubagentCompleted().GetResult(); r != nil {
-		moveAll(r.ArtifactsCreated)
-		moveAll(r.ArtifactsModified)
-	}
+}
+
+// sessionIDByte reports whether c may be part of a session id (letters, digits, "-",
+// "_", ".", and any byte of a multi-byte character).
+func sessionIDByte(c byte) bool {
+	return c >= 0x80 || c == '-' || c == '_' || c == '.' ||
+		(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
 // copyArtifacts writes the artifacts the source had recorded by the fork point (src, its

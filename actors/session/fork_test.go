@@ -1,12 +1,16 @@
 package session_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact/local"
 )
 
 // TestForkContinuesIndependently forks a finished session after its first step: the
@@ -125,5 +129,59 @@ func TestForkAtPlanAndAtTheEnd(t *testing.T) {
 	if got, want := f2[len(f2)-1].GetSessionCompleted().GetResult(), srcEvs[len(srcEvs)-1].GetSessionCompleted().GetResult(); got != want || want != "closing summary" ||
 		tail[0].Type() != "session_forked" || tail[1].GetLlmRequested().GetCallId() != "final-1" || tail[2].GetLlmResponded().GetCallId() != "final-1" {
 		t.Fatalf("fork at the end: result %q (want %q), events %v", got, want, tail)
+	}
+}
+
+var keptIdentity = regexp.MustCompile(`"(idempotencyKey|requestId)":\s*"[^"]*"`)
+
+// TestForkSeesOnlyItsOwnPaths forks the demo session before its review step: the
+// copied hand-offs, briefs, transcripts and tool results name the fork's workspace, so
+// the fork's reviewer reads the draft under the fork's id (a path of the source's would
+// be refused as another session's) and approves it.
+func TestForkSeesOnlyItsOwnPaths(t *testing.T) {
+	store, err := local.Open(t.TempDir(), local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	h := startHarness(t, harnessOpts{artifacts: store, tools: testToolsOn(t, &executions{}, nil, store)})
+	if _, err := h.start("demo-src", "c1", "Write a haiku about event sourcing"); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "demo-src", 30*time.Second))
+	// The demo plan: research, code ∥ write, review; fork after the first three.
+	if _, err := h.node.Session("demo-fork").Fork(&messages.ForkRequest{CommandId: "f", SourceSessionId: "demo-src", StepIndex: 3}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "demo-fork", 30*time.Second)
+	mustComplete(t, evs)
+	point := 0
+	for i, ev := range evs {
+		if ev.GetSessionForked() != nil {
+			point = i
+		}
+	}
+	for _, ev := range evs {
+		// Identities stay as recorded: the copied calls' idempotency keys are the source's.
+		text := keptIdentity.ReplaceAllString(protojson.Format(ev), "")
+		if strings.Contains(text, "demo-src/") {
+			t.Fatalf("fork event %d (%s) still names the source's workspace: %s", ev.GetSeq(), ev.Type(), text)
+		}
+	}
+	var read *messages.ToolResult
+	var review *messages.SubagentCompleted
+	for _, ev := range evs[point:] {
+		if r := ev.GetToolResult(); r.GetTool() == "read_artifact" {
+			read = r
+		}
+		if c := ev.GetSubagentCompleted(); c.GetAgentType() == "reviewer" {
+			review = c
+		}
+	}
+	if read == nil || read.GetError() != nil {
+		t.Fatalf("the fork's reviewer could not read the draft: %v", read)
+	}
+	if review.GetResult().GetStatus() != "completed" || !strings.Contains(review.GetResult().GetSummary(), "demo-fork/drafts/draft.md") {
+		t.Fatalf("the fork's review %v", review.GetResult())
 	}
 }

@@ -91,6 +91,9 @@ type Grain struct {
 	span     trace.Span
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
+	// endpointLogged is set once this activation logged that the session's recorded
+	// model endpoint differs from the node's (endpoint.go).
+	endpointLogged bool
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -359,13 +362,14 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (ans
 		recs[i].Seq = evs[i].GetSeq()
 	}
 	if g.deps.Publisher != nil {
-		g.deps.Publisher.Publish(g.id, recs)
+		g.deps.Publisher.Publish(g.id, evs)
 	}
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 		if ev.GetLlmResponded() != nil {
 			answered = true
 		}
+		g.observe(ev)
 		g.embed(ev)
 	}
 	return answered
@@ -437,7 +441,7 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 // step runner, the pending tool calls in tool runners (up to MaxParallelTools at once),
 // the timer of a retry.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	if g.fenced || g.loadErr != nil {
+	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
 	g.kickSubAgents(ctx)
@@ -464,7 +468,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
 	}
-	if at := g.state.GetInterrupt().GetDeadlineUnixNano(); at != 0 && at != g.interruptAt {
+	if at := interruptDeadline(g.state); at != 0 && at != g.interruptAt {
 		g.interruptAt = at
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
@@ -483,7 +487,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 // whether it started a runner.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) {
+	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) || g.endpointBlocked() {
 		return false
 	}
 	g.spawnRunner(ctx, p, next)
@@ -602,7 +606,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		return
 	}
 	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
-		g.state.GetInterrupt().GetDeadlineUnixNano() != 0 || nextHumanDeadline(g.state) != 0
+		interruptDeadline(g.state) != 0 || nextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -44,6 +45,10 @@ type harnessOpts struct {
 	tools   *tools.Executor // nil = a registry with the test tools
 	// feedPoll is the node's feed polling (node.Config.FeedPoll).
 	feedPoll time.Duration
+	// artifacts is the node's artifact store (nil: the node's default).
+	artifacts artifact.Store
+	// promptsDir overrides prompt templates (node.Config.PromptsDir).
+	promptsDir string
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -67,6 +72,10 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	t.Cleanup(srv.Close)
 	scfg := session.DefaultConfig()
+	// Every harness runs its own copy of the scripted model on its own port: they are one
+	// endpoint as far as the sessions are concerned, so a session moves between the nodes
+	// of a test. A test of the endpoint check zeroes it (the node's real URL is used).
+	scfg.Endpoint = session.Endpoint{Provider: "openai", BaseURL: "http://scripted-model.test/v1"}
 	scfg.RetryBackoffMax = 200 * time.Millisecond
 	scfg.StepRetryDelay = 100 * time.Millisecond
 	if o.cfg != nil {
@@ -92,7 +101,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
 		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
-		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll,
+		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
+		PromptsDir: o.promptsDir,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

@@ -437,7 +437,7 @@ func (g *Grain) onHitlDeadline(ctx cluster.GrainContext) {
 // waiting. Idempotent by command id.
 func (g *Grain) ProvideInput(req *messages.ProvideInputRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "ProvideInput")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) {
+	return g.continuing(ctx, req.GetCommandId(), func() ([]*messages.Event, error) {
 		return decideProvideInput(g.state, req, g.deps.Config, g.deps.Now())
 	})
 }

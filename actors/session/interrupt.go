@@ -1,12 +1,15 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -21,6 +24,11 @@ import (
 // the breakpoint's deadline, kept in state so it fires after passivation, restart or
 // failover) records interrupt_resumed and starts the step, optionally replaced by a
 // modified one. Steps in flight are never cut: interrupts happen between steps only.
+//
+// A user's pause holds until a human resumes: it comes before a step's own interrupt
+// at the same boundary (a pause has no deadline), and a Pause requested while the
+// session is already stopped suspends that interrupt's deadline; the Resume that ends
+// the interrupt ends the pause too (interrupt_resumed.pause_released).
 //
 // A tool breakpoint (Breakpoint.tool) stops the session before a call of that tool
 // runs: the turn's calls are recorded (tool_called) with interrupt_triggered (reason
@@ -51,6 +59,11 @@ const (
 // matchBreakpoint returns the first step breakpoint at position matching step (the
 // step's own interrupt first), or nil. Tool breakpoints never match a step boundary.
 func matchBreakpoint(s *messages.SessionState, position string, step *messages.PlanStep) *messages.Breakpoint {
+	if bp := findBreakpoint(s.GetBreakpoints(), PauseBreakpointID); bp != nil && bp.GetPosition() == position && bp.GetTool() == "" && matchesStep(bp, step) {
+		// A user's pause comes first: it has no deadline, so it holds until resumed
+		// (the step's own interrupt would resume it when its deadline passed).
+		return bp
+	}
 	if step.GetInterrupt() == position {
 		return &messages.Breakpoint{
 			Id: StepInterruptPrefix + step.GetId(), Position: position, StepId: step.GetId(),
@@ -185,35 +198,102 @@ func decideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 	if it == nil {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is not interrupted (%s)", s.GetSessionId(), s.GetStatus())
 	}
-	next := nextStepIndex(it)
+	var modified *messages.PlanStep
 	if m := req.GetModifiedStep(); m != nil {
 		if it.GetReason() == reasonTool {
 			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step applies to step boundaries; the session is stopped before a %s call inside step %s", toolOf(s, it), it.GetStepId())
 		}
-		steps := planSteps(s)
-		if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
-			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
-		}
-		if m.GetDescription() == "" {
-			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step needs a description")
-		}
-		if m.Type == "" {
-			m.Type = steps[next].GetType()
+		var err error
+		if modified, err = mergeModifiedStep(planSteps(s), nextStepIndex(it), m); err != nil {
+			return nil, err
 		}
 	}
 	b := newEvents(s, req.GetCommandId(), now)
-	endInterrupt(b, s, cfg, "human", actionContinue, req.GetModifiedStep())
+	endInterrupt(b, s, cfg, byHuman, actionContinue, modified)
 	return b.evs, nil
 }
 
-// decideInterruptDeadline takes an interrupt's default action once its deadline passed.
+// mergeModifiedStep returns the step that runs next (steps[next]) with the fields m sets
+// laid over it: a field m leaves empty keeps the step's value (its dependencies, and so
+// the hand-offs of the steps it depends on, its type, its interrupt settings, its
+// sub-agent), so {id, description} changes the description only. m must keep the step's
+// id; interrupt "none" clears the step's own interrupt. The merged step is checked like
+// a planned one (interrupt, default_action, input_schema; dependencies on steps of the
+// plan, without a cycle).
+func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.PlanStep) (*messages.PlanStep, error) {
+	if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
+	}
+	out := proto.Clone(steps[next]).(*messages.PlanStep)
+	if d := strings.TrimSpace(m.GetDescription()); d != "" {
+		out.Description = d
+	}
+	if t := strings.ToLower(strings.TrimSpace(m.GetType())); t != "" {
+		if !stepTypes[t] {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step type %q is not a step type (research, code, write, review, human_input, custom)", m.GetType())
+		}
+		out.Type = t
+	}
+	if m.GetInterrupt() != "" {
+		out.Interrupt = m.GetInterrupt()
+	}
+	if m.GetInterruptTimeoutMs() != 0 {
+		out.InterruptTimeoutMs = m.GetInterruptTimeoutMs()
+	}
+	if m.GetDefaultAction() != "" {
+		out.DefaultAction = m.GetDefaultAction()
+	}
+	if m.GetInputSchema() != "" {
+		out.InputSchema = m.GetInputSchema()
+	}
+	if m.GetSubAgentId() != "" {
+		out.SubAgentId = m.GetSubAgentId()
+	}
+	schema := out.GetInputSchema()
+	out.InputSchema = ""
+	if err := planStepHITL(out, json.RawMessage(schema)); err != nil {
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step: %v", err)
+	}
+	if len(m.GetDependencies()) > 0 {
+		out.Dependencies = slices.Clone(m.GetDependencies())
+		plan := make([]*messages.PlanStep, len(steps))
+		for i, st := range steps {
+			plan[i] = proto.Clone(st).(*messages.PlanStep)
+		}
+		plan[next] = out
+		if err := checkDependencies(plan, nil); err != nil {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// pauseHolds reports whether a user's pause holds the session's interrupt: Pause was
+// requested while the session was already stopped (by a breakpoint, a step's own
+// interrupt or a tool breakpoint). The interrupt's deadline is then suspended: only a
+// human's Resume (or ClearBreakpoints, which removes the pause) lets the session go on.
+func pauseHolds(s *messages.SessionState) bool {
+	return s.GetInterrupt() != nil && findBreakpoint(s.GetBreakpoints(), PauseBreakpointID) != nil
+}
+
+// interruptDeadline is when the current interrupt takes its default action (0: never,
+// or not while a pause holds it).
+func interruptDeadline(s *messages.SessionState) int64 {
+	if pauseHolds(s) {
+		return 0
+	}
+	return s.GetInterrupt().GetDeadlineUnixNano()
+}
+
+// decideInterruptDeadline takes an interrupt's default action once its deadline passed
+// (never while a user's pause holds the session).
 func decideInterruptDeadline(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	it := s.GetInterrupt()
-	if it == nil || it.GetDeadlineUnixNano() == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
+	if it == nil || interruptDeadline(s) == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
 		return nil
 	}
 	b := newEvents(s, "", now)
-	endInterrupt(b, s, cfg, "timeout", it.GetDefaultAction(), nil)
+	endInterrupt(b, s, cfg, byTimeout, it.GetDefaultAction(), nil)
 	return b.evs
 }
 
@@ -230,8 +310,12 @@ func nextStepIndex(it *messages.InterruptTriggered) uint32 {
 // resume is for it) and no re-plan is due, then whatever else the plan allows (advance).
 func endInterrupt(b *eventBuilder, s *messages.SessionState, cfg Config, by, action string, modified *messages.PlanStep) {
 	it := s.GetInterrupt()
+	// A human's resume ends a pause that holds the interrupt too: one resume goes on.
+	released := by == byHuman && pauseHolds(s)
 	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{By: by, Action: action, ModifiedStep: modified}}
+		e.Payload = &messages.Event_InterruptResumed{InterruptResumed: &messages.InterruptResumed{
+			By: by, Action: action, ModifiedStep: modified, PauseReleased: released,
+		}}
 	})
 	if action == actionFail {
 		if it.GetReason() == reasonTool {
@@ -283,7 +367,7 @@ func (g *Grain) Pause(req *messages.PauseRequest, ctx cluster.GrainContext) (*me
 // Resume ends the current interrupt. Idempotent by command id.
 func (g *Grain) Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Resume")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Config, g.deps.Now()) })
+	return g.continuing(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return decideResume(g.state, req, g.deps.Config, g.deps.Now()) })
 }
 
 // command runs a session command through the commit path: readiness, the duplicate

@@ -152,3 +152,158 @@ func TestInterruptDeadlineTakesDefaultActionAcrossRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeModifiedStepMergesIntoTheStep: a modified_step in the documented {id, type,
+// description} shape changes those fields only; the step keeps its dependencies, so its
+// sub-agent still gets the hand-off of the step it depends on.
+func TestResumeModifiedStepMergesIntoTheStep(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: slowSteps(t)})
+	if _, err := h.start("ms", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	g := h.node.Session("ms")
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "w", StepId: "b"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	st := waitInterrupted(t, h, "ms")
+	if deps := st.GetSteps()[1].GetStep().GetDependencies(); len(deps) != 1 || deps[0] != "a" {
+		t.Fatalf("step b depends on %v before the resume, want [a]", deps)
+	}
+	bad := []*messages.PlanStep{
+		{Id: "b", Type: "dance"},
+		{Id: "b", Interrupt: "sideways"},
+		{Id: "b", Dependencies: []string{"nope"}},
+		{Id: "b", Dependencies: []string{"b"}},
+	}
+	for i, m := range bad {
+		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "bad" + string(rune('0'+i)), ModifiedStep: m}, call()); !messages.IsInvalidArgument(err) {
+			t.Fatalf("modified_step %v: err = %v, want INVALID_ARGUMENT", m, err)
+		}
+	}
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c3", ModifiedStep: &messages.PlanStep{Id: "b", Type: "write", Description: "two, revised"}}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "ms", 20*time.Second)
+	mustComplete(t, evs)
+	var task string
+	for _, ev := range evs {
+		if s := ev.GetSubagentStarted(); s != nil && s.GetStepId() == "b" {
+			task = s.GetTask()
+		}
+	}
+	if !strings.Contains(task, "Task: two, revised") || !strings.Contains(task, "Hand-offs of the steps this one depends on:\n- a: ") {
+		t.Fatalf("step b's sub-agent brief lost the modification or the hand-off of step a:\n%s", task)
+	}
+	fs, err := h.state("ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fs.GetState().GetSteps()[1].GetStep()
+	if b.GetDescription() != "two, revised" || b.GetType() != "write" || len(b.GetDependencies()) != 1 || b.GetDependencies()[0] != "a" {
+		t.Fatalf("step b after the resume: %v", b)
+	}
+}
+
+// stepInterruptSteps plans human_input step "h" then write step "b" with its own
+// interrupt before it (1.5 s, default action continue).
+func stepInterruptSteps(t *testing.T) *mock.Script {
+	t.Helper()
+	return rules(t,
+		`{"system_match":"FATHOM-PHASE: synthesize","response":"closing summary"}`,
+		planRule(`[{"id":"h","type":"human_input","description":"which colour?"},{"id":"b","type":"write","description":"two","interrupt":"before","interrupt_timeout_ms":1500}]`),
+		`{"system_match":"FATHOM-ROLE: writer","response":"done {{.Step}}"}`)
+}
+
+// stillInterruptedPast fails unless session id stays interrupted until the wall clock
+// is past at (plus a margin for the grain's timer to have fired), and returns its state.
+func stillInterruptedPast(t *testing.T, h *harness, id string, at time.Time) *messages.SessionState {
+	t.Helper()
+	var st *messages.SessionState
+	testenv.Eventually(t, 15*time.Second, func() bool {
+		r, err := h.state(id)
+		if err != nil {
+			t.Fatalf("state: %v", err)
+		}
+		st = r.GetState()
+		if st.GetStatus() != messages.SessionStatus_SESSION_STATUS_INTERRUPTED {
+			t.Fatalf("the paused session went on (status %s): %v", st.GetStatus(), st)
+		}
+		return time.Now().After(at.Add(700 * time.Millisecond))
+	}, "clock never passed %v", at)
+	return st
+}
+
+// answerAndWaitForB answers step h of session id and waits until the session stops
+// before step b; it returns that interrupt.
+func answerAndWaitForB(t *testing.T, h *harness, id string) *messages.InterruptTriggered {
+	t.Helper()
+	waitStatus(t, h, id, messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
+	g := h.node.Session(id)
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "answer", StepId: "h", Input: "blue"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	var it *messages.InterruptTriggered
+	testenv.Eventually(t, 15*time.Second, func() bool {
+		r, err := h.state(id)
+		it = r.GetState().GetInterrupt()
+		return err == nil && it.GetStepId() == "b"
+	}, "session %s never stopped before step b", id)
+	return it
+}
+
+// TestPauseIsNotSwallowedByAStepInterrupt: a user's pause holds until resumed. A pause
+// requested while the session sits at a step's own interrupt suspends that interrupt's
+// deadline; a pause pending when a step's own interrupt is reached stops the session as
+// a pause (no deadline). One resume goes on in both cases.
+func TestPauseIsNotSwallowedByAStepInterrupt(t *testing.T) {
+	h := startHarness(t, harnessOpts{script: stepInterruptSteps(t)})
+
+	t.Run("pause while stopped at the step interrupt", func(t *testing.T) {
+		if _, err := h.start("p1", "c1", "goal"); err != nil {
+			t.Fatal(err)
+		}
+		it := answerAndWaitForB(t, h, "p1")
+		if it.GetReason() != "step" || it.GetDeadlineUnixNano() == 0 {
+			t.Fatalf("interrupt before b: %v, want the step's own (with a deadline)", it)
+		}
+		g := h.node.Session("p1")
+		if _, err := g.Pause(&messages.PauseRequest{CommandId: "c2"}, call()); err != nil {
+			t.Fatal(err)
+		}
+		stillInterruptedPast(t, h, "p1", time.Unix(0, it.GetDeadlineUnixNano()))
+		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c3"}, call()); err != nil {
+			t.Fatal(err)
+		}
+		evs := waitTerminal(t, h.j, "p1", 20*time.Second)
+		mustComplete(t, evs)
+		resumed := ofType(evs, "interrupt_resumed")
+		if count(evs, "interrupt_triggered") != 1 || len(resumed) != 1 || resumed[0].GetInterruptResumed().GetBy() != "human" ||
+			!resumed[0].GetInterruptResumed().GetPauseReleased() {
+			t.Fatalf("interrupts: %d triggered, resumed %v", count(evs, "interrupt_triggered"), resumed)
+		}
+	})
+
+	t.Run("pause pending when the step interrupt is reached", func(t *testing.T) {
+		if _, err := h.start("p2", "c1", "goal"); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, h, "p2", messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
+		g := h.node.Session("p2")
+		if _, err := g.Pause(&messages.PauseRequest{CommandId: "c2"}, call()); err != nil {
+			t.Fatal(err)
+		}
+		it := answerAndWaitForB(t, h, "p2")
+		if it.GetReason() != "pause" || it.GetDeadlineUnixNano() != 0 {
+			t.Fatalf("interrupt before b: %v, want the pause (no deadline)", it)
+		}
+		stillInterruptedPast(t, h, "p2", time.Now().Add(1500*time.Millisecond))
+		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c3"}, call()); err != nil {
+			t.Fatal(err)
+		}
+		evs := waitTerminal(t, h.j, "p2", 20*time.Second)
+		mustComplete(t, evs)
+		if n := count(evs, "interrupt_triggered"); n != 1 {
+			t.Fatalf("%d interrupts, want 1 (the pause before b)", n)
+		}
+	})
+}

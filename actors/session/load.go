@@ -31,6 +31,14 @@ func Load(ctx context.Context, j persistence.Journal, id string, upTo uint64) (*
 			return nil, 0, fmt.Errorf("%w: snapshot %d of %s holds session %q at seq %d", persistence.ErrCorrupt, snap.Seq, id, s.GetSessionId(), s.GetSeq())
 		}
 		snapSeq = snap.Seq
+		if s.GetLlmCalls() == 0 {
+			// A snapshot from before llm_calls was folded: every call of a session is
+			// one of the orchestrator's (iterations) or a sub-agent's (its llm_calls).
+			s.LlmCalls = s.GetIterations()
+			for _, sa := range s.GetSubAgents() {
+				s.LlmCalls += sa.GetLlmCalls()
+			}
+		}
 	}
 	errStop := fmt.Errorf("stop")
 	err = j.Load(ctx, id, s.GetSeq(), func(r persistence.Record) error {

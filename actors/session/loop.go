@@ -52,6 +52,9 @@ type llmResult struct {
 	err     error
 	// retryable classifies err: a later attempt may succeed (rate limit, outage).
 	retryable bool
+	// config classifies err as the node's configuration's (isConfigError): no attempt
+	// can succeed.
+	config bool
 }
 
 // toolResult is what a tool runner reports back to the grain.
@@ -108,13 +111,13 @@ func decideCallResult(b *eventBuilder, s *messages.SessionState, p *messages.Pen
 		return
 	}
 	if p.GetPurpose() == purposeReplan {
-		revisePlan(b, cfg, p.GetStepId(), r.content)
+		revisePlan(b, cfg, p, r.content)
 		return
 	}
 	if p.GetPurpose() == purposePlan {
 		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
 		if err != nil {
-			fail(b, "planner returned an unusable plan: "+err.Error())
+			unusablePlan(b, s, p, r.content, "planner", err)
 			return
 		}
 		b.add(func(e *messages.Event) {
@@ -328,15 +331,17 @@ func requestStepCall(b *eventBuilder, s *messages.SessionState, idx uint32, step
 	})
 }
 
-// withinBudget reports whether LLM call number iteration fits max_iterations; when it
-// does not, it appends step (the failure of the step, nil while planning) and the
-// failure of the session.
+// withinBudget reports whether LLM call number iteration fits max_iterations and the
+// session budgets (budget.go); when it does not, it appends step (the failure of the
+// step, nil while planning) and the failure of the session.
 func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, step *messages.StepFailed) bool {
-	limit := s.GetConfig().GetMaxIterations()
-	if limit == 0 || iteration <= limit {
+	msg := budgetReason(b)
+	if limit := s.GetConfig().GetMaxIterations(); msg == "" && limit > 0 && iteration > limit {
+		msg = fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
+	}
+	if msg == "" {
 		return true
 	}
-	msg := fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
 	if step != nil {
 		msg += fmt.Sprintf(" and step %s has no final answer yet", step.GetStepId())
 		step.Error = msg
@@ -369,6 +374,7 @@ func toolResultEvent(stepID, callID, tool, key string, r tools.Result, tokens ui
 	if r.Err != nil {
 		ev.Error = &messages.ToolFailure{
 			ErrorType: string(r.Err.Type), Retryable: r.Err.Retryable, Message: r.Err.Message, LlmText: r.Err.FormatForLLM(),
+			Config: r.Err.Config,
 		}
 		return ev
 	}

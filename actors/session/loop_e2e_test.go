@@ -11,10 +11,11 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
-	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
 )
@@ -52,6 +53,12 @@ func testToolsWith(t testing.TB, ex *executions, release <-chan struct{}) *tools
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
+	return testToolsOn(t, ex, release, store)
+}
+
+// testToolsOn is testToolsWith with the artifact tools over store.
+func testToolsOn(t testing.TB, ex *executions, release <-chan struct{}, store artifact.Store) *tools.Executor {
+	t.Helper()
 	type lookupArgs struct {
 		Key string `json:"key" jsonschema:"description=what to look up"`
 	}
@@ -345,7 +352,7 @@ func collect(t *testing.T, sub *feed.Subscription) []feed.Update {
 			t.Fatalf("subscription: %v", err)
 		}
 		ups = append(ups, u)
-		if !u.IsDelta && (u.Record.Type == "session_completed" || u.Record.Type == "session_failed") {
+		if !u.IsDelta && (u.Event.Type() == "session_completed" || u.Event.Type() == "session_failed") {
 			return ups
 		}
 	}
@@ -378,10 +385,7 @@ func TestDeltasStreamInOrder(t *testing.T) {
 			text[d.CallID].WriteString(d.Text)
 			continue
 		}
-		ev, err := session.DecodeRecord(u.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := u.Event
 		switch p := ev.GetPayload().(type) {
 		case *messages.Event_LlmRequested:
 			open[p.LlmRequested.GetCallId()] = true
@@ -493,4 +497,48 @@ func TestSessionOverAnthropicAPI(t *testing.T) {
 	if deltas == 0 {
 		t.Fatal("no deltas streamed over the Anthropic API")
 	}
+}
+
+// TestUnusablePlanIsAskedAgainOnce: the planner's first answer is no plan; it is asked
+// again once, shown its answer and the error, and a usable second answer runs. A
+// planner that answers garbage twice fails the session with the reason.
+func TestUnusablePlanIsAskedAgainOnce(t *testing.T) {
+	sc := rules(t,
+		`{"system_match":"FATHOM-PHASE: plan","context_match":"cannot be used as a plan: no JSON object in the answer","response":`+
+			quote(`{"steps":[{"id":"a","type":"custom","description":"do it"}]}`)+`}`,
+		`{"system_match":"FATHOM-PHASE: plan","response":"Let me think about a plan first."}`,
+		`{"system_match":"FATHOM-ROLE: executor","response":"done"}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	mustComplete(t, evs)
+	if got := strings.Join(eventTypes(evs[:7]), ","); got != "session_started,llm_requested,llm_responded,plan_failed,llm_requested,llm_responded,plan_created" {
+		t.Fatalf("events %s", got)
+	}
+	if r := evs[4].GetLlmRequested(); r.GetCallId() != "plan-2" || r.GetRepromptAnswer() != "Let me think about a plan first." {
+		t.Fatalf("re-prompt %v", r)
+	}
+
+	garbage := rules(t, `{"system_match":"FATHOM-PHASE: plan","response":"No."}`)
+	h2 := startHarness(t, harnessOpts{script: garbage})
+	if _, err := h2.start("s2", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs = waitTerminal(t, h2.j, "s2", 20*time.Second)
+	f := evs[len(evs)-1].GetSessionFailed()
+	if f == nil || !strings.Contains(f.GetError(), "planner returned an unusable plan: no JSON object in the answer") ||
+		count(evs, "llm_requested") != 2 || count(evs, "plan_failed") != 1 {
+		t.Fatalf("garbage twice: %v", evs)
+	}
+}
+
+func eventTypes(evs []*messages.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type()
+	}
+	return out
 }

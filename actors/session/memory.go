@@ -121,7 +121,7 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	g.summarizing, g.summarizeAt = true, g.deps.Now()
 	g.log.Debug("summary requested", "through_seq", hist[len(hist)-1].Seq, "messages", len(hist))
 	ctx.Send(ctx.ActorSystem().NewLocalPID(g.deps.Summarizer), &summarizer.Request{
-		SessionID: g.id, Input: memory.SummaryInput{Previous: prev, Messages: hist}, ReplyTo: ctx.Self(),
+		SessionID: g.id, Input: memory.SummaryInput{Previous: prev, Messages: hist, Origin: "session " + g.id}, ReplyTo: ctx.Self(),
 		Tokenizer: g.deps.Config.tokenizerFor(g.state.GetConfig().GetModel()),
 	})
 }

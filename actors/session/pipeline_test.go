@@ -149,16 +149,16 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var live []persistence.Record
-	for len(live) == 0 || live[len(live)-1].Type != "session_completed" {
+	var live []*messages.Event
+	for len(live) == 0 || live[len(live)-1].Type() != "session_completed" {
 		rec, err := sub.Next(ctx)
 		if err != nil {
 			t.Fatalf("after %d live events: %v", len(live), err)
 		}
 		// Published only once stored: the journal already holds it.
 		last, err := sj.LastSeq(ctx, "p1")
-		if err != nil || last < rec.Seq {
-			t.Fatalf("event %d (%s) published before it was stored (journal at %d, %v)", rec.Seq, rec.Type, last, err)
+		if err != nil || last < rec.GetSeq() {
+			t.Fatalf("event %d (%s) published before it was stored (journal at %d, %v)", rec.GetSeq(), rec.Type(), last, err)
 		}
 		live = append(live, rec)
 	}
@@ -168,8 +168,8 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 		t.Fatalf("%d live events, %d stored", len(live), len(evs))
 	}
 	for i, rec := range live {
-		if rec.Seq != evs[i].GetSeq() || rec.Type != evs[i].Type() {
-			t.Fatalf("live event %d is %d %s, stored %d %s", i, rec.Seq, rec.Type, evs[i].GetSeq(), evs[i].Type())
+		if rec.GetSeq() != evs[i].GetSeq() || rec.Type() != evs[i].Type() {
+			t.Fatalf("live event %d is %d %s, stored %d %s", i, rec.GetSeq(), rec.Type(), evs[i].GetSeq(), evs[i].Type())
 		}
 	}
 	if m := sj.maxAnswersPerAppend(); m < 2 {

@@ -22,8 +22,9 @@ import (
 // While a re-plan is due or its call in flight, no step starts (advance, endInterrupt).
 // The call is the orchestrator's own: it waits until no orchestrator step is running and
 // no interrupt holds the session. A retryable failure of the call is retried like the
-// planner's (plan_failed with retry_at, up to StepAttempts); any other failure, an
-// unusable answer or a call that does not fit max_iterations fails the session. A step
+// planner's (plan_failed with retry_at, up to StepAttempts); an unusable answer is
+// asked again once (reprompt.go); any other failure, a second unusable answer or a call
+// that does not fit max_iterations fails the session. A step
 // failing while another's re-plan is in flight keeps its place (failed) until that
 // revision is recorded, then gets its own re-plan.
 
@@ -59,6 +60,12 @@ func requestReplan(b *eventBuilder, failed *messages.StepState) {
 // revision could follow: no LLM call left under max_iterations, or no room for a new
 // step under max_steps.
 func replanCall(b *eventBuilder, failedID string) {
+	replanCallWith(b, failedID, &messages.LlmRequested{})
+}
+
+// replanCallWith is replanCall with the fields of call set (a re-prompt's); the call's
+// id, step, purpose, model and iteration are filled in here.
+func replanCallWith(b *eventBuilder, failedID string, call *messages.LlmRequested) {
 	s := b.state()
 	idx, ok := stepIndexByID(s, failedID)
 	if !ok {
@@ -77,18 +84,20 @@ func replanCall(b *eventBuilder, failedID string) {
 		fail(b, fmt.Sprintf("%s: no LLM call is left for the re-planner (max_iterations %d)", why, limit))
 		return
 	}
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: replanCallID(s.GetReplanCalls() + 1), StepId: failedID, Purpose: purposeReplan,
-			Model: s.GetConfig().GetModel(), Iteration: iteration,
-		}}
-	})
+	if !callAllowed(b) {
+		return
+	}
+	call.CallId, call.StepId, call.Purpose = replanCallID(s.GetReplanCalls()+1), failedID, purposeReplan
+	call.Model, call.Iteration = s.GetConfig().GetModel(), iteration
+	b.add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: call} })
 }
 
-// revisePlan records the re-planner's answer (content) for step failedID as
+// revisePlan records the re-planner's answer (content) to call p for step p.step_id as
 // plan_revised and starts what the revised plan allows; an answer that is not a usable
-// plan of the remaining work fails the session. b holds the answer's llm_responded.
-func revisePlan(b *eventBuilder, cfg Config, failedID, content string) {
+// plan of the remaining work is asked again once, then fails the session
+// (unusablePlan). b holds the answer's llm_responded.
+func revisePlan(b *eventBuilder, cfg Config, p *messages.PendingCall, content string) {
+	failedID := p.GetStepId()
 	s := b.state()
 	idx, ok := stepIndexByID(s, failedID)
 	if !ok || s.GetSteps()[idx].GetStatus() != messages.StepStatus_STEP_STATUS_FAILED {
@@ -97,7 +106,7 @@ func revisePlan(b *eventBuilder, cfg Config, failedID, content string) {
 	}
 	steps, replaced, err := parseRevision(s, failedID, content)
 	if err != nil {
-		fail(b, "re-planner returned an unusable plan: "+err.Error())
+		unusablePlan(b, s, p, content, "re-planner", err)
 		return
 	}
 	rev := s.GetPlanRevision() + 1

@@ -1,6 +1,8 @@
 package session_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -216,8 +218,8 @@ func TestReplanLimitReached(t *testing.T) {
 	}
 }
 
-// TestReplannerReturnsGarbage: a re-planner answer that is no plan fails the session
-// with the reason.
+// TestReplannerReturnsGarbage: a re-planner answer that is no plan is asked again once
+// with the error; a second one fails the session with the reason.
 func TestReplannerReturnsGarbage(t *testing.T) {
 	sc := rules(t,
 		planRule(`[{"id":"r","type":"research","description":"find the facts"}]`),
@@ -230,10 +232,79 @@ func TestReplannerReturnsGarbage(t *testing.T) {
 	}
 	evs := waitTerminal(t, h.j, "s1", 30*time.Second)
 	last := evs[len(evs)-1].GetSessionFailed()
-	if last == nil || last.GetError() != "re-planner returned an unusable plan: no JSON object in the answer" {
+	if last == nil || !strings.HasPrefix(last.GetError(), "re-planner returned an unusable plan: no JSON object in the answer") {
 		t.Fatalf("last event %v", evs[len(evs)-1])
 	}
-	if evs[len(evs)-2].GetLlmResponded().GetCallId() != "replan-1" || len(ofType(evs, "plan_revised")) != 0 {
-		t.Fatalf("events %v", evs[len(evs)-3:])
+	if evs[len(evs)-2].GetLlmResponded().GetCallId() != "replan-2" || len(ofType(evs, "plan_revised")) != 0 ||
+		len(ofType(evs, "plan_failed")) != 1 || evs[len(evs)-3].GetLlmRequested().GetRepromptError() != "no JSON object in the answer" {
+		t.Fatalf("events %v", evs[len(evs)-5:])
+	}
+}
+
+// TestConfigurationErrorFailsAtOnce: a sub-agent's prompt template that does not render
+// with the node's configuration for this step (the override indexes a fourth tool for the
+// step "check them"; the reviewer is configured with one, and the start-up render with
+// sample steps does not reach it) fails every attempt the same way: the session fails at
+// once with the reason, without retrying the step or re-planning.
+func TestConfigurationErrorFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := "FATHOM-ROLE: reviewer\nYou review the work.{{if eq .Step.Description \"check them\"}} Your fourth tool is {{index .Tools 3}}.{{end}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "reviewer.md.tmpl"), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := rules(t,
+		planRule(`[{"id":"a","type":"research","description":"find the facts"},{"id":"v","type":"review","description":"check them","dependencies":["a"]}]`),
+		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"completed","summary":"found"}`)+`}`,
+		`{"system_match":"FATHOM-PHASE: replan","response":`+quote(`{"steps":[{"id":"v2","type":"review","description":"check them again"}]}`)+`}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc, promptsDir: dir, cfg: subAgentTools(map[string][]string{"reviewer": {"read_artifact"}})})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 30*time.Second)
+	last := evs[len(evs)-1].GetSessionFailed()
+	if last == nil || !strings.Contains(last.GetError(), "configuration error") || !strings.Contains(last.GetError(), "reviewer.md.tmpl") {
+		t.Fatalf("last event %v", evs[len(evs)-1])
+	}
+	var reviewers int
+	for _, ev := range ofType(evs, "subagent_started") {
+		if ev.GetSubagentStarted().GetAgentType() == "reviewer" {
+			reviewers++
+		}
+	}
+	done := ofType(evs, "subagent_completed")
+	if reviewers != 1 || len(ofType(evs, "plan_revised")) != 0 || len(ofType(evs, "step_failed")) != 1 ||
+		done[len(done)-1].GetSubagentCompleted().GetAction() != "fail" {
+		t.Fatalf("%d reviewer runs, %d re-plans, %d step failures, %d events: want one run failing the session at once",
+			reviewers, len(ofType(evs, "plan_revised")), len(ofType(evs, "step_failed")), len(evs))
+	}
+}
+
+// TestUnconfiguredToolFailsAtOnce: a coder whose code_execute call meets a node without
+// a sandbox (a configuration error) and hands off "failed" fails the session at once
+// with the reason: another attempt or a re-planned step would meet the same node.
+func TestUnconfiguredToolFailsAtOnce(t *testing.T) {
+	sc := rules(t,
+		planRule(`[{"id":"c","type":"code","description":"compute it"}]`),
+		`{"system_match":"FATHOM-ROLE: coder","tool_match":"code_execute","response":`+quote(`{"status":"failed","summary":"could not run the program"}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: coder","tool_calls":[{"name":"code_execute","arguments":"{\"language\":\"python\",\"code\":\"print(1)\"}"}]}`,
+		`{"system_match":"FATHOM-PHASE: replan","response":`+quote(`{"steps":[{"id":"c2","type":"code","description":"compute it again"}]}`)+`}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 30*time.Second)
+	last := evs[len(evs)-1].GetSessionFailed()
+	if last == nil || !strings.Contains(last.GetError(), "configuration error") || !strings.Contains(last.GetError(), "tool code_execute") {
+		t.Fatalf("last event %v", evs[len(evs)-1])
+	}
+	var tr *messages.ToolResult
+	for _, ev := range ofType(evs, "tool_result") {
+		tr = ev.GetToolResult()
+	}
+	if !tr.GetError().GetConfig() || len(ofType(evs, "subagent_started")) != 1 || len(ofType(evs, "plan_revised")) != 0 || len(ofType(evs, "step_failed")) != 1 {
+		t.Fatalf("tool result %v; %d runs, %d re-plans, %d step failures: want one run failing the session at once",
+			tr, len(ofType(evs, "subagent_started")), len(ofType(evs, "plan_revised")), len(ofType(evs, "step_failed")))
 	}
 }

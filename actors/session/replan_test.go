@@ -161,9 +161,16 @@ func TestDecideReplanAnswer(t *testing.T) {
 		`{"steps":[{"id":"n","type":"research","description":"x","dependencies":["zzz"]}]}`: `unknown step "zzz"`,
 	} {
 		s := replanning()
+		// Asked again once with the error, then the session fails.
 		evs := decideLLMResult(s, &llmResult{callID: "replan-1", content: answer}, cfg, t0)
+		if got := types(evs); got != "llm_responded,plan_failed,llm_requested" || !strings.Contains(evs[2].GetLlmRequested().GetRepromptError(), strings.TrimPrefix(want, "re-planner returned an unusable plan: ")) ||
+			evs[2].GetLlmRequested().GetCallId() != "replan-2" || evs[2].GetLlmRequested().GetStepId() != "f" {
+			t.Fatalf("answer %s: %s %v, want a re-prompt with %q", answer, got, evs, want)
+		}
+		fold(t, s, evs)
+		evs = decideLLMResult(s, &llmResult{callID: "replan-2", content: answer}, cfg, t0)
 		if got := types(evs); got != "llm_responded,session_failed" || !strings.Contains(evs[1].GetSessionFailed().GetError(), want) {
-			t.Fatalf("answer %s: %s %v, want session_failed with %q", answer, got, evs, want)
+			t.Fatalf("answer %s again: %s %v, want session_failed with %q", answer, got, evs, want)
 		}
 		fold(t, s, evs)
 	}
@@ -172,8 +179,8 @@ func TestDecideReplanAnswer(t *testing.T) {
 	s = replanning()
 	s.Config.MaxSteps = 3
 	evs = decideLLMResult(s, &llmResult{callID: "replan-1", content: answer}, cfg, t0)
-	if f := evs[len(evs)-1].GetSessionFailed(); !strings.Contains(f.GetError(), "plan has 2 new steps and 2 kept ones, more than max_steps 3") {
-		t.Fatalf("too many steps: %s %v", types(evs), f)
+	if r := evs[len(evs)-1].GetLlmRequested(); !strings.Contains(r.GetRepromptError(), "plan has 2 new steps and 2 kept ones, more than max_steps 3") {
+		t.Fatalf("too many steps: %s %v", types(evs), r)
 	}
 	// Ids the model left out are filled with ones no step uses.
 	s = replanning()

@@ -38,6 +38,7 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			{Role: "system", Content: sys},
 			{Role: "user", Content: "Goal: " + s.GetGoal() + "\n"},
 		}
+		req.Messages = append(req.Messages, repromptMessages(pending)...)
 	case purposeStep:
 		sys, err := stepSystemPrompt(s, p)
 		if err != nil {
@@ -62,6 +63,7 @@ func buildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			return llm.Request{}, err
 		}
 		req.Messages = []llm.Message{{Role: "system", Content: sys}, {Role: "user", Content: replanBrief(s, pending.GetStepId())}}
+		req.Messages = append(req.Messages, repromptMessages(pending)...)
 	case purposeSynthesize:
 		sys, err := p.Render(prompts.Orchestrator, prompts.AgentData{
 			AgentType: prompts.Orchestrator, Phase: prompts.PhaseSynthesize, Goal: s.GetGoal(), Workspace: s.GetSessionId() + "/",
@@ -94,13 +96,17 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 	if err != nil {
 		return llm.Request{}, nil, err
 	}
-	tmpl, rest, err := stepSystemPromptParts(s, d.Prompts)
+	model := s.GetConfig().GetModel()
+	tmpl, rest, err := stepSystemPromptPartsGoal(s, d.Prompts, contextGoal(d, s))
 	if err != nil {
 		return llm.Request{}, nil, err
 	}
 	sys := tmpl + rest
 	hist := history(s)
 	in := memory.Input{
+		// The step's opening message states its task: it stays in the context.
+		Task:         st.GetStartedSeq(),
+		Origin:       "session " + s.GetSessionId(),
 		SystemPrompt: sys,
 		// The template's count is cached (tokenizing it was a third of a step's CPU);
 		// counting the two parts apart can only add a token at the seam: an upper bound,
@@ -113,17 +119,30 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 	if sum := s.GetSummary(); sum.GetContent() != "" {
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 	}
-	c, err := memory.BuildContext(d.Config.contextConfig(), in)
+	cc := d.Config.contextConfig()
+	cc.Counter = d.Config.counterFor(model)
+	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)
 	}
+	info = contextInfo(c, len(hist), in.Task)
+	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.specs}, info, nil
+}
+
+// contextInfo describes context c, built from hist history messages with task the
+// task message's seq, for llm_responded.
+func contextInfo(c *memory.Context, hist int, task uint64) *messages.ContextInfo {
 	md := c.Metadata
-	info = &messages.ContextInfo{
+	inContext := c.Task != nil
+	for _, m := range c.Recent {
+		inContext = inContext || (task != 0 && m.Seq == task)
+	}
+	return &messages.ContextInfo{
 		TotalTokens: uint32(c.TotalTokens), Budget: uint32(c.Budget),
 		RecentCount: uint32(md.RecentCount), SemanticCount: uint32(md.SemanticCount),
-		HasSummary: md.HasSummary, SummaryThroughSeq: md.SummaryThrough, HistoryCount: uint32(len(hist)),
+		HasSummary: md.HasSummary, SummaryThroughSeq: md.SummaryThrough, HistoryCount: uint32(hist),
+		ElidedCount: uint32(md.Elided), TaskInContext: inContext,
 	}
-	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.specs}, info, nil
 }
 
 // searchHits embeds query and searches the session's vectors. Any failure means no
@@ -163,6 +182,12 @@ func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) 
 // step's type (the same text for every step of that type, so its token count is cached)
 // and what follows it for this step (goal, current step, workspace listing).
 func stepSystemPromptParts(s *messages.SessionState, p *prompts.Set) (tmpl, rest string, err error) {
+	return stepSystemPromptPartsGoal(s, p, s.GetGoal())
+}
+
+// stepSystemPromptPartsGoal is stepSystemPromptParts with goal in place of the
+// session's (contextGoal's, for a context that must fit its budget).
+func stepSystemPromptPartsGoal(s *messages.SessionState, p *prompts.Set, goal string) (tmpl, rest string, err error) {
 	st, err := currentStepState(s)
 	if err != nil {
 		return "", "", err
@@ -171,7 +196,31 @@ func stepSystemPromptParts(s *messages.SessionState, p *prompts.Set) (tmpl, rest
 	if err != nil {
 		return "", "", err
 	}
-	return tmpl, fmt.Sprintf("\n\nGoal: %s\nCurrent step: %s\n%s", s.GetGoal(), st.GetStep().GetDescription(), workspaceListing(s)), nil
+	return tmpl, fmt.Sprintf("\n\nGoal: %s\nCurrent step: %s\n%s", goal, st.GetStep().GetDescription(), workspaceListing(s)), nil
+}
+
+// goalShare is the part of the context budget the goal may take in a system prompt.
+const goalShare = 8
+
+// contextGoal is the session's goal as a budgeted system prompt states it: whole when it
+// costs at most 1/goalShare of the context budget, else elided to that (its head and
+// tail, with a note: the whole goal is session_started, event seq 1), so that a long
+// goal cannot crowd the step's own messages out of the context.
+func contextGoal(d *Deps, s *messages.SessionState) string {
+	goal := s.GetGoal()
+	limit := d.Config.contextConfig().Budget / goalShare
+	if len(goal) <= limit { // no token is shorter than a byte
+		return goal
+	}
+	tok := d.Config.tokenizerFor(s.GetConfig().GetModel())
+	if tok == nil {
+		return goal
+	}
+	m := memory.Message{Seq: 1, Role: "user", Content: goal, Tokens: tok.CountMessage(llm.Message{Role: "user", Content: goal})}
+	if e, ok := memory.Elide(m, limit, tok, "session "+s.GetSessionId()); ok {
+		return e.Content
+	}
+	return goal
 }
 
 // maxListedArtifacts bounds the workspace listing in a step's system prompt.

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // runner is the step-runner child of a session grain: it builds the request from the
@@ -101,7 +101,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	}()
 	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID)
 	if err != nil {
-		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err)}
+		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err), config: isConfigError(err)}
 	}
 	if info != nil {
 		span.SetAttributes(
@@ -116,7 +116,7 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 		req.OnRetry = func(a int) { attempt = uint32(a) }
 		req.OnDelta = func(text string) {
 			n++
-			d.PublishDelta(r.sessionID, feed.Delta{CallID: r.callID, StepID: r.stepID, Index: n, Attempt: attempt, AfterSeq: r.reqSeq, Text: text})
+			d.PublishDelta(r.sessionID, live.Delta{CallID: r.callID, StepID: r.stepID, Index: n, Attempt: attempt, AfterSeq: r.reqSeq, Text: text})
 		}
 	}
 	resp, err := r.chat(ctx, req)

@@ -102,7 +102,7 @@ func benchSteps(b *testing.B, depth int) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			switch rec.Type {
+			switch rec.Type() {
 			case "session_completed":
 				return
 			case "session_failed":

@@ -369,3 +369,44 @@ func TestToolBreakpointHoldsASubAgentsCall(t *testing.T) {
 		t.Fatalf("the call ran %d times after Resume, want 1", n)
 	}
 }
+
+// TestPlanReusesASubAgentInALaterStep: a plan step naming an earlier sub-agent in
+// sub_agent_id continues that sub-agent's context (same id, resumed, its first run's
+// messages in its next call) instead of starting a fresh one.
+func TestPlanReusesASubAgentInALaterStep(t *testing.T) {
+	sc := rules(t,
+		planRule(`[{"id":"a","type":"research","description":"find the facts"},`+
+			`{"id":"w","type":"write","description":"draft it","dependencies":["a"]},`+
+			`{"id":"c","type":"research","description":"check the draft against your facts","dependencies":["w"],"sub_agent_id":"researcher-1"}]`),
+		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"completed","summary":"researched"}`)+`}`,
+		`{"system_match":"FATHOM-ROLE: writer","response":`+quote(`{"status":"completed","summary":"drafted"}`)+`}`,
+		`{"system_match":"FATHOM-PHASE: synthesize","response":"closing"}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc})
+	if _, err := h.start("s1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
+	mustComplete(t, evs)
+	if p := ofType(evs, "plan_created")[0].GetPlanCreated().GetSteps()[2]; p.GetSubAgentId() != "researcher-1" {
+		t.Fatalf("plan step c %v: sub_agent_id not read", p)
+	}
+	var c *messages.SubagentStarted
+	for _, ev := range ofType(evs, "subagent_started") {
+		if s := ev.GetSubagentStarted(); s.GetStepId() == "c" {
+			c = s
+		}
+	}
+	if c.GetSubAgentId() != "researcher-1" || !c.GetResumed() {
+		t.Fatalf("step c ran in %q (resumed %v), want researcher-1 resumed", c.GetSubAgentId(), c.GetResumed())
+	}
+	var second *messages.LlmResponded
+	for _, ev := range ofType(evs, "llm_responded") {
+		if r := ev.GetLlmResponded(); r.GetCallId() == "researcher-1/llm-2" {
+			second = r
+		}
+	}
+	if second.GetStepId() != "c" || second.GetContext().GetHistoryCount() != 3 { // a's brief, a's hand-off, c's brief
+		t.Fatalf("researcher-1's call for step c: %v", second)
+	}
+}

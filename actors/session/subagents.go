@@ -97,6 +97,9 @@ func advance(b *eventBuilder, cfg Config) {
 			return
 		}
 		startAnyStep(b, cfg, step.GetStep(), uint32(i), 1, "")
+		if Terminal(b.state()) {
+			return // a budget ended the session: nothing else starts
+		}
 		if isSub {
 			running++
 		} else {
@@ -130,6 +133,11 @@ func completeSession(b *eventBuilder, st *messages.SessionState) {
 	iteration := st.GetIterations() + 1
 	if limit := st.GetConfig().GetMaxIterations(); limit > 0 && iteration > limit {
 		completeWith(b, st, fallbackResult(st, fmt.Sprintf("no LLM call left for the closing summary (max_iterations %d)", limit)))
+		return
+	}
+	if reason := budgetReason(b); reason != "" {
+		// The work is done: the budget only forbids the summary's call.
+		completeWith(b, st, fallbackResult(st, "no LLM call left for the closing summary: "+reason))
 		return
 	}
 	b.add(func(e *messages.Event) {
@@ -339,6 +347,9 @@ func requestSubAgentCall(b *eventBuilder, cfg Config, id string) {
 		})
 		return
 	}
+	if !callAllowed(b) {
+		return
+	}
 	b.add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
 			CallId: subAgentCallID(id, sa.GetLlmCalls()+1), StepId: sa.GetStepId(), Purpose: purposeSubAgent,
@@ -351,6 +362,10 @@ func requestSubAgentCall(b *eventBuilder, cfg Config, id string) {
 func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
 	b := newEvents(s, "", now)
 	id := sa.GetId()
+	if r.err != nil && r.config {
+		failSubAgentConfig(b, id, r)
+		return b.evs
+	}
 	if r.err != nil {
 		finishSubAgent(b, cfg, id, &messages.SubagentResult{Status: subagent.StatusFailed, Summary: fmt.Sprintf("llm call %s failed: %v", r.callID, r.err)})
 		return b.evs
@@ -366,7 +381,7 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		}}
 	})
 	if len(calls) == 0 {
-		finishSubAgent(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
+		finishHandoff(b, cfg, id, subagent.ParseHandoff(sa.GetAgentType(), r.content))
 		return b.evs
 	}
 	pending := 0
@@ -523,7 +538,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		step = s.GetSteps()[i].GetStep()
 	}
 	sys, err := d.Prompts.Render(sa.GetAgentType(), prompts.AgentData{
-		AgentType: sa.GetAgentType(), Goal: s.GetGoal(), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
+		AgentType: sa.GetAgentType(), Goal: contextGoal(d, s), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
 		Step:          prompts.Step{ID: step.GetId(), Type: step.GetType(), Description: step.GetDescription()},
 		MaxIterations: sa.GetMaxIterations(),
 	})
@@ -531,7 +546,11 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		return llm.Request{}, nil, err
 	}
 	hist := make([]memory.Message, 0, len(sa.GetTranscript()))
+	var task uint64 // the latest task brief: it stays in the context
 	for _, m := range sa.GetTranscript() {
+		if m.GetRole() == "user" {
+			task = m.GetSeq()
+		}
 		msg := memory.Message{Seq: m.GetSeq(), Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Tokens: int(m.GetTokens())}
 		for _, c := range m.GetToolCalls() {
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
@@ -542,16 +561,17 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		SystemPrompt: sys,
 		SystemTokens: int(d.Config.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
 		Messages:     hist,
+		Task:         task,
+		Origin:       "session " + s.GetSessionId(),
 		Now:          d.Now(),
 	}
-	c, err := memory.BuildContext(d.Config.contextConfig(), in)
+	cc := d.Config.contextConfig()
+	cc.Counter = d.Config.counterFor(s.GetConfig().GetModel())
+	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: sub-agent %s: build context: %w", s.GetSessionId(), sa.GetId(), err)
 	}
-	info := &messages.ContextInfo{
-		TotalTokens: uint32(c.TotalTokens), Budget: uint32(c.Budget), RecentCount: uint32(c.Metadata.RecentCount),
-		HistoryCount: uint32(len(hist)),
-	}
+	info := contextInfo(c, len(hist), task)
 	specs := make([]llm.ToolSpec, 0, len(sa.GetTools()))
 	for _, sp := range d.specs {
 		if slices.Contains(sa.GetTools(), sp.Name) {

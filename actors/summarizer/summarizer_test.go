@@ -77,6 +77,18 @@ func ask(system *actor.ActorSystem, pid *actor.PID, session string, in memory.Su
 	return ch
 }
 
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func wait(t *testing.T, ch <-chan any) any {
 	t.Helper()
 	select {
@@ -165,11 +177,9 @@ func TestOneJobPerSessionCoalesced(t *testing.T) {
 	slow := input(1)
 	slow.Messages[0].Content = "slow"
 	first := ask(system, pid, "s", slow)
-	for p.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the first job to reach the model", func() bool { return p.calls.Load() > 0 })
+	// Sends from one goroutine reach the pool's mailbox in order: second is queued before third.
 	second := ask(system, pid, "s", slow)
-	time.Sleep(20 * time.Millisecond) // let second arrive before third
 	third := ask(system, pid, "s", input(5))
 	if f, ok := wait(t, second).(*summarizer.Failure); !ok || !errors.Is(f.Err, summarizer.ErrSuperseded) {
 		t.Fatalf("second: %+v", f)
@@ -248,11 +258,8 @@ func TestFailures(t *testing.T) {
 	blocked := input(1)
 	blocked.Messages[0].Content = "block"
 	a := ask(system, pid, "a", blocked)
-	for p.calls.Load() < 3 {
-		time.Sleep(time.Millisecond)
-	}
-	b := ask(system, pid, "b", input(1)) // waits for the one worker
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, "the blocking job to reach the model", func() bool { return p.calls.Load() >= 3 })
+	b := ask(system, pid, "b", input(1)) // waits for the one worker; queued before c (one sender, one mailbox)
 	if f, ok := wait(t, ask(system, pid, "c", input(1))).(*summarizer.Failure); !ok || !errors.Is(f.Err, summarizer.ErrOverloaded) {
 		t.Fatalf("overloaded: %+v", f)
 	}

@@ -83,7 +83,16 @@ func (w *worker) onRunJob(ctx actor.Context, msg *runJob) {
 		w.finish(ctx, nil, err)
 		return
 	}
-	call, err := memory.Summarize(j.req.Input, sys, w.cfg.Summary)
+	in := j.req.Input
+	// Elided messages are counted with the session's tokenizer (else the pool's).
+	tok := w.cfg.Tokenizer
+	if j.req.Tokenizer != nil {
+		tok = j.req.Tokenizer
+	}
+	if in.Counter == nil && tok != nil {
+		in.Counter = tok
+	}
+	call, err := memory.Summarize(in, sys, w.cfg.Summary)
 	if err != nil {
 		w.finish(ctx, nil, fmt.Errorf("%w: %w", ErrInvalid, err))
 		return

@@ -16,9 +16,13 @@ import (
 	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/resilient"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/prompts"
+	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -74,6 +78,7 @@ type nodeFlags struct {
 	stepAttempts                             uint
 	stepRetry                                time.Duration
 	prices                                   string
+	searxngURL                               string
 	llmAttempts                              int
 	llmRPM                                   int
 	llmTPM                                   int
@@ -83,6 +88,7 @@ type nodeFlags struct {
 	noStream                                 bool
 	llmAPI                                   string
 	otelExporter                             string
+	metricsListen                            string
 	otelEndpoint                             string
 	provider                                 string
 	consul                                   string
@@ -94,6 +100,12 @@ type nodeFlags struct {
 	promptsDir                               string
 	memory                                   memoryFlags
 	lease                                    leaseFlags
+	// Session budgets (every LLM call of a session and its sub-agents) and the
+	// endpoint override.
+	maxLLMCalls         uint
+	maxCostUSD          float64
+	maxTokens           uint64
+	allowEndpointChange bool
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -146,7 +158,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
 	fs.UintVar(&f.stepAttempts, "step-attempts", uint(d.StepAttempts), "runs of a plan or step whose model call fails retryably before the session fails")
 	fs.DurationVar(&f.stepRetry, "step-retry-delay", d.StepRetryDelay, "wait before a retryably failed plan or step runs again")
-	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "JSON price file {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
+	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "path of a JSON price `FILE` {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
 	fs.IntVar(&f.llmAttempts, "llm-max-attempts", int(envUint("FATHOM_LLM_MAX_ATTEMPTS", 4)), "tries of one LLM call on 429/5xx/timeouts, first included (env FATHOM_LLM_MAX_ATTEMPTS)")
 	fs.IntVar(&f.llmRPM, "llm-rpm", int(envUint("FATHOM_LLM_RPM", 0)), "LLM requests per minute, 0 = unlimited (env FATHOM_LLM_RPM)")
 	fs.IntVar(&f.llmTPM, "llm-tpm", int(envUint("FATHOM_LLM_TPM", 0)), "LLM tokens per minute (estimated), 0 = unlimited (env FATHOM_LLM_TPM)")
@@ -157,17 +169,38 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", os.Getenv("FATHOM_METRICS_LISTEN"), "serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9464, besides the gateway's own /metrics (env FATHOM_METRICS_LISTEN)")
 	c := fcluster.DefaultConfig()
 	fs.StringVar(&f.provider, "provider", envOr("FATHOM_CLUSTER_PROVIDER", ""), "cluster provider: local or consul (default consul when --consul is set, else local; env FATHOM_CLUSTER_PROVIDER)")
 	fs.StringVar(&f.consul, "consul", os.Getenv("CONSUL_HTTP_ADDR"), "Consul agent HTTP address host:port (env CONSUL_HTTP_ADDR)")
 	fs.StringVar(&f.clusterHost, "cluster-host", envOr("FATHOM_CLUSTER_HOST", c.Host), "host the cluster member binds (env FATHOM_CLUSTER_HOST)")
 	fs.IntVar(&f.clusterPort, "cluster-port", int(envUint("FATHOM_CLUSTER_PORT", uint64(c.Port))), "port the cluster member binds, 0 = any free (env FATHOM_CLUSTER_PORT)")
 	fs.StringVar(&f.clusterName, "cluster-name", envOr("FATHOM_CLUSTER_NAME", c.Name), "cluster name; nodes with the same name form one cluster (env FATHOM_CLUSTER_NAME)")
+	fs.StringVar(&f.searxngURL, "searxng-url", os.Getenv("FATHOM_SEARXNG_URL"), "SearXNG instance that answers web_search, e.g. http://127.0.0.1:8888 (env FATHOM_SEARXNG_URL; its bearer token: env FATHOM_SEARXNG_TOKEN)")
 	f.sandbox.register(fs)
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
 	f.lease.register(fs)
+	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
+		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
+	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", envFloat("FATHOM_MAX_COST_USD", d.MaxCostUSD),
+		"session budget: model cost in USD (the --prices table) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_COST_USD)")
+	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
+		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
+	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
+		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
+}
+
+// envFloat reads a float64 from the environment, def when unset or not a number.
+func envFloat(key string, def float64) float64 {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "fathom: ignoring %s=%q: not a number\n", key, v)
+	}
+	return def
 }
 
 func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
@@ -181,8 +214,16 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
 	scfg.MaxReplans = int(min(f.maxReplans, math.MaxInt32))
+	if f.maxLLMCalls > math.MaxUint32 {
+		return node.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls)
+	}
+	scfg.MaxLLMCalls, scfg.MaxCostUSD, scfg.MaxTokens = uint32(f.maxLLMCalls), f.maxCostUSD, f.maxTokens
+	scfg.AllowEndpointChange = f.allowEndpointChange
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
+	if strings.HasPrefix(strings.TrimSpace(f.prices), "{") {
+		return node.Config{}, usageError("--prices takes the path of a JSON price FILE, not the JSON itself: save it to a file and pass its path")
+	}
 	if f.prices != "" {
 		t, err := llm.LoadPriceTable(f.prices, scfg.Prices)
 		if err != nil {
@@ -199,6 +240,17 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	if err := scfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)
+	}
+	// The budget must leave room beside the system prompts (the node checks it again; a
+	// broken prompts dir is reported by the node).
+	if p, err := prompts.Load(f.promptsDir); err == nil {
+		tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
+		if err != nil {
+			return node.Config{}, err
+		}
+		if err := session.CheckContextBudget(scfg, p, tok); err != nil {
+			return node.Config{}, usageError("%v", err)
+		}
 	}
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Name, ccfg.Host, ccfg.Port, ccfg.Logger = f.clusterName, f.clusterHost, f.clusterPort, log
@@ -246,19 +298,42 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if err != nil {
 		return node.Config{}, err
 	}
+	if _, err := builtin.SearchFromEnv(f.searchEnv); err != nil {
+		return node.Config{}, usageError("--searxng-url: %v", err)
+	}
+	tcfg := telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut}
+	if err := tcfg.Validate(); err != nil {
+		return node.Config{}, usageError("%v", err)
+	}
+	// Without a sandbox URL, code_execute runs in a local sandbox (run and node alike).
+	localIso := sandboxd.Isolation(os.Getenv("FATHOM_SANDBOX_ISOLATION"))
+	if localIso != "" && localIso != sandboxd.IsolationAuto && localIso != sandboxd.IsolationBwrap && localIso != sandboxd.IsolationRlimits {
+		return node.Config{}, usageError("FATHOM_SANDBOX_ISOLATION=%q: want auto, bwrap or rlimits", localIso)
+	}
 	return node.Config{
-		Artifacts:   artCfg,
-		Sandbox:     node.SandboxConfig{Client: sbCfg},
-		DataDir:     f.store.dataDir,
-		PostgresDSN: f.store.postgres,
-		Cluster:     ccfg,
-		Session:     scfg,
-		LLM:         llmCfg,
-		Memory:      mcfg,
-		Telemetry:   telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut},
-		Logger:      log,
-		PromptsDir:  f.promptsDir,
+		Artifacts:     artCfg,
+		Sandbox:       node.SandboxConfig{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
+		DataDir:       f.store.dataDir,
+		PostgresDSN:   f.store.postgres,
+		Cluster:       ccfg,
+		Session:       scfg,
+		LLM:           llmCfg,
+		Memory:        mcfg,
+		Telemetry:     tcfg,
+		SearXNGURL:    f.searxngURL,
+		MetricsListen: f.metricsListen,
+		Logger:        log,
+		PromptsDir:    f.promptsDir,
 	}, nil
+}
+
+// searchEnv is the environment web_search is configured from, with --searxng-url in
+// place of FATHOM_SEARXNG_URL.
+func (f *nodeFlags) searchEnv(key string) string {
+	if key == "FATHOM_SEARXNG_URL" {
+		return f.searxngURL
+	}
+	return os.Getenv(key)
 }
 
 func envUint(key string, def uint64) uint64 {

@@ -40,8 +40,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build fathom:", err)
 		os.Exit(1)
 	}
+	_, statErr := os.Stat(".fathom")
+	hadDataDir := statErr == nil
 	code := m.Run()
 	os.RemoveAll(dir)
+	// Every command a test runs starts in a temporary directory: the default data dir
+	// (.fathom) must never appear in the package.
+	if _, err := os.Stat(".fathom"); err == nil && !hadDataDir && code == 0 {
+		fmt.Fprintln(os.Stderr, "a test wrote the default data dir .fathom into the package: run commands in t.TempDir()")
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -67,7 +75,7 @@ func fathom(t *testing.T, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, fathomBin, args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -392,15 +400,23 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"unknown llm api", []string{"run", "--data-dir", dir, "--llm-api", "gemini", "goal"}, 2, "bad --llm-api"},
 		{"missing price file", []string{"run", "--data-dir", dir, "--prices", filepath.Join(dir, "nope.json"), "goal"}, 2, "price table"},
 		{"bad price file", []string{"run", "--data-dir", dir, "--prices", file, "goal"}, 2, "price table"},
+		{"inline JSON prices", []string{"run", "--data-dir", dir, "--prices", `{"m":{"input_per_mtok":1}}`, "goal"}, 2, "--prices takes the path of a JSON price FILE"},
+		{"unknown otel exporter", []string{"run", "--data-dir", dir, "--otel-exporter", "bogus", "goal"}, 2, `unknown exporter "bogus"`},
+		{"node with unknown otel exporter", []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--otel-exporter", "bogus"}, 2, `unknown exporter "bogus"`},
+		{"bad searxng url", []string{"run", "--data-dir", dir, "--searxng-url", "ftp://search", "goal"}, 2, "--searxng-url"},
 		{"zero step attempts", []string{"run", "--data-dir", dir, "--step-attempts", "0", "goal"}, 2, "step attempts"},
 		{"pgvector without postgres", []string{"run", "--data-dir", dir, "--vector-store", "pgvector", "goal"}, 2, "needs PostgreSQL: set a PostgreSQL DSN (--postgres)"},
 		{"unknown vector store", []string{"run", "--data-dir", dir, "--vector-store", "faiss", "goal"}, 2, `unknown vector store "faiss"`},
 		{"unknown embedder", []string{"run", "--data-dir", dir, "--embedder", "word2vec", "goal"}, 2, `unknown embedder "word2vec"`},
 		{"embedding model for hash", []string{"run", "--data-dir", dir, "--embedding-model", "text-embedding-3-large", "goal"}, 2, "only for the openai embedder"},
 		{"pgvector dimension too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--embedder", "openai", "--embedding-dim", "3072", "goal"}, 2, "more than pgvector indexes (2000)"},
+		{"pgvector ef_search too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--pgvector-ef-search", "5000", "goal"}, 2, "--pgvector-ef-search 5000 is more than pgvector accepts (1000)"},
+		{"pgvector ef_search for the memory store", []string{"run", "--data-dir", dir, "--pgvector-ef-search", "200", "goal"}, 2, "only for the pgvector vector store"},
 		{"two context ratios", []string{"run", "--data-dir", dir, "--context-ratios", "50/50", "goal"}, 2, "bad --context-ratios"},
 		{"context ratios not 100", []string{"run", "--data-dir", dir, "--context-ratios", "60/30/20", "goal"}, 2, "add up to 110"},
 		{"zero context budget", []string{"run", "--data-dir", dir, "--context-budget", "0", "goal"}, 2, "must be positive"},
+		{"context budget below the system prompts", []string{"run", "--data-dir", dir, "--context-budget", "1500", "--summary-target", "400", "goal"}, 2,
+			"context budget 1500 (--context-budget) leaves no room beside the system prompts: the researcher prompt is"},
 		{"summary larger than its tier", []string{"run", "--data-dir", dir, "--context-budget", "6000", "goal"}, 2, "--summary-target 2000 does not fit the context's summary tier (1800 tokens: 30% of --context-budget 6000)"},
 	}
 	for _, c := range cases {
@@ -422,6 +438,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		want      string
 	}{
 		{"bad ratios env", "FATHOM_CONTEXT_RATIOS=a/b/c", []string{"run", "--data-dir", dir, "goal"}, 2, "bad --context-ratios"},
+		{"pgvector ef_search env", "FATHOM_PGVECTOR_EF_SEARCH=5000", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "goal"}, 2, "--pgvector-ef-search 5000"},
 		{"openai embedder without endpoint", "ANTHROPIC_API_KEY=k", []string{"run", "--data-dir", dir, "--llm-api", "anthropic", "--embedder", "openai", "goal"}, 1, "OPENAI_API_KEY"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -470,7 +487,7 @@ type nodeProc struct {
 func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()

@@ -11,6 +11,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/persistence/pgvector"
 )
 
 // memoryFlags choose the vector store and the embedder, and size the context and the
@@ -20,6 +21,7 @@ type memoryFlags struct {
 	embedder         string
 	embeddingModel   string
 	embeddingDim     uint
+	pgvectorEfSearch uint
 	contextBudget    uint
 	contextRatios    string
 	summaryThreshold uint
@@ -32,6 +34,7 @@ func (f *memoryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", node.EmbedderHash), "what embeds messages: hash (local feature hashing, no model) or openai (an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set) (env FATHOM_EMBEDDER)")
 	fs.StringVar(&f.embeddingModel, "embedding-model", os.Getenv("FATHOM_EMBEDDING_MODEL"), "embedding model of --embedder openai (default text-embedding-3-small; env FATHOM_EMBEDDING_MODEL)")
 	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
+	fs.UintVar(&f.pgvectorEfSearch, "pgvector-ef-search", uint(envUint("FATHOM_PGVECTOR_EF_SEARCH", 0)), fmt.Sprintf("hnsw.ef_search of --vector-store pgvector, 1..%d: higher finds more of the true nearest messages, slower; 0 = the default, %d (env FATHOM_PGVECTOR_EF_SEARCH)", pgvector.MaxEfSearch, pgvector.DefaultEfSearch))
 	fs.UintVar(&f.contextBudget, "context-budget", uint(envUint("FATHOM_CONTEXT_BUDGET", session.DefaultContextBudget)), "most prompt tokens one step call may use: system prompt, summary, semantic hits and recent messages (env FATHOM_CONTEXT_BUDGET)")
 	fs.StringVar(&f.contextRatios, "context-ratios", envOr("FATHOM_CONTEXT_RATIOS", "50/30/20"), "split of the context budget in percent: recent/summary/semantic, adding up to 100 (env FATHOM_CONTEXT_RATIOS)")
 	fs.UintVar(&f.summaryThreshold, "summary-threshold", uint(envUint("FATHOM_SUMMARY_THRESHOLD", uint64(sd.Threshold))), "regenerate a session's summary when its unsummarized messages pass this many tokens (env FATHOM_SUMMARY_THRESHOLD)")
@@ -51,6 +54,9 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (node.Memo
 	if f.contextBudget > math.MaxInt32 || f.embeddingDim > math.MaxInt32 {
 		return node.MemoryConfig{}, usageError("--context-budget and --embedding-dim are too large")
 	}
+	if f.pgvectorEfSearch > pgvector.MaxEfSearch {
+		return node.MemoryConfig{}, usageError("--pgvector-ef-search %d is more than pgvector accepts (%d)", f.pgvectorEfSearch, pgvector.MaxEfSearch)
+	}
 	scfg.ContextBudget, scfg.ContextRatios = int(f.contextBudget), ratios
 	scfg.Summary = memory.DefaultSummaryConfig()
 	scfg.Summary.Threshold, scfg.Summary.TargetTokens = int(f.summaryThreshold), int(f.summaryTarget)
@@ -62,6 +68,7 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (node.Memo
 	mc := node.MemoryConfig{
 		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
 		EmbeddingBaseURL: os.Getenv("OPENAI_BASE_URL"), EmbeddingAPIKey: os.Getenv("OPENAI_API_KEY"),
+		PgvectorEfSearch: int(f.pgvectorEfSearch),
 	}
 	if err := mc.Validate(postgresDSN); err != nil {
 		return node.MemoryConfig{}, usageError("%v", err)

@@ -16,6 +16,13 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
+// isLoopback reports whether addr is a loopback address (not the unspecified one,
+// which listens on every interface).
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // noSessions stands in for the node while the gateway's flags are validated.
 type noSessions struct{}
 
@@ -32,6 +39,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	readToken := fs.String("read-token", os.Getenv("FATHOM_READ_TOKEN"), "bearer token allowing only reads: state, timeline, state_at, subscribe, events (env FATHOM_READ_TOKEN)")
 	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
+	insecure := fs.Bool("insecure", os.Getenv("FATHOM_INSECURE") == "true" || os.Getenv("FATHOM_INSECURE") == "1",
+		"serve without --token or --read-token on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +65,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	if *token == "" && *readToken == "" && !*insecure && !isLoopback(ln.Addr()) {
+		ln.Close()
+		return usageError("no --token or --read-token while listening on %s, which is reachable from other machines: every route would be served unauthenticated. "+
+			"Set --token (env FATHOM_TOKEN), listen on a loopback address, or pass --insecure to run without authentication anyway", ln.Addr())
 	}
 	n, err := node.Start(ctx, cfg)
 	if err != nil {

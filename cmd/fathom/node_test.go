@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -10,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // TestNodeGatewayOverWebSocket runs `fathom node` with a read+write and a read-only
@@ -112,5 +118,143 @@ func TestNodeGatewayOverWebSocket(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("node did not exit within 30s of SIGTERM")
+	}
+}
+
+// TestNodeServesMetricsWithoutTheGateway: --metrics-listen serves GET /metrics in the
+// Prometheus text format on its own address.
+func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := append(cleanEnv(), "OTEL_SERVICE_NAME=fathom-metrics-test")
+	p := startNode(t, env, "--data-dir", t.TempDir(), "--metrics-listen", addr)
+	defer p.stop(t)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("not Prometheus text: %v\n%s", err, body)
+	}
+	if ti := families["target_info"]; ti == nil || !strings.Contains(ti.String(), "fathom-metrics-test") {
+		t.Fatalf("target_info lacks the service name from OTEL_SERVICE_NAME:\n%s", body)
+	}
+	// A session run through the gateway shows up in the domain metrics.
+	if code, body := httpJSON(t, "POST", p.url+"/v1/sessions", "", map[string]any{"session_id": "metrics-1", "goal": "write a haiku"}); code != 200 && code != 201 && code != 202 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		families = scrape(t, "http://"+addr+"/metrics")
+		if c := families["fathom_sessions_completed_total"]; c != nil && c.GetMetric()[0].GetCounter().GetValue() >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fathom_sessions_completed_total never reached 1; last scrape had %d families", len(families))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range []string{"fathom_sessions_started_total", "fathom_llm_tokens_total", "fathom_llm_call_duration_seconds",
+		"fathom_step_duration_seconds", "gen_ai_client_token_usage", "gen_ai_client_operation_duration_seconds", "fathom_tool_calls_total"} {
+		if families[name] == nil {
+			t.Errorf("no %s after a completed session", name)
+		}
+	}
+	for _, m := range families["fathom_llm_tokens_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "session_id" {
+				t.Errorf("a session id is a label: %v", m)
+			}
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("not Prometheus text: %v", err)
+	}
+	return families
+}
+
+// nodeSessionEvents starts session id with goal on node p and returns its event frames
+// (NDJSON lines of the HTTP event stream) up to its end.
+func nodeSessionEvents(t *testing.T, p *nodeProc, id, goal string) []string {
+	t.Helper()
+	if code, body := httpJSON(t, "POST", p.url+"/v1/sessions", "", map[string]any{"session_id": id, "goal": goal}); code/100 != 2 {
+		t.Fatalf("start session: %d %v", code, body)
+	}
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Get(p.url + "/v1/sessions/" + id + "/events?deltas=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var lines []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var f struct{ Type string }
+		_ = json.Unmarshal(sc.Bytes(), &f)
+		if f.Type == "session_completed" || f.Type == "session_failed" {
+			return lines
+		}
+	}
+	t.Fatalf("event stream ended (%v) before the session did:\n%s", sc.Err(), strings.Join(lines, "\n"))
+	return nil
+}
+
+// `fathom node` without a sandbox URL runs code_execute in a local sandbox, as `fathom
+// run` does: the demo coder's program really runs and its output is in the tool result.
+func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
+	p := startNode(t, cleanEnv(), "--data-dir", t.TempDir())
+	lines := nodeSessionEvents(t, p, "node-code-1", "Explain virtual actors")
+	var ran bool
+	for _, l := range lines {
+		if strings.Contains(l, `"tool_result"`) && strings.Contains(l, "4 words, 18 letters") {
+			ran = true
+		}
+		if strings.Contains(l, "no sandbox") {
+			t.Fatalf("code_execute had no sandbox: %s", l)
+		}
+	}
+	if !ran {
+		t.Fatalf("no tool result carries the program's output:\n%s", strings.Join(lines, "\n"))
+	}
+	p.stop(t)
+}
+
+// When the local sandbox cannot start (here: no bubblewrap on PATH, default isolation),
+// `fathom node` says at start that code_execute is not offered, and still serves.
+func TestNodeWithoutSandboxDoesNotOfferCodeExecute(t *testing.T) {
+	var env []string
+	for _, kv := range cleanEnv() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	p := startNode(t, append(env, "PATH="+t.TempDir()), "--data-dir", t.TempDir())
+	if code, _ := httpJSON(t, "GET", p.url+"/healthz", "", nil); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	p.stop(t) // stderr is complete once the process is gone
+	if s := p.stderr.String(); !strings.Contains(s, "not offered") || !strings.Contains(s, "code_execute") || !strings.Contains(s, "bubblewrap") {
+		t.Fatalf("no start-up warning that code_execute is not offered; stderr:\n%s", s)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // printer renders events for people (text) or programs (--json: one object per line).
@@ -78,6 +78,24 @@ func (p *printer) output(d feed.Delta) error {
 }
 
 func newPrinter(w io.Writer, json bool) *printer { return &printer{w: w, json: json} }
+
+// resume gives a printer that joins a session midway (session input, watch --from) what
+// the events it will not see carried: the plan's length and the start time.
+func (p *printer) resume(s *messages.SessionState) {
+	p.steps = len(s.GetSteps())
+	if t := s.GetStartedAtUnixNano(); t != 0 {
+		p.started = time.Unix(0, t)
+	}
+}
+
+// stepOf renders step index i (0-based) as "i+1/N", or "i+1" while the plan's length is
+// unknown.
+func (p *printer) stepOf(i uint32) string {
+	if p.steps <= 0 {
+		return fmt.Sprint(i + 1)
+	}
+	return fmt.Sprintf("%d/%d", i+1, p.steps)
+}
 
 func (p *printer) print(ev *messages.Event) error {
 	if p.json {
@@ -166,13 +184,13 @@ func (p *printer) text(ev *messages.Event) string {
 		}
 		return b.String()
 	case *messages.Event_StepStarted:
-		return fmt.Sprintf("… step %d/%d (%s): %s\n", e.StepStarted.GetStepIndex()+1, p.steps, e.StepStarted.GetStepType(), e.StepStarted.GetDescription())
+		return fmt.Sprintf("… step %s (%s): %s\n", p.stepOf(e.StepStarted.GetStepIndex()), e.StepStarted.GetStepType(), e.StepStarted.GetDescription())
 	case *messages.Event_StepCompleted:
 		p.lastOutput = e.StepCompleted.GetOutput()
 		if out := e.StepCompleted.GetOutput(); out != "" && out == p.streamedAnswer {
-			return fmt.Sprintf("✓ step %d/%d done\n", e.StepCompleted.GetStepIndex()+1, p.steps)
+			return fmt.Sprintf("✓ step %s done\n", p.stepOf(e.StepCompleted.GetStepIndex()))
 		}
-		return fmt.Sprintf("✓ step %d/%d done\n%s\n", e.StepCompleted.GetStepIndex()+1, p.steps, indent(e.StepCompleted.GetOutput()))
+		return fmt.Sprintf("✓ step %s done\n%s\n", p.stepOf(e.StepCompleted.GetStepIndex()), indent(e.StepCompleted.GetOutput()))
 	case *messages.Event_StepFailed:
 		f := e.StepFailed
 		if f.GetRetryAtUnixNano() != 0 {
@@ -185,7 +203,11 @@ func (p *printer) text(ev *messages.Event) string {
 		if c := e.SessionCompleted.GetCostUsd(); c > 0 {
 			cost = fmt.Sprintf(", $%.6f", c)
 		}
-		line := fmt.Sprintf("✓ session completed in %s (%d tokens%s)\n", ev.At().Sub(p.started).Round(time.Millisecond), u.GetTotalTokens(), cost)
+		took := ""
+		if !p.started.IsZero() { // unknown when the printer joined midway
+			took = " in " + ev.At().Sub(p.started).Round(time.Millisecond).String()
+		}
+		line := fmt.Sprintf("✓ session completed%s (%d tokens%s)\n", took, u.GetTotalTokens(), cost)
 		if res := e.SessionCompleted.GetResult(); res != "" && res != p.streamedAnswer && res != p.lastOutput {
 			line = indent(res) + "\n" + line
 		}
@@ -241,6 +263,7 @@ func (p *printer) text(ev *messages.Event) string {
 		return fmt.Sprintf("✓ human answered %s (step %s): %s\n", r.GetRequestId(), r.GetStepId(), truncateLine(r.GetInput(), 200))
 	case *messages.Event_SessionForked:
 		f := e.SessionForked
+		p.started = ev.At() // a fork's own run starts here
 		return fmt.Sprintf("⑂ forked from session %s after step %d (its seq %d); running on its own from here\n", f.GetSourceSessionId(), f.GetStepIndex(), f.GetSourceSeq())
 	}
 	return fmt.Sprintf("  %s (seq %d)\n", ev.Type(), ev.GetSeq())

@@ -24,10 +24,12 @@ func init() {
 
 const sandboxSynopsis = `[flags]
 
-Serves the Fathom Sandbox Protocol v1 on ws://ADDR/ws: every execution (python, javascript,
-shell; elixir when installed) runs in a fresh process under bubblewrap (no network,
-read-only root, private /tmp and PIDs) when it works here, else under rlimits only, and in
-both cases under rlimits (memory, CPU, file size, processes) and, as root, a uid of its own.
+Serves the Fathom Sandbox Protocol v1 (docs/fsp-v1.md) on ws://ADDR/ws: every execution
+(python, javascript, shell; elixir when installed) runs in a fresh process under bubblewrap
+(no network, no host files but the read-only interpreters, private /tmp and PIDs) and
+rlimits (memory, CPU, file size, processes) and, as root, a uid of its own. Without a
+working bubblewrap the start fails (scripts/install-bwrap.sh or apt-get install bubblewrap
+installs it) unless --isolation rlimits accepts running without namespaces.
 Clients authenticate with "Authorization: Bearer TOKEN" and "X-Protocol-Version: 1".
 SIGINT/SIGTERM stop it, killing every running execution.`
 
@@ -52,7 +54,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	logs.register(fs, "info")
 	listen := fs.String("listen", envOr("FATHOM_SANDBOX_LISTEN", "127.0.0.1:8090"), "address to serve on, :0 for any free port (env FATHOM_SANDBOX_LISTEN)")
 	token := fs.String("token", os.Getenv("FATHOM_SANDBOX_TOKEN"), "bearer token clients must present; required (env FATHOM_SANDBOX_TOKEN)")
-	isolation := fs.String("isolation", envOr("FATHOM_SANDBOX_ISOLATION", string(def.Isolation)), "auto (bubblewrap when it works, else rlimits only, with a warning), bwrap (required) or rlimits (env FATHOM_SANDBOX_ISOLATION)")
+	isolation := fs.String("isolation", envOr("FATHOM_SANDBOX_ISOLATION", string(def.Isolation)), "auto or bwrap (bubblewrap, required: the start fails without it) or rlimits (no namespaces: the host's network and files; only when asked) (env FATHOM_SANDBOX_ISOLATION)")
 	bwrap := fs.String("bwrap", os.Getenv("FATHOM_SANDBOX_BWRAP"), "bubblewrap binary (default: bwrap on PATH; env FATHOM_SANDBOX_BWRAP)")
 	maxConcurrent := fs.Int("max-concurrent", envInt("FATHOM_SANDBOX_MAX_CONCURRENT", def.MaxConcurrent), "executions running at once; more wait in the queue (env FATHOM_SANDBOX_MAX_CONCURRENT)")
 	maxQueued := fs.Int("max-queued", envInt("FATHOM_SANDBOX_MAX_QUEUED", def.MaxQueued), "executions waiting for a slot; past that, SANDBOX_OVERLOADED (env FATHOM_SANDBOX_MAX_QUEUED)")

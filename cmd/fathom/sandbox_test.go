@@ -117,6 +117,22 @@ func TestSandboxCommandNeedsToken(t *testing.T) {
 	}
 }
 
+// Without bubblewrap, `fathom sandbox` (isolation auto) refuses to start and says how to
+// install it; --isolation rlimits is the explicit opt-out.
+func TestSandboxCommandWithoutBwrap(t *testing.T) {
+	var env []string
+	for _, kv := range cleanEnv("FATHOM_SANDBOX_TOKEN=t") {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+t.TempDir()) // no bwrap; interpreters are found by absolute path
+	r := fathom(t, env, "sandbox", "--listen", "127.0.0.1:0")
+	if r.code == 0 || !strings.Contains(r.stderr, "apt-get install bubblewrap") || !strings.Contains(r.stderr, "--isolation rlimits") {
+		t.Fatalf("exit %d, want a failed start with the install hint: %s", r.code, r.stderr)
+	}
+}
+
 // pidsWith returns the pids whose command line contains token.
 func pidsWith(token string) []string {
 	var pids []string

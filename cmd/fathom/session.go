@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,15 +31,46 @@ var sessionSubcommands = map[string]string{
 	"artifacts": "[--json] [--out DIR] [--addr NODE --token T] [flags] ID",
 }
 
+// sessionReadFlags are the flags of the reading session subcommands; each subcommand
+// registers only the ones it uses.
+type sessionReadFlags struct {
+	store       storeFlags
+	json        bool
+	at          int64
+	atSeq, from uint64
+	addr, token string
+}
+
+func (f *sessionReadFlags) register(fs *flag.FlagSet, sub string) {
+	f.store.register(fs, ".fathom")
+	f.at = -1
+	switch sub {
+	case "list", "timeline", "watch":
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}
+	switch sub {
+	case "state":
+		fs.Int64Var(&f.at, "at", -1, "the state after this many steps ended (0 = after planning; default: now)")
+		fs.Uint64Var(&f.atSeq, "at-seq", 0, "fold the events only through this seq (0 = all; journal only)")
+	case "watch":
+		fs.Uint64Var(&f.from, "from", 0, "print events after this seq")
+	}
+	if sub != "list" {
+		fs.StringVar(&f.addr, "addr", os.Getenv("FATHOM_ADDR"), "ask a node's gateway (host:port or URL) instead of reading the journal (env FATHOM_ADDR)")
+		fs.StringVar(&f.token, "token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
+	}
+}
+
 // runSession inspects sessions: straight from the journal (no node needed), or, with
 // --addr, through a node's gateway; input and fork change them (runSessionWrite).
+// Reading never creates a data dir or a journal.
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && sessionWriteSubcommands[args[0]] != "" {
 		return runSessionWrite(ctx, args[0], args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP [flags]")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
 			return nil
 		}
 		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON or fork ID --at STEP")
@@ -47,14 +80,8 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return runSessionArtifacts(ctx, args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("session "+sub, sessionSubcommands[sub], stderr)
-	var store storeFlags
-	store.register(fs, ".fathom")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	at := fs.Int64("at", -1, "state: the state after this many steps ended (0 = after planning; default: now)")
-	atSeq := fs.Uint64("at-seq", 0, "state: fold the events only through this seq (0 = all)")
-	from := fs.Uint64("from", 0, "watch: print events after this seq")
-	addr := fs.String("addr", os.Getenv("FATHOM_ADDR"), "ask a node's gateway (host:port or URL) instead of reading the journal (env FATHOM_ADDR)")
-	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
+	var f sessionReadFlags
+	f.register(fs, sub)
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
@@ -62,34 +89,49 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if sub != "list" && len(pos) != 1 {
 		return usageError("session %s needs exactly one session ID", sub)
 	}
-	if *at >= 0 && *atSeq > 0 {
+	if f.at >= 0 && f.atSeq > 0 {
 		return usageError("--at (a step) and --at-seq (a seq) exclude each other")
 	}
-	if *at > math.MaxUint32 {
-		return usageError("--at %d is not a step index", *at)
+	if f.at > math.MaxUint32 {
+		return usageError("--at %d is not a step index", f.at)
 	}
-	if *addr != "" {
-		return sessionRemote(ctx, sub, pos, *addr, *token, *at, *atSeq, *from, *jsonOut, stdout)
+	if f.addr != "" {
+		return sessionRemote(ctx, sub, pos, f.addr, f.token, f.at, f.atSeq, f.from, f.json, stdout)
 	}
 	if sub == "watch" {
-		return watchJournal(ctx, func() (persistence.Journal, error) { return openJournalReadOnly(ctx, store) }, pos[0], *from, newPrinter(stdout, *jsonOut))
+		return watchJournal(ctx, func() (persistence.Journal, error) { return openJournalReadOnly(ctx, f.store) }, pos[0], f.from, newPrinter(stdout, f.json))
 	}
-	j, err := openJournalReadOnly(ctx, store)
+	j, err := openJournalReadOnly(ctx, f.store)
+	if errors.Is(err, os.ErrNotExist) {
+		return noJournal(sub, pos, f.json, stdout, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	switch sub {
 	case "list":
-		return sessionList(ctx, j, stdout, *jsonOut)
+		return sessionList(ctx, j, stdout, f.json)
 	case "timeline":
-		return sessionTimeline(ctx, j, pos[0], stdout, *jsonOut)
+		return sessionTimeline(ctx, j, pos[0], stdout, f.json)
 	default:
-		if *at >= 0 {
-			return sessionStateAtStep(ctx, j, pos[0], uint32(*at), stdout)
+		if f.at >= 0 {
+			return sessionStateAtStep(ctx, j, pos[0], uint32(f.at), stdout)
 		}
-		return sessionState(ctx, j, pos[0], *atSeq, stdout)
+		return sessionState(ctx, j, pos[0], f.atSeq, stdout)
 	}
+}
+
+// noJournal answers a reading subcommand when the data dir has no journal (err): list
+// prints no session, the others report the session as not found.
+func noJournal(sub string, pos []string, jsonOut bool, w io.Writer, err error) error {
+	if sub == "list" {
+		if !jsonOut {
+			fmt.Fprintln(w, "SESSION  EVENTS  CREATED  UPDATED")
+		}
+		return nil
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("session %q not found: %v", pos[0], err)}
 }
 
 // sessionRemote runs a session subcommand against a node's gateway.
@@ -113,8 +155,10 @@ func sessionRemote(ctx context.Context, sub string, pos []string, addr, token st
 	}
 }
 
+// openJournalReadOnly opens the journal for reading; a missing data dir or journal file
+// is an error wrapping os.ErrNotExist, and nothing is created.
 func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Journal, error) {
-	return node.OpenJournal(ctx, store.dataDir, store.postgres, slog.Default())
+	return node.OpenJournalReadOnly(ctx, store.dataDir, store.postgres, slog.Default())
 }
 
 func sessionList(ctx context.Context, j persistence.Journal, w io.Writer, jsonOut bool) error {

@@ -81,6 +81,9 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 // journalArtifacts reads session id's artifact projection from the journal.
 func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*messages.ArtifactWritten, error) {
 	j, err := openJournalReadOnly(ctx, store)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("session %q not found: %v", id, err)}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +100,16 @@ func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*mess
 
 // remoteArtifacts reads session id's artifact projection from its state on a node.
 func remoteArtifacts(ctx context.Context, addr, token, id string) ([]*messages.ArtifactWritten, error) {
+	s, err := remoteState(ctx, addr, token, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetArtifacts(), nil
+}
+
+// remoteState reads session id's state from a node's gateway; an unknown session is
+// an exit error with the node's 404.
+func remoteState(ctx context.Context, addr, token, id string) (*messages.SessionState, error) {
 	var buf strings.Builder
 	if err := remoteGet(ctx, addr, token, "/v1/sessions/"+url.PathEscape(id)+"/state", &buf); err != nil {
 		return nil, err
@@ -105,7 +118,7 @@ func remoteArtifacts(ctx context.Context, addr, token, id string) ([]*messages.A
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(buf.String()), &resp); err != nil {
 		return nil, fmt.Errorf("session %s: the node's state answer does not decode: %w", id, err)
 	}
-	return resp.GetState().GetArtifacts(), nil
+	return resp.GetState(), nil
 }
 
 func printArtifacts(id string, list []*messages.ArtifactWritten, w io.Writer) error {

@@ -16,11 +16,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // exitAwaitingHuman is the exit code of a command that stopped following a session
@@ -45,9 +44,14 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	addr := fs.String("addr", os.Getenv("FATHOM_ADDR"), "send it to a node's gateway (host:port or URL) instead of running an in-process node (env FATHOM_ADDR)")
 	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
 	commandID := fs.String("command-id", "", "makes a retry safe: the same id is applied once (default: generated)")
-	requestID := fs.String("request-id", "", "input: the request to answer, when the step has several open (an ask_human call's idempotency key)")
-	at := fs.Int64("at", -1, "fork: the step index to fork after (0 = after planning, n = after the n-th step)")
-	newID := fs.String("new-id", "", "fork: the new session's id (default: generated)")
+	requestID, at, newID := new(string), new(int64), new(string)
+	*at = -1
+	if sub == "input" {
+		fs.StringVar(requestID, "request-id", "", "the request to answer, when the step has several open (an ask_human call's idempotency key)")
+	} else {
+		fs.Int64Var(at, "at", -1, "the step index to fork after (0 = after planning, n = after the n-th step)")
+		fs.StringVar(newID, "new-id", "", "the new session's id (default: generated)")
+	}
 	timeout := fs.Duration("timeout", 30*time.Minute, "in-process: stop following after this long (the session resumes on the next start)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -59,9 +63,6 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		if len(pos) != 3 {
 			return usageError("session input needs ID STEP_ID JSON, e.g. fathom session input s-1 step-2 '{\"approved\":true}'")
 		}
-		if *at >= 0 || *newID != "" {
-			return usageError("--at and --new-id are fork flags")
-		}
 		req.SessionID, req.StepID, req.RequestID = pos[0], pos[1], *requestID
 		req.Input = inputJSON(pos[2])
 	case "fork":
@@ -70,9 +71,6 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		}
 		if *at < 0 || *at > math.MaxUint32 {
 			return usageError("session fork needs --at STEP (0 = after planning, n = after the n-th step)")
-		}
-		if *requestID != "" {
-			return usageError("--request-id is an input flag")
 		}
 		idx := uint32(*at)
 		req.SessionID, req.StepIndex, req.NewSessionID = pos[0], &idx, *newID
@@ -115,6 +113,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 		if err != nil {
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
+		p.resume(st.GetState()) // the printer joins after the plan and the start
 		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
 		defer sub.Close()
 		_, err = n.Session(req.SessionID).ProvideInput(&messages.ProvideInputRequest{
@@ -198,12 +197,10 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 			}
 			continue
 		}
-		ev, err := session.DecodeRecord(u.Record)
-		if err != nil {
-			return err
-		}
+		ev := u.Event
 		if p.skipUntilFork { // a fork's copied past: print from its session_forked on
 			if ev.GetSessionForked() == nil {
+				_ = p.text(ev) // not shown, but the plan it carries numbers the steps
 				continue
 			}
 			p.skipUntilFork = false

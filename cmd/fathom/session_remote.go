@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/feed"
 )
 
 // remoteTimeout bounds one HTTP call to a node and the WebSocket handshake.
@@ -110,6 +112,15 @@ func watchRemote(ctx context.Context, addr, token, id string, from uint64, p *pr
 	default:
 		u.Scheme = "ws"
 	}
+	// The gateway subscribes to any id and waits for its first event: ask for the state
+	// first, so an unknown session is an error (404), not a silent wait.
+	st, err := remoteState(ctx, addr, token, id)
+	if err != nil {
+		return err
+	}
+	if from > 0 {
+		p.resume(st)
+	}
 	u.Path += "/v1/ws"
 	h := http.Header{}
 	if token != "" {
@@ -166,10 +177,19 @@ func watchRemote(ctx context.Context, addr, token, id string, from uint64, p *pr
 // that has it open: watch a running node with --addr instead.
 func watchJournal(ctx context.Context, open func() (persistence.Journal, error), id string, from uint64, p *printer) error {
 	p.lastSeq = from
-	for {
+	for first := true; ; first = false {
 		j, err := open()
+		if errors.Is(err, os.ErrNotExist) {
+			return &exitError{code: 1, msg: fmt.Sprintf("session %q not found: %v", id, err)}
+		}
 		if err != nil {
 			return err
+		}
+		if first {
+			if err := p.resumeFromJournal(ctx, j, id, from); err != nil {
+				_ = j.Close()
+				return err
+			}
 		}
 		var done bool
 		err = session.Events(ctx, j, id, p.lastSeq, func(ev *messages.Event) error {
@@ -187,6 +207,27 @@ func watchJournal(ctx context.Context, open func() (persistence.Journal, error),
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// resumeFromJournal checks that session id exists and, when watching starts past its
+// beginning, gives the printer the plan and start time the skipped events carried.
+func (p *printer) resumeFromJournal(ctx context.Context, j persistence.Journal, id string, from uint64) error {
+	last, err := j.LastSeq(ctx, id)
+	if err != nil {
+		return err
+	}
+	if last == 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
+	}
+	if from == 0 {
+		return nil
+	}
+	s, _, err := session.Load(ctx, j, id, from)
+	if err != nil {
+		return err
+	}
+	p.resume(s)
+	return nil
 }
 
 // printWatched prints ev and reports whether it ends the session. A failed session is

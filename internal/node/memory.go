@@ -51,6 +51,10 @@ type MemoryConfig struct {
 	EmbeddingBaseURL string
 	// EmbeddingAPIKey is the OpenAI embedder's key (env OPENAI_API_KEY).
 	EmbeddingAPIKey string
+	// PgvectorEfSearch is the pgvector store's hnsw.ef_search (recall against speed of
+	// an index scan), 1..pgvector.MaxEfSearch; 0 means pgvector.DefaultEfSearch. Only
+	// for VectorStorePgvector.
+	PgvectorEfSearch int
 }
 
 // withDefaults fills the store, the embedder and the dimension.
@@ -75,9 +79,15 @@ func (c MemoryConfig) Validate(postgresDSN string) error {
 	c = c.withDefaults()
 	switch c.VectorStore {
 	case VectorStoreMemory:
+		if c.PgvectorEfSearch != 0 {
+			return fmt.Errorf("memory: a pgvector ef_search (%d) is only for the pgvector vector store; the memory store scans exactly", c.PgvectorEfSearch)
+		}
 	case VectorStorePgvector:
 		if postgresDSN == "" {
 			return errors.New("memory: the pgvector vector store needs PostgreSQL: set a PostgreSQL DSN (--postgres)")
+		}
+		if c.PgvectorEfSearch < 0 || c.PgvectorEfSearch > pgvector.MaxEfSearch {
+			return fmt.Errorf("memory: pgvector ef_search must be 1..%d (0 = the default, %d), got %d", pgvector.MaxEfSearch, pgvector.DefaultEfSearch, c.PgvectorEfSearch)
 		}
 		if c.EmbeddingDimensions > pgvector.MaxDimensions {
 			return fmt.Errorf("memory: embedding dimension %d is more than pgvector indexes (%d): choose a smaller dimension (--embedding-dim; OpenAI's text-embedding-3 models shorten on request)", c.EmbeddingDimensions, pgvector.MaxDimensions)
@@ -141,7 +151,7 @@ func startMemory(ctx context.Context, cfg MemoryConfig, postgresDSN, demoURL str
 		}
 		out.vectors, out.reembed = v, true
 	case VectorStorePgvector:
-		v, err := pgvector.Open(ctx, pgvector.Config{DSN: postgresDSN, Dimensions: cfg.EmbeddingDimensions})
+		v, err := pgvector.Open(ctx, pgvector.Config{DSN: postgresDSN, Dimensions: cfg.EmbeddingDimensions, EfSearch: cfg.PgvectorEfSearch})
 		if err != nil {
 			return memoryStores{}, fmt.Errorf("memory: open the pgvector store: %w", err)
 		}

@@ -21,12 +21,15 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/anthropic"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -40,7 +43,6 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 	"github.com/fathom-agents/fathom/persistence/bolt"
-	"github.com/fathom-agents/fathom/persistence/feed"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
@@ -95,12 +97,18 @@ type Config struct {
 	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
 	// node's artifact store.
 	Tools *tools.Executor
+	// SearXNGURL, when set, is the SearXNG instance web_search queries, in place of
+	// FATHOM_SEARXNG_URL (its token stays FATHOM_SEARXNG_TOKEN).
+	SearXNGURL string
 	// Artifacts selects the artifact store (the session workspace).
 	Artifacts ArtifactConfig
 	// Sandbox selects the code sandbox external tools (code_execute) run in.
 	Sandbox SandboxConfig
 	// Telemetry selects the OpenTelemetry exporters.
 	Telemetry telemetry.Config
+	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which the
+	// node serves GET /metrics in the Prometheus text format, without the gateway.
+	MetricsListen string
 	// Logger receives the node's structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
@@ -134,6 +142,11 @@ type LLMConfig struct {
 	// Provider, when set, is used as is instead of an HTTP client (embedding Fathom with
 	// an in-process model, benchmarks); no resilience layer is added.
 	Provider llm.Provider
+	// Limiters, when set, hands out the endpoint's rate limiter (keyed by base URL and
+	// API key), so nodes of one process calling the same endpoint share its budget. Nil
+	// means the node's own. Either way the sessions' client, the summarizer's and every
+	// fallback model's share one limiter per endpoint.
+	Limiters *resilient.Limiters
 }
 
 // SandboxConfig selects the sandbox external tools run in. With Client.URL set the node
@@ -146,7 +159,12 @@ type SandboxConfig struct {
 	Client sandbox.Config
 	// Local starts a sandbox server (internal/sandboxd, as `fathom sandbox`) in-process on
 	// a loopback port with a random token when Client.URL is empty, and connects to it.
+	// When it cannot start (no bubblewrap, say), the external tools (code_execute) are not
+	// offered at all and a warning at start says why.
 	Local bool
+	// LocalIsolation is the local sandbox's isolation ("" means sandboxd.IsolationAuto:
+	// bubblewrap, required). Env FATHOM_SANDBOX_ISOLATION, as for `fathom sandbox`.
+	LocalIsolation sandboxd.Isolation
 }
 
 // ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
@@ -191,6 +209,29 @@ func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, wh
 	return s, dir, nil
 }
 
+// Endpoint is the model endpoint this configuration calls, as sessions record it: the
+// API ("openai" or "anthropic") and its base URL (the client's default when none is
+// set), or "demo" for the built-in demo model (no URL: its port changes with every
+// start). An in-process Provider is an unknown endpoint (zero): its sessions record none.
+func (c LLMConfig) Endpoint() session.Endpoint {
+	switch {
+	case c.Provider != nil:
+		return session.Endpoint{}
+	case c.UsesDemo():
+		return session.Endpoint{Provider: "demo"}
+	case c.API == APIAnthropic:
+		return session.Endpoint{Provider: APIAnthropic, BaseURL: firstNonEmpty(c.BaseURL, anthropic.DefaultConfig().BaseURL)}
+	}
+	return session.Endpoint{Provider: APIOpenAI, BaseURL: firstNonEmpty(c.BaseURL, openai.DefaultConfig().BaseURL)}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 // UsesDemo reports whether this configuration runs the built-in demo model.
 func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
 
@@ -229,6 +270,11 @@ type Node struct {
 	vectors   persistence.VectorStore
 	// summaryLLM is the summarizer pool's provider.
 	summaryLLM llm.Provider
+	// observer logs, counts and keeps every supervision event of the node's actors.
+	observer *observer.Observer
+	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
+	metricsSrv *http.Server
+	metricsLn  net.Listener
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -265,6 +311,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
+	if cfg.MetricsListen != "" {
+		if err := n.serveMetrics(cfg.MetricsListen); err != nil {
+			return nil, err
+		}
+	}
 	if n.journal = cfg.Journal; n.journal == nil {
 		if n.journal, err = OpenJournal(ctx, cfg.DataDir, cfg.PostgresDSN, cfg.Logger); err != nil {
 			return nil, err
@@ -288,7 +339,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
 	toolExec := cfg.Tools
 	if toolExec == nil {
-		search, err := builtin.SearchFromEnv(os.Getenv)
+		search, err := builtin.SearchFromEnv(func(k string) string {
+			if k == "FATHOM_SEARXNG_URL" && cfg.SearXNGURL != "" {
+				return cfg.SearXNGURL
+			}
+			return os.Getenv(k)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -301,6 +357,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
+	}
+	if scfg.Endpoint == (session.Endpoint{}) {
+		scfg.Endpoint = cfg.LLM.Endpoint()
+	}
+	if n.demo != nil {
+		// The demo model answers under the requested model's name; it costs nothing.
+		scfg.Prices = nil
 	}
 	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
 	// attribute set per record); wire them only when metrics are exported.
@@ -341,7 +404,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if sumCfg == (memory.SummaryConfig{}) {
 		sumCfg = memory.DefaultSummaryConfig()
 	}
+	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"))
+	if err != nil {
+		return nil, err
+	}
 	deps := &session.Deps{
+		Metrics:    recorder,
 		Tokenizer:  tok,
 		Embedder:   embedder,
 		Vectors:    n.vectors,
@@ -371,6 +439,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
+	if n.observer, err = observer.Spawn(system, observer.Config{
+		Node: n.member.Address(), Logger: cfg.Logger.With("component", "observer"),
+		Meter: n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer"),
+	}); err != nil {
+		return nil, err
+	}
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
 		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Prompts: prompt, Logger: cfg.Logger.With("component", "summarizer"),
 	}); err != nil {
@@ -416,7 +490,24 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{})
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
+	}
+	return j, nil
+}
+
+// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
+// the embedded journal in dataDir with a shared lock. It never creates the data dir or
+// the journal file: when either is missing the error wraps os.ErrNotExist.
+func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
+	if dsn != "" {
+		return OpenJournal(ctx, dataDir, dsn, log)
+	}
+	if dataDir == "" {
+		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
+	}
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
 	}
@@ -425,19 +516,28 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 
 // startLLM builds the provider the sessions call: the endpoint's client wrapped in the
 // resilience layer (retries honouring Retry-After, rate limits, circuit breaker), with
-// the fallback models behind it, each with its own breaker.
+// the fallback models behind it, each with its own breaker. The sessions, the
+// summarizer and the fallback models have their own breakers but one rate limiter: the
+// endpoint's limit is per key, not per client.
 func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	if n.cfg.LLM.Provider != nil {
 		n.summaryLLM = n.cfg.LLM.Provider
 		return n.cfg.LLM.Provider, nil
 	}
-	base, err := n.startClient(ctx)
+	base, endpoint, err := n.startClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rcfg := n.cfg.LLM.Resilience
 	if rcfg.Logger == nil {
 		rcfg.Logger = n.log.With("component", "llm")
+	}
+	if rcfg.Limiter == nil {
+		limiters := n.cfg.LLM.Limiters
+		if limiters == nil {
+			limiters = &resilient.Limiters{}
+		}
+		rcfg.Limiter = limiters.For(endpoint, rcfg.RequestsPerMinute, rcfg.TokensPerMinute)
 	}
 	// The summarizer gets its own retry and breaker state: its failures must never open
 	// the breaker the sessions' step calls go through.
@@ -455,13 +555,15 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	return resilient.NewFallback(primary, fallbacks...), nil
 }
 
-func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
+// startClient makes the endpoint's HTTP client and returns it with the endpoint's
+// identity (the rate limit's key).
+func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint, error) {
 	c := n.cfg.LLM
 	baseURL := c.BaseURL
 	if c.UsesDemo() {
 		d, err := startDemo(n.log)
 		if err != nil {
-			return nil, err
+			return nil, resilient.Endpoint{}, err
 		}
 		n.demo = d
 		baseURL = d.baseURL // serves both APIs
@@ -482,9 +584,9 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 		}
 		p, err := openai.New(ocfg)
 		if err != nil {
-			return nil, fmt.Errorf("llm client: %w", err)
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
 		}
-		return p, nil
+		return p, resilient.EndpointOf(ocfg.BaseURL, ocfg.APIKey), nil
 	case APIAnthropic:
 		acfg := anthropic.DefaultConfig()
 		acfg.APIKey = c.APIKey
@@ -499,11 +601,11 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 		}
 		p, err := anthropic.New(acfg)
 		if err != nil {
-			return nil, fmt.Errorf("llm client: %w", err)
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
 		}
-		return p, nil
+		return p, resilient.EndpointOf(acfg.BaseURL, acfg.APIKey), nil
 	}
-	return nil, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
+	return nil, resilient.Endpoint{}, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
 }
 
 // newSandbox starts the local sandbox server (if asked), makes the sandbox pool (started
@@ -513,11 +615,11 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, error) {
 func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	c := n.cfg.Sandbox.Client
 	if c.URL == "" && n.cfg.Sandbox.Local {
-		l, err := startLocalSandbox(n.log.With("component", "sandboxd"))
+		l, err := startLocalSandbox(n.log.With("component", "sandboxd"), n.cfg.Sandbox.LocalIsolation)
 		if err != nil {
-			// The rest of the node works without it; code_execute then says why not.
-			n.log.Warn("no local sandbox: code_execute is unavailable", "error", err)
-			return exec, nil
+			// The rest of the node works without it; the model is not offered tools that
+			// cannot run.
+			return withoutExternal(exec, n.log, err)
 		}
 		n.local = l
 		if c.PoolSize == 0 { // a zero Config: take the defaults
@@ -540,6 +642,32 @@ func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	routed := *exec
 	routed.External = &sandbox.Runner{Pool: p, Output: n.publishOutput}
 	return &routed, nil
+}
+
+// withoutExternal returns a copy of exec whose registry lacks the external tools
+// (code_execute), and logs that they are not offered and why (cause).
+func withoutExternal(exec *tools.Executor, log *slog.Logger, cause error) (*tools.Executor, error) {
+	var kept []tools.Tool
+	var dropped []string
+	for _, t := range exec.Registry.Tools() {
+		if t.SandboxMode() == tools.SandboxExternal {
+			dropped = append(dropped, t.Name())
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(dropped) == 0 {
+		return exec, nil
+	}
+	reg, err := tools.NewRegistry(kept...)
+	if err != nil {
+		return nil, fmt.Errorf("tool registry without the sandbox tools: %w", err)
+	}
+	log.Warn("no local sandbox: tools not offered (set SANDBOX_URL to a running `fathom sandbox`, install bubblewrap, or set FATHOM_SANDBOX_ISOLATION=rlimits)",
+		"tools", dropped, "error", cause)
+	out := *exec
+	out.Registry = reg
+	return &out, nil
 }
 
 // publishOutput streams a sandboxed tool's stdout and stderr to the session's live
@@ -585,11 +713,52 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 	return messages.GetSessionGrainClient(n.member.Cluster(), id)
 }
 
+// MetricsHandler serves the node's metrics in the Prometheus text format.
+func (n *Node) MetricsHandler() http.Handler { return n.tel.MetricsHandler() }
+
+// MetricsAddr is the address /metrics is served on with Config.MetricsListen ("" without).
+func (n *Node) MetricsAddr() string {
+	if n.metricsLn == nil {
+		return ""
+	}
+	return n.metricsLn.Addr().String()
+}
+
+// serveMetrics serves GET /metrics on addr until Stop.
+func (n *Node) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener (--metrics-listen %s): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", n.tel.MetricsHandler())
+	n.metricsLn = ln
+	n.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := n.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("metrics listener stopped", "address", ln.Addr().String(), "error", err)
+		}
+	}()
+	n.log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return nil
+}
+
+// Restarts returns the node's recent supervision events (oldest first, at most 1,000).
+func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
+	return n.observer.Recent(ctx)
+}
+
 // Stop leaves the cluster (passivating local grains), then closes the feed, the journal,
 // the demo model and telemetry. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
+		if n.observer != nil {
+			n.observer.Stop()
+		}
+		if n.metricsSrv != nil {
+			errs = append(errs, n.metricsSrv.Shutdown(ctx))
+		}
 		if n.sandbox != nil {
 			errs = append(errs, n.sandbox.Stop(ctx))
 		}
@@ -673,13 +842,16 @@ type localSandbox struct {
 	done       chan error
 }
 
-func startLocalSandbox(log *slog.Logger) (*localSandbox, error) {
+func startLocalSandbox(log *slog.Logger, isolation sandboxd.Isolation) (*localSandbox, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("local sandbox token: %w", err)
 	}
 	cfg := sandboxd.DefaultConfig()
 	cfg.Token = hex.EncodeToString(b)
+	if isolation != "" {
+		cfg.Isolation = isolation
+	}
 	srv, err := sandboxd.New(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("start local sandbox: %w", err)

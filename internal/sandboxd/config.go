@@ -13,15 +13,44 @@ type Isolation string
 
 // Isolation modes.
 const (
-	// IsolationAuto uses bubblewrap when its start-up probe passes, else rlimits only
-	// (with a warning).
+	// IsolationAuto is the default: bubblewrap, which must be installed and pass its
+	// start-up probe (New fails otherwise, saying how to install it). It never falls
+	// back to rlimits silently: without namespaces an execution would reach the network
+	// and the host's files; ask for IsolationRlimits to accept that.
 	IsolationAuto Isolation = "auto"
 	// IsolationBwrap requires bubblewrap: New fails when the probe does not pass.
 	IsolationBwrap Isolation = "bwrap"
 	// IsolationRlimits never uses bubblewrap: a fresh process under rlimits (and, when
-	// the server runs as root, a per-slot unprivileged uid).
+	// the server runs as root, a per-slot unprivileged uid), with the host's network and
+	// filesystem. Only when asked for explicitly.
 	IsolationRlimits Isolation = "rlimits"
 )
+
+// ErrBwrapUnavailable is wrapped by the error New returns when bubblewrap isolation
+// (IsolationAuto or IsolationBwrap) cannot be used: bwrap is not installed or its probe
+// fails here.
+var ErrBwrapUnavailable = errors.New("bubblewrap unavailable")
+
+// BwrapError is New's error when bubblewrap isolation cannot be used. It wraps
+// ErrBwrapUnavailable and says how to install bubblewrap or opt out.
+type BwrapError struct {
+	// Isolation is the mode asked for (auto or bwrap).
+	Isolation Isolation
+	// Err is why: the lookup or the probe failure.
+	Err error
+}
+
+// Error implements error.
+func (e *BwrapError) Error() string {
+	return fmt.Sprintf("isolation %s needs bubblewrap, which is unusable here (%v): install it "+
+		"(Debian/Ubuntu: apt-get install bubblewrap, or scripts/install-bwrap.sh; it needs user or root "+
+		"namespaces), point --bwrap (FATHOM_SANDBOX_BWRAP) at it, or pass --isolation rlimits "+
+		"(FATHOM_SANDBOX_ISOLATION=rlimits) to run executions without namespaces: with the host's network and files",
+		e.Isolation, e.Err)
+}
+
+// Unwrap returns ErrBwrapUnavailable and the cause.
+func (e *BwrapError) Unwrap() []error { return []error{ErrBwrapUnavailable, e.Err} }
 
 // Config configures a Server. Start from DefaultConfig.
 type Config struct {

@@ -1,5 +1,5 @@
-// Package sandboxd is Fathom's sandbox server: it speaks FSP v1 (package messages/fsp)
-// over WebSocket and runs each execution in a fresh, isolated process. `fathom sandbox`
+// Package sandboxd is Fathom's sandbox server: it speaks FSP v1 (package messages/fsp;
+// the protocol reference is docs/fsp-v1.md) over WebSocket and runs each execution in a fresh, isolated process. `fathom sandbox`
 // serves it.
 //
 // # Protocol
@@ -12,7 +12,9 @@
 //     env, or an id already in progress on the connection, SANDBOX_OVERLOADED past
 //     MaxConcurrent+MaxQueued), else ack, then status running once the process started,
 //     stdout/stderr chunks as produced, the terminal status and the result (exit_code,
-//     null when killed by a signal; duration_ms; resource_usage from the child's rusage).
+//     null only when the program was killed by a signal: an exit(137) is exit code 137;
+//     duration_ms; resource_usage: the program's own CPU time and peak RSS from wait4(2),
+//     absent when the server killed it).
 //   - Terminal statuses: completed (the process exited by itself, whatever its code),
 //     failed (killed by a signal of its own making, or output over max_output_bytes, which
 //     is preceded by an OUTPUT_LIMIT error frame), timeout (timeout_ms passed, or the CPU
@@ -41,10 +43,18 @@
 // as root, drops to a per-slot uid (UIDBase+slot), then execs the interpreter. The
 // environment is built from scratch: nothing of the server's leaks in.
 //
-// With bubblewrap (probed once at start; IsolationAuto falls back to rlimits only with a
-// warning when it does not work here) the process also gets new PID, network, IPC and
-// UTS namespaces, a read-only host root, a private size-bounded tmpfs /tmp with the work
-// directory /tmp/work, and dies with the server.
+// With bubblewrap (probed once at start; the default IsolationAuto, like IsolationBwrap,
+// fails New with a BwrapError saying how to install it when it does not work here: only
+// an explicit IsolationRlimits runs without it) the process also gets new PID, network,
+// IPC and UTS namespaces, a root of its own holding only what the interpreters need
+// (/usr and its /bin, /lib... links, the loader cache, /etc/alternatives, read-only; no
+// other host file), a private size-bounded tmpfs /tmp with the work directory /tmp/work,
+// and dies with the server.
+//
+// In both modes the helper first runs as a waiter (inside the namespace under
+// bubblewrap) that starts the program and reports its exit status and rusage to the
+// server over a pipe (report.go): bwrap's would hide both, and a child forked from the
+// server inherits the server's peak RSS.
 //
 // The process group is killed on timeout, cancel, disconnect, shutdown, output overflow,
 // and after every normal exit too (background children die with the execution); in

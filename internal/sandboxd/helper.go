@@ -29,6 +29,7 @@ import (
 const (
 	helperExecArg = "__fathom-sandbox-exec"
 	helperKillArg = "__fathom-sandbox-kill"
+	helperWaitArg = "__fathom-sandbox-wait"
 )
 
 // helperSpec is what the helper applies before exec: the positional arguments after the
@@ -59,6 +60,8 @@ func RunHelperIfRequested() {
 		err = helperExec(os.Args[2:])
 	case helperKillArg:
 		err = helperKill(os.Args[2:])
+	case helperWaitArg:
+		err = helperWait(os.Args[2:])
 	default:
 		return
 	}
@@ -128,6 +131,12 @@ func helperExec(args []string) error {
 		if err := syscall.Setresuid(uid, uid, uid); err != nil {
 			return fmt.Errorf("setuid %d: %w", uid, err)
 		}
+	}
+	// Die with the waiter (and so with the server): changing credentials cleared the
+	// parent-death signal the waiter set.
+	const prSetPdeathsig = 1
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0); e != 0 {
+		return fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", e)
 	}
 	debug.SetGCPercent(-1)
 	for i := range limits {

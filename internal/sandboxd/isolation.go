@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,11 +18,19 @@ import (
 // interpreter, or the helper around the interpreter alone.
 //
 // Under bubblewrap the child gets new IPC, PID, network and UTS namespaces (no network:
-// only a loopback that is down), a read-only view of the host root, its own /dev and
-// /proc, a private size-bounded tmpfs on /tmp with the work directory /tmp/work, and the
-// source file and helper bound read-only under /tmp/.fathom. When the server runs as root
-// no user namespace is made, so the helper can drop to the slot's real uid; otherwise
-// bubblewrap makes one (--unshare-user) and the child keeps the server's uid.
+// only a loopback that is down), a root of its own holding only what the interpreters
+// need, read-only (see hostMounts: /usr, the /bin, /lib... links or directories, the
+// dynamic loader's cache and /etc/alternatives, and the install prefix of an interpreter
+// outside /usr), its own /dev and /proc, a private size-bounded tmpfs on /tmp with the
+// work directory /tmp/work, and the source file and helper bound read-only under
+// /tmp/.fathom. The rest of the host filesystem (/etc, /home, /root, /var, the host's
+// /tmp...) does not exist inside. When the server runs as root no user namespace is made,
+// so the helper can drop to the slot's real uid; otherwise bubblewrap makes one
+// (--unshare-user) and the child keeps the server's uid.
+//
+// In both modes the helper runs first as the waiter (see report.go), which reports the
+// program's own exit and usage: bwrap's, or a child forked from the server's address
+// space, would report the wrong ones.
 //
 // Without bubblewrap the child is a fresh process in its own process group with a fresh
 // 0700 work directory, under the same rlimits and (as root) the same per-slot uid.
@@ -33,6 +42,8 @@ type isolator struct {
 	root   bool
 	// uidBase is the uid of slot 0 (Config.UIDBase, or derived from the pid).
 	uidBase int
+	// mounts are the bubblewrap arguments that build the child's root (hostMounts).
+	mounts []string
 }
 
 // autoUIDBase derives a uid range from the server's pid, so sandbox servers on one host
@@ -100,9 +111,10 @@ func (iso *isolator) command(rt runtime, dir string, l fsp.Limits, slot int, use
 	work := dir
 	if iso.mode == IsolationBwrap {
 		work = boxWork
-		argv = append(iso.bwrapArgs(rt, dir), spec.args(boxFathom+"/helper", rt.argv(boxFathom+"/"+rt.file))...)
+		argv = append(iso.bwrapArgs(rt, dir), boxFathom+"/helper", helperWaitArg)
+		argv = append(argv, spec.args(boxFathom+"/helper", rt.argv(boxFathom+"/"+rt.file))...)
 	} else {
-		argv = spec.args(iso.helper, rt.argv(filepath.Join(dir, rt.file)))
+		argv = append([]string{iso.helper, helperWaitArg}, spec.args(iso.helper, rt.argv(filepath.Join(dir, rt.file)))...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if iso.mode == IsolationRlimits {
@@ -121,9 +133,9 @@ func (iso *isolator) bwrapArgs(rt runtime, dir string) []string {
 	} else {
 		a = append(a, "--unshare-all")
 	}
+	a = append(a, "--die-with-parent", "--new-session", "--hostname", "sandbox")
+	a = append(a, iso.mounts...)
 	return append(a,
-		"--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--perms", "01777", "--size", strconv.FormatUint(iso.cfg.TmpfsBytes, 10), "--tmpfs", "/tmp",
@@ -216,4 +228,72 @@ func becomeSubreaper() error {
 		return fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", e)
 	}
 	return nil
+}
+
+// systemRoots are the top-level host paths the interpreters run from: on a merged-/usr
+// system the others are links into /usr, made as the same links inside.
+var systemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// systemFiles are the few host files under /etc the interpreters use: the dynamic
+// loader's configuration and the alternatives links (/usr/bin/x -> /etc/alternatives/x).
+var systemFiles = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"}
+
+// hostMounts returns the bubblewrap arguments that build an execution's root from the
+// host: systemRoots (read-only binds, or the same symbolic links), systemFiles that
+// exist, and, for each interpreter outside them, its install prefix (the directory above
+// its bin/, e.g. /opt/node for /opt/node/bin/node), read-only. Nothing else of the host
+// is visible.
+func hostMounts(interps []string) []string {
+	var a []string
+	bound := map[string]bool{}
+	for _, p := range systemRoots {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				a = append(a, "--symlink", target, p)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", p, p)
+			bound[p] = true
+		}
+	}
+	// bwrap would make /etc for the binds below 0700 root: the slot uid could not look in.
+	a = append(a, "--perms", "0755", "--dir", "/etc")
+	for _, p := range systemFiles {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	covered := func(p string) bool {
+		for r := range bound {
+			if p == r || strings.HasPrefix(p, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, interp := range interps {
+		paths := []string{interp}
+		if real, err := filepath.EvalSymlinks(interp); err == nil {
+			paths = append(paths, real)
+		}
+		for _, p := range paths {
+			if !filepath.IsAbs(p) || covered(p) {
+				continue
+			}
+			prefix := filepath.Dir(filepath.Dir(p))
+			if prefix == "/" {
+				prefix = filepath.Dir(p)
+			}
+			if prefix == "/" || bound[prefix] {
+				continue
+			}
+			a = append(a, "--ro-bind", prefix, prefix)
+			bound[prefix] = true
+		}
+	}
+	return a
 }

@@ -1,8 +1,9 @@
 package sandboxd
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -180,25 +181,51 @@ func TestSandboxRlimitsOnly(t *testing.T) {
 }
 
 // A bubblewrap that cannot work here (no user namespaces, say) is found by the start-up
-// probe: auto falls back to rlimits only with a warning, bwrap refuses to start.
-func TestSandboxBwrapProbeFallback(t *testing.T) {
+// probe: auto and bwrap refuse to start, saying how to install it or opt out; nothing
+// falls back to rlimits silently.
+func TestSandboxBwrapProbeFails(t *testing.T) {
 	fake := filepath.Join(t.TempDir(), "bwrap")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
+	for _, mode := range []Isolation{IsolationAuto, IsolationBwrap} {
+		cfg := DefaultConfig()
+		cfg.Token, cfg.BwrapPath, cfg.Isolation = testToken, fake, mode
+		srv, err := New(cfg, nil)
+		if err == nil {
+			_ = srv.Close(context.Background())
+			t.Fatalf("%s: New succeeded with isolation %s", mode, srv.Isolation())
+		}
+		if !errors.Is(err, ErrBwrapUnavailable) || !strings.Contains(err.Error(), "No permissions") ||
+			!strings.Contains(err.Error(), "--isolation rlimits") {
+			t.Fatalf("%s: New = %v", mode, err)
+		}
+	}
+}
+
+// Without bubblewrap on PATH, the default (auto) isolation fails the start with how to
+// install it; only an explicit rlimits starts.
+func TestSandboxAutoWithoutBwrapFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no bwrap; the interpreters are found by absolute path
 	cfg := DefaultConfig()
-	cfg.Token, cfg.BwrapPath = testToken, fake
-	srv, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	cfg.Token = testToken
+	srv, err := New(cfg, nil)
+	if err == nil {
+		_ = srv.Close(context.Background())
+		t.Fatalf("auto without bwrap started with isolation %s", srv.Isolation())
+	}
+	var be *BwrapError
+	if !errors.As(err, &be) || be.Isolation != IsolationAuto || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Fatalf("New = %v, want a BwrapError with the install hint", err)
+	}
+	cfg.Isolation = IsolationRlimits
+	srv, err = New(cfg, nil)
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("explicit rlimits: %v", err)
 	}
-	if srv.Isolation() != IsolationRlimits || !strings.Contains(logs.String(), "bubblewrap unusable") {
-		t.Fatalf("isolation %s, logs:\n%s", srv.Isolation(), logs.String())
-	}
-	cfg.Isolation = IsolationBwrap
-	if _, err := New(cfg, nil); err == nil || !strings.Contains(err.Error(), "No permissions") {
-		t.Fatalf("required bwrap: New = %v", err)
+	defer srv.Close(context.Background())
+	if srv.Isolation() != IsolationRlimits {
+		t.Fatalf("isolation %s", srv.Isolation())
 	}
 }
 
@@ -206,4 +233,65 @@ func TestSandboxBwrapProbeFallback(t *testing.T) {
 func TestSandboxIsolationMode(t *testing.T) {
 	s := newTestServer(t, nil)
 	t.Logf("isolation mode: %s (languages %v, root %v)", s.srv.Isolation(), s.srv.Languages(), os.Geteuid() == 0)
+}
+
+// Under bubblewrap the execution sees only what the interpreters need: no host /etc
+// (hostname, passwd), no other host directory, and a root of a few entries.
+func TestSandboxHostFilesHidden(t *testing.T) {
+	s := newTestServer(t, nil)
+	requireBwrap(t, s)
+	// A host directory no interpreter needs (not /tmp, which is private anyway).
+	base := "/var/tmp"
+	if _, err := os.Stat(base); err != nil {
+		base, _ = os.UserHomeDir()
+	}
+	dir, err := os.MkdirTemp(base, "fathom-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	secret := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := s.dial(t)
+	code := fmt.Sprintf(`import os
+for p in ["/etc/hostname", "/etc/passwd", %q]:
+    try:
+        open(p).read()
+        print("readable", p)
+    except OSError as e:
+        print("hidden", p, type(e).__name__)
+print("root", sorted(os.listdir("/")))
+`, secret)
+	c.execute("host", fsp.LangPython, code, nil)
+	r := c.collect("host")
+	if strings.Contains(r.stdout, "readable") || strings.Count(r.stdout, "hidden") != 3 {
+		t.Fatalf("host files visible in the sandbox: %q (stderr %q)", r.stdout, r.stderr)
+	}
+	for _, p := range []string{"'home'", "'root'", "'var'", "'work'"} {
+		if strings.Contains(r.stdout, p) {
+			t.Fatalf("host directory %s in the sandbox's root: %q", p, r.stdout)
+		}
+	}
+	t.Logf("%s", strings.TrimSpace(r.stdout))
+}
+
+// hostMounts binds the system directories and an interpreter's install prefix outside
+// them, never the host root.
+func TestHostMounts(t *testing.T) {
+	args := strings.Join(hostMounts([]string{"/usr/bin/python3", "/opt/fathom-test-node/bin/node"}), " ")
+	for _, want := range []string{"--ro-bind /usr /usr", "--ro-bind /opt/fathom-test-node /opt/fathom-test-node", "--dir /etc"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("mounts lack %q: %s", want, args)
+		}
+	}
+	for _, bad := range []string{"--ro-bind / /", "--bind / /", "/etc/hostname", "/etc/passwd", "--ro-bind /opt /opt"} {
+		if strings.Contains(args+" ", bad+" ") {
+			t.Errorf("mounts expose %q: %s", bad, args)
+		}
+	}
 }

@@ -56,7 +56,10 @@ type outcome struct {
 const stderrTail = 4 << 10
 
 // oomMarkers are what interpreters print when an allocation fails.
-var oomMarkers = []string{"MemoryError", "out of memory", "Cannot allocate memory", "std::bad_alloc", "Out of memory"}
+// Node.js says "Array buffer allocation failed" (a RangeError: the program exits 1) or
+// "Allocation failed - JavaScript heap out of memory" (V8 aborts).
+var oomMarkers = []string{"MemoryError", "out of memory", "Cannot allocate memory", "std::bad_alloc", "Out of memory",
+	"Array buffer allocation failed"}
 
 // run runs j to the end: until the process exits, or ctx is cancelled (its cause says
 // why), the time limit passes or the output limit is exceeded. The process group is
@@ -82,15 +85,28 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 		return outcome{}, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return outcome{}, fmt.Errorf("report pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{repW} // the waiter's reportFD
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	repW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		repR.Close()
 		return outcome{}, fmt.Errorf("start %s: %w", j.rt.lang, err)
 	}
+	reported := make(chan *helperReport, 1)
+	go func() { reported <- readReport(repR) }() // ends at EOF: when the waiter is gone
 	pgid := cmd.Process.Pid
 	if j.started != nil {
 		j.started()
@@ -142,6 +158,14 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 	}
 	outR.Close()
 	errR.Close()
+	var report *helperReport
+	select {
+	case report = <-reported:
+	case <-time.After(iso.cfg.KillGrace):
+		repR.Close()
+		report = <-reported
+	}
+	repR.Close()
 	once.Do(func() {}) // no kill after this point; reason is stable
 	if sweepErr != nil {
 		return outcome{}, sweepErr
@@ -150,27 +174,34 @@ func (iso *isolator) run(ctx context.Context, j job) (outcome, error) {
 	if waitErr != nil && !errors.As(waitErr, &ee) {
 		return outcome{}, fmt.Errorf("wait for %s: %w", j.rt.lang, waitErr)
 	}
-	return classify(cmd.ProcessState, iso.mode == IsolationBwrap, reason, duration, j.limits, p.tailString()), nil
+	return classify(report, cmd.ProcessState, reason, duration, j.limits, p.tailString()), nil
 }
 
-// classify turns the exit into a terminal status. Under bubblewrap (bwrapped) the
-// process is bwrap's child, and bwrap reports a child killed by signal n as exit code
-// 128+n, as a shell does: those codes count as killed by a signal.
-func classify(ps *os.ProcessState, bwrapped bool, reason error, d time.Duration, l fsp.Limits, stderr string) outcome {
+// classify turns the exit into a terminal status. rep is the program's own account, from
+// the waiter; without one (the run was killed from outside, or the waiter was) the status
+// comes from the server's child's exit (ps: bwrap or the waiter, which both report a
+// child killed by signal n as code 128+n), and no resource usage is reported: theirs would
+// be wrong.
+func classify(rep *helperReport, ps *os.ProcessState, reason error, d time.Duration, l fsp.Limits, stderr string) outcome {
 	o := outcome{duration: d, killedFor: reason}
-	ws, _ := ps.Sys().(syscall.WaitStatus)
-	signaled, sig := ws.Signaled(), ws.Signal()
-	if ws.Exited() {
-		c := ws.ExitStatus()
-		if bwrapped && c > 128 && c <= 128+64 {
-			signaled, sig = true, syscall.Signal(c-128)
+	var signaled bool
+	var sig syscall.Signal
+	if rep != nil {
+		if rep.Exited {
+			c := rep.Code
+			o.exitCode = &c
 		} else {
+			signaled, sig = true, syscall.Signal(rep.Signal)
+		}
+		o.usage = rep.usage()
+	} else {
+		ws, _ := ps.Sys().(syscall.WaitStatus)
+		signaled, sig = ws.Signaled(), ws.Signal()
+		if c := ws.ExitStatus(); ws.Exited() && c > 128 && c <= 128+64 {
+			signaled, sig = true, syscall.Signal(c-128)
+		} else if ws.Exited() {
 			o.exitCode = &c
 		}
-	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		o.usage = &fsp.ResourceUsage{PeakMemoryMB: (ru.Maxrss + 1023) / 1024, CPUTimeMS: cpu.Milliseconds()}
 	}
 	switch {
 	case reason == errTimeout:

@@ -40,10 +40,11 @@ type Server struct {
 	connsWG sync.WaitGroup
 }
 
-// New checks cfg, resolves the interpreters and the isolation mode, and probes them: in
-// IsolationAuto, bubblewrap is used only when a probe execution under it succeeds (else a
-// warning is logged and rlimits-only isolation is used); each language is kept only when
-// its probe program runs.
+// New checks cfg, resolves the interpreters and the isolation mode, and probes them:
+// unless cfg.Isolation is IsolationRlimits, bubblewrap must be found and a probe
+// execution under it must succeed, else New fails with an error wrapping
+// ErrBwrapUnavailable that says how to install it; each language is kept only when its
+// probe program runs.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox config: %w", err)
@@ -112,18 +113,18 @@ func (s *Server) chooseIsolation() error {
 	}
 	path, err := exec.LookPath(bw)
 	if err == nil {
-		s.iso.bwrap, s.iso.mode = path, IsolationBwrap
+		interps := make([]string, 0, len(s.runtimes))
+		for _, rt := range s.runtimes {
+			interps = append(interps, rt.interp)
+		}
+		s.iso.bwrap, s.iso.mode, s.iso.mounts = path, IsolationBwrap, hostMounts(interps)
 		err = s.probe(fsp.LangShell)
 	}
 	if err == nil {
 		return nil
 	}
 	s.iso.mode = IsolationRlimits
-	if s.cfg.Isolation == IsolationBwrap {
-		return fmt.Errorf("bubblewrap isolation required but unusable: %w", err)
-	}
-	s.log.Warn("bubblewrap unusable: isolating with rlimits only (no namespaces: network and filesystem are the host's)", "err", err)
-	return nil
+	return &BwrapError{Isolation: s.cfg.Isolation, Err: err}
 }
 
 // probeLanguages drops the languages whose probe fails.

@@ -3,7 +3,9 @@
 // A node calls [Setup] once at start and [Providers.Shutdown] when it stops. The exporter is
 // chosen by configuration: "none" (the default: providers exist, spans carry valid ids and
 // propagate, nothing is exported), "stdout" (JSON lines to a writer, for local debugging) or
-// "otlp" (OTLP over HTTP to a collector). Providers are passed explicitly to the packages
+// "otlp" (OTLP over HTTP to a collector). Whatever the exporter, every metric is also served in
+// the Prometheus text format by [Providers.MetricsHandler] (the gateway's GET /metrics and
+// `--metrics-listen`): a Prometheus scrape needs no collector. Providers are passed explicitly to the packages
 // that need them; Setup also installs them as the otel globals so third-party
 // instrumentation (Proto.Actor's actor metrics) records into the same pipeline.
 package telemetry
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
@@ -29,6 +33,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Exporter names accepted by [Config.Exporter].
@@ -45,7 +52,8 @@ type Config struct {
 	// OTLPEndpoint is the collector's OTLP/HTTP base URL (e.g. http://127.0.0.1:4318) for
 	// the otlp exporter.
 	OTLPEndpoint string
-	// ServiceName is the service.name resource attribute (default "fathom").
+	// ServiceName is the service.name resource attribute (default "fathom"). The environment's
+	// OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) overrides it.
 	ServiceName string
 	// Writer receives stdout-exporter output (default os.Stderr, so it never mixes with a
 	// command's own output).
@@ -87,8 +95,14 @@ type Providers struct {
 	// MeterProvider creates the node's meters.
 	MeterProvider metric.MeterProvider
 
+	metrics  http.Handler
 	shutdown []func(context.Context) error
 }
+
+// MetricsHandler serves the node's metrics in the Prometheus text exposition format
+// (instrument names with dots become underscores; counters get _total, durations in
+// seconds get _seconds).
+func (p *Providers) MetricsHandler() http.Handler { return p.metrics }
 
 // Setup builds the providers for cfg and installs them as the otel globals.
 func Setup(ctx context.Context, cfg Config) (*Providers, error) {
@@ -109,9 +123,21 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
+	// The standard variables (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) win over the built-in defaults, as
+	// every OpenTelemetry SDK does: an operator names the service without a Fathom-specific flag.
+	if res, err = resource.Merge(res, resource.Environment()); err != nil {
+		return nil, fmt.Errorf("telemetry resource from OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
 
+	// A registry of the node's own, so two nodes in one process (tests) never collide and
+	// nothing registers into Prometheus's global default.
+	registry := prometheus.NewRegistry()
+	promReader, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry prometheus reader: %w", err)
+	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
 	}
@@ -154,6 +180,7 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	return &Providers{
 		TracerProvider: tp,
 		MeterProvider:  mp,
+		metrics:        promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
 	}, nil
 }

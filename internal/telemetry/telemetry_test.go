@@ -3,9 +3,16 @@ package telemetry_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -59,6 +66,31 @@ func TestStdoutExporterWritesSpans(t *testing.T) {
 	}
 }
 
+// TestOTELServiceNameIsHonoured: the standard variables name the service and add resource attributes.
+func TestOTELServiceNameIsHonoured(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "fathom-eu-1")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
+	mem := tracetest.NewInMemoryExporter()
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{ServiceName: "fathom", SpanExporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+	span.End()
+	spans := mem.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	attrs := map[string]string{}
+	for _, kv := range spans[0].Resource.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["service.name"] != "fathom-eu-1" || attrs["deployment.environment"] != "staging" {
+		t.Fatalf("resource = %v, want service.name fathom-eu-1 and deployment.environment staging", attrs)
+	}
+}
+
 func TestNoneExportsNothing(t *testing.T) {
 	var out bytes.Buffer
 	p, err := telemetry.Setup(context.Background(), telemetry.Config{Writer: &out})
@@ -75,5 +107,47 @@ func TestNoneExportsNothing(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("none exporter wrote %q", out.String())
+	}
+}
+
+// TestMetricsHandlerServesPrometheusText: with no exporter configured, metrics are still
+// served in the Prometheus text format, parseable by Prometheus's own parser.
+func TestMetricsHandlerServesPrometheusText(t *testing.T) {
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	c, err := p.MeterProvider.Meter("test").Int64Counter("fathom.actor.restarts", metric.WithUnit("{event}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add(context.Background(), 2, metric.WithAttributes(attribute.String("kind", "step_runner")))
+	h, err := p.MeterProvider.Meter("test").Float64Histogram("fathom.journal.append.duration", metric.WithUnit("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Record(context.Background(), 0.003)
+	srv := httptest.NewServer(p.MetricsHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("not valid Prometheus text: %v\n%s", err, body)
+	}
+	restarts := families["fathom_actor_restarts_total"]
+	if restarts == nil || len(restarts.GetMetric()) != 1 || restarts.GetMetric()[0].GetCounter().GetValue() != 2 {
+		t.Fatalf("fathom_actor_restarts_total missing or wrong:\n%s", body)
+	}
+	if families["fathom_journal_append_duration_seconds"] == nil {
+		t.Fatalf("the histogram is not named in base units with _seconds:\n%s", body)
 	}
 }

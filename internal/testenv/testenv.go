@@ -35,6 +35,9 @@ const (
 	EnvMinIOSecretKey = "FATHOM_TEST_MINIO_SECRET_KEY"
 	// EnvNodeOpenAI is a directory whose node_modules holds the official openai npm client.
 	EnvNodeOpenAI = "FATHOM_TEST_NODE_OPENAI"
+	// EnvNodeModelClients is a directory whose node_modules holds the current official
+	// openai (6.x) and @anthropic-ai/sdk npm clients.
+	EnvNodeModelClients = "FATHOM_TEST_NODE_MODEL_CLIENTS"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -123,6 +126,13 @@ func MinIOServer(t testing.TB) MinIO {
 func NodeOpenAI(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeOpenAI, "the openai npm client")
+}
+
+// NodeModelClients returns the directory whose node_modules holds the current official
+// openai (6.x) and @anthropic-ai/sdk npm clients (scripts/install-node-model-clients.sh).
+func NodeModelClients(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeModelClients, "the openai 6 and @anthropic-ai/sdk npm clients")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails

@@ -9,9 +9,16 @@ package mock
 // For rule matching the request is read the way the chat endpoint reads its messages:
 // System is the "system" field, User the text of the last user message that has text,
 // Tool the content of the last tool_result block. Like the real API the endpoint
-// requires max_tokens, alternating user/assistant roles, tool_use inputs that are JSON
-// objects, and tool_result blocks that answer the tool_use blocks of the assistant turn
-// just before them, so a client that gets the shape wrong fails here too.
+// requires max_tokens, user/assistant roles (consecutive turns of one role are merged
+// into one turn, as the real API does), tool_use inputs that are JSON objects, and
+// tool_result blocks that answer the tool_use blocks of the assistant turn just before
+// them, so a client that gets the shape wrong fails here too.
+//
+// POST /v1/messages/count_tokens checks a request the same way (without max_tokens) and
+// answers {"input_tokens": N}, the count the Messages answer's usage would report.
+// Every error on an Anthropic request (a /v1/messages path, or any request carrying an
+// anthropic-version header) has the API's shape: {"type":"error","error":{"type":...,
+// "message":...}}.
 //
 // Scripted tool-call arguments that are not a JSON object cannot be sent as a tool_use
 // input; they are sent as {"_raw": "<text>"}, the convention llm/anthropic uses for
@@ -39,6 +46,8 @@ type anthRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	// inTok is the request's input tokens: the system prompt and every message.
+	inTok int
 }
 
 // anthBlock is a request content block (text, tool_use or tool_result).
@@ -90,8 +99,9 @@ func anthText(bs []anthBlock) string {
 }
 
 // decodeAnthRequest decodes and checks a request and returns it with the data rules
-// match against; the error is an invalid_request_error message.
-func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
+// match against; the error is an invalid_request_error message. needMaxTokens is false
+// for count_tokens, which takes no max_tokens.
+func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateData, error) {
 	var (
 		req   anthRequest
 		d     TemplateData
@@ -100,7 +110,7 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, d, fmt.Errorf("request is not valid JSON: %w", err)
 	}
-	if req.MaxTokens <= 0 {
+	if needMaxTokens && req.MaxTokens <= 0 {
 		return req, d, errors.New("max_tokens: field required and must be positive")
 	}
 	if len(req.Messages) == 0 {
@@ -111,28 +121,40 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 		return req, d, fmt.Errorf("system: %w", err)
 	}
 	d.System = anthText(sys)
+	req.inTok = approxTokens(d.System)
 	turns := make([]anthTurn, len(req.Messages))
 	for i, m := range req.Messages {
 		bs, err := anthBlocks(m.Content)
 		if err != nil {
 			return req, d, fmt.Errorf("messages.%d.content: %w", i, err)
 		}
-		turns[i] = anthTurn{role: m.Role, blocks: bs}
-		if t := anthText(bs); t != "" {
-			input = append(input, t)
-		}
-		if m.Role != "user" {
-			continue
-		}
-		if t := anthText(bs); t != "" {
-			d.User = t
-		}
 		for _, b := range bs {
 			if b.Type == "tool_result" {
-				rbs, err := anthBlocks(b.Content)
-				if err != nil {
+				if _, err := anthBlocks(b.Content); err != nil {
 					return req, d, fmt.Errorf("messages.%d: tool_result content: %w", i, err)
 				}
+			}
+		}
+		turns[i] = anthTurn{role: m.Role, blocks: bs}
+		req.inTok += 3 + anthTokens(bs)
+	}
+	turns = mergeAnthTurns(turns)
+	if err := checkAnthTurns(turns); err != nil {
+		return req, d, err
+	}
+	for _, t := range turns {
+		if s := anthText(t.blocks); s != "" {
+			input = append(input, s)
+		}
+		if t.role != "user" {
+			continue
+		}
+		if s := anthText(t.blocks); s != "" {
+			d.User = s
+		}
+		for _, b := range t.blocks {
+			if b.Type == "tool_result" {
+				rbs, _ := anthBlocks(b.Content) // checked above
 				d.Tool = anthText(rbs)
 				input = append(input, d.Tool)
 			}
@@ -140,9 +162,6 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 	}
 	d.Input = strings.Join(input, "\n")
 	d.All = strings.TrimPrefix(d.System+"\n"+d.Input, "\n")
-	if err := checkAnthTurns(turns); err != nil {
-		return req, d, err
-	}
 	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
 		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
 			d.Goal = strings.TrimSpace(v)
@@ -154,16 +173,46 @@ func decodeAnthRequest(body []byte) (anthRequest, TemplateData, error) {
 	return req, d, nil
 }
 
-// checkAnthTurns enforces the Messages API's conversation rules: user and assistant
-// roles alternate, tool_use inputs are objects, and every tool_use of an assistant turn
-// is answered by a tool_result in the next turn (and only those).
+// anthTokens estimates the tokens of a message's blocks: text, tool_use inputs and
+// tool_result contents.
+func anthTokens(bs []anthBlock) int {
+	n := 0
+	for _, b := range bs {
+		switch b.Type {
+		case "text":
+			n += approxTokens(b.Text)
+		case "tool_use":
+			n += approxTokens(string(b.Input))
+		case "tool_result":
+			if rbs, err := anthBlocks(b.Content); err == nil {
+				n += anthTokens(rbs)
+			}
+		}
+	}
+	return n
+}
+
+// mergeAnthTurns joins consecutive turns of the same role into one, as the real API
+// does before it checks a conversation.
+func mergeAnthTurns(turns []anthTurn) []anthTurn {
+	var out []anthTurn
+	for _, t := range turns {
+		if n := len(out); n > 0 && out[n-1].role == t.role {
+			out[n-1].blocks = append(out[n-1].blocks, t.blocks...)
+			continue
+		}
+		out = append(out, anthTurn{role: t.role, blocks: append([]anthBlock(nil), t.blocks...)})
+	}
+	return out
+}
+
+// checkAnthTurns enforces the Messages API's conversation rules on merged turns (so an
+// index in its errors counts merged turns): roles are user or assistant, tool_use inputs are objects, and every tool_use of an
+// assistant turn is answered by a tool_result in the next turn (and only those).
 func checkAnthTurns(turns []anthTurn) error {
 	for i, t := range turns {
 		if t.role != "user" && t.role != "assistant" {
 			return fmt.Errorf("messages.%d.role: must be \"user\" or \"assistant\", not %q", i, t.role)
-		}
-		if i > 0 && turns[i-1].role == t.role {
-			return fmt.Errorf("messages.%d: roles must alternate between \"user\" and \"assistant\"", i)
 		}
 		uses := map[string]bool{}
 		if i > 0 && turns[i-1].role == "assistant" {
@@ -204,7 +253,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		writeAnthError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
 		return
 	}
-	req, d, err := decodeAnthRequest(body)
+	req, d, err := decodeAnthRequest(body, true)
 	if err != nil {
 		writeAnthError(w, http.StatusBadRequest, err.Error(), 0)
 		return
@@ -236,6 +285,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		writeAnthError(w, http.StatusInternalServerError, err.Error(), 0)
 		return
 	}
+	ans.inTok = req.inTok
 	s.cfg.Logger.Debug("mock-llm answer", "api", "anthropic", "model", model, "bytes", len(ans.content), "tool_calls", len(ans.calls), "stream", req.Stream)
 	if req.Stream {
 		writeAnthStream(w, r, ans)
@@ -260,6 +310,31 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// countTokens answers POST /v1/messages/count_tokens.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil {
+		writeAnthError(w, http.StatusBadRequest, "read body: "+err.Error(), 0)
+		return
+	}
+	if len(body) > MaxRequestBytes {
+		writeAnthError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
+		return
+	}
+	req, _, err := decodeAnthRequest(body, false)
+	if err != nil {
+		writeAnthError(w, http.StatusBadRequest, err.Error(), 0)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": req.inTok})
+}
+
+// isAnthropic tells whether r is an Anthropic API request, whose errors take the
+// Anthropic shape: a /v1/messages path or an anthropic-version header.
+func isAnthropic(r *http.Request) bool {
+	return r.URL.Path == "/v1/messages" || strings.HasPrefix(r.URL.Path, "/v1/messages/") || r.Header.Get("anthropic-version") != ""
+}
+
 // anthAnswer renders what rule (nil: the default) answers to d, in Anthropic terms:
 // finish is a stop_reason and each call's args is a JSON object.
 func (s *Server) anthAnswer(rule *compiledRule, d TemplateData, model string, n int64) (answer, error) {
@@ -267,7 +342,6 @@ func (s *Server) anthAnswer(rule *compiledRule, d TemplateData, model string, n 
 	if rule != nil {
 		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
 	}
-	ans.inTok = approxTokens(d.System) + approxTokens(d.User) + approxTokens(d.Tool)
 	if rule != nil && len(rule.ToolCalls) > 0 {
 		ans.finish = "tool_use"
 		for i, tc := range rule.ToolCalls {

@@ -1,8 +1,8 @@
 // Package mock is a scripted OpenAI-compatible model server: the built-in demo model of
 // `fathom run` and the model of every test. It serves GET /v1/models,
 // POST /v1/chat/completions (JSON or a stream of chunks ending in "data: [DONE]"),
-// POST /v1/messages (the same script in Anthropic's Messages format, JSON or SSE) and
-// POST /v1/embeddings (deterministic local embeddings, see Embed; float or base64) over
+// GET /v1/models/{id}, POST /v1/messages (the same script in Anthropic's Messages
+// format, JSON or SSE), POST /v1/messages/count_tokens and POST /v1/embeddings (deterministic local embeddings, see Embed; float or base64) over
 // real HTTP, so the production clients (llm/openai, llm/anthropic) are exercised byte
 // for byte; only the answers are scripted.
 //
@@ -291,12 +291,19 @@ func (s *Server) Requests() int { return int(s.requests.Load()) }
 // Handler returns the HTTP API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	mux.HandleFunc("GET /v1/models", s.modelsAuth(s.models))
+	mux.HandleFunc("GET /v1/models/{id}", s.modelsAuth(s.model))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	mux.HandleFunc("POST /v1/messages", s.anthAuth(s.messages))
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.anthAuth(s.countTokens))
 	mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown endpoint "+r.Method+" "+r.URL.Path, 0)
+		msg := "unknown endpoint " + r.Method + " " + r.URL.Path
+		if isAnthropic(r) {
+			writeAnthError(w, http.StatusNotFound, msg, 0)
+			return
+		}
+		writeError(w, http.StatusNotFound, "invalid_request_error", msg, 0)
 	})
 	return mux
 }
@@ -311,8 +318,45 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{"id": s.cfg.ModelName, "object": "model", "owned_by": "fathom"}}})
+// modelsAuth is auth for the model listing, which both APIs' clients call: an Anthropic
+// request (see isAnthropic) is checked and answered as the Messages endpoint's.
+func (s *Server) modelsAuth(h http.HandlerFunc) http.HandlerFunc {
+	openai, anthropic := s.auth(h), s.anthAuth(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if isAnthropic(r) {
+			anthropic(w, r)
+			return
+		}
+		openai(w, r)
+	}
+}
+
+// modelCreated is the creation time the mock reports for every model.
+var modelCreated = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// modelObject is model id in the shape of r's API: OpenAI's {"id","object":"model",...}
+// or Anthropic's {"type":"model","id","display_name","created_at"}.
+func modelObject(r *http.Request, id string) map[string]any {
+	if isAnthropic(r) {
+		return map[string]any{"type": "model", "id": id, "display_name": id, "created_at": modelCreated.Format(time.RFC3339)}
+	}
+	return map[string]any{"id": id, "object": "model", "created": modelCreated.Unix(), "owned_by": "fathom"}
+}
+
+// models answers GET /v1/models: the configured model, as a list in r's API shape.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	m := modelObject(r, s.cfg.ModelName)
+	if isAnthropic(r) {
+		writeJSON(w, http.StatusOK, map[string]any{"data": []any{m}, "has_more": false, "first_id": s.cfg.ModelName, "last_id": s.cfg.ModelName})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{m}})
+}
+
+// model answers GET /v1/models/{id}. The mock answers chat requests for any model name,
+// so every id is a model it serves.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, modelObject(r, r.PathValue("id")))
 }
 
 type chatRequest struct {
@@ -322,8 +366,15 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages []struct {
-		Role    string  `json:"role"`
-		Content *string `json:"content"`
+		Role string `json:"role"`
+		// Content is a string, null, or an array of content parts (see chatContent).
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []struct {
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
 }
 
@@ -363,13 +414,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "messages must not be empty", 0)
 		return
 	}
-	s.requests.Add(1)
 	var d TemplateData
 	var all, system, input []string
-	for _, m := range req.Messages {
-		content := ""
-		if m.Content != nil {
-			content = *m.Content
+	promptTok := 3 // every reply is primed with a few tokens
+	for i, m := range req.Messages {
+		content, err := chatContent(m.Content)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("messages[%d].content: %v", i, err), 0)
+			return
+		}
+		promptTok += 3 + approxTokens(content)
+		for _, tc := range m.ToolCalls {
+			promptTok += approxTokens(tc.Function.Name) + approxTokens(tc.Function.Arguments)
 		}
 		all = append(all, content)
 		if m.Role != "system" {
@@ -384,6 +440,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			d.Tool = content
 		}
 	}
+	s.requests.Add(1)
 	d.System, d.All, d.Input = strings.Join(system, "\n"), strings.Join(all, "\n"), strings.Join(input, "\n")
 	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
 		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
@@ -439,7 +496,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		ans.content = out.String()
 		ans.outTok = approxTokens(ans.content)
 	}
-	ans.inTok = approxTokens(d.System) + approxTokens(d.User) + approxTokens(d.Tool)
+	ans.inTok = promptTok
 	if rule != nil {
 		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
 	}
@@ -566,7 +623,8 @@ func splitWords(s string) []string {
 	return out
 }
 
-// DefaultEmbeddingDims is the embedding size when a request names no dimensions.
+// DefaultEmbeddingDims is the embedding size when a request names no dimensions and a
+// model the mock does not know (see EmbeddingDims).
 const DefaultEmbeddingDims = 256
 
 // embeddings answers POST /v1/embeddings with deterministic local embeddings (see
@@ -600,12 +658,9 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("encoding_format %q: want float or base64", req.EncodingFormat), 0)
 		return
 	}
-	dims := req.Dimensions
-	if dims == 0 {
-		dims = DefaultEmbeddingDims
-	}
-	if dims < 1 || dims > 4096 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "dimensions must be between 1 and 4096", 0)
+	dims, err := embeddingDims(req.Model, req.Dimensions)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), 0)
 		return
 	}
 	data := make([]map[string]any, len(inputs))
@@ -723,7 +778,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", "", "require this bearer token")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T]")
-		fmt.Fprintln(stderr, "\nServes a scripted OpenAI-compatible API (/v1/models, /v1/chat/completions) for tests and demos.")
+		fmt.Fprintln(stderr, "\nServes a scripted model for tests and demos: the OpenAI API (/v1/models, /v1/models/{id}, /v1/chat/completions,")
+		fmt.Fprintln(stderr, "/v1/embeddings) and Anthropic's (/v1/messages, /v1/messages/count_tokens).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

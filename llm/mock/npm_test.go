@@ -113,3 +113,192 @@ func TestOfficialOpenAINodeClient(t *testing.T) {
 		t.Fatalf("base64 embedding decoded by the client differs from the float one: %v vs %v", got.EmbeddingDefault[:4], got.EmbeddingFloat[:4])
 	}
 }
+
+// currentClientsJS drives mock-llm with the current official npm clients, openai 6.x
+// and @anthropic-ai/sdk, the way frameworks call them: content-part messages, model
+// retrieval, streaming (raw events and the SDKs' stream helpers), tool calls, token
+// counting, embeddings of a named model and its shortened form, and error objects. It
+// prints one JSON object with what the clients saw.
+const currentClientsJS = `
+const { OpenAI } = require("openai");
+const { Anthropic } = require("@anthropic-ai/sdk");
+(async () => {
+  const out = { openai: {}, anthropic: {} };
+  const oa = new OpenAI({ baseURL: process.env.BASE_URL + "/v1", apiKey: "test-key", maxRetries: 0 });
+  const o = out.openai;
+  o.retrieved = (await oa.models.retrieve("gpt-4o-mini")).id;
+  o.models = (await oa.models.list()).data.map(m => m.id);
+  const parts = await oa.chat.completions.create({ model: "gpt-4o-mini", messages: [
+    { role: "system", content: [{ type: "text", text: "be brief" }] },
+    { role: "user", content: [{ type: "text", text: "say " }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, { type: "text", text: "hello" }] }] });
+  o.parts = parts.choices[0].message.content;
+  const oneMsg = await oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: "say hello" }] });
+  const history = await oa.chat.completions.create({ model: "m", messages: [
+    { role: "user", content: "a long earlier question ".repeat(50) }, { role: "assistant", content: "a long earlier answer ".repeat(50) },
+    { role: "user", content: "say hello" }] });
+  o.promptTokens = [oneMsg.usage.prompt_tokens, history.usage.prompt_tokens];
+  const tool = await oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "use a tool" }] }],
+    tools: [{ type: "function", function: { name: "web_search", parameters: { type: "object", properties: { query: { type: "string" } } } } }] });
+  const call = tool.choices[0].message.tool_calls[0];
+  o.tool = { name: call.function.name, args: JSON.parse(call.function.arguments) };
+  const stream = await oa.chat.completions.create({ model: "m", stream: true, stream_options: { include_usage: true },
+    messages: [{ role: "user", content: [{ type: "text", text: "stream please" }] }] });
+  o.deltas = []; o.streamUsage = 0;
+  for await (const chunk of stream) {
+    if (chunk.usage) o.streamUsage = chunk.usage.total_tokens;
+    for (const c of chunk.choices) if (c.delta && c.delta.content) o.deltas.push(c.delta.content);
+  }
+  const helper = oa.chat.completions.stream({ model: "m", messages: [{ role: "user", content: "stream please" }] });
+  o.helperText = (await helper.finalChatCompletion()).choices[0].message.content;
+  o.embedding = (await oa.embeddings.create({ model: "text-embedding-3-small", input: "a b" })).data[0].embedding.length;
+  o.embeddingShort = (await oa.embeddings.create({ model: "text-embedding-3-small", input: "a b", dimensions: 256 })).data[0].embedding.length;
+  try { await oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: "overload me" }] }); }
+  catch (e) { o.error = { status: e.status, message: e.error && e.error.message }; }
+
+  const an = new Anthropic({ baseURL: process.env.BASE_URL, apiKey: "test-key", maxRetries: 0 });
+  const a = out.anthropic;
+  a.retrieved = (await an.models.retrieve("claude-sonnet-4-5")).id;
+  const turns = [{ role: "user", content: "say " }, { role: "user", content: [{ type: "text", text: "hello" }] }];
+  const msg = await an.messages.create({ model: "claude-sonnet-4-5", max_tokens: 64, system: "be brief", messages: turns });
+  a.merged = msg.content[0].text;
+  a.inputTokens = msg.usage.input_tokens;
+  a.counted = (await an.messages.countTokens({ model: "claude-sonnet-4-5", system: "be brief", messages: turns })).input_tokens;
+  const use = await an.messages.create({ model: "m", max_tokens: 64, messages: [{ role: "user", content: "use a tool" }],
+    tools: [{ name: "web_search", input_schema: { type: "object", properties: { query: { type: "string" } } } }] });
+  const tu = use.content.find(b => b.type === "tool_use");
+  a.tool = { name: tu.name, args: tu.input, stop: use.stop_reason };
+  const after = await an.messages.create({ model: "m", max_tokens: 64, messages: [
+    { role: "user", content: "use a tool" }, { role: "assistant", content: use.content },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: tu.id, content: "found it" }] }] });
+  a.afterTool = after.content[0].text;
+  const raw = await an.messages.create({ model: "m", max_tokens: 64, stream: true, messages: [{ role: "user", content: "stream please" }] });
+  a.events = []; a.deltas = [];
+  for await (const ev of raw) {
+    a.events.push(ev.type);
+    if (ev.type === "content_block_delta" && ev.delta.type === "text_delta") a.deltas.push(ev.delta.text);
+  }
+  const helperStream = an.messages.stream({ model: "m", max_tokens: 64, messages: [{ role: "user", content: "stream please" }] });
+  a.helperTexts = []; helperStream.on("text", t => a.helperTexts.push(t));
+  a.helperFinal = (await helperStream.finalMessage()).content[0].text;
+  try { await an.messages.create({ model: "m", max_tokens: 64, messages: [{ role: "user", content: "overload me" }] }); }
+  catch (e) { a.error = { status: e.status, type: e.type, message: e.apiMessage }; }
+  try { await an.messages.batches.retrieve("msgbatch_nope"); }
+  catch (e) { a.notFound = { status: e.status, type: e.type }; }
+  console.log(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });
+`
+
+// TestCurrentOfficialNodeClients: the current official npm clients (openai 6.x and
+// @anthropic-ai/sdk) work against mock-llm end to end, streaming included.
+func TestCurrentOfficialNodeClients(t *testing.T) {
+	dir := testenv.NodeModelClients(t)
+	script, err := mock.ParseScript([]byte(`{"rules":[
+		{"match":"overload","status":429,"error_message":"slow down"},
+		{"tool_match":"found it","response":"the tool found it"},
+		{"match":"^use a tool$","tool_calls":[{"name":"web_search","arguments":"{\"query\":\"proto actor\"}"}]},
+		{"match":"stream","response":"streamed words arrive in order"},
+		{"match":"(?s)^say \\s*hello$","system_match":"^be brief$","response":"hello from parts"}
+	],"default":"hello from mock"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mock.New(mock.Config{Script: script, Token: "test-key"}).Handler())
+	defer srv.Close()
+	js := filepath.Join(t.TempDir(), "current.js")
+	if err := os.WriteFile(js, []byte(currentClientsJS), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", js)
+	cmd.Env = append(os.Environ(), "BASE_URL="+srv.URL, "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	type apiError struct {
+		Status        int
+		Type, Message string
+	}
+	var got struct {
+		OpenAI struct {
+			Retrieved    string
+			Models       []string
+			Parts        string
+			PromptTokens []int
+			Tool         struct {
+				Name string
+				Args map[string]string
+			}
+			Deltas         []string
+			StreamUsage    int
+			HelperText     string
+			Embedding      int
+			EmbeddingShort int
+			Error          apiError
+		}
+		Anthropic struct {
+			Retrieved, Merged    string
+			InputTokens, Counted int
+			Tool                 struct {
+				Name, Stop string
+				Args       map[string]string
+			}
+			AfterTool       string
+			Events, Deltas  []string
+			HelperTexts     []string
+			HelperFinal     string
+			Error, NotFound apiError
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	o, a := got.OpenAI, got.Anthropic
+	if o.Retrieved != "gpt-4o-mini" || len(o.Models) != 1 {
+		t.Errorf("openai models: retrieve %q, list %v", o.Retrieved, o.Models)
+	}
+	if o.Parts != "hello from parts" {
+		t.Errorf("openai content parts answered %q", o.Parts)
+	}
+	if len(o.PromptTokens) != 2 || o.PromptTokens[1] <= o.PromptTokens[0]+100 {
+		t.Errorf("openai prompt_tokens without and with history: %v", o.PromptTokens)
+	}
+	if o.Tool.Name != "web_search" || o.Tool.Args["query"] != "proto actor" {
+		t.Errorf("openai tool call: %+v", o.Tool)
+	}
+	if len(o.Deltas) < 2 || strings.Join(o.Deltas, "") != "streamed words arrive in order" || o.StreamUsage == 0 || o.HelperText != "streamed words arrive in order" {
+		t.Errorf("openai stream: %q usage %d, helper %q", o.Deltas, o.StreamUsage, o.HelperText)
+	}
+	if o.Embedding != 1536 || o.EmbeddingShort != 256 {
+		t.Errorf("openai text-embedding-3-small: %d dimensions, %d with dimensions 256", o.Embedding, o.EmbeddingShort)
+	}
+	if o.Error.Status != 429 || o.Error.Message != "slow down" {
+		t.Errorf("openai error: %+v", o.Error)
+	}
+	if a.Retrieved != "claude-sonnet-4-5" || a.Merged != "hello from parts" {
+		t.Errorf("anthropic: retrieve %q, merged same-role turns answered %q", a.Retrieved, a.Merged)
+	}
+	if a.InputTokens == 0 || a.Counted != a.InputTokens {
+		t.Errorf("anthropic count_tokens %d, the answer's input_tokens %d", a.Counted, a.InputTokens)
+	}
+	if a.Tool.Name != "web_search" || a.Tool.Args["query"] != "proto actor" || a.Tool.Stop != "tool_use" || a.AfterTool != "the tool found it" {
+		t.Errorf("anthropic tool round trip: %+v, then %q", a.Tool, a.AfterTool)
+	}
+	if strings.Join(a.Deltas, "") != "streamed words arrive in order" || len(a.Events) == 0 || a.Events[0] != "message_start" || a.Events[len(a.Events)-1] != "message_stop" {
+		t.Errorf("anthropic raw stream: events %v, deltas %q", a.Events, a.Deltas)
+	}
+	if len(a.HelperTexts) < 2 || strings.Join(a.HelperTexts, "") != a.HelperFinal || a.HelperFinal != "streamed words arrive in order" {
+		t.Errorf("anthropic stream helper: texts %q, final %q", a.HelperTexts, a.HelperFinal)
+	}
+	if a.Error.Status != 429 || a.Error.Type != "rate_limit_error" || a.Error.Message != "slow down" {
+		t.Errorf("anthropic error: %+v", a.Error)
+	}
+	if a.NotFound.Status != 404 || a.NotFound.Type != "not_found_error" {
+		t.Errorf("anthropic unknown endpoint: %+v", a.NotFound)
+	}
+}

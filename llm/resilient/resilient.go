@@ -7,6 +7,10 @@
 // is returned at once. While the breaker is open, calls fail fast with an error wrapping
 // llm.ErrCircuitOpen (itself retryable) without touching the provider; after OpenFor one
 // probe call is let through (half-open) and its outcome closes or re-opens the breaker.
+//
+// Rate limits belong to the endpoint, not to a Provider: Providers built for one
+// endpoint (base URL and key) share one Limiter (Config.Limiter, from Limiters.For),
+// while each keeps its own retries and breaker.
 package resilient
 
 import (
@@ -18,7 +22,6 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
-	"golang.org/x/time/rate"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -35,6 +38,10 @@ type Config struct {
 	RequestsPerMinute int
 	// TokensPerMinute limits estimated tokens (prompt bytes/4 + MaxTokens); 0 means unlimited.
 	TokensPerMinute int
+	// Limiter, when set, is the endpoint's shared budget (see Limiters) and replaces
+	// RequestsPerMinute and TokensPerMinute: every Provider built for one endpoint must
+	// share one, or the endpoint sees the limit once per Provider.
+	Limiter *Limiter
 	// BreakerFailures is how many consecutive retryable failures open the breaker. Default 5.
 	BreakerFailures uint32
 	// BreakerOpenFor is how long the breaker stays open before a probe. Default 30s.
@@ -69,8 +76,7 @@ type Provider struct {
 	next    llm.Provider
 	cfg     Config
 	breaker *gobreaker.CircuitBreaker[llm.Response]
-	reqs    *rate.Limiter
-	tokens  *rate.Limiter
+	limiter *Limiter
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -78,12 +84,9 @@ var _ llm.Provider = (*Provider)(nil)
 // New wraps p.
 func New(p llm.Provider, cfg Config) *Provider {
 	cfg.defaults()
-	r := &Provider{next: p, cfg: cfg}
-	if cfg.RequestsPerMinute > 0 {
-		r.reqs = rate.NewLimiter(rate.Limit(float64(cfg.RequestsPerMinute)/60), max(1, cfg.RequestsPerMinute/60))
-	}
-	if cfg.TokensPerMinute > 0 {
-		r.tokens = rate.NewLimiter(rate.Limit(float64(cfg.TokensPerMinute)/60), cfg.TokensPerMinute)
+	r := &Provider{next: p, cfg: cfg, limiter: cfg.Limiter}
+	if r.limiter == nil && (cfg.RequestsPerMinute > 0 || cfg.TokensPerMinute > 0) {
+		r.limiter = NewLimiter(cfg.RequestsPerMinute, cfg.TokensPerMinute)
 	}
 	log := cfg.Logger
 	r.breaker = gobreaker.NewCircuitBreaker[llm.Response](gobreaker.Settings{
@@ -165,21 +168,7 @@ func (r *Provider) backoff(attempt int, err error) time.Duration {
 }
 
 func (r *Provider) wait(ctx context.Context, req llm.Request) error {
-	if r.reqs != nil {
-		if err := r.reqs.Wait(ctx); err != nil {
-			return fmt.Errorf("llm rate limit (%d requests/min): %w", r.cfg.RequestsPerMinute, err)
-		}
-	}
-	if r.tokens != nil {
-		n := estimateTokens(req)
-		if n > r.cfg.TokensPerMinute {
-			n = r.cfg.TokensPerMinute
-		}
-		if err := r.tokens.WaitN(ctx, n); err != nil {
-			return fmt.Errorf("llm rate limit (%d tokens/min): %w", r.cfg.TokensPerMinute, err)
-		}
-	}
-	return nil
+	return r.limiter.Wait(ctx, req)
 }
 
 func estimateTokens(req llm.Request) int {

@@ -77,19 +77,31 @@ func TestBreakerOpensFailsFastAndRecovers(t *testing.T) {
 	if !errors.Is(err, llm.ErrCircuitOpen) || !llm.IsRetryable(err) || m.Requests() != 3 {
 		t.Fatalf("open breaker: %v (retryable %v) after %d requests", err, llm.IsRetryable(err), m.Requests())
 	}
-	time.Sleep(350 * time.Millisecond) // half-open: one probe goes through and fails (500 #4)
+	waitHalfOpen(t, p) // one probe goes through and fails (500 #4)
 	if _, err := p.Chat(context.Background(), hello); err == nil || m.Requests() != 4 || p.BreakerState() != "open" {
 		t.Fatalf("failed probe: %v, %d requests, breaker %s", err, m.Requests(), p.BreakerState())
 	}
 	// Let the rest of the storm pass, then the next probe closes the breaker.
 	for m.Requests() < 6 {
-		time.Sleep(350 * time.Millisecond)
+		waitHalfOpen(t, p)
 		_, _ = p.Chat(context.Background(), hello)
 	}
-	time.Sleep(350 * time.Millisecond)
+	waitHalfOpen(t, p)
 	resp, err := p.Chat(context.Background(), hello)
 	if err != nil || resp.Content != "back" || p.BreakerState() != "closed" {
 		t.Fatalf("after recovery: %q %v, breaker %s", resp.Content, err, p.BreakerState())
+	}
+}
+
+// waitHalfOpen polls the breaker until its open period has passed.
+func waitHalfOpen(t *testing.T, p *resilient.Provider) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.BreakerState() != "half-open" {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker still %s after 5 s", p.BreakerState())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -125,5 +137,36 @@ func TestRequestRateLimit(t *testing.T) {
 	defer cancel()
 	if _, err := p.Chat(ctx, hello); err == nil || !strings.Contains(err.Error(), "1 requests/min") {
 		t.Fatalf("second call inside the minute: %v", err)
+	}
+}
+
+// TestLimitersOnePerEndpoint: Limiters gives one Limiter per base URL and key, and two
+// Providers sharing it share its budget: with a bucket of one request, the second
+// Provider's call waits for the first's token instead of going out at once.
+func TestLimitersOnePerEndpoint(t *testing.T) {
+	var ls resilient.Limiters
+	a := ls.For(resilient.EndpointOf("http://x/v1", "key"), 60, 0)
+	if ls.For(resilient.EndpointOf("http://x/v1", "key"), 600, 0) != a {
+		t.Fatal("a second For for the same endpoint made a second limiter")
+	}
+	if ls.For(resilient.EndpointOf("http://x/v1", "other key"), 60, 0) == a || ls.For(resilient.EndpointOf("http://y/v1", "key"), 60, 0) == a {
+		t.Fatal("another key or base URL got the same limiter")
+	}
+	if e := resilient.EndpointOf("http://x/v1", "sk-secret"); strings.Contains(e.KeyID, "secret") || e.KeyID == "" {
+		t.Fatalf("endpoint key id %q", e.KeyID)
+	}
+	m, c := server(t, `{"default":"fine"}`)
+	p1 := resilient.New(c, resilient.Config{Limiter: a})
+	p2 := resilient.New(resilient.WithModel(c, "other"), resilient.Config{Limiter: a})
+	if _, err := p1.Chat(context.Background(), hello); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := p2.Chat(ctx, hello); err == nil || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("second provider on the endpoint: %v, want a rate-limit wait (1 request/s shared)", err)
+	}
+	if m.Requests() != 1 {
+		t.Fatalf("%d requests, want 1", m.Requests())
 	}
 }

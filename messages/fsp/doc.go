@@ -2,8 +2,8 @@
 // frames a client and a sandbox exchange over one WebSocket, their statuses and error
 // codes, the upgrade headers, a strict frame decoder and the encoder.
 //
-// The protocol text is normative (shared/seeds/004, "Fathom Sandbox Protocol v1.0"); names
-// here follow it exactly: field names are the JSON keys, constants carry the wire values.
+// The protocol reference is docs/fsp-v1.md ("Fathom Sandbox Protocol v1"); names here
+// follow it exactly: field names are the JSON keys, constants carry the wire values.
 //
 // # Frames
 //

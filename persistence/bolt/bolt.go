@@ -9,7 +9,13 @@
 // queueing for one each.
 //
 // Opening never writes to a file it cannot read: a garbage or truncated file fails with
-// an error wrapping persistence.ErrCorrupt and is left exactly as it was.
+// an error wrapping persistence.ErrCorrupt and is left exactly as it was. Before the
+// first write, Open also runs bbolt's consistency check (tx.Check: page references,
+// freelist, key order) on files up to Options.CheckMaxBytes, so a page corrupted in the
+// middle of the file is refused instead of written into; larger files skip that full
+// walk (it reads every page) and say so in a log line. Options.ReadOnly opens an
+// existing file for reading only: a missing file is an error wrapping os.ErrNotExist,
+// never created.
 package bolt
 
 import (
@@ -17,6 +23,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -42,6 +49,14 @@ const maxBatch = 256
 // any transaction so it may call back into the journal.
 const loadChunk = 256
 
+// DefaultCheckMaxBytes is the largest file Open runs bbolt's full consistency check on
+// when Options.CheckMaxBytes is zero. The check reads every page and cannot be stopped
+// once begun, so larger files skip it to keep a start bounded in time.
+const DefaultCheckMaxBytes = 256 << 20
+
+// ErrReadOnly is returned by writes to a journal opened with Options.ReadOnly.
+var ErrReadOnly = errors.New("journal: opened read-only")
+
 // Options tune the embedded journal.
 type Options struct {
 	// Timeout is how long Open waits for the file lock held by another process.
@@ -50,12 +65,23 @@ type Options struct {
 	// NoSync skips fsync on commit: faster, but a machine crash can lose acknowledged
 	// appends. For tests and benchmarks only.
 	NoSync bool
+	// ReadOnly opens an existing file for reading only (shared lock): a missing file is
+	// an error wrapping os.ErrNotExist and is not created; Append and SaveSnapshot fail
+	// with ErrReadOnly.
+	ReadOnly bool
+	// CheckMaxBytes bounds the files Open runs bbolt's full consistency check on:
+	// larger ones get only the header and size checks, and a log line says so. Zero
+	// means DefaultCheckMaxBytes; negative skips the full check always.
+	CheckMaxBytes int64
+	// Logger receives the note about a skipped check. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Journal is the bbolt implementation of persistence.Journal.
 type Journal struct {
-	db   *bbolt.DB
-	path string
+	db       *bbolt.DB
+	path     string
+	readOnly bool
 
 	reqs chan *appendReq
 	stop chan struct{}
@@ -80,10 +106,21 @@ type appendReq struct {
 	done     chan struct{}
 }
 
-// Open opens (creating if missing) the journal file at path.
+// Open opens (creating if missing, unless opts.ReadOnly) the journal file at path. A
+// file that fails its integrity check is refused with an error wrapping
+// persistence.ErrCorrupt that names it, and is left untouched.
 func Open(path string, opts Options) (*Journal, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Second
+	}
+	if opts.CheckMaxBytes == 0 {
+		opts.CheckMaxBytes = DefaultCheckMaxBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ReadOnly {
+		return openReadOnly(path, opts)
 	}
 	if err := precheck(path, opts); err != nil {
 		return nil, err
@@ -103,15 +140,45 @@ func Open(path string, opts Options) (*Journal, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal %s: init buckets: %w", path, err)
 	}
-	j := &Journal{db: db, path: path, reqs: make(chan *appendReq, maxBatch), stop: make(chan struct{}), done: make(chan struct{})}
-	go j.writer()
-	return j, nil
+	return start(db, path, false), nil
 }
 
-// precheck opens an existing non-empty file read-only and verifies that it is a bbolt
-// file whose recorded size fits in the file, so a corrupt file is reported without the
-// read-write open ever touching it.
-func precheck(path string, opts Options) (err error) {
+func start(db *bbolt.DB, path string, readOnly bool) *Journal {
+	j := &Journal{db: db, path: path, readOnly: readOnly, reqs: make(chan *appendReq, maxBatch), stop: make(chan struct{}), done: make(chan struct{})}
+	go j.writer()
+	return j
+}
+
+// openReadOnly opens an existing journal with a shared lock and checks it like Open.
+func openReadOnly(path string, opts Options) (j *Journal, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("journal %s: is a directory", path)
+	}
+	db, err := openChecked(path, fi.Size(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.View(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketStreams, bucketEvents, bucketSnapshots} {
+			if tx.Bucket(b) == nil {
+				return fmt.Errorf("journal %s: %w: no %q bucket (not a Fathom journal?)", path, persistence.ErrCorrupt, b)
+			}
+		}
+		return nil
+	}); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return start(db, path, true), nil
+}
+
+// precheck opens an existing non-empty file read-only and verifies it (openChecked), so
+// a corrupt file is reported without the read-write open ever touching it.
+func precheck(path string, opts Options) error {
 	fi, statErr := os.Stat(path)
 	if statErr != nil || fi.Size() == 0 {
 		return nil // missing or empty: bbolt initialises it
@@ -119,22 +186,66 @@ func precheck(path string, opts Options) (err error) {
 	if fi.IsDir() {
 		return fmt.Errorf("journal %s: is a directory", path)
 	}
+	db, err := openChecked(path, fi.Size(), opts)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// openChecked opens the file of size bytes read-only and verifies that it is a bbolt
+// file whose recorded size fits in the file and, up to opts.CheckMaxBytes, that every
+// page passes bbolt's consistency check. It returns the open read-only handle.
+func openChecked(path string, size int64, opts Options) (db *bbolt.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("journal %s: %w: %v", path, persistence.ErrCorrupt, r)
+			if db != nil {
+				_ = db.Close()
+			}
+			db, err = nil, fmt.Errorf("journal %s: %w: %v (the file was not modified)", path, persistence.ErrCorrupt, r)
 		}
 	}()
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.Timeout})
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.Timeout})
 	if err != nil {
-		return openError(path, err)
+		return nil, openError(path, err)
 	}
-	defer db.Close()
-	return db.View(func(tx *bbolt.Tx) error {
-		if tx.Size() > fi.Size() {
-			return fmt.Errorf("journal %s: %w: file is %d bytes but its data needs %d (truncated?)", path, persistence.ErrCorrupt, fi.Size(), tx.Size())
+	err = db.View(func(tx *bbolt.Tx) error {
+		if tx.Size() > size {
+			return fmt.Errorf("journal %s: %w: file is %d bytes but its data needs %d (truncated?)", path, persistence.ErrCorrupt, size, tx.Size())
 		}
-		return nil
+		if opts.CheckMaxBytes < 0 || size > opts.CheckMaxBytes {
+			opts.Logger.Warn("journal larger than the consistency-check limit: skipping bbolt's full page check at open (run `bbolt check FILE` offline to verify it)",
+				"file", path, "bytes", size, "check_max_bytes", opts.CheckMaxBytes)
+			return nil
+		}
+		return checkPages(tx, path)
 	})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// maxCheckErrors bounds the inconsistencies quoted in the error.
+const maxCheckErrors = 3
+
+// checkPages runs bbolt's consistency check and reads its whole report (its goroutine
+// ends when the channel is drained).
+func checkPages(tx *bbolt.Tx, path string) error {
+	var problems []string
+	n := 0
+	for err := range tx.Check() {
+		n++
+		if len(problems) < maxCheckErrors {
+			problems = append(problems, err.Error())
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("journal %s: %w: consistency check found %d problem(s): %s (the file was not modified; restore it from a backup or move it aside)",
+		path, persistence.ErrCorrupt, n, strings.Join(problems, "; "))
 }
 
 func openError(path string, err error) error {
@@ -175,6 +286,9 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
 	if err := validate(stream, recs); err != nil {
 		return 0, err
+	}
+	if j.readOnly {
+		return 0, fmt.Errorf("append to %s: journal %s: %w", stream, j.path, ErrReadOnly)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -394,6 +508,9 @@ func (j *Journal) LastSeq(ctx context.Context, stream string) (uint64, error) {
 func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persistence.Snapshot) error {
 	if stream == "" {
 		return fmt.Errorf("%w: empty stream id", persistence.ErrInvalid)
+	}
+	if j.readOnly {
+		return fmt.Errorf("save snapshot of %s: journal %s: %w", stream, j.path, ErrReadOnly)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

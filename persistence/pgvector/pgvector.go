@@ -56,6 +56,23 @@ var ErrDimensions = errors.New("pgvector: dimension mismatch")
 // MaxDimensions is the largest dimension an HNSW index of the vector type supports.
 const MaxDimensions = 2000
 
+// The HNSW parameters DefaultConfig chooses. DefaultEfSearch is what reaches recall@10 ≥
+// 0.95 against the exact scan at the node's default embedding dimension (256) with the
+// default build parameters (TestRecallAgainstExact measures it). Measured on 10,000
+// random unit vectors of 256 dimensions (the hardest case: no clusters), recall@10 was
+// 0.41 at ef_search 40 (pgvector's default), 0.66 at 100, 0.86 at 200, 0.93 at 300,
+// 0.97 at 400 (0.966 on one build: too close to the bar for a default), 0.98 at 500 and
+// 0.99 at 600; doubling ef_construction to 128 doubled the build time and gained about
+// 0.01, so the build parameters stay at pgvector's defaults.
+const (
+	DefaultM              = 16
+	DefaultEfConstruction = 64
+	DefaultEfSearch       = 500
+)
+
+// MaxEfSearch is the largest hnsw.ef_search pgvector accepts.
+const MaxEfSearch = 1000
+
 // migrationFile is the migration that creates the table; Open runs it again.
 const migrationFile = "0004_vectors.sql"
 
@@ -69,11 +86,12 @@ type Config struct {
 	DSN string
 	// Dimensions is the length of every vector, 1..MaxDimensions (required).
 	Dimensions int
-	// M and EfConstruction are the HNSW build parameters (pgvector defaults 16 and 64),
-	// used when Open creates the index.
+	// M and EfConstruction are the HNSW build parameters, used when Open creates the
+	// index. Defaults DefaultM and DefaultEfConstruction.
 	M, EfConstruction int
 	// EfSearch is hnsw.ef_search, the candidate list of an index scan: higher is more
-	// accurate and slower. It should be at least the k of searches. Default 100.
+	// accurate and slower, 1..MaxEfSearch. It should be at least the k of searches. It
+	// is set on every pooled connection as it connects. Default DefaultEfSearch.
 	EfSearch int
 	// MaxConns bounds the connection pool. Default 8.
 	MaxConns int32
@@ -83,7 +101,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults for dims-dimensional vectors at dsn.
 func DefaultConfig(dsn string, dims int) Config {
-	return Config{DSN: dsn, Dimensions: dims, M: 16, EfConstruction: 64, EfSearch: 100, MaxConns: 8, ConnectTimeout: 5 * time.Second}
+	return Config{DSN: dsn, Dimensions: dims, M: DefaultM, EfConstruction: DefaultEfConstruction, EfSearch: DefaultEfSearch, MaxConns: 8, ConnectTimeout: 5 * time.Second}
 }
 
 // Validate reports a configuration that cannot work.
@@ -94,8 +112,12 @@ func (c Config) Validate() error {
 	if c.Dimensions < 1 || c.Dimensions > MaxDimensions {
 		return fmt.Errorf("pgvector: %w: dimensions must be 1..%d, got %d", persistence.ErrInvalid, MaxDimensions, c.Dimensions)
 	}
-	if c.M < 2 || c.EfConstruction < 2*c.M || c.EfSearch < 1 || c.EfSearch > 1000 || c.MaxConns < 1 || c.ConnectTimeout <= 0 {
-		return fmt.Errorf("pgvector: %w: need M ≥ 2, ef_construction ≥ 2·M, ef_search 1..1000, max conns ≥ 1, connect timeout > 0, got %+v", persistence.ErrInvalid, c)
+	if c.EfSearch < 1 || c.EfSearch > MaxEfSearch {
+		return fmt.Errorf("pgvector: %w: ef_search must be 1..%d, got %d", persistence.ErrInvalid, MaxEfSearch, c.EfSearch)
+	}
+	if c.M < 2 || c.EfConstruction < 2*c.M || c.MaxConns < 1 || c.ConnectTimeout <= 0 {
+		return fmt.Errorf("pgvector: %w: need M ≥ 2, ef_construction ≥ 2·M, max conns ≥ 1, connect timeout > 0, got M %d, ef_construction %d, max conns %d, connect timeout %v",
+			persistence.ErrInvalid, c.M, c.EfConstruction, c.MaxConns, c.ConnectTimeout)
 	}
 	return nil
 }
@@ -229,6 +251,9 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 		return nil
 	})
 }
+
+// EfSearch is the hnsw.ef_search every connection of the store searches with.
+func (s *Store) EfSearch() int { return s.cfg.EfSearch }
 
 // Dimensions implements persistence.VectorStore.
 func (s *Store) Dimensions() int { return s.cfg.Dimensions }

@@ -3,15 +3,19 @@ package pgvector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/pgvector"
 	"github.com/fathom-agents/fathom/persistence/postgres"
@@ -43,12 +47,15 @@ func TestConformance(t *testing.T) {
 }
 
 // TestRecallAgainstExact: recall@10 of the HNSW index against the exact scan on 10,000
-// random vectors, with the query plan checked to use the index.
+// random unit vectors (the hardest case for HNSW: no clusters) at the production
+// settings: the dimension of the node's default embedder and the store's default
+// ef_search and build parameters, with the query plan checked to use the index.
 func TestRecallAgainstExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 10,000 vectors")
 	}
-	const n, dims, queries, k, efSearch = 10000, 128, 100, 10, 400
+	const n, queries, k = 10000, 100, 10
+	dims := hashembed.DefaultDimensions
 	dsn := testenv.PostgresDSN(t)
 	loader := open(t, dsn, dims, 0)
 	defer loader.Close()
@@ -63,7 +70,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	start := time.Now()
 	// Bulk load as a projection rebuild would: COPY without the index, then Open builds
 	// it in one pass (much faster than 10,000 incremental index inserts).
-	if _, err := loader.Pool().Exec(ctx, "DROP INDEX fathom_vectors_hnsw_128"); err != nil {
+	if _, err := loader.Pool().Exec(ctx, fmt.Sprintf("DROP INDEX fathom_vectors_hnsw_%d", dims)); err != nil {
 		t.Fatal(err)
 	}
 	if err := loader.Import(ctx, "big", batch); err != nil {
@@ -76,8 +83,11 @@ func TestRecallAgainstExact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := open(t, dsn, dims, efSearch)
+	s := open(t, dsn, dims, 0) // the defaults, as the node opens it
 	defer s.Close()
+	if s.EfSearch() != pgvector.DefaultEfSearch {
+		t.Fatalf("store opened with ef_search %d, want the default %d", s.EfSearch(), pgvector.DefaultEfSearch)
+	}
 	if err := exact.Upsert(ctx, "big", batch); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +99,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	// The planner must walk the HNSW index, or this measures nothing.
 	q := vectortest.RandomUnit(r, 1, dims)[0]
 	var plan strings.Builder
-	rows, err := s.Pool().Query(ctx, "EXPLAIN SELECT seq FROM fathom_vectors WHERE stream_id = 'big' AND dims = 128 ORDER BY (embedding::vector(128)) <=> $1 LIMIT 10", vecString(q))
+	rows, err := s.Pool().Query(ctx, fmt.Sprintf("EXPLAIN SELECT seq FROM fathom_vectors WHERE stream_id = 'big' AND dims = %d ORDER BY (embedding::vector(%d)) <=> $1 LIMIT 10", dims, dims), vecString(q))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +108,7 @@ func TestRecallAgainstExact(t *testing.T) {
 		_ = rows.Scan(&line)
 		plan.WriteString(line + "\n")
 	}
-	if !strings.Contains(plan.String(), "fathom_vectors_hnsw_128") {
+	if !strings.Contains(plan.String(), fmt.Sprintf("fathom_vectors_hnsw_%d", dims)) {
 		t.Fatalf("search does not use the HNSW index:\n%s", plan.String())
 	}
 
@@ -121,9 +131,9 @@ func TestRecallAgainstExact(t *testing.T) {
 		}
 	}
 	recall := float64(found) / float64(queries*k)
-	t.Logf("recall@%d = %.3f over %d queries (ef_search %d), %v per query", k, recall, queries, efSearch, (time.Since(start) / queries).Round(time.Microsecond))
+	t.Logf("recall@%d = %.3f over %d queries (%d dimensions, ef_search %d), %v per query", k, recall, queries, dims, s.EfSearch(), (time.Since(start) / queries).Round(time.Microsecond))
 	if recall < 0.95 {
-		t.Fatalf("recall@%d = %.3f < 0.95", k, recall)
+		t.Fatalf("recall@%d = %.3f < 0.95 at the default ef_search %d and %d dimensions", k, recall, s.EfSearch(), dims)
 	}
 }
 
@@ -251,4 +261,46 @@ func TestFixedColumnDimension(t *testing.T) {
 		t.Fatalf("8 dims on a vector(4) column: %v", err)
 	}
 	open(t, dsn, 4, 0).Close()
+}
+
+// TestEfSearchOnEveryPooledConnection: hnsw.ef_search is a per-session setting, so the
+// configured value must hold on every connection of the pool, not only the first: all
+// MaxConns connections, held at once, report it.
+func TestEfSearchOnEveryPooledConnection(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	ctx := context.Background()
+	for _, ef := range []int{0, 321} {
+		s, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 4, EfSearch: ef, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ef
+		if want == 0 {
+			want = pgvector.DefaultEfSearch
+		}
+		var held []*pgxpool.Conn
+		for range 4 {
+			c, err := s.Pool().Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for i, c := range held {
+			var got string
+			if err := c.QueryRow(ctx, "SHOW hnsw.ef_search").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != strconv.Itoa(want) {
+				t.Errorf("ef_search %d: connection %d of the pool has hnsw.ef_search %s", ef, i, got)
+			}
+			c.Release()
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 4, EfSearch: 1001}); !errors.Is(err, persistence.ErrInvalid) || !strings.Contains(err.Error(), "ef_search") {
+		t.Fatalf("ef_search 1001: %v", err)
+	}
 }

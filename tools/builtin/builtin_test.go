@@ -169,7 +169,7 @@ func TestWebSearchSearXNG(t *testing.T) {
 func TestWebSearchUnconfiguredAndBadArgs(t *testing.T) {
 	e := executor(t, builtin.Options{})
 	r := run(e, "web_search", `{"query":"x"}`)
-	if r.Err == nil || r.Err.Retryable || !strings.Contains(r.Err.Message, "FATHOM_SEARXNG_URL") {
+	if r.Err == nil || r.Err.Retryable || !r.Err.Config || !strings.Contains(r.Err.Message, "FATHOM_SEARXNG_URL") {
 		t.Fatalf("unconfigured: %+v", r.Err)
 	}
 	r = run(e, "web_search", `{"query":"x","max_results":50}`)
@@ -190,7 +190,7 @@ func TestWebSearchUnconfiguredAndBadArgs(t *testing.T) {
 func TestCodeExecuteGoesToTheSandbox(t *testing.T) {
 	e := executor(t, builtin.Options{})
 	r := run(e, "code_execute", `{"language":"python","code":"print(1)"}`)
-	if r.Err == nil || r.Err.Type != tools.ErrSandbox {
+	if r.Err == nil || r.Err.Type != tools.ErrSandbox || !r.Err.Config {
 		t.Fatalf("no sandbox: %+v", r.Err)
 	}
 	r = run(e, "code_execute", `{"language":"cobol","code":"x"}`)

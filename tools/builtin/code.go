@@ -27,6 +27,6 @@ func CodeExecute() tools.Tool {
 			"and get its exit code, stdout and stderr. Use it to compute, check or transform data instead of guessing. "+
 			"Each call starts from scratch: nothing persists between calls.",
 		tools.SandboxExternal, func(context.Context, CodeArgs) (any, error) {
-			return nil, tools.SandboxError("code_execute", "code_execute runs only in the external sandbox; no sandbox handled this call", false)
+			return nil, tools.SandboxError("code_execute", "code_execute runs only in the external sandbox; no sandbox handled this call", false).NotConfigured()
 		})
 }

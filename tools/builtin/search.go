@@ -152,7 +152,7 @@ func WebSearch(p SearchProvider) tools.Tool {
 			"when the results do not answer the question. Cite the URLs you use.",
 		tools.SandboxNone, func(ctx context.Context, a SearchArgs) (any, error) {
 			if p == nil {
-				return nil, tools.ExecutionError("web_search", "web_search has no search provider configured; set FATHOM_SEARXNG_URL", false)
+				return nil, tools.ExecutionError("web_search", "web_search has no search provider configured; set FATHOM_SEARXNG_URL", false).NotConfigured()
 			}
 			limit := a.MaxResults
 			if limit == 0 {

@@ -1,0 +1,168 @@
+package observer_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/fathom-agents/fathom/actors/observer"
+)
+
+// syncBuffer is a log sink safe for the actor's goroutine and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// crasher panics on every string message it gets.
+type crasher struct{}
+
+func (crasher) Receive(ctx actor.Context) {
+	if s, ok := ctx.Message().(string); ok {
+		panic("boom: " + s)
+	}
+}
+
+// parent spawns a crashing child named like a grain's step runner and forwards strings to it.
+type parent struct{ child *actor.PID }
+
+func (p *parent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.child = ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return crasher{} }), "step-runner")
+	case string:
+		ctx.Send(p.child, m)
+	}
+}
+
+func TestSupervisionEventsAreLoggedCountedAndKept(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+	var logs syncBuffer
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	var published []observer.Restart
+	var mu sync.Mutex
+	obs, err := observer.Spawn(system, observer.Config{
+		Node: "127.0.0.1:7001", Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Meter: mp.Meter("test"), Keep: 2,
+		OnRestart: func(r observer.Restart) { mu.Lock(); published = append(published, r); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Stop()
+	// A grain-shaped tree: partition-activator/<session>$n/step-runner$m.
+	grain, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &parent{} }), "partition-activator/s-abc$1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two", "three"} {
+		system.Root.Send(grain, m)
+	}
+	var recent []observer.Restart
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if recent, err = obs.Recent(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(recent) == 2 && recent[1].Count == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recent restarts = %+v, want the last 2 of 3", recent)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := recent[1]
+	if r.Node != "127.0.0.1:7001" || r.Kind != observer.KindStepRunner || r.SessionID != "s-abc" ||
+		r.Directive != "restart" || !strings.Contains(r.Reason, "boom: three") || !strings.HasPrefix(r.Actor, "partition-activator/s-abc$1/step-runner$") {
+		t.Fatalf("restart record = %+v", r)
+	}
+	if recent[0].Count != 2 {
+		t.Fatalf("the ring keeps the newest 2: %+v", recent)
+	}
+	for _, want := range []string{`"msg":"actor supervision event"`, `"kind":"step_runner"`, `"session_id":"s-abc"`, `"restart_count":3`, `boom: one`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(rm, "fathom.actor.restarts", "step_runner"); got != 3 {
+		t.Fatalf("fathom.actor.restarts{kind=step_runner} = %d, want 3", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(published) != 3 {
+		t.Fatalf("OnRestart saw %d records, want 3", len(published))
+	}
+}
+
+func counterValue(rm metricdata.ResourceMetrics, name, kind string) int64 {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					if v, ok := dp.Attributes.Value("kind"); ok && v.AsString() == kind {
+						return dp.Value
+					}
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func TestClassify(t *testing.T) {
+	for path, want := range map[string][2]string{
+		"partition-activator/s-1$4":                        {observer.KindSession, "s-1"},
+		"partition-activator/s-1$4/step-runner$9":          {observer.KindStepRunner, "s-1"},
+		"partition-activator/s-1$4/tool-runner$2":          {observer.KindToolRunner, "s-1"},
+		"partition-activator/s-1$4/subagent-sa-2$3":        {observer.KindSubAgent, "s-1"},
+		"partition-activator/s-1$4/subagent-sa-2$3/llm$5":  {observer.KindAgentCall, "s-1"},
+		"partition-activator/s-1$4/subagent-sa-2$3/tool$6": {observer.KindToolRunner, "s-1"},
+		"summarizers/$7": {observer.KindSummarizer, ""},
+		"sandbox/conn-3": {observer.KindSandbox, ""},
+		"gossip":         {observer.KindOther, ""},
+		"partition-activator/s-1$4/something-else$1": {observer.KindOther, "s-1"},
+	} {
+		if k, s := observer.Classify(path); k != want[0] || s != want[1] {
+			t.Errorf("Classify(%q) = %q, %q; want %q, %q", path, k, s, want[0], want[1])
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := (observer.Config{Keep: -1}).Validate(); err == nil {
+		t.Fatal("negative Keep accepted")
+	}
+	if err := observer.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,345 @@
+// Command benchtable runs Fathom's benchmarks against their same-run baselines and writes
+// the table of BENCHMARKS.md itself, so that every number in it is what anyone re-running
+// `make bench` gets.
+//
+// Each row pairs a Fathom benchmark with the baseline it is measured against. The tool
+// builds each package's test binary once, then runs every distinct benchmark once per
+// round, for -rounds rounds, in an order rotated every round (interleaved runs: a slow
+// stretch of the machine lands on both sides of a ratio instead of on one of them). A row
+// reports the median of the rounds for both sides and their ratio, and whether it meets
+// the row's target. The table replaces the text between the markers
+//
+//	<!-- bench:table:begin -->
+//	<!-- bench:table:end -->
+//
+// in the output file, with the date, the machine and the command in its header. The raw
+// `go test` output of every run goes to -raw.
+//
+// It runs under `make bench`, which starts the real services first (durable PostgreSQL,
+// Consul, MinIO) and exports their FATHOM_TEST_* variables; rows whose benchmarks skip
+// (a service is missing) are reported as not measured, never as a number.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	beginMarker = "<!-- bench:table:begin -->"
+	endMarker   = "<!-- bench:table:end -->"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		var usage usageError
+		if errors.As(err, &usage) {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a bad command line (exit status 2).
+type usageError struct{ error }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("benchtable", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rounds := fs.Int("rounds", 5, "rounds of interleaved runs; each row reports the median of the rounds (at least 5 for the published table)")
+	out := fs.String("out", "BENCHMARKS.md", "file whose table (between the bench:table markers) is replaced")
+	raw := fs.String("raw", "bench.out", "file that receives the raw `go test` output of every run")
+	only := fs.String("rows", "", "regexp: run only the rows whose id matches (the table is then printed, not written)")
+	scale := fs.Float64("scale", 1, "multiplies every row's -benchtime (e.g. 0.2 for a quick check)")
+	list := fs.Bool("list", false, "list the rows and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: benchtable [flags]\n\nRuns the benchmark rows of BENCHMARKS.md interleaved and writes its table.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *rounds < 1 {
+		return usageError{fmt.Errorf("-rounds must be at least 1, got %d", *rounds)}
+	}
+	if *scale <= 0 {
+		return usageError{fmt.Errorf("-scale must be positive, got %v", *scale)}
+	}
+	sel := tableRows
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return usageError{fmt.Errorf("-rows: %w", err)}
+		}
+		sel = nil
+		for _, r := range tableRows {
+			if re.MatchString(r.ID) {
+				sel = append(sel, r)
+			}
+		}
+		if len(sel) == 0 {
+			return usageError{fmt.Errorf("-rows %q matches no row (see -list)", *only)}
+		}
+	}
+	if *list {
+		for _, r := range sel {
+			fmt.Fprintf(stdout, "%-22s %s: %s vs %s\n", r.ID, r.Pkg, r.Bench, r.Base)
+		}
+		return nil
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	rawf, err := os.Create(*raw)
+	if err != nil {
+		return fmt.Errorf("create raw output: %w", err)
+	}
+	defer rawf.Close()
+
+	start := time.Now()
+	results, err := measure(ctx, log, sel, *rounds, *scale, rawf)
+	if err != nil {
+		return err
+	}
+	table := render(sel, results, *rounds, start, time.Since(start))
+	if *only != "" {
+		_, err := io.WriteString(stdout, table)
+		return err
+	}
+	if err := replaceTable(*out, table); err != nil {
+		return err
+	}
+	log.Info("table written", "file", *out, "rows", len(sel), "took", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// measurement names one benchmark of one package: a row's side.
+type measurement struct {
+	Pkg   string // package path relative to the module root, e.g. ./persistence/postgres
+	Bench string // benchmark name with sub-benchmarks, e.g. BenchmarkStepOverhead/pipelined
+	Time  string // -test.benchtime, e.g. "1s" or "30x"
+}
+
+// sample is one parsed result line.
+type sample map[string]float64 // unit → value ("ns/op", "B/op", "deliveries/s", ...)
+
+// measure builds the test binaries, runs the rounds and returns every sample by measurement.
+func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scale float64, raw io.Writer) (map[measurement][]sample, error) {
+	var ms []measurement
+	seen := map[measurement]bool{}
+	pkgs := map[string]bool{}
+	for _, r := range rows {
+		for _, m := range r.measurements(scale) {
+			if !seen[m] {
+				seen[m] = true
+				ms = append(ms, m)
+			}
+			pkgs[m.Pkg] = true
+		}
+	}
+	dir, err := os.MkdirTemp("", "benchtable-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bins := map[string]string{}
+	for pkg := range pkgs {
+		bin := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".test")
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("build test binary of %s: %w", pkg, err)
+		}
+		bins[pkg] = bin
+	}
+	out := map[measurement][]sample{}
+	for round := range rounds {
+		// Rotate the order each round so no benchmark always runs right after the same one.
+		for i := range ms {
+			m := ms[(i+round*7)%len(ms)]
+			if round%2 == 1 {
+				m = ms[len(ms)-1-(i+round*7)%len(ms)]
+			}
+			s, err := runOne(ctx, bins[m.Pkg], m, raw)
+			if err != nil {
+				return nil, fmt.Errorf("round %d: %s %s: %w", round+1, m.Pkg, m.Bench, err)
+			}
+			if s == nil {
+				log.Warn("benchmark skipped or produced no result", "pkg", m.Pkg, "bench", m.Bench)
+				continue
+			}
+			out[m] = append(out[m], s)
+		}
+		log.Info("round done", "round", round+1, "of", rounds)
+	}
+	return out, nil
+}
+
+// runOne runs one benchmark once and parses its result line (nil when it skipped).
+func runOne(ctx context.Context, bin string, m measurement, raw io.Writer) (sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", benchRegexp(m.Bench),
+		"-test.benchmem", "-test.count", "1", "-test.benchtime", m.Time)
+	// The test binary runs in its package's directory, as `go test` would run it.
+	cmd.Dir = m.Pkg
+	var buf bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&buf, raw)
+	cmd.Stderr = io.MultiWriter(&buf, raw)
+	fmt.Fprintf(raw, "### %s %s -benchtime %s\n", m.Pkg, m.Bench, m.Time)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, tail(buf.String(), 2000))
+	}
+	return parse(buf.String(), m.Bench), nil
+}
+
+// benchRegexp anchors each level of a benchmark name: "A/b=1" → "^A$/^b=1$".
+func benchRegexp(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// parse finds the result line of the named benchmark in go test output.
+func parse(output, name string) sample {
+	sc := bufio.NewScanner(strings.NewReader(output))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || procSuffix.ReplaceAllString(f[0], "") != name {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		s := sample{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			s[f[i+1]] = v
+		}
+		if len(s) > 0 {
+			return s
+		}
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// median of one unit over samples; ok is false when no sample has the unit.
+func median(ss []sample, unit string) (float64, bool) {
+	var v []float64
+	for _, s := range ss {
+		if x, ok := s[unit]; ok {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return 0, false
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// render builds the Markdown that goes between the markers.
+func render(rows []row, res map[measurement][]sample, rounds int, start time.Time, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", beginMarker)
+	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians.\n\n",
+		start.UTC().Format("2006-01-02 15:04"), took.Round(time.Second), rounds)
+	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
+	b.WriteString("| row | what | Fathom | baseline | ratio | target | met |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		b.WriteString(r.line(res))
+	}
+	fmt.Fprintf(&b, "%s\n", endMarker)
+	return b.String()
+}
+
+// replaceTable writes table over the text between the markers of file.
+func replaceTable(file, table string) error {
+	old, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	s := string(old)
+	i := strings.Index(s, beginMarker)
+	j := strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s … %s block to replace", file, beginMarker, endMarker)
+	}
+	s = s[:i] + table + s[j+len(endMarker)+1:]
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, file)
+}
+
+// machine describes the host in one line: CPU, cores, memory, kernel, Go.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 2 {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				mem = fmt.Sprintf(", %.0f GiB", kb/(1<<20))
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%s, %d cores%s%s, %s", cpu, runtime.NumCPU(), mem, kernel, runtime.Version())
+}

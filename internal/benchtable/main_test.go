@@ -1,0 +1,130 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const goTestOutput = `goos: linux
+goarch: amd64
+pkg: github.com/fathom-agents/fathom/actors/session
+BenchmarkStepOverhead/pipelined-2         	    4000	    303000 ns/op	   97000 B/op	     567 allocs/op
+BenchmarkStepOverhead/synchronous-2       	    1500	    767000 ns/op	  129000 B/op	     840 allocs/op
+BenchmarkGatewayFanout-2   	     300	   2000000 ns/op	    221000 deliveries/s	     47800 B/conn
+PASS
+`
+
+func TestParseFindsTheNamedResultLine(t *testing.T) {
+	s := parse(goTestOutput, "BenchmarkStepOverhead/synchronous")
+	if s["ns/op"] != 767000 || s["B/op"] != 129000 || s["allocs/op"] != 840 {
+		t.Fatalf("parse = %v", s)
+	}
+	if s := parse(goTestOutput, "BenchmarkGatewayFanout"); s["deliveries/s"] != 221000 || s["B/conn"] != 47800 {
+		t.Fatalf("custom metrics: %v", s)
+	}
+	if s := parse("--- SKIP: BenchmarkAppend\n", "BenchmarkAppend"); s != nil {
+		t.Fatalf("a skipped benchmark parsed as %v", s)
+	}
+}
+
+func TestBenchRegexpAnchorsEveryLevel(t *testing.T) {
+	got := benchRegexp("BenchmarkContext/history=10000")
+	if got != `^BenchmarkContext$/^history=10000$` {
+		t.Fatalf("benchRegexp = %q", got)
+	}
+	// go test matches each level separately; the first level must not match a longer name.
+	if regexp.MustCompile(strings.Split(got, "/")[0]).MatchString("BenchmarkContextX") {
+		t.Fatal("first level matches a longer benchmark name")
+	}
+}
+
+func TestMedianOfOddAndEvenCounts(t *testing.T) {
+	ss := []sample{{"ns/op": 5}, {"ns/op": 1}, {"ns/op": 3}}
+	if m, _ := median(ss, "ns/op"); m != 3 {
+		t.Fatalf("median of 3 = %v", m)
+	}
+	if m, _ := median(append(ss, sample{"ns/op": 4}), "ns/op"); m != 3.5 {
+		t.Fatalf("median of 4 = %v", m)
+	}
+	if _, ok := median(ss, "B/op"); ok {
+		t.Fatal("median of a missing unit reported ok")
+	}
+}
+
+func TestRowRatiosAndTargets(t *testing.T) {
+	step := row{ID: "s", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "time", Max: 1.3}
+	res := map[measurement][]sample{
+		{Pkg: "./p", Bench: "BenchmarkA", Time: "500ms"}: {{"ns/op": 390}, {"ns/op": 400}, {"ns/op": 900}},
+		{Pkg: "./p", Bench: "BenchmarkB", Time: "500ms"}: {{"ns/op": 300}, {"ns/op": 310}, {"ns/op": 280}},
+	}
+	if l := step.line(res); !strings.Contains(l, "**1.33× time**") || !strings.Contains(l, "**no**") {
+		t.Fatalf("time row: %s", l)
+	}
+	tp := row{ID: "t", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "throughput", Min: 0.7}
+	if l := tp.line(res); !strings.Contains(l, "**0.75× throughput**") || !strings.Contains(l, "| yes |") {
+		t.Fatalf("throughput row: %s", l)
+	}
+	missing := row{ID: "m", Pkg: "./q", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "time", Max: 2}
+	if l := missing.line(res); !strings.Contains(l, "not measured") {
+		t.Fatalf("a row without samples: %s", l)
+	}
+}
+
+func TestReplaceTableKeepsTheRestOfTheFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "B.md")
+	in := "# Title\n\nintro\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\n## Notes\nkept\n"
+	if err := os.WriteFile(f, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceTable(f, beginMarker+"\nnew table\n"+endMarker+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(f)
+	want := "# Title\n\nintro\n\n" + beginMarker + "\nnew table\n" + endMarker + "\n\n## Notes\nkept\n"
+	if string(got) != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if err := replaceTable(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {
+		t.Fatal("a missing file did not fail")
+	}
+}
+
+func TestEveryRowIsWellFormed(t *testing.T) {
+	ids := map[string]bool{}
+	for _, r := range tableRows {
+		if ids[r.ID] {
+			t.Errorf("duplicate row id %q", r.ID)
+		}
+		ids[r.ID] = true
+		if r.Kind != "time" && r.Kind != "throughput" && r.Kind != "memory" {
+			t.Errorf("row %s: kind %q", r.ID, r.Kind)
+		}
+		files, err := filepath.Glob(filepath.Join("..", "..", r.Pkg, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("row %s: package %s has no tests (%v)", r.ID, r.Pkg, err)
+			continue
+		}
+		for _, b := range []string{r.Bench, r.Base} {
+			top, _, _ := strings.Cut(b, "/")
+			found := false
+			for _, f := range files {
+				src, _ := os.ReadFile(f)
+				found = found || strings.Contains(string(src), "func "+top+"(b *testing.B)")
+			}
+			if !found {
+				t.Errorf("row %s: %s is not a benchmark of %s", r.ID, top, r.Pkg)
+			}
+		}
+	}
+}
+
+func TestScaleBenchTime(t *testing.T) {
+	for in, want := range map[string]string{"30x": "6x", "1s": "0.2s", "1x": "1x", "500ms": "100ms"} {
+		if got := scaleBenchTime(in, 0.2); got != want {
+			t.Errorf("scaleBenchTime(%q, 0.2) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// row is one line of the table: a Fathom benchmark against the baseline of the same run.
+type row struct {
+	// ID names the row for -rows.
+	ID string
+	// What says what is measured, for the reader.
+	What string
+	// Pkg is the package of both benchmarks.
+	Pkg string
+	// Bench and Base are the benchmarks (with sub-benchmark paths).
+	Bench, Base string
+	// Unit is the compared unit; "" is ns/op.
+	Unit string
+	// Kind is how the ratio reads: "time" (Fathom ÷ baseline, lower is better),
+	// "throughput" (Fathom's rate ÷ the baseline's, higher is better) or "memory" (Fathom ÷
+	// baseline, lower is better).
+	Kind string
+	// Max or Min is the target the ratio must meet (0: reported only).
+	Max, Min float64
+	// BenchTime is -benchtime for both sides ("" is 500ms: with the rounds, the whole table
+	// stays within 15 minutes on 2 cores).
+	BenchTime string
+}
+
+// tableRows are the rows of BENCHMARKS.md, in its order.
+var tableRows = []row{
+	{ID: "append", What: "journal append, one event, one commit (bare: pgx single-row INSERT, autocommit)",
+		Pkg: "./persistence/postgres", Bench: "BenchmarkAppend", Base: "BenchmarkBaselinePgxInsert", Kind: "time", Max: 1.2},
+	{ID: "append-parallel8", What: "journal append, 8 concurrent sessions (bare: 8 pgx writers)",
+		Pkg: "./persistence/postgres", Bench: "BenchmarkAppendParallel8", Base: "BenchmarkBaselinePgxInsertParallel8", Kind: "throughput", Min: 0.8},
+	{ID: "replay", What: "full replay of 1,000 events incl. protobuf decode (bare: pgx query, scan + proto.Unmarshal)",
+		Pkg: "./persistence/postgres", Bench: "BenchmarkReplay", Base: "BenchmarkBaselinePgxScan", Kind: "throughput", Min: 0.7},
+	{ID: "grain-getstate", What: "grain request/response, `GetState` of a completed session (bare: `RequestFuture` to a plain actor)",
+		Pkg: "./actors/session", Bench: "BenchmarkGrainGetState", Base: "BenchmarkBaselineRequestFuture", Kind: "time", Max: 2},
+	{ID: "grain-small", What: "grain request/response, small messages: duplicate `Start` (bare: `RequestFuture`, same types)",
+		Pkg: "./actors/session", Bench: "BenchmarkGrainDuplicateStart", Base: "BenchmarkBaselineRequestFutureSmall", Kind: "time", Max: 2},
+	{ID: "step-pipelined", What: "whole plan step, zero-latency model, durable PostgreSQL journal, pipelined commits (bare: pgx INSERT + commit)",
+		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/pipelined", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time", Max: 1.3},
+	{ID: "step-synchronous", What: "the same step, every decision committed before the next (`PipelineDepth` 0)",
+		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time"},
+	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
+		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
+	{ID: "sse", What: "SSE parsing of a streamed answer (bare: `bufio.Scanner` line split)",
+		Pkg: "./llm/sse", Bench: "BenchmarkReader", Base: "BenchmarkBaselineScanLines", Kind: "throughput"},
+	{ID: "sandbox-roundtrip", What: "`print(1)` over FSP/WebSocket under bubblewrap (bare: exec of `python3 -c 'print(1)'`)",
+		Pkg: "./internal/sandboxd", Bench: "BenchmarkSandboxRoundTrip/bwrap", Base: "BenchmarkBaselineExec", Kind: "time", BenchTime: "30x"},
+	{ID: "sandbox-pool", What: "`print(1)` through the client pool and server (bare: exec of `python3 -u`)",
+		Pkg: "./actors/sandbox", Bench: "BenchmarkRoundTripPrint1", Base: "BenchmarkBareExecPrint1", Kind: "time", BenchTime: "20x"},
+	{ID: "fanout-rate", What: "gateway fan-out at 5,000 subscribers, deliveries/s (bare: gorilla hub, writer per client)",
+		Pkg: "./gateway", Bench: "BenchmarkGatewayFanout", Base: "BenchmarkGatewayFanoutBaseline", Unit: "deliveries/s", Kind: "throughput", Min: 0.8, BenchTime: "300x"},
+	{ID: "fanout-memory", What: "gateway fan-out at 5,000 subscribers, memory per connection (same runs)",
+		Pkg: "./gateway", Bench: "BenchmarkGatewayFanout", Base: "BenchmarkGatewayFanoutBaseline", Unit: "B/conn", Kind: "memory", Max: 1.2, BenchTime: "300x"},
+	{ID: "context", What: "context assembly at 10,000 messages (bare: re-tokenising 200 messages)",
+		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/baseline=retokenize-200", Kind: "time", Max: 0.05},
+	{ID: "context-growth", What: "context assembly at 10,000 messages against 200 (history-length independence)",
+		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/history=200", Kind: "time", Max: 1.2},
+	{ID: "count-ascii", What: "token counting of ASCII text, o200k (bare: tiktoken-go `EncodeOrdinary`)",
+		Pkg: "./memory", Bench: "BenchmarkCountASCII/o200k_base/memory.Count", Base: "BenchmarkCountASCII/o200k_base/tiktoken.EncodeOrdinary", Kind: "time"},
+	{ID: "count-mixed", What: "token counting, text with non-ASCII words, cl100k (bare: tiktoken-go `EncodeOrdinary`)",
+		Pkg: "./memory", Bench: "BenchmarkCount/cl100k_base/memory.Count", Base: "BenchmarkCount/cl100k_base/tiktoken.EncodeOrdinary", Kind: "time", Max: 1},
+	{ID: "topk", What: "exact top-10 over 10k × 1536 float32 (bare: summing the same slice)",
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkTopK/exact-top10", Base: "BenchmarkTopK/baseline=sum", Kind: "time", Max: 2},
+}
+
+func (r row) unit() string {
+	if r.Unit == "" {
+		return "ns/op"
+	}
+	return r.Unit
+}
+
+func (r row) measurements(scale float64) []measurement {
+	bt := r.BenchTime
+	if bt == "" {
+		bt = "500ms"
+	}
+	bt = scaleBenchTime(bt, scale)
+	return []measurement{{Pkg: r.Pkg, Bench: r.Bench, Time: bt}, {Pkg: r.Pkg, Bench: r.Base, Time: bt}}
+}
+
+// scaleBenchTime multiplies a -benchtime ("2s", "30x") by scale, keeping at least 1x / 10ms.
+func scaleBenchTime(bt string, scale float64) string {
+	if scale == 1 {
+		return bt
+	}
+	if n, ok := strings.CutSuffix(bt, "x"); ok {
+		var v int
+		if _, err := fmt.Sscanf(n, "%d", &v); err == nil {
+			return fmt.Sprintf("%dx", max(1, int(math.Round(float64(v)*scale))))
+		}
+	}
+	if n, ok := strings.CutSuffix(bt, "ms"); ok {
+		var v float64
+		if _, err := fmt.Sscanf(n, "%g", &v); err == nil {
+			return fmt.Sprintf("%gms", max(10, v*scale))
+		}
+	}
+	if n, ok := strings.CutSuffix(bt, "s"); ok {
+		var v float64
+		if _, err := fmt.Sscanf(n, "%g", &v); err == nil {
+			return fmt.Sprintf("%gs", max(0.01, v*scale))
+		}
+	}
+	return bt
+}
+
+// line renders the row from the measured samples.
+func (r row) line(res map[measurement][]sample) string {
+	ms := r.measurements(1)
+	var fs, bs []sample
+	for m, s := range res {
+		if m.Pkg == r.Pkg && m.Bench == r.Bench {
+			fs = s
+		}
+		if m.Pkg == r.Pkg && m.Bench == r.Base {
+			bs = s
+		}
+	}
+	unit := r.unit()
+	what := fmt.Sprintf("%s (`%s` / `%s`)", r.What, ms[0].Bench, ms[1].Bench)
+	fv, fok := median(fs, unit)
+	bv, bok := median(bs, unit)
+	target := r.target()
+	if !fok || !bok || bv == 0 || fv == 0 {
+		return fmt.Sprintf("| %s | %s | not measured | not measured | — | %s | — |\n", r.ID, what, target)
+	}
+	var ratio float64
+	switch {
+	case r.Kind == "throughput" && unit == "ns/op":
+		ratio = bv / fv
+	default:
+		ratio = fv / bv
+	}
+	met := "—"
+	switch {
+	case r.Max > 0 && ratio <= r.Max, r.Min > 0 && ratio >= r.Min:
+		met = "yes"
+	case r.Max > 0 || r.Min > 0:
+		met = "**no**"
+	}
+	fathom := format(fv, unit)
+	if unit == "ns/op" {
+		if b, ok := median(fs, "B/op"); ok {
+			a, _ := median(fs, "allocs/op")
+			fathom += fmt.Sprintf(", %s, %.0f allocs", format(b, "B/op"), a)
+		}
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | **%.2f× %s** | %s | %s |\n",
+		r.ID, what, fathom, format(bv, unit), ratio, r.Kind, target, met)
+}
+
+func (r row) target() string {
+	switch {
+	case r.Max > 0:
+		return fmt.Sprintf("≤ %g×", r.Max)
+	case r.Min > 0:
+		return fmt.Sprintf("≥ %g×", r.Min)
+	}
+	return "reported"
+}
+
+// format renders a value of a unit for people.
+func format(v float64, unit string) string {
+	switch unit {
+	case "ns/op":
+		switch {
+		case v >= 1e6:
+			return fmt.Sprintf("%.2f ms", v/1e6)
+		case v >= 1e3:
+			return fmt.Sprintf("%.1f µs", v/1e3)
+		}
+		return fmt.Sprintf("%.0f ns", v)
+	case "B/op", "B/conn":
+		switch {
+		case v >= 1<<20:
+			return fmt.Sprintf("%.1f MB", v/(1<<20))
+		case v >= 1<<10:
+			return fmt.Sprintf("%.1f KB", v/(1<<10))
+		}
+		return fmt.Sprintf("%.0f B", v)
+	}
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM %s", v/1e6, unit)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk %s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.3g %s", v, unit)
+}

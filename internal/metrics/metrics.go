@@ -1,0 +1,172 @@
+// Package metrics turns a session's durable events into Fathom's domain metrics.
+//
+// Every metric is derived from an event after it is stored, so a number never counts work
+// that was not recorded (a failed append counts nothing) and a replayed journal counts
+// nothing twice (replays are not published). The session grain hands each stored event to
+// [Recorder.Event]; the node builds one Recorder on its meter, which the telemetry package
+// serves at GET /metrics (Prometheus names in parentheses):
+//
+//   - fathom.sessions.started / .completed / .failed (fathom_sessions_started_total, ...)
+//   - fathom.step.duration, by step_type and outcome (fathom_step_duration_seconds)
+//   - fathom.step.retries (fathom_step_retries_total)
+//   - fathom.llm.call.duration, by model (fathom_llm_call_duration_seconds)
+//   - fathom.llm.tokens, by model and type input|output (fathom_llm_tokens_total)
+//   - fathom.llm.cost.usd, by model (fathom_llm_cost_usd_total)
+//   - fathom.tool.calls, by tool; fathom.tool.errors, by tool and error_type
+//   - gen_ai.client.token.usage and gen_ai.client.operation.duration, the OpenTelemetry GenAI
+//     semantic-convention histograms (gen_ai.operation.name chat, gen_ai.request.model,
+//     gen_ai.token.type)
+//
+// Label values are bounded: models, tools, step types and error types come from the node's
+// configuration, never a session id.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// maxOpenSteps bounds the start times kept for step durations; past it they are dropped
+// (a step then records no duration) rather than grow without bound.
+const maxOpenSteps = 100_000
+
+// Recorder records the metrics of stored events. It is safe for concurrent use by every
+// session grain of a node.
+type Recorder struct {
+	started, completed, failed metric.Int64Counter
+	stepDuration               metric.Float64Histogram
+	stepRetries                metric.Int64Counter
+	llmDuration                metric.Float64Histogram
+	llmTokens                  metric.Int64Counter
+	llmCost                    metric.Float64Counter
+	toolCalls, toolErrors      metric.Int64Counter
+	genaiTokens                metric.Int64Histogram
+	genaiDuration              metric.Float64Histogram
+
+	mu        sync.Mutex
+	stepStart map[stepKey]stepStart
+}
+
+type stepKey struct{ session, step string }
+
+type stepStart struct {
+	at       time.Time
+	stepType string
+}
+
+// New creates the instruments on meter.
+func New(meter metric.Meter) (*Recorder, error) {
+	r := &Recorder{stepStart: map[stepKey]stepStart{}}
+	var err error
+	counter := func(dst *metric.Int64Counter, name, desc, unit string) {
+		if err == nil {
+			*dst, err = meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		}
+	}
+	seconds := func(dst *metric.Float64Histogram, name, desc string) {
+		if err == nil {
+			*dst, err = meter.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
+				metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+		}
+	}
+	counter(&r.started, "fathom.sessions.started", "Sessions started.", "{session}")
+	counter(&r.completed, "fathom.sessions.completed", "Sessions completed.", "{session}")
+	counter(&r.failed, "fathom.sessions.failed", "Sessions failed.", "{session}")
+	seconds(&r.stepDuration, "fathom.step.duration", "Time from a step's start to its completion or failure.")
+	counter(&r.stepRetries, "fathom.step.retries", "Failed step attempts that will be retried.", "{retry}")
+	seconds(&r.llmDuration, "fathom.llm.call.duration", "Duration of LLM calls.")
+	counter(&r.llmTokens, "fathom.llm.tokens", "Tokens used by LLM calls, by model and type (input, output).", "{token}")
+	counter(&r.toolCalls, "fathom.tool.calls", "Tool calls.", "{call}")
+	counter(&r.toolErrors, "fathom.tool.errors", "Tool calls that ended in an error, by tool and error type.", "{call}")
+	seconds(&r.genaiDuration, "gen_ai.client.operation.duration", "GenAI operation duration.")
+	if err == nil {
+		r.llmCost, err = meter.Float64Counter("fathom.llm.cost.usd", metric.WithDescription("Cost of LLM calls in US dollars, from the node's price table."))
+	}
+	if err == nil {
+		r.genaiTokens, err = meter.Int64Histogram("gen_ai.client.token.usage", metric.WithDescription("Measures number of input and output tokens used."), metric.WithUnit("{token}"),
+			metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return r, nil
+}
+
+// Event records the metrics of one stored event of a session.
+func (r *Recorder) Event(ev *messages.Event) {
+	if r == nil || ev == nil {
+		return
+	}
+	ctx := context.Background()
+	at := time.Unix(0, ev.GetAtUnixNano())
+	switch {
+	case ev.GetSessionStarted() != nil:
+		r.started.Add(ctx, 1)
+	case ev.GetSessionCompleted() != nil:
+		r.completed.Add(ctx, 1)
+	case ev.GetSessionFailed() != nil:
+		r.failed.Add(ctx, 1)
+	case ev.GetStepStarted() != nil:
+		s := ev.GetStepStarted()
+		r.mu.Lock()
+		if len(r.stepStart) < maxOpenSteps {
+			r.stepStart[stepKey{ev.GetSessionId(), s.GetStepId()}] = stepStart{at: at, stepType: s.GetStepType()}
+		}
+		r.mu.Unlock()
+	case ev.GetStepCompleted() != nil:
+		r.stepEnded(ctx, ev.GetSessionId(), ev.GetStepCompleted().GetStepId(), at, "completed")
+	case ev.GetStepFailed() != nil:
+		f := ev.GetStepFailed()
+		outcome := "failed"
+		if f.GetRetryable() && f.GetRetryAtUnixNano() > 0 {
+			outcome = "retried"
+			r.stepRetries.Add(ctx, 1)
+		}
+		r.stepEnded(ctx, ev.GetSessionId(), f.GetStepId(), at, outcome)
+	case ev.GetLlmResponded() != nil:
+		r.llm(ctx, ev.GetLlmResponded())
+	case ev.GetToolCalled() != nil:
+		r.toolCalls.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", ev.GetToolCalled().GetTool())))
+	case ev.GetToolResult() != nil:
+		if e := ev.GetToolResult().GetError(); e != nil {
+			r.toolErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", ev.GetToolResult().GetTool()),
+				attribute.String("error_type", e.GetErrorType())))
+		}
+	}
+}
+
+func (r *Recorder) stepEnded(ctx context.Context, session, step string, at time.Time, outcome string) {
+	k := stepKey{session, step}
+	r.mu.Lock()
+	s, ok := r.stepStart[k]
+	delete(r.stepStart, k)
+	r.mu.Unlock()
+	if !ok || at.Before(s.at) {
+		return // started before this process (or on another node): no duration to tell
+	}
+	r.stepDuration.Record(ctx, at.Sub(s.at).Seconds(), metric.WithAttributes(
+		attribute.String("step_type", s.stepType), attribute.String("outcome", outcome)))
+}
+
+func (r *Recorder) llm(ctx context.Context, resp *messages.LlmResponded) {
+	model := resp.GetModel()
+	secs := float64(resp.GetDurationMs()) / 1000
+	r.llmDuration.Record(ctx, secs, metric.WithAttributes(attribute.String("model", model)))
+	in, out := int64(resp.GetUsage().GetInputTokens()), int64(resp.GetUsage().GetOutputTokens())
+	r.llmTokens.Add(ctx, in, metric.WithAttributes(attribute.String("model", model), attribute.String("type", "input")))
+	r.llmTokens.Add(ctx, out, metric.WithAttributes(attribute.String("model", model), attribute.String("type", "output")))
+	if c := resp.GetCostUsd(); c > 0 {
+		r.llmCost.Add(ctx, c, metric.WithAttributes(attribute.String("model", model)))
+	}
+	genai := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", model)}
+	r.genaiDuration.Record(ctx, secs, metric.WithAttributes(genai...))
+	r.genaiTokens.Record(ctx, in, metric.WithAttributes(append(genai, attribute.String("gen_ai.token.type", "input"))...))
+	r.genaiTokens.Record(ctx, out, metric.WithAttributes(append(genai, attribute.String("gen_ai.token.type", "output"))...))
+}
