@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -51,6 +52,12 @@ type Config struct {
 	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
 	// and the event stream answer CodeUnsupported.
 	Feed Feed
+	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
+	// needs no token: label values are bounded kinds, models and tools, never session data.
+	Metrics http.Handler
+	// Restarts, when set, lists the node's kept supervision events (oldest first) for
+	// GET /v1/restarts (read scope).
+	Restarts func(ctx context.Context) ([]observer.Restart, error)
 	// Ready reports whether the node can serve (nil error) for /readyz.
 	Ready func() error
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
@@ -222,6 +229,10 @@ func (h *Handler) routes() {
 	h.mux.Handle("POST /v1/sessions/{id}/breakpoints", h.httpOp(OpSetBreakpoint))
 	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
 	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
+	if h.cfg.Metrics != nil {
+		h.mux.Handle("GET /metrics", h.cfg.Metrics)
+	}
+	h.mux.Handle("GET /v1/restarts", h.require(ScopeRead, h.streamRestarts))
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})

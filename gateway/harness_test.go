@@ -39,6 +39,8 @@ type gwOpts struct {
 	cfg     func(*gateway.Config)
 	delayMS int          // delay of every model answer: sessions take long enough to watch live
 	script  *mock.Script // the model's script; nil: the demo script
+	// journal wraps the node's embedded journal (e.g. to inject a crash); nil: as opened.
+	journal func(persistence.Journal) persistence.Journal
 }
 
 func startGW(t *testing.T, o gwOpts) *gw {
@@ -64,11 +66,19 @@ func startGW(t *testing.T, o gwOpts) *gw {
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if o.journal != nil {
+		j, err := node.OpenJournal(ctx, cfg.DataDir, "", log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Journal = o.journal(j)
+	}
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log}
+	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log,
+		Metrics: n.MetricsHandler(), Restarts: n.Restarts}
 	if o.cfg != nil {
 		o.cfg(&gcfg)
 	}

@@ -47,6 +47,8 @@ const (
 
 // Restart is one supervision event, as operators see it.
 type Restart struct {
+	// Seq numbers the node's records from 1 (a reader follows with "after Seq").
+	Seq uint64 `json:"seq"`
 	// Node is the address of the member the actor ran on.
 	Node string `json:"node"`
 	// Actor is the actor's path on that node.
@@ -173,6 +175,7 @@ type observerActor struct {
 	counter metric.Int64Counter
 	ring    []Restart // bounded by cfg.Keep, oldest first
 	counts  map[string]int
+	seq     uint64
 }
 
 // Receive implements actor.Actor.
@@ -198,7 +201,9 @@ func (a *observerActor) onSupervisorEvent(se *actor.SupervisorEvent) {
 	}
 	a.counts[path]++
 	kind, session := Classify(path)
+	a.seq++
 	r := Restart{
+		Seq:       a.seq,
 		Node:      a.cfg.Node,
 		Actor:     path,
 		Kind:      kind,

@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// restartPoll is how often a followed GET /v1/restarts looks for new records.
+const restartPoll = 500 * time.Millisecond
+
+// streamRestarts serves GET /v1/restarts: the node's kept supervision events as NDJSON,
+// oldest first (at most the last 1,000). ?follow=1 keeps the stream open and writes each
+// new record as it is seen, until the client goes away or the gateway shuts down.
+func (h *Handler) streamRestarts(w http.ResponseWriter, r *http.Request) {
+	follow, err := queryBool(r.URL.Query().Get("follow"), false)
+	if err != nil {
+		writeError(w, errorf(CodeInvalidArgument, "follow must be true or false (or 1 or 0)"))
+		return
+	}
+	if h.cfg.Restarts == nil {
+		writeError(w, errorf(CodeUnsupported, "this gateway has no restart log"))
+		return
+	}
+	if !h.track(nil) {
+		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	}
+	defer h.untrack(nil)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.base, cancel) // Shutdown ends streams
+	defer stop()
+	first, err := h.restartsAfter(ctx, 0)
+	if err != nil {
+		writeError(w, errorf(CodeUnavailable, "%v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	var last uint64
+	write := func(batch []restartLine) bool {
+		for _, l := range batch {
+			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
+			if enc.Encode(l.v) != nil {
+				return false
+			}
+			last = l.seq
+		}
+		return rc.Flush() == nil
+	}
+	if !write(first) || !follow {
+		return
+	}
+	t := time.NewTicker(restartPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		next, err := h.restartsAfter(ctx, last)
+		if err != nil || !write(next) {
+			return
+		}
+	}
+}
+
+type restartLine struct {
+	seq uint64
+	v   any
+}
+
+// restartsAfter returns the kept records numbered above after.
+func (h *Handler) restartsAfter(ctx context.Context, after uint64) ([]restartLine, error) {
+	qctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
+	all, err := h.cfg.Restarts(qctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []restartLine
+	for _, r := range all {
+		if r.Seq > after {
+			out = append(out, restartLine{seq: r.Seq, v: r})
+		}
+	}
+	return out, nil
+}

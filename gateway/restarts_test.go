@@ -1,0 +1,114 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// crashingJournal panics in the first Append of a stream once armed: the session grain
+// crashes mid-command and its supervisor restarts it.
+type crashingJournal struct {
+	persistence.Journal
+	armed atomic.Bool
+}
+
+func (c *crashingJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
+	if c.armed.CompareAndSwap(true, false) {
+		panic("injected journal panic")
+	}
+	return c.Journal.Append(ctx, stream, expected, recs)
+}
+
+// TestRestartsAreServedAndFollowed: a session grain that crashes shows up in
+// GET /v1/restarts (NDJSON) and in a ?follow=1 stream opened before the crash, with its
+// kind, session and reason; GET /metrics counts it.
+func TestRestartsAreServedAndFollowed(t *testing.T) {
+	cj := &crashingJournal{}
+	g := startGW(t, gwOpts{journal: func(j persistence.Journal) persistence.Journal { cj.Journal = j; return cj }})
+	get := func(path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", g.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+readToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	follow := get("/v1/restarts?follow=1")
+	defer follow.Body.Close()
+	if follow.StatusCode != 200 || follow.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("follow: %d %s", follow.StatusCode, follow.Header.Get("Content-Type"))
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(follow.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	cj.armed.Store(true)
+	c := g.mustDial(token)
+	c.send(map[string]any{"op": "start", "session_id": "crash-1", "goal": "write a haiku", "id": "r1"})
+	if f := c.next("error", 20*time.Second); f["code"] != "internal" {
+		t.Fatalf("start on a crashing grain: %v", f)
+	}
+
+	var r observer.Restart
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("follow stream ended without a record")
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no restart record on the followed stream")
+	}
+	if r.Kind != observer.KindSession || r.SessionID != "crash-1" || !strings.Contains(r.Reason, "injected journal panic") ||
+		r.Directive != "restart" || r.Seq != 1 || r.Node == "" || r.At.IsZero() {
+		t.Fatalf("restart record %+v", r)
+	}
+	// The same record in the plain listing.
+	list := get("/v1/restarts")
+	defer list.Body.Close()
+	var got []observer.Restart
+	dec := json.NewDecoder(list.Body)
+	for dec.More() {
+		var x observer.Restart
+		if err := dec.Decode(&x); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	if len(got) != 1 || got[0].Seq != 1 || got[0].SessionID != "crash-1" {
+		t.Fatalf("GET /v1/restarts = %+v", got)
+	}
+	// Counted in the gateway's /metrics, which needs no token.
+	resp, err := http.Get(g.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := new(strings.Builder)
+	_, _ = bufio.NewReader(resp.Body).WriteTo(body)
+	if resp.StatusCode != 200 || !strings.Contains(body.String(), `fathom_actor_restarts_total{kind="session"} 1`) {
+		t.Fatalf("GET /metrics: %d\n%s", resp.StatusCode, body)
+	}
+	// Without a token the list is refused like every /v1 route.
+	if resp, err := http.Get(g.srv.URL + "/v1/restarts"); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("no token: %v %v", resp, err)
+	}
+}
