@@ -218,6 +218,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /readyz", h.readyz)
 	h.mux.Handle("GET /v1/ws", h.require(ScopeRead, h.serveWS))
 	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
+	h.mux.Handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
 	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))
 	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
 	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))

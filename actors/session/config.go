@@ -91,6 +91,12 @@ type Config struct {
 	// work (plan_revised) up to this many times; after that such a failure fails the
 	// session. Default 2; 0 disables re-planning.
 	MaxReplans int
+	// LeaseTTL is how long a session's lease in the session index lasts unless the
+	// activation that owns the session renews it (every LeaseTTL/3 while the session is
+	// not terminal, and with every append). A session whose lease lapsed is activated again
+	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
+	// off.
+	LeaseTTL time.Duration
 	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
 	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
 	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
@@ -113,6 +119,9 @@ type Config struct {
 	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
 	tok *memory.Tokenizer
 }
+
+// DefaultLeaseTTL is DefaultConfig's LeaseTTL.
+const DefaultLeaseTTL = 10 * time.Second
 
 // DefaultMaxReplans is DefaultConfig's MaxReplans.
 const DefaultMaxReplans = 2
@@ -246,6 +255,7 @@ func DefaultConfig() Config {
 		MaxParallelTools:    8,
 		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
+		LeaseTTL:            DefaultLeaseTTL,
 		MaxLLMCalls:         DefaultMaxLLMCalls,
 		Prices:              llm.DefaultPrices(),
 	}
@@ -276,6 +286,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: pipeline depth must not be negative")
 	case c.MaxReplans < 0:
 		return errors.New("session config: max re-plans must not be negative")
+	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
+		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):

@@ -89,6 +89,8 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
+	// lease is the session's lease in the session index (lease.go).
+	lease lease
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
@@ -136,6 +138,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
+	g.startLease(ctx)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
 
@@ -144,6 +147,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
 	g.waitPipeline()
+	g.endLease()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
 		g.span.End()
@@ -162,6 +166,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		return
 	case *snapshotDone: // bookkeeping only: no need to wait for the pipeline
 		g.onSnapshotDone(msg)
+		return
+	case *leaseTickMsg: // the lease is not the session's state: no need to wait either
+		g.onLeaseTick(ctx)
+		return
+	case *leaseDone:
+		g.onLeaseDone(ctx, msg)
 		return
 	case *llmResult:
 		if g.pipelined(msg) {
@@ -317,7 +327,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	}
 	early := g.startEarly(ctx, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
-	last, err := g.deps.Journal.Append(jctx, g.id, g.state.GetSeq(), recs)
+	last, err := appendIndexed(jctx, g.deps, g.id, g.state.GetSeq(), recs, next, g.lease.owner)
 	cancel()
 	if err != nil || last != next.GetSeq() {
 		g.cancelEarly(ctx, early)

@@ -100,7 +100,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
-		Journal: nonClosing{o.journal}, Cluster: ccfg, Session: scfg, Logger: log,
+		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
 		PromptsDir: o.promptsDir,
 	})
@@ -125,6 +125,20 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 type nonClosing struct{ persistence.Journal }
 
 func (nonClosing) Close() error { return nil }
+
+// nonClosingIndex is nonClosing for a journal that keeps the session index.
+type nonClosingIndex struct {
+	nonClosing
+	persistence.SessionIndex
+}
+
+// keepOpen wraps j so that closing it does nothing, keeping its session index visible.
+func keepOpen(j persistence.Journal) persistence.Journal {
+	if ix, ok := j.(persistence.SessionIndex); ok {
+		return nonClosingIndex{nonClosing{j}, ix}
+	}
+	return nonClosing{j}
+}
 
 func (h *harness) start(id, cmd, goal string) (*messages.StartResponse, error) {
 	return h.node.Session(id).Start(&messages.StartRequest{CommandId: cmd, Goal: goal}, cluster.WithTimeout(10*time.Second))

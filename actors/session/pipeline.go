@@ -85,7 +85,7 @@ func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, nex
 	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), state: next, done: make(chan struct{})}
 	g.pipeline = append(g.pipeline, job)
 	if g.appender == nil {
-		g.appender = &appender{id: g.id, journal: g.deps.Journal, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
+		g.appender = &appender{id: g.id, deps: g.deps, owner: g.lease.owner, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
 	}
 	g.appender.enqueue(job)
 	g.state = next
@@ -172,7 +172,8 @@ func (g *Grain) waitPipeline() {
 // steps).
 type appender struct {
 	id      string
-	journal persistence.Journal
+	deps    *Deps
+	owner   string // the lease owner (lease.go)
 	timeout time.Duration
 	self    *actor.PID
 	root    *actor.RootContext
@@ -253,7 +254,7 @@ func (a *appender) append(batch []*appendJob) error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
 	want := batch[len(batch)-1].next
-	last, err := a.journal.Append(ctx, a.id, batch[0].expected, recs)
+	last, err := appendIndexed(ctx, a.deps, a.id, batch[0].expected, recs, batch[len(batch)-1].state, a.owner)
 	switch {
 	case err != nil:
 		return err

@@ -450,6 +450,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := n.startReactivator(system, scfg.LeaseTTL); err != nil {
+		return nil, err
+	}
 	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
 		if err := n.sandbox.Start(system); err != nil {
 			return nil, err

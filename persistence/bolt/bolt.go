@@ -89,6 +89,8 @@ type Journal struct {
 
 	mu     sync.RWMutex // guards closed; held shared by in-flight calls
 	closed bool
+
+	leases leaseTable // the session index's leases (index.go)
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -98,6 +100,7 @@ type appendReq struct {
 	stream   string
 	expected uint64
 	recs     []persistence.Record
+	entry    *persistence.IndexEntry // the session index row to write with it (index.go)
 	last     uint64
 	err      error
 	done     chan struct{}
@@ -277,6 +280,10 @@ func (j *Journal) leave() { j.mu.RUnlock() }
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
+	return j.append(ctx, stream, expectedSeq, recs, nil)
+}
+
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
 	if err := validate(stream, recs); err != nil {
 		return 0, err
 	}
@@ -298,7 +305,7 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 		cp[i] = r
 	}
-	req := &appendReq{ctx: ctx, stream: stream, expected: expectedSeq, recs: cp, done: make(chan struct{})}
+	req := &appendReq{ctx: ctx, stream: stream, expected: expectedSeq, recs: cp, entry: entry, done: make(chan struct{})}
 	select {
 	case j.reqs <- req:
 	case <-ctx.Done():
@@ -420,6 +427,11 @@ func appendTx(tx *bbolt.Tx, r *appendReq) (uint64, error) {
 	meta.last, meta.updated = seq, r.recs[len(r.recs)-1].At
 	if err := streams.Put([]byte(r.stream), encodeMeta(meta)); err != nil {
 		return 0, err
+	}
+	if r.entry != nil {
+		if err := putIndex(tx, *r.entry, seq, meta.updated); err != nil {
+			return 0, err
+		}
 	}
 	return seq, nil
 }

@@ -411,6 +411,13 @@ func Run(t *testing.T, open Opener) {
 			t.Fatalf("cancelled append stored something: %d %v", seq, err)
 		}
 	})
+
+	probe := open(t)
+	_, indexed := probe.(persistence.SessionIndex)
+	_ = probe.Close()
+	if indexed {
+		t.Run("SessionIndex", func(t *testing.T) { runIndex(t, use, stream, prefix) })
+	}
 }
 
 func recs(prefix string, n int) []persistence.Record {

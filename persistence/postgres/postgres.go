@@ -199,6 +199,10 @@ WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
+	return j.append(ctx, stream, expectedSeq, recs, nil)
+}
+
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
 	if err := persistence.ValidateAppend(stream, recs); err != nil {
 		return 0, err
 	}
@@ -224,9 +228,13 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 	last := expectedSeq + uint64(len(recs))
 	var tag pgconn.CommandTag
 	var err error
-	if len(recs) == 1 {
+	switch {
+	case entry != nil: // index.go
+		owner, ttl := leaseArgs(*entry)
+		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl)
+	case len(recs) == 1:
 		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
-	} else {
+	default:
 		tag, err = j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
 	}
 	if err != nil {

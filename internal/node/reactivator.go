@@ -1,0 +1,51 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/reactivator"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// reactivatorName is the name of the node's reactivator under the root.
+const reactivatorName = "reactivator"
+
+// startReactivator spawns the node's reactivator (actors/reactivator) when the journal
+// keeps the session index and leases are on: every leaseTTL/2 it activates, through
+// normal placement, the sessions whose due time passed and whose lease lapsed. The poke
+// is a state query: idempotent, and it never writes.
+func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duration) error {
+	ix, ok := n.journal.(persistence.SessionIndex)
+	if !ok || leaseTTL <= 0 {
+		n.log.Info("no session reactivation", "reason", "the journal keeps no session index, or --lease-ttl is 0")
+		return nil
+	}
+	c := n.member.Cluster()
+	cfg := reactivator.DefaultConfig()
+	cfg.Index = ix
+	cfg.Interval = leaseTTL / 2
+	cfg.PokeTimeout = max(leaseTTL/2, time.Second)
+	cfg.Logger = n.log.With("component", "reactivator")
+	cfg.Poke = func(ctx context.Context, id string) error {
+		timeout := cfg.PokeTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = time.Until(d)
+		}
+		_, err := messages.GetSessionGrainClient(c, id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(timeout))
+		return err
+	}
+	_, err := reactivator.Spawn(system.Root, reactivatorName, cfg)
+	return err
+}
+
+// SessionIndex is the journal's session index (the gateway's session list), nil when
+// the journal keeps none.
+func (n *Node) SessionIndex() persistence.SessionIndex {
+	ix, _ := n.journal.(persistence.SessionIndex)
+	return ix
+}

@@ -1,0 +1,235 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// The session index (persistence.SessionIndex) is bucket "sessions": session id →
+// status, due time, seq and update time. Its row is written by the append's own
+// transaction (appendTx), so the row and the events are committed together. Due and
+// ListSessions scan the bucket: the embedded journal serves one node, whose sessions fit
+// a scan.
+//
+// Leases are kept in memory. The file is locked by one process, so the only activations
+// that can hold a lease are this process's, and they all end with it: a lease read back
+// from the file after a restart would only delay the reactivation of sessions whose
+// owner is certainly gone, and writing one would cost an fsync per renewal.
+
+var bucketIndex = []byte("sessions")
+
+var _ persistence.SessionIndex = (*Journal)(nil)
+
+// leaseTable holds the leases of the journal's sessions.
+type leaseTable struct {
+	mu sync.Mutex
+	m  map[string]lease
+}
+
+type lease struct {
+	owner   string
+	expires time.Time
+}
+
+func (t *leaseTable) set(id, owner string, ttl time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]lease{}
+	}
+	t.m[id] = lease{owner: owner, expires: time.Now().Add(ttl).UTC()}
+}
+
+func (t *leaseTable) release(id, owner string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.m[id]; ok && l.owner == owner {
+		delete(t.m, id)
+	}
+}
+
+// fill sets e's lease fields.
+func (t *leaseTable) fill(e *persistence.IndexEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.m[e.SessionID]; ok {
+		e.LeaseOwner, e.LeaseExpires = l.owner, l.expires
+	}
+}
+
+// AppendIndexed implements persistence.SessionIndex.
+func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
+	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
+		return 0, err
+	}
+	last, err := j.append(ctx, stream, expectedSeq, recs, &entry)
+	if err == nil && entry.LeaseOwner != "" && entry.LeaseTTL > 0 {
+		j.leases.set(stream, entry.LeaseOwner, entry.LeaseTTL)
+	}
+	return last, err
+}
+
+// putIndex writes e (at seq, written at). It runs inside the append's transaction.
+func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at time.Time) error {
+	b, err := tx.CreateBucketIfNotExists(bucketIndex)
+	if err != nil {
+		return err
+	}
+	e.Seq, e.UpdatedAt = seq, at
+	return b.Put([]byte(e.SessionID), encodeIndex(e))
+}
+
+// RenewLease implements persistence.SessionIndex.
+func (j *Journal) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) error {
+	known, err := j.indexed(ctx, id)
+	if err != nil || !known {
+		return err
+	}
+	j.leases.set(id, owner, ttl)
+	return nil
+}
+
+// ReleaseLease implements persistence.SessionIndex.
+func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := j.enter(); err != nil {
+		return err
+	}
+	defer j.leave()
+	j.leases.release(id, owner)
+	return nil
+}
+
+// indexed reports whether session id has a row in the index.
+func (j *Journal) indexed(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := j.enter(); err != nil {
+		return false, err
+	}
+	defer j.leave()
+	var ok bool
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketIndex)
+		ok = b != nil && b.Get([]byte(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("session index: %w", err)
+	}
+	return ok, nil
+}
+
+// Due implements persistence.SessionIndex.
+func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry, error) {
+	now := time.Now()
+	out, err := j.scanIndex(ctx, nil, func(e persistence.IndexEntry) bool {
+		return !e.DueAt.IsZero() && !e.DueAt.After(now) && (e.LeaseExpires.IsZero() || e.LeaseExpires.Before(now))
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].DueAt.Before(out[b].DueAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ListSessions implements persistence.SessionIndex.
+func (j *Journal) ListSessions(ctx context.Context, status, after string, limit int) ([]persistence.IndexEntry, error) {
+	return j.scanIndex(ctx, []byte(after), func(e persistence.IndexEntry) bool {
+		return status == "" || e.Status == status
+	}, limit)
+}
+
+// scanIndex returns the rows after key from (all with nil) that keep accepts, with
+// their leases, up to limit (0: all), in id order.
+func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persistence.IndexEntry) bool, limit int) ([]persistence.IndexEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := j.enter(); err != nil {
+		return nil, err
+	}
+	defer j.leave()
+	var out []persistence.IndexEntry
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketIndex)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.First()
+		if len(from) > 0 {
+			if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
+			e, ok := decodeIndex(string(k), v)
+			if !ok {
+				return fmt.Errorf("session index row %q: %w", k, persistence.ErrCorrupt)
+			}
+			j.leases.fill(&e)
+			if keep(e) {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session index: %w", err)
+	}
+	return out, nil
+}
+
+// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8).
+// Times are Unix nanoseconds, 0 for none.
+func encodeIndex(e persistence.IndexEntry) []byte {
+	b := make([]byte, 0, 1+len(e.Status)+24)
+	b = append(b, byte(len(e.Status)))
+	b = append(b, e.Status...)
+	b = binary.BigEndian.AppendUint64(b, nanos(e.DueAt))
+	b = binary.BigEndian.AppendUint64(b, e.Seq)
+	return binary.BigEndian.AppendUint64(b, nanos(e.UpdatedAt))
+}
+
+func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
+	if len(v) < 1 || len(v) != 1+int(v[0])+24 {
+		return persistence.IndexEntry{}, false
+	}
+	n := int(v[0])
+	e := persistence.IndexEntry{SessionID: id, Status: string(v[1 : 1+n])}
+	v = v[1+n:]
+	e.DueAt = fromNanos(binary.BigEndian.Uint64(v))
+	e.Seq = binary.BigEndian.Uint64(v[8:])
+	e.UpdatedAt = fromNanos(binary.BigEndian.Uint64(v[16:]))
+	return e, true
+}
+
+func nanos(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixNano())
+}
+
+func fromNanos(n uint64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(n)).UTC()
+}

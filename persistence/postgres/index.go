@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// The session index (persistence.SessionIndex) is table fathom_sessions (migration
+// 0005). An indexed append is one statement: the guarded batch INSERT of appendSQL in a
+// CTE, and the index upsert selecting from it. When the batch inserts nothing (the
+// expected sequence does not hold) neither does the upsert, so the statement affects no
+// row, which Append reports as a conflict exactly like an unindexed append; when it
+// inserts, both are committed together. Lease times use the server's clock.
+
+var _ persistence.SessionIndex = (*Journal)(nil)
+
+// appendIndexedSQL is appendSQL plus the index row: $6 status, $7 due_at (NULL: none),
+// $8 the lease owner to renew (NULL: keep the stored lease) for $9 microseconds.
+const appendIndexedSQL = `
+WITH batch AS (` + appendSQL + `
+    RETURNING last_seq)
+INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires)
+SELECT $1, $6, $7, last_seq, now(), $8::text,
+       CASE WHEN $8::text IS NULL THEN NULL ELSE now() + $9::bigint * interval '1 microsecond' END FROM batch
+ON CONFLICT (session_id) DO UPDATE
+SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
+    lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
+    lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END`
+
+// AppendIndexed implements persistence.SessionIndex.
+func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
+	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
+		return 0, err
+	}
+	return j.append(ctx, stream, expectedSeq, recs, &entry)
+}
+
+// leaseArgs are appendIndexedSQL's $8 and $9 for e.
+func leaseArgs(e persistence.IndexEntry) (*string, int64) {
+	if e.LeaseOwner == "" || e.LeaseTTL <= 0 {
+		return nil, 0
+	}
+	return &e.LeaseOwner, e.LeaseTTL.Microseconds()
+}
+
+func dueAt(e persistence.IndexEntry) *time.Time {
+	if e.DueAt.IsZero() {
+		return nil
+	}
+	t := e.DueAt.UTC()
+	return &t
+}
+
+// RenewLease implements persistence.SessionIndex.
+func (j *Journal) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) error {
+	if err := j.check(ctx); err != nil {
+		return err
+	}
+	_, err := j.pool.Exec(ctx, `UPDATE fathom_sessions SET lease_owner = $2, lease_expires = now() + $3::bigint * interval '1 microsecond'
+		WHERE session_id = $1`, id, owner, ttl.Microseconds())
+	if err != nil {
+		return fmt.Errorf("renew lease of %s: %w", id, err)
+	}
+	return nil
+}
+
+// ReleaseLease implements persistence.SessionIndex.
+func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
+	if err := j.check(ctx); err != nil {
+		return err
+	}
+	_, err := j.pool.Exec(ctx, `UPDATE fathom_sessions SET lease_owner = NULL, lease_expires = NULL
+		WHERE session_id = $1 AND lease_owner = $2`, id, owner)
+	if err != nil {
+		return fmt.Errorf("release lease of %s: %w", id, err)
+	}
+	return nil
+}
+
+const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires`
+
+// Due implements persistence.SessionIndex.
+func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT `+indexColumns+` FROM fathom_sessions
+		WHERE due_at IS NOT NULL AND due_at <= now() AND (lease_expires IS NULL OR lease_expires < now())
+		ORDER BY due_at LIMIT $1`, limitOrAll(limit))
+	if err != nil {
+		return nil, fmt.Errorf("due sessions: %w", err)
+	}
+	return collectIndex(rows, "due sessions")
+}
+
+// ListSessions implements persistence.SessionIndex.
+func (j *Journal) ListSessions(ctx context.Context, status, after string, limit int) ([]persistence.IndexEntry, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT `+indexColumns+` FROM fathom_sessions
+		WHERE ($1 = '' OR status = $1) AND session_id > $2 ORDER BY session_id LIMIT $3`, status, after, limitOrAll(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return collectIndex(rows, "list sessions")
+}
+
+func limitOrAll(limit int) *int64 {
+	if limit <= 0 {
+		return nil // LIMIT NULL: no limit
+	}
+	n := int64(limit)
+	return &n
+}
+
+func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) {
+	var out []persistence.IndexEntry
+	var (
+		e         persistence.IndexEntry
+		due, exp  *time.Time
+		seq       int64
+		updatedAt time.Time
+	)
+	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Status, &due, &seq, &updatedAt, &e.LeaseOwner, &exp}, func() error {
+		r := e
+		r.Seq, r.UpdatedAt = uint64(seq), updatedAt.UTC()
+		if due != nil {
+			r.DueAt = due.UTC()
+		}
+		if exp != nil {
+			r.LeaseExpires = exp.UTC()
+		}
+		out = append(out, r)
+		due, exp = nil, nil
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
