@@ -52,6 +52,8 @@ type Config struct {
 	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
 	// and the event stream answer CodeUnsupported.
 	Feed Feed
+	// Index, when set, answers GET /v1/sessions from the node's session index.
+	Index SessionIndex
 	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
 	// needs no token: label values are bounded kinds, models and tools, never session data.
 	Metrics http.Handler

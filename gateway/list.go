@@ -3,11 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // Bounds of GET /v1/sessions.
@@ -18,16 +19,24 @@ const (
 	MaxListLimit = 1000
 )
 
-// indexed is what Config.Sessions offers when the node's journal keeps the session index
-// (internal/node.Node does).
-type indexed interface {
-	SessionIndex() persistence.SessionIndex
+// SessionIndex lists the sessions of the node's session index for GET /v1/sessions
+// (internal/node.Node implements it over its journal).
+type SessionIndex interface {
+	// ListSessions returns up to limit sessions ordered by id, after the id after ("" from
+	// the start), with status status ("" for any). ErrNoIndex when the journal keeps none.
+	ListSessions(ctx context.Context, status, after string, limit int) ([]SessionSummary, error)
 }
+
+// ErrNoIndex is what a SessionIndex answers when the node's journal keeps no session index.
+var ErrNoIndex = errors.New("the node's journal keeps no session index")
+
+// Statuses are the statuses of GET /v1/sessions?status=.
+var Statuses = []string{"running", "awaiting_human", "interrupted", "completed", "failed", "cancelled"}
 
 // SessionSummary is one session of GET /v1/sessions, read from the session index.
 type SessionSummary struct {
 	SessionID string `json:"session_id"`
-	// Status is running, awaiting_human, interrupted, completed or failed.
+	// Status is running, awaiting_human, interrupted, completed, failed or cancelled.
 	Status string `json:"status"`
 	// Seq is the session's newest event.
 	Seq uint64 `json:"seq"`
@@ -49,15 +58,15 @@ type SessionList struct {
 // listSessions serves GET /v1/sessions?status=&limit=&cursor= from the session index,
 // ordered by session id.
 func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
-	ix := h.sessionIndex()
+	ix := h.cfg.Index
 	if ix == nil {
-		writeError(w, errorf(CodeUnsupported, "this node's journal keeps no session index"))
+		writeError(w, errorf(CodeUnsupported, "this gateway has no session index"))
 		return
 	}
 	q := r.URL.Query()
 	status := q.Get("status")
-	if status != "" && !persistence.ValidStatus(status) {
-		writeError(w, errorf(CodeInvalidArgument, "status must be running, awaiting_human, interrupted, completed or failed, not %q", truncate(status, 40)))
+	if status != "" && !slices.Contains(Statuses, status) {
+		writeError(w, errorf(CodeInvalidArgument, "status must be one of %s, not %q", strings.Join(Statuses, ", "), truncate(status, 40)))
 		return
 	}
 	limit := DefaultListLimit
@@ -77,6 +86,10 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()
 	es, err := ix.ListSessions(ctx, status, string(after), limit+1)
+	if errors.Is(err, ErrNoIndex) {
+		writeError(w, errorf(CodeUnsupported, "%v", err))
+		return
+	}
 	if err != nil {
 		h.cfg.Logger.Warn("list sessions failed", "error", err)
 		writeError(w, errorf(CodeUnavailable, "the session index is unavailable: %v", err))
@@ -88,23 +101,8 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(es[i-1].SessionID))
 			break
 		}
-		s := SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt}
-		if !e.DueAt.IsZero() {
-			due := e.DueAt
-			s.DueAt = &due
-		}
-		if e.LeaseOwner != "" && e.LeaseExpires.After(time.Now()) {
-			s.LeaseOwner = e.LeaseOwner
-		}
+		s := e
 		out.Sessions = append(out.Sessions, s)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// sessionIndex is the session index Config.Sessions offers, nil if none.
-func (h *Handler) sessionIndex() persistence.SessionIndex {
-	if s, ok := h.cfg.Sessions.(indexed); ok {
-		return s.SessionIndex()
-	}
-	return nil
 }

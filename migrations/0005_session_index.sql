@@ -10,7 +10,7 @@
 
 CREATE TABLE fathom_sessions (
     session_id    text COLLATE "C" PRIMARY KEY,
-    status        text        NOT NULL CHECK (status IN ('running', 'awaiting_human', 'interrupted', 'completed', 'failed')),
+    status        text        NOT NULL CHECK (status IN ('running', 'awaiting_human', 'interrupted', 'completed', 'failed', 'cancelled')),
     due_at        timestamptz,
     seq           bigint      NOT NULL,
     updated_at    timestamptz NOT NULL,

@@ -14,12 +14,13 @@ const (
 	StatusInterrupted   = "interrupted"
 	StatusCompleted     = "completed"
 	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
 )
 
 // ValidStatus reports whether s is one of the index's statuses.
 func ValidStatus(s string) bool {
 	switch s {
-	case StatusRunning, StatusAwaitingHuman, StatusInterrupted, StatusCompleted, StatusFailed:
+	case StatusRunning, StatusAwaitingHuman, StatusInterrupted, StatusCompleted, StatusFailed, StatusCancelled:
 		return true
 	}
 	return false

@@ -15,6 +15,8 @@ func IndexStatus(st *messages.SessionState) string {
 		return persistence.StatusCompleted
 	case messages.SessionStatus_SESSION_STATUS_FAILED:
 		return persistence.StatusFailed
+	case messages.SessionStatus_SESSION_STATUS_CANCELLED:
+		return persistence.StatusCancelled
 	case messages.SessionStatus_SESSION_STATUS_INTERRUPTED:
 		return persistence.StatusInterrupted
 	case messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN:

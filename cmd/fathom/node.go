@@ -77,7 +77,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
-	gcfg.Metrics, gcfg.Restarts = n.MetricsHandler(), n.Restarts
+	gcfg.Metrics, gcfg.Restarts, gcfg.Index = n.MetricsHandler(), n.Restarts, n
 	gcfg.Ready = func() error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

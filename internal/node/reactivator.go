@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/reactivator"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -43,9 +44,34 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 	return err
 }
 
-// SessionIndex is the journal's session index (the gateway's session list), nil when
-// the journal keeps none.
+// SessionIndex is the journal's session index, nil when the journal keeps none.
 func (n *Node) SessionIndex() persistence.SessionIndex {
 	ix, _ := n.journal.(persistence.SessionIndex)
 	return ix
+}
+
+// ListSessions implements gateway.SessionIndex over the journal's session index.
+func (n *Node) ListSessions(ctx context.Context, status, after string, limit int) ([]gateway.SessionSummary, error) {
+	ix := n.SessionIndex()
+	if ix == nil {
+		return nil, gateway.ErrNoIndex
+	}
+	es, err := ix.ListSessions(ctx, status, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gateway.SessionSummary, 0, len(es))
+	now := time.Now()
+	for _, e := range es {
+		s := gateway.SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt}
+		if !e.DueAt.IsZero() {
+			due := e.DueAt
+			s.DueAt = &due
+		}
+		if e.LeaseOwner != "" && e.LeaseExpires.After(now) {
+			s.LeaseOwner = e.LeaseOwner
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
