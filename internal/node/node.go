@@ -272,6 +272,8 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
+	// reactivator is the session reactivator's actor; nil when reactivation is off.
+	reactivator *actor.PID
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -753,6 +755,7 @@ func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
+		n.stopReactivator()
 		if n.observer != nil {
 			n.observer.Stop()
 		}

@@ -40,8 +40,22 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 		_, err := messages.GetSessionGrainClient(c, id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(timeout))
 		return err
 	}
-	_, err := reactivator.Spawn(system.Root, reactivatorName, cfg)
-	return err
+	pid, err := reactivator.Spawn(system.Root, reactivatorName, cfg)
+	if err != nil {
+		return err
+	}
+	n.reactivator = pid
+	return nil
+}
+
+// stopReactivator stops the reactivator and waits for its sweep in flight, before the
+// journal it reads closes.
+func (n *Node) stopReactivator() {
+	if n.reactivator == nil || n.member == nil {
+		return
+	}
+	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.reactivator).Wait()
+	n.reactivator = nil
 }
 
 // SessionIndex is the journal's session index, nil when the journal keeps none.
