@@ -15,6 +15,8 @@ const (
 	FrameDelta = "delta"
 	FrameAck   = "ack"
 	FrameError = "error"
+	// FrameRestart carries one supervision event of the node (subscribe_restarts).
+	FrameRestart = "restart"
 )
 
 // ackFrame answers a request.

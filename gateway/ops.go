@@ -33,6 +33,8 @@ const (
 	OpClearBreakpoints = "clear_breakpoints"
 	OpFork             = "fork"
 	OpCancel           = "cancel"
+	// OpSubscribeRestarts streams the node's supervision events as restart frames.
+	OpSubscribeRestarts = "subscribe_restarts"
 )
 
 // MaxSessionIDBytes bounds a session id.
@@ -133,19 +135,20 @@ type opSpec struct {
 // ops is the one routing table of the protocol, for WebSocket frames and HTTP routes:
 // wiring an op is one line here plus its opFunc.
 var ops = map[string]opSpec{
-	OpStart:            {scope: ScopeWrite, call: (*Handler).opStart},
-	OpSubscribe:        {scope: ScopeRead, session: true},
-	OpUnsubscribe:      {scope: ScopeRead, session: true},
-	OpState:            {scope: ScopeRead, session: true, call: (*Handler).opState},
-	OpTimeline:         {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
-	OpStateAt:          {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
-	OpInput:            {scope: ScopeWrite, session: true, call: (*Handler).opInput},
-	OpPause:            {scope: ScopeWrite, session: true, call: (*Handler).opPause},
-	OpResume:           {scope: ScopeWrite, session: true, call: (*Handler).opResume},
-	OpSetBreakpoint:    {scope: ScopeWrite, session: true, call: (*Handler).opSetBreakpoint},
-	OpClearBreakpoints: {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
-	OpFork:             {scope: ScopeWrite, session: true, call: (*Handler).opFork},
-	OpCancel:           {scope: ScopeWrite, session: true, call: (*Handler).opCancel},
+	OpStart:             {scope: ScopeWrite, call: (*Handler).opStart},
+	OpSubscribe:         {scope: ScopeRead, session: true},
+	OpUnsubscribe:       {scope: ScopeRead, session: true},
+	OpState:             {scope: ScopeRead, session: true, call: (*Handler).opState},
+	OpTimeline:          {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
+	OpStateAt:           {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
+	OpInput:             {scope: ScopeWrite, session: true, call: (*Handler).opInput},
+	OpPause:             {scope: ScopeWrite, session: true, call: (*Handler).opPause},
+	OpResume:            {scope: ScopeWrite, session: true, call: (*Handler).opResume},
+	OpSetBreakpoint:     {scope: ScopeWrite, session: true, call: (*Handler).opSetBreakpoint},
+	OpClearBreakpoints:  {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
+	OpFork:              {scope: ScopeWrite, session: true, call: (*Handler).opFork},
+	OpCancel:            {scope: ScopeWrite, session: true, call: (*Handler).opCancel},
+	OpSubscribeRestarts: {scope: ScopeRead},
 }
 
 // decodeRequest parses a client frame strictly. On error the returned request still

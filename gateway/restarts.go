@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/fathom-agents/fathom/actors/observer"
 )
 
 // restartPoll is how often a followed GET /v1/restarts looks for new records.
@@ -91,4 +93,59 @@ func (h *Handler) restartsAfter(ctx context.Context, after uint64) ([]restartLin
 		}
 	}
 	return out, nil
+}
+
+// restartFrame is a restart frame: the record with op "restart".
+type restartFrame struct {
+	Op string `json:"op"`
+	observer.Restart
+}
+
+// subscribeRestarts serves subscribe_restarts: an ack, then every kept supervision event
+// of the node as a restart frame, then each new one as it is seen (polled every
+// restartPoll), until the connection ends. One goroutine per connection, owned by it.
+func (c *conn) subscribeRestarts(req *Request) {
+	if c.h.cfg.Restarts == nil {
+		c.replyError(req, "", errorf(CodeUnsupported, "this gateway has no restart log"))
+		return
+	}
+	c.mu.Lock()
+	switch {
+	case c.draining:
+		c.mu.Unlock()
+		c.replyError(req, "", errorf(CodeUnavailable, "the gateway is shutting down"))
+		return
+	case c.restarts:
+		c.mu.Unlock()
+		c.replyError(req, "", errorf(CodeFailedPrecondition, "this connection already follows the restarts"))
+		return
+	}
+	c.restarts = true
+	c.mu.Unlock()
+	c.reply(ackBytes(req, "", []byte("{}")))
+	go func() {
+		var last uint64
+		t := time.NewTicker(restartPoll)
+		defer t.Stop()
+		for {
+			batch, err := c.h.restartsAfter(c.ctx, last)
+			if err != nil && c.ctx.Err() == nil {
+				c.reply(errorBytes(req, "", errorf(CodeUnavailable, "restarts: %v", err)))
+			}
+			for _, l := range batch {
+				f, err := json.Marshal(restartFrame{Op: FrameRestart, Restart: l.v.(observer.Restart)})
+				if err != nil || !c.enqueue(c.ctx, f) {
+					return
+				}
+				last = l.seq
+			}
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-c.closing:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }

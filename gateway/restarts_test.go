@@ -58,6 +58,16 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 		close(lines)
 	}()
 
+	ws := g.mustDial(readToken)
+	ws.send(map[string]any{"op": "subscribe_restarts", "id": "rs"})
+	if f := ws.next("ack", 10*time.Second); f["id"] != "rs" {
+		t.Fatalf("subscribe_restarts: %v", f)
+	}
+	ws.send(map[string]any{"op": "subscribe_restarts", "id": "rs2"})
+	if f := ws.next("error", 10*time.Second); f["code"] != "failed_precondition" {
+		t.Fatalf("a second subscribe_restarts: %v", f)
+	}
+
 	cj.armed.Store(true)
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "session_id": "crash-1", "goal": "write a haiku", "id": "r1"})
@@ -80,6 +90,11 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 	if r.Kind != observer.KindSession || r.SessionID != "crash-1" || !strings.Contains(r.Reason, "injected journal panic") ||
 		r.Directive != "restart" || r.Seq != 1 || r.Node == "" || r.At.IsZero() {
 		t.Fatalf("restart record %+v", r)
+	}
+	// The same record as a restart frame on the WebSocket.
+	if f := ws.next("restart", 20*time.Second); f["kind"] != "session" || f["session_id"] != "crash-1" || f["node"] != r.Node ||
+		f["seq"] != float64(1) || f["at"] == nil || !strings.Contains(f["reason"].(string), "injected journal panic") {
+		t.Fatalf("restart frame %v", f)
 	}
 	// The same record in the plain listing.
 	list := get("/v1/restarts")

@@ -54,6 +54,8 @@ type conn struct {
 	work     sync.WaitGroup // grain calls; Add only under mu while !draining
 
 	serving []*wsSub // the write loop's scratch list of subscriptions to serve
+
+	restarts bool // subscribe_restarts is on (under mu)
 }
 
 // wsSub is one subscription of a connection, served by the connection's write loop.
@@ -452,6 +454,8 @@ func (c *conn) dispatch(data []byte) {
 		c.subscribe(req)
 	case OpUnsubscribe:
 		c.unsubscribe(req)
+	case OpSubscribeRestarts:
+		c.subscribeRestarts(req)
 	default:
 		c.call(req)
 	}
