@@ -241,8 +241,8 @@ func (h *Handler) routes() {
 	})
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler; every request gets an access log line.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.accessLog(h.mux, w, r) }
 
 func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 	if h.isClosed() {

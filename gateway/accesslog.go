@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// accessWriter records what a handler answered, for the access log. It keeps the
+// interfaces the gateway's handlers use: Hijack (the WebSocket upgrade), Flush (event
+// streams) and Unwrap (http.ResponseController).
+type accessWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *accessWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *accessWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *accessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher.
+func (w *accessWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack implements http.Hijacker for the WebSocket upgrade.
+func (w *accessWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("gateway: the response writer cannot be hijacked")
+	}
+	w.status = http.StatusSwitchingProtocols
+	return h.Hijack()
+}
+
+// quietPaths are probed often by machines (health checks, scrapes): logged at debug.
+var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// accessLog serves r through next and logs one line when it is answered: method, path,
+// status, bytes, duration and the client's address (never the token or the body).
+func (h *Handler) accessLog(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	aw := &accessWriter{ResponseWriter: w}
+	next.ServeHTTP(aw, r)
+	level := slog.LevelInfo
+	if quietPaths[r.URL.Path] {
+		level = slog.LevelDebug
+	}
+	h.cfg.Logger.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path, "status", aw.status,
+		"bytes", aw.bytes, "duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+}
