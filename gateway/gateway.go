@@ -52,6 +52,8 @@ type Config struct {
 	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
 	// and the event stream answer CodeUnsupported.
 	Feed Feed
+	// Artifacts, when set, serves GET /v1/sessions/{id}/artifacts/{type}/{filename}.
+	Artifacts ArtifactReader
 	// Index, when set, answers GET /v1/sessions from the node's session index.
 	Index SessionIndex
 	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
@@ -232,6 +234,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
 	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
 	h.mux.Handle("POST /v1/sessions/{id}/cancel", h.httpOp(OpCancel))
+	h.mux.Handle("GET /v1/sessions/{id}/artifacts/{type}/{filename}", h.require(ScopeRead, h.serveArtifact))
 	if h.cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)
 	}

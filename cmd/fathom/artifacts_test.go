@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,11 +183,34 @@ func TestArtifactsEndToEnd(t *testing.T) {
 		t.Fatalf("unknown session: exit %d %s", r.code, r.stderr)
 	}
 
-	// Through a node's gateway (the content still comes from the store in the data dir,
-	// which a running node shares).
+	// Through a node's gateway: the list and the content (GET /v1/sessions/{id}/artifacts/
+	// {type}/{filename}); the command's own data dir is empty, so nothing is read locally.
 	const tok = "artifacts-token"
 	p := startNode(t, cleanEnv(), "--data-dir", data, "--token", tok)
-	checkArtifactsCommand(t, id, "--addr", p.url, "--token", tok, "--data-dir", data)
+	checkArtifactsCommand(t, id, "--addr", p.url, "--token", tok, "--data-dir", t.TempDir())
+	get := func(path string) (int, string, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", p.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	code, body, hdr := get("/v1/sessions/" + id + "/artifacts/research/findings.md")
+	sum := sha256.Sum256([]byte(findings))
+	if code != 200 || body != findings || hdr.Get("ETag") != `"`+hex.EncodeToString(sum[:])+`"` || hdr.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("GET the artifact: %d %q %v", code, body, hdr)
+	}
+	if code, body, _ := get("/v1/sessions/" + id + "/artifacts/research/nope.md"); code != 404 || !strings.Contains(body, "not_found") {
+		t.Fatalf("GET a missing artifact: %d %s", code, body)
+	}
+	if code, body, _ := get("/v1/sessions/" + id + "/artifacts/bogus-type/x.md"); code != 400 {
+		t.Fatalf("GET an artifact of an invalid type: %d %s", code, body)
+	}
 }
 
 // TestArtifactsOnS3: the same session with the artifact store in MinIO, configured by

@@ -77,7 +77,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
-	gcfg.Metrics, gcfg.Restarts, gcfg.Index = n.MetricsHandler(), n.Restarts, n
+	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n
 	gcfg.Ready = func() error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

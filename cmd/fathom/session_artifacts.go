@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +61,13 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil || *out == "" || len(list) == 0 {
 		return err
 	}
+	report := stdout
+	if *jsonOut {
+		report = stderr // keep stdout JSON
+	}
+	if *addr != "" {
+		return downloadArtifacts(ctx, remoteArtifactReader(*addr, *token), list, *out, report)
+	}
 	cfg, err := arts.config()
 	if err != nil {
 		return err
@@ -71,11 +80,7 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 		return usageError("--out needs the artifact store: --data-dir or --s3-endpoint")
 	}
 	defer st.Close()
-	report := stdout
-	if *jsonOut {
-		report = stderr // keep stdout JSON
-	}
-	return downloadArtifacts(ctx, st, list, *out, report)
+	return downloadArtifacts(ctx, storeArtifactReader(st), list, *out, report)
 }
 
 // journalArtifacts reads session id's artifact projection from the journal.
@@ -176,7 +181,36 @@ func printArtifactsJSON(list []*messages.ArtifactWritten, w io.Writer) error {
 
 // downloadArtifacts copies each artifact's content from st into dir/{type}/{filename}
 // and checks it against the digest recorded when it was written.
-func downloadArtifacts(ctx context.Context, st artifact.Store, list []*messages.ArtifactWritten, dir string, report io.Writer) error {
+// artifactReader reads an artifact's content and its sha256 from wherever it is kept.
+type artifactReader func(ctx context.Context, path string) (content []byte, sha256 string, err error)
+
+// storeArtifactReader reads from an artifact store (the data dir's, or S3).
+func storeArtifactReader(st artifact.Store) artifactReader {
+	return func(ctx context.Context, path string) ([]byte, string, error) {
+		content, info, err := st.Read(ctx, path)
+		return content, info.SHA256, err
+	}
+}
+
+// remoteArtifactReader reads through a node's gateway
+// (GET /v1/sessions/{id}/artifacts/{type}/{filename}).
+func remoteArtifactReader(addr, token string) artifactReader {
+	return func(ctx context.Context, path string) ([]byte, string, error) {
+		ref, err := artifact.ParsePath(path)
+		if err != nil {
+			return nil, "", err
+		}
+		var buf bytes.Buffer
+		route := "/v1/sessions/" + url.PathEscape(ref.SessionID) + "/artifacts/" + url.PathEscape(ref.Type) + "/" + url.PathEscape(ref.Filename)
+		if err := remoteGet(ctx, addr, token, route, &buf); err != nil {
+			return nil, "", err
+		}
+		sum := sha256.Sum256(buf.Bytes())
+		return buf.Bytes(), hex.EncodeToString(sum[:]), nil
+	}
+}
+
+func downloadArtifacts(ctx context.Context, read artifactReader, list []*messages.ArtifactWritten, dir string, report io.Writer) error {
 	var errs []error
 	for _, a := range list {
 		ref, err := artifact.ParsePath(a.GetPath()) // never trust a path to name a local file unchecked
@@ -184,13 +218,13 @@ func downloadArtifacts(ctx context.Context, st artifact.Store, list []*messages.
 			errs = append(errs, err)
 			continue
 		}
-		content, info, err := st.Read(ctx, a.GetPath())
+		content, sum, err := read(ctx, a.GetPath())
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if a.GetSha256() != "" && info.SHA256 != a.GetSha256() {
-			fmt.Fprintf(report, "warning: %s changed since it was recorded (sha256 %s, recorded %s)\n", a.GetPath(), info.SHA256, a.GetSha256())
+		if a.GetSha256() != "" && sum != a.GetSha256() {
+			fmt.Fprintf(report, "warning: %s changed since it was recorded (sha256 %s, recorded %s)\n", a.GetPath(), sum, a.GetSha256())
 		}
 		target := filepath.Join(dir, ref.Type, ref.Filename)
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {

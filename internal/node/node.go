@@ -26,6 +26,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -713,6 +714,23 @@ func (n *Node) Cluster() *fcluster.Node { return n.member }
 // Session returns a grain client for session id, as any service would use.
 func (n *Node) Session(id string) *messages.SessionGrainClient {
 	return messages.GetSessionGrainClient(n.member.Cluster(), id)
+}
+
+// ReadArtifact implements gateway.ArtifactReader over the node's artifact store.
+func (n *Node) ReadArtifact(ctx context.Context, path string) ([]byte, string, string, error) {
+	if n.artifacts == nil {
+		return nil, "", "", fmt.Errorf("%w: this node has no artifact store", gateway.ErrArtifactNotFound)
+	}
+	content, info, err := n.artifacts.Read(ctx, path)
+	switch {
+	case errors.Is(err, artifact.ErrNotFound):
+		return nil, "", "", fmt.Errorf("%w: %v", gateway.ErrArtifactNotFound, err)
+	case errors.Is(err, artifact.ErrInvalidPath):
+		return nil, "", "", fmt.Errorf("%w: %v", gateway.ErrInvalidArtifactPath, err)
+	case err != nil:
+		return nil, "", "", err
+	}
+	return content, info.ContentType, info.SHA256, nil
 }
 
 // MetricsHandler serves the node's metrics in the Prometheus text format.
