@@ -1,39 +1,21 @@
 package gateway_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/testenv"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestAccessLog: every request is logged once answered (method, path, status, bytes,
 // duration), health checks at debug, never the token; a WebSocket upgrade still works
 // through the logging writer.
 func TestAccessLog(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}})

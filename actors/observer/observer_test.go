@@ -1,7 +1,6 @@
 package observer_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -14,25 +13,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/internal/testenv"
 )
-
-// syncBuffer is a log sink safe for the actor's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // crasher panics on every string message it gets.
 type crasher struct{}
@@ -59,7 +41,7 @@ func TestSupervisionEventsAreLoggedCountedAndKept(t *testing.T) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}))
-	var logs syncBuffer
+	var logs testenv.Buffer
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	var published []observer.Restart

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
 func writePrompt(t *testing.T, dir, rel, text string) string {
@@ -28,27 +28,9 @@ func runInProcess(t *testing.T, args ...string) (stdout, stderr string, code int
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Loggers of the in-process node and sandbox write from their own goroutines.
-	var out, errb lockedBuffer
+	var out, errb testenv.Buffer
 	code = Run(ctx, args, &out, &errb)
 	return out.String(), errb.String(), code
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestRunRejectsBrokenPrompts: a broken template in --prompts-dir (or
