@@ -31,9 +31,13 @@ func echoKind() *cluster.Kind {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// startNode starts a member of cfg (logging nowhere unless cfg.Logger is set) and stops
+// it when the test ends.
 func startNode(t *testing.T, cfg fcluster.Config) *fcluster.Node {
 	t.Helper()
-	cfg.Logger = quiet()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
 	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
 	if err != nil {
 		t.Fatal(err)

@@ -51,23 +51,7 @@ func (l *logBuffer) records(msg string) []map[string]any {
 func startLoggingNode(t *testing.T, cfg fcluster.Config, logs *logBuffer) *fcluster.Node {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return n
+	return startNode(t, cfg)
 }
 
 // TestGracefulLeaveOfAPeerIsNotAnError: two members of the local provider (each its own

@@ -242,20 +242,30 @@ func checkAnthTurns(turns []anthTurn) error {
 	return nil
 }
 
-// messages answers POST /v1/messages.
-func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+// readAnthRequest reads and decodes a Messages API request body (bounded by
+// MaxRequestBytes); on a bad one it answers with an Anthropic-shaped error and reports false.
+func readAnthRequest(w http.ResponseWriter, r *http.Request, needMaxTokens bool) (anthRequest, TemplateData, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	if err != nil {
 		writeAnthError(w, http.StatusBadRequest, "read body: "+err.Error(), 0)
-		return
+		return anthRequest{}, TemplateData{}, false
 	}
 	if len(body) > MaxRequestBytes {
 		writeAnthError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
-		return
+		return anthRequest{}, TemplateData{}, false
 	}
-	req, d, err := decodeAnthRequest(body, true)
+	req, d, err := decodeAnthRequest(body, needMaxTokens)
 	if err != nil {
 		writeAnthError(w, http.StatusBadRequest, err.Error(), 0)
+		return anthRequest{}, TemplateData{}, false
+	}
+	return req, d, true
+}
+
+// messages answers POST /v1/messages.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	req, d, ok := readAnthRequest(w, r, true)
+	if !ok {
 		return
 	}
 	n := s.requests.Add(1)
@@ -312,18 +322,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // countTokens answers POST /v1/messages/count_tokens.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-	if err != nil {
-		writeAnthError(w, http.StatusBadRequest, "read body: "+err.Error(), 0)
-		return
-	}
-	if len(body) > MaxRequestBytes {
-		writeAnthError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
-		return
-	}
-	req, _, err := decodeAnthRequest(body, false)
-	if err != nil {
-		writeAnthError(w, http.StatusBadRequest, err.Error(), 0)
+	req, _, ok := readAnthRequest(w, r, false)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": req.inTok})
