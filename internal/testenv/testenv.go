@@ -38,6 +38,9 @@ const (
 	// EnvNodeModelClients is a directory whose node_modules holds the current official
 	// openai (6.x) and @anthropic-ai/sdk npm clients.
 	EnvNodeModelClients = "FATHOM_TEST_NODE_MODEL_CLIENTS"
+	// EnvNodeMCP is a directory whose node_modules holds the official MCP TypeScript SDK
+	// (@modelcontextprotocol/sdk) and zod.
+	EnvNodeMCP = "FATHOM_TEST_NODE_MCP"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -133,6 +136,13 @@ func NodeOpenAI(t testing.TB) string {
 func NodeModelClients(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeModelClients, "the openai 6 and @anthropic-ai/sdk npm clients")
+}
+
+// NodeMCP returns the directory whose node_modules holds the official MCP TypeScript SDK
+// (@modelcontextprotocol/sdk) and zod (scripts/install-node-mcp.sh).
+func NodeMCP(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeMCP, "the @modelcontextprotocol/sdk npm package")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails
