@@ -245,7 +245,9 @@ type ConnectError struct {
 	Err    error
 }
 
-func (e *ConnectError) Error() string { return fmt.Sprintf("mcp server %s: connect: %v", e.Server, e.Err) }
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("mcp server %s: connect: %v", e.Server, e.Err)
+}
 
 // Unwrap returns the cause.
 func (e *ConnectError) Unwrap() error { return e.Err }
