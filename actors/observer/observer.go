@@ -1,7 +1,7 @@
 // Package observer owns the node's view of supervision: an actor that subscribes to the
 // actor system's event stream and turns every supervision event (restart, stop, escalation,
 // resume) of any actor on the node — session grains, step and tool runners, sub-agents,
-// summarizer workers, sandbox connections — into a structured log line, a metric
+// summarizer workers, sandbox connections, MCP server connections — into a structured log line, a metric
 // (fathom.actor.restarts, exported to Prometheus as fathom_actor_restarts_total{kind}) and a
 // Restart record kept in a bounded ring for operators.
 //
@@ -42,6 +42,7 @@ const (
 	KindAgentCall  = "agent_llm_call"     // a sub-agent's LLM call
 	KindSummarizer = "summarizer"         // a summarizer pool or worker
 	KindSandbox    = "sandbox_connection" // the sandbox pool, a connection or its token manager
+	KindMCP        = "mcp_server"         // an MCP server's connection (actors/mcp) or their supervisor
 	KindOther      = "other"              // anything else
 )
 
@@ -246,7 +247,7 @@ const grainRoot = "partition-activator/"
 // Classify names the kind of actor a PID id belongs to and its session, from the path the
 // node gives its actors: grains are partition-activator/<session id>$n, their children
 // step-runner$n, tool-runner$n and subagent-<id>$n (whose children are llm$n and tool$n);
-// summarizers/… and sandbox/… are the node's pools.
+// summarizers/… and sandbox/… are the node's pools; mcp/… its MCP server connections.
 func Classify(path string) (kind, sessionID string) {
 	parts := strings.Split(path, "/")
 	name := func(i int) string {
@@ -278,6 +279,8 @@ func Classify(path string) (kind, sessionID string) {
 		return KindSummarizer, ""
 	case parts[0] == "sandbox":
 		return KindSandbox, ""
+	case parts[0] == "mcp":
+		return KindMCP, ""
 	}
 	return KindOther, ""
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,7 @@ type Conn struct {
 	stderr    *sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool
 }
 
 // Dial connects to the server and initialises the session. ctx bounds the connection
@@ -221,9 +223,13 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 // returns why.
 func (c *Conn) Wait() error { return c.cs.Wait() }
 
+// Closed reports whether Close was called (the connection ended because we ended it).
+func (c *Conn) Closed() bool { return c.closing.Load() }
+
 // Close ends the session: a stdio server's stdin is closed and the process waited for
 // (signalled after Options.TerminateAfter). It is idempotent.
 func (c *Conn) Close() error {
+	c.closing.Store(true)
 	c.closeOnce.Do(func() {
 		err := c.cs.Close()
 		if c.stderr != nil {
