@@ -21,6 +21,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	mcpactor "github.com/fathom-agents/fathom/actors/mcp"
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
@@ -48,6 +49,7 @@ import (
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
+	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
 // summarizerName is the name of the node's summarizer pool.
@@ -115,6 +117,11 @@ type Config struct {
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
 	// by file (prompts.Load); a broken template fails Start.
 	PromptsDir string
+	// MCPServers are MCP servers (stdio or streamable HTTP) whose tools the node offers
+	// as "{server}__{tool}", each kept connected by a supervised actor (actors/mcp). They
+	// are connected at start, before sessions run: one that cannot be fails the start.
+	// Their tools join the registry of Tools (the built-in one when Tools is nil).
+	MCPServers []mcptool.ServerConfig
 }
 
 // LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
@@ -265,6 +272,8 @@ type Node struct {
 	demo    *demoModel
 	sandbox *sandbox.Pool
 	local   *localSandbox
+	// mcp keeps the MCP servers connected; nil without Config.MCPServers.
+	mcp *mcpactor.Servers
 	// artifacts is the session workspace; nil when there is none.
 	artifacts artifact.Store
 	embed     *memory.EmbedWorker
@@ -376,6 +385,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)
 	if toolExec, err = n.newSandbox(toolExec); err != nil {
+		return nil, err
+	}
+	if err := n.startMCP(ctx, system, toolExec.Registry); err != nil {
 		return nil, err
 	}
 	tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
@@ -782,6 +794,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		if n.sandbox != nil {
 			errs = append(errs, n.sandbox.Stop(ctx))
+		}
+		if n.mcp != nil {
+			errs = append(errs, n.mcp.Stop(ctx))
 		}
 		if n.member != nil {
 			errs = append(errs, n.member.Stop(ctx))
