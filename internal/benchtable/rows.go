@@ -47,6 +47,8 @@ var tableRows = []row{
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time"},
 	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
 		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
+	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
+		Pkg: "./tools/mcp", Bench: "BenchmarkMCPOverhead/stdio", Base: "BenchmarkMCPOverhead/in-process", Kind: "time"},
 	{ID: "sse", What: "SSE parsing of a streamed answer (bare: `bufio.Scanner` line split)",
 		Pkg: "./llm/sse", Bench: "BenchmarkReader", Base: "BenchmarkBaselineScanLines", Kind: "throughput"},
 	{ID: "sandbox-roundtrip", What: "`print(1)` over FSP/WebSocket under bubblewrap (bare: exec of `python3 -c 'print(1)'`)",
