@@ -171,3 +171,26 @@ func TestStartFailsForAServerThatCannotStart(t *testing.T) {
 		t.Fatalf("duplicate names: %v", err)
 	}
 }
+
+// TestHTTPServerThatWentAwayIsReconnected: while the HTTP server is down its tools fail
+// with a retryable sandbox error; when it is back (a new process, which knows nothing of
+// the old session) the connection actor reconnects and the tools work again.
+func TestHTTPServerThatWentAwayIsReconnected(t *testing.T) {
+	srv := mcptest.StartHTTP(t, "")
+	s, ex, _, logs := start(t, mcptool.ServerConfig{Name: "docs", URL: srv.URL})
+	if res := call(ex, "docs__echo", `{"text":"a"}`); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	srv.Stop()
+	res := call(ex, "docs__echo", `{"text":"b"}`)
+	if res.Err == nil || res.Err.Type != tools.ErrSandbox || !res.Err.Retryable {
+		t.Fatalf("call while the server is down: %q %+v", res.Output, res.Err)
+	}
+	srv.Start()
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		return call(ex, "docs__echo", `{"text":"c"}`).Err == nil
+	}, "docs__echo never worked again: %+v\n%s", s.Status(), logs)
+	if st := status(s, "docs"); st.Connects < 2 {
+		t.Fatalf("status %+v", st)
+	}
+}

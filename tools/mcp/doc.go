@@ -14,7 +14,8 @@
 //	the server refused the arguments (-32602)      validation  yes
 //	any other JSON-RPC error of the server         execution   no
 //	the server is not connected (restarting),      sandbox     yes
-//	  the connection dropped during the call
+//	  the connection dropped during the call, the
+//	  request did not reach it (refused, HTTP error)
 //	timeout (the executor's)                       timeout     no
 //
 // The call's idempotency key (tools.Call.IdempotencyKey) is sent in the request's

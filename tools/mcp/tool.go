@@ -101,13 +101,17 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (any, error) {
 	return text, nil
 }
 
+// codeRejectedByTransport is the Go SDK's code for a request that did not reach the
+// server (connection refused, HTTP error, closed stream): not the server's answer.
+const codeRejectedByTransport = -32005
+
 // callError classifies a failed call.
 func (t *Tool) callError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("mcp server %s: %w", t.server, ctx.Err()) // the executor reports timeout or cancellation
 	}
 	var we *jsonrpc.Error
-	if errors.As(err, &we) {
+	if errors.As(err, &we) && we.Code != codeRejectedByTransport {
 		if we.Code == jsonrpc.CodeInvalidParams {
 			return tools.ValidationError(t.name, "the MCP server refused the arguments: "+we.Message)
 		}

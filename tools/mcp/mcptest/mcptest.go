@@ -55,36 +55,75 @@ func Stdio(t testing.TB, name string) mcptool.ServerConfig {
 // token" when token is set) and returns its URL; the test's cleanup stops it.
 func HTTP(t testing.TB, token string) string {
 	t.Helper()
+	return StartHTTP(t, token).URL
+}
+
+// HTTPServer is the test server over streamable HTTP, as a process the test can stop
+// and start again on the same port.
+type HTTPServer struct {
+	// URL is the MCP endpoint.
+	URL string
+
+	t              testing.TB
+	path, nodePath string
+	token, port    string
+	cmd            *exec.Cmd
+	cancel         context.CancelFunc
+}
+
+// StartHTTP starts the test server over streamable HTTP; the test's cleanup stops it.
+func StartHTTP(t testing.TB, token string) *HTTPServer {
+	t.Helper()
 	path, nodePath := Script(t)
+	s := &HTTPServer{t: t, path: path, nodePath: nodePath, token: token, port: "0"}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:(\d+)/mcp)`)
+
+// Start starts the server's process (on the port of the first start, after a Stop).
+func (s *HTTPServer) Start() {
+	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", path, "http")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+nodePath, "MCP_TOKEN="+token)
+	cmd := exec.CommandContext(ctx, "node", s.path, "http")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+s.nodePath, "MCP_TOKEN="+s.token, "MCP_PORT="+s.port)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("start the HTTP MCP server: %v", err)
+		s.t.Fatalf("start the HTTP MCP server: %v", err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	found := make(chan string, 1)
+	s.cmd, s.cancel = cmd, cancel
+	found := make(chan []string, 1)
 	go func() {
-		re := regexp.MustCompile(`listening on (\S+)`)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m
 			}
 		}
 	}()
 	select {
-	case u := <-found:
-		return u
+	case m := <-found:
+		s.URL, s.port = m[1], m[2]
 	case <-time.After(30 * time.Second):
-		t.Fatal("the HTTP MCP server did not print its address within 30s")
-		return ""
+		s.Stop()
+		s.t.Fatal("the HTTP MCP server did not print its address within 30s")
 	}
+}
+
+// Stop kills the server's process and waits for it; it is idempotent.
+func (s *HTTPServer) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.cancel()
+	_ = s.cmd.Wait()
+	s.cmd = nil
 }

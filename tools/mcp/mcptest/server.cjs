@@ -6,7 +6,7 @@
 //                                  prints "listening on URL" on stdout
 //
 // Env: MCP_TOKEN, when set, makes the HTTP server refuse requests without
-// "Authorization: Bearer MCP_TOKEN".
+// "Authorization: Bearer MCP_TOKEN"; MCP_PORT is the HTTP port (default: a free one).
 //
 // Tools: echo {text} (the text, this process's pid and the call's idempotency key from
 // _meta), lookup_order {order_id}, fail {} (an isError result), crash {} (the process
@@ -112,7 +112,7 @@ function serveHTTP() {
       if (!res.headersSent) res.writeHead(500).end();
     }
   });
-  srv.listen(0, "127.0.0.1", () => console.log(`listening on http://127.0.0.1:${srv.address().port}/mcp`));
+  srv.listen(Number(process.env.MCP_PORT || 0), "127.0.0.1", () => console.log(`listening on http://127.0.0.1:${srv.address().port}/mcp`));
 }
 
 if (process.argv[2] === "http") serveHTTP();
