@@ -147,6 +147,11 @@ func TestNodeRestartsACrashedMCPServer(t *testing.T) {
 	if !strings.Contains(logs.String(), "kind=mcp_server") {
 		t.Fatalf("the restart is not in the node's log:\n%s", logs)
 	}
+	rec := httptest.NewRecorder()
+	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `fathom_actor_restarts_total{kind="mcp_server"} 1`) {
+		t.Fatalf("the restart is not counted in /metrics:\n%s", rec.Body)
+	}
 }
 
 // TestNodeFailsToStartWithAnUnreachableMCPServer: the start fails, naming the server.
