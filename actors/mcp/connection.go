@@ -100,19 +100,21 @@ func (c *connection) Receive(ctx actor.Context) {
 // dial starts a connection attempt in a goroutine: connect, then list the tools.
 func (c *connection) dial(ctx actor.Context) {
 	c.attempt = int(c.srv.attempts.Add(1))
-	n, self, root, srv := c.attempt, ctx.Self(), ctx.ActorSystem().Root, c.srv
+	n, self, root, srv, timeout := c.attempt, ctx.Self(), ctx.ActorSystem().Root, c.srv, c.cfg.ConnectTimeout
 	opts := mcptool.Options{Logger: c.log, OnToolsChanged: func() { root.Send(self, &toolsChanged{attempt: n}) }}
 	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
-		dctx, cancel := context.WithTimeout(srv.ctx, c.cfg.ConnectTimeout)
+		dctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		conn, err := mcptool.Dial(dctx, srv.cfg, opts)
 		if err != nil {
 			root.Send(self, &dialed{attempt: n, err: err})
 			return
 		}
-		srv.track(conn) // from here, Stop closes it whoever holds it
+		if !srv.track(conn) { // from here, Stop closes it whoever holds it
+			return // stopping: closed already
+		}
 		infos, err := conn.Tools(dctx)
 		if err != nil {
 			srv.close(conn)
@@ -176,11 +178,11 @@ func (c *connection) onToolsChanged(ctx actor.Context, msg *toolsChanged) {
 // list runs a tools/list in a goroutine.
 func (c *connection) list(ctx actor.Context) {
 	c.listing, c.relist = true, false
-	n, self, root, conn, srv := c.attempt, ctx.Self(), ctx.ActorSystem().Root, c.conn, c.srv
+	n, self, root, conn, srv, timeout := c.attempt, ctx.Self(), ctx.ActorSystem().Root, c.conn, c.srv, c.cfg.ListTimeout
 	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
-		lctx, cancel := context.WithTimeout(srv.ctx, c.cfg.ListTimeout)
+		lctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		infos, err := conn.Tools(lctx)
 		root.Send(self, &listed{attempt: n, infos: infos, err: err})

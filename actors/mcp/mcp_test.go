@@ -3,10 +3,13 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +84,26 @@ func TestServersStartWithTheNodeAndRegisterTheirTools(t *testing.T) {
 	}
 	if status(s, "docs").Transport != mcptool.TransportHTTP || status(s, "orders").Transport != mcptool.TransportStdio {
 		t.Fatalf("transports: %+v", s.Status())
+	}
+	// Stop ends the stdio server's process: nothing outlives the node.
+	m := pidRE.FindStringSubmatch(call(ex, "orders__echo", `{"text":"pid?"}`).Output)
+	if m == nil {
+		t.Fatal("no pid in echo's answer")
+	}
+	pid, err := strconv.Atoi(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the stdio server (pid %d) outlived Stop: kill -0: %v", pid, err)
+	}
+	if res := call(ex, "orders__echo", `{"text":"after"}`); res.Err == nil || res.Err.Type != tools.ErrSandbox {
+		t.Fatalf("a call after Stop: %q %+v", res.Output, res.Err)
 	}
 }
 

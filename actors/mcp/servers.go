@@ -240,10 +240,19 @@ func (s *server) reportFirst(err error) {
 	}
 }
 
-func (s *server) track(c *mcptool.Conn) {
+// track records c as open, so Stop closes it whoever holds it; after Stop began it
+// closes c at once and reports false.
+func (s *server) track(c *mcptool.Conn) bool {
 	s.mu.Lock()
-	s.open[c] = true
+	stopped := s.ctx.Err() != nil
+	if !stopped {
+		s.open[c] = true
+	}
 	s.mu.Unlock()
+	if stopped {
+		s.close(c)
+	}
+	return !stopped
 }
 
 // close closes c in a goroutine of the server (a stdio server gets time to exit).
