@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -92,5 +96,37 @@ func TestBadConfigFileFailsTheStart(t *testing.T) {
 	r := fathom(t, cleanEnv(), "run", "--config", path, "--data-dir", t.TempDir(), "a goal")
 	if r.code != 2 || !strings.Contains(r.stderr, path+":1: approval: tool approval") || !strings.Contains(r.stderr, "not supported yet") {
 		t.Fatalf("approval section: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestNodeWithMCPServersFromFATHOM_CONFIG: `fathom node` reads the file FATHOM_CONFIG
+// names, a session started over the gateway calls the stdio server's tool, and stopping
+// the node ends the server's process.
+func TestNodeWithMCPServersFromFATHOM_CONFIG(t *testing.T) {
+	script, nodePath := mcptest.Script(t)
+	cfgPath := filepath.Join(t.TempDir(), "fathom.yaml")
+	cfg := "mcp_servers:\n  - name: orders\n    command: node\n    args: [" + script + ", stdio]\n    env: {NODE_PATH: " + nodePath + "}\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := startMockLLM(t, scriptJSON(t, mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"custom","description":"echo","dependencies":[]}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: `echo: over the gateway`, Response: "Echoed."},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "orders__echo", Arguments: `{"text":"over the gateway"}`}}},
+	}, Default: "done"}))
+	p := startNode(t, cleanEnv("FATHOM_CONFIG="+cfgPath, "OPENAI_BASE_URL="+base, "OPENAI_API_KEY=k"), "--data-dir", t.TempDir())
+	lines := nodeSessionEvents(t, p, "node-mcp-1", "Echo something")
+	var pid int
+	for _, l := range lines {
+		if m := regexp.MustCompile(`"tool_result".*echo: over the gateway \(pid (\d+)`).FindStringSubmatch(l); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+	}
+	if pid == 0 || !strings.Contains(lines[len(lines)-1], "session_completed") {
+		t.Fatalf("no orders__echo result from the MCP server:\n%s", strings.Join(lines, "\n"))
+	}
+	p.stop(t)
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the MCP server (pid %d) outlived the node: kill -0: %v\n%s", pid, err, p.stderr)
 	}
 }
