@@ -150,24 +150,36 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 
 // TestListChangedUpdatesTheRegistry: a tool the server adds at run time (it sends
 // notifications/tools/list_changed) is registered and callable; a removed one is gone.
+// Over stdio, and over streamable HTTP (the notification arrives on the standalone SSE
+// stream).
 func TestListChangedUpdatesTheRegistry(t *testing.T) {
-	_, ex, _, _ := start(t, mcptest.Stdio(t, "orders"))
-	if res := call(ex, "orders__add_tool", `{"name":"double"}`); res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool { _, ok := ex.Registry.Get("orders__double"); return ok }, "orders__double not registered")
-	if res := call(ex, "orders__double", `{"n":21}`); res.Err != nil || res.Output != "double got 21" {
-		t.Fatalf("orders__double: %q %v", res.Output, res.Err)
-	}
-	if res := call(ex, "orders__double", `{"n":"x"}`); res.Err == nil || res.Err.Type != tools.ErrValidation {
-		t.Fatalf("the new tool's schema is not enforced: %+v", res.Err)
-	}
-	if res := call(ex, "orders__remove_tool", `{"name":"double"}`); res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool { _, ok := ex.Registry.Get("orders__double"); return !ok }, "orders__double still registered")
-	if _, ok := ex.Registry.Get("orders__echo"); !ok {
-		t.Fatal("re-listing lost orders__echo")
+	for _, tc := range []struct {
+		name string
+		cfg  func(t *testing.T) mcptool.ServerConfig
+	}{
+		{"stdio", func(t *testing.T) mcptool.ServerConfig { return mcptest.Stdio(t, "orders") }},
+		{"http", func(t *testing.T) mcptool.ServerConfig { return mcptool.ServerConfig{Name: "orders", URL: mcptest.HTTP(t, "")} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ex, _, _ := start(t, tc.cfg(t))
+			if res := call(ex, "orders__add_tool", `{"name":"double"}`); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool { _, ok := ex.Registry.Get("orders__double"); return ok }, "orders__double not registered")
+			if res := call(ex, "orders__double", `{"n":21}`); res.Err != nil || res.Output != "double got 21" {
+				t.Fatalf("orders__double: %q %v", res.Output, res.Err)
+			}
+			if res := call(ex, "orders__double", `{"n":"x"}`); res.Err == nil || res.Err.Type != tools.ErrValidation {
+				t.Fatalf("the new tool's schema is not enforced: %+v", res.Err)
+			}
+			if res := call(ex, "orders__remove_tool", `{"name":"double"}`); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool { _, ok := ex.Registry.Get("orders__double"); return !ok }, "orders__double still registered")
+			if _, ok := ex.Registry.Get("orders__echo"); !ok {
+				t.Fatal("re-listing lost orders__echo")
+			}
+		})
 	}
 }
 
