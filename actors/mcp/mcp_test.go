@@ -158,7 +158,9 @@ func TestListChangedUpdatesTheRegistry(t *testing.T) {
 		cfg  func(t *testing.T) mcptool.ServerConfig
 	}{
 		{"stdio", func(t *testing.T) mcptool.ServerConfig { return mcptest.Stdio(t, "orders") }},
-		{"http", func(t *testing.T) mcptool.ServerConfig { return mcptool.ServerConfig{Name: "orders", URL: mcptest.HTTP(t, "")} }},
+		{"http", func(t *testing.T) mcptool.ServerConfig {
+			return mcptool.ServerConfig{Name: "orders", URL: mcptest.HTTP(t, "")}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ex, _, _ := start(t, tc.cfg(t))
