@@ -128,3 +128,11 @@ func TestScaleBenchTime(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatRatio(t *testing.T) {
+	for v, want := range map[float64]string{1.333: "1.33", 0.75: "0.75", 0.0042: "0.0042", 0.051: "0.051", 0: "0.00", 12: "12.00"} {
+		if got := formatRatio(v); got != want {
+			t.Errorf("formatRatio(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -152,8 +153,17 @@ func (r row) line(res map[measurement][]sample) string {
 			fathom += fmt.Sprintf(", %s, %.0f allocs", format(b, "B/op"), a)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | **%.2f× %s** | %s | %s |\n",
-		r.ID, what, fathom, format(bv, unit), ratio, r.Kind, target, met)
+	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
+		r.ID, what, fathom, format(bv, unit), formatRatio(ratio), r.Kind, target, met)
+}
+
+// formatRatio renders a ratio with two decimals, or two significant digits when it is
+// below 0.1 (0.0042×, never 0.00×).
+func formatRatio(v float64) string {
+	if v != 0 && math.Abs(v) < 0.1 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 func (r row) target() string {
