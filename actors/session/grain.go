@@ -612,7 +612,11 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		ctx.CancelReceiveTimeout()
 		return
 	}
-	ctx.SetReceiveTimeout(g.deps.Config.IdleTimeout)
+	timeout := g.deps.Config.IdleTimeout
+	if f := g.deps.Config.FinishedIdleTimeout; f > 0 && f < timeout && Terminal(g.state) {
+		timeout = f
+	}
+	ctx.SetReceiveTimeout(timeout)
 }
 
 func (g *Grain) stopTimers() {

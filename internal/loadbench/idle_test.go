@@ -40,17 +40,19 @@ func settledRSS() float64 {
 // 10,000; one step each, zero-latency model) on one node, waits until every finished
 // session has passivated on its own (no client request), then touches each once
 // (GetState, which activates it from its snapshot). Reported: how long the finished
-// sessions took to passivate, the RSS left per passivated session, and activation latency
-// p50/p99.
+// sessions took to passivate, the RSS left per passivated session against the peak RSS
+// growth per session while they ran, and activation latency p50/p99.
 func BenchmarkPassivatedSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_IDLE_SESSIONS", 10000)
 	n := startNode(b, script(b, 1, 0))
 	for i := 0; b.Loop(); i++ {
 		base := settledRSS()
 		prefix := fmt.Sprintf("idle%d", i)
+		var peak float64
 		for done := 0; done < sessions; { // in waves, so the run measures idle, not load
 			wave := min(1000, sessions-done)
-			run(b, n, fmt.Sprintf("%s-%d", prefix, done), wave)
+			_, _, _, p := run(b, n, fmt.Sprintf("%s-%d", prefix, done), wave)
+			peak = max(peak, p)
 			done += wave
 		}
 		finished := time.Now()
@@ -76,6 +78,7 @@ func BenchmarkPassivatedSessions(b *testing.B) {
 		}
 		b.ReportMetric(passivated.Seconds(), "s-to-passivate")
 		b.ReportMetric((idle-base)/float64(sessions), "RSS-B/idle-session")
+		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/active-session")
 		b.ReportMetric(float64(percentile(lats, 0.5).Microseconds()), "p50-activation-µs")
 		b.ReportMetric(float64(percentile(lats, 0.99).Microseconds()), "p99-activation-µs")
 	}
