@@ -39,6 +39,11 @@ type Config struct {
 	// IdleTimeout passivates a grain that received nothing for this long while no step
 	// is in flight. Reactivation restores identical state from the journal.
 	IdleTimeout time.Duration
+	// FinishedIdleTimeout passivates a finished grain (completed, failed or cancelled)
+	// that received nothing for this long, when shorter than IdleTimeout: a finished
+	// session costs no memory once its last readers are done. Default 5 s; 0 means
+	// IdleTimeout.
+	FinishedIdleTimeout time.Duration
 	// LLMTimeout bounds one LLM call, the provider's own retries included.
 	LLMTimeout time.Duration
 	// JournalTimeout bounds one journal operation made by the grain.
@@ -245,6 +250,7 @@ func DefaultConfig() Config {
 		MaxSteps:            10,
 		SnapshotEvery:       20,
 		IdleTimeout:         10 * time.Minute,
+		FinishedIdleTimeout: 5 * time.Second,
 		LLMTimeout:          5 * time.Minute,
 		JournalTimeout:      10 * time.Second,
 		RetryBackoffMax:     10 * time.Second,
@@ -274,6 +280,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: snapshot interval must be positive")
 	case c.IdleTimeout < time.Millisecond:
 		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
+	case c.FinishedIdleTimeout < 0:
+		return fmt.Errorf("session config: finished idle timeout %s is negative", c.FinishedIdleTimeout)
 	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0 || c.ToolTimeout <= 0 || c.StepRetryDelay <= 0:
 		return errors.New("session config: timeouts must be positive")
 	case c.StepAttempts == 0:

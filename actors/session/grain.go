@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
@@ -28,7 +29,7 @@ func Kind() *cluster.Kind {
 	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
 	// step is in flight).
 	return messages.NewSessionKind(func() messages.Session { return &Grain{} }, 0,
-		actor.WithSupervisor(runnerSupervisor()))
+		actor.WithSupervisor(runnerSupervisor()), dispatch.Props())
 }
 
 // runnerSupervisor restarts a crashed step runner (it re-makes its call); after 3
@@ -611,7 +612,11 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		ctx.CancelReceiveTimeout()
 		return
 	}
-	ctx.SetReceiveTimeout(g.deps.Config.IdleTimeout)
+	timeout := g.deps.Config.IdleTimeout
+	if f := g.deps.Config.FinishedIdleTimeout; f > 0 && f < timeout && Terminal(g.state) {
+		timeout = f
+	}
+	ctx.SetReceiveTimeout(timeout)
 }
 
 func (g *Grain) stopTimers() {

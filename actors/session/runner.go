@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
@@ -40,7 +41,7 @@ type runnerDone struct{ res *llmResult }
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st}
-	})
+	}, dispatch.Props())
 }
 
 // Receive implements actor.Actor.

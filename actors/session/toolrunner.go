@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -31,7 +32,7 @@ type toolRunnerDone struct{ res *toolResult }
 func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c}
-	})
+	}, dispatch.Props())
 }
 
 // Receive implements actor.Actor.

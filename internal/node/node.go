@@ -27,6 +27,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
@@ -282,6 +283,10 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
+	// events is the grains' EventObserver (metrics and pub-sub topics); topics publishes
+	// on the cluster's pub-sub (topics.go).
+	events eventObservers
+	topics *topics.Publisher
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	reactivator *actor.PID
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
@@ -423,8 +428,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.events.metrics = recorder
 	deps := &session.Deps{
-		Metrics:    recorder,
+		Metrics:    &n.events,
 		Tokenizer:  tok,
 		Embedder:   embedder,
 		Vectors:    n.vectors,
@@ -454,10 +460,10 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
-	if n.observer, err = observer.Spawn(system, observer.Config{
-		Node: n.member.Address(), Logger: cfg.Logger.With("component", "observer"),
-		Meter: n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer"),
-	}); err != nil {
+	obsCfg := n.startTopics()
+	obsCfg.Node, obsCfg.Logger = n.member.Address(), cfg.Logger.With("component", "observer")
+	obsCfg.Meter = n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer")
+	if n.observer, err = observer.Spawn(system, obsCfg); err != nil {
 		return nil, err
 	}
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
@@ -798,6 +804,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.mcp != nil {
 			errs = append(errs, n.mcp.Stop(ctx))
 		}
+		n.stopTopics()
 		if n.member != nil {
 			errs = append(errs, n.member.Stop(ctx))
 		}
