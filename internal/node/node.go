@@ -101,6 +101,9 @@ type Config struct {
 	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
 	// node's artifact store.
 	Tools *tools.Executor
+	// ExtraTools are registered beside the built-in (or Tools') tools: an embedding
+	// program's own tools. A name already taken fails Start.
+	ExtraTools []tools.Tool
 	// SearXNGURL, when set, is the SearXNG instance web_search queries, in place of
 	// FATHOM_SEARXNG_URL (its token stays FATHOM_SEARXNG_TOKEN).
 	SearXNGURL string
@@ -370,6 +373,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 		toolExec = &tools.Executor{Registry: reg}
+	}
+	for _, t := range cfg.ExtraTools {
+		if err := toolExec.Registry.Register(t); err != nil {
+			return nil, fmt.Errorf("node: tool %q: %w", t.Name(), err)
+		}
 	}
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
