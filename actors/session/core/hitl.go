@@ -75,20 +75,6 @@ func requestStepInput(b *EventBuilder, step *messages.PlanStep) {
 	})
 }
 
-// holdToolCall follows the tool_called of call c (key: its idempotency key) in step:
-// an ask_human call opens a human-input request (or, with bad arguments, gets its
-// validation error as its result at once); a call matching a tool breakpoint stops
-// the session before the turn's calls run.
-func holdToolCall(b *EventBuilder, s *messages.SessionState, cfg Config, step *messages.PlanStep, c *messages.ToolCallRequest, key string) {
-	if c.GetName() == builtin.AskHumanName {
-		askHuman(b, cfg, step, c, key, "")
-		return
-	}
-	if bp := matchToolBreakpoint(s, step, c.GetName()); bp != nil && !interrupted(b) {
-		interrupt(b, bp, s.GetCurrentStepIndex(), step.GetId())
-	}
-}
-
 // askHuman opens the human-input request of ask_human call c (made by sub-agent
 // subAgentID, "" for the orchestrator), or records its validation error as its result.
 // It reports whether a request was opened.
@@ -112,25 +98,6 @@ func askHuman(b *EventBuilder, cfg Config, step *messages.PlanStep, c *messages.
 		}}
 	})
 	return true
-}
-
-// interrupted reports whether b already stops the session.
-func interrupted(b *EventBuilder) bool {
-	return slices.ContainsFunc(b.Evs, func(e *messages.Event) bool { return e.GetInterruptTriggered() != nil })
-}
-
-// settleTurn asks the model again when every one of the turn's calls already has its
-// result in b (each was refused at once), since no tool result will come to do it.
-func settleTurn(b *EventBuilder, s *messages.SessionState, calls int) {
-	results := 0
-	for _, e := range b.Evs {
-		if e.GetToolResult() != nil {
-			results++
-		}
-	}
-	if calls > 0 && results == calls {
-		nextTurn(b, s)
-	}
 }
 
 // HeldTool reports whether pending call c must not start: it waits for a human, or the

@@ -103,15 +103,7 @@ func decideCallResult(b *EventBuilder, s *messages.SessionState, p *messages.Pen
 		llmFailed(b, s, p, r, cfg, now)
 		return
 	}
-	cost := cfg.Prices.Cost(firstNonEmpty(r.Model, s.GetConfig().GetModel()), r.Usage.GetInputTokens(), r.Usage.GetOutputTokens())
-	calls := NormaliseToolCalls(r.ToolCalls)
-	b.Add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
-			CallId: r.CallID, StepId: p.GetStepId(), Content: r.Content, Usage: r.Usage,
-			FinishReason: r.FinishReason, DurationMs: r.Duration.Milliseconds(), Model: r.Model,
-			ToolCalls: calls, CostUsd: cost, Tokens: r.Tokens, Context: r.CtxInfo,
-		}}
-	})
+	calls := respond(b, s, &agentTurn{stepID: p.GetStepId()}, r, cfg)
 	if p.GetPurpose() == purposeSynthesize {
 		completeWith(b, b.state(), r.Content)
 		return
@@ -132,37 +124,12 @@ func decideCallResult(b *EventBuilder, s *messages.SessionState, p *messages.Pen
 		advance(b, cfg)
 		return
 	}
-	idx := s.GetCurrentStepIndex()
-	st := s.GetSteps()[idx]
+	turn := orchestratorTurn(s, p)
 	if len(calls) == 0 {
-		completeStep(b, s, cfg, idx, r.Content)
+		completeStep(b, s, cfg, turn.stepIndex, r.Content)
 		return
 	}
-	next := st.GetToolCalls()
-	for i, c := range calls {
-		next++
-		index := next
-		b.Add(func(e *messages.Event) {
-			e.Payload = &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{
-				StepId: p.GetStepId(), CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(),
-				IdempotencyKey: IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), Index: index,
-			}}
-		})
-		if i >= int(cfg.MaxToolCallsPerTurn) {
-			// Recorded so the transcript stays well-formed (every call gets an answer), but
-			// not run: the model learns the bound and calls again next turn.
-			terr := tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
-			res := tools.Result{CallID: c.GetId(), Err: terr}
-			tokens := cfg.CountMessage(s.GetConfig().GetModel(), ToolMessage(c.GetId(), res))
-			b.Add(func(e *messages.Event) {
-				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
-					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
-			})
-		} else {
-			holdToolCall(b, s, cfg, st.GetStep(), c, IdempotencyKey(s.GetSessionId(), p.GetStepId(), index))
-		}
-	}
-	settleTurn(b, s, len(calls))
+	decideToolCalls(b, s, turn, calls, cfg)
 }
 
 // llmFailed decides what a failed call means: a retryable failure with attempts left

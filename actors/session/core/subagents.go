@@ -8,8 +8,6 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/tools"
-	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
 // Delegation, as decisions. A plan step of type research, code, write or review is run
@@ -367,68 +365,13 @@ func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentStat
 		finishSubAgent(b, cfg, id, &messages.SubagentResult{Status: StatusFailed, Summary: fmt.Sprintf("llm call %s failed: %v", r.CallID, r.Err)})
 		return b.Evs
 	}
-	cost := cfg.Prices.Cost(firstNonEmpty(r.Model, s.GetConfig().GetModel()), r.Usage.GetInputTokens(), r.Usage.GetOutputTokens())
-	calls := NormaliseToolCalls(r.ToolCalls)
-	stepID := sa.GetStepId()
-	b.Add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
-			CallId: r.CallID, StepId: stepID, Content: r.Content, Usage: r.Usage, FinishReason: r.FinishReason,
-			DurationMs: r.Duration.Milliseconds(), Model: r.Model, ToolCalls: calls, CostUsd: cost, Tokens: r.Tokens,
-			Context: r.CtxInfo, SubAgentId: id,
-		}}
-	})
+	turn := subAgentTurn(s, sa, cfg)
+	calls := respond(b, s, turn, r, cfg)
 	if len(calls) == 0 {
 		finishHandoff(b, cfg, id, ParseHandoff(sa.GetAgentType(), r.Content))
 		return b.Evs
 	}
-	pending := 0
-	// hold is a tool breakpoint one of the turn's calls matches: the turn's calls wait
-	// (the sub-agent actor starts none) until Resume, like the orchestrator's.
-	var hold *messages.Breakpoint
-	next := sa.GetToolCalls()
-	for i, c := range calls {
-		next++
-		index := next
-		key := IdempotencyKey(s.GetSessionId(), id, index)
-		b.Add(func(e *messages.Event) {
-			e.Payload = &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{
-				StepId: stepID, CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(), IdempotencyKey: key, Index: index, SubAgentId: id,
-			}}
-		})
-		var terr *tools.ToolError
-		switch {
-		case i < int(cfg.MaxToolCallsPerTurn) && c.GetName() == builtin.AskHumanName && slices.Contains(sa.GetTools(), c.GetName()):
-			// Answered by a human (ProvideInput), never run: the call waits in state.
-			if askHuman(b, cfg, stepOfID(s, stepID), c, key, id) {
-				pending++
-			}
-			continue
-		case i >= int(cfg.MaxToolCallsPerTurn):
-			terr = tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
-		case !slices.Contains(sa.GetTools(), c.GetName()):
-			terr = tools.ValidationError(c.GetName(), fmt.Sprintf("tool %q is not available to the %s; available tools: %s", c.GetName(), sa.GetAgentType(), strings.Join(sa.GetTools(), ", ")))
-		}
-		if terr == nil {
-			pending++
-			if hold == nil && s.GetInterrupt() == nil {
-				hold = matchToolBreakpoint(s, stepOfID(s, stepID), c.GetName())
-			}
-			continue
-		}
-		res := tools.Result{CallID: c.GetId(), Err: terr}
-		tokens := cfg.CountMessage(s.GetConfig().GetModel(), ToolMessage(c.GetId(), res))
-		b.Add(func(e *messages.Event) {
-			tr := toolResultEvent(stepID, c.GetId(), c.GetName(), key, res, tokens)
-			tr.SubAgentId = id
-			e.Payload = &messages.Event_ToolResult{ToolResult: tr}
-		})
-	}
-	if pending == 0 {
-		requestSubAgentCall(b, cfg, id)
-	} else if hold != nil {
-		idx, _ := StepIndexByID(s, stepID)
-		interrupt(b, hold, idx, stepID)
-	}
+	decideToolCalls(b, s, turn, calls, cfg)
 	return b.Evs
 }
 
