@@ -13,7 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
@@ -78,7 +78,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	for _, depth := range []struct {
 		name  string
 		depth int
-	}{{"pipelined", session.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
+	}{{"pipelined", core.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
 		b.Run(depth.name, func(b *testing.B) { benchSteps(b, depth.depth) })
 	}
 }
@@ -90,7 +90,7 @@ func benchSteps(b *testing.B, depth int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scfg := session.DefaultConfig()
+	scfg := core.DefaultConfig()
 	scfg.MaxSteps, scfg.MaxIterations = stepsPerSession, stepsPerSession+1
 	scfg.PipelineDepth = depth
 	ccfg := fcluster.DefaultConfig()

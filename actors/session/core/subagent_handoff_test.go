@@ -1,4 +1,4 @@
-package subagent
+package core
 
 import (
 	"strings"
@@ -64,7 +64,7 @@ func TestParseHandoffBoundsTheRawSummary(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
+func TestDecideHandoff(t *testing.T) {
 	for _, c := range []struct {
 		status            string
 		attempt, max      uint32
@@ -83,8 +83,8 @@ func TestDecide(t *testing.T) {
 		{StatusBlocked, 1, 3, false, true, ActionReplan},
 		{StatusBlocked, 1, 3, false, false, ActionFail},
 	} {
-		if got := Decide(&messages.SubagentResult{Status: c.status}, c.attempt, c.max, c.canAsk, c.canReplan); got != c.want {
-			t.Errorf("Decide(%q, %d/%d, ask=%v, replan=%v) = %s, want %s", c.status, c.attempt, c.max, c.canAsk, c.canReplan, got, c.want)
+		if got := DecideHandoff(&messages.SubagentResult{Status: c.status}, c.attempt, c.max, c.canAsk, c.canReplan); got != c.want {
+			t.Errorf("DecideHandoff(%q, %d/%d, ask=%v, replan=%v) = %s, want %s", c.status, c.attempt, c.max, c.canAsk, c.canReplan, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"fmt"
@@ -16,14 +16,14 @@ import (
 // Otherwise every such call would fail (memory.ErrBudgetTooSmall) or lose its task, so
 // the node refuses to start.
 func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
-	cc := c.contextConfig()
+	cc := c.ContextConfig()
 	largest, name := 0, ""
 	count := func(n, text string) {
 		if t := tok.CountMessage(llm.Message{Role: "system", Content: text}); t > largest {
 			largest, name = t, n
 		}
 	}
-	for _, typ := range []string{"custom", stepTypeHumanInput} {
+	for _, typ := range []string{"custom", StepTypeHumanInput} {
 		text, err := p.Render(prompts.Executor, prompts.ExecutorData{StepType: typ})
 		if err != nil {
 			return fmt.Errorf("session config: %w", err)
@@ -49,7 +49,7 @@ func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
 		count(agent, text)
 	}
 	room := func(budget int) int {
-		avail := budget - budget/goalShare - largest - cc.Costs.Reply
+		avail := budget - budget/GoalShare - largest - cc.Costs.Reply
 		return int(float64(avail) * (1 - cc.Ratios.Summary))
 	}
 	if room(cc.Budget) >= memory.MinContextRoom {
@@ -61,5 +61,5 @@ func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
 	}
 	return fmt.Errorf("session config: context budget %d (--context-budget) leaves no room beside the system prompts: the %s prompt is %d tokens, "+
 		"a goal may add %d (1/%d of the budget) and the summary tier %.0f%% of the rest, leaving %d tokens for the task and the newest turn (at least %d are needed): "+
-		"raise --context-budget to %d or more", cc.Budget, name, largest, cc.Budget/goalShare, goalShare, 100*cc.Ratios.Summary, max(room(cc.Budget), 0), memory.MinContextRoom, need)
+		"raise --context-budget to %d or more", cc.Budget, name, largest, cc.Budget/GoalShare, GoalShare, 100*cc.Ratios.Summary, max(room(cc.Budget), 0), memory.MinContextRoom, need)
 }

@@ -1,10 +1,9 @@
-package session
+package core
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -49,7 +48,7 @@ func replanDue(s *messages.SessionState) (*messages.StepState, bool) {
 // requestReplan makes the re-plan call for step failed once the orchestrator is free:
 // no call of its own in flight (the re-plan call itself included) or due, none of its
 // own steps running. Whatever keeps it busy ends in a decision that calls advance again.
-func requestReplan(b *eventBuilder, failed *messages.StepState) {
+func requestReplan(b *EventBuilder, failed *messages.StepState) {
 	if orchestratorBusy(b.state()) {
 		return
 	}
@@ -59,15 +58,15 @@ func requestReplan(b *eventBuilder, failed *messages.StepState) {
 // replanCall records the re-plan call for step failedID, or fails the session when no
 // revision could follow: no LLM call left under max_iterations, or no room for a new
 // step under max_steps.
-func replanCall(b *eventBuilder, failedID string) {
+func replanCall(b *EventBuilder, failedID string) {
 	replanCallWith(b, failedID, &messages.LlmRequested{})
 }
 
 // replanCallWith is replanCall with the fields of call set (a re-prompt's); the call's
 // id, step, purpose, model and iteration are filled in here.
-func replanCallWith(b *eventBuilder, failedID string, call *messages.LlmRequested) {
+func replanCallWith(b *EventBuilder, failedID string, call *messages.LlmRequested) {
 	s := b.state()
-	idx, ok := stepIndexByID(s, failedID)
+	idx, ok := StepIndexByID(s, failedID)
 	if !ok {
 		fail(b, fmt.Sprintf("re-plan: step %s is not in the plan", failedID))
 		return
@@ -87,19 +86,19 @@ func replanCallWith(b *eventBuilder, failedID string, call *messages.LlmRequeste
 	if !callAllowed(b) {
 		return
 	}
-	call.CallId, call.StepId, call.Purpose = replanCallID(s.GetReplanCalls()+1), failedID, purposeReplan
+	call.CallId, call.StepId, call.Purpose = replanCallID(s.GetReplanCalls()+1), failedID, PurposeReplan
 	call.Model, call.Iteration = s.GetConfig().GetModel(), iteration
-	b.add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: call} })
+	b.Add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: call} })
 }
 
 // revisePlan records the re-planner's answer (content) to call p for step p.step_id as
 // plan_revised and starts what the revised plan allows; an answer that is not a usable
 // plan of the remaining work is asked again once, then fails the session
 // (unusablePlan). b holds the answer's llm_responded.
-func revisePlan(b *eventBuilder, cfg Config, p *messages.PendingCall, content string) {
+func revisePlan(b *EventBuilder, cfg Config, p *messages.PendingCall, content string) {
 	failedID := p.GetStepId()
 	s := b.state()
-	idx, ok := stepIndexByID(s, failedID)
+	idx, ok := StepIndexByID(s, failedID)
 	if !ok || s.GetSteps()[idx].GetStatus() != messages.StepStatus_STEP_STATUS_FAILED {
 		fail(b, fmt.Sprintf("re-plan: step %s is no longer a failed step of the plan", failedID))
 		return
@@ -111,7 +110,7 @@ func revisePlan(b *eventBuilder, cfg Config, p *messages.PendingCall, content st
 	}
 	rev := s.GetPlanRevision() + 1
 	reason := s.GetSteps()[idx].GetError()
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_PlanRevised{PlanRevised: &messages.PlanRevised{
 			PlanId: fmt.Sprintf("plan-%d", rev+1), Revision: rev, Reason: reason, FailedStepId: failedID,
 			Steps: steps, ReplacedStepIds: replaced,
@@ -194,12 +193,12 @@ func replanBrief(s *messages.SessionState, failedID string) string {
 		step(b, st)
 		fmt.Fprintf(b, "  Hand-off: %s\n", indentLines(st.GetOutput(), "  "))
 	})
-	if idx, ok := stepIndexByID(s, failedID); ok {
+	if idx, ok := StepIndexByID(s, failedID); ok {
 		st := s.GetSteps()[idx]
 		fmt.Fprintf(&b, "\nFailed step (dropped; it failed %d attempt(s) and will not run again as it is):\n", max(st.GetAttempt(), 1))
 		step(&b, st)
 		if sa := lastSubAgentOf(s, failedID); sa != nil && sa.GetResult() != nil {
-			fmt.Fprintf(&b, "  Hand-off: %s\n", indentLines(subagent.HandoffText(sa.GetId(), sa.GetAgentType(), sa.GetResult()), "  "))
+			fmt.Fprintf(&b, "  Hand-off: %s\n", indentLines(HandoffText(sa.GetId(), sa.GetAgentType(), sa.GetResult()), "  "))
 		}
 		fmt.Fprintf(&b, "  Error: %s\n", st.GetError())
 	}

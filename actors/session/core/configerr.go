@@ -1,10 +1,9 @@
-package session
+package core
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/prompts"
 )
@@ -33,9 +32,9 @@ func (e *ConfigError) Error() string {
 // Unwrap returns the underlying error.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// isConfigError reports whether err is a configuration error: a ConfigError, or a
+// IsConfigError reports whether err is a configuration error: a ConfigError, or a
 // prompt template that is missing or does not render.
-func isConfigError(err error) bool {
+func IsConfigError(err error) bool {
 	var ce *ConfigError
 	var te *prompts.TemplateError
 	return errors.As(err, &ce) || errors.As(err, &te) || errors.Is(err, prompts.ErrUnknownTemplate)
@@ -44,19 +43,19 @@ func isConfigError(err error) bool {
 // failSubAgentConfig ends sub-agent id's run after its call failed with a configuration
 // error (r.err): the run fails (subagent_completed{action: fail}), its step fails, and
 // so does the session, without the retries and re-plans a failed hand-off gets.
-func failSubAgentConfig(b *eventBuilder, id string, r *llmResult) {
+func failSubAgentConfig(b *EventBuilder, id string, r *LLMResult) {
 	sa := b.state().GetSubAgents()[id]
-	why := fmt.Sprintf("configuration error: llm call %s of sub-agent %s (%s) cannot be made: %v", r.callID, id, sa.GetAgentType(), r.err)
-	failRun(b, id, &messages.SubagentResult{Status: subagent.StatusFailed, Summary: why}, why)
+	why := fmt.Sprintf("configuration error: llm call %s of sub-agent %s (%s) cannot be made: %v", r.CallID, id, sa.GetAgentType(), r.Err)
+	failRun(b, id, &messages.SubagentResult{Status: StatusFailed, Summary: why}, why)
 }
 
 // finishHandoff is finishSubAgent for a sub-agent's final answer, except that a
 // "failed" hand-off of a run that met a tool the node has not configured
 // (run_config_error) fails the session at once: another attempt or a re-planned step
 // would meet the same unconfigured tool.
-func finishHandoff(b *eventBuilder, cfg Config, id string, result *messages.SubagentResult) {
+func finishHandoff(b *EventBuilder, cfg Config, id string, result *messages.SubagentResult) {
 	sa := b.state().GetSubAgents()[id]
-	if result.GetStatus() != subagent.StatusFailed || sa.GetRunConfigError() == "" {
+	if result.GetStatus() != StatusFailed || sa.GetRunConfigError() == "" {
 		finishSubAgent(b, cfg, id, result)
 		return
 	}
@@ -66,19 +65,19 @@ func finishHandoff(b *eventBuilder, cfg Config, id string, result *messages.Suba
 
 // failRun records the end of sub-agent id's run with result and action fail, the
 // failure of its step and of the session, all for reason why.
-func failRun(b *eventBuilder, id string, result *messages.SubagentResult, why string) {
+func failRun(b *EventBuilder, id string, result *messages.SubagentResult, why string) {
 	st := b.state()
 	sa := st.GetSubAgents()[id]
 	idx := sa.GetStepIndex()
 	step := st.GetSteps()[idx]
-	result = subagent.Facts(result, sa, (b.at-sa.GetRunStartedAtUnixNano())/1e6)
-	b.add(func(e *messages.Event) {
+	result = HandoffFacts(result, sa, (b.at-sa.GetRunStartedAtUnixNano())/1e6)
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: &messages.SubagentCompleted{
-			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: subagent.ActionFail,
+			SubAgentId: id, AgentType: sa.GetAgentType(), StepId: sa.GetStepId(), StepIndex: idx, Result: result, Action: ActionFail,
 		}}
 	})
 	stepID := step.GetStep().GetId()
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: stepID, StepIndex: idx, Error: why, Attempt: max(step.GetAttempt(), 1)}}
 	})
 	fail(b, fmt.Sprintf("step %s: %s (not retried or re-planned: every attempt would fail the same way; fix the node's configuration)", stepID, why))

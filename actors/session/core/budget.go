@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"fmt"
@@ -29,13 +29,13 @@ type spent struct {
 
 // spentBy returns what the session has spent once b's events so far are applied,
 // without copying the state: s's totals plus b's llm_requested and llm_responded.
-func spentBy(b *eventBuilder) spent {
+func spentBy(b *EventBuilder) spent {
 	if st := b.proj; st != nil && !b.projBroken {
 		return spent{calls: st.GetLlmCalls(), cost: st.GetCostUsd(), tokens: usageTokens(st.GetUsage())}
 	}
 	s := b.s
 	sp := spent{calls: s.GetLlmCalls(), cost: s.GetCostUsd(), tokens: usageTokens(s.GetUsage())}
-	for _, ev := range b.evs {
+	for _, ev := range b.Evs {
 		switch p := ev.GetPayload().(type) {
 		case *messages.Event_LlmRequested:
 			sp.calls++
@@ -70,13 +70,13 @@ func overBudget(cfg *messages.SessionConfig, sp spent) string {
 
 // budgetReason returns why the call b is about to request would cross a session budget,
 // or "" when it fits.
-func budgetReason(b *eventBuilder) string {
+func budgetReason(b *EventBuilder) string {
 	return overBudget(b.s.GetConfig(), spentBy(b))
 }
 
 // callAllowed reports whether b may request one more LLM call; when a session budget
 // forbids it, it appends the session's failure.
-func callAllowed(b *eventBuilder) bool {
+func callAllowed(b *EventBuilder) bool {
 	reason := budgetReason(b)
 	if reason == "" {
 		return true

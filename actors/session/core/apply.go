@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -103,9 +102,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.LlmCalls++
 		s.RetryAtUnixNano = 0
 		switch {
-		case r.GetPurpose() == purposePlan:
+		case r.GetPurpose() == PurposePlan:
 			s.PlanAttempt++
-		case r.GetPurpose() == purposeReplan:
+		case r.GetPurpose() == PurposeReplan:
 			s.ReplanCalls++
 			s.ReplanAttempt++
 		default:
@@ -121,7 +120,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		if s.Pending.GetCallId() != r.GetCallId() {
 			return fmt.Errorf("%w: llm_responded for %q while %q is pending", ErrBadEvent, r.GetCallId(), s.Pending.GetCallId())
 		}
-		if s.Pending.GetPurpose() == purposeStep {
+		if s.Pending.GetPurpose() == PurposeStep {
 			if st := currentStep(s, r.GetStepId()); st != nil {
 				st.Transcript = append(st.Transcript, &messages.TranscriptEntry{
 					Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls(), Seq: ev.GetSeq(), Tokens: r.GetTokens(),
@@ -175,7 +174,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			// The output enters the orchestrator's history as a message of its own: a
 			// human's answer (user) or a sub-agent's hand-off (assistant).
 			role := "assistant"
-			if st.GetStep().GetType() == stepTypeHumanInput {
+			if st.GetStep().GetType() == StepTypeHumanInput {
 				role = "user"
 			}
 			st.Transcript = append(st.Transcript, &messages.TranscriptEntry{Role: role, Content: st.Output, Seq: ev.GetSeq(), Tokens: n})
@@ -289,7 +288,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		}
 		sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
 		sa.Result = p.SubagentCompleted.GetResult()
-		if p.SubagentCompleted.GetAction() == subagent.ActionReplan {
+		if p.SubagentCompleted.GetAction() == ActionReplan {
 			s.Replans++
 		}
 	case nil:
@@ -307,7 +306,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 func applyPlanRevised(s *messages.SessionState, r *messages.PlanRevised) error {
 	replaced := make(map[string]bool, len(r.GetReplacedStepIds()))
 	for _, id := range r.GetReplacedStepIds() {
-		i, ok := stepIndexByID(s, id)
+		i, ok := StepIndexByID(s, id)
 		if !ok {
 			return fmt.Errorf("%w: plan_revised replaces step %q, which is not in the plan", ErrBadEvent, id)
 		}
@@ -350,16 +349,16 @@ func applyPlanRevised(s *messages.SessionState, r *messages.PlanRevised) error {
 	s.PlanId, s.PlanRevision, s.ReplanAttempt = r.GetPlanId(), r.GetRevision(), 0
 	// Indexes name places in the step list: those of kept steps move with them.
 	s.CurrentStepIndex = 0
-	if i, ok := stepIndexByID(s, oldCurrent); ok && kept[oldCurrent] {
+	if i, ok := StepIndexByID(s, oldCurrent); ok && kept[oldCurrent] {
 		s.CurrentStepIndex = i
 	}
 	for _, sa := range s.SubAgents {
-		if i, ok := stepIndexByID(s, sa.GetStepId()); ok && kept[sa.GetStepId()] {
+		if i, ok := StepIndexByID(s, sa.GetStepId()); ok && kept[sa.GetStepId()] {
 			sa.StepIndex = i
 		}
 	}
 	if it := s.Interrupt; it != nil {
-		if i, ok := stepIndexByID(s, it.GetStepId()); ok && kept[it.GetStepId()] && i != it.GetStepIndex() {
+		if i, ok := StepIndexByID(s, it.GetStepId()); ok && kept[it.GetStepId()] && i != it.GetStepIndex() {
 			// The interrupt is the applied event's payload: change a copy.
 			it = proto.Clone(it).(*messages.InterruptTriggered)
 			it.StepIndex = i

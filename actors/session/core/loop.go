@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"fmt"
@@ -18,13 +18,13 @@ import (
 
 // Purposes of LLM calls.
 const (
-	purposePlan = "plan"
-	purposeStep = "step"
+	PurposePlan = "plan"
+	PurposeStep = "step"
 	// purposeSynthesize is the orchestrator's closing call after a delegated plan.
 	purposeSynthesize = "synthesize"
-	// purposeReplan is the orchestrator's call for a new plan of the remaining work
+	// PurposeReplan is the orchestrator's call for a new plan of the remaining work
 	// after a step failed for good (replan.go).
-	purposeReplan = "replan"
+	PurposeReplan = "replan"
 )
 
 func planCallID(n uint32) string { return fmt.Sprintf("plan-%d", n) }
@@ -37,169 +37,142 @@ func IdempotencyKey(sessionID, stepID string, index uint32) string {
 	return fmt.Sprintf("%s/%s/tool-%d", sessionID, stepID, index)
 }
 
-// llmResult is what a step runner reports back to the grain.
-type llmResult struct {
-	callID       string
-	content      string
-	toolCalls    []*messages.ToolCallRequest
-	finishReason string
-	model        string
-	usage        *messages.Usage
-	duration     time.Duration
-	// tokens is the answer's stored token count; ctxInfo describes its context.
-	tokens  uint32
-	ctxInfo *messages.ContextInfo
-	err     error
-	// retryable classifies err: a later attempt may succeed (rate limit, outage).
-	retryable bool
-	// config classifies err as the node's configuration's (isConfigError): no attempt
+// LLMResult is what a step runner reports back to the grain.
+type LLMResult struct {
+	// CallID is the pending call answered (PendingCall.call_id).
+	CallID string
+	// Content, ToolCalls and FinishReason are the model's answer.
+	Content      string
+	ToolCalls    []*messages.ToolCallRequest
+	FinishReason string
+	// Model is the model that answered; Usage its token usage; Duration the call's.
+	Model    string
+	Usage    *messages.Usage
+	Duration time.Duration
+	// Tokens is the answer's stored token count; CtxInfo describes its context.
+	Tokens  uint32
+	CtxInfo *messages.ContextInfo
+	// Err is the call's failure (nil: answered).
+	Err error
+	// Retryable classifies Err: a later attempt may succeed (rate limit, outage).
+	Retryable bool
+	// Config classifies Err as the node's configuration's (IsConfigError): no attempt
 	// can succeed.
-	config bool
+	Config bool
 }
 
-// toolResult is what a tool runner reports back to the grain.
-type toolResult struct {
-	key string
-	res tools.Result
-	// tokens is the tool message's stored token count.
-	tokens uint32
+// ToolResult is what a tool runner reports back to the grain.
+type ToolResult struct {
+	// Key is the call's idempotency key (PendingTool.key).
+	Key string
+	// Res is what the tool returned.
+	Res tools.Result
+	// Tokens is the tool message's stored token count.
+	Tokens uint32
 }
 
-// decideLLMResult turns the result of the pending call into events. It returns nil when
+// DecideLLMResult turns the result of the pending call into events. It returns nil when
 // the result is stale (not the pending call).
-func decideLLMResult(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) []*messages.Event {
-	evs, _ := decideLLMResultState(s, r, cfg, now)
+func DecideLLMResult(s *messages.SessionState, r *LLMResult, cfg Config, now time.Time) []*messages.Event {
+	evs, _ := DecideLLMResultState(s, r, cfg, now)
 	return evs
 }
 
-// decideLLMResultState is decideLLMResult that also returns the state its events lead
+// DecideLLMResultState is decideLLMResult that also returns the state its events lead
 // to, when the decision built it on the way (eventBuilder.final; nil otherwise): the
 // pipelined commit then spares itself a second copy of the state.
-func decideLLMResultState(s *messages.SessionState, r *llmResult, cfg Config, now time.Time) ([]*messages.Event, *messages.SessionState) {
-	if sa := subAgentByCall(s, r.callID); sa != nil {
+func DecideLLMResultState(s *messages.SessionState, r *LLMResult, cfg Config, now time.Time) ([]*messages.Event, *messages.SessionState) {
+	if sa := SubAgentByCall(s, r.CallID); sa != nil {
 		if Terminal(s) {
 			return nil, nil
 		}
 		return decideSubAgentLLMResult(s, sa, r, cfg, now), nil
 	}
 	p := s.GetPending()
-	if p == nil || p.GetCallId() != r.callID || Terminal(s) {
+	if p == nil || p.GetCallId() != r.CallID || Terminal(s) {
 		return nil, nil
 	}
-	b := newEvents(s, "", now)
+	b := NewEvents(s, "", now)
 	decideCallResult(b, s, p, r, cfg, now)
-	return b.evs, b.final()
+	return b.Evs, b.final()
 }
 
 // decideCallResult records the answer (or failure) r of the orchestrator's pending call p.
-func decideCallResult(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, r *llmResult, cfg Config, now time.Time) {
-	if r.err != nil {
+func decideCallResult(b *EventBuilder, s *messages.SessionState, p *messages.PendingCall, r *LLMResult, cfg Config, now time.Time) {
+	if r.Err != nil {
 		llmFailed(b, s, p, r, cfg, now)
 		return
 	}
-	cost := cfg.Prices.Cost(firstNonEmpty(r.model, s.GetConfig().GetModel()), r.usage.GetInputTokens(), r.usage.GetOutputTokens())
-	calls := normaliseToolCalls(r.toolCalls)
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
-			CallId: r.callID, StepId: p.GetStepId(), Content: r.content, Usage: r.usage,
-			FinishReason: r.finishReason, DurationMs: r.duration.Milliseconds(), Model: r.model,
-			ToolCalls: calls, CostUsd: cost, Tokens: r.tokens, Context: r.ctxInfo,
-		}}
-	})
+	calls := respond(b, s, &agentTurn{stepID: p.GetStepId()}, r, cfg)
 	if p.GetPurpose() == purposeSynthesize {
-		completeWith(b, b.state(), r.content)
+		completeWith(b, b.state(), r.Content)
 		return
 	}
-	if p.GetPurpose() == purposeReplan {
-		revisePlan(b, cfg, p, r.content)
+	if p.GetPurpose() == PurposeReplan {
+		revisePlan(b, cfg, p, r.Content)
 		return
 	}
-	if p.GetPurpose() == purposePlan {
-		steps, err := parsePlan(r.content, s.GetConfig().GetMaxSteps())
+	if p.GetPurpose() == PurposePlan {
+		steps, err := parsePlan(r.Content, s.GetConfig().GetMaxSteps())
 		if err != nil {
-			unusablePlan(b, s, p, r.content, "planner", err)
+			unusablePlan(b, s, p, r.Content, "planner", err)
 			return
 		}
-		b.add(func(e *messages.Event) {
+		b.Add(func(e *messages.Event) {
 			e.Payload = &messages.Event_PlanCreated{PlanCreated: &messages.PlanCreated{PlanId: "plan-1", Steps: steps}}
 		})
 		advance(b, cfg)
 		return
 	}
-	idx := s.GetCurrentStepIndex()
-	st := s.GetSteps()[idx]
+	turn := orchestratorTurn(s, p)
 	if len(calls) == 0 {
-		completeStep(b, s, cfg, idx, r.content)
+		completeStep(b, s, cfg, turn.stepIndex, r.Content)
 		return
 	}
-	next := st.GetToolCalls()
-	for i, c := range calls {
-		next++
-		index := next
-		b.add(func(e *messages.Event) {
-			e.Payload = &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{
-				StepId: p.GetStepId(), CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(),
-				IdempotencyKey: IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), Index: index,
-			}}
-		})
-		if i >= int(cfg.MaxToolCallsPerTurn) {
-			// Recorded so the transcript stays well-formed (every call gets an answer), but
-			// not run: the model learns the bound and calls again next turn.
-			terr := tools.ValidationError(c.GetName(), fmt.Sprintf("too many tool calls in one turn: at most %d run per turn; call it again in the next turn", cfg.MaxToolCallsPerTurn))
-			res := tools.Result{CallID: c.GetId(), Err: terr}
-			tokens := cfg.countMessage(s.GetConfig().GetModel(), toolMessage(c.GetId(), res))
-			b.add(func(e *messages.Event) {
-				e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(p.GetStepId(), c.GetId(), c.GetName(),
-					IdempotencyKey(s.GetSessionId(), p.GetStepId(), index), res, tokens)}
-			})
-		} else {
-			holdToolCall(b, s, cfg, st.GetStep(), c, IdempotencyKey(s.GetSessionId(), p.GetStepId(), index))
-		}
-	}
-	settleTurn(b, s, len(calls))
+	decideToolCalls(b, s, turn, calls, cfg)
 }
 
 // llmFailed decides what a failed call means: a retryable failure with attempts left
 // schedules another run of the plan or step; anything else fails the session.
-func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, r *llmResult, cfg Config, now time.Time) {
+func llmFailed(b *EventBuilder, s *messages.SessionState, p *messages.PendingCall, r *LLMResult, cfg Config, now time.Time) {
 	if p.GetPurpose() == purposeSynthesize {
 		// The work is done and recorded; only its summary failed: the session completes
 		// with the summary code can write.
-		completeWith(b, s, fallbackResult(s, fmt.Sprintf("the closing summary (llm call %s) failed: %v", r.callID, r.err)))
+		completeWith(b, s, fallbackResult(s, fmt.Sprintf("the closing summary (llm call %s) failed: %v", r.CallID, r.Err)))
 		return
 	}
 	var retryAt int64
-	if p.GetPurpose() == purposeReplan {
+	if p.GetPurpose() == PurposeReplan {
 		attempt := s.GetReplanAttempt()
 		if retryAt = planFailed(b, r, attempt, cfg, now); retryAt == 0 {
-			reason := fmt.Sprintf("re-plan after step %s failed: llm call %s failed: %v", p.GetStepId(), r.callID, r.err)
-			if r.retryable {
+			reason := fmt.Sprintf("re-plan after step %s failed: llm call %s failed: %v", p.GetStepId(), r.CallID, r.Err)
+			if r.Retryable {
 				reason += fmt.Sprintf(" (attempt %d of %d)", attempt, cfg.StepAttempts)
 			}
 			fail(b, reason)
 		}
 		return
 	}
-	if p.GetPurpose() == purposePlan {
+	if p.GetPurpose() == PurposePlan {
 		if retryAt = planFailed(b, r, s.GetPlanAttempt(), cfg, now); retryAt == 0 {
-			fail(b, fmt.Sprintf("plan: llm call %s failed: %v", r.callID, r.err))
+			fail(b, fmt.Sprintf("plan: llm call %s failed: %v", r.CallID, r.Err))
 		}
 		return
 	}
 	idx := s.GetCurrentStepIndex()
 	attempt := max(s.GetSteps()[idx].GetAttempt(), 1)
-	if r.retryable && attempt < cfg.StepAttempts {
+	if r.Retryable && attempt < cfg.StepAttempts {
 		retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
 	}
-	msg := fmt.Sprintf("llm call %s failed: %v", r.callID, r.err)
-	b.add(func(e *messages.Event) {
+	msg := fmt.Sprintf("llm call %s failed: %v", r.CallID, r.Err)
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepFailed{StepFailed: &messages.StepFailed{
-			StepId: p.GetStepId(), StepIndex: idx, Error: msg, Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+			StepId: p.GetStepId(), StepIndex: idx, Error: msg, Retryable: r.Retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
 		}}
 	})
 	if retryAt == 0 {
 		reason := msg
-		if r.retryable {
+		if r.Retryable {
 			reason = fmt.Sprintf("%s (attempt %d of %d)", msg, attempt, cfg.StepAttempts)
 		}
 		fail(b, fmt.Sprintf("step %s: %s", p.GetStepId(), reason))
@@ -209,30 +182,30 @@ func llmFailed(b *eventBuilder, s *messages.SessionState, p *messages.PendingCal
 // planFailed records plan_failed for the failed plan or re-plan call r (attempt of its
 // kind) and returns when it runs again: StepRetryDelay from now for a retryable failure
 // with attempts left, else 0 (the caller fails the session).
-func planFailed(b *eventBuilder, r *llmResult, attempt uint32, cfg Config, now time.Time) (retryAt int64) {
-	if r.retryable && attempt < cfg.StepAttempts {
+func planFailed(b *EventBuilder, r *LLMResult, attempt uint32, cfg Config, now time.Time) (retryAt int64) {
+	if r.Retryable && attempt < cfg.StepAttempts {
 		retryAt = now.Add(cfg.StepRetryDelay).UnixNano()
 	}
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{
-			CallId: r.callID, Error: r.err.Error(), Retryable: r.retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
+			CallId: r.CallID, Error: r.Err.Error(), Retryable: r.Retryable, RetryAtUnixNano: retryAt, Attempt: attempt,
 		}}
 	})
 	return retryAt
 }
 
-// decideToolResult records a tool call's outcome. When it was the turn's last pending
+// DecideToolResult records a tool call's outcome. When it was the turn's last pending
 // call, the next LLM call of the step follows. It returns nil for a stale result.
-func decideToolResult(s *messages.SessionState, r *toolResult, cfg Config, now time.Time) []*messages.Event {
+func DecideToolResult(s *messages.SessionState, r *ToolResult, cfg Config, now time.Time) []*messages.Event {
 	if Terminal(s) {
 		return nil
 	}
-	if sa, pt := subAgentByTool(s, r.key); sa != nil {
+	if sa, pt := SubAgentByTool(s, r.Key); sa != nil {
 		return decideSubAgentToolResult(s, sa, pt, r, cfg, now)
 	}
 	var pt *messages.PendingTool
 	for _, c := range s.GetPendingTools() {
-		if c.GetIdempotencyKey() == r.key {
+		if c.GetIdempotencyKey() == r.Key {
 			pt = c
 			break
 		}
@@ -240,62 +213,62 @@ func decideToolResult(s *messages.SessionState, r *toolResult, cfg Config, now t
 	if pt == nil {
 		return nil
 	}
-	b := newEvents(s, "", now)
-	recordArtifacts(b, s, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.res.Artifacts)
-	b.add(func(e *messages.Event) {
-		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.res, r.tokens)}
+	b := NewEvents(s, "", now)
+	recordArtifacts(b, s, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Artifacts)
+	b.Add(func(e *messages.Event) {
+		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.Res, r.Tokens)}
 	})
 	if len(s.GetPendingTools()) == 1 {
 		nextTurn(b, s)
 	}
-	return b.evs
+	return b.Evs
 }
 
-// decideRetry runs a retryably failed plan, re-plan or step again once its time has
+// DecideRetry runs a retryably failed plan, re-plan or step again once its time has
 // come.
-func decideRetry(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
+func DecideRetry(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
 	at := s.GetRetryAtUnixNano()
 	if at == 0 || Terminal(s) || now.UnixNano() < at {
 		return nil
 	}
-	b := newEvents(s, "", now)
+	b := NewEvents(s, "", now)
 	if s.GetReplanAttempt() > 0 {
 		// A re-plan call failed (nothing else ran meanwhile: nothing starts while a
 		// re-plan is in progress).
 		failed, due := replanDue(s)
 		if !due {
 			fail(b, "re-plan retry: no failed step waits for its re-plan") // a decision bug; never loop on it
-			return b.evs
+			return b.Evs
 		}
 		replanCall(b, failed.GetStep().GetId())
-		return b.evs
+		return b.Evs
 	}
 	iteration := s.GetIterations()
 	if s.GetStatus() == messages.SessionStatus_SESSION_STATUS_PLANNING {
 		if !withinBudget(b, s, iteration+1, nil) {
-			return b.evs
+			return b.Evs
 		}
 		n := s.GetPlanAttempt() + 1
-		b.add(func(e *messages.Event) {
+		b.Add(func(e *messages.Event) {
 			e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-				CallId: planCallID(n), Purpose: purposePlan, Model: s.GetConfig().GetModel(), Iteration: iteration + 1,
+				CallId: planCallID(n), Purpose: PurposePlan, Model: s.GetConfig().GetModel(), Iteration: iteration + 1,
 			}}
 		})
-		return b.evs
+		return b.Evs
 	}
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
 	startStep(b, s, cfg, planSteps(s), idx, max(st.GetAttempt(), 1)+1, iteration)
-	return b.evs
+	return b.Evs
 }
 
 // startStep appends step_started and the step's first llm_requested, or the failure of
 // the step when the iteration budget is spent. The step's opening user message (a history
 // message recorded at step_started's seq) is counted here, once.
-func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
+func startStep(b *EventBuilder, s *messages.SessionState, cfg Config, steps []*messages.PlanStep, idx, attempt, iterations uint32) {
 	st := steps[idx]
-	opening := cfg.countMessage(s.GetConfig().GetModel(), llm.Message{Role: "user", Content: openingMessage(s.GetGoal(), st.GetDescription())})
-	b.add(func(e *messages.Event) {
+	opening := cfg.CountMessage(s.GetConfig().GetModel(), llm.Message{Role: "user", Content: OpeningMessage(s.GetGoal(), st.GetDescription())})
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepStarted{StepStarted: &messages.StepStarted{
 			StepId: st.GetId(), StepIndex: idx, StepType: st.GetType(), Description: st.GetDescription(), Attempt: attempt,
 			OpeningTokens: opening,
@@ -305,7 +278,7 @@ func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*m
 	if int(idx) < len(s.GetSteps()) {
 		llmCalls = s.GetSteps()[idx].GetLlmCalls()
 	}
-	if st.GetType() == stepTypeHumanInput {
+	if st.GetType() == StepTypeHumanInput {
 		requestStepInput(b, st)
 		return
 	}
@@ -313,19 +286,19 @@ func startStep(b *eventBuilder, s *messages.SessionState, cfg Config, steps []*m
 }
 
 // nextTurn asks the model again after a turn's tool results are all recorded.
-func nextTurn(b *eventBuilder, s *messages.SessionState) {
+func nextTurn(b *EventBuilder, s *messages.SessionState) {
 	idx := s.GetCurrentStepIndex()
 	st := s.GetSteps()[idx]
 	requestStepCall(b, s, idx, st.GetStep().GetId(), max(st.GetAttempt(), 1), st.GetLlmCalls()+1, s.GetIterations()+1)
 }
 
-func requestStepCall(b *eventBuilder, s *messages.SessionState, idx uint32, stepID string, attempt, n, iteration uint32) {
+func requestStepCall(b *EventBuilder, s *messages.SessionState, idx uint32, stepID string, attempt, n, iteration uint32) {
 	if !withinBudget(b, s, iteration, &messages.StepFailed{StepId: stepID, StepIndex: idx, Attempt: attempt}) {
 		return
 	}
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: stepCallID(stepID, n), StepId: stepID, Purpose: purposeStep,
+			CallId: stepCallID(stepID, n), StepId: stepID, Purpose: PurposeStep,
 			Model: s.GetConfig().GetModel(), Iteration: iteration,
 		}}
 	})
@@ -334,7 +307,7 @@ func requestStepCall(b *eventBuilder, s *messages.SessionState, idx uint32, step
 // withinBudget reports whether LLM call number iteration fits max_iterations and the
 // session budgets (budget.go); when it does not, it appends step (the failure of the
 // step, nil while planning) and the failure of the session.
-func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, step *messages.StepFailed) bool {
+func withinBudget(b *EventBuilder, s *messages.SessionState, iteration uint32, step *messages.StepFailed) bool {
 	msg := budgetReason(b)
 	if limit := s.GetConfig().GetMaxIterations(); msg == "" && limit > 0 && iteration > limit {
 		msg = fmt.Sprintf("max iterations reached: the session has made %d LLM calls (max_iterations %d)", iteration-1, limit)
@@ -345,7 +318,7 @@ func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, s
 	if step != nil {
 		msg += fmt.Sprintf(" and step %s has no final answer yet", step.GetStepId())
 		step.Error = msg
-		b.add(func(e *messages.Event) { e.Payload = &messages.Event_StepFailed{StepFailed: step} })
+		b.Add(func(e *messages.Event) { e.Payload = &messages.Event_StepFailed{StepFailed: step} })
 	}
 	fail(b, msg)
 	return false
@@ -353,9 +326,9 @@ func withinBudget(b *eventBuilder, s *messages.SessionState, iteration uint32, s
 
 // completeStep records the step's final answer and starts the next step or completes
 // the session.
-func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string) {
+func completeStep(b *EventBuilder, s *messages.SessionState, cfg Config, idx uint32, output string) {
 	st := s.GetSteps()[idx]
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
 			StepId: st.GetStep().GetId(), StepIndex: idx, Output: output,
 		}}
@@ -363,8 +336,8 @@ func completeStep(b *eventBuilder, s *messages.SessionState, cfg Config, idx uin
 	afterStep(b, cfg, idx)
 }
 
-func fail(b *eventBuilder, msg string) {
-	b.add(func(e *messages.Event) {
+func fail(b *EventBuilder, msg string) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionFailed{SessionFailed: &messages.SessionFailed{Error: msg}}
 	})
 }
@@ -382,9 +355,9 @@ func toolResultEvent(stepID, callID, tool, key string, r tools.Result, tokens ui
 	return ev
 }
 
-// toolMessage is the tool message the model reads for r: its output, or the error as
+// ToolMessage is the tool message the model reads for r: its output, or the error as
 // ToolError.FormatForLLM renders it (what Apply records in the transcript).
-func toolMessage(callID string, r tools.Result) llm.Message {
+func ToolMessage(callID string, r tools.Result) llm.Message {
 	content := r.Output
 	if r.Err != nil {
 		content = r.Err.FormatForLLM()
@@ -392,9 +365,9 @@ func toolMessage(callID string, r tools.Result) llm.Message {
 	return llm.Message{Role: "tool", Content: content, ToolCallID: callID}
 }
 
-// normaliseToolCalls gives every call a non-empty id unique within the turn (the tool
+// NormaliseToolCalls gives every call a non-empty id unique within the turn (the tool
 // message answering it must name it unambiguously).
-func normaliseToolCalls(in []*messages.ToolCallRequest) []*messages.ToolCallRequest {
+func NormaliseToolCalls(in []*messages.ToolCallRequest) []*messages.ToolCallRequest {
 	if len(in) == 0 {
 		return nil
 	}
@@ -423,9 +396,9 @@ func firstNonEmpty(a, b string) string {
 
 // recordArtifacts appends an artifact_written event for each artifact a tool call
 // stored, before the call's tool_result.
-func recordArtifacts(b *eventBuilder, s *messages.SessionState, stepID, subAgentID, callID, key string, arts []tools.Artifact) {
+func recordArtifacts(b *EventBuilder, s *messages.SessionState, stepID, subAgentID, callID, key string, arts []tools.Artifact) {
 	for _, a := range arts {
-		b.add(func(e *messages.Event) {
+		b.Add(func(e *messages.Event) {
 			e.Payload = &messages.Event_ArtifactWritten{ArtifactWritten: &messages.ArtifactWritten{
 				Path: a.Path, ArtifactType: a.Type, Filename: a.Filename, ContentType: a.ContentType, Size: uint64(max(a.Size, 0)),
 				StepId: stepID, SubAgentId: subAgentID, CallId: callID, IdempotencyKey: key, Sha256: a.SHA256, Overwrote: a.Overwrote,

@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"errors"
@@ -17,12 +17,12 @@ const plan1 = `{"steps":[{"id":"a","type":"custom","description":"look"}]}`
 func planned(t *testing.T, cfg *messages.SessionConfig, plan string) *messages.SessionState {
 	t.Helper()
 	s := NewState("s1")
-	evs, err := decideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g", Config: cfg}, DefaultConfig(), t0)
+	evs, err := DecideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g", Config: cfg}, DefaultConfig(), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fold(t, s, evs)
-	fold(t, s, decideLLMResult(s, &llmResult{callID: "plan-1", content: plan}, DefaultConfig(), t0))
+	fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "plan-1", Content: plan}, DefaultConfig(), t0))
 	return s
 }
 
@@ -41,7 +41,7 @@ func calls(specs ...string) []*messages.ToolCallRequest {
 func TestDecideToolLoop(t *testing.T) {
 	s := planned(t, nil, plan1)
 	cfg := DefaultConfig()
-	evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", content: "let me look", toolCalls: calls("c1:search", "c2:todos")}, cfg, t0)
+	evs := DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", Content: "let me look", ToolCalls: calls("c1:search", "c2:todos")}, cfg, t0)
 	if got := types(evs); got != "llm_responded,tool_called,tool_called" {
 		t.Fatalf("events %s", got)
 	}
@@ -50,13 +50,13 @@ func TestDecideToolLoop(t *testing.T) {
 		t.Fatalf("pending tools %v, pending call %v", s.GetPendingTools(), s.GetPending())
 	}
 	// The second call finishes first.
-	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{CallID: "c2", Output: "todo ok"}}, DefaultConfig(), t0)
+	evs = DecideToolResult(s, &ToolResult{Key: "s1/a/tool-2", Res: tools.Result{CallID: "c2", Output: "todo ok"}}, DefaultConfig(), t0)
 	if got := types(evs); got != "tool_result" {
 		t.Fatalf("first result: %s", got)
 	}
 	fold(t, s, evs)
 	terr := tools.ValidationError("search", "/query: missing")
-	evs = decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{CallID: "c1", Err: terr}}, DefaultConfig(), t0)
+	evs = DecideToolResult(s, &ToolResult{Key: "s1/a/tool-1", Res: tools.Result{CallID: "c1", Err: terr}}, DefaultConfig(), t0)
 	if got := types(evs); got != "tool_result,llm_requested" {
 		t.Fatalf("last result: %s", got)
 	}
@@ -68,10 +68,10 @@ func TestDecideToolLoop(t *testing.T) {
 		t.Fatalf("next call %v after %d iterations", s.GetPending(), s.GetIterations())
 	}
 	// A duplicate result (a runner that finished twice, a replayed message) is stale.
-	if evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "again"}}, DefaultConfig(), t0); len(evs) != 0 {
+	if evs := DecideToolResult(s, &ToolResult{Key: "s1/a/tool-1", Res: tools.Result{Output: "again"}}, DefaultConfig(), t0); len(evs) != 0 {
 		t.Fatalf("stale tool result produced %s", types(evs))
 	}
-	req, err := buildRequest(s, mustPrompts(t), nil)
+	req, err := BuildRequest(s, mustPrompts(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +86,12 @@ func TestDecideToolLoop(t *testing.T) {
 		t.Fatalf("assistant turn %v / tool message %q", req.Messages[2], req.Messages[4].Content)
 	}
 	// Second turn: one more call, then the final answer.
-	fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-2", toolCalls: calls("c3:search")}, cfg, t0))
+	fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "a/llm-2", ToolCalls: calls("c3:search")}, cfg, t0))
 	if k := s.GetPendingTools()[0].GetIdempotencyKey(); k != "s1/a/tool-3" {
 		t.Fatalf("third call key %s", k)
 	}
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-3", res: tools.Result{Output: "found"}}, DefaultConfig(), t0))
-	evs = decideLLMResult(s, &llmResult{callID: "a/llm-3", content: "done"}, cfg, t0)
+	fold(t, s, DecideToolResult(s, &ToolResult{Key: "s1/a/tool-3", Res: tools.Result{Output: "found"}}, DefaultConfig(), t0))
+	evs = DecideLLMResult(s, &LLMResult{CallID: "a/llm-3", Content: "done"}, cfg, t0)
 	if got := types(evs); got != "llm_responded,step_completed,session_completed" {
 		t.Fatalf("final events %s", got)
 	}
@@ -106,7 +106,7 @@ func TestDecideToolCallBounds(t *testing.T) {
 		s := planned(t, nil, plan1)
 		cfg := DefaultConfig()
 		cfg.MaxToolCallsPerTurn = 1
-		evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("x:t", "y:t")}, cfg, t0)
+		evs := DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", ToolCalls: calls("x:t", "y:t")}, cfg, t0)
 		if got := types(evs); got != "llm_responded,tool_called,tool_called,tool_result" {
 			t.Fatalf("events %s", got)
 		}
@@ -117,7 +117,7 @@ func TestDecideToolCallBounds(t *testing.T) {
 	})
 	t.Run("empty and duplicate call ids are made unique", func(t *testing.T) {
 		s := planned(t, nil, plan1)
-		evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("same:t", "same:t", ":t")}, DefaultConfig(), t0)
+		evs := DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", ToolCalls: calls("same:t", "same:t", ":t")}, DefaultConfig(), t0)
 		fold(t, s, evs)
 		var ids []string
 		for _, c := range s.GetPendingTools() {
@@ -129,8 +129,8 @@ func TestDecideToolCallBounds(t *testing.T) {
 	})
 	t.Run("max iterations fails the step in the middle of its loop", func(t *testing.T) {
 		s := planned(t, &messages.SessionConfig{MaxIterations: 2}, plan1)
-		fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("x:t")}, DefaultConfig(), t0))
-		evs := decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0)
+		fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", ToolCalls: calls("x:t")}, DefaultConfig(), t0))
+		evs := DecideToolResult(s, &ToolResult{Key: "s1/a/tool-1", Res: tools.Result{Output: "ok"}}, DefaultConfig(), t0)
 		if got := types(evs); got != "tool_result,step_failed,session_failed" {
 			t.Fatalf("events %s", got)
 		}
@@ -151,9 +151,9 @@ func TestDecideRetryableFailures(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StepAttempts = 2
 	s := planned(t, nil, plan1)
-	fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-1", toolCalls: calls("x:t")}, cfg, t0))
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-1", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
-	evs := decideLLMResult(s, &llmResult{callID: "a/llm-2", err: errors.New("HTTP 429"), retryable: true}, cfg, t0)
+	fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", ToolCalls: calls("x:t")}, cfg, t0))
+	fold(t, s, DecideToolResult(s, &ToolResult{Key: "s1/a/tool-1", Res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
+	evs := DecideLLMResult(s, &LLMResult{CallID: "a/llm-2", Err: errors.New("HTTP 429"), Retryable: true}, cfg, t0)
 	if got := types(evs); got != "step_failed" {
 		t.Fatalf("events %s", got)
 	}
@@ -165,10 +165,10 @@ func TestDecideRetryableFailures(t *testing.T) {
 	if s.GetStatus() != messages.SessionStatus_SESSION_STATUS_EXECUTING || s.GetPending() != nil {
 		t.Fatalf("state after a retryable failure: %v", s)
 	}
-	if evs := decideRetry(s, cfg, t0.Add(time.Second)); len(evs) != 0 {
+	if evs := DecideRetry(s, cfg, t0.Add(time.Second)); len(evs) != 0 {
 		t.Fatalf("retry before its time: %s", types(evs))
 	}
-	evs = decideRetry(s, cfg, t0.Add(cfg.StepRetryDelay))
+	evs = DecideRetry(s, cfg, t0.Add(cfg.StepRetryDelay))
 	if got := types(evs); got != "step_started,llm_requested" {
 		t.Fatalf("retry events %s", got)
 	}
@@ -178,12 +178,12 @@ func TestDecideRetryableFailures(t *testing.T) {
 		t.Fatalf("after retry: step %v pending %v", st, s.GetPending())
 	}
 	// A new call in attempt 2 continues the index: keys never collide with attempt 1's.
-	fold(t, s, decideLLMResult(s, &llmResult{callID: "a/llm-3", toolCalls: calls("x:t")}, cfg, t0))
+	fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "a/llm-3", ToolCalls: calls("x:t")}, cfg, t0))
 	if k := s.GetPendingTools()[0].GetIdempotencyKey(); k != "s1/a/tool-2" {
 		t.Fatalf("attempt 2 key %s", k)
 	}
-	fold(t, s, decideToolResult(s, &toolResult{key: "s1/a/tool-2", res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
-	evs = decideLLMResult(s, &llmResult{callID: "a/llm-4", err: errors.New("circuit open"), retryable: true}, cfg, t0)
+	fold(t, s, DecideToolResult(s, &ToolResult{Key: "s1/a/tool-2", Res: tools.Result{Output: "ok"}}, DefaultConfig(), t0))
+	evs = DecideLLMResult(s, &LLMResult{CallID: "a/llm-4", Err: errors.New("circuit open"), Retryable: true}, cfg, t0)
 	if got := types(evs); got != "step_failed,session_failed" {
 		t.Fatalf("last attempt events %s", got)
 	}
@@ -196,18 +196,18 @@ func TestDecideRetryableFailures(t *testing.T) {
 func TestDecidePlanRetry(t *testing.T) {
 	cfg := DefaultConfig()
 	s := NewState("s1")
-	evs, _ := decideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g"}, cfg, t0)
+	evs, _ := DecideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g"}, cfg, t0)
 	fold(t, s, evs)
-	evs = decideLLMResult(s, &llmResult{callID: "plan-1", err: errors.New("HTTP 503"), retryable: true}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "plan-1", Err: errors.New("HTTP 503"), Retryable: true}, cfg, t0)
 	if got := types(evs); got != "plan_failed" {
 		t.Fatalf("events %s", got)
 	}
 	fold(t, s, evs)
-	fold(t, s, decideRetry(s, cfg, t0.Add(cfg.StepRetryDelay)))
+	fold(t, s, DecideRetry(s, cfg, t0.Add(cfg.StepRetryDelay)))
 	if s.GetPending().GetCallId() != "plan-2" || s.GetIterations() != 2 {
 		t.Fatalf("pending %v after %d iterations", s.GetPending(), s.GetIterations())
 	}
-	evs = decideLLMResult(s, &llmResult{callID: "plan-2", err: errors.New("HTTP 400 bad request")}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "plan-2", Err: errors.New("HTTP 400 bad request")}, cfg, t0)
 	if got := types(evs); got != "plan_failed,session_failed" {
 		t.Fatalf("permanent failure events %s", got)
 	}
@@ -216,8 +216,8 @@ func TestDecidePlanRetry(t *testing.T) {
 func TestDecideCost(t *testing.T) {
 	cfg := DefaultConfig()
 	s := planned(t, &messages.SessionConfig{Model: "gpt-4o-mini"}, plan1)
-	evs := decideLLMResult(s, &llmResult{callID: "a/llm-1", content: "x", model: "gpt-4o-mini-2024-07-18",
-		usage: &messages.Usage{InputTokens: 1_000_000, OutputTokens: 500_000, TotalTokens: 1_500_000}}, cfg, t0)
+	evs := DecideLLMResult(s, &LLMResult{CallID: "a/llm-1", Content: "x", Model: "gpt-4o-mini-2024-07-18",
+		Usage: &messages.Usage{InputTokens: 1_000_000, OutputTokens: 500_000, TotalTokens: 1_500_000}}, cfg, t0)
 	fold(t, s, evs)
 	want := 0.15 + 0.30
 	if got := evs[0].GetLlmResponded().GetCostUsd(); got < want-1e-9 || got > want+1e-9 {

@@ -1,4 +1,4 @@
-package subagent
+package core
 
 import (
 	"encoding/json"
@@ -225,10 +225,10 @@ func bound(s string, n int) string {
 	return s[:cut] + mark
 }
 
-// Facts merges what code knows about a sub-agent's run into r: the artifacts it
+// HandoffFacts merges what code knows about a sub-agent's run into r: the artifacts it
 // created and modified, the tools it used, its token usage and cost, and how long it
 // ran (durationMs). The model's interpretation in r is kept.
-func Facts(r *messages.SubagentResult, sa *messages.SubagentState, durationMs int64) *messages.SubagentResult {
+func HandoffFacts(r *messages.SubagentResult, sa *messages.SubagentState, durationMs int64) *messages.SubagentResult {
 	r.ArtifactsCreated = append([]string(nil), sa.GetRunArtifactsCreated()...)
 	r.ArtifactsModified = append([]string(nil), sa.GetRunArtifactsModified()...)
 	r.ToolsUsed = append([]string(nil), sa.GetRunToolsUsed()...)
@@ -238,13 +238,13 @@ func Facts(r *messages.SubagentResult, sa *messages.SubagentState, durationMs in
 	return r
 }
 
-// Decide is the orchestrator's next action after a hand-off: a completed or partial
+// DecideHandoff is the orchestrator's next action after a hand-off: a completed or partial
 // result continues the plan; a failed one retries the step while attempts are left
 // (attempt counts the step's runs, from 1), then re-plans the remaining work when
 // canReplan (re-plans are left), and fails the session otherwise; a blocked one asks a
 // human when canAsk, else re-plans when canReplan, else fails (retrying a blocked agent
 // cannot help).
-func Decide(r *messages.SubagentResult, attempt, maxAttempts uint32, canAsk, canReplan bool) string {
+func DecideHandoff(r *messages.SubagentResult, attempt, maxAttempts uint32, canAsk, canReplan bool) string {
 	switch r.GetStatus() {
 	case StatusCompleted, StatusPartial:
 		return ActionContinue

@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ func replanning() *messages.SessionState {
 		"coder-1": {Id: "coder-1", AgentType: "coder", StepId: "r", StepIndex: 2, Running: true, Runs: 1, RunStartedSeq: 9, LlmCalls: 1, Iterations: 1,
 			MaxIterations: 10, Pending: &messages.PendingCall{CallId: "coder-1/llm-1", StepId: "r", Purpose: purposeSubAgent, RequestedSeq: 10}},
 	}
-	s.Pending = &messages.PendingCall{CallId: "replan-1", StepId: "f", Purpose: purposeReplan, RequestedSeq: 20}
+	s.Pending = &messages.PendingCall{CallId: "replan-1", StepId: "f", Purpose: PurposeReplan, RequestedSeq: 20}
 	s.Iterations, s.Replans, s.ReplanCalls, s.ReplanAttempt = 3, 1, 1, 1
 	return s
 }
@@ -124,7 +124,7 @@ func TestDecideReplanAnswer(t *testing.T) {
 	cfg := DefaultConfig()
 	answer := `{"steps":[{"id":"n1","type":"research","description":"try the archive","dependencies":["a"]},` +
 		`{"id":"n2","type":"write","description":"write it","dependencies":["n1","r"]}]}`
-	evs := decideLLMResult(s, &llmResult{callID: "replan-1", content: answer}, cfg, t0)
+	evs := DecideLLMResult(s, &LLMResult{CallID: "replan-1", Content: answer}, cfg, t0)
 	if got := types(evs); got != "llm_responded,plan_revised,step_started,subagent_started,llm_requested" {
 		t.Fatalf("events %s", got)
 	}
@@ -144,7 +144,7 @@ func TestDecideReplanAnswer(t *testing.T) {
 		t.Fatalf("steps %s", got)
 	}
 	// The running sub-agent hands off at its new index; n2 still waits for n1.
-	evs = decideLLMResult(s, &llmResult{callID: "coder-1/llm-1", content: `{"status":"completed","summary":"coded"}`}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "coder-1/llm-1", Content: `{"status":"completed","summary":"coded"}`}, cfg, t0)
 	if got := types(evs); got != "llm_responded,subagent_completed,step_completed" || evs[2].GetStepCompleted().GetStepIndex() != 1 {
 		t.Fatalf("events %s: %v", got, evs)
 	}
@@ -162,13 +162,13 @@ func TestDecideReplanAnswer(t *testing.T) {
 	} {
 		s := replanning()
 		// Asked again once with the error, then the session fails.
-		evs := decideLLMResult(s, &llmResult{callID: "replan-1", content: answer}, cfg, t0)
+		evs := DecideLLMResult(s, &LLMResult{CallID: "replan-1", Content: answer}, cfg, t0)
 		if got := types(evs); got != "llm_responded,plan_failed,llm_requested" || !strings.Contains(evs[2].GetLlmRequested().GetRepromptError(), strings.TrimPrefix(want, "re-planner returned an unusable plan: ")) ||
 			evs[2].GetLlmRequested().GetCallId() != "replan-2" || evs[2].GetLlmRequested().GetStepId() != "f" {
 			t.Fatalf("answer %s: %s %v, want a re-prompt with %q", answer, got, evs, want)
 		}
 		fold(t, s, evs)
-		evs = decideLLMResult(s, &llmResult{callID: "replan-2", content: answer}, cfg, t0)
+		evs = DecideLLMResult(s, &LLMResult{CallID: "replan-2", Content: answer}, cfg, t0)
 		if got := types(evs); got != "llm_responded,session_failed" || !strings.Contains(evs[1].GetSessionFailed().GetError(), want) {
 			t.Fatalf("answer %s again: %s %v, want session_failed with %q", answer, got, evs, want)
 		}
@@ -178,14 +178,14 @@ func TestDecideReplanAnswer(t *testing.T) {
 	// max_steps counts the kept steps: two are kept, so one new step fits in 3.
 	s = replanning()
 	s.Config.MaxSteps = 3
-	evs = decideLLMResult(s, &llmResult{callID: "replan-1", content: answer}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "replan-1", Content: answer}, cfg, t0)
 	if r := evs[len(evs)-1].GetLlmRequested(); !strings.Contains(r.GetRepromptError(), "plan has 2 new steps and 2 kept ones, more than max_steps 3") {
 		t.Fatalf("too many steps: %s %v", types(evs), r)
 	}
 	// Ids the model left out are filled with ones no step uses.
 	s = replanning()
 	s.Steps[1].Step.Id = "step-1"
-	evs = decideLLMResult(s, &llmResult{callID: "replan-1", content: `{"steps":[{"type":"research","description":"x"}]}`}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "replan-1", Content: `{"steps":[{"type":"research","description":"x"}]}`}, cfg, t0)
 	if r := evs[1].GetPlanRevised(); r.GetSteps()[0].GetId() != "step-2" {
 		t.Fatalf("filled id: %s %v", types(evs), r)
 	}
@@ -200,12 +200,12 @@ func TestDecideReplanAfterFailure(t *testing.T) {
 		`{"id":"r","type":"code","description":"code it","dependencies":[]},` +
 		`{"id":"q","type":"review","description":"check it","dependencies":["r"]},` +
 		`{"id":"w","type":"write","description":"write it","dependencies":["f","r"]}]}`
-	failedAnswer := &llmResult{callID: "researcher-1/llm-1", content: `{"status":"failed","summary":"no sources","blockers":["paywall"],"recommendations":["try an archive"]}`}
+	failedAnswer := &LLMResult{CallID: "researcher-1/llm-1", Content: `{"status":"failed","summary":"no sources","blockers":["paywall"],"recommendations":["try an archive"]}`}
 	cfg := DefaultConfig()
 	cfg.StepAttempts = 1
 
 	s := planned(t, &messages.SessionConfig{MaxIterations: 10}, plan)
-	evs := decideLLMResult(s, failedAnswer, cfg, t0)
+	evs := DecideLLMResult(s, failedAnswer, cfg, t0)
 	if got := types(evs); got != "llm_responded,subagent_completed,step_failed,llm_requested" {
 		t.Fatalf("events %s", got)
 	}
@@ -222,7 +222,7 @@ func TestDecideReplanAfterFailure(t *testing.T) {
 	if s.GetReplans() != 1 || s.GetReplanAttempt() != 1 || s.GetIterations() != 2 {
 		t.Fatalf("replans %d, attempt %d, iterations %d", s.GetReplans(), s.GetReplanAttempt(), s.GetIterations())
 	}
-	req, err := buildRequest(s, mustPrompts(t), nil)
+	req, err := BuildRequest(s, mustPrompts(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,24 +240,24 @@ func TestDecideReplanAfterFailure(t *testing.T) {
 		}
 	}
 	// r completes while the re-plan is in flight: q is ready, but nothing starts.
-	evs = decideLLMResult(s, &llmResult{callID: "coder-1/llm-1", content: `{"status":"completed","summary":"coded"}`}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "coder-1/llm-1", Content: `{"status":"completed","summary":"coded"}`}, cfg, t0)
 	if got := types(evs); got != "llm_responded,subagent_completed,step_completed" {
 		t.Fatalf("events while re-planning %s", got)
 	}
 	fold(t, s, evs)
 	// A retryable failure of the re-plan call is retried like the planner's.
 	cfg.StepAttempts = 2
-	evs = decideLLMResult(s, &llmResult{callID: "replan-1", err: errors.New("503"), retryable: true}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "replan-1", Err: errors.New("503"), Retryable: true}, cfg, t0)
 	if got := types(evs); got != "plan_failed" || evs[0].GetPlanFailed().GetRetryAtUnixNano() == 0 {
 		t.Fatalf("failed re-plan call: %s %v", got, evs)
 	}
 	fold(t, s, evs)
-	evs = decideRetry(s, cfg, t0.Add(cfg.StepRetryDelay))
+	evs = DecideRetry(s, cfg, t0.Add(cfg.StepRetryDelay))
 	if got := types(evs); got != "llm_requested" || evs[0].GetLlmRequested().GetCallId() != "replan-2" {
 		t.Fatalf("retry: %s %v", got, evs)
 	}
 	fold(t, s, evs)
-	evs = decideLLMResult(s, &llmResult{callID: "replan-2", err: errors.New("503"), retryable: true}, cfg, t0)
+	evs = DecideLLMResult(s, &LLMResult{CallID: "replan-2", Err: errors.New("503"), Retryable: true}, cfg, t0)
 	if got := types(evs); got != "plan_failed,session_failed" ||
 		evs[1].GetSessionFailed().GetError() != "re-plan after step f failed: llm call replan-2 failed: 503 (attempt 2 of 2)" {
 		t.Fatalf("last failure: %s %v", got, evs)
@@ -267,20 +267,20 @@ func TestDecideReplanAfterFailure(t *testing.T) {
 	cfg = DefaultConfig()
 	cfg.StepAttempts, cfg.MaxReplans = 1, 0
 	s = planned(t, &messages.SessionConfig{MaxIterations: 10}, plan)
-	evs = decideLLMResult(s, failedAnswer, cfg, t0)
+	evs = DecideLLMResult(s, failedAnswer, cfg, t0)
 	if got := types(evs); got != "llm_responded,subagent_completed,step_failed,session_failed" || evs[1].GetSubagentCompleted().GetAction() != "fail" {
 		t.Fatalf("re-planning disabled: %s", got)
 	}
 	cfg.MaxReplans = 1
 	s = planned(t, &messages.SessionConfig{MaxIterations: 10}, plan)
 	s.Replans = 1
-	evs = decideLLMResult(s, failedAnswer, cfg, t0)
+	evs = DecideLLMResult(s, failedAnswer, cfg, t0)
 	if f := evs[len(evs)-1].GetSessionFailed(); !strings.Contains(f.GetError(), "step f: sub-agent researcher-1: failed: no sources (attempt 1 of 1); no re-plan is left (max_replans 1, 1 made)") {
 		t.Fatalf("limit reached: %s %v", types(evs), f)
 	}
 	// No LLM call left for the re-planner.
 	s = planned(t, &messages.SessionConfig{MaxIterations: 1}, plan)
-	evs = decideLLMResult(s, failedAnswer, cfg, t0)
+	evs = DecideLLMResult(s, failedAnswer, cfg, t0)
 	if f := evs[len(evs)-1].GetSessionFailed(); types(evs) != "llm_responded,subagent_completed,step_failed,session_failed" ||
 		!strings.Contains(f.GetError(), "step f failed (sub-agent researcher-1: failed: no sources (attempt 1 of 1)) and cannot be re-planned: no LLM call is left for the re-planner (max_iterations 1)") {
 		t.Fatalf("no iteration left: %s %v", types(evs), f)
@@ -295,7 +295,7 @@ func TestForkContinuesTheStepThatEndedAtTheForkPoint(t *testing.T) {
 	s.Pending, s.ReplanAttempt, s.ReplanCalls = nil, 0, 0
 	s.ForkedFrom = &messages.SessionForked{SourceSessionId: "src", SourceSeq: 4, StepIndex: 1} // a ended at seq 4, at index 1 here
 	evs := decideForkContinue(s, 1, DefaultConfig(), t0)
-	if got := types(evs); got != "llm_requested" || evs[0].GetLlmRequested().GetPurpose() != purposeReplan {
+	if got := types(evs); got != "llm_requested" || evs[0].GetLlmRequested().GetPurpose() != PurposeReplan {
 		t.Fatalf("events %s %v: after a, the failed step f waits for its re-plan (it must not run again)", got, evs)
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"bytes"
@@ -23,24 +23,27 @@ const MaxCommandIDBytes = 256
 // stepTypes are the step types a plan may use; anything else becomes "custom".
 var stepTypes = map[string]bool{"research": true, "code": true, "write": true, "review": true, "human_input": true, "custom": true}
 
-// commandError is a refused command: its reason maps to a grain error code.
-type commandError struct {
-	reason messages.ErrorReason
-	msg    string
+// CommandError is a refused command: its reason maps to a grain error code.
+type CommandError struct {
+	// Reason is the refusal's reason; Msg says why, for the caller.
+	Reason messages.ErrorReason
+	Msg    string
 }
 
-func (e *commandError) Error() string { return e.msg }
+// Error returns Msg.
+func (e *CommandError) Error() string { return e.Msg }
 
 func refuse(reason messages.ErrorReason, format string, args ...any) error {
-	return &commandError{reason: reason, msg: fmt.Sprintf(format, args...)}
+	return &CommandError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
 }
 
-// eventBuilder stamps events with consecutive sequence numbers after the state's.
-type eventBuilder struct {
+// EventBuilder stamps events with consecutive sequence numbers after the state's.
+type EventBuilder struct {
 	s     *messages.SessionState
 	cmdID string
 	at    int64
-	evs   []*messages.Event
+	// Evs are the events built so far, in order.
+	Evs []*messages.Event
 	// proj is s with evs applied, kept up to date by add once state() made it.
 	proj *messages.SessionState
 	// projBroken is set when an event did not apply to proj: it is not s with evs applied.
@@ -51,10 +54,10 @@ type eventBuilder struct {
 // applied (a copy; s is never mutated). Decisions that depend on their own earlier events
 // (which steps are ready after a step completed) read it. An event that does not apply
 // leaves the projection where it stopped; commit refuses such a decision anyway.
-func (b *eventBuilder) state() *messages.SessionState {
+func (b *EventBuilder) state() *messages.SessionState {
 	if b.proj == nil {
 		b.proj = proto.Clone(b.s).(*messages.SessionState)
-		for _, ev := range b.evs {
+		for _, ev := range b.Evs {
 			if Apply(b.proj, ev) != nil {
 				b.projBroken = true
 				break
@@ -64,19 +67,23 @@ func (b *eventBuilder) state() *messages.SessionState {
 	return b.proj
 }
 
-func newEvents(s *messages.SessionState, cmdID string, now time.Time) *eventBuilder {
-	return &eventBuilder{s: s, cmdID: cmdID, at: now.UnixNano()}
+// NewEvents starts the events of one decision on s (never mutated): each event gets
+// the next seq after s's and the time now; cmdID, when set, is the command they answer.
+func NewEvents(s *messages.SessionState, cmdID string, now time.Time) *EventBuilder {
+	return &EventBuilder{s: s, cmdID: cmdID, at: now.UnixNano()}
 }
 
-func (b *eventBuilder) add(set func(*messages.Event)) {
+// Add appends one event, set filling its payload, and keeps the projection (state) up
+// to date.
+func (b *EventBuilder) Add(set func(*messages.Event)) {
 	ev := &messages.Event{
-		Seq:        b.s.GetSeq() + uint64(len(b.evs)) + 1,
+		Seq:        b.s.GetSeq() + uint64(len(b.Evs)) + 1,
 		SessionId:  b.s.GetSessionId(),
 		AtUnixNano: b.at,
 		CommandId:  b.cmdID,
 	}
 	set(ev)
-	b.evs = append(b.evs, ev)
+	b.Evs = append(b.Evs, ev)
 	if b.proj != nil && !b.projBroken && Apply(b.proj, ev) != nil {
 		b.projBroken = true
 	}
@@ -85,15 +92,15 @@ func (b *eventBuilder) add(set func(*messages.Event)) {
 // final returns the state the decision's events lead to, when state() built it and
 // every event applied; nil otherwise. The caller takes it over: the builder must not be
 // used after.
-func (b *eventBuilder) final() *messages.SessionState {
+func (b *EventBuilder) final() *messages.SessionState {
 	if b.proj == nil || b.projBroken {
 		return nil
 	}
 	return b.proj
 }
 
-// decideStart validates a start command and returns the events it produces.
-func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults Config, now time.Time) ([]*messages.Event, error) {
+// DecideStart validates a start command and returns the events it produces.
+func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults Config, now time.Time) ([]*messages.Event, error) {
 	if err := validateCommandID(req.GetCommandId()); err != nil {
 		return nil, err
 	}
@@ -113,16 +120,16 @@ func decideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 		return nil, err
 	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
-	b := newEvents(s, req.GetCommandId(), now)
-	b.add(func(e *messages.Event) {
+	b := NewEvents(s, req.GetCommandId(), now)
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId()}}
 	})
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: planCallID(1), Purpose: purposePlan, Model: cfg.GetModel(), Iteration: 1,
+			CallId: planCallID(1), Purpose: PurposePlan, Model: cfg.GetModel(), Iteration: 1,
 		}}
 	})
-	return b.evs, nil
+	return b.Evs, nil
 }
 
 func validateCommandID(id string) error {

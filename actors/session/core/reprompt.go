@@ -1,4 +1,4 @@
-package session
+package core
 
 import (
 	"fmt"
@@ -22,21 +22,21 @@ const MaxRepromptAnswerBytes = 8 << 10
 // refused with err: the one re-prompt, or the session's failure after it. who names the
 // answering role in the failure ("planner", "re-planner"). b holds the answer's
 // llm_responded.
-func unusablePlan(b *eventBuilder, s *messages.SessionState, p *messages.PendingCall, content, who string, err error) {
+func unusablePlan(b *EventBuilder, s *messages.SessionState, p *messages.PendingCall, content, who string, err error) {
 	if p.GetRepromptError() != "" {
 		fail(b, fmt.Sprintf("%s returned an unusable plan: %v (it was asked again once, with the error of its first answer: %s)", who, err, p.GetRepromptError()))
 		return
 	}
 	attempt := s.GetPlanAttempt()
-	if p.GetPurpose() == purposeReplan {
+	if p.GetPurpose() == PurposeReplan {
 		attempt = s.GetReplanAttempt()
 	}
 	msg := fmt.Sprintf("unusable plan: %v", err)
-	b.add(func(e *messages.Event) {
+	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_PlanFailed{PlanFailed: &messages.PlanFailed{CallId: p.GetCallId(), Error: msg, Attempt: attempt}}
 	})
 	again := &messages.LlmRequested{RepromptError: err.Error(), RepromptAnswer: truncateText(content, MaxRepromptAnswerBytes)}
-	if p.GetPurpose() == purposeReplan {
+	if p.GetPurpose() == PurposeReplan {
 		replanCallWith(b, p.GetStepId(), again)
 		return
 	}
@@ -44,8 +44,8 @@ func unusablePlan(b *eventBuilder, s *messages.SessionState, p *messages.Pending
 	if !withinBudget(b, s, iteration, nil) {
 		return
 	}
-	again.CallId, again.Purpose, again.Model, again.Iteration = planCallID(s.GetPlanAttempt()+1), purposePlan, s.GetConfig().GetModel(), iteration
-	b.add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: again} })
+	again.CallId, again.Purpose, again.Model, again.Iteration = planCallID(s.GetPlanAttempt()+1), PurposePlan, s.GetConfig().GetModel(), iteration
+	b.Add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: again} })
 }
 
 // repromptMessages are the messages a re-prompt call adds after its brief: the unusable
