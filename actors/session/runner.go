@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
@@ -150,9 +151,9 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 	ctx, cancel := context.WithTimeout(ctx, r.deps.Config.LLMTimeout)
 	defer cancel()
 	ctx, span := r.deps.Tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", r.deps.LLM.Name()),
-		attribute.String("gen_ai.request.model", req.Model),
+		semconv.GenAIOperationNameChat,
+		semconv.GenAIProviderNameKey.String(r.deps.LLM.Name()),
+		semconv.GenAIRequestModel(req.Model),
 	))
 	defer span.End()
 	start := time.Now()
@@ -166,10 +167,10 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 		resp.Duration = time.Since(start)
 	}
 	span.SetAttributes(
-		attribute.String("gen_ai.response.model", resp.Model),
-		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
-		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens),
-		attribute.StringSlice("gen_ai.response.finish_reasons", []string{resp.FinishReason}),
+		semconv.GenAIResponseModel(resp.Model),
+		semconv.GenAIUsageInputTokensKey.Int64(resp.Usage.InputTokens),
+		semconv.GenAIUsageOutputTokensKey.Int64(resp.Usage.OutputTokens),
+		semconv.GenAIResponseFinishReasons(resp.FinishReason),
 	)
 	return resp, nil
 }

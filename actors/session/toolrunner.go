@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
@@ -60,9 +61,9 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 	c := r.call
 	ctx, span := r.deps.Tracer.Start(ctx, "execute_tool "+c.GetTool(), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", c.GetTool()),
-		attribute.String("gen_ai.tool.call.id", c.GetCallId()),
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(c.GetTool()),
+		semconv.GenAIToolCallID(c.GetCallId()),
 		attribute.String("fathom.session_id", r.sessionID),
 		attribute.String("fathom.step_id", c.GetStepId()),
 		attribute.String("fathom.idempotency_key", c.GetIdempotencyKey()),

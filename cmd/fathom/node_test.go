@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // TestNodeGatewayOverWebSocket runs `fathom node` with a read+write and a read-only
@@ -142,7 +143,8 @@ func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
 	}
-	families, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(body))
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("not Prometheus text: %v\n%s", err, body)
 	}
@@ -186,7 +188,8 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("not Prometheus text: %v", err)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -169,8 +170,8 @@ func (r *Recorder) llm(ctx context.Context, resp *messages.LlmResponded) {
 	if c := resp.GetCostUsd(); c > 0 {
 		r.llmCost.Add(ctx, c, metric.WithAttributes(attribute.String("model", model)))
 	}
-	genai := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", model)}
+	genai := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model)}
 	r.genaiDuration.Record(ctx, secs, metric.WithAttributes(genai...))
-	r.genaiTokens.Record(ctx, in, metric.WithAttributes(append(genai, attribute.String("gen_ai.token.type", "input"))...))
-	r.genaiTokens.Record(ctx, out, metric.WithAttributes(append(genai, attribute.String("gen_ai.token.type", "output"))...))
+	r.genaiTokens.Record(ctx, in, metric.WithAttributes(append(genai, semconv.GenAITokenTypeInput)...))
+	r.genaiTokens.Record(ctx, out, metric.WithAttributes(append(genai, semconv.GenAITokenTypeOutput)...))
 }
