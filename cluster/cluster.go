@@ -32,6 +32,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/hashicorp/consul/api"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // Provider names.
@@ -135,9 +136,10 @@ type Node struct {
 	system  *actor.ActorSystem
 	cluster *cluster.Cluster
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu         sync.Mutex
+	started    bool
+	stopped    bool
+	handedOver bool
 
 	// Proto.Actor's MemberList is not safe to read from outside its actors; the node
 	// keeps its own copy of the topology from the ClusterTopology events instead.
@@ -288,6 +290,46 @@ func CheckConsul(ctx context.Context, addr string) error {
 		return fmt.Errorf("consul agent at %s has no leader yet", addr)
 	}
 	return nil
+}
+
+// Handover is the first half of a graceful leave: the member withdraws from the
+// provider (the Consul registration goes, so every member, this one included, drops it
+// from the topology and places its identities elsewhere; the gossip marks it as left),
+// then every grain activation on this member is stopped and waited for. A grain's
+// Terminate runs at once, at a boundary of its own work (a session grain waits for its
+// appends in flight and releases its lease), so the other members may activate the
+// identity while this member still finishes its leave. Stop completes the leave; calling
+// Handover before it is optional and only makes the hand-over earlier. It is a no-op on
+// a member that is not running.
+func (n *Node) Handover(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.stopped || n.handedOver {
+		return nil
+	}
+	n.handedOver = true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				n.log.Warn("cluster hand-over panicked", "panic", fmt.Sprint(r))
+			}
+		}()
+		n.cluster.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
+		if err := n.cluster.Config.ClusterProvider.Shutdown(true); err != nil {
+			n.log.Warn("withdraw from the member provider", "error", err)
+		}
+		began := time.Now()
+		n.cluster.IdentityLookup.Shutdown() // stops the placement actor: it poisons its grains and waits
+		n.log.Info("handed grains over", "address", n.Address(), "took", time.Since(began).Round(time.Millisecond))
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: hand grains over: %w", ctx.Err())
+	}
 }
 
 // Stop leaves the cluster gracefully (deregistering from Consul and handing grains

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
@@ -275,6 +276,8 @@ type Node struct {
 	observer *observer.Observer
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	reactivator *actor.PID
+	// topologySub hurries the reactivator when a member joins or leaves (reactivator.go).
+	topologySub *eventstream.Subscription
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -774,6 +777,12 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
 		n.stopReactivator()
+		if n.member != nil {
+			// Sessions first, while the sandbox and the journal still serve their last
+			// appends: each stops at a boundary and releases its lease, and the other
+			// members' reactivators, hurried by the topology change, continue it at once.
+			errs = append(errs, n.member.Handover(ctx))
+		}
 		if n.observer != nil {
 			n.observer.Stop()
 		}

@@ -45,6 +45,15 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 		return err
 	}
 	n.reactivator = pid
+	// A member joining or leaving moves sessions: the old owner stops their activations
+	// (a leaving member all of its own, disthash the ones whose identity now hashes to a
+	// new member) and releases their leases. Sweeping often for a while picks them up
+	// at once instead of at the next regular sweep.
+	n.topologySub = system.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok && (len(t.Joined) > 0 || len(t.Left) > 0) {
+			reactivator.Hurry(system.Root, pid)
+		}
+	})
 	return nil
 }
 
@@ -53,6 +62,10 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 func (n *Node) stopReactivator() {
 	if n.reactivator == nil || n.member == nil {
 		return
+	}
+	if n.topologySub != nil {
+		n.member.System().EventStream.Unsubscribe(n.topologySub)
+		n.topologySub = nil
 	}
 	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.reactivator).Wait()
 	n.reactivator = nil
