@@ -157,10 +157,10 @@ func rendezvousOwner(t *testing.T, identity string, members ...string) string {
 	return r.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: "Session", Identity: identity})
 }
 
-// TestMemberJoinMovesSessionsAtOnce: sessions run on node A alone; node B joins. Each
-// running session whose identity now hashes to B (disthash) stops on A and continues on
-// B within 2 s of B's start, with no client request; the others stay on A. Every session
-// completes and the journal audit finds nothing twice.
+// TestMemberJoinMovesSessionsAtOnce: sessions run on nodes A and B; node C joins. Each
+// running session whose identity now hashes to C (disthash) stops where it ran and
+// continues on C within 2 s of C's start, with no client request; the others stay put.
+// Every session completes and the journal audit finds nothing twice.
 func TestMemberJoinMovesSessionsAtOnce(t *testing.T) {
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
@@ -169,36 +169,38 @@ func TestMemberJoinMovesSessionsAtOnce(t *testing.T) {
 	env := cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x")
 	common := []string{"--consul", consul, "--postgres", dsn, "--token", token, "--cluster-name", "fathom-join-" + freePort(t)}
 	a := startNode(t, env, common...)
+	b := startNode(t, env, common...)
 	conn := connectPG(t, dsn)
-	ids := startSessions(t, a, token, "join-"+freePort(t), 10)
+	ids := startSessions(t, a, token, "join-"+freePort(t), 16)
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		for _, owner := range owners(t, conn, ids) {
-			if owner != a.member {
+		for id, owner := range owners(t, conn, ids) {
+			if owner != rendezvousOwner(t, id, a.member, b.member) {
 				return false
 			}
 		}
 		return true
-	}, "the sessions did not all run on node A")
+	}, "the sessions did not all run on their owners among A and B")
 
-	b := startNode(t, env, common...)
+	c := startNode(t, env, common...)
 	joinedAt := time.Now()
 	var moved []string
 	for _, id := range ids {
-		if rendezvousOwner(t, id, a.member, b.member) == b.member {
+		if rendezvousOwner(t, id, a.member, b.member, c.member) == c.member {
 			moved = append(moved, id)
 		}
 	}
 	if len(moved) == 0 {
-		t.Fatalf("no session hashes to node B among %v", ids)
+		t.Fatalf("no session hashes to node C among %v", ids)
 	}
 	for _, id := range moved {
 		testenv.Eventually(t, 2*time.Second-time.Since(joinedAt), func() bool {
 			_, typ := journalHead(t, conn, id)
-			return typ == "session_completed" || leaseOwner(t, conn, id) == b.member
-		}, "session %s, moved to node B by its join, did not continue there within 2s (lease: %q)", id, leaseOwner(t, conn, id))
+			return typ == "session_completed" || leaseOwner(t, conn, id) == c.member
+		}, "session %s, moved to node C by its join, did not continue there within 2s (lease: %q)", id, leaseOwner(t, conn, id))
 	}
-	t.Logf("%d of %d sessions moved to node B within %s of its start", len(moved), len(ids), time.Since(joinedAt).Round(time.Millisecond))
+	t.Logf("%d of %d sessions moved to node C within %s of its start", len(moved), len(ids), time.Since(joinedAt).Round(time.Millisecond))
 	waitAllCompleted(t, conn, dsn, ids)
-	a.stop(t)
-	b.stop(t)
+	for _, n := range []*nodeProc{a, b, c} {
+		n.stop(t)
+	}
 }
