@@ -26,12 +26,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/hashicorp/consul/api"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
@@ -66,6 +64,10 @@ type Config struct {
 	// DrainTimeout bounds a graceful leave's wait for remote peers to close their
 	// connections; the member's server is then closed. Default 6s.
 	DrainTimeout time.Duration
+	// PauseGrace is how long, with Consul, a member whose health check stopped passing
+	// stays in the topology while its remoting port still accepts connections (a paused
+	// process, not a dead one). Default 60s.
+	PauseGrace time.Duration
 	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
 	Logger *slog.Logger
 }
@@ -110,7 +112,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("cluster: unknown provider %q (want %q or %q)", c.Provider, ProviderLocal, ProviderConsul)
 	}
-	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 {
+	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 || c.PauseGrace < 0 {
 		return errors.New("cluster: timeouts must not be negative")
 	}
 	return nil
@@ -180,9 +182,9 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	case ProviderLocal:
 		provider = localProvider{test.NewTestProvider(test.NewInMemAgent())}
 	case ProviderConsul:
-		p, err := consul.NewWithConfig(&api.Config{Address: cfg.ConsulAddr}, consul.WithTTL(3*time.Second), consul.WithRefreshTTL(time.Second))
+		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
-			return nil, fmt.Errorf("cluster: consul client for %s: %w", cfg.ConsulAddr, err)
+			return nil, err
 		}
 		provider = p
 	}
@@ -395,6 +397,29 @@ type localProvider struct{ cluster.ClusterProvider }
 
 // Shutdown implements cluster.ClusterProvider: there is nobody to tell.
 func (localProvider) Shutdown(bool) error { return nil }
+
+// Ready reports why this member cannot place grains, nil when it can: it must be
+// running, see itself in its own topology, and (with Consul) not have been dropped by
+// the other members after a pause longer than the grace.
+func (n *Node) Ready() error {
+	n.mu.Lock()
+	started, stopped := n.started, n.stopped || n.handedOver
+	n.mu.Unlock()
+	switch {
+	case !started:
+		return errors.New("cluster: member not started")
+	case stopped:
+		return errors.New("cluster: member is leaving")
+	case !n.hasMember(n.system.ID):
+		return fmt.Errorf("cluster: member %s is not in its own topology", n.Address())
+	}
+	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
+		if err := p.Dropped(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return nil
+}
 
 // Cluster is the underlying Proto.Actor cluster (for generated grain clients).
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }

@@ -204,3 +204,67 @@ func TestMemberJoinMovesSessionsAtOnce(t *testing.T) {
 		n.stop(t)
 	}
 }
+
+// TestPausedMemberIsLetBackIn: nodes A and B run sessions; A is paused (SIGSTOP) for
+// 10 s, far past its 3 s Consul health deadline, then resumed. Meanwhile clients keep
+// starting sessions through B and never get a server error; once A is back both members
+// are ready, sessions started afterwards are placed on A again (it was let back in, not
+// blocked for good), and every session completes with a clean journal audit.
+func TestPausedMemberIsLetBackIn(t *testing.T) {
+	consul := testenv.ConsulAddr(t)
+	dsn := testenv.PostgresDSN(t)
+	const token = "t"
+	model := startMockLLM(t, slowSixSteps(500*time.Millisecond))
+	env := cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x")
+	common := []string{"--consul", consul, "--postgres", dsn, "--token", token, "--cluster-name", "fathom-pause-" + freePort(t)}
+	a := startNode(t, env, common...)
+	b := startNode(t, env, common...)
+	conn := connectPG(t, dsn)
+	prefix := "pause-" + freePort(t)
+	ids := startSessions(t, b, token, prefix, 8)
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	for i := 0; time.Since(pausedAt) < 10*time.Second; i++ {
+		id := fmt.Sprintf("%s-during-%d", prefix, i)
+		code, body := httpJSON(t, "POST", b.url+"/v1/sessions", token, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code >= 500 && code != 503 && code != 504 {
+			t.Fatalf("start %s through B while A is paused: %d %v", id, code, body)
+		}
+		if code == 201 {
+			ids = append(ids, id)
+		}
+	}
+	resume()
+	for _, n := range []*nodeProc{a, b} {
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			code, _ := httpJSON(t, "GET", n.url+"/readyz", "", nil)
+			return code == 200
+		}, "node %s not ready after A resumed", n.member)
+	}
+	// A is a member again: new sessions land on it.
+	var after []string
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		id := fmt.Sprintf("%s-after-%d", prefix, len(after))
+		code, body := httpJSON(t, "POST", b.url+"/v1/sessions", token, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code != 201 {
+			t.Fatalf("start %s through B after A resumed: %d %v", id, code, body)
+		}
+		after = append(after, id)
+		testenv.Eventually(t, 10*time.Second, func() bool { return leaseOwner(t, conn, id) != "" }, "session %s holds no lease", id)
+		return leaseOwner(t, conn, id) == a.member
+	}, "no new session was placed on A after it resumed (A was not let back in)")
+	waitAllCompleted(t, conn, dsn, append(ids, after...))
+	a.stop(t)
+	b.stop(t)
+}
