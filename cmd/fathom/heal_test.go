@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -267,4 +272,96 @@ func TestPausedMemberIsLetBackIn(t *testing.T) {
 	waitAllCompleted(t, conn, dsn, append(ids, after...))
 	a.stop(t)
 	b.stop(t)
+}
+
+// consulAgent is a private Consul dev agent started with the project's script, so this
+// test can stop and restart it without disturbing the shared one.
+type consulAgent struct{ dir, addr string }
+
+func startPrivateConsul(t *testing.T) *consulAgent {
+	t.Helper()
+	testenv.ConsulAddr(t) // skips (or fails under make test) without the test services
+	c := &consulAgent{dir: t.TempDir()}
+	t.Cleanup(func() { c.run(t, "stop") })
+	c.addr = strings.TrimSpace(c.run(t, "start"))
+	return c
+}
+
+func (c *consulAgent) run(t *testing.T, verb string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join("..", "..", "scripts", "consul.sh"), verb, c.dir)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("consul.sh %s: %v\n%s", verb, err, stderr)
+	}
+	return string(out)
+}
+
+// passing lists the ids of the cluster's members whose Consul check passes.
+func (c *consulAgent) passing(t *testing.T, clusterName string) []string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.addr + "/v1/health/service/" + clusterName + "?passing=1")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var entries []struct{ Service struct{ ID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&entries); err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Service.ID)
+	}
+	return ids
+}
+
+// TestConsulAgentRestart: nodes A and B run sessions on a private Consul agent, which is
+// stopped for 10 s and started again on the same address, empty. The members register
+// again, the sessions complete, and a member C started afterwards joins the same cluster
+// (sessions started through it are placed on A and B as well, not all on C).
+func TestConsulAgentRestart(t *testing.T) {
+	agent := startPrivateConsul(t)
+	dsn := testenv.PostgresDSN(t)
+	const token = "t"
+	model := startMockLLM(t, slowSixSteps(time.Second))
+	env := cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x")
+	name := "fathom-agent-restart-" + freePort(t)
+	common := []string{"--consul", agent.addr, "--postgres", dsn, "--token", token, "--cluster-name", name}
+	a := startNode(t, env, common...)
+	b := startNode(t, env, common...)
+	conn := connectPG(t, dsn)
+	prefix := "agent-" + freePort(t)
+	ids := startSessions(t, a, token, prefix, 6)
+
+	agent.run(t, "stop")
+	stoppedAt := time.Now()
+	testenv.Eventually(t, 30*time.Second, func() bool { return time.Since(stoppedAt) >= 10*time.Second },
+		"the clock stopped") // the outage lasts 10 s; the members keep running meanwhile
+	agent.run(t, "start")
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(agent.passing(t, name)) == 2 },
+		"A and B did not register again after the agent restarted (passing: %v)", agent.passing(t, name))
+
+	c := startNode(t, env, common...)
+	hosts := map[string]int{}
+	var after []string
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		id := fmt.Sprintf("%s-after-%d", prefix, len(after))
+		code, body := httpJSON(t, "POST", c.url+"/v1/sessions", token, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code != 201 {
+			t.Fatalf("start %s through C: %d %v", id, code, body)
+		}
+		after = append(after, id)
+		testenv.Eventually(t, 10*time.Second, func() bool { return leaseOwner(t, conn, id) != "" }, "session %s holds no lease", id)
+		hosts[leaseOwner(t, conn, id)]++
+		return hosts[c.member] > 0 && hosts[a.member]+hosts[b.member] > 0
+	}, "sessions started through C after the agent restart were not spread over the cluster: %v (A %s, B %s, C %s)", hosts, a.member, b.member, c.member)
+	waitAllCompleted(t, conn, dsn, append(ids, after...))
+	for _, n := range []*nodeProc{a, b, c} {
+		n.stop(t)
+	}
 }
