@@ -30,7 +30,9 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 	cfg := reactivator.DefaultConfig()
 	cfg.Index = ix
 	cfg.Interval = leaseTTL / 2
-	cfg.PokeTimeout = max(leaseTTL/2, time.Second)
+	// A poke that hangs (its identity still hashes to a member that just died) holds up
+	// its sweep: keep it short, a failed poke is simply retried by the next sweep.
+	cfg.PokeTimeout = min(max(leaseTTL/4, time.Second), 5*time.Second)
 	cfg.Logger = n.log.With("component", "reactivator")
 	cfg.Poke = func(ctx context.Context, id string) error {
 		timeout := cfg.PokeTimeout
