@@ -7,6 +7,13 @@
 // Node wraps it into Start(ctx) error / Stop(ctx) error: Consul is checked first (fail
 // fast, one clear error), panics become errors, and Start returns only once this member
 // is part of the topology, so the first grain call after Start is placed.
+//
+// The Consul member provider is Fathom's own (consul.go): a member whose health check
+// lapsed but whose port still accepts connections (paused, not dead) stays in the
+// topology for Config.PauseGrace instead of being blocked for good, and a member
+// registers again after the agent forgot it. Handover starts a graceful leave by
+// stopping the member's grains at once (sessions release their leases), and Ready tells
+// whether the member can place grains.
 package cluster
 
 import (

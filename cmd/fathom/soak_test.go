@@ -106,9 +106,10 @@ func TestSoak(t *testing.T) {
 	for i := 0; i < cfg.nodes; i++ {
 		r.nodes = append(r.nodes, startNode(t, r.env, r.common...))
 	}
+	outOfTime := false
 	for r.kills < cfg.kills || len(r.ids) < cfg.sessions {
-		if time.Now().After(deadline) {
-			t.Fatalf("soak ran out of time after %d kills and %d sessions", r.kills, len(r.ids))
+		if outOfTime = time.Now().After(deadline); outOfTime {
+			break
 		}
 		r.topUp()
 		if r.kills < cfg.kills {
@@ -131,6 +132,9 @@ func TestSoak(t *testing.T) {
 		if err := os.WriteFile(cfg.summaryOut, []byte(summary), 0o644); err != nil {
 			t.Errorf("write %s: %v", cfg.summaryOut, err)
 		}
+	}
+	if outOfTime {
+		t.Fatalf("the soak ran out of time (%s) after %d of %d kills and %d of %d sessions", cfg.limit, r.kills, cfg.kills, len(r.ids), cfg.sessions)
 	}
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted+a.unresumed > 0 {
 		t.Fatalf("the soak found problems:\n%s", summary)
