@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,7 +78,7 @@ type soakRun struct {
 	conn   *pgx.Conn
 	env    []string
 	common []string
-	nodes  []*nodeProc
+	nodes  []*soakNode
 	prefix string
 	ids    []string
 	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
@@ -104,8 +107,9 @@ func TestSoak(t *testing.T) {
 		r.common = append(r.common, "--log-level", "debug")
 	}
 	for i := 0; i < cfg.nodes; i++ {
-		r.nodes = append(r.nodes, startNode(t, r.env, r.common...))
+		r.nodes = append(r.nodes, startSoakNode(t, r.env, r.common...))
 	}
+	r.awaitAll()
 	outOfTime := false
 	for r.kills < cfg.kills || len(r.ids) < cfg.sessions {
 		if outOfTime = time.Now().After(deadline); outOfTime {
@@ -142,8 +146,16 @@ func TestSoak(t *testing.T) {
 	if p99 := percentile(a.resume, 99); p99 > cfg.leaseTTL+5*time.Second {
 		t.Fatalf("resume latency p99 %s exceeds the lease TTL + 5s", p99)
 	}
+	r.awaitAll()
 	for _, n := range r.nodes {
 		n.stop(t)
+	}
+}
+
+// awaitAll waits for every node being started.
+func (r *soakRun) awaitAll() {
+	for _, n := range r.nodes {
+		n.await(r.t)
 	}
 }
 
@@ -155,7 +167,13 @@ func (r *soakRun) topUp() {
 			return
 		}
 		id := fmt.Sprintf("%s-%d", r.prefix, len(r.ids))
-		via := r.nodes[rand.IntN(len(r.nodes))]
+		var up []*soakNode
+		for _, n := range r.nodes {
+			if n.started(r.t) {
+				up = append(up, n)
+			}
+		}
+		via := up[rand.IntN(len(up))] // one node at most is starting
 		testenv.Eventually(r.t, 30*time.Second, func() bool {
 			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": "soak " + id, "session_id": id, "command_id": "c1"})
 			if code != 201 {
@@ -209,9 +227,11 @@ func (r *soakRun) leased(member string) map[string]int64 {
 // killOne kills -9 a random node that hosts running sessions, records how long each of
 // its sessions took to resume elsewhere, and starts a new node in its place.
 func (r *soakRun) killOne() {
+	r.awaitAll()
 	i := rand.IntN(len(r.nodes))
 	var victims map[string]int64
 	testenv.Eventually(r.t, 30*time.Second, func() bool {
+		r.topUp()
 		i = (i + 1) % len(r.nodes)
 		victims = r.leased(r.nodes[i].member)
 		return len(victims) > 0
@@ -258,9 +278,9 @@ func (r *soakRun) killOne() {
 		r.debugLines(id)
 	}
 	r.t.Logf("kill %d: %s with %d running sessions; resumed %d", r.kills, victim.member, len(heads), len(heads)-len(pending))
-	// Restarted once its sessions resumed elsewhere (starting a node takes seconds on a
-	// busy machine, and the measurement above must not wait for it).
-	r.nodes[i] = startNode(r.t, r.env, r.common...)
+	// Restarted once its sessions resumed elsewhere, without waiting: the next kill waits
+	// for it.
+	r.nodes[i] = startSoakNode(r.t, r.env, r.common...)
 }
 
 func terminalEvent(typ string) bool {
@@ -273,12 +293,95 @@ func (r *soakRun) debugLines(id string) {
 		return
 	}
 	for _, n := range r.nodes {
-		for _, l := range strings.Split(n.stderr.String(), "\n") {
+		if n.ready != nil {
+			continue
+		}
+		for _, l := range strings.Split(n.logs.String(), "\n") {
 			if strings.Contains(l, id) {
 				r.t.Logf("%s: %s", n.member, l)
 			}
 		}
 	}
+}
+
+// soakNode is a `fathom node` of the soak; the nodes of TestSoak are started without
+// waiting (a start takes seconds on a busy machine) and awaited when next needed.
+type soakNode struct {
+	*nodeProc
+	logs  *testenv.Buffer
+	ready chan error // the banner's outcome first; nil once awaited
+}
+
+// startSoakNode starts a node and returns at once; await waits for its banner.
+func startSoakNode(t *testing.T, env []string, args ...string) *soakNode {
+	t.Helper()
+	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	n := &soakNode{nodeProc: &nodeProc{cmd: cmd}, logs: &testenv.Buffer{}, ready: make(chan error, 2)}
+	cmd.Stderr = n.logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	banner := regexp.MustCompile(`listening on (http://\S+) \(cluster member (\S+)\)`)
+	ready := n.ready
+	go func() { // ends with the process's stdout
+		found := false
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := banner.FindStringSubmatch(sc.Text()); m != nil && !found {
+				found = true
+				n.url, n.member = m[1], m[2]
+				ready <- nil
+			}
+		}
+		ready <- errors.New("the node exited before its banner")
+	}()
+	return n
+}
+
+// started reports, without waiting, whether the node printed its banner.
+func (n *soakNode) started(t *testing.T) bool {
+	t.Helper()
+	if n.ready == nil {
+		return true
+	}
+	select {
+	case err := <-n.ready:
+		if err != nil {
+			t.Fatalf("start node: %v\n%s", err, n.logs.String())
+		}
+		n.ready = nil
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits for the node's banner (once).
+func (n *soakNode) await(t *testing.T) {
+	t.Helper()
+	if n.ready == nil {
+		return
+	}
+	select {
+	case err := <-n.ready:
+		if err != nil {
+			t.Fatalf("start node: %v\n%s", err, n.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("node did not start within 60s\n%s", n.logs.String())
+	}
+	n.ready = nil
 }
 
 // soakAudit is what the journal audit found.
