@@ -382,6 +382,11 @@ func (n *Node) shutdown(graceful bool) {
 		defer force.Stop()
 	}
 	n.cluster.Shutdown(graceful)
+	// Proto.Actor stops the provider only on a graceful leave; ours runs a heartbeat and a
+	// watch that must end with the member either way (idempotent).
+	if err := n.cluster.Config.ClusterProvider.Shutdown(graceful); err != nil {
+		n.log.Warn("stop the member provider", "error", err)
+	}
 }
 
 // closeServer closes the member's gRPC server and every connection to it.

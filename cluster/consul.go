@@ -237,7 +237,9 @@ func (p *consulProvider) watch() {
 	var index uint64
 	var lastLog time.Time
 	for ctx.Err() == nil {
-		entries, meta, err := p.agent.Health().Service(p.name, "", false, (&api.QueryOptions{WaitIndex: index, WaitTime: consulWatchWait}).WithContext(ctx))
+		qctx, qcancel := context.WithTimeout(ctx, consulWatchWait+p.cfg.Timeout)
+		entries, meta, err := p.agent.Health().Service(p.name, "", false, (&api.QueryOptions{WaitIndex: index, WaitTime: consulWatchWait}).WithContext(qctx))
+		qcancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
