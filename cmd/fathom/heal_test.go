@@ -365,3 +365,35 @@ func TestConsulAgentRestart(t *testing.T) {
 		n.stop(t)
 	}
 }
+
+// TestTwoActivationsRaceOneWriterCarriesOn: two `fathom node` processes that do not see
+// each other (two cluster names, as with a partition that froze one member's view) share
+// one PostgreSQL journal. A session runs on A; a state query through B activates it on B
+// too, and both activations go after the same pending work. The expected-sequence fence
+// lets one write: the loser stops, the winner carries the session to completion with no
+// further request, and the audit finds nothing recorded twice.
+func TestTwoActivationsRaceOneWriterCarriesOn(t *testing.T) {
+	consul := testenv.ConsulAddr(t)
+	dsn := testenv.PostgresDSN(t)
+	const token = "t"
+	model := startMockLLM(t, slowSixSteps(500*time.Millisecond))
+	env := cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x")
+	common := []string{"--consul", consul, "--postgres", dsn, "--token", token}
+	a := startNode(t, env, append(common, "--cluster-name", "fathom-race-a-"+freePort(t))...)
+	b := startNode(t, env, append(common, "--cluster-name", "fathom-race-b-"+freePort(t))...)
+	conn := connectPG(t, dsn)
+	ids := startSessions(t, a, token, "race-"+freePort(t), 4)
+	for _, id := range ids {
+		testenv.Eventually(t, 30*time.Second, func() bool { seq, _ := journalHead(t, conn, id); return seq >= 4 }, "session %s did not get going", id)
+		if code, body := httpJSON(t, "GET", b.url+"/v1/sessions/"+id, token, nil); code != 200 || body["host"] != b.member {
+			t.Fatalf("state of %s through B: %d %v (want an activation on B)", id, code, body)
+		}
+	}
+	waitAllCompleted(t, conn, dsn, ids)
+	a.stop(t)
+	b.stop(t)
+	logs := a.stderr.String() + b.stderr.String()
+	if !strings.Contains(logs, "another activation wrote this session; stopping this one") {
+		t.Fatalf("no activation was fenced: the two activations never raced")
+	}
+}
