@@ -771,8 +771,10 @@ func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
 	return n.observer.Recent(ctx)
 }
 
-// Stop leaves the cluster (passivating local grains), then closes the feed, the journal,
-// the demo model and telemetry. It is idempotent.
+// Stop hands the node's sessions over first (cluster.Node.Handover: the member leaves
+// the topology and its grains stop at a boundary, releasing their leases, so the other
+// members continue them at once), then leaves the cluster and closes the feed, the
+// journal, the demo model and telemetry. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
