@@ -120,8 +120,12 @@ func TestSoak(t *testing.T) {
 			r.killOne()
 		}
 	}
-	// Let every session finish; the ones that do not are stuck.
+	// Let every session finish (a minute at least, even past the bound); the ones that
+	// do not are stuck.
 	waitUntil := deadline
+	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
+		waitUntil = least
+	}
 	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
 		time.Sleep(200 * time.Millisecond)
 	}
