@@ -59,17 +59,17 @@ test-unit: ## Run the tests without services (integration tests skip)
 bench: ## Run the benchmark rows interleaved against the real services (durable PostgreSQL) and rewrite BENCHMARKS.md's table; raw output in bench.out
 	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) run ./internal/benchtable -rounds $(BENCH_ROUNDS) -out BENCHMARKS.md -raw bench.out)
 
-.PHONY: soak
-soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
-	@export FATHOM_PG_FAST=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
-		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
-		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
-
 .PHONY: proto
 proto: ## Regenerate the Go code in messages/ from the .proto files
 	@bin=$$(scripts/install-protoc.sh); \
 	PATH="$$bin:$$PATH" protoc -I messages --go_out=. --go_opt=module=github.com/fathom-agents/fathom messages/*.proto; \
 	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/session.proto
+
+.PHONY: soak
+soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
+	@export FATHOM_PG_FAST=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
+		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
+		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
@@ -79,4 +79,4 @@ lint: ## gofmt, go vet and staticcheck
 
 .PHONY: clean
 clean: ## Remove build and benchmark output
-	rm -rf bin bench.out soak.out
+	rm -rf bin bench.out
