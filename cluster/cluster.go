@@ -7,6 +7,13 @@
 // Node wraps it into Start(ctx) error / Stop(ctx) error: Consul is checked first (fail
 // fast, one clear error), panics become errors, and Start returns only once this member
 // is part of the topology, so the first grain call after Start is placed.
+//
+// The Consul member provider is Fathom's own (consul.go): a member whose health check
+// lapsed but whose port still accepts connections (paused, not dead) stays in the
+// topology for Config.PauseGrace instead of being blocked for good, and a member
+// registers again after the agent forgot it. Handover starts a graceful leave by
+// stopping the member's grains at once (sessions release their leases), and Ready tells
+// whether the member can place grains.
 package cluster
 
 import (
@@ -26,12 +33,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/hashicorp/consul/api"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // Provider names.
@@ -65,6 +71,10 @@ type Config struct {
 	// DrainTimeout bounds a graceful leave's wait for remote peers to close their
 	// connections; the member's server is then closed. Default 6s.
 	DrainTimeout time.Duration
+	// PauseGrace is how long, with Consul, a member whose health check stopped passing
+	// stays in the topology while its remoting port still accepts connections (a paused
+	// process, not a dead one). Default 60s.
+	PauseGrace time.Duration
 	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
 	Logger *slog.Logger
 }
@@ -109,7 +119,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("cluster: unknown provider %q (want %q or %q)", c.Provider, ProviderLocal, ProviderConsul)
 	}
-	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 {
+	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 || c.PauseGrace < 0 {
 		return errors.New("cluster: timeouts must not be negative")
 	}
 	return nil
@@ -135,9 +145,10 @@ type Node struct {
 	system  *actor.ActorSystem
 	cluster *cluster.Cluster
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu         sync.Mutex
+	started    bool
+	stopped    bool
+	handedOver bool
 
 	// Proto.Actor's MemberList is not safe to read from outside its actors; the node
 	// keeps its own copy of the topology from the ClusterTopology events instead.
@@ -178,9 +189,9 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	case ProviderLocal:
 		provider = localProvider{test.NewTestProvider(test.NewInMemAgent())}
 	case ProviderConsul:
-		p, err := consul.NewWithConfig(&api.Config{Address: cfg.ConsulAddr}, consul.WithTTL(3*time.Second), consul.WithRefreshTTL(time.Second))
+		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
-			return nil, fmt.Errorf("cluster: consul client for %s: %w", cfg.ConsulAddr, err)
+			return nil, err
 		}
 		provider = p
 	}
@@ -290,6 +301,46 @@ func CheckConsul(ctx context.Context, addr string) error {
 	return nil
 }
 
+// Handover is the first half of a graceful leave: the member withdraws from the
+// provider (the Consul registration goes, so every member, this one included, drops it
+// from the topology and places its identities elsewhere; the gossip marks it as left),
+// then every grain activation on this member is stopped and waited for. A grain's
+// Terminate runs at once, at a boundary of its own work (a session grain waits for its
+// appends in flight and releases its lease), so the other members may activate the
+// identity while this member still finishes its leave. Stop completes the leave; calling
+// Handover before it is optional and only makes the hand-over earlier. It is a no-op on
+// a member that is not running.
+func (n *Node) Handover(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.stopped || n.handedOver {
+		return nil
+	}
+	n.handedOver = true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				n.log.Warn("cluster hand-over panicked", "panic", fmt.Sprint(r))
+			}
+		}()
+		n.cluster.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
+		if err := n.cluster.Config.ClusterProvider.Shutdown(true); err != nil {
+			n.log.Warn("withdraw from the member provider", "error", err)
+		}
+		began := time.Now()
+		n.cluster.IdentityLookup.Shutdown() // stops the placement actor: it poisons its grains and waits
+		n.log.Info("handed grains over", "address", n.Address(), "took", time.Since(began).Round(time.Millisecond))
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: hand grains over: %w", ctx.Err())
+	}
+}
+
 // Stop leaves the cluster gracefully (deregistering from Consul and handing grains
 // over), or abruptly if ctx ends first. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
@@ -331,6 +382,11 @@ func (n *Node) shutdown(graceful bool) {
 		defer force.Stop()
 	}
 	n.cluster.Shutdown(graceful)
+	// Proto.Actor stops the provider only on a graceful leave; ours runs a heartbeat and a
+	// watch that must end with the member either way (idempotent).
+	if err := n.cluster.Config.ClusterProvider.Shutdown(graceful); err != nil {
+		n.log.Warn("stop the member provider", "error", err)
+	}
 }
 
 // closeServer closes the member's gRPC server and every connection to it.
@@ -353,6 +409,29 @@ type localProvider struct{ cluster.ClusterProvider }
 
 // Shutdown implements cluster.ClusterProvider: there is nobody to tell.
 func (localProvider) Shutdown(bool) error { return nil }
+
+// Ready reports why this member cannot place grains, nil when it can: it must be
+// running, see itself in its own topology, and (with Consul) not have been dropped by
+// the other members after a pause longer than the grace.
+func (n *Node) Ready() error {
+	n.mu.Lock()
+	started, stopped := n.started, n.stopped || n.handedOver
+	n.mu.Unlock()
+	switch {
+	case !started:
+		return errors.New("cluster: member not started")
+	case stopped:
+		return errors.New("cluster: member is leaving")
+	case !n.hasMember(n.system.ID):
+		return fmt.Errorf("cluster: member %s is not in its own topology", n.Address())
+	}
+	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
+		if err := p.Dropped(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return nil
+}
 
 // Cluster is the underlying Proto.Actor cluster (for generated grain clients).
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }

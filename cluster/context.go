@@ -8,6 +8,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // requestContext is the cluster's grain-call path (installed with
@@ -46,7 +48,7 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 		}
 		pid := rc.pid(identity, kind)
 		if pid == nil {
-			lastErr = errors.New("no member hosts the kind yet")
+			lastErr = errNoPlacement
 			attempt = cfg.RetryAction(attempt)
 			continue
 		}
@@ -67,7 +69,21 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 	if lastErr == nil {
 		lastErr = actor.ErrTimeout
 	}
+	if errors.Is(lastErr, errNoPlacement) || errors.Is(lastErr, actor.ErrDeadLetter) || errors.Is(lastErr, remote.ErrDeadLetter) {
+		return nil, unavailable(kind, identity, lastErr)
+	}
 	return nil, fmt.Errorf("request to %s/%s failed: %w", kind, identity, lastErr)
+}
+
+// errNoPlacement: the identity lookup found no member to activate the grain on (the
+// topology is changing, or the owner does not answer).
+var errNoPlacement = errors.New("no member hosts the kind yet")
+
+// unavailable is the error of a grain call that could not be placed: a grain error with
+// reason UNAVAILABLE, which callers (the gateway) report as retryable, not internal.
+func unavailable(kind, identity string, err error) error {
+	return &cluster.GrainErrorResponse{Reason: messages.ErrorReason_UNAVAILABLE.String(),
+		Message: fmt.Sprintf("request to %s/%s failed: %v; retry later", kind, identity, err)}
 }
 
 // RequestFuture sends message to the grain and returns the future of its answer.
@@ -78,7 +94,7 @@ func (rc *requestContext) RequestFuture(identity, kind string, message any, opts
 	}
 	pid := rc.pid(identity, kind)
 	if pid == nil {
-		return nil, fmt.Errorf("request to %s/%s: no member hosts the kind yet", kind, identity)
+		return nil, unavailable(kind, identity, errNoPlacement)
 	}
 	return cfg.Context.RequestFuture(pid, message, cfg.Timeout), nil
 }

@@ -4,6 +4,7 @@
 #   scripts/consul.sh start DIR   prints the HTTP address (127.0.0.1:PORT) and writes DIR/consul.env
 #   scripts/consul.sh stop DIR    fine when already stopped
 #
+# Started again in the same DIR, the agent listens on the same ports (a restart, as an operator would do).
 # Every listener is bound to 127.0.0.1 on a port picked free (dev mode would otherwise also open fixed ports such
 # as 8300-8302, 8500, 8502, 8503 and 8600). The agent logs to DIR/consul.log; its pid is in DIR/consul.pid.
 source "$(dirname "$0")/lib.sh"
@@ -25,8 +26,13 @@ start() {
   fi
   local bin ports addr i
   bin=$("$(dirname "$0")/install-consul.sh") || die "could not install consul"
-  mapfile -t ports < <(free_ports 7)
+  if [ -f "$DIR/consul.ports" ]; then # a restart: the same address as before
+    mapfile -t ports <"$DIR/consul.ports"
+  else
+    mapfile -t ports < <(free_ports 7)
+  fi
   [ "${#ports[@]}" -eq 7 ] || die "could not pick free ports"
+  printf '%s\n' "${ports[@]}" >"$DIR/consul.ports"
   addr="127.0.0.1:${ports[0]}"
   log "starting consul on $addr (log $DIR/consul.log)"
   start_bg "$DIR/consul.pid" "$DIR/consul.log" "$bin" agent -dev -node="fathom-test-${ports[0]}" \

@@ -32,6 +32,11 @@ type Config struct {
 	Batch int
 	// Parallel bounds the pokes in flight at once. Default 8.
 	Parallel int
+	// HurryInterval is the time between sweeps for HurryFor after Hurry (a member joined
+	// or left, so sessions are changing hands). Default 200 ms.
+	HurryInterval time.Duration
+	// HurryFor is how long sweeps stay HurryInterval apart after Hurry. Default 5 s.
+	HurryFor time.Duration
 	// Logger receives a debug line per poke and warnings for failed sweeps. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -39,7 +44,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults (Index and Poke unset).
 func DefaultConfig() Config {
-	return Config{Interval: 5 * time.Second, PokeTimeout: 5 * time.Second, QueryTimeout: 5 * time.Second, Batch: 256, Parallel: 8}
+	return Config{Interval: 5 * time.Second, PokeTimeout: 5 * time.Second, QueryTimeout: 5 * time.Second, Batch: 256, Parallel: 8,
+		HurryInterval: 200 * time.Millisecond, HurryFor: 5 * time.Second}
 }
 
 // Validate fills defaults into zero fields and reports a configuration that cannot run.
@@ -60,6 +66,12 @@ func (c *Config) Validate() error {
 	if c.Parallel == 0 {
 		c.Parallel = d.Parallel
 	}
+	if c.HurryInterval == 0 {
+		c.HurryInterval = d.HurryInterval
+	}
+	if c.HurryFor == 0 {
+		c.HurryFor = d.HurryFor
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -68,7 +80,7 @@ func (c *Config) Validate() error {
 		return errors.New("reactivator: no session index")
 	case c.Poke == nil:
 		return errors.New("reactivator: no poke function")
-	case c.Interval < 0 || c.PokeTimeout < 0 || c.QueryTimeout < 0 || c.Batch < 0 || c.Parallel < 0:
+	case c.Interval < 0 || c.PokeTimeout < 0 || c.QueryTimeout < 0 || c.Batch < 0 || c.Parallel < 0 || c.HurryInterval < 0 || c.HurryFor < 0:
 		return errors.New("reactivator: intervals, timeouts and bounds must not be negative")
 	}
 	return nil
@@ -86,10 +98,20 @@ func Spawn(root *actor.RootContext, name string, cfg Config) (*actor.PID, error)
 	return pid, nil
 }
 
-// Messages the reactivator sends itself. They never leave the process.
+// Hurry tells the reactivator at pid that sessions are changing hands (a member joined
+// or left the cluster): it sweeps at once, and then every HurryInterval for HurryFor,
+// so a session whose activation the change stopped continues on its new owner within a
+// fraction of a second instead of at the next regular sweep.
+func Hurry(root *actor.RootContext, pid *actor.PID) {
+	root.Send(pid, &hurryMsg{})
+}
+
+// Messages of the reactivator. They never leave the process.
 type (
 	// sweepMsg starts a sweep.
 	sweepMsg struct{}
+	// hurryMsg starts a hurried spell (Hurry).
+	hurryMsg struct{}
 	// sweepDone reports a sweep.
 	sweepDone struct {
 		poked, failed int
@@ -108,6 +130,11 @@ type Actor struct {
 	timer  *time.Timer
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the sweep in flight ends (nil: none)
+	// hurryUntil ends the hurried spell: until then sweeps are HurryInterval apart.
+	hurryUntil time.Time
+	// again asks for another sweep as soon as the one in flight ends (a Hurry came
+	// while it ran, so it may have read the index before the change).
+	again bool
 }
 
 // Receive implements actor.Actor.
@@ -119,6 +146,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.onSweep(ctx)
 	case *sweepDone:
 		a.onSweepDone(ctx, msg)
+	case *hurryMsg:
+		a.onHurry(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		a.stop()
 	case *actor.Stopped, actor.SystemMessage, actor.AutoReceiveMessage:
@@ -142,6 +171,18 @@ func (a *Actor) onSweep(ctx actor.Context) {
 	}()
 }
 
+func (a *Actor) onHurry(ctx actor.Context) {
+	a.hurryUntil = time.Now().Add(a.cfg.HurryFor)
+	if a.done != nil {
+		a.again = true
+		return
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.onSweep(ctx)
+}
+
 func (a *Actor) onSweepDone(ctx actor.Context, msg *sweepDone) {
 	if msg.of == nil || msg.of != a.done {
 		return
@@ -154,11 +195,20 @@ func (a *Actor) onSweepDone(ctx actor.Context, msg *sweepDone) {
 	case msg.poked > 0:
 		a.cfg.Logger.Info("reactivator: woke sessions with no live owner", "sessions", msg.poked, "failed", msg.failed)
 	}
+	if a.again {
+		a.again = false
+		a.onSweep(ctx)
+		return
+	}
+	next := a.cfg.Interval
+	if time.Now().Before(a.hurryUntil) {
+		next = min(next, a.cfg.HurryInterval)
+	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	if a.timer != nil {
 		a.timer.Stop()
 	}
-	a.timer = time.AfterFunc(a.cfg.Interval, func() { root.Send(self, &sweepMsg{}) })
+	a.timer = time.AfterFunc(next, func() { root.Send(self, &sweepMsg{}) })
 }
 
 // stop ends the timer and the sweep in flight.

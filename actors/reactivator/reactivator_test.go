@@ -111,3 +111,48 @@ func TestConfigNeedsIndexAndPoke(t *testing.T) {
 		}
 	}
 }
+
+// TestHurrySweepsAtOnceAndThenOften: with an hour between regular sweeps, Hurry makes
+// the reactivator sweep at once, and keep sweeping every HurryInterval for HurryFor: a
+// session whose lease is released a little after the Hurry (its old activation was
+// still stopping) is poked without another Hurry.
+func TestHurrySweepsAtOnceAndThenOften(t *testing.T) {
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	past := time.Now().Add(-time.Second)
+	for _, id := range []string{"moved", "stopping"} {
+		e := persistence.IndexEntry{SessionID: id, Status: persistence.StatusRunning, DueAt: past}
+		if _, err := j.AppendIndexed(ctx, id, 0, []persistence.Record{{Type: "e"}}, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.RenewLease(ctx, id, "member-a", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &pokes{ids: map[string]int{}}
+	system := actor.NewActorSystem()
+	pid, err := reactivator.Spawn(system.Root, "reactivator", reactivator.Config{
+		Index: j, Poke: p.poke, Interval: time.Hour, HurryInterval: 20 * time.Millisecond, HurryFor: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = system.Root.StopFuture(pid).Wait() }()
+
+	// The first sweep (at start) finds both leased; the next regular one is an hour away.
+	if err := j.ReleaseLease(ctx, "moved", "member-a"); err != nil {
+		t.Fatal(err)
+	}
+	reactivator.Hurry(system.Root, pid)
+	testenv.Eventually(t, 5*time.Second, func() bool { return p.count("moved") >= 1 }, "Hurry did not sweep: the released session was not poked")
+	if err := j.ReleaseLease(ctx, "stopping", "member-a"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return p.count("stopping") >= 1 },
+		"no sweep within 5s of a lease released during the hurried spell")
+}

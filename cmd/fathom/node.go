@@ -79,6 +79,9 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
 	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n
 	gcfg.Ready = func() error {
+		if err := n.Cluster().Ready(); err != nil { // a member that cannot place grains is not ready
+			return err
+		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if _, err := n.Journal().LastSeq(rctx, "_readyz"); err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 
 	mcpactor "github.com/fathom-agents/fathom/actors/mcp"
 	"github.com/fathom-agents/fathom/actors/observer"
@@ -292,6 +293,8 @@ type Node struct {
 	topics *topics.Publisher
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	reactivator *actor.PID
+	// topologySub hurries the reactivator when a member joins or leaves (reactivator.go).
+	topologySub *eventstream.Subscription
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -794,12 +797,20 @@ func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
 	return n.observer.Recent(ctx)
 }
 
-// Stop leaves the cluster (passivating local grains), then closes the feed, the journal,
-// the demo model and telemetry. It is idempotent.
+// Stop hands the node's sessions over first (cluster.Node.Handover: the member leaves
+// the topology and its grains stop at a boundary, releasing their leases, so the other
+// members continue them at once), then leaves the cluster and closes the feed, the
+// journal, the demo model and telemetry. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
 		n.stopReactivator()
+		if n.member != nil {
+			// Sessions first, while the sandbox and the journal still serve their last
+			// appends: each stops at a boundary and releases its lease, and the other
+			// members' reactivators, hurried by the topology change, continue it at once.
+			errs = append(errs, n.member.Handover(ctx))
+		}
 		if n.observer != nil {
 			n.observer.Stop()
 		}

@@ -30,7 +30,9 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 	cfg := reactivator.DefaultConfig()
 	cfg.Index = ix
 	cfg.Interval = leaseTTL / 2
-	cfg.PokeTimeout = max(leaseTTL/2, time.Second)
+	// A poke that hangs (its identity still hashes to a member that just died) holds up
+	// its sweep: keep it short, a failed poke is simply retried by the next sweep.
+	cfg.PokeTimeout = min(max(leaseTTL/4, time.Second), 5*time.Second)
 	cfg.Logger = n.log.With("component", "reactivator")
 	cfg.Poke = func(ctx context.Context, id string) error {
 		timeout := cfg.PokeTimeout
@@ -45,6 +47,15 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 		return err
 	}
 	n.reactivator = pid
+	// A member joining or leaving moves sessions: the old owner stops their activations
+	// (a leaving member all of its own, disthash the ones whose identity now hashes to a
+	// new member) and releases their leases. Sweeping often for a while picks them up
+	// at once instead of at the next regular sweep.
+	n.topologySub = system.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok && (len(t.Joined) > 0 || len(t.Left) > 0) {
+			reactivator.Hurry(system.Root, pid)
+		}
+	})
 	return nil
 }
 
@@ -53,6 +64,10 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 func (n *Node) stopReactivator() {
 	if n.reactivator == nil || n.member == nil {
 		return
+	}
+	if n.topologySub != nil {
+		n.member.System().EventStream.Unsubscribe(n.topologySub)
+		n.topologySub = nil
 	}
 	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.reactivator).Wait()
 	n.reactivator = nil

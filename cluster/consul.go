@@ -1,0 +1,320 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/hashicorp/consul/api"
+)
+
+// consulProvider is the member provider over a Consul agent. It replaces Proto.Actor's
+// consul provider, which fails a self-healing cluster three ways:
+//
+//   - Proto.Actor blocks, for good, every member that once leaves the topology. Its
+//     provider drops a member as soon as its health check is not passing, so a member
+//     that misses one TTL deadline (a long GC pause, SIGSTOP, a saturated machine) is
+//     never let back in, and the members' views diverge. This provider keeps a member
+//     whose check is not passing in the topology for PauseGrace while its remoting port
+//     still accepts connections (a paused process's kernel still accepts them; a dead
+//     one's refuses): a pause is ridden out, a death is noticed at the TTL.
+//   - After the Consul agent restarts (losing its registrations), Proto.Actor's provider
+//     keeps updating a TTL check that no longer exists and never registers again. This
+//     one registers again whenever a TTL update fails, and meanwhile keeps its last view
+//     instead of reading the empty catalog as every member leaving.
+//   - Its watch panics when the agent is unreachable at start.
+//
+// A member knows when it was away for longer than the grace (its own heartbeats stopped
+// for that long, so the others dropped and blocked it): Dropped reports it, and the node
+// reports itself not ready.
+type consulProvider struct {
+	cfg   consulConfig
+	log   *slog.Logger
+	agent *api.Client
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	id       string
+	name     string
+	host     string
+	port     int
+	kinds    []string
+	lastBeat time.Time // the last successful TTL update
+	dropped  error     // set once this member was away longer than the grace
+	c        *cluster.Cluster
+}
+
+// consulConfig configures consulProvider.
+type consulConfig struct {
+	// Addr is the agent's HTTP address host:port.
+	Addr string
+	// TTL is the member's health check TTL; it is renewed every TTL/3.
+	TTL time.Duration
+	// PauseGrace is how long a member whose check is not passing stays in the topology
+	// while its remoting port accepts connections.
+	PauseGrace time.Duration
+	// DeregisterAfter is Consul's DeregisterCriticalServiceAfter (at least a minute:
+	// Consul's reaper runs about that often anyway).
+	DeregisterAfter time.Duration
+	// Timeout bounds every agent call but the blocking health query.
+	Timeout time.Duration
+}
+
+// Defaults of consulConfig.
+const (
+	defaultConsulTTL        = 3 * time.Second
+	defaultPauseGrace       = 60 * time.Second
+	defaultDeregisterAfter  = 2 * time.Minute
+	defaultConsulTimeout    = 3 * time.Second
+	consulWatchWait         = time.Second
+	consulRetryDelay        = 500 * time.Millisecond
+	memberDialTimeout       = 300 * time.Millisecond
+	consulRegisterLogPeriod = 10 * time.Second
+)
+
+var _ cluster.ClusterProvider = (*consulProvider)(nil)
+
+func newConsulProvider(cfg consulConfig, log *slog.Logger) (*consulProvider, error) {
+	if cfg.TTL <= 0 {
+		cfg.TTL = defaultConsulTTL
+	}
+	if cfg.PauseGrace <= 0 {
+		cfg.PauseGrace = defaultPauseGrace
+	}
+	if cfg.DeregisterAfter < cfg.PauseGrace+time.Minute {
+		cfg.DeregisterAfter = max(defaultDeregisterAfter, cfg.PauseGrace+time.Minute)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultConsulTimeout
+	}
+	client, err := api.NewClient(&api.Config{Address: cfg.Addr, WaitTime: consulWatchWait})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: consul client for %s: %w", cfg.Addr, err)
+	}
+	return &consulProvider{cfg: cfg, log: log, agent: client, stop: make(chan struct{})}, nil
+}
+
+// StartMember implements cluster.ClusterProvider: it registers the member and starts
+// the heartbeat and the watch.
+func (p *consulProvider) StartMember(c *cluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("consul provider: member address: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("consul provider: already started")
+	}
+	p.started = true
+	p.c, p.id, p.name, p.host, p.port, p.kinds = c, c.ActorSystem.ID, c.Config.Name, host, port, c.GetClusterKinds()
+	if err := p.register(); err != nil {
+		return err
+	}
+	p.lastBeat = time.Now()
+	p.wg.Add(2)
+	go p.heartbeat()
+	go p.watch()
+	return nil
+}
+
+// StartClient implements cluster.ClusterProvider. Fathom runs no client-only members.
+func (p *consulProvider) StartClient(*cluster.Cluster) error {
+	return errors.New("consul provider: client-only members are not supported")
+}
+
+// Shutdown implements cluster.ClusterProvider: it stops the heartbeat and the watch and
+// deregisters the member. It is idempotent.
+func (p *consulProvider) Shutdown(bool) error {
+	p.mu.Lock()
+	if !p.started || p.stopped {
+		p.stopped = true
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	close(p.stop)
+	p.mu.Unlock()
+	p.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	defer cancel()
+	if err := p.agent.Agent().ServiceDeregisterOpts(p.id, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("consul provider: deregister %s: %w", p.id, err)
+	}
+	p.log.Info("deregistered from consul", "member", p.id)
+	return nil
+}
+
+// Dropped reports, once this member's heartbeats stopped for longer than the grace,
+// that the other members dropped it for good.
+func (p *consulProvider) Dropped() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+func (p *consulProvider) register() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	defer cancel()
+	s := &api.AgentServiceRegistration{
+		ID: p.id, Name: p.name, Tags: p.kinds, Address: p.host, Port: p.port,
+		Meta: map[string]string{"id": p.id},
+		Check: &api.AgentServiceCheck{
+			CheckID: "service:" + p.id, TTL: p.cfg.TTL.String(), Status: api.HealthPassing,
+			DeregisterCriticalServiceAfter: p.cfg.DeregisterAfter.String(),
+		},
+	}
+	if err := p.agent.Agent().ServiceRegisterOpts(s, api.ServiceRegisterOpts{}.WithContext(ctx)); err != nil {
+		return fmt.Errorf("consul provider: register %s at %s: %w", p.id, p.cfg.Addr, err)
+	}
+	return nil
+}
+
+// heartbeat renews the member's TTL check every TTL/3, and registers the member again
+// when the renewal fails (the agent restarted and forgot it).
+func (p *consulProvider) heartbeat() {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.cfg.TTL / 3)
+	defer tick.Stop()
+	var lastLog time.Time
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		err := p.beat()
+		if err != nil {
+			if err = p.register(); err == nil {
+				p.log.Info("registered with consul again", "member", p.id)
+				err = p.beat()
+			}
+		}
+		now := time.Now()
+		p.mu.Lock()
+		if err == nil {
+			if gap := now.Sub(p.lastBeat); gap > p.cfg.PauseGrace && p.dropped == nil {
+				p.dropped = fmt.Errorf("this member sent no heartbeat for %s (longer than the %s grace): the other members dropped it for good; restart it", gap.Round(time.Second), p.cfg.PauseGrace)
+				p.log.Error("member dropped by the cluster", "member", p.id, "error", p.dropped)
+			}
+			p.lastBeat = now
+		}
+		p.mu.Unlock()
+		if err != nil && now.Sub(lastLog) > consulRegisterLogPeriod {
+			lastLog = now
+			p.log.Warn("consul heartbeat failed; retrying", "member", p.id, "agent", p.cfg.Addr, "error", err)
+		}
+	}
+}
+
+func (p *consulProvider) beat() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	defer cancel()
+	return p.agent.Agent().UpdateTTLOpts("service:"+p.id, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
+}
+
+// watch reads the service's health entries (a blocking query, at most a second long,
+// so the grace is re-evaluated even when nothing changes) and hands the members to the
+// member list.
+func (p *consulProvider) watch() {
+	defer p.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-p.stop
+		cancel()
+	}()
+	seen := map[string]*seenMember{}
+	var index uint64
+	var lastLog time.Time
+	for ctx.Err() == nil {
+		qctx, qcancel := context.WithTimeout(ctx, consulWatchWait+p.cfg.Timeout)
+		entries, meta, err := p.agent.Health().Service(p.name, "", false, (&api.QueryOptions{WaitIndex: index, WaitTime: consulWatchWait}).WithContext(qctx))
+		qcancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(lastLog) > consulRegisterLogPeriod {
+				lastLog = time.Now()
+				p.log.Warn("consul watch failed; keeping the current members", "agent", p.cfg.Addr, "error", err)
+			}
+			index = 0
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(consulRetryDelay):
+			}
+			continue
+		}
+		if meta.LastIndex < index { // the agent restarted: its index starts over
+			index = 0
+		} else {
+			index = meta.LastIndex
+		}
+		if members := p.members(entries, seen, time.Now()); len(members) > 0 {
+			p.c.MemberList.UpdateClusterTopology(members)
+		}
+	}
+}
+
+// seenMember is a member as the catalog last listed it, and when its check last passed.
+type seenMember struct {
+	m       *cluster.Member
+	passing time.Time
+}
+
+// members is the topology: every member whose check passes, and every member seen
+// passing within the grace whose remoting port still accepts connections, listed or not
+// (a member missing from the catalog because the agent restarted may well be alive).
+// seen is updated with the listed members and forgets the ones past the grace.
+func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*seenMember, now time.Time) []*cluster.Member {
+	for _, e := range entries {
+		id := e.Service.Meta["id"]
+		if id == "" {
+			continue
+		}
+		m := &cluster.Member{Id: id, Host: e.Service.Address, Port: int32(e.Service.Port), Kinds: e.Service.Tags}
+		s := seen[id]
+		if s == nil {
+			s = &seenMember{}
+			seen[id] = s
+		}
+		s.m = m
+		if e.Checks.AggregatedStatus() == api.HealthPassing {
+			s.passing = now
+		}
+	}
+	var out []*cluster.Member
+	for id, s := range seen {
+		switch {
+		case s.passing.Equal(now):
+			out = append(out, s.m)
+		case s.passing.IsZero() || now.Sub(s.passing) > p.cfg.PauseGrace:
+			delete(seen, id) // listed again, it is added again
+		case reachable(s.m):
+			out = append(out, s.m)
+		}
+	}
+	return out
+}
+
+// reachable reports whether m's remoting port accepts a TCP connection: a paused
+// process's does (its kernel accepts), a dead one's does not.
+func reachable(m *cluster.Member) bool {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))), memberDialTimeout)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}

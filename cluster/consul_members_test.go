@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/hashicorp/consul/api"
+)
+
+func entry(t *testing.T, id, addr, status string) *api.ServiceEntry {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return &api.ServiceEntry{
+		Service: &api.AgentService{ID: id, Address: host, Port: p, Tags: []string{"Session"}, Meta: map[string]string{"id": id}},
+		Checks:  api.HealthChecks{{Status: status}},
+	}
+}
+
+func ids(ms []*cluster.Member) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		out[m.Id] = true
+	}
+	return out
+}
+
+// TestProviderKeepsPausedMembersOnly: a member whose check stopped passing stays in the
+// topology within the grace while its port accepts connections (paused), and leaves at
+// once when its port refuses them (dead) or once the grace is over; a member missing from
+// the catalog (the agent restarted) is kept like a paused one.
+func TestProviderKeepsPausedMembersOnly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // the paused member's port: the kernel accepts
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // the dead member's port: refused
+
+	p := &consulProvider{cfg: consulConfig{PauseGrace: 10 * time.Second}}
+	seen := map[string]*seenMember{}
+	t0 := time.Now()
+	all := []*api.ServiceEntry{entry(t, "paused", ln.Addr().String(), api.HealthPassing), entry(t, "dead", deadAddr, api.HealthPassing),
+		entry(t, "gone", ln.Addr().String(), api.HealthPassing)}
+	if got := ids(p.members(all, seen, t0)); len(got) != 3 {
+		t.Fatalf("all passing: %v", got)
+	}
+	later := []*api.ServiceEntry{entry(t, "paused", ln.Addr().String(), api.HealthCritical), entry(t, "dead", deadAddr, api.HealthCritical)}
+	got := ids(p.members(later, seen, t0.Add(5*time.Second)))
+	if !got["paused"] || got["dead"] || !got["gone"] || len(got) != 2 {
+		t.Fatalf("within the grace: %v, want paused and gone (unlisted) kept, dead dropped", got)
+	}
+	if got := ids(p.members(later, seen, t0.Add(11*time.Second))); len(got) != 0 {
+		t.Fatalf("after the grace: %v, want nobody", got)
+	}
+}

@@ -1,0 +1,507 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+)
+
+// soakConfig sizes TestSoak. The defaults are the short variant `make test` runs; `make
+// soak` sets the FATHOM_SOAK_* variables to the full one.
+type soakConfig struct {
+	sessions   int           // sessions to start in all (FATHOM_SOAK_SESSIONS)
+	kills      int           // kill -9s of a random node mid-step (FATHOM_SOAK_KILLS)
+	running    int           // sessions kept running at once while killing (FATHOM_SOAK_RUNNING)
+	limit      time.Duration // the whole soak's bound (FATHOM_SOAK_TIMEOUT)
+	leaseTTL   time.Duration // the nodes' --lease-ttl (FATHOM_SOAK_LEASE_TTL)
+	latency    time.Duration // the model's latency per answer
+	nodes      int
+	summaryOut string // a file the summary is also written to (FATHOM_SOAK_OUT)
+}
+
+func soakConfigFromEnv(t *testing.T) soakConfig {
+	t.Helper()
+	c := soakConfig{sessions: 10, kills: 5, running: 6, limit: 3 * time.Minute, leaseTTL: 5 * time.Second,
+		latency: 200 * time.Millisecond, nodes: 3, summaryOut: os.Getenv("FATHOM_SOAK_OUT")}
+	for name, p := range map[string]*int{"FATHOM_SOAK_SESSIONS": &c.sessions, "FATHOM_SOAK_KILLS": &c.kills, "FATHOM_SOAK_RUNNING": &c.running} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive integer", name, v)
+			}
+			*p = n
+		}
+	}
+	for name, p := range map[string]*time.Duration{"FATHOM_SOAK_TIMEOUT": &c.limit, "FATHOM_SOAK_LEASE_TTL": &c.leaseTTL} {
+		if v := os.Getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				t.Fatalf("%s=%q: want a positive duration", name, v)
+			}
+			*p = d
+		}
+	}
+	return c
+}
+
+// soakScript: a plan of four steps; each step runs a program in the sandbox
+// (code_execute) and then answers; every answer comes after latency.
+func soakScript(latency time.Duration) string {
+	ms := strconv.Itoa(int(latency / time.Millisecond))
+	return `{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","delay_ms":` + ms + `,"response":"{\"steps\":[` +
+		`{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"},` +
+		`{\"id\":\"c\",\"type\":\"custom\",\"description\":\"three\"},{\"id\":\"d\",\"type\":\"custom\",\"description\":\"four\"}]}"},
+		{"system_match":"FATHOM-ROLE: executor","tool_match":"\"stdout\"|Tool .code_execute. failed","delay_ms":` + ms + `,"response":"done {{.Step}}"},
+		{"system_match":"FATHOM-ROLE: executor","delay_ms":` + ms + `,"tool_calls":[{"name":"code_execute","arguments":"{\"language\":\"python\",\"code\":\"print(sum(range(1000)))\"}"}]}]}`
+}
+
+// soakRun is the state of one soak.
+type soakRun struct {
+	t      *testing.T
+	cfg    soakConfig
+	conn   *pgx.Conn
+	env    []string
+	common []string
+	nodes  []*soakNode
+	prefix string
+	ids    []string
+	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
+	// unresumed counts sessions of a killed node with no new event within a minute.
+	unresumed int
+	kills     int
+}
+
+// TestSoak kills -9 a random node of a three-node cluster (Consul, PostgreSQL, `fathom
+// mock-llm` with 200 ms latency, code_execute in each node's local sandbox) mid-step
+// again and again while sessions run, restarting it each time, then audits every
+// session's journal and prints one line per figure. The short variant runs in `make
+// test`; `make soak` runs the full one (FATHOM_SOAK_SESSIONS=100, FATHOM_SOAK_KILLS=50).
+func TestSoak(t *testing.T) {
+	cfg := soakConfigFromEnv(t)
+	consul := testenv.ConsulAddr(t)
+	dsn := testenv.PostgresDSN(t)
+	began := time.Now()
+	deadline := began.Add(cfg.limit)
+	model := startMockLLM(t, soakScript(cfg.latency))
+	r := &soakRun{t: t, cfg: cfg, conn: connectPG(t, dsn), prefix: "soak-" + freePort(t),
+		env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"),
+		common: []string{"--consul", consul, "--postgres", dsn, "--token", "t", "--lease-ttl", cfg.leaseTTL.String(),
+			"--cluster-name", "fathom-soak-" + freePort(t)}}
+	if os.Getenv("FATHOM_SOAK_DEBUG") != "" {
+		r.common = append(r.common, "--log-level", "debug")
+	}
+	for i := 0; i < cfg.nodes; i++ {
+		r.nodes = append(r.nodes, startSoakNode(t, r.env, r.common...))
+	}
+	r.awaitAll()
+	outOfTime := false
+	for r.kills < cfg.kills || len(r.ids) < cfg.sessions {
+		if outOfTime = time.Now().After(deadline); outOfTime {
+			break
+		}
+		r.topUp()
+		if r.kills < cfg.kills {
+			r.killOne()
+		}
+	}
+	// Let every session finish (a minute at least, even past the bound); the ones that
+	// do not are stuck.
+	waitUntil := deadline
+	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
+		waitUntil = least
+	}
+	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	a := r.audit(dsn)
+	a.resume = r.resume
+	a.unresumed = r.unresumed
+	a.kills, a.duration = r.kills, time.Since(began)
+	summary := a.summary(cfg)
+	fmt.Print(summary)
+	t.Log("\n" + summary)
+	if cfg.summaryOut != "" {
+		if err := os.WriteFile(cfg.summaryOut, []byte(summary), 0o644); err != nil {
+			t.Errorf("write %s: %v", cfg.summaryOut, err)
+		}
+	}
+	if outOfTime {
+		t.Fatalf("the soak ran out of time (%s) after %d of %d kills and %d of %d sessions", cfg.limit, r.kills, cfg.kills, len(r.ids), cfg.sessions)
+	}
+	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted+a.unresumed > 0 {
+		t.Fatalf("the soak found problems:\n%s", summary)
+	}
+	if p99 := percentile(a.resume, 99); p99 > cfg.leaseTTL+5*time.Second {
+		t.Fatalf("resume latency p99 %s exceeds the lease TTL + 5s", p99)
+	}
+	r.awaitAll()
+	for _, n := range r.nodes {
+		n.stop(t)
+	}
+}
+
+// awaitAll waits for every node being started.
+func (r *soakRun) awaitAll() {
+	for _, n := range r.nodes {
+		n.await(r.t)
+	}
+}
+
+// topUp starts sessions through random nodes until running of them run (or all are
+// started).
+func (r *soakRun) topUp() {
+	for len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills {
+		if r.running() >= r.cfg.running {
+			return
+		}
+		id := fmt.Sprintf("%s-%d", r.prefix, len(r.ids))
+		var up []*soakNode
+		for _, n := range r.nodes {
+			if n.started(r.t) {
+				up = append(up, n)
+			}
+		}
+		via := up[rand.IntN(len(up))] // one node at most is starting
+		testenv.Eventually(r.t, 30*time.Second, func() bool {
+			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": "soak " + id, "session_id": id, "command_id": "c1"})
+			if code != 201 {
+				r.t.Logf("start %s: %d %v", id, code, body)
+			}
+			return code == 201
+		}, "session %s did not start", id)
+		r.ids = append(r.ids, id)
+	}
+}
+
+// running counts this soak's sessions the index says are running.
+func (r *soakRun) running() int {
+	var n int
+	if err := r.conn.QueryRow(context.Background(), `SELECT count(*) FROM fathom_sessions WHERE session_id LIKE $1 AND status = 'running'`, r.prefix+"-%").Scan(&n); err != nil {
+		r.t.Fatalf("count running sessions: %v", err)
+	}
+	return n
+}
+
+// unfinished counts this soak's sessions that are not terminal.
+func (r *soakRun) unfinished() int {
+	var n int
+	err := r.conn.QueryRow(context.Background(), `SELECT count(*) FROM fathom_sessions WHERE session_id LIKE $1 AND status NOT IN ('completed', 'failed', 'cancelled')`, r.prefix+"-%").Scan(&n)
+	if err != nil {
+		r.t.Fatalf("count unfinished sessions: %v", err)
+	}
+	return n
+}
+
+// leased returns the running sessions node holds a live lease of, with their seq.
+func (r *soakRun) leased(member string) map[string]int64 {
+	rows, err := r.conn.Query(context.Background(), `SELECT session_id, seq FROM fathom_sessions
+		WHERE session_id LIKE $1 AND status = 'running' AND lease_owner = $2 AND lease_expires > now()`, r.prefix+"-%", member)
+	if err != nil {
+		r.t.Fatalf("leases of %s: %v", member, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			r.t.Fatal(err)
+		}
+		out[id] = seq
+	}
+	return out
+}
+
+// killOne kills -9 a random node that hosts running sessions, records how long each of
+// its sessions took to resume elsewhere, and starts a new node in its place.
+func (r *soakRun) killOne() {
+	r.awaitAll()
+	i := rand.IntN(len(r.nodes))
+	var victims map[string]int64
+	testenv.Eventually(r.t, 30*time.Second, func() bool {
+		r.topUp()
+		i = (i + 1) % len(r.nodes)
+		victims = r.leased(r.nodes[i].member)
+		return len(victims) > 0
+	}, "no node hosts a running session")
+	victim := r.nodes[i]
+	heads := map[string]uint64{}
+	for id := range victims {
+		heads[id], _ = journalHead(r.t, r.conn, id) // the journal's head, not the index's
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		r.t.Fatal(err)
+	}
+	_ = victim.cmd.Wait()
+	killedAt := time.Now()
+	r.kills++
+	pending := map[string]uint64{}
+	for id, seq := range heads {
+		// A session that ended between the lease read and the kill has nothing to resume.
+		if head, typ := journalHead(r.t, r.conn, id); head == seq && !terminalEvent(typ) {
+			pending[id] = seq
+		}
+	}
+	for len(pending) > 0 && time.Since(killedAt) < time.Minute {
+		for id, seq := range pending {
+			// Resumed: a live member holds the lease (a session waiting for a retry's
+			// retry_at appends nothing until then), or the next event is in the journal.
+			owner := leaseOwner(r.t, r.conn, id)
+			if head, _ := journalHead(r.t, r.conn, id); head > seq || (owner != "" && owner != victim.member) {
+				d := time.Since(killedAt)
+				r.resume = append(r.resume, d)
+				delete(pending, id)
+				if d > r.cfg.leaseTTL+5*time.Second {
+					r.t.Logf("session %s resumed %s after the kill of %s", id, d.Round(time.Millisecond), victim.member)
+					r.debugLines(id)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.unresumed += len(pending)
+	for id := range pending {
+		head, typ := journalHead(r.t, r.conn, id)
+		r.t.Logf("session %s of killed node %s did not resume within a minute: journal head %d %s, lease %q", id, victim.member, head, typ, leaseOwner(r.t, r.conn, id))
+		r.debugLines(id)
+	}
+	r.t.Logf("kill %d: %s with %d running sessions; resumed %d", r.kills, victim.member, len(heads), len(heads)-len(pending))
+	// Restarted once its sessions resumed elsewhere, without waiting: the next kill waits
+	// for it.
+	r.nodes[i] = startSoakNode(r.t, r.env, r.common...)
+}
+
+func terminalEvent(typ string) bool {
+	return typ == "session_completed" || typ == "session_failed" || typ == "session_cancelled"
+}
+
+// debugLines logs the live nodes' log lines about session id (FATHOM_SOAK_DEBUG set).
+func (r *soakRun) debugLines(id string) {
+	if os.Getenv("FATHOM_SOAK_DEBUG") == "" {
+		return
+	}
+	for _, n := range r.nodes {
+		if n.ready != nil {
+			continue
+		}
+		for _, l := range strings.Split(n.logs.String(), "\n") {
+			if strings.Contains(l, id) {
+				r.t.Logf("%s: %s", n.member, l)
+			}
+		}
+	}
+}
+
+// soakNode is a `fathom node` of the soak; the nodes of TestSoak are started without
+// waiting (a start takes seconds on a busy machine) and awaited when next needed.
+type soakNode struct {
+	*nodeProc
+	logs  *testenv.Buffer
+	ready chan error // the banner's outcome first; nil once awaited
+}
+
+// startSoakNode starts a node and returns at once; await waits for its banner.
+func startSoakNode(t *testing.T, env []string, args ...string) *soakNode {
+	t.Helper()
+	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	n := &soakNode{nodeProc: &nodeProc{cmd: cmd}, logs: &testenv.Buffer{}, ready: make(chan error, 2)}
+	cmd.Stderr = n.logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	banner := regexp.MustCompile(`listening on (http://\S+) \(cluster member (\S+)\)`)
+	ready := n.ready
+	go func() { // ends with the process's stdout
+		found := false
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := banner.FindStringSubmatch(sc.Text()); m != nil && !found {
+				found = true
+				n.url, n.member = m[1], m[2]
+				ready <- nil
+			}
+		}
+		ready <- errors.New("the node exited before its banner")
+	}()
+	return n
+}
+
+// started reports, without waiting, whether the node printed its banner.
+func (n *soakNode) started(t *testing.T) bool {
+	t.Helper()
+	if n.ready == nil {
+		return true
+	}
+	select {
+	case err := <-n.ready:
+		if err != nil {
+			t.Fatalf("start node: %v\n%s", err, n.logs.String())
+		}
+		n.ready = nil
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits for the node's banner (once).
+func (n *soakNode) await(t *testing.T) {
+	t.Helper()
+	if n.ready == nil {
+		return
+	}
+	select {
+	case err := <-n.ready:
+		if err != nil {
+			t.Fatalf("start node: %v\n%s", err, n.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("node did not start within 60s\n%s", n.logs.String())
+	}
+	n.ready = nil
+}
+
+// soakAudit is what the journal audit found.
+type soakAudit struct {
+	started, completed, failed, stuck int
+	lost, duplicated, reexecuted      int
+	kills, unresumed                  int
+	resume                            []time.Duration
+	duration                          time.Duration
+	problems                          []string
+}
+
+// audit reads every session's journal through `fathom session timeline --json`: seq
+// contiguous from 1 (a gap is an event lost), no event recorded twice for a command id
+// (session_started), an LLM or tool call id, or a tool's idempotency key, and no tool
+// called again once its result was recorded.
+func (r *soakRun) audit(dsn string) *soakAudit {
+	a := &soakAudit{started: len(r.ids)}
+	for _, id := range r.ids {
+		res := fathom(r.t, cleanEnv(), "session", "timeline", "--postgres", dsn, "--json", id)
+		if res.code != 0 {
+			r.t.Fatalf("timeline of %s: %d %s", id, res.code, res.stderr)
+		}
+		a.session(id, res.stdout)
+	}
+	return a
+}
+
+func (a *soakAudit) session(id, timeline string) {
+	seen := map[string]bool{}
+	results := map[string]bool{} // tool calls with a recorded result
+	last, want := "", 1
+	sc := bufio.NewScanner(strings.NewReader(timeline))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			a.problems = append(a.problems, fmt.Sprintf("%s: unreadable event %q", id, sc.Text()))
+			continue
+		}
+		seq, _ := ev["seq"].(float64)
+		if int(seq) > want {
+			a.lost += int(seq) - want
+			a.problems = append(a.problems, fmt.Sprintf("%s: seq jumps from %d to %d", id, want-1, int(seq)))
+		}
+		want = int(seq) + 1
+		typ, _ := ev["type"].(string)
+		last = typ
+		for _, k := range []string{"command_id", "call_id", "idempotency_key"} {
+			v, _ := ev[k].(string)
+			if v == "" || (k == "command_id" && typ != "session_started") {
+				continue
+			}
+			key := fmt.Sprintf("%s %s=%s sub_agent=%v", typ, k, v, ev["sub_agent_id"])
+			if seen[key] {
+				a.duplicated++
+				a.problems = append(a.problems, fmt.Sprintf("%s: %s recorded twice", id, key))
+			}
+			seen[key] = true
+		}
+		call, _ := ev["call_id"].(string)
+		switch typ {
+		case "tool_called":
+			if results[call] {
+				a.reexecuted++
+				a.problems = append(a.problems, fmt.Sprintf("%s: tool call %s called again after its result", id, call))
+			}
+		case "tool_result":
+			results[call] = true
+		}
+	}
+	switch last {
+	case "session_completed":
+		a.completed++
+	case "session_failed", "session_cancelled":
+		a.failed++
+		a.problems = append(a.problems, fmt.Sprintf("%s: ended with %s", id, last))
+	default:
+		a.stuck++
+		a.problems = append(a.problems, fmt.Sprintf("%s: stuck at %q", id, last))
+	}
+}
+
+// percentile is the p-th percentile of ds (0 when empty).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
+}
+
+// summary is one line per figure.
+func (a *soakAudit) summary(cfg soakConfig) string {
+	var b strings.Builder
+	line := func(k string, v any) { fmt.Fprintf(&b, "soak: %-40s %v\n", k, v) }
+	line("nodes / lease TTL / model latency", fmt.Sprintf("%d / %s / %s", cfg.nodes, cfg.leaseTTL, cfg.latency))
+	line("duration", a.duration.Round(time.Second))
+	line("kill -9s (each node restarted)", a.kills)
+	line("sessions started", a.started)
+	line("sessions completed", a.completed)
+	line("sessions failed", a.failed)
+	line("sessions stuck", a.stuck)
+	line("events lost", a.lost)
+	line("events duplicated", a.duplicated)
+	line("tool calls re-executed after a result", a.reexecuted)
+	line("sessions of a killed node never resumed", a.unresumed)
+	line("resume latency after a kill p50", percentile(a.resume, 50).Round(time.Millisecond))
+	line("resume latency after a kill p99", percentile(a.resume, 99).Round(time.Millisecond))
+	for i, p := range a.problems {
+		if i == 20 {
+			fmt.Fprintf(&b, "soak: ... and %d more problems\n", len(a.problems)-20)
+			break
+		}
+		fmt.Fprintf(&b, "soak: problem: %s\n", p)
+	}
+	return b.String()
+}
