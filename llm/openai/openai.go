@@ -1,11 +1,20 @@
 // Package openai is Fathom's client for OpenAI-compatible chat APIs (OpenAI itself,
-// vLLM, Ollama, llama.cpp server, LiteLLM, and Fathom's own scripted mock-llm). It speaks
-// POST {BaseURL}/chat/completions and GET {BaseURL}/models over net/http, with a timeout
-// per call and a bound on the response size.
+// vLLM, Ollama, llama.cpp server, LiteLLM, and Fathom's own scripted mock-llm), built on
+// the official Go SDK (github.com/openai/openai-go/v3). It speaks
+// POST {BaseURL}/chat/completions and GET {BaseURL}/models with a timeout per call, a
+// bound on the response size (streams included), no retries of its own (llm/resilient
+// does that) and error answers as *llm.APIError with the server's Retry-After.
+//
+// Request options map as follows: MaxTokens → max_completion_tokens (set
+// Config.LegacyMaxTokens for an old server that only knows max_tokens), ToolChoice →
+// tool_choice, ParallelToolCalls → parallel_tool_calls, ResponseFormat →
+// response_format {"type":"json_schema"}, ReasoningEffort → reasoning_effort. Usage
+// carries prompt_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens. ThinkingBudget and PromptCache are
+// Anthropic's and ignored here (OpenAI caches stable prompt prefixes by itself).
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +22,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/fathom-agents/fathom/llm"
-	"github.com/fathom-agents/fathom/llm/sse"
+	"github.com/fathom-agents/fathom/llm/internal/wire"
 )
 
 // Config configures a Client.
@@ -34,8 +47,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
-	// MaxResponseBytes bounds a response body. Zero means 8 MiB.
+	// MaxResponseBytes bounds a response body (a stream: all of it). Zero means 8 MiB.
 	MaxResponseBytes int64
+	// LegacyMaxTokens sends Request.MaxTokens as max_tokens instead of
+	// max_completion_tokens, for servers that predate the latter. OpenAI's reasoning
+	// models refuse max_tokens.
+	LegacyMaxTokens bool
 }
 
 // DefaultConfig returns the configuration for api.openai.com with gpt-4o-mini.
@@ -71,14 +88,13 @@ func (c Config) Validate() error {
 
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	http *http.Client
-	base string
+	cfg Config
+	sdk openai.Client
 }
 
 var _ llm.Provider = (*Client)(nil)
 
-// New returns a client for cfg.
+// New returns a client for cfg; zero fields take DefaultConfig's values.
 func New(cfg Config) (*Client, error) {
 	d := DefaultConfig()
 	if cfg.Timeout == 0 {
@@ -100,99 +116,39 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &Client{cfg: cfg, http: hc, base: strings.TrimRight(cfg.BaseURL, "/")}, nil
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // llm/resilient retries, with Fathom's classification
+		option.WithMiddleware(wire.Bound("openai", cfg.MaxResponseBytes, errorFields)),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithHeaderDel("Authorization"))
+	}
+	return &Client{cfg: cfg, sdk: openai.NewClient(opts...)}, nil
 }
 
 // Name implements llm.Provider.
 func (c *Client) Name() string { return "openai" }
 
-type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []wireMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
-	Tools       []wireTool    `json:"tools,omitempty"`
-	Stream      bool          `json:"stream,omitempty"`
-	// StreamOptions asks for a final usage chunk when streaming.
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
-}
-
-// wireMessage is a chat message in the OpenAI format (tool calls nest a "function").
-type wireMessage struct {
-	Role       string         `json:"role"`
-	Content    *string        `json:"content"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type wireToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type wireTool struct {
-	Type     string       `json:"type"`
-	Function llm.ToolSpec `json:"function"`
-}
-
-func toWire(ms []llm.Message) []wireMessage {
-	out := make([]wireMessage, len(ms))
-	for i, m := range ms {
-		content := m.Content
-		w := wireMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID}
-		if len(m.ToolCalls) > 0 && m.Content == "" {
-			w.Content = nil // an assistant message that only calls tools has null content
-		}
-		for _, c := range m.ToolCalls {
-			var wc wireToolCall
-			wc.ID, wc.Type = c.ID, "function"
-			wc.Function.Name, wc.Function.Arguments = c.Name, c.Arguments
-			w.ToolCalls = append(w.ToolCalls, wc)
-		}
-		out[i] = w
+// errorFields reads OpenAI's {"error":{"message","type","code"}} error body.
+func errorFields(data []byte) (typ, code, msg string, ok bool) {
+	var eb struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
 	}
-	return out
-}
-
-func fromWire(calls []wireToolCall) []llm.ToolCall {
-	if len(calls) == 0 {
-		return nil
+	if json.Unmarshal(data, &eb) != nil || eb.Error.Message == "" {
+		return "", "", "", false
 	}
-	out := make([]llm.ToolCall, len(calls))
-	for i, c := range calls {
-		out[i] = llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
+	if eb.Error.Code != nil {
+		code = fmt.Sprint(eb.Error.Code)
 	}
-	return out
-}
-
-type chatResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string        `json:"content"`
-			ToolCalls []wireToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
-}
-
-type errorBody struct {
-	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
-	} `json:"error"`
+	return eb.Error.Type, code, eb.Error.Message, true
 }
 
 // Chat implements llm.Provider: one POST /chat/completions, no retries.
@@ -200,187 +156,186 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	creq := chatRequest{Model: model, Messages: toWire(req.Messages), Temperature: req.Temperature, MaxTokens: req.MaxTokens}
-	for _, t := range req.Tools {
-		creq.Tools = append(creq.Tools, wireTool{Type: "function", Function: t})
-	}
-	if req.OnDelta != nil {
-		creq.Stream = true
-		creq.StreamOptions = &struct {
-			IncludeUsage bool `json:"include_usage"`
-		}{true}
-	}
-	body, err := json.Marshal(creq)
+	params, err := c.params(req)
 	if err != nil {
-		return llm.Response{}, fmt.Errorf("openai: encode request: %w", err)
-	}
-	start := time.Now()
-	if req.OnDelta != nil {
-		resp, err := c.stream(ctx, body, req.OnDelta)
-		if err != nil {
-			return llm.Response{}, err
-		}
-		if resp.Model == "" {
-			resp.Model = model
-		}
-		resp.Duration = time.Since(start)
-		return resp, nil
-	}
-	var out chatResponse
-	if err := c.do(ctx, http.MethodPost, "/chat/completions", body, &out); err != nil {
 		return llm.Response{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	var resp llm.Response
+	if req.OnDelta != nil {
+		resp, err = c.stream(ctx, params, req.OnDelta)
+	} else {
+		resp, err = c.complete(ctx, params)
+	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if resp.Model == "" {
+		resp.Model = params.Model
+	}
+	resp.Duration = time.Since(start)
+	return resp, nil
+}
+
+// params translates req into the SDK's request.
+func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error) {
+	msgs, err := toParams(req.Messages)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, err
+	}
+	p := openai.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	if p.Model == "" {
+		p.Model = c.cfg.Model
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.MaxTokens > 0 {
+		if c.cfg.LegacyMaxTokens {
+			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+		} else {
+			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+		}
+	}
+	for _, t := range req.Tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = param.NewOpt(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
+				return p, fmt.Errorf("openai: tool %s: parameters are not a JSON object: %w", t.Name, err)
+			}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		p.ToolChoice.OfAuto = param.NewOpt(req.ToolChoice)
+	default:
+		p.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		p.ParallelToolCalls = param.NewOpt(*req.ParallelToolCalls)
+	}
+	if f := req.ResponseFormat; f != nil {
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.Name, Schema: f.Schema}
+		if f.Description != "" {
+			js.Description = param.NewOpt(f.Description)
+		}
+		if f.Strict {
+			js.Strict = param.NewOpt(true)
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+	}
+	if req.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
+	return p, nil
+}
+
+// toParams translates the conversation.
+func toParams(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	out := make([]openai.ChatCompletionMessageParamUnion, len(ms))
+	for i, m := range ms {
+		switch m.Role {
+		case "system":
+			out[i] = openai.SystemMessage(m.Content)
+		case "user":
+			out[i] = openai.UserMessage(m.Content)
+		case "tool":
+			out[i] = openai.ToolMessage(m.Content, m.ToolCallID)
+		case "assistant":
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = param.NewOpt(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
+			}
+			out[i] = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+		default:
+			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+// usage converts the SDK's usage.
+func usage(u openai.CompletionUsage) llm.Usage {
+	return llm.Usage{
+		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
+		ReasoningTokens:   u.CompletionTokensDetails.ReasoningTokens,
+	}
+}
+
+// complete makes a non-streamed call.
+func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams) (llm.Response, error) {
+	out, err := c.sdk.Chat.Completions.New(ctx, params)
+	if err != nil {
+		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
+			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", err)
+		}
+		return llm.Response{}, callError(err)
+	}
 	if len(out.Choices) == 0 {
-		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.base)
+		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.cfg.BaseURL)
 	}
-	if out.Model == "" {
-		out.Model = model
-	}
-	var content string
-	if c := out.Choices[0].Message.Content; c != nil {
-		content = *c
-	}
-	return llm.Response{
-		Content:      content,
-		ToolCalls:    fromWire(out.Choices[0].Message.ToolCalls),
-		FinishReason: out.Choices[0].FinishReason,
+	ch := out.Choices[0]
+	resp := llm.Response{
+		Content:      ch.Message.Content,
+		FinishReason: string(ch.FinishReason),
 		Model:        out.Model,
-		Usage: llm.Usage{
-			InputTokens:  out.Usage.PromptTokens,
-			OutputTokens: out.Usage.CompletionTokens,
-			TotalTokens:  out.Usage.TotalTokens,
-		},
-		Duration: time.Since(start),
-	}, nil
-}
-
-// Models lists the model ids the endpoint serves (GET /models).
-func (c *Client) Models(ctx context.Context) ([]string, error) {
-	var out struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Usage:        usage(out.Usage),
 	}
-	if err := c.do(ctx, http.MethodGet, "/models", nil, &out); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(out.Data))
-	for i, m := range out.Data {
-		ids[i] = m.ID
-	}
-	return ids, nil
-}
-
-// send makes one request and returns the response when its status is 2xx (the caller
-// closes the body); other statuses become *llm.APIError. accept is the Accept header.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	if body != nil {
-		hreq.Header.Set("Content-Type", "application/json")
-	}
-	hreq.Header.Set("Accept", accept)
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, apiError(resp, data)
+	for _, tc := range ch.Message.ToolCalls {
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
 }
 
-type streamChunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
-}
+// maxToolCalls bounds a streamed tool call index, so a broken stream cannot make the
+// client allocate without limit.
+const maxToolCalls = 1024
 
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) (llm.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	resp, err := c.send(ctx, http.MethodPost, "/chat/completions", body, "text/event-stream")
-	if err != nil {
-		return llm.Response{}, err
-	}
-	defer resp.Body.Close()
-	r := sse.NewReader(resp.Body)
-	r.MaxEventBytes = int(min(c.cfg.MaxResponseBytes, 1<<30))
+func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string)) (llm.Response, error) {
+	params.StreamOptions.IncludeUsage = param.NewOpt(true)
+	var tr wire.Tracker
+	s := c.sdk.Chat.Completions.NewStreaming(wire.WithTracker(ctx, &tr), params)
+	defer s.Close()
 	var (
 		out     llm.Response
 		content strings.Builder
 		calls   []llm.ToolCall
-		total   int64
 	)
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // ended without [DONE]
-			}
-			return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), err)
-		}
-		if ev.Data == "[DONE]" {
-			break
-		}
-		if total += int64(len(ev.Data)); total > c.cfg.MaxResponseBytes {
-			return llm.Response{}, fmt.Errorf("openai: stream exceeds %d bytes", c.cfg.MaxResponseBytes)
-		}
-		var ch streamChunk
-		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", err)
-		}
+	for s.Next() {
+		ch := s.Current()
 		if ch.Model != "" {
 			out.Model = ch.Model
 		}
-		if u := ch.Usage; u != nil {
-			out.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		if ch.JSON.Usage.Valid() {
+			out.Usage = usage(ch.Usage)
 		}
 		for _, choice := range ch.Choices {
-			if d := choice.Delta.Content; d != nil && *d != "" {
-				content.WriteString(*d)
-				onDelta(*d)
+			if d := choice.Delta.Content; d != "" {
+				content.WriteString(d)
+				onDelta(d)
 			}
 			for _, tc := range choice.Delta.ToolCalls {
-				if tc.Index < 0 || tc.Index > 1024 {
+				if tc.Index < 0 || tc.Index >= maxToolCalls {
 					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
 				}
-				for len(calls) <= tc.Index {
+				for int64(len(calls)) <= tc.Index {
 					calls = append(calls, llm.ToolCall{})
 				}
 				if tc.ID != "" {
@@ -389,57 +344,59 @@ func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) 
 				calls[tc.Index].Name += tc.Function.Name
 				calls[tc.Index].Arguments += tc.Function.Arguments
 			}
-			if choice.FinishReason != nil {
-				out.FinishReason = *choice.FinishReason
+			if choice.FinishReason != "" {
+				out.FinishReason = choice.FinishReason
 			}
 		}
+	}
+	if err := s.Err(); err != nil {
+		if malformed(err) {
+			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", err)
+		}
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), callError(err))
+	}
+	if !tr.EndsWithDone() {
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), io.ErrUnexpectedEOF)
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	resp, err := c.send(ctx, method, path, body, "application/json")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
-	if err != nil {
-		return fmt.Errorf("openai: read %s response: %w", path, err)
-	}
-	if int64(len(data)) > c.cfg.MaxResponseBytes {
-		return fmt.Errorf("openai: %s response exceeds %d bytes", path, c.cfg.MaxResponseBytes)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("openai: decode %s response: %w", path, err)
-	}
-	return nil
+// malformed reports a JSON decoding error (a chunk that is not valid JSON).
+func malformed(err error) bool {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ)
 }
 
-func apiError(resp *http.Response, data []byte) error {
-	e := &llm.APIError{StatusCode: resp.StatusCode}
-	var eb errorBody
-	if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
-		e.Message, e.Type = eb.Error.Message, eb.Error.Type
-		if eb.Error.Code != nil {
-			e.Code = fmt.Sprint(eb.Error.Code)
+// callError keeps Fathom's errors (an *llm.APIError from the middleware, a transport
+// error) and converts an SDK API error that did not pass through it.
+func callError(err error) error {
+	var sdkErr *openai.Error
+	if errors.As(err, &sdkErr) {
+		var apiErr *llm.APIError
+		if errors.As(err, &apiErr) {
+			return err
 		}
-	} else {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 512 {
-			msg = msg[:512] + "…"
-		}
-		e.Message = msg
+		return &llm.APIError{StatusCode: sdkErr.StatusCode, Type: sdkErr.Type, Code: sdkErr.Code, Message: sdkErr.Message}
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
-			e.RetryAfter = time.Duration(s) * time.Second
-		} else if t, err := http.ParseTime(ra); err == nil {
-			e.RetryAfter = max(0, time.Until(t))
-		}
+	if strings.Contains(err.Error(), "openai:") {
+		return err
 	}
-	return e
+	return fmt.Errorf("openai: %w", err)
+}
+
+// Models lists the model ids the endpoint serves (GET /models).
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	page, err := c.sdk.Models.List(ctx)
+	if err != nil {
+		return nil, callError(err)
+	}
+	ids := make([]string, len(page.Data))
+	for i, m := range page.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }
