@@ -219,10 +219,15 @@ func (e *APIError) Retryable() bool {
 // retryable: the same request may succeed once the provider recovers.
 var ErrCircuitOpen = errors.New("llm: circuit breaker open")
 
+// ErrMalformedResponse is returned (wrapped) for an answer that is not the API's JSON:
+// the same request would get the same answer, so it is not retryable.
+var ErrMalformedResponse = errors.New("llm: malformed response")
+
 // IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
-// a refused or reset connection, or a response cut short. A cancelled context is not.
+// a refused or reset connection, or a response cut short. A cancelled context and a
+// malformed answer (ErrMalformedResponse) are not.
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrMalformedResponse) {
 		return false
 	}
 	if errors.Is(err, ErrCircuitOpen) {

@@ -92,7 +92,7 @@ func user(text string) llm.Message { return llm.Message{Role: "user", Content: t
 type wireRequest struct {
 	Model     string    `json:"model"`
 	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system"`
+	System    sysText   `json:"system"`
 	Stream    bool      `json:"stream"`
 	Messages  []wireMsg `json:"messages"`
 	Tools     []struct {
@@ -111,8 +111,32 @@ type wireMsg struct {
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
 		ToolUseID string          `json:"tool_use_id"`
-		Content   string          `json:"content"`
+		Content   sysText         `json:"content"`
 	} `json:"content"`
+}
+
+// sysText is a system prompt or tool_result content as text: the API takes a string or
+// an array of text blocks (the SDK sends blocks).
+type sysText string
+
+func (s *sysText) UnmarshalJSON(data []byte) error {
+	var str string
+	if json.Unmarshal(data, &str) == nil {
+		*s = sysText(str)
+		return nil
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(data, &blocks); err != nil {
+		return err
+	}
+	var parts []string
+	for _, b := range blocks {
+		parts = append(parts, b.Text)
+	}
+	*s = sysText(strings.Join(parts, ""))
+	return nil
 }
 
 // summary renders messages compactly: "role[type:detail type:detail]".
@@ -127,7 +151,7 @@ func summary(ms []wireMsg) []string {
 			case "tool_use":
 				parts = append(parts, "tool_use:"+b.ID+":"+b.Name+":"+string(b.Input))
 			case "tool_result":
-				parts = append(parts, "tool_result:"+b.ToolUseID+":"+b.Content)
+				parts = append(parts, "tool_result:"+b.ToolUseID+":"+string(b.Content))
 			default:
 				parts = append(parts, b.Type)
 			}

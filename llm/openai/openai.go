@@ -281,7 +281,7 @@ func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewPa
 	out, err := c.sdk.Chat.Completions.New(ctx, params)
 	if err != nil {
 		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
-			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", err)
+			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
 		}
 		return llm.Response{}, callError(err)
 	}
@@ -311,7 +311,7 @@ const maxToolCalls = 1024
 func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string)) (llm.Response, error) {
 	params.StreamOptions.IncludeUsage = param.NewOpt(true)
 	var tr wire.Tracker
-	s := c.sdk.Chat.Completions.NewStreaming(wire.WithTracker(ctx, &tr), params)
+	s := c.sdk.Chat.Completions.NewStreaming(wire.WithTracker(ctx, &tr), params, option.WithHeader("Accept", "text/event-stream"))
 	defer s.Close()
 	var (
 		out     llm.Response
@@ -351,7 +351,7 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	}
 	if err := s.Err(); err != nil {
 		if malformed(err) {
-			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", err)
+			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", errors.Join(llm.ErrMalformedResponse, err))
 		}
 		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), callError(err))
 	}
