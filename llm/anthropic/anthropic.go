@@ -46,10 +46,10 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// DefaultConfig returns the configuration for api.anthropic.com with claude-sonnet-4-5
+// DefaultConfig returns the configuration for api.anthropic.com with claude-sonnet-4-6
 // and 4096 completion tokens.
 func DefaultConfig() Config {
-	return Config{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5", MaxTokens: 4096, Timeout: 2 * time.Minute, MaxResponseBytes: 8 << 20}
+	return Config{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-6", MaxTokens: 4096, Timeout: 2 * time.Minute, MaxResponseBytes: 8 << 20}
 }
 
 // ConfigFromEnv starts from DefaultConfig and applies ANTHROPIC_BASE_URL,

@@ -172,7 +172,7 @@ func TestPlainAnswerWithUsage(t *testing.T) {
 	if resp.Content != "Hello, Ada!" || resp.FinishReason != "stop" || len(resp.ToolCalls) != 0 {
 		t.Fatalf("response %+v", resp)
 	}
-	if resp.Model != "claude-sonnet-4-5" || resp.Duration <= 0 {
+	if resp.Model != anthropic.DefaultConfig().Model || resp.Duration <= 0 {
 		t.Fatalf("model %q duration %v", resp.Model, resp.Duration)
 	}
 	if u := resp.Usage; u.InputTokens == 0 || u.OutputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {
@@ -216,7 +216,7 @@ func TestStreamedDeltasArriveInOrder(t *testing.T) {
 	if strings.Join(deltas, "|") != strings.Join(want, "|") || resp.Content != strings.Join(deltas, "") {
 		t.Fatalf("deltas %q, content %q", deltas, resp.Content)
 	}
-	if resp.FinishReason != "stop" || resp.Model != "claude-sonnet-4-5" {
+	if resp.FinishReason != "stop" || resp.Model != anthropic.DefaultConfig().Model {
 		t.Fatalf("finish %q model %q", resp.FinishReason, resp.Model)
 	}
 	if u := resp.Usage; u.InputTokens == 0 || u.OutputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {
