@@ -14,7 +14,6 @@ import (
 // longSystem is a system prompt well above the 1024-token cache minimum.
 var longSystem = "You are a careful planner. " + strings.Repeat("Follow the house rules of planning. ", 200)
 
-
 // TestOpenAIPromptCacheAndReasoningUsage: through the production OpenAI client, a
 // second call that repeats a long prefix reports it as cached tokens (whole 128-token
 // chunks), streamed or not, and reasoning_effort costs reasoning tokens that count as
