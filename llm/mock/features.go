@@ -19,8 +19,8 @@ package mock
 //   - response_format. A json_schema format must name the schema and give it as an
 //     object; the scripted answer is returned as it is (script JSON for such calls).
 //   - tool_choice. A named tool must be one of the request's tools; when a call is
-//     forced (a named tool, or "required"/"any" with a one-tool request) and the rule
-//     answers text, the text becomes that tool's arguments (a JSON object, else {}),
+//     forced (a named tool; "required"/"any": the first tool) and the rule answers
+//     text, the text becomes that tool's arguments (a JSON object, else {}),
 //     which is how a forced structured-output tool answers. parallel_tool_calls false
 //     (Anthropic: disable_parallel_tool_use) keeps only the first scripted call.
 
@@ -204,10 +204,7 @@ func openAIToolChoice(raw json.RawMessage, tools []string) (forced string, allow
 			if len(tools) == 0 {
 				return "", false, errors.New("tool_choice: 'required' needs tools")
 			}
-			if len(tools) == 1 {
-				return tools[0], true, nil
-			}
-			return "", true, nil
+			return tools[0], true, nil // a text answer becomes a call of the first tool
 		}
 		return "", false, fmt.Errorf("tool_choice: %q is not one of none, auto, required", mode)
 	}
@@ -251,10 +248,7 @@ func anthToolChoice(raw json.RawMessage, tools []string) (forced string, allowed
 		if len(tools) == 0 {
 			return "", false, false, errors.New("tool_choice: 'any' needs tools")
 		}
-		if len(tools) == 1 {
-			return tools[0], true, tc.DisableParallelToolUse, nil
-		}
-		return "", true, tc.DisableParallelToolUse, nil
+		return tools[0], true, tc.DisableParallelToolUse, nil // a text answer becomes a call of the first tool
 	case "tool":
 		for _, n := range tools {
 			if n == tc.Name {
