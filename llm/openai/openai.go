@@ -28,6 +28,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -200,16 +201,17 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error)
 		}
 	}
 	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fn.Description = param.NewOpt(t.Description)
+		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+			return p, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
 		}
-		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
-				return p, fmt.Errorf("openai: tool %s: parameters are not a JSON object: %w", t.Name, err)
-			}
+		raw, err := json.Marshal(struct {
+			Type     string       `json:"type"`
+			Function llm.ToolSpec `json:"function"`
+		}{"function", t})
+		if err != nil {
+			return p, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage(raw)))
 	}
 	switch req.ToolChoice {
 	case "":
@@ -238,37 +240,69 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error)
 	return p, nil
 }
 
-// toParams translates the conversation.
+// wireMessage is a chat message in the API's shape (tool calls nest a "function").
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// toParams translates the conversation. Each message is encoded once with
+// encoding/json and handed to the SDK as a raw param (param.Override): the SDK's
+// reflective union encoding of a long history costs more than the rest of a call.
 func toParams(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
 	out := make([]openai.ChatCompletionMessageParamUnion, len(ms))
 	for i, m := range ms {
+		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
 		switch m.Role {
-		case "system":
-			out[i] = openai.SystemMessage(m.Content)
-		case "user":
-			out[i] = openai.UserMessage(m.Content)
-		case "tool":
-			out[i] = openai.ToolMessage(m.Content, m.ToolCallID)
+		case "system", "user", "tool":
+			w.Content = &m.Content
 		case "assistant":
-			a := openai.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = param.NewOpt(m.Content)
+				w.Content = &m.Content
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
+				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
 			}
-			out[i] = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 		default:
 			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
 		}
+		raw, err := json.Marshal(w)
+		if err != nil {
+			return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
+		}
+		out[i] = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(raw))
 	}
 	return out, nil
 }
 
-// usage converts the SDK's usage.
-func usage(u openai.CompletionUsage) llm.Usage {
+// wireUsage is the API's usage object.
+type wireUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// usage converts the API's usage.
+func usage(u wireUsage) llm.Usage {
 	return llm.Usage{
 		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
@@ -276,29 +310,64 @@ func usage(u openai.CompletionUsage) llm.Usage {
 	}
 }
 
-// complete makes a non-streamed call.
+// chatResponse is the part of a chat.completion Fathom reads.
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   *string        `json:"content"`
+			ToolCalls []wireToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage wireUsage `json:"usage"`
+}
+
+// complete makes a non-streamed call. The SDK sends it; the answer is decoded into
+// chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
+// than the rest of the call).
 func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams) (llm.Response, error) {
-	out, err := c.sdk.Chat.Completions.New(ctx, params)
-	if err != nil {
-		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
-			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
-		}
+	var raw *http.Response
+	if _, err := c.sdk.Chat.Completions.New(ctx, params, option.WithResponseBodyInto(&raw)); err != nil {
 		return llm.Response{}, callError(err)
+	}
+	defer raw.Body.Close()
+	var out chatResponse
+	if err := json.NewDecoder(raw.Body).Decode(&out); err != nil {
+		if errors.Is(err, wire.ErrTooLarge) {
+			return llm.Response{}, err
+		}
+		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
 	}
 	if len(out.Choices) == 0 {
 		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.cfg.BaseURL)
 	}
 	ch := out.Choices[0]
-	resp := llm.Response{
-		Content:      ch.Message.Content,
-		FinishReason: string(ch.FinishReason),
-		Model:        out.Model,
-		Usage:        usage(out.Usage),
+	resp := llm.Response{FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
+	if ch.Message.Content != nil {
+		resp.Content = *ch.Message.Content
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
+}
+
+// streamChunk is one chat.completion.chunk event.
+type streamChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int          `json:"index"`
+				ID       string       `json:"id"`
+				Function wireFunction `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
 }
 
 // maxToolCalls bounds a streamed tool call index, so a broken stream cannot make the
@@ -310,8 +379,18 @@ const maxToolCalls = 1024
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
 func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string)) (llm.Response, error) {
 	params.StreamOptions.IncludeUsage = param.NewOpt(true)
-	var tr wire.Tracker
-	s := c.sdk.Chat.Completions.NewStreaming(wire.WithTracker(ctx, &tr), params, option.WithHeader("Accept", "text/event-stream"))
+	var (
+		tr  wire.Tracker
+		raw *http.Response
+	)
+	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
+	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
+	// several times the cost.
+	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), params, option.WithJSONSet("stream", true),
+		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream")); err != nil {
+		return llm.Response{}, callError(err)
+	}
+	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
 	defer s.Close()
 	var (
 		out     llm.Response
@@ -323,8 +402,8 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		if ch.Model != "" {
 			out.Model = ch.Model
 		}
-		if ch.JSON.Usage.Valid() {
-			out.Usage = usage(ch.Usage)
+		if ch.Usage != nil {
+			out.Usage = usage(*ch.Usage)
 		}
 		for _, choice := range ch.Choices {
 			if d := choice.Delta.Content; d != "" {
@@ -335,7 +414,7 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 				if tc.Index < 0 || tc.Index >= maxToolCalls {
 					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
 				}
-				for int64(len(calls)) <= tc.Index {
+				for len(calls) <= tc.Index {
 					calls = append(calls, llm.ToolCall{})
 				}
 				if tc.ID != "" {
