@@ -832,7 +832,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", "", "require this bearer token")
 	cacheMin := fs.Int("cache-min-tokens", DefaultCacheMinTokens, "smallest prompt (OpenAI) or cache_control prefix (Anthropic) the prompt cache serves; -1 caches any size")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T]")
+		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T] [--cache-min-tokens N]")
 		fmt.Fprintln(stderr, "\nServes a scripted model for tests and demos: the OpenAI API (/v1/models, /v1/models/{id}, /v1/chat/completions,")
 		fmt.Fprintln(stderr, "/v1/embeddings) and Anthropic's (/v1/messages, /v1/messages/count_tokens), with prompt-cache and reasoning")
 		fmt.Fprintln(stderr, "usage, response_format, tool_choice and Anthropic extended thinking served as the real APIs serve them.")
