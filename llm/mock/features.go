@@ -311,7 +311,7 @@ func checkThinkingTurns(turns []anthTurn) error {
 	for _, t := range turns {
 		for _, b := range t.blocks {
 			if b.Type == "thinking" && b.Signature != thinkingSignature(b.Thinking) {
-				return errors.New("Invalid `signature` in `thinking` block")
+				return errors.New("messages: invalid `signature` in `thinking` block")
 			}
 		}
 	}
