@@ -157,7 +157,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	params, err := c.params(req)
+	params, body, err := c.params(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -166,9 +166,9 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, params, req.OnDelta)
+		resp, err = c.stream(ctx, params, req.OnDelta, body...)
 	} else {
-		resp, err = c.complete(ctx, params)
+		resp, err = c.complete(ctx, params, body...)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -180,13 +180,21 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// params translates req into the SDK's request.
-func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error) {
+// params translates req into the SDK's request. The conversation and the tools, which
+// Fathom holds in the API's own simple shapes, are encoded once with encoding/json and
+// set into the body (body options): the SDK's reflective encoding of a long history
+// costs more than the rest of a call. Everything else uses the SDK's typed params.
+func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []option.RequestOption, error) {
 	msgs, err := toParams(req.Messages)
 	if err != nil {
-		return openai.ChatCompletionNewParams{}, err
+		return openai.ChatCompletionNewParams{}, nil, err
 	}
-	p := openai.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	rawMsgs, err := json.Marshal(msgs)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, nil, fmt.Errorf("openai: encode messages: %w", err)
+	}
+	body := []option.RequestOption{option.WithJSONSet("messages", json.RawMessage(rawMsgs))}
+	p := openai.ChatCompletionNewParams{Model: req.Model}
 	if p.Model == "" {
 		p.Model = c.cfg.Model
 	}
@@ -200,18 +208,23 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error)
 			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
 		}
 	}
-	for _, t := range req.Tools {
-		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-			return p, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
-		}
-		raw, err := json.Marshal(struct {
+	if len(req.Tools) > 0 {
+		type wireTool struct {
 			Type     string       `json:"type"`
 			Function llm.ToolSpec `json:"function"`
-		}{"function", t})
-		if err != nil {
-			return p, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 		}
-		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage(raw)))
+		tools := make([]wireTool, len(req.Tools))
+		for i, t := range req.Tools {
+			if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+				return p, nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
+			}
+			tools[i] = wireTool{"function", t}
+		}
+		raw, err := json.Marshal(tools)
+		if err != nil {
+			return p, nil, fmt.Errorf("openai: encode tools: %w", err)
+		}
+		body = append(body, option.WithJSONSet("tools", json.RawMessage(raw)))
 	}
 	switch req.ToolChoice {
 	case "":
@@ -237,7 +250,7 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, error)
 	if req.ReasoningEffort != "" {
 		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
 	}
-	return p, nil
+	return p, body, nil
 }
 
 // wireMessage is a chat message in the API's shape (tool calls nest a "function").
@@ -259,11 +272,9 @@ type wireFunction struct {
 	Arguments string `json:"arguments"`
 }
 
-// toParams translates the conversation. Each message is encoded once with
-// encoding/json and handed to the SDK as a raw param (param.Override): the SDK's
-// reflective union encoding of a long history costs more than the rest of a call.
-func toParams(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, len(ms))
+// toParams translates the conversation into the API's message shape.
+func toParams(ms []llm.Message) ([]wireMessage, error) {
+	out := make([]wireMessage, len(ms))
 	for i, m := range ms {
 		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
 		switch m.Role {
@@ -279,11 +290,7 @@ func toParams(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error
 		default:
 			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
 		}
-		raw, err := json.Marshal(w)
-		if err != nil {
-			return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
-		}
-		out[i] = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(raw))
+		out[i] = w
 	}
 	return out, nil
 }
@@ -326,9 +333,9 @@ type chatResponse struct {
 // complete makes a non-streamed call. The SDK sends it; the answer is decoded into
 // chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
 // than the rest of the call).
-func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams) (llm.Response, error) {
+func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams, body ...option.RequestOption) (llm.Response, error) {
 	var raw *http.Response
-	if _, err := c.sdk.Chat.Completions.New(ctx, params, option.WithResponseBodyInto(&raw)); err != nil {
+	if _, err := c.sdk.Chat.Completions.New(ctx, params, append(body, option.WithResponseBodyInto(&raw))...); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	defer raw.Body.Close()
@@ -377,7 +384,7 @@ const maxToolCalls = 1024
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string)) (llm.Response, error) {
+func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string), body ...option.RequestOption) (llm.Response, error) {
 	params.StreamOptions.IncludeUsage = param.NewOpt(true)
 	var (
 		tr  wire.Tracker
@@ -386,8 +393,8 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
 	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
 	// several times the cost.
-	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), params, option.WithJSONSet("stream", true),
-		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream")); err != nil {
+	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), params, append(body, option.WithJSONSet("stream", true),
+		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream"))...); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
