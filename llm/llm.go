@@ -30,6 +30,21 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID names the call a tool message answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Thinking are the reasoning blocks of an assistant message, as the model returned
+	// them (Response.Thinking). Anthropic requires them back, unchanged, on the next turn
+	// of a tool-use loop with extended thinking; OpenAI-compatible APIs ignore them.
+	Thinking []ThinkingBlock `json:"thinking,omitempty"`
+}
+
+// ThinkingBlock is one block of a model's visible reasoning (Anthropic extended
+// thinking). It is opaque to Fathom: keep it and send it back as it came.
+type ThinkingBlock struct {
+	// Thinking is the reasoning text (empty for a redacted block).
+	Thinking string `json:"thinking,omitempty"`
+	// Signature authenticates Thinking; the API rejects an altered block.
+	Signature string `json:"signature,omitempty"`
+	// RedactedData is the encrypted content of a redacted_thinking block.
+	RedactedData string `json:"redacted_data,omitempty"`
 }
 
 // ToolCall is one function call the model asked for.
@@ -61,10 +76,37 @@ type Request struct {
 	Messages []Message
 	// Temperature, when set, overrides the provider's default sampling temperature.
 	Temperature *float64
-	// MaxTokens bounds the completion; 0 means the provider's default.
+	// MaxTokens bounds the completion, reasoning included; 0 means the provider's
+	// default. OpenAI-compatible APIs receive it as max_completion_tokens (reasoning
+	// models refuse max_tokens), Anthropic as max_tokens.
 	MaxTokens int
 	// Tools the model may call; none means a plain completion.
 	Tools []ToolSpec
+	// ToolChoice says whether and which tool the model must call: "" (the API's
+	// default, auto), "auto", "none", "required" (some tool), or a tool's name (that
+	// tool). Anthropic has no "none" with tools listed: the tools are then not sent.
+	ToolChoice string
+	// ParallelToolCalls, when set, allows (true) or forbids (false) several tool calls
+	// in one answer (OpenAI parallel_tool_calls; Anthropic
+	// tool_choice.disable_parallel_tool_use).
+	ParallelToolCalls *bool
+	// ResponseFormat, when set, asks for an answer that is one JSON value matching a
+	// schema: OpenAI response_format {"type":"json_schema"}, Anthropic a forced tool
+	// whose input is the answer. Response.Content is then the JSON text either way.
+	// Servers without the feature may ignore it: parse the answer tolerantly.
+	ResponseFormat *JSONSchema
+	// ReasoningEffort asks a reasoning model for that much thinking ("minimal", "low",
+	// "medium", "high"): OpenAI reasoning_effort. Empty sends nothing.
+	ReasoningEffort string
+	// ThinkingBudget, when positive, turns on Anthropic extended thinking with that many
+	// tokens of budget (at least 1024, below MaxTokens). OpenAI-compatible APIs ignore
+	// it (use ReasoningEffort).
+	ThinkingBudget int
+	// PromptCache asks for prompt-cache breakpoints (Anthropic cache_control
+	// "ephemeral") on the system prompt and on the stable history prefix (the last
+	// message before the newest user or tool turn). OpenAI caches stable prefixes on its
+	// own and needs no marker.
+	PromptCache bool
 	// OnDelta, when set, asks for a streamed answer: it is called with each text delta
 	// in order as it arrives (on the calling goroutine), and Chat still returns the whole
 	// response at the end. A stream cut before its end is an error.
@@ -75,9 +117,34 @@ type Request struct {
 	OnRetry func(attempt int)
 }
 
+// JSONSchema names a JSON Schema an answer must match (Request.ResponseFormat).
+type JSONSchema struct {
+	// Name identifies the schema to the model (letters, digits, '_' and '-').
+	Name string
+	// Description tells the model what the value is for.
+	Description string
+	// Schema is the JSON Schema document (an object schema).
+	Schema json.RawMessage
+	// Strict asks OpenAI to enforce the schema exactly (every property required, no
+	// additional properties allowed).
+	Strict bool
+}
+
 // Usage counts tokens as reported by the provider.
 type Usage struct {
+	// InputTokens is every prompt token, cached ones included; OutputTokens every
+	// completion token, reasoning included; TotalTokens their sum (as reported).
 	InputTokens, OutputTokens, TotalTokens int64
+	// CachedInputTokens is the part of InputTokens read from the provider's prompt cache
+	// (OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens),
+	// priced at the cached rate.
+	CachedInputTokens int64
+	// CacheWriteInputTokens is the part of InputTokens written to the prompt cache
+	// (Anthropic cache_creation_input_tokens), priced at the cache-write rate.
+	CacheWriteInputTokens int64
+	// ReasoningTokens is the part of OutputTokens the model spent thinking (OpenAI
+	// completion_tokens_details.reasoning_tokens; Anthropic does not report it apart).
+	ReasoningTokens int64
 }
 
 // Response is a chat completion.
@@ -87,7 +154,11 @@ type Response struct {
 	// ToolCalls are the calls the model asked for (FinishReason "tool_calls").
 	ToolCalls []ToolCall
 	// FinishReason is why generation stopped ("stop", "length", "tool_calls", ...).
+	// "length" means the answer was cut at MaxTokens (Truncated).
 	FinishReason string
+	// Thinking are the reasoning blocks of the answer (Anthropic extended thinking), to
+	// be kept on the assistant message (Message.Thinking) for the next turn.
+	Thinking []ThinkingBlock
 	// Model is the model that answered.
 	Model string
 	// Usage is the provider's token accounting.
@@ -95,6 +166,14 @@ type Response struct {
 	// Duration is how long the call took.
 	Duration time.Duration
 }
+
+// FinishLength is the FinishReason of an answer cut at the completion bound.
+const FinishLength = "length"
+
+// Truncated reports whether the answer was cut at the completion bound (FinishReason
+// "length"; Anthropic's "max_tokens"): its text is incomplete and a structured answer
+// will not parse.
+func (r Response) Truncated() bool { return r.FinishReason == FinishLength }
 
 // Provider is a chat model endpoint. Implementations are safe for concurrent use and
 // honour ctx cancellation and deadlines.
@@ -140,10 +219,15 @@ func (e *APIError) Retryable() bool {
 // retryable: the same request may succeed once the provider recovers.
 var ErrCircuitOpen = errors.New("llm: circuit breaker open")
 
+// ErrMalformedResponse is returned (wrapped) for an answer that is not the API's JSON:
+// the same request would get the same answer, so it is not retryable.
+var ErrMalformedResponse = errors.New("llm: malformed response")
+
 // IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
-// a refused or reset connection, or a response cut short. A cancelled context is not.
+// a refused or reset connection, or a response cut short. A cancelled context and a
+// malformed answer (ErrMalformedResponse) are not.
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrMalformedResponse) {
 		return false
 	}
 	if errors.Is(err, ErrCircuitOpen) {

@@ -1,9 +1,13 @@
 package llm_test
 
 import (
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -55,4 +59,76 @@ func TestLoadPriceTable(t *testing.T) {
 	if _, err := llm.LoadPriceTable(filepath.Join(t.TempDir(), "missing.json"), nil); err == nil {
 		t.Error("missing file accepted")
 	}
+}
+
+// TestCostOfPricesCachedAndReasoningTokens: cache reads cost the cached rate, cache
+// writes the write rate, reasoning tokens are output tokens.
+func TestCostOfPricesCachedAndReasoningTokens(t *testing.T) {
+	p := llm.DefaultPrices()
+	cases := []struct {
+		model string
+		u     llm.Usage
+		want  float64
+	}{
+		// gpt-4o-mini: 0.15 in, 0.075 cached, 0.60 out.
+		{"gpt-4o-mini", llm.Usage{InputTokens: 2_000_000, CachedInputTokens: 1_000_000, OutputTokens: 1_000_000, ReasoningTokens: 500_000}, 0.15 + 0.075 + 0.60},
+		// claude-sonnet-4-6: 3 in, 0.30 read, 3.75 write, 15 out.
+		{"claude-sonnet-4-6", llm.Usage{InputTokens: 3_000_000, CachedInputTokens: 1_000_000, CacheWriteInputTokens: 1_000_000}, 3 + 0.30 + 3.75},
+		// no cached rate known: cached tokens at the input rate.
+		{"my-model", llm.Usage{InputTokens: 1_000_000, CachedInputTokens: 1_000_000}, 1},
+		{"unknown", llm.Usage{InputTokens: 1_000_000}, 0},
+	}
+	p["my-model"] = llm.Price{InputPerMTok: 1, OutputPerMTok: 2}
+	for _, c := range cases {
+		if got := p.CostOf(c.model, c.u); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("CostOf(%s, %+v) = %v, want %v", c.model, c.u, got, c.want)
+		}
+	}
+	withCache := llm.Usage{InputTokens: 1_000_000, CachedInputTokens: 900_000}
+	if p.CostOf("gpt-5", withCache) >= p.CostOf("gpt-5", llm.Usage{InputTokens: 1_000_000}) {
+		t.Error("cached tokens are not cheaper")
+	}
+}
+
+// TestPricerWarnsOncePerModel: a model without a price is logged once, however many
+// calls it makes.
+func TestPricerWarnsOncePerModel(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	pr := llm.NewPricer(llm.DefaultPrices(), log)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr.Cost("brand-new-model", llm.Usage{InputTokens: 10})
+			pr.Cost("gpt-4o", llm.Usage{InputTokens: 10})
+		}()
+	}
+	wg.Wait()
+	pr.Cost("other-new-model", llm.Usage{InputTokens: 10})
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if n := strings.Count(out, "model=brand-new-model"); n != 1 {
+		t.Fatalf("warned %d times for brand-new-model:\n%s", n, out)
+	}
+	if !strings.Contains(out, "model=other-new-model") || strings.Contains(out, "model=gpt-4o") || !strings.Contains(out, "--prices") {
+		t.Fatalf("warnings:\n%s", out)
+	}
+	if got := pr.Cost("gpt-4o", llm.Usage{InputTokens: 1_000_000}); got != 2.5 {
+		t.Fatalf("priced model cost %v", got)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1535,12 +1535,23 @@ func (x *LlmRequested) GetRepromptAnswer() string {
 
 // Usage is a call's token accounting as the provider reported it.
 type Usage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	InputTokens   uint64                 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
-	OutputTokens  uint64                 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
-	TotalTokens   uint64                 `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// input_tokens counts every prompt token, cached ones included.
+	InputTokens uint64 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// output_tokens counts every completion token, reasoning included.
+	OutputTokens uint64 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	TotalTokens  uint64 `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	// cached_input_tokens is the part of input_tokens read from the provider's prompt
+	// cache (OpenAI cached_tokens, Anthropic cache_read_input_tokens): priced at the
+	// cached rate in cost_usd.
+	CachedInputTokens uint64 `protobuf:"varint,4,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	// reasoning_tokens is the part of output_tokens the model spent thinking.
+	ReasoningTokens uint64 `protobuf:"varint,5,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
+	// cache_write_input_tokens is the part of input_tokens written to the prompt cache
+	// (Anthropic cache_creation_input_tokens): priced at the cache-write rate.
+	CacheWriteInputTokens uint64 `protobuf:"varint,6,opt,name=cache_write_input_tokens,json=cacheWriteInputTokens,proto3" json:"cache_write_input_tokens,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -1590,6 +1601,27 @@ func (x *Usage) GetOutputTokens() uint64 {
 func (x *Usage) GetTotalTokens() uint64 {
 	if x != nil {
 		return x.TotalTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedInputTokens() uint64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetReasoningTokens() uint64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheWriteInputTokens() uint64 {
+	if x != nil {
+		return x.CacheWriteInputTokens
 	}
 	return 0
 }
@@ -3820,11 +3852,14 @@ const file_events_proto_rawDesc = "" +
 	"\fsub_agent_id\x18\x06 \x01(\tR\n" +
 	"subAgentId\x12%\n" +
 	"\x0ereprompt_error\x18\a \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\b \x01(\tR\x0erepromptAnswer\"r\n" +
+	"\x0freprompt_answer\x18\b \x01(\tR\x0erepromptAnswer\"\x86\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xa0\x03\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\x12.\n" +
+	"\x13cached_input_tokens\x18\x04 \x01(\x04R\x11cachedInputTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x05 \x01(\x04R\x0freasoningTokens\x127\n" +
+	"\x18cache_write_input_tokens\x18\x06 \x01(\x04R\x15cacheWriteInputTokens\"\xa0\x03\n" +
 	"\fLlmResponded\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +

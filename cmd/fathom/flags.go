@@ -162,7 +162,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "timeout of one tool call")
 	fs.UintVar(&f.stepAttempts, "step-attempts", uint(d.StepAttempts), "runs of a plan or step whose model call fails retryably before the session fails")
 	fs.DurationVar(&f.stepRetry, "step-retry-delay", d.StepRetryDelay, "wait before a retryably failed plan or step runs again")
-	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "path of a JSON price `FILE` {model: {input_per_mtok, output_per_mtok}} laid over the built-in table (env FATHOM_PRICES)")
+	fs.StringVar(&f.prices, "prices", os.Getenv("FATHOM_PRICES"), "path of a JSON price `FILE` {model: {input_per_mtok, output_per_mtok, cached_input_per_mtok, cache_write_per_mtok}} laid over the built-in table; cache reads are priced at cached_input_per_mtok, a model without a price warns once (env FATHOM_PRICES)")
 	fs.IntVar(&f.llmAttempts, "llm-max-attempts", int(envUint("FATHOM_LLM_MAX_ATTEMPTS", 4)), "tries of one LLM call on 429/5xx/timeouts, first included (env FATHOM_LLM_MAX_ATTEMPTS)")
 	fs.IntVar(&f.llmRPM, "llm-rpm", int(envUint("FATHOM_LLM_RPM", 0)), "LLM requests per minute, 0 = unlimited (env FATHOM_LLM_RPM)")
 	fs.IntVar(&f.llmTPM, "llm-tpm", int(envUint("FATHOM_LLM_TPM", 0)), "LLM tokens per minute (estimated), 0 = unlimited (env FATHOM_LLM_TPM)")

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/fathom-agents/fathom/memory"
 )
 
 // runTokens prints the token count of a file or of standard input, with the encoding of
 // --model (or --encoding). It never touches the network: the BPE files are compiled in.
+// For a model without a public tokenizer (Claude, local models) the count is an
+// estimate, and it says so on stderr.
 func runTokens(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tokens", "[--model M | --encoding E] [-v] [FILE|-]", stderr)
 	model := fs.String("model", envOr("FATHOM_MODEL", "gpt-4o"), "model whose encoding to use (env FATHOM_MODEL)")
@@ -47,6 +50,13 @@ func runTokens(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError("%v", err)
 	}
 	n := tok.Count(string(text))
+	if _, known := memory.EncodingForModel(*model); *encoding == "" && !known {
+		fmt.Fprintf(stderr, "fathom tokens: %s has no public tokenizer: %d is an estimate with %s", *model, n, tok.Name())
+		if strings.HasPrefix(strings.ToLower(*model), "claude") {
+			fmt.Fprint(stderr, " (Claude counts differently; the Messages API's count_tokens gives the exact figure)")
+		}
+		fmt.Fprintln(stderr)
+	}
 	if *verbose {
 		fmt.Fprintf(stdout, "%d tokens (%s)\n", n, tok.Name())
 		return nil

@@ -35,6 +35,13 @@ func TestTokensCommand(t *testing.T) {
 			t.Errorf("tokens %v: %q %q exit %d, want %q", tc.args, out, errOut, code, tc.want)
 		}
 	}
+	if out, errOut, code := run("--model", "claude-sonnet-4-6", file); code != 0 || out != "6\n" ||
+		!strings.Contains(errOut, "estimate") || !strings.Contains(errOut, "count_tokens") {
+		t.Errorf("claude count: %q %q exit %d: want the count and a note that it is an estimate", out, errOut, code)
+	}
+	if _, errOut, code := run("--model", "gpt-4o", file); code != 0 || strings.Contains(errOut, "estimate") {
+		t.Errorf("gpt-4o count called an estimate: %q", errOut)
+	}
 	if _, errOut, code := run("--encoding", "nope", file); code != 2 || !strings.Contains(errOut, "unknown encoding") {
 		t.Errorf("bad encoding: exit %d %q", code, errOut)
 	}

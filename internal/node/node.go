@@ -620,7 +620,10 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint,
 		}
 		return p, resilient.EndpointOf(ocfg.BaseURL, ocfg.APIKey), nil
 	case APIAnthropic:
-		acfg := anthropic.DefaultConfig()
+		acfg, err := anthropic.ConfigFromEnv(os.Getenv) // ANTHROPIC_MAX_TOKENS
+		if err != nil {
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
+		}
 		acfg.APIKey = c.APIKey
 		if c.Model != "" {
 			acfg.Model = c.Model

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/internal/wire"
 )
 
 // APIVersion is the anthropic-version header every request carries.
@@ -29,7 +33,9 @@ type Config struct {
 	// Model is used when a request names none.
 	Model string
 	// MaxTokens bounds a completion when a request sets no MaxTokens (the API requires a
-	// bound). Zero means 4096.
+	// bound; env ANTHROPIC_MAX_TOKENS). Zero means 4096. With extended thinking the
+	// bound is raised to the thinking budget plus this, as the API requires
+	// max_tokens > budget_tokens.
 	MaxTokens int
 	// HTTPClient, when set, is used instead of a client built from Timeout.
 	HTTPClient *http.Client
@@ -40,9 +46,32 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// DefaultConfig returns the configuration for api.anthropic.com with claude-sonnet-4-5.
+// DefaultConfig returns the configuration for api.anthropic.com with claude-sonnet-4-6
+// and 4096 completion tokens.
 func DefaultConfig() Config {
-	return Config{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5", MaxTokens: 4096, Timeout: 2 * time.Minute, MaxResponseBytes: 8 << 20}
+	return Config{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-6", MaxTokens: 4096, Timeout: 2 * time.Minute, MaxResponseBytes: 8 << 20}
+}
+
+// ConfigFromEnv starts from DefaultConfig and applies ANTHROPIC_BASE_URL,
+// ANTHROPIC_API_KEY, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS when set; a
+// ANTHROPIC_MAX_TOKENS that is not a positive integer is an error.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig()
+	if v := getenv("ANTHROPIC_BASE_URL"); v != "" {
+		c.BaseURL = v
+	}
+	c.APIKey = getenv("ANTHROPIC_API_KEY")
+	if v := getenv("FATHOM_MODEL"); v != "" {
+		c.Model = v
+	}
+	if v := getenv("ANTHROPIC_MAX_TOKENS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("anthropic: ANTHROPIC_MAX_TOKENS=%q: want a positive number of tokens", v)
+		}
+		c.MaxTokens = n
+	}
+	return c, nil
 }
 
 // Validate reports a configuration that cannot work.
@@ -57,12 +86,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Client is an llm.Provider for the Anthropic Messages API. It is safe for concurrent
-// use.
+// Client is an llm.Provider for the Anthropic Messages API, built on the official Go
+// SDK. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	http *http.Client
-	base string
+	cfg Config
+	sdk anthropic.Client
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -92,7 +120,19 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &Client{cfg: cfg, http: hc, base: strings.TrimRight(cfg.BaseURL, "/")}, nil
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // llm/resilient retries, with Fathom's classification
+		option.WithHeader("anthropic-version", APIVersion),
+		option.WithMiddleware(wire.Bound("anthropic", cfg.MaxResponseBytes, errorFields)),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithHeaderDel("x-api-key"))
+	}
+	return &Client{cfg: cfg, sdk: anthropic.NewClient(opts...)}, nil
 }
 
 // Name implements llm.Provider.
@@ -100,64 +140,37 @@ func (c *Client) Name() string { return "anthropic" }
 
 const messagesPath = "/v1/messages"
 
-type messagesRequest struct {
-	Model       string        `json:"model"`
-	MaxTokens   int           `json:"max_tokens"`
-	System      string        `json:"system,omitempty"`
-	Messages    []wireMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	Tools       []wireTool    `json:"tools,omitempty"`
-	Stream      bool          `json:"stream,omitempty"`
+// errorFields reads Anthropic's {"type":"error","error":{"type","message"}} body.
+func errorFields(data []byte) (typ, code, msg string, ok bool) {
+	var eb struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &eb) != nil || (eb.Error.Message == "" && eb.Error.Type == "") {
+		return "", "", "", false
+	}
+	return eb.Error.Type, "", eb.Error.Message, true
 }
 
-type wireMessage struct {
-	Role    string  `json:"role"`
-	Content []block `json:"content"`
+// turn is a message being assembled (consecutive same-role messages merge).
+type turn struct {
+	role   anthropic.MessageParamRole
+	blocks []anthropic.ContentBlockParamUnion
 }
 
-// block is a content block: "text" (Text), "tool_use" (ID, Name, Input) or
-// "tool_result" (ToolUseID, Content).
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
-}
-
-type wireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-type wireUsage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-}
-
-type messagesResponse struct {
-	Model      string    `json:"model"`
-	Content    []block   `json:"content"`
-	StopReason string    `json:"stop_reason"`
-	Usage      wireUsage `json:"usage"`
-}
-
-type wireError struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// toWire splits ms into the system prompt and alternating user/assistant messages.
-func toWire(ms []llm.Message) (string, []wireMessage, error) {
+// toParams splits ms into the system prompt and alternating user/assistant messages.
+func toParams(ms []llm.Message) ([]string, []turn, error) {
 	var (
 		system []string
-		out    []wireMessage
+		out    []turn
 	)
 	for i, m := range ms {
-		role, blocks := m.Role, []block(nil)
+		var (
+			role   anthropic.MessageParamRole
+			blocks []anthropic.ContentBlockParamUnion
+		)
 		switch m.Role {
 		case "system":
 			if m.Content != "" {
@@ -165,38 +178,53 @@ func toWire(ms []llm.Message) (string, []wireMessage, error) {
 			}
 			continue
 		case "user":
+			role = anthropic.MessageParamRoleUser
 			blocks = appendText(blocks, m.Content)
 		case "assistant":
+			role = anthropic.MessageParamRoleAssistant
+			for _, th := range m.Thinking { // thinking blocks lead the turn
+				if th.RedactedData != "" {
+					blocks = append(blocks, anthropic.NewRedactedThinkingBlock(th.RedactedData))
+				} else {
+					blocks = append(blocks, anthropic.NewThinkingBlock(th.Signature, th.Thinking))
+				}
+			}
 			blocks = appendText(blocks, m.Content)
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
 			}
 		case "tool":
 			if m.ToolCallID == "" {
-				return "", nil, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
+				return nil, nil, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
 			}
-			role = "user"
-			blocks = append(blocks, block{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content})
+			role = anthropic.MessageParamRoleUser
+			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
+				ToolUseID: m.ToolCallID,
+				Content:   []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}},
+			}})
+			if m.Content == "" {
+				blocks[0].OfToolResult.Content = nil // the API rejects an empty text block
+			}
 		default:
-			return "", nil, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
+			return nil, nil, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
 		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty text blocks and empty messages
 		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
+		if n := len(out); n > 0 && out[n-1].role == role {
+			out[n-1].blocks = append(out[n-1].blocks, blocks...)
 			continue
 		}
-		out = append(out, wireMessage{Role: role, Content: blocks})
+		out = append(out, turn{role: role, blocks: blocks})
 	}
-	return strings.Join(system, "\n\n"), out, nil
+	return system, out, nil
 }
 
-func appendText(blocks []block, text string) []block {
+func appendText(blocks []anthropic.ContentBlockParamUnion, text string) []anthropic.ContentBlockParamUnion {
 	if text == "" {
 		return blocks
 	}
-	return append(blocks, block{Type: "text", Text: text})
+	return append(blocks, anthropic.NewTextBlock(text))
 }
 
 // toolInput is the tool_use input for a call's arguments text: the object itself, {}
@@ -216,44 +244,130 @@ func toolInput(args string) json.RawMessage {
 // finishReason renames Anthropic's stop reasons to Fathom's.
 func finishReason(stop string) string {
 	switch stop {
-	case "end_turn":
+	case "end_turn", "stop_sequence":
 		return "stop"
 	case "tool_use":
 		return "tool_calls"
-	case "max_tokens":
-		return "length"
+	case "max_tokens", "model_context_window_exceeded":
+		return llm.FinishLength
 	}
 	return stop
 }
 
-func (c *Client) encode(req llm.Request) ([]byte, string, error) {
-	system, msgs, err := toWire(req.Messages)
+// minThinkingBudget is the API's smallest extended-thinking budget.
+const minThinkingBudget = 1024
+
+// params translates req into the SDK's request.
+func (c *Client) params(req llm.Request) (anthropic.MessageNewParams, error) {
+	system, turns, err := toParams(req.Messages)
 	if err != nil {
-		return nil, "", err
+		return anthropic.MessageNewParams{}, err
 	}
-	if len(msgs) == 0 {
-		return nil, "", errors.New("anthropic: chat request has no user or assistant content")
+	if len(turns) == 0 {
+		return anthropic.MessageNewParams{}, errors.New("anthropic: chat request has no user or assistant content")
 	}
-	mreq := messagesRequest{Model: req.Model, MaxTokens: req.MaxTokens, System: system, Messages: msgs,
-		Temperature: req.Temperature, Stream: req.OnDelta != nil}
-	if mreq.Model == "" {
-		mreq.Model = c.cfg.Model
+	p := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: int64(req.MaxTokens)}
+	if p.Model == "" {
+		p.Model = anthropic.Model(c.cfg.Model)
 	}
-	if mreq.MaxTokens <= 0 {
-		mreq.MaxTokens = c.cfg.MaxTokens
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = int64(c.cfg.MaxTokens)
+	}
+	if len(system) > 0 {
+		p.System = []anthropic.TextBlockParam{{Text: strings.Join(system, "\n\n")}}
+	}
+	for _, t := range turns {
+		p.Messages = append(p.Messages, anthropic.MessageParam{Role: t.role, Content: t.blocks})
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.ThinkingBudget > 0 {
+		budget := int64(max(req.ThinkingBudget, minThinkingBudget))
+		if p.MaxTokens <= budget {
+			p.MaxTokens = budget + int64(c.cfg.MaxTokens)
+		}
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
+		p.Temperature = param.Opt[float64]{} // the API accepts no temperature with thinking
+	}
+	if err := c.tools(req, &p); err != nil {
+		return p, err
+	}
+	if req.PromptCache {
+		markCache(&p)
+	}
+	return p, nil
+}
+
+// tools adds the request's tools, tool choice and structured-output tool.
+func (c *Client) tools(req llm.Request, p *anthropic.MessageNewParams) error {
+	if req.ToolChoice == "none" && req.ResponseFormat == nil {
+		return nil // no tools offered: none can be called
 	}
 	for _, t := range req.Tools {
-		schema := t.Parameters
-		if len(bytes.TrimSpace(schema)) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
+		if f := req.ResponseFormat; f != nil && f.Name == t.Name {
+			return fmt.Errorf("anthropic: response format %q has the name of a tool", f.Name)
 		}
-		mreq.Tools = append(mreq.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		if req.ToolChoice == "none" {
+			continue
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: toolParam(t.Name, t.Description, t.Parameters)})
 	}
-	body, err := json.Marshal(mreq)
-	if err != nil {
-		return nil, "", fmt.Errorf("anthropic: encode request: %w", err)
+	parallel := param.Opt[bool]{}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		parallel = param.NewOpt(!*req.ParallelToolCalls)
 	}
-	return body, mreq.Model, nil
+	if f := req.ResponseFormat; f != nil {
+		if f.Name == "" {
+			return errors.New("anthropic: response format has no name")
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: toolParam(f.Name, f.Description, f.Schema)})
+		if req.ThinkingBudget <= 0 { // the API refuses a forced tool with extended thinking
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: f.Name}}
+			return nil
+		}
+	}
+	switch req.ToolChoice {
+	case "", "auto", "none":
+		if parallel.Valid() {
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: parallel}}
+		}
+	case "required":
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: parallel}}
+	default:
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: req.ToolChoice, DisableParallelToolUse: parallel}}
+	}
+	return nil
+}
+
+// toolParam is a tool definition; its schema goes out exactly as given.
+func toolParam(name, description string, schema json.RawMessage) *anthropic.ToolParam {
+	t := &anthropic.ToolParam{Name: name}
+	if description != "" {
+		t.Description = param.NewOpt(description)
+	}
+	if len(bytes.TrimSpace(schema)) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	param.SetJSON(schema, &t.InputSchema)
+	return t
+}
+
+// markCache puts "ephemeral" cache breakpoints on the system prompt (which caches the
+// tools before it too) and on the last block of the stable history: the message
+// before the newest turn, which is what the next call will send again unchanged.
+func markCache(p *anthropic.MessageNewParams) {
+	if n := len(p.System); n > 0 {
+		p.System[n-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+	} else if n := len(p.Tools); n > 0 && p.Tools[n-1].OfTool != nil {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if n := len(p.Messages); n >= 2 {
+		blocks := p.Messages[n-2].Content
+		if cc := blocks[len(blocks)-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
+	}
 }
 
 // Chat implements llm.Provider: one POST /v1/messages, no retries.
@@ -261,66 +375,79 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("anthropic: chat request has no messages")
 	}
-	body, model, err := c.encode(req)
+	p, err := c.params(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, body, req.OnDelta)
+		resp, err = c.stream(ctx, p, req.OnDelta)
 	} else {
-		resp, err = c.complete(ctx, body)
+		resp, err = c.complete(ctx, p)
 	}
 	if err != nil {
 		return llm.Response{}, err
 	}
+	if req.ResponseFormat != nil {
+		resp = structured(resp, req.ResponseFormat.Name)
+	}
 	if resp.Model == "" {
-		resp.Model = model
+		resp.Model = string(p.Model)
 	}
 	resp.Duration = time.Since(start)
 	return resp, nil
 }
 
+// structured turns the call of the structured-output tool into the answer's content.
+func structured(resp llm.Response, name string) llm.Response {
+	for i, tc := range resp.ToolCalls {
+		if tc.Name != name {
+			continue
+		}
+		resp.Content = tc.Arguments
+		resp.ToolCalls = append(resp.ToolCalls[:i:i], resp.ToolCalls[i+1:]...)
+		if len(resp.ToolCalls) == 0 {
+			resp.ToolCalls = nil
+			if resp.FinishReason == "tool_calls" {
+				resp.FinishReason = "stop"
+			}
+		}
+		return resp
+	}
+	return resp
+}
+
 // complete makes a non-streamed call and converts its answer.
-func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	resp, err := c.send(ctx, body, "application/json")
+func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (llm.Response, error) {
+	out, err := c.sdk.Messages.New(ctx, p)
 	if err != nil {
-		return llm.Response{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("anthropic: read %s response: %w", messagesPath, err)
-	}
-	if int64(len(data)) > c.cfg.MaxResponseBytes {
-		return llm.Response{}, fmt.Errorf("anthropic: %s response exceeds %d bytes", messagesPath, c.cfg.MaxResponseBytes)
-	}
-	var out messagesResponse
-	if err := json.Unmarshal(data, &out); err != nil {
-		return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, err)
+		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
+			return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
+		}
+		return llm.Response{}, callError(err)
 	}
 	var (
-		text  strings.Builder
-		calls []llm.ToolCall
+		text strings.Builder
+		resp llm.Response
 	)
 	for _, b := range out.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			calls = append(calls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: inputText(b.Input)})
+			resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: inputText(b.Input)})
+		case "thinking":
+			resp.Thinking = append(resp.Thinking, llm.ThinkingBlock{Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			resp.Thinking = append(resp.Thinking, llm.ThinkingBlock{RedactedData: b.Data})
 		}
 	}
-	return llm.Response{
-		Content:      text.String(),
-		ToolCalls:    calls,
-		FinishReason: finishReason(out.StopReason),
-		Model:        out.Model,
-		Usage:        usage(out.Usage),
-	}, nil
+	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(string(out.StopReason)), string(out.Model)
+	resp.Usage = usage(out.Usage.InputTokens, out.Usage.CacheReadInputTokens, out.Usage.CacheCreationInputTokens, out.Usage.OutputTokens)
+	return resp, nil
 }
 
 // inputText is the arguments text of a tool_use input ("{}" when there is none).
@@ -331,58 +458,47 @@ func inputText(input json.RawMessage) string {
 	return "{}"
 }
 
-func usage(u wireUsage) llm.Usage {
-	return llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+// usage is Fathom's usage of Anthropic's counts: input_tokens excludes the cache
+// reads and writes, which Fathom counts as part of the input.
+func usage(input, cacheRead, cacheWrite, output int64) llm.Usage {
+	in := input + cacheRead + cacheWrite
+	return llm.Usage{InputTokens: in, OutputTokens: output, TotalTokens: in + output,
+		CachedInputTokens: cacheRead, CacheWriteInputTokens: cacheWrite}
 }
 
-// send makes one POST /v1/messages and returns the response when its status is 2xx
-// (the caller closes the body); other statuses become *llm.APIError. accept is the
-// Accept header.
-func (c *Client) send(ctx context.Context, body []byte, accept string) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+messagesPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", accept)
-	hreq.Header.Set("anthropic-version", APIVersion)
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("x-api-key", c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: POST %s: %w", messagesPath, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, apiError(resp, data)
-	}
-	return resp, nil
+// malformed reports a JSON decoding error.
+func malformed(err error) bool {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ)
 }
 
-// apiError converts an error answer ({"type":"error","error":{"type","message"}}, or
-// any other body) into an *llm.APIError.
-func apiError(resp *http.Response, data []byte) error {
-	e := &llm.APIError{StatusCode: resp.StatusCode}
-	var eb struct {
-		Error wireError `json:"error"`
+// callError keeps Fathom's errors (an *llm.APIError from the middleware, a transport
+// error) and converts an SDK API error that did not pass through it (an "error" event
+// inside a stream, whose HTTP status was 200).
+func callError(err error) error {
+	var apiErr *llm.APIError
+	if errors.As(err, &apiErr) {
+		return err
 	}
-	if json.Unmarshal(data, &eb) == nil && (eb.Error.Message != "" || eb.Error.Type != "") {
-		e.Type, e.Message = eb.Error.Type, eb.Error.Message
-	} else {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 512 {
-			msg = msg[:512] + "…"
-		}
-		e.Message = msg
+	var sdkErr *anthropic.Error
+	if errors.As(err, &sdkErr) {
+		return streamAPIError([]byte(sdkErr.RawJSON()))
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
-			e.RetryAfter = time.Duration(s) * time.Second
-		} else if t, err := http.ParseTime(ra); err == nil {
-			e.RetryAfter = max(0, time.Until(t))
-		}
+	if raw, ok := strings.CutPrefix(err.Error(), "received error while streaming: "); ok {
+		return streamAPIError([]byte(raw))
+	}
+	if strings.HasPrefix(err.Error(), "anthropic:") {
+		return err
+	}
+	return fmt.Errorf("anthropic: %w", err)
+}
+
+// streamAPIError is the *llm.APIError of a stream's error event.
+func streamAPIError(data []byte) *llm.APIError {
+	e := &llm.APIError{StatusCode: http.StatusInternalServerError, Message: "error event without details"}
+	if typ, _, msg, ok := errorFields(data); ok {
+		e.StatusCode, e.Type, e.Message = statusOfErrorType(typ), typ, msg
 	}
 	return e
 }
@@ -408,4 +524,27 @@ func statusOfErrorType(typ string) int {
 		return 529
 	}
 	return http.StatusInternalServerError
+}
+
+// CountTokens asks the API how many input tokens req would use (POST
+// /v1/messages/count_tokens). The count is the server's, for the request as this client
+// would send it; Fathom's own counts for Claude models (tiktoken) are estimates.
+func (c *Client) CountTokens(ctx context.Context, req llm.Request) (int64, error) {
+	p, err := c.params(req)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	cp := anthropic.MessageCountTokensParams{Model: p.Model, System: anthropic.MessageCountTokensParamsSystemUnion{OfTextBlockArray: p.System},
+		Thinking: p.Thinking, ToolChoice: p.ToolChoice}
+	cp.Messages = p.Messages
+	for _, t := range p.Tools {
+		cp.Tools = append(cp.Tools, anthropic.MessageCountTokensToolUnionParam{OfTool: t.OfTool})
+	}
+	out, err := c.sdk.Messages.CountTokens(ctx, cp)
+	if err != nil {
+		return 0, callError(err)
+	}
+	return out.InputTokens, nil
 }

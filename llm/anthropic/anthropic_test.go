@@ -92,7 +92,7 @@ func user(text string) llm.Message { return llm.Message{Role: "user", Content: t
 type wireRequest struct {
 	Model     string    `json:"model"`
 	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system"`
+	System    sysText   `json:"system"`
 	Stream    bool      `json:"stream"`
 	Messages  []wireMsg `json:"messages"`
 	Tools     []struct {
@@ -111,8 +111,32 @@ type wireMsg struct {
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
 		ToolUseID string          `json:"tool_use_id"`
-		Content   string          `json:"content"`
+		Content   sysText         `json:"content"`
 	} `json:"content"`
+}
+
+// sysText is a system prompt or tool_result content as text: the API takes a string or
+// an array of text blocks (the SDK sends blocks).
+type sysText string
+
+func (s *sysText) UnmarshalJSON(data []byte) error {
+	var str string
+	if json.Unmarshal(data, &str) == nil {
+		*s = sysText(str)
+		return nil
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(data, &blocks); err != nil {
+		return err
+	}
+	var parts []string
+	for _, b := range blocks {
+		parts = append(parts, b.Text)
+	}
+	*s = sysText(strings.Join(parts, ""))
+	return nil
 }
 
 // summary renders messages compactly: "role[type:detail type:detail]".
@@ -127,7 +151,7 @@ func summary(ms []wireMsg) []string {
 			case "tool_use":
 				parts = append(parts, "tool_use:"+b.ID+":"+b.Name+":"+string(b.Input))
 			case "tool_result":
-				parts = append(parts, "tool_result:"+b.ToolUseID+":"+b.Content)
+				parts = append(parts, "tool_result:"+b.ToolUseID+":"+string(b.Content))
 			default:
 				parts = append(parts, b.Type)
 			}
@@ -148,7 +172,7 @@ func TestPlainAnswerWithUsage(t *testing.T) {
 	if resp.Content != "Hello, Ada!" || resp.FinishReason != "stop" || len(resp.ToolCalls) != 0 {
 		t.Fatalf("response %+v", resp)
 	}
-	if resp.Model != "claude-sonnet-4-5" || resp.Duration <= 0 {
+	if resp.Model != anthropic.DefaultConfig().Model || resp.Duration <= 0 {
 		t.Fatalf("model %q duration %v", resp.Model, resp.Duration)
 	}
 	if u := resp.Usage; u.InputTokens == 0 || u.OutputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {
@@ -192,7 +216,7 @@ func TestStreamedDeltasArriveInOrder(t *testing.T) {
 	if strings.Join(deltas, "|") != strings.Join(want, "|") || resp.Content != strings.Join(deltas, "") {
 		t.Fatalf("deltas %q, content %q", deltas, resp.Content)
 	}
-	if resp.FinishReason != "stop" || resp.Model != "claude-sonnet-4-5" {
+	if resp.FinishReason != "stop" || resp.Model != anthropic.DefaultConfig().Model {
 		t.Fatalf("finish %q model %q", resp.FinishReason, resp.Model)
 	}
 	if u := resp.Usage; u.InputTokens == 0 || u.OutputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {

@@ -1,8 +1,8 @@
 // Package anthropic is Fathom's client for the Anthropic Messages API
 // (POST {BaseURL}/v1/messages) and the Anthropic-compatible endpoint of Fathom's own
-// scripted mock-llm. Like llm/openai it speaks net/http directly, with a timeout per
-// call and a bound on the response size, and it does not retry (wrap it in
-// llm/resilient for that).
+// scripted mock-llm, built on the official Go SDK (github.com/anthropics/anthropic-sdk-go).
+// Like llm/openai it has a timeout per call and a bound on the response size (streams
+// included), and it does not retry (wrap it in llm/resilient for that).
 //
 // # Mapping
 //
@@ -17,9 +17,22 @@
 //   - consecutive messages that end up with the same role are merged into one, since
 //     the API requires user and assistant turns to alternate.
 //
+// Request options: ToolChoice "auto"/"required"/name become tool_choice auto/any/tool
+// ("none" sends no tools); ParallelToolCalls becomes disable_parallel_tool_use;
+// ResponseFormat becomes one more tool, forced with tool_choice, whose input is returned
+// as Response.Content (with extended thinking the API forbids forcing a tool, so it is
+// only offered); ThinkingBudget turns on extended thinking (max_tokens is raised above
+// the budget when needed); PromptCache puts "ephemeral" cache_control breakpoints on the
+// system prompt and on the last block of the turn before the newest one.
+// Thinking blocks of an answer come back in Response.Thinking and go out again, first
+// in their assistant turn, from Message.Thinking. Usage.InputTokens includes
+// cache_read_input_tokens (CachedInputTokens) and cache_creation_input_tokens
+// (CacheWriteInputTokens). CountTokens asks the API for an exact input count.
+//
 // In the answer, text blocks are concatenated into Response.Content, tool_use blocks
 // become Response.ToolCalls, and stop reasons are renamed to Fathom's (end_turn →
-// "stop", tool_use → "tool_calls", max_tokens → "length"; others pass through).
+// "stop", tool_use → "tool_calls", max_tokens → "length", so Response.Truncated
+// reports a cut answer; others pass through).
 //
 // # Errors and streaming
 //

@@ -46,8 +46,15 @@ type anthRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Thinking   *anthThinking   `json:"thinking"`
 	// inTok is the request's input tokens: the system prompt and every message.
 	inTok int
+	// bps are the request's cache_control breakpoints, in prompt order.
+	bps []breakpoint
 }
 
 // anthBlock is a request content block (text, tool_use or tool_result).
@@ -58,6 +65,12 @@ type anthBlock struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
+	// Thinking and Signature are a thinking block's; Data a redacted_thinking block's.
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
+	// CacheControl marks a prompt-cache breakpoint after this block.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 // anthTurn is one decoded request message.
@@ -110,6 +123,15 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, d, fmt.Errorf("request is not valid JSON: %w", err)
 	}
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &raw) // valid JSON: checked above
+	if err := req.Thinking.check(req.MaxTokens); err != nil {
+		return req, d, err
+	}
+	prefix := newPrefixHasher("anthropic")
+	prefix.add(string(raw.Tools))
 	if needMaxTokens && req.MaxTokens <= 0 {
 		return req, d, errors.New("max_tokens: field required and must be positive")
 	}
@@ -122,11 +144,27 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	}
 	d.System = anthText(sys)
 	req.inTok = approxTokens(d.System)
+	running := 0
+	mark := func(b anthBlock, tokens int) {
+		prefix.add(b.Type, b.Text, string(b.Input), string(b.Content), b.Thinking, b.Data)
+		running += tokens
+		if len(bytes.TrimSpace(b.CacheControl)) > 0 && string(bytes.TrimSpace(b.CacheControl)) != "null" {
+			req.bps = append(req.bps, breakpoint{key: prefix.key(), tokens: running})
+		}
+	}
+	for _, b := range sys {
+		mark(b, approxTokens(b.Text))
+	}
+	running = req.inTok
 	turns := make([]anthTurn, len(req.Messages))
 	for i, m := range req.Messages {
 		bs, err := anthBlocks(m.Content)
 		if err != nil {
 			return req, d, fmt.Errorf("messages.%d.content: %w", i, err)
+		}
+		running += 3
+		for _, b := range bs {
+			mark(b, anthTokens([]anthBlock{b}))
 		}
 		for _, b := range bs {
 			if b.Type == "tool_result" {
@@ -141,6 +179,11 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	turns = mergeAnthTurns(turns)
 	if err := checkAnthTurns(turns); err != nil {
 		return req, d, err
+	}
+	if req.Thinking.on() {
+		if err := checkThinkingTurns(turns); err != nil {
+			return req, d, err
+		}
 	}
 	for _, t := range turns {
 		if s := anthText(t.blocks); s != "" {
@@ -268,6 +311,19 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var toolNames []string
+	for _, t := range req.Tools {
+		toolNames = append(toolNames, t.Name)
+	}
+	forced, callsAllowed, oneCall, err := anthToolChoice(req.ToolChoice, toolNames)
+	if err != nil {
+		writeAnthError(w, http.StatusBadRequest, err.Error(), 0)
+		return
+	}
+	if forced != "" && req.Thinking.on() {
+		writeAnthError(w, http.StatusBadRequest, "Thinking may not be enabled when tool_choice forces tool use.", 0)
+		return
+	}
 	n := s.requests.Add(1)
 	rule := s.pick(&d)
 	if rule != nil && rule.DelayMS > 0 {
@@ -290,12 +346,27 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.cfg.ModelName
 	}
+	if rule != nil && !callsAllowed && len(rule.ToolCalls) > 0 {
+		rule = nil // tools are off: the default text answers
+	}
 	ans, err := s.anthAnswer(rule, d, model, n)
 	if err != nil {
 		writeAnthError(w, http.StatusInternalServerError, err.Error(), 0)
 		return
 	}
-	ans.inTok = req.inTok
+	if forced != "" && len(ans.calls) == 0 { // a forced tool answers with the text as its input
+		ans.calls = []toolCall{{id: fmt.Sprintf("toolu_mock_%d_0", n), name: forced, args: forcedArgs(ans.content)}}
+		ans.content, ans.finish = "", "tool_use"
+	}
+	if oneCall && len(ans.calls) > 1 {
+		ans.calls = ans.calls[:1]
+	}
+	if req.Thinking.on() {
+		ans.thinking = thinkingText(d)
+		ans.outTok += approxTokens(ans.thinking)
+	}
+	ans.cacheRead, ans.cacheWrite = s.anthCache(req.bps)
+	ans.inTok = max(req.inTok-ans.cacheRead-ans.cacheWrite, 0)
 	s.cfg.Logger.Debug("mock-llm answer", "api", "anthropic", "model", model, "bytes", len(ans.content), "tool_calls", len(ans.calls), "stream", req.Stream)
 	if req.Stream {
 		writeAnthStream(w, r, ans)
@@ -307,6 +378,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var content []map[string]any
+	if ans.thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": ans.thinking, "signature": thinkingSignature(ans.thinking)})
+	}
 	if len(ans.calls) == 0 {
 		content = append(content, map[string]any{"type": "text", "text": ans.content})
 	}
@@ -316,7 +390,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": ans.id, "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": ans.finish, "stop_sequence": nil,
-		"usage": map[string]int{"input_tokens": ans.inTok, "output_tokens": ans.outTok},
+		"usage": ans.anthUsage(ans.outTok),
 	})
 }
 
@@ -368,6 +442,13 @@ func (s *Server) anthAnswer(rule *compiledRule, d TemplateData, model string, n 
 	return ans, nil
 }
 
+// anthUsage is the Messages API usage object with output tokens out.
+func (a answer) anthUsage(out int) map[string]any {
+	return map[string]any{"input_tokens": a.inTok, "output_tokens": out,
+		"cache_read_input_tokens": a.cacheRead, "cache_creation_input_tokens": a.cacheWrite,
+		"cache_creation": map[string]int{"ephemeral_5m_input_tokens": a.cacheWrite, "ephemeral_1h_input_tokens": 0}}
+}
+
 // anthInput is the tool_use input for scripted arguments: the compacted object, or
 // {"_raw": args} when args is not a JSON object.
 func anthInput(args string) string {
@@ -406,7 +487,7 @@ func writeAnthStream(w http.ResponseWriter, r *http.Request, a answer) {
 	}
 	start := event{"message_start", map[string]any{"message": map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": a.model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": a.inTok, "output_tokens": 1}}}}
+		"stop_reason": nil, "stop_sequence": nil, "usage": a.anthUsage(1)}}}
 	if !send(start) || !send(event{"ping", map[string]any{}}) {
 		return
 	}
@@ -424,14 +505,25 @@ func writeAnthStream(w http.ResponseWriter, r *http.Request, a answer) {
 		deltas++
 	}
 	blockStop := func(i int) { body = append(body, event{"content_block_stop", map[string]any{"index": i}}) }
-	if len(a.calls) == 0 {
-		blockStart(0, map[string]any{"type": "text", "text": ""})
-		for _, piece := range splitWords(a.content) {
-			blockDelta(0, map[string]any{"type": "text_delta", "text": piece})
+	first := 0
+	if a.thinking != "" {
+		blockStart(0, map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+		for _, piece := range splitWords(a.thinking) {
+			blockDelta(0, map[string]any{"type": "thinking_delta", "thinking": piece})
 		}
+		blockDelta(0, map[string]any{"type": "signature_delta", "signature": thinkingSignature(a.thinking)})
 		blockStop(0)
+		first = 1
+	}
+	if len(a.calls) == 0 {
+		blockStart(first, map[string]any{"type": "text", "text": ""})
+		for _, piece := range splitWords(a.content) {
+			blockDelta(first, map[string]any{"type": "text_delta", "text": piece})
+		}
+		blockStop(first)
 	}
 	for i, c := range a.calls {
+		i += first
 		half := len(c.args) / 2
 		blockStart(i, map[string]any{"type": "tool_use", "id": c.id, "name": c.name, "input": map[string]any{}})
 		blockDelta(i, map[string]any{"type": "input_json_delta", "partial_json": c.args[:half]})
@@ -440,7 +532,8 @@ func writeAnthStream(w http.ResponseWriter, r *http.Request, a answer) {
 	}
 	body = append(body,
 		event{"message_delta", map[string]any{"delta": map[string]any{"stop_reason": a.finish, "stop_sequence": nil},
-			"usage": map[string]int{"output_tokens": a.outTok}}},
+			"usage": map[string]int{"output_tokens": a.outTok, "input_tokens": a.inTok,
+				"cache_read_input_tokens": a.cacheRead, "cache_creation_input_tokens": a.cacheWrite}}},
 		event{"message_stop", map[string]any{}})
 	sent := 0
 	for _, e := range body {

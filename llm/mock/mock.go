@@ -254,6 +254,10 @@ type Config struct {
 	Token string
 	// ModelName is listed by /v1/models and reported in answers. Default "fathom-mock".
 	ModelName string
+	// CacheMinTokens is the smallest prompt (OpenAI) or cached prefix (Anthropic) the
+	// prompt cache serves (see features.go). 0 means DefaultCacheMinTokens; a negative
+	// value caches any size.
+	CacheMinTokens int
 }
 
 // Server is the scripted model. It is safe for concurrent use.
@@ -263,6 +267,7 @@ type Server struct {
 	fallback *template.Template
 	requests atomic.Int64
 	mu       sync.Mutex // serialises rule selection so Times is exact
+	cache    promptCache
 }
 
 // New returns a server for cfg. It panics on a script ParseScript would reject; use
@@ -273,6 +278,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ModelName == "" {
 		cfg.ModelName = "fathom-mock"
+	}
+	if cfg.CacheMinTokens == 0 {
+		cfg.CacheMinTokens = DefaultCacheMinTokens
 	}
 	rules, err := compile(cfg.Script)
 	if err != nil {
@@ -360,8 +368,17 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 }
 
 type chatRequest struct {
-	Model         string `json:"model"`
-	Stream        bool   `json:"stream"`
+	Model             string          `json:"model"`
+	Stream            bool            `json:"stream"`
+	ReasoningEffort   string          `json:"reasoning_effort"`
+	ResponseFormat    *responseFormat `json:"response_format"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Tools             []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -414,9 +431,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "messages must not be empty", 0)
 		return
 	}
+	if err := req.ResponseFormat.check(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), 0)
+		return
+	}
+	var toolNames []string
+	for _, t := range req.Tools {
+		toolNames = append(toolNames, t.Function.Name)
+	}
+	forced, callsAllowed, err := openAIToolChoice(req.ToolChoice, toolNames)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), 0)
+		return
+	}
 	var d TemplateData
 	var all, system, input []string
 	promptTok := 3 // every reply is primed with a few tokens
+	prefix := newPrefixHasher("openai")
+	var prefixKeys []string
+	var prefixToks []int
 	for i, m := range req.Messages {
 		content, err := chatContent(m.Content)
 		if err != nil {
@@ -424,9 +457,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		promptTok += 3 + approxTokens(content)
+		prefix.add(m.Role, content)
 		for _, tc := range m.ToolCalls {
 			promptTok += approxTokens(tc.Function.Name) + approxTokens(tc.Function.Arguments)
+			prefix.add(tc.Function.Name, tc.Function.Arguments)
 		}
+		prefixKeys, prefixToks = append(prefixKeys, prefix.key()), append(prefixToks, promptTok)
 		all = append(all, content)
 		if m.Role != "system" {
 			input = append(input, content)
@@ -476,7 +512,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		model = s.cfg.ModelName
 	}
 	ans := answer{id: fmt.Sprintf("chatcmpl-mock-%d", s.requests.Load()), model: model, finish: "stop"}
-	if rule != nil && len(rule.ToolCalls) > 0 {
+	if rule != nil && len(rule.ToolCalls) > 0 && callsAllowed {
 		ans.finish = "tool_calls"
 		for i, tc := range rule.ToolCalls {
 			var args strings.Builder
@@ -495,8 +531,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		ans.content = out.String()
 		ans.outTok = approxTokens(ans.content)
+		if forced != "" { // a forced call answers with the scripted text as its arguments
+			ans.calls = []toolCall{{id: fmt.Sprintf("call_%d_0", s.requests.Load()), name: forced, args: forcedArgs(ans.content)}}
+			ans.content = ""
+		}
 	}
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(ans.calls) > 1 {
+		ans.calls = ans.calls[:1]
+	}
+	ans.reasoningTok = reasoningTokens(req.ReasoningEffort)
+	ans.outTok += ans.reasoningTok
 	ans.inTok = promptTok
+	ans.cachedTok = s.openAICached(prefixKeys, prefixToks, promptTok)
 	if rule != nil {
 		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
 	}
@@ -537,10 +583,18 @@ type answer struct {
 	calls                      []toolCall
 	inTok, outTok              int
 	cut, malformed             bool
+	// cachedTok and reasoningTok are OpenAI's usage details (parts of inTok, outTok).
+	cachedTok, reasoningTok int
+	// thinking is an Anthropic thinking block's text ("" for none); cacheRead and
+	// cacheWrite are the Anthropic cache counts (inTok excludes them).
+	thinking              string
+	cacheRead, cacheWrite int
 }
 
-func (a answer) usage() map[string]int {
-	return map[string]int{"prompt_tokens": a.inTok, "completion_tokens": a.outTok, "total_tokens": a.inTok + a.outTok}
+func (a answer) usage() map[string]any {
+	return map[string]any{"prompt_tokens": a.inTok, "completion_tokens": a.outTok, "total_tokens": a.inTok + a.outTok,
+		"prompt_tokens_details":     map[string]int{"cached_tokens": a.cachedTok, "audio_tokens": 0},
+		"completion_tokens_details": map[string]int{"reasoning_tokens": a.reasoningTok, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
 }
 
 // writeStream sends the answer as OpenAI chat.completion.chunk events: a role chunk,
@@ -776,10 +830,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:8089", "address to serve the OpenAI-compatible API on")
 	scriptPath := fs.String("script", "", "JSON script of answers (default: the built-in demo script)")
 	token := fs.String("token", "", "require this bearer token")
+	cacheMin := fs.Int("cache-min-tokens", DefaultCacheMinTokens, "smallest prompt (OpenAI) or cache_control prefix (Anthropic) the prompt cache serves; -1 caches any size")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T]")
+		fmt.Fprintln(stderr, "usage: fathom mock-llm [--listen ADDR] [--script FILE] [--token T] [--cache-min-tokens N]")
 		fmt.Fprintln(stderr, "\nServes a scripted model for tests and demos: the OpenAI API (/v1/models, /v1/models/{id}, /v1/chat/completions,")
-		fmt.Fprintln(stderr, "/v1/embeddings) and Anthropic's (/v1/messages, /v1/messages/count_tokens).")
+		fmt.Fprintln(stderr, "/v1/embeddings) and Anthropic's (/v1/messages, /v1/messages/count_tokens), with prompt-cache and reasoning")
+		fmt.Fprintln(stderr, "usage, response_format, tool_choice and Anthropic extended thinking served as the real APIs serve them.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -796,7 +852,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv := New(Config{Script: script, Token: *token, Logger: log})
+	srv := New(Config{Script: script, Token: *token, Logger: log, CacheMinTokens: *cacheMin})
 	err := srv.ListenAndServe(ctx, *listen, func(addr string) {
 		fmt.Fprintf(stdout, "mock-llm listening on http://%s/v1\n", addr)
 	})

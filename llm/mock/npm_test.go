@@ -157,12 +157,12 @@ const { Anthropic } = require("@anthropic-ai/sdk");
 
   const an = new Anthropic({ baseURL: process.env.BASE_URL, apiKey: "test-key", maxRetries: 0 });
   const a = out.anthropic;
-  a.retrieved = (await an.models.retrieve("claude-sonnet-4-5")).id;
+  a.retrieved = (await an.models.retrieve("claude-sonnet-4-6")).id;
   const turns = [{ role: "user", content: "say " }, { role: "user", content: [{ type: "text", text: "hello" }] }];
-  const msg = await an.messages.create({ model: "claude-sonnet-4-5", max_tokens: 64, system: "be brief", messages: turns });
+  const msg = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 64, system: "be brief", messages: turns });
   a.merged = msg.content[0].text;
   a.inputTokens = msg.usage.input_tokens;
-  a.counted = (await an.messages.countTokens({ model: "claude-sonnet-4-5", system: "be brief", messages: turns })).input_tokens;
+  a.counted = (await an.messages.countTokens({ model: "claude-sonnet-4-6", system: "be brief", messages: turns })).input_tokens;
   const use = await an.messages.create({ model: "m", max_tokens: 64, messages: [{ role: "user", content: "use a tool" }],
     tools: [{ name: "web_search", input_schema: { type: "object", properties: { query: { type: "string" } } } }] });
   const tu = use.content.find(b => b.type === "tool_use");
@@ -184,6 +184,57 @@ const { Anthropic } = require("@anthropic-ai/sdk");
   catch (e) { a.error = { status: e.status, type: e.type, message: e.apiMessage }; }
   try { await an.messages.batches.retrieve("msgbatch_nope"); }
   catch (e) { a.notFound = { status: e.status, type: e.type }; }
+
+  // What current models add, case by case.
+  const longSystem = "Follow the house rules of planning. ".repeat(200);
+  const cacheMsgs = (q) => [{ role: "system", content: longSystem }, { role: "user", content: q }];
+  const c1 = await oa.chat.completions.create({ model: "gpt-4o-mini", messages: cacheMsgs("first") });
+  const c2 = await oa.chat.completions.create({ model: "gpt-4o-mini", messages: cacheMsgs("second") });
+  o.cached = [c1.usage.prompt_tokens_details.cached_tokens, c2.usage.prompt_tokens_details.cached_tokens, c2.usage.prompt_tokens];
+  const cs = await oa.chat.completions.create({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, messages: cacheMsgs("third") });
+  for await (const chunk of cs) if (chunk.usage) o.streamCached = chunk.usage.prompt_tokens_details.cached_tokens;
+  const r = await oa.chat.completions.create({ model: "o4-mini", reasoning_effort: "low", max_completion_tokens: 500, messages: [{ role: "user", content: "say hello" }] });
+  o.reasoning = [r.usage.completion_tokens_details.reasoning_tokens, r.usage.completion_tokens];
+  const planSchema = { type: "object", properties: { steps: { type: "array", items: { type: "string" } } }, required: ["steps"], additionalProperties: false };
+  const parsed = await oa.chat.completions.parse({ model: "gpt-4o-mini", messages: [{ role: "user", content: "plan" }],
+    response_format: { type: "json_schema", json_schema: { name: "plan", schema: planSchema, strict: true } } });
+  o.parsed = parsed.choices[0].message.parsed;
+  try { await oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: "plan" }], response_format: { type: "json_schema", json_schema: { schema: planSchema } } }); }
+  catch (e) { o.badFormat = e.status; }
+  const searchTool = { type: "function", function: { name: "web_search", parameters: { type: "object", properties: { query: { type: "string" } } } } };
+  const planTool = { type: "function", function: { name: "write_plan", parameters: planSchema } };
+  const forced = await oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: "plan" }], tools: [searchTool, planTool],
+    tool_choice: { type: "function", function: { name: "write_plan" } } });
+  o.forced = { name: forced.choices[0].message.tool_calls[0].function.name, args: JSON.parse(forced.choices[0].message.tool_calls[0].function.arguments) };
+  const forcedStream = oa.chat.completions.stream({ model: "m", messages: [{ role: "user", content: "plan" }], tools: [searchTool, planTool], tool_choice: "required", parallel_tool_calls: false });
+  const fsFinal = await forcedStream.finalChatCompletion();
+  o.forcedStream = fsFinal.choices[0].message.tool_calls.map(c => c.function.name);
+
+  const sysBlocks = [{ type: "text", text: longSystem, cache_control: { type: "ephemeral" } }];
+  const k1 = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 64, system: sysBlocks, messages: [{ role: "user", content: "first" }] });
+  const k2 = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 64, system: sysBlocks, messages: [{ role: "user", content: "second" }] });
+  a.cache = [k1.usage.cache_creation_input_tokens, k1.usage.cache_read_input_tokens, k2.usage.cache_creation_input_tokens, k2.usage.cache_read_input_tokens, k2.usage.input_tokens];
+  const anTool = { name: "web_search", input_schema: { type: "object", properties: { query: { type: "string" } } } };
+  const think = { type: "enabled", budget_tokens: 1024 };
+  const t1 = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 2048, thinking: think, tools: [anTool], messages: [{ role: "user", content: "use a tool" }] });
+  a.thinkingTypes = t1.content.map(b => b.type);
+  const tu1 = t1.content.find(b => b.type === "tool_use");
+  const t2 = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 2048, thinking: think, tools: [anTool], messages: [
+    { role: "user", content: "use a tool" }, { role: "assistant", content: t1.content },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: tu1.id, content: "found it" }] }] });
+  a.afterThinking = t2.content.filter(b => b.type === "text").map(b => b.text).join("");
+  try {
+    await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 2048, thinking: think, tools: [anTool], messages: [
+      { role: "user", content: "use a tool" }, { role: "assistant", content: [tu1] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: tu1.id, content: "found it" }] }] });
+  } catch (e) { a.thinkingDropped = { status: e.status, type: e.type }; }
+  const ts = an.messages.stream({ model: "claude-sonnet-4-6", max_tokens: 2048, thinking: think, messages: [{ role: "user", content: "stream please" }] });
+  a.thinkingDeltas = 0; ts.on("thinking", () => { a.thinkingDeltas++; });
+  const tsFinal = await ts.finalMessage();
+  a.streamThinking = { types: tsFinal.content.map(b => b.type), signed: !!tsFinal.content[0].signature, text: tsFinal.content[1].text };
+  const ft = await an.messages.create({ model: "m", max_tokens: 64, tools: [anTool, { name: "plan", input_schema: planSchema }],
+    tool_choice: { type: "tool", name: "plan" }, messages: [{ role: "user", content: "plan" }] });
+  a.forced = { name: ft.content[0].name, input: ft.content[0].input, stop: ft.stop_reason };
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e); process.exit(1); });
 `
@@ -197,6 +248,7 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 		{"tool_match":"found it","response":"the tool found it"},
 		{"match":"^use a tool$","tool_calls":[{"name":"web_search","arguments":"{\"query\":\"proto actor\"}"}]},
 		{"match":"stream","response":"streamed words arrive in order"},
+		{"match":"^plan$","response":"{\"steps\":[\"read\",\"write\"]}"},
 		{"match":"(?s)^say \\s*hello$","system_match":"^be brief$","response":"hello from parts"}
 	],"default":"hello from mock"}`))
 	if err != nil {
@@ -240,6 +292,16 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 			Embedding      int
 			EmbeddingShort int
 			Error          apiError
+			Cached         []int
+			StreamCached   int
+			Reasoning      []int
+			Parsed         struct{ Steps []string }
+			BadFormat      int
+			Forced         struct {
+				Name string
+				Args struct{ Steps []string }
+			}
+			ForcedStream []string
 		}
 		Anthropic struct {
 			Retrieved, Merged    string
@@ -253,6 +315,20 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 			HelperTexts     []string
 			HelperFinal     string
 			Error, NotFound apiError
+			Cache           []int
+			ThinkingTypes   []string
+			AfterThinking   string
+			ThinkingDropped apiError
+			ThinkingDeltas  int
+			StreamThinking  struct {
+				Types  []string
+				Signed bool
+				Text   string
+			}
+			Forced struct {
+				Name, Stop string
+				Input      struct{ Steps []string }
+			}
 		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -280,7 +356,7 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 	if o.Error.Status != 429 || o.Error.Message != "slow down" {
 		t.Errorf("openai error: %+v", o.Error)
 	}
-	if a.Retrieved != "claude-sonnet-4-5" || a.Merged != "hello from parts" {
+	if a.Retrieved != "claude-sonnet-4-6" || a.Merged != "hello from parts" {
 		t.Errorf("anthropic: retrieve %q, merged same-role turns answered %q", a.Retrieved, a.Merged)
 	}
 	if a.InputTokens == 0 || a.Counted != a.InputTokens {
@@ -300,5 +376,43 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 	}
 	if a.NotFound.Status != 404 || a.NotFound.Type != "not_found_error" {
 		t.Errorf("anthropic unknown endpoint: %+v", a.NotFound)
+	}
+	checkCurrentModelFeatures(t, o.Cached, o.StreamCached, o.Reasoning, o.Parsed.Steps, o.BadFormat, o.Forced.Name, o.Forced.Args.Steps, o.ForcedStream)
+	steps := "read,write"
+	if len(a.Cache) != 5 || a.Cache[0] < 1024 || a.Cache[1] != 0 || a.Cache[2] != 0 || a.Cache[3] != a.Cache[0] || a.Cache[4] <= 0 || a.Cache[4] >= a.Cache[3] {
+		t.Errorf("anthropic cache usage [creation1 read1 creation2 read2 input2]: %v", a.Cache)
+	}
+	if strings.Join(a.ThinkingTypes, ",") != "thinking,tool_use" || a.AfterThinking != "the tool found it" {
+		t.Errorf("anthropic thinking: blocks %v, then %q", a.ThinkingTypes, a.AfterThinking)
+	}
+	if a.ThinkingDropped.Status != 400 || a.ThinkingDropped.Type != "invalid_request_error" {
+		t.Errorf("anthropic thinking dropped before tool results: %+v", a.ThinkingDropped)
+	}
+	if strings.Join(a.StreamThinking.Types, ",") != "thinking,text" || !a.StreamThinking.Signed || a.ThinkingDeltas < 2 || a.StreamThinking.Text != "streamed words arrive in order" {
+		t.Errorf("anthropic streamed thinking: %+v, %d thinking deltas", a.StreamThinking, a.ThinkingDeltas)
+	}
+	if a.Forced.Name != "plan" || a.Forced.Stop != "tool_use" || strings.Join(a.Forced.Input.Steps, ",") != steps {
+		t.Errorf("anthropic forced tool: %+v", a.Forced)
+	}
+}
+
+// checkCurrentModelFeatures checks what openai 6.x saw of prompt caching, reasoning,
+// structured outputs and tool_choice.
+func checkCurrentModelFeatures(t *testing.T, cached []int, streamCached int, reasoning []int, parsed []string, badFormat int, forced string, forcedArgs, forcedStream []string) {
+	t.Helper()
+	if len(cached) != 3 || cached[0] != 0 || cached[1] < 1024 || cached[1]%128 != 0 || cached[1] > cached[2] || streamCached != cached[1] {
+		t.Errorf("openai cached_tokens [first second prompt2]: %v, streamed %d", cached, streamCached)
+	}
+	if len(reasoning) != 2 || reasoning[0] != 64 || reasoning[1] <= 64 {
+		t.Errorf("openai reasoning_tokens, completion_tokens: %v", reasoning)
+	}
+	if strings.Join(parsed, ",") != "read,write" || badFormat != 400 {
+		t.Errorf("openai parse() with json_schema: %v; schema without a name: HTTP %d", parsed, badFormat)
+	}
+	if forced != "write_plan" || strings.Join(forcedArgs, ",") != "read,write" {
+		t.Errorf("openai forced function: %s %v", forced, forcedArgs)
+	}
+	if len(forcedStream) != 1 {
+		t.Errorf("openai streamed tool_choice required, parallel_tool_calls false: calls %v", forcedStream)
 	}
 }

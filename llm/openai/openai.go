@@ -1,11 +1,20 @@
 // Package openai is Fathom's client for OpenAI-compatible chat APIs (OpenAI itself,
-// vLLM, Ollama, llama.cpp server, LiteLLM, and Fathom's own scripted mock-llm). It speaks
-// POST {BaseURL}/chat/completions and GET {BaseURL}/models over net/http, with a timeout
-// per call and a bound on the response size.
+// vLLM, Ollama, llama.cpp server, LiteLLM, and Fathom's own scripted mock-llm), built on
+// the official Go SDK (github.com/openai/openai-go/v3). It speaks
+// POST {BaseURL}/chat/completions and GET {BaseURL}/models with a timeout per call, a
+// bound on the response size (streams included), no retries of its own (llm/resilient
+// does that) and error answers as *llm.APIError with the server's Retry-After.
+//
+// Request options map as follows: MaxTokens → max_completion_tokens (set
+// Config.LegacyMaxTokens for an old server that only knows max_tokens), ToolChoice →
+// tool_choice, ParallelToolCalls → parallel_tool_calls, ResponseFormat →
+// response_format {"type":"json_schema"}, ReasoningEffort → reasoning_effort. Usage
+// carries prompt_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens. ThinkingBudget and PromptCache are
+// Anthropic's and ignored here (OpenAI caches stable prompt prefixes by itself).
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +22,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/fathom-agents/fathom/llm"
-	"github.com/fathom-agents/fathom/llm/sse"
+	"github.com/fathom-agents/fathom/llm/internal/wire"
 )
 
 // Config configures a Client.
@@ -34,8 +48,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
-	// MaxResponseBytes bounds a response body. Zero means 8 MiB.
+	// MaxResponseBytes bounds a response body (a stream: all of it). Zero means 8 MiB.
 	MaxResponseBytes int64
+	// LegacyMaxTokens sends Request.MaxTokens as max_tokens instead of
+	// max_completion_tokens, for servers that predate the latter. OpenAI's reasoning
+	// models refuse max_tokens.
+	LegacyMaxTokens bool
 }
 
 // DefaultConfig returns the configuration for api.openai.com with gpt-4o-mini.
@@ -71,14 +89,13 @@ func (c Config) Validate() error {
 
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	http *http.Client
-	base string
+	cfg Config
+	sdk openai.Client
 }
 
 var _ llm.Provider = (*Client)(nil)
 
-// New returns a client for cfg.
+// New returns a client for cfg; zero fields take DefaultConfig's values.
 func New(cfg Config) (*Client, error) {
 	d := DefaultConfig()
 	if cfg.Timeout == 0 {
@@ -100,77 +117,207 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &Client{cfg: cfg, http: hc, base: strings.TrimRight(cfg.BaseURL, "/")}, nil
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // llm/resilient retries, with Fathom's classification
+		option.WithMiddleware(wire.Bound("openai", cfg.MaxResponseBytes, errorFields)),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithHeaderDel("Authorization"))
+	}
+	return &Client{cfg: cfg, sdk: openai.NewClient(opts...)}, nil
 }
 
 // Name implements llm.Provider.
 func (c *Client) Name() string { return "openai" }
 
-type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []wireMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
-	Tools       []wireTool    `json:"tools,omitempty"`
-	Stream      bool          `json:"stream,omitempty"`
-	// StreamOptions asks for a final usage chunk when streaming.
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
+// errorFields reads OpenAI's {"error":{"message","type","code"}} error body.
+func errorFields(data []byte) (typ, code, msg string, ok bool) {
+	var eb struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &eb) != nil || eb.Error.Message == "" {
+		return "", "", "", false
+	}
+	if eb.Error.Code != nil {
+		code = fmt.Sprint(eb.Error.Code)
+	}
+	return eb.Error.Type, code, eb.Error.Message, true
 }
 
-// wireMessage is a chat message in the OpenAI format (tool calls nest a "function").
+// Chat implements llm.Provider: one POST /chat/completions, no retries.
+func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if len(req.Messages) == 0 {
+		return llm.Response{}, errors.New("openai: chat request has no messages")
+	}
+	params, body, err := c.params(req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	var resp llm.Response
+	if req.OnDelta != nil {
+		resp, err = c.stream(ctx, params, req.OnDelta, body...)
+	} else {
+		resp, err = c.complete(ctx, params, body...)
+	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if resp.Model == "" {
+		resp.Model = params.Model
+	}
+	resp.Duration = time.Since(start)
+	return resp, nil
+}
+
+// params translates req into the SDK's request. The conversation and the tools, which
+// Fathom holds in the API's own simple shapes, are encoded once with encoding/json and
+// set into the body (body options): the SDK's reflective encoding of a long history
+// costs more than the rest of a call. Everything else uses the SDK's typed params.
+func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []option.RequestOption, error) {
+	msgs, err := toParams(req.Messages)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, nil, err
+	}
+	rawMsgs, err := json.Marshal(msgs)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, nil, fmt.Errorf("openai: encode messages: %w", err)
+	}
+	body := []option.RequestOption{option.WithJSONSet("messages", json.RawMessage(rawMsgs))}
+	p := openai.ChatCompletionNewParams{Model: req.Model}
+	if p.Model == "" {
+		p.Model = c.cfg.Model
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.MaxTokens > 0 {
+		if c.cfg.LegacyMaxTokens {
+			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+		} else {
+			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+		}
+	}
+	if len(req.Tools) > 0 {
+		type wireTool struct {
+			Type     string       `json:"type"`
+			Function llm.ToolSpec `json:"function"`
+		}
+		tools := make([]wireTool, len(req.Tools))
+		for i, t := range req.Tools {
+			if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+				return p, nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
+			}
+			tools[i] = wireTool{"function", t}
+		}
+		raw, err := json.Marshal(tools)
+		if err != nil {
+			return p, nil, fmt.Errorf("openai: encode tools: %w", err)
+		}
+		body = append(body, option.WithJSONSet("tools", json.RawMessage(raw)))
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		p.ToolChoice.OfAuto = param.NewOpt(req.ToolChoice)
+	default:
+		p.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		p.ParallelToolCalls = param.NewOpt(*req.ParallelToolCalls)
+	}
+	if f := req.ResponseFormat; f != nil {
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.Name, Schema: f.Schema}
+		if f.Description != "" {
+			js.Description = param.NewOpt(f.Description)
+		}
+		if f.Strict {
+			js.Strict = param.NewOpt(true)
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+	}
+	if req.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
+	return p, body, nil
+}
+
+// wireMessage is a chat message in the API's shape (tool calls nest a "function").
 type wireMessage struct {
 	Role       string         `json:"role"`
-	Content    *string        `json:"content"`
+	Content    *string        `json:"content,omitempty"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
 type wireToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type wireTool struct {
+	ID       string       `json:"id"`
 	Type     string       `json:"type"`
-	Function llm.ToolSpec `json:"function"`
+	Function wireFunction `json:"function"`
 }
 
-func toWire(ms []llm.Message) []wireMessage {
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// toParams translates the conversation into the API's message shape.
+func toParams(ms []llm.Message) ([]wireMessage, error) {
 	out := make([]wireMessage, len(ms))
 	for i, m := range ms {
-		content := m.Content
-		w := wireMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID}
-		if len(m.ToolCalls) > 0 && m.Content == "" {
-			w.Content = nil // an assistant message that only calls tools has null content
-		}
-		for _, c := range m.ToolCalls {
-			var wc wireToolCall
-			wc.ID, wc.Type = c.ID, "function"
-			wc.Function.Name, wc.Function.Arguments = c.Name, c.Arguments
-			w.ToolCalls = append(w.ToolCalls, wc)
+		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
+		switch m.Role {
+		case "system", "user", "tool":
+			w.Content = &m.Content
+		case "assistant":
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				w.Content = &m.Content
+			}
+			for _, tc := range m.ToolCalls {
+				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
+			}
+		default:
+			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
 		}
 		out[i] = w
 	}
-	return out
+	return out, nil
 }
 
-func fromWire(calls []wireToolCall) []llm.ToolCall {
-	if len(calls) == 0 {
-		return nil
-	}
-	out := make([]llm.ToolCall, len(calls))
-	for i, c := range calls {
-		out[i] = llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
-	}
-	return out
+// wireUsage is the API's usage object.
+type wireUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
+// usage converts the API's usage.
+func usage(u wireUsage) llm.Usage {
+	return llm.Usage{
+		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
+		ReasoningTokens:   u.CompletionTokensDetails.ReasoningTokens,
+	}
+}
+
+// chatResponse is the part of a chat.completion Fathom reads.
 type chatResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
@@ -180,204 +327,98 @@ type chatResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
+	Usage wireUsage `json:"usage"`
 }
 
-type errorBody struct {
-	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
-	} `json:"error"`
-}
-
-// Chat implements llm.Provider: one POST /chat/completions, no retries.
-func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if len(req.Messages) == 0 {
-		return llm.Response{}, errors.New("openai: chat request has no messages")
+// complete makes a non-streamed call. The SDK sends it; the answer is decoded into
+// chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
+// than the rest of the call).
+func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams, body ...option.RequestOption) (llm.Response, error) {
+	var raw *http.Response
+	if _, err := c.sdk.Chat.Completions.New(ctx, params, append(body, option.WithResponseBodyInto(&raw))...); err != nil {
+		return llm.Response{}, callError(err)
 	}
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	creq := chatRequest{Model: model, Messages: toWire(req.Messages), Temperature: req.Temperature, MaxTokens: req.MaxTokens}
-	for _, t := range req.Tools {
-		creq.Tools = append(creq.Tools, wireTool{Type: "function", Function: t})
-	}
-	if req.OnDelta != nil {
-		creq.Stream = true
-		creq.StreamOptions = &struct {
-			IncludeUsage bool `json:"include_usage"`
-		}{true}
-	}
-	body, err := json.Marshal(creq)
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("openai: encode request: %w", err)
-	}
-	start := time.Now()
-	if req.OnDelta != nil {
-		resp, err := c.stream(ctx, body, req.OnDelta)
-		if err != nil {
+	defer raw.Body.Close()
+	var out chatResponse
+	if err := json.NewDecoder(raw.Body).Decode(&out); err != nil {
+		if errors.Is(err, wire.ErrTooLarge) {
 			return llm.Response{}, err
 		}
-		if resp.Model == "" {
-			resp.Model = model
-		}
-		resp.Duration = time.Since(start)
-		return resp, nil
-	}
-	var out chatResponse
-	if err := c.do(ctx, http.MethodPost, "/chat/completions", body, &out); err != nil {
-		return llm.Response{}, err
+		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
 	}
 	if len(out.Choices) == 0 {
-		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.base)
+		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.cfg.BaseURL)
 	}
-	if out.Model == "" {
-		out.Model = model
+	ch := out.Choices[0]
+	resp := llm.Response{FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
+	if ch.Message.Content != nil {
+		resp.Content = *ch.Message.Content
 	}
-	var content string
-	if c := out.Choices[0].Message.Content; c != nil {
-		content = *c
-	}
-	return llm.Response{
-		Content:      content,
-		ToolCalls:    fromWire(out.Choices[0].Message.ToolCalls),
-		FinishReason: out.Choices[0].FinishReason,
-		Model:        out.Model,
-		Usage: llm.Usage{
-			InputTokens:  out.Usage.PromptTokens,
-			OutputTokens: out.Usage.CompletionTokens,
-			TotalTokens:  out.Usage.TotalTokens,
-		},
-		Duration: time.Since(start),
-	}, nil
-}
-
-// Models lists the model ids the endpoint serves (GET /models).
-func (c *Client) Models(ctx context.Context) ([]string, error) {
-	var out struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := c.do(ctx, http.MethodGet, "/models", nil, &out); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(out.Data))
-	for i, m := range out.Data {
-		ids[i] = m.ID
-	}
-	return ids, nil
-}
-
-// send makes one request and returns the response when its status is 2xx (the caller
-// closes the body); other statuses become *llm.APIError. accept is the Accept header.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	if body != nil {
-		hreq.Header.Set("Content-Type", "application/json")
-	}
-	hreq.Header.Set("Accept", accept)
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, apiError(resp, data)
+	for _, tc := range ch.Message.ToolCalls {
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
 }
 
+// streamChunk is one chat.completion.chunk event.
 type streamChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content   *string `json:"content"`
+			Content   string `json:"content"`
 			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
+				Index    int          `json:"index"`
+				ID       string       `json:"id"`
+				Function wireFunction `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
+	Usage *wireUsage `json:"usage"`
 }
+
+// maxToolCalls bounds a streamed tool call index, so a broken stream cannot make the
+// client allocate without limit.
+const maxToolCalls = 1024
 
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) (llm.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	resp, err := c.send(ctx, http.MethodPost, "/chat/completions", body, "text/event-stream")
-	if err != nil {
-		return llm.Response{}, err
+func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string), body ...option.RequestOption) (llm.Response, error) {
+	params.StreamOptions.IncludeUsage = param.NewOpt(true)
+	var (
+		tr  wire.Tracker
+		raw *http.Response
+	)
+	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
+	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
+	// several times the cost.
+	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), params, append(body, option.WithJSONSet("stream", true),
+		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream"))...); err != nil {
+		return llm.Response{}, callError(err)
 	}
-	defer resp.Body.Close()
-	r := sse.NewReader(resp.Body)
-	r.MaxEventBytes = int(min(c.cfg.MaxResponseBytes, 1<<30))
+	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
+	defer s.Close()
 	var (
 		out     llm.Response
 		content strings.Builder
 		calls   []llm.ToolCall
-		total   int64
 	)
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // ended without [DONE]
-			}
-			return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), err)
-		}
-		if ev.Data == "[DONE]" {
-			break
-		}
-		if total += int64(len(ev.Data)); total > c.cfg.MaxResponseBytes {
-			return llm.Response{}, fmt.Errorf("openai: stream exceeds %d bytes", c.cfg.MaxResponseBytes)
-		}
-		var ch streamChunk
-		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", err)
-		}
+	for s.Next() {
+		ch := s.Current()
 		if ch.Model != "" {
 			out.Model = ch.Model
 		}
-		if u := ch.Usage; u != nil {
-			out.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		if ch.Usage != nil {
+			out.Usage = usage(*ch.Usage)
 		}
 		for _, choice := range ch.Choices {
-			if d := choice.Delta.Content; d != nil && *d != "" {
-				content.WriteString(*d)
-				onDelta(*d)
+			if d := choice.Delta.Content; d != "" {
+				content.WriteString(d)
+				onDelta(d)
 			}
 			for _, tc := range choice.Delta.ToolCalls {
-				if tc.Index < 0 || tc.Index > 1024 {
+				if tc.Index < 0 || tc.Index >= maxToolCalls {
 					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
 				}
 				for len(calls) <= tc.Index {
@@ -389,57 +430,59 @@ func (c *Client) stream(ctx context.Context, body []byte, onDelta func(string)) 
 				calls[tc.Index].Name += tc.Function.Name
 				calls[tc.Index].Arguments += tc.Function.Arguments
 			}
-			if choice.FinishReason != nil {
-				out.FinishReason = *choice.FinishReason
+			if choice.FinishReason != "" {
+				out.FinishReason = choice.FinishReason
 			}
 		}
+	}
+	if err := s.Err(); err != nil {
+		if malformed(err) {
+			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", errors.Join(llm.ErrMalformedResponse, err))
+		}
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), callError(err))
+	}
+	if !tr.EndsWithDone() {
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), io.ErrUnexpectedEOF)
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	resp, err := c.send(ctx, method, path, body, "application/json")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
-	if err != nil {
-		return fmt.Errorf("openai: read %s response: %w", path, err)
-	}
-	if int64(len(data)) > c.cfg.MaxResponseBytes {
-		return fmt.Errorf("openai: %s response exceeds %d bytes", path, c.cfg.MaxResponseBytes)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("openai: decode %s response: %w", path, err)
-	}
-	return nil
+// malformed reports a JSON decoding error (a chunk that is not valid JSON).
+func malformed(err error) bool {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ)
 }
 
-func apiError(resp *http.Response, data []byte) error {
-	e := &llm.APIError{StatusCode: resp.StatusCode}
-	var eb errorBody
-	if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
-		e.Message, e.Type = eb.Error.Message, eb.Error.Type
-		if eb.Error.Code != nil {
-			e.Code = fmt.Sprint(eb.Error.Code)
+// callError keeps Fathom's errors (an *llm.APIError from the middleware, a transport
+// error) and converts an SDK API error that did not pass through it.
+func callError(err error) error {
+	var sdkErr *openai.Error
+	if errors.As(err, &sdkErr) {
+		var apiErr *llm.APIError
+		if errors.As(err, &apiErr) {
+			return err
 		}
-	} else {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 512 {
-			msg = msg[:512] + "…"
-		}
-		e.Message = msg
+		return &llm.APIError{StatusCode: sdkErr.StatusCode, Type: sdkErr.Type, Code: sdkErr.Code, Message: sdkErr.Message}
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
-			e.RetryAfter = time.Duration(s) * time.Second
-		} else if t, err := http.ParseTime(ra); err == nil {
-			e.RetryAfter = max(0, time.Until(t))
-		}
+	if strings.Contains(err.Error(), "openai:") {
+		return err
 	}
-	return e
+	return fmt.Errorf("openai: %w", err)
+}
+
+// Models lists the model ids the endpoint serves (GET /models).
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	page, err := c.sdk.Models.List(ctx)
+	if err != nil {
+		return nil, callError(err)
+	}
+	ids := make([]string, len(page.Data))
+	for i, m := range page.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }

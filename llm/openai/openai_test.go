@@ -42,7 +42,7 @@ func TestChatSendsRequestAndParsesUsage(t *testing.T) {
 	if resp.Usage != (llm.Usage{InputTokens: 7, OutputTokens: 2, TotalTokens: 9}) {
 		t.Fatalf("usage %+v", resp.Usage)
 	}
-	if auth != "Bearer k" || got["model"] != "m-default" || got["max_tokens"].(float64) != 50 || got["temperature"].(float64) != 0.2 {
+	if auth != "Bearer k" || got["model"] != "m-default" || got["max_completion_tokens"] != 50.0 || got["max_tokens"] != nil || got["temperature"].(float64) != 0.2 {
 		t.Fatalf("request: auth %q body %v", auth, got)
 	}
 }
@@ -172,5 +172,66 @@ func TestToolCallWireFormat(t *testing.T) {
 	}
 	if got.Messages[2]["tool_call_id"] != "c1" || got.Messages[2]["role"] != "tool" {
 		t.Fatalf("tool message on the wire: %v", got.Messages[2])
+	}
+}
+
+// TestRequestOptionsOnTheWire: the capabilities reasoning models and structured
+// answers need reach the server under OpenAI's names, and usage details come back.
+func TestRequestOptionsOnTheWire(t *testing.T) {
+	var got map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = nil
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"model":"o4","choices":[{"message":{"role":"assistant","content":"{\"a\":1"},"finish_reason":"length"}],` +
+			`"usage":{"prompt_tokens":1500,"completion_tokens":300,"total_tokens":1800,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":256}}}`))
+	}))
+	defer srv.Close()
+	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	resp, err := c.Chat(context.Background(), llm.Request{
+		Messages:          []llm.Message{{Role: "user", Content: "plan"}},
+		MaxTokens:         300,
+		Tools:             []llm.ToolSpec{{Name: "write_todos", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		ToolChoice:        "write_todos",
+		ParallelToolCalls: &no,
+		ResponseFormat:    &llm.JSONSchema{Name: "plan", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}}}`), Strict: true},
+		ReasoningEffort:   "low",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["max_completion_tokens"] != 300.0 || got["parallel_tool_calls"] != false || got["reasoning_effort"] != "low" {
+		t.Fatalf("request %v", got)
+	}
+	tc, _ := got["tool_choice"].(map[string]any)
+	if fn, _ := tc["function"].(map[string]any); tc["type"] != "function" || fn["name"] != "write_todos" {
+		t.Fatalf("tool_choice %v", got["tool_choice"])
+	}
+	rf, _ := got["response_format"].(map[string]any)
+	js, _ := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["name"] != "plan" || js["strict"] != true || js["schema"] == nil {
+		t.Fatalf("response_format %v", got["response_format"])
+	}
+	if !resp.Truncated() || resp.FinishReason != llm.FinishLength {
+		t.Fatalf("finish %q not surfaced as truncated", resp.FinishReason)
+	}
+	want := llm.Usage{InputTokens: 1500, OutputTokens: 300, TotalTokens: 1800, CachedInputTokens: 1024, ReasoningTokens: 256}
+	if resp.Usage != want {
+		t.Fatalf("usage %+v, want %+v", resp.Usage, want)
+	}
+	for _, choice := range []string{"auto", "none", "required"} {
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}, ToolChoice: choice,
+			Tools: []llm.ToolSpec{{Name: "t"}}}); err != nil || got["tool_choice"] != choice {
+			t.Fatalf("tool_choice %q sent as %v (err %v)", choice, got["tool_choice"], err)
+		}
+	}
+	legacy, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", LegacyMaxTokens: true})
+	if _, err := legacy.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}, MaxTokens: 9}); err != nil ||
+		got["max_tokens"] != 9.0 || got["max_completion_tokens"] != nil {
+		t.Fatalf("legacy max tokens: %v (err %v)", got, err)
 	}
 }

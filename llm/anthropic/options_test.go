@@ -1,0 +1,179 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/anthropic"
+)
+
+// canned serves one fixed Messages API answer and keeps the last request body.
+func canned(t *testing.T, answer string) (*anthropic.Client, func() map[string]any) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		last map[string]any
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		last = nil
+		_ = json.Unmarshal(body, &last)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, srv.URL, "k", 5*time.Second)
+	return c, func() map[string]any { mu.Lock(); defer mu.Unlock(); return last }
+}
+
+// TestStructuredOutputIsAForcedTool: a ResponseFormat goes out as a tool the model is
+// forced to call, and its input comes back as the answer's content.
+func TestStructuredOutputIsAForcedTool(t *testing.T) {
+	c, last := canned(t, `{"model":"claude-x","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"plan","input":{"steps":["a"]}}],"usage":{"input_tokens":5,"output_tokens":7}}`)
+	no := false
+	resp, err := c.Chat(context.Background(), llm.Request{
+		Messages:          []llm.Message{user("plan it")},
+		ResponseFormat:    &llm.JSONSchema{Name: "plan", Schema: json.RawMessage(`{"type":"object","properties":{"steps":{"type":"array"}},"required":["steps"]}`)},
+		Tools:             []llm.ToolSpec{{Name: "web_search", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		ParallelToolCalls: &no,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Content != `{"steps":["a"]}` || resp.ToolCalls != nil || resp.FinishReason != "stop" {
+		t.Fatalf("response %+v", resp)
+	}
+	req := last()
+	tc, _ := req["tool_choice"].(map[string]any)
+	if tc["type"] != "tool" || tc["name"] != "plan" {
+		t.Fatalf("tool_choice %v", req["tool_choice"])
+	}
+	tools, _ := req["tools"].([]any)
+	if len(tools) != 2 {
+		t.Fatalf("tools %v", req["tools"])
+	}
+	schema, _ := tools[1].(map[string]any)["input_schema"].(map[string]any)
+	if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "steps" {
+		t.Fatalf("schema not sent as given: %v", tools[1])
+	}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("x")},
+		ResponseFormat: &llm.JSONSchema{Name: "web_search"}, Tools: []llm.ToolSpec{{Name: "web_search"}}}); err == nil {
+		t.Fatal("a response format named like a tool was accepted")
+	}
+}
+
+// TestToolChoiceMapping: Fathom's tool choices become Anthropic's tool_choice objects.
+func TestToolChoiceMapping(t *testing.T) {
+	c, last := canned(t, `{"model":"m","stop_reason":"end_turn","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":1,"output_tokens":1}}`)
+	yes, no := true, false
+	for _, tc := range []struct {
+		choice   string
+		parallel *bool
+		want     string // JSON of tool_choice; "" for absent
+		tools    int
+	}{
+		{"", nil, "", 1},
+		{"auto", &no, `{"disable_parallel_tool_use":true,"type":"auto"}`, 1},
+		{"required", nil, `{"type":"any"}`, 1},
+		{"required", &yes, `{"disable_parallel_tool_use":false,"type":"any"}`, 1},
+		{"web_search", nil, `{"name":"web_search","type":"tool"}`, 1},
+		{"none", nil, "", 0},
+	} {
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("x")}, ToolChoice: tc.choice, ParallelToolCalls: tc.parallel,
+			Tools: []llm.ToolSpec{{Name: "web_search"}}}); err != nil {
+			t.Fatal(err)
+		}
+		req := last()
+		got := ""
+		if v, ok := req["tool_choice"]; ok {
+			b, _ := json.Marshal(v)
+			got = string(b)
+		}
+		tools, _ := req["tools"].([]any)
+		if got != tc.want || len(tools) != tc.tools {
+			t.Errorf("choice %q parallel %v: tool_choice %s tools %d, want %s and %d", tc.choice, tc.parallel, got, len(tools), tc.want, tc.tools)
+		}
+	}
+}
+
+// TestThinkingAndCache: extended thinking raises max_tokens above the budget, its
+// blocks come back on the response and go out again first on the next assistant turn;
+// PromptCache marks the system prompt and the stable history; cache usage counts as
+// input and as cached input.
+func TestThinkingAndCache(t *testing.T) {
+	c, last := canned(t, `{"model":"claude-x","stop_reason":"tool_use","content":[`+
+		`{"type":"thinking","thinking":"let me see","signature":"sig1"},{"type":"redacted_thinking","data":"enc"},`+
+		`{"type":"tool_use","id":"t1","name":"web_search","input":{"q":"a"}}],`+
+		`"usage":{"input_tokens":10,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":50}}`)
+	msgs := []llm.Message{{Role: "system", Content: "be good"}, user("find a")}
+	resp, err := c.Chat(context.Background(), llm.Request{Messages: msgs, ThinkingBudget: 2000, MaxTokens: 1000, PromptCache: true,
+		Tools: []llm.ToolSpec{{Name: "web_search"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := llm.Usage{InputTokens: 2310, OutputTokens: 50, TotalTokens: 2360, CachedInputTokens: 2000, CacheWriteInputTokens: 300}
+	if resp.Usage != want {
+		t.Fatalf("usage %+v, want %+v", resp.Usage, want)
+	}
+	if len(resp.Thinking) != 2 || resp.Thinking[0] != (llm.ThinkingBlock{Thinking: "let me see", Signature: "sig1"}) || resp.Thinking[1].RedactedData != "enc" {
+		t.Fatalf("thinking %+v", resp.Thinking)
+	}
+	req := last()
+	th, _ := req["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != 2000.0 || req["max_tokens"].(float64) <= 2000 {
+		t.Fatalf("thinking %v max_tokens %v", req["thinking"], req["max_tokens"])
+	}
+	sys, _ := req["system"].([]any)
+	if cc, _ := sys[0].(map[string]any)["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+		t.Fatalf("system without a cache breakpoint: %v", req["system"])
+	}
+	msgs = append(msgs, llm.Message{Role: "assistant", ToolCalls: resp.ToolCalls, Thinking: resp.Thinking},
+		llm.Message{Role: "tool", ToolCallID: "t1", Content: "found"})
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, ThinkingBudget: 2000, PromptCache: true, Tools: []llm.ToolSpec{{Name: "web_search"}}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(last()["messages"])
+	var sent []struct {
+		Role    string           `json:"role"`
+		Content []map[string]any `json:"content"`
+	}
+	_ = json.Unmarshal(b, &sent)
+	if len(sent) != 3 {
+		t.Fatalf("messages %s", b)
+	}
+	var types []string
+	for _, bl := range sent[1].Content {
+		types = append(types, bl["type"].(string))
+	}
+	if strings.Join(types, ",") != "thinking,redacted_thinking,tool_use" || sent[1].Content[0]["signature"] != "sig1" {
+		t.Fatalf("assistant turn %s", b)
+	}
+	if cc, _ := sent[1].Content[2]["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+		t.Fatalf("stable prefix (the turn before the newest) has no breakpoint: %s", b)
+	}
+	if _, ok := sent[2].Content[0]["cache_control"]; ok {
+		t.Fatalf("the newest turn is marked: %s", b)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_BASE_URL": "http://h", "ANTHROPIC_API_KEY": "s", "FATHOM_MODEL": "claude-x", "ANTHROPIC_MAX_TOKENS": "32000"}
+	c, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil || c.BaseURL != "http://h" || c.APIKey != "s" || c.Model != "claude-x" || c.MaxTokens != 32000 {
+		t.Fatalf("ConfigFromEnv = %+v, %v", c, err)
+	}
+	env["ANTHROPIC_MAX_TOKENS"] = "lots"
+	if _, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_MAX_TOKENS") {
+		t.Fatalf("bad ANTHROPIC_MAX_TOKENS: %v", err)
+	}
+}

@@ -1,0 +1,142 @@
+// Package wire holds what Fathom's two SDK-based model clients (llm/openai,
+// llm/anthropic) add on the HTTP level: one SDK middleware that turns error answers into
+// *llm.APIError (status, type, code, message, Retry-After) and bounds every response
+// body, so a runaway stream or answer cannot exhaust memory.
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// ErrTooLarge is returned (wrapped) when a response body exceeds its bound.
+var ErrTooLarge = errors.New("response too large")
+
+// ErrorFields extracts (type, code, message) from an error body; ok is false when the
+// body is not the API's error shape.
+type ErrorFields func(body []byte) (typ, code, msg string, ok bool)
+
+// Middleware is the SDKs' middleware shape (option.Middleware in both SDKs).
+type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error)
+
+// Bound returns a middleware that converts non-2xx answers into *llm.APIError (parsed
+// with fields) and limits 2xx bodies to maxBytes: reading past it fails with an error
+// wrapping ErrTooLarge that says "exceeds N bytes". prefix names the client in errors.
+func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		resp, err := next(req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
+		}
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			return nil, APIError(resp, data, fields)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "event-stream") && !strings.Contains(ct, "json") {
+			// Some compatible servers answer JSON as text/plain (or with no type); the
+			// SDKs decode only what is labelled JSON.
+			resp.Header.Set("Content-Type", "application/json")
+		}
+		lb := &limitedBody{rc: resp.Body, left: maxBytes, max: maxBytes, prefix: prefix}
+		if t, ok := req.Context().Value(trackerKey{}).(*Tracker); ok {
+			t.body.Store(lb)
+		}
+		resp.Body = lb
+		return resp, nil
+	}
+}
+
+// limitedBody fails a read that would take the body past max bytes, and remembers the
+// last bytes it passed (Tail) so a stream's end marker can be checked.
+type limitedBody struct {
+	rc     io.ReadCloser
+	left   int64
+	max    int64
+	prefix string
+	tail   [64]byte
+	ntail  int
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("%s: response exceeds %d bytes: %w", b.prefix, b.max, ErrTooLarge)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("%s: response exceeds %d bytes: %w", b.prefix, b.max, ErrTooLarge)
+	}
+	b.remember(p[:n])
+	return n, err
+}
+
+func (b *limitedBody) remember(p []byte) {
+	if len(p) >= len(b.tail) {
+		b.ntail = copy(b.tail[:], p[len(p)-len(b.tail):])
+		return
+	}
+	keep := min(b.ntail, len(b.tail)-len(p))
+	copy(b.tail[:], b.tail[b.ntail-keep:b.ntail])
+	b.ntail = keep + copy(b.tail[keep:], p)
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// Tracker finds the body one streamed call reads through, to check how it ended. Attach
+// it to the call's context with WithTracker.
+type Tracker struct{ body atomic.Pointer[limitedBody] }
+
+type trackerKey struct{}
+
+// WithTracker returns ctx carrying t: Bound's middleware records the call's body in it.
+func WithTracker(ctx context.Context, t *Tracker) context.Context {
+	return context.WithValue(ctx, trackerKey{}, t)
+}
+
+// EndsWithDone reports whether the recorded body ended with the OpenAI stream
+// terminator "data: [DONE]" (trailing blank lines allowed).
+func (t *Tracker) EndsWithDone() bool {
+	b := t.body.Load()
+	return b != nil && bytes.HasSuffix(bytes.TrimRight(b.tail[:b.ntail], "\r\n "), []byte("[DONE]"))
+}
+
+// APIError converts an error answer into an *llm.APIError: the fields parsed from the
+// body, or its text (cut to 512 bytes), and the Retry-After wait (seconds or an HTTP
+// date).
+func APIError(resp *http.Response, data []byte, fields ErrorFields) *llm.APIError {
+	e := &llm.APIError{StatusCode: resp.StatusCode}
+	if typ, code, msg, ok := fields(data); ok {
+		e.Type, e.Code, e.Message = typ, code, msg
+	} else {
+		msg := strings.TrimSpace(string(data))
+		if len(msg) > 512 {
+			msg = msg[:512] + "…"
+		}
+		e.Message = msg
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
+			e.RetryAfter = time.Duration(s) * time.Second
+		} else if t, err := http.ParseTime(ra); err == nil {
+			e.RetryAfter = max(0, time.Until(t))
+		}
+	}
+	return e
+}

@@ -1,0 +1,333 @@
+package mock
+
+// What current models add to a call, served the way the real APIs serve it:
+//
+//   - Prompt caching. OpenAI caches every prompt prefix on its own: a request whose
+//     leading messages were sent before reports them as
+//     usage.prompt_tokens_details.cached_tokens (whole 128-token chunks, prompts of at
+//     least Config.CacheMinTokens only). Anthropic caches only up to its cache_control
+//     breakpoints: a breakpoint whose prefix (tools, system, messages up to the marked
+//     block) was seen before is a cache read (usage.cache_read_input_tokens), the rest
+//     up to the last breakpoint a cache write (usage.cache_creation_input_tokens), and
+//     usage.input_tokens counts only what is left, as the real API does.
+//   - Reasoning. OpenAI's reasoning_effort makes the answer spend reasoning tokens
+//     (usage.completion_tokens_details.reasoning_tokens, counted in completion_tokens).
+//     Anthropic's thinking {"type":"enabled","budget_tokens":N} (N >= 1024 and below
+//     max_tokens) puts a signed thinking block first in the answer; a later request
+//     with thinking on must send it back unchanged at the start of an assistant turn
+//     that called tools, or gets the API's 400.
+//   - response_format. A json_schema format must name the schema and give it as an
+//     object; the scripted answer is returned as it is (script JSON for such calls).
+//   - tool_choice. A named tool must be one of the request's tools; when a call is
+//     forced (a named tool; "required"/"any": the first tool) and the rule answers
+//     text, the text becomes that tool's arguments (a JSON object, else {}),
+//     which is how a forced structured-output tool answers. parallel_tool_calls false
+//     (Anthropic: disable_parallel_tool_use) keeps only the first scripted call.
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// DefaultCacheMinTokens is the smallest prompt (OpenAI) or cached prefix (Anthropic)
+// the mock caches, as the real APIs do (1024 tokens).
+const DefaultCacheMinTokens = 1024
+
+// maxCachedPrefixes bounds the prompt cache; when it is full it starts over.
+const maxCachedPrefixes = 1 << 14
+
+// promptCache remembers prefixes (by hash) and their token counts.
+type promptCache struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+// hit reports whether prefix key was cached before; store caches it.
+func (c *promptCache) hit(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.seen[key]
+	return ok
+}
+
+func (c *promptCache) store(key string, tokens int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil || len(c.seen) >= maxCachedPrefixes {
+		c.seen = make(map[string]int)
+	}
+	c.seen[key] = tokens
+}
+
+// prefixHasher hashes a growing prefix: key returns the hash of everything added so far.
+type prefixHasher struct{ h hash.Hash }
+
+func newPrefixHasher(api string) *prefixHasher {
+	p := &prefixHasher{h: sha256.New()}
+	p.add(api)
+	return p
+}
+
+func (p *prefixHasher) add(parts ...string) {
+	for _, s := range parts {
+		fmt.Fprintf(p.h, "%d:%s;", len(s), s)
+	}
+}
+
+func (p *prefixHasher) key() string { return string(p.h.Sum(nil)) }
+
+// openAICached is the cached_tokens of an OpenAI prompt whose message prefixes have
+// keys (in order) and cumulative token counts toks, of total promptTok tokens; it then
+// caches every prefix.
+func (s *Server) openAICached(keys []string, toks []int, promptTok int) int {
+	cached := 0
+	for i := len(keys) - 1; i >= 0; i-- {
+		if s.cache.hit(keys[i]) {
+			cached = toks[i]
+			break
+		}
+	}
+	for i, k := range keys {
+		s.cache.store(k, toks[i])
+	}
+	if promptTok < s.cfg.CacheMinTokens {
+		return 0
+	}
+	return min(cached, promptTok) / 128 * 128
+}
+
+// breakpoint is an Anthropic cache_control mark: the prefix up to it and its tokens.
+type breakpoint struct {
+	key    string
+	tokens int
+}
+
+// anthCache turns breakpoints into (cache read, cache write) token counts and caches
+// every breakpoint's prefix.
+func (s *Server) anthCache(bps []breakpoint) (read, write int) {
+	if len(bps) == 0 {
+		return 0, 0
+	}
+	last := bps[len(bps)-1]
+	if last.tokens < s.cfg.CacheMinTokens {
+		return 0, 0
+	}
+	for i := len(bps) - 1; i >= 0; i-- {
+		if s.cache.hit(bps[i].key) {
+			read = bps[i].tokens
+			break
+		}
+	}
+	for _, bp := range bps {
+		s.cache.store(bp.key, bp.tokens)
+	}
+	return read, last.tokens - read
+}
+
+// reasoningTokens is what an answer spends thinking at an OpenAI reasoning_effort.
+func reasoningTokens(effort string) int {
+	switch effort {
+	case "minimal", "none", "":
+		return 0
+	case "low":
+		return 64
+	case "medium":
+		return 192
+	}
+	return 512 // high, xhigh, max
+}
+
+// responseFormat is an OpenAI response_format.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+var schemaName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// check reports a response_format the real API rejects.
+func (f *responseFormat) check() error {
+	if f == nil {
+		return nil
+	}
+	switch f.Type {
+	case "text", "json_object":
+		return nil
+	case "json_schema":
+		if f.JSONSchema == nil || !schemaName.MatchString(f.JSONSchema.Name) {
+			return errors.New("response_format.json_schema.name: required, letters, digits, '_' and '-' only, at most 64")
+		}
+		if s := strings.TrimSpace(string(f.JSONSchema.Schema)); s != "" && !strings.HasPrefix(s, "{") {
+			return errors.New("response_format.json_schema.schema: must be a JSON Schema object")
+		}
+		return nil
+	}
+	return fmt.Errorf("response_format.type: %q is not one of text, json_object, json_schema", f.Type)
+}
+
+// forcedArgs is the tool input a forced tool call gets from a text answer: the text
+// when it is a JSON object, else {}.
+func forcedArgs(text string) string {
+	t := strings.TrimSpace(text)
+	var obj map[string]any
+	if strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &obj) == nil {
+		return t
+	}
+	return "{}"
+}
+
+// openAIToolChoice reads an OpenAI tool_choice: the forced function ("" for none) and
+// whether calls are allowed at all.
+func openAIToolChoice(raw json.RawMessage, tools []string) (forced string, allowed bool, err error) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return "", true, nil
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "auto":
+			return "", true, nil
+		case "none":
+			return "", false, nil
+		case "required":
+			if len(tools) == 0 {
+				return "", false, errors.New("tool_choice: 'required' needs tools")
+			}
+			return tools[0], true, nil // a text answer becomes a call of the first tool
+		}
+		return "", false, fmt.Errorf("tool_choice: %q is not one of none, auto, required", mode)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" {
+		return "", false, errors.New(`tool_choice: want "none", "auto", "required" or {"type":"function","function":{"name":...}}`)
+	}
+	for _, n := range tools {
+		if n == named.Function.Name {
+			return n, true, nil
+		}
+	}
+	return "", false, fmt.Errorf("tool_choice: function %q is not among the request's tools", named.Function.Name)
+}
+
+// anthToolChoice reads an Anthropic tool_choice the same way; disableParallel reports
+// disable_parallel_tool_use.
+func anthToolChoice(raw json.RawMessage, tools []string) (forced string, allowed, disableParallel bool, err error) {
+	if t := strings.TrimSpace(string(raw)); t == "" || t == "null" {
+		return "", true, false, nil
+	}
+	var tc struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	}
+	if err := json.Unmarshal(raw, &tc); err != nil {
+		return "", false, false, errors.New("tool_choice: must be an object")
+	}
+	switch tc.Type {
+	case "auto":
+		return "", true, tc.DisableParallelToolUse, nil
+	case "none":
+		return "", false, false, nil
+	case "any":
+		if len(tools) == 0 {
+			return "", false, false, errors.New("tool_choice: 'any' needs tools")
+		}
+		return tools[0], true, tc.DisableParallelToolUse, nil // a text answer becomes a call of the first tool
+	case "tool":
+		for _, n := range tools {
+			if n == tc.Name {
+				return n, true, tc.DisableParallelToolUse, nil
+			}
+		}
+		return "", false, false, fmt.Errorf("tool_choice.name: tool %q is not among the request's tools", tc.Name)
+	}
+	return "", false, false, fmt.Errorf("tool_choice.type: %q is not one of auto, any, tool, none", tc.Type)
+}
+
+// thinkingSignature is the mock's signature of a thinking text: a client that alters
+// the block, or makes one up, fails the check on the next turn.
+func thinkingSignature(thinking string) string {
+	sum := sha256.Sum256([]byte("fathom-mock-thinking\x00" + thinking))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// thinkingText is what the mock "thinks" before answering d.
+func thinkingText(d TemplateData) string {
+	q := d.User
+	if d.Tool != "" {
+		q = d.Tool
+	}
+	if len(q) > 80 {
+		q = q[:80]
+	}
+	return "The request is: " + strings.TrimSpace(q) + ". I answer as scripted."
+}
+
+// anthThinking is a request's extended thinking setting.
+type anthThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// check reports a thinking setting the real API rejects.
+func (t *anthThinking) check(maxTokens int) error {
+	if t == nil || t.Type == "" || t.Type == "disabled" {
+		return nil
+	}
+	if t.Type != "enabled" {
+		return fmt.Errorf("thinking.type: %q is not one of enabled, disabled", t.Type)
+	}
+	if t.BudgetTokens < 1024 {
+		return errors.New("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+	}
+	if maxTokens > 0 && t.BudgetTokens >= maxTokens {
+		return errors.New("`max_tokens` must be greater than `thinking.budget_tokens`")
+	}
+	return nil
+}
+
+func (t *anthThinking) on() bool { return t != nil && t.Type == "enabled" }
+
+// checkThinkingTurns enforces what the real API requires with thinking on: the last
+// assistant turn, when it called tools, starts with a thinking or redacted_thinking
+// block, and every thinking block carries its own signature unchanged.
+func checkThinkingTurns(turns []anthTurn) error {
+	for _, t := range turns {
+		for _, b := range t.blocks {
+			if b.Type == "thinking" && b.Signature != thinkingSignature(b.Thinking) {
+				return errors.New("messages: invalid `signature` in `thinking` block")
+			}
+		}
+	}
+	for i := len(turns) - 1; i >= 0; i-- {
+		t := turns[i]
+		if t.role != "assistant" {
+			continue
+		}
+		uses := false
+		for _, b := range t.blocks {
+			uses = uses || b.Type == "tool_use"
+		}
+		if uses && (len(t.blocks) == 0 || (t.blocks[0].Type != "thinking" && t.blocks[0].Type != "redacted_thinking")) {
+			return fmt.Errorf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block", i, t.blocks[0].Type)
+		}
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/llm/openai"
+)
+
+// benchRequest is a step of a session as the step runner sends it: a system prompt, a
+// history with a tool round trip, and the tools.
+func benchRequest() llm.Request {
+	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)
+	msgs := []llm.Message{{Role: "system", Content: strings.Repeat("You are a careful research agent. ", 40)}}
+	for i := range 4 {
+		msgs = append(msgs,
+			llm.Message{Role: "user", Content: "Step: look into part " + string(rune('a'+i)) + " of the question and report"},
+			llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "call_" + string(rune('a'+i)), Name: "web_search", Arguments: `{"query":"actors"}`}}},
+			llm.Message{Role: "tool", ToolCallID: "call_" + string(rune('a'+i)), Content: strings.Repeat("result line ", 30)},
+			llm.Message{Role: "assistant", Content: "Part done: " + strings.Repeat("finding ", 20)})
+	}
+	msgs = append(msgs, llm.Message{Role: "user", Content: "Step: write the summary"})
+	return llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: []llm.ToolSpec{
+		{Name: "web_search", Description: "search the web", Parameters: schema},
+		{Name: "read_file", Description: "read a file", Parameters: schema},
+		{Name: "write_todos", Description: "plan", Parameters: schema},
+	}}
+}
+
+// BenchmarkClientOverhead measures one chat call through the SDK-based client and
+// through the hand-written client it replaced (legacy_bench_test.go), against the same
+// in-process mock-llm over loopback HTTP, JSON and streamed. The difference between the
+// two is the client's own cost: encoding the request, decoding the answer, the SDK's
+// option and middleware machinery. Run both in one process, interleaved, e.g.
+//
+//	go test -run '^$' -bench ClientOverhead -benchmem -count 5 ./llm/openai/
+func BenchmarkClientOverhead(b *testing.B) {
+	script, err := mock.ParseScript([]byte(`{"default":"The summary: actors isolate state, messages carry work, supervisors restart what fails."}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	defer srv.Close()
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	sdk, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: hc, Timeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	legacy := &legacyClient{http: hc, base: srv.URL + "/v1", model: "gpt-4o-mini", timeout: time.Minute, maxBytes: 8 << 20}
+	clients := []struct {
+		name string
+		p    llm.Provider
+	}{{"sdk", sdk}, {"legacy", legacy}}
+	for _, stream := range []bool{false, true} {
+		for _, c := range clients {
+			mode := "json"
+			if stream {
+				mode = "stream"
+			}
+			b.Run(mode+"/"+c.name, func(b *testing.B) {
+				req := benchRequest()
+				if stream {
+					req.OnDelta = func(string) {}
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := c.p.Chat(ctx, req)
+					if err != nil || resp.Content == "" {
+						b.Fatalf("%s: %q, %v", c.name, resp.Content, err)
+					}
+				}
+			})
+		}
+	}
+}
