@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
@@ -96,10 +98,9 @@ func (h *HistoryCache) extend(s *messages.SessionState) ([]memory.Message, bool)
 // rebuild replaces the cache with History(s).
 func (h *HistoryCache) rebuild(s *messages.SessionState) {
 	h.goal = s.GetGoal()
-	h.msgs = History(s)
-	if h.msgs == nil {
-		h.msgs = []memory.Message{}
-	}
+	// Room for the calls to come: the next appends do not copy the whole history again.
+	full := History(s)
+	h.msgs = slices.Grow(full, len(full)/4+64)
 	h.marks = h.marks[:0]
 	h.mark(s)
 }
