@@ -17,6 +17,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/actors/summarizer"
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -96,6 +97,10 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
+	// hist is the orchestrator's history as of the last step call, extended with each
+	// call (core.HistoryCache): a step call's context costs the same at any history
+	// length.
+	hist core.HistoryCache
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -316,6 +321,7 @@ func (g *Grain) load() error {
 	}
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
 	g.loads++
+	g.hist.Reset()
 	return nil
 }
 
@@ -515,7 +521,11 @@ func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
 // spawnRunner starts the step runner making the call p from state st (which the runner
 // builds the request from, off the mailbox), and its watchdog. st must never be mutated.
 func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, st *messages.SessionState) {
-	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st), "step-runner")
+	var hist []memory.Message
+	if p.GetPurpose() == core.PurposeStep {
+		hist = g.hist.History(st)
+	}
+	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st, hist), "step-runner")
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	callID := p.GetCallId()

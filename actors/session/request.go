@@ -17,8 +17,9 @@ import (
 // current step), the rolling summary, semantic hits for the step description (from
 // d.Vectors; a failed search means no hits) and the most recent messages. It reads s
 // only (committed state is never mutated), so the step runner calls it off the grain's
-// mailbox. info describes the context (nil for a plan call).
-func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string) (req llm.Request, info *messages.ContextInfo, err error) {
+// mailbox. hist is s's history (core.History; nil: built here). info describes the
+// context (nil for a plan call).
+func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (req llm.Request, info *messages.ContextInfo, err error) {
 	if sa := core.SubAgentByCall(s, callID); sa != nil {
 		return buildSubAgentRequest(ctx, d, s, sa)
 	}
@@ -36,7 +37,9 @@ func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState,
 		return llm.Request{}, nil, err
 	}
 	sys := tmpl + rest
-	hist := core.History(s)
+	if hist == nil {
+		hist = core.History(s)
+	}
 	in := memory.Input{
 		// The step's opening message states its task: it stays in the context.
 		Task:         st.GetStartedSeq(),

@@ -15,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -33,16 +34,19 @@ type runner struct {
 	reqSeq    uint64
 	// state is the state that made the call pending. It is never mutated (the grain
 	// swaps in new states), so the runner's goroutine may read it.
-	state  *messages.SessionState
+	state *messages.SessionState
+	// hist is the state's history for a step call (the grain's core.HistoryCache; nil:
+	// built from state). Never mutated either.
+	hist   []memory.Message
 	cancel context.CancelFunc
 }
 
 // runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
 type runnerDone struct{ res *core.LLMResult }
 
-func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState) *actor.Props {
+func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st}
+		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist}
 	}, dispatch.Props())
 }
 
@@ -102,7 +106,7 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 			span.SetStatus(codes.Error, res.Err.Error())
 		}
 	}()
-	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID)
+	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID, r.hist)
 	if err != nil {
 		return &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("build llm request: %w", err), Config: core.IsConfigError(err)}
 	}

@@ -26,7 +26,7 @@ type subAgentCalls struct {
 
 // LLMCall implements subagent.Calls.
 func (c subAgentCalls) LLMCall(st *messages.SessionState, sa *messages.SubagentState) *actor.Props {
-	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st)
+	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st, nil)
 }
 
 // ToolCall implements subagent.Calls.

@@ -3,6 +3,7 @@ package core_test
 import (
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -60,8 +61,8 @@ func fuzzEvents(data []byte) (evs []*messages.Event, modes []byte) {
 }
 
 // FuzzApply folds random event sequences: Apply never panics, a bad event is an error
-// wrapping ErrBadEvent, and a refused event leaves the state as it was (Apply's
-// contract). An input's first byte picks how much of the recorded demo journal is folded
+// wrapping ErrBadEvent, a refused event leaves the state as it was (Apply's contract),
+// and the incremental history (HistoryCache) stays History's. An input's first byte picks how much of the recorded demo journal is folded
 // first (so random events meet states deep in a session: a plan, sub-agents, pending
 // calls and tools); the rest are the events. The seeds (run by plain `go test`) are the
 // demo's events one by one, in and out of their place, broken variants of them and the
@@ -108,6 +109,8 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("the demo journal does not fold: %v", err)
 			}
 		}
+		var hist core.HistoryCache
+		hist.History(st)
 		evs, modes := fuzzEvents(data[1:])
 		for i, ev := range evs {
 			switch modes[i] {
@@ -119,6 +122,9 @@ func FuzzApply(f *testing.F) {
 			before := proto.Clone(st).(*messages.SessionState)
 			err := core.Apply(st, ev)
 			if err == nil {
+				if got, want := hist.History(st), core.History(st); len(want) > 0 && !reflect.DeepEqual(got, want) {
+					t.Fatalf("event %d (%s): the incremental history differs from History", i, ev.Type())
+				}
 				continue
 			}
 			if !errors.Is(err, core.ErrBadEvent) {

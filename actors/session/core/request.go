@@ -180,16 +180,9 @@ func History(s *messages.SessionState) []memory.Message {
 		if !InHistory(st) {
 			continue
 		}
-		out = append(out, memory.Message{
-			Seq: st.GetStartedSeq(), Role: "user", Content: OpeningMessage(s.GetGoal(), st.GetStep().GetDescription()),
-			Tokens: int(st.GetOpeningTokens()),
-		})
+		out = append(out, openingOf(s, st))
 		for _, m := range st.GetTranscript() {
-			msg := memory.Message{Seq: m.GetSeq(), Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Tokens: int(m.GetTokens())}
-			for _, c := range m.GetToolCalls() {
-				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
-			}
-			out = append(out, msg)
+			out = append(out, transcriptMessage(m))
 		}
 	}
 	// Steps that ran side by side interleave in the stream; the memory library reads
