@@ -137,6 +137,10 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
 			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
 			TotalTokens:  uint64(max(resp.Usage.TotalTokens, 0)),
+			// Parts of the above: read from or written to the prompt cache, spent thinking.
+			CachedInputTokens:     uint64(max(resp.Usage.CachedInputTokens, 0)),
+			CacheWriteInputTokens: uint64(max(resp.Usage.CacheWriteInputTokens, 0)),
+			ReasoningTokens:       uint64(max(resp.Usage.ReasoningTokens, 0)),
 		},
 	}
 	for _, c := range resp.ToolCalls {
@@ -161,6 +165,9 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 	))
 	defer span.End()
 	start := time.Now()
+	// The system prompt and the history keep a stable order, so the prompt's prefix is
+	// cacheable: Anthropic gets cache breakpoints, OpenAI caches the prefix on its own.
+	req.PromptCache = true
 	resp, err := r.deps.LLM.Chat(ctx, req)
 	if err != nil {
 		span.RecordError(err)

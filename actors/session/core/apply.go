@@ -3,11 +3,13 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -402,10 +404,21 @@ func addUsage(a, b *messages.Usage) *messages.Usage {
 		return a
 	}
 	return &messages.Usage{
-		InputTokens:  a.GetInputTokens() + b.GetInputTokens(),
-		OutputTokens: a.GetOutputTokens() + b.GetOutputTokens(),
-		TotalTokens:  a.GetTotalTokens() + b.GetTotalTokens(),
+		InputTokens:           a.GetInputTokens() + b.GetInputTokens(),
+		OutputTokens:          a.GetOutputTokens() + b.GetOutputTokens(),
+		TotalTokens:           a.GetTotalTokens() + b.GetTotalTokens(),
+		CachedInputTokens:     a.GetCachedInputTokens() + b.GetCachedInputTokens(),
+		CacheWriteInputTokens: a.GetCacheWriteInputTokens() + b.GetCacheWriteInputTokens(),
+		ReasoningTokens:       a.GetReasoningTokens() + b.GetReasoningTokens(),
 	}
+}
+
+// UsageOf is a recorded usage as the price table reads it (llm.PriceTable.CostOf): cached
+// and cache-written input tokens are priced at their own rates.
+func UsageOf(u *messages.Usage) llm.Usage {
+	n := func(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
+	return llm.Usage{InputTokens: n(u.GetInputTokens()), OutputTokens: n(u.GetOutputTokens()), TotalTokens: n(u.GetTotalTokens()),
+		CachedInputTokens: n(u.GetCachedInputTokens()), CacheWriteInputTokens: n(u.GetCacheWriteInputTokens()), ReasoningTokens: n(u.GetReasoningTokens())}
 }
 
 func rememberCommand(s *messages.SessionState, id string, seq uint64) {

@@ -64,7 +64,7 @@ func subAgentTurn(s *messages.SessionState, sa *messages.SubagentState, cfg Conf
 // tool calls, normalised. No tool calls means the answer is final: the caller decides
 // what it ends (a step, a hand-off, a plan).
 func respond(b *EventBuilder, s *messages.SessionState, a *agentTurn, r *LLMResult, cfg Config) []*messages.ToolCallRequest {
-	cost := cfg.Prices.Cost(firstNonEmpty(r.Model, s.GetConfig().GetModel()), r.Usage.GetInputTokens(), r.Usage.GetOutputTokens())
+	cost := cfg.Prices.CostOf(firstNonEmpty(r.Model, s.GetConfig().GetModel()), UsageOf(r.Usage))
 	calls := NormaliseToolCalls(r.ToolCalls)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
