@@ -44,6 +44,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/indexfacts"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
@@ -481,7 +482,7 @@ func (n *Node) journalName() string {
 // the embedded one in dataDir (created if missing).
 func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
 	if dsn != "" {
-		j, err := postgres.Open(ctx, dsn, postgres.Options{})
+		j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: indexfacts.Of})
 		if err != nil {
 			return nil, fmt.Errorf("open postgres journal: %w", err)
 		}
@@ -493,7 +494,7 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log})
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log, Facts: indexfacts.Of})
 	if err != nil {
 		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
 	}

@@ -75,6 +75,9 @@ type Options struct {
 	CheckMaxBytes int64
 	// Logger receives the note about a skipped check. Nil means slog.Default().
 	Logger *slog.Logger
+	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
+	// records (persistence/indexfacts.Of). Nil keeps none.
+	Facts persistence.FactsFunc
 }
 
 // Journal is the bbolt implementation of persistence.Journal.
@@ -90,7 +93,8 @@ type Journal struct {
 	mu     sync.RWMutex // guards closed; held shared by in-flight calls
 	closed bool
 
-	leases leaseTable // the session index's leases (index.go)
+	leases leaseTable            // the session index's leases (index.go)
+	facts  persistence.FactsFunc // Options.Facts
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -140,7 +144,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal %s: init buckets: %w", path, err)
 	}
-	return start(db, path, false), nil
+	j := start(db, path, false)
+	j.facts = opts.Facts
+	return j, nil
 }
 
 func start(db *bbolt.DB, path string, readOnly bool) *Journal {
@@ -429,7 +435,7 @@ func appendTx(tx *bbolt.Tx, r *appendReq) (uint64, error) {
 		return 0, err
 	}
 	if r.entry != nil {
-		if err := putIndex(tx, *r.entry, seq, meta.updated); err != nil {
+		if err := putIndex(tx, *r.entry, seq, meta.updated, meta.created); err != nil {
 			return 0, err
 		}
 	}

@@ -42,12 +42,16 @@ type Options struct {
 	MaxConns int32
 	// ConnectTimeout bounds establishing one connection. Zero means 5s.
 	ConnectTimeout time.Duration
+	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
+	// records (persistence/indexfacts.Of). Nil keeps none.
+	Facts persistence.FactsFunc
 }
 
 // Journal is the PostgreSQL implementation of persistence.Journal.
 type Journal struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+	facts  persistence.FactsFunc // Options.Facts (index.go)
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -62,7 +66,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Journal, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Journal{pool: pool}, nil
+	return &Journal{pool: pool, facts: opts.Facts}, nil
 }
 
 func connect(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) {
@@ -231,7 +235,9 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
-		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl)
+		user, goal, cost := factArgs(*entry)
+		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl,
+			user, goal, cost)
 	case len(recs) == 1:
 		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
 	default:
