@@ -56,6 +56,8 @@ type Config struct {
 	Artifacts ArtifactReader
 	// Index, when set, answers GET /v1/sessions from the node's session index.
 	Index SessionIndex
+	// Deleter, when set, serves DELETE /v1/sessions/{id} (write scope).
+	Deleter SessionDeleter
 	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
 	// needs no token: label values are bounded kinds, models and tools, never session data.
 	Metrics http.Handler
@@ -224,6 +226,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
 	h.mux.Handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
 	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))
+	h.mux.Handle("DELETE /v1/sessions/{id}", h.require(ScopeWrite, h.deleteSession)) // delete.go
 	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
 	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
 	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))

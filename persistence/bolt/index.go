@@ -50,10 +50,11 @@ func (t *leaseTable) set(id, owner string, ttl time.Duration) {
 	t.m[id] = lease{owner: owner, expires: time.Now().Add(ttl).UTC()}
 }
 
+// release drops id's lease if owner holds it ("" : whoever holds it).
 func (t *leaseTable) release(id, owner string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l, ok := t.m[id]; ok && l.owner == owner {
+	if l, ok := t.m[id]; ok && (owner == "" || l.owner == owner) {
 		delete(t.m, id)
 	}
 }
@@ -286,4 +287,59 @@ func fromNanos(n uint64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(n)).UTC()
+}
+
+var _ persistence.SessionDeleter = (*Journal)(nil)
+
+// DeleteSession implements persistence.SessionDeleter: the stream's events, snapshots,
+// meta and index row go in one bbolt transaction, after the row's status is checked in
+// it.
+func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if j.readOnly {
+		return fmt.Errorf("delete session %s: journal %s: %w", id, j.path, ErrReadOnly)
+	}
+	if err := j.enter(); err != nil {
+		return err
+	}
+	defer j.leave()
+	key := []byte(id)
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		var row []byte
+		if b := tx.Bucket(bucketIndex); b != nil {
+			row = b.Get(key)
+		}
+		streams := tx.Bucket(bucketStreams)
+		if row == nil {
+			if streams.Get(key) == nil {
+				return persistence.ErrNotFound
+			}
+			return fmt.Errorf("%w: it has no index row", persistence.ErrNotTerminal)
+		}
+		e, ok := decodeIndex(id, row)
+		if !ok {
+			return fmt.Errorf("session index row %q: %w", id, persistence.ErrCorrupt)
+		}
+		if !persistence.TerminalStatus(e.Status) {
+			return fmt.Errorf("%w: it is %s", persistence.ErrNotTerminal, e.Status)
+		}
+		for _, parent := range [][]byte{bucketEvents, bucketSnapshots} {
+			if tx.Bucket(parent).Bucket(key) != nil {
+				if err := tx.Bucket(parent).DeleteBucket(key); err != nil {
+					return err
+				}
+			}
+		}
+		if err := streams.Delete(key); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIndex).Delete(key)
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	j.leases.release(id, "")
+	return nil
 }

@@ -218,6 +218,58 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 			}
 		}
 	})
+
+	t.Run("DeleteOnlyTerminalSessions", func(t *testing.T) {
+		ix := index(t)
+		del, ok := ix.(persistence.SessionDeleter)
+		if !ok {
+			t.Skip("the journal cannot delete sessions")
+		}
+		j := ix.(persistence.Journal)
+		running, done, bare := stream(), stream(), stream()
+		_, err := ix.AppendIndexed(ctx, running, 0, recs("a", 2), persistence.IndexEntry{SessionID: running, Status: persistence.StatusRunning, DueAt: past})
+		mustNil(t, err)
+		_, err = ix.AppendIndexed(ctx, done, 0, recs("a", 3), persistence.IndexEntry{SessionID: done, Status: persistence.StatusCompleted})
+		mustNil(t, err)
+		mustNil(t, j.SaveSnapshot(ctx, done, persistence.Snapshot{Seq: 3, Data: []byte("state")}))
+		_, err = j.Append(ctx, bare, 0, recs("a", 1)) // a stream with no index row
+		mustNil(t, err)
+
+		if err := del.DeleteSession(ctx, running); !errors.Is(err, persistence.ErrNotTerminal) {
+			t.Fatalf("delete a running session: %v, want ErrNotTerminal", err)
+		}
+		if err := del.DeleteSession(ctx, bare); !errors.Is(err, persistence.ErrNotTerminal) {
+			t.Fatalf("delete a stream without an index row: %v, want ErrNotTerminal", err)
+		}
+		if err := del.DeleteSession(ctx, done+"-never"); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("delete an unknown session: %v, want ErrNotFound", err)
+		}
+		if got := load(t, j, running, 0); len(got) != 2 || entryOf(t, ix, running).Status != persistence.StatusRunning {
+			t.Fatalf("a refused delete removed something: %d records", len(got))
+		}
+		mustNil(t, del.DeleteSession(ctx, done))
+		if got := load(t, j, done, 0); len(got) != 0 {
+			t.Fatalf("%d records left after delete", len(got))
+		}
+		if seq, err := j.LastSeq(ctx, done); err != nil || seq != 0 {
+			t.Fatalf("LastSeq after delete = %d, %v", seq, err)
+		}
+		if _, ok, err := j.LoadSnapshot(ctx, done, 3); err != nil || ok {
+			t.Fatalf("snapshot after delete: ok %v, %v", ok, err)
+		}
+		if es := listQ(t, ix, persistence.ListQuery{IDPrefix: done}); len(es) != 0 {
+			t.Fatalf("index rows after delete: %+v", es)
+		}
+		if ss, err := j.ListStreams(ctx, done); err != nil || len(ss) != 0 {
+			t.Fatalf("streams after delete: %v, %v", ss, err)
+		}
+		if err := del.DeleteSession(ctx, done); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("second delete: %v, want ErrNotFound", err)
+		}
+		// The id can be used again from seq 0.
+		_, err = ix.AppendIndexed(ctx, done, 0, recs("b", 1), persistence.IndexEntry{SessionID: done, Status: persistence.StatusRunning})
+		mustNil(t, err)
+	})
 }
 
 // StartRecord is the record Facts reads as a session_started of user with goal.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -194,4 +195,48 @@ func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) 
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
+}
+
+var _ persistence.SessionDeleter = (*Journal)(nil)
+
+// DeleteSession implements persistence.SessionDeleter: one transaction locks the index
+// row, checks its status and deletes the stream's batches, snapshots and the row.
+func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+	if err := j.check(ctx); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1 FOR UPDATE`, id).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM fathom_event_batches WHERE stream_id = $1)`, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return persistence.ErrNotFound
+			}
+			return fmt.Errorf("%w: it has no index row", persistence.ErrNotTerminal)
+		}
+		if err != nil {
+			return err
+		}
+		if !persistence.TerminalStatus(status) {
+			return fmt.Errorf("%w: it is %s", persistence.ErrNotTerminal, status)
+		}
+		for _, q := range []string{
+			`DELETE FROM fathom_event_batches WHERE stream_id = $1`,
+			`DELETE FROM fathom_snapshots WHERE stream_id = $1`,
+			`DELETE FROM fathom_sessions WHERE session_id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
 }
