@@ -64,15 +64,18 @@ func (f *sessionReadFlags) register(fs *flag.FlagSet, sub string) {
 // --addr, through a node's gateway; input and fork change them (runSessionWrite).
 // Reading never creates a data dir or a journal.
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "delete" {
+		return runSessionDelete(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && sessionWriteSubcommands[args[0]] != "" {
 		return runSessionWrite(ctx, args[0], args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID|delete ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP or cancel ID")
+		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP, cancel ID or delete ID")
 	}
 	sub := args[0]
 	if sub == "artifacts" {

@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/actors/janitor"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/persistence"
@@ -90,4 +95,44 @@ func (n *Node) deleteSessionData(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// janitorName is the name of the node's retention janitor under the root.
+const janitorName = "janitor"
+
+// startJanitor spawns the retention janitor (actors/janitor) when retention is positive;
+// it needs a journal that keeps the session index and can delete.
+func (n *Node) startJanitor(system *actor.ActorSystem, retention time.Duration) error {
+	if retention <= 0 {
+		return nil
+	}
+	ix := n.SessionIndex()
+	if _, ok := n.journal.(persistence.SessionDeleter); !ok || ix == nil {
+		return errors.New("--retention needs a journal that keeps the session index (the embedded journal or PostgreSQL)")
+	}
+	cfg := janitor.Config{Index: ix, Retention: retention, Logger: n.log.With("component", "janitor")}
+	cfg.Delete = func(ctx context.Context, id string) error {
+		err := n.DeleteSession(ctx, id)
+		if errors.Is(err, gateway.ErrSessionNotFound) {
+			return fmt.Errorf("%w: %v", janitor.ErrGone, err)
+		}
+		return err
+	}
+	pid, err := janitor.Spawn(system.Root, janitorName, cfg)
+	if err != nil {
+		return err
+	}
+	n.janitor = pid
+	n.log.Info("retention janitor started", "retention", retention)
+	return nil
+}
+
+// stopJanitor stops the janitor and waits for its sweep in flight, before the journal it
+// deletes from closes.
+func (n *Node) stopJanitor() {
+	if n.janitor == nil || n.member == nil {
+		return
+	}
+	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.janitor).Wait()
+	n.janitor = nil
 }

@@ -111,6 +111,9 @@ type Config struct {
 	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which the
 	// node serves GET /metrics in the Prometheus text format, without the gateway.
 	MetricsListen string
+	// Retention, when positive, is how long terminal sessions are kept after their last
+	// event: the node's janitor (actors/janitor) deletes older ones (delete.go).
+	Retention time.Duration
 	// Logger receives the node's structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
@@ -276,6 +279,8 @@ type Node struct {
 	observer *observer.Observer
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	reactivator *actor.PID
+	// janitor deletes terminal sessions past Config.Retention; nil without.
+	janitor *actor.PID
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -455,6 +460,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	if err := n.startReactivator(system, scfg.LeaseTTL); err != nil {
+		return nil, err
+	}
+	if err := n.startJanitor(system, cfg.Retention); err != nil {
 		return nil, err
 	}
 	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
@@ -775,6 +783,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
 		n.stopReactivator()
+		n.stopJanitor()
 		if n.observer != nil {
 			n.observer.Stop()
 		}
