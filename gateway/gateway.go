@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/live"
@@ -58,6 +59,9 @@ type Config struct {
 	Index SessionIndex
 	// Deleter, when set, serves DELETE /v1/sessions/{id} (write scope).
 	Deleter SessionDeleter
+	// Meter, when set, records the gateway's own metrics (fathom_gateway_connections);
+	// the node's meter provider, so GET /metrics serves them.
+	Meter metric.Meter
 	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
 	// needs no token: label values are bounded kinds, models and tools, never session data.
 	Metrics http.Handler
@@ -187,10 +191,13 @@ type Handler struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	closed bool
-	wg     sync.WaitGroup // connections, HTTP event streams and drains
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	streams int // open HTTP event streams
+	closed  bool
+	wg      sync.WaitGroup // connections, HTTP event streams and drains
+
+	metricsReg metric.Registration // metrics.go; nil without Config.Meter
 }
 
 // New returns the gateway handler.
@@ -216,6 +223,9 @@ func New(cfg Config) (*Handler, error) {
 		},
 	}
 	h.routes()
+	if err := h.registerMetrics(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -293,6 +303,8 @@ func (h *Handler) track(c *conn) bool {
 	}
 	if c != nil {
 		h.conns[c] = struct{}{}
+	} else {
+		h.streams++
 	}
 	h.wg.Add(1)
 	return true
@@ -302,6 +314,8 @@ func (h *Handler) untrack(c *conn) {
 	h.mu.Lock()
 	if c != nil {
 		delete(h.conns, c)
+	} else {
+		h.streams--
 	}
 	h.mu.Unlock()
 	h.wg.Done()
@@ -340,6 +354,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	h.cancelBase()
+	if first && h.metricsReg != nil {
+		_ = h.metricsReg.Unregister()
+	}
 	if first {
 		for _, c := range conns {
 			go func() {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
@@ -281,6 +282,10 @@ type Node struct {
 	reactivator *actor.PID
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
+	// breakers are the LLM providers' circuit breakers by name; gauges reads them at
+	// each scrape (metrics.go).
+	breakers map[string]*resilient.Provider
+	gauges   metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -346,6 +351,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
+	if err := n.observeJournal(); err != nil {
+		return nil, err
+	}
 	toolExec := cfg.Tools
 	if toolExec == nil {
 		search, err := builtin.SearchFromEnv(func(k string) string {
@@ -465,6 +473,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.startJanitor(system, cfg.Retention); err != nil {
 		return nil, err
 	}
+	if err := n.registerGauges(); err != nil {
+		return nil, err
+	}
 	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
 		if err := n.sandbox.Start(system); err != nil {
 			return nil, err
@@ -555,14 +566,14 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	// the breaker the sessions' step calls go through.
 	scfg := rcfg
 	scfg.Logger = n.log.With("component", "llm", "for", "summarizer")
-	n.summaryLLM = resilient.New(base, scfg)
-	primary := resilient.New(base, rcfg)
+	n.summaryLLM = n.addBreaker("summarizer", resilient.New(base, scfg))
+	primary := n.addBreaker("sessions", resilient.New(base, rcfg))
 	if len(n.cfg.LLM.FallbackModels) == 0 {
 		return primary, nil
 	}
 	fallbacks := make([]llm.Provider, 0, len(n.cfg.LLM.FallbackModels))
 	for _, m := range n.cfg.LLM.FallbackModels {
-		fallbacks = append(fallbacks, resilient.New(resilient.WithModel(base, m), rcfg))
+		fallbacks = append(fallbacks, n.addBreaker("fallback:"+m, resilient.New(resilient.WithModel(base, m), rcfg)))
 	}
 	return resilient.NewFallback(primary, fallbacks...), nil
 }
@@ -784,6 +795,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		var errs []error
 		n.stopReactivator()
 		n.stopJanitor()
+		if n.gauges != nil {
+			_ = n.gauges.Unregister()
+		}
 		if n.observer != nil {
 			n.observer.Stop()
 		}

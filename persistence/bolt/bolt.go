@@ -28,6 +28,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -93,8 +94,9 @@ type Journal struct {
 	mu     sync.RWMutex // guards closed; held shared by in-flight calls
 	closed bool
 
-	leases leaseTable            // the session index's leases (index.go)
-	facts  persistence.FactsFunc // Options.Facts
+	leases  leaseTable            // the session index's leases (index.go)
+	facts   persistence.FactsFunc // Options.Facts
+	observe atomic.Pointer[persistence.AppendObserver]
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -289,7 +291,10 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 	return j.append(ctx, stream, expectedSeq, recs, nil)
 }
 
-func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (last uint64, err error) {
+	if o := j.observe.Load(); o != nil {
+		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
+	}
 	if err := validate(stream, recs); err != nil {
 		return 0, err
 	}
@@ -667,4 +672,15 @@ func decodeRecord(k, v []byte) (persistence.Record, error) {
 		Data: data,
 		At:   time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
 	}, nil
+}
+
+var _ persistence.AppendObservable = (*Journal)(nil)
+
+// ObserveAppends implements persistence.AppendObservable.
+func (j *Journal) ObserveAppends(o persistence.AppendObserver) {
+	if o == nil {
+		j.observe.Store(nil)
+		return
+	}
+	j.observe.Store(&o)
 }

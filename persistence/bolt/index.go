@@ -343,3 +343,18 @@ func (j *Journal) DeleteSession(ctx context.Context, id string) error {
 	j.leases.release(id, "")
 	return nil
 }
+
+var _ persistence.StatusCounter = (*Journal)(nil)
+
+// CountByStatus implements persistence.StatusCounter with a scan of the index.
+func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	_, err := j.scanIndex(ctx, nil, func(e persistence.IndexEntry) bool {
+		out[e.Status]++
+		return false
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -240,3 +240,25 @@ func (j *Journal) DeleteSession(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+var _ persistence.StatusCounter = (*Journal)(nil)
+
+// CountByStatus implements persistence.StatusCounter.
+func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT status, count(*) FROM fathom_sessions GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count sessions: %w", err)
+	}
+	out := map[string]int64{}
+	var (
+		status string
+		n      int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("count sessions: %w", err)
+	}
+	return out, nil
+}

@@ -49,9 +49,10 @@ type Options struct {
 
 // Journal is the PostgreSQL implementation of persistence.Journal.
 type Journal struct {
-	pool   *pgxpool.Pool
-	closed atomic.Bool
-	facts  persistence.FactsFunc // Options.Facts (index.go)
+	pool    *pgxpool.Pool
+	closed  atomic.Bool
+	facts   persistence.FactsFunc // Options.Facts (index.go)
+	observe atomic.Pointer[persistence.AppendObserver]
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -206,7 +207,10 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 	return j.append(ctx, stream, expectedSeq, recs, nil)
 }
 
-func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (last uint64, err error) {
+	if o := j.observe.Load(); o != nil {
+		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
+	}
 	if err := persistence.ValidateAppend(stream, recs); err != nil {
 		return 0, err
 	}
@@ -229,9 +233,8 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 			datas[i] = []byte{}
 		}
 	}
-	last := expectedSeq + uint64(len(recs))
+	last = expectedSeq + uint64(len(recs))
 	var tag pgconn.CommandTag
-	var err error
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
@@ -412,4 +415,15 @@ func (j *Journal) Close() error {
 	}
 	j.pool.Close()
 	return nil
+}
+
+var _ persistence.AppendObservable = (*Journal)(nil)
+
+// ObserveAppends implements persistence.AppendObservable.
+func (j *Journal) ObserveAppends(o persistence.AppendObserver) {
+	if o == nil {
+		j.observe.Store(nil)
+		return
+	}
+	j.observe.Store(&o)
 }
