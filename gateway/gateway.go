@@ -68,6 +68,9 @@ type Config struct {
 	// Restarts, when set, lists the node's kept supervision events (oldest first) for
 	// GET /v1/restarts (read scope).
 	Restarts func(ctx context.Context) ([]observer.Restart, error)
+	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
+	// it sees (the console's cluster page).
+	Cluster func(ctx context.Context) (ClusterInfo, error)
 	// Ready reports whether the node can serve (nil error) for /readyz.
 	Ready func() error
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
@@ -252,6 +255,9 @@ func (h *Handler) routes() {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)
 	}
 	h.mux.Handle("GET /v1/restarts", h.require(ScopeRead, h.streamRestarts))
+	h.mux.Handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))   // cluster.go
+	h.mux.Handle("GET /v1/cluster", h.require(ScopeRead, h.cluster)) // cluster.go
+	h.consoleRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})

@@ -78,7 +78,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
 	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n
-	gcfg.Deleter, gcfg.Meter = n, n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
+	gcfg.Deleter, gcfg.Cluster, gcfg.Meter = n, n.ClusterInfo, n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	gcfg.Ready = func() error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/persistence"
@@ -68,4 +70,12 @@ func (n *Node) addBreaker(name string, p *resilient.Provider) *resilient.Provide
 	}
 	n.breakers[name] = p
 	return p
+}
+
+// ClusterInfo answers GET /v1/cluster: this member's address and the members it sees.
+func (n *Node) ClusterInfo(context.Context) (gateway.ClusterInfo, error) {
+	if n.member == nil {
+		return gateway.ClusterInfo{}, errors.New("the node has not joined a cluster")
+	}
+	return gateway.ClusterInfo{Node: n.member.Address(), Members: n.member.MemberAddresses()}, nil
 }
