@@ -41,15 +41,19 @@ func (c *crashOnce) AppendIndexed(ctx context.Context, stream string, expected u
 	return c.indexedJournal.AppendIndexed(ctx, stream, expected, recs, e)
 }
 
-// humanScript plans a human_input step (an object {n: integer >= 1}) and a custom step.
+// humanScript plans, for goals about copies, a human_input step (an object {n: integer
+// >= 1}) and a custom step; other goals get the demo model's delegated plan (sub-agents
+// with hand-offs).
 func humanScript(t *testing.T) *mock.Script {
 	t.Helper()
 	s, err := mock.ParseScript([]byte(`{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"ask\",\"type\":\"human_input\",\"description\":\"How many copies?\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"n\"]}},{\"id\":\"use\",\"type\":\"custom\",\"description\":\"print them\"}]}"},
-		{"system_match":"FATHOM-ROLE: executor","response":"printed the copies"}]}`))
+		{"system_match":"FATHOM-ROLE: orchestrator","context_match":"copies of a haiku","response":"{\"steps\":[{\"id\":\"ask\",\"type\":\"human_input\",\"description\":\"How many copies?\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"n\"]}},{\"id\":\"use\",\"type\":\"custom\",\"description\":\"print them\"}]}"},
+		{"system_match":"FATHOM-ROLE: executor","context_match":"copies of a haiku","response":"printed the copies"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	demo := mock.DemoScript()
+	s.Rules, s.Default = append(s.Rules, demo.Rules...), demo.Default
 	return &s
 }
 

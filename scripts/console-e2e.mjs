@@ -85,6 +85,18 @@ try {
   const past = await page.locator('[data-testid="past-plan"] .badge').allTextContents();
   if (past[0] !== "completed" || past[1] === "completed") throw new Error(`the state after step 1 shows steps ${past}`);
   step(`slider at step 1: steps ${past.join(", ")}`);
+
+  // A delegated session: the plan tree shows its sub-agents and their hand-offs.
+  await page.getByTestId("nav-sessions").click();
+  await page.getByTestId("start-goal").fill("Explain virtual actors");
+  await page.getByTestId("start-id").fill(sessionID + "-delegated");
+  await page.getByTestId("start-submit").click();
+  await page.getByTestId("session-status").filter({ hasText: "completed" }).waitFor();
+  await page.locator('[data-testid="plan"] [data-subagent]').first().waitFor();
+  await page.locator('[data-testid="plan"] [data-handoff]').first().waitFor();
+  await page.locator('[data-testid="artifacts"] [data-artifact]').first().waitFor();
+  const subs = await page.locator('[data-testid="plan"] [data-subagent]').count();
+  step(`delegated session: ${subs} sub-agents with hand-offs in the plan tree`);
   await shot(page, "console-session.png");
 
   // The sessions list shows it, completed, with its goal and user.
@@ -93,6 +105,7 @@ try {
   await row.locator(".badge", { hasText: "completed" }).waitFor();
   const cells = await row.locator("td").allTextContents();
   if (!cells[2].includes("haiku") || cells[3] !== "console-user" || !cells[5].startsWith("$")) throw new Error(`list row ${cells}`);
+  await shot(page, "console-sessions.png");
   await page.getByTestId("filter-status").selectOption("failed");
   await page.getByTestId("filter-apply").click();
   await row.waitFor({ state: "detached" });
@@ -101,7 +114,6 @@ try {
   await page.getByTestId("filter-apply").click();
   await row.waitFor();
   step("listed and filtered");
-  await shot(page, "console-sessions.png");
 
   // The cluster page: this node and the live restarts feed.
   await page.getByTestId("nav-cluster").click();

@@ -125,7 +125,9 @@ class Socket {
 let socket = null;
 let leave = () => {}; // the current page's cleanup
 
-async function useToken(t) {
+// useToken checks t with GET /v1/whoami and opens the console with its scope; quiet
+// skips the toast for a 401 (the first load, before any token was entered).
+async function useToken(t, quiet = false) {
   token = t;
   sessionStorage.setItem("fathom.token", t);
   try {
@@ -133,7 +135,7 @@ async function useToken(t) {
     scope = w.scope;
   } catch (e) {
     scope = "none";
-    toast(e.message);
+    if (!quiet || !String(e.message).startsWith("unauthenticated")) toast(e.message);
   }
   $("#scope").textContent = scope === "none" ? "no access" : scope === "read" ? "read-only" : "read + write";
   document.body.classList.toggle("readonly", scope !== "write");
@@ -177,7 +179,7 @@ function sessionsPage(main) {
   const row = (s) => el("tr", { "data-session": s.session_id },
     el("td", {}, el("a", { href: "#/session/" + encodeURIComponent(s.session_id) }, s.session_id)),
     el("td", {}, el("span", { class: "badge " + s.status }, s.status)),
-    el("td", { class: "goal", title: s.goal || "" }, s.goal || ""),
+    el("td", { class: "goal-cell", title: s.goal || "" }, s.goal || ""),
     el("td", {}, s.user_id || ""),
     el("td", {}, new Date(s.created_at).toLocaleString()),
     el("td", { class: "num" }, money(s.cost_usd)));
@@ -397,4 +399,4 @@ $("#token-form").addEventListener("submit", (ev) => {
 });
 window.addEventListener("hashchange", route);
 $("#token").value = token;
-useToken(token);
+useToken(token, true);
