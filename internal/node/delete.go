@@ -22,19 +22,12 @@ import (
 // is not terminal is refused (gateway.ErrSessionNotTerminal) before anything is removed.
 func (n *Node) DeleteSession(ctx context.Context, id string) error {
 	del, ok := n.journal.(persistence.SessionDeleter)
-	ix := n.SessionIndex()
-	if !ok || ix == nil {
+	if !ok {
 		return fmt.Errorf("%w: the node's journal cannot delete sessions", gateway.ErrNoIndex)
 	}
-	es, err := ix.ListSessions(ctx, persistence.ListQuery{IDPrefix: id})
+	status, _, err := del.SessionStatus(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete session %s: read its index row: %w", id, err)
-	}
-	status := ""
-	for _, e := range es {
-		if e.SessionID == id {
-			status = e.Status
-		}
 	}
 	if status != "" && !persistence.TerminalStatus(status) {
 		return fmt.Errorf("%w: session %s is %s", gateway.ErrSessionNotTerminal, id, status)

@@ -358,3 +358,36 @@ func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// SessionStatus implements persistence.SessionDeleter.
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	if err := j.enter(); err != nil {
+		return "", false, err
+	}
+	defer j.leave()
+	var (
+		e  persistence.IndexEntry
+		ok bool
+	)
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketIndex)
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		if e, ok = decodeIndex(id, v); !ok {
+			return fmt.Errorf("session index row %q: %w", id, persistence.ErrCorrupt)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("session index: %w", err)
+	}
+	return e.Status, ok, nil
+}
