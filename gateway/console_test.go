@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -75,6 +77,9 @@ func TestConsoleEndToEnd(t *testing.T) {
 		return cj
 	}})
 
+	// 1,000 ended sessions in the index, so the list page loads from a full index.
+	seedSessions(t, cj.indexedJournal, 1000)
+
 	// A forced restart: the grain of crash-1 panics in its first append.
 	cj.armed.Store(true)
 	_, _ = call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"crash me","session_id":"crash-1"}`))
@@ -101,7 +106,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "READ_TOKEN="+readToken,
 		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots, "SESSION_ID=console-1",
-		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1")
+		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1", "LOAD_RUNS=5")
 	out, err := cmd.CombinedOutput()
 	t.Logf("console-e2e:\n%s", out)
 	if err != nil {
@@ -119,6 +124,31 @@ func TestConsoleEndToEnd(t *testing.T) {
 	for _, name := range []string{"console-session.png", "console-sessions.png", "console-cluster.png"} {
 		if fi, err := os.Stat(filepath.Join(shots, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("screenshot %s: %v", name, err)
+		}
+	}
+}
+
+// seedSessions stores n completed sessions (session_started, session_completed) with
+// their index rows.
+func seedSessions(t *testing.T, j indexedJournal, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("seed-%04d", i)
+		var recs []persistence.Record
+		for seq, ev := range []*messages.Event{
+			{Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: fmt.Sprintf("Seeded goal number %d", i), UserId: "seed"}}},
+			{Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: "done"}}},
+		} {
+			ev.Seq, ev.SessionId, ev.AtUnixNano = uint64(seq+1), id, time.Now().UnixNano()
+			data, err := messages.EncodeEvent(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, persistence.Record{Type: ev.Type(), Data: data, At: ev.At()})
+		}
+		if _, err := j.AppendIndexed(ctx, id, 0, recs, persistence.IndexEntry{SessionID: id, Status: persistence.StatusCompleted}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -29,6 +29,7 @@ const shots = env("SCREENSHOTS", "");
 const sessionID = env("SESSION_ID", "console-1");
 const answer = env("ANSWER", '{"n": 2}');
 const restartSession = env("RESTART_SESSION", "");
+const loadRuns = Number(env("LOAD_RUNS", "0"));
 const require = createRequire(path.join(env("PLAYWRIGHT_DIR"), "/"));
 const { chromium } = require("playwright-core");
 
@@ -142,6 +143,23 @@ try {
   await ro.locator(`tr[data-session="${sessionID}"]`).waitFor();
   if (await ro.getByTestId("start-form").isVisible()) throw new Error("the read-only console offers to start a session");
   step("read token: read-only console");
+
+  // The sessions page's load time, from navigation to the first page of rows (50 of
+  // however many the index holds), in a fresh page each run.
+  if (loadRuns > 0) {
+    const times = [];
+    for (let i = 0; i < loadRuns; i++) {
+      const p = await ctx.newPage();
+      await p.addInitScript((t) => sessionStorage.setItem("fathom.token", t), writeToken);
+      const t0 = Date.now();
+      await p.goto(url);
+      await p.locator('[data-testid="sessions"] tbody tr').nth(49).waitFor();
+      times.push(Date.now() - t0);
+      await p.close();
+    }
+    times.sort((a, b) => a - b);
+    step(`sessions page load: p50 ${times[Math.floor(times.length / 2)]} ms over ${loadRuns} runs (${times.join(", ")} ms)`);
+  }
 } catch (e) {
   console.error(`console-e2e: FAILED: ${e.message}`);
   failed = true;
