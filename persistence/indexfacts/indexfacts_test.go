@@ -1,6 +1,7 @@
 package indexfacts_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fathom-agents/fathom/messages"
@@ -26,7 +27,7 @@ func TestFactsOfEvents(t *testing.T) {
 	}
 	recs := []persistence.Record{
 		record(t, &messages.Event{Seq: 1, Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: string(long), UserId: "ann"}}}),
-		record(t, &messages.Event{Seq: 2, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CostUsd: 0.25}}}),
+		record(t, &messages.Event{Seq: 2, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{Content: strings.Repeat("answer ", 500), Model: "m", CostUsd: 0.25, Usage: &messages.Usage{InputTokens: 9}}}}),
 		record(t, &messages.Event{Seq: 3, Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{CostUsd: 99}}}),
 		{Type: "llm_responded", Data: []byte{0xff, 0xff}},
 		record(t, &messages.Event{Seq: 4, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CostUsd: 0.5}}}),
