@@ -44,15 +44,16 @@ run: ## Run one session on embedded defaults (mock LLM, no services): make run G
 test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race, stop the services
 	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS) && \
 		echo "== multi-member tests excluded from -race (Proto.Actor remoting races upstream)" && \
-		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' ./cluster/ ./actors/session/)
+		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' ./cluster/... ./actors/session/)
 
 .PHONY: test-unit
 test-unit: ## Run the tests without services (integration tests skip)
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: bench
-bench: ## Run the benchmark rows interleaved against the real services (durable PostgreSQL) and rewrite BENCHMARKS.md's table; raw output in bench.out
-	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) run ./internal/benchtable -rounds $(BENCH_ROUNDS) -out BENCHMARKS.md -raw bench.out)
+bench: ## Run the benchmark rows interleaved against the real services (durable PostgreSQL) and rewrite BENCHMARKS.md's tables (ratios, then the load runs); raw output in bench.out and bench-load.out
+	@export FATHOM_PG_FAST=0; $(call with_services,$(GO) run ./internal/benchtable -rounds $(BENCH_ROUNDS) -out BENCHMARKS.md -raw bench.out && \
+		$(GO) run ./internal/benchtable -table load -rounds 1 -out BENCHMARKS.md -raw bench-load.out)
 
 .PHONY: proto
 proto: ## Regenerate the Go code in messages/ from the .proto files
@@ -68,4 +69,4 @@ lint: ## gofmt, go vet and staticcheck
 
 .PHONY: clean
 clean: ## Remove build and benchmark output
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-load.out

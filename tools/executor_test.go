@@ -137,3 +137,37 @@ func TestCancelledCallerIsNotATimeout(t *testing.T) {
 		t.Fatalf("err %+v", res.Err)
 	}
 }
+
+// TestRegistryReplaceAndUnregister: a tool whose definition changes at run time is
+// replaced in place (its new schema enforced), and a removed one is unknown.
+func TestRegistryReplaceAndUnregister(t *testing.T) {
+	type v1 struct {
+		N int `json:"n"`
+	}
+	type v2 struct {
+		S string `json:"s"`
+	}
+	r := registry(t, tools.MustNew("dyn", "v1", tools.SandboxNone, func(context.Context, v1) (any, error) { return "v1", nil }))
+	ex := &tools.Executor{Registry: r}
+	if err := r.Register(tools.MustNew("dyn", "again", tools.SandboxNone, func(context.Context, v1) (any, error) { return nil, nil })); err == nil {
+		t.Fatal("Register accepted a second dyn")
+	}
+	if err := r.Replace(tools.MustNew("dyn", "v2", tools.SandboxNone, func(context.Context, v2) (any, error) { return "v2", nil })); err != nil {
+		t.Fatal(err)
+	}
+	if res := ex.Run(context.Background(), tools.Call{Name: "dyn", Args: json.RawMessage(`{"n":1}`)}); res.Err == nil || res.Err.Type != tools.ErrValidation {
+		t.Fatalf("the old schema still applies: %+v", res)
+	}
+	if res := ex.Run(context.Background(), tools.Call{Name: "dyn", Args: json.RawMessage(`{"s":"x"}`)}); res.Err != nil || res.Output != "v2" {
+		t.Fatalf("replaced tool: %+v", res)
+	}
+	if !r.Unregister("dyn") || r.Unregister("dyn") {
+		t.Fatal("Unregister did not report presence")
+	}
+	if _, ok := r.Get("dyn"); ok {
+		t.Fatal("dyn still registered")
+	}
+	if tools.ValidName("a b") || !tools.ValidName("orders__lookup_order") {
+		t.Fatal("ValidName")
+	}
+}

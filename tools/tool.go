@@ -111,24 +111,14 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 	return r, nil
 }
 
+// ValidName reports whether name is a valid, LLM-safe tool name ([a-zA-Z0-9_-]{1,64}).
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // Register adds t, compiling its schema. Names must be unique and LLM-safe.
 func (r *Registry) Register(t Tool) error {
-	name := t.Name()
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("tools: name %q must match %s", name, namePattern)
-	}
-	doc, err := jsv.UnmarshalJSON(bytes.NewReader(t.Schema()))
+	name, sch, err := compileTool(t)
 	if err != nil {
-		return fmt.Errorf("tools: %s: schema is not JSON: %w", name, err)
-	}
-	c := jsv.NewCompiler()
-	url := "mem://tools/" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return fmt.Errorf("tools: %s: schema: %w", name, err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("tools: %s: schema does not compile: %w", name, err)
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,6 +127,51 @@ func (r *Registry) Register(t Tool) error {
 	}
 	r.tools[name], r.schemas[name] = t, sch
 	return nil
+}
+
+// Replace registers t, replacing a tool of the same name if there is one (tools whose
+// definition changes at run time, such as an MCP server's).
+func (r *Registry) Replace(t Tool) error {
+	name, sch, err := compileTool(t)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools[name], r.schemas[name] = t, sch
+	return nil
+}
+
+// Unregister removes the named tool and reports whether it was there.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.tools[name]
+	delete(r.tools, name)
+	delete(r.schemas, name)
+	return ok
+}
+
+// compileTool checks t's name and compiles its schema.
+func compileTool(t Tool) (string, *jsv.Schema, error) {
+	name := t.Name()
+	if !namePattern.MatchString(name) {
+		return "", nil, fmt.Errorf("tools: name %q must match %s", name, namePattern)
+	}
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(t.Schema()))
+	if err != nil {
+		return "", nil, fmt.Errorf("tools: %s: schema is not JSON: %w", name, err)
+	}
+	c := jsv.NewCompiler()
+	url := "mem://tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return "", nil, fmt.Errorf("tools: %s: schema: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return "", nil, fmt.Errorf("tools: %s: schema does not compile: %w", name, err)
+	}
+	return name, sch, nil
 }
 
 // Get returns the named tool.

@@ -1,9 +1,15 @@
 // Package observer owns the node's view of supervision: an actor that subscribes to the
 // actor system's event stream and turns every supervision event (restart, stop, escalation,
 // resume) of any actor on the node — session grains, step and tool runners, sub-agents,
-// summarizer workers, sandbox connections — into a structured log line, a metric
+// summarizer workers, sandbox connections, MCP server connections — into a structured log line, a metric
 // (fathom.actor.restarts, exported to Prometheus as fathom_actor_restarts_total{kind}) and a
-// Restart record kept in a bounded ring for operators.
+// Restart record kept for operators.
+//
+// In a cluster every member's observer publishes its records (Config.OnRestart, on the
+// pub-sub topic fathom.restarts) and subscribes to everyone's (Config.Subscribe, again
+// after every topology change, since a topic's subscriptions live on the member hosting
+// it), so the records kept by any member are those of the whole cluster: the last
+// Config.Keep of each member, numbered in the order this member saw them.
 //
 // Proto.Actor logs only what the root of a tree decides; a restarted step runner or
 // summarizer worker is otherwise silent. Operators need every restart, classified by the kind
@@ -19,15 +25,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // ActorName is the observer's name on the node.
@@ -42,15 +52,19 @@ const (
 	KindAgentCall  = "agent_llm_call"     // a sub-agent's LLM call
 	KindSummarizer = "summarizer"         // a summarizer pool or worker
 	KindSandbox    = "sandbox_connection" // the sandbox pool, a connection or its token manager
+	KindMCP        = "mcp_server"         // an MCP server's connection (actors/mcp) or their supervisor
 	KindOther      = "other"              // anything else
 )
 
 // Restart is one supervision event, as operators see it.
 type Restart struct {
-	// Seq numbers the node's records from 1 (a reader follows with "after Seq").
+	// Seq numbers the records this member keeps, its own and other members', in the order
+	// it saw them, from 1 (a reader follows with "after Seq").
 	Seq uint64 `json:"seq"`
 	// Node is the address of the member the actor ran on.
 	Node string `json:"node"`
+	// NodeSeq numbers the records of Node from 1, as Node published them.
+	NodeSeq uint64 `json:"node_seq"`
 	// Actor is the actor's path on that node.
 	Actor string `json:"actor"`
 	// Kind classifies the actor (Kind* constants).
@@ -75,11 +89,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Meter creates the fathom.actor.restarts counter (default: a no-op meter).
 	Meter metric.Meter
-	// Keep is how many recent restarts are kept (default 1000).
+	// Keep is how many recent restarts are kept per member (default 1000).
 	Keep int
-	// OnRestart, when set, is called from the observer actor with every record (e.g. to
-	// publish it cluster-wide). It must not block.
+	// OnRestart, when set, is called from the observer actor with every record of this
+	// node (to publish it cluster-wide). It must not block.
 	OnRestart func(Restart)
+	// Subscribe, when set, subscribes the observer's PID to the other members' records,
+	// which then arrive as *messages.RestartRecord. It is called from a goroutine of the
+	// observer when it starts and after every cluster topology change, and may block
+	// (bounded by its own timeout).
+	Subscribe func(pid *actor.PID) error
 }
 
 // DefaultConfig returns the defaults.
@@ -121,7 +140,7 @@ func Spawn(system *actor.ActorSystem, cfg Config) (*Observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observer: counter: %w", err)
 	}
-	a := &observerActor{cfg: cfg, counter: restarts, counts: map[string]int{}}
+	a := &observerActor{cfg: cfg, counter: restarts, counts: map[string]int{}, perNode: map[string]int{}}
 	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), ActorName)
 	if err != nil {
 		return nil, fmt.Errorf("observer: spawn: %w", err)
@@ -129,10 +148,16 @@ func Spawn(system *actor.ActorSystem, cfg Config) (*Observer, error) {
 	o := &Observer{system: system, pid: pid}
 	// The callback runs on the publisher's goroutine: hand the event to the actor, never block.
 	o.sub = system.EventStream.Subscribe(func(evt any) {
-		if se, ok := evt.(*actor.SupervisorEvent); ok && se.Child != nil && se.Child.Id != pid.Id {
-			system.Root.Send(pid, se)
+		switch e := evt.(type) {
+		case *actor.SupervisorEvent:
+			if e.Child != nil && e.Child.Id != pid.Id {
+				system.Root.Send(pid, e)
+			}
+		case *cluster.ClusterTopology:
+			system.Root.Send(pid, resubscribe{})
 		}
 	})
+	system.Root.Send(pid, resubscribe{})
 	return o, nil
 }
 
@@ -170,12 +195,22 @@ func (o *Observer) Stop() {
 // recentRequest asks the actor for its ring.
 type recentRequest struct{}
 
+// resubscribe asks the actor to subscribe to the other members' records (again).
+type resubscribe struct{}
+
+// subscribed reports the end of a Config.Subscribe call.
+type subscribed struct{ err error }
+
 type observerActor struct {
 	cfg     Config
 	counter metric.Int64Counter
-	ring    []Restart // bounded by cfg.Keep, oldest first
+	ring    []Restart      // every member's records, oldest first; cfg.Keep per member
+	perNode map[string]int // records of each member in ring
 	counts  map[string]int
-	seq     uint64
+	seq     uint64 // this node's records (NodeSeq)
+	viewSeq uint64 // every kept record (Seq)
+	// subscribing: a Subscribe call is running; again: another was asked for meanwhile.
+	subscribing, again bool
 }
 
 // Receive implements actor.Actor.
@@ -183,6 +218,21 @@ func (a *observerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.SupervisorEvent:
 		a.onSupervisorEvent(msg)
+	case *messages.RestartRecord:
+		if msg.GetNode() != a.cfg.Node { // our own are kept when they happen
+			a.keep(fromRecord(msg))
+		}
+	case resubscribe:
+		a.subscribe(ctx)
+	case subscribed:
+		a.subscribing = false
+		if msg.err != nil {
+			a.cfg.Logger.Warn("observer: subscribing to other members' restarts failed", "error", msg.err)
+		}
+		if a.again {
+			a.again = false
+			a.subscribe(ctx)
+		}
 	case *recentRequest:
 		ctx.Respond(append([]Restart(nil), a.ring...))
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
@@ -203,7 +253,7 @@ func (a *observerActor) onSupervisorEvent(se *actor.SupervisorEvent) {
 	kind, session := Classify(path)
 	a.seq++
 	r := Restart{
-		Seq:       a.seq,
+		NodeSeq:   a.seq,
 		Node:      a.cfg.Node,
 		Actor:     path,
 		Kind:      kind,
@@ -216,14 +266,55 @@ func (a *observerActor) onSupervisorEvent(se *actor.SupervisorEvent) {
 	a.cfg.Logger.Warn("actor supervision event", "node", r.Node, "actor", r.Actor, "kind", r.Kind,
 		"session_id", r.SessionID, "reason", r.Reason, "directive", r.Directive, "restart_count", r.Count)
 	a.counter.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", kind)))
-	if len(a.ring) >= a.cfg.Keep {
-		copy(a.ring, a.ring[1:])
-		a.ring = a.ring[:len(a.ring)-1]
-	}
-	a.ring = append(a.ring, r)
+	r = a.keep(r)
 	if a.cfg.OnRestart != nil {
 		a.cfg.OnRestart(r)
 	}
+}
+
+// keep numbers r in this member's view and keeps it, dropping the oldest record of r's
+// member when that member already has cfg.Keep.
+func (a *observerActor) keep(r Restart) Restart {
+	if a.perNode[r.Node] >= a.cfg.Keep {
+		for i := range a.ring {
+			if a.ring[i].Node == r.Node {
+				a.ring = append(a.ring[:i], a.ring[i+1:]...)
+				break
+			}
+		}
+		a.perNode[r.Node]--
+	}
+	a.viewSeq++
+	r.Seq = a.viewSeq
+	a.ring = append(a.ring, r)
+	a.perNode[r.Node]++
+	return r
+}
+
+// subscribe runs cfg.Subscribe on a goroutine (it is a cluster request), one at a time;
+// a request arriving meanwhile runs once the current one ends.
+func (a *observerActor) subscribe(ctx actor.Context) {
+	if a.cfg.Subscribe == nil {
+		return
+	}
+	if a.subscribing {
+		a.again = true
+		return
+	}
+	a.subscribing = true
+	self, root, sub := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Subscribe
+	go func() { root.Send(self, subscribed{err: sub(self)}) }()
+}
+
+// Record converts r to the record published on the cluster's restarts topic.
+func Record(r Restart) *messages.RestartRecord {
+	return &messages.RestartRecord{Seq: r.NodeSeq, Node: r.Node, Actor: r.Actor, Kind: r.Kind, SessionId: r.SessionID,
+		Reason: r.Reason, Directive: r.Directive, Count: int32(min(r.Count, math.MaxInt32)), AtUnixNano: r.At.UnixNano()}
+}
+
+func fromRecord(m *messages.RestartRecord) Restart {
+	return Restart{NodeSeq: m.GetSeq(), Node: m.GetNode(), Actor: m.GetActor(), Kind: m.GetKind(), SessionID: m.GetSessionId(),
+		Reason: m.GetReason(), Directive: m.GetDirective(), Count: int(m.GetCount()), At: time.Unix(0, m.GetAtUnixNano()).UTC()}
 }
 
 func directive(d actor.Directive) string {
@@ -246,7 +337,7 @@ const grainRoot = "partition-activator/"
 // Classify names the kind of actor a PID id belongs to and its session, from the path the
 // node gives its actors: grains are partition-activator/<session id>$n, their children
 // step-runner$n, tool-runner$n and subagent-<id>$n (whose children are llm$n and tool$n);
-// summarizers/… and sandbox/… are the node's pools.
+// summarizers/… and sandbox/… are the node's pools; mcp/… its MCP server connections.
 func Classify(path string) (kind, sessionID string) {
 	parts := strings.Split(path, "/")
 	name := func(i int) string {
@@ -278,6 +369,8 @@ func Classify(path string) (kind, sessionID string) {
 		return KindSummarizer, ""
 	case parts[0] == "sandbox":
 		return KindSandbox, ""
+	case parts[0] == "mcp":
+		return KindMCP, ""
 	}
 	return KindOther, ""
 }

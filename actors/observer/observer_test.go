@@ -131,6 +131,7 @@ func TestClassify(t *testing.T) {
 		"partition-activator/s-1$4/subagent-sa-2$3/tool$6": {observer.KindToolRunner, "s-1"},
 		"summarizers/$7": {observer.KindSummarizer, ""},
 		"sandbox/conn-3": {observer.KindSandbox, ""},
+		"mcp/orders":     {observer.KindMCP, ""},
 		"gossip":         {observer.KindOther, ""},
 		"partition-activator/s-1$4/something-else$1": {observer.KindOther, "s-1"},
 	} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/messages/fsp"
 )
 
@@ -69,7 +70,7 @@ func newConnectionProps(cfg Config, log *slog.Logger, name string, token *tokenS
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &connection{cfg: cfg, log: log.With("connection", name), name: name, token: token, tokenMgr: tokenMgr,
 			pending: map[string]*pendingExec{}}
-	})
+	}, dispatch.Props())
 }
 
 // Receive implements actor.Actor.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -101,7 +102,7 @@ const (
 func newPoolProps(cfg Config, log *slog.Logger, token *tokenStore) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &pool{cfg: cfg, log: log, token: token, busy: map[string]*slot{}, abandoned: map[string]bool{}}
-	}, actor.WithSupervisor(newSupervisor(cfg)))
+	}, actor.WithSupervisor(newSupervisor(cfg)), dispatch.Props())
 }
 
 // Receive implements actor.Actor.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -44,7 +44,7 @@ func TestSessionBudgetBoundsSubAgentCalls(t *testing.T) {
 		t.Fatalf("%d sub-agent calls (want 11 besides the plan); config %v", subCalls, evs[0].GetSessionStarted().GetConfig())
 	}
 	// The count is folded from the events: the state says the same after a reload.
-	st, _, err := session.Load(t.Context(), h.j, "budget", 0)
+	st, _, err := core.Load(t.Context(), h.j, "budget", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSessionBudgetTokensAndCost(t *testing.T) {
 		planRule(`[{"id":"a","type":"custom","description":"loop"}]`),
 		`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"more\"}"}]}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) { c.MaxIterations = 50; c.MaxTokens = 1 }})
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) { c.MaxIterations = 50; c.MaxTokens = 1 }})
 	if _, err := h.start("tok", "c1", "loop"); err != nil {
 		t.Fatal(err)
 	}

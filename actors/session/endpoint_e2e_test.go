@@ -8,15 +8,15 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
 // realEndpoint makes the node record and check the endpoint its LLM config really
 // calls (this harness's scripted model, on its own port) instead of the harness's shared
 // name; allow sets --allow-endpoint-change.
-func realEndpoint(allow bool) func(*session.Config) {
-	return func(c *session.Config) { c.Endpoint, c.AllowEndpointChange = session.Endpoint{}, allow }
+func realEndpoint(allow bool) func(*core.Config) {
+	return func(c *core.Config) { c.Endpoint, c.AllowEndpointChange = core.Endpoint{}, allow }
 }
 
 func provideInput(h *harness, id, cmd, input string) error {
@@ -76,7 +76,7 @@ func TestEndpointRefusedOnActivation(t *testing.T) {
 		{Seq: 2, SessionId: "old", AtUnixNano: time.Now().UnixNano(), CommandId: "c1", Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
 			CallId: "plan-1", Purpose: "plan", Model: "gpt-4o-mini", Iteration: 1}}},
 	}
-	recs, err := session.EncodeEvents(old)
+	recs, err := core.EncodeEvents(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestEndpointRefusedOnActivation(t *testing.T) {
 	}
 	moved[0] = &messages.Event{Seq: 1, SessionId: "moved", AtUnixNano: time.Now().UnixNano(), CommandId: "c1", Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{
 		Goal: "find it", Config: &messages.SessionConfig{Model: "gpt-4o-mini", MaxIterations: 20, MaxSteps: 10, Provider: "openai", BaseUrl: "http://elsewhere.test/v1"}}}}
-	if recs, err = session.EncodeEvents(moved); err != nil {
+	if recs, err = core.EncodeEvents(moved); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.Append(context.Background(), "moved", 0, recs); err != nil {

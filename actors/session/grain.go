@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
@@ -28,7 +30,7 @@ func Kind() *cluster.Kind {
 	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
 	// step is in flight).
 	return messages.NewSessionKind(func() messages.Session { return &Grain{} }, 0,
-		actor.WithSupervisor(runnerSupervisor()))
+		actor.WithSupervisor(runnerSupervisor()), dispatch.Props())
 }
 
 // runnerSupervisor restarts a crashed step runner (it re-makes its call); after 3
@@ -173,7 +175,7 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *leaseDone:
 		g.onLeaseDone(ctx, msg)
 		return
-	case *llmResult:
+	case *core.LLMResult:
 		if g.pipelined(msg) {
 			g.makeRoom(ctx)
 			if g.pipelined(msg) { // unless an append failed meanwhile
@@ -187,9 +189,9 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	switch msg := ctx.Message().(type) {
 	case *resumeMsg:
 		g.onResume(ctx)
-	case *llmResult:
+	case *core.LLMResult:
 		g.onLLMResult(ctx, msg)
-	case *toolResult:
+	case *core.ToolResult:
 		g.onToolResult(ctx, msg)
 	case *summarizer.Result:
 		g.onSummary(ctx, msg)
@@ -197,10 +199,10 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onSummaryFailure(msg)
 	case *stepRetryMsg:
 		g.stepRetryAt = 0
-		g.onDecision(ctx, "retry", func() []*messages.Event { return decideRetry(g.state, g.deps.Config, g.deps.Now()) })
+		g.onDecision(ctx, "retry", func() []*messages.Event { return core.DecideRetry(g.state, g.deps.Config, g.deps.Now()) })
 	case *interruptDeadlineMsg:
 		g.interruptAt = 0
-		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return decideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
+		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *hitlDeadlineMsg:
 		g.onHitlDeadline(ctx)
 	case *watchdogMsg:
@@ -228,7 +230,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
 		return &messages.StartResponse{SessionId: g.id, Seq: seq, Duplicate: true}, nil
 	}
-	evs, err := decideStart(g.state, req, g.deps.Config, g.deps.Now())
+	evs, err := core.DecideStart(g.state, req, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
@@ -275,9 +277,9 @@ func (g *Grain) guard(ctx cluster.GrainContext, method string) {
 
 // grainError maps a decision error to the error code the caller sees.
 func grainError(err error) error {
-	var ce *commandError
+	var ce *core.CommandError
 	if errors.As(err, &ce) {
-		return cluster.NewGrainErrorResponse(ce.reason.String(), ce.msg)
+		return cluster.NewGrainErrorResponse(ce.Reason.String(), ce.Msg)
 	}
 	return messages.ErrInternal("%v", err)
 }
@@ -295,7 +297,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 		return nil
 	}
 	if err := g.load(); err != nil {
-		if errors.Is(err, persistence.ErrCorrupt) || errors.Is(err, ErrBadEvent) {
+		if errors.Is(err, persistence.ErrCorrupt) || errors.Is(err, core.ErrBadEvent) {
 			return messages.ErrInternal("session %s cannot be loaded: %v", g.id, err)
 		}
 		return messages.ErrUnavailable("session %s is unavailable: %v", g.id, err)
@@ -307,7 +309,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 func (g *Grain) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	defer cancel()
-	s, snapSeq, err := Load(ctx, g.deps.Journal, g.id, 0)
+	s, snapSeq, err := core.Load(ctx, g.deps.Journal, g.id, 0)
 	if err != nil {
 		g.loadErr = err
 		return err
@@ -382,12 +384,12 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 	if next == nil {
 		next = proto.Clone(g.state).(*messages.SessionState)
 		for _, ev := range evs {
-			if err := Apply(next, ev); err != nil {
+			if err := core.Apply(next, ev); err != nil {
 				return nil, nil, messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
 			}
 		}
 	}
-	recs, err := EncodeEvents(evs)
+	recs, err := core.EncodeEvents(evs)
 	if err != nil {
 		return nil, nil, messages.ErrInternal("session %s: %v", g.id, err)
 	}
@@ -408,7 +410,7 @@ func (g *Grain) maybeSnapshot(ctx cluster.GrainContext, st *messages.SessionStat
 	id, j, timeout, now := g.id, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
-		data, err := EncodeState(st)
+		data, err := core.EncodeState(st)
 		if err == nil {
 			sctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err = j.SaveSnapshot(sctx, id, persistence.Snapshot{Seq: st.GetSeq(), Data: data, At: now})
@@ -445,7 +447,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		return
 	}
 	g.kickSubAgents(ctx)
-	if Terminal(g.state) {
+	if core.Terminal(g.state) {
 		return
 	}
 	if p := g.state.GetPending(); p != nil && g.runner == nil {
@@ -455,7 +457,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		if len(g.tools) >= g.deps.Config.MaxParallelTools {
 			break
 		}
-		if _, running := g.tools[c.GetIdempotencyKey()]; running || heldTool(g.state, c) {
+		if _, running := g.tools[c.GetIdempotencyKey()]; running || core.HeldTool(g.state, c) {
 			continue
 		}
 		if g.tools == nil {
@@ -468,7 +470,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
 	}
-	if at := interruptDeadline(g.state); at != 0 && at != g.interruptAt {
+	if at := core.InterruptDeadline(g.state); at != 0 && at != g.interruptAt {
 		g.interruptAt = at
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
@@ -487,7 +489,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 // whether it started a runner.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || Terminal(next) || g.endpointBlocked() {
+	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
 		return false
 	}
 	g.spawnRunner(ctx, p, next)
@@ -531,35 +533,35 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 	g.maybeSummarize(ctx)
 }
 
-func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *llmResult) {
-	if r.callID == g.runnerCall {
+func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *core.LLMResult) {
+	if r.CallID == g.runnerCall {
 		g.runner, g.runnerCall = nil, ""
 		if g.watchdog != nil {
 			g.watchdog.Stop()
 		}
 	}
-	g.onDecision(ctx, "llm result "+r.callID, func() []*messages.Event { return decideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
+	g.onDecision(ctx, "llm result "+r.CallID, func() []*messages.Event { return core.DecideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
 // onPipelinedResult decides the answer of the orchestrator's pending call against the
 // optimistic state and queues its events behind the appends in flight (commitAsync).
-func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *llmResult) {
+func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
 	g.runner, g.runnerCall = nil, ""
 	if g.watchdog != nil {
 		g.watchdog.Stop()
 	}
-	evs, next := decideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
+	evs, next := core.DecideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
 	if len(evs) == 0 {
 		return
 	}
 	if err := g.commitAsync(ctx, evs, next); err != nil {
-		g.log.Warn("commit failed", "input", "llm result "+r.callID, "error", err)
+		g.log.Warn("commit failed", "input", "llm result "+r.CallID, "error", err)
 	}
 }
 
-func (g *Grain) onToolResult(ctx cluster.GrainContext, r *toolResult) {
-	delete(g.tools, r.key)
-	g.onDecision(ctx, "tool result "+r.key, func() []*messages.Event { return decideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
+func (g *Grain) onToolResult(ctx cluster.GrainContext, r *core.ToolResult) {
+	delete(g.tools, r.Key)
+	g.onDecision(ctx, "tool result "+r.Key, func() []*messages.Event { return core.DecideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
 // onDecision commits what decide returns for the current state, then starts whatever
@@ -586,7 +588,7 @@ func (g *Grain) onWatchdog(ctx cluster.GrainContext, msg *watchdogMsg) {
 	}
 	g.log.Error("step runner gave no answer in time; failing the call", "call_id", msg.callID)
 	ctx.Stop(g.runner)
-	g.onLLMResult(ctx, &llmResult{callID: msg.callID, err: errors.New("step runner gave no answer (crashed or hung)")})
+	g.onLLMResult(ctx, &core.LLMResult{CallID: msg.callID, Err: errors.New("step runner gave no answer (crashed or hung)")})
 }
 
 // scheduleRetry reloads and resumes after a jittered, growing delay.
@@ -605,13 +607,17 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || subAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !Terminal(g.state)) ||
-		interruptDeadline(g.state) != 0 || nextHumanDeadline(g.state) != 0
+	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
 		return
 	}
-	ctx.SetReceiveTimeout(g.deps.Config.IdleTimeout)
+	timeout := g.deps.Config.IdleTimeout
+	if f := g.deps.Config.FinishedIdleTimeout; f > 0 && f < timeout && core.Terminal(g.state) {
+		timeout = f
+	}
+	ctx.SetReceiveTimeout(timeout)
 }
 
 func (g *Grain) stopTimers() {

@@ -16,7 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
@@ -40,7 +40,7 @@ type harness struct {
 type harnessOpts struct {
 	journal persistence.Journal // shared journal; nil opens a fresh one
 	script  *mock.Script        // nil = demo script
-	cfg     func(*session.Config)
+	cfg     func(*core.Config)
 	llm     func(*node.LLMConfig)
 	tools   *tools.Executor // nil = a registry with the test tools
 	// feedPoll is the node's feed polling (node.Config.FeedPoll).
@@ -71,11 +71,11 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	t.Cleanup(srv.Close)
-	scfg := session.DefaultConfig()
+	scfg := core.DefaultConfig()
 	// Every harness runs its own copy of the scripted model on its own port: they are one
 	// endpoint as far as the sessions are concerned, so a session moves between the nodes
 	// of a test. A test of the endpoint check zeroes it (the node's real URL is used).
-	scfg.Endpoint = session.Endpoint{Provider: "openai", BaseURL: "http://scripted-model.test/v1"}
+	scfg.Endpoint = core.Endpoint{Provider: "openai", BaseURL: "http://scripted-model.test/v1"}
 	scfg.RetryBackoffMax = 200 * time.Millisecond
 	scfg.StepRetryDelay = 100 * time.Millisecond
 	if o.cfg != nil {
@@ -170,7 +170,7 @@ func waitTerminal(t testing.TB, j persistence.Journal, id string, timeout time.D
 func storedEvents(t testing.TB, j persistence.Journal, id string) []*messages.Event {
 	t.Helper()
 	var evs []*messages.Event
-	err := session.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
+	err := core.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
 		if ev.GetSeq() != uint64(len(evs))+1 {
 			return fmt.Errorf("seq %d after %d", ev.GetSeq(), len(evs))
 		}
@@ -232,7 +232,7 @@ func TestSessionRunsToCompletion(t *testing.T) {
 		t.Fatalf("host %q, want %q", st.GetHost(), h.node.Address())
 	}
 	// The grain's state is exactly the fold of the journal.
-	folded, _, err := session.Load(context.Background(), h.j, "s1", 0)
+	folded, _, err := core.Load(context.Background(), h.j, "s1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestDuplicateCommandAppliesOnce(t *testing.T) {
 }
 
 func TestPassivationRestoresIdenticalState(t *testing.T) {
-	h := startHarness(t, harnessOpts{cfg: func(c *session.Config) { c.IdleTimeout = 300 * time.Millisecond }})
+	h := startHarness(t, harnessOpts{cfg: func(c *core.Config) { c.IdleTimeout = 300 * time.Millisecond }})
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestModelOutageFailsTheSessionWithAReason(t *testing.T) {
 		t.Fatalf("last event %v", last)
 	}
 	// A 500 is retryable: the plan was tried StepAttempts times before the session failed.
-	if n := count(evs, "plan_failed"); n != int(session.DefaultConfig().StepAttempts) {
-		t.Fatalf("%d plan_failed events, want %d", n, session.DefaultConfig().StepAttempts)
+	if n := count(evs, "plan_failed"); n != int(core.DefaultConfig().StepAttempts) {
+		t.Fatalf("%d plan_failed events, want %d", n, core.DefaultConfig().StepAttempts)
 	}
 }

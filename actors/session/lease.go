@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -47,7 +48,7 @@ func (g *Grain) startLease(ctx cluster.GrainContext) {
 // onLeaseTick renews the lease unless the session ended (a terminal session needs no
 // owner: its lease lapses, or Terminate releases it).
 func (g *Grain) onLeaseTick(ctx cluster.GrainContext) {
-	if g.fenced || (g.state != nil && Terminal(g.state)) {
+	if g.fenced || (g.state != nil && core.Terminal(g.state)) {
 		return
 	}
 	g.renewLease(ctx)

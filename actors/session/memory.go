@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
@@ -32,7 +33,7 @@ func (g *Grain) reembed() {
 		return
 	}
 	g.reembedded = true
-	for _, m := range history(g.state) {
+	for _, m := range core.History(g.state) {
 		if m.Content == "" {
 			continue
 		}
@@ -55,7 +56,7 @@ func (g *Grain) embed(ev *messages.Event) {
 	var text, role string
 	switch p := ev.GetPayload().(type) {
 	case *messages.Event_StepStarted:
-		text, role = openingMessage(g.state.GetGoal(), p.StepStarted.GetDescription()), "user"
+		text, role = core.OpeningMessage(g.state.GetGoal(), p.StepStarted.GetDescription()), "user"
 	case *messages.Event_LlmResponded:
 		// A sub-agent's messages are its own context, not the orchestrator's history, and
 		// a re-plan answer (step_id: the failed step) is not the step's ("{step}/llm-N").
@@ -67,7 +68,7 @@ func (g *Grain) embed(ev *messages.Event) {
 		// human's answer (Apply gives it the same role).
 		if p.StepCompleted.GetOutputTokens() > 0 {
 			text, role = p.StepCompleted.GetOutput(), "assistant"
-			if st, ok := stepIndexByID(g.state, p.StepCompleted.GetStepId()); ok && g.state.GetSteps()[st].GetStep().GetType() == stepTypeHumanInput {
+			if st, ok := core.StepIndexByID(g.state, p.StepCompleted.GetStepId()); ok && g.state.GetSteps()[st].GetStep().GetType() == core.StepTypeHumanInput {
 				role = "user"
 			}
 		}
@@ -105,16 +106,16 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	if g.summarizing && g.deps.Now().Sub(g.summarizeAt) > summaryWait {
 		g.summarizing = false // the answer was lost (the pool was not there yet)
 	}
-	if g.deps.Summarizer == "" || g.summarizing || g.deps.Now().Before(g.summaryRetryAt) || g.fenced || g.loadErr != nil || Terminal(g.state) {
+	if g.deps.Summarizer == "" || g.summarizing || g.deps.Now().Before(g.summaryRetryAt) || g.fenced || g.loadErr != nil || core.Terminal(g.state) {
 		return
 	}
 	prev := stateSummary(g.state)
 	// Checked on every stored answer, in the mailbox: count from the state without
 	// building the history; build it only for a request.
-	if !memory.NeedsSummary(unsummarizedTokens(g.state, g.state.GetSummary().GetCoveredThroughSeq()), g.deps.Config.summaryConfig()) {
+	if !memory.NeedsSummary(unsummarizedTokens(g.state, g.state.GetSummary().GetCoveredThroughSeq()), g.deps.Config.SummaryConfig()) {
 		return
 	}
-	hist := history(g.state)
+	hist := core.History(g.state)
 	if len(hist) == 0 {
 		return
 	}
@@ -122,7 +123,7 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 	g.log.Debug("summary requested", "through_seq", hist[len(hist)-1].Seq, "messages", len(hist))
 	ctx.Send(ctx.ActorSystem().NewLocalPID(g.deps.Summarizer), &summarizer.Request{
 		SessionID: g.id, Input: memory.SummaryInput{Previous: prev, Messages: hist, Origin: "session " + g.id}, ReplyTo: ctx.Self(),
-		Tokenizer: g.deps.Config.tokenizerFor(g.state.GetConfig().GetModel()),
+		Tokenizer: g.deps.Config.TokenizerFor(g.state.GetConfig().GetModel()),
 	})
 }
 
@@ -130,16 +131,16 @@ func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
 func (g *Grain) onSummary(ctx cluster.GrainContext, r *summarizer.Result) {
 	g.summarizing = false
 	g.onDecision(ctx, "summary", func() []*messages.Event {
-		if Terminal(g.state) || r.Through <= g.state.GetSummary().GetCoveredThroughSeq() || r.Through > g.state.GetSeq() {
+		if core.Terminal(g.state) || r.Through <= g.state.GetSummary().GetCoveredThroughSeq() || r.Through > g.state.GetSeq() {
 			return nil
 		}
-		b := newEvents(g.state, "", g.deps.Now())
-		b.add(func(e *messages.Event) {
+		b := core.NewEvents(g.state, "", g.deps.Now())
+		b.Add(func(e *messages.Event) {
 			e.Payload = &messages.Event_SummaryUpdated{SummaryUpdated: &messages.SummaryUpdated{
 				Content: r.Content, CoveredThroughSeq: r.Through, Tokens: uint32(max(r.Tokens, 0)),
 			}}
 		})
-		return b.evs
+		return b.Evs
 	})
 	// More may have been recorded while the summarizer worked.
 	g.maybeSummarize(ctx)
@@ -153,12 +154,12 @@ func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
 	g.log.Warn("summary not regenerated; keeping the previous one", "through_seq", r.Through, "error", r.Err)
 }
 
-// unsummarizedTokens is memory.UnsummarizedTokens(history(s), through) without building
+// unsummarizedTokens is memory.UnsummarizedTokens(History(s), through) without building
 // the history: the tokens of the history messages recorded after seq through.
 func unsummarizedTokens(s *messages.SessionState, through uint64) int {
 	n := 0
 	for _, st := range s.GetSteps() {
-		if !inHistory(st) {
+		if !core.InHistory(st) {
 			continue
 		}
 		if st.GetStartedSeq() > through {

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -56,9 +57,9 @@ type appendDone struct{ job *appendJob }
 
 // pipelined reports whether r may be decided before earlier appends are durable: the
 // answer of the orchestrator's pending LLM call, from its step runner, with pipelining on.
-func (g *Grain) pipelined(r *llmResult) bool {
-	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.callID != "" && r.callID == g.runnerCall &&
-		g.state.GetPending().GetCallId() == r.callID && g.loadErr == nil && !g.fenced
+func (g *Grain) pipelined(r *core.LLMResult) bool {
+	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.CallID != "" && r.CallID == g.runnerCall &&
+		g.state.GetPending().GetCallId() == r.CallID && g.loadErr == nil && !g.fenced
 }
 
 // makeRoom waits for the oldest appends until fewer than PipelineDepth are in flight or

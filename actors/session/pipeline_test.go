@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -183,13 +183,13 @@ func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 		snap = s
 		return err == nil && ok
 	}, "no snapshot of a %d-event session", len(evs))
-	got, err := session.DecodeState(snap.Data)
+	got, err := core.DecodeState(snap.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := session.NewState("p1")
+	want := core.NewState("p1")
 	for _, ev := range evs[:snap.Seq] {
-		if err := session.Apply(want, ev); err != nil {
+		if err := core.Apply(want, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +208,7 @@ func TestPipelinedAppendFailureLosesNothing(t *testing.T) {
 	for _, failAt := range []int64{2, 3} {
 		t.Run(fmt.Sprintf("append %d fails", failAt), func(t *testing.T) {
 			sj := &slowJournal{Journal: openJournal(t), delay: 40 * time.Millisecond, failAt: failAt}
-			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *session.Config) {
+			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *core.Config) {
 				c.MaxSteps, c.MaxIterations = steps, 2*steps
 			}})
 			if _, err := h.start("p1", "c1", "goal"); err != nil {

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
@@ -35,12 +37,12 @@ type runner struct {
 }
 
 // runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
-type runnerDone struct{ res *llmResult }
+type runnerDone struct{ res *core.LLMResult }
 
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st}
-	})
+	}, dispatch.Props())
 }
 
 // Receive implements actor.Actor.
@@ -76,12 +78,12 @@ func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
 }
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
-func (r *runner) call(ctx context.Context) (res *llmResult) {
+func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	spanName := "session.step"
 	switch r.purpose {
-	case purposePlan:
+	case core.PurposePlan:
 		spanName = "session.plan"
-	case purposeReplan:
+	case core.PurposeReplan:
 		spanName = "session.replan"
 	}
 	ctx, span := r.deps.Tracer.Start(ctx, spanName, trace.WithAttributes(
@@ -92,16 +94,16 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	defer span.End()
 	defer func() {
 		if p := recover(); p != nil {
-			res = &llmResult{callID: r.callID, err: fmt.Errorf("llm provider panicked: %v", p)}
+			res = &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("llm provider panicked: %v", p)}
 		}
-		if res.err != nil {
-			span.RecordError(res.err)
-			span.SetStatus(codes.Error, res.err.Error())
+		if res.Err != nil {
+			span.RecordError(res.Err)
+			span.SetStatus(codes.Error, res.Err.Error())
 		}
 	}()
 	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID)
 	if err != nil {
-		return &llmResult{callID: r.callID, err: fmt.Errorf("build llm request: %w", err), config: isConfigError(err)}
+		return &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("build llm request: %w", err), Config: core.IsConfigError(err)}
 	}
 	if info != nil {
 		span.SetAttributes(
@@ -121,26 +123,26 @@ func (r *runner) call(ctx context.Context) (res *llmResult) {
 	}
 	resp, err := r.chat(ctx, req)
 	if err != nil {
-		return &llmResult{callID: r.callID, err: err, retryable: llm.IsRetryable(err) && ctx.Err() == nil}
+		return &core.LLMResult{CallID: r.callID, Err: err, Retryable: llm.IsRetryable(err) && ctx.Err() == nil}
 	}
-	out := &llmResult{
-		callID: r.callID, content: resp.Content, finishReason: resp.FinishReason, model: resp.Model,
-		duration: resp.Duration, ctxInfo: info,
-		usage: &messages.Usage{
+	out := &core.LLMResult{
+		CallID: r.callID, Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
+		Duration: resp.Duration, CtxInfo: info,
+		Usage: &messages.Usage{
 			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
 			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
 			TotalTokens:  uint64(max(resp.Usage.TotalTokens, 0)),
 		},
 	}
 	for _, c := range resp.ToolCalls {
-		out.toolCalls = append(out.toolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
+		out.ToolCalls = append(out.ToolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	// Counted as it will be recorded (decide normalises the call ids the same way).
 	msg := llm.Message{Role: "assistant", Content: resp.Content}
-	for _, c := range normaliseToolCalls(out.toolCalls) {
+	for _, c := range core.NormaliseToolCalls(out.ToolCalls) {
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 	}
-	out.tokens = r.deps.Config.countMessage(r.state.GetConfig().GetModel(), msg)
+	out.Tokens = r.deps.Config.CountMessage(r.state.GetConfig().GetModel(), msg)
 	return out
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
@@ -22,19 +22,37 @@ import (
 	"github.com/fathom-agents/fathom/persistence/postgres"
 )
 
-// stepsPerSession is the plan length of the step benchmark's sessions.
+// stepsPerSession is the longest plan of the step benchmark's sessions.
 const stepsPerSession = 50
 
-// instantModel is a zero-latency in-process model: a plan of stepsPerSession steps, then
-// a short answer for every step. It lets the benchmark measure the engine alone.
-type instantModel struct{ plan string }
+// instantModel is a zero-latency in-process model: a plan of as many steps as the goal
+// asks for ("steps=N", at most stepsPerSession), then a short answer for every step. It
+// lets the benchmark measure the engine alone.
+type instantModel struct{ plans [stepsPerSession + 1]string }
 
 func newInstantModel() *instantModel {
-	steps := make([]string, stepsPerSession)
-	for i := range steps {
-		steps[i] = fmt.Sprintf(`{"id":"step-%d","type":"custom","description":"step number %d"}`, i+1, i+1)
+	m := &instantModel{}
+	for n := 1; n <= stepsPerSession; n++ {
+		steps := make([]string, n)
+		for i := range steps {
+			steps[i] = fmt.Sprintf(`{"id":"step-%d","type":"custom","description":"step number %d"}`, i+1, i+1)
+		}
+		m.plans[n] = `{"steps":[` + strings.Join(steps, ",") + `]}`
 	}
-	return &instantModel{plan: `{"steps":[` + strings.Join(steps, ",") + `]}`}
+	return m
+}
+
+// planFor is the plan of the goal's "steps=N".
+func (m *instantModel) planFor(req llm.Request) string {
+	for _, msg := range req.Messages {
+		if _, rest, ok := strings.Cut(msg.Content, "steps="); ok {
+			var n int
+			if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n >= 1 && n <= stepsPerSession {
+				return m.plans[n]
+			}
+		}
+	}
+	return m.plans[stepsPerSession]
 }
 
 func (m *instantModel) Name() string { return "instant" }
@@ -42,7 +60,7 @@ func (m *instantModel) Name() string { return "instant" }
 func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
 	usage := llm.Usage{InputTokens: 200, OutputTokens: 50, TotalTokens: 250}
 	if strings.Contains(req.Messages[0].Content, "FATHOM-ROLE: orchestrator") {
-		return llm.Response{Content: m.plan, FinishReason: "stop", Model: "instant", Usage: usage}, nil
+		return llm.Response{Content: m.planFor(req), FinishReason: "stop", Model: "instant", Usage: usage}, nil
 	}
 	return llm.Response{Content: "The step is done: here is a short deliverable of a few dozen words that stands in for a real answer.", FinishReason: "stop", Model: "instant", Usage: usage}, nil
 }
@@ -51,8 +69,8 @@ func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, e
 // journal with a zero-latency model: the runner child, the request build, decide, Apply
 // on a clone, protobuf encoding, the journal appends of the step's events
 // (llm_responded, step_completed, step_started, llm_requested), the feed, snapshots. One
-// op is one step; sessions of 50 steps run back to back, so each op also carries a
-// fiftieth of a session's activation, start and plan. "pipelined" is the default
+// op is one step; sessions of up to 50 steps run back to back (exactly b.N steps in all),
+// so each op also carries a share of a session's activation, start and plan. "pipelined" is the default
 // configuration (commits pipelined and grouped, Config.PipelineDepth 4); "synchronous"
 // commits every decision before the next one (PipelineDepth 0), in the same run.
 // Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md).
@@ -60,7 +78,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	for _, depth := range []struct {
 		name  string
 		depth int
-	}{{"pipelined", session.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
+	}{{"pipelined", core.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
 		b.Run(depth.name, func(b *testing.B) { benchSteps(b, depth.depth) })
 	}
 }
@@ -72,7 +90,7 @@ func benchSteps(b *testing.B, depth int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scfg := session.DefaultConfig()
+	scfg := core.DefaultConfig()
 	scfg.MaxSteps, scfg.MaxIterations = stepsPerSession, stepsPerSession+1
 	scfg.PipelineDepth = depth
 	ccfg := fcluster.DefaultConfig()
@@ -92,7 +110,8 @@ func benchSteps(b *testing.B, depth int) {
 		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), seq.Add(1))
 		sub := n.Feed().Subscribe(id, 0)
 		defer sub.Close()
-		if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c", Goal: "benchmark"}, cluster.WithTimeout(10*time.Second)); err != nil {
+		goal := fmt.Sprintf("benchmark steps=%d", steps)
+		if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c", Goal: goal}, cluster.WithTimeout(10*time.Second)); err != nil {
 			b.Fatal(err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -113,8 +132,10 @@ func benchSteps(b *testing.B, depth int) {
 	run(stepsPerSession) // warm up: activation paths, pool connections
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done := 0; done < b.N; done += stepsPerSession {
-		run(stepsPerSession)
+	for done := 0; done < b.N; {
+		k := min(stepsPerSession, b.N-done) // exactly b.N steps: an op is one step at any b.N
+		run(k)
+		done += k
 	}
 }
 

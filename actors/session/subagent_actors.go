@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
@@ -36,7 +37,7 @@ func (c subAgentCalls) ToolCall(st *messages.SessionState, sa *messages.Subagent
 // kickSubAgents starts an actor for every running sub-agent that has none and tells every
 // one of them the committed state; actors of sub-agents that stopped running are stopped.
 func (g *Grain) kickSubAgents(ctx cluster.GrainContext) {
-	terminal := Terminal(g.state)
+	terminal := core.Terminal(g.state)
 	for id, pid := range g.subs {
 		if sa := g.state.GetSubAgents()[id]; terminal || sa == nil || !sa.GetRunning() {
 			ctx.Stop(pid)
@@ -68,7 +69,7 @@ func (g *Grain) kickSubAgents(ctx cluster.GrainContext) {
 func (g *Grain) work(sa *messages.SubagentState) *subagent.Work {
 	it := g.state.GetInterrupt()
 	return &subagent.Work{State: g.state, Generation: g.loads,
-		HoldTools: it.GetReason() == reasonTool && it.GetStepId() == sa.GetStepId()}
+		HoldTools: it.GetReason() == core.ReasonTool && it.GetStepId() == sa.GetStepId()}
 }
 
 func (g *Grain) onNeedWork(ctx cluster.GrainContext, m *subagent.NeedWork) {
@@ -88,22 +89,17 @@ func (g *Grain) onCallLost(ctx cluster.GrainContext, m *subagent.CallLost) {
 		return
 	}
 	g.log.Warn("sub-agent call runner stopped without an answer; failing the call", "sub_agent_id", m.SubAgentID, "call_id", m.CallID)
-	g.onLLMResult(ctx, &llmResult{callID: m.CallID, err: errors.New("sub-agent runner stopped without an answer (crashed)")})
+	g.onLLMResult(ctx, &core.LLMResult{CallID: m.CallID, Err: errors.New("sub-agent runner stopped without an answer (crashed)")})
 }
 
 // onToolLost is onCallLost for a tool call: the call gets an execution ToolError the
 // model reads.
 func (g *Grain) onToolLost(ctx cluster.GrainContext, m *subagent.ToolLost) {
-	sa, pt := subAgentByTool(g.state, m.Key)
+	sa, pt := core.SubAgentByTool(g.state, m.Key)
 	if g.loadErr != nil || sa == nil || sa.GetId() != m.SubAgentID {
 		return
 	}
 	g.log.Warn("sub-agent tool runner stopped without a result; failing the call", "sub_agent_id", m.SubAgentID, "key", m.Key)
 	res := tools.Result{CallID: pt.GetCallId(), Err: tools.ExecutionError(pt.GetTool(), fmt.Sprintf("the tool runner of call %s stopped without a result", pt.GetCallId()), true)}
-	g.onToolResult(ctx, &toolResult{key: m.Key, res: res, tokens: g.deps.Config.countMessage(g.state.GetConfig().GetModel(), toolMessage(pt.GetCallId(), res))})
-}
-
-// subAgentsBusy reports whether a sub-agent is running (the grain must not passivate).
-func subAgentsBusy(s *messages.SessionState) bool {
-	return !Terminal(s) && runningSubAgents(s) > 0
+	g.onToolResult(ctx, &core.ToolResult{Key: m.Key, Res: res, Tokens: g.deps.Config.CountMessage(g.state.GetConfig().GetModel(), core.ToolMessage(pt.GetCallId(), res))})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 	for _, every := range []uint64{1, 3, 7, 20} {
 		t.Run(fmt.Sprintf("snapshot_every_%d", every), func(t *testing.T) {
-			h := startHarness(t, harnessOpts{cfg: func(c *session.Config) { c.SnapshotEvery = every }})
+			h := startHarness(t, harnessOpts{cfg: func(c *core.Config) { c.SnapshotEvery = every }})
 			if _, err := h.start("tt", "c1", "time travel"); err != nil {
 				t.Fatal(err)
 			}
@@ -29,9 +29,9 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 			// want[n] is the state right after the n-th plan step (plan order) ended; the
 			// demo's code and write steps run side by side and may end in either order.
 			want := make([]*messages.SessionState, 5) // plan + the demo's four steps
-			s := session.NewState("tt")
+			s := core.NewState("tt")
 			for _, ev := range evs {
-				if err := session.Apply(s, ev); err != nil {
+				if err := core.Apply(s, ev); err != nil {
 					t.Fatal(err)
 				}
 				switch p := ev.GetPayload().(type) {
@@ -69,7 +69,7 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 					}
 				}
 				// The journal-reading helper gives the same answer.
-				direct, err := session.StateAtStep(context.Background(), h.j, "tt", uint32(n))
+				direct, err := core.StateAtStep(context.Background(), h.j, "tt", uint32(n))
 				if err != nil || !proto.Equal(direct, want[n]) {
 					t.Fatalf("StateAtStep(%d) = %v, %v", n, direct, err)
 				}

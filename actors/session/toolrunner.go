@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -26,12 +28,12 @@ type toolRunner struct {
 	cancel     context.CancelFunc
 }
 
-type toolRunnerDone struct{ res *toolResult }
+type toolRunnerDone struct{ res *core.ToolResult }
 
 func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c}
-	})
+	}, dispatch.Props())
 }
 
 // Receive implements actor.Actor.
@@ -55,7 +57,7 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 	}
 }
 
-func (r *toolRunner) run(ctx context.Context) *toolResult {
+func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 	c := r.call
 	ctx, span := r.deps.Tracer.Start(ctx, "execute_tool "+c.GetTool(), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -75,5 +77,5 @@ func (r *toolRunner) run(ctx context.Context) *toolResult {
 		span.SetStatus(codes.Error, res.Err.Error())
 		span.SetAttributes(attribute.String("error.type", string(res.Err.Type)))
 	}
-	return &toolResult{key: c.GetIdempotencyKey(), res: res, tokens: r.deps.Config.countMessage(r.model, toolMessage(c.GetCallId(), res))}
+	return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: res, Tokens: r.deps.Config.CountMessage(r.model, core.ToolMessage(c.GetCallId(), res))}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -82,7 +83,7 @@ type childCall struct {
 func Props(id string, calls Calls, maxParallelTools int, callTimeout time.Duration, log *slog.Logger) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
-	}, actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)))
+	}, actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)), dispatch.Props())
 }
 
 // callOverdue fires when the LLM child pid has run for callTimeout.

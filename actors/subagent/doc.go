@@ -4,7 +4,7 @@
 // # Hub and spoke
 //
 // The session grain is the orchestrator. A plan step of type research, code, write or
-// review runs a sub-agent of the matching type (see [ProfileFor]) as a supervised child
+// review runs a sub-agent of the matching type (see ProfileFor in actors/session/core) as a supervised child
 // actor of the grain ([Actor]). Sub-agents never talk to each other: what one learns
 // reaches another only through the orchestrator, as a structured hand-off
 // ([messages.SubagentResult]) that the next sub-agent's task brief quotes.
@@ -26,9 +26,11 @@
 //
 // # Hand-off
 //
-// A sub-agent ends its run by answering without tool calls. [ParseHandoff] reads the
-// model's interpretation (status, summary, recommendations, blockers, confidence and the
-// type-specific fields) tolerantly: malformed output yields status partial with the raw
-// text as summary, never an error. [Facts] adds what code knows for certain (artifacts,
-// tools used, token usage, duration), and [Decide] says what the orchestrator does next.
+// A sub-agent ends its run by answering without tool calls. The profiles and the
+// hand-off are pure domain, in the session core (actors/session/core): ParseHandoff
+// reads the model's interpretation (status, summary, recommendations, blockers,
+// confidence and the type-specific fields) tolerantly: malformed output yields status
+// partial with the raw text as summary, never an error. HandoffFacts adds what code
+// knows for certain (artifacts, tools used, token usage, duration), and DecideHandoff
+// says what the orchestrator does next.
 package subagent

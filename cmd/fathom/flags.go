@@ -15,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -23,6 +24,7 @@ import (
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools/builtin"
+	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -107,6 +109,8 @@ type nodeFlags struct {
 	maxCostUSD          float64
 	maxTokens           uint64
 	allowEndpointChange bool
+	// configFile is the YAML configuration file (internal/config): MCP servers.
+	configFile string
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -190,6 +194,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 		"session budget: model cost in USD (the --prices table) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_COST_USD)")
 	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
 		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
+	fs.StringVar(&f.configFile, "config", os.Getenv(config.EnvFile),
+		"YAML configuration `FILE`: mcp_servers (MCP servers whose tools the node offers as {server}__{tool}); see docs/config.md (env "+config.EnvFile+")")
 	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
 }
@@ -316,7 +322,16 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	if localIso != "" && localIso != sandboxd.IsolationAuto && localIso != sandboxd.IsolationBwrap && localIso != sandboxd.IsolationRlimits {
 		return node.Config{}, usageError("FATHOM_SANDBOX_ISOLATION=%q: want auto, bwrap or rlimits", localIso)
 	}
+	var mcpServers []mcptool.ServerConfig
+	if f.configFile != "" {
+		file, err := config.Load(f.configFile)
+		if err != nil {
+			return node.Config{}, usageError("--config: %v", err)
+		}
+		mcpServers = file.MCP()
+	}
 	return node.Config{
+		MCPServers:    mcpServers,
 		Artifacts:     artCfg,
 		Sandbox:       node.SandboxConfig{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
 		DataDir:       f.store.dataDir,

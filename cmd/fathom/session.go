@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -172,7 +172,7 @@ func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Jou
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {
 	n := 0
 	p := newPrinter(w, jsonOut)
-	err := session.Events(ctx, j, id, 0, func(ev *messages.Event) error {
+	err := core.Events(ctx, j, id, 0, func(ev *messages.Event) error {
 		n++
 		if jsonOut {
 			return p.print(ev)
@@ -194,7 +194,7 @@ func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io
 }
 
 func sessionStateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32, w io.Writer) error {
-	s, err := session.StateAtStep(ctx, j, id, n)
+	s, err := core.StateAtStep(ctx, j, id, n)
 	if err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
@@ -202,7 +202,7 @@ func sessionStateAtStep(ctx context.Context, j persistence.Journal, id string, n
 }
 
 func sessionState(ctx context.Context, j persistence.Journal, id string, at uint64, w io.Writer) error {
-	s, _, err := session.Load(ctx, j, id, at)
+	s, _, err := core.Load(ctx, j, id, at)
 	if err != nil {
 		return err
 	}

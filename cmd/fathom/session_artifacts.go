@@ -17,7 +17,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -93,7 +93,7 @@ func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*mess
 		return nil, err
 	}
 	defer j.Close()
-	s, _, err := session.Load(ctx, j, id, 0)
+	s, _, err := core.Load(ctx, j, id, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -192,7 +192,7 @@ func watchJournal(ctx context.Context, open func() (persistence.Journal, error),
 			}
 		}
 		var done bool
-		err = session.Events(ctx, j, id, p.lastSeq, func(ev *messages.Event) error {
+		err = core.Events(ctx, j, id, p.lastSeq, func(ev *messages.Event) error {
 			var err error
 			done, err = p.printWatched(ev)
 			return err
@@ -222,7 +222,7 @@ func (p *printer) resumeFromJournal(ctx context.Context, j persistence.Journal, 
 	if from == 0 {
 		return nil
 	}
-	s, _, err := session.Load(ctx, j, id, from)
+	s, _, err := core.Load(ctx, j, id, from)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,18 @@ const (
 	endMarker   = "<!-- bench:table:end -->"
 )
 
+// table is one generated table of BENCHMARKS.md: its rows and the markers around it.
+type table struct {
+	rows       []row
+	begin, end string
+}
+
+// tables are the tables -table selects.
+var tables = map[string]table{
+	"main": {rows: tableRows, begin: beginMarker, end: endMarker},
+	"load": {rows: loadRows, begin: "<!-- bench:load:begin -->", end: "<!-- bench:load:end -->"},
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -74,6 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "BENCHMARKS.md", "file whose table (between the bench:table markers) is replaced")
 	raw := fs.String("raw", "bench.out", "file that receives the raw `go test` output of every run")
 	only := fs.String("rows", "", "regexp: run only the rows whose id matches (the table is then printed, not written)")
+	which := fs.String("table", "main", "the table to measure and write: main (BENCHMARKS.md's ratios) or load (issue-sized load runs)")
 	scale := fs.Float64("scale", 1, "multiplies every row's -benchtime (e.g. 0.2 for a quick check)")
 	list := fs.Bool("list", false, "list the rows and exit")
 	fs.Usage = func() {
@@ -92,14 +105,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *scale <= 0 {
 		return usageError{fmt.Errorf("-scale must be positive, got %v", *scale)}
 	}
-	sel := tableRows
+	tbl, ok := tables[*which]
+	if !ok {
+		return usageError{fmt.Errorf("-table %q: want main or load", *which)}
+	}
+	sel := tbl.rows
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {
 			return usageError{fmt.Errorf("-rows: %w", err)}
 		}
 		sel = nil
-		for _, r := range tableRows {
+		for _, r := range tbl.rows {
 			if re.MatchString(r.ID) {
 				sel = append(sel, r)
 			}
@@ -126,12 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	table := render(sel, results, *rounds, start, time.Since(start))
+	table := render(tbl, sel, results, *rounds, start, time.Since(start))
 	if *only != "" {
 		_, err := io.WriteString(stdout, table)
 		return err
 	}
-	if err := replaceTable(*out, table); err != nil {
+	if err := replaceTable(*out, tbl, table); err != nil {
 		return err
 	}
 	log.Info("table written", "file", *out, "rows", len(sel), "took", time.Since(start).Round(time.Second))
@@ -282,9 +299,9 @@ func median(ss []sample, unit string) (float64, bool) {
 }
 
 // render builds the Markdown that goes between the markers.
-func render(rows []row, res map[measurement][]sample, rounds int, start time.Time, took time.Duration) string {
+func render(tbl table, rows []row, res map[measurement][]sample, rounds int, start time.Time, took time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", beginMarker)
+	fmt.Fprintf(&b, "%s\n", tbl.begin)
 	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians.\n\n",
 		start.UTC().Format("2006-01-02 15:04"), took.Round(time.Second), rounds)
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
@@ -293,23 +310,23 @@ func render(rows []row, res map[measurement][]sample, rounds int, start time.Tim
 	for _, r := range rows {
 		b.WriteString(r.line(res))
 	}
-	fmt.Fprintf(&b, "%s\n", endMarker)
+	fmt.Fprintf(&b, "%s\n", tbl.end)
 	return b.String()
 }
 
 // replaceTable writes table over the text between the markers of file.
-func replaceTable(file, table string) error {
+func replaceTable(file string, tbl table, text string) error {
 	old, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
 	s := string(old)
-	i := strings.Index(s, beginMarker)
-	j := strings.Index(s, endMarker)
+	i := strings.Index(s, tbl.begin)
+	j := strings.Index(s, tbl.end)
 	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %s … %s block to replace", file, beginMarker, endMarker)
+		return fmt.Errorf("%s has no %s … %s block to replace", file, tbl.begin, tbl.end)
 	}
-	s = s[:i] + table + s[j+len(endMarker)+1:]
+	s = s[:i] + text + s[j+len(tbl.end)+1:]
 	tmp := file + ".tmp"
 	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)

@@ -79,7 +79,7 @@ func TestReplaceTableKeepsTheRestOfTheFile(t *testing.T) {
 	if err := os.WriteFile(f, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceTable(f, beginMarker+"\nnew table\n"+endMarker+"\n"); err != nil {
+	if err := replaceTable(f, tables["main"], beginMarker+"\nnew table\n"+endMarker+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(f)
@@ -87,14 +87,14 @@ func TestReplaceTableKeepsTheRestOfTheFile(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
-	if err := replaceTable(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {
+	if err := replaceTable(filepath.Join(t.TempDir(), "none.md"), tables["main"], "x"); err == nil {
 		t.Fatal("a missing file did not fail")
 	}
 }
 
 func TestEveryRowIsWellFormed(t *testing.T) {
 	ids := map[string]bool{}
-	for _, r := range tableRows {
+	for _, r := range append(append([]row(nil), tableRows...), loadRows...) {
 		if ids[r.ID] {
 			t.Errorf("duplicate row id %q", r.ID)
 		}
@@ -125,6 +125,14 @@ func TestScaleBenchTime(t *testing.T) {
 	for in, want := range map[string]string{"30x": "6x", "1s": "0.2s", "1x": "1x", "500ms": "100ms"} {
 		if got := scaleBenchTime(in, 0.2); got != want {
 			t.Errorf("scaleBenchTime(%q, 0.2) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormatRatio(t *testing.T) {
+	for v, want := range map[float64]string{1.333: "1.33", 0.75: "0.75", 0.0042: "0.0042", 0.051: "0.051", 0: "0.00", 12: "12.00"} {
+		if got := formatRatio(v); got != want {
+			t.Errorf("formatRatio(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -18,6 +19,11 @@ type row struct {
 	Bench, Base string
 	// Unit is the compared unit; "" is ns/op.
 	Unit string
+	// BaseUnit, when set, is the baseline's unit instead of Unit (e.g. the ideal rate a
+	// load benchmark reports beside its own, Base naming the same benchmark).
+	BaseUnit string
+	// Extra are further units of Bench shown beside its value (percentiles, memory).
+	Extra []string
 	// Kind is how the ratio reads: "time" (Fathom ÷ baseline, lower is better),
 	// "throughput" (Fathom's rate ÷ the baseline's, higher is better) or "memory" (Fathom ÷
 	// baseline, lower is better).
@@ -47,6 +53,8 @@ var tableRows = []row{
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time"},
 	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
 		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
+	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
+		Pkg: "./tools/mcp", Bench: "BenchmarkMCPOverhead/stdio", Base: "BenchmarkMCPOverhead/in-process", Kind: "time"},
 	{ID: "sse", What: "SSE parsing of a streamed answer (bare: `bufio.Scanner` line split)",
 		Pkg: "./llm/sse", Bench: "BenchmarkReader", Base: "BenchmarkBaselineScanLines", Kind: "throughput"},
 	{ID: "sandbox-roundtrip", What: "`print(1)` over FSP/WebSocket under bubblewrap (bare: exec of `python3 -c 'print(1)'`)",
@@ -83,6 +91,20 @@ func (r row) measurements(scale float64) []measurement {
 	}
 	bt = scaleBenchTime(bt, scale)
 	return []measurement{{Pkg: r.Pkg, Bench: r.Bench, Time: bt}, {Pkg: r.Pkg, Bench: r.Base, Time: bt}}
+}
+
+// loadRows are the load table's rows: issue-sized runs (1,000 active sessions, 10,000
+// passivated ones) measured once per round, on a real PostgreSQL journal.
+var loadRows = []row{
+	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms, 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "calls/s", BaseUnit: "ideal-calls/s",
+		Extra: []string{"p50-step-ms", "p99-step-ms", "RSS-B/session"}, Kind: "throughput", BenchTime: "1x"},
+	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",
+		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
+	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
+		Extra: []string{"s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x"},
 }
 
 // scaleBenchTime multiplies a -benchtime ("2s", "30x") by scale, keeping at least 1x / 10ms.
@@ -126,7 +148,11 @@ func (r row) line(res map[measurement][]sample) string {
 	unit := r.unit()
 	what := fmt.Sprintf("%s (`%s` / `%s`)", r.What, ms[0].Bench, ms[1].Bench)
 	fv, fok := median(fs, unit)
-	bv, bok := median(bs, unit)
+	bunit := unit
+	if r.BaseUnit != "" {
+		bunit = r.BaseUnit
+	}
+	bv, bok := median(bs, bunit)
 	target := r.target()
 	if !fok || !bok || bv == 0 || fv == 0 {
 		return fmt.Sprintf("| %s | %s | not measured | not measured | — | %s | — |\n", r.ID, what, target)
@@ -146,14 +172,28 @@ func (r row) line(res map[measurement][]sample) string {
 		met = "**no**"
 	}
 	fathom := format(fv, unit)
+	for _, u := range r.Extra {
+		if v, ok := median(fs, u); ok {
+			fathom += ", " + format(v, u)
+		}
+	}
 	if unit == "ns/op" {
 		if b, ok := median(fs, "B/op"); ok {
 			a, _ := median(fs, "allocs/op")
 			fathom += fmt.Sprintf(", %s, %.0f allocs", format(b, "B/op"), a)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | **%.2f× %s** | %s | %s |\n",
-		r.ID, what, fathom, format(bv, unit), ratio, r.Kind, target, met)
+	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
+		r.ID, what, fathom, format(bv, bunit), formatRatio(ratio), r.Kind, target, met)
+}
+
+// formatRatio renders a ratio with two decimals, or two significant digits when it is
+// below 0.1 (0.0042×, never 0.00×).
+func formatRatio(v float64) string {
+	if v != 0 && math.Abs(v) < 0.1 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 func (r row) target() string {
@@ -185,6 +225,9 @@ func format(v float64, unit string) string {
 			return fmt.Sprintf("%.1f KB", v/(1<<10))
 		}
 		return fmt.Sprintf("%.0f B", v)
+	}
+	if per, ok := strings.CutPrefix(unit, "RSS-B/"); ok { // resident memory per thing
+		return format(v, "B/op") + " RSS/" + per
 	}
 	switch {
 	case v >= 1e6:

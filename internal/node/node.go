@@ -22,11 +22,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/metric"
 
+	mcpactor "github.com/fathom-agents/fathom/actors/mcp"
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
@@ -50,6 +52,7 @@ import (
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
+	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
 // summarizerName is the name of the node's summarizer pool.
@@ -100,6 +103,9 @@ type Config struct {
 	// web_search backed by FATHOM_SEARXNG_URL when set, the artifact tools backed by the
 	// node's artifact store.
 	Tools *tools.Executor
+	// ExtraTools are registered beside the built-in (or Tools') tools: an embedding
+	// program's own tools. A name already taken fails Start.
+	ExtraTools []tools.Tool
 	// SearXNGURL, when set, is the SearXNG instance web_search queries, in place of
 	// FATHOM_SEARXNG_URL (its token stays FATHOM_SEARXNG_TOKEN).
 	SearXNGURL string
@@ -120,6 +126,11 @@ type Config struct {
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
 	// by file (prompts.Load); a broken template fails Start.
 	PromptsDir string
+	// MCPServers are MCP servers (stdio or streamable HTTP) whose tools the node offers
+	// as "{server}__{tool}", each kept connected by a supervised actor (actors/mcp). They
+	// are connected at start, before sessions run: one that cannot be fails the start.
+	// Their tools join the registry of Tools (the built-in one when Tools is nil).
+	MCPServers []mcptool.ServerConfig
 }
 
 // LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
@@ -270,6 +281,8 @@ type Node struct {
 	demo    *demoModel
 	sandbox *sandbox.Pool
 	local   *localSandbox
+	// mcp keeps the MCP servers connected; nil without Config.MCPServers.
+	mcp *mcpactor.Servers
 	// artifacts is the session workspace; nil when there is none.
 	artifacts artifact.Store
 	embed     *memory.EmbedWorker
@@ -278,6 +291,10 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
+	// events is the grains' EventObserver (metrics and pub-sub topics); topics publishes
+	// on the cluster's pub-sub (topics.go).
+	events eventObservers
+	topics *topics.Publisher
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	reactivator *actor.PID
 	// janitor deletes terminal sessions past Config.Retention; nil without.
@@ -371,6 +388,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		toolExec = &tools.Executor{Registry: reg}
 	}
+	for _, t := range cfg.ExtraTools {
+		if err := toolExec.Registry.Register(t); err != nil {
+			return nil, fmt.Errorf("node: tool %q: %w", t.Name(), err)
+		}
+	}
 	scfg := cfg.Session
 	if cfg.LLM.Model != "" {
 		scfg.Model = cfg.LLM.Model
@@ -390,6 +412,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)
 	if toolExec, err = n.newSandbox(toolExec); err != nil {
+		return nil, err
+	}
+	if err := n.startMCP(ctx, system, toolExec.Registry); err != nil {
 		return nil, err
 	}
 	tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
@@ -425,8 +450,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.events.metrics = recorder
 	deps := &session.Deps{
-		Metrics:    recorder,
+		Metrics:    &n.events,
 		Tokenizer:  tok,
 		Embedder:   embedder,
 		Vectors:    n.vectors,
@@ -456,10 +482,10 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	// Spawned after the member, like the sandbox pool (remote start sets the address).
-	if n.observer, err = observer.Spawn(system, observer.Config{
-		Node: n.member.Address(), Logger: cfg.Logger.With("component", "observer"),
-		Meter: n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer"),
-	}); err != nil {
+	obsCfg := n.startTopics()
+	obsCfg.Node, obsCfg.Logger = n.member.Address(), cfg.Logger.With("component", "observer")
+	obsCfg.Meter = n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer")
+	if n.observer, err = observer.Spawn(system, obsCfg); err != nil {
 		return nil, err
 	}
 	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
@@ -807,6 +833,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.sandbox != nil {
 			errs = append(errs, n.sandbox.Stop(ctx))
 		}
+		if n.mcp != nil {
+			errs = append(errs, n.mcp.Stop(ctx))
+		}
+		n.stopTopics()
 		if n.member != nil {
 			errs = append(errs, n.member.Stop(ctx))
 		}

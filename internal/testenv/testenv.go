@@ -42,6 +42,9 @@ const (
 	// EnvChromium the Chromium executable it drives (scripts/install-console-test.sh).
 	EnvPlaywright = "FATHOM_TEST_PLAYWRIGHT"
 	EnvChromium   = "FATHOM_TEST_CHROMIUM"
+	// EnvNodeMCP is a directory whose node_modules holds the official MCP TypeScript SDK
+	// (@modelcontextprotocol/sdk) and zod.
+	EnvNodeMCP = "FATHOM_TEST_NODE_MCP"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -144,6 +147,13 @@ func NodeModelClients(t testing.TB) string {
 func ConsoleBrowser(t testing.TB) (playwrightDir, chromium string) {
 	t.Helper()
 	return lookup(t, EnvPlaywright, "playwright-core"), lookup(t, EnvChromium, "Chromium")
+}
+
+// NodeMCP returns the directory whose node_modules holds the official MCP TypeScript SDK
+// (@modelcontextprotocol/sdk) and zod (scripts/install-node-mcp.sh).
+func NodeMCP(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeMCP, "the @modelcontextprotocol/sdk npm package")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails

@@ -5,8 +5,10 @@
 // in the journal (decoding each record with messages.DecodeEvent), then switches to the
 // events published live, with no gap and no repeat across the switch. A subscriber that
 // falls behind never blocks the publisher and never loses events: its live buffer is
-// dropped and it catches up from the journal again. Subscribers receive decoded
-// *messages.Event values, shared between them.
+// dropped and it catches up again: from the feed's window of the stream's recently
+// published events when the window reaches back far enough (decoded once and shared by
+// every lagging subscriber of a hot stream), else from the journal. Subscribers receive
+// decoded *messages.Event values, shared between them.
 //
 //	f := feed.New(journal, feed.Options{})
 //	sub := f.Subscribe("session-1", 0)
@@ -72,6 +74,9 @@ var (
 // falls further behind reads the journal instead, losing nothing).
 const DefaultBuffer = 16
 
+// DefaultRecent is the default Options.Recent.
+const DefaultRecent = 1024
+
 // Options tune a Feed.
 type Options struct {
 	// Buffer is how many published batches a subscriber may have unread before it is
@@ -79,6 +84,10 @@ type Options struct {
 	Buffer int
 	// Page is how many records one catch-up read takes from the journal. Default 256.
 	Page int
+	// Recent is how many of a subscribed stream's last published events the feed keeps,
+	// so that a subscriber that fell behind catches up without reading and decoding the
+	// journal itself. Default DefaultRecent; negative keeps none.
+	Recent int
 	// Poll, when > 0, makes the subscriptions of a stream that nothing was published to
 	// on this feed during the last Poll read the journal (records another node stored).
 	// 0 relies on Publish alone (a single node).
@@ -96,6 +105,9 @@ type Feed struct {
 	closed bool
 	// pubs counts Publish calls per subscribed stream (the poller's "published lately").
 	pubs map[string]uint64
+	// recent holds the last Options.Recent events published to each subscribed stream,
+	// oldest first, contiguous in seq.
+	recent map[string][]*messages.Event
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -110,7 +122,11 @@ func New(j persistence.Journal, opts Options) *Feed {
 	if opts.Page <= 0 {
 		opts.Page = 256
 	}
-	f := &Feed{j: j, opts: opts, subs: map[string]map[*Subscription]struct{}{}, pubs: map[string]uint64{}, stop: make(chan struct{})}
+	if opts.Recent == 0 {
+		opts.Recent = DefaultRecent
+	}
+	f := &Feed{j: j, opts: opts, subs: map[string]map[*Subscription]struct{}{}, pubs: map[string]uint64{},
+		recent: map[string][]*messages.Event{}, stop: make(chan struct{})}
 	if opts.Poll > 0 {
 		f.wg.Add(1)
 		go f.pollLoop()
@@ -179,6 +195,7 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 	defer f.mu.Unlock()
 	if len(f.subs[stream]) > 0 {
 		f.pubs[stream]++
+		f.remember(stream, evs)
 	}
 	for s := range f.subs[stream] {
 		s.published = evs[len(evs)-1].GetSeq()
@@ -192,6 +209,41 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 		}
 		s.notify()
 	}
+}
+
+// remember adds evs to stream's window of recent events, keeping its last
+// Options.Recent; a window that would not stay contiguous starts over. Called with f.mu.
+func (f *Feed) remember(stream string, evs []*messages.Event) {
+	if f.opts.Recent < 0 {
+		return
+	}
+	w := f.recent[stream]
+	if len(w) > 0 && w[len(w)-1].GetSeq()+1 != evs[0].GetSeq() {
+		w = nil
+	}
+	if over := len(w) + len(evs) - f.opts.Recent; over > 0 {
+		if over >= len(w) {
+			w, evs = nil, evs[min(over-len(w), len(evs)):]
+		} else {
+			w = append(w[:0:0], w[over:]...) // a fresh array: readers keep the old one
+		}
+	}
+	f.recent[stream] = append(w, evs...)
+}
+
+// recentAfter returns stream's remembered events with seq > after, and whether they
+// reach back to after+1 (ok false: the window starts later, read the journal).
+func (f *Feed) recentAfter(stream string, after uint64) ([]*messages.Event, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.recent[stream]
+	if len(w) == 0 || w[0].GetSeq() > after+1 {
+		return nil, false
+	}
+	if last := w[len(w)-1].GetSeq(); last <= after {
+		return nil, true
+	}
+	return w[after+1-w[0].GetSeq():], true
 }
 
 // PublishDelta hands a delta of stream to the subscribers that asked for deltas. It never
@@ -308,6 +360,9 @@ type Subscription struct {
 	// Owned by the reader.
 	last    uint64
 	catchUp bool
+	// fromRecent: the catch-up is after a lag, so the feed's window of recent events may
+	// serve it (a subscribe or a poll reads the journal).
+	fromRecent bool
 	// corrupt is a stored record that did not decode: returned once the events before
 	// it are delivered, and from then on.
 	corrupt error
@@ -415,17 +470,27 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 		// readers would otherwise all queue on one mutex. A batch published between the
 		// swap and the drain is dropped with the rest and read back from the journal.
 		if s.lagged.CompareAndSwap(true, false) {
-			s.catchUp = true
+			s.catchUp, s.fromRecent = true, !s.catchUp || s.fromRecent
 			drain(s.live)
 		}
 		if s.poll.CompareAndSwap(true, false) {
-			s.catchUp = true
+			s.catchUp, s.fromRecent = true, false
 		}
 		if s.closed.Load() {
 			return Update{}, false, ErrClosed
 		}
 		if s.corrupt != nil {
 			return Update{}, false, s.corrupt
+		}
+		if s.catchUp && s.fromRecent {
+			s.fromRecent = false
+			// Everything published since the lag is in the window when it reaches back to
+			// s.last+1: then the catch-up is complete without the journal.
+			if evs, ok := s.f.recentAfter(s.stream, s.last); ok {
+				s.queue = append(s.queue, evs...)
+				s.catchUp = false
+				continue
+			}
 		}
 		if s.catchUp {
 			n, err := s.readJournal(ctx)
@@ -514,6 +579,7 @@ func (s *Subscription) Close() {
 		delete(subs, s)
 		if len(subs) == 0 {
 			delete(s.f.subs, s.stream)
+			delete(s.f.recent, s.stream)
 		}
 	}
 }

@@ -381,7 +381,7 @@ function clusterPage(main) {
   rows.replaceChildren();
   const seen = new Set();
   socket.followRestarts((r) => {
-    const key = `${r.node}/${r.seq}`;
+    const key = `${r.node}/${r.node_seq ?? r.seq}`; // node_seq numbers a member's own records
     if (seen.has(key)) return;
     seen.add(key);
     rows.prepend(el("tr", { "data-restart": r.seq },

@@ -1,0 +1,84 @@
+// Package dispatch owns the goroutines that run Fathom's actor mailboxes.
+//
+// Proto.Actor's default dispatcher starts a new goroutine every time a mailbox is
+// scheduled. A new goroutine starts with a small stack, and the session grain's message
+// path (the generated grain dispatcher, protobuf decoding, the grain's handlers) is deep
+// enough that the stack is grown and copied on nearly every message: profiled, a quarter
+// of a grain request's CPU time was runtime.copystack. Pool keeps a bounded set of idle
+// workers whose stacks have already grown and hands each scheduled mailbox to one of
+// them; when none is idle it starts a new goroutine exactly as the default dispatcher
+// does, so a mailbox never waits for a worker (an actor that blocks cannot starve
+// another) and the pool cannot deadlock.
+package dispatch
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// DefaultThroughput is how many messages a mailbox processes before yielding its worker,
+// Proto.Actor's default.
+const DefaultThroughput = 300
+
+// DefaultIdle is how long an idle worker waits for work before it exits.
+const DefaultIdle = 30 * time.Second
+
+// Pool is an actor.Dispatcher running mailboxes on reusable worker goroutines. The zero
+// value is not usable; use New.
+type Pool struct {
+	work       chan func()
+	idle       time.Duration
+	throughput int
+}
+
+var _ actor.Dispatcher = (*Pool)(nil)
+
+// New returns a pool whose idle workers exit after idle (DefaultIdle when ≤ 0) and whose
+// mailboxes process up to throughput messages per turn (DefaultThroughput when ≤ 0).
+// Workers exist only while there is work or for idle after it: a pool needs no Close.
+func New(idle time.Duration, throughput int) *Pool {
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	if throughput <= 0 {
+		throughput = DefaultThroughput
+	}
+	return &Pool{work: make(chan func()), idle: idle, throughput: throughput}
+}
+
+// Schedule runs fn on an idle worker, or on a new goroutine (which becomes a worker)
+// when no worker is idle. It never blocks.
+func (p *Pool) Schedule(fn func()) {
+	select {
+	case p.work <- fn: // an idle worker was waiting on the unbuffered channel
+	default:
+		go p.worker(fn)
+	}
+}
+
+// Throughput is the number of messages a mailbox processes per turn.
+func (p *Pool) Throughput() int { return p.throughput }
+
+// worker runs fn, then takes further work until it has been idle for p.idle.
+func (p *Pool) worker(fn func()) {
+	fn()
+	t := time.NewTimer(p.idle)
+	defer t.Stop()
+	for {
+		select {
+		case fn := <-p.work:
+			fn()
+			t.Reset(p.idle)
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// Shared is the pool Fathom's actors use: one per process, so workers warmed by one
+// actor serve the next.
+var Shared = New(DefaultIdle, DefaultThroughput)
+
+// Props returns the option that runs an actor's mailbox on Shared.
+func Props() actor.PropsOption { return actor.WithDispatcher(Shared) }

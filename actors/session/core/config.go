@@ -1,0 +1,309 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/memory"
+)
+
+// Config is the node-wide configuration of session grains. Per-session settings
+// (model, max iterations, max steps) default to these and may be overridden at start.
+type Config struct {
+	// Model is the default LLM model of new sessions.
+	Model string
+	// MaxIterations is the default bound on LLM calls per session.
+	MaxIterations uint32
+	// MaxSteps is the default bound on the number of plan steps.
+	MaxSteps uint32
+	// SnapshotEvery saves a snapshot after this many events since the last one.
+	SnapshotEvery uint64
+	// IdleTimeout passivates a grain that received nothing for this long while no step
+	// is in flight. Reactivation restores identical state from the journal.
+	IdleTimeout time.Duration
+	// FinishedIdleTimeout passivates a finished grain (completed, failed or cancelled)
+	// that received nothing for this long, when shorter than IdleTimeout: a finished
+	// session costs no memory once its last readers are done. Default 5 s; 0 means
+	// IdleTimeout.
+	FinishedIdleTimeout time.Duration
+	// LLMTimeout bounds one LLM call, the provider's own retries included.
+	LLMTimeout time.Duration
+	// JournalTimeout bounds one journal operation made by the grain.
+	JournalTimeout time.Duration
+	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
+	RetryBackoffMax time.Duration
+	// StepAttempts bounds the runs of a plan or step whose LLM call failed retryably
+	// (rate limited, provider down, breaker open); the last failure fails the session.
+	StepAttempts uint32
+	// StepRetryDelay is the wait before a retryably failed plan or step runs again. It
+	// should outlast the provider's circuit breaker open period so the retry can probe.
+	StepRetryDelay time.Duration
+	// ToolTimeout bounds one tool call.
+	ToolTimeout time.Duration
+	// MaxToolCallsPerTurn bounds the tool calls run for one model answer; calls beyond
+	// it get a validation ToolError asking the model to call again.
+	MaxToolCallsPerTurn uint32
+	// MaxParallelTools bounds the tool calls of one session running at once.
+	MaxParallelTools int
+	// PipelineDepth bounds the appends a grain has in flight or queued while it decides
+	// ahead of the journal (pipelined commits, see pipeline.go); 0 commits every decision
+	// before the next one.
+	PipelineDepth int
+	// Prices is the price table for cost accounting (nil: costs are 0).
+	Prices llm.PriceTable
+	// ContextBudget is the most prompt tokens a step call may cost (memory.BuildContext).
+	// Default 32,000; 0 means the default.
+	ContextBudget int
+	// ContextRatios split the context budget between recent messages, the summary and
+	// semantic hits. Zero means memory.DefaultRatios() (50/30/20).
+	ContextRatios memory.Ratios
+	// SemanticTopK is how many semantic hits a step call asks the vector store for.
+	// Default 20; 0 means the default.
+	SemanticTopK int
+	// Summary is when the rolling summary is regenerated (threshold of unsummarized
+	// tokens). Zero means memory.DefaultSummaryConfig().
+	Summary memory.SummaryConfig
+	// MaxParallelSubAgents bounds the sub-agents of one session running at once
+	// (independent plan steps). 0 means DefaultMaxParallelSubAgents.
+	MaxParallelSubAgents int
+	// SubAgentMaxIterations bounds the LLM calls of one sub-agent run. 0 means
+	// DefaultMaxIterations.
+	SubAgentMaxIterations uint32
+	// SubAgentTools replaces, by agent type (researcher, coder, writer, reviewer), the
+	// tools a sub-agent may call (ProfileFor's defaults), e.g. to give one a
+	// tool the node registered. Tools the node does not have are left out.
+	SubAgentTools map[string][]string
+	// MaxReplans bounds the re-plans of one session: when a sub-agent's step fails after
+	// its StepAttempts are used up, the orchestrator asks for a new plan of the remaining
+	// work (plan_revised) up to this many times; after that such a failure fails the
+	// session. Default 2; 0 disables re-planning.
+	MaxReplans int
+	// LeaseTTL is how long a session's lease in the session index lasts unless the
+	// activation that owns the session renews it (every LeaseTTL/3 while the session is
+	// not terminal, and with every append). A session whose lease lapsed is activated again
+	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
+	// off.
+	LeaseTTL time.Duration
+	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
+	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
+	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
+	// unlimited. Defaults: DefaultMaxLLMCalls calls, no cost or token bound.
+	MaxLLMCalls uint32
+	MaxCostUSD  float64
+	MaxTokens   uint64
+	// Endpoint is the model endpoint this node's provider calls, recorded in the config
+	// of the sessions it starts (endpoint.go). Zero means unknown: nothing is recorded
+	// and recorded endpoints are not checked.
+	Endpoint Endpoint
+	// AllowEndpointChange lets this node continue sessions started on another endpoint
+	// (--allow-endpoint-change); otherwise it refuses to.
+	AllowEndpointChange bool
+
+	// toolNames are the node's tools (Register sets it): sub-agents get those of their
+	// profile that exist.
+	toolNames map[string]bool
+
+	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
+	tok *memory.Tokenizer
+}
+
+// WithNode returns c bound to a node: tok counts the messages it records (nil: the
+// shared tokenizer of the session's model) and tools are the names of the node's tools
+// (sub-agents get those of their profile that exist). session.Register calls it.
+func (c Config) WithNode(tok *memory.Tokenizer, tools []string) Config {
+	c.tok = tok
+	c.toolNames = make(map[string]bool, len(tools))
+	for _, name := range tools {
+		c.toolNames[name] = true
+	}
+	return c
+}
+
+// DefaultLeaseTTL is DefaultConfig's LeaseTTL.
+const DefaultLeaseTTL = 10 * time.Second
+
+// DefaultMaxReplans is DefaultConfig's MaxReplans.
+const DefaultMaxReplans = 2
+
+// DefaultContextBudget is the default ContextBudget.
+const DefaultContextBudget = 32000
+
+// ContextConfig is the memory.BuildContext configuration of step calls.
+func (c Config) ContextConfig() memory.ContextConfig {
+	cc := memory.DefaultContextConfig()
+	cc.Budget = DefaultContextBudget
+	if c.ContextBudget > 0 {
+		cc.Budget = c.ContextBudget
+	}
+	if c.ContextRatios != (memory.Ratios{}) {
+		cc.Ratios = c.ContextRatios
+	}
+	return cc
+}
+
+// SummaryConfig is the summary trigger with defaults filled.
+func (c Config) SummaryConfig() memory.SummaryConfig {
+	if c.Summary == (memory.SummaryConfig{}) {
+		return memory.DefaultSummaryConfig()
+	}
+	return c.Summary
+}
+
+func (c Config) maxParallelSubAgents() int {
+	if c.MaxParallelSubAgents > 0 {
+		return c.MaxParallelSubAgents
+	}
+	return DefaultMaxParallelSubAgents
+}
+
+func (c Config) subAgentMaxIterations() uint32 {
+	if c.SubAgentMaxIterations > 0 {
+		return c.SubAgentMaxIterations
+	}
+	return DefaultMaxIterations
+}
+
+// hasTool reports whether the node has tool name.
+func (c Config) hasTool(name string) bool { return c.toolNames[name] }
+
+// TopK is how many semantic hits a step call asks for (SemanticTopK, default 20).
+func (c Config) TopK() int {
+	if c.SemanticTopK > 0 {
+		return c.SemanticTopK
+	}
+	return 20
+}
+
+// tokenizer is the tokenizer messages are counted with: Deps.Tokenizer once registered,
+// else the shared o200k_base one.
+func (c Config) tokenizer() *memory.Tokenizer {
+	if c.tok != nil {
+		return c.tok
+	}
+	t, _ := memory.GetTokenizer(memory.EncodingO200K)
+	return t
+}
+
+// TokenizerFor is the tokenizer of a session whose model is model: the node's
+// (Deps.Tokenizer) for the node's default model, the shared tokenizer of model's own
+// encoding for a model memory.EncodingForModel knows, and the node's again for any
+// other model. Encodings are built once per process and shared (memory.GetTokenizer).
+func (c Config) TokenizerFor(model string) *memory.Tokenizer {
+	if model == "" || model == c.Model {
+		return c.tokenizer()
+	}
+	enc, ok := memory.EncodingForModel(model)
+	if !ok || (c.tok != nil && c.tok.Name() == enc) {
+		return c.tokenizer()
+	}
+	t, err := memory.GetTokenizer(enc)
+	if err != nil {
+		return c.tokenizer()
+	}
+	return t
+}
+
+// CountText returns text's token count for model (0 without a tokenizer).
+func (c Config) CountText(model, text string) int {
+	t := c.TokenizerFor(model)
+	if t == nil {
+		return 0
+	}
+	return t.Count(text)
+}
+
+// CounterFor is TokenizerFor as the context builder's message counter (nil without a
+// tokenizer: the builder then bounds by bytes).
+func (c Config) CounterFor(model string) memory.MessageCounter {
+	if t := c.TokenizerFor(model); t != nil {
+		return t
+	}
+	return nil
+}
+
+// CountMessage returns m's stored token count in a session whose model is model (0
+// without a tokenizer).
+func (c Config) CountMessage(model string, m llm.Message) uint32 {
+	t := c.TokenizerFor(model)
+	if t == nil {
+		return 0
+	}
+	return uint32(t.CountMessage(m))
+}
+
+// DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
+// (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
+// whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
+// so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
+// once, 8 appends in flight or queued while the grain decides ahead, 2 re-plans after a
+// sub-agent's step fails for good, and a session budget of 200 LLM calls (no cost or
+// token bound).
+func DefaultConfig() Config {
+	return Config{
+		Model:               "gpt-4o-mini",
+		MaxIterations:       20,
+		MaxSteps:            10,
+		SnapshotEvery:       20,
+		IdleTimeout:         10 * time.Minute,
+		FinishedIdleTimeout: 5 * time.Second,
+		LLMTimeout:          5 * time.Minute,
+		JournalTimeout:      10 * time.Second,
+		RetryBackoffMax:     10 * time.Second,
+		StepAttempts:        3,
+		StepRetryDelay:      45 * time.Second,
+		ToolTimeout:         2 * time.Minute,
+		MaxToolCallsPerTurn: 16,
+		MaxParallelTools:    8,
+		PipelineDepth:       8,
+		MaxReplans:          DefaultMaxReplans,
+		LeaseTTL:            DefaultLeaseTTL,
+		MaxLLMCalls:         DefaultMaxLLMCalls,
+		Prices:              llm.DefaultPrices(),
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Model == "":
+		return errors.New("session config: model is empty")
+	case c.MaxIterations == 0:
+		return errors.New("session config: max iterations must be positive")
+	case c.MaxSteps == 0:
+		return errors.New("session config: max steps must be positive")
+	case c.SnapshotEvery == 0:
+		return errors.New("session config: snapshot interval must be positive")
+	case c.IdleTimeout < time.Millisecond:
+		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
+	case c.FinishedIdleTimeout < 0:
+		return fmt.Errorf("session config: finished idle timeout %s is negative", c.FinishedIdleTimeout)
+	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0 || c.ToolTimeout <= 0 || c.StepRetryDelay <= 0:
+		return errors.New("session config: timeouts must be positive")
+	case c.StepAttempts == 0:
+		return errors.New("session config: step attempts must be at least 1")
+	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
+		return errors.New("session config: tool call bounds must be positive")
+	case c.MaxParallelSubAgents < 0:
+		return errors.New("session config: max parallel sub-agents must not be negative")
+	case c.PipelineDepth < 0:
+		return errors.New("session config: pipeline depth must not be negative")
+	case c.MaxReplans < 0:
+		return errors.New("session config: max re-plans must not be negative")
+	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
+		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
+	case c.ContextBudget < 0 || c.SemanticTopK < 0:
+		return errors.New("session config: context budget and semantic top-k must not be negative")
+	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
+		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
+	}
+	if err := c.ContextConfig().Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	if err := c.SummaryConfig().Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	return nil
+}

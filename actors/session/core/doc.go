@@ -1,0 +1,50 @@
+// Package core is the pure domain of a Fathom session: how events change a session's
+// state, and what a session decides to do next. It has no actor system, no clock and
+// no I/O of its own (the import rules of internal/archtest check that it imports no
+// Proto.Actor): every function takes the state and an input and returns events or a
+// state. actors/session is the shell around it — the grain, the commit pipeline, the
+// timers and the child actors that make the calls.
+//
+// # The fold
+//
+// [Apply] folds one event into a [messages.SessionState]; it is the single definition of
+// how events change a session, used by the grain, recovery ([Load]), time travel
+// ([StateAtStep], [TimelineOf]), forks and the CLI's offline readers alike. A bad event
+// (another session's, a sequence gap, a payload that does not fit the state) is an
+// error wrapping [ErrBadEvent], never a panic and never silently skipped. [Events] and
+// [Load] read a journal (persistence.Journal) and fold it; [EncodeEvents],
+// [DecodeRecord], [EncodeState] and [DecodeState] are the stored forms.
+//
+// # Decisions
+//
+// A decision is a function of (state, input, [Config], now) returning the events to
+// commit: commands ([DecideStart], [DecideCancel], [DecidePause], [DecideResume],
+// [DecideSetBreakpoint], [DecideClearBreakpoints], [DecideProvideInput], [DecideFork])
+// return an error when refused (a [*CommandError] carrying the reason), and results of
+// work ([DecideLLMResult] for the orchestrator's and the sub-agents' model answers,
+// [DecideToolResult], [DecideRetry], [DecideHitlDeadline], [DecideInterruptDeadline])
+// always decide something. An [EventBuilder] stamps the events of one decision with
+// consecutive seqs and keeps a projection of the state they reach, so a decision can
+// read its own earlier events.
+//
+// # Plans, briefs and requests
+//
+// The planner's answer is parsed into plan steps (ids, types, dependencies, human
+// input fields, sub-agent ids) and refused with a re-prompt when unusable. A step of
+// type research, code, write or review runs in a sub-agent ([ProfileFor]); its task
+// brief quotes the hand-offs ([ParseHandoff], [HandoffText]) of the steps it depends
+// on, and [DecideHandoff] says what the orchestrator does after one. [BuildRequest]
+// and [History] build the LLM request of a step call from the state alone; the shell
+// adds retrieval (summary, semantic hits) within [Config.ContextConfig]'s budget.
+//
+// # Example
+//
+// Folding events (as a journal reader does):
+//
+//	st := core.NewState("s1")
+//	for _, ev := range events {
+//		if err := core.Apply(st, ev); err != nil {
+//			return fmt.Errorf("fold event %d: %w", ev.GetSeq(), err)
+//		}
+//	}
+package core

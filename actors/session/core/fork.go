@@ -1,0 +1,196 @@
+package core
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// ForkDuplicate answers a retried Fork: this session is a fork of the same source made
+// by the same command.
+func ForkDuplicate(s *messages.SessionState, req *messages.ForkRequest) (*messages.StartResponse, bool) {
+	f := s.GetForkedFrom()
+	seq, ok := s.GetCommands()[req.GetCommandId()]
+	if f == nil || !ok || req.GetCommandId() == "" || seq <= f.GetSourceSeq() ||
+		f.GetSourceSessionId() != req.GetSourceSessionId() || f.GetStepIndex() != req.GetStepIndex() {
+		return nil, false
+	}
+	return &messages.StartResponse{SessionId: s.GetSessionId(), Seq: seq, Duplicate: true}, true
+}
+
+// CheckFork refuses a fork of s that req may not make: a bad command id or an
+// unusable source.
+func CheckFork(s *messages.SessionState, req *messages.ForkRequest) error {
+	if err := validateCommandID(req.GetCommandId()); err != nil {
+		return err
+	}
+	switch {
+	case req.GetSourceSessionId() == "":
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "source_session_id is required")
+	case req.GetSourceSessionId() == s.GetSessionId():
+		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "a session cannot be forked into itself")
+	case s.GetSeq() != 0:
+		return refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s already exists (%s): a fork needs a new session id", s.GetSessionId(), s.GetStatus())
+	}
+	return nil
+}
+
+// DecideFork returns the fork's first append: src (the source's events through the fork
+// point, in order from seq 1) re-stamped with the fork's id, session_forked, and what
+// follows. s is the fork's empty state.
+func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*messages.Event, cfg Config, now time.Time) ([]*messages.Event, error) {
+	if len(src) == 0 {
+		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s has no events to fork", req.GetSourceSessionId())
+	}
+	b := NewEvents(s, req.GetCommandId(), now)
+	for _, ev := range src {
+		c := proto.Clone(ev).(*messages.Event)
+		c.SessionId = s.GetSessionId()
+		forkArtifactPaths(c, req.GetSourceSessionId(), s.GetSessionId())
+		b.Evs = append(b.Evs, c)
+	}
+	b.Add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SessionForked{SessionForked: &messages.SessionForked{
+			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
+		}}
+	})
+	if err := then(b, func(f *messages.SessionState) []*messages.Event {
+		return decideForkContinue(f, req.GetStepIndex(), cfg, now)
+	}); err != nil {
+		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
+	}
+	return b.Evs, nil
+}
+
+// stepEndedAt is the index of the step whose current attempt ended at seq.
+func stepEndedAt(s *messages.SessionState, seq uint64) (uint32, bool) {
+	for i, st := range s.GetSteps() {
+		if st.GetEndedSeq() == seq {
+			return uint32(i), true
+		}
+	}
+	return 0, false
+}
+
+// decideForkContinue is what a fork made after its first n steps does next: the step
+// after them starts (a last step that failed runs again), or the session completes
+// after the last step. A retry already due is left to its timer.
+func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time.Time) []*messages.Event {
+	if Terminal(s) || s.GetPending() != nil || len(s.GetPendingTools()) > 0 || s.GetRetryAtUnixNano() != 0 ||
+		s.GetInterrupt() != nil || len(s.GetAwaiting()) > 0 {
+		return nil
+	}
+	b := NewEvents(s, "", now)
+	if n == 0 {
+		advance(b, cfg)
+		return b.Evs
+	}
+	// The n-th step of the source's list as it is now ended at the fork point; a later
+	// revision may have moved it, so it is found by that seq, not by n.
+	idx, ok := stepEndedAt(s, s.GetForkedFrom().GetSourceSeq())
+	if !ok {
+		return nil
+	}
+	st := s.GetSteps()[idx]
+	if st.GetStatus() == messages.StepStatus_STEP_STATUS_FAILED {
+		startAnyStep(b, cfg, st.GetStep(), idx, st.GetAttempt()+1, "")
+		return b.Evs
+	}
+	afterStep(b, cfg, idx)
+	return b.Evs
+}
+
+// forkArtifactPaths moves every artifact path a copied event holds from the source's
+// workspace to the fork's ("{source}/research/notes.md" → "{fork}/research/notes.md"),
+// where copyArtifacts put the files: the recorded paths (artifact_written, hand-off
+// artifact lists) and the paths inside every text a fork's step reads (model answers and
+// tool calls in transcripts, tool results, hand-off summaries and step outputs, task
+// briefs, plan steps, questions and answers, the rolling summary, errors). A fork's
+// steps see only their own workspace, as if the work had been done there; a path of the
+// source's would be refused ("belongs to another session"). Identities are kept as
+// recorded (session, call, command and request ids, idempotency keys: the copied
+// history's keys stay the source's).
+func forkArtifactPaths(ev *messages.Event, source, fork string) {
+	forkStrings(ev.ProtoReflect(), func(text string) string { return forkText(text, source, fork) })
+}
+
+// forkKeptFields are the string fields forkArtifactPaths leaves as recorded: they
+// identify, they are never read as text.
+var forkKeptFields = map[protoreflect.Name]bool{
+	"session_id": true, "source_session_id": true, "command_id": true, "call_id": true, "tool_call_id": true,
+	"idempotency_key": true, "request_id": true, "sha256": true,
+}
+
+// forkStrings replaces every string of m (nested messages, lists and map values
+// included, forkKeptFields left out) with move's result.
+func forkStrings(m protoreflect.Message, move func(string) string) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if forkKeptFields[fd.Name()] {
+			return true
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				switch fd.Kind() {
+				case protoreflect.StringKind:
+					l.Set(i, protoreflect.ValueOfString(move(l.Get(i).String())))
+				case protoreflect.MessageKind, protoreflect.GroupKind:
+					forkStrings(l.Get(i).Message(), move)
+				}
+			}
+		case fd.IsMap():
+			mp := v.Map()
+			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				switch fd.MapValue().Kind() {
+				case protoreflect.StringKind:
+					mp.Set(k, protoreflect.ValueOfString(move(mv.String())))
+				case protoreflect.MessageKind, protoreflect.GroupKind:
+					forkStrings(mv.Message(), move)
+				}
+				return true
+			})
+		case fd.Kind() == protoreflect.StringKind:
+			m.Set(fd, protoreflect.ValueOfString(move(v.String())))
+		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+			forkStrings(v.Message(), move)
+		}
+		return true
+	})
+}
+
+// forkText rewrites the source's workspace prefix ("{source}/") to the fork's wherever
+// it starts a path in text: at the start or after a character that cannot be part of a
+// session id (so "{source}/" inside "x{source}/" or "{source}-2/" is left alone).
+func forkText(text, source, fork string) string {
+	old := source + "/"
+	if source == "" || !strings.Contains(text, old) {
+		return text
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, old)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:i])
+		if i == 0 || !sessionIDByte(text[i-1]) {
+			b.WriteString(fork + "/")
+		} else {
+			b.WriteString(old)
+		}
+		text = text[i+len(old):]
+	}
+}
+
+// sessionIDByte reports whether c may be part of a session id (letters, digits, "-",
+// "_", ".", and any byte of a multi-byte character).
+func sessionIDByte(c byte) bool {
+	return c >= 0x80 || c == '-' || c == '_' || c == '.' ||
+		(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}

@@ -1,0 +1,81 @@
+// Command embed is a Go program embedding Fathom with a tool of its own: the researcher
+// agent may call count_words, a typed tool whose JSON Schema is derived from its argument
+// struct. It runs one session to its end and prints its events.
+//
+//	go run ./examples/embed -goal "How many words are in 'to be or not to be'?"
+//
+// The model is the built-in demo model unless OPENAI_BASE_URL (and OPENAI_API_KEY) name
+// an OpenAI-compatible endpoint.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// wordsArgs are count_words' arguments; the tool's JSON Schema is generated from them.
+type wordsArgs struct {
+	Text string `json:"text" jsonschema:"the text whose words are counted"`
+}
+
+// countWords is the program's own tool.
+var countWords = tools.MustNew("count_words", "Counts the words (runs of non-space characters) of a text.", tools.SandboxNone,
+	func(_ context.Context, a wordsArgs) (any, error) {
+		return map[string]int{"words": len(strings.Fields(a.Text))}, nil
+	})
+
+func main() {
+	goal := flag.String("goal", "How many words are in 'to be or not to be'?", "the session's goal")
+	dir := flag.String("data-dir", ".fathom-embed", "the embedded journal's directory")
+	flag.Parse()
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = *dir
+	cfg.LLM = fathom.LLM{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("FATHOM_MODEL")}
+	if err := run(context.Background(), cfg, *goal, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts a node with count_words given to the researcher, runs one session for goal
+// and prints each event as "seq type".
+func run(ctx context.Context, cfg fathom.Config, goal string, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cfg.Tools = append(cfg.Tools, countWords)
+	cfg.Session.SubAgentTools = map[string][]string{"researcher": {"count_words", "write_artifact"}}
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer n.Close(context.Background())
+	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: goal})
+	if err != nil {
+		return err
+	}
+	sub := n.Follow(id, 0)
+	defer sub.Close()
+	for {
+		u, err := sub.NextUpdate(ctx)
+		if err != nil {
+			return err
+		}
+		ev := u.Event
+		fmt.Fprintf(out, "%d %s\n", ev.GetSeq(), ev.Type())
+		switch {
+		case ev.GetSessionCompleted() != nil:
+			fmt.Fprintln(out, "result:", ev.GetSessionCompleted().GetResult())
+			return nil
+		case ev.GetSessionFailed() != nil:
+			return fmt.Errorf("session failed: %s", ev.GetSessionFailed().GetError())
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/llm/mock"
+)
+
+// embedModel plans one research step; the researcher calls the program's count_words
+// tool, then hands off what it returned; the synthesis quotes the hand-off.
+const embedModel = `{"rules":[
+ {"system_match":"FATHOM-PHASE: synthesize","response":"The line has {{if find \"6 words\" .Input}}6{{else}}an unknown number of{{end}} words."},
+ {"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"count\",\"type\":\"research\",\"description\":\"Count the words of: to be or not to be\"}]}"},
+ {"system_match":"FATHOM-ROLE: researcher","tool_match":"\"words\"","response":"Counted.\n\n` + "```" + `json\n{\"status\":\"completed\",\"summary\":\"count_words says {{.Tool}}: 6 words\",\"recommendations\":[],\"blockers\":[],\"confidence\":0.9,\"sources\":[],\"key_findings\":[\"6 words\"],\"knowledge_gaps\":[]}\n` + "```" + `\n"},
+ {"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"count_words","arguments":"{\"text\":\"to be or not to be\"}"}]}
+]}`
+
+// TestEmbedRunsASessionThatCallsTheProgramsTool runs the example against a scripted
+// OpenAI-compatible model over HTTP: the researcher calls count_words, the program's own
+// typed tool, whose result reaches the hand-off and the session's result.
+func TestEmbedRunsASessionThatCallsTheProgramsTool(t *testing.T) {
+	script, err := mock.ParseScript([]byte(embedModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	defer model.Close()
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, "How many words are in 'to be or not to be'?", &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"tool_called", "tool_result", "session_completed", "result: The line has 6 words."} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("no %q in the example's output:\n%s", want, out.String())
+		}
+	}
+}

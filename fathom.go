@@ -1,0 +1,213 @@
+// Package fathom embeds a Fathom node in a Go program: the program starts a node with its
+// own tools, starts sessions, follows their events from any seq, answers their human
+// input, cancels them and closes the node. Everything a session does is journaled (an
+// embedded journal in DataDir, or PostgreSQL), so a session survives the program's
+// restart and continues where it stopped.
+//
+//	cfg := fathom.DefaultConfig()
+//	cfg.DataDir = "/var/lib/myapp/fathom"
+//	cfg.Tools = []tools.Tool{tools.MustNew("lookup_order", "Looks up an order by id.", tools.SandboxNone,
+//		func(ctx context.Context, a struct{ ID string `json:"id"` }) (any, error) { return orders.Get(ctx, a.ID) })}
+//	cfg.Session.SubAgentTools = map[string][]string{"researcher": {"lookup_order", "write_artifact"}}
+//	n, err := fathom.Start(ctx, cfg)
+//	...
+//	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "Why was order 42 late?"})
+//	sub := n.Follow(id, 0)
+//	defer sub.Close()
+//	for {
+//		u, err := sub.NextUpdate(ctx) // decoded events in seq order, then live ones
+//		...
+//	}
+//
+// With no model endpoint configured (Config.LLM zero), the node answers with the built-in
+// demo model, so a program runs end to end without an API key.
+package fathom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+// LLM selects the model endpoint. The zero value uses the built-in demo model.
+type LLM struct {
+	// API is "openai" (chat completions; any compatible server, the default) or
+	// "anthropic" (Messages API).
+	API string
+	// BaseURL is the API's base URL (e.g. https://api.openai.com/v1).
+	BaseURL string
+	// APIKey authenticates the calls; it is never recorded.
+	APIKey string
+	// Model is the sessions' default model.
+	Model string
+}
+
+// Config is what an embedded node runs with.
+type Config struct {
+	// DataDir holds the embedded journal when PostgresDSN is empty. Default ".fathom".
+	DataDir string
+	// PostgresDSN selects the PostgreSQL journal (migrations are applied at start).
+	PostgresDSN string
+	// LLM selects the model endpoint.
+	LLM LLM
+	// Tools are the program's own tools, offered beside the built-in ones (a tool is any
+	// tools.Tool; tools.New derives the JSON Schema from a typed argument struct). Give an
+	// agent a tool with Session.SubAgentTools.
+	Tools []tools.Tool
+	// Session configures the sessions (budgets, timeouts, the tools of each agent type).
+	Session session.Config
+	// Logger receives the node's structured logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: embedded journal in .fathom, demo model, the
+// session defaults.
+func DefaultConfig() Config {
+	return Config{DataDir: ".fathom", Session: session.DefaultConfig()}
+}
+
+// Validate reports configuration errors without starting anything.
+func (c Config) Validate() error {
+	if c.DataDir == "" && c.PostgresDSN == "" {
+		return errors.New("fathom: config: DataDir or PostgresDSN is required")
+	}
+	switch c.LLM.API {
+	case "", "openai", "anthropic":
+	default:
+		return fmt.Errorf("fathom: config: unknown LLM API %q (want openai or anthropic)", c.LLM.API)
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tools {
+		switch {
+		case t == nil:
+			return fmt.Errorf("fathom: config: Tools[%d] is nil", i)
+		case !tools.ValidName(t.Name()):
+			return fmt.Errorf("fathom: config: tool name %q is not valid", t.Name())
+		case seen[t.Name()]:
+			return fmt.Errorf("fathom: config: tool %q is given twice", t.Name())
+		}
+		seen[t.Name()] = true
+	}
+	if err := c.Session.Validate(); err != nil {
+		return fmt.Errorf("fathom: config: %w", err)
+	}
+	return nil
+}
+
+// Node is a running embedded node. Its methods are safe for concurrent use.
+type Node struct {
+	n       *node.Node
+	timeout time.Duration
+}
+
+// Start validates cfg and starts a node: journal, model, cluster member (in-process,
+// local), session grains, the program's tools. Close stops it.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ccfg := fcluster.DefaultConfig()
+	ccfg.Logger = log
+	n, err := node.Start(ctx, node.Config{
+		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.Session, Logger: log,
+		LLM:        node.LLMConfig{API: cfg.LLM.API, BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model},
+		ExtraTools: cfg.Tools,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fathom: start: %w", err)
+	}
+	return &Node{n: n, timeout: 30 * time.Second}, nil
+}
+
+// SessionRequest starts a session.
+type SessionRequest struct {
+	// ID names the session; empty picks a new one. Starting an existing ID again is a
+	// no-op that answers the same ID (the start is idempotent).
+	ID string
+	// Goal is what the session should achieve. Required.
+	Goal string
+	// UserID is recorded with the session.
+	UserID string
+}
+
+// StartSession starts a session and returns its id once its start is durable; the
+// session then runs on its own.
+func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, error) {
+	if req.Goal == "" {
+		return "", errors.New("fathom: start session: the goal is empty")
+	}
+	id := req.ID
+	if id == "" {
+		id = fmt.Sprintf("s-%d", time.Now().UnixNano())
+	}
+	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: id + "/start", Goal: req.Goal, UserId: req.UserID},
+		n.callTimeout(ctx)); err != nil {
+		return "", fmt.Errorf("fathom: start session %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// Follow subscribes to session id's events with seq > afterSeq: what is stored first,
+// then each new one, in seq order with no gap or repeat. Close the subscription when done.
+func (n *Node) Follow(id string, afterSeq uint64) live.Subscription {
+	return n.n.Feed().Follow(id, afterSeq, 0)
+}
+
+// State returns session id's current state.
+func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, error) {
+	res, err := n.n.Session(id).GetState(&messages.GetStateRequest{}, n.callTimeout(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("fathom: state of %s: %w", id, err)
+	}
+	return res.GetState(), nil
+}
+
+// Answer answers session id's open human-input request of step stepID with input (JSON
+// text; a bare string is taken as a JSON string). An answer that does not satisfy the
+// request's schema is refused and the request keeps waiting.
+func (n *Node) Answer(ctx context.Context, id, stepID, input string) error {
+	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: fmt.Sprintf("%s/answer/%s/%d", id, stepID, time.Now().UnixNano()),
+		StepId: stepID, Input: input}, n.callTimeout(ctx))
+	if err != nil {
+		return fmt.Errorf("fathom: answer %s of %s: %w", stepID, id, err)
+	}
+	return nil
+}
+
+// Cancel stops session id for good, recording reason.
+func (n *Node) Cancel(ctx context.Context, id, reason string) error {
+	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: fmt.Sprintf("%s/cancel/%d", id, time.Now().UnixNano()),
+		Reason: reason, By: "embedding program"}, n.callTimeout(ctx))
+	if err != nil {
+		return fmt.Errorf("fathom: cancel %s: %w", id, err)
+	}
+	return nil
+}
+
+// Close stops the node: sessions stop at a step boundary and continue at the next Start
+// on the same journal.
+func (n *Node) Close(ctx context.Context) error { return n.n.Stop(ctx) }
+
+// callTimeout bounds a grain call by ctx's deadline, else 30 s.
+func (n *Node) callTimeout(ctx context.Context) cluster.GrainCallOption {
+	d := n.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	return cluster.WithTimeout(max(d, time.Millisecond))
+}

@@ -1,0 +1,75 @@
+package loadbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+)
+
+// concurrency is how many sessions (or bare writers) run at once in BenchmarkConcurrentSteps.
+const concurrency = 32
+
+// BenchmarkConcurrentSteps compares the node's step rate with 32 sessions running at once
+// against a zero-latency model ("sessions=32": steps/s, a step being one LLM call and the
+// events it commits) with the rate of 32 bare pgx writers each committing single-row
+// INSERTs in a loop on the same server ("baseline=pgx-32-writers": commits/s, reported in
+// the same unit). The journal's group commit is what lets the sessions approach the bare
+// rate although every step commits several events.
+func BenchmarkConcurrentSteps(b *testing.B) {
+	b.Run("sessions=32", func(b *testing.B) {
+		steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
+		n := startNode(b, script(b, steps, 0))
+		run(b, n, "warm", concurrency) // activation paths, pool connections
+		for i := 0; b.Loop(); i++ {
+			calls, elapsed, _, _ := run(b, n, fmt.Sprintf("c%d", i), concurrency)
+			b.ReportMetric(float64(calls)/elapsed.Seconds(), "ops/s")
+		}
+	})
+	b.Run("baseline=pgx-32-writers", func(b *testing.B) {
+		dsn := testenv.PostgresDSN(b)
+		ctx := context.Background()
+		pcfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pcfg.MaxConns = concurrency
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		if _, err := pool.Exec(ctx, `CREATE TABLE bench_rows (stream_id text, seq bigint, data bytea, PRIMARY KEY (stream_id, seq))`); err != nil {
+			b.Fatal(err)
+		}
+		payload := make([]byte, 400)
+		const window = 3 * time.Second
+		for i := 0; b.Loop(); i++ {
+			var done atomic.Int64
+			var wg sync.WaitGroup
+			began := time.Now()
+			for w := range concurrency {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					stream := fmt.Sprintf("r%d-w%d", i, w)
+					for seq := 1; time.Since(began) < window; seq++ {
+						if _, err := pool.Exec(ctx, `INSERT INTO bench_rows VALUES ($1, $2, $3)`, stream, seq, payload); err != nil {
+							b.Error(err)
+							return
+						}
+						done.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(done.Load())/time.Since(began).Seconds(), "ops/s")
+		}
+	})
+}

@@ -1,0 +1,11 @@
+// Package loadbench holds the node's load benchmarks: many sessions on one node against
+// the scripted model (llm/mock) over real HTTP, on a real PostgreSQL journal (skipped
+// without one; make bench starts it). They report rates against an
+// ideal or a bare baseline measured in the same run, latency percentiles and memory per
+// session; `make bench` runs them (internal/benchtable) and writes BENCHMARKS.md.
+//
+//	go test -run '^$' -bench . -benchtime 1x ./internal/loadbench/
+//
+// Sizes come from FATHOM_LOAD_SESSIONS (active sessions, default 1,000) and
+// FATHOM_LOAD_STEPS (plan steps per session, default 10).
+package loadbench

@@ -1,0 +1,85 @@
+package loadbench
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// grainRoot is where Proto.Actor's identity lookup spawns grains.
+const grainRoot = "partition-activator/"
+
+// activeGrains counts the session grains activated on n.
+func activeGrains(n *node.Node) int {
+	count := 0
+	for _, bucket := range n.Cluster().System().ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if rest, ok := strings.CutPrefix(id, grainRoot); ok && !strings.Contains(rest, "/") {
+				count++
+			}
+		}
+	}
+	return count
+}
+
+func settledRSS() float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	return rss()
+}
+
+// BenchmarkPassivatedSessions completes FATHOM_LOAD_IDLE_SESSIONS sessions (default
+// 10,000; one step each, zero-latency model) on one node, waits until every finished
+// session has passivated on its own (no client request), then touches each once
+// (GetState, which activates it from its snapshot). Reported: how long the finished
+// sessions took to passivate, the RSS left per passivated session against the peak RSS
+// growth per session while they ran, and activation latency p50/p99.
+func BenchmarkPassivatedSessions(b *testing.B) {
+	sessions := envInt(b, "FATHOM_LOAD_IDLE_SESSIONS", 10000)
+	n := startNode(b, script(b, 1, 0))
+	for i := 0; b.Loop(); i++ {
+		base := settledRSS()
+		prefix := fmt.Sprintf("idle%d", i)
+		var peak float64
+		for done := 0; done < sessions; { // in waves, so the run measures idle, not load
+			wave := min(1000, sessions-done)
+			_, _, _, p := run(b, n, fmt.Sprintf("%s-%d", prefix, done), wave)
+			peak = max(peak, p)
+			done += wave
+		}
+		finished := time.Now()
+		deadline := finished.Add(15 * time.Minute)
+		for activeGrains(n) > 0 {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d finished sessions still active 15 minutes after the last finished", activeGrains(n))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		passivated := time.Since(finished)
+		idle := settledRSS()
+		lats := make([]time.Duration, 0, sessions)
+		for done := 0; done < sessions; done += 1000 {
+			for k := range min(1000, sessions-done) {
+				id := fmt.Sprintf("%s-%d-%d", prefix, done, k)
+				t0 := time.Now()
+				if _, err := n.Session(id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(time.Minute)); err != nil {
+					b.Fatalf("touch %s: %v", id, err)
+				}
+				lats = append(lats, time.Since(t0))
+			}
+		}
+		b.ReportMetric(passivated.Seconds(), "s-to-passivate")
+		b.ReportMetric((idle-base)/float64(sessions), "RSS-B/idle-session")
+		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/active-session")
+		b.ReportMetric(float64(percentile(lats, 0.5).Microseconds()), "p50-activation-µs")
+		b.ReportMetric(float64(percentile(lats, 0.99).Microseconds()), "p99-activation-µs")
+	}
+}

@@ -1,0 +1,220 @@
+package loadbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// script plans steps custom steps and answers every call after delay.
+func script(b *testing.B, steps int, delay time.Duration) mock.Script {
+	var plan strings.Builder
+	plan.WriteString(`{\"steps\":[`)
+	for i := range steps {
+		if i > 0 {
+			plan.WriteString(",")
+		}
+		fmt.Fprintf(&plan, `{\"id\":\"s%d\",\"type\":\"custom\",\"description\":\"step %d\"}`, i, i)
+	}
+	plan.WriteString(`]}`)
+	ms := delay.Milliseconds()
+	s, err := mock.ParseScript([]byte(fmt.Sprintf(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"%s","delay_ms":%d},
+		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":%d}]}`, plan.String(), ms, ms)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// startNode starts a node on a fresh PostgreSQL journal talking to the scripted model over HTTP.
+func startNode(b *testing.B, sc mock.Script) *node.Node {
+	b.Helper()
+	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
+	b.Cleanup(model.Close)
+	cfg := node.Config{Cluster: fcluster.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg.Cluster.Logger = cfg.Logger
+	cfg.PostgresDSN = testenv.PostgresDSN(b)
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = model.URL+"/v1", "k", true
+	cfg.Session = session.DefaultConfig()
+	cfg.Session.MaxLLMCalls = 0 // unlimited: the benchmark sizes the sessions
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = n.Stop(ctx)
+	})
+	return n
+}
+
+// rss is the process's resident set size in bytes (Linux), 0 when unknown.
+func rss() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+}
+
+// run starts sessions sessions at once and follows each to its end, returning the
+// number of LLM calls answered, the wall time, the step latencies (step_started to
+// step_completed) and the peak RSS seen while they ran.
+func run(b *testing.B, n *node.Node, prefix string, sessions int) (calls int64, elapsed time.Duration, stepLat []time.Duration, peak float64) {
+	b.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ncalls atomic.Int64
+	errs := make(chan error, sessions)
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() { // peak RSS while the sessions run
+		defer sampler.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if r := rss(); r > peak {
+				peak = r
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	began := time.Now()
+	for i := range sessions {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub := n.Feed().Follow(id, 0, 0)
+			defer sub.Close()
+			if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "start", Goal: "load " + id}, cluster.WithTimeout(time.Minute)); err != nil {
+				errs <- fmt.Errorf("start %s: %w", id, err)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			started := map[string]time.Time{}
+			var lats []time.Duration
+			for {
+				u, err := sub.NextUpdate(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("follow %s: %w", id, err)
+					return
+				}
+				ev := u.Event
+				switch {
+				case ev == nil:
+				case ev.GetLlmResponded() != nil:
+					ncalls.Add(1)
+				case ev.GetStepStarted() != nil:
+					started[ev.GetStepStarted().GetStepId()] = ev.At()
+				case ev.GetStepCompleted() != nil:
+					if at, ok := started[ev.GetStepCompleted().GetStepId()]; ok {
+						lats = append(lats, ev.At().Sub(at))
+					}
+				case ev.GetSessionFailed() != nil:
+					errs <- fmt.Errorf("session %s failed: %s", id, ev.GetSessionFailed().GetError())
+					return
+				case ev.GetSessionCompleted() != nil:
+					mu.Lock()
+					stepLat = append(stepLat, lats...)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed = time.Since(began)
+	close(stop)
+	sampler.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return ncalls.Load(), elapsed, stepLat, peak
+}
+
+// BenchmarkActiveSessions runs FATHOM_LOAD_SESSIONS sessions (default 1,000) at once on
+// one node, each FATHOM_LOAD_STEPS steps (default 10) against a model that answers every
+// call after 200 ms. Reported: LLM calls per second against the ideal bound (every
+// session always waiting on the model: sessions ÷ 200 ms), the ratio, p50/p99 step
+// latency (step_started to step_completed; the floor is 200 ms) and the peak RSS growth
+// per active session.
+func BenchmarkActiveSessions(b *testing.B) {
+	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
+	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
+	const latency = 200 * time.Millisecond
+	n := startNode(b, script(b, steps, latency))
+	for i := 0; b.Loop(); i++ {
+		runtime.GC()
+		base := rss()
+		calls, elapsed, lats, peak := run(b, n, fmt.Sprintf("active%d", i), sessions)
+		rate := float64(calls) / elapsed.Seconds()
+		ideal := float64(sessions) / latency.Seconds()
+		b.ReportMetric(rate, "calls/s")
+		b.ReportMetric(ideal, "ideal-calls/s")
+		b.ReportMetric(rate/ideal, "of-ideal")
+		b.ReportMetric(float64(percentile(lats, 0.5).Milliseconds()), "p50-step-ms")
+		b.ReportMetric(float64(percentile(lats, 0.99).Milliseconds()), "p99-step-ms")
+		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/session")
+	}
+}

@@ -1,0 +1,172 @@
+package node_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+	mcptool "github.com/fathom-agents/fathom/tools/mcp"
+	"github.com/fathom-agents/fathom/tools/mcp/mcptest"
+)
+
+// startMCPNode starts a node on the embedded journal whose model is script and whose MCP
+// servers are servers; the test's cleanup stops it.
+func startMCPNode(t *testing.T, script mock.Script, scfg session.Config, logs *testenv.Buffer, servers ...mcptool.ServerConfig) *node.Node {
+	t.Helper()
+	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	t.Cleanup(llmSrv.Close)
+	cfg := node.Config{DataDir: t.TempDir(), Session: scfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), MCPServers: servers}
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
+	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "mcp-e2e"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	return n
+}
+
+// runSession starts session id with goal and returns its events once it completed.
+func runSession(t *testing.T, n *node.Node, id, goal string) []*messages.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sub := n.Feed().Subscribe(id, 0)
+	defer sub.Close()
+	if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c1", Goal: goal}, cluster.WithTimeout(30*time.Second)); err != nil {
+		t.Fatalf("start session: %v", err)
+	}
+	var evs []*messages.Event
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("events: %v (after %d events)", err, len(evs))
+		}
+		evs = append(evs, ev)
+		switch ev.GetPayload().(type) {
+		case *messages.Event_SessionCompleted:
+			return evs
+		case *messages.Event_SessionFailed:
+			t.Fatalf("session failed: %s", ev.GetSessionFailed().GetError())
+		}
+	}
+}
+
+// TestResearcherCallsAnMCPTool: a session's researcher, given the MCP tool
+// orders__lookup_order through SubAgentTools, calls it; the call runs in the TypeScript
+// SDK's stdio server the node started, with the call's idempotency key, and the
+// researcher hands off what it returned.
+func TestResearcherCallsAnMCPTool(t *testing.T) {
+	script := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"r","type":"research","description":"look order A-1 up"}]}`},
+		{SystemMatch: "FATHOM-ROLE: researcher", ToolMatch: `"status":"shipped"`, Response: `{"status":"completed","summary":"order A-1 has shipped"}`},
+		{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "orders__lookup_order", Arguments: `{"order_id":"A-1"}`}}},
+		{SystemMatch: "FATHOM-PHASE: synthesize", Response: "A-1 shipped."},
+	}, Default: "?"}
+	scfg := session.DefaultConfig()
+	scfg.SubAgentTools = map[string][]string{"researcher": {"orders__lookup_order"}}
+	logs := &testenv.Buffer{}
+	n := startMCPNode(t, script, scfg, logs, mcptest.Stdio(t, "orders"))
+	if st := n.MCPServers(); len(st) != 1 || !st[0].Connected || !slices.Contains(st[0].Tools, "orders__lookup_order") {
+		t.Fatalf("mcp servers %+v", st)
+	}
+	evs := runSession(t, n, "s-mcp", "Where is order A-1?")
+	var started *messages.SubagentStarted
+	var called *messages.ToolCalled
+	var result *messages.ToolResult
+	for _, ev := range evs {
+		switch {
+		case ev.GetSubagentStarted() != nil:
+			started = ev.GetSubagentStarted()
+		case ev.GetToolCalled().GetTool() == "orders__lookup_order":
+			called = ev.GetToolCalled()
+		case ev.GetToolResult().GetTool() == "orders__lookup_order":
+			result = ev.GetToolResult()
+		}
+	}
+	if started == nil || started.GetAgentType() != "researcher" || !slices.Contains(started.GetTools(), "orders__lookup_order") {
+		t.Fatalf("subagent_started %v", started)
+	}
+	if called == nil || called.GetSubAgentId() == "" || called.GetIdempotencyKey() == "" {
+		t.Fatalf("tool_called %v", called)
+	}
+	if result == nil || result.GetError() != nil || result.GetResult() != `{"order_id":"A-1","status":"shipped","total":42.5}` {
+		t.Fatalf("tool_result %v", result)
+	}
+}
+
+// TestNodeRestartsACrashedMCPServer: a tool call that kills the stdio server fails as a
+// retryable sandbox error in the session; the node restarts the server (a new process)
+// and reports the restart like any other: in Restarts() and its log, as kind mcp_server.
+func TestNodeRestartsACrashedMCPServer(t *testing.T) {
+	script := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"custom","description":"break it","dependencies":[]}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: `Error type: sandbox`, Response: "The server crashed."},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "orders__crash", Arguments: `{}`}}},
+	}, Default: "done"}
+	logs := &testenv.Buffer{}
+	n := startMCPNode(t, script, session.DefaultConfig(), logs, mcptest.Stdio(t, "orders"))
+	evs := runSession(t, n, "s-crash", "crash the server")
+	var failure *messages.ToolFailure
+	for _, ev := range evs {
+		if r := ev.GetToolResult(); r.GetTool() == "orders__crash" {
+			failure = r.GetError()
+		}
+	}
+	if failure == nil || failure.GetErrorType() != "sandbox" || !failure.GetRetryable() {
+		t.Fatalf("the crashing call's failure: %v", failure)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { st := n.MCPServers(); return st[0].Connected && st[0].Connects == 2 },
+		"the server was not restarted: %+v", n.MCPServers())
+	var restarts []observer.Restart
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		restarts, err = n.Restarts(context.Background())
+		return err == nil && slices.ContainsFunc(restarts, func(r observer.Restart) bool { return r.Kind == observer.KindMCP })
+	}, "no mcp_server restart among %+v", restarts)
+	if !strings.Contains(logs.String(), "kind=mcp_server") {
+		t.Fatalf("the restart is not in the node's log:\n%s", logs)
+	}
+	rec := httptest.NewRecorder()
+	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `fathom_actor_restarts_total{kind="mcp_server"} 1`) {
+		t.Fatalf("the restart is not counted in /metrics:\n%s", rec.Body)
+	}
+}
+
+// TestNodeFailsToStartWithAnUnreachableMCPServer: the start fails, naming the server.
+func TestNodeFailsToStartWithAnUnreachableMCPServer(t *testing.T) {
+	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(&testenv.Buffer{}, nil)),
+		MCPServers: []mcptool.ServerConfig{{Name: "ghost", Command: "/nonexistent/server"}}}
+	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "mcp-e2e-fail"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err == nil {
+		_ = n.Stop(ctx)
+		t.Fatal("the node started without its MCP server")
+	}
+	if !strings.Contains(err.Error(), "mcp server ghost") {
+		t.Fatalf("error %v", err)
+	}
+}

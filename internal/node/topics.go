@@ -1,0 +1,58 @@
+package node
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/cluster/topics"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// subscribeTimeout bounds the observer's subscription to the restarts topic.
+const subscribeTimeout = 5 * time.Second
+
+// eventObservers tells every stored event to the node's metrics and, once the member has
+// joined, to the session's pub-sub topic.
+type eventObservers struct {
+	metrics session.EventObserver
+	topics  atomic.Pointer[topics.Publisher]
+}
+
+// Event implements session.EventObserver.
+func (o *eventObservers) Event(ev *messages.Event) {
+	if o.metrics != nil {
+		o.metrics.Event(ev)
+	}
+	if p := o.topics.Load(); p != nil {
+		p.Event(ev)
+	}
+}
+
+// startTopics starts the node's pub-sub publisher on the joined member: session events
+// from now on go to their topics, and the observer's options publish this node's restarts
+// and subscribe to everyone's.
+func (n *Node) startTopics() observer.Config {
+	c := n.member.Cluster()
+	n.topics = topics.NewPublisher(c, topics.Options{Logger: n.log.With("component", "topics")})
+	n.events.topics.Store(n.topics)
+	return observer.Config{
+		OnRestart: func(r observer.Restart) { n.topics.Restart(observer.Record(r)) },
+		Subscribe: func(pid *actor.PID) error {
+			_, err := c.SubscribeByPid(topics.Restarts, pid, cluster.WithTimeout(subscribeTimeout))
+			return err
+		},
+	}
+}
+
+// stopTopics publishes what is queued and stops the publisher; later events are dropped.
+func (n *Node) stopTopics() {
+	if n.topics != nil {
+		n.events.topics.Store(nil)
+		n.topics.Close()
+	}
+}
