@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/live"
@@ -56,12 +57,20 @@ type Config struct {
 	Artifacts ArtifactReader
 	// Index, when set, answers GET /v1/sessions from the node's session index.
 	Index SessionIndex
+	// Deleter, when set, serves DELETE /v1/sessions/{id} (write scope).
+	Deleter SessionDeleter
+	// Meter, when set, records the gateway's own metrics (fathom_gateway_connections);
+	// the node's meter provider, so GET /metrics serves them.
+	Meter metric.Meter
 	// Metrics, when set, serves GET /metrics (the Prometheus text format). Like /healthz it
 	// needs no token: label values are bounded kinds, models and tools, never session data.
 	Metrics http.Handler
 	// Restarts, when set, lists the node's kept supervision events (oldest first) for
 	// GET /v1/restarts (read scope).
 	Restarts func(ctx context.Context) ([]observer.Restart, error)
+	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
+	// it sees (the console's cluster page).
+	Cluster func(ctx context.Context) (ClusterInfo, error)
 	// Ready reports whether the node can serve (nil error) for /readyz.
 	Ready func() error
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
@@ -185,10 +194,13 @@ type Handler struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	closed bool
-	wg     sync.WaitGroup // connections, HTTP event streams and drains
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	streams int // open HTTP event streams
+	closed  bool
+	wg      sync.WaitGroup // connections, HTTP event streams and drains
+
+	metricsReg metric.Registration // metrics.go; nil without Config.Meter
 }
 
 // New returns the gateway handler.
@@ -214,6 +226,9 @@ func New(cfg Config) (*Handler, error) {
 		},
 	}
 	h.routes()
+	if err := h.registerMetrics(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -224,6 +239,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
 	h.mux.Handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
 	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))
+	h.mux.Handle("DELETE /v1/sessions/{id}", h.require(ScopeWrite, h.deleteSession)) // delete.go
 	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
 	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
 	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
@@ -239,6 +255,9 @@ func (h *Handler) routes() {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)
 	}
 	h.mux.Handle("GET /v1/restarts", h.require(ScopeRead, h.streamRestarts))
+	h.mux.Handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))   // cluster.go
+	h.mux.Handle("GET /v1/cluster", h.require(ScopeRead, h.cluster)) // cluster.go
+	h.consoleRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -290,6 +309,8 @@ func (h *Handler) track(c *conn) bool {
 	}
 	if c != nil {
 		h.conns[c] = struct{}{}
+	} else {
+		h.streams++
 	}
 	h.wg.Add(1)
 	return true
@@ -299,6 +320,8 @@ func (h *Handler) untrack(c *conn) {
 	h.mu.Lock()
 	if c != nil {
 		delete(h.conns, c)
+	} else {
+		h.streams--
 	}
 	h.mu.Unlock()
 	h.wg.Done()
@@ -337,6 +360,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	h.cancelBase()
+	if first && h.metricsReg != nil {
+		_ = h.metricsReg.Unregister()
+	}
 	if first {
 		for _, c := range conns {
 			go func() {

@@ -78,7 +78,8 @@ func startGW(t *testing.T, o gwOpts) *gw {
 		t.Fatalf("start node: %v", err)
 	}
 	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log,
-		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n}
+		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n, Deleter: n, Cluster: n.ClusterInfo,
+		Meter: n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")}
 	if o.cfg != nil {
 		o.cfg(&gcfg)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +23,25 @@ const (
 // SessionIndex lists the sessions of the node's session index for GET /v1/sessions
 // (internal/node.Node implements it over its journal).
 type SessionIndex interface {
-	// ListSessions returns up to limit sessions ordered by id, after the id after ("" from
-	// the start), with status status ("" for any). ErrNoIndex when the journal keeps none.
-	ListSessions(ctx context.Context, status, after string, limit int) ([]SessionSummary, error)
+	// ListSessions returns the sessions q selects, newest first (by CreatedAt, then by
+	// SessionID, both descending). ErrNoIndex when the journal keeps none.
+	ListSessions(ctx context.Context, q ListQuery) ([]SessionSummary, error)
+}
+
+// ListQuery is what GET /v1/sessions asks the index for.
+type ListQuery struct {
+	// Status, UserID: only sessions with this status, of this user ("" for any).
+	Status, UserID string
+	// Since, Until: only sessions created at or after Since and before Until (zero: open).
+	Since, Until time.Time
+	// GoalContains: only sessions whose goal contains this text, ignoring case.
+	GoalContains string
+	// AfterCreated and AfterID continue a listing after that session (AfterID "": from
+	// the newest).
+	AfterCreated time.Time
+	AfterID      string
+	// Limit bounds the sessions returned.
+	Limit int
 }
 
 // ErrNoIndex is what a SessionIndex answers when the node's journal keeps no session index.
@@ -46,6 +63,14 @@ type SessionSummary struct {
 	DueAt *time.Time `json:"due_at,omitempty"`
 	// LeaseOwner is the member hosting it while its lease is live (absent: none).
 	LeaseOwner string `json:"lease_owner,omitempty"`
+	// UserID is who started it (absent: unknown).
+	UserID string `json:"user_id,omitempty"`
+	// Goal is its goal, cut to 1,000 bytes.
+	Goal string `json:"goal"`
+	// CreatedAt is when its first event was stored.
+	CreatedAt time.Time `json:"created_at"`
+	// CostUSD is its model cost so far (the node's price table).
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // SessionList is the body of GET /v1/sessions.
@@ -55,37 +80,24 @@ type SessionList struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// listSessions serves GET /v1/sessions?status=&limit=&cursor= from the session index,
-// ordered by session id.
+// listSessions serves GET /v1/sessions?status=&user_id=&since=&until=&goal=&limit=&cursor=
+// from the session index, newest first.
 func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	ix := h.cfg.Index
 	if ix == nil {
 		writeError(w, errorf(CodeUnsupported, "this gateway has no session index"))
 		return
 	}
-	q := r.URL.Query()
-	status := q.Get("status")
-	if status != "" && !slices.Contains(Statuses, status) {
-		writeError(w, errorf(CodeInvalidArgument, "status must be one of %s, not %q", strings.Join(Statuses, ", "), truncate(status, 40)))
+	lq, aerr := parseListQuery(r.URL.Query())
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
-	limit := DefaultListLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			writeError(w, errorf(CodeInvalidArgument, "limit must be 1 to %d: %q", MaxListLimit, truncate(v, 40)))
-			return
-		}
-		limit = n
-	}
-	after, err := base64.RawURLEncoding.DecodeString(q.Get("cursor"))
-	if err != nil {
-		writeError(w, errorf(CodeInvalidArgument, "cursor is not one this route returned: %q", truncate(q.Get("cursor"), 40)))
-		return
-	}
+	limit := lq.Limit
+	lq.Limit++ // one more tells whether there is a next page
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()
-	es, err := ix.ListSessions(ctx, status, string(after), limit+1)
+	es, err := ix.ListSessions(ctx, lq)
 	if errors.Is(err, ErrNoIndex) {
 		writeError(w, errorf(CodeUnsupported, "%v", err))
 		return
@@ -98,11 +110,79 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	out := SessionList{Sessions: make([]SessionSummary, 0, min(len(es), limit))}
 	for i, e := range es {
 		if i == limit {
-			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(es[i-1].SessionID))
+			out.NextCursor = encodeCursor(es[i-1])
 			break
 		}
-		s := e
-		out.Sessions = append(out.Sessions, s)
+		out.Sessions = append(out.Sessions, e)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// MaxGoalFilterBytes bounds GET /v1/sessions?goal=.
+const MaxGoalFilterBytes = 200
+
+// parseListQuery reads GET /v1/sessions's parameters; a bad one is a clear 400.
+func parseListQuery(q url.Values) (ListQuery, *apiError) {
+	lq := ListQuery{Status: q.Get("status"), UserID: q.Get("user_id"), GoalContains: q.Get("goal"), Limit: DefaultListLimit}
+	if lq.Status != "" && !slices.Contains(Statuses, lq.Status) {
+		return lq, errorf(CodeInvalidArgument, "status must be one of %s, not %q", strings.Join(Statuses, ", "), truncate(lq.Status, 40))
+	}
+	if len(lq.GoalContains) > MaxGoalFilterBytes {
+		return lq, errorf(CodeInvalidArgument, "goal filter exceeds %d bytes", MaxGoalFilterBytes)
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return lq, errorf(CodeInvalidArgument, "limit must be 1 to %d: %q", MaxListLimit, truncate(v, 40))
+		}
+		lq.Limit = n
+	}
+	for _, p := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &lq.Since}, {"until", &lq.Until}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return lq, errorf(CodeInvalidArgument, "%s must be an RFC 3339 time (2026-11-24T01:00:00Z): %q", p.name, truncate(v, 40))
+		}
+		*p.to = t
+	}
+	if !lq.Since.IsZero() && !lq.Until.IsZero() && !lq.Since.Before(lq.Until) {
+		return lq, errorf(CodeInvalidArgument, "since (%s) must be before until (%s)", lq.Since.Format(time.RFC3339), lq.Until.Format(time.RFC3339))
+	}
+	if c := q.Get("cursor"); c != "" {
+		at, id, ok := decodeCursor(c)
+		if !ok {
+			return lq, errorf(CodeInvalidArgument, "cursor is not one this route returned: %q", truncate(c, 40))
+		}
+		lq.AfterCreated, lq.AfterID = at, id
+	}
+	return lq, nil
+}
+
+// A cursor is base64url("c1." + creation Unix nanoseconds + "." + session id) of the last
+// session of a page.
+func encodeCursor(s SessionSummary) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("c1." + strconv.FormatInt(s.CreatedAt.UnixNano(), 10) + "." + s.SessionID))
+}
+
+func decodeCursor(c string) (time.Time, string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	rest, ok := strings.CutPrefix(string(b), "c1.")
+	if !ok {
+		return time.Time{}, "", false
+	}
+	ns, id, ok := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return time.Time{}, "", false
+	}
+	return time.Unix(0, n).UTC(), id, true
 }

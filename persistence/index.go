@@ -3,7 +3,9 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Session statuses kept in the session index. They are the values of the gateway's
@@ -49,6 +51,104 @@ type IndexEntry struct {
 	LeaseExpires time.Time
 	// LeaseTTL is input only (AppendIndexed).
 	LeaseTTL time.Duration
+
+	// The session's facts, kept from its events by the journal's FactsFunc (output only;
+	// empty when the journal has none, and in rows written before the facts were kept).
+
+	// UserID is session_started's user_id.
+	UserID string
+	// Goal is session_started's goal, cut to MaxIndexedGoalBytes.
+	Goal string
+	// CreatedAt is when the session's first event was stored.
+	CreatedAt time.Time
+	// CostUSD is the sum of the session's llm_responded cost_usd.
+	CostUSD float64
+}
+
+// MaxIndexedGoalBytes bounds the goal an index row keeps (the events keep all of it).
+const MaxIndexedGoalBytes = 1000
+
+// SessionFacts is what a batch of a session's records tells its index row besides the
+// status: the start's user and goal, and the cost the batch adds.
+type SessionFacts struct {
+	// Started is set when the batch holds the session's session_started.
+	Started bool
+	// UserID and Goal are session_started's (when Started).
+	UserID, Goal string
+	// CostUSD is the model cost the batch adds.
+	CostUSD float64
+}
+
+// FactsFunc reads a batch's SessionFacts. Journals that keep the session index call
+// theirs (an option of each journal) on every indexed append; the journal packages do
+// not decode events themselves (persistence/indexfacts.Of does).
+type FactsFunc func(recs []Record) SessionFacts
+
+// ListQuery selects and pages GET /v1/sessions's rows. Rows come newest first (by
+// CreatedAt, then by SessionID, both descending).
+type ListQuery struct {
+	// Status keeps rows with this status ("" for any).
+	Status string
+	// UserID keeps rows of this user ("" for any).
+	UserID string
+	// Since and Until keep rows created at or after Since and before Until (zero: open).
+	Since, Until time.Time
+	// GoalContains keeps rows whose goal contains this text, ignoring case ("" for any).
+	GoalContains string
+	// IDPrefix keeps rows whose session id starts with this ("" for any).
+	IDPrefix string
+	// After continues a listing after this row (its CreatedAt and SessionID); nil starts
+	// from the newest.
+	After *ListPosition
+	// Limit bounds the rows returned (0: all).
+	Limit int
+}
+
+// ListPosition is a row's place in the list order.
+type ListPosition struct {
+	CreatedAt time.Time
+	SessionID string
+}
+
+// Before reports whether position p comes before row e in the list order (newest
+// first); a nil position comes before every row.
+func (p *ListPosition) Before(e IndexEntry) bool {
+	return p == nil || Newer(IndexEntry{CreatedAt: p.CreatedAt, SessionID: p.SessionID}, e)
+}
+
+// Newer reports whether row a comes before row b in the list order: created later, or
+// created at the same time with a greater session id.
+func Newer(a, b IndexEntry) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.SessionID > b.SessionID
+}
+
+// Matches reports whether row e passes q's filters (not its position or limit).
+func (q ListQuery) Matches(e IndexEntry) bool {
+	switch {
+	case q.Status != "" && e.Status != q.Status,
+		q.UserID != "" && e.UserID != q.UserID,
+		!q.Since.IsZero() && e.CreatedAt.Before(q.Since),
+		!q.Until.IsZero() && !e.CreatedAt.Before(q.Until),
+		q.IDPrefix != "" && !strings.HasPrefix(e.SessionID, q.IDPrefix),
+		q.GoalContains != "" && !strings.Contains(strings.ToLower(e.Goal), strings.ToLower(q.GoalContains)):
+		return false
+	}
+	return true
+}
+
+// CutGoal cuts goal to MaxIndexedGoalBytes at a rune boundary.
+func CutGoal(goal string) string {
+	if len(goal) <= MaxIndexedGoalBytes {
+		return goal
+	}
+	cut := MaxIndexedGoalBytes
+	for cut > 0 && !utf8.RuneStart(goal[cut]) {
+		cut--
+	}
+	return goal[:cut]
 }
 
 // SessionIndex is implemented by journals that keep the session index: one row per
@@ -72,9 +172,8 @@ type SessionIndex interface {
 	// Due returns up to limit sessions that need a live activation and have none: DueAt set
 	// and passed, and no lease or an expired one. Earliest DueAt first.
 	Due(ctx context.Context, limit int) ([]IndexEntry, error)
-	// ListSessions returns up to limit entries ordered by session id, after the id after
-	// ("" from the start), with status status ("" for any).
-	ListSessions(ctx context.Context, status, after string, limit int) ([]IndexEntry, error)
+	// ListSessions returns the rows q selects, newest first (ListQuery).
+	ListSessions(ctx context.Context, q ListQuery) ([]IndexEntry, error)
 }
 
 // ValidateIndexEntry checks an entry the way every SessionIndex must: a known status and

@@ -2,7 +2,8 @@
 # Brings up (or tears down) every real service the integration tests use, all under DIR:
 # PostgreSQL 15 + pgvector, a Consul dev agent and MinIO, each on 127.0.0.1 and free ports; bubblewrap; and the official
 # `openai` (4.x and 6.x) and `@anthropic-ai/sdk` npm clients (for mock-llm's protocol-fidelity tests); Debian's python3-websockets (the gateway's independent
-# WebSocket client); the official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, MCP servers for the MCP client's tests).
+# WebSocket client); the official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, MCP servers for the MCP client's tests);
+# Debian's chromium and the npm playwright-core (the web console's end-to-end test).
 #
 #   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
 #                                  path; `. DIR/env` then exports FATHOM_TEST_* for internal/testenv
@@ -64,11 +65,15 @@ up() {
   node_mcp=$("$HERE/install-node-mcp.sh") || die "installing the @modelcontextprotocol/sdk npm package failed"
   local python_websockets
   python_websockets=$("$HERE/install-python-websockets.sh") || die "installing python3-websockets failed"
+  local console_browser
+  console_browser=$("$HERE/install-console-test.sh") || die "installing chromium and playwright-core failed"
   {
     echo "export FATHOM_TEST_REQUIRE_SERVICES=1"
     printf "export FATHOM_TEST_NODE_OPENAI='%s'\n" "$node_openai"
     printf "export FATHOM_TEST_NODE_MODEL_CLIENTS='%s'\n" "$node_model_clients"
     printf "export FATHOM_TEST_PYTHON_WEBSOCKETS='%s'\n" "$python_websockets"
+    printf "export FATHOM_TEST_PLAYWRIGHT='%s'\n" "$(sed -n 1p <<<"$console_browser")"
+    printf "export FATHOM_TEST_CHROMIUM='%s'\n" "$(sed -n 2p <<<"$console_browser")"
     printf "export FATHOM_TEST_NODE_MCP='%s'\n" "$node_mcp"
     for s in "${SERVICES[@]}"; do cat "$DIR/$s/$s.env"; done
   } >"$DIR/env.tmp"

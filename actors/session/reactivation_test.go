@@ -14,7 +14,7 @@ import (
 // indexEntry reads session id's row of the session index.
 func indexEntry(t *testing.T, j persistence.Journal, id string) (persistence.IndexEntry, bool) {
 	t.Helper()
-	es, err := j.(persistence.SessionIndex).ListSessions(context.Background(), "", "", 0)
+	es, err := j.(persistence.SessionIndex).ListSessions(context.Background(), persistence.ListQuery{IDPrefix: id})
 	if err != nil {
 		t.Fatalf("list the session index: %v", err)
 	}

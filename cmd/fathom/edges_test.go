@@ -143,7 +143,8 @@ func TestSessionSubcommandHelpListsOnlyItsOwnFlags(t *testing.T) {
 		sub       string
 		want, not []string
 	}{
-		{"list", []string{"data-dir", "postgres", "json"}, []string{"at", "at-seq", "from", "addr", "token", "out", "request-id", "new-id"}},
+		{"list", []string{"data-dir", "postgres", "json", "addr", "token", "status", "user", "goal", "since", "until", "limit", "cursor"}, []string{"at", "at-seq", "from", "out", "request-id", "new-id"}},
+		{"delete", []string{"data-dir", "postgres", "json", "addr", "token"}, []string{"at", "at-seq", "from", "out", "request-id", "new-id", "status"}},
 		{"timeline", []string{"data-dir", "json", "addr", "token"}, []string{"at", "at-seq", "from", "out"}},
 		{"state", []string{"data-dir", "at", "at-seq", "addr"}, []string{"from", "json", "out", "new-id"}},
 		{"watch", []string{"data-dir", "from", "json", "addr"}, []string{"at", "at-seq", "out"}},

@@ -78,6 +78,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
 	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n
+	gcfg.Deleter, gcfg.Cluster, gcfg.Meter = n, n.ClusterInfo, n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	gcfg.Ready = func() error {
 		if err := n.Cluster().Ready(); err != nil { // a member that cannot place grains is not ready
 			return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -171,6 +172,27 @@ func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
 		if families[name] == nil {
 			t.Errorf("no %s after a completed session", name)
 		}
+	}
+	// The sandbox pool the node started has connections; the scrape passes promtool's checks.
+	if size := families["fathom_sandbox_pool_size"]; size == nil || size.GetMetric()[0].GetGauge().GetValue() < 1 {
+		t.Errorf("fathom_sandbox_pool_size = %v, want at least one connection", size)
+	}
+	for _, name := range []string{"fathom_sandbox_pool_in_use", "fathom_sandbox_pool_waiting", "fathom_sessions", "fathom_journal_append_duration_seconds"} {
+		if families[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+	resp, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	problems, err := promlint.New(resp.Body).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promtool check metrics: %s: %s", p.Metric, p.Text)
 	}
 	for _, m := range families["fathom_llm_tokens_total"].GetMetric() {
 		for _, l := range m.GetLabel() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"text/tabwriter"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -24,7 +21,7 @@ import (
 
 // sessionSubcommands are the subcommands of `fathom session` and their synopses.
 var sessionSubcommands = map[string]string{
-	"list":      "[flags]",
+	"list":      "[--status S] [--user U] [--goal TEXT] [--since T] [--until T] [--limit N] [--addr NODE --token T [--cursor C]] [flags]",
 	"timeline":  "[flags] ID",
 	"state":     "[--at STEP | --at-seq SEQ] [--addr NODE --token T] [flags] ID",
 	"watch":     "[--from SEQ] [--addr NODE --token T] [--json] [flags] ID",
@@ -39,6 +36,7 @@ type sessionReadFlags struct {
 	at          int64
 	atSeq, from uint64
 	addr, token string
+	list        listFlags
 }
 
 func (f *sessionReadFlags) register(fs *flag.FlagSet, sub string) {
@@ -55,25 +53,29 @@ func (f *sessionReadFlags) register(fs *flag.FlagSet, sub string) {
 	case "watch":
 		fs.Uint64Var(&f.from, "from", 0, "print events after this seq")
 	}
-	if sub != "list" {
-		fs.StringVar(&f.addr, "addr", os.Getenv("FATHOM_ADDR"), "ask a node's gateway (host:port or URL) instead of reading the journal (env FATHOM_ADDR)")
-		fs.StringVar(&f.token, "token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
+	if sub == "list" {
+		f.list.register(fs)
 	}
+	fs.StringVar(&f.addr, "addr", os.Getenv("FATHOM_ADDR"), "ask a node's gateway (host:port or URL) instead of reading the journal (env FATHOM_ADDR)")
+	fs.StringVar(&f.token, "token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
 }
 
 // runSession inspects sessions: straight from the journal (no node needed), or, with
 // --addr, through a node's gateway; input and fork change them (runSessionWrite).
 // Reading never creates a data dir or a journal.
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "delete" {
+		return runSessionDelete(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && sessionWriteSubcommands[args[0]] != "" {
 		return runSessionWrite(ctx, args[0], args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID|delete ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP or cancel ID")
+		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP, cancel ID or delete ID")
 	}
 	sub := args[0]
 	if sub == "artifacts" {
@@ -89,11 +91,17 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if sub != "list" && len(pos) != 1 {
 		return usageError("session %s needs exactly one session ID", sub)
 	}
+	if err := f.list.check(sub); err != nil {
+		return err
+	}
 	if f.at >= 0 && f.atSeq > 0 {
 		return usageError("--at (a step) and --at-seq (a seq) exclude each other")
 	}
 	if f.at > math.MaxUint32 {
 		return usageError("--at %d is not a step index", f.at)
+	}
+	if f.addr != "" && sub == "list" {
+		return sessionListRemote(ctx, f.addr, f.token, f.list, stdout, f.json)
 	}
 	if f.addr != "" {
 		return sessionRemote(ctx, sub, pos, f.addr, f.token, f.at, f.atSeq, f.from, f.json, stdout)
@@ -111,7 +119,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer j.Close()
 	switch sub {
 	case "list":
-		return sessionList(ctx, j, stdout, f.json)
+		return sessionList(ctx, j, f.list, stdout, f.json)
 	case "timeline":
 		return sessionTimeline(ctx, j, pos[0], stdout, f.json)
 	default:
@@ -127,7 +135,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func noJournal(sub string, pos []string, jsonOut bool, w io.Writer, err error) error {
 	if sub == "list" {
 		if !jsonOut {
-			fmt.Fprintln(w, "SESSION  EVENTS  CREATED  UPDATED")
+			fmt.Fprintln(w, "SESSION  STATUS  EVENTS  CREATED  UPDATED  COST  GOAL")
 		}
 		return nil
 	}
@@ -159,28 +167,6 @@ func sessionRemote(ctx context.Context, sub string, pos []string, addr, token st
 // is an error wrapping os.ErrNotExist, and nothing is created.
 func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Journal, error) {
 	return node.OpenJournalReadOnly(ctx, store.dataDir, store.postgres, slog.Default())
-}
-
-func sessionList(ctx context.Context, j persistence.Journal, w io.Writer, jsonOut bool) error {
-	streams, err := j.ListStreams(ctx, "")
-	if err != nil {
-		return err
-	}
-	if jsonOut {
-		enc := json.NewEncoder(w)
-		for _, s := range streams {
-			if err := enc.Encode(map[string]any{"session_id": s.ID, "last_seq": s.LastSeq, "created_at": s.CreatedAt.UTC().Format(time.RFC3339Nano), "updated_at": s.UpdatedAt.UTC().Format(time.RFC3339Nano)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tEVENTS\tCREATED\tUPDATED")
-	for _, s := range streams {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.ID, s.LastSeq, s.CreatedAt.UTC().Format(time.RFC3339), s.UpdatedAt.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
 }
 
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {

@@ -17,6 +17,10 @@
 //     semantic-convention histograms (gen_ai.operation.name chat, gen_ai.request.model,
 //     gen_ai.token.type)
 //
+// The operator gauges (sessions by state, feed subscribers, sandbox pool, LLM breakers)
+// are read at each collection from the node's parts (RegisterGauges); the journal's append
+// latency is recorded by Journal; the gateway records its own connections.
+//
 // Label values are bounded: models, tools, step types and error types come from the node's
 // configuration, never a session id.
 package metrics

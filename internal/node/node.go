@@ -21,6 +21,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
+	"go.opentelemetry.io/otel/metric"
 
 	mcpactor "github.com/fathom-agents/fathom/actors/mcp"
 	"github.com/fathom-agents/fathom/actors/observer"
@@ -47,6 +48,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/indexfacts"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
@@ -117,6 +119,9 @@ type Config struct {
 	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which the
 	// node serves GET /metrics in the Prometheus text format, without the gateway.
 	MetricsListen string
+	// Retention, when positive, is how long terminal sessions are kept after their last
+	// event: the node's janitor (actors/janitor) deletes older ones (delete.go).
+	Retention time.Duration
 	// Logger receives the node's structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// PromptsDir, when set, holds prompt templates that replace the embedded ones file
@@ -295,6 +300,12 @@ type Node struct {
 	reactivator *actor.PID
 	// topologySub hurries the reactivator when a member joins or leaves (reactivator.go).
 	topologySub *eventstream.Subscription
+	// janitor deletes terminal sessions past Config.Retention; nil without.
+	janitor *actor.PID
+	// breakers are the LLM providers' circuit breakers by name; gauges reads them at
+	// each scrape (metrics.go).
+	breakers map[string]*resilient.Provider
+	gauges   metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -360,6 +371,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
+	if err := n.observeJournal(); err != nil {
+		return nil, err
+	}
 	toolExec := cfg.Tools
 	if toolExec == nil {
 		search, err := builtin.SearchFromEnv(func(k string) string {
@@ -485,6 +499,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.startReactivator(system, scfg.LeaseTTL); err != nil {
 		return nil, err
 	}
+	if err := n.startJanitor(system, cfg.Retention); err != nil {
+		return nil, err
+	}
+	if err := n.registerGauges(); err != nil {
+		return nil, err
+	}
 	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
 		if err := n.sandbox.Start(system); err != nil {
 			return nil, err
@@ -510,7 +530,7 @@ func (n *Node) journalName() string {
 // the embedded one in dataDir (created if missing).
 func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
 	if dsn != "" {
-		j, err := postgres.Open(ctx, dsn, postgres.Options{})
+		j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: indexfacts.Of})
 		if err != nil {
 			return nil, fmt.Errorf("open postgres journal: %w", err)
 		}
@@ -522,7 +542,7 @@ func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (pe
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log})
+	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log, Facts: indexfacts.Of})
 	if err != nil {
 		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
 	}
@@ -575,14 +595,14 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 	// the breaker the sessions' step calls go through.
 	scfg := rcfg
 	scfg.Logger = n.log.With("component", "llm", "for", "summarizer")
-	n.summaryLLM = resilient.New(base, scfg)
-	primary := resilient.New(base, rcfg)
+	n.summaryLLM = n.addBreaker("summarizer", resilient.New(base, scfg))
+	primary := n.addBreaker("sessions", resilient.New(base, rcfg))
 	if len(n.cfg.LLM.FallbackModels) == 0 {
 		return primary, nil
 	}
 	fallbacks := make([]llm.Provider, 0, len(n.cfg.LLM.FallbackModels))
 	for _, m := range n.cfg.LLM.FallbackModels {
-		fallbacks = append(fallbacks, resilient.New(resilient.WithModel(base, m), rcfg))
+		fallbacks = append(fallbacks, n.addBreaker("fallback:"+m, resilient.New(resilient.WithModel(base, m), rcfg)))
 	}
 	return resilient.NewFallback(primary, fallbacks...), nil
 }
@@ -808,6 +828,10 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
 		n.stopReactivator()
+		n.stopJanitor()
+		if n.gauges != nil {
+			_ = n.gauges.Unregister()
+		}
 		if n.member != nil {
 			// Sessions first, while the sandbox and the journal still serve their last
 			// appends: each stops at a boundary and releases its lease, and the other

@@ -80,19 +80,24 @@ func (n *Node) SessionIndex() persistence.SessionIndex {
 }
 
 // ListSessions implements gateway.SessionIndex over the journal's session index.
-func (n *Node) ListSessions(ctx context.Context, status, after string, limit int) ([]gateway.SessionSummary, error) {
+func (n *Node) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway.SessionSummary, error) {
 	ix := n.SessionIndex()
 	if ix == nil {
 		return nil, gateway.ErrNoIndex
 	}
-	es, err := ix.ListSessions(ctx, status, after, limit)
+	pq := persistence.ListQuery{Status: q.Status, UserID: q.UserID, Since: q.Since, Until: q.Until, GoalContains: q.GoalContains, Limit: q.Limit}
+	if q.AfterID != "" {
+		pq.After = &persistence.ListPosition{CreatedAt: q.AfterCreated, SessionID: q.AfterID}
+	}
+	es, err := ix.ListSessions(ctx, pq)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]gateway.SessionSummary, 0, len(es))
 	now := time.Now()
 	for _, e := range es {
-		s := gateway.SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt}
+		s := gateway.SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt,
+			UserID: e.UserID, Goal: e.Goal, CreatedAt: e.CreatedAt, CostUSD: e.CostUSD}
 		if !e.DueAt.IsZero() {
 			due := e.DueAt
 			s.DueAt = &due

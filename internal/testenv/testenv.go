@@ -38,6 +38,10 @@ const (
 	// EnvNodeModelClients is a directory whose node_modules holds the current official
 	// openai (6.x) and @anthropic-ai/sdk npm clients.
 	EnvNodeModelClients = "FATHOM_TEST_NODE_MODEL_CLIENTS"
+	// EnvPlaywright is a directory whose node_modules holds the npm playwright-core, and
+	// EnvChromium the Chromium executable it drives (scripts/install-console-test.sh).
+	EnvPlaywright = "FATHOM_TEST_PLAYWRIGHT"
+	EnvChromium   = "FATHOM_TEST_CHROMIUM"
 	// EnvNodeMCP is a directory whose node_modules holds the official MCP TypeScript SDK
 	// (@modelcontextprotocol/sdk) and zod.
 	EnvNodeMCP = "FATHOM_TEST_NODE_MCP"
@@ -136,6 +140,13 @@ func NodeOpenAI(t testing.TB) string {
 func NodeModelClients(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeModelClients, "the openai 6 and @anthropic-ai/sdk npm clients")
+}
+
+// ConsoleBrowser returns the directory whose node_modules holds playwright-core and the
+// Chromium executable the console's end-to-end test drives.
+func ConsoleBrowser(t testing.TB) (playwrightDir, chromium string) {
+	t.Helper()
+	return lookup(t, EnvPlaywright, "playwright-core"), lookup(t, EnvChromium, "Chromium")
 }
 
 // NodeMCP returns the directory whose node_modules holds the official MCP TypeScript SDK

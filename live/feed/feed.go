@@ -134,6 +134,18 @@ func New(j persistence.Journal, opts Options) *Feed {
 	return f
 }
 
+// Subscribers returns the number of open subscriptions (the node's
+// fathom_feed_subscribers gauge).
+func (f *Feed) Subscribers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, subs := range f.subs {
+		n += len(subs)
+	}
+	return n
+}
+
 // pollLoop wakes, every Poll, the subscriptions of streams nothing was published to on
 // this feed since the last tick, to read the journal. It stops with Close.
 func (f *Feed) pollLoop() {

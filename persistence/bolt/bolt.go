@@ -28,6 +28,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -75,6 +76,9 @@ type Options struct {
 	CheckMaxBytes int64
 	// Logger receives the note about a skipped check. Nil means slog.Default().
 	Logger *slog.Logger
+	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
+	// records (persistence/indexfacts.Of). Nil keeps none.
+	Facts persistence.FactsFunc
 }
 
 // Journal is the bbolt implementation of persistence.Journal.
@@ -90,7 +94,9 @@ type Journal struct {
 	mu     sync.RWMutex // guards closed; held shared by in-flight calls
 	closed bool
 
-	leases leaseTable // the session index's leases (index.go)
+	leases  leaseTable            // the session index's leases (index.go)
+	facts   persistence.FactsFunc // Options.Facts
+	observe atomic.Pointer[persistence.AppendObserver]
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -140,7 +146,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal %s: init buckets: %w", path, err)
 	}
-	return start(db, path, false), nil
+	j := start(db, path, false)
+	j.facts = opts.Facts
+	return j, nil
 }
 
 func start(db *bbolt.DB, path string, readOnly bool) *Journal {
@@ -283,7 +291,10 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 	return j.append(ctx, stream, expectedSeq, recs, nil)
 }
 
-func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (last uint64, err error) {
+	if o := j.observe.Load(); o != nil {
+		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
+	}
 	if err := validate(stream, recs); err != nil {
 		return 0, err
 	}
@@ -429,7 +440,7 @@ func appendTx(tx *bbolt.Tx, r *appendReq) (uint64, error) {
 		return 0, err
 	}
 	if r.entry != nil {
-		if err := putIndex(tx, *r.entry, seq, meta.updated); err != nil {
+		if err := putIndex(tx, *r.entry, seq, meta.updated, meta.created); err != nil {
 			return 0, err
 		}
 	}
@@ -661,4 +672,15 @@ func decodeRecord(k, v []byte) (persistence.Record, error) {
 		Data: data,
 		At:   time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
 	}, nil
+}
+
+var _ persistence.AppendObservable = (*Journal)(nil)
+
+// ObserveAppends implements persistence.AppendObservable.
+func (j *Journal) ObserveAppends(o persistence.AppendObserver) {
+	if o == nil {
+		j.observe.Store(nil)
+		return
+	}
+	j.observe.Store(&o)
 }

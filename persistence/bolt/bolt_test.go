@@ -18,7 +18,7 @@ import (
 func TestConformance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	journaltest.Run(t, func(t *testing.T) persistence.Journal {
-		j, err := bolt.Open(path, bolt.Options{NoSync: true})
+		j, err := bolt.Open(path, bolt.Options{NoSync: true, Facts: journaltest.Facts})
 		if err != nil {
 			t.Fatal(err)
 		}

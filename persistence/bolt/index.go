@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -49,10 +50,11 @@ func (t *leaseTable) set(id, owner string, ttl time.Duration) {
 	t.m[id] = lease{owner: owner, expires: time.Now().Add(ttl).UTC()}
 }
 
+// release drops id's lease if owner holds it ("" : whoever holds it).
 func (t *leaseTable) release(id, owner string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l, ok := t.m[id]; ok && l.owner == owner {
+	if l, ok := t.m[id]; ok && (owner == "" || l.owner == owner) {
 		delete(t.m, id)
 	}
 }
@@ -71,6 +73,14 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
+	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt = "", "", 0, time.Time{}
+	if j.facts != nil {
+		f := j.facts(recs)
+		entry.CostUSD = f.CostUSD
+		if f.Started {
+			entry.UserID, entry.Goal = f.UserID, f.Goal
+		}
+	}
 	last, err := j.append(ctx, stream, expectedSeq, recs, &entry)
 	if err == nil && entry.LeaseOwner != "" && entry.LeaseTTL > 0 {
 		j.leases.set(stream, entry.LeaseOwner, entry.LeaseTTL)
@@ -78,13 +88,26 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	return last, err
 }
 
-// putIndex writes e (at seq, written at). It runs inside the append's transaction.
-func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at time.Time) error {
+// putIndex writes e (at seq, written at, of a stream created at created). It runs inside
+// the append's transaction. e carries the batch's facts (AppendIndexed): a batch that
+// starts the session sets the user and goal (a start's goal is never empty), any other
+// keeps the stored ones; the cost adds up.
+func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketIndex)
 	if err != nil {
 		return err
 	}
-	e.Seq, e.UpdatedAt = seq, at
+	if v := b.Get([]byte(e.SessionID)); v != nil {
+		old, ok := decodeIndex(e.SessionID, v)
+		if !ok {
+			return fmt.Errorf("session index row %q: %w", e.SessionID, persistence.ErrCorrupt)
+		}
+		if e.Goal == "" {
+			e.UserID, e.Goal = old.UserID, old.Goal
+		}
+		e.CostUSD += old.CostUSD
+	}
+	e.Seq, e.UpdatedAt, e.CreatedAt = seq, at, created
 	return b.Put([]byte(e.SessionID), encodeIndex(e))
 }
 
@@ -148,11 +171,20 @@ func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry,
 	return out, nil
 }
 
-// ListSessions implements persistence.SessionIndex.
-func (j *Journal) ListSessions(ctx context.Context, status, after string, limit int) ([]persistence.IndexEntry, error) {
-	return j.scanIndex(ctx, []byte(after), func(e persistence.IndexEntry) bool {
-		return status == "" || e.Status == status
-	}, limit)
+// ListSessions implements persistence.SessionIndex. It scans the whole index and sorts
+// (newest first): the embedded journal serves one node.
+func (j *Journal) ListSessions(ctx context.Context, q persistence.ListQuery) ([]persistence.IndexEntry, error) {
+	out, err := j.scanIndex(ctx, nil, func(e persistence.IndexEntry) bool {
+		return q.Matches(e) && q.After.Before(e)
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(a, b int) bool { return persistence.Newer(out[a], out[b]) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
 }
 
 // scanIndex returns the rows after key from (all with nil) that keep accepts, with
@@ -196,19 +228,26 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 	return out, nil
 }
 
-// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8).
-// Times are Unix nanoseconds, 0 for none.
+// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8)
+// | created(8) | cost(8, float64 bits) | len(user)(2) | user | goal. Times are Unix
+// nanoseconds, 0 for none. Rows written before the facts were kept end after updated.
 func encodeIndex(e persistence.IndexEntry) []byte {
-	b := make([]byte, 0, 1+len(e.Status)+24)
+	user := e.UserID[:min(len(e.UserID), math.MaxUint16)]
+	b := make([]byte, 0, 1+len(e.Status)+42+len(user)+len(e.Goal))
 	b = append(b, byte(len(e.Status)))
 	b = append(b, e.Status...)
 	b = binary.BigEndian.AppendUint64(b, nanos(e.DueAt))
 	b = binary.BigEndian.AppendUint64(b, e.Seq)
-	return binary.BigEndian.AppendUint64(b, nanos(e.UpdatedAt))
+	b = binary.BigEndian.AppendUint64(b, nanos(e.UpdatedAt))
+	b = binary.BigEndian.AppendUint64(b, nanos(e.CreatedAt))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(e.CostUSD))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(user)))
+	b = append(b, user...)
+	return append(b, e.Goal...)
 }
 
 func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
-	if len(v) < 1 || len(v) != 1+int(v[0])+24 {
+	if len(v) < 1 || len(v) < 1+int(v[0])+24 {
 		return persistence.IndexEntry{}, false
 	}
 	n := int(v[0])
@@ -217,6 +256,22 @@ func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
 	e.DueAt = fromNanos(binary.BigEndian.Uint64(v))
 	e.Seq = binary.BigEndian.Uint64(v[8:])
 	e.UpdatedAt = fromNanos(binary.BigEndian.Uint64(v[16:]))
+	v = v[24:]
+	if len(v) == 0 {
+		e.CreatedAt = e.UpdatedAt // an old row: its update time is the best known
+		return e, true
+	}
+	if len(v) < 18 {
+		return persistence.IndexEntry{}, false
+	}
+	e.CreatedAt = fromNanos(binary.BigEndian.Uint64(v))
+	e.CostUSD = math.Float64frombits(binary.BigEndian.Uint64(v[8:]))
+	u := int(binary.BigEndian.Uint16(v[16:]))
+	v = v[18:]
+	if len(v) < u {
+		return persistence.IndexEntry{}, false
+	}
+	e.UserID, e.Goal = string(v[:u]), string(v[u:])
 	return e, true
 }
 
@@ -232,4 +287,107 @@ func fromNanos(n uint64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(n)).UTC()
+}
+
+var _ persistence.SessionDeleter = (*Journal)(nil)
+
+// DeleteSession implements persistence.SessionDeleter: the stream's events, snapshots,
+// meta and index row go in one bbolt transaction, after the row's status is checked in
+// it.
+func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if j.readOnly {
+		return fmt.Errorf("delete session %s: journal %s: %w", id, j.path, ErrReadOnly)
+	}
+	if err := j.enter(); err != nil {
+		return err
+	}
+	defer j.leave()
+	key := []byte(id)
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		var row []byte
+		if b := tx.Bucket(bucketIndex); b != nil {
+			row = b.Get(key)
+		}
+		streams := tx.Bucket(bucketStreams)
+		if row == nil {
+			if streams.Get(key) == nil {
+				return persistence.ErrNotFound
+			}
+			return fmt.Errorf("%w: it has no index row", persistence.ErrNotTerminal)
+		}
+		e, ok := decodeIndex(id, row)
+		if !ok {
+			return fmt.Errorf("session index row %q: %w", id, persistence.ErrCorrupt)
+		}
+		if !persistence.TerminalStatus(e.Status) {
+			return fmt.Errorf("%w: it is %s", persistence.ErrNotTerminal, e.Status)
+		}
+		for _, parent := range [][]byte{bucketEvents, bucketSnapshots} {
+			if tx.Bucket(parent).Bucket(key) != nil {
+				if err := tx.Bucket(parent).DeleteBucket(key); err != nil {
+					return err
+				}
+			}
+		}
+		if err := streams.Delete(key); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIndex).Delete(key)
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	j.leases.release(id, "")
+	return nil
+}
+
+var _ persistence.StatusCounter = (*Journal)(nil)
+
+// CountByStatus implements persistence.StatusCounter with a scan of the index.
+func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	_, err := j.scanIndex(ctx, nil, func(e persistence.IndexEntry) bool {
+		out[e.Status]++
+		return false
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SessionStatus implements persistence.SessionDeleter.
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	if err := j.enter(); err != nil {
+		return "", false, err
+	}
+	defer j.leave()
+	var (
+		e  persistence.IndexEntry
+		ok bool
+	)
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketIndex)
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		if e, ok = decodeIndex(id, v); !ok {
+			return fmt.Errorf("session index row %q: %w", id, persistence.ErrCorrupt)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("session index: %w", err)
+	}
+	return e.Status, ok, nil
 }

@@ -3,6 +3,8 @@ package journaltest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +117,7 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		}
 		// Renewing an unknown session is no error and creates nothing.
 		mustNil(t, ix.RenewLease(ctx, s+"-unknown", "member-a", time.Minute))
-		for _, e := range list(t, ix, "", s, 0) {
+		for _, e := range listQ(t, ix, persistence.ListQuery{IDPrefix: s + "-unknown"}) {
 			if e.SessionID == s+"-unknown" {
 				t.Fatalf("renewing an unknown session created %+v", e)
 			}
@@ -136,43 +138,177 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 
 	t.Run("ListByStatusWithCursor", func(t *testing.T) {
 		ix := index(t)
+		group := stream() + "-"
 		var running []string
 		for i := 0; i < 5; i++ {
-			s, status := stream(), persistence.StatusRunning
+			s, status := fmt.Sprintf("%s%d", group, i), persistence.StatusRunning
 			if i%2 == 1 {
 				status = persistence.StatusFailed
 			} else {
-				running = append(running, s)
+				running = append([]string{s}, running...) // newest first
 			}
 			_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 1), persistence.IndexEntry{SessionID: s, Status: status, DueAt: past})
 			mustNil(t, err)
 		}
 		var got []string
-		after := running[0][:len(running[0])-1] // just before the first of these streams
+		q := persistence.ListQuery{Status: persistence.StatusRunning, IDPrefix: group, Limit: 2}
 		for page := 0; page < 10; page++ {
-			es := list(t, ix, persistence.StatusRunning, after, 2)
+			es := listQ(t, ix, q)
 			for _, e := range es {
 				if e.Status != persistence.StatusRunning {
 					t.Fatalf("status filter returned %+v", e)
 				}
-				if strings.HasPrefix(e.SessionID, prefix) && e.SessionID >= running[0] && e.SessionID <= running[len(running)-1] {
-					got = append(got, e.SessionID)
-				}
+				got = append(got, e.SessionID)
 			}
 			if len(es) < 2 {
 				break
 			}
-			after = es[len(es)-1].SessionID
+			last := es[len(es)-1]
+			q.After = &persistence.ListPosition{CreatedAt: last.CreatedAt, SessionID: last.SessionID}
 		}
 		if strings.Join(got, ",") != strings.Join(running, ",") {
-			t.Fatalf("paged running sessions %v, want %v", got, running)
+			t.Fatalf("paged running sessions %v, want %v (newest first)", got, running)
 		}
 	})
+
+	t.Run("FactsAndFilters", func(t *testing.T) {
+		ix := index(t)
+		group := stream() + "-"
+		type start struct{ id, user, goal string }
+		starts := []start{{group + "a", "ann", "Write a Haiku about the sea"}, {group + "b", "bob", "plan a trip"}, {group + "c", "ann", "summarise the SEA report"}}
+		created := map[string]persistence.IndexEntry{}
+		for _, st := range starts {
+			last, err := ix.AppendIndexed(ctx, st.id, 0, []persistence.Record{StartRecord(st.user, st.goal), CostRecord(0.25)},
+				persistence.IndexEntry{SessionID: st.id, Status: persistence.StatusRunning})
+			mustNil(t, err)
+			// A later batch adds cost and keeps user and goal.
+			_, err = ix.AppendIndexed(ctx, st.id, last, []persistence.Record{CostRecord(0.5), CostRecord(0.125)},
+				persistence.IndexEntry{SessionID: st.id, Status: persistence.StatusCompleted})
+			mustNil(t, err)
+			e := entryOf(t, ix, st.id)
+			if e.UserID != st.user || e.Goal != st.goal || e.CostUSD != 0.875 || e.CreatedAt.IsZero() || e.CreatedAt.After(e.UpdatedAt) {
+				t.Fatalf("facts of %s: %+v, want user %q goal %q cost 0.875", st.id, e, st.user, st.goal)
+			}
+			created[st.id] = e
+		}
+		ids := func(q persistence.ListQuery) string {
+			q.IDPrefix = group
+			var out []string
+			for _, e := range listQ(t, ix, q) {
+				out = append(out, strings.TrimPrefix(e.SessionID, group))
+			}
+			return strings.Join(out, ",")
+		}
+		for _, c := range []struct {
+			q    persistence.ListQuery
+			want string
+		}{
+			{persistence.ListQuery{}, "c,b,a"},
+			{persistence.ListQuery{UserID: "ann"}, "c,a"},
+			{persistence.ListQuery{GoalContains: "sea"}, "c,a"},
+			{persistence.ListQuery{GoalContains: "SEA", UserID: "bob"}, ""},
+			{persistence.ListQuery{Since: created[group+"b"].CreatedAt}, "c,b"},
+			{persistence.ListQuery{Until: created[group+"b"].CreatedAt}, "a"},
+			{persistence.ListQuery{Since: created[group+"b"].CreatedAt, Until: created[group+"c"].CreatedAt}, "b"},
+			{persistence.ListQuery{Status: persistence.StatusRunning}, ""},
+			{persistence.ListQuery{Limit: 1}, "c"},
+		} {
+			if got := ids(c.q); got != c.want {
+				t.Errorf("list %+v = %q, want %q", c.q, got, c.want)
+			}
+		}
+	})
+
+	t.Run("DeleteOnlyTerminalSessions", func(t *testing.T) {
+		ix := index(t)
+		del, ok := ix.(persistence.SessionDeleter)
+		if !ok {
+			t.Skip("the journal cannot delete sessions")
+		}
+		j := ix.(persistence.Journal)
+		running, done, bare := stream(), stream(), stream()
+		_, err := ix.AppendIndexed(ctx, running, 0, recs("a", 2), persistence.IndexEntry{SessionID: running, Status: persistence.StatusRunning, DueAt: past})
+		mustNil(t, err)
+		_, err = ix.AppendIndexed(ctx, done, 0, recs("a", 3), persistence.IndexEntry{SessionID: done, Status: persistence.StatusCompleted})
+		mustNil(t, err)
+		mustNil(t, j.SaveSnapshot(ctx, done, persistence.Snapshot{Seq: 3, Data: []byte("state")}))
+		_, err = j.Append(ctx, bare, 0, recs("a", 1)) // a stream with no index row
+		mustNil(t, err)
+
+		if st, ok, err := del.SessionStatus(ctx, running); err != nil || !ok || st != persistence.StatusRunning {
+			t.Fatalf("SessionStatus(running) = %q %v %v", st, ok, err)
+		}
+		if st, ok, err := del.SessionStatus(ctx, bare); err != nil || ok || st != "" {
+			t.Fatalf("SessionStatus of a stream without a row = %q %v %v", st, ok, err)
+		}
+		if err := del.DeleteSession(ctx, running); !errors.Is(err, persistence.ErrNotTerminal) {
+			t.Fatalf("delete a running session: %v, want ErrNotTerminal", err)
+		}
+		if err := del.DeleteSession(ctx, bare); !errors.Is(err, persistence.ErrNotTerminal) {
+			t.Fatalf("delete a stream without an index row: %v, want ErrNotTerminal", err)
+		}
+		if err := del.DeleteSession(ctx, done+"-never"); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("delete an unknown session: %v, want ErrNotFound", err)
+		}
+		if got := load(t, j, running, 0); len(got) != 2 || entryOf(t, ix, running).Status != persistence.StatusRunning {
+			t.Fatalf("a refused delete removed something: %d records", len(got))
+		}
+		mustNil(t, del.DeleteSession(ctx, done))
+		if got := load(t, j, done, 0); len(got) != 0 {
+			t.Fatalf("%d records left after delete", len(got))
+		}
+		if seq, err := j.LastSeq(ctx, done); err != nil || seq != 0 {
+			t.Fatalf("LastSeq after delete = %d, %v", seq, err)
+		}
+		if _, ok, err := j.LoadSnapshot(ctx, done, 3); err != nil || ok {
+			t.Fatalf("snapshot after delete: ok %v, %v", ok, err)
+		}
+		if es := listQ(t, ix, persistence.ListQuery{IDPrefix: done}); len(es) != 0 {
+			t.Fatalf("index rows after delete: %+v", es)
+		}
+		if ss, err := j.ListStreams(ctx, done); err != nil || len(ss) != 0 {
+			t.Fatalf("streams after delete: %v, %v", ss, err)
+		}
+		if err := del.DeleteSession(ctx, done); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("second delete: %v, want ErrNotFound", err)
+		}
+		// The id can be used again from seq 0.
+		_, err = ix.AppendIndexed(ctx, done, 0, recs("b", 1), persistence.IndexEntry{SessionID: done, Status: persistence.StatusRunning})
+		mustNil(t, err)
+	})
+}
+
+// StartRecord is the record Facts reads as a session_started of user with goal.
+func StartRecord(user, goal string) persistence.Record {
+	return persistence.Record{Type: "test_started", Data: []byte(user + "\n" + goal)}
+}
+
+// CostRecord is the record Facts reads as a model call costing usd.
+func CostRecord(usd float64) persistence.Record {
+	return persistence.Record{Type: "test_cost", Data: []byte(strconv.FormatFloat(usd, 'g', -1, 64))}
+}
+
+// Facts is the persistence.FactsFunc the suite's journals must be opened with: it reads
+// StartRecord and CostRecord (the node's journals read real events with
+// persistence/indexfacts.Of).
+func Facts(recs []persistence.Record) persistence.SessionFacts {
+	var f persistence.SessionFacts
+	for _, r := range recs {
+		switch r.Type {
+		case "test_started":
+			f.Started = true
+			f.UserID, f.Goal, _ = strings.Cut(string(r.Data), "\n")
+		case "test_cost":
+			usd, _ := strconv.ParseFloat(string(r.Data), 64)
+			f.CostUSD += usd
+		}
+	}
+	return f
 }
 
 func entryOf(t *testing.T, ix persistence.SessionIndex, s string) persistence.IndexEntry {
 	t.Helper()
-	es := list(t, ix, "", s[:len(s)-1], 0)
+	es := listQ(t, ix, persistence.ListQuery{IDPrefix: s})
 	for _, e := range es {
 		if e.SessionID == s {
 			return e
@@ -182,9 +318,9 @@ func entryOf(t *testing.T, ix persistence.SessionIndex, s string) persistence.In
 	return persistence.IndexEntry{}
 }
 
-func list(t *testing.T, ix persistence.SessionIndex, status, after string, limit int) []persistence.IndexEntry {
+func listQ(t *testing.T, ix persistence.SessionIndex, q persistence.ListQuery) []persistence.IndexEntry {
 	t.Helper()
-	es, err := ix.ListSessions(context.Background(), status, after, limit)
+	es, err := ix.ListSessions(context.Background(), q)
 	mustNil(t, err)
 	return es
 }

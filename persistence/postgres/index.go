@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,24 +21,47 @@ import (
 var _ persistence.SessionIndex = (*Journal)(nil)
 
 // appendIndexedSQL is appendSQL plus the index row: $6 status, $7 due_at (NULL: none),
-// $8 the lease owner to renew (NULL: keep the stored lease) for $9 microseconds.
+// $8 the lease owner to renew (NULL: keep the stored lease) for $9 microseconds, and the
+// batch's facts (migration 0006): $10 user_id and $11 goal (NULL: keep the stored ones;
+// set by the batch that starts the session), $12 the cost the batch adds.
 const appendIndexedSQL = `
 WITH batch AS (` + appendSQL + `
     RETURNING last_seq)
-INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires)
+INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd)
 SELECT $1, $6, $7, last_seq, now(), $8::text,
-       CASE WHEN $8::text IS NULL THEN NULL ELSE now() + $9::bigint * interval '1 microsecond' END FROM batch
+       CASE WHEN $8::text IS NULL THEN NULL ELSE now() + $9::bigint * interval '1 microsecond' END,
+       coalesce($10::text, ''), coalesce($11::text, ''), now(), $12::double precision FROM batch
 ON CONFLICT (session_id) DO UPDATE
 SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
     lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
-    lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END`
+    lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END,
+    user_id = CASE WHEN $11::text IS NULL THEN fathom_sessions.user_id ELSE EXCLUDED.user_id END,
+    goal = coalesce($11::text, fathom_sessions.goal),
+    cost_usd = fathom_sessions.cost_usd + EXCLUDED.cost_usd`
 
 // AppendIndexed implements persistence.SessionIndex.
 func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
+	entry.UserID, entry.Goal, entry.CostUSD = "", "", 0
+	if j.facts != nil {
+		f := j.facts(recs)
+		entry.CostUSD = f.CostUSD
+		if f.Started {
+			entry.UserID, entry.Goal = f.UserID, f.Goal
+		}
+	}
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
+}
+
+// factArgs are appendIndexedSQL's $10 to $12 for e: user and goal only with a start's
+// (never empty) goal.
+func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64) {
+	if e.Goal == "" {
+		return nil, nil, e.CostUSD
+	}
+	return &e.UserID, &e.Goal, e.CostUSD
 }
 
 // leaseArgs are appendIndexedSQL's $8 and $9 for e.
@@ -82,7 +106,7 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires`
+const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd`
 
 // Due implements persistence.SessionIndex.
 func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry, error) {
@@ -98,17 +122,42 @@ func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry,
 	return collectIndex(rows, "due sessions")
 }
 
+// listSQL is ListSessions's query: $1 status, $2 user, $3 since, $4 until, $5 goal text,
+// $6 id prefix ("" or NULL: any), $7/$8 the position to continue after (NULL: the
+// newest), $9 the limit.
+const listSQL = `SELECT ` + indexColumns + ` FROM fathom_sessions
+WHERE ($1 = '' OR status = $1) AND ($2 = '' OR user_id = $2)
+  AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
+  AND ($5 = '' OR strpos(lower(goal), lower($5)) > 0)
+  AND ($6 = '' OR left(session_id, length($6)) = $6)
+  AND ($7::timestamptz IS NULL OR (created_at, session_id) < ($7, $8::text))
+ORDER BY created_at DESC, session_id DESC LIMIT $9`
+
 // ListSessions implements persistence.SessionIndex.
-func (j *Journal) ListSessions(ctx context.Context, status, after string, limit int) ([]persistence.IndexEntry, error) {
+func (j *Journal) ListSessions(ctx context.Context, q persistence.ListQuery) ([]persistence.IndexEntry, error) {
 	if err := j.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := j.pool.Query(ctx, `SELECT `+indexColumns+` FROM fathom_sessions
-		WHERE ($1 = '' OR status = $1) AND session_id > $2 ORDER BY session_id LIMIT $3`, status, after, limitOrAll(limit))
+	var afterAt *time.Time
+	afterID := ""
+	if q.After != nil {
+		t := q.After.CreatedAt.UTC()
+		afterAt, afterID = &t, q.After.SessionID
+	}
+	rows, err := j.pool.Query(ctx, listSQL, q.Status, q.UserID, optTime(q.Since), optTime(q.Until), q.GoalContains,
+		q.IDPrefix, afterAt, afterID, limitOrAll(q.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return collectIndex(rows, "list sessions")
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 func limitOrAll(limit int) *int64 {
@@ -126,10 +175,12 @@ func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) 
 		due, exp  *time.Time
 		seq       int64
 		updatedAt time.Time
+		createdAt time.Time
 	)
-	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Status, &due, &seq, &updatedAt, &e.LeaseOwner, &exp}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Status, &due, &seq, &updatedAt, &e.LeaseOwner, &exp,
+		&e.UserID, &e.Goal, &createdAt, &e.CostUSD}, func() error {
 		r := e
-		r.Seq, r.UpdatedAt = uint64(seq), updatedAt.UTC()
+		r.Seq, r.UpdatedAt, r.CreatedAt = uint64(seq), updatedAt.UTC(), createdAt.UTC()
 		if due != nil {
 			r.DueAt = due.UTC()
 		}
@@ -144,4 +195,86 @@ func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) 
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
+}
+
+var _ persistence.SessionDeleter = (*Journal)(nil)
+
+// DeleteSession implements persistence.SessionDeleter: one transaction locks the index
+// row, checks its status and deletes the stream's batches, snapshots and the row.
+func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+	if err := j.check(ctx); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1 FOR UPDATE`, id).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM fathom_event_batches WHERE stream_id = $1)`, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return persistence.ErrNotFound
+			}
+			return fmt.Errorf("%w: it has no index row", persistence.ErrNotTerminal)
+		}
+		if err != nil {
+			return err
+		}
+		if !persistence.TerminalStatus(status) {
+			return fmt.Errorf("%w: it is %s", persistence.ErrNotTerminal, status)
+		}
+		for _, q := range []string{
+			`DELETE FROM fathom_event_batches WHERE stream_id = $1`,
+			`DELETE FROM fathom_snapshots WHERE stream_id = $1`,
+			`DELETE FROM fathom_sessions WHERE session_id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+var _ persistence.StatusCounter = (*Journal)(nil)
+
+// CountByStatus implements persistence.StatusCounter.
+func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT status, count(*) FROM fathom_sessions GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count sessions: %w", err)
+	}
+	out := map[string]int64{}
+	var (
+		status string
+		n      int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("count sessions: %w", err)
+	}
+	return out, nil
+}
+
+// SessionStatus implements persistence.SessionDeleter.
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+	if err := j.check(ctx); err != nil {
+		return "", false, err
+	}
+	var status string
+	err := j.pool.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1`, id).Scan(&status)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("status of session %s: %w", id, err)
+	}
+	return status, true, nil
 }

@@ -42,12 +42,17 @@ type Options struct {
 	MaxConns int32
 	// ConnectTimeout bounds establishing one connection. Zero means 5s.
 	ConnectTimeout time.Duration
+	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
+	// records (persistence/indexfacts.Of). Nil keeps none.
+	Facts persistence.FactsFunc
 }
 
 // Journal is the PostgreSQL implementation of persistence.Journal.
 type Journal struct {
-	pool   *pgxpool.Pool
-	closed atomic.Bool
+	pool    *pgxpool.Pool
+	closed  atomic.Bool
+	facts   persistence.FactsFunc // Options.Facts (index.go)
+	observe atomic.Pointer[persistence.AppendObserver]
 }
 
 var _ persistence.Journal = (*Journal)(nil)
@@ -62,7 +67,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Journal, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Journal{pool: pool}, nil
+	return &Journal{pool: pool, facts: opts.Facts}, nil
 }
 
 func connect(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) {
@@ -202,7 +207,10 @@ func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64,
 	return j.append(ctx, stream, expectedSeq, recs, nil)
 }
 
-func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (uint64, error) {
+func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (last uint64, err error) {
+	if o := j.observe.Load(); o != nil {
+		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
+	}
 	if err := persistence.ValidateAppend(stream, recs); err != nil {
 		return 0, err
 	}
@@ -225,13 +233,14 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 			datas[i] = []byte{}
 		}
 	}
-	last := expectedSeq + uint64(len(recs))
+	last = expectedSeq + uint64(len(recs))
 	var tag pgconn.CommandTag
-	var err error
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
-		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl)
+		user, goal, cost := factArgs(*entry)
+		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl,
+			user, goal, cost)
 	case len(recs) == 1:
 		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
 	default:
@@ -406,4 +415,15 @@ func (j *Journal) Close() error {
 	}
 	j.pool.Close()
 	return nil
+}
+
+var _ persistence.AppendObservable = (*Journal)(nil)
+
+// ObserveAppends implements persistence.AppendObservable.
+func (j *Journal) ObserveAppends(o persistence.AppendObserver) {
+	if o == nil {
+		j.observe.Store(nil)
+		return
+	}
+	j.observe.Store(&o)
 }

@@ -23,7 +23,7 @@ func open(t testing.TB, dsn string) *postgres.Journal {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	j, err := postgres.Open(ctx, dsn, postgres.Options{})
+	j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: journaltest.Facts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,38 @@
+// Package console is Fathom's web console: plain HTML, CSS and JavaScript embedded in the
+// binary (no build step), served by every node's gateway at /console/.
+//
+// The pages hold no data: the browser asks for a bearer token and calls the gateway's
+// own API with it (REST, and the WebSocket with the token as a `bearer.` subprotocol), so
+// a read token gives a read-only console: GET /v1/whoami tells the page which controls
+// to show, and the gateway refuses writes anyway.
+//
+// Pages (hash routes): #/ the sessions list (filters, live status, cost); #/session/ID
+// a session (live events, plan and sub-agent tree with hand-offs, pending human
+// requests answered in place, pause/resume, breakpoints, a time-travel slider over
+// state_at, fork, cancel, artifacts); #/cluster the members and the live restarts feed.
+package console
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+//go:embed static
+var files embed.FS
+
+// Handler serves the console's files under prefix (e.g. "/console/"). The files are
+// public: they carry no session data.
+func Handler(prefix string) http.Handler {
+	sub, err := fs.Sub(files, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has static/
+	}
+	fileServer := http.StripPrefix(prefix, http.FileServer(http.FS(sub)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; frame-ancestors 'none'")
+		fileServer.ServeHTTP(w, r)
+	})
+}

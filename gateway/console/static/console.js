@@ -1,0 +1,402 @@
+// Fathom console: plain JavaScript over the gateway's own API (docs/gateway-protocol.md).
+// No build step, no dependencies. The token lives in sessionStorage only.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const field = (root, name) => root.querySelector(`[data-field="${name}"]`);
+const el = (tag, attrs = {}, ...children) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== undefined && c !== null) e.append(c);
+  return e;
+};
+const shortStatus = (s) => String(s || "").replace(/^SESSION_STATUS_|^STEP_STATUS_/, "").toLowerCase();
+const money = (v) => "$" + Number(v || 0).toFixed(4);
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+let token = sessionStorage.getItem("fathom.token") || "";
+let scope = "none";
+
+function toast(msg) {
+  const t = $("#toast");
+  t.textContent = msg;
+  t.classList.add("show");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => t.classList.remove("show"), 5000);
+}
+
+// api calls the gateway over HTTP with the token; errors carry the gateway's message.
+async function api(method, path, body) {
+  const headers = {};
+  if (token) headers.Authorization = "Bearer " + token;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!resp.ok) {
+    const msg = data && data.error ? `${data.error.code}: ${data.error.message}` : `${resp.status} ${text}`;
+    throw new Error(msg);
+  }
+  return data;
+}
+
+// Socket is the console's one WebSocket: requests answered by ack/error frames (by id),
+// event subscriptions by session, and the restarts feed. It reconnects and resubscribes
+// from the last seq it saw.
+class Socket {
+  constructor() {
+    this.nextId = 1;
+    this.waiting = new Map();
+    this.subs = new Map(); // session id -> {handler, last}
+    this.restarts = null;
+    this.restartLog = []; // every restart frame of this connection, for a page opened later
+    this.connect();
+  }
+  connect() {
+    const url = location.origin.replace(/^http/, "ws") + "/v1/ws";
+    const protocols = token ? ["fathom.v1", "bearer." + token] : ["fathom.v1"];
+    this.ready = new Promise((resolve) => { this.resolveReady = resolve; });
+    const ws = new WebSocket(url, protocols);
+    this.ws = ws;
+    ws.onopen = () => {
+      $("#ws-state").textContent = "live";
+      this.resolveReady();
+      for (const [id, s] of this.subs) this.send({ op: "subscribe", session_id: id, from_seq: s.last, deltas: false });
+      if (this.restarts) this.send({ op: "subscribe_restarts" });
+    };
+    ws.onmessage = (m) => this.onFrame(JSON.parse(m.data));
+    ws.onclose = () => {
+      $("#ws-state").textContent = "offline";
+      for (const [, w] of this.waiting) w.reject(new Error("connection closed"));
+      this.waiting.clear();
+      if (!this.closed) setTimeout(() => this.connect(), 1000);
+    };
+  }
+  close() { this.closed = true; this.ws.close(); }
+  send(frame) { this.ws.send(JSON.stringify(frame)); }
+  async request(op, fields = {}) {
+    await this.ready;
+    const id = String(this.nextId++);
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.send({ op, id, ...fields });
+    });
+  }
+  subscribe(session, handler) {
+    this.subs.set(session, { handler, last: 0 });
+    this.ready.then(() => this.send({ op: "subscribe", session_id: session, deltas: false }));
+  }
+  unsubscribe(session) {
+    if (this.subs.delete(session) && this.ws.readyState === WebSocket.OPEN) this.send({ op: "unsubscribe", session_id: session });
+  }
+  // followRestarts hands every restart (the kept ones first) to handler; the connection
+  // subscribes once (a second subscribe_restarts is refused).
+  followRestarts(handler) {
+    const first = !this.restarts;
+    this.restarts = handler;
+    for (const r of this.restartLog) handler(r);
+    if (first) this.ready.then(() => this.send({ op: "subscribe_restarts" }));
+  }
+  onFrame(f) {
+    if ((f.op === "ack" || f.op === "error") && f.id !== undefined && this.waiting.has(String(f.id))) {
+      const w = this.waiting.get(String(f.id));
+      this.waiting.delete(String(f.id));
+      if (f.op === "ack") w.resolve(f.result); else w.reject(new Error(`${f.code}: ${f.message}`));
+      return;
+    }
+    if (f.op === "event") {
+      const s = this.subs.get(f.session_id);
+      if (s && f.seq > s.last) { s.last = f.seq; s.handler(f); }
+    } else if (f.op === "restart") {
+      this.restartLog.push(f);
+      if (this.restartLog.length > 1000) this.restartLog.shift();
+      if (this.restarts) this.restarts(f);
+    } else if (f.op === "error") {
+      toast(`${f.code}: ${f.message}`);
+    }
+  }
+}
+
+let socket = null;
+let leave = () => {}; // the current page's cleanup
+
+// useToken checks t with GET /v1/whoami and opens the console with its scope; quiet
+// skips the toast for a 401 (the first load, before any token was entered).
+async function useToken(t, quiet = false) {
+  token = t;
+  sessionStorage.setItem("fathom.token", t);
+  try {
+    const w = await api("GET", "/v1/whoami");
+    scope = w.scope;
+  } catch (e) {
+    scope = "none";
+    if (!quiet || !String(e.message).startsWith("unauthenticated")) toast(e.message);
+  }
+  $("#scope").textContent = scope === "none" ? "no access" : scope === "read" ? "read-only" : "read + write";
+  document.body.classList.toggle("readonly", scope !== "write");
+  if (socket) socket.close();
+  socket = scope === "none" ? null : new Socket();
+  route();
+}
+
+function route() {
+  leave();
+  leave = () => {};
+  const main = $("#main");
+  main.replaceChildren();
+  if (!socket) {
+    main.append(el("p", {}, "Enter a bearer token (the node's --token, or --read-token for a read-only console)."));
+    return;
+  }
+  const hash = location.hash || "#/";
+  const m = hash.match(/^#\/session\/(.+)$/);
+  if (m) return sessionPage(main, decodeURIComponent(m[1]));
+  if (hash === "#/cluster") return clusterPage(main);
+  return sessionsPage(main);
+}
+
+// ---- sessions list ----
+
+function sessionsPage(main) {
+  const page = $("#tpl-sessions").content.cloneNode(true).firstElementChild;
+  main.append(page);
+  const tbody = $("tbody", page);
+  const filters = $("#filters", page);
+  let cursor = "";
+  const query = () => {
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(filters)) {
+      if (!v) continue;
+      q.set(k, k === "since" ? new Date(v).toISOString() : v);
+    }
+    return q;
+  };
+  const row = (s) => el("tr", { "data-session": s.session_id },
+    el("td", {}, el("a", { href: "#/session/" + encodeURIComponent(s.session_id) }, s.session_id)),
+    el("td", {}, el("span", { class: "badge " + s.status }, s.status)),
+    el("td", { class: "goal-cell", title: s.goal || "" }, s.goal || ""),
+    el("td", {}, s.user_id || ""),
+    el("td", {}, new Date(s.created_at).toLocaleString()),
+    el("td", { class: "num" }, money(s.cost_usd)));
+  const load = async (more) => {
+    const q = query();
+    if (more && cursor) q.set("cursor", cursor);
+    q.set("limit", "50");
+    try {
+      const res = await api("GET", "/v1/sessions?" + q);
+      const rows = res.sessions.map(row);
+      if (more) tbody.append(...rows); else tbody.replaceChildren(...rows);
+      cursor = res.next_cursor || "";
+      $("#more", page).hidden = !cursor;
+    } catch (e) { toast(e.message); }
+  };
+  filters.addEventListener("submit", (ev) => { ev.preventDefault(); load(false); });
+  $("#more", page).addEventListener("click", () => load(true));
+  $("#start-form", page).addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = Object.fromEntries(new FormData(ev.target));
+    const req = { goal: f.goal };
+    if (f.session_id) req.session_id = f.session_id;
+    if (f.user_id) req.user_id = f.user_id;
+    try {
+      const res = await socket.request("start", req);
+      location.hash = "#/session/" + encodeURIComponent(res.session_id);
+    } catch (e) { toast(e.message); }
+  });
+  load(false);
+  const timer = setInterval(() => { if (!cursor) load(false); }, 2000); // live status
+  leave = () => clearInterval(timer);
+}
+
+// ---- one session ----
+
+function sessionPage(main, id) {
+  const page = $("#tpl-session").content.cloneNode(true).firstElementChild;
+  main.append(page);
+  const f = (name) => field(page, name);
+  f("id").textContent = id;
+  const handoffs = new Map(); // step id -> sub-agent hand-off summary
+  let timeline = [];
+  let refreshTimer = null;
+  let current = null;
+
+  const renderPlan = (list, state) => {
+    const subs = Object.values(state.sub_agents || {});
+    list.replaceChildren(...(state.steps || []).map((st, i) => {
+      const step = st.step || {};
+      const li = el("li", { "data-step": step.id },
+        el("span", { class: "badge " + shortStatus(st.status) }, shortStatus(st.status)), " ",
+        el("b", {}, `${i + 1}. ${step.type}`), " ", step.description || "");
+      for (const sa of subs.filter((s) => s.step_id === step.id)) {
+        li.append(el("div", { class: "sub", "data-subagent": sa.id },
+          `↳ ${sa.id} (${sa.agent_type}) ${sa.running ? "running" : "idle"} · ${sa.llm_calls} LLM calls · ${sa.tool_calls} tool calls · ${money(sa.cost_usd)}`));
+      }
+      if (handoffs.has(step.id)) li.append(el("div", { class: "handoff", "data-handoff": step.id }, "hand-off: " + handoffs.get(step.id)));
+      return li;
+    }));
+  };
+
+  const renderAwaiting = (state) => {
+    const box = f("awaiting");
+    const reqs = state.awaiting || [];
+    box.replaceChildren(...reqs.map((r) => {
+      const input = el("textarea", { rows: 2, placeholder: "answer (JSON or text)", "data-testid": "answer" });
+      const send = async (value) => {
+        try {
+          await socket.request("input", { session_id: id, step_id: r.step_id, request_id: r.request_id, input: value });
+          toast("answer sent");
+        } catch (e) { toast(e.message); }
+      };
+      const parse = (text) => { try { return JSON.parse(text); } catch { return text; } };
+      const card = el("div", { class: "card awaiting", "data-request": r.request_id },
+        el("h2", {}, "Waiting for a human"), el("p", { "data-testid": "question" }, r.question || ""));
+      if (r.input_schema) card.append(el("pre", {}, r.input_schema));
+      const row = el("div", { class: "row write" });
+      for (const o of r.options || []) row.append(el("button", { onclick: () => send(o), "data-option": o }, o));
+      if (!(r.options || []).length) {
+        card.append(el("div", { class: "write" }, input));
+        row.append(el("button", { onclick: () => send(parse(input.value)), "data-testid": "answer-submit" }, "Answer"));
+      }
+      card.append(row);
+      return card;
+    }));
+  };
+
+  const renderArtifacts = (state) => {
+    f("artifacts").replaceChildren(...(state.artifacts || []).map((a) => {
+      const link = el("a", { href: "#", "data-artifact": a.path }, `${a.artifact_type}/${a.filename}`);
+      link.addEventListener("click", async (ev) => {
+        ev.preventDefault();
+        const resp = await fetch(`/v1/sessions/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(a.artifact_type)}/${encodeURIComponent(a.filename)}`,
+          { headers: token ? { Authorization: "Bearer " + token } : {} });
+        if (!resp.ok) return toast(`download: ${resp.status}`);
+        const url = URL.createObjectURL(await resp.blob());
+        const dl = el("a", { href: url, download: a.filename });
+        document.body.append(dl);
+        dl.click();
+        dl.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+      });
+      return el("li", {}, link, ` · ${a.size} bytes · ${a.content_type}`);
+    }));
+  };
+
+  const refresh = async () => {
+    try {
+      const [st, tl] = await Promise.all([socket.request("state", { session_id: id }), socket.request("timeline", { session_id: id })]);
+      current = st.state;
+      timeline = tl.entries || [];
+      const status = shortStatus(current.status);
+      f("status").textContent = status;
+      f("status").className = "badge " + status;
+      f("goal").textContent = current.goal;
+      f("cost").textContent = money(current.cost_usd);
+      f("seq").textContent = `seq ${current.seq}`;
+      f("host").textContent = `on ${st.host}`;
+      renderPlan(f("plan"), current);
+      renderAwaiting(current);
+      renderArtifacts(current);
+      const ended = timeline.filter((e) => e.ended_seq > 0).length;
+      const slider = f("slider");
+      const atEnd = Number(slider.value) >= Number(slider.max);
+      slider.max = String(ended);
+      if (atEnd) slider.value = String(ended);
+      for (const b of page.querySelectorAll(".controls button")) b.disabled = TERMINAL.has(status);
+    } catch (e) {
+      if (!String(e.message).startsWith("not_found")) toast(e.message);
+    }
+  };
+  const scheduleRefresh = () => {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(refresh, 250);
+  };
+
+  const events = f("events");
+  socket.subscribe(id, (ev) => {
+    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
+    const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
+    events.append(el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
+      el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || ""));
+    while (events.children.length > 1000) events.firstElementChild.remove();
+    events.scrollTop = events.scrollHeight;
+    scheduleRefresh();
+  });
+
+  const slider = f("slider");
+  const showPast = async () => {
+    const k = Number(slider.value);
+    try {
+      const res = await socket.request("state_at", { session_id: id, step_index: k });
+      f("slider-label").textContent = `after step ${k} of ${slider.max} (seq ${res.seq}): ${shortStatus(res.state.status)}`;
+      renderPlan(f("past-plan"), res.state);
+    } catch (e) { toast(e.message); }
+  };
+  slider.addEventListener("input", showPast);
+  slider.addEventListener("change", showPast);
+
+  const act = async (op, fields = {}) => {
+    try {
+      const res = await socket.request(op, { session_id: id, ...fields });
+      toast(`${op}: ok`);
+      return res;
+    } catch (e) { toast(e.message); }
+  };
+  page.querySelector('[data-action="pause"]').addEventListener("click", () => act("pause"));
+  page.querySelector('[data-action="resume"]').addEventListener("click", () => act("resume"));
+  page.querySelector('[data-action="cancel"]').addEventListener("click", () => act("cancel", { reason: "cancelled from the console", by: "console" }));
+  page.querySelector('[data-action="breakpoint"]').addEventListener("click", () => {
+    const t = f("bp-type").value.trim();
+    act("set_breakpoint", t ? { step_type: t } : {});
+  });
+  page.querySelector('[data-action="clear-breakpoints"]').addEventListener("click", () => act("clear_breakpoints"));
+  page.querySelector('[data-action="fork"]').addEventListener("click", async () => {
+    const fields = { step_index: Number(slider.value) };
+    if (f("fork-id").value.trim()) fields.new_session_id = f("fork-id").value.trim();
+    const res = await act("fork", fields);
+    if (res) location.hash = "#/session/" + encodeURIComponent(res.session_id);
+  });
+
+  refresh();
+  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); };
+}
+
+// ---- cluster ----
+
+function clusterPage(main) {
+  const page = $("#tpl-cluster").content.cloneNode(true).firstElementChild;
+  main.append(page);
+  const load = async () => {
+    try {
+      const c = await api("GET", "/v1/cluster");
+      field(page, "node").textContent = c.node;
+      field(page, "members").replaceChildren(...c.members.map((m) => el("tr", {}, el("td", {}, m + (m === c.node ? " (this node)" : "")))));
+    } catch (e) { toast(e.message); }
+  };
+  const rows = field(page, "restarts");
+  rows.replaceChildren();
+  const seen = new Set();
+  socket.followRestarts((r) => {
+    const key = `${r.node}/${r.node_seq ?? r.seq}`; // node_seq numbers a member's own records
+    if (seen.has(key)) return;
+    seen.add(key);
+    rows.prepend(el("tr", { "data-restart": r.seq },
+      el("td", {}, String(r.seq)), el("td", {}, new Date(r.at).toLocaleTimeString()), el("td", {}, r.node),
+      el("td", {}, r.kind), el("td", {}, r.actor), el("td", {}, r.session_id || ""), el("td", {}, r.reason), el("td", {}, r.directive)));
+  });
+  load();
+  const timer = setInterval(load, 5000);
+  leave = () => clearInterval(timer);
+}
+
+$("#token-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  useToken($("#token").value.trim());
+});
+window.addEventListener("hashchange", route);
+$("#token").value = token;
+useToken(token, true);

@@ -1,0 +1,184 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// indexedJournal is what the node's embedded journal is: a journal with the session
+// index, deletes and counts.
+type indexedJournal interface {
+	persistence.Journal
+	persistence.SessionIndex
+}
+
+// crashOnce panics in the first indexed append after it is armed: the session grain
+// crashes mid-command and its supervisor restarts it (a forced restart for the console's
+// restarts feed). The index stays visible, unlike crashingJournal's.
+type crashOnce struct {
+	indexedJournal
+	armed atomic.Bool
+}
+
+func (c *crashOnce) AppendIndexed(ctx context.Context, stream string, expected uint64, recs []persistence.Record, e persistence.IndexEntry) (uint64, error) {
+	if c.armed.CompareAndSwap(true, false) {
+		panic("injected journal panic")
+	}
+	return c.indexedJournal.AppendIndexed(ctx, stream, expected, recs, e)
+}
+
+// humanScript plans, for goals about copies, a human_input step (an object {n: integer
+// >= 1}) and a custom step; other goals get the demo model's delegated plan (sub-agents
+// with hand-offs).
+func humanScript(t *testing.T) *mock.Script {
+	t.Helper()
+	s, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","context_match":"copies of a haiku","response":"{\"steps\":[{\"id\":\"ask\",\"type\":\"human_input\",\"description\":\"How many copies?\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"n\"]}},{\"id\":\"use\",\"type\":\"custom\",\"description\":\"print them\"}]}"},
+		{"system_match":"FATHOM-ROLE: executor","context_match":"copies of a haiku","response":"printed the copies"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := mock.DemoScript()
+	s.Rules, s.Default = append(s.Rules, demo.Rules...), demo.Default
+	return &s
+}
+
+// TestConsoleEndToEnd drives the web console at /console/ in headless Chromium
+// (scripts/console-e2e.mjs, playwright-core): it starts a session from the console,
+// answers its human-input request in place, watches it complete, moves the time-travel
+// slider, filters the sessions list, sees a forced grain restart in the cluster page's
+// restarts feed, and checks that a read token gets a read-only console. With
+// FATHOM_CONSOLE_SCREENSHOTS=DIR it leaves its screenshots there (docs/ holds them).
+func TestConsoleEndToEnd(t *testing.T) {
+	playwright, chromium := testenv.ConsoleBrowser(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	cj := &crashOnce{}
+	g := startGW(t, gwOpts{script: humanScript(t), delayMS: 150, journal: func(j persistence.Journal) persistence.Journal {
+		cj.indexedJournal = j.(indexedJournal)
+		return cj
+	}})
+
+	// 1,000 ended sessions in the index, so the list page loads from a full index.
+	seedSessions(t, cj.indexedJournal, 1000)
+
+	// A forced restart: the grain of crash-1 panics in its first append.
+	cj.armed.Store(true)
+	_, _ = call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"crash me","session_id":"crash-1"}`))
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		req, _ := http.NewRequest("GET", g.srv.URL+"/v1/restarts", nil)
+		req.Header.Set("Authorization", "Bearer "+readToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return bytes.Contains(b, []byte(`"session_id":"crash-1"`))
+	}, "the forced restart of crash-1 is not in /v1/restarts")
+
+	shots := os.Getenv("FATHOM_CONSOLE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "console-e2e.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "READ_TOKEN="+readToken,
+		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots, "SESSION_ID=console-1",
+		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1", "LOAD_RUNS=5")
+	out, err := cmd.CombinedOutput()
+	t.Logf("console-e2e:\n%s", out)
+	if err != nil {
+		t.Fatalf("the console's end-to-end run failed: %v", err)
+	}
+	// What the browser did is in the journal: the answer and the completion.
+	var types []string
+	for _, ev := range g.journal("console-1") {
+		types = append(types, ev["type"].(string))
+	}
+	joined := strings.Join(types, " ")
+	if !strings.Contains(joined, "hitl_received") || !strings.HasSuffix(joined, "session_completed") {
+		t.Fatalf("console-1's events: %s", joined)
+	}
+	for _, name := range []string{"console-session.png", "console-sessions.png", "console-cluster.png"} {
+		if fi, err := os.Stat(filepath.Join(shots, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("screenshot %s: %v", name, err)
+		}
+	}
+}
+
+// seedSessions stores n completed sessions (session_started, session_completed) with
+// their index rows.
+func seedSessions(t *testing.T, j indexedJournal, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("seed-%04d", i)
+		var recs []persistence.Record
+		for seq, ev := range []*messages.Event{
+			{Payload: &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: fmt.Sprintf("Seeded goal number %d", i), UserId: "seed"}}},
+			{Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{Result: "done"}}},
+		} {
+			ev.Seq, ev.SessionId, ev.AtUnixNano = uint64(seq+1), id, time.Now().UnixNano()
+			data, err := messages.EncodeEvent(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, persistence.Record{Type: ev.Type(), Data: data, At: ev.At()})
+		}
+		if _, err := j.AppendIndexed(ctx, id, 0, recs, persistence.IndexEntry{SessionID: id, Status: persistence.StatusCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConsoleIsServed: /console/ serves the embedded page with a strict CSP and no
+// token; the API it calls still needs one.
+func TestConsoleIsServed(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root"} {
+		resp, err := http.Get(g.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+			t.Fatalf("GET %s = %d %q (CSP %q)", path, resp.StatusCode, b[:min(len(b), 80)], resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	if status, out := call(t, g.srv, "GET", "/v1/whoami", readToken, nil); status != 200 || out["scope"] != "read" {
+		t.Fatalf("whoami with the read token = %d %v", status, out)
+	}
+	if status, out := call(t, g.srv, "GET", "/v1/whoami", token, nil); status != 200 || out["scope"] != "write" {
+		t.Fatalf("whoami with the write token = %d %v", status, out)
+	}
+	if status, _ := call(t, g.srv, "GET", "/v1/whoami", "", nil); status != 401 {
+		t.Fatalf("whoami without a token = %d", status)
+	}
+	status, out := call(t, g.srv, "GET", "/v1/cluster", readToken, nil)
+	if status != 200 || out["node"] == "" || len(out["members"].([]any)) != 1 {
+		t.Fatalf("cluster = %d %v", status, out)
+	}
+}

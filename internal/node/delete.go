@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/actors/janitor"
+
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/artifact"
+)
+
+// DeleteSession implements gateway.SessionDeleter (DELETE /v1/sessions/{id}) and is the
+// retention janitor's delete: a terminal session's artifacts, vectors, and then, in one
+// journal transaction that checks the status again, its events, snapshots and index row.
+// The journal goes last, so a delete that fails half-way can be repeated. A session that
+// is not terminal is refused (gateway.ErrSessionNotTerminal) before anything is removed.
+func (n *Node) DeleteSession(ctx context.Context, id string) error {
+	del, ok := n.journal.(persistence.SessionDeleter)
+	if !ok {
+		return fmt.Errorf("%w: the node's journal cannot delete sessions", gateway.ErrNoIndex)
+	}
+	status, _, err := del.SessionStatus(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete session %s: read its index row: %w", id, err)
+	}
+	if status != "" && !persistence.TerminalStatus(status) {
+		return fmt.Errorf("%w: session %s is %s", gateway.ErrSessionNotTerminal, id, status)
+	}
+	if status != "" {
+		if err := n.deleteSessionData(ctx, id); err != nil {
+			return err
+		}
+	}
+	err = del.DeleteSession(ctx, id)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
+	case errors.Is(err, persistence.ErrNotTerminal):
+		return fmt.Errorf("%w: session %s: %v", gateway.ErrSessionNotTerminal, id, err)
+	case err != nil:
+		return err
+	}
+	n.evict(id)
+	n.log.Info("session deleted", "session_id", id, "status", status)
+	return nil
+}
+
+// evict stops session id's activation, if any, so no member keeps serving the deleted
+// state from memory: the next call activates the session afresh from the (now empty)
+// journal. The lookup may activate it first; a terminal or empty session never writes.
+func (n *Node) evict(id string) {
+	if n.member == nil {
+		return
+	}
+	c := n.member.Cluster()
+	if pid := c.Get(id, sessionKind); pid != nil {
+		if err := c.ActorSystem.Root.PoisonFuture(pid).Wait(); err != nil {
+			n.log.Warn("deleted session's activation did not stop", "session_id", id, "error", err)
+		}
+	}
+}
+
+// sessionKind is the session grain's cluster kind (messages.NewSessionKind).
+const sessionKind = "Session"
+
+// deleteSessionData removes session id's artifacts and vectors.
+func (n *Node) deleteSessionData(ctx context.Context, id string) error {
+	if n.artifacts != nil {
+		infos, err := n.artifacts.List(ctx, id, "")
+		if err != nil {
+			return fmt.Errorf("delete session %s: list its artifacts: %w", id, err)
+		}
+		for _, a := range infos {
+			if err := n.artifacts.Delete(ctx, a.Path); err != nil && !errors.Is(err, artifact.ErrNotFound) {
+				return fmt.Errorf("delete session %s: artifact %s: %w", id, a.Path, err)
+			}
+		}
+	}
+	if n.vectors != nil {
+		if err := n.vectors.DeleteStream(ctx, id); err != nil {
+			return fmt.Errorf("delete session %s: its vectors: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// janitorName is the name of the node's retention janitor under the root.
+const janitorName = "janitor"
+
+// startJanitor spawns the retention janitor (actors/janitor) when retention is positive;
+// it needs a journal that keeps the session index and can delete.
+func (n *Node) startJanitor(system *actor.ActorSystem, retention time.Duration) error {
+	if retention <= 0 {
+		return nil
+	}
+	ix := n.SessionIndex()
+	if _, ok := n.journal.(persistence.SessionDeleter); !ok || ix == nil {
+		return errors.New("--retention needs a journal that keeps the session index (the embedded journal or PostgreSQL)")
+	}
+	cfg := janitor.Config{Index: ix, Retention: retention, Logger: n.log.With("component", "janitor")}
+	cfg.Delete = func(ctx context.Context, id string) error {
+		err := n.DeleteSession(ctx, id)
+		if errors.Is(err, gateway.ErrSessionNotFound) {
+			return fmt.Errorf("%w: %v", janitor.ErrGone, err)
+		}
+		return err
+	}
+	pid, err := janitor.Spawn(system.Root, janitorName, cfg)
+	if err != nil {
+		return err
+	}
+	n.janitor = pid
+	n.log.Info("retention janitor started", "retention", retention)
+	return nil
+}
+
+// stopJanitor stops the janitor and waits for its sweep in flight, before the journal it
+// deletes from closes.
+func (n *Node) stopJanitor() {
+	if n.janitor == nil || n.member == nil {
+		return
+	}
+	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.janitor).Wait()
+	n.janitor = nil
+}

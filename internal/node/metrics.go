@@ -1,0 +1,81 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/llm/resilient"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+// meterScope is the instrumentation scope of the node's own metrics.
+const meterScope = "github.com/fathom-agents/fathom/internal/node"
+
+// MeterProvider is the node's meter provider (GET /metrics serves what it records): the
+// gateway records its connections on it.
+func (n *Node) MeterProvider() metric.MeterProvider { return n.tel.MeterProvider }
+
+// observeJournal records the journal's append latency when the journal reports appends.
+func (n *Node) observeJournal() error {
+	o, ok := n.journal.(persistence.AppendObservable)
+	if !ok {
+		return nil
+	}
+	j, err := metrics.NewJournal(n.tel.MeterProvider.Meter(meterScope))
+	if err != nil {
+		return err
+	}
+	o.ObserveAppends(j.Append)
+	return nil
+}
+
+// registerGauges registers the gauges read at each scrape: sessions by state from the
+// index, feed subscribers, the sandbox pool and the LLM breakers.
+func (n *Node) registerGauges() error {
+	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }}
+	if c, ok := n.journal.(persistence.StatusCounter); ok {
+		src.SessionsByState = c.CountByStatus
+	}
+	if n.sandbox != nil {
+		src.Sandbox = func(ctx context.Context) (metrics.SandboxStats, error) {
+			st, err := n.sandbox.Stats(ctx)
+			return metrics.SandboxStats{Size: int64(st.Connections), InUse: int64(st.Busy), Waiting: int64(st.Waiting)}, err
+		}
+	}
+	if len(n.breakers) > 0 {
+		src.Breakers = func() map[string]string {
+			out := make(map[string]string, len(n.breakers))
+			for name, p := range n.breakers {
+				out[name] = p.BreakerState()
+			}
+			return out
+		}
+	}
+	reg, err := metrics.RegisterGauges(n.tel.MeterProvider.Meter(meterScope), src)
+	if err != nil {
+		return err
+	}
+	n.gauges = reg
+	return nil
+}
+
+// addBreaker names an LLM provider's circuit breaker for fathom_llm_breaker_state.
+func (n *Node) addBreaker(name string, p *resilient.Provider) *resilient.Provider {
+	if n.breakers == nil {
+		n.breakers = map[string]*resilient.Provider{}
+	}
+	n.breakers[name] = p
+	return p
+}
+
+// ClusterInfo answers GET /v1/cluster: this member's address and the members it sees.
+func (n *Node) ClusterInfo(context.Context) (gateway.ClusterInfo, error) {
+	if n.member == nil {
+		return gateway.ClusterInfo{}, errors.New("the node has not joined a cluster")
+	}
+	return gateway.ClusterInfo{Node: n.member.Address(), Members: n.member.MemberAddresses()}, nil
+}

@@ -1,0 +1,93 @@
+// Package indexfacts reads the session index's facts from a batch of a session's event
+// records: the user and goal of session_started and the cost of llm_responded. It is the
+// persistence.FactsFunc the node gives its journal (bolt.Options.Facts,
+// postgres.Options.Facts); the journal packages themselves never decode events.
+//
+// It runs on every indexed append, so a model call's cost is read straight from the
+// record's wire bytes (Event.llm_responded.cost_usd) without decoding the answer's text.
+package indexfacts
+
+import (
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+)
+
+var _ persistence.FactsFunc = Of
+
+// Field numbers read from the wire (messages/events.proto).
+const (
+	fieldLlmResponded = 14 // Event.llm_responded
+	fieldCostUSD      = 9  // LlmResponded.cost_usd
+)
+
+// Of returns the facts of recs. Records that do not decode add nothing: the journal's
+// readers report those.
+func Of(recs []persistence.Record) persistence.SessionFacts {
+	var f persistence.SessionFacts
+	for _, r := range recs {
+		switch r.Type {
+		case "session_started":
+			ev := &messages.Event{}
+			if err := proto.Unmarshal(r.Data, ev); err != nil {
+				continue
+			}
+			s := ev.GetSessionStarted()
+			f.Started, f.UserID, f.Goal = true, s.GetUserId(), persistence.CutGoal(s.GetGoal())
+		case "llm_responded":
+			f.CostUSD += costOf(r.Data)
+		}
+	}
+	return f
+}
+
+// costOf reads Event.llm_responded.cost_usd from an encoded event (0 when absent or
+// malformed).
+func costOf(b []byte) float64 {
+	msg := field(b, fieldLlmResponded, protowire.BytesType)
+	if msg == nil {
+		return 0
+	}
+	v := field(msg, fieldCostUSD, protowire.Fixed64Type)
+	if len(v) != 8 {
+		return 0
+	}
+	bits, n := protowire.ConsumeFixed64(v)
+	if n < 0 {
+		return 0
+	}
+	return math.Float64frombits(bits)
+}
+
+// field returns the last occurrence of field num of type typ in the message b: the
+// payload of a bytes field, or the 8 bytes of a fixed64 one; nil when absent or b is
+// malformed.
+func field(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	var out []byte
+	for len(b) > 0 {
+		n, t, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil
+		}
+		b = b[l:]
+		vl := protowire.ConsumeFieldValue(n, t, b)
+		if vl < 0 {
+			return nil
+		}
+		if n == num && t == typ {
+			switch t {
+			case protowire.BytesType:
+				v, _ := protowire.ConsumeBytes(b[:vl])
+				out = v
+			default:
+				out = b[:vl]
+			}
+		}
+		b = b[vl:]
+	}
+	return out
+}
