@@ -145,7 +145,7 @@ func TestStopEndsTheServerDrainWithAPeerConnected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The peer: a raw remoting client holding a stream open and never closing it.
-	conn, err := grpc.Dial(n.Address(), grpc.WithTransportCredentials(insecure.NewCredentials())) // grpc v1.60 (Proto.Actor's) has no NewClient
+	conn, err := grpc.NewClient(n.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestOTELServiceNameIsHonoured(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range spans[0].Resource.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["service.name"] != "fathom-eu-1" || attrs["deployment.environment"] != "staging" {
 		t.Fatalf("resource = %v, want service.name fathom-eu-1 and deployment.environment staging", attrs)
