@@ -160,7 +160,12 @@ type measurement struct {
 	Pkg   string // package path relative to the module root, e.g. ./persistence/postgres
 	Bench string // benchmark name with sub-benchmarks, e.g. BenchmarkStepOverhead/pipelined
 	Time  string // -test.benchtime, e.g. "1s" or "30x"
+	// Timeout bounds one run (0: defaultRunTimeout).
+	Timeout time.Duration
 }
+
+// defaultRunTimeout bounds one benchmark run unless its row says otherwise.
+const defaultRunTimeout = 5 * time.Minute
 
 // sample is one parsed result line.
 type sample map[string]float64 // unit → value ("ns/op", "B/op", "deliveries/s", ...)
@@ -219,10 +224,14 @@ func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scal
 
 // runOne runs one benchmark once and parses its result line (nil when it skipped).
 func runOne(ctx context.Context, bin string, m measurement, raw io.Writer) (sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = defaultRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", benchRegexp(m.Bench),
-		"-test.benchmem", "-test.count", "1", "-test.benchtime", m.Time)
+		"-test.benchmem", "-test.count", "1", "-test.benchtime", m.Time, "-test.timeout", (timeout + time.Minute).String())
 	// The test binary runs in its package's directory, as `go test` would run it.
 	cmd.Dir = m.Pkg
 	var buf bytes.Buffer

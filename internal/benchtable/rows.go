@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // row is one line of the table: a Fathom benchmark against the baseline of the same run.
@@ -30,6 +31,9 @@ type row struct {
 	Kind string
 	// Max or Min is the target the ratio must meet (0: reported only).
 	Max, Min float64
+	// Timeout bounds one run of either side (default defaultRunTimeout): the load rows
+	// run for many minutes.
+	Timeout time.Duration
 	// BenchTime is -benchtime for both sides ("" is 500ms: with the rounds, the whole table
 	// stays within 15 minutes on 2 cores).
 	BenchTime string
@@ -90,7 +94,7 @@ func (r row) measurements(scale float64) []measurement {
 		bt = "500ms"
 	}
 	bt = scaleBenchTime(bt, scale)
-	return []measurement{{Pkg: r.Pkg, Bench: r.Bench, Time: bt}, {Pkg: r.Pkg, Bench: r.Base, Time: bt}}
+	return []measurement{{Pkg: r.Pkg, Bench: r.Bench, Time: bt, Timeout: r.Timeout}, {Pkg: r.Pkg, Bench: r.Base, Time: bt, Timeout: r.Timeout}}
 }
 
 // loadRows are the load table's rows: issue-sized runs (1,000 active sessions, 10,000
@@ -104,7 +108,7 @@ var loadRows = []row{
 		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
-		Extra: []string{"s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x"},
+		Extra: []string{"s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
 }
 
 // scaleBenchTime multiplies a -benchtime ("2s", "30x") by scale, keeping at least 1x / 10ms.
