@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/tools"
@@ -36,7 +38,8 @@ type Request struct {
 	// Timeout is the execution's time limit; zero means Config.DefaultTimeout, and it is
 	// capped at Config.MaxTimeout.
 	Timeout time.Duration
-	// Env is laid over Config.Env.
+	// Env is laid over Config.Env. When ctx carries a span, TRACEPARENT (and TRACESTATE)
+	// are added for it unless Env sets TRACEPARENT.
 	Env map[string]string
 	// Output, when set, receives stdout and stderr live (see OutputFunc).
 	Output OutputFunc
@@ -159,6 +162,7 @@ func (p *Pool) newExecution(ctx context.Context, r Request) (*execution, error) 
 		}
 		maps.Copy(env, r.Env)
 	}
+	env = withTraceContext(ctx, env, r.Env)
 	id, err := newExecutionID()
 	if err != nil {
 		return nil, tools.SandboxError(r.Tool, "execution id: "+err.Error(), true)
@@ -170,6 +174,38 @@ func (p *Pool) newExecution(ctx context.Context, r Request) (*execution, error) 
 	}
 	return &execution{id: id, tool: r.Tool, frame: frame, limit: limit, deadline: deadline, output: r.Output,
 		reply: make(chan outcome, 1)}, nil
+}
+
+// Environment variables carrying the W3C trace context of the execute_tool span into the
+// sandbox, as OpenTelemetry SDKs read them (an instrumented program joins the session's
+// trace).
+const (
+	EnvTraceParent = "TRACEPARENT"
+	EnvTraceState  = "TRACESTATE"
+)
+
+// withTraceContext adds TRACEPARENT (and TRACESTATE) for the span in ctx to env, unless
+// the request's own env sets them.
+func withTraceContext(ctx context.Context, env, own map[string]string) map[string]string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return env
+	}
+	if _, set := own[EnvTraceParent]; set {
+		return env
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if carrier["traceparent"] == "" {
+		return env
+	}
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvTraceParent] = carrier["traceparent"]
+	if ts := carrier["tracestate"]; ts != "" {
+		env[EnvTraceState] = ts
+	}
+	return env
 }
 
 func newExecutionID() (string, error) {

@@ -77,7 +77,9 @@ type Deps struct {
 	Metrics EventObserver
 	// Logger is the grains' logger. Nil means slog.Default().
 	Logger *slog.Logger
-	// Tracer makes the session and step spans. Nil means a no-op tracer.
+	// Tracer makes the session's spans, one trace per session (trace.go). Its provider
+	// must use telemetry.IDGenerator (the node's does) for the long spans to keep their
+	// derived ids. Nil means a no-op tracer.
 	Tracer trace.Tracer
 	// Now is the clock; nil means time.Now. Tests may set it.
 	Now func() time.Time
@@ -112,6 +114,10 @@ type Deps struct {
 	// text), at most maxTemplateTokens entries.
 	tmplTokens sync.Map
 	tmplCount  atomic.Int32
+
+	// traceIDsWarned is set once a tracer provider without telemetry.IDGenerator was
+	// warned about (trace.go).
+	traceIDsWarned atomic.Bool
 }
 
 // maxTemplateTokens bounds Deps.tmplTokens: templates render per step type and model.

@@ -92,6 +92,9 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
+	// pubState is the state after the last published events (trace.go ends the spans a
+	// batch of events ends against it).
+	pubState *messages.SessionState
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
 	// endpointLogged is set once this activation logged that the session's recorded
@@ -136,7 +139,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
 	g.activatedAt = d.Now()
-	_, g.span = d.Tracer.Start(context.Background(), "session.activation", trace.WithAttributes(
+	_, g.span = d.Tracer.Start(withParent(rootParent(g.id)), "session.activation", trace.WithAttributes(
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.host", ctx.ActorSystem().Address()),
 	))
@@ -320,6 +323,7 @@ func (g *Grain) load() error {
 		return err
 	}
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
+	g.pubState = s
 	g.loads++
 	g.hist.Reset()
 	return nil
@@ -355,17 +359,18 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 		return messages.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
-	if g.published(evs, recs) {
+	if g.published(evs, recs, next) {
 		g.maybeSummarize(ctx)
 	}
 	g.maybeSnapshot(ctx, g.state)
 	return nil
 }
 
-// published follows a durable append of evs (encoded as recs): subscribers get the
-// records, the trace its events, the embed worker their messages. It reports whether evs
-// record an LLM answer (the summarizer may be due).
-func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (answered bool) {
+// published follows a durable append of evs (encoded as recs, leading to state st):
+// subscribers get the records, the trace its events and the spans they end, the embed
+// worker their messages. It reports whether evs record an LLM answer (the summarizer may
+// be due).
+func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
 	for i := range recs {
 		recs[i].Seq = evs[i].GetSeq()
 	}
@@ -380,6 +385,8 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (ans
 		g.observe(ev)
 		g.embed(ev)
 	}
+	g.traceEnded(evs, g.pubState, st)
+	g.pubState = st
 	return answered
 }
 
@@ -469,7 +476,8 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		if g.tools == nil {
 			g.tools = map[string]*actor.PID{}
 		}
-		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", g.state.GetConfig().GetModel(), c), "tool-runner")
+		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", g.state.GetConfig().GetModel(), c,
+			callParent(g.id, g.state, "", c.GetStepId())), "tool-runner")
 	}
 	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
 		g.stepRetryAt = at
@@ -525,7 +533,7 @@ func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, s
 	if p.GetPurpose() == core.PurposeStep {
 		hist = g.hist.History(st)
 	}
-	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st, hist), "step-runner")
+	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st, hist, callParent(g.id, st, "", p.GetStepId())), "step-runner")
 	g.runnerCall = p.GetCallId()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	callID := p.GetCallId()

@@ -19,6 +19,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/llm/resilient"
@@ -49,6 +50,8 @@ type harnessOpts struct {
 	artifacts artifact.Store
 	// promptsDir overrides prompt templates (node.Config.PromptsDir).
 	promptsDir string
+	// telemetry is the node's telemetry (node.Config.Telemetry).
+	telemetry telemetry.Config
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -102,7 +105,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	n, err := node.Start(ctx, node.Config{
 		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
-		PromptsDir: o.promptsDir,
+		PromptsDir: o.promptsDir, Telemetry: o.telemetry,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

@@ -128,7 +128,7 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 		g.failPipeline(ctx, job, err)
 		return
 	}
-	g.answered = g.published(job.evs, job.recs) || g.answered
+	g.answered = g.published(job.evs, job.recs, job.state) || g.answered
 	g.maybeSnapshot(ctx, job.state)
 	if len(g.pipeline) == 0 {
 		g.kick(ctx)

@@ -37,16 +37,19 @@ type runner struct {
 	state *messages.SessionState
 	// hist is the state's history for a step call (the grain's core.HistoryCache; nil:
 	// built from state). Never mutated either.
-	hist   []memory.Message
+	hist []memory.Message
+	// parent is the span the call belongs to (trace.go): a step, a sub-agent run or the
+	// session's root.
+	parent trace.SpanContext
 	cancel context.CancelFunc
 }
 
 // runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
 type runnerDone struct{ res *core.LLMResult }
 
-func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message) *actor.Props {
+func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist}
+		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -84,12 +87,15 @@ func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
 func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
-	spanName := "session.step"
+	spanName := "session.llm_call"
 	switch r.purpose {
 	case core.PurposePlan:
 		spanName = "session.plan"
 	case core.PurposeReplan:
 		spanName = "session.replan"
+	}
+	if r.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, r.parent)
 	}
 	ctx, span := r.deps.Tracer.Start(ctx, spanName, trace.WithAttributes(
 		attribute.String("fathom.session_id", r.sessionID),

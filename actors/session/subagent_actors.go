@@ -26,12 +26,12 @@ type subAgentCalls struct {
 
 // LLMCall implements subagent.Calls.
 func (c subAgentCalls) LLMCall(st *messages.SessionState, sa *messages.SubagentState) *actor.Props {
-	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st, nil)
+	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st, nil, callParent(c.sessionID, st, sa.GetId(), ""))
 }
 
 // ToolCall implements subagent.Calls.
 func (c subAgentCalls) ToolCall(st *messages.SessionState, sa *messages.SubagentState, pt *messages.PendingTool) *actor.Props {
-	return newToolRunnerProps(c.deps, c.sessionID, sa.GetId(), st.GetConfig().GetModel(), pt)
+	return newToolRunnerProps(c.deps, c.sessionID, sa.GetId(), st.GetConfig().GetModel(), pt, callParent(c.sessionID, st, sa.GetId(), ""))
 }
 
 // kickSubAgents starts an actor for every running sub-agent that has none and tells every

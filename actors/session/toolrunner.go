@@ -26,14 +26,16 @@ type toolRunner struct {
 	subAgentID string
 	model      string // the session's model: the result is counted with its tokenizer
 	call       *messages.PendingTool
-	cancel     context.CancelFunc
+	// parent is the span the call belongs to (trace.go): a step or a sub-agent run.
+	parent trace.SpanContext
+	cancel context.CancelFunc
 }
 
 type toolRunnerDone struct{ res *core.ToolResult }
 
-func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool) *actor.Props {
+func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c}
+		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -60,8 +62,12 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 
 func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 	c := r.call
+	if r.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, r.parent)
+	}
 	ctx, span := r.deps.Tracer.Start(ctx, "execute_tool "+c.GetTool(), trace.WithAttributes(
 		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIConversationID(r.sessionID),
 		semconv.GenAIToolName(c.GetTool()),
 		semconv.GenAIToolCallID(c.GetCallId()),
 		attribute.String("fathom.session_id", r.sessionID),

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -28,11 +29,13 @@ import (
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -65,6 +68,10 @@ type Config struct {
 	SpanExporter sdktrace.SpanExporter
 	// ExtraAttributes are added to the resource (e.g. node address).
 	ExtraAttributes []attribute.KeyValue
+	// Disabled turns tracing and metrics off: the providers are no-ops (spans carry no
+	// ids, nothing propagates, GET /metrics serves an empty page) and the otel globals
+	// are left alone. Benchmarks use it to measure what telemetry costs.
+	Disabled bool
 }
 
 // Validate reports configuration errors.
@@ -109,6 +116,14 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// OTEL_SDK_DISABLED=true is the standard switch that turns an OpenTelemetry SDK off.
+	if cfg.Disabled || strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		return &Providers{
+			TracerProvider: tracenoop.NewTracerProvider(),
+			MeterProvider:  metricnoop.NewMeterProvider(),
+			metrics:        promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
+		}, nil
+	}
 	if cfg.ServiceName == "" {
 		cfg.ServiceName = "fathom"
 	}
@@ -136,7 +151,8 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry prometheus reader: %w", err)
 	}
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	// The ID generator lets a session's spans join one trace across activations and nodes (IDGenerator).
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator())}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options are the per-connection settings of Dial.
@@ -206,15 +208,36 @@ func (c *Conn) Tools(ctx context.Context) ([]ToolInfo, error) {
 // MetaIdempotencyKey is the _meta key a call's idempotency key is sent under.
 const MetaIdempotencyKey = "fathom/idempotency_key"
 
+// The _meta keys a call's W3C trace context is sent under (the span in the call's
+// context: the execute_tool span), as the MCP OpenTelemetry conventions name them.
+const (
+	MetaTraceParent = "traceparent"
+	MetaTraceState  = "tracestate"
+)
+
 // CallTool calls the server's tool with args (a JSON object; empty means {}), sending
-// key (when set) in _meta under MetaIdempotencyKey.
+// key (when set) in _meta under MetaIdempotencyKey and the trace context of the span in
+// ctx (when there is one) under MetaTraceParent and MetaTraceState.
 func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, key string) (*sdk.CallToolResult, error) {
 	params := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage("{}")}
 	if len(args) > 0 {
 		params.Arguments = args
 	}
+	meta := sdk.Meta{}
 	if key != "" {
-		params.Meta = sdk.Meta{MetaIdempotencyKey: key}
+		meta[MetaIdempotencyKey] = key
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		for _, k := range []string{MetaTraceParent, MetaTraceState} {
+			if v := carrier[k]; v != "" {
+				meta[k] = v
+			}
+		}
+	}
+	if len(meta) > 0 {
+		params.Meta = meta
 	}
 	return c.cs.CallTool(ctx, params)
 }

@@ -5,7 +5,8 @@
 // without them tests skip, or fail under FATHOM_TEST_REQUIRE_SERVICES.
 //
 // The server's tools: echo {text} (answers "echo: TEXT (pid PID, key KEY)" with the
-// call's idempotency key from _meta), lookup_order {order_id} (A-1 and B-2 exist; others
+// call's idempotency key from _meta), trace_context {} (the traceparent and tracestate it
+// got in _meta, as JSON), lookup_order {order_id} (A-1 and B-2 exist; others
 // are an isError result), fail {} (always an isError result), crash {} (the process
 // exits), add_tool {name} and remove_tool {name} (change the tool list: the SDK sends
 // notifications/tools/list_changed), slow {ms}.

@@ -9,7 +9,7 @@
 // "Authorization: Bearer MCP_TOKEN"; MCP_PORT is the HTTP port (default: a free one).
 //
 // Tools: echo {text} (the text, this process's pid and the call's idempotency key from
-// _meta), lookup_order {order_id}, fail {} (an isError result), crash {} (the process
+// _meta), trace_context {} (the traceparent and tracestate of _meta, as JSON), lookup_order {order_id}, fail {} (an isError result), crash {} (the process
 // exits), add_tool {name} (registers a new tool: the SDK sends
 // notifications/tools/list_changed), remove_tool {name}, slow {ms}.
 "use strict";
@@ -33,6 +33,13 @@ function makeServer() {
   }, async ({ text: t }, extra) => {
     const key = (extra._meta || {})["fathom/idempotency_key"] || "";
     return text(`echo: ${t} (pid ${process.pid}, key ${key})`);
+  });
+  server.registerTool("trace_context", {
+    description: "Answers the W3C trace context the call carried in _meta (traceparent, tracestate)",
+    inputSchema: {},
+  }, async (_args, extra) => {
+    const meta = extra._meta || {};
+    return text(JSON.stringify({ traceparent: meta.traceparent || "", tracestate: meta.tracestate || "" }));
   });
   server.registerTool("lookup_order", {
     description: "Looks an order up by its id",

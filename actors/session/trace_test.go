@@ -1,0 +1,284 @@
+package session_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/internal/telemetry"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// spanLog is an in-memory span exporter that outlives the nodes exporting into it (the
+// SDK's forgets its spans when its provider shuts down, i.e. when a node stops).
+type spanLog struct{ *tracetest.InMemoryExporter }
+
+func (spanLog) Shutdown(context.Context) error { return nil }
+
+func newSpanLog() spanLog { return spanLog{tracetest.NewInMemoryExporter()} }
+
+// sessionTrace is the spans of one trace, indexed.
+type sessionTrace struct {
+	spans  tracetest.SpanStubs
+	byID   map[trace.SpanID]tracetest.SpanStub
+	root   tracetest.SpanStub
+	traces map[trace.TraceID]int
+}
+
+func attr(s tracetest.SpanStub, key string) string {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// waitSessionTrace waits until the root span of session id was exported and returns
+// every span of its trace; it fails unless the session's spans form exactly one trace
+// with one root and every other span's parent in it.
+func waitSessionTrace(t *testing.T, log spanLog, id string) *sessionTrace {
+	t.Helper()
+	var roots []tracetest.SpanStub
+	testenv.Eventually(t, 15*time.Second, func() bool {
+		roots = roots[:0]
+		for _, s := range log.GetSpans() {
+			if !s.Parent.IsValid() && attr(s, "gen_ai.conversation.id") == id && strings.HasPrefix(s.Name, "invoke_agent") {
+				roots = append(roots, s)
+			}
+		}
+		return len(roots) > 0
+	}, "no invoke_agent root span of session %s among %d spans", id, len(log.GetSpans()))
+	if len(roots) != 1 {
+		t.Fatalf("%d root spans of session %s, want 1: %v", len(roots), id, names(roots))
+	}
+	tr := &sessionTrace{root: roots[0], byID: map[trace.SpanID]tracetest.SpanStub{}, traces: map[trace.TraceID]int{}}
+	tid := tr.root.SpanContext.TraceID()
+	for _, s := range log.GetSpans() {
+		if attr(s, "fathom.session_id") == id || attr(s, "gen_ai.conversation.id") == id {
+			tr.traces[s.SpanContext.TraceID()]++
+		}
+		if s.SpanContext.TraceID() == tid {
+			tr.spans = append(tr.spans, s)
+			tr.byID[s.SpanContext.SpanID()] = s
+		}
+	}
+	if len(tr.traces) != 1 {
+		t.Fatalf("the spans of session %s are in %d traces, want 1: %v", id, len(tr.traces), tr.traces)
+	}
+	for _, s := range tr.spans {
+		if s.SpanContext.SpanID() == tr.root.SpanContext.SpanID() {
+			continue
+		}
+		if _, ok := tr.byID[s.Parent.SpanID()]; !ok {
+			t.Fatalf("span %s (%v) has parent %v, which is not in the trace: %v", s.Name, s.Attributes, s.Parent.SpanID(), names(tr.spans))
+		}
+	}
+	return tr
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// named returns the trace's spans called name.
+func (tr *sessionTrace) named(name string) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, s := range tr.spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parent returns s's parent span.
+func (tr *sessionTrace) parent(s tracetest.SpanStub) tracetest.SpanStub {
+	return tr.byID[s.Parent.SpanID()]
+}
+
+// TestSessionIsOneTrace: a session with a delegated research step (a researcher
+// sub-agent calling a tool) and a step of the orchestrator's own (the executor calling a
+// tool) is one trace: an invoke_agent root for the session (gen_ai.conversation.id, the
+// orchestrator as gen_ai.agent.name), a session.step span per step under it, the
+// researcher as a nested invoke_agent span under its step, execute_tool spans under the
+// step or sub-agent that called them and chat spans under the calls that made them.
+func TestSessionIsOneTrace(t *testing.T) {
+	log := newSpanLog()
+	script := &mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"r","type":"research","description":"find a"},` +
+			`{"id":"c","type":"custom","description":"use it","dependencies":["r"]}]}`},
+		{SystemMatch: "FATHOM-ROLE: researcher", ToolMatch: "value of a", Response: `{"status":"completed","summary":"a found"}`},
+		{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"a"}`}}},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: "value of b", Response: "used b"},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"b"}`}}},
+	}, Default: "done"}
+	h := startHarness(t, harnessOpts{script: script, cfg: subAgentTools(map[string][]string{"researcher": {"lookup"}}),
+		telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h.start("traced", "c1", "find and use"); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "traced", 20*time.Second))
+	stopNode(t, h) // the activation's span ends with it
+	tr := waitSessionTrace(t, log, "traced")
+
+	root := tr.root
+	if root.Name != "invoke_agent orchestrator" || attr(root, "gen_ai.operation.name") != "invoke_agent" ||
+		attr(root, "gen_ai.agent.name") != "orchestrator" || attr(root, "fathom.status") != "SESSION_STATUS_COMPLETED" {
+		t.Fatalf("root span %s %v", root.Name, root.Attributes)
+	}
+	if !root.StartTime.Before(root.EndTime) {
+		t.Fatalf("root span from %v to %v", root.StartTime, root.EndTime)
+	}
+	steps := map[string]tracetest.SpanStub{}
+	for _, s := range tr.named("session.step") {
+		steps[attr(s, "fathom.step_id")] = s
+		if s.Parent.SpanID() != root.SpanContext.SpanID() {
+			t.Fatalf("step span %s is under %s, not the root", attr(s, "fathom.step_id"), tr.parent(s).Name)
+		}
+	}
+	if len(steps) != 2 || steps["r"].Name == "" || steps["c"].Name == "" {
+		t.Fatalf("step spans %v", steps)
+	}
+	agents := tr.named("invoke_agent researcher")
+	if len(agents) != 1 {
+		t.Fatalf("%d researcher spans in %v", len(agents), names(tr.spans))
+	}
+	researcher := agents[0]
+	if researcher.Parent.SpanID() != steps["r"].SpanContext.SpanID() || attr(researcher, "gen_ai.agent.name") != "researcher" ||
+		attr(researcher, "gen_ai.operation.name") != "invoke_agent" || attr(researcher, "gen_ai.conversation.id") != "traced" {
+		t.Fatalf("researcher span under %s: %v", tr.parent(researcher).Name, researcher.Attributes)
+	}
+	tools := tr.named("execute_tool lookup")
+	if len(tools) != 2 {
+		t.Fatalf("%d execute_tool spans in %v", len(tools), names(tr.spans))
+	}
+	under := map[trace.SpanID]bool{}
+	for _, s := range tools {
+		under[s.Parent.SpanID()] = true
+	}
+	if !under[researcher.SpanContext.SpanID()] || !under[steps["c"].SpanContext.SpanID()] {
+		t.Fatalf("execute_tool spans are under %s and %s, want the researcher and step c", tr.parent(tools[0]).Name, tr.parent(tools[1]).Name)
+	}
+	var chats, inResearcher int
+	for _, s := range tr.spans {
+		if !strings.HasPrefix(s.Name, "chat ") {
+			continue
+		}
+		chats++
+		call := tr.parent(s)
+		if call.Name != "session.plan" && call.Name != "session.llm_call" {
+			t.Fatalf("chat span under %s", call.Name)
+		}
+		if tr.parent(call).SpanContext.SpanID() == researcher.SpanContext.SpanID() {
+			inResearcher++
+		}
+	}
+	if chats < 5 || inResearcher != 2 {
+		t.Fatalf("%d chat spans, %d of them the researcher's (want ≥5 and 2): %v", chats, inResearcher, names(tr.spans))
+	}
+	if len(tr.named("session.activation")) != 1 {
+		t.Fatalf("activation spans: %v", names(tr.spans))
+	}
+}
+
+// TestTraceSurvivesNodeRestart: a session waiting for a human when its node stops
+// finishes on a new node in the same trace: the second activation's spans and the root
+// the second node emits join the first node's.
+func TestTraceSurvivesNodeRestart(t *testing.T) {
+	log := newSpanLog()
+	j := openJournal(t)
+	t.Cleanup(func() { _ = j.Close() })
+	sc := humanStepScript(t, "")
+	h := startHarness(t, harnessOpts{journal: j, script: sc, telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h.start("moved", "c1", "print copies"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, h, "moved", messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
+	stopNode(t, h)
+	before := len(log.GetSpans())
+	h2 := startHarness(t, harnessOpts{journal: j, script: sc, telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h2.node.Session("moved").ProvideInput(&messages.ProvideInputRequest{CommandId: "in", StepId: "ask", Input: `{"n":3}`}, call()); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, j, "moved", 20*time.Second))
+	stopNode(t, h2)
+	tr := waitSessionTrace(t, log, "moved")
+	if acts := tr.named("session.activation"); len(acts) != 2 {
+		t.Fatalf("%d activation spans in the trace, want one per node: %v", len(acts), names(tr.spans))
+	}
+	var first, second int
+	for i, s := range log.GetSpans() {
+		if s.SpanContext.TraceID() != tr.root.SpanContext.TraceID() {
+			continue
+		}
+		if i < before {
+			first++
+		} else {
+			second++
+		}
+	}
+	if first == 0 || second == 0 {
+		t.Fatalf("spans of the trace: %d from the first node, %d from the second", first, second)
+	}
+	steps := tr.named("session.step")
+	if len(steps) != 2 {
+		t.Fatalf("step spans %v", names(tr.spans))
+	}
+	for _, s := range steps {
+		if s.Parent.SpanID() != tr.root.SpanContext.SpanID() {
+			t.Fatalf("step %s is not under the root", attr(s, "fathom.step_id"))
+		}
+	}
+	// The human step started on the first node and ended on the second: its span covers both.
+	for _, s := range steps {
+		if attr(s, "fathom.step_id") == "ask" && !s.StartTime.Before(s.EndTime) {
+			t.Fatalf("step ask from %v to %v", s.StartTime, s.EndTime)
+		}
+	}
+}
+
+// TestFailedSessionTraceEndsOpenSpans: a session failing while a sub-agent runs ends the
+// sub-agent's and the step's spans with the root, marked as errors.
+func TestFailedSessionTraceEndsOpenSpans(t *testing.T) {
+	log := newSpanLog()
+	script := &mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"r","type":"research","description":"loop"}]}`},
+		{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"x"}`}}},
+	}, Default: "done"}
+	h := startHarness(t, harnessOpts{script: script, telemetry: telemetry.Config{SpanExporter: log}, cfg: func(c *core.Config) {
+		c.SubAgentTools = map[string][]string{"researcher": {"lookup"}}
+		c.MaxLLMCalls = 4
+	}})
+	if _, err := h.start("capped", "c1", "loop"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "capped", 20*time.Second)
+	if evs[len(evs)-1].GetSessionFailed() == nil {
+		t.Fatalf("the session ended with %s", evs[len(evs)-1].Type())
+	}
+	tr := waitSessionTrace(t, log, "capped")
+	if tr.root.Status.Code.String() != "Error" {
+		t.Fatalf("root status %v", tr.root.Status)
+	}
+	for _, name := range []string{"session.step", "invoke_agent researcher"} {
+		spans := tr.named(name)
+		if len(spans) != 1 || spans[0].Status.Code.String() != "Error" || spans[0].EndTime.After(tr.root.EndTime) {
+			t.Fatalf("%s spans: %d (%v)", name, len(spans), spans)
+		}
+	}
+}
+
+var _ sdktrace.SpanExporter = spanLog{}
