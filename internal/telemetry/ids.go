@@ -24,7 +24,7 @@ func IDGenerator() sdktrace.IDGenerator { return idGenerator{} }
 
 // WithIDs returns ctx asking the IDGenerator for trace id tid and span id sid for the
 // span started with it (as a root span when ctx carries no parent, or as a child of a
-// parent in trace tid). Use it for one Start, never for the spans under that one.
+// parent in trace tid). The spans started under that one get random ids.
 func WithIDs(ctx context.Context, tid trace.TraceID, sid trace.SpanID) context.Context {
 	return context.WithValue(ctx, idsKey{}, forcedIDs{tid: tid, sid: sid})
 }
@@ -40,7 +40,7 @@ type idGenerator struct{}
 
 // NewIDs implements sdktrace.IDGenerator.
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	if f, ok := ctx.Value(idsKey{}).(forcedIDs); ok && f.tid.IsValid() && f.sid.IsValid() {
+	if f, ok := forced(ctx); ok && f.tid.IsValid() {
 		return f.tid, f.sid
 	}
 	var tid trace.TraceID
@@ -53,10 +53,20 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 
 // NewSpanID implements sdktrace.IDGenerator.
 func (idGenerator) NewSpanID(ctx context.Context, tid trace.TraceID) trace.SpanID {
-	if f, ok := ctx.Value(idsKey{}).(forcedIDs); ok && f.tid == tid && f.sid.IsValid() {
+	if f, ok := forced(ctx); ok && f.tid == tid {
 		return f.sid
 	}
 	return randomSpanID()
+}
+
+// forced returns the ids WithIDs asked for in ctx, unless ctx's span already has them
+// (ctx is the one Start returned for that span: a span under it gets random ids).
+func forced(ctx context.Context) (forcedIDs, bool) {
+	f, ok := ctx.Value(idsKey{}).(forcedIDs)
+	if !ok || !f.sid.IsValid() || trace.SpanContextFromContext(ctx).SpanID() == f.sid {
+		return forcedIDs{}, false
+	}
+	return f, true
 }
 
 func randomSpanID() trace.SpanID {

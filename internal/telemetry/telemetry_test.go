@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -151,5 +152,63 @@ func TestMetricsHandlerServesPrometheusText(t *testing.T) {
 	}
 	if families["fathom_journal_append_duration_seconds"] == nil {
 		t.Fatalf("the histogram is not named in base units with _seconds:\n%s", body)
+	}
+}
+
+// TestWithIDsGivesTheSpanItsIDs: a span started with WithIDs gets those ids, as a root
+// and as a child; the spans under it get random ones.
+func TestWithIDsGivesTheSpanItsIDs(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{SpanExporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	tr := p.TracerProvider.Tracer("test")
+	tid := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	rootID, childID := trace.SpanID{1, 1, 1, 1, 1, 1, 1, 1}, trace.SpanID{2, 2, 2, 2, 2, 2, 2, 2}
+	ctx, root := tr.Start(telemetry.WithIDs(context.Background(), tid, rootID), "root", trace.WithNewRoot())
+	if sc := root.SpanContext(); sc.TraceID() != tid || sc.SpanID() != rootID {
+		t.Fatalf("root span %v/%v, want %v/%v", sc.TraceID(), sc.SpanID(), tid, rootID)
+	}
+	_, free := tr.Start(ctx, "under") // ctx still carries the ids asked for the root: not reused
+	if free.SpanContext().SpanID() == rootID || free.SpanContext().TraceID() != tid {
+		t.Fatalf("span under the root: %v", free.SpanContext())
+	}
+	parent := trace.ContextWithRemoteSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: rootID, TraceFlags: trace.FlagsSampled, Remote: true}))
+	_, child := tr.Start(telemetry.WithIDs(parent, tid, childID), "child")
+	if sc := child.SpanContext(); sc.TraceID() != tid || sc.SpanID() != childID {
+		t.Fatalf("child span %v/%v, want %v/%v", sc.TraceID(), sc.SpanID(), tid, childID)
+	}
+	_, other := tr.Start(telemetry.WithIDs(context.Background(), trace.TraceID{}, childID), "random")
+	if !other.SpanContext().IsValid() || other.SpanContext().SpanID() == childID {
+		t.Fatalf("an invalid trace id asked for must give random ids: %v", other.SpanContext())
+	}
+}
+
+// TestDisabledAndOTELSDKDisabled: Disabled, or the standard OTEL_SDK_DISABLED=true, make
+// no-op providers.
+func TestDisabledAndOTELSDKDisabled(t *testing.T) {
+	for name, cfg := range map[string]telemetry.Config{"Disabled": {Disabled: true}, "OTEL_SDK_DISABLED": {}} {
+		t.Run(name, func(t *testing.T) {
+			if name == "OTEL_SDK_DISABLED" {
+				t.Setenv("OTEL_SDK_DISABLED", "true")
+			}
+			mem := tracetest.NewInMemoryExporter()
+			cfg.SpanExporter = mem
+			p, err := telemetry.Setup(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+			span.End()
+			if span.SpanContext().IsValid() || len(mem.GetSpans()) != 0 {
+				t.Fatalf("a disabled provider made span %v (%d exported)", span.SpanContext(), len(mem.GetSpans()))
+			}
+			if err := p.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
