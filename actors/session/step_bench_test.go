@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
@@ -73,17 +76,46 @@ func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, e
 // so each op also carries a share of a session's activation, start and plan. "pipelined" is the default
 // configuration (commits pipelined and grouped, Config.PipelineDepth 4); "synchronous"
 // commits every decision before the next one (PipelineDepth 0), in the same run.
-// Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md).
+// Compare with BenchmarkBaselinePgxInsertCommit (BENCHMARKS.md). "telemetry-on" and
+// "telemetry-off" are the pipelined step with tracing and metrics exported (every span
+// over OTLP/HTTP to a local collector that accepts and drops them, Proto.Actor's actor
+// metrics wired) and with telemetry disabled (no-op providers): their ratio is what
+// observability costs a step.
 func BenchmarkStepOverhead(b *testing.B) {
-	for _, depth := range []struct {
-		name  string
-		depth int
-	}{{"pipelined", core.DefaultConfig().PipelineDepth}, {"synchronous", 0}} {
-		b.Run(depth.name, func(b *testing.B) { benchSteps(b, depth.depth) })
+	pipelined := core.DefaultConfig().PipelineDepth
+	for _, c := range []struct {
+		name      string
+		depth     int
+		telemetry func(testing.TB) telemetry.Config
+	}{
+		{"pipelined", pipelined, nil},
+		{"synchronous", 0, nil},
+		{"telemetry-off", pipelined, func(testing.TB) telemetry.Config { return telemetry.Config{Disabled: true} }},
+		{"telemetry-on", pipelined, otlpTelemetry},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var tcfg telemetry.Config
+			if c.telemetry != nil {
+				tcfg = c.telemetry(b)
+			}
+			benchSteps(b, c.depth, tcfg)
+		})
 	}
 }
 
-func benchSteps(b *testing.B, depth int) {
+// otlpTelemetry exports traces and metrics over OTLP/HTTP to a local collector that
+// accepts every request and drops it; the benchmark's cleanup stops it.
+func otlpTelemetry(tb testing.TB) telemetry.Config {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	tb.Cleanup(collector.Close)
+	return telemetry.Config{Exporter: telemetry.ExporterOTLP, OTLPEndpoint: collector.URL}
+}
+
+func benchSteps(b *testing.B, depth int, tcfg telemetry.Config) {
 	dsn := testenv.PostgresDSN(b)
 	ctx := context.Background()
 	j, err := postgres.Open(ctx, dsn, postgres.Options{})
@@ -98,7 +130,7 @@ func benchSteps(b *testing.B, depth int) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ccfg.Logger = log
 	n, err := node.Start(ctx, node.Config{
-		Journal: j, Cluster: ccfg, Session: scfg, Logger: log,
+		Journal: j, Cluster: ccfg, Session: scfg, Logger: log, Telemetry: tcfg,
 		LLM: node.LLMConfig{Provider: newInstantModel(), NoStream: true},
 	})
 	if err != nil {

@@ -55,6 +55,8 @@ var tableRows = []row{
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/pipelined", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time", Max: 1.3},
 	{ID: "step-synchronous", What: "the same step, every decision committed before the next (`PipelineDepth` 0)",
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time"},
+	{ID: "step-telemetry", What: "the pipelined step with tracing and metrics on: every span exported over OTLP/HTTP to a local collector, Proto.Actor's actor metrics (bare: the same step, telemetry disabled)",
+		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/telemetry-on", Base: "BenchmarkStepOverhead/telemetry-off", Kind: "time"},
 	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
 		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
 	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
