@@ -626,7 +626,7 @@ func TestRunExportsSpans(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{`"Name":"session.activation"`, `"Name":"session.plan"`, `"Name":"session.step"`, `"Name":"chat `, `gen_ai.usage.input_tokens`} {
+	for _, want := range []string{`"Name":"invoke_agent orchestrator"`, `"Name":"session.activation"`, `"Name":"session.plan"`, `"Name":"session.step"`, `"Name":"chat `, `gen_ai.usage.input_tokens`} {
 		if !strings.Contains(strings.ReplaceAll(r.stderr, `": "`, `":"`), want) {
 			t.Errorf("stdout exporter output has no %s", want)
 		}

@@ -19,7 +19,9 @@
 //	timeout (the executor's)                       timeout     no
 //
 // The call's idempotency key (tools.Call.IdempotencyKey) is sent in the request's
-// _meta as "fathom/idempotency_key", so a server can recognise a repeated call.
+// _meta as "fathom/idempotency_key", so a server can recognise a repeated call. The W3C
+// trace context of the span in the call's context (the session's execute_tool span) goes
+// in _meta as "traceparent" (and "tracestate"), so an instrumented server joins the trace.
 //
 // # Connections
 //
