@@ -102,7 +102,7 @@ func TestTraceParentReachesTheSandbox(t *testing.T) {
 		t.Fatalf("TRACEPARENT in the sandbox = %q (stdout %q), want the execute_tool span's %q", tp, stdout, want)
 	}
 	for _, kv := range tool.Attributes {
-		if kv.Key == "gen_ai.conversation.id" && kv.Value.Emit() != "s-tp" {
+		if kv.Key == "gen_ai.conversation.id" && kv.Value.String() != "s-tp" {
 			t.Fatalf("execute_tool span of another session: %v", tool.Attributes)
 		}
 	}

@@ -106,7 +106,7 @@ func TestNodeHonoursOTELServiceName(t *testing.T) {
 	root := waitSpan(t, spans, "invoke_agent orchestrator")
 	attrs := map[string]string{}
 	for _, kv := range root.Resource.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["service.name"] != "fathom-eu-west" || attrs["deployment.environment"] != "staging" {
 		t.Fatalf("resource of the session's root span: %v", attrs)
