@@ -170,7 +170,7 @@ func (g *Grain) endStep(evs []*messages.Event, i int, st *messages.SessionState,
 		}
 	}
 	attempt, start := runOf(evs, i, func(ev *messages.Event) bool {
-		return ev.GetStepStarted().GetStepId() == stepID && ev.GetStepStarted() != nil
+		return ev.GetStepStarted() != nil && ev.GetStepStarted().GetStepId() == stepID
 	},
 		step.GetAttempt(), step.GetStartedAtUnixNano())
 	g.emitStep(step, stepID, attempt, start, evs[i].GetAtUnixNano(), errText)
@@ -189,7 +189,7 @@ func (g *Grain) emitStep(step *messages.StepState, stepID string, attempt uint32
 func (g *Grain) endSubAgent(evs []*messages.Event, i int, st *messages.SessionState, subID, status, errText string) {
 	sa := st.GetSubAgents()[subID]
 	run, start := runOf(evs, i, func(ev *messages.Event) bool {
-		return ev.GetSubagentStarted().GetSubAgentId() == subID && ev.GetSubagentStarted() != nil
+		return ev.GetSubagentStarted() != nil && ev.GetSubagentStarted().GetSubAgentId() == subID
 	},
 		sa.GetRuns(), sa.GetRunStartedAtUnixNano())
 	g.emitSubAgent(st, sa, run, start, evs[i].GetAtUnixNano(), status, errText)

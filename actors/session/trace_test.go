@@ -15,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // spanLog is an in-memory span exporter that outlives the nodes exporting into it (the
@@ -282,3 +283,52 @@ func TestFailedSessionTraceEndsOpenSpans(t *testing.T) {
 }
 
 var _ sdktrace.SpanExporter = spanLog{}
+
+// TestCancelledSessionTrace: cancelling a session waiting on a tool ends its trace: the
+// root (status error, "cancelled: REASON") and the cut-short step, with the tool's span
+// under the step.
+func TestCancelledSessionTrace(t *testing.T) {
+	log := newSpanLog()
+	started := make(chan struct{})
+	type noArgs struct{}
+	reg, err := tools.NewRegistry(tools.MustNew("hang", "Waits for the caller to go away.", tools.SandboxNone, func(ctx context.Context, _ noArgs) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rules(t,
+		planRule(`[{"id":"a","type":"custom","description":"wait for it"}]`),
+		`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"hang","arguments":"{}"}]}`,
+	)
+	h := startHarness(t, harnessOpts{script: sc, tools: &tools.Executor{Registry: reg, Timeout: time.Minute}, telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h.start("stopped", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tool never started")
+	}
+	if _, err := h.node.Session("stopped").Cancel(&messages.CancelRequest{CommandId: "c2", Reason: "operator stop", By: "ops"}, call()); err != nil {
+		t.Fatal(err)
+	}
+	tr := waitSessionTrace(t, log, "stopped")
+	if tr.root.Status.Code.String() != "Error" || tr.root.Status.Description != "cancelled: operator stop" || attr(tr.root, "fathom.status") != "SESSION_STATUS_CANCELLED" {
+		t.Fatalf("root %v %v", tr.root.Status, tr.root.Attributes)
+	}
+	steps := tr.named("session.step")
+	if len(steps) != 1 || steps[0].Status.Code.String() != "Error" || steps[0].Parent.SpanID() != tr.root.SpanContext.SpanID() {
+		t.Fatalf("step spans %v", steps)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		for _, s := range log.GetSpans() {
+			if s.Name == "execute_tool hang" {
+				return s.Parent.SpanID() == steps[0].SpanContext.SpanID()
+			}
+		}
+		return false
+	}, "no execute_tool hang span under the step")
+}
