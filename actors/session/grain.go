@@ -370,7 +370,6 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 // record an LLM answer (the summarizer may be due).
 func (g *Grain) published(evs []*messages.Event, recs []persistence.Record) (answered bool) {
 	for i := range recs {
-		recs[i].Seq = evs[i].GetSeq()
 		g.sinceBytes += len(recs[i].Data)
 	}
 	if g.deps.Publisher != nil {
