@@ -158,6 +158,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
 	g.waitPipeline()
 	g.endLease()
+	g.forget()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
 		g.span.End()
