@@ -39,6 +39,10 @@ type EmbedJob struct {
 	Text string
 	// Meta is stored with the vector.
 	Meta map[string]string
+	// Drop, instead of embedding, removes the stream's vectors from the store, after
+	// every job queued before it (a session passivating from an in-process store drops
+	// its vectors; its next activation re-embeds them, queued after the drop).
+	Drop bool
 }
 
 // EmbedWorkerConfig configures an EmbedWorker.
@@ -169,8 +173,36 @@ func (w *EmbedWorker) run() {
 	}
 }
 
-// process embeds and stores one batch.
+// process runs one batch in order: runs of embedding jobs are embedded and stored
+// together, a drop job deletes its stream's vectors after the jobs before it.
 func (w *EmbedWorker) process(batch []EmbedJob) {
+	for len(batch) > 0 {
+		i := 0
+		for i < len(batch) && !batch[i].Drop {
+			i++
+		}
+		if i > 0 {
+			w.embed(batch[:i])
+		}
+		if i < len(batch) {
+			w.drop(batch[i])
+			i++
+		}
+		batch = batch[i:]
+	}
+}
+
+// drop deletes job's stream's vectors.
+func (w *EmbedWorker) drop(job EmbedJob) {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
+	defer cancel()
+	if err := w.cfg.Store.DeleteStream(ctx, job.Stream); err != nil {
+		w.fail([]EmbedJob{job}, fmt.Errorf("drop vectors: %w", err))
+	}
+}
+
+// embed embeds and stores jobs (none a drop).
+func (w *EmbedWorker) embed(batch []EmbedJob) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
 	defer cancel()
 	texts := make([]string, len(batch))

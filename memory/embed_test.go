@@ -115,3 +115,48 @@ func TestEmbedWorkerConfig(t *testing.T) {
 		t.Fatalf("no embedder: %v", err)
 	}
 }
+
+// TestEmbedWorkerDropIsOrdered: a drop job removes its stream's vectors after the jobs
+// queued before it and before the ones queued after it, and leaves other streams alone.
+func TestEmbedWorkerDropIsOrdered(t *testing.T) {
+	store, err := vectormem.New(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := hashembed.New(32)
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []memory.EmbedJob{
+		{Stream: "a", Seq: 1, Text: "first"}, {Stream: "b", Seq: 1, Text: "other stream"}, {Stream: "a", Seq: 2, Text: "second"},
+		{Stream: "a", Drop: true},
+		{Stream: "a", Seq: 3, Text: "after the drop"},
+	}
+	for _, j := range jobs {
+		if err := w.Enqueue(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(stream string) []uint64 {
+		q, _ := emb.Embed(context.Background(), []string{"anything"})
+		hits, err := store.Search(context.Background(), stream, q[0], 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, h := range hits {
+			out = append(out, h.Seq)
+		}
+		return out
+	}
+	if got := seqs("a"); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("stream a holds seqs %v, want only 3 (queued after the drop)", got)
+	}
+	if got := seqs("b"); len(got) != 1 {
+		t.Fatalf("stream b holds seqs %v, want its one vector", got)
+	}
+}

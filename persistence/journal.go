@@ -24,8 +24,10 @@ var (
 // Record is one stored event of a stream. Data is opaque to the journal; Fathom stores
 // protobuf-encoded messages.Event envelopes in it.
 type Record struct {
-	// Seq is the record's position in its stream, starting at 1 with no gaps.
-	// Append assigns it; callers leave it zero.
+	// Seq is the record's position in its stream, starting at 1 with no gaps. A caller
+	// that knows it (the session grain numbers its events when it decides them) sets it:
+	// Append refuses a record whose Seq is not expectedSeq+1+i (ErrInvalid) and stores
+	// nothing. Zero means "the next one".
 	Seq uint64
 	// Type is the event's snake_case name (e.g. "session_started"), kept beside the payload
 	// so projections and operators can filter without decoding.
@@ -95,9 +97,9 @@ type Journal interface {
 }
 
 // ValidateAppend checks the arguments of an Append the way every implementation must:
-// a non-empty stream id and at least one record, each with a type. The error wraps
-// ErrInvalid.
-func ValidateAppend(stream string, recs []Record) error {
+// a non-empty stream id and at least one record, each with a type and either no seq or
+// the seq it will have after expectedSeq. The error wraps ErrInvalid.
+func ValidateAppend(stream string, expectedSeq uint64, recs []Record) error {
 	if stream == "" {
 		return fmt.Errorf("%w: empty stream id", ErrInvalid)
 	}
@@ -107,6 +109,9 @@ func ValidateAppend(stream string, recs []Record) error {
 	for i, r := range recs {
 		if r.Type == "" {
 			return fmt.Errorf("%w: record %d has no type", ErrInvalid, i)
+		}
+		if want := expectedSeq + 1 + uint64(i); r.Seq != 0 && r.Seq != want {
+			return fmt.Errorf("%w: record %d carries seq %d, appended after seq %d it would be %d", ErrInvalid, i, r.Seq, expectedSeq, want)
 		}
 	}
 	return nil

@@ -47,6 +47,20 @@ func (g *Grain) reembed() {
 	}
 }
 
+// forget drops the session's vectors from an in-process store when the activation
+// ends (Deps.Reembed): the next activation re-embeds the history anyway, so a passivated
+// session holds no memory on the node. The drop is queued behind the session's own
+// embedding jobs; a full queue leaves the vectors until the next activation replaces
+// them.
+func (g *Grain) forget() {
+	if g.deps == nil || !g.deps.Reembed || g.deps.Embed == nil || g.state.GetSeq() == 0 {
+		return
+	}
+	if err := g.deps.Embed.Enqueue(memory.EmbedJob{Stream: g.id, Drop: true}); err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
+		g.log.Debug("vectors not dropped at passivation", "error", err)
+	}
+}
+
 // embed hands ev's message to the embed worker when it records one with text. A full
 // queue or a closed worker only leaves the message out of semantic retrieval.
 func (g *Grain) embed(ev *messages.Event) {

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,22 @@ func TestFinishedSessionPassivates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its messages are in the node's in-process vector store while it is active...
+	vecs := h.node.Vectors()
+	query := make([]float32, vecs.Dimensions())
+	query[0] = 1
+	hits := func() int {
+		hs, err := vecs.Search(context.Background(), "done-1", query, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hs)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return hits() > 0 }, "the active session's messages were never embedded")
 	testenv.Eventually(t, 10*time.Second, func() bool { return activations(h.node, "done-1") == 0 },
 		"the finished session is still active %s after FinishedIdleTimeout", "10s")
+	// ...and passivated it leaves none behind (its next activation re-embeds them).
+	testenv.Eventually(t, 10*time.Second, func() bool { return hits() == 0 }, "the passivated session's vectors stayed in the store")
 	after, err := h.node.Session("done-1").GetState(&messages.GetStateRequest{}, cluster.WithTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -54,4 +69,5 @@ func TestFinishedSessionPassivates(t *testing.T) {
 	if after.GetState().GetSeq() != before.GetState().GetSeq() || after.GetState().GetStatus() != messages.SessionStatus_SESSION_STATUS_COMPLETED {
 		t.Fatalf("reactivated state seq %d status %v, want seq %d completed", after.GetState().GetSeq(), after.GetState().GetStatus(), before.GetState().GetSeq())
 	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return hits() > 0 }, "the reactivated session's history was not re-embedded")
 }

@@ -102,6 +102,7 @@ type nodeFlags struct {
 	promptsDir                               string
 	memory                                   memoryFlags
 	lease                                    leaseFlags
+	pauseGrace                               pauseGraceFlag
 	retention                                retentionFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
@@ -187,6 +188,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
 	f.lease.register(fs)
+	f.pauseGrace.register(fs)
 	f.retention.register(fs)
 	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
 		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
@@ -275,6 +277,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	}
 	if f.consul != "" {
 		ccfg.ConsulAddr = f.consul
+	}
+	if ccfg.PauseGrace, err = f.pauseGrace.value(); err != nil {
+		return node.Config{}, err
 	}
 	if err := ccfg.Validate(); err != nil {
 		return node.Config{}, usageError("%v", err)

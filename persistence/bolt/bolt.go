@@ -295,7 +295,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if o := j.observe.Load(); o != nil {
 		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
 	}
-	if err := validate(stream, recs); err != nil {
+	if err := validate(stream, expectedSeq, recs); err != nil {
 		return 0, err
 	}
 	if j.readOnly {
@@ -332,8 +332,8 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	}
 }
 
-func validate(stream string, recs []persistence.Record) error {
-	if err := persistence.ValidateAppend(stream, recs); err != nil {
+func validate(stream string, expectedSeq uint64, recs []persistence.Record) error {
+	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
 		return err
 	}
 	for i, r := range recs {

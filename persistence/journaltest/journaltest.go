@@ -201,10 +201,32 @@ func Run(t *testing.T, open Opener) {
 			"empty stream": {"", recs("a", 1)},
 			"no records":   {stream(), nil},
 			"no type":      {stream(), []persistence.Record{{Data: []byte("x")}}},
+			"wrong seq":    {stream(), []persistence.Record{{Seq: 1, Type: "t"}, {Seq: 3, Type: "t"}}},
 		} {
 			if _, err := j.Append(ctx, c.stream, 0, c.recs); !errors.Is(err, persistence.ErrInvalid) {
 				t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 			}
+			if c.stream != "" {
+				if last, err := j.LastSeq(ctx, c.stream); err != nil || last != 0 {
+					t.Errorf("%s: a refused append stored something (last seq %d, %v)", name, last, err)
+				}
+			}
+		}
+	})
+
+	// Records may carry the seq they will have (the session grain numbers its events
+	// when it decides them): the right ones are stored at those seqs.
+	t.Run("RecordsCarryingTheirSeq", func(t *testing.T) {
+		j, s := use(t), stream()
+		last, err := j.Append(ctx, s, 0, []persistence.Record{{Seq: 1, Type: "a"}, {Seq: 2, Type: "b"}})
+		mustNil(t, err)
+		last, err = j.Append(ctx, s, last, []persistence.Record{{Seq: 3, Type: "c"}})
+		mustNil(t, err)
+		if last != 3 {
+			t.Fatalf("last seq %d, want 3", last)
+		}
+		if _, err := j.Append(ctx, s, 3, []persistence.Record{{Seq: 3, Type: "d"}}); !errors.Is(err, persistence.ErrInvalid) {
+			t.Fatalf("a record carrying seq 3 appended after 3: err = %v, want ErrInvalid", err)
 		}
 	})
 

@@ -211,7 +211,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if o := j.observe.Load(); o != nil {
 		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
 	}
-	if err := persistence.ValidateAppend(stream, recs); err != nil {
+	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
 		return 0, err
 	}
 	if err := j.check(ctx); err != nil {

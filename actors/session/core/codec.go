@@ -10,7 +10,8 @@ import (
 )
 
 // EncodeEvents turns events into journal records (messages.EncodeEvent's envelopes,
-// typed by their snake_case name).
+// typed by their snake_case name), each carrying its event's seq: the journal checks it
+// against the stream's head (persistence.Record.Seq).
 func EncodeEvents(evs []*messages.Event) ([]persistence.Record, error) {
 	recs := make([]persistence.Record, len(evs))
 	for i, ev := range evs {
@@ -18,7 +19,7 @@ func EncodeEvents(evs []*messages.Event) ([]persistence.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs[i] = persistence.Record{Type: ev.Type(), Data: data, At: ev.At()}
+		recs[i] = persistence.Record{Seq: ev.GetSeq(), Type: ev.Type(), Data: data, At: ev.At()}
 	}
 	return recs, nil
 }

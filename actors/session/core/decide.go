@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -56,7 +54,7 @@ type EventBuilder struct {
 // leaves the projection where it stopped; commit refuses such a decision anyway.
 func (b *EventBuilder) state() *messages.SessionState {
 	if b.proj == nil {
-		b.proj = proto.Clone(b.s).(*messages.SessionState)
+		b.proj = CloneState(b.s)
 		for _, ev := range b.Evs {
 			if Apply(b.proj, ev) != nil {
 				b.projBroken = true

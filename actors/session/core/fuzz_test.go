@@ -120,7 +120,18 @@ func FuzzApply(f *testing.F) {
 				ev.SessionId = fuzzSession
 			}
 			before := proto.Clone(st).(*messages.SessionState)
+			next := core.CloneState(st) // what the grain folds decisions into
+			if !proto.Equal(next, st) {
+				t.Fatalf("event %d (%s): CloneState is not a copy of the state", i, ev.Type())
+			}
+			cerr := core.Apply(next, ev)
+			if !proto.Equal(before, st) {
+				t.Fatalf("event %d (%s): applying it to a CloneState copy changed the original", i, ev.Type())
+			}
 			err := core.Apply(st, ev)
+			if (cerr == nil) != (err == nil) || (err == nil && !proto.Equal(next, st)) {
+				t.Fatalf("event %d (%s): applied to a CloneState copy it folds differently (%v, %v)", i, ev.Type(), cerr, err)
+			}
 			if err == nil {
 				if got, want := hist.History(st), core.History(st); len(want) > 0 && !reflect.DeepEqual(got, want) {
 					t.Fatalf("event %d (%s): the incremental history differs from History", i, ev.Type())

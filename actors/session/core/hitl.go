@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
@@ -344,7 +343,7 @@ func NextHumanDeadline(s *messages.SessionState) int64 {
 // b's command id, so one command can reuse another decision. It fails only when b holds
 // an event that does not apply (a decision bug).
 func then(b *EventBuilder, decide func(*messages.SessionState) []*messages.Event) error {
-	next := proto.Clone(b.s).(*messages.SessionState)
+	next := CloneState(b.s)
 	for _, ev := range b.Evs {
 		if err := Apply(next, ev); err != nil {
 			return fmt.Errorf("chain decisions: %w", err)

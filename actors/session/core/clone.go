@@ -1,0 +1,137 @@
+package core
+
+import (
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// CloneState returns a copy of s that Apply may mutate without touching s.
+//
+// It is proto.Clone except for the transcripts (of steps and of sub-agents) and the
+// steps' plan steps: the new state gets its own slices, but their entries are shared
+// with s. Apply only ever
+// appends to a transcript or replaces it; it never modifies an entry once appended (a
+// TranscriptEntry is immutable, like an event). A transcript holds a session's whole
+// history, so copying it on every decision made a step cost grow with the session's
+// length; sharing the entries keeps a decision's copy proportional to the state's
+// shape (its steps and sub-agents), not to everything ever said.
+func CloneState(s *messages.SessionState) *messages.SessionState {
+	if s == nil {
+		return nil
+	}
+	out := &messages.SessionState{}
+	cloneExcept(s.ProtoReflect(), out.ProtoReflect(), stateSteps, stateSubAgents)
+	if n := len(s.GetSteps()); n > 0 {
+		out.Steps = make([]*messages.StepState, n)
+		for i, st := range s.GetSteps() {
+			out.Steps[i] = cloneStep(st)
+		}
+	}
+	if len(s.GetSubAgents()) > 0 {
+		out.SubAgents = make(map[string]*messages.SubagentState, len(s.GetSubAgents()))
+		for id, sa := range s.GetSubAgents() {
+			out.SubAgents[id] = cloneSubAgent(sa)
+		}
+	}
+	return out
+}
+
+// The fields CloneState copies by hand.
+var (
+	stateSteps     = fieldOf(&messages.SessionState{}, "steps")
+	stateSubAgents = fieldOf(&messages.SessionState{}, "sub_agents")
+	saTranscript   = fieldOf(&messages.SubagentState{}, "transcript")
+)
+
+func fieldOf(m proto.Message, name protoreflect.Name) protoreflect.FieldDescriptor {
+	fd := m.ProtoReflect().Descriptor().Fields().ByName(name)
+	if fd == nil {
+		panic("core: no field " + string(name) + " in " + string(m.ProtoReflect().Descriptor().FullName()))
+	}
+	return fd
+}
+
+// cloneStep copies a step by hand (a reflective copy of every step on every decision
+// was a sixth of a step's CPU): the plan step and the transcript's entries are shared,
+// being immutable (Apply replaces a step's plan step, never edits it).
+// TestCloneStateCopiesEveryField fails when a field added to StepState is missing here.
+func cloneStep(st *messages.StepState) *messages.StepState {
+	if st == nil {
+		return nil
+	}
+	out := &messages.StepState{
+		Step:              st.Step,
+		Status:            st.Status,
+		Output:            st.Output,
+		Error:             st.Error,
+		Attempt:           st.Attempt,
+		LlmCalls:          st.LlmCalls,
+		ToolCalls:         st.ToolCalls,
+		StartedSeq:        st.StartedSeq,
+		EndedSeq:          st.EndedSeq,
+		StartedAtUnixNano: st.StartedAtUnixNano,
+		EndedAtUnixNano:   st.EndedAtUnixNano,
+		OpeningTokens:     st.OpeningTokens,
+	}
+	if len(st.GetTranscript()) > 0 {
+		out.Transcript = append(make([]*messages.TranscriptEntry, 0, len(st.GetTranscript())+4), st.GetTranscript()...)
+	}
+	return out
+}
+
+func cloneSubAgent(sa *messages.SubagentState) *messages.SubagentState {
+	if sa == nil {
+		return nil
+	}
+	out := &messages.SubagentState{}
+	cloneExcept(sa.ProtoReflect(), out.ProtoReflect(), saTranscript)
+	if len(sa.GetTranscript()) > 0 {
+		out.Transcript = append(make([]*messages.TranscriptEntry, 0, len(sa.GetTranscript())+4), sa.GetTranscript()...)
+	}
+	return out
+}
+
+// cloneExcept deep-copies every populated field of src into dst (empty) but skip.
+// Unknown fields are copied too, as proto.Clone would.
+func cloneExcept(src, dst protoreflect.Message, skip ...protoreflect.FieldDescriptor) {
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		for _, s := range skip {
+			if fd == s {
+				return true
+			}
+		}
+		switch {
+		case fd.IsList():
+			from, to := v.List(), dst.Mutable(fd).List()
+			for i := 0; i < from.Len(); i++ {
+				to.Append(cloneValue(fd, from.Get(i)))
+			}
+		case fd.IsMap():
+			to := dst.Mutable(fd).Map()
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				to.Set(k, cloneValue(fd.MapValue(), mv))
+				return true
+			})
+		default:
+			dst.Set(fd, cloneValue(fd, v))
+		}
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(append(protoreflect.RawFields(nil), u...))
+	}
+}
+
+// cloneValue copies one singular value (a list element, a map value or a field) of fd.
+func cloneValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect())
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes(append([]byte(nil), v.Bytes()...))
+	default:
+		return v
+	}
+}

@@ -1,0 +1,174 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/postgres"
+)
+
+// cutProxy forwards TCP connections to a PostgreSQL server and can cut them all at once
+// and refuse new ones: from the node's side, the database is gone (as when it is stopped
+// or a partition separates them) while the test's shared server keeps serving the others.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			defer p.wg.Done()
+			_, _ = io.Copy(dst, src)
+			_ = dst.Close()
+			_ = src.Close()
+			p.mu.Lock()
+			delete(p.conns, dst)
+			delete(p.conns, src)
+			p.mu.Unlock()
+		}
+		go pipe(up, c)
+		go pipe(c, up)
+	}
+}
+
+// setCut cuts every connection and refuses new ones (true), or accepts again (false).
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+	}
+}
+
+func (p *cutProxy) close() {
+	_ = p.ln.Close()
+	p.setCut(true)
+	p.wg.Wait()
+}
+
+// TestPostgresOutageLosesNothing cuts the node off its PostgreSQL journal while sessions
+// are running: a command during the outage gets a clear UNAVAILABLE error (never an
+// internal one), and once the database is back every session, including the one whose
+// start was refused and is retried with the same command id, completes with its journal
+// contiguous and no step, start or answer recorded twice, with no client request to the
+// running ones.
+func TestPostgresOutageLosesNothing(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startCutProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	j, err := postgres.Open(ctx, u.String(), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	h := startHarness(t, harnessOpts{journal: j, script: slowSteps(t)})
+
+	running := []string{"pg-1", "pg-2", "pg-3"}
+	for _, id := range running {
+		if _, err := h.start(id, "c-"+id, "survive the outage"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range running {
+		testenv.Eventually(t, 15*time.Second, func() bool {
+			return count(storedEvents(t, j, id), "step_started") > 0
+		}, "session %s never started a step", id)
+	}
+
+	proxy.setCut(true)
+	_, err = h.node.Session("pg-late").Start(&messages.StartRequest{CommandId: "c-late", Goal: "start during the outage"}, cluster.WithTimeout(15*time.Second))
+	if err == nil {
+		t.Fatal("a start during the outage was acknowledged")
+	}
+	var ge *cluster.GrainErrorResponse
+	if !errors.As(err, &ge) || ge.Reason != messages.ErrorReason_UNAVAILABLE.String() {
+		t.Fatalf("start during the outage: %v, want an UNAVAILABLE grain error", err)
+	}
+	if strings.Contains(strings.ToLower(ge.Message), "internal") {
+		t.Fatalf("start during the outage: %q reads as an internal error", ge.Message)
+	}
+	time.Sleep(3 * time.Second) // the outage lasts a while: the running sessions' steps end and their appends fail
+	proxy.setCut(false)
+
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		_, err := h.node.Session("pg-late").Start(&messages.StartRequest{CommandId: "c-late", Goal: "start during the outage"}, cluster.WithTimeout(5*time.Second))
+		return err == nil
+	}, "the refused start never succeeded after the outage")
+	for _, id := range append(running, "pg-late") {
+		evs := waitTerminal(t, j, id, 60*time.Second)
+		checkExactlyOnce(t, evs, 2)
+		if n := count(evs, "session_started"); n != 1 {
+			t.Fatalf("session %s: %d session_started", id, n)
+		}
+		answers := map[string]int{}
+		for _, ev := range evs {
+			if r := ev.GetLlmResponded(); r != nil {
+				answers[r.GetCallId()]++
+				if answers[r.GetCallId()] > 1 {
+					t.Fatalf("session %s: call %s answered twice", id, r.GetCallId())
+				}
+			}
+		}
+	}
+}
