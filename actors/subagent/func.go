@@ -36,7 +36,9 @@ type FuncCall struct {
 func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, log *slog.Logger) *actor.Props {
 	brief := core.FuncBrief(st, sa)
 	callID, model := sa.GetPending().GetCallId(), st.GetConfig().GetModel()
-	count := func(answer string) uint32 { return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer}) }
+	count := func(answer string) uint32 {
+		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log}
 	}, dispatch.Props())
