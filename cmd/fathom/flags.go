@@ -109,7 +109,7 @@ type nodeFlags struct {
 	maxCostUSD          float64
 	maxTokens           uint64
 	allowEndpointChange bool
-	// configFile is the YAML configuration file (internal/config): MCP servers.
+	// configFile is the YAML configuration file (internal/config): agents, MCP servers.
 	configFile string
 }
 
@@ -329,6 +329,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 			return node.Config{}, usageError("--config: %v", err)
 		}
 		mcpServers = file.MCP()
+		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
 	}
 	return node.Config{
 		MCPServers:    mcpServers,
