@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/tools/mcp/mcptest"
 )
 
 // analystPromptFile is the custom agent's prompt template: its own words, the shared
@@ -94,5 +95,38 @@ func TestRunWithACustomAgentFromAConfigFile(t *testing.T) {
 	res, _ := completed["result"].(map[string]any)
 	if completed["agent_type"] != "analyst" || res["status"] != "completed" || res["summary"] != "Order A-1 was double charged; see the notes." {
 		t.Fatalf("subagent_completed %v", completed)
+	}
+}
+
+// TestBadAgentsSectionFailsTheStart: what the file tells (an unknown key, an unknown
+// tool, an unreadable prompt file) fails `fathom run` before anything starts, exit 2 with
+// the file, the line and the key; a tool of a configured MCP server that the server does
+// not offer fails the node's start (exit 1), naming the agent and the tool.
+func TestBadAgentsSectionFailsTheStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "fathom.yaml")
+	for _, tc := range []struct{ yaml, want string }{
+		{"agents:\n  - name: analyst\n    description: d\n    prompt: p\n    tools: [send_email]\n", path + `:5: agents[0].tools[0]: unknown tool "send_email"`},
+		{"agents:\n  - name: analyst\n    description: d\n    prompt: p\n    temprature: 1\n", path + ":5: agents[0].temprature: unknown key"},
+		{"agents:\n  - name: analyst\n    description: d\n    prompt_file: missing.md.tmpl\n", path + ":4: agents[0].prompt_file: cannot read the prompt file"},
+		{"agents:\n  - name: writer\n    description: d\n    prompt: p\n", path + `:2: agents[0].name: agent name: "writer" is taken: it names a built-in agent`},
+	} {
+		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := fathom(t, cleanEnv(), "run", "--config", path, "--data-dir", t.TempDir(), "a goal")
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Fatalf("exit %d, stderr:\n%s\nwant %q", r.code, r.stderr, tc.want)
+		}
+	}
+	script, nodePath := mcptest.Script(t)
+	cfg := "agents:\n  - name: analyst\n    description: d\n    prompt: p\n    tools: [orders__no_such_tool]\n" +
+		"mcp_servers:\n  - name: orders\n    command: node\n    args: [" + script + ", stdio]\n    env: {NODE_PATH: " + nodePath + "}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := fathom(t, cleanEnv(), "run", "--config", path, "--data-dir", t.TempDir(), "a goal")
+	if r.code != 1 || !strings.Contains(r.stderr, `agent analyst: tool "orders__no_such_tool": the node has no such tool`) {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
