@@ -11,8 +11,8 @@ import (
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// A program embeds a node with its own typed tool, starts a session on the built-in demo
-// model and follows its events to the end.
+// A program embeds a node with its own typed tool and agent, starts a session on the
+// built-in demo model and follows its events to the end.
 func Example() {
 	dir, _ := os.MkdirTemp("", "fathom-example-")
 	defer os.RemoveAll(dir)
@@ -26,6 +26,12 @@ func Example() {
 	cfg.DataDir = dir
 	cfg.Tools = []tools.Tool{tools.MustNew("count_words", "Counts the words of a text.", tools.SandboxNone,
 		func(_ context.Context, a wordsArgs) (any, error) { return len(strings.Fields(a.Text)), nil })}
+	// An agent of the program's own: a Go function the planner may delegate a step to (a
+	// step of type "word_checker"; the demo model plans with the built-in agents only).
+	cfg.Agents = []fathom.Agent{{Name: "word_checker", Description: "Counts the words of the goal again, in Go",
+		Run: func(_ context.Context, b fathom.Brief) (*fathom.Handoff, error) {
+			return &fathom.Handoff{Status: "completed", Summary: fmt.Sprintf("the goal has %d words", len(strings.Fields(b.Goal))), Confidence: 1}, nil
+		}}}
 	n, err := fathom.Start(ctx, cfg)
 	if err != nil {
 		fmt.Println(err)

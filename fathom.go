@@ -9,6 +9,8 @@
 //	cfg.Tools = []tools.Tool{tools.MustNew("lookup_order", "Looks up an order by id.", tools.SandboxNone,
 //		func(ctx context.Context, a struct{ ID string `json:"id"` }) (any, error) { return orders.Get(ctx, a.ID) })}
 //	cfg.Session.SubAgentTools = map[string][]string{"researcher": {"lookup_order", "write_artifact"}}
+//	cfg.Agents = []fathom.Agent{{Name: "auditor", Description: "Checks an order's payments",
+//		Run: func(ctx context.Context, b fathom.Brief) (*fathom.Handoff, error) { ... }}}
 //	n, err := fathom.Start(ctx, cfg)
 //	...
 //	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "Why was order 42 late?"})
@@ -28,11 +30,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live"
@@ -65,11 +69,35 @@ type Config struct {
 	// tools.Tool; tools.New derives the JSON Schema from a typed argument struct). Give an
 	// agent a tool with Session.SubAgentTools.
 	Tools []tools.Tool
+	// Agents are the program's own agents, beside the built-in researcher, coder, writer
+	// and reviewer: a spec (name, description, prompt template, tools, model,
+	// max_iterations) or a Go function (Run) that receives the brief of its step and
+	// returns the hand-off. The planner reads each agent's name and description and
+	// delegates a plan step to it by naming it as the step's type. A session that used
+	// an agent needs it in the Config of every later Start on the same journal.
+	Agents []Agent
 	// Session configures the sessions (budgets, timeouts, the tools of each agent type).
 	Session session.Config
 	// Logger receives the node's structured logs (default: discarded).
 	Logger *slog.Logger
 }
+
+// Agent is an agent of the program's own (core.AgentSpec): set Name, Description and
+// either Prompt (a text/template with prompts.AgentData and the shared partials, e.g.
+// {{template "_shared/handoff" .}}), Tools, Model and MaxIterations, or Run.
+type Agent = core.AgentSpec
+
+// AgentFunc is a Go-function agent: it gets the brief of its step and returns the
+// hand-off, recorded like a model agent's (core.AgentFunc).
+type AgentFunc = core.AgentFunc
+
+// Brief is what an AgentFunc receives: the session, the step, the task brief and the
+// hand-offs of the steps it depends on (core.Brief).
+type Brief = core.Brief
+
+// Handoff is an agent's hand-off: status (completed, partial, blocked or failed),
+// summary, recommendations, blockers and confidence (messages.SubagentResult).
+type Handoff = messages.SubagentResult
 
 // DefaultConfig returns the defaults: embedded journal in .fathom, demo model, the
 // session defaults.
@@ -102,7 +130,17 @@ func (c Config) Validate() error {
 	if err := c.Session.Validate(); err != nil {
 		return fmt.Errorf("fathom: config: %w", err)
 	}
+	if _, err := core.NewAgents(c.sessionConfig().Agents...); err != nil {
+		return fmt.Errorf("fathom: config: %w", err)
+	}
 	return nil
+}
+
+// sessionConfig is Session with Agents added to its own.
+func (c Config) sessionConfig() session.Config {
+	s := c.Session
+	s.Agents = append(slices.Clone(s.Agents), c.Agents...)
+	return s
 }
 
 // Node is a running embedded node. Its methods are safe for concurrent use.
@@ -124,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Logger = log
 	n, err := node.Start(ctx, node.Config{
-		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.Session, Logger: log,
+		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
 		LLM:        node.LLMConfig{API: cfg.LLM.API, BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model},
 		ExtraTools: cfg.Tools,
 	})

@@ -16,6 +16,9 @@
 //     data [ExecutorData].
 //   - summarizer: the system prompt of a rolling-summary regeneration; data
 //     [SummarizerData].
+//   - agents/<name>: the system prompt of an agent of the node's own (the agents section
+//     of the configuration file, fathom.Config.Agents), added by [Set.WithAgents]; data
+//     [AgentData] with AgentType the agent's name. It may include the partials.
 //   - _shared/artifact_conventions, _shared/tool_guidelines, _shared/hitl_protocols,
 //     _shared/handoff: partials the agent templates include with
 //     {{template "_shared/tool_guidelines" .}}; they receive [AgentData].
@@ -24,8 +27,11 @@
 // the orchestrator's second line is its phase ("FATHOM-PHASE: synthesize"). The
 // built-in demo model (llm/mock) and tests key on these lines.
 //
-// Besides text/template's built-ins, templates may call join (strings.Join) and has
-// (whether a list of strings holds a value: {{if has .Tools "ask_human"}}).
+// Besides text/template's built-ins, templates may call join (strings.Join), has
+// (whether a list of strings holds a value: {{if has .Tools "ask_human"}}) and agents
+// (the node's own agents, [AgentInfo]: the orchestrator lists them in its team table and
+// among the step types with {{range agents}}; empty without any, so the prompt is then
+// what it always was).
 //
 // # Overrides
 //

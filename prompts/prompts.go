@@ -153,6 +153,7 @@ type Set struct {
 	t         *template.Template
 	files     map[string]string // template name → file
 	overrides []string          // names of the overridden templates
+	agents    []AgentInfo       // the agents of the node's own (WithAgents)
 }
 
 var (
@@ -336,7 +337,7 @@ func build(defaults, over map[string]source) (*Set, error) {
 		s.files[n] = src.file
 	}
 	sort.Strings(names)
-	s.t = template.New("prompts").Option("missingkey=error").Funcs(funcs)
+	s.t = template.New("prompts").Option("missingkey=error").Funcs(funcs).Funcs(template.FuncMap{"agents": s.agentList})
 	for _, n := range names {
 		if _, err := s.t.New(n).Parse(srcs[n].text); err != nil {
 			return nil, s.templateError(n, err)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -208,6 +209,14 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		names = append(names, sp.Name)
 	}
 	d.Config = d.Config.WithNode(d.Tokenizer, names)
+	if err := d.Config.Registry().CheckTools(d.Config.HasTool); err != nil {
+		return fmt.Errorf("session deps: %w", err)
+	}
+	withAgents, err := d.Config.Registry().PromptSet(d.Prompts)
+	if err != nil {
+		return fmt.Errorf("session deps: %w", err)
+	}
+	d.Prompts = withAgents
 	if err := core.CheckContextBudget(d.Config, d.Prompts, d.Tokenizer); err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ type subAgentCalls struct {
 
 // LLMCall implements subagent.Calls.
 func (c subAgentCalls) LLMCall(st *messages.SessionState, sa *messages.SubagentState) *actor.Props {
+	if agent, ok := c.deps.Config.Registry().ByName(sa.GetAgentType()); ok && agent.Run != nil {
+		return subagent.FuncCallProps(agent.Run, st, sa, c.deps.Config, c.deps.Logger)
+	}
 	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st, nil, callParent(c.sessionID, st, sa.GetId(), ""))
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -21,7 +22,11 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 	if i := int(sa.GetStepIndex()); i < len(s.GetSteps()) {
 		step = s.GetSteps()[i].GetStep()
 	}
-	sys, err := d.Prompts.Render(sa.GetAgentType(), prompts.AgentData{
+	agent, ok := d.Config.Registry().ByName(sa.GetAgentType())
+	if !ok {
+		return llm.Request{}, nil, &core.ConfigError{What: "agent " + sa.GetAgentType(), Err: errors.New("no such agent on this node")}
+	}
+	sys, err := d.Prompts.Render(agent.Template(), prompts.AgentData{
 		AgentType: sa.GetAgentType(), Goal: contextGoal(d, s), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
 		Step:          prompts.Step{ID: step.GetId(), Type: step.GetType(), Description: step.GetDescription()},
 		MaxIterations: sa.GetMaxIterations(),
@@ -62,5 +67,5 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 			specs = append(specs, sp)
 		}
 	}
-	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: specs}, info, nil
+	return llm.Request{Model: d.Config.SubAgentModel(s, sa.GetAgentType()), Messages: c.Messages(), Tools: specs}, info, nil
 }

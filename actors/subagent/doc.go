@@ -1,10 +1,12 @@
 // Package subagent owns Fathom's sub-agents: the specialists (researcher, coder, writer,
-// reviewer) a session delegates plan steps to, each with an isolated context.
+// reviewer, and the node's own agents of the session core's registry, core.Agents) a
+// session delegates plan steps to, each with an isolated context.
 //
 // # Hub and spoke
 //
 // The session grain is the orchestrator. A plan step of type research, code, write or
-// review runs a sub-agent of the matching type (see ProfileFor in actors/session/core) as a supervised child
+// review, or whose type names an agent of the node's own, runs a sub-agent of that agent
+// (see Agents.ProfileFor in actors/session/core) as a supervised child
 // actor of the grain ([Actor]). Sub-agents never talk to each other: what one learns
 // reaches another only through the orchestrator, as a structured hand-off
 // ([messages.SubagentResult]) that the next sub-agent's task brief quotes.
@@ -23,6 +25,15 @@
 // pending tool calls) in children made by the session ([Calls]); their results go to
 // the grain, which decides and commits the events. A restarted Actor asks for work
 // again ([NeedWork]); a recorded tool result is never run again.
+//
+// # Go-function agents
+//
+// An agent may be a Go function (core.AgentFunc) instead of a model: its run is one
+// "call" made by a [FuncCall] child in place of an LLM child. The function gets the
+// brief (core.FuncBrief: goal, step, task, upstream hand-offs) and its hand-off is
+// returned to the grain as the call's answer (core.FuncAnswer), recorded as
+// llm_requested/llm_responded with model "go:{name}" and read by ParseHandoff like a
+// model agent's final answer. An error is a failed call: the step is retried.
 //
 // # Hand-off
 //

@@ -1,6 +1,8 @@
-// Command embed is a Go program embedding Fathom with a tool of its own: the researcher
-// agent may call count_words, a typed tool whose JSON Schema is derived from its argument
-// struct. It runs one session to its end and prints its events.
+// Command embed is a Go program embedding Fathom with a tool and an agent of its own: the
+// researcher agent may call count_words, a typed tool whose JSON Schema is derived from
+// its argument struct, and the planner may delegate a step to checker, a Go-function
+// agent that checks the count an earlier step handed off. It runs one session to its
+// end and prints its events.
 //
 //	go run ./examples/embed -goal "How many words are in 'to be or not to be'?"
 //
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +35,28 @@ var countWords = tools.MustNew("count_words", "Counts the words (runs of non-spa
 		return map[string]int{"words": len(strings.Fields(a.Text))}, nil
 	})
 
+// checker is the program's own agent: a Go function, no model. The planner reads its
+// description and delegates a step of type "checker" to it; it gets the brief (the goal,
+// its step, the hand-offs of the steps it depends on) and returns its hand-off.
+var checker = fathom.Agent{
+	Name:        "checker",
+	Description: "Checks a word count that an earlier step handed off, by counting the quoted text of the goal again in Go",
+	Run: func(_ context.Context, b fathom.Brief) (*fathom.Handoff, error) {
+		quoted := strings.Split(b.Goal, "'")
+		if len(quoted) < 3 {
+			return &fathom.Handoff{Status: "blocked", Summary: "the goal quotes no text to count", Blockers: []string{"quote the text in '...'"}}, nil
+		}
+		want := strconv.Itoa(len(strings.Fields(quoted[1])))
+		for _, up := range b.Upstream {
+			if strings.Contains(up.Output, want+" words") {
+				return &fathom.Handoff{Status: "completed", Summary: fmt.Sprintf("checked: step %s's count of %s words is right", up.StepID, want), Confidence: 1}, nil
+			}
+		}
+		return &fathom.Handoff{Status: "completed", Summary: fmt.Sprintf("checked: the text has %s words; no earlier step says so", want), Confidence: 1,
+			Recommendations: []string{"correct the count to " + want}}, nil
+	},
+}
+
 func main() {
 	goal := flag.String("goal", "How many words are in 'to be or not to be'?", "the session's goal")
 	dir := flag.String("data-dir", ".fathom-embed", "the embedded journal's directory")
@@ -45,13 +70,14 @@ func main() {
 	}
 }
 
-// run starts a node with count_words given to the researcher, runs one session for goal
-// and prints each event as "seq type".
+// run starts a node with count_words given to the researcher and the checker agent, runs
+// one session for goal and prints each event as "seq type".
 func run(ctx context.Context, cfg fathom.Config, goal string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cfg.Tools = append(cfg.Tools, countWords)
 	cfg.Session.SubAgentTools = map[string][]string{"researcher": {"count_words", "write_artifact"}}
+	cfg.Agents = append(cfg.Agents, checker)
 	n, err := fathom.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -43,3 +43,35 @@ func TestEmbedRunsASessionThatCallsTheProgramsTool(t *testing.T) {
 		}
 	}
 }
+
+// checkerModel plans a research step and a step for the program's checker agent (only
+// when the planner's prompt lists it); the synthesis quotes the checker's hand-off.
+const checkerModel = `{"rules":[
+ {"system_match":"FATHOM-PHASE: synthesize","response":"{{if find \"checked: step count's count of 6 words is right\" .Input}}Checked: 6 words.{{else}}Unchecked.{{end}}"},
+ {"system_match":"(?s)FATHOM-ROLE: orchestrator.*\\| checker \\| the checker sub-agent \\| Checks a word count","response":"{\"steps\":[{\"id\":\"count\",\"type\":\"research\",\"description\":\"Count the words of: to be or not to be\"},{\"id\":\"check\",\"type\":\"checker\",\"description\":\"Check the count\",\"dependencies\":[\"count\"]}]}"},
+ {"system_match":"FATHOM-ROLE: researcher","tool_match":"\"words\"","response":"Counted.\n\n` + "```" + `json\n{\"status\":\"completed\",\"summary\":\"count_words says {{.Tool}}: 6 words\",\"recommendations\":[],\"blockers\":[],\"confidence\":0.9}\n` + "```" + `\n"},
+ {"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"count_words","arguments":"{\"text\":\"to be or not to be\"}"}]}
+]}`
+
+// TestEmbedPlannerDelegatesToTheProgramsAgent: the planner sees the program's checker
+// agent (a Go function) and delegates a step to it; the function gets the researcher's
+// hand-off in its brief, and its own hand-off is recorded like a model agent's and
+// reaches the session's result.
+func TestEmbedPlannerDelegatesToTheProgramsAgent(t *testing.T) {
+	script, err := mock.ParseScript([]byte(checkerModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	defer model.Close()
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, "How many words are in 'to be or not to be'?", &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "subagent_completed") || !strings.Contains(out.String(), "result: Checked: 6 words.") {
+		t.Fatalf("the checker's hand-off did not reach the result:\n%s", out.String())
+	}
+}

@@ -1,6 +1,15 @@
 // Package config reads Fathom's configuration file (`fathom run --config FILE`, `fathom
 // node --config FILE`, env FATHOM_CONFIG): YAML whose sections configure what flags
-// cannot say well — today the MCP servers whose tools the node offers.
+// cannot say well — the agents of the node's own and the MCP servers whose tools the
+// node offers.
+//
+//	agents:
+//	  - name: analyst
+//	    description: Reads order data and explains anomalies
+//	    prompt_file: analyst.md.tmpl      # or prompt: "..." inline
+//	    tools: [orders__lookup_order, write_artifact]
+//	    model: gpt-4o-mini
+//	    max_iterations: 8
 //
 //	mcp_servers:
 //	  - name: orders                      # stdio
@@ -13,12 +22,12 @@
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
-// The sections of the design that are not implemented yet (agents, approval) are
+// The sections of the design that are not implemented yet (approval) are
 // recognised and refused with "not supported yet", never silently ignored. Each section
 // is one entry of a table (sections), so a new one is one parser and one line.
 //
 // A stdio server's command runs in the directory of the configuration file, so relative
-// paths in args resolve next to it.
+// paths in args resolve next to it; an agent's prompt_file is read next to it too.
 package config
 
 import (
@@ -49,6 +58,8 @@ type File struct {
 	Path string
 	// MCPServers are the mcp_servers entries, in file order.
 	MCPServers []MCPServer
+	// Agents are the agents entries, in file order.
+	Agents []Agent
 }
 
 // MCPServer is one entry of mcp_servers: a stdio server (command, args, env) or a
@@ -102,7 +113,7 @@ type section func(p *parser, f *File, key string, k, value *yaml.Node) error
 
 // sections are the top-level keys, in the order the documentation lists them.
 var sections = map[string]section{
-	"agents":      notYet("custom agents (the agents section of issue 18) are not supported yet: remove the section"),
+	"agents":      parseAgents,
 	"mcp_servers": parseMCPServers,
 	"approval":    notYet("tool approval (the approval section of issue 18) is not supported yet: remove the section"),
 }
@@ -164,6 +175,9 @@ func Parse(path string, data []byte) (*File, error) {
 		return parse(p, f, key, k, v)
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := checkAgentTools(f); err != nil {
 		return nil, err
 	}
 	return f, nil

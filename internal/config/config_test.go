@@ -73,11 +73,10 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	}
 }
 
-// TestSectionsNotImplementedYetAreRefused: agents and approval (the issue's shapes) are
+// TestSectionsNotImplementedYetAreRefused: approval (the issue's shape) is
 // recognised and refused with the line, never ignored.
 func TestSectionsNotImplementedYetAreRefused(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
-		{"mcp_servers: []\nagents:\n  - name: analyst\n    description: d\n", "fathom.yaml:2: agents: custom agents (the agents section of issue 18) are not supported yet"},
 		{"approval:\n  tools: [code_execute]\n", "fathom.yaml:1: approval: tool approval (the approval section of issue 18) is not supported yet"},
 	} {
 		_, err := config.Parse("fathom.yaml", []byte(tc.yaml))

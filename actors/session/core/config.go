@@ -76,6 +76,12 @@ type Config struct {
 	// tools a sub-agent may call (ProfileFor's defaults), e.g. to give one a
 	// tool the node registered. Tools the node does not have are left out.
 	SubAgentTools map[string][]string
+	// Agents are the node's own agents, beside the built-in researcher, coder, writer and
+	// reviewer (NewAgents checks them): a plan step whose type is an agent's name runs in
+	// a sub-agent of that agent (its prompt, tools, model and iteration bound), or calls
+	// its Go function. The planner is told each agent's name and description. A session
+	// that delegated to an agent needs it on every node that continues the session.
+	Agents []AgentSpec
 	// MaxReplans bounds the re-plans of one session: when a sub-agent's step fails after
 	// its StepAttempts are used up, the orchestrator asks for a new plan of the remaining
 	// work (plan_revised) up to this many times; after that such a failure fails the
@@ -108,6 +114,9 @@ type Config struct {
 
 	// tok counts messages when they are recorded; Register sets it from Deps.Tokenizer.
 	tok *memory.Tokenizer
+
+	// agents is the registry of Agents, built once by WithNode (nil: built on use).
+	agents *Agents
 }
 
 // WithNode returns c bound to a node: tok counts the messages it records (nil: the
@@ -115,11 +124,28 @@ type Config struct {
 // (sub-agents get those of their profile that exist). session.Register calls it.
 func (c Config) WithNode(tok *memory.Tokenizer, tools []string) Config {
 	c.tok = tok
+	c.agents = c.Registry()
 	c.toolNames = make(map[string]bool, len(tools))
 	for _, name := range tools {
 		c.toolNames[name] = true
 	}
 	return c
+}
+
+// Registry returns the agents sessions delegate to: the built-ins and Agents. Agents that
+// NewAgents refuses (Validate reports them) are left out.
+func (c Config) Registry() *Agents {
+	if c.agents != nil {
+		return c.agents
+	}
+	if len(c.Agents) == 0 {
+		return builtinRegistry
+	}
+	a, err := NewAgents(c.Agents...)
+	if err != nil {
+		return builtinRegistry
+	}
+	return a
 }
 
 // DefaultLeaseTTL is DefaultConfig's LeaseTTL.
@@ -298,6 +324,9 @@ func (c Config) Validate() error {
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
 		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
+	}
+	if _, err := NewAgents(c.Agents...); err != nil {
+		return fmt.Errorf("session config: %w", err)
 	}
 	if err := c.ContextConfig().Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
@@ -30,23 +29,24 @@ func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
 		}
 		count(prompts.Executor, text)
 	}
-	types := make([]string, 0, len(prompts.SubAgentTypes))
-	for typ := range prompts.SubAgentTypes {
-		types = append(types, typ)
+	p, err := c.Registry().PromptSet(p)
+	if err != nil {
+		return fmt.Errorf("session config: %w", err)
 	}
-	slices.Sort(types)
-	for _, typ := range types {
-		agent := prompts.SubAgentTypes[typ]
-		tools := prompts.DefaultTools[agent]
-		if list, ok := c.SubAgentTools[agent]; ok {
+	for _, agent := range c.Registry().All() {
+		if agent.Run != nil {
+			continue // a Go function: no prompt
+		}
+		tools := agent.Tools
+		if list, ok := c.SubAgentTools[agent.Name]; ok {
 			tools = list
 		}
-		text, err := p.Render(agent, prompts.AgentData{AgentType: agent, Tools: tools, Workspace: "s/", MaxIterations: c.subAgentMaxIterations(),
-			Step: prompts.Step{ID: "step-1", Type: typ, Description: "a step"}})
+		text, err := p.Render(agent.Template(), prompts.AgentData{AgentType: agent.Name, Tools: tools, Workspace: "s/", MaxIterations: c.subAgentMaxIterations(),
+			Step: prompts.Step{ID: "step-1", Type: agent.StepType(), Description: "a step"}})
 		if err != nil {
 			return fmt.Errorf("session config: %w", err)
 		}
-		count(agent, text)
+		count(agent.Name, text)
 	}
 	room := func(budget int) int {
 		avail := budget - budget/GoalShare - largest - cc.Costs.Reply

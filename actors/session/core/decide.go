@@ -180,7 +180,13 @@ var errEmptyPlan = errors.New("plan has no steps")
 // parsePlan extracts the JSON plan from the planner's answer. It tolerates prose or code
 // fences around the object, fills missing ids and maps unknown types to "custom".
 func parsePlan(content string, maxSteps uint32) ([]*messages.PlanStep, error) {
-	return parseSteps(content, maxSteps, nil)
+	return parseSteps(content, maxSteps, nil, nil)
+}
+
+// parsePlanFor is parsePlan with agents' step types: with agents of the node's own, a
+// type that names no agent is refused (Agents.strictTypes).
+func parsePlanFor(agents *Agents, content string, maxSteps uint32) ([]*messages.PlanStep, error) {
+	return parseSteps(content, maxSteps, nil, agents)
 }
 
 // planRules are what the steps of a revised plan are checked against besides
@@ -194,8 +200,12 @@ type planRules struct {
 	kept int
 }
 
-// parseSteps is parsePlan for a first plan (rules nil) or a revision's new steps.
-func parseSteps(content string, maxSteps uint32, rules *planRules) ([]*messages.PlanStep, error) {
+// parseSteps is parsePlan for a first plan (rules nil) or a revision's new steps, with
+// the step types of agents (nil: the built-in agents).
+func parseSteps(content string, maxSteps uint32, rules *planRules, agents *Agents) ([]*messages.PlanStep, error) {
+	if agents == nil {
+		agents = builtinRegistry
+	}
 	start, end := strings.Index(content, "{"), strings.LastIndex(content, "}")
 	if start < 0 || end < start {
 		return nil, errors.New("no JSON object in the answer")
@@ -245,8 +255,11 @@ func parseSteps(content string, maxSteps uint32, rules *planRules) ([]*messages.
 		if desc == "" {
 			return nil, fmt.Errorf("step %s has no description", id)
 		}
-		typ := strings.ToLower(strings.TrimSpace(r.Type))
-		if !stepTypes[typ] {
+		typ, known := agents.stepType(r.Type)
+		switch {
+		case !known && agents.strictTypes():
+			return nil, fmt.Errorf("step %s: type %q names no agent (step types: %s)", id, r.Type, strings.Join(agents.StepTypes(), ", "))
+		case !known:
 			typ = "custom"
 		}
 		// A step without a dependencies field follows the previous one (a sequential

@@ -209,7 +209,7 @@ func DecideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step applies to step boundaries; the session is stopped before a %s call inside step %s", toolOf(s, it), it.GetStepId())
 		}
 		var err error
-		if modified, err = mergeModifiedStep(planSteps(s), nextStepIndex(it), m); err != nil {
+		if modified, err = mergeModifiedStep(planSteps(s), nextStepIndex(it), m, cfg.Registry()); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +225,7 @@ func DecideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 // id; interrupt "none" clears the step's own interrupt. The merged step is checked like
 // a planned one (interrupt, default_action, input_schema; dependencies on steps of the
 // plan, without a cycle).
-func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.PlanStep) (*messages.PlanStep, error) {
+func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.PlanStep, agents *Agents) (*messages.PlanStep, error) {
 	if int(next) >= len(steps) || m.GetId() != steps[next].GetId() {
 		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step must keep the id of the step that runs next")
 	}
@@ -234,10 +234,11 @@ func mergeModifiedStep(steps []*messages.PlanStep, next uint32, m *messages.Plan
 		out.Description = d
 	}
 	if t := strings.ToLower(strings.TrimSpace(m.GetType())); t != "" {
-		if !stepTypes[t] {
-			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step type %q is not a step type (research, code, write, review, human_input, custom)", m.GetType())
+		typ, ok := agents.stepType(t)
+		if !ok {
+			return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step type %q is not a step type (%s)", m.GetType(), strings.Join(agents.StepTypes(), ", "))
 		}
-		out.Type = t
+		out.Type = typ
 	}
 	if m.GetInterrupt() != "" {
 		out.Interrupt = m.GetInterrupt()

@@ -113,7 +113,7 @@ func decideCallResult(b *EventBuilder, s *messages.SessionState, p *messages.Pen
 		return
 	}
 	if p.GetPurpose() == PurposePlan {
-		steps, err := parsePlan(r.Content, s.GetConfig().GetMaxSteps())
+		steps, err := parsePlanFor(cfg.Registry(), r.Content, s.GetConfig().GetMaxSteps())
 		if err != nil {
 			unusablePlan(b, s, p, r.Content, "planner", err)
 			return

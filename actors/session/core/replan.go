@@ -103,7 +103,7 @@ func revisePlan(b *EventBuilder, cfg Config, p *messages.PendingCall, content st
 		fail(b, fmt.Sprintf("re-plan: step %s is no longer a failed step of the plan", failedID))
 		return
 	}
-	steps, replaced, err := parseRevision(s, failedID, content)
+	steps, replaced, err := parseRevision(s, failedID, content, cfg.Registry())
 	if err != nil {
 		unusablePlan(b, s, p, content, "re-planner", err)
 		return
@@ -149,9 +149,9 @@ func revisionSplit(s *messages.SessionState, failedID string) (*planRules, []str
 // parseRevision reads the re-planner's answer for step failedID: the steps of the
 // remaining work (parsePlan's rules; new ids; dependencies on kept steps allowed;
 // max_steps counts the kept steps too) and the ids they replace.
-func parseRevision(s *messages.SessionState, failedID, content string) ([]*messages.PlanStep, []string, error) {
+func parseRevision(s *messages.SessionState, failedID, content string, agents *Agents) ([]*messages.PlanStep, []string, error) {
 	rules, replaced := revisionSplit(s, failedID)
-	steps, err := parseSteps(content, s.GetConfig().GetMaxSteps(), rules)
+	steps, err := parseSteps(content, s.GetConfig().GetMaxSteps(), rules, agents)
 	if err != nil {
 		return nil, nil, err
 	}

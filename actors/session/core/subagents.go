@@ -244,8 +244,17 @@ func StepIndexByID(s *messages.SessionState, id string) (uint32, bool) {
 // sub_agent_id (same agent type), or a new one ("{agent_type}-{n}").
 func startDelegated(b *EventBuilder, cfg Config, step *messages.PlanStep, idx, attempt uint32, note string) {
 	st := b.state()
-	prof, _ := ProfileFor(step.GetType())
+	spec, ok := cfg.Registry().ForStep(step.GetType())
+	if !ok {
+		fail(b, fmt.Sprintf("configuration error: step %s has type %q, which names no agent of this node (agents: %s): "+
+			"start the node with the agent that planned it", step.GetId(), step.GetType(), strings.Join(cfg.Registry().StepTypes(), ", ")))
+		return
+	}
+	prof, _ := cfg.Registry().ProfileFor(step.GetType())
 	prof.MaxIterations = cfg.subAgentMaxIterations()
+	if spec.MaxIterations > 0 {
+		prof.MaxIterations = spec.MaxIterations
+	}
 	if list, ok := cfg.SubAgentTools[prof.AgentType]; ok {
 		prof.Tools = list
 	}
@@ -348,7 +357,7 @@ func requestSubAgentCall(b *EventBuilder, cfg Config, id string) {
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
 			CallId: subAgentCallID(id, sa.GetLlmCalls()+1), StepId: sa.GetStepId(), Purpose: purposeSubAgent,
-			Model: st.GetConfig().GetModel(), Iteration: iteration, SubAgentId: id,
+			Model: cfg.SubAgentModel(st, sa.GetAgentType()), Iteration: iteration, SubAgentId: id,
 		}}
 	})
 }

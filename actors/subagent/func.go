@@ -1,0 +1,100 @@
+package subagent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// FuncCall is the child that runs a Go-function agent's run (core.AgentFunc) in place of
+// a model call: the function gets the brief, and its hand-off (or error) goes to the
+// parent as the call's core.LLMResult, with the hand-off as the answer's text
+// (core.FuncAnswer), so the grain records and reads it exactly like a model agent's.
+// The function runs in a goroutine the child owns: stopping the child cancels its
+// context, and timeout (0: none) bounds it. A panic is an error result.
+type FuncCall struct {
+	run     core.AgentFunc
+	brief   core.Brief
+	callID  string
+	timeout time.Duration
+	count   func(answer string) uint32
+	log     *slog.Logger
+	cancel  context.CancelFunc
+}
+
+// FuncCallProps returns the props of the child running sa's pending call with run, in
+// session state st (never mutated), bounded by cfg.LLMTimeout; the answer is counted
+// like a model's (cfg.CountMessage).
+func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, log *slog.Logger) *actor.Props {
+	brief := core.FuncBrief(st, sa)
+	callID, model := sa.GetPending().GetCallId(), st.GetConfig().GetModel()
+	count := func(answer string) uint32 {
+		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log}
+	}, dispatch.Props())
+}
+
+// funcDone carries the function's result back into the child's mailbox.
+type funcDone struct{ res *core.LLMResult }
+
+// Receive implements actor.Actor.
+func (f *FuncCall) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		f.onStarted(ctx)
+	case *funcDone:
+		ctx.Send(ctx.Parent(), msg.res)
+		ctx.Stop(ctx.Self())
+	case *actor.Stopping, *actor.Restarting:
+		if f.cancel != nil {
+			f.cancel()
+		}
+	case *actor.Stopped:
+	default:
+		f.log.Warn("agent function call: unexpected message", "type", fmt.Sprintf("%T", msg), "call_id", f.callID)
+	}
+}
+
+func (f *FuncCall) onStarted(ctx actor.Context) {
+	cctx, cancel := context.WithCancel(context.Background())
+	if f.timeout > 0 {
+		cctx, cancel = context.WithTimeout(context.Background(), f.timeout)
+	}
+	f.cancel = cancel
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		res := f.call(cctx)
+		root.Send(self, &funcDone{res: res})
+	}()
+}
+
+// call runs the function; it never panics.
+func (f *FuncCall) call(ctx context.Context) (res *core.LLMResult) {
+	start := time.Now()
+	model := core.FuncModel(f.brief.Agent)
+	defer func() {
+		if p := recover(); p != nil {
+			res = &core.LLMResult{CallID: f.callID, Model: model, Err: fmt.Errorf("agent %s panicked: %v", f.brief.Agent, p)}
+		}
+		res.Duration = time.Since(start)
+	}()
+	out, err := f.run(ctx, f.brief)
+	switch {
+	case err != nil:
+		return &core.LLMResult{CallID: f.callID, Model: model, Err: fmt.Errorf("agent %s: %w", f.brief.Agent, err)}
+	case out == nil:
+		return &core.LLMResult{CallID: f.callID, Model: model, Err: fmt.Errorf("agent %s returned no hand-off", f.brief.Agent)}
+	}
+	answer := core.FuncAnswer(out)
+	return &core.LLMResult{CallID: f.callID, Model: model, Content: answer, FinishReason: "stop", Usage: &messages.Usage{}, Tokens: f.count(answer)}
+}
