@@ -132,7 +132,7 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	}
 	out := &core.LLMResult{
 		CallID: r.callID, Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-		Duration: resp.Duration, CtxInfo: info,
+		Duration: resp.Duration, CtxInfo: info, Thinking: core.ThinkingBlocks(resp.Thinking),
 		Usage: &messages.Usage{
 			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
 			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),

@@ -101,6 +101,14 @@ type Config struct {
 	// AllowEndpointChange lets this node continue sessions started on another endpoint
 	// (--allow-endpoint-change); otherwise it refuses to.
 	AllowEndpointChange bool
+	// Reasoning is the default reasoning of new sessions' calls (reasoning_effort,
+	// extended thinking budget; --reasoning-effort, --thinking-budget); a start request's
+	// config may set its own (SessionConfig.reasoning_effort, thinking_budget).
+	Reasoning Reasoning
+	// AgentReasoning replaces, by agent type (researcher, coder, writer, reviewer, or
+	// "orchestrator" for the orchestrator's own calls), the session's reasoning for that
+	// agent's calls (--agent-reasoning). ReasoningFor reads it.
+	AgentReasoning map[string]Reasoning
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -298,6 +306,14 @@ func (c Config) Validate() error {
 		return errors.New("session config: context budget and semantic top-k must not be negative")
 	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
 		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
+	}
+	if err := c.Reasoning.Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	for agent, r := range c.AgentReasoning {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("session config: agent %s: %w", agent, err)
+		}
 	}
 	if err := c.ContextConfig().Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)
