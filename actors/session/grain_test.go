@@ -35,6 +35,8 @@ type harness struct {
 	t    testing.TB
 	node *node.Node
 	j    persistence.Journal
+	// model is the scripted model; it keeps the newest requests (mock.Server.Recorded).
+	model *mock.Server
 }
 
 type harnessOpts struct {
@@ -69,7 +71,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	if o.script != nil {
 		script = *o.script
 	}
-	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	model := mock.New(mock.Config{Script: script, Record: 256})
+	srv := httptest.NewServer(model.Handler())
 	t.Cleanup(srv.Close)
 	scfg := core.DefaultConfig()
 	// Every harness runs its own copy of the scripted model on its own port: they are one
@@ -114,7 +117,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 			t.Errorf("stop node: %v", err)
 		}
 	})
-	return &harness{t: t, node: n, j: o.journal}
+	return &harness{t: t, node: n, j: o.journal, model: model}
 }
 
 type testWriter struct{ t testing.TB }
