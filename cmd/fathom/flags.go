@@ -102,6 +102,7 @@ type nodeFlags struct {
 	promptsDir                               string
 	memory                                   memoryFlags
 	lease                                    leaseFlags
+	reasoning                                reasoningFlags
 	retention                                retentionFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
@@ -187,6 +188,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
 	f.lease.register(fs)
+	f.reasoning.register(fs)
 	f.retention.register(fs)
 	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
 		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
@@ -244,6 +246,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		return node.Config{}, err
 	}
 	if err := f.lease.apply(&scfg); err != nil {
+		return node.Config{}, err
+	}
+	if err := f.reasoning.apply(&scfg); err != nil {
 		return node.Config{}, err
 	}
 	retention, err := f.retention.value()

@@ -112,51 +112,6 @@ func checkPlanSchema(text string) error {
 	return nil
 }
 
-// Reasoning is how much a model thinks on a call: OpenAI reasoning_effort, Anthropic
-// extended thinking's budget. Zero asks for neither.
-type Reasoning struct {
-	// Effort is "minimal", "low", "medium" or "high" (llm.Request.ReasoningEffort).
-	Effort string
-	// ThinkingBudget, when positive, is the extended-thinking budget in tokens
-	// (llm.Request.ThinkingBudget; at least 1024).
-	ThinkingBudget int
-}
-
-// reasoningEfforts are the accepted Reasoning.Effort values.
-var reasoningEfforts = map[string]bool{"": true, "minimal": true, "low": true, "medium": true, "high": true}
-
-// MinThinkingBudget is the smallest extended-thinking budget the API accepts.
-const MinThinkingBudget = 1024
-
-// Validate reports an effort the APIs do not know or a budget below MinThinkingBudget.
-func (r Reasoning) Validate() error {
-	if !reasoningEfforts[r.Effort] {
-		return fmt.Errorf("reasoning effort %q is not one of minimal, low, medium, high", r.Effort)
-	}
-	if r.ThinkingBudget != 0 && r.ThinkingBudget < MinThinkingBudget {
-		return fmt.Errorf("thinking budget %d is below the API's minimum of %d tokens", r.ThinkingBudget, MinThinkingBudget)
-	}
-	return nil
-}
-
-// ReasoningFor is the reasoning of the calls of agentType (an agent type, or "" for the
-// orchestrator's own calls) in session s: the node's AgentReasoning entry for the type
-// when it has one, else the session's (SessionConfig.reasoning_effort,
-// thinking_budget, defaulted from the node's Reasoning at start).
-func (c Config) ReasoningFor(s *messages.SessionState, agentType string) Reasoning {
-	if agentType == "" {
-		agentType = OrchestratorAgent
-	}
-	if r, ok := c.AgentReasoning[agentType]; ok {
-		return r
-	}
-	return Reasoning{Effort: s.GetConfig().GetReasoningEffort(), ThinkingBudget: int(s.GetConfig().GetThinkingBudget())}
-}
-
-// OrchestratorAgent is the AgentReasoning key of the orchestrator's own calls (plan,
-// steps it runs itself, re-plans, the closing summary).
-const OrchestratorAgent = "orchestrator"
-
 // SetCallOptions sets what the pending call callID of s asks besides its messages: the
 // response format of plan, re-plan and sub-agent calls, and the reasoning of the agent
 // making it.
