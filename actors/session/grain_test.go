@@ -51,6 +51,8 @@ type harnessOpts struct {
 	artifacts artifact.Store
 	// promptsDir overrides prompt templates (node.Config.PromptsDir).
 	promptsDir string
+	// log, when set, is the node's logger.
+	log *slog.Logger
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -98,6 +100,9 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if o.log != nil {
+		log = o.log
 	}
 	ccfg.Logger = log
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

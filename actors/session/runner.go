@@ -143,6 +143,7 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 			ReasoningTokens:       uint64(max(resp.Usage.ReasoningTokens, 0)),
 		},
 	}
+	r.deps.checkPrice(resp.Model, r.state.GetConfig().GetModel())
 	for _, c := range resp.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
