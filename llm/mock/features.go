@@ -103,15 +103,23 @@ func (s *Server) openAICached(keys []string, toks []int, promptTok int) int {
 	return min(cached, promptTok) / 128 * 128
 }
 
-// breakpoint is an Anthropic cache_control mark: the prefix up to it and its tokens.
+// breakpoint is an Anthropic cache_control mark (or a block a mark may look back to):
+// the prefix up to it, its tokens and the block's position in the prompt.
 type breakpoint struct {
 	key    string
 	tokens int
+	block  int
 }
 
+// anthLookback is how many blocks before a breakpoint the API checks for a cached
+// prefix: a breakpoint on the newest block still reads what an earlier call cached at
+// its own newest block.
+const anthLookback = 20
+
 // anthCache turns breakpoints into (cache read, cache write) token counts and caches
-// every breakpoint's prefix.
-func (s *Server) anthCache(bps []breakpoint) (read, write int) {
+// every breakpoint's prefix. A breakpoint reads the longest prefix cached at it or at
+// one of the anthLookback blocks before it (blocks are every block's prefix, in order).
+func (s *Server) anthCache(bps, blocks []breakpoint) (read, write int) {
 	if len(bps) == 0 {
 		return 0, 0
 	}
@@ -119,10 +127,12 @@ func (s *Server) anthCache(bps []breakpoint) (read, write int) {
 	if last.tokens < s.cfg.CacheMinTokens {
 		return 0, 0
 	}
-	for i := len(bps) - 1; i >= 0; i-- {
-		if s.cache.hit(bps[i].key) {
-			read = bps[i].tokens
-			break
+	for i := len(bps) - 1; i >= 0 && read == 0; i-- {
+		for j := bps[i].block; j >= 0 && j >= bps[i].block-anthLookback; j-- {
+			if s.cache.hit(blocks[j].key) {
+				read = blocks[j].tokens
+				break
+			}
 		}
 	}
 	for _, bp := range bps {
