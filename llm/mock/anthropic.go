@@ -8,8 +8,8 @@ package mock
 //
 // For rule matching the request is read the way the chat endpoint reads its messages:
 // System is the "system" field, User the text of the last user message that has text,
-// Tool the content of the last tool_result block after the last user text (as the chat
-// endpoint reads tool messages after the last user message). Like the real API the endpoint
+// Tool the content of the last tool_result block, unless a user turn without results
+// follows it (as the chat endpoint reads tool messages after the last user message). Like the real API the endpoint
 // requires max_tokens, user/assistant roles (consecutive turns of one role are merged
 // into one turn, as the real API does), tool_use inputs that are JSON objects, and
 // tool_result blocks that answer the tool_use blocks of the assistant turn just before
@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -197,11 +198,11 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 		}
 		if s := anthText(t.blocks); s != "" {
 			d.User = s
+			if !slices.ContainsFunc(t.blocks, func(b anthBlock) bool { return b.Type == "tool_result" }) {
+				d.Tool = "" // a user turn without results: Tool is what follows it
+			}
 		}
 		for _, b := range t.blocks {
-			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-				d.Tool = "" // a user message after the results: Tool is what follows it
-			}
 			if b.Type == "tool_result" {
 				rbs, _ := anthBlocks(b.Content) // checked above
 				d.Tool = anthText(rbs)
