@@ -186,12 +186,24 @@ func (f *responseFormat) check() error {
 }
 
 // forcedArgs is the tool input a forced tool call gets from a text answer: the text
-// when it is a JSON object, else {}.
+// when it is a JSON object, else the object of a ```json fence or the outermost {...}
+// in it (what a model asked for the object would have put in the call), else {}.
 func forcedArgs(text string) string {
 	t := strings.TrimSpace(text)
-	var obj map[string]any
-	if strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &obj) == nil {
-		return t
+	candidates := []string{t}
+	if _, rest, ok := strings.Cut(t, "```json"); ok {
+		if body, _, ok := strings.Cut(rest, "```"); ok {
+			candidates = append(candidates, strings.TrimSpace(body))
+		}
+	}
+	if i, j := strings.Index(t, "{"), strings.LastIndex(t, "}"); i >= 0 && j > i {
+		candidates = append(candidates, t[i:j+1])
+	}
+	for _, c := range candidates {
+		var obj map[string]any
+		if strings.HasPrefix(c, "{") && json.Unmarshal([]byte(c), &obj) == nil {
+			return c
+		}
 	}
 	return "{}"
 }
