@@ -29,8 +29,9 @@ const (
 )
 
 // planSchema is the JSON Schema of a plan or revision answer. It is not strict: ids
-// and dependencies may be left out (filled in by parseSteps), an unknown step type
-// becomes "custom", and a step's input_schema is any JSON Schema.
+// and dependencies may be left out or null (filled in by parseSteps, as a missing
+// field), an unknown step type becomes "custom", and a step's input_schema is any JSON
+// Schema.
 const planSchema = `{
   "type": "object",
   "properties": {
@@ -40,15 +41,15 @@ const planSchema = `{
       "items": {
         "type": "object",
         "properties": {
-          "id": {"type": "string", "description": "Unique step id, e.g. step-1."},
-          "type": {"type": "string", "description": "research, code, write, review, human_input or custom."},
+          "id": {"type": ["string", "null"], "description": "Unique step id, e.g. step-1."},
+          "type": {"type": ["string", "null"], "description": "research, code, write, review, human_input or custom."},
           "description": {"type": "string", "minLength": 1, "description": "What the step does."},
-          "dependencies": {"type": "array", "items": {"type": "string"}, "description": "Ids of the steps that must complete first; omitted: the previous step."},
-          "interrupt": {"type": "string", "description": "none, before or after: pause the session for a human there."},
-          "interrupt_timeout_ms": {"type": "integer", "description": "How long the interrupt waits (ms, not negative)."},
-          "default_action": {"type": "string", "description": "continue or fail, when the interrupt times out."},
-          "input_schema": {"type": ["object", "string"]},
-          "sub_agent_id": {"type": "string", "description": "An earlier sub-agent whose context the step continues."}
+          "dependencies": {"type": ["array", "null"], "items": {"type": "string"}, "description": "Ids of the steps that must complete first; omitted: the previous step."},
+          "interrupt": {"type": ["string", "null"], "description": "none, before or after: pause the session for a human there."},
+          "interrupt_timeout_ms": {"type": ["integer", "null"], "description": "How long the interrupt waits (ms, not negative)."},
+          "default_action": {"type": ["string", "null"], "description": "continue or fail, when the interrupt times out."},
+          "input_schema": {"type": ["object", "string", "null"]},
+          "sub_agent_id": {"type": ["string", "null"], "description": "An earlier sub-agent whose context the step continues."}
         },
         "required": ["description"]
       }
