@@ -110,6 +110,11 @@ type SessionConfig struct {
 	MaxLLMCalls uint32  `json:"max_llm_calls,omitempty"`
 	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 	MaxTokens   uint64  `json:"max_tokens,omitempty"`
+	// ReasoningEffort and ThinkingBudget are the session's reasoning (minimal, low,
+	// medium or high; extended thinking tokens, at least 1024); empty/0 keeps the node's
+	// default (--reasoning-effort, --thinking-budget).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	ThinkingBudget  uint32 `json:"thinking_budget,omitempty"`
 }
 
 // opResult is a successful operation's answer.
@@ -228,7 +233,8 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	sreq := &messages.StartRequest{CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	if c := req.Config; c != nil {
 		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
-			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens}
+			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
+			ReasoningEffort: c.ReasoningEffort, ThinkingBudget: c.ThinkingBudget}
 	}
 	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {

@@ -138,6 +138,22 @@ func (p *Pricer) Cost(model string, u Usage) float64 {
 	return p.table.CostOf(model, u)
 }
 
+// unpricedWarned are the models WarnUnpriced warned about in this process.
+var unpricedWarned sync.Map // model → struct{}
+
+// WarnUnpriced logs a warning on log the first time in this process that a call to
+// model is priced with t and t has no price for it (its calls then cost 0 in cost_usd
+// and a cost budget does not see them). It reports whether model has a price.
+func WarnUnpriced(log *slog.Logger, t PriceTable, model string) bool {
+	if _, ok := t.Lookup(model); ok {
+		return true
+	}
+	if _, seen := unpricedWarned.LoadOrStore(model, struct{}{}); !seen && log != nil {
+		log.Warn("model has no price: its calls cost 0 in cost_usd and budgets; add it with --prices FILE", "model", model)
+	}
+	return false
+}
+
 // ParsePriceTable reads a JSON object of model → {"input_per_mtok", "output_per_mtok",
 // "cached_input_per_mtok", "cache_write_per_mtok"} (the last two optional).
 func ParsePriceTable(data []byte) (PriceTable, error) {

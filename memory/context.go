@@ -122,11 +122,14 @@ type Message struct {
 	// Tokens is Tokenizer.CountMessage of the message, computed once when it was
 	// recorded and stored in its event. The builder never re-tokenises.
 	Tokens int
+	// Thinking are an assistant message's reasoning blocks, sent back with it
+	// (llm.Message.Thinking).
+	Thinking []llm.ThinkingBlock
 }
 
 // LLM returns the message in the provider's format.
 func (m Message) LLM() llm.Message {
-	return llm.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	return llm.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Thinking: m.Thinking}
 }
 
 // Summary is the rolling summary of a session (a summary_updated event).

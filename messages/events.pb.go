@@ -903,10 +903,18 @@ type SessionConfig struct {
 	// (--allow-endpoint-change). Empty in sessions recorded before they existed: such a
 	// session continues on any endpoint. Set by the node at start; ignored in a start
 	// request's config.
-	Provider      string `protobuf:"bytes,7,opt,name=provider,proto3" json:"provider,omitempty"`
-	BaseUrl       string `protobuf:"bytes,8,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Provider string `protobuf:"bytes,7,opt,name=provider,proto3" json:"provider,omitempty"`
+	BaseUrl  string `protobuf:"bytes,8,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// reasoning_effort asks a reasoning model for that much thinking on the session's
+	// calls ("minimal", "low", "medium", "high"; OpenAI reasoning_effort); empty: the
+	// node's default (--reasoning-effort). A sub-agent type with its own setting
+	// (--agent-reasoning) uses that instead.
+	ReasoningEffort string `protobuf:"bytes,9,opt,name=reasoning_effort,json=reasoningEffort,proto3" json:"reasoning_effort,omitempty"`
+	// thinking_budget, when positive, turns on extended thinking (Anthropic) with that
+	// many tokens of budget (at least 1024); 0: the node's default (--thinking-budget).
+	ThinkingBudget uint32 `protobuf:"varint,10,opt,name=thinking_budget,json=thinkingBudget,proto3" json:"thinking_budget,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionConfig) Reset() {
@@ -993,6 +1001,20 @@ func (x *SessionConfig) GetBaseUrl() string {
 		return x.BaseUrl
 	}
 	return ""
+}
+
+func (x *SessionConfig) GetReasoningEffort() string {
+	if x != nil {
+		return x.ReasoningEffort
+	}
+	return ""
+}
+
+func (x *SessionConfig) GetThinkingBudget() uint32 {
+	if x != nil {
+		return x.ThinkingBudget
+	}
+	return 0
 }
 
 // SessionStarted is the first event of every session.
@@ -1648,7 +1670,10 @@ type LlmResponded struct {
 	// context describes the context the call was made with (step calls only).
 	Context *ContextInfo `protobuf:"bytes,11,opt,name=context,proto3" json:"context,omitempty"`
 	// sub_agent_id is set when the call was a sub-agent's.
-	SubAgentId    string `protobuf:"bytes,12,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	SubAgentId string `protobuf:"bytes,12,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// thinking are the answer's reasoning blocks (Anthropic extended thinking), kept as
+	// they came: the API requires them back, unchanged, on the next turn of a tool loop.
+	Thinking      []*ThinkingBlock `protobuf:"bytes,13,rep,name=thinking,proto3" json:"thinking,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1767,6 +1792,77 @@ func (x *LlmResponded) GetSubAgentId() string {
 	return ""
 }
 
+func (x *LlmResponded) GetThinking() []*ThinkingBlock {
+	if x != nil {
+		return x.Thinking
+	}
+	return nil
+}
+
+// ThinkingBlock is one block of a model's visible reasoning, opaque to Fathom.
+type ThinkingBlock struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thinking is the reasoning text (empty for a redacted block).
+	Thinking string `protobuf:"bytes,1,opt,name=thinking,proto3" json:"thinking,omitempty"`
+	// signature authenticates thinking; the API refuses an altered block.
+	Signature string `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	// redacted_data is the encrypted content of a redacted_thinking block.
+	RedactedData  string `protobuf:"bytes,3,opt,name=redacted_data,json=redactedData,proto3" json:"redacted_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThinkingBlock) Reset() {
+	*x = ThinkingBlock{}
+	mi := &file_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThinkingBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThinkingBlock) ProtoMessage() {}
+
+func (x *ThinkingBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThinkingBlock.ProtoReflect.Descriptor instead.
+func (*ThinkingBlock) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ThinkingBlock) GetThinking() string {
+	if x != nil {
+		return x.Thinking
+	}
+	return ""
+}
+
+func (x *ThinkingBlock) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+func (x *ThinkingBlock) GetRedactedData() string {
+	if x != nil {
+		return x.RedactedData
+	}
+	return ""
+}
+
 // ContextInfo describes the context of one step call as memory.BuildContext assembled it.
 type ContextInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1794,7 +1890,7 @@ type ContextInfo struct {
 
 func (x *ContextInfo) Reset() {
 	*x = ContextInfo{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +1902,7 @@ func (x *ContextInfo) String() string {
 func (*ContextInfo) ProtoMessage() {}
 
 func (x *ContextInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +1915,7 @@ func (x *ContextInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextInfo.ProtoReflect.Descriptor instead.
 func (*ContextInfo) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ContextInfo) GetTotalTokens() uint32 {
@@ -1900,7 +1996,7 @@ type SummaryUpdated struct {
 
 func (x *SummaryUpdated) Reset() {
 	*x = SummaryUpdated{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +2008,7 @@ func (x *SummaryUpdated) String() string {
 func (*SummaryUpdated) ProtoMessage() {}
 
 func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2021,7 @@ func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryUpdated.ProtoReflect.Descriptor instead.
 func (*SummaryUpdated) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SummaryUpdated) GetContent() string {
@@ -1963,7 +2059,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2071,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2084,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolCallRequest) GetId() string {
@@ -2035,7 +2131,7 @@ type ToolCalled struct {
 
 func (x *ToolCalled) Reset() {
 	*x = ToolCalled{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2143,7 @@ func (x *ToolCalled) String() string {
 func (*ToolCalled) ProtoMessage() {}
 
 func (x *ToolCalled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2156,7 @@ func (x *ToolCalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
 func (*ToolCalled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolCalled) GetStepId() string {
@@ -2131,7 +2227,7 @@ type ToolFailure struct {
 
 func (x *ToolFailure) Reset() {
 	*x = ToolFailure{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2239,7 @@ func (x *ToolFailure) String() string {
 func (*ToolFailure) ProtoMessage() {}
 
 func (x *ToolFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2252,7 @@ func (x *ToolFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
 func (*ToolFailure) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolFailure) GetErrorType() string {
@@ -2218,7 +2314,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2326,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2339,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolResult) GetStepId() string {
@@ -2324,7 +2420,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2432,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2445,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -2397,7 +2493,7 @@ type StepFailed struct {
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2505,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2518,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -2483,7 +2579,7 @@ type PlanFailed struct {
 
 func (x *PlanFailed) Reset() {
 	*x = PlanFailed{}
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2591,7 @@ func (x *PlanFailed) String() string {
 func (*PlanFailed) ProtoMessage() {}
 
 func (x *PlanFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2604,7 @@ func (x *PlanFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
 func (*PlanFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{23}
+	return file_events_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PlanFailed) GetCallId() string {
@@ -2560,7 +2656,7 @@ type SessionCompleted struct {
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2668,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2681,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{24}
+	return file_events_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -2624,7 +2720,7 @@ type SessionCancelled struct {
 
 func (x *SessionCancelled) Reset() {
 	*x = SessionCancelled{}
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2732,7 @@ func (x *SessionCancelled) String() string {
 func (*SessionCancelled) ProtoMessage() {}
 
 func (x *SessionCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2745,7 @@ func (x *SessionCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCancelled.ProtoReflect.Descriptor instead.
 func (*SessionCancelled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{25}
+	return file_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SessionCancelled) GetReason() string {
@@ -2676,7 +2772,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2784,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2797,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{26}
+	return file_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -2740,7 +2836,7 @@ type HitlRequested struct {
 
 func (x *HitlRequested) Reset() {
 	*x = HitlRequested{}
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +2848,7 @@ func (x *HitlRequested) String() string {
 func (*HitlRequested) ProtoMessage() {}
 
 func (x *HitlRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +2861,7 @@ func (x *HitlRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlRequested.ProtoReflect.Descriptor instead.
 func (*HitlRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{27}
+	return file_events_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HitlRequested) GetRequestId() string {
@@ -2854,7 +2950,7 @@ type HitlReceived struct {
 
 func (x *HitlReceived) Reset() {
 	*x = HitlReceived{}
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +2962,7 @@ func (x *HitlReceived) String() string {
 func (*HitlReceived) ProtoMessage() {}
 
 func (x *HitlReceived) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +2975,7 @@ func (x *HitlReceived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlReceived.ProtoReflect.Descriptor instead.
 func (*HitlReceived) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{28}
+	return file_events_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HitlReceived) GetRequestId() string {
@@ -2932,7 +3028,7 @@ type SessionForked struct {
 
 func (x *SessionForked) Reset() {
 	*x = SessionForked{}
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3040,7 @@ func (x *SessionForked) String() string {
 func (*SessionForked) ProtoMessage() {}
 
 func (x *SessionForked) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3053,7 @@ func (x *SessionForked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionForked.ProtoReflect.Descriptor instead.
 func (*SessionForked) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{29}
+	return file_events_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SessionForked) GetSourceSessionId() string {
@@ -3006,7 +3102,7 @@ type SubagentStarted struct {
 
 func (x *SubagentStarted) Reset() {
 	*x = SubagentStarted{}
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3114,7 @@ func (x *SubagentStarted) String() string {
 func (*SubagentStarted) ProtoMessage() {}
 
 func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3127,7 @@ func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
 func (*SubagentStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{30}
+	return file_events_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubagentStarted) GetSubAgentId() string {
@@ -3109,7 +3205,7 @@ type ResearcherReport struct {
 
 func (x *ResearcherReport) Reset() {
 	*x = ResearcherReport{}
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3121,7 +3217,7 @@ func (x *ResearcherReport) String() string {
 func (*ResearcherReport) ProtoMessage() {}
 
 func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3134,7 +3230,7 @@ func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResearcherReport.ProtoReflect.Descriptor instead.
 func (*ResearcherReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{31}
+	return file_events_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResearcherReport) GetSources() []string {
@@ -3171,7 +3267,7 @@ type CoderReport struct {
 
 func (x *CoderReport) Reset() {
 	*x = CoderReport{}
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3279,7 @@ func (x *CoderReport) String() string {
 func (*CoderReport) ProtoMessage() {}
 
 func (x *CoderReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3292,7 @@ func (x *CoderReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoderReport.ProtoReflect.Descriptor instead.
 func (*CoderReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{32}
+	return file_events_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CoderReport) GetFilesCreated() []string {
@@ -3232,7 +3328,7 @@ type WriterReport struct {
 
 func (x *WriterReport) Reset() {
 	*x = WriterReport{}
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3340,7 @@ func (x *WriterReport) String() string {
 func (*WriterReport) ProtoMessage() {}
 
 func (x *WriterReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3353,7 @@ func (x *WriterReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriterReport.ProtoReflect.Descriptor instead.
 func (*WriterReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{33}
+	return file_events_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WriterReport) GetDocumentType() string {
@@ -3293,7 +3389,7 @@ type ReviewerReport struct {
 
 func (x *ReviewerReport) Reset() {
 	*x = ReviewerReport{}
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3401,7 @@ func (x *ReviewerReport) String() string {
 func (*ReviewerReport) ProtoMessage() {}
 
 func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3414,7 @@ func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewerReport.ProtoReflect.Descriptor instead.
 func (*ReviewerReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{34}
+	return file_events_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReviewerReport) GetVerdict() string {
@@ -3369,7 +3465,7 @@ type SubagentResult struct {
 
 func (x *SubagentResult) Reset() {
 	*x = SubagentResult{}
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3477,7 @@ func (x *SubagentResult) String() string {
 func (*SubagentResult) ProtoMessage() {}
 
 func (x *SubagentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3490,7 @@ func (x *SubagentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
 func (*SubagentResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{35}
+	return file_events_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SubagentResult) GetStatus() string {
@@ -3525,7 +3621,7 @@ type SubagentCompleted struct {
 
 func (x *SubagentCompleted) Reset() {
 	*x = SubagentCompleted{}
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3633,7 @@ func (x *SubagentCompleted) String() string {
 func (*SubagentCompleted) ProtoMessage() {}
 
 func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3646,7 @@ func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentCompleted.ProtoReflect.Descriptor instead.
 func (*SubagentCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{36}
+	return file_events_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubagentCompleted) GetSubAgentId() string {
@@ -3620,7 +3716,7 @@ type ArtifactWritten struct {
 
 func (x *ArtifactWritten) Reset() {
 	*x = ArtifactWritten{}
-	mi := &file_events_proto_msgTypes[37]
+	mi := &file_events_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3728,7 @@ func (x *ArtifactWritten) String() string {
 func (*ArtifactWritten) ProtoMessage() {}
 
 func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[37]
+	mi := &file_events_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3741,7 @@ func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactWritten.ProtoReflect.Descriptor instead.
 func (*ArtifactWritten) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{37}
+	return file_events_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ArtifactWritten) GetPath() string {
@@ -3798,7 +3894,7 @@ const file_events_proto_rawDesc = "" +
 	"\x02by\x18\x01 \x01(\tR\x02by\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x128\n" +
 	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\x12%\n" +
-	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"\x85\x02\n" +
+	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"\xd9\x02\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
 	"\x0emax_iterations\x18\x02 \x01(\rR\rmaxIterations\x12\x1b\n" +
@@ -3809,7 +3905,10 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\x06 \x01(\x04R\tmaxTokens\x12\x1a\n" +
 	"\bprovider\x18\a \x01(\tR\bprovider\x12\x19\n" +
-	"\bbase_url\x18\b \x01(\tR\abaseUrl\"o\n" +
+	"\bbase_url\x18\b \x01(\tR\abaseUrl\x12)\n" +
+	"\x10reasoning_effort\x18\t \x01(\tR\x0freasoningEffort\x12'\n" +
+	"\x0fthinking_budget\x18\n" +
+	" \x01(\rR\x0ethinkingBudget\"o\n" +
 	"\x0eSessionStarted\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.fathom.v1.SessionConfigR\x06config\x12\x17\n" +
@@ -3859,7 +3958,7 @@ const file_events_proto_rawDesc = "" +
 	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x04 \x01(\x04R\x11cachedInputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x05 \x01(\x04R\x0freasoningTokens\x127\n" +
-	"\x18cache_write_input_tokens\x18\x06 \x01(\x04R\x15cacheWriteInputTokens\"\xa0\x03\n" +
+	"\x18cache_write_input_tokens\x18\x06 \x01(\x04R\x15cacheWriteInputTokens\"\xd6\x03\n" +
 	"\fLlmResponded\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x18\n" +
@@ -3876,7 +3975,12 @@ const file_events_proto_rawDesc = "" +
 	" \x01(\rR\x06tokens\x120\n" +
 	"\acontext\x18\v \x01(\v2\x16.fathom.v1.ContextInfoR\acontext\x12 \n" +
 	"\fsub_agent_id\x18\f \x01(\tR\n" +
-	"subAgentId\"\xd3\x02\n" +
+	"subAgentId\x124\n" +
+	"\bthinking\x18\r \x03(\v2\x18.fathom.v1.ThinkingBlockR\bthinking\"n\n" +
+	"\rThinkingBlock\x12\x1a\n" +
+	"\bthinking\x18\x01 \x01(\tR\bthinking\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\tR\tsignature\x12#\n" +
+	"\rredacted_data\x18\x03 \x01(\tR\fredactedData\"\xd3\x02\n" +
 	"\vContextInfo\x12!\n" +
 	"\ftotal_tokens\x18\x01 \x01(\rR\vtotalTokens\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\rR\x06budget\x12!\n" +
@@ -4078,7 +4182,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4095,29 +4199,30 @@ var file_events_proto_goTypes = []any{
 	(*LlmRequested)(nil),       // 12: fathom.v1.LlmRequested
 	(*Usage)(nil),              // 13: fathom.v1.Usage
 	(*LlmResponded)(nil),       // 14: fathom.v1.LlmResponded
-	(*ContextInfo)(nil),        // 15: fathom.v1.ContextInfo
-	(*SummaryUpdated)(nil),     // 16: fathom.v1.SummaryUpdated
-	(*ToolCallRequest)(nil),    // 17: fathom.v1.ToolCallRequest
-	(*ToolCalled)(nil),         // 18: fathom.v1.ToolCalled
-	(*ToolFailure)(nil),        // 19: fathom.v1.ToolFailure
-	(*ToolResult)(nil),         // 20: fathom.v1.ToolResult
-	(*StepCompleted)(nil),      // 21: fathom.v1.StepCompleted
-	(*StepFailed)(nil),         // 22: fathom.v1.StepFailed
-	(*PlanFailed)(nil),         // 23: fathom.v1.PlanFailed
-	(*SessionCompleted)(nil),   // 24: fathom.v1.SessionCompleted
-	(*SessionCancelled)(nil),   // 25: fathom.v1.SessionCancelled
-	(*SessionFailed)(nil),      // 26: fathom.v1.SessionFailed
-	(*HitlRequested)(nil),      // 27: fathom.v1.HitlRequested
-	(*HitlReceived)(nil),       // 28: fathom.v1.HitlReceived
-	(*SessionForked)(nil),      // 29: fathom.v1.SessionForked
-	(*SubagentStarted)(nil),    // 30: fathom.v1.SubagentStarted
-	(*ResearcherReport)(nil),   // 31: fathom.v1.ResearcherReport
-	(*CoderReport)(nil),        // 32: fathom.v1.CoderReport
-	(*WriterReport)(nil),       // 33: fathom.v1.WriterReport
-	(*ReviewerReport)(nil),     // 34: fathom.v1.ReviewerReport
-	(*SubagentResult)(nil),     // 35: fathom.v1.SubagentResult
-	(*SubagentCompleted)(nil),  // 36: fathom.v1.SubagentCompleted
-	(*ArtifactWritten)(nil),    // 37: fathom.v1.ArtifactWritten
+	(*ThinkingBlock)(nil),      // 15: fathom.v1.ThinkingBlock
+	(*ContextInfo)(nil),        // 16: fathom.v1.ContextInfo
+	(*SummaryUpdated)(nil),     // 17: fathom.v1.SummaryUpdated
+	(*ToolCallRequest)(nil),    // 18: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),         // 19: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),        // 20: fathom.v1.ToolFailure
+	(*ToolResult)(nil),         // 21: fathom.v1.ToolResult
+	(*StepCompleted)(nil),      // 22: fathom.v1.StepCompleted
+	(*StepFailed)(nil),         // 23: fathom.v1.StepFailed
+	(*PlanFailed)(nil),         // 24: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil),   // 25: fathom.v1.SessionCompleted
+	(*SessionCancelled)(nil),   // 26: fathom.v1.SessionCancelled
+	(*SessionFailed)(nil),      // 27: fathom.v1.SessionFailed
+	(*HitlRequested)(nil),      // 28: fathom.v1.HitlRequested
+	(*HitlReceived)(nil),       // 29: fathom.v1.HitlReceived
+	(*SessionForked)(nil),      // 30: fathom.v1.SessionForked
+	(*SubagentStarted)(nil),    // 31: fathom.v1.SubagentStarted
+	(*ResearcherReport)(nil),   // 32: fathom.v1.ResearcherReport
+	(*CoderReport)(nil),        // 33: fathom.v1.CoderReport
+	(*WriterReport)(nil),       // 34: fathom.v1.WriterReport
+	(*ReviewerReport)(nil),     // 35: fathom.v1.ReviewerReport
+	(*SubagentResult)(nil),     // 36: fathom.v1.SubagentResult
+	(*SubagentCompleted)(nil),  // 37: fathom.v1.SubagentCompleted
+	(*ArtifactWritten)(nil),    // 38: fathom.v1.ArtifactWritten
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -4125,47 +4230,48 @@ var file_events_proto_depIdxs = []int32{
 	11, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
 	12, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
 	14, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	21, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	22, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	24, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	26, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	18, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
-	20, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
-	23, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
-	16, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
+	22, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	23, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	25, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	27, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	19, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	21, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	24, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	17, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
 	10, // 13: fathom.v1.Event.plan_revised:type_name -> fathom.v1.PlanRevised
 	2,  // 14: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
 	3,  // 15: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
 	4,  // 16: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
 	5,  // 17: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	27, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
-	28, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
-	29, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
-	25, // 21: fathom.v1.Event.session_cancelled:type_name -> fathom.v1.SessionCancelled
-	30, // 22: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
-	36, // 23: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
-	37, // 24: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
+	28, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
+	29, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
+	30, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
+	26, // 21: fathom.v1.Event.session_cancelled:type_name -> fathom.v1.SessionCancelled
+	31, // 22: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
+	37, // 23: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
+	38, // 24: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
 	1,  // 25: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
 	8,  // 26: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
 	6,  // 27: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
 	8,  // 28: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
 	8,  // 29: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
 	13, // 30: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	17, // 31: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	15, // 32: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	19, // 33: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	13, // 34: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	13, // 35: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	31, // 36: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	32, // 37: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	33, // 38: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	34, // 39: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	35, // 40: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	18, // 31: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	16, // 32: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	15, // 33: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	20, // 34: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	13, // 35: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	13, // 36: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	32, // 37: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	33, // 38: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	34, // 39: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	35, // 40: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	36, // 41: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4206,7 +4312,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

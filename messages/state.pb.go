@@ -309,7 +309,10 @@ type TranscriptEntry struct {
 	// seq is the seq of the event that recorded the message.
 	Seq uint64 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	// tokens is the message's stored token count.
-	Tokens        uint32 `protobuf:"varint,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens uint32 `protobuf:"varint,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// thinking are an assistant message's reasoning blocks (llm_responded.thinking),
+	// sent back with it on the next turn.
+	Thinking      []*ThinkingBlock `protobuf:"bytes,7,rep,name=thinking,proto3" json:"thinking,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -384,6 +387,13 @@ func (x *TranscriptEntry) GetTokens() uint32 {
 		return x.Tokens
 	}
 	return 0
+}
+
+func (x *TranscriptEntry) GetThinking() []*ThinkingBlock {
+	if x != nil {
+		return x.Thinking
+	}
+	return nil
 }
 
 // PendingTool is a recorded tool call without a recorded result.
@@ -1176,7 +1186,7 @@ const file_state_proto_rawDesc = "" +
 	" \x01(\x04R\bendedSeq\x12/\n" +
 	"\x14started_at_unix_nano\x18\v \x01(\x03R\x11startedAtUnixNano\x12+\n" +
 	"\x12ended_at_unix_nano\x18\f \x01(\x03R\x0fendedAtUnixNano\x12%\n" +
-	"\x0eopening_tokens\x18\r \x01(\rR\ropeningTokens\"\xc6\x01\n" +
+	"\x0eopening_tokens\x18\r \x01(\rR\ropeningTokens\"\xfc\x01\n" +
 	"\x0fTranscriptEntry\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x129\n" +
@@ -1185,7 +1195,8 @@ const file_state_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x10\n" +
 	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x16\n" +
-	"\x06tokens\x18\x06 \x01(\rR\x06tokens\"\x90\x01\n" +
+	"\x06tokens\x18\x06 \x01(\rR\x06tokens\x124\n" +
+	"\bthinking\x18\a \x03(\v2\x18.fathom.v1.ThinkingBlockR\bthinking\"\x90\x01\n" +
 	"\vPendingTool\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
@@ -1326,47 +1337,49 @@ var file_state_proto_goTypes = []any{
 	nil,                        // 9: fathom.v1.SessionState.SubAgentsEntry
 	(*PlanStep)(nil),           // 10: fathom.v1.PlanStep
 	(*ToolCallRequest)(nil),    // 11: fathom.v1.ToolCallRequest
-	(*SessionConfig)(nil),      // 12: fathom.v1.SessionConfig
-	(*Usage)(nil),              // 13: fathom.v1.Usage
-	(*SummaryUpdated)(nil),     // 14: fathom.v1.SummaryUpdated
-	(*Breakpoint)(nil),         // 15: fathom.v1.Breakpoint
-	(*InterruptTriggered)(nil), // 16: fathom.v1.InterruptTriggered
-	(*HitlRequested)(nil),      // 17: fathom.v1.HitlRequested
-	(*ArtifactWritten)(nil),    // 18: fathom.v1.ArtifactWritten
-	(*SessionForked)(nil),      // 19: fathom.v1.SessionForked
-	(*SubagentResult)(nil),     // 20: fathom.v1.SubagentResult
+	(*ThinkingBlock)(nil),      // 12: fathom.v1.ThinkingBlock
+	(*SessionConfig)(nil),      // 13: fathom.v1.SessionConfig
+	(*Usage)(nil),              // 14: fathom.v1.Usage
+	(*SummaryUpdated)(nil),     // 15: fathom.v1.SummaryUpdated
+	(*Breakpoint)(nil),         // 16: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 17: fathom.v1.InterruptTriggered
+	(*HitlRequested)(nil),      // 18: fathom.v1.HitlRequested
+	(*ArtifactWritten)(nil),    // 19: fathom.v1.ArtifactWritten
+	(*SessionForked)(nil),      // 20: fathom.v1.SessionForked
+	(*SubagentResult)(nil),     // 21: fathom.v1.SubagentResult
 }
 var file_state_proto_depIdxs = []int32{
 	10, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
 	1,  // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
 	3,  // 2: fathom.v1.StepState.transcript:type_name -> fathom.v1.TranscriptEntry
 	11, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	0,  // 4: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
-	12, // 5: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
-	2,  // 6: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
-	5,  // 7: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
-	13, // 8: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
-	8,  // 9: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
-	4,  // 10: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	14, // 11: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
-	15, // 12: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
-	16, // 13: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
-	17, // 14: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
-	9,  // 15: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
-	18, // 16: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
-	19, // 17: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
-	3,  // 18: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 19: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 20: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	13, // 21: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	20, // 22: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	13, // 23: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	7,  // 24: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	12, // 4: fathom.v1.TranscriptEntry.thinking:type_name -> fathom.v1.ThinkingBlock
+	0,  // 5: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
+	13, // 6: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
+	2,  // 7: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
+	5,  // 8: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
+	14, // 9: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
+	8,  // 10: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
+	4,  // 11: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
+	15, // 12: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
+	16, // 13: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	17, // 14: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	18, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
+	9,  // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
+	19, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
+	20, // 18: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
+	3,  // 19: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 20: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 21: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	14, // 22: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	21, // 23: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	14, // 24: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	7,  // 25: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

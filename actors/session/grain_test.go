@@ -36,6 +36,8 @@ type harness struct {
 	t    testing.TB
 	node *node.Node
 	j    persistence.Journal
+	// model is the scripted model; it keeps the newest requests (mock.Server.Recorded).
+	model *mock.Server
 }
 
 type harnessOpts struct {
@@ -52,6 +54,8 @@ type harnessOpts struct {
 	promptsDir string
 	// telemetry is the node's telemetry (node.Config.Telemetry).
 	telemetry telemetry.Config
+	// log, when set, is the node's logger.
+	log *slog.Logger
 }
 
 func openJournal(t testing.TB) persistence.Journal {
@@ -72,7 +76,8 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	if o.script != nil {
 		script = *o.script
 	}
-	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	model := mock.New(mock.Config{Script: script, Record: 256})
+	srv := httptest.NewServer(model.Handler())
 	t.Cleanup(srv.Close)
 	scfg := core.DefaultConfig()
 	// Every harness runs its own copy of the scripted model on its own port: they are one
@@ -99,6 +104,9 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	if o.log != nil {
+		log = o.log
+	}
 	ccfg.Logger = log
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -117,7 +125,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 			t.Errorf("stop node: %v", err)
 		}
 	})
-	return &harness{t: t, node: n, j: o.journal}
+	return &harness{t: t, node: n, j: o.journal, model: model}
 }
 
 type testWriter struct{ t testing.TB }

@@ -19,7 +19,16 @@ import (
 // only (committed state is never mutated), so the step runner calls it off the grain's
 // mailbox. hist is s's history (core.History; nil: built here). info describes the
 // context (nil for a plan call).
-func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (req llm.Request, info *messages.ContextInfo, err error) {
+func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (llm.Request, *messages.ContextInfo, error) {
+	req, info, err := buildCallContext(ctx, d, s, callID, hist)
+	if err == nil {
+		core.SetCallOptions(&req, s, callID, d.Config)
+	}
+	return req, info, err
+}
+
+// buildCallContext is buildContextRequest's messages and tools.
+func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (req llm.Request, info *messages.ContextInfo, err error) {
 	if sa := core.SubAgentByCall(s, callID); sa != nil {
 		return buildSubAgentRequest(ctx, d, s, sa)
 	}

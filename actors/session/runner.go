@@ -138,7 +138,7 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	}
 	out := &core.LLMResult{
 		CallID: r.callID, Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-		Duration: resp.Duration, CtxInfo: info,
+		Duration: resp.Duration, CtxInfo: info, Thinking: core.ThinkingBlocks(resp.Thinking),
 		Usage: &messages.Usage{
 			InputTokens:  uint64(max(resp.Usage.InputTokens, 0)),
 			OutputTokens: uint64(max(resp.Usage.OutputTokens, 0)),
@@ -149,6 +149,7 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 			ReasoningTokens:       uint64(max(resp.Usage.ReasoningTokens, 0)),
 		},
 	}
+	r.deps.checkPrice(resp.Model, r.state.GetConfig().GetModel())
 	for _, c := range resp.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &messages.ToolCallRequest{Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}

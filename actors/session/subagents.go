@@ -44,6 +44,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		for _, c := range m.GetToolCalls() {
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 		}
+		msg.Thinking = core.ThinkingOf(m.GetThinking())
 		hist = append(hist, msg)
 	}
 	in := memory.Input{

@@ -103,6 +103,7 @@ type nodeFlags struct {
 	memory                                   memoryFlags
 	lease                                    leaseFlags
 	pauseGrace                               pauseGraceFlag
+	reasoning                                reasoningFlags
 	retention                                retentionFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
@@ -189,6 +190,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.memory.register(fs)
 	f.lease.register(fs)
 	f.pauseGrace.register(fs)
+	f.reasoning.register(fs)
 	f.retention.register(fs)
 	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
 		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
@@ -246,6 +248,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		return node.Config{}, err
 	}
 	if err := f.lease.apply(&scfg); err != nil {
+		return node.Config{}, err
+	}
+	if err := f.reasoning.apply(&scfg); err != nil {
 		return node.Config{}, err
 	}
 	retention, err := f.retention.value()

@@ -99,7 +99,7 @@ func TestEveryRowIsWellFormed(t *testing.T) {
 			t.Errorf("duplicate row id %q", r.ID)
 		}
 		ids[r.ID] = true
-		if r.Kind != "time" && r.Kind != "throughput" && r.Kind != "memory" {
+		if r.Kind != "time" && r.Kind != "throughput" && r.Kind != "memory" && r.Kind != "cost" {
 			t.Errorf("row %s: kind %q", r.ID, r.Kind)
 		}
 		files, err := filepath.Glob(filepath.Join("..", "..", r.Pkg, "*_test.go"))

@@ -26,8 +26,9 @@ type row struct {
 	// Extra are further units of Bench shown beside its value (percentiles, memory).
 	Extra []string
 	// Kind is how the ratio reads: "time" (Fathom ÷ baseline, lower is better),
-	// "throughput" (Fathom's rate ÷ the baseline's, higher is better) or "memory" (Fathom ÷
-	// baseline, lower is better).
+	// "throughput" (Fathom's rate ÷ the baseline's, higher is better), "memory" (Fathom ÷
+	// baseline, lower is better) or "cost" (model cost, Fathom ÷ baseline, lower is
+	// better).
 	Kind string
 	// Max or Min is the target the ratio must meet (0: reported only).
 	Max, Min float64
@@ -61,6 +62,12 @@ var tableRows = []row{
 		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
 	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
 		Pkg: "./tools/mcp", Bench: "BenchmarkMCPOverhead/stdio", Base: "BenchmarkMCPOverhead/in-process", Kind: "time"},
+	{ID: "llm-client", What: "one non-streamed chat call through the SDK-based `llm/openai` client to `mock-llm` over loopback (bare: POST of the pre-encoded body, answer read whole, same connection pool)",
+		Pkg: "./llm/openai", Bench: "BenchmarkClientOverhead/json/sdk", Base: "BenchmarkClientOverhead/json/bare", Kind: "time", Max: 1.2},
+	{ID: "prompt-cache-anthropic", What: "model cost of a 20-step session (41 calls, claude-sonnet-4-5 prices) with `cache_control` breakpoints on the mock's Anthropic cache accounting (bare: the same session without breakpoints)",
+		Pkg: "./llm/mock", Bench: "BenchmarkSessionCost/anthropic/cached", Base: "BenchmarkSessionCost/anthropic/uncached", Unit: "usd/session", Extra: []string{"cached-input-%"}, Kind: "cost", BenchTime: "3x"},
+	{ID: "prompt-cache-openai", What: "the same session on OpenAI's automatic prefix caching (gpt-4.1-mini prices; bare: a mock that caches nothing)",
+		Pkg: "./llm/mock", Bench: "BenchmarkSessionCost/openai/cached", Base: "BenchmarkSessionCost/openai/uncached", Unit: "usd/session", Extra: []string{"cached-input-%"}, Kind: "cost", BenchTime: "3x"},
 	{ID: "sse", What: "SSE parsing of a streamed answer (bare: `bufio.Scanner` line split)",
 		Pkg: "./llm/sse", Bench: "BenchmarkReader", Base: "BenchmarkBaselineScanLines", Kind: "throughput"},
 	{ID: "sandbox-roundtrip", What: "`print(1)` over FSP/WebSocket under bubblewrap (bare: exec of `python3 -c 'print(1)'`)",

@@ -321,9 +321,18 @@ func (c *Client) tools(req llm.Request, p *anthropic.MessageNewParams) error {
 		if f.Name == "" {
 			return errors.New("anthropic: response format has no name")
 		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: toolParam(f.Name, f.Description, f.Schema)})
-		if req.ThinkingBudget <= 0 { // the API refuses a forced tool with extended thinking
+		// The answer tool goes first: with other tools offered (a tool loop) it is not
+		// forced, which would forbid them; "any" makes the model call some tool, the
+		// answer tool to finish. The API forces no tool with extended thinking: then it is
+		// only offered.
+		p.Tools = append([]anthropic.ToolUnionParam{{OfTool: toolParam(f.Name, f.Description, f.Schema)}}, p.Tools...)
+		switch {
+		case req.ThinkingBudget > 0:
+		case len(p.Tools) == 1:
 			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: f.Name}}
+			return nil
+		case req.ToolChoice == "" || req.ToolChoice == "auto" || req.ToolChoice == "required":
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: parallel}}
 			return nil
 		}
 	}

@@ -19,9 +19,10 @@
 //
 // Request options: ToolChoice "auto"/"required"/name become tool_choice auto/any/tool
 // ("none" sends no tools); ParallelToolCalls becomes disable_parallel_tool_use;
-// ResponseFormat becomes one more tool, forced with tool_choice, whose input is returned
-// as Response.Content (with extended thinking the API forbids forcing a tool, so it is
-// only offered); ThinkingBudget turns on extended thinking (max_tokens is raised above
+// ResponseFormat becomes one more tool (listed first) whose input is returned as
+// Response.Content: forced with tool_choice when it is the only tool, with tool_choice
+// "any" beside other tools (the model calls a tool each turn, the answer tool to
+// finish), only offered with extended thinking (the API forbids forcing a tool then); ThinkingBudget turns on extended thinking (max_tokens is raised above
 // the budget when needed); PromptCache puts "ephemeral" cache_control breakpoints on the
 // system prompt and on the last block of the turn before the newest one.
 // Thinking blocks of an answer come back in Response.Thinking and go out again, first

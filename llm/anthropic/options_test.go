@@ -37,7 +37,8 @@ func canned(t *testing.T, answer string) (*anthropic.Client, func() map[string]a
 }
 
 // TestStructuredOutputIsAForcedTool: a ResponseFormat goes out as a tool the model is
-// forced to call, and its input comes back as the answer's content.
+// forced to call (alone by name, beside other tools with "any"), and its input comes
+// back as the answer's content.
 func TestStructuredOutputIsAForcedTool(t *testing.T) {
 	c, last := canned(t, `{"model":"claude-x","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"plan","input":{"steps":["a"]}}],"usage":{"input_tokens":5,"output_tokens":7}}`)
 	no := false
@@ -54,17 +55,27 @@ func TestStructuredOutputIsAForcedTool(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 	req := last()
+	// Beside another tool the answer tool is listed first and some tool must be called:
+	// forcing it would forbid web_search.
 	tc, _ := req["tool_choice"].(map[string]any)
-	if tc["type"] != "tool" || tc["name"] != "plan" {
+	if tc["type"] != "any" || tc["disable_parallel_tool_use"] != true {
 		t.Fatalf("tool_choice %v", req["tool_choice"])
 	}
 	tools, _ := req["tools"].([]any)
-	if len(tools) != 2 {
+	if len(tools) != 2 || tools[0].(map[string]any)["name"] != "plan" {
 		t.Fatalf("tools %v", req["tools"])
 	}
-	schema, _ := tools[1].(map[string]any)["input_schema"].(map[string]any)
+	schema, _ := tools[0].(map[string]any)["input_schema"].(map[string]any)
 	if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "steps" {
-		t.Fatalf("schema not sent as given: %v", tools[1])
+		t.Fatalf("schema not sent as given: %v", tools[0])
+	}
+	// Alone it is forced by name.
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("plan it")},
+		ResponseFormat: &llm.JSONSchema{Name: "plan", Schema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if tc, _ := last()["tool_choice"].(map[string]any); tc["type"] != "tool" || tc["name"] != "plan" {
+		t.Fatalf("tool_choice alone %v", last()["tool_choice"])
 	}
 	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("x")},
 		ResponseFormat: &llm.JSONSchema{Name: "web_search"}, Tools: []llm.ToolSpec{{Name: "web_search"}}}); err == nil {

@@ -8,7 +8,8 @@ package mock
 //
 // For rule matching the request is read the way the chat endpoint reads its messages:
 // System is the "system" field, User the text of the last user message that has text,
-// Tool the content of the last tool_result block. Like the real API the endpoint
+// Tool the content of the last tool_result block, unless a user turn without results
+// follows it (as the chat endpoint reads tool messages after the last user message). Like the real API the endpoint
 // requires max_tokens, user/assistant roles (consecutive turns of one role are merged
 // into one turn, as the real API does), tool_use inputs that are JSON objects, and
 // tool_result blocks that answer the tool_use blocks of the assistant turn just before
@@ -31,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,8 +55,9 @@ type anthRequest struct {
 	Thinking   *anthThinking   `json:"thinking"`
 	// inTok is the request's input tokens: the system prompt and every message.
 	inTok int
-	// bps are the request's cache_control breakpoints, in prompt order.
-	bps []breakpoint
+	// bps are the request's cache_control breakpoints, in prompt order; blocks every
+	// block's prefix (a breakpoint's lookback reads them).
+	bps, blocks []breakpoint
 }
 
 // anthBlock is a request content block (text, tool_use or tool_result).
@@ -148,8 +151,9 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	mark := func(b anthBlock, tokens int) {
 		prefix.add(b.Type, b.Text, string(b.Input), string(b.Content), b.Thinking, b.Data)
 		running += tokens
+		req.blocks = append(req.blocks, breakpoint{key: prefix.key(), tokens: running, block: len(req.blocks)})
 		if len(bytes.TrimSpace(b.CacheControl)) > 0 && string(bytes.TrimSpace(b.CacheControl)) != "null" {
-			req.bps = append(req.bps, breakpoint{key: prefix.key(), tokens: running})
+			req.bps = append(req.bps, req.blocks[len(req.blocks)-1])
 		}
 	}
 	for _, b := range sys {
@@ -194,6 +198,9 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 		}
 		if s := anthText(t.blocks); s != "" {
 			d.User = s
+			if !slices.ContainsFunc(t.blocks, func(b anthBlock) bool { return b.Type == "tool_result" }) {
+				d.Tool = "" // a user turn without results: Tool is what follows it
+			}
 		}
 		for _, b := range t.blocks {
 			if b.Type == "tool_result" {
@@ -365,7 +372,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		ans.thinking = thinkingText(d)
 		ans.outTok += approxTokens(ans.thinking)
 	}
-	ans.cacheRead, ans.cacheWrite = s.anthCache(req.bps)
+	ans.cacheRead, ans.cacheWrite = s.anthCache(req.bps, req.blocks)
 	ans.inTok = max(req.inTok-ans.cacheRead-ans.cacheWrite, 0)
 	s.cfg.Logger.Debug("mock-llm answer", "api", "anthropic", "model", model, "bytes", len(ans.content), "tool_calls", len(ans.calls), "stream", req.Stream)
 	if req.Stream {

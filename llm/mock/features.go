@@ -103,15 +103,23 @@ func (s *Server) openAICached(keys []string, toks []int, promptTok int) int {
 	return min(cached, promptTok) / 128 * 128
 }
 
-// breakpoint is an Anthropic cache_control mark: the prefix up to it and its tokens.
+// breakpoint is an Anthropic cache_control mark (or a block a mark may look back to):
+// the prefix up to it, its tokens and the block's position in the prompt.
 type breakpoint struct {
 	key    string
 	tokens int
+	block  int
 }
 
+// anthLookback is how many blocks before a breakpoint the API checks for a cached
+// prefix: a breakpoint on the newest block still reads what an earlier call cached at
+// its own newest block.
+const anthLookback = 20
+
 // anthCache turns breakpoints into (cache read, cache write) token counts and caches
-// every breakpoint's prefix.
-func (s *Server) anthCache(bps []breakpoint) (read, write int) {
+// every breakpoint's prefix. A breakpoint reads the longest prefix cached at it or at
+// one of the anthLookback blocks before it (blocks are every block's prefix, in order).
+func (s *Server) anthCache(bps, blocks []breakpoint) (read, write int) {
 	if len(bps) == 0 {
 		return 0, 0
 	}
@@ -119,10 +127,12 @@ func (s *Server) anthCache(bps []breakpoint) (read, write int) {
 	if last.tokens < s.cfg.CacheMinTokens {
 		return 0, 0
 	}
-	for i := len(bps) - 1; i >= 0; i-- {
-		if s.cache.hit(bps[i].key) {
-			read = bps[i].tokens
-			break
+	for i := len(bps) - 1; i >= 0 && read == 0; i-- {
+		for j := bps[i].block; j >= 0 && j >= bps[i].block-anthLookback; j-- {
+			if s.cache.hit(blocks[j].key) {
+				read = blocks[j].tokens
+				break
+			}
 		}
 	}
 	for _, bp := range bps {
@@ -176,12 +186,24 @@ func (f *responseFormat) check() error {
 }
 
 // forcedArgs is the tool input a forced tool call gets from a text answer: the text
-// when it is a JSON object, else {}.
+// when it is a JSON object, else the object of a ```json fence or the outermost {...}
+// in it (what a model asked for the object would have put in the call), else {}.
 func forcedArgs(text string) string {
 	t := strings.TrimSpace(text)
-	var obj map[string]any
-	if strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &obj) == nil {
-		return t
+	candidates := []string{t}
+	if _, rest, ok := strings.Cut(t, "```json"); ok {
+		if body, _, ok := strings.Cut(rest, "```"); ok {
+			candidates = append(candidates, strings.TrimSpace(body))
+		}
+	}
+	if i, j := strings.Index(t, "{"), strings.LastIndex(t, "}"); i >= 0 && j > i {
+		candidates = append(candidates, t[i:j+1])
+	}
+	for _, c := range candidates {
+		var obj map[string]any
+		if strings.HasPrefix(c, "{") && json.Unmarshal([]byte(c), &obj) == nil {
+			return c
+		}
 	}
 	return "{}"
 }

@@ -190,3 +190,43 @@ func TestAnthropicStructuredOutput(t *testing.T) {
 		t.Fatalf("count_tokens: %d, %v", n, err)
 	}
 }
+
+// TestAnthropicStructuredOutputBesideTools: beside the agent's tools the answer tool is
+// not forced (tool_choice any): a scripted tool call still goes out as that call, and a
+// final answer of prose with a ```json fence becomes the answer tool's input, returned
+// as the content.
+func TestAnthropicStructuredOutputBesideTools(t *testing.T) {
+	srv := streamServer(t, `{"rules":[{"tool_match":".","response":"Done.\n`+"```json"+`\n{\"status\":\"completed\",\"summary\":\"found\"}\n`+"```"+`"},
+		{"match":"search","tool_calls":[{"name":"web_search","arguments":"{\"query\":\"actors\"}"}]}]}`)
+	c := anthClient(t, srv, "")
+	format := &llm.JSONSchema{Name: "handoff", Schema: json.RawMessage(`{"type":"object","required":["status","summary"]}`)}
+	tools := []llm.ToolSpec{{Name: "web_search", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "search"}}, Tools: tools, ResponseFormat: format}
+	first, err := c.Chat(context.Background(), req)
+	if err != nil || len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "web_search" {
+		t.Fatalf("first turn: %+v, %v: want the web_search call", first, err)
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: "assistant", ToolCalls: first.ToolCalls},
+		llm.Message{Role: "tool", ToolCallID: first.ToolCalls[0].ID, Content: "found"})
+	last, err := c.Chat(context.Background(), req)
+	if err != nil || last.Content != `{"status":"completed","summary":"found"}` || last.ToolCalls != nil {
+		t.Fatalf("final turn: %+v, %v: want the hand-off object as the content", last, err)
+	}
+}
+
+// TestAnthropicCacheLookback: a breakpoint on a newer block still reads the prefix an
+// earlier call cached at its own breakpoint, up to 20 blocks back, as the API does.
+func TestAnthropicCacheLookback(t *testing.T) {
+	srv := streamServer(t, `{"default":"fine"}`)
+	c := anthClient(t, srv, "")
+	msgs := []llm.Message{{Role: "system", Content: "short"}, {Role: "user", Content: longSystem}, {Role: "assistant", Content: "ok"}, {Role: "user", Content: "q1"}}
+	first, err := c.Chat(context.Background(), llm.Request{Messages: msgs, PromptCache: true})
+	if err != nil || first.Usage.CacheWriteInputTokens < 1024 {
+		t.Fatalf("first call: %+v, %v: want the history written", first.Usage, err)
+	}
+	msgs = append(msgs, llm.Message{Role: "assistant", Content: "a1"}, llm.Message{Role: "user", Content: "q2"})
+	second, err := c.Chat(context.Background(), llm.Request{Messages: msgs, PromptCache: true})
+	if err != nil || second.Usage.CachedInputTokens != first.Usage.CacheWriteInputTokens {
+		t.Fatalf("second call: %+v, %v: want the first call's prefix read (%d tokens)", second.Usage, err, first.Usage.CacheWriteInputTokens)
+	}
+}

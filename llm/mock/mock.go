@@ -258,6 +258,9 @@ type Config struct {
 	// prompt cache serves (see features.go). 0 means DefaultCacheMinTokens; a negative
 	// value caches any size.
 	CacheMinTokens int
+	// Record, when positive, keeps the bodies of the newest Record chat and messages
+	// requests for Recorded (tests check what a client sent).
+	Record int
 }
 
 // Server is the scripted model. It is safe for concurrent use.
@@ -268,6 +271,8 @@ type Server struct {
 	requests atomic.Int64
 	mu       sync.Mutex // serialises rule selection so Times is exact
 	cache    promptCache
+	recMu    sync.Mutex
+	recorded []RecordedRequest
 }
 
 // New returns a server for cfg. It panics on a script ParseScript would reject; use
@@ -301,8 +306,8 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.modelsAuth(s.models))
 	mux.HandleFunc("GET /v1/models/{id}", s.modelsAuth(s.model))
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
-	mux.HandleFunc("POST /v1/messages", s.anthAuth(s.messages))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.record(s.chat)))
+	mux.HandleFunc("POST /v1/messages", s.anthAuth(s.record(s.messages)))
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.anthAuth(s.countTokens))
 	mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

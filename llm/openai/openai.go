@@ -157,7 +157,15 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	params, body, err := c.params(req)
+	params, raw, err := c.params(req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if req.OnDelta != nil {
+		params.StreamOptions.IncludeUsage = param.NewOpt(true)
+		raw = append(raw, rawField{"stream", []byte("true")})
+	}
+	body, err := encodeBody(params, raw)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -166,9 +174,9 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, params, req.OnDelta, body...)
+		resp, err = c.stream(ctx, req.OnDelta, body)
 	} else {
-		resp, err = c.complete(ctx, params, body...)
+		resp, err = c.complete(ctx, body)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -180,11 +188,47 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
+// rawField is a field of the request body encoded beforehand: its key and JSON value.
+type rawField struct {
+	key   string
+	value []byte
+}
+
+// encodeBody is the request body: p as the SDK encodes it with the raw fields put in
+// front. Splicing the bytes costs a copy; setting them into the SDK's body
+// (option.WithJSONSet) parsed the whole body again for each field.
+func encodeBody(p openai.ChatCompletionNewParams, raw []rawField) (option.RequestOption, error) {
+	enc, err := json.Marshal(p)
+	if err != nil || len(enc) < 2 || enc[0] != '{' {
+		return nil, fmt.Errorf("openai: encode request: %w", errors.Join(err, errors.New("not a JSON object")))
+	}
+	n := len(enc)
+	for _, f := range raw {
+		n += len(f.key) + len(f.value) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, f := range raw {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f.key...)
+		b = append(b, '"', ':')
+		b = append(b, f.value...)
+	}
+	if rest := enc[1:]; len(raw) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	b = append(b, enc[1:]...)
+	return option.WithRequestBody("application/json", b), nil
+}
+
 // params translates req into the SDK's request. The conversation and the tools, which
-// Fathom holds in the API's own simple shapes, are encoded once with encoding/json and
-// set into the body (body options): the SDK's reflective encoding of a long history
+// Fathom holds in the API's own simple shapes, are encoded once with encoding/json as
+// raw fields of the body (encodeBody): the SDK's reflective encoding of a long history
 // costs more than the rest of a call. Everything else uses the SDK's typed params.
-func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []option.RequestOption, error) {
+func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []rawField, error) {
 	msgs, err := toParams(req.Messages)
 	if err != nil {
 		return openai.ChatCompletionNewParams{}, nil, err
@@ -193,7 +237,7 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []opti
 	if err != nil {
 		return openai.ChatCompletionNewParams{}, nil, fmt.Errorf("openai: encode messages: %w", err)
 	}
-	body := []option.RequestOption{option.WithJSONSet("messages", json.RawMessage(rawMsgs))}
+	body := []rawField{{"messages", rawMsgs}}
 	p := openai.ChatCompletionNewParams{Model: req.Model}
 	if p.Model == "" {
 		p.Model = c.cfg.Model
@@ -224,7 +268,7 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []opti
 		if err != nil {
 			return p, nil, fmt.Errorf("openai: encode tools: %w", err)
 		}
-		body = append(body, option.WithJSONSet("tools", json.RawMessage(raw)))
+		body = append(body, rawField{"tools", raw})
 	}
 	switch req.ToolChoice {
 	case "":
@@ -333,9 +377,10 @@ type chatResponse struct {
 // complete makes a non-streamed call. The SDK sends it; the answer is decoded into
 // chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
 // than the rest of the call).
-func (c *Client) complete(ctx context.Context, params openai.ChatCompletionNewParams, body ...option.RequestOption) (llm.Response, error) {
+func (c *Client) complete(ctx context.Context, body option.RequestOption) (llm.Response, error) {
 	var raw *http.Response
-	if _, err := c.sdk.Chat.Completions.New(ctx, params, append(body, option.WithResponseBodyInto(&raw))...); err != nil {
+	// The params are in body already: the SDK's own encoding of them is replaced.
+	if _, err := c.sdk.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{}, body, option.WithResponseBodyInto(&raw)); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	defer raw.Body.Close()
@@ -384,8 +429,7 @@ const maxToolCalls = 1024
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(string), body ...option.RequestOption) (llm.Response, error) {
-	params.StreamOptions.IncludeUsage = param.NewOpt(true)
+func (c *Client) stream(ctx context.Context, onDelta func(string), body option.RequestOption) (llm.Response, error) {
 	var (
 		tr  wire.Tracker
 		raw *http.Response
@@ -393,8 +437,8 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
 	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
 	// several times the cost.
-	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), params, append(body, option.WithJSONSet("stream", true),
-		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream"))...); err != nil {
+	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), openai.ChatCompletionNewParams{}, body,
+		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream")); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)

@@ -183,3 +183,24 @@ func TestPromptSetListsTheAgentsAndRendersTheirTemplates(t *testing.T) {
 		t.Fatalf("PromptSet of a set that has the agents made another: %v", err)
 	}
 }
+
+// TestReasoningForCustomAgents: per-agent reasoning may name the node's own agents (the
+// flag is parsed before the config file's agents are known; Validate checks the names).
+func TestReasoningForCustomAgents(t *testing.T) {
+	r, err := ParseAgentReasoning("analyst=high,orchestrator=1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentConfig(analyst)
+	cfg.AgentReasoning = r
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("reasoning for a custom agent: %v", err)
+	}
+	if got := cfg.ReasoningFor(nil, "analyst"); got.Effort != "high" {
+		t.Fatalf("analyst's reasoning %+v, want effort high", got)
+	}
+	cfg.AgentReasoning = map[string]Reasoning{"nobody": {Effort: "low"}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `unknown agent "nobody"`) {
+		t.Fatalf("reasoning for an unknown agent: %v", err)
+	}
+}

@@ -126,6 +126,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			if st := currentStep(s, r.GetStepId()); st != nil {
 				st.Transcript = append(st.Transcript, &messages.TranscriptEntry{
 					Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls(), Seq: ev.GetSeq(), Tokens: r.GetTokens(),
+					Thinking: r.GetThinking(),
 				})
 			}
 		}

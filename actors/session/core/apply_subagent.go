@@ -78,6 +78,7 @@ func applySubAgentResponded(s *messages.SessionState, r *messages.LlmResponded, 
 	sa.Pending = nil
 	sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{
 		Role: "assistant", Content: r.GetContent(), ToolCalls: r.GetToolCalls(), Seq: ev.GetSeq(), Tokens: r.GetTokens(),
+		Thinking: r.GetThinking(),
 	})
 	sa.Usage, sa.RunUsage = addUsage(sa.Usage, r.GetUsage()), addUsage(sa.RunUsage, r.GetUsage())
 	sa.CostUsd += r.GetCostUsd()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -107,6 +108,14 @@ type Config struct {
 	// AllowEndpointChange lets this node continue sessions started on another endpoint
 	// (--allow-endpoint-change); otherwise it refuses to.
 	AllowEndpointChange bool
+	// Reasoning is the default reasoning of new sessions' calls (reasoning_effort,
+	// extended thinking budget; --reasoning-effort, --thinking-budget); a start request's
+	// config may set its own (SessionConfig.reasoning_effort, thinking_budget).
+	Reasoning Reasoning
+	// AgentReasoning replaces, by agent type (researcher, coder, writer, reviewer, or
+	// "orchestrator" for the orchestrator's own calls), the session's reasoning for that
+	// agent's calls (--agent-reasoning). ReasoningFor reads it.
+	AgentReasoning map[string]Reasoning
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.
@@ -327,6 +336,21 @@ func (c Config) Validate() error {
 	}
 	if _, err := NewAgents(c.Agents...); err != nil {
 		return fmt.Errorf("session config: %w", err)
+	}
+	if err := c.Reasoning.Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	for agent, r := range c.AgentReasoning {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("session config: agent %s: %w", agent, err)
+		}
+		if _, ok := c.Registry().ByName(agent); !ok && agent != OrchestratorAgent {
+			var names []string
+			for _, a := range c.Registry().All() {
+				names = append(names, a.Name)
+			}
+			return fmt.Errorf("session config: reasoning for unknown agent %q (want %s or an agent's name: %s)", agent, OrchestratorAgent, strings.Join(names, ", "))
+		}
 	}
 	if err := c.ContextConfig().Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)

@@ -117,6 +117,9 @@ func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 	if err := validBudget(req.GetConfig()); err != nil {
 		return nil, err
 	}
+	if err := (Reasoning{Effort: req.GetConfig().GetReasoningEffort(), ThinkingBudget: int(req.GetConfig().GetThinkingBudget())}).Validate(); err != nil {
+		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "config: %v", err)
+	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
 	b := NewEvents(s, req.GetCommandId(), now)
 	b.Add(func(e *messages.Event) {
@@ -143,6 +146,7 @@ func validateCommandID(id string) error {
 func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig {
 	cfg := &messages.SessionConfig{Model: d.Model, MaxIterations: d.MaxIterations, MaxSteps: d.MaxSteps,
 		MaxLlmCalls: d.MaxLLMCalls, MaxCostUsd: d.MaxCostUSD, MaxTokens: d.MaxTokens,
+		ReasoningEffort: d.Reasoning.Effort, ThinkingBudget: uint32(max(d.Reasoning.ThinkingBudget, 0)),
 		// The endpoint is this node's, whatever the request says: it is where the calls go.
 		Provider: d.Endpoint.Provider, BaseUrl: d.Endpoint.BaseURL}
 	if req.GetModel() != "" {
@@ -162,6 +166,12 @@ func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig 
 	}
 	if req.GetMaxTokens() > 0 {
 		cfg.MaxTokens = req.GetMaxTokens()
+	}
+	if req.GetReasoningEffort() != "" {
+		cfg.ReasoningEffort = req.GetReasoningEffort()
+	}
+	if req.GetThinkingBudget() > 0 {
+		cfg.ThinkingBudget = req.GetThinkingBudget()
 	}
 	return cfg
 }
@@ -224,6 +234,9 @@ func parseSteps(content string, maxSteps uint32, rules *planRules, agents *Agent
 			// SubAgentID continues an earlier sub-agent's context (see planSubAgent).
 			SubAgentID string `json:"sub_agent_id"`
 		} `json:"steps"`
+	}
+	if err := checkPlanSchema(content[start : end+1]); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal([]byte(content[start:end+1]), &raw); err != nil {
 		return nil, fmt.Errorf("decode plan JSON: %w", err)

@@ -142,5 +142,30 @@ func transcriptMessage(m *messages.TranscriptEntry) memory.Message {
 	for _, c := range m.GetToolCalls() {
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 	}
+	msg.Thinking = ThinkingOf(m.GetThinking())
 	return msg
+}
+
+// ThinkingOf converts recorded thinking blocks to the provider's (nil for none).
+func ThinkingOf(in []*messages.ThinkingBlock) []llm.ThinkingBlock {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]llm.ThinkingBlock, len(in))
+	for i, b := range in {
+		out[i] = llm.ThinkingBlock{Thinking: b.GetThinking(), Signature: b.GetSignature(), RedactedData: b.GetRedactedData()}
+	}
+	return out
+}
+
+// ThinkingBlocks converts a provider's thinking blocks for recording (nil for none).
+func ThinkingBlocks(in []llm.ThinkingBlock) []*messages.ThinkingBlock {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*messages.ThinkingBlock, len(in))
+	for i, b := range in {
+		out[i] = &messages.ThinkingBlock{Thinking: b.Thinking, Signature: b.Signature, RedactedData: b.RedactedData}
+	}
+	return out
 }

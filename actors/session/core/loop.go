@@ -49,6 +49,9 @@ type LLMResult struct {
 	Model    string
 	Usage    *messages.Usage
 	Duration time.Duration
+	// Thinking are the answer's reasoning blocks (llm.Response.Thinking), recorded to be
+	// sent back with it.
+	Thinking []*messages.ThinkingBlock
 	// Tokens is the answer's stored token count; CtxInfo describes its context.
 	Tokens  uint32
 	CtxInfo *messages.ContextInfo

@@ -70,7 +70,7 @@ func respond(b *EventBuilder, s *messages.SessionState, a *agentTurn, r *LLMResu
 		e.Payload = &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
 			CallId: r.CallID, StepId: a.stepID, Content: r.Content, Usage: r.Usage, FinishReason: r.FinishReason,
 			DurationMs: r.Duration.Milliseconds(), Model: r.Model, ToolCalls: calls, CostUsd: cost, Tokens: r.Tokens,
-			Context: r.CtxInfo, SubAgentId: a.subAgentID,
+			Context: r.CtxInfo, SubAgentId: a.subAgentID, Thinking: r.Thinking,
 		}}
 	})
 	return calls
