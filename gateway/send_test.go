@@ -216,3 +216,71 @@ func followTurn(t *testing.T, c *wsc, id string) []map[string]any {
 		}
 	}
 }
+
+// TestSendRefusals: a send to a running session (waiting for a human) is refused with
+// 409 failed_precondition and a clear message, as is a send to a cancelled session; an
+// unknown session answers the same not_found as other ops; empty and oversize content
+// are 400 invalid_argument. Nothing is recorded for a refused send.
+func TestSendRefusals(t *testing.T) {
+	script := &mock.Script{Rules: []mock.Rule{
+		{SystemMatch: `FATHOM-ROLE: orchestrator`, Response: `{"steps":[{"id":"ask","type":"human_input","description":"which colour?"}]}`},
+	}}
+	g := startGW(t, gwOpts{script: script})
+	const id = "refuse-1"
+	if status, body := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": id, "goal": "pick a colour"}); status != http.StatusCreated {
+		t.Fatalf("start: %d %v", status, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, body := getJSON(t, g.srv.URL+"/v1/sessions/"+id, token)
+		if st, _ := body["state"].(map[string]any); st["status"] == "SESSION_STATUS_AWAITING_HUMAN" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session never waited for a human: %v", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := len(g.journal(id))
+	errOf := func(body map[string]any) (string, string) {
+		e, _ := body["error"].(map[string]any)
+		return fmt.Sprint(e["code"]), fmt.Sprint(e["message"])
+	}
+	url := g.srv.URL + "/v1/sessions/" + id + "/messages"
+	for _, c := range []struct {
+		name, url, content string
+		status             int
+		code, msg          string
+	}{
+		{"running", url, "hello", http.StatusConflict, "failed_precondition", "is running (SESSION_STATUS_AWAITING_HUMAN); send when it has completed"},
+		{"empty", url, "   ", http.StatusBadRequest, "invalid_argument", "content is required"},
+		{"oversize", url, strings.Repeat("x", 64<<10+1), http.StatusBadRequest, "invalid_argument", "the limit is 65536"},
+		{"unknown", g.srv.URL + "/v1/sessions/no-such-session/messages", "hello", http.StatusNotFound, "not_found", `session "no-such-session" not found`},
+	} {
+		status, body := postJSON(t, c.url, token, map[string]any{"content": c.content})
+		code, msg := errOf(body)
+		if status != c.status || code != c.code || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s: %d %s %q; want %d %s containing %q", c.name, status, code, msg, c.status, c.code, c.msg)
+		}
+	}
+	// The same refusals over WS, with the op's error frame.
+	ws := g.mustDial(token)
+	ws.send(map[string]any{"op": "send", "session_id": id, "content": "hello", "id": "w1"})
+	if f := ws.next("error", 10*time.Second); f["code"] != "failed_precondition" || f["id"] != "w1" {
+		t.Fatalf("WS send to a running session: %v", f)
+	}
+	ws.send(map[string]any{"op": "send", "session_id": "no-such-session", "content": "hello", "id": "w2"})
+	if f := ws.next("error", 10*time.Second); f["code"] != "not_found" {
+		t.Fatalf("WS send to an unknown session: %v", f)
+	}
+	if after := len(g.journal(id)); after != before {
+		t.Fatalf("refused sends recorded %d events", after-before)
+	}
+	if status, body := postJSON(t, g.srv.URL+"/v1/sessions/"+id+"/cancel", token, map[string]any{}); status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", status, body)
+	}
+	status, body := postJSON(t, url, token, map[string]any{"content": "hello"})
+	if code, msg := errOf(body); status != http.StatusConflict || code != "failed_precondition" || !strings.Contains(msg, "only a completed session takes a follow-up message") {
+		t.Fatalf("send to a cancelled session: %d %v", status, body)
+	}
+}
