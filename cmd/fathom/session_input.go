@@ -31,9 +31,11 @@ var sessionWriteSubcommands = map[string]string{
 	"input":  "[--request-id R] [--addr NODE --token T] [flags] ID STEP_ID JSON",
 	"fork":   "--at STEP [--new-id ID] [--addr NODE --token T] [flags] ID",
 	"cancel": "[--reason TEXT] [--by NAME] [--addr NODE --token T] [flags] ID",
+	"send":   "[--addr NODE --token T] [flags] ID TEXT",
 }
 
-// runSessionWrite answers a human-input request (input) or forks a session (fork):
+// runSessionWrite answers a human-input request (input), forks a session (fork),
+// cancels one (cancel) or sends a completed one a follow-up message (send):
 // through a node's gateway with --addr, else on an in-process node over the data dir
 // (or PostgreSQL), which then runs the session on, printing its events until it ends
 // (exit 0, or 1 when it failed) or waits for a human again (exit 3).
@@ -54,6 +56,7 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	case "cancel":
 		fs.StringVar(reason, "reason", "", "why the session is cancelled (recorded in session_cancelled)")
 		fs.StringVar(by, "by", "cli", "who cancels it (recorded in session_cancelled)")
+	case "send":
 	default:
 		fs.Int64Var(at, "at", -1, "the step index to fork after (0 = after planning, n = after the n-th step)")
 		fs.StringVar(newID, "new-id", "", "the new session's id (default: generated)")
@@ -76,6 +79,11 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 			return usageError("session cancel needs exactly one session ID")
 		}
 		req.SessionID, req.Reason, req.By = pos[0], *reason, *by
+	case "send":
+		if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+			return usageError("session send needs ID TEXT, e.g. fathom session send s-1 'and in French?'")
+		}
+		req.SessionID, req.Content = pos[0], pos[1]
 	case "fork":
 		if len(pos) != 1 {
 			return usageError("session fork needs exactly one session ID")
@@ -90,7 +98,11 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		req.CommandID = gateway.NewID("cmd")
 	}
 	if *addr != "" {
-		path := "/v1/sessions/" + url.PathEscape(req.SessionID) + "/" + sub
+		route := sub
+		if sub == "send" {
+			route = "messages"
+		}
+		path := "/v1/sessions/" + url.PathEscape(req.SessionID) + "/" + route
 		req.Op, req.SessionID = "", ""
 		return remotePost(ctx, *addr, *token, path, req, stdout)
 	}
@@ -131,6 +143,18 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			CommandId: req.CommandID, StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input),
 		}, call)
 		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		return followSession(ctx, sub, req.SessionID, p)
+	case "send":
+		// The follow-up's turn is printed from its message_received to its end.
+		st, err := n.Session(req.SessionID).GetState(&messages.GetStateRequest{}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
+		defer sub.Close()
+		if _, err := n.Session(req.SessionID).Send(&messages.SendRequest{CommandId: req.CommandID, Content: req.Content}, call); err != nil {
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
 		return followSession(ctx, sub, req.SessionID, p)
