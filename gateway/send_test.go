@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
 
@@ -175,17 +176,11 @@ func checkTurn(t *testing.T, evs []map[string]any, content, result string) {
 // waitStatus polls GET /v1/sessions/{id} until the session has status and result.
 func waitStatus(t *testing.T, g *gw, id, status, result string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last map[string]any
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		_, body := getJSON(t, g.srv.URL+"/v1/sessions/"+id, token)
-		last = body
-		if st, _ := body["state"].(map[string]any); st["status"] == status && st["result"] == result {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("session %s never reached %s with result %q: %v", id, status, result, last)
+		st, _ := body["state"].(map[string]any)
+		return st["status"] == status && st["result"] == result
+	}, "session %s never reached %s with result %q", id, status, result)
 }
 
 // followTurn reads the frames of session id until its session_completed and returns its
@@ -230,17 +225,11 @@ func TestSendRefusals(t *testing.T) {
 	if status, body := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": id, "goal": "pick a colour"}); status != http.StatusCreated {
 		t.Fatalf("start: %d %v", status, body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		_, body := getJSON(t, g.srv.URL+"/v1/sessions/"+id, token)
-		if st, _ := body["state"].(map[string]any); st["status"] == "SESSION_STATUS_AWAITING_HUMAN" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session never waited for a human: %v", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		st, _ := body["state"].(map[string]any)
+		return st["status"] == "SESSION_STATUS_AWAITING_HUMAN"
+	}, "session %s never waited for a human", id)
 	before := len(g.journal(id))
 	errOf := func(body map[string]any) (string, string) {
 		e, _ := body["error"].(map[string]any)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -36,10 +37,13 @@ func threadModel(t *testing.T) []string {
 func TestSessionSend(t *testing.T) {
 	env := threadModel(t)
 	data := filepath.Join(t.TempDir(), "data")
-	if r := fathom(t, env, "run", "--data-dir", data, "--session-id", "t1", "say something"); r.code != 0 || !strings.Contains(r.stdout, "ANSWER-ONE") {
-		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "t1", "say something")
+	evs := jsonEvents(t, r.stdout)
+	if r.code != 0 || evs[len(evs)-1]["type"] != "session_completed" || evs[len(evs)-1]["result"] != "ANSWER-ONE" {
+		t.Fatalf("run: exit %d, events %v\n%s", r.code, eventTypes(evs), r.stderr)
 	}
-	r := fathom(t, env, "session", "send", "--data-dir", data, "t1", "in French, please")
+	turn1End := fmt.Sprint(evs[len(evs)-1]["seq"])
+	r = fathom(t, env, "session", "send", "--data-dir", data, "t1", "in French, please")
 	if r.code != 0 || !strings.Contains(r.stdout, "» follow-up message (turn 2): in French, please") ||
 		!strings.Contains(r.stdout, "REPONSE-DEUX (after ANSWER-ONE)") || !strings.Contains(r.stdout, "✓ session completed") {
 		t.Fatalf("send: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -58,6 +62,16 @@ func TestSessionSend(t *testing.T) {
 	}
 	if r.code != 0 || len(types) == 0 || types[0] != "message_received" || types[len(types)-1] != "session_completed" {
 		t.Fatalf("send --json: exit %d, events %v\n%s", r.code, types, r.stderr)
+	}
+	// A fork at turn 1's end is a completed session of its own, which takes the same
+	// follow-up and answers it from turn 1 alone.
+	r = fathom(t, env, "session", "fork", "--data-dir", data, "--at-seq", turn1End, "--new-id", "t1-fork", "t1")
+	if r.code != 0 || !strings.Contains(r.stdout, "the fork is completed") {
+		t.Fatalf("fork --at-seq: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = fathom(t, env, "session", "send", "--data-dir", data, "t1-fork", "in French")
+	if r.code != 0 || !strings.Contains(r.stdout, "REPONSE-DEUX (after ANSWER-ONE)") {
+		t.Fatalf("send to the fork: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := fathom(t, env, "session", "send", "--data-dir", data, "t1", "  "); r.code != 2 {
 		t.Fatalf("empty message: exit %d\n%s", r.code, r.stderr)
