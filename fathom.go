@@ -227,6 +227,26 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string) error {
 	return nil
 }
 
+// Send adds a follow-up message to session id, which must have completed: the message
+// (message_received) opens the session's next turn, in which the orchestrator answers it
+// from the whole history, directly or by planning new steps, ending in
+// session_completed again. It returns the session's last event before the message:
+// Follow(id, afterSeq) delivers the turn from its message_received on. A running,
+// failed or cancelled session, an unknown id and an empty or oversize message are
+// refused.
+func (n *Node) Send(ctx context.Context, id, content string) (afterSeq uint64, err error) {
+	st, err := n.State(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
+	}
+	_, err = n.n.Session(id).Send(&messages.SendRequest{CommandId: fmt.Sprintf("%s/send/%d", id, time.Now().UnixNano()), Content: content},
+		n.callTimeout(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
+	}
+	return st.GetSeq(), nil
+}
+
 // Cancel stops session id for good, recording reason.
 func (n *Node) Cancel(ctx context.Context, id, reason string) error {
 	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: fmt.Sprintf("%s/cancel/%d", id, time.Now().UnixNano()),

@@ -250,6 +250,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
 	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
 	h.mux.Handle("POST /v1/sessions/{id}/cancel", h.httpOp(OpCancel))
+	h.mux.Handle("POST /v1/sessions/{id}/messages", h.httpOp(OpSend))
 	h.mux.Handle("GET /v1/sessions/{id}/artifacts/{type}/{filename}", h.require(ScopeRead, h.serveArtifact))
 	if h.cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)

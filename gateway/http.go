@@ -40,7 +40,14 @@ func (h *Handler) httpOp(op string) http.Handler {
 		}
 		if op == OpStateAt {
 			at := r.URL.Query().Get("at")
-			if at == "" {
+			if seq := r.URL.Query().Get("seq"); seq != "" && at == "" {
+				n, err := strconv.ParseUint(seq, 10, 64)
+				if err != nil {
+					writeError(w, errorf(CodeInvalidArgument, "seq must be an event's sequence number: %q", truncate(seq, 40)))
+					return
+				}
+				req.Seq = &n
+			} else if at == "" {
 				req.Op = OpState // GET /v1/sessions/{id}/state without ?at= is the current state
 			} else {
 				n, err := strconv.ParseUint(at, 10, 32)

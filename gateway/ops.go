@@ -33,6 +33,8 @@ const (
 	OpClearBreakpoints = "clear_breakpoints"
 	OpFork             = "fork"
 	OpCancel           = "cancel"
+	// OpSend adds a follow-up message to a completed session (its next turn).
+	OpSend = "send"
 	// OpSubscribeRestarts streams the node's supervision events as restart frames.
 	OpSubscribeRestarts = "subscribe_restarts"
 )
@@ -94,6 +96,11 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// By names who cancels (cancel; default "gateway").
 	By string `json:"by,omitempty"`
+	// Content is the follow-up message of send.
+	Content string `json:"content,omitempty"`
+	// Seq addresses any event of the session for state_at and fork instead of
+	// step_index (which names the current turn's steps): how an earlier turn is reached.
+	Seq *uint64 `json:"seq,omitempty"`
 }
 
 // SessionConfig are the per-session overrides of start.
@@ -153,6 +160,7 @@ var ops = map[string]opSpec{
 	OpClearBreakpoints:  {scope: ScopeWrite, session: true, call: (*Handler).opClearBreakpoints},
 	OpFork:              {scope: ScopeWrite, session: true, call: (*Handler).opFork},
 	OpCancel:            {scope: ScopeWrite, session: true, call: (*Handler).opCancel},
+	OpSend:              {scope: ScopeWrite, session: true, call: (*Handler).opSend},
 	OpSubscribeRestarts: {scope: ScopeRead},
 }
 
@@ -258,11 +266,37 @@ func (h *Handler) opTimeline(req *Request) (opResult, error) {
 }
 
 func (h *Handler) opStateAt(req *Request) (opResult, error) {
-	if req.StepIndex == nil {
-		return opResult{}, errorf(CodeInvalidArgument, "step_index is required (0 = after planning, n = after the n-th step)")
+	if req.StepIndex == nil && req.Seq == nil {
+		return opResult{}, errorf(CodeInvalidArgument, "step_index or seq is required (step_index 0 = after planning, n = after the n-th step; seq = after that event)")
 	}
-	resp, err := h.grain(req.SessionID).StateAt(&messages.StateAtRequest{StepIndex: *req.StepIndex}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	r := &messages.StateAtRequest{}
+	if req.Seq != nil {
+		if *req.Seq == 0 {
+			return opResult{}, errorf(CodeInvalidArgument, "seq must be 1 or more")
+		}
+		r.Seq = *req.Seq
+	} else {
+		r.StepIndex = *req.StepIndex
+	}
+	resp, err := h.grain(req.SessionID).StateAt(r, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
+}
+
+// opSend adds a follow-up message (content) to a completed session: message_received
+// opens its next turn, which ends in session_completed again.
+func (h *Handler) opSend(req *Request) (opResult, error) {
+	if strings.TrimSpace(req.Content) == "" {
+		return opResult{}, errorf(CodeInvalidArgument, "content is required: the follow-up message")
+	}
+	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{CommandId: h.commandID(req), Content: req.Content}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
+		return opResult{}, err
+	}
+	body, err := json.Marshal(map[string]any{"seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	if err != nil {
+		return opResult{}, err
+	}
+	return opResult{sessionID: req.SessionID, body: body, status: http.StatusAccepted}, nil
 }
 
 func (h *Handler) commandID(req *Request) string {
@@ -340,21 +374,30 @@ func (h *Handler) opInput(req *Request) (opResult, error) {
 // opFork forks session_id at step_index into a new session (new_session_id, generated
 // when empty); the ack's session_id is the fork's.
 func (h *Handler) opFork(req *Request) (opResult, error) {
-	if req.StepIndex == nil {
-		return opResult{}, errorf(CodeInvalidArgument, "step_index is required (0 = after planning, n = after the n-th step)")
+	if req.StepIndex == nil && req.Seq == nil {
+		return opResult{}, errorf(CodeInvalidArgument, "step_index or seq is required (step_index 0 = after planning, n = after the n-th step; seq = after that event)")
+	}
+	if req.Seq != nil && *req.Seq == 0 {
+		return opResult{}, errorf(CodeInvalidArgument, "seq must be 1 or more")
 	}
 	if req.NewSessionID == "" {
 		req.NewSessionID = NewID("s")
 	} else if err := checkSessionID(req.NewSessionID); err != nil {
 		return opResult{}, err
 	}
-	r := &messages.ForkRequest{CommandId: h.commandID(req), SourceSessionId: req.SessionID, StepIndex: *req.StepIndex}
+	r := &messages.ForkRequest{CommandId: h.commandID(req), SourceSessionId: req.SessionID}
+	at := map[string]any{}
+	if req.Seq != nil {
+		r.Seq, at["source_seq"] = *req.Seq, *req.Seq
+	} else {
+		r.StepIndex, at["step_index"] = *req.StepIndex, *req.StepIndex
+	}
 	resp, err := h.grain(req.NewSessionID).Fork(r, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
 	}
-	body, err := json.Marshal(map[string]any{"session_id": resp.GetSessionId(), "source_session_id": req.SessionID, "step_index": *req.StepIndex,
-		"seq": resp.GetSeq(), "duplicate": resp.GetDuplicate(), "command_id": req.CommandID})
+	at["session_id"], at["source_session_id"], at["seq"], at["duplicate"], at["command_id"] = resp.GetSessionId(), req.SessionID, resp.GetSeq(), resp.GetDuplicate(), req.CommandID
+	body, err := json.Marshal(at)
 	if err != nil {
 		return opResult{}, err
 	}

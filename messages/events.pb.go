@@ -62,6 +62,7 @@ type Event struct {
 	//	*Event_SubagentStarted
 	//	*Event_SubagentCompleted
 	//	*Event_ArtifactWritten
+	//	*Event_MessageReceived
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -357,6 +358,15 @@ func (x *Event) GetArtifactWritten() *ArtifactWritten {
 	return nil
 }
 
+func (x *Event) GetMessageReceived() *MessageReceived {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageReceived); ok {
+			return x.MessageReceived
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -461,6 +471,10 @@ type Event_ArtifactWritten struct {
 	ArtifactWritten *ArtifactWritten `protobuf:"bytes,42,opt,name=artifact_written,json=artifactWritten,proto3,oneof"`
 }
 
+type Event_MessageReceived struct {
+	MessageReceived *MessageReceived `protobuf:"bytes,50,opt,name=message_received,json=messageReceived,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -510,6 +524,8 @@ func (*Event_SubagentStarted) isEvent_Payload() {}
 func (*Event_SubagentCompleted) isEvent_Payload() {}
 
 func (*Event_ArtifactWritten) isEvent_Payload() {}
+
+func (*Event_MessageReceived) isEvent_Payload() {}
 
 // Breakpoint stops the session at a step boundary. Empty filters match every step.
 type Breakpoint struct {
@@ -3821,11 +3837,89 @@ func (x *ArtifactWritten) GetOverwrote() bool {
 	return false
 }
 
+// MessageReceived records a follow-up user message sent to a completed session (Send): it
+// opens the session's next turn. The finished turn's history and result move to the
+// state's thread, the plan is cleared, and the orchestrator is asked with the whole
+// history and the message (llm_requested, purpose "message"): it answers directly or
+// plans new steps.
+type MessageReceived struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// content is the user's message.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// tokens is the message's stored token count (as a history message).
+	Tokens uint32 `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// result_tokens is the stored token count of the finished turn's result, which enters
+	// the history as an assistant message.
+	ResultTokens uint32 `protobuf:"varint,3,opt,name=result_tokens,json=resultTokens,proto3" json:"result_tokens,omitempty"`
+	// turn is the turn the message opens (2 for the first follow-up).
+	Turn          uint32 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageReceived) Reset() {
+	*x = MessageReceived{}
+	mi := &file_events_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageReceived) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageReceived) ProtoMessage() {}
+
+func (x *MessageReceived) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageReceived.ProtoReflect.Descriptor instead.
+func (*MessageReceived) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *MessageReceived) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *MessageReceived) GetTokens() uint32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *MessageReceived) GetResultTokens() uint32 {
+	if x != nil {
+		return x.ResultTokens
+	}
+	return 0
+}
+
+func (x *MessageReceived) GetTurn() uint32 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xa7\x0e\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xf0\x0e\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3863,7 +3957,8 @@ const file_events_proto_rawDesc = "" +
 	"\x11session_cancelled\x18% \x01(\v2\x1b.fathom.v1.SessionCancelledH\x00R\x10sessionCancelled\x12G\n" +
 	"\x10subagent_started\x18( \x01(\v2\x1a.fathom.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12M\n" +
 	"\x12subagent_completed\x18) \x01(\v2\x1c.fathom.v1.SubagentCompletedH\x00R\x11subagentCompleted\x12G\n" +
-	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWrittenB\t\n" +
+	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWritten\x12G\n" +
+	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceivedB\t\n" +
 	"\apayload\"\xdc\x01\n" +
 	"\n" +
 	"Breakpoint\x12\x0e\n" +
@@ -4168,7 +4263,12 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x16\n" +
 	"\x06sha256\x18\n" +
 	" \x01(\tR\x06sha256\x12\x1c\n" +
-	"\toverwrote\x18\v \x01(\bR\toverwroteB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\toverwrote\x18\v \x01(\bR\toverwrote\"|\n" +
+	"\x0fMessageReceived\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\rR\x06tokens\x12#\n" +
+	"\rresult_tokens\x18\x03 \x01(\rR\fresultTokens\x12\x12\n" +
+	"\x04turn\x18\x04 \x01(\rR\x04turnB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -4182,7 +4282,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4223,6 +4323,7 @@ var file_events_proto_goTypes = []any{
 	(*SubagentResult)(nil),     // 36: fathom.v1.SubagentResult
 	(*SubagentCompleted)(nil),  // 37: fathom.v1.SubagentCompleted
 	(*ArtifactWritten)(nil),    // 38: fathom.v1.ArtifactWritten
+	(*MessageReceived)(nil),    // 39: fathom.v1.MessageReceived
 }
 var file_events_proto_depIdxs = []int32{
 	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
@@ -4250,28 +4351,29 @@ var file_events_proto_depIdxs = []int32{
 	31, // 22: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
 	37, // 23: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
 	38, // 24: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	1,  // 25: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 26: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 27: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 28: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	8,  // 29: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	13, // 30: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	18, // 31: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	16, // 32: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	15, // 33: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	20, // 34: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	13, // 35: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	13, // 36: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	32, // 37: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	33, // 38: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	34, // 39: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	35, // 40: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	36, // 41: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	39, // 25: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
+	1,  // 26: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	8,  // 27: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 28: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	8,  // 29: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	8,  // 30: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	13, // 31: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	18, // 32: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	16, // 33: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	15, // 34: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	20, // 35: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	13, // 36: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	13, // 37: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	32, // 38: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	33, // 39: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	34, // 40: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	35, // 41: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	36, // 42: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4305,6 +4407,7 @@ func file_events_proto_init() {
 		(*Event_SubagentStarted)(nil),
 		(*Event_SubagentCompleted)(nil),
 		(*Event_ArtifactWritten)(nil),
+		(*Event_MessageReceived)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4312,7 +4415,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

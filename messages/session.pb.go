@@ -85,6 +85,61 @@ func (ErrorReason) EnumDescriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{0}
 }
 
+// SendRequest is a follow-up message for a completed session.
+type SendRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// command_id makes the request idempotent. Required.
+	CommandId string `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// content is the message: non-empty UTF-8, at most the goal's limit.
+	Content       string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendRequest) Reset() {
+	*x = SendRequest{}
+	mi := &file_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendRequest) ProtoMessage() {}
+
+func (x *SendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
+func (*SendRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SendRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SendRequest) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
 // ProvideInputRequest answers a human-input request.
 type ProvideInputRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -101,7 +156,7 @@ type ProvideInputRequest struct {
 
 func (x *ProvideInputRequest) Reset() {
 	*x = ProvideInputRequest{}
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +168,7 @@ func (x *ProvideInputRequest) String() string {
 func (*ProvideInputRequest) ProtoMessage() {}
 
 func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +181,7 @@ func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
 func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{0}
+	return file_session_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ProvideInputRequest) GetCommandId() string {
@@ -163,14 +218,18 @@ type ForkRequest struct {
 	CommandId       string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	SourceSessionId string                 `protobuf:"bytes,2,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
 	// step_index: 0 = after planning; n = after the n-th step ended (as StateAt).
-	StepIndex     uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	StepIndex uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// seq, when set, is the fork point instead of step_index: the source's event seq (any
+	// turn) after which the fork goes on. It must be a boundary: plan_created, the end of
+	// a step, or a turn's session_completed.
+	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ForkRequest) Reset() {
 	*x = ForkRequest{}
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -182,7 +241,7 @@ func (x *ForkRequest) String() string {
 func (*ForkRequest) ProtoMessage() {}
 
 func (x *ForkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -195,7 +254,7 @@ func (x *ForkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
 func (*ForkRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{1}
+	return file_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ForkRequest) GetCommandId() string {
@@ -219,6 +278,13 @@ func (x *ForkRequest) GetStepIndex() uint32 {
 	return 0
 }
 
+func (x *ForkRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // CommandResponse acknowledges a durable command.
 type CommandResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -232,7 +298,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +310,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +323,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{2}
+	return file_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CommandResponse) GetSeq() uint64 {
@@ -285,7 +351,7 @@ type SetBreakpointRequest struct {
 
 func (x *SetBreakpointRequest) Reset() {
 	*x = SetBreakpointRequest{}
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +363,7 @@ func (x *SetBreakpointRequest) String() string {
 func (*SetBreakpointRequest) ProtoMessage() {}
 
 func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +376,7 @@ func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBreakpointRequest.ProtoReflect.Descriptor instead.
 func (*SetBreakpointRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{3}
+	return file_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetBreakpointRequest) GetCommandId() string {
@@ -337,7 +403,7 @@ type ClearBreakpointsRequest struct {
 
 func (x *ClearBreakpointsRequest) Reset() {
 	*x = ClearBreakpointsRequest{}
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +415,7 @@ func (x *ClearBreakpointsRequest) String() string {
 func (*ClearBreakpointsRequest) ProtoMessage() {}
 
 func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +428,7 @@ func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearBreakpointsRequest.ProtoReflect.Descriptor instead.
 func (*ClearBreakpointsRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{4}
+	return file_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ClearBreakpointsRequest) GetCommandId() string {
@@ -386,7 +452,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +464,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +477,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{5}
+	return file_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CancelRequest) GetCommandId() string {
@@ -444,7 +510,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +522,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +535,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{6}
+	return file_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PauseRequest) GetCommandId() string {
@@ -491,7 +557,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -503,7 +569,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -516,7 +582,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{7}
+	return file_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResumeRequest) GetCommandId() string {
@@ -549,7 +615,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +627,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +640,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StartRequest) GetCommandId() string {
@@ -619,7 +685,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +697,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +710,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{9}
+	return file_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -677,7 +743,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +755,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +768,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{10}
+	return file_session_proto_rawDescGZIP(), []int{11}
 }
 
 // GetStateResponse carries the state and where the grain runs.
@@ -722,7 +788,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +800,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +813,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{11}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -787,7 +853,7 @@ type TimelineRequest struct {
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +865,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +878,7 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{12}
+	return file_session_proto_rawDescGZIP(), []int{13}
 }
 
 // TimelineEntry is one plan step on the timeline.
@@ -838,7 +904,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +916,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +929,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{13}
+	return file_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -967,7 +1033,7 @@ type TimelineResponse struct {
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1045,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1058,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{14}
+	return file_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -1034,14 +1100,17 @@ func (x *TimelineResponse) GetEntries() []*TimelineEntry {
 type StateAtRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// step_index: 0 = after planning; n = after the n-th step (from 1) ended.
-	StepIndex     uint32 `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	StepIndex uint32 `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// seq, when set, asks for the state after that event instead (any turn of the
+	// session; step_index addresses the current turn's plan only).
+	Seq           uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1122,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,12 +1135,19 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{15}
+	return file_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StateAtRequest) GetStepIndex() uint32 {
 	if x != nil {
 		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *StateAtRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
 	}
 	return 0
 }
@@ -1089,7 +1165,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1177,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1190,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{16}
+	return file_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -1142,20 +1218,25 @@ var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
 	"\n" +
-	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"\x82\x01\n" +
+	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"F\n" +
+	"\vSendRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\x82\x01\n" +
 	"\x13ProvideInputRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05input\x18\x04 \x01(\tR\x05input\"w\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"\x89\x01\n" +
 	"\vForkRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12*\n" +
 	"\x11source_session_id\x18\x02 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x03 \x01(\rR\tstepIndex\"A\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"A\n" +
 	"\x0fCommandResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"l\n" +
@@ -1221,10 +1302,11 @@ const file_session_proto_rawDesc = "" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x19\n" +
 	"\bplan_seq\x18\x03 \x01(\x04R\aplanSeq\x120\n" +
 	"\x06status\x18\x04 \x01(\x0e2\x18.fathom.v1.SessionStatusR\x06status\x122\n" +
-	"\aentries\x18\x05 \x03(\v2\x18.fathom.v1.TimelineEntryR\aentries\"/\n" +
+	"\aentries\x18\x05 \x03(\v2\x18.fathom.v1.TimelineEntryR\aentries\"A\n" +
 	"\x0eStateAtRequest\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x01 \x01(\rR\tstepIndex\"q\n" +
+	"step_index\x18\x01 \x01(\rR\tstepIndex\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"q\n" +
 	"\x0fStateAtResponse\x12-\n" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1d\n" +
@@ -1236,7 +1318,7 @@ const file_session_proto_rawDesc = "" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\xf7\x05\n" +
+	"\bINTERNAL\x10\x052\xb3\x06\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
@@ -1248,7 +1330,8 @@ const file_session_proto_rawDesc = "" +
 	"\x05Pause\x12\x17.fathom.v1.PauseRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
 	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponse\x12J\n" +
 	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
-	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponse\x12:\n" +
+	"\x04Send\x12\x16.fathom.v1.SendRequest\x1a\x1a.fathom.v1.CommandResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -1263,66 +1346,69 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
-	(*ProvideInputRequest)(nil),     // 1: fathom.v1.ProvideInputRequest
-	(*ForkRequest)(nil),             // 2: fathom.v1.ForkRequest
-	(*CommandResponse)(nil),         // 3: fathom.v1.CommandResponse
-	(*SetBreakpointRequest)(nil),    // 4: fathom.v1.SetBreakpointRequest
-	(*ClearBreakpointsRequest)(nil), // 5: fathom.v1.ClearBreakpointsRequest
-	(*CancelRequest)(nil),           // 6: fathom.v1.CancelRequest
-	(*PauseRequest)(nil),            // 7: fathom.v1.PauseRequest
-	(*ResumeRequest)(nil),           // 8: fathom.v1.ResumeRequest
-	(*StartRequest)(nil),            // 9: fathom.v1.StartRequest
-	(*StartResponse)(nil),           // 10: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),         // 11: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil),        // 12: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),         // 13: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),           // 14: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil),        // 15: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),          // 16: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),         // 17: fathom.v1.StateAtResponse
-	(*Breakpoint)(nil),              // 18: fathom.v1.Breakpoint
-	(*PlanStep)(nil),                // 19: fathom.v1.PlanStep
-	(*SessionConfig)(nil),           // 20: fathom.v1.SessionConfig
-	(*SessionState)(nil),            // 21: fathom.v1.SessionState
-	(StepStatus)(0),                 // 22: fathom.v1.StepStatus
-	(SessionStatus)(0),              // 23: fathom.v1.SessionStatus
+	(*SendRequest)(nil),             // 1: fathom.v1.SendRequest
+	(*ProvideInputRequest)(nil),     // 2: fathom.v1.ProvideInputRequest
+	(*ForkRequest)(nil),             // 3: fathom.v1.ForkRequest
+	(*CommandResponse)(nil),         // 4: fathom.v1.CommandResponse
+	(*SetBreakpointRequest)(nil),    // 5: fathom.v1.SetBreakpointRequest
+	(*ClearBreakpointsRequest)(nil), // 6: fathom.v1.ClearBreakpointsRequest
+	(*CancelRequest)(nil),           // 7: fathom.v1.CancelRequest
+	(*PauseRequest)(nil),            // 8: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 9: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 10: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 11: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 12: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 13: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 14: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 15: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 16: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 17: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 18: fathom.v1.StateAtResponse
+	(*Breakpoint)(nil),              // 19: fathom.v1.Breakpoint
+	(*PlanStep)(nil),                // 20: fathom.v1.PlanStep
+	(*SessionConfig)(nil),           // 21: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 22: fathom.v1.SessionState
+	(StepStatus)(0),                 // 23: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 24: fathom.v1.SessionStatus
 }
 var file_session_proto_depIdxs = []int32{
-	18, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	19, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	20, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	21, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	22, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	23, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	14, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	21, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	9,  // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	11, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	13, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	16, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	4,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
-	5,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	6,  // 14: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
-	7,  // 15: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	8,  // 16: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	1,  // 17: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
-	2,  // 18: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
-	10, // 19: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	12, // 20: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	15, // 21: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	17, // 22: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	3,  // 23: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	3,  // 24: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	3,  // 25: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
-	3,  // 26: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	3,  // 27: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	3,  // 28: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	10, // 29: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	19, // [19:30] is the sub-list for method output_type
-	8,  // [8:19] is the sub-list for method input_type
+	19, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	20, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	21, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	22, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	23, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	24, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	15, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	22, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	10, // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	12, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	14, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	17, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	5,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
+	6,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
+	7,  // 14: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
+	8,  // 15: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	9,  // 16: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	2,  // 17: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
+	3,  // 18: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
+	1,  // 19: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
+	11, // 20: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	13, // 21: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	16, // 22: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	18, // 23: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	4,  // 24: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	4,  // 25: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	4,  // 26: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
+	4,  // 27: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	4,  // 28: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	4,  // 29: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	11, // 30: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	4,  // 31: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
+	20, // [20:32] is the sub-list for method output_type
+	8,  // [8:20] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -1341,7 +1427,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

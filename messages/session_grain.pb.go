@@ -154,6 +154,7 @@ type Session interface {
 	Resume(req *ResumeRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	ProvideInput(req *ProvideInputRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Fork(req *ForkRequest, ctx cluster.GrainContext) (*StartResponse, error)
+	Send(req *SendRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -459,6 +460,33 @@ func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOptio
 	}
 }
 
+// Send requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Send(r *SendRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Send"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 11, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // SessionActor represents the actor structure
 type SessionActor struct {
 	ctx     cluster.GrainContext
@@ -701,6 +729,26 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 
 			r0, err := a.inner.Fork(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 11:
+			req := &SendRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Send(SendRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Send(req, a.ctx)
 			if err != nil {
 				resp := cluster.FromError(err)
 				ctx.Respond(resp)

@@ -633,7 +633,15 @@ type SessionState struct {
 	RetiredStepIds []string `protobuf:"bytes,40,rep,name=retired_step_ids,json=retiredStepIds,proto3" json:"retired_step_ids,omitempty"`
 	// llm_calls counts every llm_requested of the session: the orchestrator's and its
 	// sub-agents' calls, retries included (config.max_llm_calls bounds it).
-	LlmCalls      uint32 `protobuf:"varint,41,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	LlmCalls uint32 `protobuf:"varint,41,opt,name=llm_calls,json=llmCalls,proto3" json:"llm_calls,omitempty"`
+	// turn is the session's turn: 1 for the goal, then one more per follow-up message
+	// (message_received). 0 in states recorded before follow-ups existed means 1.
+	Turn uint32 `protobuf:"varint,60,opt,name=turn,proto3" json:"turn,omitempty"`
+	// thread is the conversation of the turns before the current one, in seq order: each
+	// turn's history messages (step openings, transcripts, hand-offs), its result (an
+	// assistant message), then the follow-up message that opened the next turn. The
+	// current turn's messages are in steps; History(s) is thread followed by them.
+	Thread        []*TranscriptEntry `protobuf:"bytes,61,rep,name=thread,proto3" json:"thread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -911,6 +919,20 @@ func (x *SessionState) GetLlmCalls() uint32 {
 		return x.LlmCalls
 	}
 	return 0
+}
+
+func (x *SessionState) GetTurn() uint32 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *SessionState) GetThread() []*TranscriptEntry {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
 }
 
 // SubagentState is a sub-agent's isolated, event-sourced context.
@@ -1209,7 +1231,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xd5\f\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x9d\r\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1251,7 +1273,9 @@ const file_state_proto_rawDesc = "" +
 	"\x0ereplan_attempt\x18& \x01(\rR\rreplanAttempt\x12#\n" +
 	"\rplan_revision\x18' \x01(\rR\fplanRevision\x12(\n" +
 	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x12\x1b\n" +
-	"\tllm_calls\x18) \x01(\rR\bllmCalls\x1a;\n" +
+	"\tllm_calls\x18) \x01(\rR\bllmCalls\x12\x12\n" +
+	"\x04turn\x18< \x01(\rR\x04turn\x122\n" +
+	"\x06thread\x18= \x03(\v2\x1a.fathom.v1.TranscriptEntryR\x06thread\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
@@ -1368,18 +1392,19 @@ var file_state_proto_depIdxs = []int32{
 	9,  // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
 	19, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
 	20, // 18: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
-	3,  // 19: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 20: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 21: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	14, // 22: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	21, // 23: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	14, // 24: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	7,  // 25: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	3,  // 19: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
+	3,  // 20: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 21: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 22: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	14, // 23: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	21, // 24: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	14, // 25: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	7,  // 26: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

@@ -69,7 +69,7 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 	if cur.GetSeq() == 0 {
 		return nil, messages.ErrNotFound("fork %s: source session %q not found", g.id, id)
 	}
-	seq, err := core.StepEndSeq(cur, req.GetStepIndex())
+	seq, err := core.ForkSeq(cur, req)
 	if err != nil {
 		return nil, messages.ErrFailedPrecondition("fork %s: source session %s: %v", g.id, id, err)
 	}

@@ -21,6 +21,8 @@ func (g *Grain) observe(ev *messages.Event) {
 	case ev.GetSessionCancelled() != nil:
 		c := ev.GetSessionCancelled()
 		g.log.Info("session cancelled", "seq", ev.GetSeq(), "reason", c.GetReason(), "by", c.GetBy())
+	case ev.GetMessageReceived() != nil:
+		g.log.Info("session message received", "seq", ev.GetSeq(), "turn", ev.GetMessageReceived().GetTurn())
 	case ev.GetHitlRequested() != nil:
 		h := ev.GetHitlRequested()
 		g.log.Info("session awaiting human", "seq", ev.GetSeq(), "request_id", h.GetRequestId(), "kind", h.GetKind(), "step_id", h.GetStepId())

@@ -69,6 +69,8 @@ func (g *Grain) embed(ev *messages.Event) {
 	}
 	var text, role string
 	switch p := ev.GetPayload().(type) {
+	case *messages.Event_MessageReceived:
+		text, role = p.MessageReceived.GetContent(), "user"
 	case *messages.Event_StepStarted:
 		text, role = core.OpeningMessage(g.state.GetGoal(), p.StepStarted.GetDescription()), "user"
 	case *messages.Event_LlmResponded:
@@ -172,6 +174,10 @@ func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
 // the history: the tokens of the history messages recorded after seq through.
 func unsummarizedTokens(s *messages.SessionState, through uint64) int {
 	n := 0
+	th := s.GetThread()
+	for j := len(th) - 1; j >= 0 && th[j].GetSeq() > through; j-- {
+		n += int(th[j].GetTokens())
+	}
 	for _, st := range s.GetSteps() {
 		if !core.InHistory(st) {
 			continue

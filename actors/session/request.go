@@ -32,6 +32,9 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 	if sa := core.SubAgentByCall(s, callID); sa != nil {
 		return buildSubAgentRequest(ctx, d, s, sa)
 	}
+	if s.GetPending().GetPurpose() == core.PurposeMessage {
+		return buildFollowUpRequest(ctx, d, s)
+	}
 	if s.GetPending().GetPurpose() != core.PurposeStep {
 		req, err = core.BuildRequest(s, d.Prompts, d.specs)
 		return req, nil, err
@@ -119,4 +122,34 @@ func contextGoal(d *Deps, s *messages.SessionState) string {
 		return e.Content
 	}
 	return goal
+}
+
+// buildFollowUpRequest builds the orchestrator's call answering a follow-up message: its
+// system prompt (core.FollowUpSystemPrompt) and the whole history fitted into the context
+// budget like a step's (summary, semantic hits, recent messages), the message itself
+// kept as the task; a re-prompt's correction follows.
+func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState) (llm.Request, *messages.ContextInfo, error) {
+	sys, err := core.FollowUpSystemPrompt(s, d.Prompts)
+	if err != nil {
+		return llm.Request{}, nil, err
+	}
+	model := s.GetConfig().GetModel()
+	hist := core.History(s)
+	msg, seq := core.LastMessage(s)
+	in := memory.Input{
+		Task: seq, Origin: "session " + s.GetSessionId(), SystemPrompt: sys,
+		SystemTokens: d.Config.CountText(model, sys), Messages: hist,
+		Hits: searchHits(ctx, d, s.GetSessionId(), msg), Now: d.Now(),
+	}
+	if sum := s.GetSummary(); sum.GetContent() != "" {
+		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
+	}
+	cc := d.Config.ContextConfig()
+	cc.Counter = d.Config.CounterFor(model)
+	c, err := memory.BuildContext(cc, in)
+	if err != nil {
+		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)
+	}
+	msgs := append(c.Messages(), core.RepromptMessages(s.GetPending())...)
+	return llm.Request{Model: model, Messages: msgs}, core.ContextInfo(c, len(hist), in.Task), nil
 }

@@ -23,6 +23,10 @@ import (
 // sit at another index. Steps a revision dropped are not addressable by index; their
 // events stay in the stream. StateAt(0) stays the state after the first plan.
 
+// StateAt may instead name any event by its seq (StateAtRequest.seq): that is how an
+// earlier turn of a session that took follow-up messages is addressed, since step
+// indexes name the current turn's plan.
+
 // Timeline returns the session's steps with their place in the event stream. It is
 // served from the in-memory state.
 func (g *Grain) Timeline(_ *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error) {
@@ -49,7 +53,7 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	if g.state.GetSeq() == 0 {
 		return nil, messages.ErrNotFound("session %q not found", g.id)
 	}
-	seq, err := core.StepEndSeq(g.state, req.GetStepIndex())
+	seq, err := core.StateAtSeq(g.state, req)
 	if err != nil {
 		return nil, messages.ErrFailedPrecondition("session %s: %v", g.id, err)
 	}

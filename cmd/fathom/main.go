@@ -32,7 +32,7 @@ func commands() []command {
 		{"run", "run one session on embedded defaults and stream its events", runRun},
 		{"node", "run a cluster node with the HTTP gateway", runNode},
 		{"migrate", "apply the PostgreSQL migrations", runMigrate},
-		{"session", "inspect and steer sessions: list | timeline ID | state ID [--at STEP] | watch ID | artifacts ID [--out DIR] | input ID STEP_ID JSON | fork ID --at STEP (journal, or a node with --addr)", runSession},
+		{"session", "inspect and steer sessions: list | timeline ID | state ID [--at STEP] | watch ID | artifacts ID [--out DIR] | input ID STEP_ID JSON | fork ID --at STEP | send ID TEXT (journal, or a node with --addr)", runSession},
 		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},
 		{"tokens", "count the tokens of a file or stdin: [--model M] [FILE|-]", runTokens},

@@ -263,6 +263,10 @@ func (p *printer) text(ev *messages.Event) string {
 			return fmt.Sprintf("⌛ no human answer for %s (step %s) before its deadline\n", r.GetRequestId(), r.GetStepId())
 		}
 		return fmt.Sprintf("✓ human answered %s (step %s): %s\n", r.GetRequestId(), r.GetStepId(), truncateLine(r.GetInput(), 200))
+	case *messages.Event_MessageReceived:
+		m := e.MessageReceived
+		p.steps, p.started = 0, ev.At() // the new turn's plan, if any, numbers its steps
+		return fmt.Sprintf("» follow-up message (turn %d): %s\n", m.GetTurn(), truncateLine(m.GetContent(), 400))
 	case *messages.Event_SessionForked:
 		f := e.SessionForked
 		p.started = ev.At() // a fork's own run starts here

@@ -72,10 +72,10 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID|delete ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
+			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID|send ID TEXT|delete ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP, cancel ID or delete ID")
+		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP, cancel ID, send ID TEXT or delete ID")
 	}
 	sub := args[0]
 	if sub == "artifacts" {

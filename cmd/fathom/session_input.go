@@ -29,11 +29,13 @@ const exitAwaitingHuman = 3
 // sessionWriteSubcommands are the subcommands of `fathom session` that change a session.
 var sessionWriteSubcommands = map[string]string{
 	"input":  "[--request-id R] [--addr NODE --token T] [flags] ID STEP_ID JSON",
-	"fork":   "--at STEP [--new-id ID] [--addr NODE --token T] [flags] ID",
+	"fork":   "--at STEP | --at-seq SEQ [--new-id ID] [--addr NODE --token T] [flags] ID",
 	"cancel": "[--reason TEXT] [--by NAME] [--addr NODE --token T] [flags] ID",
+	"send":   "[--addr NODE --token T] [flags] ID TEXT",
 }
 
-// runSessionWrite answers a human-input request (input) or forks a session (fork):
+// runSessionWrite answers a human-input request (input), forks a session (fork),
+// cancels one (cancel) or sends a completed one a follow-up message (send):
 // through a node's gateway with --addr, else on an in-process node over the data dir
 // (or PostgreSQL), which then runs the session on, printing its events until it ends
 // (exit 0, or 1 when it failed) or waits for a human again (exit 3).
@@ -45,7 +47,7 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	addr := fs.String("addr", os.Getenv("FATHOM_ADDR"), "send it to a node's gateway (host:port or URL) instead of running an in-process node (env FATHOM_ADDR)")
 	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token for --addr (env FATHOM_TOKEN)")
 	commandID := fs.String("command-id", "", "makes a retry safe: the same id is applied once (default: generated)")
-	requestID, at, newID := new(string), new(int64), new(string)
+	requestID, at, newID, atSeq := new(string), new(int64), new(string), new(uint64)
 	*at = -1
 	reason, by := new(string), new(string)
 	switch sub {
@@ -54,8 +56,10 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	case "cancel":
 		fs.StringVar(reason, "reason", "", "why the session is cancelled (recorded in session_cancelled)")
 		fs.StringVar(by, "by", "cli", "who cancels it (recorded in session_cancelled)")
+	case "send":
 	default:
 		fs.Int64Var(at, "at", -1, "the step index to fork after (0 = after planning, n = after the n-th step)")
+		fs.Uint64Var(atSeq, "at-seq", 0, "instead of --at: the source event to fork after, in any turn (a turn's plan_created, a step's end, or a turn's session_completed)")
 		fs.StringVar(newID, "new-id", "", "the new session's id (default: generated)")
 	}
 	timeout := fs.Duration("timeout", 30*time.Minute, "in-process: stop following after this long (the session resumes on the next start)")
@@ -76,21 +80,37 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 			return usageError("session cancel needs exactly one session ID")
 		}
 		req.SessionID, req.Reason, req.By = pos[0], *reason, *by
+	case "send":
+		if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+			return usageError("session send needs ID TEXT, e.g. fathom session send s-1 'and in French?'")
+		}
+		req.SessionID, req.Content = pos[0], pos[1]
 	case "fork":
 		if len(pos) != 1 {
 			return usageError("session fork needs exactly one session ID")
 		}
-		if *at < 0 || *at > math.MaxUint32 {
-			return usageError("session fork needs --at STEP (0 = after planning, n = after the n-th step)")
+		req.SessionID, req.NewSessionID = pos[0], *newID
+		switch {
+		case *atSeq > 0 && *at >= 0:
+			return usageError("session fork takes --at STEP or --at-seq SEQ, not both")
+		case *atSeq > 0:
+			req.Seq = atSeq
+		case *at < 0 || *at > math.MaxUint32:
+			return usageError("session fork needs --at STEP (0 = after planning, n = after the n-th step) or --at-seq SEQ")
+		default:
+			idx := uint32(*at)
+			req.StepIndex = &idx
 		}
-		idx := uint32(*at)
-		req.SessionID, req.StepIndex, req.NewSessionID = pos[0], &idx, *newID
 	}
 	if req.CommandID == "" {
 		req.CommandID = gateway.NewID("cmd")
 	}
 	if *addr != "" {
-		path := "/v1/sessions/" + url.PathEscape(req.SessionID) + "/" + sub
+		route := sub
+		if sub == "send" {
+			route = "messages"
+		}
+		path := "/v1/sessions/" + url.PathEscape(req.SessionID) + "/" + route
 		req.Op, req.SessionID = "", ""
 		return remotePost(ctx, *addr, *token, path, req, stdout)
 	}
@@ -134,6 +154,18 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
 		return followSession(ctx, sub, req.SessionID, p)
+	case "send":
+		// The follow-up's turn is printed from its message_received to its end.
+		st, err := n.Session(req.SessionID).GetState(&messages.GetStateRequest{}, call)
+		if err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
+		defer sub.Close()
+		if _, err := n.Session(req.SessionID).Send(&messages.SendRequest{CommandId: req.CommandID, Content: req.Content}, call); err != nil {
+			return &exitError{code: 1, msg: grainErrorMessage(err)}
+		}
+		return followSession(ctx, sub, req.SessionID, p)
 	case "cancel":
 		resp, err := n.Session(req.SessionID).Cancel(&messages.CancelRequest{CommandId: req.CommandID, Reason: req.Reason, By: req.By}, call)
 		if err != nil {
@@ -151,12 +183,28 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 		}
 		sub := n.Feed().SubscribeWithDeltas(id, 0, 0)
 		defer sub.Close()
-		resp, err := n.Session(id).Fork(&messages.ForkRequest{CommandId: req.CommandID, SourceSessionId: req.SessionID, StepIndex: *req.StepIndex}, call)
+		fr := &messages.ForkRequest{CommandId: req.CommandID, SourceSessionId: req.SessionID}
+		where := ""
+		if req.Seq != nil {
+			fr.Seq, where = *req.Seq, fmt.Sprintf("its seq %d", *req.Seq)
+		} else {
+			fr.StepIndex, where = *req.StepIndex, fmt.Sprintf("step %d", *req.StepIndex)
+		}
+		resp, err := n.Session(id).Fork(fr, call)
 		if err != nil {
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
 		if !jsonOut {
-			fmt.Fprintf(stdout, "session %s: a fork of %s after step %d\n", resp.GetSessionId(), req.SessionID, *req.StepIndex)
+			fmt.Fprintf(stdout, "session %s: a fork of %s after %s\n", resp.GetSessionId(), req.SessionID, where)
+		}
+		if st, err := n.Session(id).GetState(&messages.GetStateRequest{}, call); err == nil &&
+			st.GetState().GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED {
+			// Forked at a turn's end: nothing runs until a follow-up message.
+			if jsonOut {
+				return json.NewEncoder(stdout).Encode(map[string]any{"session_id": id, "status": st.GetState().GetStatus().String(), "seq": resp.GetSeq()})
+			}
+			fmt.Fprintf(stdout, "the fork is completed (forked at the end of a turn): continue it with fathom session send %s TEXT\n", id)
+			return nil
 		}
 		p.skipUntilFork = true
 		return followSession(ctx, sub, id, p)

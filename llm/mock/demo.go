@@ -47,6 +47,8 @@ func failedHandoff(typeSpecific string) string {
 //   - executor (steps the orchestrator runs itself): research calls write_todos then
 //     writes notes, write drafts a haiku, review counts the draft's words with
 //     code_execute, anything else completes;
+//   - orchestrator, a follow-up message to a completed session (the FATHOM-FOLLOW-UP
+//     section of its prompt): a direct answer quoting the message;
 //   - summarizer: a fixed summary.
 //
 // Hand-offs are a sentence and one JSON object in a ```json fence; when an artifact call
@@ -144,6 +146,10 @@ func orchestratorRules() []Rule {
 			"\nA real model would answer the goal here from the hand-offs' findings.\n"},
 		{SystemMatch: `FATHOM-ROLE: orchestrator\s+FATHOM-PHASE: replan`, Response: `{"steps":[` +
 			`{"id":"fallback-{{.N}}","type":"write","description":{{json (printf "Write what can be delivered for: %s without the failed step's work, and say what is missing. Save it as drafts/draft.md." .Goal)}},"dependencies":[]}]}`},
+		// A follow-up message to a completed session: answered directly (the prompt's
+		// FATHOM-FOLLOW-UP section), quoting the message.
+		{SystemMatch: `FATHOM-ROLE: orchestrator[\s\S]*FATHOM-FOLLOW-UP`, Response: "(demo model) On your follow-up ({{.User}}): " +
+			"a real model would answer it here from the session's history, or plan new steps for it."},
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[` +
 			`{"id":"s1","type":"research","description":{{json (printf "Research what is needed to: %s. Save the notes as research/notes.md." .Goal)}},"dependencies":[]},` +
 			`{"id":"s2","type":"code","description":{{json (printf "Write and run a small program that supports: %s. Save it under code/." .Goal)}},"dependencies":["s1"]},` +

@@ -104,7 +104,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.LlmCalls++
 		s.RetryAtUnixNano = 0
 		switch {
-		case r.GetPurpose() == PurposePlan:
+		case planningPurpose(r.GetPurpose()):
 			s.PlanAttempt++
 		case r.GetPurpose() == PurposeReplan:
 			s.ReplanCalls++
@@ -284,6 +284,8 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		applySubAgentArtifact(s, p.ArtifactWritten)
 	case *messages.Event_SubagentStarted:
 		return applySubAgentStarted(s, p.SubagentStarted, ev)
+	case *messages.Event_MessageReceived:
+		return applyMessageReceived(s, p.MessageReceived, ev)
 	case *messages.Event_SubagentCompleted:
 		sa := s.GetSubAgents()[p.SubagentCompleted.GetSubAgentId()]
 		if sa == nil || !sa.GetRunning() {

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,7 +18,8 @@ func ForkDuplicate(s *messages.SessionState, req *messages.ForkRequest) (*messag
 	f := s.GetForkedFrom()
 	seq, ok := s.GetCommands()[req.GetCommandId()]
 	if f == nil || !ok || req.GetCommandId() == "" || seq <= f.GetSourceSeq() ||
-		f.GetSourceSessionId() != req.GetSourceSessionId() || f.GetStepIndex() != req.GetStepIndex() {
+		f.GetSourceSessionId() != req.GetSourceSessionId() || f.GetStepIndex() != req.GetStepIndex() ||
+		(req.GetSeq() != 0 && f.GetSourceSeq() != req.GetSeq()) {
 		return nil, false
 	}
 	return &messages.StartResponse{SessionId: s.GetSessionId(), Seq: seq, Duplicate: true}, true
@@ -58,12 +61,41 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
 		}}
 	})
+	var boundary error
 	if err := then(b, func(f *messages.SessionState) []*messages.Event {
+		if req.GetSeq() != 0 {
+			if boundary = forkBoundary(f, req.GetSeq()); boundary != nil {
+				return nil
+			}
+			return decideForkContinueAt(f, cfg, now)
+		}
 		return decideForkContinue(f, req.GetStepIndex(), cfg, now)
-	}); err != nil {
+	}); err != nil || boundary != nil {
+		err = errors.Join(err, boundary)
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
 	}
 	return b.Evs, nil
+}
+
+// forkBoundary refuses a fork at source seq seq (f is the fork's folded state) unless a
+// fork can go on from there: the turn's plan_created, the end of a step, or a completed
+// turn (the fork is completed too, and takes follow-up messages).
+func forkBoundary(f *messages.SessionState, seq uint64) error {
+	if f.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED || (f.GetPlanSeq() == seq && f.GetPending() == nil) {
+		return nil
+	}
+	if _, ok := stepEndedAt(f, seq); ok {
+		return nil
+	}
+	return fmt.Errorf("seq %d is not a point a fork can go on from (plan_created, the end of a step, or session_completed of a turn)", seq)
+}
+
+// decideForkContinueAt is decideForkContinue for a fork made at a source seq.
+func decideForkContinueAt(s *messages.SessionState, cfg Config, now time.Time) []*messages.Event {
+	if s.GetForkedFrom().GetSourceSeq() == s.GetPlanSeq() {
+		return decideForkContinue(s, 0, cfg, now)
+	}
+	return decideForkContinue(s, 1, cfg, now) // any n > 0: the step is found by its end seq
 }
 
 // stepEndedAt is the index of the step whose current attempt ended at seq.

@@ -16,9 +16,11 @@ import (
 // back to History once. The zero value is ready to use; it is not safe for concurrent
 // use (the grain owns one).
 type HistoryCache struct {
-	goal  string
-	msgs  []memory.Message
-	marks []historyMark
+	goal string
+	// thread is the length of the state's thread the cache was built with.
+	thread int
+	msgs   []memory.Message
+	marks  []historyMark
 }
 
 // historyMark is what the cache took of one step in the history: the step's identity
@@ -46,7 +48,7 @@ func (h *HistoryCache) Reset() { *h = HistoryCache{} }
 // extend appends what s recorded since the cached history, when that is all that
 // changed, and reports whether it could.
 func (h *HistoryCache) extend(s *messages.SessionState) ([]memory.Message, bool) {
-	if h.msgs == nil || s.GetGoal() != h.goal {
+	if h.msgs == nil || s.GetGoal() != h.goal || len(s.GetThread()) != h.thread {
 		return nil, false
 	}
 	k := 0
@@ -97,7 +99,7 @@ func (h *HistoryCache) extend(s *messages.SessionState) ([]memory.Message, bool)
 
 // rebuild replaces the cache with History(s).
 func (h *HistoryCache) rebuild(s *messages.SessionState) {
-	h.goal = s.GetGoal()
+	h.goal, h.thread = s.GetGoal(), len(s.GetThread())
 	// Room for the calls to come: the next appends do not copy the whole history again.
 	full := History(s)
 	h.msgs = slices.Grow(full, len(full)/4+64)

@@ -115,6 +115,10 @@ func decideCallResult(b *EventBuilder, s *messages.SessionState, p *messages.Pen
 		revisePlan(b, cfg, p, r.Content)
 		return
 	}
+	if p.GetPurpose() == PurposeMessage {
+		decideFollowUpAnswer(b, s, p, r.Content, cfg)
+		return
+	}
 	if p.GetPurpose() == PurposePlan {
 		steps, err := parsePlanFor(cfg.Registry(), r.Content, s.GetConfig().GetMaxSteps())
 		if err != nil {
@@ -156,7 +160,7 @@ func llmFailed(b *EventBuilder, s *messages.SessionState, p *messages.PendingCal
 		}
 		return
 	}
-	if p.GetPurpose() == PurposePlan {
+	if planningPurpose(p.GetPurpose()) {
 		if retryAt = planFailed(b, r, s.GetPlanAttempt(), cfg, now); retryAt == 0 {
 			fail(b, fmt.Sprintf("plan: llm call %s failed: %v", r.CallID, r.Err))
 		}
@@ -251,10 +255,10 @@ func DecideRetry(s *messages.SessionState, cfg Config, now time.Time) []*message
 		if !withinBudget(b, s, iteration+1, nil) {
 			return b.Evs
 		}
-		n := s.GetPlanAttempt() + 1
+		callID, purpose := planningCall(s, s.GetPlanAttempt()+1)
 		b.Add(func(e *messages.Event) {
 			e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-				CallId: planCallID(n), Purpose: PurposePlan, Model: s.GetConfig().GetModel(), Iteration: iteration + 1,
+				CallId: callID, Purpose: purpose, Model: s.GetConfig().GetModel(), Iteration: iteration + 1,
 			}}
 		})
 		return b.Evs

@@ -44,7 +44,8 @@ func unusablePlan(b *EventBuilder, s *messages.SessionState, p *messages.Pending
 	if !withinBudget(b, s, iteration, nil) {
 		return
 	}
-	again.CallId, again.Purpose, again.Model, again.Iteration = planCallID(s.GetPlanAttempt()+1), PurposePlan, s.GetConfig().GetModel(), iteration
+	again.CallId, again.Purpose = planningCall(s, s.GetPlanAttempt()+1)
+	again.Model, again.Iteration = s.GetConfig().GetModel(), iteration
 	b.Add(func(e *messages.Event) { e.Payload = &messages.Event_LlmRequested{LlmRequested: again} })
 }
 

@@ -47,6 +47,16 @@ func BuildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 			req.Messages = append(req.Messages, m.LLM())
 		}
 		req.Tools = specs
+	case PurposeMessage:
+		sys, err := FollowUpSystemPrompt(s, p)
+		if err != nil {
+			return llm.Request{}, err
+		}
+		req.Messages = []llm.Message{{Role: "system", Content: sys}}
+		for _, m := range History(s) {
+			req.Messages = append(req.Messages, m.LLM())
+		}
+		req.Messages = append(req.Messages, repromptMessages(pending)...)
 	case PurposeReplan:
 		_, replaced := revisionSplit(s, pending.GetStepId())
 		room := uint32(0)
@@ -166,8 +176,22 @@ func OpeningMessage(goal, description string) string {
 // (seq of step_started) and its transcript (the current attempt's); for every step a
 // sub-agent completed, its opening message and the hand-off (recorded with its
 // step_completed). A running sub-agent's work is not the orchestrator's: it appears once
-// handed off. Earlier steps' final answers are their last assistant messages.
+// handed off. Earlier steps' final answers are their last assistant messages. After a
+// follow-up message, the earlier turns (the state's thread) come first.
 func History(s *messages.SessionState) []memory.Message {
+	th := s.GetThread()
+	if len(th) == 0 {
+		return stepHistory(s)
+	}
+	out := make([]memory.Message, 0, len(th))
+	for _, m := range th {
+		out = append(out, transcriptMessage(m))
+	}
+	return append(out, stepHistory(s)...)
+}
+
+// stepHistory is the current turn's part of History: its steps' messages.
+func stepHistory(s *messages.SessionState) []memory.Message {
 	steps := s.GetSteps()
 	n := 0
 	for _, st := range steps {

@@ -136,7 +136,7 @@ func completeSession(b *EventBuilder, st *messages.SessionState) {
 	}
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
-			CallId: "final-1", Purpose: purposeSynthesize, Model: st.GetConfig().GetModel(), Iteration: iteration,
+			CallId: turnCallID(st, "final-1"), Purpose: purposeSynthesize, Model: st.GetConfig().GetModel(), Iteration: iteration,
 		}}
 	})
 }
@@ -153,7 +153,11 @@ func completeWith(b *EventBuilder, st *messages.SessionState, result string) {
 // hand-off and the workspace's artifact paths.
 func synthesisBrief(s *messages.SessionState) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Goal: %s\n\nHand-offs, in plan order:\n", s.GetGoal())
+	fmt.Fprintf(&b, "Goal: %s\n", s.GetGoal())
+	if msg, _ := LastMessage(s); msg != "" {
+		fmt.Fprintf(&b, "Follow-up message (turn %d), which this plan answers: %s\n", Turn(s), msg)
+	}
+	b.WriteString("\nHand-offs, in plan order:\n")
 	for _, st := range s.GetSteps() {
 		fmt.Fprintf(&b, "- %s (%s): %s\n", st.GetStep().GetId(), st.GetStep().GetType(), st.GetOutput())
 	}

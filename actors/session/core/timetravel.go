@@ -44,6 +44,30 @@ func StepEndSeq(s *messages.SessionState, n uint32) (uint64, error) {
 	return st.GetEndedSeq(), nil
 }
 
+// StateAtSeq returns the seq StateAt(req) folds the state through: req.seq when set (any
+// event of the session, in any turn), else the end of step req.step_index of the current
+// turn's plan (StepEndSeq).
+func StateAtSeq(s *messages.SessionState, req *messages.StateAtRequest) (uint64, error) {
+	return pointSeq(s, req.GetSeq(), req.GetStepIndex())
+}
+
+// ForkSeq returns the source seq a fork req copies through: req.seq when set, else the end
+// of step req.step_index (StepEndSeq). Whether req.seq is a boundary a fork can go on
+// from is checked once the fork's state is folded (DecideFork).
+func ForkSeq(src *messages.SessionState, req *messages.ForkRequest) (uint64, error) {
+	return pointSeq(src, req.GetSeq(), req.GetStepIndex())
+}
+
+func pointSeq(s *messages.SessionState, seq uint64, step uint32) (uint64, error) {
+	if seq == 0 {
+		return StepEndSeq(s, step)
+	}
+	if seq > s.GetSeq() {
+		return 0, fmt.Errorf("seq %d is past the session's last event (seq %d)", seq, s.GetSeq())
+	}
+	return seq, nil
+}
+
 // StateAtStep folds the journal of session id into its state after its first n steps
 // (the same answer as the grain's StateAt, for tools that read a journal directly).
 func StateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32) (*messages.SessionState, error) {

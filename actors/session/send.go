@@ -1,0 +1,26 @@
+package session
+
+import (
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// Send adds a follow-up message to a completed session: message_received opens the
+// session's next turn and the orchestrator's call answering it starts (core.DecideSend).
+// A running, failed or cancelled session is refused with FAILED_PRECONDITION, an empty
+// or oversize message with INVALID_ARGUMENT, an unknown session with NOT_FOUND; a
+// retried command id answers duplicate. The lease, which a completed session stops
+// renewing, is renewed again.
+func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
+	defer g.guard(ctx, "Send")
+	resp, err := g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) {
+		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
+	})
+	if err != nil || resp.GetDuplicate() {
+		return resp, err
+	}
+	g.renewLease(ctx)
+	return resp, nil
+}
