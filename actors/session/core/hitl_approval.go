@@ -22,8 +22,9 @@ import (
 //   - {"decision":"approve"}: hitl_received{decision "approve"}; the request closes, so
 //     the pending call is no longer held and runs once, like any pending call: the
 //     event-sourced state (a pending call without an open request) is what says it is
-//     due, so a node that stopped before or after the decision runs it on the next
-//     activation, and its idempotency key is the same;
+//     due, so a node that stopped while the request waited runs it on the activation
+//     that takes the decision, once (a run cut short by a crash runs again with the
+//     same idempotency key, which the executor hands the tool: tools.CallInfo);
 //   - {"decision":"edit","args":{...}}: the arguments are validated against the tool's
 //     schema (a bad edit is refused with INVALID_ARGUMENT and the request keeps
 //     waiting); hitl_received{decision "edit", args} replaces the pending call's
@@ -99,9 +100,8 @@ func (c Config) needsApproval(name string) bool { return slices.Contains(c.Appro
 func requestApproval(b *EventBuilder, a *agentTurn, c *messages.ToolCallRequest, key string) {
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_HitlRequested{HitlRequested: &messages.HitlRequested{
-			RequestId: key, Kind: hitlKindApproval, StepId: a.stepID, SubAgentId: a.subAgentID,
-			Question: fmt.Sprintf("Approve the call of %s?", c.GetName()),
-			CallId: c.GetId(), Tool: c.GetName(), Args: c.GetArguments(),
+			RequestId: key, Kind: hitlKindApproval, StepId: a.stepID, SubAgentId: a.subAgentID, CallId: c.GetId(),
+			Tool: c.GetName(), Args: c.GetArguments(), Question: fmt.Sprintf("Approve the call of %s?", c.GetName()),
 			DeadlineUnixNano: b.at + humanTimeout(a.step).Nanoseconds(),
 			DefaultAction:    firstNonEmpty(a.step.GetDefaultAction(), actionContinue),
 		}}
