@@ -1,6 +1,7 @@
 // Package config reads Fathom's configuration file (`fathom run --config FILE`, `fathom
 // node --config FILE`, env FATHOM_CONFIG): YAML whose sections configure what flags
-// cannot say well — today the MCP servers whose tools the node offers.
+// cannot say well — today the MCP servers whose tools the node offers and the tools
+// whose calls wait for a human's approval.
 //
 //	mcp_servers:
 //	  - name: orders                      # stdio
@@ -10,10 +11,12 @@
 //	  - name: docs                        # streamable HTTP
 //	    url: http://127.0.0.1:9000/mcp
 //	    headers: {Authorization: Bearer xyz}
+//	approval:
+//	  tools: [code_execute, orders__cancel_order]
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
-// The sections of the design that are not implemented yet (agents, approval) are
+// The sections of the design that are not implemented yet (agents) are
 // recognised and refused with "not supported yet", never silently ignored. Each section
 // is one entry of a table (sections), so a new one is one parser and one line.
 //
@@ -49,6 +52,8 @@ type File struct {
 	Path string
 	// MCPServers are the mcp_servers entries, in file order.
 	MCPServers []MCPServer
+	// Approval is the approval section (approval.go).
+	Approval Approval
 }
 
 // MCPServer is one entry of mcp_servers: a stdio server (command, args, env) or a
@@ -104,7 +109,7 @@ type section func(p *parser, f *File, key string, k, value *yaml.Node) error
 var sections = map[string]section{
 	"agents":      notYet("custom agents (the agents section of issue 18) are not supported yet: remove the section"),
 	"mcp_servers": parseMCPServers,
-	"approval":    notYet("tool approval (the approval section of issue 18) is not supported yet: remove the section"),
+	"approval":    parseApproval,
 }
 
 func notYet(msg string) section {
