@@ -78,6 +78,13 @@ func TestApprovalWithRunAndSessionInput(t *testing.T) {
 		!strings.Contains(fmtAny(written[0]), "final.md") {
 		t.Fatalf("edit: exit %d, decision %v, artifact_written %v, tool_result %v\n%s", good.code, decision, written, results, good.stderr)
 	}
+	text := fathom(t, env, "session", "timeline", "--data-dir", data, "a1")
+	for _, want := range []string{"? the call of write_artifact in step s waits for approval: write_artifact({", `{"decision":"approve"} | {"decision":"edit","args":{...}}`,
+		"answer with: fathom session input --request-id a1/s/tool-1 a1 s JSON", "✓ human decided edit on a1/s/tool-1 (step s)"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Fatalf("timeline text lacks %q:\n%s", want, text.stdout)
+		}
+	}
 }
 
 // TestApprovalOverTheGateway: `fathom node` with FATHOM_CONFIG holds the call; POST
