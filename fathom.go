@@ -78,6 +78,10 @@ type Config struct {
 	Agents []Agent
 	// Session configures the sessions (budgets, timeouts, the tools of each agent type).
 	Session session.Config
+	// ApprovalTools are tools whose calls wait for a human's decision before they run
+	// (added to Session.ApprovalTools): answer with Answer, input {"decision":"approve"},
+	// {"decision":"edit","args":{...}} or {"decision":"reject","message":"..."}.
+	ApprovalTools []string
 	// Logger receives the node's structured logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -161,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ccfg := fcluster.DefaultConfig()
 	ccfg.Logger = log
+	cfg.Session.ApprovalTools = append(slices.Clone(cfg.Session.ApprovalTools), cfg.ApprovalTools...)
 	n, err := node.Start(ctx, node.Config{
 		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
 		LLM:        node.LLMConfig{API: cfg.LLM.API, BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model},
@@ -216,8 +221,10 @@ func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, er
 }
 
 // Answer answers session id's open human-input request of step stepID with input (JSON
-// text; a bare string is taken as a JSON string). An answer that does not satisfy the
-// request's schema is refused and the request keeps waiting.
+// text; a bare string is taken as a JSON string), or decides on a call that waits for
+// approval (Config.ApprovalTools). An answer that does not satisfy the request's schema
+// (or an edit whose args do not satisfy the tool's) is refused and the request keeps
+// waiting.
 func (n *Node) Answer(ctx context.Context, id, stepID, input string) error {
 	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: fmt.Sprintf("%s/answer/%s/%d", id, stepID, time.Now().UnixNano()),
 		StepId: stepID, Input: input}, n.callTimeout(ctx))

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -180,5 +181,51 @@ func TestConsoleIsServed(t *testing.T) {
 	status, out := call(t, g.srv, "GET", "/v1/cluster", readToken, nil)
 	if status != 200 || out["node"] == "" || len(out["members"].([]any)) != 1 {
 		t.Fatalf("cluster = %d %v", status, out)
+	}
+}
+
+// TestConsoleApproval: a call waiting for approval shows in the console as an approval
+// card (scripts/console-approval-e2e.mjs in headless Chromium) whose edited arguments the
+// call then runs with, once.
+func TestConsoleApproval(t *testing.T) {
+	playwright, chromium := testenv.ConsoleBrowser(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	sc, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s\",\"type\":\"custom\",\"description\":\"save the notes\"}]}"},
+		{"system_match":"FATHOM-ROLE: executor","tool_match":".","response":"saved: {{.Tool}}"},
+		{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"write_artifact","arguments":"{\"type\":\"research\",\"filename\":\"notes.md\",\"content\":\"draft\"}"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGW(t, gwOpts{script: &sc, session: func(c *session.Config) { c.ApprovalTools = []string{"write_artifact"} }})
+	if code, body := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"save notes","session_id":"approve-1"}`)); code != 201 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "console-approval-e2e.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "SESSION_ID=approve-1",
+		"EDITED_FILENAME=approved.md", "PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	t.Logf("console-approval-e2e:\n%s", out)
+	if err != nil {
+		t.Fatalf("the console's approval run failed: %v", err)
+	}
+	var decision, filenames []string
+	for _, ev := range g.journal("approve-1") {
+		switch ev["type"] {
+		case "hitl_received":
+			decision = append(decision, fmt.Sprint(ev["decision"]))
+		case "artifact_written":
+			filenames = append(filenames, fmt.Sprint(ev["filename"]))
+		}
+	}
+	if strings.Join(decision, ",") != "edit" || strings.Join(filenames, ",") != "approved.md" {
+		t.Fatalf("decisions %v, artifacts written %v: want one edit and approved.md written once", decision, filenames)
 	}
 }

@@ -41,6 +41,8 @@ type gwOpts struct {
 	script  *mock.Script // the model's script; nil: the demo script
 	// journal wraps the node's embedded journal (e.g. to inject a crash); nil: as opened.
 	journal func(persistence.Journal) persistence.Journal
+	// session edits the node's session configuration (nil: the defaults).
+	session func(*session.Config)
 }
 
 func startGW(t *testing.T, o gwOpts) *gw {
@@ -60,6 +62,9 @@ func startGW(t *testing.T, o gwOpts) *gw {
 		Session: session.DefaultConfig(),
 		Logger:  log,
 		LLM:     node.LLMConfig{BaseURL: model.URL + "/v1", APIKey: "test"},
+	}
+	if o.session != nil {
+		o.session(&cfg.Session)
 	}
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Logger = log

@@ -2831,8 +2831,10 @@ type HitlRequested struct {
 	// request_id identifies the request: the step id for a step, the call's idempotency
 	// key for a tool call.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Kind      string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	StepId    string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// kind is "step" (a human_input step), "tool" (an ask_human call), "handoff" (a
+	// sub-agent handed off blocked) or "approval" (a call of a tool that needs approval).
+	Kind   string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	StepId string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	// sub_agent_id is set when a sub-agent asked.
 	SubAgentId string `protobuf:"bytes,4,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
 	Question   string `protobuf:"bytes,5,opt,name=question,proto3" json:"question,omitempty"`
@@ -2840,12 +2842,17 @@ type HitlRequested struct {
 	Options []string `protobuf:"bytes,6,rep,name=options,proto3" json:"options,omitempty"`
 	// input_schema is the JSON Schema (text) the answer must satisfy (empty: any JSON).
 	InputSchema string `protobuf:"bytes,7,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
-	// call_id is the ask_human tool call answered by the input (kind "tool").
+	// call_id is the ask_human tool call answered by the input (kind "tool"), or the
+	// call waiting for approval (kind "approval").
 	CallId string `protobuf:"bytes,8,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// deadline_unix_nano, when set, is when default_action is taken.
 	DeadlineUnixNano int64 `protobuf:"varint,9,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
 	// default_action is "continue" (an empty answer) or "fail".
 	DefaultAction string `protobuf:"bytes,10,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
+	// tool and args are the call waiting for approval (kind "approval"): the tool's name
+	// and its arguments (JSON text) as the model produced them.
+	Tool          string `protobuf:"bytes,11,opt,name=tool,proto3" json:"tool,omitempty"`
+	Args          string `protobuf:"bytes,12,opt,name=args,proto3" json:"args,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2950,6 +2957,20 @@ func (x *HitlRequested) GetDefaultAction() string {
 	return ""
 }
 
+func (x *HitlRequested) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *HitlRequested) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
 // HitlReceived records a human's answer (or the request's timeout).
 type HitlReceived struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2958,8 +2979,13 @@ type HitlReceived struct {
 	// input is the answer as JSON text.
 	Input string `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
 	// by is "human" or "timeout".
-	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
-	SubAgentId    string `protobuf:"bytes,5,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	By         string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	SubAgentId string `protobuf:"bytes,5,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// decision answers an approval request (kind "approval"): "approve", "edit" or
+	// "reject" (a timeout with default action continue records "reject").
+	Decision string `protobuf:"bytes,6,opt,name=decision,proto3" json:"decision,omitempty"`
+	// args are the arguments the call runs with after an "edit" decision (JSON text).
+	Args          string `protobuf:"bytes,7,opt,name=args,proto3" json:"args,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3025,6 +3051,20 @@ func (x *HitlReceived) GetBy() string {
 func (x *HitlReceived) GetSubAgentId() string {
 	if x != nil {
 		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *HitlReceived) GetArgs() string {
+	if x != nil {
+		return x.Args
 	}
 	return ""
 }
@@ -4155,7 +4195,7 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\"%\n" +
 	"\rSessionFailed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\xc4\x02\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xec\x02\n" +
 	"\rHitlRequested\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
@@ -4169,7 +4209,9 @@ const file_events_proto_rawDesc = "" +
 	"\acall_id\x18\b \x01(\tR\x06callId\x12,\n" +
 	"\x12deadline_unix_nano\x18\t \x01(\x03R\x10deadlineUnixNano\x12%\n" +
 	"\x0edefault_action\x18\n" +
-	" \x01(\tR\rdefaultAction\"\x8e\x01\n" +
+	" \x01(\tR\rdefaultAction\x12\x12\n" +
+	"\x04tool\x18\v \x01(\tR\x04tool\x12\x12\n" +
+	"\x04args\x18\f \x01(\tR\x04args\"\xbe\x01\n" +
 	"\fHitlReceived\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -4177,7 +4219,9 @@ const file_events_proto_rawDesc = "" +
 	"\x05input\x18\x03 \x01(\tR\x05input\x12\x0e\n" +
 	"\x02by\x18\x04 \x01(\tR\x02by\x12 \n" +
 	"\fsub_agent_id\x18\x05 \x01(\tR\n" +
-	"subAgentId\"y\n" +
+	"subAgentId\x12\x1a\n" +
+	"\bdecision\x18\x06 \x01(\tR\bdecision\x12\x12\n" +
+	"\x04args\x18\a \x01(\tR\x04args\"y\n" +
 	"\rSessionForked\x12*\n" +
 	"\x11source_session_id\x18\x01 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
 	"\n" +

@@ -208,7 +208,10 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	for _, sp := range d.specs {
 		names = append(names, sp.Name)
 	}
-	d.Config = d.Config.WithNode(d.Tokenizer, names)
+	d.Config = d.Config.WithNode(d.Tokenizer, names).WithArgsCheck(d.Tools.Registry.Validate)
+	if err := d.Config.CheckApprovalTools(); err != nil {
+		return err
+	}
 	if err := d.Config.Registry().CheckTools(d.Config.HasTool); err != nil {
 		return fmt.Errorf("session deps: %w", err)
 	}

@@ -113,6 +113,8 @@ type nodeFlags struct {
 	allowEndpointChange bool
 	// configFile is the YAML configuration file (internal/config): agents, MCP servers.
 	configFile string
+	// file is configFile as read by config (nil without one).
+	file *config.File
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -199,7 +201,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
 		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
 	fs.StringVar(&f.configFile, "config", os.Getenv(config.EnvFile),
-		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}); see docs/config.md (env "+config.EnvFile+")")
+		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision); see docs/config.md (env "+config.EnvFile+")")
 	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
 }
@@ -340,6 +342,8 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		}
 		mcpServers = file.MCP()
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
+		scfg.ApprovalTools = file.Approval.Tools
+		f.file = file
 	}
 	return node.Config{
 		MCPServers:    mcpServers,

@@ -90,12 +90,12 @@ func TestBadConfigFileFailsTheStart(t *testing.T) {
 			t.Fatalf("fathom %s: exit %d, stderr:\n%s\nwant %q", args[0], r.code, r.stderr, want)
 		}
 	}
-	if err := os.WriteFile(path, []byte("approval:\n  tools: [code_execute]\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("approval:\n  tools: [code_execute, no_such_tool]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := fathom(t, cleanEnv(), "run", "--config", path, "--data-dir", t.TempDir(), "a goal")
-	if r.code != 2 || !strings.Contains(r.stderr, path+":1: approval: tool approval") || !strings.Contains(r.stderr, "not supported yet") {
-		t.Fatalf("approval section: exit %d, stderr:\n%s", r.code, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, path+":2: approval.tools[1]: ") || !strings.Contains(r.stderr, `"no_such_tool" is not a tool of this node`) {
+		t.Fatalf("approval of an unknown tool: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
 

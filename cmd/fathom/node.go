@@ -74,7 +74,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		ln.Close()
-		return err
+		return nf.startError(err)
 	}
 	gcfg.Sessions, gcfg.Feed = n, n.Feed()
 	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n

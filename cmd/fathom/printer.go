@@ -259,8 +259,14 @@ func (p *printer) text(ev *messages.Event) string {
 		return hitlRequestedText(ev.GetSessionId(), e.HitlRequested)
 	case *messages.Event_HitlReceived:
 		r := e.HitlReceived
+		if r.GetBy() == "timeout" && r.GetDecision() == "reject" {
+			return fmt.Sprintf("⌛ no decision on %s (step %s) before its deadline: the call is rejected and does not run\n", r.GetRequestId(), r.GetStepId())
+		}
 		if r.GetBy() == "timeout" {
 			return fmt.Sprintf("⌛ no human answer for %s (step %s) before its deadline\n", r.GetRequestId(), r.GetStepId())
+		}
+		if r.GetDecision() != "" {
+			return fmt.Sprintf("✓ human decided %s on %s (step %s): %s\n", r.GetDecision(), r.GetRequestId(), r.GetStepId(), truncateLine(r.GetInput(), 200))
 		}
 		return fmt.Sprintf("✓ human answered %s (step %s): %s\n", r.GetRequestId(), r.GetStepId(), truncateLine(r.GetInput(), 200))
 	case *messages.Event_MessageReceived:
@@ -314,10 +320,17 @@ func prefixed(prefix, s string) string {
 func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
 	var b strings.Builder
 	who := "step " + r.GetStepId()
-	if r.GetKind() == "tool" {
+	switch r.GetKind() {
+	case "tool":
 		who = "the model (ask_human in step " + r.GetStepId() + ")"
+	case "approval":
+		who = agentTag(r.GetSubAgentId()) + "the call of " + r.GetTool() + " in step " + r.GetStepId()
+		fmt.Fprintf(&b, "? %s waits for approval: %s(%s)\n", who, r.GetTool(), truncateLine(r.GetArgs(), 300))
+		fmt.Fprintf(&b, "  decide with JSON: {\"decision\":\"approve\"} | {\"decision\":\"edit\",\"args\":{...}} | {\"decision\":\"reject\",\"message\":\"...\"}\n")
 	}
-	fmt.Fprintf(&b, "? %s asks a human: %s\n", who, r.GetQuestion())
+	if r.GetKind() != "approval" {
+		fmt.Fprintf(&b, "? %s asks a human: %s\n", who, r.GetQuestion())
+	}
 	if len(r.GetOptions()) > 0 {
 		fmt.Fprintf(&b, "  options: %s\n", strings.Join(r.GetOptions(), " | "))
 	}
@@ -328,7 +341,7 @@ func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
 		fmt.Fprintf(&b, "  waiting until %s, then: %s\n", time.Unix(0, r.GetDeadlineUnixNano()).UTC().Format(time.RFC3339), r.GetDefaultAction())
 	}
 	req := ""
-	if r.GetKind() == "tool" {
+	if r.GetKind() == "tool" || r.GetKind() == "approval" {
 		req = " --request-id " + r.GetRequestId()
 	}
 	fmt.Fprintf(&b, "  answer with: fathom session input%s %s %s JSON\n", req, sessionID, r.GetStepId())

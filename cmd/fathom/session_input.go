@@ -230,7 +230,7 @@ func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Wri
 	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == ""
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nf.startError(err)
 	}
 	if n.UsesDemoModel() {
 		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model (set OPENAI_API_KEY or, with --llm-api anthropic, ANTHROPIC_API_KEY, and FATHOM_MODEL for a real one)")

@@ -1,7 +1,7 @@
 // Package config reads Fathom's configuration file (`fathom run --config FILE`, `fathom
 // node --config FILE`, env FATHOM_CONFIG): YAML whose sections configure what flags
-// cannot say well — the agents of the node's own and the MCP servers whose tools the
-// node offers.
+// cannot say well — the agents of the node's own, the MCP servers whose tools the
+// node offers and the tools whose calls wait for a human's approval.
 //
 //	agents:
 //	  - name: analyst
@@ -19,12 +19,13 @@
 //	  - name: docs                        # streamable HTTP
 //	    url: http://127.0.0.1:9000/mcp
 //	    headers: {Authorization: Bearer xyz}
+//	approval:
+//	  tools: [code_execute, orders__cancel_order]
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
-// The sections of the design that are not implemented yet (approval) are
-// recognised and refused with "not supported yet", never silently ignored. Each section
-// is one entry of a table (sections), so a new one is one parser and one line.
+// Each section is one entry of a table (sections), so a new one is one parser and one
+// line.
 //
 // A stdio server's command runs in the directory of the configuration file, so relative
 // paths in args resolve next to it; an agent's prompt_file is read next to it too.
@@ -60,6 +61,8 @@ type File struct {
 	MCPServers []MCPServer
 	// Agents are the agents entries, in file order.
 	Agents []Agent
+	// Approval is the approval section (approval.go).
+	Approval Approval
 }
 
 // MCPServer is one entry of mcp_servers: a stdio server (command, args, env) or a
@@ -85,7 +88,7 @@ type Error struct {
 	Key string
 	// Msg says what is wrong.
 	Msg string
-	// Err is the cause's class, when there is one (ErrNotSupported).
+	// Err is the cause's class, when there is one (e.g. an unreadable prompt file's).
 	Err error
 }
 
@@ -105,9 +108,6 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ErrNotSupported marks sections of the design that are not implemented yet.
-var ErrNotSupported = errors.New("not supported yet")
-
 // section parses one top-level key's value into f.
 type section func(p *parser, f *File, key string, k, value *yaml.Node) error
 
@@ -115,13 +115,7 @@ type section func(p *parser, f *File, key string, k, value *yaml.Node) error
 var sections = map[string]section{
 	"agents":      parseAgents,
 	"mcp_servers": parseMCPServers,
-	"approval":    notYet("tool approval (the approval section of issue 18) is not supported yet: remove the section"),
-}
-
-func notYet(msg string) section {
-	return func(p *parser, _ *File, key string, k, _ *yaml.Node) error {
-		return p.errWrap(k, key, msg, ErrNotSupported)
-	}
+	"approval":    parseApproval,
 }
 
 // Load reads and checks the file at path.
@@ -206,11 +200,6 @@ type parser struct{ file string }
 
 func (p *parser) err(n *yaml.Node, key, msg string) error {
 	return &Error{File: p.file, Line: n.Line, Key: key, Msg: msg}
-}
-
-// errWrap is err whose Unwrap is cause.
-func (p *parser) errWrap(n *yaml.Node, key, msg string, cause error) error {
-	return &Error{File: p.file, Line: n.Line, Key: key, Msg: msg, Err: cause}
 }
 
 // mapping calls fn for each key of the mapping n (at path), refusing aliases, non-string

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -63,6 +62,10 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 		{"not a list", "mcp_servers: {name: a}\n", "fathom.yaml:1: mcp_servers: must be a list of servers"},
 		{"not yaml", "mcp_servers: [\n", "fathom.yaml: not valid YAML"},
 		{"not a mapping", "- a\n", "fathom.yaml:1: the file must be a mapping"},
+		{"approval unknown key", "approval:\n  tool: [a]\n", "fathom.yaml:2: approval.tool: unknown key (want tools)"},
+		{"approval tools not a list", "approval:\n  tools: code_execute\n", "fathom.yaml:2: approval.tools: must be a list of tool names"},
+		{"approval duplicate tool", "approval:\n  tools:\n    - a\n    - a\n", `fathom.yaml:4: approval.tools[1]: duplicate tool "a" (first at line 3)`},
+		{"approval bad tool name", "approval:\n  tools: [\"rm -rf\"]\n", `fathom.yaml:2: approval.tools[0]: "rm -rf" is not a valid tool name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("fathom.yaml", []byte(tc.yaml))
@@ -70,19 +73,6 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 				t.Fatalf("error %v\nwant prefix %s", err, tc.want)
 			}
 		})
-	}
-}
-
-// TestSectionsNotImplementedYetAreRefused: approval (the issue's shape) is
-// recognised and refused with the line, never ignored.
-func TestSectionsNotImplementedYetAreRefused(t *testing.T) {
-	for _, tc := range []struct{ yaml, want string }{
-		{"approval:\n  tools: [code_execute]\n", "fathom.yaml:1: approval: tool approval (the approval section of issue 18) is not supported yet"},
-	} {
-		_, err := config.Parse("fathom.yaml", []byte(tc.yaml))
-		if !errors.Is(err, config.ErrNotSupported) || err.Error()[:len(tc.want)] != tc.want {
-			t.Fatalf("error %v\nwant prefix %s", err, tc.want)
-		}
 	}
 }
 
@@ -95,5 +85,24 @@ func TestEmptyFileConfiguresNothing(t *testing.T) {
 	}
 	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Fatal("a missing file loaded")
+	}
+}
+
+// TestApprovalSectionAsTheIssueShowsIt: the approval section lists the tools whose calls
+// wait for a human; ToolError places one of them in the file.
+func TestApprovalSectionAsTheIssueShowsIt(t *testing.T) {
+	f, err := config.Parse("fathom.yaml", []byte("approval:\n  tools: [code_execute, orders__cancel_order]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"code_execute", "orders__cancel_order"}; !reflect.DeepEqual(f.Approval.Tools, want) {
+		t.Fatalf("approval tools %v, want %v", f.Approval.Tools, want)
+	}
+	err = f.ToolError("orders__cancel_order", "not a tool of this node")
+	if err == nil || err.Error() != "fathom.yaml:2: approval.tools[1]: not a tool of this node" {
+		t.Fatalf("ToolError = %v", err)
+	}
+	if f.ToolError("other", "x") != nil {
+		t.Fatal("ToolError placed a tool the section does not name")
 	}
 }

@@ -248,6 +248,11 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		if i < 0 {
 			return fmt.Errorf("%w: hitl_received for %q, which is not open", ErrBadEvent, p.HitlReceived.GetRequestId())
 		}
+		if p.HitlReceived.GetDecision() == DecisionEdit {
+			if err := applyApprovalEdit(s, p.HitlReceived.GetRequestId(), p.HitlReceived.GetArgs()); err != nil {
+				return err
+			}
+		}
 		s.Awaiting = slices.Delete(s.Awaiting, i, i+1)
 		s.Status = waitStatus(s)
 	case *messages.Event_SessionForked:

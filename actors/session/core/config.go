@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // Config is the node-wide configuration of session grains. Per-session settings
@@ -116,6 +118,12 @@ type Config struct {
 	// "orchestrator" for the orchestrator's own calls), the session's reasoning for that
 	// agent's calls (--agent-reasoning). ReasoningFor reads it.
 	AgentReasoning map[string]Reasoning
+	// ApprovalTools are the tools whose calls wait for a human's decision before they
+	// run (hitl_requested kind "approval", see hitl_approval.go). Each must be a tool
+	// of the node.
+	ApprovalTools []string
+	// checkArgs validates a tool's arguments against its schema (WithArgsCheck).
+	checkArgs func(tool string, args json.RawMessage) *tools.ToolError
 
 	// toolNames are the node's tools (Register sets it): sub-agents get those of their
 	// profile that exist.

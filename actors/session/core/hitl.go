@@ -230,6 +230,9 @@ func compileInputSchema(text string) (*jsv.Schema, error) {
 // answer records the end of request r (input: compact JSON, "" for a timeout with
 // action continue) and what follows it. by is "human" or "timeout".
 func answer(b *EventBuilder, cfg Config, r *messages.HitlRequested, input, by string) error {
+	if r.GetKind() == hitlKindApproval && (by == byHuman || r.GetDefaultAction() != actionFail) {
+		return answerApproval(b, cfg, r, input, by)
+	}
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_HitlReceived{HitlReceived: &messages.HitlReceived{
 			RequestId: r.GetRequestId(), StepId: r.GetStepId(), Input: input, By: by, SubAgentId: r.GetSubAgentId(),

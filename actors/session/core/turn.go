@@ -80,7 +80,8 @@ func respond(b *EventBuilder, s *messages.SessionState, a *agentTurn, r *LLMResu
 // idempotency key and index) and what follows them: a call past MaxToolCallsPerTurn, or
 // of a tool the agent may not call, gets its validation error as its result at once
 // (the model learns and calls again next turn); an ask_human call opens a human-input
-// request; a call matching a tool breakpoint stops the session before the turn's calls
+// request; a call of a tool in Config.ApprovalTools opens an approval request and waits
+// for a human's decision (hitl_approval.go); a call matching a tool breakpoint stops the session before the turn's calls
 // run (the first match, once every call is recorded). When every call already has its
 // result, the model is asked again.
 func decideToolCalls(b *EventBuilder, s *messages.SessionState, a *agentTurn, calls []*messages.ToolCallRequest, cfg Config) {
@@ -114,6 +115,10 @@ func decideToolCalls(b *EventBuilder, s *messages.SessionState, a *agentTurn, ca
 		}
 		if terr == nil {
 			pending++
+			if cfg.needsApproval(c.GetName()) {
+				// Held until a human decides (ProvideInput): approve, edit or reject.
+				requestApproval(b, a, c, key)
+			}
 			if hold == nil && s.GetInterrupt() == nil {
 				hold = matchToolBreakpoint(s, a.step, c.GetName())
 			}

@@ -241,9 +241,36 @@ function sessionPage(main, id) {
     }));
   };
 
+  // approvalCard shows a call waiting for approval (kind "approval"): its tool and
+  // arguments, editable, and the three decisions.
+  const approvalCard = (r, send) => {
+    let pretty = r.args || "{}";
+    try { pretty = JSON.stringify(JSON.parse(pretty), null, 2); } catch { /* shown as the model wrote it */ }
+    const args = el("textarea", { rows: 6, "data-testid": "approval-args" });
+    args.value = pretty;
+    const message = el("input", { type: "text", placeholder: "why (the model reads it as the tool's result)", "data-testid": "approval-message" });
+    const edit = () => {
+      let parsed;
+      try { parsed = JSON.parse(args.value); } catch (e) { return toast("args are not JSON: " + e.message); }
+      send({ decision: "edit", args: parsed });
+    };
+    return el("div", { class: "card awaiting", "data-request": r.request_id, "data-kind": "approval" },
+      el("h2", {}, "Approve a tool call"),
+      el("p", { "data-testid": "question" }, `${r.sub_agent_id ? r.sub_agent_id + " calls" : "The model calls"} ${r.tool} in step ${r.step_id}:`),
+      el("div", { class: "write" }, args),
+      el("div", { class: "write" }, message),
+      el("div", { class: "row write" },
+        el("button", { onclick: () => send({ decision: "approve" }), "data-testid": "approve" }, "Approve"),
+        el("button", { onclick: edit, "data-testid": "approve-edited" }, "Run with these args"),
+        el("button", { onclick: () => send({ decision: "reject", message: message.value }), "data-testid": "reject" }, "Reject")));
+  };
+
   const renderAwaiting = (state) => {
     const box = f("awaiting");
     const reqs = state.awaiting || [];
+    const open = reqs.map((r) => r.request_id).join("\n");
+    if (box.dataset.requests === open) return; // same requests: keep what the human is typing
+    box.dataset.requests = open;
     box.replaceChildren(...reqs.map((r) => {
       const input = el("textarea", { rows: 2, placeholder: "answer (JSON or text)", "data-testid": "answer" });
       const send = async (value) => {
@@ -253,6 +280,7 @@ function sessionPage(main, id) {
         } catch (e) { toast(e.message); }
       };
       const parse = (text) => { try { return JSON.parse(text); } catch { return text; } };
+      if (r.kind === "approval") return approvalCard(r, send);
       const card = el("div", { class: "card awaiting", "data-request": r.request_id },
         el("h2", {}, "Waiting for a human"), el("p", { "data-testid": "question" }, r.question || ""));
       if (r.input_schema) card.append(el("pre", {}, r.input_schema));
