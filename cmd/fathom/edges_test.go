@@ -150,7 +150,7 @@ func TestSessionSubcommandHelpListsOnlyItsOwnFlags(t *testing.T) {
 		{"watch", []string{"data-dir", "from", "json", "addr"}, []string{"at", "at-seq", "out"}},
 		{"artifacts", []string{"data-dir", "out", "json", "addr"}, []string{"at", "at-seq", "from"}},
 		{"input", []string{"data-dir", "request-id", "addr"}, []string{"at", "new-id", "from"}},
-		{"fork", []string{"data-dir", "at", "new-id", "addr"}, []string{"request-id", "from", "at-seq"}},
+		{"fork", []string{"data-dir", "at", "at-seq", "new-id", "addr"}, []string{"request-id", "from"}},
 	} {
 		r := fathom(t, cleanEnv(), "session", c.sub, "-h")
 		if r.code != 0 {

@@ -24,7 +24,7 @@ func (f *reasoningFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&f.budget, "thinking-budget", uint(envUint("FATHOM_THINKING_BUDGET", 0)),
 		"extended thinking budget in tokens (Anthropic, at least 1024) of new sessions' calls; 0 = off (env FATHOM_THINKING_BUDGET)")
 	fs.StringVar(&f.agents, "agent-reasoning", os.Getenv("FATHOM_AGENT_REASONING"),
-		"reasoning by agent type, replacing the session's for that agent's calls: AGENT=EFFORT, AGENT=BUDGET or AGENT=EFFORT:BUDGET, comma-separated; AGENT is researcher, coder, writer, reviewer or orchestrator, e.g. researcher=high,coder=low:4096 (env FATHOM_AGENT_REASONING)")
+		"reasoning by agent type, replacing the session's for that agent's calls: AGENT=EFFORT, AGENT=BUDGET or AGENT=EFFORT:BUDGET, comma-separated; AGENT is orchestrator or an agent's name (researcher, coder, writer, reviewer, or one of the config file's agents), e.g. researcher=high,coder=low:4096 (env FATHOM_AGENT_REASONING)")
 }
 
 // apply sets the session configuration's reasoning.
