@@ -5,11 +5,13 @@
 // An append is one INSERT of all its rows that only selects them when the expected
 // sequence is 0 or the row at the expected sequence exists; the primary key
 // (stream_id, seq) does the rest. Two appends racing for the same position both try to
-// insert expected+1: the second blocks on the first's index entry and fails with a
-// unique violation when it commits, which becomes persistence.ErrConflict; an append
-// expecting a position the stream has not reached selects no rows, also a conflict. One
-// statement means one round trip and one commit, and the stream's head is simply its
+// insert expected+1: the second blocks on the first's index entry and, when it commits,
+// inserts nothing (ON CONFLICT DO NOTHING), which becomes persistence.ErrConflict; an
+// append expecting a position the stream has not reached selects no rows, also a
+// conflict. One statement means one round trip, and the stream's head is simply its
 // highest seq (an index lookup), so there is no second row to update per append.
+// Concurrent appends of different streams share a transaction (group commit, group.go):
+// one round trip and one WAL flush for all of them.
 package postgres
 
 import (
@@ -36,12 +38,18 @@ import (
 // queries, holding no connection.
 const loadChunk = 1000
 
+// defaultCommitters is Options.Committers' default.
+const defaultCommitters = 2
+
 // Options tune the pool.
 type Options struct {
 	// MaxConns bounds the pool. Zero means 16.
 	MaxConns int32
 	// ConnectTimeout bounds establishing one connection. Zero means 5s.
 	ConnectTimeout time.Duration
+	// Committers is how many appends (each possibly a group of concurrent appends, see
+	// group.go) may be in flight at once. Zero means 2.
+	Committers int
 	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
 	// records (persistence/indexfacts.Of). Nil keeps none.
 	Facts persistence.FactsFunc
@@ -50,6 +58,7 @@ type Options struct {
 // Journal is the PostgreSQL implementation of persistence.Journal.
 type Journal struct {
 	pool    *pgxpool.Pool
+	group   *committers // group.go
 	closed  atomic.Bool
 	facts   persistence.FactsFunc // Options.Facts (index.go)
 	observe atomic.Pointer[persistence.AppendObserver]
@@ -67,7 +76,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Journal, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Journal{pool: pool, facts: opts.Facts}, nil
+	if opts.Committers <= 0 {
+		opts.Committers = defaultCommitters
+	}
+	return &Journal{pool: pool, group: startCommitters(pool, opts.Committers), facts: opts.Facts}, nil
 }
 
 func connect(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) {
@@ -186,13 +198,15 @@ func (j *Journal) check(ctx context.Context) error {
 
 // appendSQL stores one append as one row of fathom_event_batches (migrations/0002). It
 // inserts nothing unless the stream's head is $2: the batch holding seq $2 (the one with
-// the greatest first_seq <= $2) must end at $2; an append racing past the same head fails
-// on the primary key instead.
+// the greatest first_seq <= $2) must end at $2; an append racing past the same head meets
+// the primary key and inserts nothing either (so it never aborts the appends it shares a
+// group commit with).
 const appendSQL = `
 INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
 SELECT $1, $2 + 1, $2 + cardinality($3::text[]), $3, $4::bytea[], $5::timestamptz[]
 WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
-                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2`
+                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2
+ON CONFLICT DO NOTHING`
 
 // appendOneSQL is appendSQL for the common single-event append: the arrays are built by
 // the server from scalar parameters, which saves the client the array encoding.
@@ -200,7 +214,8 @@ const appendOneSQL = `
 INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
 SELECT $1, $2 + 1, $2 + 1, ARRAY[$3::text], ARRAY[$4::bytea], ARRAY[$5::timestamptz]
 WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
-                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2`
+                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2
+ON CONFLICT DO NOTHING`
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
@@ -239,12 +254,12 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
 		user, goal, cost := factArgs(*entry)
-		tag, err = j.pool.Exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl,
+		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl,
 			user, goal, cost)
 	case len(recs) == 1:
-		tag, err = j.pool.Exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
+		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
 	default:
-		tag, err = j.pool.Exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+		tag, err = j.group.exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
 	}
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -413,6 +428,7 @@ func (j *Journal) Close() error {
 	if j.closed.Swap(true) {
 		return persistence.ErrClosed
 	}
+	j.group.close()
 	j.pool.Close()
 	return nil
 }
