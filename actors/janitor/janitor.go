@@ -6,9 +6,9 @@
 //
 // Every node runs one. Two nodes on one PostgreSQL journal may pick the same session:
 // the second delete finds nothing and is not an error. A sweep runs on a goroutine the
-// actor owns, so the mailbox never waits on the store; Stopping or Restarting cancels
-// the sweep and waits for it, and the default supervisor restarts a crashed janitor (a
-// failed sweep loses nothing: the next one reads the index again).
+// actor owns (actors/internal/sweep), so the mailbox never waits on the store; Stopping
+// or Restarting cancels the sweep and waits for it, and the default supervisor restarts
+// a crashed janitor (a failed sweep loses nothing: the next one reads the index again).
 package janitor
 
 import (
@@ -20,6 +20,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/internal/sweep"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -86,95 +87,46 @@ func Spawn(root *actor.RootContext, name string, cfg Config) (*actor.PID, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg} }), name)
+	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newActor(cfg) }), name)
 	if err != nil {
 		return nil, fmt.Errorf("janitor: spawn %s: %w", name, err)
 	}
 	return pid, nil
 }
 
-// Messages the janitor sends itself. They never leave the process.
-type (
-	// sweepMsg starts a sweep.
-	sweepMsg struct{}
-	// sweepDone reports a sweep.
-	sweepDone struct {
-		deleted, failed int
-		err             error
-		// of is the sweep's done channel: a report of a sweep this instance did not start
-		// (one from before a restart) is ignored.
-		of chan struct{}
-	}
-)
+// tally is what one sweep did.
+type tally struct{ deleted, failed int }
 
-// Actor is the janitor.
+// Actor is the janitor. Its sweeps run on a goroutine it owns (actors/internal/sweep).
 type Actor struct {
-	cfg    Config
-	timer  *time.Timer
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the sweep in flight ends (nil: none)
+	cfg  Config
+	loop sweep.Loop[tally]
+}
+
+func newActor(cfg Config) *Actor {
+	a := &Actor{cfg: cfg}
+	a.loop = sweep.Loop[tally]{Sweep: a.sweep, Report: a.report, Next: func() time.Duration { return cfg.Interval }}
+	return a
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
+	if a.loop.Receive(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		a.onSweep(ctx)
-	case *sweepMsg:
-		a.onSweep(ctx)
-	case *sweepDone:
-		a.onSweepDone(ctx, msg)
-	case *actor.Stopping, *actor.Restarting:
-		a.stop()
-	case *actor.Stopped, actor.SystemMessage, actor.AutoReceiveMessage:
+	case *actor.Stopping, *actor.Restarting, *actor.Stopped, actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		a.cfg.Logger.Warn("janitor: unexpected message", "type", fmt.Sprintf("%T", msg))
 	}
 }
 
-func (a *Actor) onSweep(ctx actor.Context) {
-	if a.done != nil {
-		return
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	a.cancel, a.done = cancel, make(chan struct{})
-	done, self, root := a.done, ctx.Self(), ctx.ActorSystem().Root
-	go func() {
-		defer close(done)
-		res := a.sweep(sctx)
-		res.of = done
-		root.Send(self, res)
-	}()
-}
-
-func (a *Actor) onSweepDone(ctx actor.Context, msg *sweepDone) {
-	if msg.of == nil || msg.of != a.done {
-		return
-	}
-	a.cancel()
-	a.cancel, a.done = nil, nil
+func (a *Actor) report(t tally, err error) {
 	switch {
-	case msg.err != nil:
-		a.cfg.Logger.Warn("janitor: sweep failed; trying again", "error", msg.err, "deleted", msg.deleted, "retry_in", a.cfg.Interval)
-	case msg.deleted > 0 || msg.failed > 0:
-		a.cfg.Logger.Info("janitor: deleted sessions past their retention", "sessions", msg.deleted, "failed", msg.failed, "retention", a.cfg.Retention)
-	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	a.timer = time.AfterFunc(a.cfg.Interval, func() { root.Send(self, &sweepMsg{}) })
-}
-
-// stop ends the timer and the sweep in flight.
-func (a *Actor) stop() {
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	if a.done != nil {
-		a.cancel()
-		<-a.done
-		a.cancel, a.done = nil, nil
+	case err != nil:
+		a.cfg.Logger.Warn("janitor: sweep failed; trying again", "error", err, "deleted", t.deleted, "retry_in", a.cfg.Interval)
+	case t.deleted > 0 || t.failed > 0:
+		a.cfg.Logger.Info("janitor: deleted sessions past their retention", "sessions", t.deleted, "failed", t.failed, "retention", a.cfg.Retention)
 	}
 }
 
@@ -184,15 +136,8 @@ func Expired(e persistence.IndexEntry, retention time.Duration, now time.Time) b
 	return persistence.TerminalStatus(e.Status) && !e.UpdatedAt.IsZero() && e.UpdatedAt.Before(now.Add(-retention))
 }
 
-// sweep deletes, per terminal status, up to Batch sessions past the retention. A panic
-// (a bug in Delete) is reported as a failed sweep, not a crash of the goroutine.
-func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
-	res = &sweepDone{}
-	defer func() {
-		if r := recover(); r != nil {
-			res.err = fmt.Errorf("sweep panicked: %v", r)
-		}
-	}()
+// sweep deletes, per terminal status, up to Batch sessions past the retention.
+func (a *Actor) sweep(ctx context.Context) (res tally, err error) {
 	now := a.cfg.Now()
 	cutoff := now.Add(-a.cfg.Retention)
 	for _, status := range []string{persistence.StatusCompleted, persistence.StatusFailed, persistence.StatusCancelled} {
@@ -202,16 +147,14 @@ func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
 		es, err := a.cfg.Index.ListSessions(qctx, persistence.ListQuery{Status: status, Until: cutoff, Limit: a.cfg.Batch})
 		cancel()
 		if err != nil {
-			res.err = fmt.Errorf("query the session index: %w", err)
-			return res
+			return res, fmt.Errorf("query the session index: %w", err)
 		}
 		for _, e := range es {
 			if !Expired(e, a.cfg.Retention, now) {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				res.err = err
-				return res
+				return res, err
 			}
 			dctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 			err := a.cfg.Delete(dctx, e.SessionID)
@@ -227,5 +170,5 @@ func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
 			}
 		}
 	}
-	return res
+	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/actors/internal/sweep"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -91,7 +92,7 @@ func Spawn(root *actor.RootContext, name string, cfg Config) (*actor.PID, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg} }), name)
+	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newActor(cfg) }), name)
 	if err != nil {
 		return nil, fmt.Errorf("reactivator: spawn %s: %w", name, err)
 	}
@@ -106,138 +107,68 @@ func Hurry(root *actor.RootContext, pid *actor.PID) {
 	root.Send(pid, &hurryMsg{})
 }
 
-// Messages of the reactivator. They never leave the process.
-type (
-	// sweepMsg starts a sweep.
-	sweepMsg struct{}
-	// hurryMsg starts a hurried spell (Hurry).
-	hurryMsg struct{}
-	// sweepDone reports a sweep.
-	sweepDone struct {
-		poked, failed int
-		err           error
-		// of is the sweep's done channel: a report of a sweep this instance did not start
-		// (one from before a restart) is ignored.
-		of chan struct{}
-	}
-)
+// hurryMsg starts a hurried spell (Hurry). It never leaves the process.
+type hurryMsg struct{}
 
-// Actor is the reactivator. A sweep runs on a goroutine the actor owns (one at a time),
-// so the mailbox never waits on the index or on a poke; Stopping or Restarting cancels
-// it and waits for it.
+// tally is what one sweep did.
+type tally struct{ poked, failed int }
+
+// Actor is the reactivator. Its sweeps run on a goroutine it owns, one at a time
+// (actors/internal/sweep), so the mailbox never waits on the index or on a poke.
 type Actor struct {
-	cfg    Config
-	timer  *time.Timer
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the sweep in flight ends (nil: none)
+	cfg  Config
+	loop sweep.Loop[tally]
 	// hurryUntil ends the hurried spell: until then sweeps are HurryInterval apart.
 	hurryUntil time.Time
-	// again asks for another sweep as soon as the one in flight ends (a Hurry came
-	// while it ran, so it may have read the index before the change).
-	again bool
+}
+
+func newActor(cfg Config) *Actor {
+	a := &Actor{cfg: cfg}
+	a.loop = sweep.Loop[tally]{Sweep: a.sweep, Report: a.report, Next: a.next}
+	return a
 }
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
+	if a.loop.Receive(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		a.onSweep(ctx)
-	case *sweepMsg:
-		a.onSweep(ctx)
-	case *sweepDone:
-		a.onSweepDone(ctx, msg)
 	case *hurryMsg:
-		a.onHurry(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		a.stop()
-	case *actor.Stopped, actor.SystemMessage, actor.AutoReceiveMessage:
+		// A sweep in flight may have read the index before the change: the loop sweeps
+		// again right after it.
+		a.hurryUntil = time.Now().Add(a.cfg.HurryFor)
+		a.loop.Now(ctx)
+	case *actor.Stopping, *actor.Restarting, *actor.Stopped, actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		a.cfg.Logger.Warn("reactivator: unexpected message", "type", fmt.Sprintf("%T", msg))
 	}
 }
 
-func (a *Actor) onSweep(ctx actor.Context) {
-	if a.done != nil {
-		return
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	a.cancel, a.done = cancel, make(chan struct{})
-	done, self, root := a.done, ctx.Self(), ctx.ActorSystem().Root
-	go func() {
-		defer close(done)
-		res := a.sweep(sctx)
-		res.of = done
-		root.Send(self, res)
-	}()
-}
-
-func (a *Actor) onHurry(ctx actor.Context) {
-	a.hurryUntil = time.Now().Add(a.cfg.HurryFor)
-	if a.done != nil {
-		a.again = true
-		return
-	}
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	a.onSweep(ctx)
-}
-
-func (a *Actor) onSweepDone(ctx actor.Context, msg *sweepDone) {
-	if msg.of == nil || msg.of != a.done {
-		return
-	}
-	a.cancel()
-	a.cancel, a.done = nil, nil
+func (a *Actor) report(t tally, err error) {
 	switch {
-	case msg.err != nil:
-		a.cfg.Logger.Warn("reactivator: sweep failed; trying again", "error", msg.err, "retry_in", a.cfg.Interval)
-	case msg.poked > 0:
-		a.cfg.Logger.Info("reactivator: woke sessions with no live owner", "sessions", msg.poked, "failed", msg.failed)
+	case err != nil:
+		a.cfg.Logger.Warn("reactivator: sweep failed; trying again", "error", err, "retry_in", a.cfg.Interval)
+	case t.poked > 0:
+		a.cfg.Logger.Info("reactivator: woke sessions with no live owner", "sessions", t.poked, "failed", t.failed)
 	}
-	if a.again {
-		a.again = false
-		a.onSweep(ctx)
-		return
-	}
-	next := a.cfg.Interval
+}
+
+// next is the delay before the next sweep: HurryInterval during a hurried spell.
+func (a *Actor) next() time.Duration {
 	if time.Now().Before(a.hurryUntil) {
-		next = min(next, a.cfg.HurryInterval)
+		return min(a.cfg.Interval, a.cfg.HurryInterval)
 	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	a.timer = time.AfterFunc(next, func() { root.Send(self, &sweepMsg{}) })
+	return a.cfg.Interval
 }
 
-// stop ends the timer and the sweep in flight.
-func (a *Actor) stop() {
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-	if a.done != nil {
-		a.cancel()
-		<-a.done
-		a.cancel, a.done = nil, nil
-	}
-}
-
-// sweep pokes every session the index says is due and unowned, Parallel at a time. A
-// panic (a bug in Poke) is reported as a failed sweep, not a crash of the goroutine.
-func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
-	res = &sweepDone{}
-	defer func() {
-		if r := recover(); r != nil {
-			res.err = fmt.Errorf("sweep panicked: %v", r)
-		}
-	}()
+// sweep pokes every session the index says is due and unowned, Parallel at a time.
+func (a *Actor) sweep(ctx context.Context) (res tally, err error) {
 	qctx, cancel := context.WithTimeout(ctx, a.cfg.QueryTimeout)
 	due, err := a.cfg.Index.Due(qctx, a.cfg.Batch)
 	cancel()
 	if err != nil {
-		res.err = fmt.Errorf("query the session index: %w", err)
-		return res
+		return res, fmt.Errorf("query the session index: %w", err)
 	}
 	var (
 		mu  sync.Mutex
@@ -249,8 +180,7 @@ func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			wg.Wait()
-			res.err = ctx.Err()
-			return res
+			return res, ctx.Err()
 		}
 		wg.Add(1)
 		go func(e persistence.IndexEntry) {
@@ -265,7 +195,7 @@ func (a *Actor) sweep(ctx context.Context) (res *sweepDone) {
 		}(e)
 	}
 	wg.Wait()
-	return res
+	return res, nil
 }
 
 func (a *Actor) poke(ctx context.Context, e persistence.IndexEntry) (err error) {
