@@ -9,14 +9,5 @@ MCP_SDK_NPM_VERSION="${MCP_SDK_NPM_VERSION:-1.32.2}"
 ZOD_NPM_VERSION="${ZOD_NPM_VERSION:-4.6.7}"
 DEST="$FATHOM_CACHE/npm/mcp-sdk-$MCP_SDK_NPM_VERSION-zod-$ZOD_NPM_VERSION"
 
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || apt_install nodejs npm
-command -v node >/dev/null 2>&1 || die "node not found after installing nodejs"
-if [ ! -f "$DEST/node_modules/@modelcontextprotocol/sdk/package.json" ] || [ ! -f "$DEST/node_modules/zod/package.json" ]; then
-  log "npm install @modelcontextprotocol/sdk@$MCP_SDK_NPM_VERSION zod@$ZOD_NPM_VERSION into $DEST"
-  rm -rf "$DEST.tmp" && mkdir -p "$DEST.tmp"
-  (cd "$DEST.tmp" && npm install --no-audit --no-fund --silent --prefix . \
-    "@modelcontextprotocol/sdk@$MCP_SDK_NPM_VERSION" "zod@$ZOD_NPM_VERSION" >&2) \
-    || { rm -rf "$DEST.tmp"; die "npm install of the MCP SDK failed (is the npm registry reachable?)"; }
-  rm -rf "$DEST" && mv "$DEST.tmp" "$DEST"
-fi
+npm_install_pinned "$DEST" "@modelcontextprotocol/sdk@$MCP_SDK_NPM_VERSION" "zod@$ZOD_NPM_VERSION"
 echo "$DEST"

@@ -125,3 +125,22 @@ service_main() {
   *) usage ;;
   esac
 }
+
+# npm_install_pinned DEST SPEC... installs Node.js (Debian's nodejs + npm) when missing, then the npm packages SPEC
+# (`name@version`, scoped names too) into DEST unless every one is already there. The install goes to DEST.tmp and
+# is moved into place only when complete, so an interrupted run never leaves a half-filled DEST.
+npm_install_pinned() {
+  local dest=$1 spec missing=
+  shift
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  command -v node >/dev/null 2>&1 || die "node not found after installing nodejs"
+  for spec in "$@"; do
+    [ -f "$dest/node_modules/${spec%@*}/package.json" ] || missing=1
+  done
+  [ -n "$missing" ] || return 0
+  log "npm install $* into $dest"
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+  (cd "$dest.tmp" && npm install --no-audit --no-fund --silent --prefix . "$@" >&2) \
+    || { rm -rf "$dest.tmp"; die "npm install $* failed (is the npm registry reachable?)"; }
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+}
