@@ -24,22 +24,10 @@ const embedModel = `{"rules":[
 // OpenAI-compatible model over HTTP: the researcher calls count_words, the program's own
 // typed tool, whose result reaches the hand-off and the session's result.
 func TestEmbedRunsASessionThatCallsTheProgramsTool(t *testing.T) {
-	script, err := mock.ParseScript([]byte(embedModel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
-	var out bytes.Buffer
-	if err := run(context.Background(), cfg, "How many words are in 'to be or not to be'?", &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+	out := runExample(t, embedModel)
 	for _, want := range []string{"tool_called", "tool_result", "session_completed", "result: The line has 6 words."} {
-		if !strings.Contains(out.String(), want) {
-			t.Fatalf("no %q in the example's output:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in the example's output:\n%s", want, out)
 		}
 	}
 }
@@ -58,7 +46,17 @@ const checkerModel = `{"rules":[
 // hand-off in its brief, and its own hand-off is recorded like a model agent's and
 // reaches the session's result.
 func TestEmbedPlannerDelegatesToTheProgramsAgent(t *testing.T) {
-	script, err := mock.ParseScript([]byte(checkerModel))
+	out := runExample(t, checkerModel)
+	if !strings.Contains(out, "subagent_completed") || !strings.Contains(out, "result: Checked: 6 words.") {
+		t.Fatalf("the checker's hand-off did not reach the result:\n%s", out)
+	}
+}
+
+// runExample runs the example's program against a scripted OpenAI-compatible model
+// serving rules over HTTP and returns what it printed.
+func runExample(t *testing.T, rules string) string {
+	t.Helper()
+	script, err := mock.ParseScript([]byte(rules))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +69,5 @@ func TestEmbedPlannerDelegatesToTheProgramsAgent(t *testing.T) {
 	if err := run(context.Background(), cfg, "How many words are in 'to be or not to be'?", &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "subagent_completed") || !strings.Contains(out.String(), "result: Checked: 6 words.") {
-		t.Fatalf("the checker's hand-off did not reach the result:\n%s", out.String())
-	}
+	return out.String()
 }
