@@ -382,11 +382,19 @@ func stepAt(s *messages.SessionState, idx uint32, id string) (*messages.StepStat
 	if int(idx) >= len(s.Steps) {
 		return nil, fmt.Errorf("%w: step index %d out of range (plan has %d steps)", ErrBadEvent, idx, len(s.Steps))
 	}
-	st := s.Steps[idx]
-	if st.GetStep().GetId() != id {
+	if st := s.Steps[idx]; st.GetStep().GetId() != id {
 		return nil, fmt.Errorf("%w: step %d is %q, not %q", ErrBadEvent, idx, st.GetStep().GetId(), id)
 	}
-	return st, nil
+	return ownStep(s, int(idx)), nil
+}
+
+// ownStep replaces step idx of s by a copy and returns the copy. A state shares its
+// steps with the state it was cloned from (CloneState copies only the list), so Apply
+// changes a step only in a copy of its own, and the states runners hold stay as they were.
+func ownStep(s *messages.SessionState, idx int) *messages.StepState {
+	st := cloneStep(s.Steps[idx])
+	s.Steps[idx] = st
+	return st
 }
 
 // currentStep is the orchestrator's running step if its id is id, else nil.
@@ -395,7 +403,7 @@ func currentStep(s *messages.SessionState, id string) *messages.StepState {
 	if idx >= len(s.Steps) || s.Steps[idx].GetStep().GetId() != id {
 		return nil
 	}
-	return s.Steps[idx]
+	return ownStep(s, idx)
 }
 
 func pendingTool(s *messages.SessionState, key string) int {

@@ -127,10 +127,10 @@ func applySubAgentToolResult(s *messages.SessionState, r *messages.ToolResult, e
 	return nil
 }
 
-// stepOf is the step sub-agent sa runs.
+// stepOf is the step sub-agent sa runs (s's own copy: ownStep).
 func stepOf(s *messages.SessionState, sa *messages.SubagentState) *messages.StepState {
 	if i := int(sa.GetStepIndex()); i < len(s.GetSteps()) && s.GetSteps()[i].GetStep().GetId() == sa.GetStepId() {
-		return s.GetSteps()[i]
+		return ownStep(s, i)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -9,10 +11,11 @@ import (
 
 // CloneState returns a copy of s that Apply may mutate without touching s.
 //
-// It is proto.Clone except for the transcripts (of steps and of sub-agents) and the
-// steps' plan steps: the new state gets its own slices, but their entries are shared
-// with s. Apply only ever
-// appends to a transcript or replaces it; it never modifies an entry once appended (a
+// It is proto.Clone except for the steps, the transcripts (of steps and of sub-agents)
+// and the steps' plan steps. The new state gets its own list of steps, but the steps are
+// shared with s until Apply changes one, which it does in a copy (ownStep). Transcripts
+// get their own slices with shared entries: Apply only ever appends to a transcript or
+// replaces it; it never modifies an entry once appended (a
 // TranscriptEntry is immutable, like an event). A transcript holds a session's whole
 // history, so copying it on every decision made a step cost grow with the session's
 // length; sharing the entries keeps a decision's copy proportional to the state's
@@ -23,11 +26,9 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 	}
 	out := &messages.SessionState{}
 	cloneExcept(s.ProtoReflect(), out.ProtoReflect(), stateSteps, stateSubAgents)
-	if n := len(s.GetSteps()); n > 0 {
-		out.Steps = make([]*messages.StepState, n)
-		for i, st := range s.GetSteps() {
-			out.Steps[i] = cloneStep(st)
-		}
+	if len(s.GetSteps()) > 0 {
+		// The steps themselves are shared: Apply copies a step before changing it (ownStep).
+		out.Steps = slices.Clone(s.GetSteps())
 	}
 	if len(s.GetSubAgents()) > 0 {
 		out.SubAgents = make(map[string]*messages.SubagentState, len(s.GetSubAgents()))
@@ -53,9 +54,10 @@ func fieldOf(m proto.Message, name protoreflect.Name) protoreflect.FieldDescript
 	return fd
 }
 
-// cloneStep copies a step by hand (a reflective copy of every step on every decision
-// was a sixth of a step's CPU): the plan step and the transcript's entries are shared,
-// being immutable (Apply replaces a step's plan step, never edits it).
+// cloneStep copies a step by hand (Apply's ownStep, for the one step an event changes;
+// copying every step on every decision was a tenth of a step's CPU): the plan step and
+// the transcript's entries are shared, being immutable (Apply replaces a step's plan step,
+// never edits it).
 // TestCloneStateCopiesEveryField fails when a field added to StepState is missing here.
 func cloneStep(st *messages.StepState) *messages.StepState {
 	if st == nil {

@@ -79,7 +79,9 @@ func value(newMsg func() protoreflect.Value, fd protoreflect.FieldDescriptor, de
 
 // TestCloneStateCopiesEveryField: CloneState equals proto.Clone on a state with every
 // field set (so a field added to the schema is copied too), and mutating the copy, its
-// steps, sub-agents and transcripts, leaves the original as it was.
+// step list, sub-agents and transcripts, leaves the original as it was. The steps
+// themselves are shared until Apply changes one in a copy (FuzzApply checks that no event
+// applied to a clone changes the original).
 func TestCloneStateCopiesEveryField(t *testing.T) {
 	s := &messages.SessionState{}
 	fill(s.ProtoReflect(), 4)
@@ -91,9 +93,7 @@ func TestCloneStateCopiesEveryField(t *testing.T) {
 	if !proto.Equal(c, want) {
 		t.Fatal("CloneState differs from proto.Clone")
 	}
-	c.Steps[0].Status = messages.StepStatus_STEP_STATUS_FAILED
-	c.Steps[0].Step = &messages.PlanStep{Id: "replaced"} // Apply replaces a plan step, never edits it
-	c.Steps[0].Transcript = append(c.Steps[0].Transcript, &messages.TranscriptEntry{Content: "new"})
+	c.Steps[0] = &messages.StepState{Status: messages.StepStatus_STEP_STATUS_FAILED}
 	for _, sa := range c.SubAgents {
 		sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{Content: "new"})
 		sa.AgentType = "changed"
@@ -105,5 +105,18 @@ func TestCloneStateCopiesEveryField(t *testing.T) {
 	}
 	if core.CloneState(nil) != nil {
 		t.Fatal("CloneState(nil) is not nil")
+	}
+	// The copy Apply makes of a step before changing it has every field too, and its own
+	// transcript slice.
+	st := s.GetSteps()[0]
+	want0 := proto.Clone(st).(*messages.StepState)
+	cs := core.CloneStep(st)
+	if !proto.Equal(cs, want0) {
+		t.Fatal("the step copy differs from proto.Clone")
+	}
+	cs.Transcript = append(cs.Transcript, &messages.TranscriptEntry{Content: "new"})
+	cs.Status = messages.StepStatus_STEP_STATUS_COMPLETED
+	if !proto.Equal(st, want0) {
+		t.Fatal("mutating the step copy changed the original")
 	}
 }
