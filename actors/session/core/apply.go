@@ -292,9 +292,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_MessageReceived:
 		return applyMessageReceived(s, p.MessageReceived, ev)
 	case *messages.Event_SubagentCompleted:
-		sa := s.GetSubAgents()[p.SubagentCompleted.GetSubAgentId()]
-		if sa == nil || !sa.GetRunning() {
-			return fmt.Errorf("%w: subagent_completed for %q, which is not running", ErrBadEvent, p.SubagentCompleted.GetSubAgentId())
+		sa, err := subAgentOf(s, p.SubagentCompleted.GetSubAgentId(), "subagent_completed")
+		if err != nil {
+			return err
 		}
 		sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
 		sa.Result = p.SubagentCompleted.GetResult()
@@ -362,9 +362,9 @@ func applyPlanRevised(s *messages.SessionState, r *messages.PlanRevised) error {
 	if i, ok := StepIndexByID(s, oldCurrent); ok && kept[oldCurrent] {
 		s.CurrentStepIndex = i
 	}
-	for _, sa := range s.SubAgents {
-		if i, ok := StepIndexByID(s, sa.GetStepId()); ok && kept[sa.GetStepId()] {
-			sa.StepIndex = i
+	for id, sa := range s.SubAgents {
+		if i, ok := StepIndexByID(s, sa.GetStepId()); ok && kept[sa.GetStepId()] && i != sa.GetStepIndex() {
+			ownSubAgent(s, id).StepIndex = i
 		}
 	}
 	if it := s.Interrupt; it != nil {

@@ -10,12 +10,22 @@ import (
 // Apply's cases for a sub-agent's events: they change SessionState.sub_agents[id] (its
 // isolated context) and the session's totals, never the orchestrator's steps.
 
+// subAgentOf is s's own copy (ownSubAgent) of running sub-agent id.
 func subAgentOf(s *messages.SessionState, id, what string) (*messages.SubagentState, error) {
 	sa := s.GetSubAgents()[id]
 	if sa == nil || !sa.GetRunning() {
 		return nil, fmt.Errorf("%w: %s for sub-agent %q, which is not running", ErrBadEvent, what, id)
 	}
-	return sa, nil
+	return ownSubAgent(s, id), nil
+}
+
+// ownSubAgent replaces sub-agent id of s (which must exist) by a copy and returns the
+// copy: like steps (ownStep), sub-agents are shared with the state s was cloned from until
+// Apply changes one.
+func ownSubAgent(s *messages.SessionState, id string) *messages.SubagentState {
+	sa := cloneSubAgent(s.SubAgents[id])
+	s.SubAgents[id] = sa
+	return sa
 }
 
 func applySubAgentStarted(s *messages.SessionState, e *messages.SubagentStarted, ev *messages.Event) error {
@@ -38,6 +48,8 @@ func applySubAgentStarted(s *messages.SessionState, e *messages.SubagentStarted,
 		return fmt.Errorf("%w: subagent_started for %q, which is running", ErrBadEvent, id)
 	case sa.GetAgentType() != e.GetAgentType():
 		return fmt.Errorf("%w: sub-agent %q is a %s, not a %s", ErrBadEvent, id, sa.GetAgentType(), e.GetAgentType())
+	default:
+		sa = ownSubAgent(s, id)
 	}
 	sa.StepId, sa.StepIndex, sa.Running = e.GetStepId(), e.GetStepIndex(), true
 	sa.MaxIterations, sa.Tools, sa.Iterations = e.GetMaxIterations(), e.GetTools(), 0
@@ -137,10 +149,10 @@ func stepOf(s *messages.SessionState, sa *messages.SubagentState) *messages.Step
 
 // applySubAgentArtifact adds an artifact a sub-agent wrote to its run's facts.
 func applySubAgentArtifact(s *messages.SessionState, a *messages.ArtifactWritten) {
-	sa := s.GetSubAgents()[a.GetSubAgentId()]
-	if sa == nil {
+	if s.GetSubAgents()[a.GetSubAgentId()] == nil {
 		return
 	}
+	sa := ownSubAgent(s, a.GetSubAgentId())
 	list := &sa.RunArtifactsCreated
 	if a.GetOverwrote() && !slices.Contains(sa.RunArtifactsCreated, a.GetPath()) {
 		list = &sa.RunArtifactsModified
@@ -152,7 +164,10 @@ func applySubAgentArtifact(s *messages.SessionState, a *messages.ArtifactWritten
 
 // stopSubAgents ends every sub-agent's run when the session ends.
 func stopSubAgents(s *messages.SessionState) {
-	for _, sa := range s.GetSubAgents() {
-		sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
+	for id, sa := range s.GetSubAgents() {
+		if sa.GetRunning() || sa.GetPending() != nil || len(sa.GetPendingTools()) > 0 {
+			sa = ownSubAgent(s, id)
+			sa.Running, sa.Pending, sa.PendingTools = false, nil, nil
+		}
 	}
 }

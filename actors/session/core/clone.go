@@ -1,6 +1,7 @@
 package core
 
 import (
+	"maps"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -11,9 +12,10 @@ import (
 
 // CloneState returns a copy of s that Apply may mutate without touching s.
 //
-// It is proto.Clone except for the steps, the transcripts (of steps and of sub-agents)
-// and the steps' plan steps. The new state gets its own list of steps, but the steps are
-// shared with s until Apply changes one, which it does in a copy (ownStep). Transcripts
+// It is proto.Clone except for the steps, the sub-agents, the transcripts and the steps'
+// plan steps. The new state gets its own list of steps and map of sub-agents, but the
+// steps and sub-agents are shared with s until Apply changes one, which it does in a copy
+// (ownStep, ownSubAgent). Transcripts
 // get their own slices with shared entries: Apply only ever appends to a transcript or
 // replaces it; it never modifies an entry once appended (a
 // TranscriptEntry is immutable, like an event). A transcript holds a session's whole
@@ -31,10 +33,8 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 		out.Steps = slices.Clone(s.GetSteps())
 	}
 	if len(s.GetSubAgents()) > 0 {
-		out.SubAgents = make(map[string]*messages.SubagentState, len(s.GetSubAgents()))
-		for id, sa := range s.GetSubAgents() {
-			out.SubAgents[id] = cloneSubAgent(sa)
-		}
+		// Shared too: Apply copies a sub-agent before changing it (ownSubAgent).
+		out.SubAgents = maps.Clone(s.GetSubAgents())
 	}
 	return out
 }

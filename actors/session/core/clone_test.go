@@ -79,9 +79,9 @@ func value(newMsg func() protoreflect.Value, fd protoreflect.FieldDescriptor, de
 
 // TestCloneStateCopiesEveryField: CloneState equals proto.Clone on a state with every
 // field set (so a field added to the schema is copied too), and mutating the copy, its
-// step list, sub-agents and transcripts, leaves the original as it was. The steps
-// themselves are shared until Apply changes one in a copy (FuzzApply checks that no event
-// applied to a clone changes the original).
+// step list and sub-agent map, leaves the original as it was. The steps and sub-agents
+// themselves are shared until Apply changes one in a copy, which is checked here to have
+// every field (and FuzzApply checks that no event applied to a clone changes the original).
 func TestCloneStateCopiesEveryField(t *testing.T) {
 	s := &messages.SessionState{}
 	fill(s.ProtoReflect(), 4)
@@ -94,9 +94,8 @@ func TestCloneStateCopiesEveryField(t *testing.T) {
 		t.Fatal("CloneState differs from proto.Clone")
 	}
 	c.Steps[0] = &messages.StepState{Status: messages.StepStatus_STEP_STATUS_FAILED}
-	for _, sa := range c.SubAgents {
-		sa.Transcript = append(sa.Transcript, &messages.TranscriptEntry{Content: "new"})
-		sa.AgentType = "changed"
+	for id := range c.SubAgents {
+		c.SubAgents[id] = &messages.SubagentState{AgentType: "changed"}
 	}
 	c.Commands["k"] = 99
 	c.Steps = append(c.Steps, &messages.StepState{})
@@ -118,5 +117,17 @@ func TestCloneStateCopiesEveryField(t *testing.T) {
 	cs.Status = messages.StepStatus_STEP_STATUS_COMPLETED
 	if !proto.Equal(st, want0) {
 		t.Fatal("mutating the step copy changed the original")
+	}
+	for _, sa := range s.GetSubAgents() {
+		want := proto.Clone(sa).(*messages.SubagentState)
+		cs := core.CloneSubAgent(sa)
+		if !proto.Equal(cs, want) {
+			t.Fatal("the sub-agent copy differs from proto.Clone")
+		}
+		cs.Transcript = append(cs.Transcript, &messages.TranscriptEntry{Content: "new"})
+		cs.AgentType = "changed"
+		if !proto.Equal(sa, want) {
+			t.Fatal("mutating the sub-agent copy changed the original")
+		}
 	}
 }

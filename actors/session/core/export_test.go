@@ -1,4 +1,7 @@
 package core
 
-// CloneStep exposes cloneStep (the copy Apply makes of a step it changes) to the tests.
+// CloneStep exposes cloneStep (the copy Apply makes of a step it changes).
 var CloneStep = cloneStep
+
+// CloneSubAgent exposes cloneSubAgent (the copy Apply makes of a sub-agent it changes).
+var CloneSubAgent = cloneSubAgent
