@@ -63,15 +63,21 @@ func (c *faultCluster) start(args ...string) *nodeProc {
 // awaitViews waits until each of nodes sees exactly nodes as the cluster's members.
 func (c *faultCluster) awaitViews(nodes ...*nodeProc) {
 	c.t.Helper()
-	var want []string
 	for _, n := range nodes {
-		want = append(want, n.member)
+		c.awaitView(n, nodes...)
+	}
+}
+
+// awaitView waits until node n sees exactly members as the cluster's members.
+func (c *faultCluster) awaitView(n *nodeProc, members ...*nodeProc) {
+	c.t.Helper()
+	var want []string
+	for _, m := range members {
+		want = append(want, m.member)
 	}
 	sort.Strings(want)
-	for _, n := range nodes {
-		testenv.Eventually(c.t, 30*time.Second, func() bool { return slices.Equal(c.view(n), want) },
-			"node %s sees members %v, want %v", n.member, c.view(n), want)
-	}
+	testenv.Eventually(c.t, 30*time.Second, func() bool { return slices.Equal(c.view(n), want) },
+		"node %s sees members %v, want %v", n.member, c.view(n), want)
 }
 
 // view is the members node n sees (GET /v1/cluster), sorted.

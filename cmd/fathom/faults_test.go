@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -212,4 +213,51 @@ func killMidAppend(t *testing.T, deliver bool) {
 	t.Logf("killed node A mid-append of %s (head before %d, after %d %s)", id, seq, head, headTyp)
 	c.awaitContinues(id, head, killedAt, a)
 	c.finish(id)
+}
+
+// TestPartitionFrozenViewOneWriter: node A reaches the Consul agent through a proxy that
+// stops forwarding (a partition between A and the agent), so A's view of the cluster is
+// frozen at {A, B}; node C joins afterwards, and B and C see {A, B, C} (A stays in their
+// topology for the pause grace). A session identity hashing moves to C runs there; a
+// state query through A places it by A's frozen view on A itself, so two members both
+// activate the session and both go after its pending work. The expected-sequence fence
+// lets exactly one write: the loser stops, the winner completes the session with no
+// further request, and the audit finds nothing recorded twice.
+func TestPartitionFrozenViewOneWriter(t *testing.T) {
+	consul := testenv.ConsulAddr(t)
+	view := startTCPFault(t, consul)
+	c := newFaultCluster(t, consul, startMockLLM(t, slowSixSteps(500*time.Millisecond)), "--pause-grace", "2m")
+	a := c.start("--consul", view.Addr())
+	b := c.start()
+	c.awaitViews(a, b)
+	view.freeze()
+	cc := c.start()
+	c.awaitView(b, a, b, cc)
+	// C may or may not list A, whose check lapsed before C ever saw it passing.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		v := c.view(cc)
+		return slices.Contains(v, b.member) && slices.Contains(v, cc.member)
+	}, "node C sees %v, want B and C among them", c.view(cc))
+	if got := c.view(a); len(got) != 2 {
+		t.Fatalf("node A's view is not frozen at {A, B}: %v", got)
+	}
+	prefix := "split-" + freePort(t)
+	var ids []string
+	for i := 0; len(ids) < 2 && i < 1000; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		if rendezvousOwner(t, id, a.member, b.member, cc.member) == cc.member && rendezvousOwner(t, id, a.member, b.member) == a.member {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		c.startOn(b, id, cc)
+		testenv.Eventually(t, 30*time.Second, func() bool { seq, _ := journalHead(t, c.conn, id); return seq >= 4 }, "session %s did not get going on C", id)
+		if code, body := httpJSON(t, "GET", a.url+"/v1/sessions/"+id, faultToken, nil); code != 200 || body["host"] != a.member {
+			t.Fatalf("state of %s through A: %d %v (want a second activation on A)", id, code, body)
+		}
+	}
+	c.finish(ids...)
+	if logs := a.stderr.String() + cc.stderr.String(); !strings.Contains(logs, "another activation wrote this session; stopping this one") {
+		t.Fatalf("no activation was fenced: the two activations never raced")
+	}
 }
