@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,4 +261,92 @@ func TestPartitionFrozenViewOneWriter(t *testing.T) {
 	if logs := a.stderr.String() + cc.stderr.String(); !strings.Contains(logs, "another activation wrote this session; stopping this one") {
 		t.Fatalf("no activation was fenced: the two activations never raced")
 	}
+}
+
+// TestPauseLongerThanGrace: nodes A and B run sessions (--pause-grace 3s); A is paused
+// (SIGSTOP) for four times the grace, so B drops it. Meanwhile clients keep starting
+// sessions through B and never get an internal error, and A's sessions continue on B
+// with no client request. When A resumes it knows it was dropped: it never answers a
+// client with an internal error, reports not ready while it cannot place grains, rejoins
+// the cluster and serves again (a session placed on it runs there). Every session
+// completes with a clean journal audit.
+func TestPauseLongerThanGrace(t *testing.T) {
+	consul := testenv.ConsulAddr(t)
+	const grace = 3 * time.Second
+	c := newFaultCluster(t, consul, startMockLLM(t, slowSixSteps(500*time.Millisecond)), "--pause-grace", grace.String())
+	a, b := c.start(), c.start()
+	c.awaitViews(a, b)
+	prefix := "away-" + freePort(t)
+	onA := []string{c.idOn(prefix+"-a", a.member, a.member, b.member), c.idOn(prefix+"-aa", a.member, a.member, b.member)}
+	ids := append([]string{c.idOn(prefix+"-b", b.member, a.member, b.member)}, onA...)
+	c.startOn(b, ids[0], b)
+	for _, id := range onA {
+		c.startOn(b, id, a)
+	}
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	heads := map[string]uint64{}
+	for _, id := range onA {
+		heads[id], _ = journalHead(t, c.conn, id)
+	}
+	tick := time.NewTicker(300 * time.Millisecond) // paces the clients' starts
+	defer tick.Stop()
+	for i := 0; time.Since(pausedAt) < 4*grace; i++ {
+		id := fmt.Sprintf("%s-during-%d", prefix, i)
+		code, body := httpJSON(t, "POST", b.url+"/v1/sessions", faultToken, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code >= 500 && code != 503 && code != 504 {
+			t.Fatalf("start %s through B while A is paused: %d %v", id, code, body)
+		}
+		if code == 201 {
+			ids = append(ids, id)
+		}
+		<-tick.C
+	}
+	for _, id := range onA { // moved while A was still away
+		testenv.Eventually(t, faultLeaseTTL+5*time.Second, func() bool {
+			head, typ := journalHead(t, c.conn, id)
+			return head > heads[id] && (leaseOwner(t, c.conn, id) == b.member || typ == "session_completed")
+		}, "session %s of the paused node did not continue on B (head %d, lease %q)", id, heads[id], leaseOwner(t, c.conn, id))
+	}
+	resume()
+	t.Logf("resumed node A after %s", time.Since(pausedAt).Round(time.Millisecond))
+
+	// Back, A answers no client with an internal error and says it is not ready until it
+	// can place grains again; then a session placed on it runs there.
+	var after []string
+	sawNotReady := false
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		code, body := httpJSON(t, "GET", a.url+"/readyz", "", nil)
+		if code != 200 {
+			sawNotReady = true
+			return false
+		}
+		id := c.idOn(fmt.Sprintf("%s-after-%d", prefix, len(after)), a.member, a.member, b.member)
+		code, body = httpJSON(t, "POST", a.url+"/v1/sessions", faultToken, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code >= 500 && code != 503 && code != 504 {
+			t.Fatalf("start %s through A after it resumed (ready): %d %v", id, code, body)
+		}
+		if code != 201 {
+			return false
+		}
+		after = append(after, id)
+		testenv.Eventually(t, 10*time.Second, func() bool { return leaseOwner(t, c.conn, id) != "" }, "session %s holds no lease", id)
+		return leaseOwner(t, c.conn, id) == a.member
+	}, "node A did not serve again after its pause")
+	if !sawNotReady {
+		t.Fatalf("node A reported ready at every look after its pause, before it rejoined")
+	}
+	c.awaitViews(a, b)
+	c.finish(append(ids, after...)...)
 }
