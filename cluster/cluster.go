@@ -199,9 +199,16 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	if cfg.AdvertisedHost != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(cfg.AdvertisedHost))
 	}
-	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, ropts...),
-		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout),
-		cluster.WithClusterContextProducer(newRequestContext))
+	copts := []cluster.ConfigOption{cluster.WithKinds(kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout),
+		cluster.WithClusterContextProducer(newRequestContext)}
+	if cfg.Provider == ProviderConsul {
+		// Gossip blocks, for good, the actor system of a member it has not heard from for
+		// this long (20 s by default), so a member paused for longer could never talk to
+		// the others again even once it rejoined under a new member id. The provider
+		// decides who is alive (the Consul TTL and the pause grace); gossip does not.
+		copts = append(copts, cluster.WithHeartbeatExpiration(gossipHeartbeatExpiration))
+	}
+	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, ropts...), copts...)
 	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), system: system, cluster: cluster.New(system, ccfg)}
 	n.sub = system.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
@@ -213,6 +220,15 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 		}
 	})
 	return n, nil
+}
+
+// memberID is this member's id in the topology: the actor system's id, but with Consul
+// the provider's (it changes when the member rejoins after being dropped).
+func (n *Node) memberID() string {
+	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
+		return p.MemberID()
+	}
+	return n.system.ID
 }
 
 func (n *Node) hasMember(id string) bool {
@@ -245,7 +261,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.startMember(); err != nil {
 		return err
 	}
-	self := n.system.ID
+	self := n.memberID()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !n.hasMember(self) {
@@ -259,6 +275,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.log.Info("joined cluster", "name", n.cfg.Name, "provider", n.cfg.Provider, "address", n.Address(), "members", len(n.MemberAddresses()))
 	return nil
 }
+
+// gossipHeartbeatExpiration is how long gossip waits before it blocks a silent member's
+// actor system: far past any pause a member rides out or rejoins after.
+const gossipHeartbeatExpiration = 7 * 24 * time.Hour
 
 // startMu serialises member starts in one process: Proto.Actor's remote.Start writes
 // grpc's global logger, a data race when two members start concurrently.
@@ -422,13 +442,14 @@ func (n *Node) Ready() error {
 		return errors.New("cluster: member not started")
 	case stopped:
 		return errors.New("cluster: member is leaving")
-	case !n.hasMember(n.system.ID):
-		return fmt.Errorf("cluster: member %s is not in its own topology", n.Address())
 	}
 	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
 		if err := p.Dropped(); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+	}
+	if !n.hasMember(n.memberID()) {
+		return fmt.Errorf("cluster: member %s is not in its own topology", n.Address())
 	}
 	return nil
 }

@@ -31,8 +31,12 @@ import (
 //   - Its watch panics when the agent is unreachable at start.
 //
 // A member knows when it was away for longer than the grace (its own heartbeats stopped
-// for that long, so the others dropped and blocked it): Dropped reports it, and the node
-// reports itself not ready.
+// for that long, so the others dropped it, and Proto.Actor blocks a dropped member id for
+// good): it then rejoins under a new member id (the actor system's id and a generation,
+// at the same address) and deregisters the old one. The member id is never the actor
+// system's id itself: a member blocks the connections of a blocked id's actor system, so
+// a dropped member must be blocked under a member id its connections do not carry. Until the new id is in its own
+// topology, Dropped reports why, and the node reports itself not ready.
 type consulProvider struct {
 	cfg   consulConfig
 	log   *slog.Logger
@@ -43,13 +47,17 @@ type consulProvider struct {
 	stopped  bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
-	id       string
+	id       string // the member id in the topology: sysID.<gen>
+	sysID    string // the actor system's id
+	gen      int    // how many times this member rejoined under a new id
 	name     string
 	host     string
 	port     int
 	kinds    []string
 	lastBeat time.Time // the last successful TTL update
-	dropped  error     // set once this member was away longer than the grace
+	dropped  error     // set while this member, away longer than the grace, rejoins
+	rejoined string    // the new id of the pending rejoin ("" when none is pending)
+	retry    bool      // the last rejoin failed to register: try again
 	c        *cluster.Cluster
 }
 
@@ -116,8 +124,8 @@ func (p *consulProvider) StartMember(c *cluster.Cluster) error {
 		return errors.New("consul provider: already started")
 	}
 	p.started = true
-	p.c, p.id, p.name, p.host, p.port, p.kinds = c, c.ActorSystem.ID, c.Config.Name, host, port, c.GetClusterKinds()
-	if err := p.register(); err != nil {
+	p.c, p.id, p.sysID, p.name, p.host, p.port, p.kinds = c, c.ActorSystem.ID+".0", c.ActorSystem.ID, c.Config.Name, host, port, c.GetClusterKinds()
+	if err := p.registerAs(p.id); err != nil {
 		return err
 	}
 	p.lastBeat = time.Now()
@@ -145,38 +153,90 @@ func (p *consulProvider) Shutdown(bool) error {
 	close(p.stop)
 	p.mu.Unlock()
 	p.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
-	defer cancel()
-	if err := p.agent.Agent().ServiceDeregisterOpts(p.id, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("consul provider: deregister %s: %w", p.id, err)
+	id := p.memberID()
+	if err := p.deregister(id); err != nil {
+		return err
 	}
-	p.log.Info("deregistered from consul", "member", p.id)
+	p.log.Info("deregistered from consul", "member", id)
 	return nil
 }
 
-// Dropped reports, once this member's heartbeats stopped for longer than the grace,
-// that the other members dropped it for good.
+// MemberID is this member's id in the topology (it changes when the member rejoins).
+func (p *consulProvider) MemberID() string { return p.memberID() }
+
+func (p *consulProvider) memberID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.id
+}
+
+// Dropped reports why this member cannot count on being in the other members'
+// topology: its heartbeats stopped for longer than the grace (so they dropped it), and
+// it has not rejoined yet.
 func (p *consulProvider) Dropped() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.dropped == nil && p.started && !p.stopped {
+		if gap := time.Since(p.lastBeat); gap > p.cfg.PauseGrace {
+			return fmt.Errorf("this member sent no heartbeat for %s (longer than the %s grace)", gap.Round(time.Second), p.cfg.PauseGrace)
+		}
+	}
 	return p.dropped
 }
 
-func (p *consulProvider) register() error {
+func (p *consulProvider) deregister(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	defer cancel()
+	if err := p.agent.Agent().ServiceDeregisterOpts(id, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("consul provider: deregister %s: %w", id, err)
+	}
+	return nil
+}
+
+func (p *consulProvider) register() error { return p.registerAs(p.memberID()) }
+
+func (p *consulProvider) registerAs(id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
 	defer cancel()
 	s := &api.AgentServiceRegistration{
-		ID: p.id, Name: p.name, Tags: p.kinds, Address: p.host, Port: p.port,
-		Meta: map[string]string{"id": p.id},
+		ID: id, Name: p.name, Tags: p.kinds, Address: p.host, Port: p.port,
+		Meta: map[string]string{"id": id},
 		Check: &api.AgentServiceCheck{
-			CheckID: "service:" + p.id, TTL: p.cfg.TTL.String(), Status: api.HealthPassing,
+			CheckID: "service:" + id, TTL: p.cfg.TTL.String(), Status: api.HealthPassing,
 			DeregisterCriticalServiceAfter: p.cfg.DeregisterAfter.String(),
 		},
 	}
 	if err := p.agent.Agent().ServiceRegisterOpts(s, api.ServiceRegisterOpts{}.WithContext(ctx)); err != nil {
-		return fmt.Errorf("consul provider: register %s at %s: %w", p.id, p.cfg.Addr, err)
+		return fmt.Errorf("consul provider: register %s at %s: %w", id, p.cfg.Addr, err)
 	}
 	return nil
+}
+
+// rejoin registers this member under a new id after the others dropped (and blocked)
+// the current one, and deregisters the old id. Dropped reports the rejoin until the
+// watch sees the new id passing.
+func (p *consulProvider) rejoin(gap time.Duration) {
+	p.mu.Lock()
+	old := p.id
+	p.gen++
+	id := fmt.Sprintf("%s.%d", p.sysID, p.gen)
+	p.dropped = fmt.Errorf("this member sent no heartbeat for %s (longer than the %s grace), so the other members dropped it; rejoining as %s", gap.Round(time.Second), p.cfg.PauseGrace, id)
+	p.mu.Unlock()
+	p.log.Warn("member dropped by the cluster; rejoining under a new id", "member", old, "new_member", id, "away", gap.Round(time.Millisecond))
+	if err := p.registerAs(id); err != nil {
+		p.log.Warn("rejoin under a new id failed; retrying at the next heartbeat", "member", id, "error", err)
+		p.mu.Lock()
+		p.gen--
+		p.retry = true
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Lock()
+	p.id, p.rejoined, p.retry = id, id, false
+	p.mu.Unlock()
+	if err := p.deregister(old); err != nil {
+		p.log.Warn("deregister the dropped member id", "member", old, "error", err)
+	}
 }
 
 // heartbeat renews the member's TTL check every TTL/3, and registers the member again
@@ -195,23 +255,26 @@ func (p *consulProvider) heartbeat() {
 		err := p.beat()
 		if err != nil {
 			if err = p.register(); err == nil {
-				p.log.Info("registered with consul again", "member", p.id)
+				p.log.Info("registered with consul again", "member", p.memberID())
 				err = p.beat()
 			}
 		}
 		now := time.Now()
 		p.mu.Lock()
+		gap := now.Sub(p.lastBeat)
 		if err == nil {
-			if gap := now.Sub(p.lastBeat); gap > p.cfg.PauseGrace && p.dropped == nil {
-				p.dropped = fmt.Errorf("this member sent no heartbeat for %s (longer than the %s grace): the other members dropped it for good; restart it", gap.Round(time.Second), p.cfg.PauseGrace)
-				p.log.Error("member dropped by the cluster", "member", p.id, "error", p.dropped)
-			}
 			p.lastBeat = now
 		}
 		p.mu.Unlock()
+		p.mu.Lock()
+		retry := p.retry
+		p.mu.Unlock()
+		if err == nil && (gap > p.cfg.PauseGrace || retry) {
+			p.rejoin(gap)
+		}
 		if err != nil && now.Sub(lastLog) > consulRegisterLogPeriod {
 			lastLog = now
-			p.log.Warn("consul heartbeat failed; retrying", "member", p.id, "agent", p.cfg.Addr, "error", err)
+			p.log.Warn("consul heartbeat failed; retrying", "member", p.memberID(), "agent", p.cfg.Addr, "error", err)
 		}
 	}
 }
@@ -219,7 +282,7 @@ func (p *consulProvider) heartbeat() {
 func (p *consulProvider) beat() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
 	defer cancel()
-	return p.agent.Agent().UpdateTTLOpts("service:"+p.id, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
+	return p.agent.Agent().UpdateTTLOpts("service:"+p.memberID(), "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
 }
 
 // watch reads the service's health entries (a blocking query, at most a second long,
@@ -263,6 +326,23 @@ func (p *consulProvider) watch() {
 		}
 		if members := p.members(entries, seen, time.Now()); len(members) > 0 {
 			p.c.MemberList.UpdateClusterTopology(members)
+			p.rejoinDone(members)
+		}
+	}
+}
+
+// rejoinDone ends a pending rejoin once the new id is among the listed members.
+func (p *consulProvider) rejoinDone(members []*cluster.Member) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rejoined == "" {
+		return
+	}
+	for _, m := range members {
+		if m.Id == p.rejoined {
+			p.log.Info("rejoined the cluster", "member", p.rejoined)
+			p.rejoined, p.dropped = "", nil
+			return
 		}
 	}
 }

@@ -65,16 +65,23 @@ func startSessions(t *testing.T, via *nodeProc, token, prefix string, n int) []s
 	var ids []string
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		testenv.Eventually(t, 30*time.Second, func() bool {
-			code, body := httpJSON(t, "POST", via.url+"/v1/sessions", token, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
-			if code != 201 {
-				t.Logf("start %s: %d %v", id, code, body)
-			}
-			return code == 201
-		}, "session %s did not start", id)
+		startSession(t, via, token, id)
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// startSession starts session id (goal "heal <id>") through node via, retrying until the
+// gateway answers 201.
+func startSession(t *testing.T, via *nodeProc, token, id string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		code, body := httpJSON(t, "POST", via.url+"/v1/sessions", token, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		if code != 201 {
+			t.Logf("start %s: %d %v", id, code, body)
+		}
+		return code == 201
+	}, "session %s did not start", id)
 }
 
 // waitAllCompleted waits for every session to complete and audits each journal.

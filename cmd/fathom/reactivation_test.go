@@ -59,7 +59,8 @@ func journalHead(t *testing.T, conn *pgx.Conn, id string) (uint64, string) {
 }
 
 // auditJournal checks a finished session's stream: seq 1..n (jsonEvents), completed,
-// and no event recorded twice for one command id, LLM call or tool call.
+// no event recorded twice for one command id, LLM call or tool call, and no tool called
+// again once its result was recorded.
 func auditJournal(t *testing.T, dsn, id string) []map[string]any {
 	t.Helper()
 	r := fathom(t, cleanEnv(), "session", "timeline", "--postgres", dsn, "--json", id)
@@ -69,8 +70,18 @@ func auditJournal(t *testing.T, dsn, id string) []map[string]any {
 	evs := jsonEvents(t, r.stdout)
 	checkCompletedRun(t, evs)
 	seen := map[string]int{}
+	results := map[string]bool{} // tool calls with a recorded result
 	for _, ev := range evs {
 		typ := ev["type"].(string)
+		call := fmt.Sprintf("%v sub_agent=%v", ev["call_id"], ev["sub_agent_id"])
+		switch typ {
+		case "tool_called":
+			if results[call] {
+				t.Fatalf("session %s calls tool %s again after its result was recorded", id, call)
+			}
+		case "tool_result":
+			results[call] = true
+		}
 		for _, k := range []string{"command_id", "call_id", "idempotency_key"} {
 			if v, _ := ev[k].(string); v != "" && (k != "command_id" || typ == "session_started") {
 				key := fmt.Sprintf("%s %s=%s sub_agent=%v", typ, k, v, ev["sub_agent_id"])
