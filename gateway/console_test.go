@@ -107,7 +107,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "READ_TOKEN="+readToken,
 		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots, "SESSION_ID=console-1",
-		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1", "LOAD_RUNS=5")
+		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("console-e2e:\n%s", out)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 // seedSessions stores n completed sessions (session_started, session_completed) with
 // their index rows.
-func seedSessions(t *testing.T, j indexedJournal, n int) {
+func seedSessions(t testing.TB, j indexedJournal, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
