@@ -107,7 +107,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "READ_TOKEN="+readToken,
 		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots, "SESSION_ID=console-1",
-		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1", "LOAD_RUNS=5")
+		"ANSWER={\"n\": 2}", "RESTART_SESSION=crash-1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("console-e2e:\n%s", out)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 // seedSessions stores n completed sessions (session_started, session_completed) with
 // their index rows.
-func seedSessions(t *testing.T, j indexedJournal, n int) {
+func seedSessions(t testing.TB, j indexedJournal, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
@@ -227,5 +227,63 @@ func TestConsoleApproval(t *testing.T) {
 	}
 	if strings.Join(decision, ",") != "edit" || strings.Join(filenames, ",") != "approved.md" {
 		t.Fatalf("decisions %v, artifacts written %v: want one edit and approved.md written once", decision, filenames)
+	}
+}
+
+// TestConsoleControls drives the session page's controls in headless Chromium
+// (scripts/console-controls-e2e.mjs): pause then resume, a breakpoint before a step type
+// then resume, a fork at the slider's step 1 (stopped by the breakpoint it inherits,
+// cleared and resumed), and cancel; the journal shows each.
+func TestConsoleControls(t *testing.T) {
+	playwright, chromium := testenv.ConsoleBrowser(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	g := startGW(t, gwOpts{script: humanScript(t)})
+	for _, id := range []string{"ctl-pause", "ctl-break", "ctl-cancel"} {
+		if code, body := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"Print copies of a haiku","session_id":"`+id+`"}`)); code != 201 {
+			t.Fatalf("start %s: %d %v", id, code, body)
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "console-controls-e2e.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "PLAYWRIGHT_DIR="+playwright,
+		"CHROMIUM="+chromium, "PAUSE_SESSION=ctl-pause", "BREAK_SESSION=ctl-break", "CANCEL_SESSION=ctl-cancel", "FORK_ID=ctl-fork")
+	out, err := cmd.CombinedOutput()
+	t.Logf("console-controls-e2e:\n%s", out)
+	types := func(id string) string {
+		var ts []string
+		for _, ev := range g.journal(id) {
+			ts = append(ts, ev["type"].(string))
+		}
+		return strings.Join(ts, " ")
+	}
+	if err != nil {
+		t.Fatalf("the console's controls run failed: %v\nctl-break's events: %s", err, types("ctl-break"))
+	}
+	for _, id := range []string{"ctl-pause", "ctl-break"} {
+		if ts := types(id); !strings.Contains(ts, "breakpoint_set") || !strings.Contains(ts, "interrupt_triggered") ||
+			!strings.Contains(ts, "interrupt_resumed") || !strings.HasSuffix(ts, "session_completed") {
+			t.Errorf("%s's events: %s", id, ts)
+		}
+	}
+	fork := g.journal("ctl-fork")
+	var forked map[string]any
+	for _, ev := range fork {
+		if ev["type"] == "session_forked" {
+			forked = ev
+		}
+	}
+	if forked == nil || forked["source_session_id"] != "ctl-break" || !strings.Contains(types("ctl-fork"), "breakpoints_cleared") ||
+		fork[len(fork)-1]["type"] != "session_completed" {
+		t.Errorf("ctl-fork: forked %v, events %s", forked, types("ctl-fork"))
+	}
+	evs := g.journal("ctl-cancel")
+	if last := evs[len(evs)-1]; last["type"] != "session_cancelled" || last["by"] != "console" {
+		t.Errorf("ctl-cancel's last event: %v", last)
 	}
 }

@@ -28,7 +28,7 @@ const readToken = "r3ad-only-token"
 // gw is an in-process node (embedded journal, scripted model over HTTP, local cluster)
 // behind a gateway served by httptest.
 type gw struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	h     *gateway.Handler
 	n     *node.Node
@@ -45,7 +45,7 @@ type gwOpts struct {
 	session func(*session.Config)
 }
 
-func startGW(t *testing.T, o gwOpts) *gw {
+func startGW(t testing.TB, o gwOpts) *gw {
 	t.Helper()
 	script := mock.DemoScript()
 	if o.script != nil {
@@ -165,7 +165,7 @@ func (g *gw) synthetic(stream string, count, size int) {
 
 // wsc is a gorilla client of the gateway.
 type wsc struct {
-	t *testing.T
+	t testing.TB
 	c *websocket.Conn
 }
 

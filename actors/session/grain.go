@@ -94,6 +94,7 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
+	run      traceRun // the open run's invoke_agent span (trace.go)
 	// pubState is the state after the last published events (trace.go ends the spans a
 	// batch of events ends against it).
 	pubState *messages.SessionState
@@ -151,6 +152,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
+	g.traceActivated()
 	g.startLease(ctx)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
@@ -162,6 +164,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.waitPipeline()
 	g.endLease()
 	g.forget()
+	g.traceDeactivated()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
 		g.span.End()

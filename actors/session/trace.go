@@ -11,6 +11,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -30,9 +31,25 @@ import (
 // before, and a backend joins them when the parent arrives. The span ids reach the SDK
 // through telemetry.IDGenerator, which the node's tracer provider uses.
 //
+// The root and the runs. A session can live for days, mostly waiting for a human, and a
+// span is exported only when it ends: a root covering the whole session would leave its
+// children without a parent in the backend for as long as the session lives. So the
+// root invoke_agent span stands for the session's first run: it starts with the session
+// and ends when that run stops — at the first wait for a human (awaiting_human,
+// interrupted), at the end of the session, or when the activation stops (passivation,
+// node shutdown), whichever comes first. Each later run (a reactivation that goes on
+// working, a human's answer, a resume) is an invoke_agent orchestrator span of its own,
+// a child of the root, ending the same way. The root keeps its derived id, so every
+// other span of the session still hangs under it (or under a step or sub-agent span)
+// and the trace is complete in the backend as soon as the first run stops. The run that
+// ends the session carries the session's totals (fathom.status, tokens, cost). A fork's
+// root carries a link to its source's root span and the fork point
+// (fathom.fork.source_session_id, fathom.fork.source_seq).
+//
 // The shape:
 //
-//	invoke_agent orchestrator            (root: gen_ai.conversation.id = session id)
+//	invoke_agent orchestrator            (root, the first run: gen_ai.conversation.id = session id)
+//	├── invoke_agent orchestrator        (each later run)
 //	├── session.activation               (one per activation, fathom.host)
 //	├── session.plan / session.replan    (an orchestrator LLM call) └── chat MODEL
 //	└── session.step                     (a plan step attempt)
@@ -117,6 +134,11 @@ func withParent(parent trace.SpanContext) context.Context {
 // traceEnded emits the long spans evs end: st is the state after evs, prev the state
 // before them.
 func (g *Grain) traceEnded(evs []*messages.Event, prev, st *messages.SessionState) {
+	if len(evs) == 0 {
+		return
+	}
+	g.runStarts(evs, prev, st)
+	ended := false
 	for i, ev := range evs {
 		switch p := ev.GetPayload().(type) {
 		case *messages.Event_StepCompleted:
@@ -132,12 +154,124 @@ func (g *Grain) traceEnded(evs []*messages.Event, prev, st *messages.SessionStat
 			g.endSubAgent(evs, i, st, c.GetSubAgentId(), c.GetResult().GetStatus(), errText)
 		case *messages.Event_SessionCompleted:
 			g.endRoot(evs, i, prev, st, "")
+			ended = true
 		case *messages.Event_SessionFailed:
 			g.endRoot(evs, i, prev, st, p.SessionFailed.GetError())
+			ended = true
 		case *messages.Event_SessionCancelled:
 			g.endRoot(evs, i, prev, st, "cancelled: "+p.SessionCancelled.GetReason())
+			ended = true
 		}
 	}
+	if !ended && g.run.open && !runActive(st.GetStatus()) {
+		g.endRun(st, evs[len(evs)-1].GetAtUnixNano(), runEndedBy(st.GetStatus()), "")
+	}
+}
+
+// traceRun is the session's open run in this activation: the span of the first run is
+// the trace's root (rootSpanID), a later run's is a child of it.
+type traceRun struct {
+	open  bool
+	first bool
+	start int64 // unix nanos
+}
+
+// runActive reports whether a session in status s is working (a run is open).
+func runActive(s messages.SessionStatus) bool {
+	return s == messages.SessionStatus_SESSION_STATUS_PLANNING || s == messages.SessionStatus_SESSION_STATUS_EXECUTING
+}
+
+// runEndedBy names what stopped a run that left the session in status s.
+func runEndedBy(s messages.SessionStatus) string {
+	switch s {
+	case messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN:
+		return "awaiting_human"
+	case messages.SessionStatus_SESSION_STATUS_INTERRUPTED:
+		return "interrupted"
+	case messages.SessionStatus_SESSION_STATUS_COMPLETED:
+		return "completed"
+	case messages.SessionStatus_SESSION_STATUS_FAILED:
+		return "failed"
+	case messages.SessionStatus_SESSION_STATUS_CANCELLED:
+		return "cancelled"
+	}
+	return "passivation"
+}
+
+// traceActivated opens a run when the loaded session is working (Init, after load).
+func (g *Grain) traceActivated() {
+	if g.deps == nil || !runActive(g.state.GetStatus()) {
+		return
+	}
+	g.run = traceRun{open: true, start: g.deps.Now().UnixNano()}
+}
+
+// traceDeactivated ends the open run when the activation stops (Terminate).
+func (g *Grain) traceDeactivated() {
+	if g.deps == nil || !g.run.open {
+		return
+	}
+	g.endRun(g.state, g.deps.Now().UnixNano(), "passivation", "")
+}
+
+// runStarts opens a run for evs (leading from prev to st): the first run when evs start
+// the session (or make it a fork), a later one when evs make a stopped session work
+// again or end it while no run is open (a cancel while it waits for a human).
+func (g *Grain) runStarts(evs []*messages.Event, prev, st *messages.SessionState) {
+	if prev.GetStatus() == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED && st.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
+		start := st.GetStartedAtUnixNano()
+		for _, ev := range evs {
+			if ev.GetSessionForked() != nil {
+				start = ev.GetAtUnixNano()
+			}
+		}
+		g.run = traceRun{open: true, first: true, start: start}
+		return
+	}
+	if g.run.open {
+		return
+	}
+	if runActive(st.GetStatus()) || core.Terminal(st) && !core.Terminal(prev) {
+		g.run = traceRun{open: true, start: evs[0].GetAtUnixNano()}
+	}
+}
+
+// endRun emits the open run's span, ending at end (unix nanos): the root for the first
+// run, a child of it for a later one.
+func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
+	run := g.run
+	if !run.open {
+		return
+	}
+	g.run = traceRun{}
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(orchestratorAgent),
+		semconv.GenAIConversationID(g.id),
+		semconv.GenAIRequestModel(st.GetConfig().GetModel()),
+		semconv.GenAIUsageInputTokensKey.Int64(int64(st.GetUsage().GetInputTokens())),
+		semconv.GenAIUsageOutputTokensKey.Int64(int64(st.GetUsage().GetOutputTokens())),
+		attribute.String("fathom.session_id", g.id),
+		attribute.String("fathom.status", st.GetStatus().String()),
+		attribute.String("fathom.run.ended_by", endedBy),
+		attribute.Float64("fathom.cost_usd", st.GetCostUsd()),
+		attribute.Int("fathom.steps", len(st.GetSteps())),
+		attribute.Int("fathom.llm_calls", int(st.GetLlmCalls())),
+	}
+	parent, sid := rootParent(g.id), trace.SpanID{}
+	var opts []trace.SpanStartOption
+	if run.first {
+		parent, sid = trace.SpanContext{}, rootSpanID(g.id)
+		if f := st.GetForkedFrom(); f != nil && f.GetSourceSessionId() != "" {
+			fork := []attribute.KeyValue{
+				attribute.String("fathom.fork.source_session_id", f.GetSourceSessionId()),
+				attribute.Int64("fathom.fork.source_seq", int64(f.GetSourceSeq())),
+			}
+			attrs = append(attrs, fork...)
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(f.GetSourceSessionId()), Attributes: fork}))
+		}
+	}
+	g.emitSpanWith("invoke_agent "+orchestratorAgent, parent, sid, run.start, end, errText, append(opts, trace.WithAttributes(attrs...))...)
 }
 
 // runOf returns the run number and start time (unix nanos; 0: unknown) of the run that
@@ -249,29 +383,23 @@ func (g *Grain) endRoot(evs []*messages.Event, i int, prev, st *messages.Session
 			g.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "the session ended")
 		}
 	}
-	g.emitSpan("invoke_agent "+orchestratorAgent, trace.SpanContext{}, rootSpanID(g.id), st.GetStartedAtUnixNano(), end, errText,
-		semconv.GenAIOperationNameInvokeAgent,
-		semconv.GenAIAgentName(orchestratorAgent),
-		semconv.GenAIConversationID(g.id),
-		semconv.GenAIRequestModel(st.GetConfig().GetModel()),
-		semconv.GenAIUsageInputTokensKey.Int64(int64(st.GetUsage().GetInputTokens())),
-		semconv.GenAIUsageOutputTokensKey.Int64(int64(st.GetUsage().GetOutputTokens())),
-		attribute.String("fathom.session_id", g.id),
-		attribute.String("fathom.status", st.GetStatus().String()),
-		attribute.Float64("fathom.cost_usd", st.GetCostUsd()),
-		attribute.Int("fathom.steps", len(st.GetSteps())),
-		attribute.Int("fathom.llm_calls", int(st.GetLlmCalls())),
-	)
+	g.endRun(st, end, runEndedBy(st.GetStatus()), errText)
 }
 
 // emitSpan emits a finished span with id sid under parent (the trace's root when parent
 // is invalid), from start to end (unix nanos; an unknown start is end).
 func (g *Grain) emitSpan(name string, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, attrs ...attribute.KeyValue) {
+	g.emitSpanWith(name, parent, sid, start, end, errText, trace.WithAttributes(attrs...))
+}
+
+// emitSpanWith is emitSpan with start options (attributes, links); an invalid sid gets a
+// random span id.
+func (g *Grain) emitSpanWith(name string, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, extra ...trace.SpanStartOption) {
 	if start <= 0 || start > end {
 		start = end
 	}
 	ctx := telemetry.WithIDs(withParent(parent), sessionTraceID(g.id), sid)
-	opts := []trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, start)), trace.WithAttributes(attrs...)}
+	opts := append([]trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, start))}, extra...)
 	if !parent.IsValid() {
 		opts = append(opts, trace.WithNewRoot())
 	}
@@ -280,7 +408,7 @@ func (g *Grain) emitSpan(name string, parent trace.SpanContext, sid trace.SpanID
 		span.SetStatus(codes.Error, errText)
 	}
 	span.End(trace.WithTimestamp(time.Unix(0, end)))
-	if sc := span.SpanContext(); sc.IsValid() && sc.SpanID() != sid && !g.deps.traceIDsWarned.Swap(true) {
+	if sc := span.SpanContext(); sc.IsValid() && sid.IsValid() && sc.SpanID() != sid && !g.deps.traceIDsWarned.Swap(true) {
 		g.log.Warn("the tracer provider does not use telemetry.IDGenerator: a session's long spans (invoke_agent, session.step) get random ids and their children point at parents no backend receives")
 	}
 }

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -331,4 +332,116 @@ func TestCancelledSessionTrace(t *testing.T) {
 		}
 		return false
 	}, "no execute_tool hang span under the step")
+}
+
+// TestTraceRootEndsAtHumanWait: the root invoke_agent span is exported when the first run
+// stops at a wait for a human, not when the session ends, so a backend has the parent of
+// the spans made so far while the session waits; the run after the answer is an
+// invoke_agent span of its own under the root, in the same trace, and carries the totals.
+func TestTraceRootEndsAtHumanWait(t *testing.T) {
+	log := newSpanLog()
+	h := startHarness(t, harnessOpts{script: humanStepScript(t, ""), telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h.start("waits", "c1", "print copies"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, h, "waits", messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
+	var root tracetest.SpanStub
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		for _, s := range log.GetSpans() {
+			if !s.Parent.IsValid() && attr(s, "gen_ai.conversation.id") == "waits" {
+				root = s
+				return true
+			}
+		}
+		return false
+	}, "no root span of session waits while it waits for a human (%d spans exported)", len(log.GetSpans()))
+	if root.Name != "invoke_agent orchestrator" || attr(root, "fathom.run.ended_by") != "awaiting_human" ||
+		attr(root, "fathom.status") != "SESSION_STATUS_AWAITING_HUMAN" || !root.StartTime.Before(root.EndTime) {
+		t.Fatalf("root while waiting: %s %v from %v to %v", root.Name, root.Attributes, root.StartTime, root.EndTime)
+	}
+	if _, err := h.node.Session("waits").ProvideInput(&messages.ProvideInputRequest{CommandId: "in", StepId: "ask", Input: `{"n":3}`}, call()); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "waits", 20*time.Second))
+	stopNode(t, h)
+	tr := waitSessionTrace(t, log, "waits")
+	if tr.root.SpanContext.SpanID() != root.SpanContext.SpanID() {
+		t.Fatalf("the root changed: %v then %v", root.SpanContext.SpanID(), tr.root.SpanContext.SpanID())
+	}
+	var runs tracetest.SpanStubs
+	for _, s := range tr.named("invoke_agent orchestrator") {
+		if s.SpanContext.SpanID() != root.SpanContext.SpanID() {
+			runs = append(runs, s)
+		}
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d later runs, want 1: %v", len(runs), names(tr.spans))
+	}
+	run := runs[0]
+	if run.Parent.SpanID() != root.SpanContext.SpanID() || attr(run, "fathom.status") != "SESSION_STATUS_COMPLETED" ||
+		attr(run, "fathom.run.ended_by") != "completed" || run.StartTime.Before(root.EndTime) {
+		t.Fatalf("the run after the answer: under %s, %v, from %v to %v (root ended %v)", tr.parent(run).Name, run.Attributes, run.StartTime, run.EndTime, root.EndTime)
+	}
+	for _, s := range tr.named("session.step") {
+		if s.Parent.SpanID() != root.SpanContext.SpanID() {
+			t.Fatalf("step %s is under %s, not the root", attr(s, "fathom.step_id"), tr.parent(s).Name)
+		}
+	}
+}
+
+// TestForkTraceLinksToSource: a fork's root invoke_agent span, in the fork's own trace,
+// carries a link to its source's root span and the fork point (source id and seq).
+func TestForkTraceLinksToSource(t *testing.T) {
+	log := newSpanLog()
+	script := &mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"a","type":"custom","description":"one"},{"id":"b","type":"custom","description":"two"}]}`},
+	}, Default: "done"}
+	h := startHarness(t, harnessOpts{script: script, telemetry: telemetry.Config{SpanExporter: log}})
+	if _, err := h.start("origin", "c1", "two steps"); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "origin", 20*time.Second))
+	src := waitSessionTrace(t, log, "origin")
+	if _, err := h.node.Session("branch").Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "origin", StepIndex: 1}, call()); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitTerminal(t, h.j, "branch", 20*time.Second)
+	mustComplete(t, evs)
+	var forked *messages.SessionForked
+	for _, ev := range evs {
+		if f := ev.GetSessionForked(); f != nil {
+			forked = f
+		}
+	}
+	if forked == nil {
+		t.Fatal("the fork recorded no session_forked")
+	}
+	tr := waitSessionTrace(t, log, "branch")
+	if tr.root.SpanContext.TraceID() == src.root.SpanContext.TraceID() {
+		t.Fatal("the fork's spans are in its source's trace")
+	}
+	if len(tr.root.Links) != 1 {
+		t.Fatalf("the fork's root has %d links, want 1: %v", len(tr.root.Links), tr.root.Links)
+	}
+	l := tr.root.Links[0]
+	if l.SpanContext.TraceID() != src.root.SpanContext.TraceID() || l.SpanContext.SpanID() != src.root.SpanContext.SpanID() {
+		t.Fatalf("the fork's link points at %v/%v, want the source's root %v/%v",
+			l.SpanContext.TraceID(), l.SpanContext.SpanID(), src.root.SpanContext.TraceID(), src.root.SpanContext.SpanID())
+	}
+	want := map[string]string{"fathom.fork.source_session_id": "origin", "fathom.fork.source_seq": strconv.FormatUint(forked.GetSourceSeq(), 10)}
+	for k, v := range want {
+		if attr(tr.root, k) != v {
+			t.Fatalf("the fork's root has %s = %q, want %q", k, attr(tr.root, k), v)
+		}
+		found := false
+		for _, kv := range l.Attributes {
+			found = found || string(kv.Key) == k && kv.Value.Emit() == v
+		}
+		if !found {
+			t.Fatalf("the link has no %s = %s: %v", k, v, l.Attributes)
+		}
+	}
+	if len(src.root.Links) != 0 {
+		t.Fatalf("the source's root has links: %v", src.root.Links)
+	}
 }

@@ -78,6 +78,8 @@ var tableRows = []row{
 		Pkg: "./gateway", Bench: "BenchmarkGatewayFanout", Base: "BenchmarkGatewayFanoutBaseline", Unit: "deliveries/s", Kind: "throughput", Min: 0.8, BenchTime: "300x"},
 	{ID: "fanout-memory", What: "gateway fan-out at 5,000 subscribers, memory per connection (same runs)",
 		Pkg: "./gateway", Bench: "BenchmarkGatewayFanout", Base: "BenchmarkGatewayFanoutBaseline", Unit: "B/conn", Kind: "memory", Max: 1.2, BenchTime: "300x"},
+	{ID: "console-load", What: "web console's sessions page with 1,000 sessions in the index, headless Chromium, navigation to its first 50 rows shown, p50 (bare: the same rendered page, scripts removed, from a plain `http.FileServer`, same browser)",
+		Pkg: "./gateway", Bench: "BenchmarkConsoleLoad/sessions=1000", Base: "BenchmarkConsoleLoad/baseline=static", Unit: "p50-ms", Kind: "time", BenchTime: "5x"},
 	{ID: "context", What: "context assembly at 10,000 messages (bare: re-tokenising 200 messages)",
 		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/baseline=retokenize-200", Kind: "time", Max: 0.05},
 	{ID: "context-growth", What: "context assembly at 10,000 messages against 200 (history-length independence)",

@@ -410,7 +410,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
 	// attribute set per record); wire them only when metrics are exported.
 	var sysOpts []actor.ConfigOption
-	if cfg.Telemetry.Exporter != "" && cfg.Telemetry.Exporter != telemetry.ExporterNone {
+	if n.tel.PushesMetrics() {
 		sysOpts = append(sysOpts, actor.WithMetricProviders(n.tel.MeterProvider))
 	}
 	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)

@@ -3,7 +3,11 @@
 // A node calls [Setup] once at start and [Providers.Shutdown] when it stops. The exporter is
 // chosen by configuration: "none" (the default: providers exist, spans carry valid ids and
 // propagate, nothing is exported), "stdout" (JSON lines to a writer, for local debugging) or
-// "otlp" (OTLP over HTTP to a collector). Whatever the exporter, every metric is also served in
+// "otlp" (OTLP to a collector). The standard variables win per signal: OTEL_TRACES_EXPORTER and
+// OTEL_METRICS_EXPORTER (otlp, console, none), OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or
+// grpc), OTEL_EXPORTER_OTLP_ENDPOINT / _HEADERS (read by the exporters), OTEL_TRACES_SAMPLER /
+// _ARG (checked here, applied by the SDK), OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES
+// (env.go). Whatever the exporter, every metric is also served in
 // the Prometheus text format by [Providers.MetricsHandler] (the gateway's GET /metrics and
 // `--metrics-listen`): a Prometheus scrape needs no collector. Providers are passed explicitly to the packages
 // that need them; Setup also installs them as the otel globals so third-party
@@ -23,11 +27,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -50,7 +50,8 @@ const (
 
 // Config selects where telemetry goes.
 type Config struct {
-	// Exporter is "none" (default when empty), "stdout" or "otlp".
+	// Exporter is "none" (default when empty), "stdout" or "otlp", for traces and metrics;
+	// OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER, when set, win for their signal.
 	Exporter string
 	// OTLPEndpoint is the collector's OTLP/HTTP base URL (e.g. http://127.0.0.1:4318) for
 	// the otlp exporter.
@@ -104,7 +105,14 @@ type Providers struct {
 
 	metrics  http.Handler
 	shutdown []func(context.Context) error
+	// pushesMetrics is set when a metric exporter (otlp, console) is configured.
+	pushesMetrics bool
 }
+
+// PushesMetrics reports whether metrics are exported somewhere (OTLP, console) besides
+// GET /metrics: the node then also records Proto.Actor's per-message actor metrics,
+// which cost several microseconds per message.
+func (p *Providers) PushesMetrics() bool { return p.pushesMetrics }
 
 // MetricsHandler serves the node's metrics in the Prometheus text exposition format
 // (instrument names with dots become underscores; counters get _total, durations in
@@ -130,8 +138,19 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if cfg.Writer == nil {
 		cfg.Writer = os.Stderr
 	}
-	if cfg.MetricInterval == 0 {
+	if cfg.MetricInterval == 0 && os.Getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
 		cfg.MetricInterval = 30 * time.Second
+	}
+	traces, err := resolveSignal(cfg, "traces", EnvTracesExporter)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := resolveSignal(cfg, "metrics", EnvMetricsExporter, "prometheus")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSampler(); err != nil {
+		return nil, err
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}, cfg.ExtraAttributes...)...))
@@ -157,36 +176,19 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
 	}
-	switch cfg.Exporter {
-	case ExporterStdout:
-		te, err := stdouttrace.New(stdouttrace.WithWriter(cfg.Writer))
-		if err != nil {
-			return nil, fmt.Errorf("telemetry stdout trace exporter: %w", err)
-		}
-		me, err := stdoutmetric.New(stdoutmetric.WithWriter(cfg.Writer))
-		if err != nil {
-			return nil, fmt.Errorf("telemetry stdout metric exporter: %w", err)
-		}
+	spanExps, err := spanExporters(ctx, cfg, traces, cfg.Writer)
+	if err != nil {
+		return nil, err
+	}
+	for _, te := range spanExps {
 		topts = append(topts, sdktrace.WithBatcher(te))
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(cfg.MetricInterval))))
-	case ExporterOTLP:
-		u, _ := url.Parse(cfg.OTLPEndpoint) // validated above
-		tOpts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(u.Host), otlptracehttp.WithTimeout(10 * time.Second)}
-		mOpts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(u.Host), otlpmetrichttp.WithTimeout(10 * time.Second)}
-		if u.Scheme == "http" {
-			tOpts = append(tOpts, otlptracehttp.WithInsecure())
-			mOpts = append(mOpts, otlpmetrichttp.WithInsecure())
-		}
-		te, err := otlptracehttp.New(ctx, tOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry otlp trace exporter: %w", err)
-		}
-		me, err := otlpmetrichttp.New(ctx, mOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry otlp metric exporter: %w", err)
-		}
-		topts = append(topts, sdktrace.WithBatcher(te))
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(cfg.MetricInterval))))
+	}
+	readers, err := metricReaders(ctx, cfg, metrics, cfg.Writer)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range readers {
+		mopts = append(mopts, sdkmetric.WithReader(r))
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
 	mp := sdkmetric.NewMeterProvider(mopts...)
@@ -198,6 +200,7 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		MeterProvider:  mp,
 		metrics:        promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
+		pushesMetrics:  len(readers) > 0,
 	}, nil
 }
 
