@@ -160,12 +160,18 @@ type turn struct {
 	blocks []anthropic.ContentBlockParamUnion
 }
 
+// blockRef locates a content block: turn index and block index; turn < 0 means none.
+type blockRef struct{ turn, block int }
+
 // toParams splits ms into the system prompt and alternating user/assistant messages.
-func toParams(ms []llm.Message) ([]string, []turn, error) {
-	var (
-		system []string
-		out    []turn
-	)
+// System messages before the conversation form the system prompt. A system message
+// after it (the call's task prompt, which changes from call to call) is sent as user
+// text at its place: a second system block would come before the messages in the
+// cache order (tools, system, messages) and so invalidate the history's cache whenever
+// it changed. stable is the last block before the first such message (turn < 0 when
+// there is none): the end of the prefix the next call sends again.
+func toParams(ms []llm.Message) (system []string, out []turn, stable blockRef, err error) {
+	stable = blockRef{turn: -1}
 	for i, m := range ms {
 		var (
 			role   anthropic.MessageParamRole
@@ -173,10 +179,17 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 		)
 		switch m.Role {
 		case "system":
-			if m.Content != "" {
-				system = append(system, m.Content)
+			if len(out) == 0 {
+				if m.Content != "" {
+					system = append(system, m.Content)
+				}
+				continue
 			}
-			continue
+			if stable.turn < 0 {
+				stable = blockRef{turn: len(out) - 1, block: len(out[len(out)-1].blocks) - 1}
+			}
+			role = anthropic.MessageParamRoleUser
+			blocks = appendText(blocks, m.Content)
 		case "user":
 			role = anthropic.MessageParamRoleUser
 			blocks = appendText(blocks, m.Content)
@@ -195,7 +208,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 			}
 		case "tool":
 			if m.ToolCallID == "" {
-				return nil, nil, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
+				return nil, nil, stable, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
 			}
 			role = anthropic.MessageParamRoleUser
 			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
@@ -206,7 +219,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 				blocks[0].OfToolResult.Content = nil // the API rejects an empty text block
 			}
 		default:
-			return nil, nil, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
+			return nil, nil, stable, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
 		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty text blocks and empty messages
@@ -217,7 +230,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 		}
 		out = append(out, turn{role: role, blocks: blocks})
 	}
-	return system, out, nil
+	return system, out, stable, nil
 }
 
 func appendText(blocks []anthropic.ContentBlockParamUnion, text string) []anthropic.ContentBlockParamUnion {
@@ -259,7 +272,7 @@ const minThinkingBudget = 1024
 
 // params translates req into the SDK's request.
 func (c *Client) params(req llm.Request) (anthropic.MessageNewParams, error) {
-	system, turns, err := toParams(req.Messages)
+	system, turns, stable, err := toParams(req.Messages)
 	if err != nil {
 		return anthropic.MessageNewParams{}, err
 	}
@@ -294,7 +307,7 @@ func (c *Client) params(req llm.Request) (anthropic.MessageNewParams, error) {
 		return p, err
 	}
 	if req.PromptCache {
-		markCache(&p)
+		markCache(&p, stable)
 	}
 	return p, nil
 }
@@ -363,13 +376,21 @@ func toolParam(name, description string, schema json.RawMessage) *anthropic.Tool
 }
 
 // markCache puts "ephemeral" cache breakpoints on the system prompt (which caches the
-// tools before it too) and on the last block of the stable history: the message
-// before the newest turn, which is what the next call will send again unchanged.
-func markCache(p *anthropic.MessageNewParams) {
+// tools before it too) and at the end of the stable history: the last block before the
+// call's task prompt (stable) when the request has one, else the last block of the
+// message before the newest turn. That is what the next call sends again unchanged, so
+// it reads the whole history from the cache.
+func markCache(p *anthropic.MessageNewParams, stable blockRef) {
 	if n := len(p.System); n > 0 {
 		p.System[n-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
 	} else if n := len(p.Tools); n > 0 && p.Tools[n-1].OfTool != nil {
 		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if stable.turn >= 0 {
+		if cc := p.Messages[stable.turn].Content[stable.block].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+			return
+		}
 	}
 	if n := len(p.Messages); n >= 2 {
 		blocks := p.Messages[n-2].Content

@@ -177,6 +177,46 @@ func TestThinkingAndCache(t *testing.T) {
 	}
 }
 
+// TestTaskPromptAfterHistory: a system message after the conversation (a step call's
+// task prompt) is sent as user text at its place, not in the system prompt, and the
+// history breakpoint is on the block before it, so the whole history is the cached
+// prefix of the next call; the system prompt stays the leading system messages.
+func TestTaskPromptAfterHistory(t *testing.T) {
+	c, last := canned(t, `{"model":"claude-x","stop_reason":"end_turn","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":5}}`)
+	msgs := []llm.Message{{Role: "system", Content: "be good"}, user("Step: find a"),
+		{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "web_search", Arguments: `{"q":"a"}`}}},
+		{Role: "tool", ToolCallID: "t1", Content: "found"},
+		{Role: "system", Content: "Current step: find a"}}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, PromptCache: true, Tools: []llm.ToolSpec{{Name: "web_search"}}}); err != nil {
+		t.Fatal(err)
+	}
+	req := last()
+	b, _ := json.Marshal(req["messages"])
+	var sent []struct {
+		Role    string           `json:"role"`
+		Content []map[string]any `json:"content"`
+	}
+	_ = json.Unmarshal(b, &sent)
+	sys, _ := req["system"].([]any)
+	if len(sys) != 1 || sys[0].(map[string]any)["text"] != "be good" {
+		t.Fatalf("system %v, want only the leading system message", req["system"])
+	}
+	if len(sent) != 3 || len(sent[2].Content) != 2 || sent[2].Content[0]["type"] != "tool_result" ||
+		sent[2].Content[1]["type"] != "text" || sent[2].Content[1]["text"] != "Current step: find a" {
+		t.Fatalf("messages %s, want the task prompt as text after the tool result", b)
+	}
+	if cc, _ := sent[2].Content[0]["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+		t.Fatalf("the last block before the task prompt has no breakpoint: %s", b)
+	}
+	for i, m := range sent {
+		for j, bl := range m.Content {
+			if _, ok := bl["cache_control"]; ok && (i != 2 || j != 0) {
+				t.Fatalf("breakpoint on messages.%d.content.%d: %s", i, j, b)
+			}
+		}
+	}
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	env := map[string]string{"ANTHROPIC_BASE_URL": "http://h", "ANTHROPIC_API_KEY": "s", "FATHOM_MODEL": "claude-x", "ANTHROPIC_MAX_TOKENS": "32000"}
 	c, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] })
