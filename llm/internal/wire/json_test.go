@@ -1,0 +1,38 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// encodingJSON is encoding/json's encoding of s with HTML escaping off.
+func encodingJSON(t testing.TB, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// TestAppendStringMatchesEncodingJSON: AppendString writes what encoding/json writes.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uo\te`, "tab\tnl\ncr\r\b\f\x00\x1f\x7f", "<html> & co", "é ü 日本 🙂",
+		"bad \xff utf8 \xc3", "line\u2028para\u2029end", "\u2027\u202a"} {
+		if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// FuzzAppendString: for any input, AppendString agrees with encoding/json.
+func FuzzAppendString(f *testing.F) {
+	f.Add("a\"b\\c\n\x01\u2028\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
