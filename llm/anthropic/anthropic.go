@@ -90,7 +90,8 @@ func (c Config) Validate() error {
 // SDK. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	sdk anthropic.Client
+	// msgs is the SDK's Messages service, built from Config's options alone (see New).
+	msgs anthropic.MessageService
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -129,10 +130,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	} else {
-		opts = append(opts, option.WithHeaderDel("x-api-key"))
 	}
-	return &Client{cfg: cfg, sdk: anthropic.NewClient(opts...)}, nil
+	// The service is built from these options alone, not through anthropic.NewClient,
+	// which adds the SDK's environment defaults (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN,
+	// credential profiles, …) to every call behind Config's back.
+	return &Client{cfg: cfg, msgs: anthropic.NewMessageService(opts...)}, nil
 }
 
 // Name implements llm.Provider.
@@ -452,12 +454,32 @@ func structured(resp llm.Response, name string) llm.Response {
 
 // complete makes a non-streamed call and converts its answer.
 func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (llm.Response, error) {
-	out, err := c.sdk.Messages.New(ctx, p)
+	body, err := encodeBody(p)
 	if err != nil {
-		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
-			return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
-		}
+		return llm.Response{}, err
+	}
+	var raw *http.Response
+	// The SDK sends body in place of its own encoding of p; p's model and max_tokens
+	// still go to its check that a call this long must be streamed.
+	if _, err := c.msgs.New(ctx, anthropic.MessageNewParams{Model: p.Model, MaxTokens: p.MaxTokens},
+		option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
 		return llm.Response{}, callError(err)
+	}
+	defer raw.Body.Close()
+	data, release, err := wire.ReadBody(raw.Body)
+	if err != nil {
+		if errors.Is(err, wire.ErrTooLarge) {
+			return llm.Response{}, err
+		}
+		return llm.Response{}, fmt.Errorf("anthropic: read %s response: %w", messagesPath, callError(err))
+	}
+	// The answer decodes into a plain struct: the SDK's Message decodes reflectively,
+	// with metadata for every field, at several times the cost.
+	var out messageResponse
+	err = json.Unmarshal(data, &out)
+	release()
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
 	}
 	var (
 		text strings.Builder
@@ -475,9 +497,32 @@ func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (ll
 			resp.Thinking = append(resp.Thinking, llm.ThinkingBlock{RedactedData: b.Data})
 		}
 	}
-	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(string(out.StopReason)), string(out.Model)
-	resp.Usage = usage(out.Usage.InputTokens, out.Usage.CacheReadInputTokens, out.Usage.CacheCreationInputTokens, out.Usage.OutputTokens)
+	u := out.Usage
+	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(out.StopReason), out.Model
+	resp.Usage = usage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
 	return resp, nil
+}
+
+// messageResponse is the part of a Messages API answer Fathom reads.
+type messageResponse struct {
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Content    []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
+	} `json:"content"`
+	Usage struct {
+		InputTokens              int64 `json:"input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+	} `json:"usage"`
 }
 
 // inputText is the arguments text of a tool_use input ("{}" when there is none).
@@ -572,7 +617,7 @@ func (c *Client) CountTokens(ctx context.Context, req llm.Request) (int64, error
 	for _, t := range p.Tools {
 		cp.Tools = append(cp.Tools, anthropic.MessageCountTokensToolUnionParam{OfTool: t.OfTool})
 	}
-	out, err := c.sdk.Messages.CountTokens(ctx, cp)
+	out, err := c.msgs.CountTokens(ctx, cp)
 	if err != nil {
 		return 0, callError(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/anthropic"
+	"github.com/fathom-agents/fathom/llm/mock"
 )
 
 // canned serves one fixed Messages API answer and keeps the last request body.
@@ -226,5 +227,36 @@ func TestConfigFromEnv(t *testing.T) {
 	env["ANTHROPIC_MAX_TOKENS"] = "lots"
 	if _, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_MAX_TOKENS") {
 		t.Fatalf("bad ANTHROPIC_MAX_TOKENS: %v", err)
+	}
+}
+
+// TestIgnoresSDKEnvironment: the client is configured by Config alone; the SDK's own
+// environment defaults (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN) add no credential to a
+// call, so a client for a local server without a key never sends a key meant for
+// another endpoint.
+func TestIgnoresSDKEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "env-key")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "env-token")
+	rec := &recorder{}
+	script, err := mock.ParseScript([]byte(`{"default":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rec.wrap(mock.New(mock.Config{Script: script}).Handler()))
+	defer srv.Close()
+	for _, key := range []string{"", "cfg-key"} {
+		c, err := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("hi")}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		h := rec.headers[len(rec.headers)-1]
+		rec.mu.Unlock()
+		if h.Get("X-Api-Key") != key || h.Get("Authorization") != "" {
+			t.Errorf("key %q: x-api-key %q, Authorization %q", key, h.Get("X-Api-Key"), h.Get("Authorization"))
+		}
 	}
 }

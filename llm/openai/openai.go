@@ -298,7 +298,7 @@ func appendMessages(b []byte, ms []llm.Message) ([]byte, error) {
 }
 
 // appendTools appends `,"tools":[...]` (nothing without tools); each tool's parameters
-// schema goes out as given, once checked to be JSON.
+// schema goes out as given, compacted (which checks that it is JSON).
 func appendTools(b []byte, tools []llm.ToolSpec) ([]byte, error) {
 	if len(tools) == 0 {
 		return b, nil
@@ -315,11 +315,11 @@ func appendTools(b []byte, tools []llm.ToolSpec) ([]byte, error) {
 			b = wire.AppendString(b, t.Description)
 		}
 		if len(t.Parameters) > 0 {
-			if !json.Valid(t.Parameters) {
+			b = append(b, `,"parameters":`...)
+			var ok bool
+			if b, ok = wire.AppendCompact(b, t.Parameters); !ok {
 				return nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
 			}
-			b = append(b, `,"parameters":`...)
-			b = append(b, t.Parameters...)
 		}
 		b = append(b, `}}`...)
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -58,4 +59,35 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendCompact appends the JSON value raw to b without insignificant space; ok is
+// false (and b unchanged) when raw is not valid JSON.
+func AppendCompact(b []byte, raw []byte) ([]byte, bool) {
+	if !json.Valid(raw) {
+		return b, false
+	}
+	inString, escaped := false, false
+	for _, c := range raw {
+		if inString {
+			b = append(b, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inString = true
+		}
+		b = append(b, c)
+	}
+	return b, true
 }

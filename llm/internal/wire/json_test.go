@@ -36,3 +36,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendCompactMatchesCompact: AppendCompact writes what json.Compact writes and
+// refuses what is not JSON.
+func TestAppendCompactMatchesCompact(t *testing.T) {
+	for _, raw := range []string{`{"a": [1, 2 ,3],` + "\n\t" + `"b" : "x \" y\\", "c":{ }}`, ` "s p a c e" `, `[ ]`, `{"k":"\\"}`} {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := AppendCompact([]byte("x"), []byte(raw))
+		if !ok || string(got) != "x"+want.String() {
+			t.Errorf("AppendCompact(%q) = %q, %v; want %q", raw, got, ok, want.String())
+		}
+	}
+	for _, bad := range []string{``, `{`, `{"a":}`, `oops`} {
+		if got, ok := AppendCompact([]byte("x"), []byte(bad)); ok || string(got) != "x" {
+			t.Errorf("AppendCompact(%q) = %q, %v; want a refusal", bad, got, ok)
+		}
+	}
+}
