@@ -30,6 +30,9 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent in the x-api-key header when set.
 	APIKey string
+	// AuthToken, when set, is sent as "Authorization: Bearer" (env ANTHROPIC_AUTH_TOKEN),
+	// for gateways that take a bearer token instead of an API key.
+	AuthToken string
 	// Model is used when a request names none.
 	Model string
 	// MaxTokens bounds a completion when a request sets no MaxTokens (the API requires a
@@ -53,14 +56,15 @@ func DefaultConfig() Config {
 }
 
 // ConfigFromEnv starts from DefaultConfig and applies ANTHROPIC_BASE_URL,
-// ANTHROPIC_API_KEY, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS when set; a
+// ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS when
+// set; a
 // ANTHROPIC_MAX_TOKENS that is not a positive integer is an error.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
 	if v := getenv("ANTHROPIC_BASE_URL"); v != "" {
 		c.BaseURL = v
 	}
-	c.APIKey = getenv("ANTHROPIC_API_KEY")
+	c.APIKey, c.AuthToken = getenv("ANTHROPIC_API_KEY"), getenv("ANTHROPIC_AUTH_TOKEN")
 	if v := getenv("FATHOM_MODEL"); v != "" {
 		c.Model = v
 	}
@@ -130,6 +134,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.AuthToken != "" {
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
 	}
 	// The service is built from these options alone, not through anthropic.NewClient,
 	// which adds the SDK's environment defaults (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN,

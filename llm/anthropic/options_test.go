@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -258,5 +259,24 @@ func TestIgnoresSDKEnvironment(t *testing.T) {
 		if h.Get("X-Api-Key") != key || h.Get("Authorization") != "" {
 			t.Errorf("key %q: x-api-key %q, Authorization %q", key, h.Get("X-Api-Key"), h.Get("Authorization"))
 		}
+	}
+	// ConfigFromEnv reads them into Config.
+	cfg, err := anthropic.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BaseURL = srv.URL
+	c, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	h := rec.headers[len(rec.headers)-1]
+	rec.mu.Unlock()
+	if h.Get("X-Api-Key") != "env-key" || h.Get("Authorization") != "Bearer env-token" {
+		t.Errorf("ConfigFromEnv's client: x-api-key %q, Authorization %q", h.Get("X-Api-Key"), h.Get("Authorization"))
 	}
 }
