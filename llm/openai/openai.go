@@ -95,8 +95,12 @@ func (c Config) Validate() error {
 
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
-	cfg    Config
-	chat   openai.ChatCompletionService
+	cfg Config
+	// api makes the chat calls: the SDK client's generic Post sends a []byte body as
+	// JSON as is, with no per-call options (Chat.Completions.New takes typed params; a
+	// body of our own then needs option.WithRequestBody, whose content-type header goes
+	// through the SDK's per-call header bookkeeping).
+	api    openai.Client
 	models openai.ModelService
 }
 
@@ -124,10 +128,10 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
-	// The services are built from these options alone, not through openai.NewClient:
-	// that one adds the SDK's environment defaults (OPENAI_API_KEY, OPENAI_ADMIN_KEY,
-	// OPENAI_CUSTOM_HEADERS, …) to every call, behind Config's back, and wraps each
-	// call's options in two more layers that it then unwinds per call.
+	// The client and the models service are built from these options alone, not
+	// through openai.NewClient: that one adds the SDK's environment defaults
+	// (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS, …) to every call, behind
+	// Config's back, and wraps each call's options in layers it unwinds per call.
 	opts := []option.RequestOption{
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
 		option.WithHTTPClient(hc),
@@ -143,7 +147,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...)}, nil
+	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}, nil
 }
 
 // Name implements llm.Provider.
@@ -166,6 +170,9 @@ func errorFields(data []byte) (typ, code, msg string, ok bool) {
 	}
 	return eb.Error.Type, code, eb.Error.Message, true
 }
+
+// chatPath is the chat completions endpoint, relative to the base URL.
+const chatPath = "chat/completions"
 
 // Chat implements llm.Provider: one POST /chat/completions, no retries.
 func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -428,7 +435,7 @@ type chatResponse struct {
 func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
 	var raw *http.Response
 	// The params are in body already: the SDK's own encoding of them is replaced.
-	if _, err := c.chat.New(ctx, openai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
+	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	defer raw.Body.Close()
@@ -491,8 +498,7 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
 	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
 	// several times the cost.
-	if _, err := c.chat.New(wire.WithTracker(ctx, &tr), openai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body),
-		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream")); err != nil {
+	if err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, option.WithHeader("Accept", "text/event-stream")); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
