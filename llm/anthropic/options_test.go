@@ -236,7 +236,7 @@ func TestConfigFromEnv(t *testing.T) {
 // call, so a client for a local server without a key never sends a key meant for
 // another endpoint.
 func TestIgnoresSDKEnvironment(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "env-key")
+	t.Setenv("ANTHROPIC_API_KEY", "") // the SDK would send the auth token then
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "env-token")
 	rec := &recorder{}
 	script, err := mock.ParseScript([]byte(`{"default":"ok"}`))
@@ -261,6 +261,7 @@ func TestIgnoresSDKEnvironment(t *testing.T) {
 		}
 	}
 	// ConfigFromEnv reads them into Config.
+	t.Setenv("ANTHROPIC_API_KEY", "env-key")
 	cfg, err := anthropic.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
