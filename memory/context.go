@@ -153,9 +153,14 @@ type Hit struct {
 // Input is the session state one context is built from.
 type Input struct {
 	// SystemPrompt is the step's system prompt; SystemTokens is its CountMessage (0 when
-	// SystemPrompt is empty).
+	// SystemPrompt is empty) plus TaskPrompt's.
 	SystemPrompt string
 	SystemTokens int
+	// TaskPrompt is system text about the current task that changes from call to call
+	// (a step's description, the workspace listing). It is sent last, after the history,
+	// so that the system prompt and the history stay a prefix the provider can cache
+	// from one call to the next. Empty means none.
+	TaskPrompt string
 	// Summary is the current summary, nil (or empty Content) when there is none.
 	Summary *Summary
 	// Messages are the recorded messages in increasing Seq order. The builder reads only
@@ -247,6 +252,8 @@ type Metadata struct {
 type Context struct {
 	// SystemPrompt is the step's system prompt.
 	SystemPrompt string
+	// TaskPrompt is Input.TaskPrompt, sent after the recent messages.
+	TaskPrompt string
 	// Summary is the included summary, nil when none was included.
 	Summary *Summary
 	// Semantic are the retrieved older messages, in Seq order.
@@ -317,7 +324,7 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	recentShare := int(float64(avail) * cfg.Ratios.Recent)
 	semanticShare := avail - summaryShare - recentShare
 
-	c := &Context{SystemPrompt: in.SystemPrompt, Budget: cfg.Budget}
+	c := &Context{SystemPrompt: in.SystemPrompt, TaskPrompt: in.TaskPrompt, Budget: cfg.Budget}
 	md := &c.Metadata
 	md.SystemTokens = in.SystemTokens
 	md.SummaryShare, md.RecentShare, md.SemanticShare = summaryShare, recentShare, semanticShare
@@ -562,13 +569,15 @@ func findSeq(msgs []Message, seq uint64) (int, bool) {
 // Messages formats the context for the LLM in the seed's order: the system prompt, the
 // summary as a system message (SummaryPrefix + content), the semantic messages (each
 // SemanticPrefix + content), the task message when it is older than the recent tier,
-// then the recent messages verbatim (elided ones as elided), all oldest first.
+// then the recent messages verbatim (elided ones as elided), all oldest first, and last
+// the task prompt as a system message. Everything before the task prompt is what the
+// next call sends again (the history only grows at its end), so it caches as a prefix.
 //
 // Semantic messages lose their tool linkage (a tool result out of its exchange would be
 // rejected by the API): tool calls are dropped and a tool result is sent as a user
 // message. Both only lower the cost below what the builder charged.
 func (c *Context) Messages() []llm.Message {
-	out := make([]llm.Message, 0, 2+len(c.Semantic)+len(c.Recent))
+	out := make([]llm.Message, 0, 4+len(c.Semantic)+len(c.Recent))
 	if c.SystemPrompt != "" {
 		out = append(out, llm.Message{Role: "system", Content: c.SystemPrompt})
 	}
@@ -587,6 +596,9 @@ func (c *Context) Messages() []llm.Message {
 	}
 	for _, m := range c.Recent {
 		out = append(out, m.LLM())
+	}
+	if c.TaskPrompt != "" {
+		out = append(out, llm.Message{Role: "system", Content: c.TaskPrompt})
 	}
 	return out
 }

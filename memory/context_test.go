@@ -88,6 +88,22 @@ func TestBuildContextTiers(t *testing.T) {
 	}
 }
 
+// TestContextTaskPromptLast: the task prompt is the last message, after the recent
+// tier, and the system prompt the first; what comes before the task prompt is the
+// history alone.
+func TestContextTaskPromptLast(t *testing.T) {
+	c, err := memory.BuildContext(cfgBudget(1003), memory.Input{SystemPrompt: "stable", TaskPrompt: "Current step: x",
+		SystemTokens: 6, Messages: msgs(100, 100, 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.Messages()
+	if len(out) != 5 || out[0].Role != "system" || out[0].Content != "stable" || out[3].Content != "message 2" ||
+		out[4].Role != "system" || out[4].Content != "Current step: x" {
+		t.Fatalf("formatted %+v", out)
+	}
+}
+
 // TestBuildContextFlow: unused budget flows summary → recent → semantic → recent.
 func TestBuildContextFlow(t *testing.T) {
 	// No summary, no hits: the whole A = 1000 goes to recent.

@@ -13,11 +13,12 @@ import (
 )
 
 // buildContextRequest is buildRequest with a step call's history fitted into the
-// context budget by memory.BuildContext: the system prompt (executor template, goal and
-// current step), the rolling summary, semantic hits for the step description (from
+// context budget by memory.BuildContext: the system prompt (executor template and goal),
+// the rolling summary, semantic hits for the step description (from
 // d.Vectors; a failed search means no hits) and the most recent messages. It reads s
 // only (committed state is never mutated), so the step runner calls it off the grain's
-// mailbox. hist is s's history (core.History; nil: built here). info describes the
+// mailbox. The current step and the workspace listing (core.StepTaskPrompt) come last,
+// after the history, so the prefix before them caches from step to step. hist is s's history (core.History; nil: built here). info describes the
 // context (nil for a plan call).
 func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (llm.Request, *messages.ContextInfo, error) {
 	req, info, err := buildCallContext(ctx, d, s, callID, hist)
@@ -49,6 +50,10 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		return llm.Request{}, nil, err
 	}
 	sys := tmpl + rest
+	task, err := core.StepTaskPrompt(s)
+	if err != nil {
+		return llm.Request{}, nil, err
+	}
 	if hist == nil {
 		hist = core.History(s)
 	}
@@ -57,13 +62,17 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		Task:         st.GetStartedSeq(),
 		Origin:       "session " + s.GetSessionId(),
 		SystemPrompt: sys,
+		// The step's own text goes after the history: the system prompt and the history
+		// stay a cacheable prefix from step to step.
+		TaskPrompt: task,
 		// The template's count is cached (tokenizing it was a third of a step's CPU);
 		// counting the two parts apart can only add a token at the seam: an upper bound,
 		// which is what a budget needs.
-		SystemTokens: d.templateTokens(s.GetConfig().GetModel(), tmpl) + d.Config.CountText(s.GetConfig().GetModel(), rest),
-		Messages:     hist,
-		Hits:         searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
-		Now:          d.Now(),
+		SystemTokens: d.templateTokens(model, tmpl) + d.Config.CountText(model, rest) +
+			int(d.Config.CountMessage(model, llm.Message{Role: "system", Content: task})),
+		Messages: hist,
+		Hits:     searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
+		Now:      d.Now(),
 	}
 	if sum := s.GetSummary(); sum.GetContent() != "" {
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}

@@ -64,6 +64,8 @@ var tableRows = []row{
 		Pkg: "./tools/mcp", Bench: "BenchmarkMCPOverhead/stdio", Base: "BenchmarkMCPOverhead/in-process", Kind: "time"},
 	{ID: "llm-client", What: "one non-streamed chat call through the SDK-based `llm/openai` client to `mock-llm` over loopback (bare: POST of the pre-encoded body, answer read whole, same connection pool)",
 		Pkg: "./llm/openai", Bench: "BenchmarkClientOverhead/json/sdk", Base: "BenchmarkClientOverhead/json/bare", Kind: "time", Max: 1.2},
+	{ID: "llm-client-anthropic", What: "one non-streamed Messages API call through the SDK-based `llm/anthropic` client to `mock-llm` over loopback (bare: POST of the same body encoded beforehand, answer read whole)",
+		Pkg: "./llm/anthropic", Bench: "BenchmarkClientOverhead/json/sdk", Base: "BenchmarkClientOverhead/json/bare", Kind: "time"},
 	{ID: "prompt-cache-anthropic", What: "model cost of a 20-step session (41 calls, claude-sonnet-4-5 prices) with `cache_control` breakpoints on the mock's Anthropic cache accounting (bare: the same session without breakpoints)",
 		Pkg: "./llm/mock", Bench: "BenchmarkSessionCost/anthropic/cached", Base: "BenchmarkSessionCost/anthropic/uncached", Unit: "usd/session", Extra: []string{"cached-input-%"}, Kind: "cost", BenchTime: "3x"},
 	{ID: "prompt-cache-openai", What: "the same session on OpenAI's automatic prefix caching (gpt-4.1-mini prices; bare: a mock that caches nothing)",

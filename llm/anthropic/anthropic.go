@@ -30,6 +30,9 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent in the x-api-key header when set.
 	APIKey string
+	// AuthToken, when set, is sent as "Authorization: Bearer" (env ANTHROPIC_AUTH_TOKEN),
+	// for gateways that take a bearer token instead of an API key.
+	AuthToken string
 	// Model is used when a request names none.
 	Model string
 	// MaxTokens bounds a completion when a request sets no MaxTokens (the API requires a
@@ -53,14 +56,15 @@ func DefaultConfig() Config {
 }
 
 // ConfigFromEnv starts from DefaultConfig and applies ANTHROPIC_BASE_URL,
-// ANTHROPIC_API_KEY, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS when set; a
+// ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS when
+// set; a
 // ANTHROPIC_MAX_TOKENS that is not a positive integer is an error.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
 	if v := getenv("ANTHROPIC_BASE_URL"); v != "" {
 		c.BaseURL = v
 	}
-	c.APIKey = getenv("ANTHROPIC_API_KEY")
+	c.APIKey, c.AuthToken = getenv("ANTHROPIC_API_KEY"), getenv("ANTHROPIC_AUTH_TOKEN")
 	if v := getenv("FATHOM_MODEL"); v != "" {
 		c.Model = v
 	}
@@ -90,7 +94,8 @@ func (c Config) Validate() error {
 // SDK. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	sdk anthropic.Client
+	// msgs is the SDK's Messages service, built from Config's options alone (see New).
+	msgs anthropic.MessageService
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -129,10 +134,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	} else {
-		opts = append(opts, option.WithHeaderDel("x-api-key"))
 	}
-	return &Client{cfg: cfg, sdk: anthropic.NewClient(opts...)}, nil
+	if cfg.AuthToken != "" {
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
+	}
+	// The service is built from these options alone, not through anthropic.NewClient,
+	// which adds the SDK's environment defaults (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN,
+	// credential profiles, …) to every call behind Config's back.
+	return &Client{cfg: cfg, msgs: anthropic.NewMessageService(opts...)}, nil
 }
 
 // Name implements llm.Provider.
@@ -160,12 +169,18 @@ type turn struct {
 	blocks []anthropic.ContentBlockParamUnion
 }
 
+// blockRef locates a content block: turn index and block index; turn < 0 means none.
+type blockRef struct{ turn, block int }
+
 // toParams splits ms into the system prompt and alternating user/assistant messages.
-func toParams(ms []llm.Message) ([]string, []turn, error) {
-	var (
-		system []string
-		out    []turn
-	)
+// System messages before the conversation form the system prompt. A system message
+// after it (the call's task prompt, which changes from call to call) is sent as user
+// text at its place: a second system block would come before the messages in the
+// cache order (tools, system, messages) and so invalidate the history's cache whenever
+// it changed. stable is the last block before the first such message (turn < 0 when
+// there is none): the end of the prefix the next call sends again.
+func toParams(ms []llm.Message) (system []string, out []turn, stable blockRef, err error) {
+	stable = blockRef{turn: -1}
 	for i, m := range ms {
 		var (
 			role   anthropic.MessageParamRole
@@ -173,10 +188,17 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 		)
 		switch m.Role {
 		case "system":
-			if m.Content != "" {
-				system = append(system, m.Content)
+			if len(out) == 0 {
+				if m.Content != "" {
+					system = append(system, m.Content)
+				}
+				continue
 			}
-			continue
+			if stable.turn < 0 {
+				stable = blockRef{turn: len(out) - 1, block: len(out[len(out)-1].blocks) - 1}
+			}
+			role = anthropic.MessageParamRoleUser
+			blocks = appendText(blocks, m.Content)
 		case "user":
 			role = anthropic.MessageParamRoleUser
 			blocks = appendText(blocks, m.Content)
@@ -195,7 +217,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 			}
 		case "tool":
 			if m.ToolCallID == "" {
-				return nil, nil, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
+				return nil, nil, stable, fmt.Errorf("anthropic: message %d: tool message has no tool call id", i)
 			}
 			role = anthropic.MessageParamRoleUser
 			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
@@ -206,7 +228,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 				blocks[0].OfToolResult.Content = nil // the API rejects an empty text block
 			}
 		default:
-			return nil, nil, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
+			return nil, nil, stable, fmt.Errorf("anthropic: message %d: unsupported role %q", i, m.Role)
 		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty text blocks and empty messages
@@ -217,7 +239,7 @@ func toParams(ms []llm.Message) ([]string, []turn, error) {
 		}
 		out = append(out, turn{role: role, blocks: blocks})
 	}
-	return system, out, nil
+	return system, out, stable, nil
 }
 
 func appendText(blocks []anthropic.ContentBlockParamUnion, text string) []anthropic.ContentBlockParamUnion {
@@ -259,7 +281,7 @@ const minThinkingBudget = 1024
 
 // params translates req into the SDK's request.
 func (c *Client) params(req llm.Request) (anthropic.MessageNewParams, error) {
-	system, turns, err := toParams(req.Messages)
+	system, turns, stable, err := toParams(req.Messages)
 	if err != nil {
 		return anthropic.MessageNewParams{}, err
 	}
@@ -294,7 +316,7 @@ func (c *Client) params(req llm.Request) (anthropic.MessageNewParams, error) {
 		return p, err
 	}
 	if req.PromptCache {
-		markCache(&p)
+		markCache(&p, stable)
 	}
 	return p, nil
 }
@@ -363,13 +385,21 @@ func toolParam(name, description string, schema json.RawMessage) *anthropic.Tool
 }
 
 // markCache puts "ephemeral" cache breakpoints on the system prompt (which caches the
-// tools before it too) and on the last block of the stable history: the message
-// before the newest turn, which is what the next call will send again unchanged.
-func markCache(p *anthropic.MessageNewParams) {
+// tools before it too) and at the end of the stable history: the last block before the
+// call's task prompt (stable) when the request has one, else the last block of the
+// message before the newest turn. That is what the next call sends again unchanged, so
+// it reads the whole history from the cache.
+func markCache(p *anthropic.MessageNewParams, stable blockRef) {
 	if n := len(p.System); n > 0 {
 		p.System[n-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
 	} else if n := len(p.Tools); n > 0 && p.Tools[n-1].OfTool != nil {
 		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if stable.turn >= 0 {
+		if cc := p.Messages[stable.turn].Content[stable.block].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+			return
+		}
 	}
 	if n := len(p.Messages); n >= 2 {
 		blocks := p.Messages[n-2].Content
@@ -431,12 +461,32 @@ func structured(resp llm.Response, name string) llm.Response {
 
 // complete makes a non-streamed call and converts its answer.
 func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (llm.Response, error) {
-	out, err := c.sdk.Messages.New(ctx, p)
+	body, err := encodeBody(p)
 	if err != nil {
-		if strings.Contains(err.Error(), "parsing response json") || malformed(err) {
-			return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
-		}
+		return llm.Response{}, err
+	}
+	var raw *http.Response
+	// The SDK sends body in place of its own encoding of p; p's model and max_tokens
+	// still go to its check that a call this long must be streamed.
+	if _, err := c.msgs.New(ctx, anthropic.MessageNewParams{Model: p.Model, MaxTokens: p.MaxTokens},
+		option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
 		return llm.Response{}, callError(err)
+	}
+	defer raw.Body.Close()
+	data, release, err := wire.ReadBody(raw.Body)
+	if err != nil {
+		if errors.Is(err, wire.ErrTooLarge) {
+			return llm.Response{}, err
+		}
+		return llm.Response{}, fmt.Errorf("anthropic: read %s response: %w", messagesPath, callError(err))
+	}
+	// The answer decodes into a plain struct: the SDK's Message decodes reflectively,
+	// with metadata for every field, at several times the cost.
+	var out messageResponse
+	err = json.Unmarshal(data, &out)
+	release()
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
 	}
 	var (
 		text strings.Builder
@@ -454,9 +504,32 @@ func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (ll
 			resp.Thinking = append(resp.Thinking, llm.ThinkingBlock{RedactedData: b.Data})
 		}
 	}
-	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(string(out.StopReason)), string(out.Model)
-	resp.Usage = usage(out.Usage.InputTokens, out.Usage.CacheReadInputTokens, out.Usage.CacheCreationInputTokens, out.Usage.OutputTokens)
+	u := out.Usage
+	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(out.StopReason), out.Model
+	resp.Usage = usage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
 	return resp, nil
+}
+
+// messageResponse is the part of a Messages API answer Fathom reads.
+type messageResponse struct {
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Content    []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
+	} `json:"content"`
+	Usage struct {
+		InputTokens              int64 `json:"input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+	} `json:"usage"`
 }
 
 // inputText is the arguments text of a tool_use input ("{}" when there is none).
@@ -551,7 +624,7 @@ func (c *Client) CountTokens(ctx context.Context, req llm.Request) (int64, error
 	for _, t := range p.Tools {
 		cp.Tools = append(cp.Tools, anthropic.MessageCountTokensToolUnionParam{OfTool: t.OfTool})
 	}
-	out, err := c.sdk.Messages.CountTokens(ctx, cp)
+	out, err := c.msgs.CountTokens(ctx, cp)
 	if err != nil {
 		return 0, callError(err)
 	}

@@ -302,13 +302,15 @@ func TestToolCallRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRoleMapping checks system extraction and the merging of same-role neighbours,
+// TestRoleMapping checks system extraction (the system messages before the
+// conversation; a later one is user text at its place), the merging of same-role neighbours,
 // including consecutive tool messages, and that invalid tool arguments are sent as
 // {"_raw": ...}; the mock accepts the result and its rules see the merged turns.
 func TestRoleMapping(t *testing.T) {
-	c, rec := setup(t, `{"rules":[{"system_match":"^A\n\nB$","tool_match":"^r4$","response":"user={{.User}} tool={{.Tool}} goal={{.Goal}}"}]}`)
+	c, rec := setup(t, `{"rules":[{"system_match":"^A\n\nA2$","tool_match":"^r4$","response":"user={{.User}} tool={{.Tool}} goal={{.Goal}}"}]}`)
 	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{
 		{Role: "system", Content: "A"},
+		{Role: "system", Content: "A2"},
 		user("Goal: g"),
 		{Role: "system", Content: "B"},
 		user("Step: s"),
@@ -335,11 +337,11 @@ func TestRoleMapping(t *testing.T) {
 	var wire wireRequest
 	rec.last(t, &wire)
 	want := []string{
-		"user[text:Goal: g text:Step: s]",
+		"user[text:Goal: g text:B text:Step: s]",
 		`assistant[text:thinking tool_use:c1:t:{"x":1} tool_use:c2:t:{"_raw":"{oops"} tool_use:c3:t:{} tool_use:c4:t:{"_raw":"[1]"}]`,
 		"user[tool_result:c1:r1 tool_result:c2:r2 tool_result:c3: tool_result:c4:r4 text:Goal: later]",
 	}
-	if wire.System != "A\n\nB" || strings.Join(summary(wire.Messages), "\n") != strings.Join(want, "\n") {
+	if wire.System != "A\n\nA2" || strings.Join(summary(wire.Messages), "\n") != strings.Join(want, "\n") {
 		t.Fatalf("system %q messages\n%s", wire.System, strings.Join(summary(wire.Messages), "\n"))
 	}
 

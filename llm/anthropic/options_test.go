@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/anthropic"
+	"github.com/fathom-agents/fathom/llm/mock"
 )
 
 // canned serves one fixed Messages API answer and keeps the last request body.
@@ -177,6 +179,46 @@ func TestThinkingAndCache(t *testing.T) {
 	}
 }
 
+// TestTaskPromptAfterHistory: a system message after the conversation (a step call's
+// task prompt) is sent as user text at its place, not in the system prompt, and the
+// history breakpoint is on the block before it, so the whole history is the cached
+// prefix of the next call; the system prompt stays the leading system messages.
+func TestTaskPromptAfterHistory(t *testing.T) {
+	c, last := canned(t, `{"model":"claude-x","stop_reason":"end_turn","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":5}}`)
+	msgs := []llm.Message{{Role: "system", Content: "be good"}, user("Step: find a"),
+		{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "web_search", Arguments: `{"q":"a"}`}}},
+		{Role: "tool", ToolCallID: "t1", Content: "found"},
+		{Role: "system", Content: "Current step: find a"}}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, PromptCache: true, Tools: []llm.ToolSpec{{Name: "web_search"}}}); err != nil {
+		t.Fatal(err)
+	}
+	req := last()
+	b, _ := json.Marshal(req["messages"])
+	var sent []struct {
+		Role    string           `json:"role"`
+		Content []map[string]any `json:"content"`
+	}
+	_ = json.Unmarshal(b, &sent)
+	sys, _ := req["system"].([]any)
+	if len(sys) != 1 || sys[0].(map[string]any)["text"] != "be good" {
+		t.Fatalf("system %v, want only the leading system message", req["system"])
+	}
+	if len(sent) != 3 || len(sent[2].Content) != 2 || sent[2].Content[0]["type"] != "tool_result" ||
+		sent[2].Content[1]["type"] != "text" || sent[2].Content[1]["text"] != "Current step: find a" {
+		t.Fatalf("messages %s, want the task prompt as text after the tool result", b)
+	}
+	if cc, _ := sent[2].Content[0]["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+		t.Fatalf("the last block before the task prompt has no breakpoint: %s", b)
+	}
+	for i, m := range sent {
+		for j, bl := range m.Content {
+			if _, ok := bl["cache_control"]; ok && (i != 2 || j != 0) {
+				t.Fatalf("breakpoint on messages.%d.content.%d: %s", i, j, b)
+			}
+		}
+	}
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	env := map[string]string{"ANTHROPIC_BASE_URL": "http://h", "ANTHROPIC_API_KEY": "s", "FATHOM_MODEL": "claude-x", "ANTHROPIC_MAX_TOKENS": "32000"}
 	c, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] })
@@ -186,5 +228,56 @@ func TestConfigFromEnv(t *testing.T) {
 	env["ANTHROPIC_MAX_TOKENS"] = "lots"
 	if _, err := anthropic.ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_MAX_TOKENS") {
 		t.Fatalf("bad ANTHROPIC_MAX_TOKENS: %v", err)
+	}
+}
+
+// TestIgnoresSDKEnvironment: the client is configured by Config alone; the SDK's own
+// environment defaults (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN) add no credential to a
+// call, so a client for a local server without a key never sends a key meant for
+// another endpoint.
+func TestIgnoresSDKEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "") // the SDK would send the auth token then
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "env-token")
+	rec := &recorder{}
+	script, err := mock.ParseScript([]byte(`{"default":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rec.wrap(mock.New(mock.Config{Script: script}).Handler()))
+	defer srv.Close()
+	for _, key := range []string{"", "cfg-key"} {
+		c, err := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("hi")}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		h := rec.headers[len(rec.headers)-1]
+		rec.mu.Unlock()
+		if h.Get("X-Api-Key") != key || h.Get("Authorization") != "" {
+			t.Errorf("key %q: x-api-key %q, Authorization %q", key, h.Get("X-Api-Key"), h.Get("Authorization"))
+		}
+	}
+	// ConfigFromEnv reads them into Config.
+	t.Setenv("ANTHROPIC_API_KEY", "env-key")
+	cfg, err := anthropic.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BaseURL = srv.URL
+	c, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{user("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	h := rec.headers[len(rec.headers)-1]
+	rec.mu.Unlock()
+	if h.Get("X-Api-Key") != "env-key" || h.Get("Authorization") != "Bearer env-token" {
+		t.Errorf("ConfigFromEnv's client: x-api-key %q, Authorization %q", h.Get("X-Api-Key"), h.Get("Authorization"))
 	}
 }

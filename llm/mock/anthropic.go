@@ -212,14 +212,7 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	}
 	d.Input = strings.Join(input, "\n")
 	d.All = strings.TrimPrefix(d.System+"\n"+d.Input, "\n")
-	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
-		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
-			d.Goal = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, "Step: "); ok && d.Step == "" {
-			d.Step = strings.TrimSpace(v)
-		}
-	}
+	d.goalAndStep()
 	return req, d, nil
 }
 

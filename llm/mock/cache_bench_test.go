@@ -31,8 +31,8 @@ const cacheScript = `{"rules":[
 
 // runSession makes the calls of a sessionSteps-step session of the orchestrator (the
 // plan call, then per step a call that searches and a call that answers, every step
-// seeing the steps before it, with the executor prompt naming the current step as the
-// step runner builds it) through p, and returns its cost with prices and its usage.
+// seeing the steps before it, laid out as the step runner builds a step call) through
+// p, and returns its cost with prices and its usage.
 func runSession(ctx context.Context, p llm.Provider, prices llm.PriceTable, model string, cache bool) (float64, llm.Usage, error) {
 	set, err := prompts.Default()
 	if err != nil {
@@ -65,13 +65,18 @@ func runSession(ctx context.Context, p llm.Provider, prices llm.PriceTable, mode
 		return 0, total, err
 	}
 	tools := []llm.ToolSpec{{Name: "web_search", Description: "Searches the web.", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`)}}
+	// The step call's layout (core.BuildRequest, memory.Context.Messages): the system
+	// prompt (executor template and goal, the same for every step), the history, then
+	// the step's task prompt (core.StepTaskPrompt) as a system message after it.
+	sys := llm.Message{Role: "system", Content: tmpl + "\n\nGoal: " + sessionGoal + "\n"}
 	var hist []llm.Message
 	for i := 1; i <= sessionSteps; i++ {
 		desc := fmt.Sprintf("look into part %d of the question", i)
-		sys := llm.Message{Role: "system", Content: tmpl + fmt.Sprintf("\n\nGoal: %s\nCurrent step: %s\n", sessionGoal, desc)}
+		task := llm.Message{Role: "system", Content: fmt.Sprintf("Current step: %s\n", desc)}
 		hist = append(hist, llm.Message{Role: "user", Content: fmt.Sprintf("Goal: %s\nStep: %s\n", sessionGoal, desc)})
 		for turn := 0; turn < 4; turn++ {
-			resp, err := call(llm.Request{Messages: append([]llm.Message{sys}, hist...), Tools: tools})
+			msgs := append(append([]llm.Message{sys}, hist...), task)
+			resp, err := call(llm.Request{Messages: msgs, Tools: tools})
 			if err != nil {
 				return 0, total, err
 			}

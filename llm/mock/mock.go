@@ -19,7 +19,8 @@
 // text or, when it has tool_calls, with tool calls ({"name", "arguments"} where
 // arguments is a template of the JSON text). times limits how often a rule fires (0 =
 // always). response is a text/template with .Goal and .Step (from the "Goal: " and
-// "Step: " lines of the user message, else of the system message), .User, .System,
+// "Step: " lines of the user message, else of the system message; a "Current step: "
+// line when there is no "Step: " line), .User, .System,
 // .Tool, .All, .Input (see TemplateData), .N (1-based count of this rule's hits) and the
 // functions json, find and findAll (see funcs).
 package mock
@@ -417,6 +418,28 @@ type TemplateData struct {
 	N int
 }
 
+// goalAndStep sets Goal and Step from the first "Goal: " and "Step: " lines of the
+// user message, else of the system messages. A step call states its step after the
+// history ("Current step: "; Fathom's Anthropic client sends that as user text): that
+// line is the step when no "Step: " line is found.
+func (d *TemplateData) goalAndStep() {
+	var current string
+	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
+		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
+			d.Goal = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Step: "); ok && d.Step == "" {
+			d.Step = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Current step: "); ok && current == "" {
+			current = strings.TrimSpace(v)
+		}
+	}
+	if d.Step == "" {
+		d.Step = current
+	}
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	if err != nil {
@@ -483,14 +506,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.requests.Add(1)
 	d.System, d.All, d.Input = strings.Join(system, "\n"), strings.Join(all, "\n"), strings.Join(input, "\n")
-	for _, line := range strings.Split(d.User+"\n"+d.System, "\n") {
-		if v, ok := strings.CutPrefix(line, "Goal: "); ok && d.Goal == "" {
-			d.Goal = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, "Step: "); ok && d.Step == "" {
-			d.Step = strings.TrimSpace(v)
-		}
-	}
+	d.goalAndStep()
 	rule := s.pick(&d)
 	tmpl := s.fallback
 	if rule != nil {

@@ -20,8 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +46,9 @@ type Config struct {
 	APIKey string
 	// Model is used when a request names none (env FATHOM_MODEL).
 	Model string
+	// Organization and Project, when set, are sent as the OpenAI-Organization and
+	// OpenAI-Project headers (env OPENAI_ORG_ID, OPENAI_PROJECT_ID).
+	Organization, Project string
 	// HTTPClient, when set, is used instead of a client built from Timeout.
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
@@ -61,14 +66,15 @@ func DefaultConfig() Config {
 	return Config{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", Timeout: 2 * time.Minute, MaxResponseBytes: 8 << 20}
 }
 
-// ConfigFromEnv starts from DefaultConfig and applies OPENAI_BASE_URL, OPENAI_API_KEY and
-// FATHOM_MODEL when set.
+// ConfigFromEnv starts from DefaultConfig and applies OPENAI_BASE_URL, OPENAI_API_KEY,
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and FATHOM_MODEL when set.
 func ConfigFromEnv(getenv func(string) string) Config {
 	c := DefaultConfig()
 	if v := getenv("OPENAI_BASE_URL"); v != "" {
 		c.BaseURL = v
 	}
 	c.APIKey = getenv("OPENAI_API_KEY")
+	c.Organization, c.Project = getenv("OPENAI_ORG_ID"), getenv("OPENAI_PROJECT_ID")
 	if v := getenv("FATHOM_MODEL"); v != "" {
 		c.Model = v
 	}
@@ -90,7 +96,12 @@ func (c Config) Validate() error {
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	sdk openai.Client
+	// api makes the chat calls: the SDK client's generic Post sends a []byte body as
+	// JSON as is, with no per-call options (Chat.Completions.New takes typed params; a
+	// body of our own then needs option.WithRequestBody, whose content-type header goes
+	// through the SDK's per-call header bookkeeping).
+	api    openai.Client
+	models openai.ModelService
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -117,6 +128,10 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
+	// The client and the models service are built from these options alone, not
+	// through openai.NewClient: that one adds the SDK's environment defaults
+	// (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS, …) to every call, behind
+	// Config's back, and wraps each call's options in layers it unwinds per call.
 	opts := []option.RequestOption{
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
 		option.WithHTTPClient(hc),
@@ -125,10 +140,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	} else {
-		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
-	return &Client{cfg: cfg, sdk: openai.NewClient(opts...)}, nil
+	if cfg.Organization != "" {
+		opts = append(opts, option.WithOrganization(cfg.Organization))
+	}
+	if cfg.Project != "" {
+		opts = append(opts, option.WithProject(cfg.Project))
+	}
+	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}, nil
 }
 
 // Name implements llm.Provider.
@@ -152,20 +171,19 @@ func errorFields(data []byte) (typ, code, msg string, ok bool) {
 	return eb.Error.Type, code, eb.Error.Message, true
 }
 
+// chatPath is the chat completions endpoint, relative to the base URL.
+const chatPath = "chat/completions"
+
 // Chat implements llm.Provider: one POST /chat/completions, no retries.
 func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	params, raw, err := c.params(req)
-	if err != nil {
-		return llm.Response{}, err
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
 	}
-	if req.OnDelta != nil {
-		params.StreamOptions.IncludeUsage = param.NewOpt(true)
-		raw = append(raw, rawField{"stream", []byte("true")})
-	}
-	body, err := encodeBody(params, raw)
+	body, err := c.encode(req, model)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -182,104 +200,167 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 		return llm.Response{}, err
 	}
 	if resp.Model == "" {
-		resp.Model = params.Model
+		resp.Model = model
 	}
 	resp.Duration = time.Since(start)
 	return resp, nil
 }
 
-// rawField is a field of the request body encoded beforehand: its key and JSON value.
-type rawField struct {
-	key   string
-	value []byte
-}
-
-// encodeBody is the request body: p as the SDK encodes it with the raw fields put in
-// front. Splicing the bytes costs a copy; setting them into the SDK's body
-// (option.WithJSONSet) parsed the whole body again for each field.
-func encodeBody(p openai.ChatCompletionNewParams, raw []rawField) (option.RequestOption, error) {
-	enc, err := json.Marshal(p)
-	if err != nil || len(enc) < 2 || enc[0] != '{' {
-		return nil, fmt.Errorf("openai: encode request: %w", errors.Join(err, errors.New("not a JSON object")))
-	}
-	n := len(enc)
-	for _, f := range raw {
-		n += len(f.key) + len(f.value) + 4
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, f := range raw {
-		if i > 0 {
-			b = append(b, ',')
+// encode writes req as the body of POST /chat/completions. The conversation and the
+// tools, which Fathom holds in the API's own simple shapes, are appended directly
+// (wire.AppendString), without reflection: encoding a long history was most of a call's
+// own cost, through the SDK's reflective encoder and through encoding/json alike. The
+// rarer options are the SDK's typed params, each encoded only when set.
+func (c *Client) encode(req llm.Request, model string) ([]byte, error) {
+	n := 256 + len(model)
+	for _, m := range req.Messages {
+		n += 48 + len(m.Content) + len(m.ToolCallID)
+		for _, tc := range m.ToolCalls {
+			n += 80 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
 		}
-		b = append(b, '"')
-		b = append(b, f.key...)
-		b = append(b, '"', ':')
-		b = append(b, f.value...)
 	}
-	if rest := enc[1:]; len(raw) > 0 && rest[0] != '}' {
-		b = append(b, ',')
+	for _, t := range req.Tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
-	b = append(b, enc[1:]...)
-	return option.WithRequestBody("application/json", b), nil
-}
-
-// params translates req into the SDK's request. The conversation and the tools, which
-// Fathom holds in the API's own simple shapes, are encoded once with encoding/json as
-// raw fields of the body (encodeBody): the SDK's reflective encoding of a long history
-// costs more than the rest of a call. Everything else uses the SDK's typed params.
-func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []rawField, error) {
-	msgs, err := toParams(req.Messages)
+	b := make([]byte, 0, n+n/16) // room for escapes
+	b = append(b, `{"model":`...)
+	b = wire.AppendString(b, model)
+	b, err := appendMessages(b, req.Messages)
 	if err != nil {
-		return openai.ChatCompletionNewParams{}, nil, err
+		return nil, err
 	}
-	rawMsgs, err := json.Marshal(msgs)
-	if err != nil {
-		return openai.ChatCompletionNewParams{}, nil, fmt.Errorf("openai: encode messages: %w", err)
-	}
-	body := []rawField{{"messages", rawMsgs}}
-	p := openai.ChatCompletionNewParams{Model: req.Model}
-	if p.Model == "" {
-		p.Model = c.cfg.Model
-	}
-	if req.Temperature != nil {
-		p.Temperature = param.NewOpt(*req.Temperature)
+	if b, err = appendTools(b, req.Tools); err != nil {
+		return nil, err
 	}
 	if req.MaxTokens > 0 {
 		if c.cfg.LegacyMaxTokens {
-			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+			b = append(b, `,"max_tokens":`...)
 		} else {
-			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+			b = append(b, `,"max_completion_tokens":`...)
 		}
+		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
-	if len(req.Tools) > 0 {
-		type wireTool struct {
-			Type     string       `json:"type"`
-			Function llm.ToolSpec `json:"function"`
+	if t := req.Temperature; t != nil {
+		if math.IsNaN(*t) || math.IsInf(*t, 0) {
+			return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
 		}
-		tools := make([]wireTool, len(req.Tools))
-		for i, t := range req.Tools {
-			if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-				return p, nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
+		b = append(b, `,"temperature":`...)
+		b = strconv.AppendFloat(b, *t, 'g', -1, 64)
+	}
+	if req.OnDelta != nil {
+		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	if b, err = appendOptions(b, req); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendMessages appends `,"messages":[...]`: the conversation in the API's shape
+// (tool calls nest a "function"; an assistant turn of tool calls alone has no content).
+func appendMessages(b []byte, ms []llm.Message) ([]byte, error) {
+	b = append(b, `,"messages":[`...)
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"role":`...)
+		switch m.Role {
+		case "system", "user", "tool":
+			b = wire.AppendString(b, m.Role)
+			b = append(b, `,"content":`...)
+			b = wire.AppendString(b, m.Content)
+		case "assistant":
+			b = append(b, `"assistant"`...)
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				b = append(b, `,"content":`...)
+				b = wire.AppendString(b, m.Content)
 			}
-			tools[i] = wireTool{"function", t}
+			if len(m.ToolCalls) > 0 {
+				b = append(b, `,"tool_calls":[`...)
+				for j, tc := range m.ToolCalls {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, `{"id":`...)
+					b = wire.AppendString(b, tc.ID)
+					b = append(b, `,"type":"function","function":{"name":`...)
+					b = wire.AppendString(b, tc.Name)
+					b = append(b, `,"arguments":`...)
+					b = wire.AppendString(b, tc.Arguments)
+					b = append(b, `}}`...)
+				}
+				b = append(b, ']')
+			}
+		default:
+			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
 		}
-		raw, err := json.Marshal(tools)
-		if err != nil {
-			return p, nil, fmt.Errorf("openai: encode tools: %w", err)
+		if m.ToolCallID != "" {
+			b = append(b, `,"tool_call_id":`...)
+			b = wire.AppendString(b, m.ToolCallID)
 		}
-		body = append(body, rawField{"tools", raw})
+		b = append(b, '}')
 	}
+	return append(b, ']'), nil
+}
+
+// appendTools appends `,"tools":[...]` (nothing without tools); each tool's parameters
+// schema goes out as given, compacted (which checks that it is JSON).
+func appendTools(b []byte, tools []llm.ToolSpec) ([]byte, error) {
+	if len(tools) == 0 {
+		return b, nil
+	}
+	b = append(b, `,"tools":[`...)
+	for i, t := range tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"function","function":{"name":`...)
+		b = wire.AppendString(b, t.Name)
+		if t.Description != "" {
+			b = append(b, `,"description":`...)
+			b = wire.AppendString(b, t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			b = append(b, `,"parameters":`...)
+			var ok bool
+			if b, ok = wire.AppendCompact(b, t.Parameters); !ok {
+				return nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
+			}
+		}
+		b = append(b, `}}`...)
+	}
+	return append(b, ']'), nil
+}
+
+// appendOptions appends the request's rarer options, each in the SDK's param type and
+// encoding: tool_choice, parallel_tool_calls, response_format and reasoning_effort.
+func appendOptions(b []byte, req llm.Request) ([]byte, error) {
+	field := func(b []byte, key string, v any) ([]byte, error) {
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("openai: encode %s: %w", key, err)
+		}
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		return append(b, enc...), nil
+	}
+	var err error
 	switch req.ToolChoice {
 	case "":
 	case "auto", "none", "required":
-		p.ToolChoice.OfAuto = param.NewOpt(req.ToolChoice)
+		b, err = field(b, "tool_choice", openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(req.ToolChoice)})
 	default:
-		p.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
-			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}
+		b, err = field(b, "tool_choice", openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}})
+	}
+	if err != nil {
+		return nil, err
 	}
 	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
-		p.ParallelToolCalls = param.NewOpt(*req.ParallelToolCalls)
+		b = append(b, `,"parallel_tool_calls":`...)
+		b = strconv.AppendBool(b, *req.ParallelToolCalls)
 	}
 	if f := req.ResponseFormat; f != nil {
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.Name, Schema: f.Schema}
@@ -289,22 +370,19 @@ func (c *Client) params(req llm.Request) (openai.ChatCompletionNewParams, []rawF
 		if f.Strict {
 			js.Strict = param.NewOpt(true)
 		}
-		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+		if b, err = field(b, "response_format", openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}); err != nil {
+			return nil, err
+		}
 	}
 	if req.ReasoningEffort != "" {
-		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+		b = append(b, `,"reasoning_effort":`...)
+		b = wire.AppendString(b, string(shared.ReasoningEffort(req.ReasoningEffort)))
 	}
-	return p, body, nil
+	return b, nil
 }
 
-// wireMessage is a chat message in the API's shape (tool calls nest a "function").
-type wireMessage struct {
-	Role       string         `json:"role"`
-	Content    *string        `json:"content,omitempty"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
+// wireToolCall is a tool call in an answer.
 type wireToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
@@ -314,29 +392,6 @@ type wireToolCall struct {
 type wireFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
-}
-
-// toParams translates the conversation into the API's message shape.
-func toParams(ms []llm.Message) ([]wireMessage, error) {
-	out := make([]wireMessage, len(ms))
-	for i, m := range ms {
-		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
-		switch m.Role {
-		case "system", "user", "tool":
-			w.Content = &m.Content
-		case "assistant":
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				w.Content = &m.Content
-			}
-			for _, tc := range m.ToolCalls {
-				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
-			}
-		default:
-			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
-		}
-		out[i] = w
-	}
-	return out, nil
 }
 
 // wireUsage is the API's usage object.
@@ -377,18 +432,24 @@ type chatResponse struct {
 // complete makes a non-streamed call. The SDK sends it; the answer is decoded into
 // chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
 // than the rest of the call).
-func (c *Client) complete(ctx context.Context, body option.RequestOption) (llm.Response, error) {
+func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
 	var raw *http.Response
 	// The params are in body already: the SDK's own encoding of them is replaced.
-	if _, err := c.sdk.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{}, body, option.WithResponseBodyInto(&raw)); err != nil {
+	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	defer raw.Body.Close()
-	var out chatResponse
-	if err := json.NewDecoder(raw.Body).Decode(&out); err != nil {
+	data, release, err := wire.ReadBody(raw.Body)
+	if err != nil {
 		if errors.Is(err, wire.ErrTooLarge) {
 			return llm.Response{}, err
 		}
+		return llm.Response{}, fmt.Errorf("openai: read /chat/completions response: %w", callError(err))
+	}
+	var out chatResponse
+	err = json.Unmarshal(data, &out)
+	release()
+	if err != nil {
 		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
 	}
 	if len(out.Choices) == 0 {
@@ -429,7 +490,7 @@ const maxToolCalls = 1024
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, onDelta func(string), body option.RequestOption) (llm.Response, error) {
+func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
 	var (
 		tr  wire.Tracker
 		raw *http.Response
@@ -437,8 +498,7 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body option.R
 	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
 	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
 	// several times the cost.
-	if _, err := c.sdk.Chat.Completions.New(wire.WithTracker(ctx, &tr), openai.ChatCompletionNewParams{}, body,
-		option.WithResponseBodyInto(&raw), option.WithHeader("Accept", "text/event-stream")); err != nil {
+	if err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, option.WithHeader("Accept", "text/event-stream")); err != nil {
 		return llm.Response{}, callError(err)
 	}
 	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
@@ -520,7 +580,7 @@ func callError(err error) error {
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	page, err := c.sdk.Models.List(ctx)
+	page, err := c.models.List(ctx)
 	if err != nil {
 		return nil, callError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,57 @@ func TestRequestOptionsOnTheWire(t *testing.T) {
 	if _, err := legacy.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}, MaxTokens: 9}); err != nil ||
 		got["max_tokens"] != 9.0 || got["max_completion_tokens"] != nil {
 		t.Fatalf("legacy max tokens: %v (err %v)", got, err)
+	}
+}
+
+// TestIgnoresSDKEnvironment: the client is configured by Config alone (ConfigFromEnv
+// reads the environment Fathom documents, OPENAI_ORG_ID and OPENAI_PROJECT_ID included);
+// the SDK's own environment defaults (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID,
+// OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS) add no credential or header to a call, so
+// a client for a local server without a key never sends a key meant for another endpoint.
+func TestIgnoresSDKEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "env-key")
+	t.Setenv("OPENAI_ADMIN_KEY", "admin-key")
+	t.Setenv("OPENAI_ORG_ID", "org-1")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-1")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: yes")
+	var hdr http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"model":"m","choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`))
+	}))
+	defer srv.Close()
+	for _, key := range []string{"", "cfg-key"} {
+		c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+		want := ""
+		if key != "" {
+			want = "Bearer " + key
+		}
+		if got := hdr.Get("Authorization"); got != want {
+			t.Errorf("key %q: Authorization %q, want %q", key, got, want)
+		}
+		for _, h := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Leak"} {
+			if v := hdr.Get(h); v != "" {
+				t.Errorf("key %q: header %s: %q from the environment", key, h, v)
+			}
+		}
+	}
+	cfg := openai.ConfigFromEnv(os.Getenv)
+	cfg.BaseURL = srv.URL + "/v1"
+	c, err := openai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Get("Authorization") != "Bearer env-key" || hdr.Get("OpenAI-Organization") != "org-1" || hdr.Get("OpenAI-Project") != "proj-1" || hdr.Get("X-Leak") != "" {
+		t.Errorf("ConfigFromEnv's client sent %v", hdr)
 	}
 }

@@ -79,7 +79,8 @@ func TestDecideToolLoop(t *testing.T) {
 	for _, m := range req.Messages {
 		roles = append(roles, m.Role+":"+m.ToolCallID)
 	}
-	if got := strings.Join(roles, ","); got != "system:,user:,assistant:,tool:c2,tool:c1" {
+	// The step's task prompt (the current step) comes after the history.
+	if got := strings.Join(roles, ","); got != "system:,user:,assistant:,tool:c2,tool:c1,system:" {
 		t.Fatalf("request messages %s", got)
 	}
 	if len(req.Messages[2].ToolCalls) != 2 || req.Messages[4].Content != terr.FormatForLLM() {

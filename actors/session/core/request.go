@@ -42,10 +42,15 @@ func BuildRequest(s *messages.SessionState, p *prompts.Set, specs []llm.ToolSpec
 		if err != nil {
 			return llm.Request{}, err
 		}
+		task, err := StepTaskPrompt(s)
+		if err != nil {
+			return llm.Request{}, err
+		}
 		req.Messages = []llm.Message{{Role: "system", Content: sys}}
 		for _, m := range History(s) {
 			req.Messages = append(req.Messages, m.LLM())
 		}
+		req.Messages = append(req.Messages, llm.Message{Role: "system", Content: task})
 		req.Tools = specs
 	case PurposeMessage:
 		sys, err := FollowUpSystemPrompt(s, p)
@@ -103,8 +108,10 @@ func ContextInfo(c *memory.Context, hist int, task uint64) *messages.ContextInfo
 }
 
 // stepSystemPrompt is the executor template for the current step's type, followed by
-// the goal and the current step (kept in the system prompt so the model knows its task
-// even when the step's opening message has left the recent tier).
+// the goal: the same text for every step of that type in the session, so that it and
+// the history after it form a prefix that stays the same from call to call (prompt
+// caching). What changes from step to step (the current step, the workspace listing)
+// is StepTaskPrompt, sent after the history.
 func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) {
 	tmpl, rest, err := stepSystemPromptParts(s, p)
 	return tmpl + rest, err
@@ -112,7 +119,7 @@ func stepSystemPrompt(s *messages.SessionState, p *prompts.Set) (string, error) 
 
 // stepSystemPromptParts is stepSystemPrompt in two parts: the executor template for the
 // step's type (the same text for every step of that type, so its token count is cached)
-// and what follows it for this step (goal, current step, workspace listing).
+// and what follows it (the goal).
 func stepSystemPromptParts(s *messages.SessionState, p *prompts.Set) (tmpl, rest string, err error) {
 	return StepSystemPromptPartsGoal(s, p, s.GetGoal())
 }
@@ -128,7 +135,20 @@ func StepSystemPromptPartsGoal(s *messages.SessionState, p *prompts.Set, goal st
 	if err != nil {
 		return "", "", err
 	}
-	return tmpl, fmt.Sprintf("\n\nGoal: %s\nCurrent step: %s\n%s", goal, st.GetStep().GetDescription(), workspaceListing(s)), nil
+	return tmpl, "\n\nGoal: " + goal + "\n", nil
+}
+
+// StepTaskPrompt is the system text of a step call that changes from step to step: the
+// current step (kept in view so the model knows its task even when the step's opening
+// message has left the recent tier) and the workspace listing. A step call sends it as
+// a system message after the history, so the system prompt and the history before it
+// stay a cacheable prefix across the session's steps.
+func StepTaskPrompt(s *messages.SessionState) (string, error) {
+	st, err := CurrentStepState(s)
+	if err != nil {
+		return "", err
+	}
+	return "Current step: " + st.GetStep().GetDescription() + "\n" + workspaceListing(s), nil
 }
 
 // GoalShare is the part of the context budget the goal may take in a system prompt.

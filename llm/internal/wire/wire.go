@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,7 @@ type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error
 // wrapping ErrTooLarge that says "exceeds N bytes". prefix names the client in errors.
 func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		dropTelemetry(req.Header)
 		resp, err := next(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
@@ -58,6 +60,43 @@ func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 		resp.Body = lb
 		return resp, nil
 	}
+}
+
+// dropTelemetry removes the SDKs' platform headers (X-Stainless-Lang, -OS, -Arch,
+// -Runtime-Version, -Package-Version, -Retry-Count, …): they describe the client to
+// the server, which needs none of it, and Fathom retries itself (llm/resilient), so the
+// retry count is always 0. Each call then writes, and the server parses, half the
+// headers.
+func dropTelemetry(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "X-Stainless-") {
+			delete(h, k)
+		}
+	}
+}
+
+// bufs holds the buffers ReadBody reads answers into.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds a buffer kept for reuse; a larger one is left to the GC.
+const maxPooledBuffer = 1 << 20
+
+// ReadBody reads r whole into a pooled buffer and returns its bytes with the function
+// that gives the buffer back: call it once the bytes are no longer used (decoding
+// copies what it keeps).
+func ReadBody(r io.Reader) ([]byte, func(), error) {
+	buf := bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	release := func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bufs.Put(buf)
+		}
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return buf.Bytes(), release, nil
 }
 
 // limitedBody fails a read that would take the body past max bytes, and remembers the

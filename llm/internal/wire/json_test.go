@@ -1,0 +1,58 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// encodingJSON is encoding/json's encoding of s with HTML escaping off.
+func encodingJSON(t testing.TB, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// TestAppendStringMatchesEncodingJSON: AppendString writes what encoding/json writes.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uo\te`, "tab\tnl\ncr\r\b\f\x00\x1f\x7f", "<html> & co", "é ü 日本 🙂",
+		"bad \xff utf8 \xc3", "line\u2028para\u2029end", "\u2027\u202a"} {
+		if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// FuzzAppendString: for any input, AppendString agrees with encoding/json.
+func FuzzAppendString(f *testing.F) {
+	f.Add("a\"b\\c\n\x01\u2028\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// TestAppendCompactMatchesCompact: AppendCompact writes what json.Compact writes and
+// refuses what is not JSON.
+func TestAppendCompactMatchesCompact(t *testing.T) {
+	for _, raw := range []string{`{"a": [1, 2 ,3],` + "\n\t" + `"b" : "x \" y\\", "c":{ }}`, ` "s p a c e" `, `[ ]`, `{"k":"\\"}`} {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := AppendCompact([]byte("x"), []byte(raw))
+		if !ok || string(got) != "x"+want.String() {
+			t.Errorf("AppendCompact(%q) = %q, %v; want %q", raw, got, ok, want.String())
+		}
+	}
+	for _, bad := range []string{``, `{`, `{"a":}`, `oops`} {
+		if got, ok := AppendCompact([]byte("x"), []byte(bad)); ok || string(got) != "x" {
+			t.Errorf("AppendCompact(%q) = %q, %v; want a refusal", bad, got, ok)
+		}
+	}
+}
