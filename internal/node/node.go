@@ -31,6 +31,7 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -45,11 +46,6 @@ import (
 	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
-	"github.com/fathom-agents/fathom/persistence/artifact/local"
-	"github.com/fathom-agents/fathom/persistence/artifact/s3"
-	"github.com/fathom-agents/fathom/persistence/bolt"
-	"github.com/fathom-agents/fathom/persistence/indexfacts"
-	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
@@ -60,7 +56,7 @@ import (
 const summarizerName = "summarizers"
 
 // JournalFile is the embedded journal's file name inside the data directory.
-const JournalFile = "journal.db"
+const JournalFile = backends.JournalFile
 
 // DefaultFeedPoll is the feed's journal polling interval on a multi-member cluster: how
 // late, at most, a gateway client sees live events of a session hosted on another member.
@@ -185,46 +181,15 @@ type SandboxConfig struct {
 	LocalIsolation sandboxd.Isolation
 }
 
-// ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
-// list_artifacts: Store when set, else an S3 bucket when S3.Endpoint is set, else the
-// directory DataDir/artifacts. With none of them (no data dir) the artifact tools are
-// left out.
-type ArtifactConfig struct {
-	// S3 configures an S3-compatible store (flags --s3-*, env FATHOM_S3_*).
-	S3 s3.Config
-	// MaxSize bounds one artifact's content in bytes (0 = artifact.DefaultMaxSize).
-	MaxSize int64
-	// Store, when set, is used as is (tests, embedding). The node closes it on Stop.
-	Store artifact.Store
-}
+// ArtifactConfig selects the artifact store (backends.ArtifactConfig).
+type ArtifactConfig = backends.ArtifactConfig
 
 // ArtifactsDir is the local artifact store's directory inside the data directory.
-const ArtifactsDir = "artifacts"
+const ArtifactsDir = backends.ArtifactsDir
 
-// OpenArtifacts opens the S3 store when cfg.S3.Endpoint is set, else the local store in
-// dataDir/artifacts; with neither it returns nil and no error (cfg.Store is not looked
-// at). where describes the store for logs, never with credentials.
-func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, where string, err error) {
-	if cfg.S3.Endpoint != "" {
-		s3cfg := cfg.S3
-		if s3cfg.MaxSize == 0 {
-			s3cfg.MaxSize = cfg.MaxSize
-		}
-		s, err := s3.Open(s3cfg)
-		if err != nil {
-			return nil, "", fmt.Errorf("artifact store: %w", err)
-		}
-		return s, s3cfg.String(), nil
-	}
-	if dataDir == "" {
-		return nil, "", nil
-	}
-	dir := filepath.Join(dataDir, ArtifactsDir)
-	s, err := local.Open(dir, local.Config{MaxSize: cfg.MaxSize})
-	if err != nil {
-		return nil, "", fmt.Errorf("artifact store: %w", err)
-	}
-	return s, dir, nil
+// OpenArtifacts opens the artifact store cfg selects (backends.OpenArtifacts).
+func OpenArtifacts(dataDir string, cfg ArtifactConfig) (artifact.Store, string, error) {
+	return backends.OpenArtifacts(dataDir, cfg)
 }
 
 // Endpoint is the model endpoint this configuration calls, as sessions record it: the
@@ -526,44 +491,15 @@ func (n *Node) journalName() string {
 	return filepath.Join(n.cfg.DataDir, JournalFile)
 }
 
-// OpenJournal opens the PostgreSQL journal when dsn is set (applying migrations), else
-// the embedded one in dataDir (created if missing).
+// OpenJournal opens the PostgreSQL journal when dsn is set, else the embedded one in
+// dataDir (backends.OpenJournal).
 func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: indexfacts.Of})
-		if err != nil {
-			return nil, fmt.Errorf("open postgres journal: %w", err)
-		}
-		return j, nil
-	}
-	if dataDir == "" {
-		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log, Facts: indexfacts.Of})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	return backends.OpenJournal(ctx, dataDir, dsn, log)
 }
 
-// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
-// the embedded journal in dataDir with a shared lock. It never creates the data dir or
-// the journal file: when either is missing the error wraps os.ErrNotExist.
+// OpenJournalReadOnly opens the journal for reading (backends.OpenJournalReadOnly).
 func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		return OpenJournal(ctx, dataDir, dsn, log)
-	}
-	if dataDir == "" {
-		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	return backends.OpenJournalReadOnly(ctx, dataDir, dsn, log)
 }
 
 // startLLM builds the provider the sessions call: the endpoint's client wrapped in the
