@@ -194,7 +194,7 @@ func (c Config) Validate() error {
 
 func (c Config) validate() error {
 	if c.DataDir == "" && c.PostgresDSN == "" {
-		return errors.New("a data directory (DataDir) or a PostgreSQL DSN (PostgresDSN) is required")
+		return errors.New("DataDir or PostgresDSN is required")
 	}
 	switch c.LLM.API {
 	case "", APIOpenAI, APIAnthropic:
@@ -217,7 +217,7 @@ func (c Config) validate() error {
 	for i, t := range c.Tools {
 		switch {
 		case t == nil:
-			return fmt.Errorf("tool %d of Tools is nil", i)
+			return fmt.Errorf("Tools[%d] is nil", i)
 		case !tools.ValidName(t.Name()):
 			return fmt.Errorf("tool name %q is not valid", t.Name())
 		case seen[t.Name()]:

@@ -7,18 +7,12 @@ package backends
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
-	"github.com/fathom-agents/fathom/persistence/artifact/local"
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
-	"github.com/fathom-agents/fathom/persistence/bolt"
-	"github.com/fathom-agents/fathom/persistence/indexfacts"
-	"github.com/fathom-agents/fathom/persistence/postgres"
 )
 
 // JournalFile is the embedded journal's file name inside the data directory.
@@ -31,43 +25,18 @@ const ArtifactsDir = "artifacts"
 var ErrNoJournal = errors.New("no journal: set a data directory or a PostgreSQL DSN")
 
 // OpenJournal opens the PostgreSQL journal when dsn is set (applying migrations), else
-// the embedded one in dataDir (created if missing).
+// the embedded one in dataDir (created if missing), through Journals.
 func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: indexfacts.Of})
-		if err != nil {
-			return nil, fmt.Errorf("open postgres journal: %w", err)
-		}
-		return j, nil
-	}
-	if dataDir == "" {
-		return nil, ErrNoJournal
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log, Facts: indexfacts.Of})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	cfg := JournalConfig{DataDir: dataDir, DSN: dsn, Logger: log}
+	return Journals.Open(ctx, JournalName(cfg), cfg)
 }
 
 // OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
 // the embedded journal in dataDir with a shared lock. It never creates the data dir or
 // the journal file: when either is missing the error wraps os.ErrNotExist.
 func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		return OpenJournal(ctx, dataDir, dsn, log)
-	}
-	if dataDir == "" {
-		return nil, ErrNoJournal
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	cfg := JournalConfig{DataDir: dataDir, DSN: dsn, Logger: log, ReadOnly: true}
+	return Journals.Open(ctx, JournalName(cfg), cfg)
 }
 
 // ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
@@ -87,24 +56,21 @@ type ArtifactConfig struct {
 // dataDir/artifacts; with neither it returns nil and no error (cfg.Store is not looked
 // at). where describes the store for logs, never with credentials.
 func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, where string, err error) {
-	if cfg.S3.Endpoint != "" {
-		s3cfg := cfg.S3
-		if s3cfg.MaxSize == 0 {
-			s3cfg.MaxSize = cfg.MaxSize
-		}
-		s, err := s3.Open(s3cfg)
-		if err != nil {
-			return nil, "", fmt.Errorf("artifact store: %w", err)
-		}
-		return s, s3cfg.String(), nil
+	sc := ArtifactStoreConfig{S3: cfg.S3, MaxSize: cfg.MaxSize}
+	if dataDir != "" {
+		sc.Dir = filepath.Join(dataDir, ArtifactsDir)
 	}
-	if dataDir == "" {
+	name := ArtifactStoreName(sc)
+	if name == "" {
 		return nil, "", nil
 	}
-	dir := filepath.Join(dataDir, ArtifactsDir)
-	s, err := local.Open(dir, local.Config{MaxSize: cfg.MaxSize})
+	s, err := ArtifactStores.Open(context.Background(), name, sc)
 	if err != nil {
-		return nil, "", fmt.Errorf("artifact store: %w", err)
+		return nil, "", err
 	}
-	return s, dir, nil
+	where = sc.Dir
+	if name == "s3" {
+		where = sc.S3.String()
+	}
+	return s, where, nil
 }
