@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -38,6 +39,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live"
@@ -196,10 +198,8 @@ func (c Config) validate() error {
 	if c.DataDir == "" && c.PostgresDSN == "" {
 		return errors.New("DataDir or PostgresDSN is required")
 	}
-	switch c.LLM.API {
-	case "", APIOpenAI, APIAnthropic:
-	default:
-		return fmt.Errorf("unknown LLM API %q (want openai or anthropic)", c.LLM.API)
+	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
+		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
 	}
 	if err := c.cluster().Validate(); err != nil {
 		return err

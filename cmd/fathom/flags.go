@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -290,8 +291,8 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if err := ccfg.Validate(); err != nil {
 		return fathomapi.Config{}, usageError("%v", err)
 	}
-	if f.llmAPI != fathomapi.APIOpenAI && f.llmAPI != fathomapi.APIAnthropic {
-		return fathomapi.Config{}, usageError("bad --llm-api %q: want openai or anthropic", f.llmAPI)
+	if !backends.LLMAPIs.Has(f.llmAPI) {
+		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, strings.Join(backends.LLMAPIs.Names(), " or "))
 	}
 	llmCfg := fathomapi.LLMFromEnv(func(k string) string {
 		if k == "FATHOM_LLM_API" {
