@@ -217,7 +217,7 @@ func (c Config) validate() error {
 	for i, t := range c.Tools {
 		switch {
 		case t == nil:
-			return fmt.Errorf("Tools[%d] is nil", i)
+			return fmt.Errorf("the tool Tools[%d] is nil", i)
 		case !tools.ValidName(t.Name()):
 			return fmt.Errorf("tool name %q is not valid", t.Name())
 		case seen[t.Name()]:
