@@ -23,6 +23,11 @@
 //
 // With no model endpoint configured (Config.LLM zero), the node answers with the built-in
 // demo model, so a program runs end to end without an API key.
+//
+// The fathom binary is built on this package: `fathom run` and `fathom node` build a
+// Config from their flags, environment and configuration file (cluster, memory,
+// artifacts, sandbox, telemetry, MCP servers, agents, approval, prices, ...) and call
+// Start; `fathom node` serves Node.Gateway. There is no other way to assemble a node.
 package fathom
 
 import (
