@@ -23,6 +23,11 @@
 //
 // With no model endpoint configured (Config.LLM zero), the node answers with the built-in
 // demo model, so a program runs end to end without an API key.
+//
+// The fathom binary is built on this package: `fathom run` and `fathom node` build a
+// Config from their flags, environment and configuration file (cluster, memory,
+// artifacts, sandbox, telemetry, MCP servers, agents, approval, prices, ...) and call
+// Start; `fathom node` serves Node.Gateway. There is no other way to assemble a node.
 package fathom
 
 import (
@@ -31,6 +36,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -38,28 +44,72 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
+	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
-// LLM selects the model endpoint. The zero value uses the built-in demo model.
-type LLM struct {
-	// API is "openai" (chat completions; any compatible server, the default) or
-	// "anthropic" (Messages API).
-	API string
-	// BaseURL is the API's base URL (e.g. https://api.openai.com/v1).
-	BaseURL string
-	// APIKey authenticates the calls; it is never recorded.
-	APIKey string
-	// Model is the sessions' default model.
-	Model string
-}
+// LLM selects the model endpoint (node.LLMConfig): API ("openai", the default, or
+// "anthropic"), BaseURL, APIKey, Model, and the client's attempt timeout, resilience
+// (retries, rate limits, circuit breaker), fallback models and streaming. The zero value
+// uses the built-in demo model; LLMFromEnv reads the usual environment variables.
+type LLM = node.LLMConfig
 
-// Config is what an embedded node runs with.
+// The model APIs LLM.API selects.
+const (
+	// APIOpenAI is the chat completions API (OpenAI and every compatible server).
+	APIOpenAI = node.APIOpenAI
+	// APIAnthropic is Anthropic's Messages API.
+	APIAnthropic = node.APIAnthropic
+)
+
+// LLMFromEnv reads FATHOM_LLM_API, FATHOM_MODEL and the API's key and base URL
+// (OPENAI_API_KEY and OPENAI_BASE_URL, or ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
+func LLMFromEnv(getenv func(string) string) LLM { return node.LLMConfigFromEnv(getenv) }
+
+// Memory selects where message embeddings are kept and what makes them
+// (node.MemoryConfig); the zero value is the in-process store and the hash embedder.
+type Memory = node.MemoryConfig
+
+// The vector stores and embedders Memory selects.
+const (
+	// VectorStoreMemory is the exact in-process scan, lost with the process.
+	VectorStoreMemory = node.VectorStoreMemory
+	// VectorStorePgvector is PostgreSQL with pgvector; it needs Config.PostgresDSN.
+	VectorStorePgvector = node.VectorStorePgvector
+	// EmbedderHash is the local feature-hashing embedder (no model).
+	EmbedderHash = node.EmbedderHash
+	// EmbedderOpenAI is an OpenAI-compatible embeddings API.
+	EmbedderOpenAI = node.EmbedderOpenAI
+)
+
+// Artifacts selects the artifact store (node.ArtifactConfig): a given Store, an S3
+// bucket, or the directory DataDir/artifacts (the zero value).
+type Artifacts = node.ArtifactConfig
+
+// Sandbox selects the code sandbox that runs code_execute (node.SandboxConfig): a
+// remote FSP sandbox (Client.URL) or a local one started in-process (Local). The zero
+// value has none: code_execute fails with "no sandbox is configured".
+type Sandbox = node.SandboxConfig
+
+// Telemetry selects the OpenTelemetry exporters (none, stdout or otlp); the zero value
+// exports nothing (metrics are still served by MetricsListen and the gateway).
+type Telemetry = telemetry.Config
+
+// MCPServer is an MCP server (stdio command or streamable HTTP URL) whose tools the node
+// offers as "{server}__{tool}" (tools/mcp.ServerConfig).
+type MCPServer = mcptool.ServerConfig
+
+// Config is what a node runs with: an embedded node in a Go program, or the fathom
+// binary (fathom run, fathom node), which builds one from its flags, environment and
+// configuration file.
 type Config struct {
-	// DataDir holds the embedded journal when PostgresDSN is empty. Default ".fathom".
+	// DataDir holds the embedded journal when PostgresDSN is empty, and the local
+	// artifact store. Default ".fathom".
 	DataDir string
 	// PostgresDSN selects the PostgreSQL journal (migrations are applied at start).
 	PostgresDSN string
@@ -76,12 +126,43 @@ type Config struct {
 	// delegates a plan step to it by naming it as the step's type. A session that used
 	// an agent needs it in the Config of every later Start on the same journal.
 	Agents []Agent
-	// Session configures the sessions (budgets, timeouts, the tools of each agent type).
+	// Session configures the sessions (budgets, timeouts, leases, prices, the tools of
+	// each agent type).
 	Session session.Config
 	// ApprovalTools are tools whose calls wait for a human's decision before they run
 	// (added to Session.ApprovalTools): answer with Answer, input {"decision":"approve"},
 	// {"decision":"edit","args":{...}} or {"decision":"reject","message":"..."}.
 	ApprovalTools []string
+	// Cluster configures the cluster member: a local single member (the zero value and
+	// DefaultConfig) or a member of a Consul cluster.
+	Cluster fcluster.Config
+	// Memory selects the vector store and the embedder.
+	Memory Memory
+	// Artifacts selects the artifact store.
+	Artifacts Artifacts
+	// Sandbox selects the code sandbox.
+	Sandbox Sandbox
+	// Telemetry selects the OpenTelemetry exporters.
+	Telemetry Telemetry
+	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which
+	// the node serves GET /metrics in the Prometheus text format (Node.MetricsAddr).
+	MetricsListen string
+	// Retention, when positive, is how long terminal sessions are kept after their last
+	// event before the node deletes them.
+	Retention time.Duration
+	// PromptsDir, when set, holds prompt templates that replace the embedded ones file by
+	// file; a broken template fails Start.
+	PromptsDir string
+	// SearXNGURL, when set, is the SearXNG instance web_search queries (else env
+	// FATHOM_SEARXNG_URL; its token is env FATHOM_SEARXNG_TOKEN).
+	SearXNGURL string
+	// MCPServers are MCP servers whose tools the node offers as "{server}__{tool}", each
+	// kept connected by a supervised actor; one that cannot be reached fails Start.
+	MCPServers []MCPServer
+	// FeedPoll is how often a live subscription to a session hosted on another member
+	// reads the journal: 0 means 500 ms with Consul and no polling with a local member;
+	// negative turns it off.
+	FeedPoll time.Duration
 	// Logger receives the node's structured logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -103,41 +184,69 @@ type Brief = core.Brief
 // summary, recommendations, blockers and confidence (messages.SubagentResult).
 type Handoff = messages.SubagentResult
 
-// DefaultConfig returns the defaults: embedded journal in .fathom, demo model, the
-// session defaults.
+// DefaultConfig returns the defaults: embedded journal in .fathom, demo model, a local
+// cluster member, the session defaults, the in-process vector store, no sandbox.
 func DefaultConfig() Config {
-	return Config{DataDir: ".fathom", Session: session.DefaultConfig()}
+	return Config{DataDir: ".fathom", Session: session.DefaultConfig(), Cluster: fcluster.DefaultConfig()}
 }
 
-// Validate reports configuration errors without starting anything.
+// Validate reports configuration errors without starting anything, as an *Error with
+// Op "config".
 func (c Config) Validate() error {
-	if c.DataDir == "" && c.PostgresDSN == "" {
-		return errors.New("fathom: config: DataDir or PostgresDSN is required")
+	if err := c.validate(); err != nil {
+		return &Error{Op: "config", Err: err}
 	}
-	switch c.LLM.API {
-	case "", "openai", "anthropic":
-	default:
-		return fmt.Errorf("fathom: config: unknown LLM API %q (want openai or anthropic)", c.LLM.API)
+	return nil
+}
+
+func (c Config) validate() error {
+	if c.DataDir == "" && c.PostgresDSN == "" {
+		return errors.New("DataDir or PostgresDSN is required")
+	}
+	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
+		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
+	}
+	if err := c.cluster().Validate(); err != nil {
+		return err
+	}
+	if err := c.Memory.Validate(c.PostgresDSN); err != nil {
+		return err
+	}
+	if err := c.Telemetry.Validate(); err != nil {
+		return err
+	}
+	if c.Retention < 0 {
+		return fmt.Errorf("retention %s is negative", c.Retention)
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Tools {
 		switch {
 		case t == nil:
-			return fmt.Errorf("fathom: config: Tools[%d] is nil", i)
+			return fmt.Errorf("the tool Tools[%d] is nil", i)
 		case !tools.ValidName(t.Name()):
-			return fmt.Errorf("fathom: config: tool name %q is not valid", t.Name())
+			return fmt.Errorf("tool name %q is not valid", t.Name())
 		case seen[t.Name()]:
-			return fmt.Errorf("fathom: config: tool %q is given twice", t.Name())
+			return fmt.Errorf("tool %q is given twice", t.Name())
 		}
 		seen[t.Name()] = true
 	}
 	if err := c.Session.Validate(); err != nil {
-		return fmt.Errorf("fathom: config: %w", err)
+		return err
 	}
 	if _, err := core.NewAgents(c.sessionConfig().Agents...); err != nil {
-		return fmt.Errorf("fathom: config: %w", err)
+		return err
 	}
 	return nil
+}
+
+// cluster is Cluster, or the default local member when it is the zero value.
+func (c Config) cluster() fcluster.Config {
+	if c.Cluster.Provider == "" && c.Cluster.Name == "" && c.Cluster.Host == "" {
+		cc := fcluster.DefaultConfig()
+		cc.Logger = c.Cluster.Logger
+		return cc
+	}
+	return c.Cluster
 }
 
 // sessionConfig is Session with Agents added to its own.
@@ -163,16 +272,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ccfg := fcluster.DefaultConfig()
-	ccfg.Logger = log
+	ccfg := cfg.cluster()
+	if ccfg.Logger == nil {
+		ccfg.Logger = log
+	}
 	cfg.Session.ApprovalTools = append(slices.Clone(cfg.Session.ApprovalTools), cfg.ApprovalTools...)
 	n, err := node.Start(ctx, node.Config{
 		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
-		LLM:        node.LLMConfig{API: cfg.LLM.API, BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model},
-		ExtraTools: cfg.Tools,
+		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
+		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
+		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fathom: start: %w", err)
+		return nil, &Error{Op: "start", Err: err}
 	}
 	return &Node{n: n, timeout: 30 * time.Second}, nil
 }

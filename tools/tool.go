@@ -98,6 +98,8 @@ type Registry struct {
 	mu      sync.RWMutex
 	tools   map[string]Tool
 	schemas map[string]*jsv.Schema
+	// version counts the changes (Register, Replace, Unregister of a tool there was).
+	version uint64
 }
 
 // NewRegistry returns a registry holding ts.
@@ -126,6 +128,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tools: %s registered twice", name)
 	}
 	r.tools[name], r.schemas[name] = t, sch
+	r.version++
 	return nil
 }
 
@@ -139,6 +142,7 @@ func (r *Registry) Replace(t Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tools[name], r.schemas[name] = t, sch
+	r.version++
 	return nil
 }
 
@@ -147,9 +151,20 @@ func (r *Registry) Unregister(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.tools[name]
-	delete(r.tools, name)
-	delete(r.schemas, name)
+	if ok {
+		delete(r.tools, name)
+		delete(r.schemas, name)
+		r.version++
+	}
 	return ok
+}
+
+// Version changes whenever the registry's tools do (a tool registered, replaced or
+// removed): a caller that caches what Tools returned rebuilds it when Version moved.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
 }
 
 // compileTool checks t's name and compiles its schema.

@@ -109,7 +109,8 @@ type Deps struct {
 	// artifacts into it under its own id. Nil means forks copy none.
 	Artifacts artifact.Store
 
-	specs []llm.ToolSpec // the tools as the model sees them, built once by Register
+	// specs caches the registry's tools as the model sees them (toolSpecs).
+	specs atomic.Pointer[toolSpecs]
 
 	// tmplTokens caches system-message token counts of rendered templates (by model and
 	// text), at most maxTemplateTokens entries.
@@ -203,9 +204,9 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		}
 		d.Tokenizer = t
 	}
-	d.specs = core.ToolSpecs(d.Tools)
-	names := make([]string, 0, len(d.specs))
-	for _, sp := range d.specs {
+	specs := d.toolSpecs()
+	names := make([]string, 0, len(specs))
+	for _, sp := range specs {
 		names = append(names, sp.Name)
 	}
 	d.Config = d.Config.WithNode(d.Tokenizer, names).WithArgsCheck(d.Tools.Registry.Validate)
@@ -225,6 +226,25 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	}
 	system.Extensions.Register(d)
 	return nil
+}
+
+// toolSpecs is the tool list of one registry version.
+type toolSpecs struct {
+	version uint64
+	list    []llm.ToolSpec
+}
+
+// toolSpecs returns the registry's tools as the model sees them, rebuilt when the
+// registry changed since (an MCP server's notifications/tools/list_changed adds or
+// removes tools at run time), so every model call is offered the tools there are now.
+func (d *Deps) toolSpecs() []llm.ToolSpec {
+	v := d.Tools.Registry.Version()
+	if c := d.specs.Load(); c != nil && c.version == v {
+		return c.list
+	}
+	c := &toolSpecs{version: v, list: core.ToolSpecs(d.Tools)}
+	d.specs.Store(c)
+	return c.list
 }
 
 func depsOf(system *actor.ActorSystem) (*Deps, bool) {

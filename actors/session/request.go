@@ -37,7 +37,7 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		return buildFollowUpRequest(ctx, d, s)
 	}
 	if s.GetPending().GetPurpose() != core.PurposeStep {
-		req, err = core.BuildRequest(s, d.Prompts, d.specs)
+		req, err = core.BuildRequest(s, d.Prompts, d.toolSpecs())
 		return req, nil, err
 	}
 	st, err := core.CurrentStepState(s)
@@ -84,7 +84,7 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)
 	}
 	info = core.ContextInfo(c, len(hist), in.Task)
-	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.specs}, info, nil
+	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.toolSpecs()}, info, nil
 }
 
 // searchHits embeds query and searches the session's vectors. Any failure means no

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/subagent"
@@ -27,7 +28,11 @@ type subAgentCalls struct {
 // LLMCall implements subagent.Calls.
 func (c subAgentCalls) LLMCall(st *messages.SessionState, sa *messages.SubagentState) *actor.Props {
 	if agent, ok := c.deps.Config.Registry().ByName(sa.GetAgentType()); ok && agent.Run != nil {
-		return subagent.FuncCallProps(agent.Run, st, sa, c.deps.Config, c.deps.Logger)
+		return subagent.FuncCallProps(agent.Run, st, sa, c.deps.Config, c.deps.Logger, subagent.Trace{
+			Parent: callParent(c.sessionID, st, sa.GetId(), ""), Tracer: c.deps.Tracer,
+			Attrs: []attribute.KeyValue{attribute.String("fathom.session_id", c.sessionID), attribute.String("fathom.step_id", sa.GetStepId()),
+				attribute.String("fathom.call_id", sa.GetPending().GetCallId()), attribute.String("gen_ai.agent.name", sa.GetAgentType())},
+		})
 	}
 	return newRunnerProps(c.deps, c.sessionID, sa.GetPending(), st, nil, callParent(c.sessionID, st, sa.GetId(), ""))
 }

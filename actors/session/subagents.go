@@ -63,7 +63,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 	}
 	info := core.ContextInfo(c, len(hist), task)
 	specs := make([]llm.ToolSpec, 0, len(sa.GetTools()))
-	for _, sp := range d.specs {
+	for _, sp := range d.toolSpecs() {
 		if slices.Contains(sa.GetTools(), sp.Name) {
 			specs = append(specs, sp)
 		}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
@@ -28,19 +31,34 @@ type FuncCall struct {
 	count   func(answer string) uint32
 	log     *slog.Logger
 	cancel  context.CancelFunc
+	// trace is the span the call belongs to (the sub-agent's run) and the tracer its own
+	// span is started with, as a model agent's call gets them.
+	trace Trace
+}
+
+// Trace places a call in its session's trace: Parent is the span it belongs to (the
+// sub-agent's run; invalid: none) and Tracer starts the call's own span (nil: none) with
+// Attrs.
+type Trace struct {
+	// Parent is the span the call belongs to.
+	Parent trace.SpanContext
+	// Tracer starts the call's span.
+	Tracer trace.Tracer
+	// Attrs are the span's attributes (session, step, call ids).
+	Attrs []attribute.KeyValue
 }
 
 // FuncCallProps returns the props of the child running sa's pending call with run, in
 // session state st (never mutated), bounded by cfg.LLMTimeout; the answer is counted
 // like a model's (cfg.CountMessage).
-func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, log *slog.Logger) *actor.Props {
+func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, log *slog.Logger, tr Trace) *actor.Props {
 	brief := core.FuncBrief(st, sa)
 	callID, model := sa.GetPending().GetCallId(), st.GetConfig().GetModel()
 	count := func(answer string) uint32 {
 		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log}
+		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log, trace: tr}
 	}, dispatch.Props())
 }
 
@@ -82,11 +100,23 @@ func (f *FuncCall) onStarted(ctx actor.Context) {
 func (f *FuncCall) call(ctx context.Context) (res *core.LLMResult) {
 	start := time.Now()
 	model := core.FuncModel(f.brief.Agent)
+	if f.trace.Parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, f.trace.Parent)
+	}
+	span := trace.SpanFromContext(ctx)
+	if f.trace.Tracer != nil {
+		ctx, span = f.trace.Tracer.Start(ctx, "session.llm_call", trace.WithAttributes(f.trace.Attrs...))
+		defer span.End()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			res = &core.LLMResult{CallID: f.callID, Model: model, Err: fmt.Errorf("agent %s panicked: %v", f.brief.Agent, p)}
 		}
 		res.Duration = time.Since(start)
+		if res.Err != nil && f.trace.Tracer != nil {
+			span.RecordError(res.Err)
+			span.SetStatus(codes.Error, res.Err.Error())
+		}
 	}()
 	out, err := f.run(ctx, f.brief)
 	switch {

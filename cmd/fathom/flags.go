@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
+	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
-	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm"
@@ -24,7 +25,6 @@ import (
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools/builtin"
-	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
 // storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
@@ -174,7 +174,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.breakerFails, "llm-breaker-failures", uint(envUint("FATHOM_LLM_BREAKER_FAILURES", 5)), "consecutive retryable LLM failures that open the circuit breaker (env FATHOM_LLM_BREAKER_FAILURES)")
 	fs.DurationVar(&f.breakerOpen, "llm-breaker-open", 30*time.Second, "how long an open LLM circuit breaker waits before a probe call")
 	fs.StringVar(&f.fallbacks, "llm-fallback-models", os.Getenv("FATHOM_LLM_FALLBACK_MODELS"), "comma-separated models tried in order when the session's model keeps failing (env FATHOM_LLM_FALLBACK_MODELS)")
-	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", node.APIOpenAI), "model API: openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL) or anthropic (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) (env FATHOM_LLM_API)")
+	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", fathomapi.APIOpenAI), "model API: openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL) or anthropic (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) (env FATHOM_LLM_API)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -217,60 +217,60 @@ func envFloat(key string, def float64) float64 {
 	return def
 }
 
-func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Config, error) {
+func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.Config, error) {
 	scfg := session.DefaultConfig()
 	if f.model != "" {
 		scfg.Model = f.model
 	}
 	scfg.MaxIterations, scfg.MaxSteps = uint32(f.maxIterations), uint32(f.maxSteps)
 	if f.maxParallelSubAgents == 0 || f.subAgentIterations == 0 {
-		return node.Config{}, usageError("--max-parallel-subagents and --subagent-max-iterations must be at least 1")
+		return fathomapi.Config{}, usageError("--max-parallel-subagents and --subagent-max-iterations must be at least 1")
 	}
 	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
 	scfg.MaxReplans = int(min(f.maxReplans, math.MaxInt32))
 	if f.maxLLMCalls > math.MaxUint32 {
-		return node.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls)
+		return fathomapi.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls)
 	}
 	scfg.MaxLLMCalls, scfg.MaxCostUSD, scfg.MaxTokens = uint32(f.maxLLMCalls), f.maxCostUSD, f.maxTokens
 	scfg.AllowEndpointChange = f.allowEndpointChange
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
 	if strings.HasPrefix(strings.TrimSpace(f.prices), "{") {
-		return node.Config{}, usageError("--prices takes the path of a JSON price FILE, not the JSON itself: save it to a file and pass its path")
+		return fathomapi.Config{}, usageError("--prices takes the path of a JSON price FILE, not the JSON itself: save it to a file and pass its path")
 	}
 	if f.prices != "" {
 		t, err := llm.LoadPriceTable(f.prices, scfg.Prices)
 		if err != nil {
-			return node.Config{}, usageError("%v", err)
+			return fathomapi.Config{}, usageError("%v", err)
 		}
 		scfg.Prices = t
 	}
 	mcfg, err := f.memory.apply(&scfg, f.store.postgres)
 	if err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	if err := f.lease.apply(&scfg); err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	if err := f.reasoning.apply(&scfg); err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	retention, err := f.retention.value()
 	if err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	if err := scfg.Validate(); err != nil {
-		return node.Config{}, usageError("%v", err)
+		return fathomapi.Config{}, usageError("%v", err)
 	}
 	// The budget must leave room beside the system prompts (the node checks it again; a
 	// broken prompts dir is reported by the node).
 	if p, err := prompts.Load(f.promptsDir); err == nil {
 		tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
 		if err != nil {
-			return node.Config{}, err
+			return fathomapi.Config{}, err
 		}
 		if err := session.CheckContextBudget(scfg, p, tok); err != nil {
-			return node.Config{}, usageError("%v", err)
+			return fathomapi.Config{}, usageError("%v", err)
 		}
 	}
 	ccfg := fcluster.DefaultConfig()
@@ -286,15 +286,15 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 		ccfg.ConsulAddr = f.consul
 	}
 	if ccfg.PauseGrace, err = f.pauseGrace.value(); err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	if err := ccfg.Validate(); err != nil {
-		return node.Config{}, usageError("%v", err)
+		return fathomapi.Config{}, usageError("%v", err)
 	}
-	if f.llmAPI != node.APIOpenAI && f.llmAPI != node.APIAnthropic {
-		return node.Config{}, usageError("bad --llm-api %q: want openai or anthropic", f.llmAPI)
+	if !backends.LLMAPIs.Has(f.llmAPI) {
+		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, strings.Join(backends.LLMAPIs.Names(), " or "))
 	}
-	llmCfg := node.LLMConfigFromEnv(func(k string) string {
+	llmCfg := fathomapi.LLMFromEnv(func(k string) string {
 		if k == "FATHOM_LLM_API" {
 			return f.llmAPI
 		}
@@ -302,7 +302,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	})
 	llmCfg.Model = ""
 	if f.llmAttempts < 1 || f.llmRPM < 0 || f.llmTPM < 0 || f.breakerFails < 1 || f.breakerOpen <= 0 {
-		return node.Config{}, usageError("--llm-max-attempts and --llm-breaker-failures must be at least 1, --llm-rpm and --llm-tpm not negative, --llm-breaker-open positive")
+		return fathomapi.Config{}, usageError("--llm-max-attempts and --llm-breaker-failures must be at least 1, --llm-rpm and --llm-tpm not negative, --llm-breaker-open positive")
 	}
 	llmCfg.Resilience = resilient.Config{
 		MaxAttempts: f.llmAttempts, RequestsPerMinute: f.llmRPM, TokensPerMinute: f.llmTPM,
@@ -316,39 +316,39 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (node.Confi
 	llmCfg.NoStream = f.noStream
 	sbCfg, err := f.sandbox.config(log)
 	if err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	artCfg, err := f.artifacts.config()
 	if err != nil {
-		return node.Config{}, err
+		return fathomapi.Config{}, err
 	}
 	if _, err := builtin.SearchFromEnv(f.searchEnv); err != nil {
-		return node.Config{}, usageError("--searxng-url: %v", err)
+		return fathomapi.Config{}, usageError("--searxng-url: %v", err)
 	}
 	tcfg := telemetry.Config{Exporter: f.otelExporter, OTLPEndpoint: f.otelEndpoint, ServiceName: "fathom", Writer: telemetryOut}
 	if err := tcfg.Validate(); err != nil {
-		return node.Config{}, usageError("%v", err)
+		return fathomapi.Config{}, usageError("%v", err)
 	}
 	// Without a sandbox URL, code_execute runs in a local sandbox (run and node alike).
 	localIso := sandboxd.Isolation(os.Getenv("FATHOM_SANDBOX_ISOLATION"))
 	if localIso != "" && localIso != sandboxd.IsolationAuto && localIso != sandboxd.IsolationBwrap && localIso != sandboxd.IsolationRlimits {
-		return node.Config{}, usageError("FATHOM_SANDBOX_ISOLATION=%q: want auto, bwrap or rlimits", localIso)
+		return fathomapi.Config{}, usageError("FATHOM_SANDBOX_ISOLATION=%q: want auto, bwrap or rlimits", localIso)
 	}
-	var mcpServers []mcptool.ServerConfig
+	var mcpServers []fathomapi.MCPServer
 	if f.configFile != "" {
 		file, err := config.Load(f.configFile)
 		if err != nil {
-			return node.Config{}, usageError("--config: %v", err)
+			return fathomapi.Config{}, usageError("--config: %v", err)
 		}
 		mcpServers = file.MCP()
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
 		scfg.ApprovalTools = file.Approval.Tools
 		f.file = file
 	}
-	return node.Config{
+	return fathomapi.Config{
 		MCPServers:    mcpServers,
 		Artifacts:     artCfg,
-		Sandbox:       node.SandboxConfig{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
+		Sandbox:       fathomapi.Sandbox{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
 		DataDir:       f.store.dataDir,
 		PostgresDSN:   f.store.postgres,
 		Cluster:       ccfg,

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/fathom-agents/fathom/internal/node"
+	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 )
@@ -30,11 +30,11 @@ func (f *artifactFlags) register(fs *flag.FlagSet) {
 }
 
 // config returns the artifact store configuration.
-func (f *artifactFlags) config() (node.ArtifactConfig, error) {
+func (f *artifactFlags) config() (fathomapi.Artifacts, error) {
 	if f.maxBytes == 0 || f.maxBytes > 1<<40 {
-		return node.ArtifactConfig{}, usageError("--artifact-max-bytes %d: want 1 to 2^40", f.maxBytes)
+		return fathomapi.Artifacts{}, usageError("--artifact-max-bytes %d: want 1 to 2^40", f.maxBytes)
 	}
-	c := node.ArtifactConfig{MaxSize: int64(f.maxBytes)}
+	c := fathomapi.Artifacts{MaxSize: int64(f.maxBytes)}
 	if f.endpoint == "" {
 		return c, nil
 	}
@@ -46,7 +46,7 @@ func (f *artifactFlags) config() (node.ArtifactConfig, error) {
 	c.S3.Endpoint, c.S3.Bucket, c.S3.AccessKey, c.S3.SecretKey, c.S3.Secure = f.endpoint, f.bucket, f.accessKey, secret, f.secure
 	c.S3.MaxSize = c.MaxSize
 	if err := c.S3.Validate(); err != nil {
-		return node.ArtifactConfig{}, usageError("%v", err)
+		return fathomapi.Artifacts{}, usageError("%v", err)
 	}
 	return c, nil
 }

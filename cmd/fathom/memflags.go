@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/session"
-	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence/pgvector"
 )
@@ -30,8 +30,8 @@ type memoryFlags struct {
 
 func (f *memoryFlags) register(fs *flag.FlagSet) {
 	sd := memory.DefaultSummaryConfig()
-	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", node.VectorStoreMemory), "where message embeddings are kept: memory (exact in-process scan, re-embedded when a session is activated) or pgvector (PostgreSQL, HNSW; needs --postgres) (env FATHOM_VECTOR_STORE)")
-	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", node.EmbedderHash), "what embeds messages: hash (local feature hashing, no model) or openai (an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set) (env FATHOM_EMBEDDER)")
+	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", fathomapi.VectorStoreMemory), "where message embeddings are kept: memory (exact in-process scan, re-embedded when a session is activated) or pgvector (PostgreSQL, HNSW; needs --postgres) (env FATHOM_VECTOR_STORE)")
+	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", fathomapi.EmbedderHash), "what embeds messages: hash (local feature hashing, no model) or openai (an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set) (env FATHOM_EMBEDDER)")
 	fs.StringVar(&f.embeddingModel, "embedding-model", os.Getenv("FATHOM_EMBEDDING_MODEL"), "embedding model of --embedder openai (default text-embedding-3-small; env FATHOM_EMBEDDING_MODEL)")
 	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
 	fs.UintVar(&f.pgvectorEfSearch, "pgvector-ef-search", uint(envUint("FATHOM_PGVECTOR_EF_SEARCH", 0)), fmt.Sprintf("hnsw.ef_search of --vector-store pgvector, 1..%d: higher finds more of the true nearest messages, slower; 0 = the default, %d (env FATHOM_PGVECTOR_EF_SEARCH)", pgvector.MaxEfSearch, pgvector.DefaultEfSearch))
@@ -43,35 +43,35 @@ func (f *memoryFlags) register(fs *flag.FlagSet) {
 
 // apply sets the context and summary configuration of scfg and returns the node's memory
 // configuration, both validated.
-func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (node.MemoryConfig, error) {
+func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (fathomapi.Memory, error) {
 	ratios, err := parseRatios(f.contextRatios)
 	if err != nil {
-		return node.MemoryConfig{}, usageError("bad --context-ratios %q: %v", f.contextRatios, err)
+		return fathomapi.Memory{}, usageError("bad --context-ratios %q: %v", f.contextRatios, err)
 	}
 	if f.contextBudget == 0 || f.summaryThreshold == 0 || f.summaryTarget == 0 {
-		return node.MemoryConfig{}, usageError("--context-budget, --summary-threshold and --summary-target must be positive")
+		return fathomapi.Memory{}, usageError("--context-budget, --summary-threshold and --summary-target must be positive")
 	}
 	if f.contextBudget > math.MaxInt32 || f.embeddingDim > math.MaxInt32 {
-		return node.MemoryConfig{}, usageError("--context-budget and --embedding-dim are too large")
+		return fathomapi.Memory{}, usageError("--context-budget and --embedding-dim are too large")
 	}
 	if f.pgvectorEfSearch > pgvector.MaxEfSearch {
-		return node.MemoryConfig{}, usageError("--pgvector-ef-search %d is more than pgvector accepts (%d)", f.pgvectorEfSearch, pgvector.MaxEfSearch)
+		return fathomapi.Memory{}, usageError("--pgvector-ef-search %d is more than pgvector accepts (%d)", f.pgvectorEfSearch, pgvector.MaxEfSearch)
 	}
 	scfg.ContextBudget, scfg.ContextRatios = int(f.contextBudget), ratios
 	scfg.Summary = memory.DefaultSummaryConfig()
 	scfg.Summary.Threshold, scfg.Summary.TargetTokens = int(f.summaryThreshold), int(f.summaryTarget)
 	// A summary that does not fit its tier is left out of the context (memory.BuildContext).
 	if tier := int(ratios.Summary * float64(f.contextBudget)); f.summaryTarget > uint(tier) {
-		return node.MemoryConfig{}, usageError("--summary-target %d does not fit the context's summary tier (%d tokens: %s of --context-budget %d), so summaries would be left out of the context: lower --summary-target or raise --context-budget",
+		return fathomapi.Memory{}, usageError("--summary-target %d does not fit the context's summary tier (%d tokens: %s of --context-budget %d), so summaries would be left out of the context: lower --summary-target or raise --context-budget",
 			f.summaryTarget, tier, strings.Split(f.contextRatios, "/")[1]+"%", f.contextBudget)
 	}
-	mc := node.MemoryConfig{
+	mc := fathomapi.Memory{
 		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
 		EmbeddingBaseURL: os.Getenv("OPENAI_BASE_URL"), EmbeddingAPIKey: os.Getenv("OPENAI_API_KEY"),
 		PgvectorEfSearch: int(f.pgvectorEfSearch),
 	}
 	if err := mc.Validate(postgresDSN); err != nil {
-		return node.MemoryConfig{}, usageError("%v", err)
+		return fathomapi.Memory{}, usageError("%v", err)
 	}
 	return mc, nil
 }

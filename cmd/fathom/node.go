@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -71,31 +71,17 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError("no --token or --read-token while listening on %s, which is reachable from other machines: every route would be served unauthenticated. "+
 			"Set --token (env FATHOM_TOKEN), listen on a loopback address, or pass --insecure to run without authentication anyway", ln.Addr())
 	}
-	n, err := node.Start(ctx, cfg)
+	n, err := fathomapi.Start(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return nf.startError(err)
 	}
-	gcfg.Sessions, gcfg.Feed = n, n.Feed()
-	gcfg.Metrics, gcfg.Restarts, gcfg.Index, gcfg.Artifacts = n.MetricsHandler(), n.Restarts, n, n
-	gcfg.Deleter, gcfg.Cluster, gcfg.Meter = n, n.ClusterInfo, n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
-	gcfg.Ready = func() error {
-		if err := n.Cluster().Ready(); err != nil { // a member that cannot place grains is not ready
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := n.Journal().LastSeq(rctx, "_readyz"); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		return nil
-	}
-	h, err := gateway.New(gcfg)
+	h, err := n.Gateway(ctx, gcfg)
 	if err != nil {
 		ln.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 		defer cancel()
-		return errors.Join(err, n.Stop(sctx))
+		return errors.Join(err, n.Close(sctx))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
@@ -118,7 +104,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// The gateway first: it drains WebSockets (1001 after their queued frames) and ends
 	// event streams, which http.Server.Shutdown would not wait for; then the listener,
 	// then the node.
-	errs := []error{h.Shutdown(sctx), srv.Shutdown(sctx), n.Stop(sctx)}
+	errs := []error{h.Shutdown(sctx), srv.Shutdown(sctx), n.Close(sctx)}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		errs = append(errs, serveErr)
 	}

@@ -45,7 +45,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		id = gateway.NewID("s")
 	}
 	p := newPrinter(stdout, *jsonOut)
-	sub := n.Feed().SubscribeWithDeltas(id, 0, 0)
+	sub := n.FollowDeltas(id, 0, 0)
 	defer sub.Close()
 	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal}, cluster.WithTimeout(30*time.Second))
 	if err != nil {

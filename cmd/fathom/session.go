@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
-	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -166,7 +166,7 @@ func sessionRemote(ctx context.Context, sub string, pos []string, addr, token st
 // openJournalReadOnly opens the journal for reading; a missing data dir or journal file
 // is an error wrapping os.ErrNotExist, and nothing is created.
 func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Journal, error) {
-	return node.OpenJournalReadOnly(ctx, store.dataDir, store.postgres, slog.Default())
+	return backends.OpenJournalReadOnly(ctx, store.dataDir, store.postgres, slog.Default())
 }
 
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {

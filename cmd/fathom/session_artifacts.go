@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
-	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 )
@@ -72,7 +72,7 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	st, _, err := node.OpenArtifacts(store.dataDir, cfg)
+	st, _, err := backends.OpenArtifacts(store.dataDir, cfg)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func runSessionDelete(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer stopLocalNode(n, log)
-	err = n.DeleteSession(ctx, id)
+	err = n.Delete(ctx, id)
 	switch {
 	case errors.Is(err, gateway.ErrSessionNotFound):
 		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}

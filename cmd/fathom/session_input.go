@@ -16,8 +16,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -145,7 +145,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
 		p.resume(st.GetState()) // the printer joins after the plan and the start
-		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
+		sub := n.FollowDeltas(req.SessionID, st.GetState().GetSeq(), 0)
 		defer sub.Close()
 		_, err = n.Session(req.SessionID).ProvideInput(&messages.ProvideInputRequest{
 			CommandId: req.CommandID, StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input),
@@ -160,7 +160,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 		if err != nil {
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
 		}
-		sub := n.Feed().SubscribeWithDeltas(req.SessionID, st.GetState().GetSeq(), 0)
+		sub := n.FollowDeltas(req.SessionID, st.GetState().GetSeq(), 0)
 		defer sub.Close()
 		if _, err := n.Session(req.SessionID).Send(&messages.SendRequest{CommandId: req.CommandID, Content: req.Content}, call); err != nil {
 			return &exitError{code: 1, msg: grainErrorMessage(err)}
@@ -181,7 +181,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 		if id == "" {
 			id = gateway.NewID("s")
 		}
-		sub := n.Feed().SubscribeWithDeltas(id, 0, 0)
+		sub := n.FollowDeltas(id, 0, 0)
 		defer sub.Close()
 		fr := &messages.ForkRequest{CommandId: req.CommandID, SourceSessionId: req.SessionID}
 		where := ""
@@ -214,7 +214,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 // startLocalNode starts the in-process node of run and the session write commands: a
 // single local member on the data dir (or PostgreSQL), with a local sandbox unless one
 // is configured.
-func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Writer) (*node.Node, *slog.Logger, error) {
+func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Writer) (*fathomapi.Node, *slog.Logger, error) {
 	log, err := nf.logs.logger(stderr)
 	if err != nil {
 		return nil, nil, err
@@ -228,7 +228,7 @@ func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Wri
 	}
 	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox.
 	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == ""
-	n, err := node.Start(ctx, cfg)
+	n, err := fathomapi.Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, nf.startError(err)
 	}
@@ -238,10 +238,10 @@ func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Wri
 	return n, log, nil
 }
 
-func stopLocalNode(n *node.Node, log *slog.Logger) {
+func stopLocalNode(n *fathomapi.Node, log *slog.Logger) {
 	sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer scancel()
-	if err := n.Stop(sctx); err != nil {
+	if err := n.Close(sctx); err != nil {
 		log.Warn("node stop", "error", err)
 	}
 }

@@ -53,14 +53,20 @@ var rules = []rule{
 	{name: "the session core imports no Proto.Actor", from: []string{"actors/session/core/..."}, deny: []string{protoActor},
 		opaque: []string{"messages"},
 		why:    "the core is pure: (state, input) -> events, testable without an actor system"},
+	{name: "the binary starts its node through the public package", from: []string{"cmd/fathom"}, deny: []string{"internal/node/..."},
+		opaque: []string{"."},
+		why:    "fathom run and fathom node are built on package fathom (fathom.Start): there is no second way to assemble a node"},
 }
 
 // graph maps an import path to its direct (non-test) imports.
 type graph map[string][]string
 
 // match reports whether path matches pattern (relative to the module unless it names
-// another module; "..." alone is every package of the module).
+// another module; "..." alone is every package of the module, "." its root package).
 func match(pattern, path string) bool {
+	if pattern == "." { // the module's root package
+		return path == module
+	}
 	if first, _, _ := strings.Cut(pattern, "/"); !strings.Contains(first, ".") {
 		if pattern == "..." {
 			return path == module || strings.HasPrefix(path, module+"/")
@@ -207,6 +213,10 @@ func TestCheckerReportsChains(t *testing.T) {
 		p("llm"):                 {p("messages"), p("actors/session")},
 		p("actors/session"):      {p("cluster"), "github.com/asynkron/protoactor-go/actor"},
 		p("actors/session/core"): {p("messages"), "github.com/asynkron/protoactor-go/actor"},
+		p("cmd/fathom"):          {module, p("gateway")},
+		p("cmd/fathom/old"):      {p("internal/node")},
+		module:                   {p("internal/node")},
+		p("internal/node"):       {p("gateway")},
 	}
 	for _, tc := range []struct {
 		rule rule
@@ -221,6 +231,11 @@ func TestCheckerReportsChains(t *testing.T) {
 		{rule{from: []string{"actors/session/core/..."}, deny: []string{protoActor}},
 			[]string{"actors/session/core -> github.com/asynkron/protoactor-go/actor", "actors/session/core -> messages -> github.com/asynkron/protoactor-go/cluster"}},
 		{rule{from: []string{"live/..."}, deny: []string{"gateway/..."}}, nil},
+		{rule{from: []string{"cmd/fathom"}, deny: []string{"internal/node/..."}, opaque: []string{"."}}, nil},
+		{rule{from: []string{"cmd/fathom"}, deny: []string{"internal/node/..."}},
+			[]string{"cmd/fathom -> github.com/fathom-agents/fathom -> internal/node"}},
+		{rule{from: []string{"cmd/fathom/..."}, deny: []string{"internal/node/..."}, opaque: []string{"."}},
+			[]string{"cmd/fathom/old -> internal/node"}},
 	} {
 		vs, applies := check(g, tc.rule)
 		var got []string

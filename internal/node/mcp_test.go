@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"slices"
@@ -25,7 +26,13 @@ import (
 // servers are servers; the test's cleanup stops it.
 func startMCPNode(t *testing.T, script mock.Script, scfg session.Config, logs *testenv.Buffer, servers ...mcptool.ServerConfig) *node.Node {
 	t.Helper()
-	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	return startMCPNodeOn(t, mock.New(mock.Config{Script: script}), scfg, logs, servers...)
+}
+
+// startMCPNodeOn is startMCPNode with the model model.
+func startMCPNodeOn(t *testing.T, model *mock.Server, scfg session.Config, logs *testenv.Buffer, servers ...mcptool.ServerConfig) *node.Node {
+	t.Helper()
+	llmSrv := httptest.NewServer(model.Handler())
 	t.Cleanup(llmSrv.Close)
 	cfg := node.Config{DataDir: t.TempDir(), Session: scfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), MCPServers: servers}
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
@@ -169,4 +176,85 @@ func TestNodeFailsToStartWithAnUnreachableMCPServer(t *testing.T) {
 	if !strings.Contains(err.Error(), "mcp server ghost") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// TestMCPToolListChangeReachesTheModel: the stdio server (official TypeScript SDK) adds a
+// tool at run time (notifications/tools/list_changed); without a restart, the next
+// session's model call is offered orders__late and its call runs. After the server
+// removes it again, a later call is not offered it, and a call to it anyway is a
+// validation ToolError naming the tools there are.
+func TestMCPToolListChangeReachesTheModel(t *testing.T) {
+	model := mock.New(mock.Config{Record: 200, Script: mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"step-1","type":"custom","description":"do as the goal says","dependencies":[]}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: ".", Response: "done"},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "GOAL-ADD", ToolCalls: []mock.ToolCallRule{{Name: "orders__add_tool", Arguments: `{"name":"late"}`}}},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "GOAL-USE", ToolCalls: []mock.ToolCallRule{{Name: "orders__late", Arguments: `{"n":7}`}}},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "GOAL-REMOVE", ToolCalls: []mock.ToolCallRule{{Name: "orders__remove_tool", Arguments: `{"name":"late"}`}}},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "GOAL-AGAIN", ToolCalls: []mock.ToolCallRule{{Name: "orders__late", Arguments: `{"n":8}`}}},
+	}, Default: "done"}})
+	n := startMCPNodeOn(t, model, session.DefaultConfig(), &testenv.Buffer{}, mcptest.Stdio(t, "orders"))
+	listed := func(name string) bool { return slices.Contains(n.MCPServers()[0].Tools, name) }
+	if listed("orders__late") {
+		t.Fatal("orders__late is listed before the server added it")
+	}
+	resultOf := func(evs []*messages.Event, tool string) *messages.ToolResult {
+		for _, ev := range evs {
+			if r := ev.GetToolResult(); r.GetTool() == tool {
+				return r
+			}
+		}
+		t.Fatalf("no tool_result of %s", tool)
+		return nil
+	}
+	if r := resultOf(runSession(t, n, "s-add", "GOAL-ADD"), "orders__add_tool"); r.GetError() != nil {
+		t.Fatalf("add_tool: %v", r.GetError())
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return listed("orders__late") }, "the node did not re-list the tools: %+v", n.MCPServers())
+
+	if r := resultOf(runSession(t, n, "s-use", "GOAL-USE"), "orders__late"); r.GetError() != nil || !strings.Contains(r.GetResult(), "late got 7") {
+		t.Fatalf("the new tool's call: result %q, error %v", r.GetResult(), r.GetError())
+	}
+	if tools := executorTools(t, model, "GOAL-USE"); !slices.Contains(tools, "orders__late") {
+		t.Fatalf("the model call after the change was offered %v, without orders__late", tools)
+	}
+
+	if r := resultOf(runSession(t, n, "s-remove", "GOAL-REMOVE"), "orders__remove_tool"); r.GetError() != nil {
+		t.Fatalf("remove_tool: %v", r.GetError())
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return !listed("orders__late") }, "the node did not drop the removed tool: %+v", n.MCPServers())
+	r := resultOf(runSession(t, n, "s-again", "GOAL-AGAIN"), "orders__late")
+	if r.GetError().GetErrorType() != "validation" || !strings.Contains(r.GetError().GetMessage(), `unknown tool "orders__late"`) {
+		t.Fatalf("a call of the removed tool: result %q, error %v", r.GetResult(), r.GetError())
+	}
+	if tools := executorTools(t, model, "GOAL-AGAIN"); len(tools) == 0 || slices.Contains(tools, "orders__late") {
+		t.Fatalf("the model call after the removal was offered %v", tools)
+	}
+}
+
+// executorTools returns the tool names offered by the first recorded executor request
+// whose conversation contains marker.
+func executorTools(t *testing.T, model *mock.Server, marker string) []string {
+	t.Helper()
+	for _, rec := range model.Recorded() {
+		if !strings.Contains(string(rec.Body), marker) || !strings.Contains(string(rec.Body), "FATHOM-ROLE: executor") {
+			continue
+		}
+		var body struct {
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(rec.Body, &body); err != nil {
+			t.Fatalf("recorded request: %v", err)
+		}
+		names := make([]string, 0, len(body.Tools))
+		for _, tl := range body.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		return names
+	}
+	t.Fatalf("no executor request with %q among %d recorded", marker, len(model.Recorded()))
+	return nil
 }

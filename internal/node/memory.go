@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/memory/openaiembed"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/pgvector"
-	"github.com/fathom-agents/fathom/persistence/vectormem"
 )
 
 // The vector stores MemoryConfig.VectorStore selects.
@@ -93,16 +93,19 @@ func (c MemoryConfig) Validate(postgresDSN string) error {
 			return fmt.Errorf("memory: embedding dimension %d is more than pgvector indexes (%d): choose a smaller dimension (--embedding-dim; OpenAI's text-embedding-3 models shorten on request)", c.EmbeddingDimensions, pgvector.MaxDimensions)
 		}
 	default:
-		return fmt.Errorf("memory: unknown vector store %q (want %s or %s)", c.VectorStore, VectorStoreMemory, VectorStorePgvector)
+		if !backends.VectorStores.Has(c.VectorStore) {
+			return fmt.Errorf("memory: %w", &backends.UnknownError{Kind: "vector store", Name: c.VectorStore, Known: backends.VectorStores.Names()})
+		}
 	}
 	switch c.Embedder {
 	case EmbedderHash:
 		if c.EmbeddingModel != "" {
 			return fmt.Errorf("memory: an embedding model (%q) is only for the openai embedder; the hash embedder has none", c.EmbeddingModel)
 		}
-	case EmbedderOpenAI:
 	default:
-		return fmt.Errorf("memory: unknown embedder %q (want %s or %s)", c.Embedder, EmbedderHash, EmbedderOpenAI)
+		if !backends.Embedders.Has(c.Embedder) {
+			return fmt.Errorf("memory: %w", &backends.UnknownError{Kind: "embedder", Name: c.Embedder, Known: backends.Embedders.Names()})
+		}
 	}
 	if c.EmbeddingDimensions < 0 {
 		return fmt.Errorf("memory: embedding dimension must be positive, got %d", c.EmbeddingDimensions)
@@ -125,39 +128,17 @@ func startMemory(ctx context.Context, cfg MemoryConfig, postgresDSN, demoURL str
 		return memoryStores{}, err
 	}
 	cfg = cfg.withDefaults()
-	var out memoryStores
-	switch cfg.Embedder {
-	case EmbedderHash:
-		out.embedder = hashembed.New(cfg.EmbeddingDimensions)
-	case EmbedderOpenAI:
-		ecfg := openaiembed.Config{BaseURL: cfg.EmbeddingBaseURL, APIKey: cfg.EmbeddingAPIKey, Model: cfg.EmbeddingModel, Dimensions: cfg.EmbeddingDimensions}
-		if ecfg.BaseURL == "" && ecfg.APIKey == "" {
-			if demoURL == "" {
-				return memoryStores{}, errors.New("memory: the openai embedder needs an API key (OPENAI_API_KEY) or an OpenAI-compatible base URL (OPENAI_BASE_URL)")
-			}
-			ecfg.BaseURL = demoURL // the demo model serves embeddings too
-		}
-		e, err := openaiembed.New(ecfg)
-		if err != nil {
-			return memoryStores{}, fmt.Errorf("memory: %w", err)
-		}
-		out.embedder = e
+	embedder, err := backends.Embedders.Open(ctx, cfg.Embedder, backends.EmbedderConfig{Dimensions: cfg.EmbeddingDimensions,
+		Model: cfg.EmbeddingModel, BaseURL: cfg.EmbeddingBaseURL, APIKey: cfg.EmbeddingAPIKey, DemoURL: demoURL})
+	if err != nil {
+		return memoryStores{}, err
 	}
-	switch cfg.VectorStore {
-	case VectorStoreMemory:
-		v, err := vectormem.New(cfg.EmbeddingDimensions)
-		if err != nil {
-			return memoryStores{}, fmt.Errorf("memory: %w", err)
-		}
-		out.vectors, out.reembed = v, true
-	case VectorStorePgvector:
-		v, err := pgvector.Open(ctx, pgvector.Config{DSN: postgresDSN, Dimensions: cfg.EmbeddingDimensions, EfSearch: cfg.PgvectorEfSearch})
-		if err != nil {
-			return memoryStores{}, fmt.Errorf("memory: open the pgvector store: %w", err)
-		}
-		out.vectors = v
+	v, err := backends.VectorStores.Open(ctx, cfg.VectorStore, backends.VectorConfig{Dimensions: cfg.EmbeddingDimensions,
+		PostgresDSN: postgresDSN, EfSearch: cfg.PgvectorEfSearch})
+	if err != nil {
+		return memoryStores{}, err
 	}
-	return out, nil
+	return memoryStores{embedder: embedder, vectors: v.Store, reembed: v.Reembed}, nil
 }
 
 // otherDimensions lists the dimensions the pgvector store was used with besides the

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,11 +26,10 @@ import (
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
-	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -45,14 +43,7 @@ import (
 	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
-	"github.com/fathom-agents/fathom/persistence/artifact/local"
-	"github.com/fathom-agents/fathom/persistence/artifact/s3"
-	"github.com/fathom-agents/fathom/persistence/bolt"
-	"github.com/fathom-agents/fathom/persistence/indexfacts"
-	"github.com/fathom-agents/fathom/persistence/postgres"
-	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
-	"github.com/fathom-agents/fathom/tools/builtin"
 	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
@@ -60,7 +51,7 @@ import (
 const summarizerName = "summarizers"
 
 // JournalFile is the embedded journal's file name inside the data directory.
-const JournalFile = "journal.db"
+const JournalFile = backends.JournalFile
 
 // DefaultFeedPoll is the feed's journal polling interval on a multi-member cluster: how
 // late, at most, a gateway client sees live events of a session hosted on another member.
@@ -185,46 +176,15 @@ type SandboxConfig struct {
 	LocalIsolation sandboxd.Isolation
 }
 
-// ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
-// list_artifacts: Store when set, else an S3 bucket when S3.Endpoint is set, else the
-// directory DataDir/artifacts. With none of them (no data dir) the artifact tools are
-// left out.
-type ArtifactConfig struct {
-	// S3 configures an S3-compatible store (flags --s3-*, env FATHOM_S3_*).
-	S3 s3.Config
-	// MaxSize bounds one artifact's content in bytes (0 = artifact.DefaultMaxSize).
-	MaxSize int64
-	// Store, when set, is used as is (tests, embedding). The node closes it on Stop.
-	Store artifact.Store
-}
+// ArtifactConfig selects the artifact store (backends.ArtifactConfig).
+type ArtifactConfig = backends.ArtifactConfig
 
 // ArtifactsDir is the local artifact store's directory inside the data directory.
-const ArtifactsDir = "artifacts"
+const ArtifactsDir = backends.ArtifactsDir
 
-// OpenArtifacts opens the S3 store when cfg.S3.Endpoint is set, else the local store in
-// dataDir/artifacts; with neither it returns nil and no error (cfg.Store is not looked
-// at). where describes the store for logs, never with credentials.
-func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, where string, err error) {
-	if cfg.S3.Endpoint != "" {
-		s3cfg := cfg.S3
-		if s3cfg.MaxSize == 0 {
-			s3cfg.MaxSize = cfg.MaxSize
-		}
-		s, err := s3.Open(s3cfg)
-		if err != nil {
-			return nil, "", fmt.Errorf("artifact store: %w", err)
-		}
-		return s, s3cfg.String(), nil
-	}
-	if dataDir == "" {
-		return nil, "", nil
-	}
-	dir := filepath.Join(dataDir, ArtifactsDir)
-	s, err := local.Open(dir, local.Config{MaxSize: cfg.MaxSize})
-	if err != nil {
-		return nil, "", fmt.Errorf("artifact store: %w", err)
-	}
-	return s, dir, nil
+// OpenArtifacts opens the artifact store cfg selects (backends.OpenArtifacts).
+func OpenArtifacts(dataDir string, cfg ArtifactConfig) (artifact.Store, string, error) {
+	return backends.OpenArtifacts(dataDir, cfg)
 }
 
 // Endpoint is the model endpoint this configuration calls, as sessions record it: the
@@ -309,12 +269,14 @@ type Node struct {
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
-	stopOnce   sync.Once
-	stopErr    error
+	// started are the components that started, in start order (components.go).
+	started  []component
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// Start opens the journal, starts the model (demo or client), registers the session
-// kind and joins the cluster. On error everything started so far is stopped again.
+// Start starts the node's components (components.go) in order. On error the ones
+// started so far are stopped again, in reverse.
 func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -328,190 +290,15 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			_ = started.Stop(sctx)
 		}
 	}()
-	if err := cfg.Session.Validate(); err != nil {
-		return nil, err
-	}
-	// Prompts first: a broken override fails the start before anything runs.
-	prompt, err := prompts.Load(cfg.PromptsDir)
-	if err != nil {
-		return nil, err
-	}
-	if o := prompt.Overrides(); len(o) > 0 {
-		n.log.Info("prompt templates overridden", "dir", cfg.PromptsDir, "templates", o)
-	}
-	if err := cfg.Memory.Validate(cfg.PostgresDSN); err != nil {
-		return nil, err
-	}
-	if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
-	}
-	if cfg.MetricsListen != "" {
-		if err := n.serveMetrics(cfg.MetricsListen); err != nil {
+	b := &boot{}
+	for _, c := range n.components(b) {
+		if err := c.start(ctx); err != nil {
 			return nil, err
 		}
-	}
-	if n.journal = cfg.Journal; n.journal == nil {
-		if n.journal, err = OpenJournal(ctx, cfg.DataDir, cfg.PostgresDSN, cfg.Logger); err != nil {
-			return nil, err
-		}
-	}
-	artifactsAt := "none"
-	if n.artifacts = cfg.Artifacts.Store; n.artifacts == nil {
-		if n.artifacts, artifactsAt, err = OpenArtifacts(cfg.DataDir, cfg.Artifacts); err != nil {
-			return nil, err
-		}
-		if cfg.Artifacts.S3.Endpoint == "" && cfg.Cluster.Provider != "" && cfg.Cluster.Provider != fcluster.ProviderLocal {
-			n.log.Warn("artifacts are stored in this node's data dir; sessions that move to another node will not find them: configure S3 (--s3-endpoint) in a cluster", "dir", artifactsAt)
-		}
-	} else {
-		artifactsAt = fmt.Sprintf("%T", n.artifacts)
-	}
-	provider, err := n.startLLM(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n.feed = feed.New(n.journal, feed.Options{Poll: cfg.feedPoll()})
-	if err := n.observeJournal(); err != nil {
-		return nil, err
-	}
-	toolExec := cfg.Tools
-	if toolExec == nil {
-		search, err := builtin.SearchFromEnv(func(k string) string {
-			if k == "FATHOM_SEARXNG_URL" && cfg.SearXNGURL != "" {
-				return cfg.SearXNGURL
-			}
-			return os.Getenv(k)
-		})
-		if err != nil {
-			return nil, err
-		}
-		reg, err := builtin.Registry(builtin.Options{Search: search, Artifacts: n.artifacts})
-		if err != nil {
-			return nil, err
-		}
-		toolExec = &tools.Executor{Registry: reg}
-	}
-	for _, t := range cfg.ExtraTools {
-		if err := toolExec.Registry.Register(t); err != nil {
-			return nil, fmt.Errorf("node: tool %q: %w", t.Name(), err)
-		}
-	}
-	scfg := cfg.Session
-	if cfg.LLM.Model != "" {
-		scfg.Model = cfg.LLM.Model
-	}
-	if scfg.Endpoint == (session.Endpoint{}) {
-		scfg.Endpoint = cfg.LLM.Endpoint()
-	}
-	if n.demo != nil {
-		// The demo model answers under the requested model's name; it costs nothing.
-		scfg.Prices = nil
-	}
-	// Proto.Actor's built-in actor metrics cost several microseconds per message (an
-	// attribute set per record); wire them only when metrics are exported.
-	var sysOpts []actor.ConfigOption
-	if n.tel.PushesMetrics() {
-		sysOpts = append(sysOpts, actor.WithMetricProviders(n.tel.MeterProvider))
-	}
-	system := fcluster.NewActorSystem(cfg.Logger, sysOpts...)
-	if toolExec, err = n.newSandbox(toolExec); err != nil {
-		return nil, err
-	}
-	if err := n.startMCP(ctx, system, toolExec.Registry); err != nil {
-		return nil, err
-	}
-	tok, err := memory.TokenizerForModel(scfg.Model, memory.EncodingO200K)
-	if err != nil {
-		return nil, err
-	}
-	// Memory: messages are embedded in the background into the vector store; summaries
-	// are regenerated by a pool calling the node's provider.
-	demoURL := ""
-	if n.demo != nil {
-		demoURL = n.demo.baseURL + "/v1"
-	}
-	mem, err := startMemory(ctx, cfg.Memory, cfg.PostgresDSN, demoURL)
-	if err != nil {
-		return nil, err
-	}
-	embedder := mem.embedder
-	n.vectors = mem.vectors
-	if other := otherDimensions(ctx, n.vectors); other != "" {
-		n.log.Warn("the vector store holds embeddings of other dimensions: sessions embedded with them get no semantic hits until they are embedded again",
-			"dimensions", n.vectors.Dimensions(), "other_dimensions", other)
-	}
-	if n.embed, err = memory.NewEmbedWorker(memory.EmbedWorkerConfig{
-		Embedder: embedder, Store: n.vectors, Logger: cfg.Logger.With("component", "embed"),
-	}); err != nil {
-		return nil, err
-	}
-	sumCfg := scfg.Summary
-	if sumCfg == (memory.SummaryConfig{}) {
-		sumCfg = memory.DefaultSummaryConfig()
-	}
-	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"))
-	if err != nil {
-		return nil, err
-	}
-	n.events.metrics = recorder
-	deps := &session.Deps{
-		Metrics:    &n.events,
-		Tokenizer:  tok,
-		Embedder:   embedder,
-		Vectors:    n.vectors,
-		Embed:      n.embed,
-		Reembed:    mem.reembed, // an in-process store does not outlive the process
-		Summarizer: summarizerName,
-		Artifacts:  n.artifacts,
-		Prompts:    prompt,
-		Config:     scfg,
-		Journal:    n.journal,
-		LLM:        provider,
-		Publisher:  n.feed,
-		Tools:      toolExec,
-		Logger:     cfg.Logger.With("component", "session"),
-		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
-	}
-	if !cfg.LLM.NoStream {
-		deps.Deltas = n.feed
-	}
-	if err := session.Register(system, deps); err != nil {
-		return nil, err
-	}
-	if n.member, err = fcluster.New(cfg.Cluster, system, session.Kind()); err != nil {
-		return nil, err
-	}
-	if err := n.member.Start(ctx); err != nil {
-		return nil, err
-	}
-	// Spawned after the member, like the sandbox pool (remote start sets the address).
-	obsCfg := n.startTopics()
-	obsCfg.Node, obsCfg.Logger = n.member.Address(), cfg.Logger.With("component", "observer")
-	obsCfg.Meter = n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/actors/observer")
-	if n.observer, err = observer.Spawn(system, obsCfg); err != nil {
-		return nil, err
-	}
-	if _, err := summarizer.Spawn(system.Root, summarizerName, summarizer.Config{
-		Provider: n.summaryLLM, Summary: sumCfg, Tokenizer: tok, Prompts: prompt, Logger: cfg.Logger.With("component", "summarizer"),
-	}); err != nil {
-		return nil, err
-	}
-	if err := n.startReactivator(system, scfg.LeaseTTL); err != nil {
-		return nil, err
-	}
-	if err := n.startJanitor(system, cfg.Retention); err != nil {
-		return nil, err
-	}
-	if err := n.registerGauges(); err != nil {
-		return nil, err
-	}
-	if n.sandbox != nil { // spawned after the member: remote start sets the system's address
-		if err := n.sandbox.Start(system); err != nil {
-			return nil, err
-		}
+		n.started = append(n.started, c)
 	}
 	mc := cfg.Memory.withDefaults()
-	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "artifacts", artifactsAt, "llm", provider.Name(),
+	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "artifacts", b.artifactsAt, "llm", b.provider.Name(),
 		"vector_store", mc.VectorStore, "embedder", mc.Embedder, "embedding_dim", mc.EmbeddingDimensions)
 	return n, nil
 }
@@ -526,44 +313,15 @@ func (n *Node) journalName() string {
 	return filepath.Join(n.cfg.DataDir, JournalFile)
 }
 
-// OpenJournal opens the PostgreSQL journal when dsn is set (applying migrations), else
-// the embedded one in dataDir (created if missing).
+// OpenJournal opens the PostgreSQL journal when dsn is set, else the embedded one in
+// dataDir (backends.OpenJournal).
 func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		j, err := postgres.Open(ctx, dsn, postgres.Options{Facts: indexfacts.Of})
-		if err != nil {
-			return nil, fmt.Errorf("open postgres journal: %w", err)
-		}
-		return j, nil
-	}
-	if dataDir == "" {
-		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{Logger: log, Facts: indexfacts.Of})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	return backends.OpenJournal(ctx, dataDir, dsn, log)
 }
 
-// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
-// the embedded journal in dataDir with a shared lock. It never creates the data dir or
-// the journal file: when either is missing the error wraps os.ErrNotExist.
+// OpenJournalReadOnly opens the journal for reading (backends.OpenJournalReadOnly).
 func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	if dsn != "" {
-		return OpenJournal(ctx, dataDir, dsn, log)
-	}
-	if dataDir == "" {
-		return nil, errors.New("no journal: set a data directory or a PostgreSQL DSN")
-	}
-	j, err := bolt.Open(filepath.Join(dataDir, JournalFile), bolt.Options{ReadOnly: true, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("open journal in %s: %w", dataDir, err)
-	}
-	return j, nil
+	return backends.OpenJournalReadOnly(ctx, dataDir, dsn, log)
 }
 
 // startLLM builds the provider the sessions call: the endpoint's client wrapped in the
@@ -609,7 +367,7 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 
 // startClient makes the endpoint's HTTP client and returns it with the endpoint's
 // identity (the rate limit's key).
-func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint, error) {
+func (n *Node) startClient(ctx context.Context) (llm.Provider, resilient.Endpoint, error) {
 	c := n.cfg.LLM
 	baseURL := c.BaseURL
 	if c.UsesDemo() {
@@ -624,43 +382,15 @@ func (n *Node) startClient(_ context.Context) (llm.Provider, resilient.Endpoint,
 		}
 		n.log.Info("no API key or base URL: using the built-in demo model", "api", c.API, "base_url", baseURL)
 	}
-	switch c.API {
-	case "", APIOpenAI:
-		ocfg := openai.DefaultConfig()
-		ocfg.APIKey, ocfg.Model = c.APIKey, c.Model
-		if baseURL != "" {
-			ocfg.BaseURL = baseURL
-		}
-		if c.AttemptTimeout > 0 {
-			ocfg.Timeout = c.AttemptTimeout
-		}
-		p, err := openai.New(ocfg)
-		if err != nil {
-			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
-		}
-		return p, resilient.EndpointOf(ocfg.BaseURL, ocfg.APIKey), nil
-	case APIAnthropic:
-		acfg, err := anthropic.ConfigFromEnv(os.Getenv) // ANTHROPIC_MAX_TOKENS
-		if err != nil {
-			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
-		}
-		acfg.APIKey = c.APIKey
-		if c.Model != "" {
-			acfg.Model = c.Model
-		}
-		if baseURL != "" {
-			acfg.BaseURL = baseURL
-		}
-		if c.AttemptTimeout > 0 {
-			acfg.Timeout = c.AttemptTimeout
-		}
-		p, err := anthropic.New(acfg)
-		if err != nil {
-			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
-		}
-		return p, resilient.EndpointOf(acfg.BaseURL, acfg.APIKey), nil
+	api := c.API
+	if api == "" {
+		api = APIOpenAI
 	}
-	return nil, resilient.Endpoint{}, fmt.Errorf("llm client: unknown API %q (want %s or %s)", c.API, APIOpenAI, APIAnthropic)
+	cl, err := backends.LLMAPIs.Open(ctx, api, backends.LLMConfig{BaseURL: baseURL, APIKey: c.APIKey, Model: c.Model, AttemptTimeout: c.AttemptTimeout})
+	if err != nil {
+		return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
+	}
+	return cl.Provider, cl.Endpoint, nil
 }
 
 // newSandbox starts the local sandbox server (if asked), makes the sandbox pool (started
@@ -820,63 +550,22 @@ func (n *Node) Restarts(ctx context.Context) ([]observer.Restart, error) {
 	return n.observer.Recent(ctx)
 }
 
-// Stop hands the node's sessions over first (cluster.Node.Handover: the member leaves
-// the topology and its grains stop at a boundary, releasing their leases, so the other
-// members continue them at once), then leaves the cluster and closes the feed, the
-// journal, the demo model and telemetry. It is idempotent.
+// Stop stops the components that started, in reverse order (components.go): the
+// reactivator and the janitor, then the hand-over (the member leaves the topology and
+// its grains stop at a boundary, releasing their leases, so the other members continue
+// them at once), then the sandbox pool, the observer, the member, ... and last the
+// journal and telemetry. It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		var errs []error
-		n.stopReactivator()
-		n.stopJanitor()
-		if n.gauges != nil {
-			_ = n.gauges.Unregister()
-		}
-		if n.member != nil {
-			// Sessions first, while the sandbox and the journal still serve their last
-			// appends: each stops at a boundary and releases its lease, and the other
-			// members' reactivators, hurried by the topology change, continue it at once.
-			errs = append(errs, n.member.Handover(ctx))
-		}
-		if n.observer != nil {
-			n.observer.Stop()
-		}
-		if n.metricsSrv != nil {
-			errs = append(errs, n.metricsSrv.Shutdown(ctx))
-		}
-		if n.sandbox != nil {
-			errs = append(errs, n.sandbox.Stop(ctx))
-		}
-		if n.mcp != nil {
-			errs = append(errs, n.mcp.Stop(ctx))
-		}
-		n.stopTopics()
-		if n.member != nil {
-			errs = append(errs, n.member.Stop(ctx))
-		}
-		if n.local != nil {
-			errs = append(errs, n.local.stop(ctx))
-		}
-		if n.embed != nil {
-			errs = append(errs, n.embed.Close(ctx))
-		}
-		if n.vectors != nil {
-			errs = append(errs, n.vectors.Close())
-		}
-		if n.feed != nil {
-			n.feed.Close()
-		}
-		if n.artifacts != nil {
-			errs = append(errs, n.artifacts.Close())
-		}
-		if n.journal != nil {
-			errs = append(errs, n.journal.Close())
-		}
-		if n.demo != nil {
-			errs = append(errs, n.demo.stop(ctx))
-		}
-		if n.tel != nil {
-			errs = append(errs, n.tel.Shutdown(ctx))
+		for i := len(n.started) - 1; i >= 0; i-- {
+			c := n.started[i]
+			if c.stop == nil {
+				continue
+			}
+			if err := c.stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
+			}
 		}
 		n.stopErr = errors.Join(errs...)
 	})

@@ -1,0 +1,82 @@
+package backends_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fathom-agents/fathom/internal/backends"
+)
+
+// TestRegistryOpensByName: a registered backend opens from its typed configuration; an
+// unknown name is an *UnknownError listing the registered ones; a second registration of
+// a name panics.
+func TestRegistryOpensByName(t *testing.T) {
+	r := backends.NewRegistry[int, string]("widget")
+	r.Register("double", func(_ context.Context, n int) (string, error) { return strings.Repeat("x", 2*n), nil })
+	r.Register("fail", func(context.Context, int) (string, error) { return "", errors.New("no widget") })
+	if got, err := r.Open(context.Background(), "double", 2); err != nil || got != "xxxx" {
+		t.Fatalf("Open(double, 2) = %q, %v", got, err)
+	}
+	if _, err := r.Open(context.Background(), "fail", 1); err == nil || err.Error() != "no widget" {
+		t.Fatalf("Open(fail) error %v", err)
+	}
+	_, err := r.Open(context.Background(), "triple", 1)
+	var unknown *backends.UnknownError
+	if !errors.As(err, &unknown) || unknown.Name != "triple" || !slices.Equal(unknown.Known, []string{"double", "fail"}) ||
+		err.Error() != `unknown widget "triple" (want double, fail)` {
+		t.Fatalf("Open(triple) error %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second registration of double did not panic")
+		}
+	}()
+	r.Register("double", func(context.Context, int) (string, error) { return "", nil })
+}
+
+// TestNodeBackendsAreRegistered: the node's registries hold the backends the flags name.
+func TestNodeBackendsAreRegistered(t *testing.T) {
+	for _, c := range []struct {
+		kind  string
+		names []string
+		want  []string
+	}{
+		{"journals", backends.Journals.Names(), []string{"bolt", "postgres"}},
+		{"LLM APIs", backends.LLMAPIs.Names(), []string{"anthropic", "openai"}},
+		{"embedders", backends.Embedders.Names(), []string{"hash", "openai"}},
+		{"vector stores", backends.VectorStores.Names(), []string{"memory", "pgvector"}},
+		{"artifact stores", backends.ArtifactStores.Names(), []string{"filesystem", "s3"}},
+	} {
+		if !slices.Equal(c.names, c.want) {
+			t.Errorf("%s: %v, want %v", c.kind, c.names, c.want)
+		}
+	}
+}
+
+// TestOpenJournalReadOnlyCreatesNothing: reading a data dir that does not exist is an
+// error wrapping os.ErrNotExist, and the directory is not created.
+func TestOpenJournalReadOnlyCreatesNothing(t *testing.T) {
+	dir := t.TempDir() + "/missing"
+	if _, err := backends.OpenJournalReadOnly(context.Background(), dir, "", nil); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("read-only open of a missing directory: %v, want os.ErrNotExist", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the read-only open created %s: %v", dir, err)
+	}
+	j, err := backends.OpenJournal(context.Background(), dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, err = backends.OpenJournalReadOnly(context.Background(), dir, "", nil)
+	if err != nil {
+		t.Fatalf("read-only open of an existing journal: %v", err)
+	}
+	_ = j.Close()
+}

@@ -1,0 +1,82 @@
+package fathom
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/live/feed"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// Error is an error of Start: Op is "config" (Validate refused the configuration;
+// nothing was started) or "start" (a part of the node failed to start; everything
+// started before it was stopped again).
+type Error struct {
+	// Op is "config" or "start".
+	Op string
+	// Err is the cause.
+	Err error
+}
+
+func (e *Error) Error() string { return "fathom: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Session returns a grain client for session id: the node's own way to reach a
+// session's grain, as any service in the cluster would (messages.SessionGrainClient).
+func (n *Node) Session(id string) *messages.SessionGrainClient { return n.n.Session(id) }
+
+// FollowDeltas is Follow with the live deltas too (streamed model text, tool output
+// chunks), which are never journaled; buffer bounds the deltas kept for a slow reader
+// (0 means 1,024). Close the subscription when done.
+func (n *Node) FollowDeltas(id string, afterSeq uint64, buffer int) *feed.Subscription {
+	return n.n.Feed().SubscribeWithDeltas(id, afterSeq, buffer)
+}
+
+// Delete deletes terminal session id: its events, its index entry, its embeddings and
+// its artifacts. A session that still runs is refused (gateway.ErrSessionNotTerminal).
+func (n *Node) Delete(ctx context.Context, id string) error { return n.n.DeleteSession(ctx, id) }
+
+// Address is the node's cluster address (host:port).
+func (n *Node) Address() string { return n.n.Address() }
+
+// MetricsAddr is the address GET /metrics is served on with Config.MetricsListen ("" without).
+func (n *Node) MetricsAddr() string { return n.n.MetricsAddr() }
+
+// UsesDemoModel reports whether the node answers with the built-in demo model (no API
+// key and no base URL configured).
+func (n *Node) UsesDemoModel() bool { return n.n.UsesDemoModel() }
+
+// Ready reports whether the node can serve: its member can place grains and its
+// journal answers.
+func (n *Node) Ready(ctx context.Context) error {
+	if err := n.n.Cluster().Ready(); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := n.n.Journal().LastSeq(rctx, "_readyz"); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Gateway returns the HTTP + WebSocket gateway (package gateway) serving this node:
+// cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
+// feed, metrics, supervision events, session index, artifacts, deletion, cluster view
+// and readiness filled in. Serve it with an http.Server; call its Shutdown before Close.
+func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
+	nn := n.n
+	cfg.Sessions, cfg.Feed = nn, nn.Feed()
+	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
+	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
+	cfg.Ready = func() error { return n.Ready(ctx) }
+	h, err := gateway.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fathom: gateway: %w", err)
+	}
+	return h, nil
+}
