@@ -44,4 +44,4 @@
 // partial with the raw text as summary, never an error. HandoffFacts adds what code
 // knows for certain (artifacts, tools used, token usage, duration), and DecideHandoff
 // says what the orchestrator does next.
-package subagent
+package agent
