@@ -53,6 +53,9 @@ var rules = []rule{
 	{name: "the session core imports no Proto.Actor", from: []string{"actors/session/core/..."}, deny: []string{protoActor},
 		opaque: []string{"messages"},
 		why:    "the core is pure: (state, input) -> events, testable without an actor system"},
+	{name: "the agent actor never decides or writes", from: []string{"actors/agent/..."}, deny: []string{"actors/session", "persistence/...", "cluster/..."},
+		opaque: []string{"messages", "actors/session/core"},
+		why:    "the grain decides and commits every event; an agent actor only runs calls and forwards their results"},
 }
 
 // graph maps an import path to its direct (non-test) imports.
