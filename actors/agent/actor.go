@@ -95,17 +95,18 @@ type Actor struct {
 
 	llmCall string
 	tools   map[string]bool
-	// children maps a running child to its call id or tool key.
+	// children maps a running child (its PID's id: children are local) to its call.
 	children map[string]childCall
 	// done are the calls this actor already ran in this generation: never started twice
 	// (a result may still be on its way to the grain while older Work arrives).
-	done       map[string]bool
+	done       map[childCall]bool
 	generation uint64
 	// last is the newest Work: a call that ends frees room (an LLM call, a tool slot)
 	// for what it says is due.
 	last *Work
 }
 
+// childCall is a call: an LLM call by id or a tool call by idempotency key.
 type childCall struct {
 	tool bool
 	key  string
@@ -181,7 +182,7 @@ func (a *Actor) onResult(msg any) {
 }
 
 func (a *Actor) onStarted(ctx actor.Context) {
-	a.llmCall, a.llmPID, a.tools, a.children, a.done, a.last = "", nil, map[string]bool{}, map[string]childCall{}, map[string]bool{}, nil
+	a.llmCall, a.llmPID, a.tools, a.children, a.done, a.last = "", nil, map[string]bool{}, map[string]childCall{}, map[childCall]bool{}, nil
 	ctx.Send(ctx.Parent(), &NeedWork{AgentID: a.id})
 }
 
@@ -209,9 +210,9 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		return
 	}
 	if w.Generation != a.generation {
-		a.generation, a.done = w.Generation, map[string]bool{}
+		a.generation, a.done = w.Generation, map[childCall]bool{}
 	}
-	if p != nil && a.llmCall == "" && !a.done["llm:"+p.GetCallId()] {
+	if p != nil && a.llmCall == "" && !a.done[childCall{key: p.GetCallId()}] {
 		a.startCall(ctx, w.State, p)
 	}
 	if w.HoldTools || w.CallOnly {
@@ -222,14 +223,14 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		if len(a.tools) >= a.maxParallel {
 			break
 		}
-		if a.tools[key] || a.done["tool:"+key] || awaitsHuman(w.State, key) {
+		if a.tools[key] || a.done[childCall{tool: true, key: key}] || awaitsHuman(w.State, key) {
 			continue
 		}
 		pid := ctx.SpawnPrefix(a.calls.ToolCall(w.State, a.id, c), ToolRunnerName)
 		ctx.Watch(pid)
 		a.tools[key] = true
-		a.done["tool:"+key] = true
-		a.children[pid.String()] = childCall{tool: true, key: key}
+		a.done[childCall{tool: true, key: key}] = true
+		a.children[pid.GetId()] = childCall{tool: true, key: key}
 	}
 }
 
@@ -243,15 +244,18 @@ func (a *Actor) startCall(ctx actor.Context, st *messages.SessionState, p *messa
 		a.stopWatchdog()
 		a.watchdog = time.AfterFunc(a.callTimeout, func() { root.Send(self, &callOverdue{pid: pid}) })
 	}
-	a.done["llm:"+p.GetCallId()] = true
-	a.children[pid.String()] = childCall{key: p.GetCallId()}
+	a.done[childCall{key: p.GetCallId()}] = true
+	a.children[pid.GetId()] = childCall{key: p.GetCallId()}
 }
 
 func (a *Actor) onAbandon(ctx actor.Context, m *Abandon) {
+	if a.last != nil && a.last.CallOnly {
+		a.last = nil // its state will not be stored: wait for the grain's next Work
+	}
 	if a.llmPID == nil || a.llmCall != m.CallID {
 		return
 	}
-	delete(a.children, a.llmPID.String())
+	delete(a.children, a.llmPID.GetId())
 	ctx.Stop(a.llmPID)
 	a.llmCall, a.llmPID = "", nil
 	a.stopWatchdog()
@@ -261,7 +265,7 @@ func (a *Actor) onAbandon(ctx actor.Context, m *Abandon) {
 type childGone struct{ who *actor.PID }
 
 func (a *Actor) onChildGone(ctx actor.Context, t *childGone) {
-	id := t.who.String()
+	id := t.who.GetId()
 	c, ok := a.children[id]
 	if !ok {
 		return
