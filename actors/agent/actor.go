@@ -66,9 +66,10 @@ type (
 	}
 	// NeedWork asks the grain for Work (sent when the actor starts or restarts).
 	NeedWork struct{ AgentID string }
-	// CallLost reports that the child making LLM call CallID stopped (it answered, or
-	// crashed past its restart limit, or overran the call timeout). The grain ignores it
-	// when the call is no longer pending, and fails the call otherwise.
+	// CallLost reports that the child making LLM call CallID stopped without a result
+	// (it crashed past its restart limit, or overran the call timeout, or it was
+	// started again while its result was on its way). The grain ignores it when the
+	// call is no longer pending, and fails the call otherwise.
 	CallLost struct{ AgentID, CallID string }
 	// ToolLost is CallLost for the tool call with idempotency key Key.
 	ToolLost struct{ AgentID, Key string }
@@ -99,7 +100,9 @@ type Actor struct {
 	children map[string]childCall
 	// done are the calls this actor already ran in this generation: never started twice
 	// (a result may still be on its way to the grain while older Work arrives).
-	done       map[childCall]bool
+	done map[childCall]bool
+	// answered are the calls whose result was forwarded while their child runs.
+	answered   map[childCall]bool
 	generation uint64
 	// last is the newest Work: a call that ends frees room (an LLM call, a tool slot)
 	// for what it says is due.
@@ -167,22 +170,27 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 // onResult frees what a child's result ends: the grain may answer with Work naming the
-// next call before the child's end (childGone) is seen. The child's end is still
-// reported (CallLost, ToolLost), and the grain ignores it as stale.
+// next call before the child's end (childGone) is seen. The end of a child whose result
+// was forwarded is not reported.
 func (a *Actor) onResult(msg any) {
 	switch r := msg.(type) {
 	case *core.LLMResult:
 		if r.CallID != "" && r.CallID == a.llmCall {
 			a.llmCall, a.llmPID = "", nil
 			a.stopWatchdog()
+			a.answered[childCall{key: r.CallID}] = true
 		}
 	case *core.ToolResult:
-		delete(a.tools, r.Key)
+		if a.tools[r.Key] {
+			delete(a.tools, r.Key)
+			a.answered[childCall{tool: true, key: r.Key}] = true
+		}
 	}
 }
 
 func (a *Actor) onStarted(ctx actor.Context) {
 	a.llmCall, a.llmPID, a.tools, a.children, a.done, a.last = "", nil, map[string]bool{}, map[string]childCall{}, map[childCall]bool{}, nil
+	a.answered = map[childCall]bool{}
 	ctx.Send(ctx.Parent(), &NeedWork{AgentID: a.id})
 }
 
@@ -271,7 +279,9 @@ func (a *Actor) onChildGone(ctx actor.Context, t *childGone) {
 		return
 	}
 	delete(a.children, id)
-	if c.tool {
+	if a.answered[c] {
+		delete(a.answered, c)
+	} else if c.tool {
 		delete(a.tools, c.key)
 		ctx.Send(ctx.Parent(), &ToolLost{AgentID: a.id, Key: c.key})
 	} else {
