@@ -32,8 +32,8 @@ type RestartRecord struct {
 	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
 	// actor is the actor's path on that member.
 	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
-	// kind classifies the actor: session, step_runner, tool_runner, subagent,
-	// agent_llm_call, summarizer, sandbox_connection, other.
+	// kind classifies the actor: session, agent, step_runner, tool_runner,
+	// summarizer, sandbox_connection, mcp_server, other.
 	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	// session_id is the session the actor belongs to ("" when none).
 	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`

@@ -1,6 +1,6 @@
 // Package observer owns the node's view of supervision: an actor that subscribes to the
 // actor system's event stream and turns every supervision event (restart, stop, escalation,
-// resume) of any actor on the node — session grains, step and tool runners, sub-agents,
+// resume) of any actor on the node — session grains, agent actors, step and tool runners,
 // summarizer workers, sandbox connections, MCP server connections — into a structured log line, a metric
 // (fathom.actor.restarts, exported to Prometheus as fathom_actor_restarts_total{kind}) and a
 // Restart record kept for operators.
@@ -46,10 +46,9 @@ const ActorName = "observer"
 // Kinds of actor a Restart names (bounded label values).
 const (
 	KindSession    = "session"            // a session grain
-	KindStepRunner = "step_runner"        // a grain's step runner (one LLM call)
-	KindToolRunner = "tool_runner"        // a tool call's runner (grain or sub-agent)
-	KindSubAgent   = "subagent"           // a sub-agent actor
-	KindAgentCall  = "agent_llm_call"     // a sub-agent's LLM call
+	KindAgent      = "agent"              // an agent actor (the orchestrator or a sub-agent)
+	KindStepRunner = "step_runner"        // an agent's step runner (one LLM call)
+	KindToolRunner = "tool_runner"        // an agent's tool runner (one tool call)
 	KindSummarizer = "summarizer"         // a summarizer pool or worker
 	KindSandbox    = "sandbox_connection" // the sandbox pool, a connection or its token manager
 	KindMCP        = "mcp_server"         // an MCP server's connection (actors/mcp) or their supervisor
@@ -336,8 +335,9 @@ const grainRoot = "partition-activator/"
 
 // Classify names the kind of actor a PID id belongs to and its session, from the path the
 // node gives its actors: grains are partition-activator/<session id>$n, their children
-// step-runner$n, tool-runner$n and subagent-<id>$n (whose children are llm$n and tool$n);
-// summarizers/… and sandbox/… are the node's pools; mcp/… its MCP server connections.
+// the agent actors agent-orchestrator$n and agent-<sub_agent_id>$n, whose children are
+// step-runner$n and tool-runner$n; summarizers/… and sandbox/… are the node's pools;
+// mcp/… its MCP server connections.
 func Classify(path string) (kind, sessionID string) {
 	parts := strings.Split(path, "/")
 	name := func(i int) string {
@@ -357,12 +357,10 @@ func Classify(path string) (kind, sessionID string) {
 		switch {
 		case last == "step-runner":
 			return KindStepRunner, sessionID
-		case last == "tool-runner" || last == "tool":
+		case last == "tool-runner":
 			return KindToolRunner, sessionID
-		case last == "llm":
-			return KindAgentCall, sessionID
-		case strings.HasPrefix(last, "subagent-"):
-			return KindSubAgent, sessionID
+		case strings.HasPrefix(last, "agent-"):
+			return KindAgent, sessionID
 		}
 		return KindOther, sessionID
 	case parts[0] == "summarizers":

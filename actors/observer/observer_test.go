@@ -123,12 +123,14 @@ func counterValue(rm metricdata.ResourceMetrics, name, kind string) int64 {
 
 func TestClassify(t *testing.T) {
 	for path, want := range map[string][2]string{
-		"partition-activator/s-1$4":                        {observer.KindSession, "s-1"},
-		"partition-activator/s-1$4/step-runner$9":          {observer.KindStepRunner, "s-1"},
-		"partition-activator/s-1$4/tool-runner$2":          {observer.KindToolRunner, "s-1"},
-		"partition-activator/s-1$4/subagent-sa-2$3":        {observer.KindSubAgent, "s-1"},
-		"partition-activator/s-1$4/subagent-sa-2$3/llm$5":  {observer.KindAgentCall, "s-1"},
-		"partition-activator/s-1$4/subagent-sa-2$3/tool$6": {observer.KindToolRunner, "s-1"},
+		"partition-activator/s-1$4":                                    {observer.KindSession, "s-1"},
+		"partition-activator/s-1$4/step-runner$9":                      {observer.KindStepRunner, "s-1"},
+		"partition-activator/s-1$4/tool-runner$2":                      {observer.KindToolRunner, "s-1"},
+		"partition-activator/s-1$4/agent-orchestrator$2":               {observer.KindAgent, "s-1"},
+		"partition-activator/s-1$4/agent-orchestrator$2/step-runner$7": {observer.KindStepRunner, "s-1"},
+		"partition-activator/s-1$4/agent-sa-2$3":                       {observer.KindAgent, "s-1"},
+		"partition-activator/s-1$4/agent-sa-2$3/step-runner$5":         {observer.KindStepRunner, "s-1"},
+		"partition-activator/s-1$4/agent-sa-2$3/tool-runner$6":         {observer.KindToolRunner, "s-1"},
 		"summarizers/$7": {observer.KindSummarizer, ""},
 		"sandbox/conn-3": {observer.KindSandbox, ""},
 		"mcp/orders":     {observer.KindMCP, ""},

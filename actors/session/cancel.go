@@ -7,9 +7,9 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// Cancel ends the session at once: it records session_cancelled and stops the step
-// runner, the tool runners (a sandboxed execution is cancelled with its context) and the
-// sub-agents. Idempotent by command id; a session that has ended is refused.
+// Cancel ends the session at once: it records session_cancelled and stops the agent
+// actors, the orchestrator's and the sub-agents', with their step and tool runners (a
+// sandboxed execution is cancelled with its context). Idempotent by command id; a session that has ended is refused.
 func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Cancel")
 	resp, err := g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecideCancel(g.state, req, g.deps.Now()) })
@@ -20,20 +20,10 @@ func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*
 	return resp, nil
 }
 
-// stopWork stops the children that make calls for a session that has ended: the step
-// runner and the tool runners (stopping one cancels its call). Sub-agent actors are
-// stopped by kick once the state is terminal.
+// stopWork stops what runs for a session that has ended: its timers. Its agent actors,
+// and with them their step and tool runners (stopping one cancels its call), were
+// stopped by kick once the state was terminal.
 func (g *Grain) stopWork(ctx cluster.GrainContext) {
-	if g.runner != nil {
-		ctx.Stop(g.runner)
-		g.runner, g.runnerCall = nil, ""
-		if g.watchdog != nil {
-			g.watchdog.Stop()
-		}
-	}
-	for key, pid := range g.tools {
-		ctx.Stop(pid)
-		delete(g.tools, key)
-	}
+	g.kickAgents(ctx)
 	g.stopTimers()
 }

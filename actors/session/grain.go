@@ -12,11 +12,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
-	"github.com/fathom-agents/fathom/actors/subagent"
 	"github.com/fathom-agents/fathom/actors/summarizer"
-	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -28,15 +27,10 @@ const KindName = "Session"
 // the kind must have its Deps registered (Register) before the cluster starts.
 func Kind() *cluster.Kind {
 	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
-	// step is in flight).
+	// step is in flight). Its children are its agent actors: a crashed one restarts and
+	// asks for Work again (agent.Supervisor).
 	return messages.NewSessionKind(func() messages.Session { return &Grain{} }, 0,
-		actor.WithSupervisor(runnerSupervisor()), dispatch.Props())
-}
-
-// runnerSupervisor restarts a crashed step runner (it re-makes its call); after 3
-// crashes in a minute the runner stops and the grain's watchdog fails the call.
-func runnerSupervisor() actor.SupervisorStrategy {
-	return actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)
+		actor.WithSupervisor(agent.Supervisor()), dispatch.Props())
 }
 
 // Grain is the session grain: the event-sourced state of one session and the driver of
@@ -53,17 +47,17 @@ type Grain struct {
 	// failed); every command reloads first.
 	loadErr error
 	// fenced is set when another activation wrote the stream: this one is stopping.
-	fenced     bool
-	runner     *actor.PID
-	runnerCall string
-	// tools are the running tool calls by idempotency key.
-	tools map[string]*actor.PID
-	// subs are the sub-agent actors by sub_agent_id.
-	subs map[string]*actor.PID
-	// loads counts loads of the state from the journal (sub-agent actors' Work
-	// generation).
+	fenced bool
+	// agents are the agent actors by agent id (agent.Orchestrator, sub_agent_id): they
+	// run the calls (agents.go).
+	agents map[string]*actor.PID
+	// due is set while the orchestrator has a call due that its actor runs (kick).
+	due bool
+	// early is the call id of the orchestrator's call last started from a state still
+	// being appended (startEarly).
+	early string
+	// loads counts loads of the state from the journal (agent actors' Work generation).
 	loads      uint64
-	watchdog   *time.Timer
 	retry      *time.Timer
 	retryDelay time.Duration
 	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
@@ -103,18 +97,12 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
-	// hist is the orchestrator's history as of the last step call, extended with each
-	// call (core.HistoryCache): a step call's context costs the same at any history
-	// length.
-	hist core.HistoryCache
 }
 
 // Messages a grain sends itself. They never leave the process.
 type (
 	// resumeMsg asks the grain to reload if needed and start the pending call.
 	resumeMsg struct{}
-	// watchdogMsg fires when a runner gave no answer in time.
-	watchdogMsg struct{ callID string }
 	// stepRetryMsg fires when a failed plan or step is due to run again.
 	stepRetryMsg struct{}
 	// interruptDeadlineMsg fires when an interrupt's deadline passed.
@@ -157,8 +145,8 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
 
-// Terminate ends the activation (passivation, fence, node shutdown). The step runner,
-// a child, stops with it; a pending call resumes on the next activation.
+// Terminate ends the activation (passivation, fence, node shutdown). The agent actors,
+// children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
 	g.waitPipeline()
@@ -198,6 +186,10 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 				return
 			}
 		}
+	case *agent.CallLost, *agent.ToolLost:
+		if g.staleLoss(msg) { // answered: no need to wait for the pipeline
+			return
+		}
 	}
 	// Everything else is decided against durable state.
 	g.settle(ctx)
@@ -220,13 +212,11 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *hitlDeadlineMsg:
 		g.onHitlDeadline(ctx)
-	case *watchdogMsg:
-		g.onWatchdog(ctx, msg)
-	case *subagent.NeedWork:
+	case *agent.NeedWork:
 		g.onNeedWork(ctx, msg)
-	case *subagent.CallLost:
+	case *agent.CallLost:
 		g.onCallLost(ctx, msg)
-	case *subagent.ToolLost:
+	case *agent.ToolLost:
 		g.onToolLost(ctx, msg)
 	default:
 		if g.log != nil {
@@ -332,7 +322,6 @@ func (g *Grain) load() error {
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
 	g.pubState = s
 	g.loads++
-	g.hist.Reset()
 	return nil
 }
 
@@ -474,32 +463,17 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 	ctx.Stop(ctx.Self())
 }
 
-// kick starts what the state says is due and not yet running: the pending LLM call in a
-// step runner, the pending tool calls in tool runners (up to MaxParallelTools at once),
-// the timer of a retry.
+// kick starts what the state says is due and not yet running: it tells the agent actors
+// the committed state (they run the pending LLM calls and tool calls, kickAgents) and
+// sets the timers of a retry, an interrupt's deadline and human-input deadlines.
 func (g *Grain) kick(ctx cluster.GrainContext) {
+	g.due = false
 	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
-	g.kickSubAgents(ctx)
+	g.kickAgents(ctx)
 	if core.Terminal(g.state) {
 		return
-	}
-	if p := g.state.GetPending(); p != nil && g.runner == nil {
-		g.startRunner(ctx, p)
-	}
-	for _, c := range g.state.GetPendingTools() {
-		if len(g.tools) >= g.deps.Config.MaxParallelTools {
-			break
-		}
-		if _, running := g.tools[c.GetIdempotencyKey()]; running || core.HeldTool(g.state, c) {
-			continue
-		}
-		if g.tools == nil {
-			g.tools = map[string]*actor.PID{}
-		}
-		g.tools[c.GetIdempotencyKey()] = ctx.SpawnPrefix(newToolRunnerProps(g.deps, g.id, "", g.state.GetConfig().GetModel(), c,
-			callParent(g.id, g.state, "", c.GetStepId())), "tool-runner")
 	}
 	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
 		g.stepRetryAt = at
@@ -514,52 +488,32 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	g.kickHitl(ctx)
 }
 
-// startEarly starts the LLM call that next makes pending while next is still being
-// appended, so the model works while the journal commits (with a fast model the step's
-// engine work overlaps the commit instead of following it). It is safe because an LLM
-// call has no side effect the journal must know of first: its result reaches the grain
-// through the mailbox, after the commit returns, and is decided against the committed
-// state; if the append fails, cancelEarly stops the runner and its result, if any, no
-// longer matches a pending call. Tool calls are never started early: they may have
-// effects outside, so they start only once their tool_called is durable. It reports
-// whether it started a runner.
+// startEarly starts the orchestrator's LLM call that next makes pending while next is
+// still being appended, so the model works while the journal commits (with a fast model
+// the step's engine work overlaps the commit instead of following it): the orchestrator's
+// actor gets next as Work with CallOnly. It is safe because an LLM call has no side
+// effect the journal must know of first: its result reaches the grain through the
+// mailbox, after the commit returns, and is decided against the committed state; if the
+// append fails, cancelEarly abandons the call and its result, if any, no longer matches
+// a pending call. Tool calls are never started early: they may have effects outside, so
+// they start only once their tool_called is durable. It reports whether it started a
+// call.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || g.runner != nil || g.fenced || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
+	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
 		return false
 	}
-	g.spawnRunner(ctx, p, next)
+	g.early = p.GetCallId()
+	g.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: g.loads, CallOnly: true})
 	return true
 }
 
 // cancelEarly undoes startEarly after a failed append.
 func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
-	if !started || g.runner == nil {
-		return
+	if pid, ok := g.agents[agent.Orchestrator]; ok && started && g.early != "" {
+		ctx.Send(pid, &agent.Abandon{CallID: g.early})
 	}
-	ctx.Stop(g.runner)
-	g.runner, g.runnerCall = nil, ""
-	if g.watchdog != nil {
-		g.watchdog.Stop()
-	}
-}
-
-func (g *Grain) startRunner(ctx cluster.GrainContext, p *messages.PendingCall) {
-	g.spawnRunner(ctx, p, g.state)
-}
-
-// spawnRunner starts the step runner making the call p from state st (which the runner
-// builds the request from, off the mailbox), and its watchdog. st must never be mutated.
-func (g *Grain) spawnRunner(ctx cluster.GrainContext, p *messages.PendingCall, st *messages.SessionState) {
-	var hist []memory.Message
-	if p.GetPurpose() == core.PurposeStep {
-		hist = g.hist.History(st)
-	}
-	g.runner = ctx.SpawnPrefix(newRunnerProps(g.deps, g.id, p, st, hist, callParent(g.id, st, "", p.GetStepId())), "step-runner")
-	g.runnerCall = p.GetCallId()
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	callID := p.GetCallId()
-	g.watchdog = resetTimer(g.watchdog, g.deps.Config.LLMTimeout+time.Minute, func() { root.Send(self, &watchdogMsg{callID: callID}) })
+	g.early = ""
 }
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
@@ -574,22 +528,12 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	if r.CallID == g.runnerCall {
-		g.runner, g.runnerCall = nil, ""
-		if g.watchdog != nil {
-			g.watchdog.Stop()
-		}
-	}
 	g.onDecision(ctx, "llm result "+r.CallID, func() []*messages.Event { return core.DecideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
 // onPipelinedResult decides the answer of the orchestrator's pending call against the
 // optimistic state and queues its events behind the appends in flight (commitAsync).
 func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	g.runner, g.runnerCall = nil, ""
-	if g.watchdog != nil {
-		g.watchdog.Stop()
-	}
 	evs, next := core.DecideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
 	if len(evs) == 0 {
 		return
@@ -600,7 +544,6 @@ func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
 }
 
 func (g *Grain) onToolResult(ctx cluster.GrainContext, r *core.ToolResult) {
-	delete(g.tools, r.Key)
 	g.onDecision(ctx, "tool result "+r.Key, func() []*messages.Event { return core.DecideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
 }
 
@@ -622,15 +565,6 @@ func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() 
 	g.kick(ctx)
 }
 
-func (g *Grain) onWatchdog(ctx cluster.GrainContext, msg *watchdogMsg) {
-	if g.runner == nil || g.runnerCall != msg.callID {
-		return
-	}
-	g.log.Error("step runner gave no answer in time; failing the call", "call_id", msg.callID)
-	ctx.Stop(g.runner)
-	g.onLLMResult(ctx, &core.LLMResult{CallID: msg.callID, Err: errors.New("step runner gave no answer (crashed or hung)")})
-}
-
 // scheduleRetry reloads and resumes after a jittered, growing delay.
 func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 	if g.fenced || g.deps == nil {
@@ -642,12 +576,12 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 }
 
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
-// call runs or a retry is due (nothing would wake it up).
+// call is due (its agent actor runs it) or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.runner != nil || len(g.tools) > 0 || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+	busy := g.due || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
@@ -661,7 +595,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
-	for _, t := range []*time.Timer{g.watchdog, g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
+	for _, t := range []*time.Timer{g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
 		if t != nil {
 			t.Stop()
 		}

@@ -56,9 +56,10 @@ type appendJob struct {
 type appendDone struct{ job *appendJob }
 
 // pipelined reports whether r may be decided before earlier appends are durable: the
-// answer of the orchestrator's pending LLM call, from its step runner, with pipelining on.
+// answer of the orchestrator's pending LLM call, from its agent actor's step runner, with
+// pipelining on.
 func (g *Grain) pipelined(r *core.LLMResult) bool {
-	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.CallID != "" && r.CallID == g.runnerCall &&
+	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.CallID != "" &&
 		g.state.GetPending().GetCallId() == r.CallID && g.loadErr == nil && !g.fenced
 }
 
@@ -89,8 +90,8 @@ func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, nex
 		g.appender = &appender{id: g.id, deps: g.deps, owner: g.lease.owner, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
 	}
 	g.appender.enqueue(job)
-	g.state = next
 	g.startEarly(ctx, next)
+	g.state = next
 	return nil
 }
 

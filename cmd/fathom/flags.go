@@ -12,9 +12,9 @@ import (
 	"time"
 
 	fathomapi "github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
-	"github.com/fathom-agents/fathom/actors/subagent"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
@@ -158,7 +158,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.maxSteps, "max-steps", uint(envUint("FATHOM_MAX_STEPS", uint64(d.MaxSteps))), "max plan steps per session (env FATHOM_MAX_STEPS)")
 	fs.UintVar(&f.maxParallelSubAgents, "max-parallel-subagents", uint(envUint("FATHOM_MAX_PARALLEL_SUBAGENTS", session.DefaultMaxParallelSubAgents)),
 		"max sub-agents of one session running at once: independent plan steps (env FATHOM_MAX_PARALLEL_SUBAGENTS)")
-	fs.UintVar(&f.subAgentIterations, "subagent-max-iterations", uint(envUint("FATHOM_SUBAGENT_MAX_ITERATIONS", subagent.DefaultMaxIterations)),
+	fs.UintVar(&f.subAgentIterations, "subagent-max-iterations", uint(envUint("FATHOM_SUBAGENT_MAX_ITERATIONS", agent.DefaultMaxIterations)),
 		"max LLM calls of one sub-agent run (env FATHOM_SUBAGENT_MAX_ITERATIONS)")
 	fs.UintVar(&f.maxReplans, "max-replans", uint(envUint("FATHOM_MAX_REPLANS", uint64(d.MaxReplans))),
 		"max re-plans of one session after a sub-agent's step fails for good; 0 = fail the session instead (env FATHOM_MAX_REPLANS)")

@@ -56,6 +56,9 @@ var rules = []rule{
 	{name: "the binary starts its node through the public package", from: []string{"cmd/fathom"}, deny: []string{"internal/node/..."},
 		opaque: []string{"."},
 		why:    "fathom run and fathom node are built on package fathom (fathom.Start): there is no second way to assemble a node"},
+	{name: "the agent actor never decides or writes", from: []string{"actors/agent/..."}, deny: []string{"actors/session", "persistence/...", "cluster/..."},
+		opaque: []string{"messages", "actors/session/core"},
+		why:    "the grain decides and commits every event; an agent actor only runs calls and forwards their results"},
 }
 
 // graph maps an import path to its direct (non-test) imports.

@@ -1,4 +1,4 @@
-package subagent
+package agent
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package subagent
+package agent
 
 import "github.com/fathom-agents/fathom/actors/session/core"
 

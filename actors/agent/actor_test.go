@@ -1,0 +1,303 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/actors/agent"
+	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// testCalls makes LLM children that answer after delay (never when delay < 0), after
+// panicking on their first crashes starts, and tool children that answer at once.
+type testCalls struct {
+	delay   time.Duration
+	crashes int32
+	started *atomic.Int32 // LLM child starts (nil: not counted)
+}
+
+func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.PendingCall) *actor.Props {
+	id := p.GetCallId()
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*actor.Started); !ok {
+			return
+		}
+		n := int32(1)
+		if c.started != nil {
+			n = c.started.Add(1)
+		}
+		if n <= c.crashes {
+			panic(fmt.Sprintf("step runner crash %d", n))
+		}
+		if c.delay < 0 {
+			return
+		}
+		parent, self := ctx.Parent(), ctx.Self()
+		time.AfterFunc(c.delay, func() {
+			ctx.ActorSystem().Root.Send(parent, &core.LLMResult{CallID: id})
+			ctx.ActorSystem().Root.Stop(self)
+		})
+	})
+}
+
+func (c testCalls) ToolCall(_ *messages.SessionState, _ string, pt *messages.PendingTool) *actor.Props {
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*actor.Started); ok {
+			ctx.Send(ctx.Parent(), &core.ToolResult{Key: pt.GetIdempotencyKey()})
+			ctx.Stop(ctx.Self())
+		}
+	})
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fakeGrain stands in for the session grain "partition-activator/s$1": it answers
+// NeedWork with work() and hands what its agent actor reports to onReport, whose
+// answer, when not nil, is sent to the actor as the next Work.
+func fakeGrain(t *testing.T, sys *actor.ActorSystem, id string, calls testCalls, timeout time.Duration, work func() *agent.Work, onReport func(any) *agent.Work) {
+	t.Helper()
+	var child *actor.PID
+	props := actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			child = ctx.SpawnPrefix(agent.Props(id, calls, 4, timeout, discard()), agent.ActorName(id))
+		case *agent.NeedWork:
+			if m.AgentID != id {
+				t.Errorf("NeedWork from %q, want %q", m.AgentID, id)
+			}
+			ctx.Send(child, work())
+		case *core.LLMResult, *core.ToolResult, *agent.CallLost, *agent.ToolLost:
+			if w := onReport(m); w != nil {
+				ctx.Send(child, w)
+			}
+		}
+	}, actor.WithSupervisor(agent.Supervisor()))
+	if _, err := sys.Root.SpawnNamed(props, "partition-activator/s$1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runAgent runs agent id under a fake grain that sends it st and records what it reports.
+func runAgent(t *testing.T, id string, calls testCalls, timeout time.Duration, st *messages.SessionState) <-chan any {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+	t.Cleanup(sys.Shutdown)
+	got := make(chan any, 16)
+	fakeGrain(t, sys, id, calls, timeout, func() *agent.Work { return &agent.Work{State: st} },
+		func(m any) *agent.Work { got <- m; return nil })
+	return got
+}
+
+func next(t *testing.T, got <-chan any) any {
+	t.Helper()
+	select {
+	case m := <-got:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing reported")
+		return nil
+	}
+}
+
+// agents are the two kinds of agent an actor runs: the orchestrator and a sub-agent.
+var agents = []string{agent.Orchestrator, "researcher-1"}
+
+// state is a session state in which agent id has an LLM call pending (a tool call when
+// withTool).
+func state(id string, withTool bool) *messages.SessionState {
+	call := &messages.PendingCall{CallId: id + "/llm-1"}
+	var tools []*messages.PendingTool
+	if withTool {
+		call, tools = nil, []*messages.PendingTool{{IdempotencyKey: "s/" + id + "/tool-1"}}
+	}
+	if id == agent.Orchestrator {
+		return &messages.SessionState{SessionId: "s", Pending: call, PendingTools: tools}
+	}
+	sa := &messages.SubagentState{Id: id, AgentType: "researcher", Running: true, Pending: call, PendingTools: tools}
+	return &messages.SessionState{SessionId: "s", SubAgents: map[string]*messages.SubagentState{id: sa}}
+}
+
+// stateN is state with the agent's call (or tool call) number n pending.
+func stateN(id string, withTool bool, n int) *messages.SessionState {
+	st := state(id, withTool)
+	for _, p := range []*messages.PendingCall{st.GetPending(), st.GetSubAgents()[id].GetPending()} {
+		if p != nil {
+			p.CallId = fmt.Sprintf("%s/llm-%d", id, n)
+		}
+	}
+	for _, pt := range append(st.GetPendingTools(), st.GetSubAgents()[id].GetPendingTools()...) {
+		pt.IdempotencyKey = fmt.Sprintf("s/%s/tool-%d", id, n)
+	}
+	return st
+}
+
+// TestActorForwardsResultsAndReportsOnlyLosses: a child's result reaches the grain, and
+// the end of a child that answered is not reported: the grain's next report after the
+// first call's result is the second call's. The orchestrator and a sub-agent run their
+// calls alike.
+func TestActorForwardsResultsAndReportsOnlyLosses(t *testing.T) {
+	for _, id := range agents {
+		for _, withTool := range []bool{false, true} {
+			sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+			got := make(chan any, 16)
+			fakeGrain(t, sys, id, testCalls{}, time.Minute, func() *agent.Work { return &agent.Work{State: stateN(id, withTool, 1)} },
+				func(m any) *agent.Work {
+					got <- m
+					return &agent.Work{State: stateN(id, withTool, 2)}
+				})
+			for n := 1; n <= 2; n++ {
+				switch m := next(t, got).(type) {
+				case *core.LLMResult:
+					if withTool || m.CallID != fmt.Sprintf("%s/llm-%d", id, n) {
+						t.Fatalf("agent %q: report %d: %+v", id, n, m)
+					}
+				case *core.ToolResult:
+					if !withTool || m.Key != fmt.Sprintf("s/%s/tool-%d", id, n) {
+						t.Fatalf("agent %q: report %d: %+v", id, n, m)
+					}
+				default:
+					t.Fatalf("agent %q: report %d is %T %+v, want the child's result", id, n, m, m)
+				}
+			}
+			sys.Shutdown()
+		}
+	}
+}
+
+// TestActorStopsAnOverdueCall: an LLM child that never answers is stopped after the call
+// timeout and reported lost (the grain fails the call): the orchestrator's stalled call
+// by the same watchdog as a sub-agent's.
+func TestActorStopsAnOverdueCall(t *testing.T) {
+	for _, id := range agents {
+		start := time.Now()
+		got := runAgent(t, id, testCalls{delay: -1}, 100*time.Millisecond, state(id, false))
+		m, ok := next(t, got).(*agent.CallLost)
+		if !ok || m.AgentID != id || m.CallID != id+"/llm-1" || time.Since(start) < 100*time.Millisecond {
+			t.Fatalf("agent %q: report %+v after %v", id, m, time.Since(start))
+		}
+	}
+}
+
+// TestActorRunsTheNextCallAtOnce: the grain answers each result with Work naming the
+// next call, usually before the answered call's child has ended; the actor starts it
+// without waiting for that end (or for more Work).
+func TestActorRunsTheNextCallAtOnce(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+	t.Cleanup(sys.Shutdown)
+	done := make(chan int, 1)
+	n := 1
+	work := func() *agent.Work {
+		return &agent.Work{State: &messages.SessionState{SessionId: "s", Pending: &messages.PendingCall{CallId: fmt.Sprintf("llm-%d", n)}}}
+	}
+	fakeGrain(t, sys, agent.Orchestrator, testCalls{}, time.Minute, work, func(m any) *agent.Work {
+		r, ok := m.(*core.LLMResult)
+		if !ok || r.CallID != fmt.Sprintf("llm-%d", n) {
+			return nil
+		}
+		if n == 20 {
+			done <- n
+			return nil
+		}
+		n++
+		return work()
+	})
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orchestrator's 20 calls in a row did not all run")
+	}
+}
+
+// TestActorCallOnlyStartsNoTools: Work from a state still being appended starts the LLM
+// call and no tool call; and an abandoned call is not reported lost.
+func TestActorCallOnlyStartsNoTools(t *testing.T) {
+	st := state(agent.Orchestrator, true)
+	st.Pending = &messages.PendingCall{CallId: "llm-1"}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+	t.Cleanup(sys.Shutdown)
+	got := make(chan any, 16)
+	var started atomic.Int32
+	fakeGrain(t, sys, agent.Orchestrator, testCalls{delay: -1, started: &started}, time.Minute,
+		func() *agent.Work { return &agent.Work{State: st, CallOnly: true} },
+		func(m any) *agent.Work { got <- m; return nil })
+	deadline := time.Now().Add(5 * time.Second)
+	for started.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the LLM call did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Nothing is reported: the tool call did not run, the LLM call has not answered.
+	select {
+	case m := <-got:
+		t.Fatalf("reported %T %+v", m, m)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestOrchestratorCallCrashIsRestartedByItsAgentActor: the orchestrator's step runner
+// crashing is restarted by its agent actor (it makes the call again), and the observer
+// reports the restarts with the same kinds as a sub-agent's: step_runner, under an
+// actor of kind agent. Past the restart limit the call is reported lost.
+func TestOrchestratorCallCrashIsRestartedByItsAgentActor(t *testing.T) {
+	for _, tc := range []struct {
+		id      string
+		crashes int32
+	}{{agent.Orchestrator, 2}, {"researcher-1", 2}, {agent.Orchestrator, 10}} {
+		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+		obs, err := observer.Spawn(sys, observer.Config{Node: "n1", Logger: discard()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started atomic.Int32
+		got := make(chan any, 16)
+		st := state(tc.id, false)
+		fakeGrain(t, sys, tc.id, testCalls{crashes: tc.crashes, started: &started}, time.Minute,
+			func() *agent.Work { return &agent.Work{State: st} }, func(m any) *agent.Work { got <- m; return nil })
+		switch m := next(t, got).(type) {
+		case *core.LLMResult:
+			if tc.crashes > 3 || m.CallID != tc.id+"/llm-1" || started.Load() != tc.crashes+1 {
+				t.Fatalf("agent %q: answer %+v after %d starts", tc.id, m, started.Load())
+			}
+		case *agent.CallLost:
+			if tc.crashes <= 3 || m.CallID != tc.id+"/llm-1" || m.AgentID != tc.id || started.Load() != 4 {
+				t.Fatalf("agent %q: lost %+v after %d starts", tc.id, m, started.Load())
+			}
+		default:
+			t.Fatalf("agent %q: report %T", tc.id, m)
+		}
+		var recent []observer.Restart
+		deadline := time.Now().Add(5 * time.Second)
+		for want := int(min(tc.crashes, 4)); len(recent) < want; {
+			if recent, err = obs.Recent(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %q: observer saw %+v, want %d records", tc.id, recent, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, r := range recent {
+			parentPath := r.Actor[:strings.LastIndexByte(r.Actor, '/')]
+			if kind, sid := observer.Classify(parentPath); kind != observer.KindAgent || sid != "s" {
+				t.Errorf("agent %q: parent %s classified %s/%s, want %s", tc.id, parentPath, kind, sid, observer.KindAgent)
+			}
+			if r.Kind != observer.KindStepRunner || r.SessionID != "s" || !strings.HasPrefix(r.Actor, "partition-activator/s$1/"+agent.ActorName(tc.id)+"$") ||
+				!strings.Contains(r.Reason, "step runner crash") {
+				t.Errorf("agent %q: restart record %+v", tc.id, r)
+			}
+		}
+		obs.Stop()
+		sys.Shutdown()
+	}
+}
