@@ -1,0 +1,105 @@
+package fathom_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/gateway"
+)
+
+// TestValidateNodeSettings: the settings the binary's flags set are checked by Validate,
+// as an *Error with Op "config".
+func TestValidateNodeSettings(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*fathom.Config)
+		want string
+	}{
+		{"unknown cluster provider", func(c *fathom.Config) { c.Cluster.Provider = "zookeeper" }, `unknown provider "zookeeper"`},
+		{"unknown vector store", func(c *fathom.Config) { c.Memory.VectorStore = "faiss" }, `unknown vector store "faiss"`},
+		{"pgvector without PostgreSQL", func(c *fathom.Config) { c.Memory.VectorStore = fathom.VectorStorePgvector }, "needs PostgreSQL"},
+		{"unknown exporter", func(c *fathom.Config) { c.Telemetry.Exporter = "bogus" }, `unknown exporter "bogus"`},
+		{"negative retention", func(c *fathom.Config) { c.Retention = -time.Hour }, "retention -1h0m0s is negative"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := fathom.DefaultConfig()
+			c.edit(&cfg)
+			err := cfg.Validate()
+			var fe *fathom.Error
+			if !errors.As(err, &fe) || fe.Op != "config" || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate() = %v, want a config error saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestNodeServesGatewayAndMetrics: what fathom node uses of a Node: the gateway on the
+// node's sessions (a session started through the Go API is read through it), the metrics
+// listener's address, the cluster address and readiness.
+func TestNodeServesGatewayAndMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir, cfg.MetricsListen = t.TempDir(), "127.0.0.1:0"
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	if !n.UsesDemoModel() || n.Address() == "" || n.MetricsAddr() == "" {
+		t.Fatalf("demo %v, address %q, metrics address %q", n.UsesDemoModel(), n.Address(), n.MetricsAddr())
+	}
+	if err := n.Ready(ctx); err != nil {
+		t.Fatalf("ready: %v", err)
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := get("http://" + n.MetricsAddr() + "/metrics"); code != http.StatusOK || !strings.Contains(body, "# TYPE") {
+		t.Fatalf("GET /metrics: %d %.200s", code, body)
+	}
+	h, err := n.Gateway(ctx, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Shutdown(context.Background())
+	if code, body := get(srv.URL + "/readyz"); code != http.StatusOK {
+		t.Fatalf("GET /readyz: %d %s", code, body)
+	}
+	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "gw-1", Goal: "Explain event sourcing in one sentence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		code, body := get(srv.URL + "/v1/sessions/" + id)
+		if code == http.StatusOK && strings.Contains(body, "SESSION_STATUS_COMPLETED") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never showed %s completed: %d %.300s", id, code, body)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
