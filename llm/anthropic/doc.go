@@ -2,13 +2,19 @@
 // (POST {BaseURL}/v1/messages) and the Anthropic-compatible endpoint of Fathom's own
 // scripted mock-llm, built on the official Go SDK (github.com/anthropics/anthropic-sdk-go).
 // Like llm/openai it has a timeout per call and a bound on the response size (streams
-// included), and it does not retry (wrap it in llm/resilient for that).
+// included), and it does not retry (wrap it in llm/resilient for that). It is configured
+// by Config alone (ConfigFromEnv reads ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY,
+// ANTHROPIC_AUTH_TOKEN, FATHOM_MODEL and ANTHROPIC_MAX_TOKENS): the SDK's own
+// environment defaults are not applied.
 //
 // # Mapping
 //
 // Fathom's provider-neutral conversation is translated to Anthropic's shape:
 //
-//   - system messages become the top-level "system" string (joined with a blank line);
+//   - system messages before the conversation become the top-level "system" string
+//     (joined with a blank line); a system message after it (a step's task prompt)
+//     becomes user text at its place, so that it does not change the cached prefix
+//     before the history (the cache order is tools, system, messages);
 //   - user and assistant messages become messages of content blocks; an assistant's
 //     tool calls become "tool_use" blocks whose input is the parsed arguments object
 //     (arguments that are not a JSON object are sent as {"_raw": "<text>"} so a broken
@@ -24,7 +30,8 @@
 // "any" beside other tools (the model calls a tool each turn, the answer tool to
 // finish), only offered with extended thinking (the API forbids forcing a tool then); ThinkingBudget turns on extended thinking (max_tokens is raised above
 // the budget when needed); PromptCache puts "ephemeral" cache_control breakpoints on the
-// system prompt and on the last block of the turn before the newest one.
+// system prompt and at the end of the history: the last block before a task prompt, or
+// without one the last block of the turn before the newest one.
 // Thinking blocks of an answer come back in Response.Thinking and go out again, first
 // in their assistant turn, from Message.Thinking. Usage.InputTokens includes
 // cache_read_input_tokens (CachedInputTokens) and cache_creation_input_tokens

@@ -3,7 +3,9 @@
 // the official Go SDK (github.com/openai/openai-go/v3). It speaks
 // POST {BaseURL}/chat/completions and GET {BaseURL}/models with a timeout per call, a
 // bound on the response size (streams included), no retries of its own (llm/resilient
-// does that) and error answers as *llm.APIError with the server's Retry-After.
+// does that) and error answers as *llm.APIError with the server's Retry-After. It is
+// configured by Config alone (ConfigFromEnv reads the environment): the SDK's own
+// environment defaults (OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS, …) are not applied.
 //
 // Request options map as follows: MaxTokens → max_completion_tokens (set
 // Config.LegacyMaxTokens for an old server that only knows max_tokens), ToolChoice →
