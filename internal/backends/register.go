@@ -113,7 +113,8 @@ type LLMConfig struct {
 	Model string
 	// AttemptTimeout bounds one HTTP attempt (0 means the client's default).
 	AttemptTimeout time.Duration
-	// Getenv reads the API's own settings (ANTHROPIC_MAX_TOKENS); nil means os.Getenv.
+	// Getenv reads the API's own settings (ANTHROPIC_MAX_TOKENS, OPENAI_ORG_ID,
+	// OPENAI_PROJECT_ID); nil means os.Getenv.
 	Getenv func(string) string
 }
 
@@ -127,8 +128,13 @@ type LLMClient struct {
 }
 
 func openOpenAI(_ context.Context, c LLMConfig) (LLMClient, error) {
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	cfg := openai.DefaultConfig()
 	cfg.APIKey, cfg.Model = c.APIKey, c.Model
+	cfg.Organization, cfg.Project = getenv("OPENAI_ORG_ID"), getenv("OPENAI_PROJECT_ID")
 	if c.BaseURL != "" {
 		cfg.BaseURL = c.BaseURL
 	}

@@ -3,12 +3,16 @@ package backends_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fathom-agents/fathom/internal/backends"
+	"github.com/fathom-agents/fathom/llm"
 )
 
 // TestRegistryOpensByName: a registered backend opens from its typed configuration; an
@@ -79,4 +83,32 @@ func TestOpenJournalReadOnlyCreatesNothing(t *testing.T) {
 		t.Fatalf("read-only open of an existing journal: %v", err)
 	}
 	_ = j.Close()
+}
+
+// TestOpenAIClientSendsOrgAndProjectFromEnv: the node's OpenAI client sends
+// OPENAI_ORG_ID and OPENAI_PROJECT_ID as the OpenAI-Organization and OpenAI-Project
+// headers of a real HTTP call.
+func TestOpenAIClientSendsOrgAndProjectFromEnv(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Clone():
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	env := map[string]string{"OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-1"}
+	c, err := backends.LLMAPIs.Open(context.Background(), "openai", backends.LLMConfig{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m", Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Provider.Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	if h.Get("OpenAI-Organization") != "org-1" || h.Get("OpenAI-Project") != "proj-1" {
+		t.Fatalf("headers OpenAI-Organization %q, OpenAI-Project %q; want org-1, proj-1", h.Get("OpenAI-Organization"), h.Get("OpenAI-Project"))
+	}
 }
