@@ -19,12 +19,14 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// runner is the step-runner child of a session grain: it builds the request from the
-// committed (immutable) state, fitting the history into the context budget, makes one
-// LLM call outside the grain's mailbox, counts the answer's tokens and reports an *llmResult to its parent, then stops. Its goroutine is
-// cancelled when the runner stops (the grain passivated, crashed or moved). Retries,
-// rate limits and the circuit breaker are the provider's (llm/resilient); what is left
-// for the session is the decision to retry the whole step later.
+// runner is the step-runner child of an agent actor (actors/agent; the orchestrator's or
+// a sub-agent's): it builds the request from the committed (immutable) state, fitting
+// the history into the context budget, makes one LLM call outside the grain's mailbox,
+// counts the answer's tokens and reports a *core.LLMResult to its parent (which forwards
+// it to the grain), then stops. Its goroutine is cancelled when the runner stops (the
+// grain passivated, crashed or moved, or the session was cancelled). Retries, rate
+// limits and the circuit breaker are the provider's (llm/resilient); what is left for
+// the session is the decision to retry the whole step later.
 type runner struct {
 	deps      *Deps
 	sessionID string

@@ -17,9 +17,10 @@ import (
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// toolRunner is a child of a session grain that runs one recorded tool call through the
-// executor (schema validation, timeout, panic recovery, sandbox routing) and reports a
-// *toolResult to its parent, then stops. Stopping it cancels the call.
+// toolRunner is a child of an agent actor (actors/agent) that runs one recorded tool
+// call through the executor (schema validation, timeout, panic recovery, sandbox
+// routing) and reports a *core.ToolResult to its parent (which forwards it to the
+// grain), then stops. Stopping it cancels the call.
 type toolRunner struct {
 	deps       *Deps
 	sessionID  string
