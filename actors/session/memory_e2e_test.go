@@ -65,7 +65,7 @@ func TestLongSessionMemory(t *testing.T) {
 	if _, err := h.start("long", "c1", "find the vault code"); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitTerminal(t, h.j, "long", 3*time.Minute)
+	evs := waitTerminal(t, h.j, "long", 6*time.Minute)
 	mustComplete(t, evs)
 	if got := evs[len(evs)-1].GetSessionCompleted().GetResult(); got != "The vault code is ZEBRA-42." {
 		t.Fatalf("result %q: the fact did not come back", got)
