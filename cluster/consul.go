@@ -34,10 +34,11 @@ import (
 // A member knows when it was away for longer than the grace (its own heartbeats stopped
 // for that long, so the others dropped it, and Proto.Actor blocks a dropped member id for
 // good): it then rejoins under a new member id (the actor system's id and a generation,
-// at the same address) and deregisters the old one. The member id is never the actor
-// system's id itself: a member blocks the connections of a blocked id's actor system, so
-// a dropped member must be blocked under a member id its connections do not carry. Until the new id is in its own
-// topology, Dropped reports why, and the node reports itself not ready.
+// at the same address) and deregisters the old one; until the new id is in its own
+// topology, Dropped reports why, and the node reports itself not ready. The member id is
+// never the actor system's id itself: a member refuses the connections of an actor system
+// whose id it blocked, so a dropped member is blocked under an id its connections do not
+// carry.
 type consulProvider struct {
 	cfg   consulConfig
 	log   *slog.Logger
@@ -263,13 +264,10 @@ func (p *consulProvider) heartbeat() {
 		}
 		now := time.Now()
 		p.mu.Lock()
-		gap := now.Sub(p.lastBeat)
+		gap, retry := now.Sub(p.lastBeat), p.retry
 		if err == nil {
 			p.lastBeat = now
 		}
-		p.mu.Unlock()
-		p.mu.Lock()
-		retry := p.retry
 		p.mu.Unlock()
 		if err == nil && (gap > p.cfg.PauseGrace || retry) {
 			p.rejoin(gap)

@@ -326,27 +326,36 @@ func TestPauseLongerThanGrace(t *testing.T) {
 	// can place grains again; then a session placed on it runs there.
 	var after []string
 	sawNotReady := false
+	var lastStart time.Time
 	testenv.Eventually(t, 60*time.Second, func() bool {
-		code, body := httpJSON(t, "GET", a.url+"/readyz", "", nil)
-		if code != 200 {
-			sawNotReady = true
+		ready := httpStatus(t, a.url+"/readyz") == 200
+		sawNotReady = sawNotReady || !ready
+		if time.Since(lastStart) < 250*time.Millisecond { // paces the clients' starts
 			return false
 		}
+		lastStart = time.Now()
 		id := c.idOn(fmt.Sprintf("%s-after-%d", prefix, len(after)), a.member, a.member, b.member)
-		code, body = httpJSON(t, "POST", a.url+"/v1/sessions", faultToken, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
+		code, body := httpJSON(t, "POST", a.url+"/v1/sessions", faultToken, map[string]any{"goal": "heal " + id, "session_id": id, "command_id": "c1"})
 		if code >= 500 && code != 503 && code != 504 {
-			t.Fatalf("start %s through A after it resumed (ready): %d %v", id, code, body)
+			t.Fatalf("start %s through A after it resumed (ready: %v): %d %v", id, ready, code, body)
 		}
 		if code != 201 {
 			return false
 		}
 		after = append(after, id)
 		testenv.Eventually(t, 10*time.Second, func() bool { return leaseOwner(t, c.conn, id) != "" }, "session %s holds no lease", id)
-		return leaseOwner(t, c.conn, id) == a.member
+		return ready && leaseOwner(t, c.conn, id) == a.member
 	}, "node A did not serve again after its pause")
 	if !sawNotReady {
 		t.Fatalf("node A reported ready at every look after its pause, before it rejoined")
 	}
 	c.awaitViews(a, b)
 	c.finish(append(ids, after...)...)
+}
+
+// httpStatus is the status code of GET url.
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	code, _ := httpJSON(t, "GET", url, "", nil)
+	return code
 }
