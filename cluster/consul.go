@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,10 +34,11 @@ import (
 // A member knows when it was away for longer than the grace (its own heartbeats stopped
 // for that long, so the others dropped it, and Proto.Actor blocks a dropped member id for
 // good): it then rejoins under a new member id (the actor system's id and a generation,
-// at the same address) and deregisters the old one. The member id is never the actor
-// system's id itself: a member blocks the connections of a blocked id's actor system, so
-// a dropped member must be blocked under a member id its connections do not carry. Until the new id is in its own
-// topology, Dropped reports why, and the node reports itself not ready.
+// at the same address) and deregisters the old one; until the new id is in its own
+// topology, Dropped reports why, and the node reports itself not ready. The member id is
+// never the actor system's id itself: a member refuses the connections of an actor system
+// whose id it blocked, so a dropped member is blocked under an id its connections do not
+// carry.
 type consulProvider struct {
 	cfg   consulConfig
 	log   *slog.Logger
@@ -84,6 +86,7 @@ const (
 	defaultDeregisterAfter  = 2 * time.Minute
 	defaultConsulTimeout    = 3 * time.Second
 	consulWatchWait         = time.Second
+	consulRecheckWait       = 100 * time.Millisecond
 	consulRetryDelay        = 500 * time.Millisecond
 	memberDialTimeout       = 300 * time.Millisecond
 	consulRegisterLogPeriod = 10 * time.Second
@@ -261,13 +264,10 @@ func (p *consulProvider) heartbeat() {
 		}
 		now := time.Now()
 		p.mu.Lock()
-		gap := now.Sub(p.lastBeat)
+		gap, retry := now.Sub(p.lastBeat), p.retry
 		if err == nil {
 			p.lastBeat = now
 		}
-		p.mu.Unlock()
-		p.mu.Lock()
-		retry := p.retry
 		p.mu.Unlock()
 		if err == nil && (gap > p.cfg.PauseGrace || retry) {
 			p.rejoin(gap)
@@ -299,9 +299,10 @@ func (p *consulProvider) watch() {
 	seen := map[string]*seenMember{}
 	var index uint64
 	var lastLog time.Time
+	wait := consulWatchWait
 	for ctx.Err() == nil {
-		qctx, qcancel := context.WithTimeout(ctx, consulWatchWait+p.cfg.Timeout)
-		entries, meta, err := p.agent.Health().Service(p.name, "", false, (&api.QueryOptions{WaitIndex: index, WaitTime: consulWatchWait}).WithContext(qctx))
+		qctx, qcancel := context.WithTimeout(ctx, wait+p.cfg.Timeout)
+		entries, meta, err := p.agent.Health().Service(p.name, "", false, (&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(qctx))
 		qcancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -324,9 +325,18 @@ func (p *consulProvider) watch() {
 		} else {
 			index = meta.LastIndex
 		}
-		if members := p.members(entries, seen, time.Now()); len(members) > 0 {
+		now := time.Now()
+		if members := p.members(entries, seen, now); len(members) > 0 {
 			p.c.MemberList.UpdateClusterTopology(members)
 			p.rejoinDone(members)
+		}
+		// A member kept only because its port answers may be leaving (its gossip says so
+		// within a few hundred ms) or gone: look again soon rather than at the next change.
+		wait = consulWatchWait
+		for _, s := range seen {
+			if !s.passing.Equal(now) {
+				wait = consulRecheckWait
+			}
 		}
 	}
 }
@@ -377,6 +387,8 @@ func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*s
 	var out []*cluster.Member
 	for id, s := range seen {
 		switch {
+		case p.leftGracefully(id):
+			delete(seen, id) // its gossip said so: do not wait for the catalog or the grace
 		case s.passing.Equal(now):
 			out = append(out, s.m)
 		case s.passing.IsZero() || now.Sub(s.passing) > p.cfg.PauseGrace:
@@ -386,6 +398,20 @@ func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*s
 		}
 	}
 	return out
+}
+
+// leftGracefully reports whether member id's actor system left the cluster gracefully:
+// gossip blocks the actor system of a member that announced its leave, and a member id is
+// its actor system's id and a generation.
+func (p *consulProvider) leftGracefully(id string) bool {
+	if p.c == nil || p.c.Remote == nil {
+		return false
+	}
+	sys := id
+	if i := strings.LastIndexByte(id, '.'); i > 0 {
+		sys = id[:i]
+	}
+	return p.c.Remote.BlockList().IsBlocked(sys)
 }
 
 // reachable reports whether m's remoting port accepts a TCP connection: a paused
