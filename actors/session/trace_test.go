@@ -447,7 +447,7 @@ func TestForkTraceLinksToSource(t *testing.T) {
 		}
 		found := false
 		for _, kv := range l.Attributes {
-			found = found || string(kv.Key) == k && kv.Value.Emit() == v
+			found = found || string(kv.Key) == k && kv.Value.String() == v
 		}
 		if !found {
 			t.Fatalf("the link has no %s = %s: %v", k, v, l.Attributes)
