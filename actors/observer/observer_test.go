@@ -151,3 +151,15 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultKeepsTheIssuesThousand: each member keeps its last 1,000 restarts unless
+// configured otherwise (the number GET /v1/restarts documents), and a zero Keep means
+// that default.
+func TestDefaultKeepsTheIssuesThousand(t *testing.T) {
+	if k := observer.DefaultConfig().Keep; k != 1000 {
+		t.Fatalf("DefaultConfig().Keep = %d, want 1000", k)
+	}
+	if err := (observer.Config{}).Validate(); err != nil {
+		t.Fatalf("a zero Keep (the default) is refused: %v", err)
+	}
+}

@@ -149,10 +149,10 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
+	g.traceDeactivated()
 	g.waitPipeline()
 	g.endLease()
 	g.forget()
-	g.traceDeactivated()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
 		g.span.End()

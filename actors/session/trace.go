@@ -206,12 +206,29 @@ func (g *Grain) traceActivated() {
 	g.run = traceRun{open: true, start: g.deps.Now().UnixNano()}
 }
 
-// traceDeactivated ends the open run when the activation stops (Terminate).
+// traceDeactivated ends the activation's trace (Terminate, before waitPipeline): the
+// spans the durable appends still in the pipeline end (the activation will not publish
+// them), then the open run.
 func (g *Grain) traceDeactivated() {
-	if g.deps == nil || !g.run.open {
+	if g.deps == nil {
 		return
 	}
-	g.endRun(g.state, g.deps.Now().UnixNano(), "passivation", "")
+	for _, job := range g.pipeline {
+		<-job.done
+		if job.err != nil || job.last != job.next {
+			break
+		}
+		g.traceEnded(job.evs, g.pubState, job.state)
+		g.pubState = job.state
+	}
+	if !g.run.open {
+		return
+	}
+	st := g.pubState
+	if st == nil {
+		st = g.state
+	}
+	g.endRun(st, g.deps.Now().UnixNano(), "passivation", "")
 }
 
 // runStarts opens a run for evs (leading from prev to st): the first run when evs start

@@ -44,21 +44,30 @@ func attr(s tracetest.SpanStub, key string) string {
 	return ""
 }
 
-// waitSessionTrace waits until the root span of session id was exported and returns
-// every span of its trace; it fails unless the session's spans form exactly one trace
-// with one root and every other span's parent in it.
+// waitSessionTrace waits until the root span of session id and the span of the run that
+// ended it (an invoke_agent orchestrator span with a terminal fathom.status) were
+// exported and returns every span of its trace; it fails unless the session's spans form
+// exactly one trace with one root and every other span's parent in it.
 func waitSessionTrace(t *testing.T, log spanLog, id string) *sessionTrace {
 	t.Helper()
 	var roots []tracetest.SpanStub
 	testenv.Eventually(t, 15*time.Second, func() bool {
 		roots = roots[:0]
+		ended := false
 		for _, s := range log.GetSpans() {
-			if !s.Parent.IsValid() && attr(s, "gen_ai.conversation.id") == id && strings.HasPrefix(s.Name, "invoke_agent") {
+			if attr(s, "gen_ai.conversation.id") != id || s.Name != "invoke_agent orchestrator" {
+				continue
+			}
+			if !s.Parent.IsValid() {
 				roots = append(roots, s)
 			}
+			switch attr(s, "fathom.status") {
+			case "SESSION_STATUS_COMPLETED", "SESSION_STATUS_FAILED", "SESSION_STATUS_CANCELLED":
+				ended = true
+			}
 		}
-		return len(roots) > 0
-	}, "no invoke_agent root span of session %s among %d spans", id, len(log.GetSpans()))
+		return len(roots) > 0 && ended
+	}, "no invoke_agent root span of session %s, or none of its end, among %d spans", id, len(log.GetSpans()))
 	if len(roots) != 1 {
 		t.Fatalf("%d root spans of session %s, want 1: %v", len(roots), id, names(roots))
 	}
@@ -81,6 +90,9 @@ func waitSessionTrace(t *testing.T, log spanLog, id string) *sessionTrace {
 			continue
 		}
 		if _, ok := tr.byID[s.Parent.SpanID()]; !ok {
+			for _, x := range log.GetSpans() {
+				t.Logf("exported: %s trace=%v id=%v parent=%v attrs=%v", x.Name, x.SpanContext.TraceID(), x.SpanContext.SpanID(), x.Parent.SpanID(), x.Attributes)
+			}
 			t.Fatalf("span %s (%v) has parent %v, which is not in the trace: %v", s.Name, s.Attributes, s.Parent.SpanID(), names(tr.spans))
 		}
 	}
@@ -435,7 +447,7 @@ func TestForkTraceLinksToSource(t *testing.T) {
 		}
 		found := false
 		for _, kv := range l.Attributes {
-			found = found || string(kv.Key) == k && kv.Value.Emit() == v
+			found = found || string(kv.Key) == k && kv.Value.String() == v
 		}
 		if !found {
 			t.Fatalf("the link has no %s = %s: %v", k, v, l.Attributes)
