@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -257,4 +259,68 @@ func executorTools(t *testing.T, model *mock.Server, marker string) []string {
 	}
 	t.Fatalf("no executor request with %q among %d recorded", marker, len(model.Recorded()))
 	return nil
+}
+
+// TestCancelStopsARunningMCPCall: cancelling a session whose step is inside a call of an
+// MCP tool (the TypeScript SDK server's hold, which returns only when its call is
+// cancelled) stops that call: the server sees its abort signal (notifications/cancelled)
+// and the session is cancelled, terminal, with no tool result recorded after it.
+func TestCancelStopsARunningMCPCall(t *testing.T) {
+	script := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"custom","description":"hold on","dependencies":[]}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "orders__hold", Arguments: `{}`}}},
+	}, Default: "done"}
+	events := filepath.Join(t.TempDir(), "mcp-events")
+	srv := mcptest.Stdio(t, "orders")
+	srv.Env["MCP_EVENTS"] = events
+	n := startMCPNode(t, script, session.DefaultConfig(), &testenv.Buffer{}, srv)
+	const id = "s-mcp-cancel"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sub := n.Feed().Subscribe(id, 0)
+	defer sub.Close()
+	if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c1", Goal: "hold"}, cluster.WithTimeout(30*time.Second)); err != nil {
+		t.Fatalf("start session: %v", err)
+	}
+	for called := false; !called; {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("no call of orders__hold: %v", err)
+		}
+		called = ev.GetToolCalled().GetTool() == "orders__hold"
+	}
+	if _, err := n.Session(id).Cancel(&messages.CancelRequest{CommandId: "c2", Reason: "enough", By: "test"}, cluster.WithTimeout(30*time.Second)); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(events)
+		return strings.Contains(string(b), "cancelled")
+	}, "the MCP server never saw its call cancelled")
+	var after []string
+	for done := false; !done; {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("no session_cancelled: %v", err)
+		}
+		if ev.GetSessionCancelled() != nil {
+			done = true
+		}
+	}
+	st, err := n.Session(id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetState().GetStatus() != messages.SessionStatus_SESSION_STATUS_CANCELLED {
+		t.Fatalf("status %s, want cancelled", st.GetState().GetStatus())
+	}
+	// Nothing is recorded after session_cancelled (a late result of the stopped call
+	// included).
+	lctx, lcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer lcancel()
+	if ev, err := sub.Next(lctx); err == nil {
+		after = append(after, ev.Type())
+	}
+	if len(after) > 0 {
+		t.Fatalf("events after session_cancelled: %v", after)
+	}
 }

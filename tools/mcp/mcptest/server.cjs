@@ -11,7 +11,9 @@
 // Tools: echo {text} (the text, this process's pid and the call's idempotency key from
 // _meta), trace_context {} (the traceparent and tracestate of _meta, as JSON), lookup_order {order_id}, fail {} (an isError result), crash {} (the process
 // exits), add_tool {name} (registers a new tool: the SDK sends
-// notifications/tools/list_changed), remove_tool {name}, slow {ms}.
+// notifications/tools/list_changed), remove_tool {name}, slow {ms}, hold {} (answers only
+// once the client cancels the call, i.e. its abort signal fires on notifications/cancelled;
+// then appends "cancelled" to the file $MCP_EVENTS when set).
 "use strict";
 const http = require("node:http");
 const { randomUUID } = require("node:crypto");
@@ -70,6 +72,12 @@ function makeServer() {
     });
   server.registerTool("slow", { description: "Answers after ms milliseconds", inputSchema: { ms: z.number().int() } },
     async ({ ms }) => { await new Promise((r) => setTimeout(r, ms)); return text(`slept ${ms}`); });
+  server.registerTool("hold", { description: "Runs until the call is cancelled", inputSchema: {} },
+    async (_args, extra) => {
+      await new Promise((r) => { if (extra.signal.aborted) r(); else extra.signal.addEventListener("abort", () => r()); });
+      if (process.env.MCP_EVENTS) require("node:fs").appendFileSync(process.env.MCP_EVENTS, "cancelled\n");
+      return text("cancelled");
+    });
   return server;
 }
 
