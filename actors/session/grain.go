@@ -149,8 +149,8 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
+	g.waitPipeline() // publishes the durable appends still in flight
 	g.traceDeactivated()
-	g.waitPipeline()
 	g.endLease()
 	g.forget()
 	if g.span != nil {

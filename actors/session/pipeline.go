@@ -159,11 +159,23 @@ func (g *Grain) failPipeline(ctx cluster.GrainContext, job *appendJob, err error
 	g.scheduleRetry(ctx)
 }
 
-// waitPipeline waits for the appends in flight without acting on them (the activation
-// is ending): no append of this activation outlives it.
+// waitPipeline waits for the appends in flight (the activation is ending: no append of
+// this activation outlives it) and publishes those that became durable.
 func (g *Grain) waitPipeline() {
+	ok := true
 	for _, job := range g.pipeline {
 		<-job.done
+		if job.handled {
+			continue
+		}
+		job.handled = true
+		// Durable appends are published in order, as finishJob would have: subscribers,
+		// metrics, the embedder and the trace see every acknowledged event even when the
+		// activation ends right after its last append. Nothing after a failed append was
+		// appended.
+		if ok = ok && job.err == nil && job.last == job.next; ok {
+			g.published(job.evs, job.recs, job.state)
+		}
 	}
 	g.pipeline = nil
 }

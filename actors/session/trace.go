@@ -206,20 +206,11 @@ func (g *Grain) traceActivated() {
 	g.run = traceRun{open: true, start: g.deps.Now().UnixNano()}
 }
 
-// traceDeactivated ends the activation's trace (Terminate, before waitPipeline): the
-// spans the durable appends still in the pipeline end (the activation will not publish
-// them), then the open run.
+// traceDeactivated ends the activation's trace (Terminate, after waitPipeline published
+// the durable appends still in the pipeline and so ended their spans): the open run.
 func (g *Grain) traceDeactivated() {
 	if g.deps == nil {
 		return
-	}
-	for _, job := range g.pipeline {
-		<-job.done
-		if job.err != nil || job.last != job.next {
-			break
-		}
-		g.traceEnded(job.evs, g.pubState, job.state)
-		g.pubState = job.state
 	}
 	if !g.run.open {
 		return
