@@ -64,6 +64,9 @@ func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError("bad --log-format %q: want text or json", f.format)
 }
 
+// defaultPauseGrace is --pause-grace's default (the Consul provider's own default).
+const defaultPauseGrace = 60 * time.Second
+
 // nodeFlags are the flags of every command that starts a node.
 type nodeFlags struct {
 	store         storeFlags
@@ -101,8 +104,10 @@ type nodeFlags struct {
 	artifacts                                artifactFlags
 	promptsDir                               string
 	memory                                   memoryFlags
-	lease                                    leaseFlags
-	pauseGrace                               pauseGraceFlag
+	// leaseTTL is --lease-ttl: how long a running session's lease lasts (0: leases off).
+	leaseTTL envDuration
+	// pauseGrace is --pause-grace: how long a paused Consul member stays in the topology.
+	pauseGrace envDuration
 	reasoning                                reasoningFlags
 	retention                                retentionFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
@@ -190,8 +195,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.artifacts.register(fs)
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
-	f.lease.register(fs)
-	f.pauseGrace.register(fs)
+	f.leaseTTL.register(fs, "lease-ttl", "FATHOM_LEASE_TTL", session.DefaultLeaseTTL, "how long a running session's lease lasts unless its node renews it; a node activates sessions whose lease lapsed (their node died) every lease-ttl/2; 0 turns leases and reactivation off")
+	f.pauseGrace.register(fs, "pause-grace", "FATHOM_PAUSE_GRACE", defaultPauseGrace, "with Consul: how long a member whose health check lapsed while its port still answers (paused, not dead) stays in the cluster before its sessions move elsewhere; shorter moves sessions of a frozen node sooner, longer rides out longer pauses")
 	f.reasoning.register(fs)
 	f.retention.register(fs)
 	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
@@ -249,8 +254,11 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if err != nil {
 		return fathomapi.Config{}, err
 	}
-	if err := f.lease.apply(&scfg); err != nil {
+	if scfg.LeaseTTL, err = f.leaseTTL.value(); err != nil {
 		return fathomapi.Config{}, err
+	}
+	if scfg.LeaseTTL < 0 {
+		return fathomapi.Config{}, usageError("--lease-ttl %s must not be negative", scfg.LeaseTTL)
 	}
 	if err := f.reasoning.apply(&scfg); err != nil {
 		return fathomapi.Config{}, err
@@ -287,6 +295,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	}
 	if ccfg.PauseGrace, err = f.pauseGrace.value(); err != nil {
 		return fathomapi.Config{}, err
+	}
+	if ccfg.PauseGrace <= 0 {
+		return fathomapi.Config{}, usageError("--pause-grace %s must be positive", ccfg.PauseGrace)
 	}
 	if err := ccfg.Validate(); err != nil {
 		return fathomapi.Config{}, usageError("%v", err)
