@@ -108,8 +108,8 @@ type nodeFlags struct {
 	leaseTTL envDuration
 	// pauseGrace is --pause-grace: how long a paused Consul member stays in the topology.
 	pauseGrace envDuration
-	reasoning                                reasoningFlags
-	retention                                retentionFlags
+	reasoning  reasoningFlags
+	retention  retentionFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
 	maxLLMCalls         uint
