@@ -11,7 +11,7 @@ import (
 )
 
 // Delegation, as decisions. A plan step of type research, code, write or review is run
-// by a sub-agent (actors/subagent): step_started, then subagent_started (the sub-agent's
+// by a sub-agent (an agent actor, actors/agent): step_started, then subagent_started (the sub-agent's
 // task brief opens, or continues, its own context) and its first llm_requested. The
 // sub-agent's loop is the step loop's, with every event tagged with its sub_agent_id
 // and folded into SessionState.sub_agents[id] instead of the orchestrator's step: its
