@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,8 +33,12 @@ type connection struct {
 	sock     *socket
 	dialing  *dialAttempt
 	failures int
-	lastErr  *DialError
-	redial   *time.Timer
+	// down survives the actor's restarts (the props share it): a connection its
+	// supervisor restarted after MaxRetries failed dials still logs "restored" when it
+	// is back, although its failure count starts again at 0.
+	down    *atomic.Bool
+	lastErr *DialError
+	redial  *time.Timer
 
 	// checking is the execution whose health check (ping) is in flight.
 	checking  *execution
@@ -67,9 +72,10 @@ type (
 )
 
 func newConnectionProps(cfg Config, log *slog.Logger, name string, token *tokenStore, tokenMgr *actor.PID) *actor.Props {
+	down := new(atomic.Bool)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &connection{cfg: cfg, log: log.With("connection", name), name: name, token: token, tokenMgr: tokenMgr,
-			pending: map[string]*pendingExec{}}
+			pending: map[string]*pendingExec{}, down: down}
 	}, dispatch.Props())
 }
 
@@ -119,7 +125,7 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 	c.dialing = nil
 	conn := msg.attempt.take()
 	if msg.err == nil && conn != nil {
-		if c.failures > 0 {
+		if c.down.Swap(false) {
 			c.log.Info("sandbox connection restored", "attempts", c.failures+1)
 		}
 		c.failures, c.lastErr = 0, nil
@@ -128,6 +134,7 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 		return
 	}
 	c.failures++
+	c.down.Store(true)
 	c.lastErr = msg.err
 	ctx.Send(ctx.Parent(), &connDown{pid: ctx.Self(), err: msg.err})
 	if msg.err.Auth() {
