@@ -47,7 +47,9 @@ type consulProvider struct {
 	mu       sync.Mutex
 	started  bool
 	stopped  bool
-	stop     chan struct{}
+	stop     chan struct{}   // closed by Shutdown
+	life     context.Context // canceled by Shutdown: ends the agent calls in flight
+	endLife  context.CancelFunc
 	wg       sync.WaitGroup
 	id       string // the member id in the topology: sysID.<gen>
 	sysID    string // the actor system's id
@@ -111,7 +113,8 @@ func newConsulProvider(cfg consulConfig, log *slog.Logger) (*consulProvider, err
 	if err != nil {
 		return nil, fmt.Errorf("cluster: consul client for %s: %w", cfg.Addr, err)
 	}
-	return &consulProvider{cfg: cfg, log: log, agent: client, stop: make(chan struct{})}, nil
+	life, endLife := context.WithCancel(context.Background())
+	return &consulProvider{cfg: cfg, log: log, agent: client, stop: make(chan struct{}), life: life, endLife: endLife}, nil
 }
 
 // StartMember implements cluster.ClusterProvider: it registers the member and starts
@@ -143,17 +146,20 @@ func (p *consulProvider) StartClient(*cluster.Cluster) error {
 	return errors.New("consul provider: client-only members are not supported")
 }
 
-// Shutdown implements cluster.ClusterProvider: it stops the heartbeat and the watch and
-// deregisters the member. It is idempotent.
+// Shutdown implements cluster.ClusterProvider: it stops the heartbeat and the watch
+// (ending their agent calls in flight, so an unreachable agent delays it by no more than
+// the deregistration's Timeout) and deregisters the member. It is idempotent.
 func (p *consulProvider) Shutdown(bool) error {
 	p.mu.Lock()
 	if !p.started || p.stopped {
 		p.stopped = true
 		p.mu.Unlock()
+		p.endLife()
 		return nil
 	}
 	p.stopped = true
 	close(p.stop)
+	p.endLife()
 	p.mu.Unlock()
 	p.wg.Wait()
 	id := p.memberID()
@@ -199,7 +205,7 @@ func (p *consulProvider) deregister(id string) error {
 func (p *consulProvider) register() error { return p.registerAs(p.memberID()) }
 
 func (p *consulProvider) registerAs(id string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(p.life, p.cfg.Timeout)
 	defer cancel()
 	s := &api.AgentServiceRegistration{
 		ID: id, Name: p.name, Tags: p.kinds, Address: p.host, Port: p.port,
@@ -255,12 +261,20 @@ func (p *consulProvider) heartbeat() {
 			return
 		case <-tick.C:
 		}
+		select { // a tick that came while the last beat hung must not outrun a stop
+		case <-p.stop:
+			return
+		default:
+		}
 		err := p.beat()
-		if err != nil {
+		if err != nil && p.life.Err() == nil {
 			if err = p.register(); err == nil {
 				p.log.Info("registered with consul again", "member", p.memberID())
 				err = p.beat()
 			}
+		}
+		if p.life.Err() != nil {
+			return
 		}
 		now := time.Now()
 		p.mu.Lock()
@@ -280,7 +294,7 @@ func (p *consulProvider) heartbeat() {
 }
 
 func (p *consulProvider) beat() error {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(p.life, p.cfg.Timeout)
 	defer cancel()
 	return p.agent.Agent().UpdateTTLOpts("service:"+p.memberID(), "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
 }
@@ -290,12 +304,7 @@ func (p *consulProvider) beat() error {
 // member list.
 func (p *consulProvider) watch() {
 	defer p.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-p.stop
-		cancel()
-	}()
+	ctx := p.life
 	seen := map[string]*seenMember{}
 	var index uint64
 	var lastLog time.Time

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +65,38 @@ func TestProviderKeepsPausedMembersOnly(t *testing.T) {
 	}
 	if got := ids(p.members(later, seen, t0.Add(11*time.Second))); len(got) != 0 {
 		t.Fatalf("after the grace: %v, want nobody", got)
+	}
+}
+
+// TestProviderShutdownEndsHungAgentCalls: with the agent unreachable (its port accepts
+// connections and never answers, as across a partition), Shutdown ends the heartbeat's
+// call in flight instead of waiting it out, so a node leaving while cut off from Consul
+// is held up by the deregistration's timeout only, and it reports the failed
+// deregistration.
+func TestProviderShutdownEndsHungAgentCalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // the kernel accepts; nobody ever answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const timeout = 2 * time.Second
+	p, err := newConsulProvider(consulConfig{Addr: ln.Addr().String(), TTL: 300 * time.Millisecond, Timeout: timeout}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.started, p.id, p.lastBeat = true, "hung.0", time.Now()
+	p.wg.Add(1)
+	go p.heartbeat()
+	time.Sleep(500 * time.Millisecond) // the first beat (at TTL/3) hangs on the agent
+	began := time.Now()
+	err = p.Shutdown(true)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "deregister hung.0") {
+		t.Fatalf("Shutdown with an unreachable agent returned %v, want the failed deregistration", err)
+	}
+	// Waiting the beat out would take the rest of its timeout and the re-registration's
+	// (another timeout) before the deregistration's own.
+	if took > timeout+time.Second {
+		t.Fatalf("Shutdown took %s with the heartbeat's call hung; want about the deregistration's %s", took.Round(time.Millisecond), timeout)
 	}
 }

@@ -43,6 +43,8 @@ type EmbedJob struct {
 	// every job queued before it (a session passivating from an in-process store drops
 	// its vectors; its next activation re-embeds them, queued after the drop).
 	Drop bool
+
+	done chan error // DropStream's wait: the drop's result, buffered
 }
 
 // EmbedWorkerConfig configures an EmbedWorker.
@@ -122,6 +124,38 @@ func (w *EmbedWorker) Enqueue(job EmbedJob) error {
 	}
 }
 
+// DropStream removes stream's vectors from the store after every job queued before it,
+// and waits for the removal: a deleted session's vectors do not come back from embedding
+// jobs that were still queued when it was deleted. It blocks (unlike Enqueue) until the
+// queue has room or ctx ends.
+func (w *EmbedWorker) DropStream(ctx context.Context, stream string) error {
+	job := EmbedJob{Stream: stream, Drop: true, done: make(chan error, 1)}
+	if err := w.enqueueWait(ctx, job); err != nil {
+		return fmt.Errorf("drop vectors of %s: %w", stream, err)
+	}
+	select {
+	case err := <-job.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("drop vectors of %s: %w", stream, ctx.Err())
+	}
+}
+
+// enqueueWait hands job to the worker, waiting for room until ctx ends.
+func (w *EmbedWorker) enqueueWait(ctx context.Context, job EmbedJob) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrWorkerClosed
+	}
+	select {
+	case w.jobs <- job:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close stops taking jobs, lets the worker finish the queued ones until ctx ends, then
 // cancels what is in flight and waits for the goroutine to exit. It returns ctx's error
 // when jobs were abandoned. Calling Close again waits for the same shutdown.
@@ -167,6 +201,11 @@ func (w *EmbedWorker) run() {
 		}
 		if w.ctx.Err() != nil {
 			w.fail(batch, w.ctx.Err())
+			for _, j := range batch {
+				if j.done != nil { // a drop cancelled before it ran
+					j.done <- w.ctx.Err()
+				}
+			}
 			continue
 		}
 		w.process(batch)
@@ -196,8 +235,13 @@ func (w *EmbedWorker) process(batch []EmbedJob) {
 func (w *EmbedWorker) drop(job EmbedJob) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
 	defer cancel()
-	if err := w.cfg.Store.DeleteStream(ctx, job.Stream); err != nil {
-		w.fail([]EmbedJob{job}, fmt.Errorf("drop vectors: %w", err))
+	err := w.cfg.Store.DeleteStream(ctx, job.Stream)
+	if err != nil {
+		err = fmt.Errorf("drop vectors: %w", err)
+		w.fail([]EmbedJob{job}, err)
+	}
+	if job.done != nil {
+		job.done <- err
 	}
 }
 

@@ -160,3 +160,52 @@ func TestEmbedWorkerDropIsOrdered(t *testing.T) {
 		t.Fatalf("stream b holds seqs %v, want its one vector", got)
 	}
 }
+
+// gatedEmbedder embeds with hashembed once its gate opens.
+type gatedEmbedder struct {
+	memory.Embedder
+	gate chan struct{}
+}
+
+func (g gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Embedder.Embed(ctx, texts)
+}
+
+// TestEmbedWorkerDropStreamWaits: DropStream returns only once the stream's vectors are
+// gone, including those of jobs queued (and not yet embedded) before it; a drop whose ctx
+// ends first says so.
+func TestEmbedWorkerDropStreamWaits(t *testing.T) {
+	store, err := vectormem.New(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := gatedEmbedder{Embedder: hashembed.New(32), gate: make(chan struct{})}
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	for i := 1; i <= 20; i++ {
+		if err := w.Enqueue(memory.EmbedJob{Stream: "gone", Seq: uint64(i), Text: fmt.Sprintf("message %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := w.DropStream(short, "gone"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drop behind a held embedder with a short ctx = %v, want its deadline", err)
+	}
+	close(emb.gate)
+	if err := w.DropStream(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := emb.Embed(context.Background(), []string{"message"})
+	if hits, err := store.Search(context.Background(), "gone", q[0], 30); err != nil || len(hits) != 0 {
+		t.Fatalf("after DropStream the stream holds %d vectors (%v), want none", len(hits), err)
+	}
+}
