@@ -17,17 +17,41 @@ import (
 // grainRoot is where Proto.Actor's identity lookup spawns grains.
 const grainRoot = "partition-activator/"
 
-// activeGrains counts the session grains activated on n.
-func activeGrains(n *node.Node) int {
-	count := 0
+// activeGrainIDs lists the process ids (identity$n) of the grains activated on n whose
+// identity starts with prefix. Other grains live there too: the cluster pub-sub topics
+// (fathom.restarts, …) are grains that stay while they have subscribers.
+func activeGrainIDs(n *node.Node, prefix string) []string {
+	var ids []string
 	for _, bucket := range n.Cluster().System().ProcessRegistry.LocalPIDs.LocalPIDs {
 		for _, id := range bucket.Keys() {
-			if rest, ok := strings.CutPrefix(id, grainRoot); ok && !strings.Contains(rest, "/") {
-				count++
+			if rest, ok := strings.CutPrefix(id, grainRoot+prefix); ok && !strings.Contains(rest, "/") {
+				ids = append(ids, prefix+rest)
 			}
 		}
 	}
-	return count
+	return ids
+}
+
+// describeStuck says what the grains still active are doing: their process ids and, for
+// a few, the session's state.
+func describeStuck(n *node.Node, ids []string) string {
+	var b strings.Builder
+	for i, pid := range ids {
+		if i == 5 {
+			fmt.Fprintf(&b, " (+%d more)", len(ids)-i)
+			break
+		}
+		id := pid[:strings.LastIndexByte(pid, '$')]
+		st, err := n.Session(id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(10*time.Second))
+		if err != nil {
+			fmt.Fprintf(&b, "\n  %s: state: %v", pid, err)
+			continue
+		}
+		s := st.GetState()
+		fmt.Fprintf(&b, "\n  %s: status %s, seq %d, pending %q, retry_at %d, sub-agents %d",
+			pid, s.GetStatus(), s.GetSeq(), s.GetPending().GetPurpose(), s.GetRetryAtUnixNano(), len(s.GetSubAgents()))
+	}
+	return b.String()
 }
 
 func settledRSS() float64 {
@@ -57,9 +81,10 @@ func BenchmarkPassivatedSessions(b *testing.B) {
 		}
 		finished := time.Now()
 		deadline := finished.Add(15 * time.Minute)
-		for activeGrains(n) > 0 {
+		for len(activeGrainIDs(n, prefix)) > 0 {
 			if time.Now().After(deadline) {
-				b.Fatalf("%d finished sessions still active 15 minutes after the last finished", activeGrains(n))
+				ids := activeGrainIDs(n, prefix)
+				b.Fatalf("%d finished sessions still active 15 minutes after the last finished:%s", len(ids), describeStuck(n, ids))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
