@@ -6,6 +6,9 @@
 //
 //	go test -run '^$' -bench . -benchtime 1x ./internal/loadbench/
 //
-// Sizes come from FATHOM_LOAD_SESSIONS (active sessions, default 1,000) and
-// FATHOM_LOAD_STEPS (plan steps per session, default 10).
+// Sizes come from FATHOM_LOAD_SESSIONS (active sessions, default 1,000),
+// FATHOM_LOAD_STEPS (plan steps per session, default 10) and FATHOM_LOAD_IDLE_SESSIONS
+// (finished sessions left to passivate, default 10,000). FATHOM_LOAD_IDLE_HEAP=FILE makes
+// BenchmarkPassivatedSessions write a heap profile once every finished session has
+// passivated: what they left behind (go tool pprof -sample_index=inuse_space).
 package loadbench

@@ -2,8 +2,10 @@ package loadbench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,23 @@ func describeStuck(n *node.Node, ids []string) string {
 	return b.String()
 }
 
+// writeHeapProfile writes the heap profile to path ("" writes none): with
+// FATHOM_LOAD_IDLE_HEAP set, BenchmarkPassivatedSessions writes what the passivated
+// sessions left in the heap.
+func writeHeapProfile(b *testing.B, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func settledRSS() float64 {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -90,6 +109,7 @@ func BenchmarkPassivatedSessions(b *testing.B) {
 		}
 		passivated := time.Since(finished)
 		idle := settledRSS()
+		writeHeapProfile(b, os.Getenv("FATHOM_LOAD_IDLE_HEAP"))
 		lats := make([]time.Duration, 0, sessions)
 		for done := 0; done < sessions; done += 1000 {
 			for k := range min(1000, sessions-done) {
