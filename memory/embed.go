@@ -110,19 +110,7 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 
 // Enqueue hands a job to the worker without blocking. It returns ErrQueueFull when the
 // queue is full and ErrWorkerClosed after Close.
-func (w *EmbedWorker) Enqueue(job EmbedJob) error {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
-		return ErrWorkerClosed
-	}
-	select {
-	case w.jobs <- job:
-		return nil
-	default:
-		return ErrQueueFull
-	}
-}
+func (w *EmbedWorker) Enqueue(job EmbedJob) error { return w.send(context.Background(), job, false) }
 
 // DropStream removes stream's vectors from the store after every job queued before it,
 // and waits for the removal: a deleted session's vectors do not come back from embedding
@@ -130,7 +118,7 @@ func (w *EmbedWorker) Enqueue(job EmbedJob) error {
 // queue has room or ctx ends.
 func (w *EmbedWorker) DropStream(ctx context.Context, stream string) error {
 	job := EmbedJob{Stream: stream, Drop: true, done: make(chan error, 1)}
-	if err := w.enqueueWait(ctx, job); err != nil {
+	if err := w.send(ctx, job, true); err != nil {
 		return fmt.Errorf("drop vectors of %s: %w", stream, err)
 	}
 	select {
@@ -141,18 +129,27 @@ func (w *EmbedWorker) DropStream(ctx context.Context, stream string) error {
 	}
 }
 
-// enqueueWait hands job to the worker, waiting for room until ctx ends.
-func (w *EmbedWorker) enqueueWait(ctx context.Context, job EmbedJob) error {
+// send hands job to the worker: at once or ErrQueueFull unless block, else waiting for
+// room until wait ends (with its error).
+func (w *EmbedWorker) send(wait context.Context, job EmbedJob, block bool) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
 		return ErrWorkerClosed
 	}
+	if !block {
+		select {
+		case w.jobs <- job:
+			return nil
+		default:
+			return ErrQueueFull
+		}
+	}
 	select {
 	case w.jobs <- job:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-wait.Done():
+		return wait.Err()
 	}
 }
 
