@@ -29,7 +29,8 @@ type VectorHit struct {
 	Seq uint64
 	// Score is the cosine similarity to the query, in [-1, 1]: higher is closer.
 	Score float32
-	// Meta is the vector's metadata.
+	// Meta is the vector's metadata. Callers must not modify it: a store may hand out
+	// the map it keeps (the in-process store does, a search being on every model call).
 	Meta map[string]string
 }
 

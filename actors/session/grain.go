@@ -413,8 +413,10 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 // the rule, snapshots of a growing session are spaced geometrically (each state ~1 +
 // 1/snapshotGrowth times the last) and their bytes stay within snapshotGrowth times the
 // events'; a load or a time-travel read replays at most ~1/snapshotGrowth of the state's
-// worth of events past its snapshot.
-const snapshotGrowth = 4
+// worth of events past its snapshot. 2 halves the snapshot bytes of 4 (a twentieth of a
+// 50-step session's CPU) for a replay of at most half a state's worth of events, which
+// decode at about the rate a snapshot does.
+const snapshotGrowth = 2
 
 // maybeSnapshot saves a snapshot once SnapshotEvery events and enough bytes
 // (snapshotGrowth) were appended since the last one, off the command path: a snapshot

@@ -9,10 +9,11 @@
 package vectormem
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -103,14 +104,16 @@ func (s *Store) Search(ctx context.Context, name string, query []float32, k int)
 	top := TopK(st.data, s.dims, q, k)
 	out := make([]persistence.VectorHit, len(top))
 	for i, h := range top {
-		out[i] = persistence.VectorHit{Seq: st.seqs[h.Row], Score: h.Score, Meta: maps.Clone(st.meta[h.Row])}
+		// Meta is shared read-only (persistence.VectorHit): Upsert stores a copy and
+		// replaces it, never writes into it.
+		out[i] = persistence.VectorHit{Seq: st.seqs[h.Row], Score: h.Score, Meta: st.meta[h.Row]}
 	}
 	// TopK breaks ties by row; the contract breaks them by Seq.
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].Score != out[b].Score {
-			return out[a].Score > out[b].Score
+	slices.SortStableFunc(out, func(a, b persistence.VectorHit) int {
+		if a.Score != b.Score {
+			return cmp.Compare(b.Score, a.Score)
 		}
-		return out[a].Seq < out[b].Seq
+		return cmp.Compare(a.Seq, b.Seq)
 	})
 	return out, nil
 }
