@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 )
 
@@ -154,6 +155,33 @@ type Set struct {
 	files     map[string]string // template name → file
 	overrides []string          // names of the overridden templates
 	agents    []AgentInfo       // the agents of the node's own (WithAgents)
+
+	// rendered memoizes Render for data that is plain values (renderKey): every step
+	// call renders the executor's prompt, and text/template was a twentieth of a step's
+	// CPU. Templates are pure (their functions are join, has and the set's fixed agent
+	// list) and a Set never changes, so an output depends on its name and data alone.
+	// At most maxRendered outputs are kept; past that, Render just renders.
+	rendered  sync.Map // renderKey → string
+	nRendered atomic.Int32
+}
+
+// maxRendered bounds a Set's memoized outputs.
+const maxRendered = 1024
+
+// renderKey is a memoized output's key. Only data of the listed plain types is memoized
+// (cacheable): values that compare by content and hold no slice or pointer.
+type renderKey struct {
+	name string
+	data any
+}
+
+// cacheable says whether Render may memoize its output for data.
+func cacheable(data any) bool {
+	switch data.(type) {
+	case ExecutorData, SummarizerData:
+		return true
+	}
+	return false
 }
 
 var (
@@ -210,6 +238,12 @@ var ErrUnknownTemplate = errors.New("no such prompt template")
 // collapsed to one. A name without a template is an [ErrUnknownTemplate]; a template
 // that fails to execute is a [*TemplateError].
 func (s *Set) Render(name string, data any) (string, error) {
+	memo := cacheable(data)
+	if memo {
+		if out, ok := s.rendered.Load(renderKey{name, data}); ok {
+			return out.(string), nil
+		}
+	}
 	t := s.t.Lookup(name)
 	if t == nil {
 		return "", fmt.Errorf("prompt template %q: %w", name, ErrUnknownTemplate)
@@ -218,7 +252,13 @@ func (s *Set) Render(name string, data any) (string, error) {
 	if err := t.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("render prompt %q: %w", name, s.templateError(name, err))
 	}
-	return blankRuns.ReplaceAllString(buf.String(), "\n\n"), nil
+	out := blankRuns.ReplaceAllString(buf.String(), "\n\n")
+	if memo && s.nRendered.Load() < maxRendered {
+		if _, loaded := s.rendered.LoadOrStore(renderKey{name, data}, out); !loaded {
+			s.nRendered.Add(1)
+		}
+	}
+	return out, nil
 }
 
 // blankRuns matches two or more blank lines in a row: Render keeps one, so partials and

@@ -242,3 +242,34 @@ func TestLoadErrors(t *testing.T) {
 		t.Fatalf("render error %#v", err)
 	}
 }
+
+// TestMemoizedRenderIsPerSetAndData: Render memoizes the executor's output (every step
+// call renders it), keyed by the set, the template and the data: the second render is
+// the first's text, another step type gets its own, and an override set its own.
+func TestMemoizedRenderIsPerSetAndData(t *testing.T) {
+	def := mustDefault(t)
+	first, err := def.Render(prompts.Executor, prompts.ExecutorData{StepType: "custom"})
+	if err != nil || !strings.Contains(first, "You are a custom agent") {
+		t.Fatalf("executor: %v\n%s", err, first)
+	}
+	again, err := def.Render(prompts.Executor, prompts.ExecutorData{StepType: "custom"})
+	if err != nil || again != first {
+		t.Fatalf("second render differs: %v", err)
+	}
+	other, err := def.Render(prompts.Executor, prompts.ExecutorData{StepType: "analyst"})
+	if err != nil || !strings.Contains(other, "You are a analyst agent") || other == first {
+		t.Fatalf("another step type got the memoized text: %v\n%s", err, other)
+	}
+	dir := t.TempDir()
+	write(t, dir, "executor.md.tmpl", "HOUSE EXECUTOR for {{.StepType}}")
+	s, err := prompts.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.Render(prompts.Executor, prompts.ExecutorData{StepType: "custom"}); err != nil || out != "HOUSE EXECUTOR for custom" {
+		t.Fatalf("override set: %q %v", out, err)
+	}
+	if out, _ := def.Render(prompts.Executor, prompts.ExecutorData{StepType: "custom"}); out != first {
+		t.Fatal("the override changed the embedded set's memoized output")
+	}
+}

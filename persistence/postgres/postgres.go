@@ -362,15 +362,17 @@ func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persiste
 	// A snapshot only shortens recovery: losing the last one in a server crash just
 	// means replaying a few more durable events. So it commits asynchronously and costs
 	// no WAL flush of its own; the next synchronous commit (an event append) flushes it
-	// along, and event appends never wait for snapshots.
-	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue("SET LOCAL synchronous_commit = off")
-		b.Queue(`INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
+	// along, and event appends never wait for snapshots. The transaction is one batch,
+	// one round trip: a statement that fails skips the rest up to the batch's end, COMMIT
+	// included, and the pool discards a connection left inside a transaction.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (stream_id, seq) DO UPDATE SET data = EXCLUDED.data, at = EXCLUDED.at`,
-			stream, int64(snap.Seq), snap.Data, snap.At)
-		return tx.SendBatch(ctx, b).Close()
-	})
+		stream, int64(snap.Seq), snap.Data, snap.At)
+	b.Queue("COMMIT")
+	err := j.pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		return fmt.Errorf("save snapshot of %s at %d: %w", stream, snap.Seq, err)
 	}

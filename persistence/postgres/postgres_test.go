@@ -150,3 +150,33 @@ func TestUpgradeFromRowPerEventKeepsEvents(t *testing.T) {
 		t.Fatalf("fathom_events view: %d rows up to seq %d, want 5 up to 5", n, maxSeq)
 	}
 }
+
+// TestFailedSnapshotLeavesNoOpenTransaction: a snapshot is one batch (BEGIN, its insert,
+// COMMIT). When the insert fails the rest of the batch is skipped and its connection is
+// still inside the aborted transaction: the error must say so, and with one pooled
+// connection the next snapshot and append must work (the pool discards that connection).
+func TestFailedSnapshotLeavesNoOpenTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j, err := postgres.Open(ctx, testenv.PostgresDSN(t), postgres.Options{Facts: journaltest.Facts, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	// A stream id with a NUL byte is refused by PostgreSQL's text type.
+	if err := j.SaveSnapshot(ctx, "bad\x00stream", persistence.Snapshot{Seq: 1, Data: []byte("x")}); err == nil ||
+		!strings.Contains(err.Error(), "save snapshot of") {
+		t.Fatalf("snapshot of an invalid stream id: %v", err)
+	}
+	stream := fmt.Sprintf("snap-after-failure-%d", time.Now().UnixNano())
+	if _, err := j.Append(ctx, stream, 0, []persistence.Record{{Type: "x", Data: []byte("1")}}); err != nil {
+		t.Fatalf("append after a failed snapshot: %v", err)
+	}
+	if err := j.SaveSnapshot(ctx, stream, persistence.Snapshot{Seq: 1, Data: []byte("state@1")}); err != nil {
+		t.Fatalf("snapshot after a failed one: %v", err)
+	}
+	snap, ok, err := j.LoadSnapshot(ctx, stream, 1)
+	if err != nil || !ok || string(snap.Data) != "state@1" {
+		t.Fatalf("LoadSnapshot = %q %v %v", snap.Data, ok, err)
+	}
+}

@@ -1,6 +1,6 @@
 // Package vectormem is the exact in-process persistence.VectorStore, the embedded
-// default: per stream, the vectors are kept normalised in one contiguous []float32 and
-// a search is a full scan (dot products, which equal cosine similarities on unit vectors)
+// default: per stream, the vectors are kept normalised, one []float32 each, and a
+// search is a full scan (dot products, which equal cosine similarities on unit vectors)
 // through a bounded min-heap of the best k. Exact, no index to build or tune; a scan of
 // 10,000 × 1,536 floats takes a few milliseconds, far more than a session holds.
 //
@@ -31,10 +31,15 @@ type Store struct {
 
 var _ persistence.VectorStore = (*Store)(nil)
 
-// stream holds one stream's vectors: row i is data[i*dims:(i+1)*dims].
+// stream holds one stream's vectors: row i is vecs[i], for seqs[i].
+//
+// Every session embeds each of its messages as it goes, so rows are added all the time:
+// one growing []float32 of all rows made a new row now and then a copy of all the rows
+// before it, in fresh, zeroed, page-faulting memory (a twentieth of a step's CPU). A row
+// of its own is one small allocation that never moves.
 type stream struct {
 	seqs []uint64
-	data []float32
+	vecs [][]float32
 	meta []map[string]string
 	rows map[uint64]int
 }
@@ -75,9 +80,9 @@ func (s *Store) Upsert(ctx context.Context, name string, vecs []persistence.Vect
 			st.rows[v.Seq] = row
 			st.seqs = append(st.seqs, v.Seq)
 			st.meta = append(st.meta, nil)
-			st.data = append(st.data, make([]float32, s.dims)...)
+			st.vecs = append(st.vecs, make([]float32, s.dims))
 		}
-		persistence.NormalizeInto(st.data[row*s.dims:(row+1)*s.dims], v.Values)
+		persistence.NormalizeInto(st.vecs[row], v.Values)
 		st.meta[row] = maps.Clone(v.Meta)
 	}
 	return nil
@@ -101,7 +106,11 @@ func (s *Store) Search(ctx context.Context, name string, query []float32, k int)
 	if st == nil {
 		return nil, nil
 	}
-	top := TopK(st.data, s.dims, q, k)
+	h := make(minHeap, 0, min(k, len(st.seqs)))
+	for row, v := range st.vecs {
+		h.offer(row, Dot(v, q))
+	}
+	top := h.sorted()
 	out := make([]persistence.VectorHit, len(top))
 	for i, h := range top {
 		// Meta is shared read-only (persistence.VectorHit): Upsert stores a copy and
@@ -161,16 +170,29 @@ func TopK(data []float32, dims int, q []float32, k int) []Hit {
 	h := make(minHeap, 0, k)
 	q = q[:dims]
 	for row := 0; row < n; row++ {
-		score := Dot(data[row*dims:(row+1)*dims:(row+1)*dims], q)
-		if len(h) < k {
-			h.push(Hit{Row: row, Score: score})
-		} else if score > h[0].Score {
-			h[0] = Hit{Row: row, Score: score}
-			h.down(0)
-		}
+		h.offer(row, Dot(data[row*dims:(row+1)*dims:(row+1)*dims], q))
 	}
-	out := make([]Hit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
+	return h.sorted()
+}
+
+// offer gives h a row's score: h keeps the best cap(h) rows offered (offered in
+// increasing row order, an equal score keeps the earlier row).
+func (h *minHeap) offer(row int, score float32) {
+	if len(*h) < cap(*h) {
+		h.push(Hit{Row: row, Score: score})
+	} else if len(*h) > 0 && score > (*h)[0].Score {
+		(*h)[0] = Hit{Row: row, Score: score}
+		h.down(0)
+	}
+}
+
+// sorted empties h into its hits, best first.
+func (h *minHeap) sorted() []Hit {
+	if len(*h) == 0 {
+		return nil
+	}
+	out := make([]Hit, len(*h))
+	for i := len(out) - 1; i >= 0; i-- {
 		out[i] = h.pop()
 	}
 	return out

@@ -1,7 +1,10 @@
 package vectormem_test
 
 import (
+	"context"
 	"math/rand"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -53,5 +56,49 @@ func TestTopKExact(t *testing.T) {
 func TestNewRejectsBadDims(t *testing.T) {
 	if _, err := vectormem.New(0); err == nil {
 		t.Fatal("0 dims accepted")
+	}
+}
+
+// TestSearchEqualsTopK: a stream of hundreds of rows (a vector of its own each), some
+// replaced after others were added, searches exactly like one TopK over the matrix of
+// all its vectors.
+func TestSearchEqualsTopK(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(5))
+	const dims, n = 16, 300
+	s, err := vectormem.New(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs := vectortest.RandomUnit(r, n, dims)
+	for i, v := range vecs {
+		if err := s.Upsert(ctx, "st", []persistence.Vector{{Seq: uint64(i + 1), Values: v, Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range []int{0, 63, 64, 200, n - 1} { // replaced in place
+		vecs[i] = vectortest.RandomUnit(r, 1, dims)[0]
+		if err := s.Upsert(ctx, "st", []persistence.Vector{{Seq: uint64(i + 1), Values: vecs[i], Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := slices.Concat(vecs...)
+	for _, k := range []int{1, 10, n} {
+		for range 5 {
+			q := vectortest.RandomUnit(r, 1, dims)[0]
+			hits, err := s.Search(ctx, "st", q, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := vectormem.TopK(data, dims, q, k)
+			if len(hits) != len(want) {
+				t.Fatalf("k %d: %d hits, want %d", k, len(hits), len(want))
+			}
+			for i, w := range want {
+				if hits[i].Seq != uint64(w.Row+1) || hits[i].Meta["i"] != strconv.Itoa(w.Row) {
+					t.Fatalf("k %d rank %d: seq %d (meta %v), want %d", k, i, hits[i].Seq, hits[i].Meta, w.Row+1)
+				}
+			}
+		}
 	}
 }
