@@ -58,6 +58,62 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	stepStart map[stepKey]stepStart
+
+	// optMu guards opts: the attribute sets of measurements, built once per key (a
+	// model, a tool, a step type and outcome). Building a set per measurement (sorting,
+	// hashing, allocating) was most of what recording an LLM call cost.
+	optMu sync.RWMutex
+	opts  map[attrKey]metric.MeasurementOption
+}
+
+// maxAttrSets bounds Recorder.opts; past it, sets are built per measurement.
+const maxAttrSets = 4096
+
+// attrKey names an attribute set: what it is for and up to two values.
+type attrKey struct{ kind, a, b string }
+
+// The attribute sets' builders, by attrKey kind.
+func modelAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("model", k.a)}
+}
+func modelTypeAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("model", k.a), attribute.String("type", k.b)}
+}
+func genaiAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(k.a)}
+}
+func genaiTypeAttrs(k attrKey) []attribute.KeyValue {
+	typ := semconv.GenAITokenTypeInput
+	if k.b == "output" {
+		typ = semconv.GenAITokenTypeOutput
+	}
+	return []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(k.a), typ}
+}
+func toolAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("tool", k.a)}
+}
+func toolErrorAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("tool", k.a), attribute.String("error_type", k.b)}
+}
+func stepAttrs(k attrKey) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("step_type", k.a), attribute.String("outcome", k.b)}
+}
+
+// attrs returns the measurement option of key's attribute set, built by build once.
+func (r *Recorder) attrs(key attrKey, build func(attrKey) []attribute.KeyValue) metric.MeasurementOption {
+	r.optMu.RLock()
+	o, ok := r.opts[key]
+	r.optMu.RUnlock()
+	if ok {
+		return o
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(build(key)...))
+	r.optMu.Lock()
+	if len(r.opts) < maxAttrSets {
+		r.opts[key] = o
+	}
+	r.optMu.Unlock()
+	return o
 }
 
 type stepKey struct{ session, step string }
@@ -69,7 +125,7 @@ type stepStart struct {
 
 // New creates the instruments on meter.
 func New(meter metric.Meter) (*Recorder, error) {
-	r := &Recorder{stepStart: map[stepKey]stepStart{}}
+	r := &Recorder{stepStart: map[stepKey]stepStart{}, opts: map[attrKey]metric.MeasurementOption{}}
 	var err error
 	counter := func(dst *metric.Int64Counter, name, desc, unit string) {
 		if err == nil {
@@ -142,11 +198,10 @@ func (r *Recorder) Event(ev *messages.Event) {
 	case ev.GetLlmResponded() != nil:
 		r.llm(ctx, ev.GetLlmResponded())
 	case ev.GetToolCalled() != nil:
-		r.toolCalls.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", ev.GetToolCalled().GetTool())))
+		r.toolCalls.Add(ctx, 1, r.attrs(attrKey{"tool", ev.GetToolCalled().GetTool(), ""}, toolAttrs))
 	case ev.GetToolResult() != nil:
 		if e := ev.GetToolResult().GetError(); e != nil {
-			r.toolErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", ev.GetToolResult().GetTool()),
-				attribute.String("error_type", e.GetErrorType())))
+			r.toolErrors.Add(ctx, 1, r.attrs(attrKey{"tool_error", ev.GetToolResult().GetTool(), e.GetErrorType()}, toolErrorAttrs))
 		}
 	}
 }
@@ -160,22 +215,20 @@ func (r *Recorder) stepEnded(ctx context.Context, session, step string, at time.
 	if !ok || at.Before(s.at) {
 		return // started before this process (or on another node): no duration to tell
 	}
-	r.stepDuration.Record(ctx, at.Sub(s.at).Seconds(), metric.WithAttributes(
-		attribute.String("step_type", s.stepType), attribute.String("outcome", outcome)))
+	r.stepDuration.Record(ctx, at.Sub(s.at).Seconds(), r.attrs(attrKey{"step", s.stepType, outcome}, stepAttrs))
 }
 
 func (r *Recorder) llm(ctx context.Context, resp *messages.LlmResponded) {
 	model := resp.GetModel()
 	secs := float64(resp.GetDurationMs()) / 1000
-	r.llmDuration.Record(ctx, secs, metric.WithAttributes(attribute.String("model", model)))
+	r.llmDuration.Record(ctx, secs, r.attrs(attrKey{"model", model, ""}, modelAttrs))
 	in, out := int64(resp.GetUsage().GetInputTokens()), int64(resp.GetUsage().GetOutputTokens())
-	r.llmTokens.Add(ctx, in, metric.WithAttributes(attribute.String("model", model), attribute.String("type", "input")))
-	r.llmTokens.Add(ctx, out, metric.WithAttributes(attribute.String("model", model), attribute.String("type", "output")))
+	r.llmTokens.Add(ctx, in, r.attrs(attrKey{"model_type", model, "input"}, modelTypeAttrs))
+	r.llmTokens.Add(ctx, out, r.attrs(attrKey{"model_type", model, "output"}, modelTypeAttrs))
 	if c := resp.GetCostUsd(); c > 0 {
-		r.llmCost.Add(ctx, c, metric.WithAttributes(attribute.String("model", model)))
+		r.llmCost.Add(ctx, c, r.attrs(attrKey{"model", model, ""}, modelAttrs))
 	}
-	genai := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model)}
-	r.genaiDuration.Record(ctx, secs, metric.WithAttributes(genai...))
-	r.genaiTokens.Record(ctx, in, metric.WithAttributes(append(genai, semconv.GenAITokenTypeInput)...))
-	r.genaiTokens.Record(ctx, out, metric.WithAttributes(append(genai, semconv.GenAITokenTypeOutput)...))
+	r.genaiDuration.Record(ctx, secs, r.attrs(attrKey{"genai", model, ""}, genaiAttrs))
+	r.genaiTokens.Record(ctx, in, r.attrs(attrKey{"genai_type", model, "input"}, genaiTypeAttrs))
+	r.genaiTokens.Record(ctx, out, r.attrs(attrKey{"genai_type", model, "output"}, genaiTypeAttrs))
 }

@@ -2,9 +2,12 @@ package metrics_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -72,5 +75,52 @@ func TestEventsBecomeMetrics(t *testing.T) {
 	}
 	if tok := got["gen_ai.client.token.usage"].(metricdata.Histogram[int64]); len(tok.DataPoints) != 2 {
 		t.Fatalf("gen_ai.client.token.usage has %d series, want input and output", len(tok.DataPoints))
+	}
+	// Each series has its attributes (built once per model, tool, step type: the second
+	// call of a model reuses them).
+	r.Event(&messages.Event{SessionId: "s", AtUnixNano: at(6 * time.Second), Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
+		Model: "gpt-x", DurationMs: 100, Usage: &messages.Usage{InputTokens: 1, OutputTokens: 2}}}})
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			add := func(set attribute.Set, v string) {
+				var kv []string
+				for it := set.Iter(); it.Next(); {
+					kv = append(kv, string(it.Attribute().Key)+"="+it.Attribute().Value.Emit())
+				}
+				series[m.Name+"{"+strings.Join(kv, ",")+"}"] = v
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes, strconv.FormatInt(dp.Value, 10))
+				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes, strconv.FormatInt(dp.Sum, 10))
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes, strconv.FormatFloat(dp.Sum, 'g', -1, 64))
+				}
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		"fathom.llm.tokens{model=gpt-x,type=input}":                                                                 "101",
+		"fathom.llm.tokens{model=gpt-x,type=output}":                                                                "22",
+		"fathom.llm.call.duration{model=gpt-x}":                                                                     "0.9",
+		"fathom.tool.calls{tool=code_execute}":                                                                      "1",
+		"fathom.tool.errors{error_type=timeout,tool=code_execute}":                                                  "1",
+		"fathom.step.duration{outcome=completed,step_type=research}":                                                "2",
+		"gen_ai.client.token.usage{gen_ai.operation.name=chat,gen_ai.request.model=gpt-x,gen_ai.token.type=input}":  "101",
+		"gen_ai.client.token.usage{gen_ai.operation.name=chat,gen_ai.request.model=gpt-x,gen_ai.token.type=output}": "22",
+	} {
+		if series[k] != want {
+			t.Errorf("%s = %q, want %q (series: %v)", k, series[k], want, series)
+		}
 	}
 }

@@ -103,6 +103,15 @@ func TestNoneExportsNothing(t *testing.T) {
 	if !span.SpanContext().IsValid() {
 		t.Error("span context should be valid with the none exporter so traces propagate")
 	}
+	// Nothing would export it, so it is not recorded; not even under a sampled parent
+	// (a session's spans hang under remote parents flagged sampled).
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true}))
+	_, child := p.TracerProvider.Tracer("test").Start(parent, "child")
+	if span.IsRecording() || child.IsRecording() || child.SpanContext().TraceID() != (trace.TraceID{1}) {
+		t.Errorf("none exporter: recording %v/%v, child's trace %v", span.IsRecording(), child.IsRecording(), child.SpanContext().TraceID())
+	}
+	child.End()
 	span.End()
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
