@@ -43,7 +43,7 @@ func (g *Grain) Timeline(_ *messages.TimelineRequest, ctx cluster.GrainContext) 
 
 // StateAt returns the state after a step. It reads the journal (bounded by
 // JournalTimeout): time travel is an operator's action, rare next to the loop's
-// commands, and one snapshot plus at most SnapshotEvery events is a short read.
+// commands, and one snapshot plus the events after it (at most about half a state's worth) is a short read.
 func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) (*messages.StateAtResponse, error) {
 	defer g.guard(ctx, "StateAt")
 	defer g.updateIdle(ctx)
