@@ -14,6 +14,14 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: ASCII text without quotes,
+		// backslashes or control characters, most of a conversation, is copied in runs.
+		for i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
@@ -59,6 +67,20 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plain8 reports whether none of the 8 bytes of s is a control character, a quote, a
+// backslash or non-ASCII (the usual SWAR tests: a byte below n sets its high bit in
+// x-n*0x01… where x's own high bit is clear; a zero byte after XOR marks an equal one).
+func plain8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	_ = s[7] // one bounds check
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	q := x ^ ('"' * ones)
+	bs := x ^ ('\\' * ones)
+	special := (x - 0x20*ones) | (q - ones) | (bs - ones)
+	return (special|x)&highs == 0
 }
 
 // AppendCompact appends the JSON value raw to b without insignificant space; ok is

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -25,11 +26,21 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
 		}
 	}
+	// Each byte that needs a look, at every offset of the 8-byte runs, among plain text.
+	for _, special := range []string{"\"", "\\", "\x00", "\n", "\x1f", " ", "\x7f", "é", "\xff", "\u2028", "~"} {
+		for at := range 20 {
+			s := strings.Repeat("abcdefgh", 3)[:at] + special + strings.Repeat("ijklmnop", 3)[at:]
+			if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
+				t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+			}
+		}
+	}
 }
 
 // FuzzAppendString: for any input, AppendString agrees with encoding/json.
 func FuzzAppendString(f *testing.F) {
 	f.Add("a\"b\\c\n\x01\u2028\xff")
+	f.Add("plain text, sixteen+ bytes long\x1f and then \"more\" of it é")
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := AppendString(nil, s), encodingJSON(t, s); !bytes.Equal(got, want) {
 			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
@@ -54,5 +65,15 @@ func TestAppendCompactMatchesCompact(t *testing.T) {
 		if got, ok := AppendCompact([]byte("x"), []byte(bad)); ok || string(got) != "x" {
 			t.Errorf("AppendCompact(%q) = %q, %v; want a refusal", bad, got, ok)
 		}
+	}
+}
+
+// BenchmarkAppendString appends a conversation's worth of plain text with a few escapes.
+func BenchmarkAppendString(b *testing.B) {
+	s := strings.Repeat("You are a careful research agent. ", 40) + "line\n\"quoted\"\tend é"
+	buf := make([]byte, 0, 4*len(s))
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = AppendString(buf[:0], s)
 	}
 }
