@@ -104,6 +104,10 @@ type Client struct {
 	// through the SDK's per-call header bookkeeping).
 	api    openai.Client
 	models openai.ModelService
+	// callTimeout is the deadline Chat and Models put on a call's context: zero when the
+	// HTTP client's own Timeout already bounds the call as tightly (always when New
+	// builds the client), which spares each call a context and a timer.
+	callTimeout time.Duration
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -149,7 +153,19 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}, nil
+	c := &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}
+	if hc.Timeout <= 0 || hc.Timeout > cfg.Timeout {
+		c.callTimeout = cfg.Timeout
+	}
+	return c, nil
+}
+
+// withTimeout bounds ctx by callTimeout, when the HTTP client does not already.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.callTimeout == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.callTimeout)
 }
 
 // Name implements llm.Provider.
@@ -189,7 +205,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	start := time.Now()
 	var resp llm.Response
@@ -580,7 +596,7 @@ func callError(err error) error {
 
 // Models lists the model ids the endpoint serves (GET /models).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	page, err := c.models.List(ctx)
 	if err != nil {

@@ -288,3 +288,40 @@ func TestIgnoresSDKEnvironment(t *testing.T) {
 		t.Errorf("ConfigFromEnv's client sent %v", hdr)
 	}
 }
+
+// TestTimeoutBoundsEveryCall: Config.Timeout bounds a call whichever HTTP client makes
+// it: the one New builds, and a caller's client with no timeout or a longer one. The
+// server answers the headers (and, streamed, one chunk) and then stalls until the client
+// gives up.
+func TestTimeoutBoundsEveryCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"par\"}}]}\n\n"))
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	for _, hc := range []*http.Client{nil, {}, {Timeout: time.Hour}} {
+		c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: hc, Timeout: 150 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stream := range []bool{false, true} {
+			req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
+			if stream {
+				req.OnDelta = func(string) {}
+			}
+			start := time.Now()
+			_, err := c.Chat(context.Background(), req)
+			if err == nil || !llm.IsRetryable(err) || time.Since(start) > 5*time.Second {
+				t.Fatalf("client %v, stream %v: err %v (retryable %v) after %v", hc, stream, err, llm.IsRetryable(err), time.Since(start))
+			}
+		}
+	}
+}
