@@ -201,18 +201,21 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if model == "" {
 		model = c.cfg.Model
 	}
-	body, err := c.encode(req, model)
-	if err != nil {
+	body := wire.NewBody()
+	defer body.Release()
+	var err error
+	if body.Buf, err = c.encode(body.Buf, req, model); err != nil {
 		return llm.Response{}, err
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
+	ctx = wire.WithBody(ctx, body)
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, req.OnDelta, body)
+		resp, err = c.stream(ctx, req.OnDelta, body.Buf)
 	} else {
-		resp, err = c.complete(ctx, body)
+		resp, err = c.complete(ctx, body.Buf)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -224,12 +227,13 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// encode writes req as the body of POST /chat/completions. The conversation and the
-// tools, which Fathom holds in the API's own simple shapes, are appended directly
-// (wire.AppendString), without reflection: encoding a long history was most of a call's
-// own cost, through the SDK's reflective encoder and through encoding/json alike. The
-// rarer options are the SDK's typed params, each encoded only when set.
-func (c *Client) encode(req llm.Request, model string) ([]byte, error) {
+// encode appends req to b[:0] as the body of POST /chat/completions. The conversation
+// and the tools, which Fathom holds in the API's own simple shapes, are appended
+// directly (wire.AppendString), without reflection: encoding a long history was most of
+// a call's own cost, through the SDK's reflective encoder and through encoding/json
+// alike. The rarer options are the SDK's typed params, each encoded only when set. b is
+// a pooled buffer (wire.Body), so a session's calls reuse one buffer's room.
+func (c *Client) encode(b []byte, req llm.Request, model string) ([]byte, error) {
 	n := 256 + len(model)
 	for _, m := range req.Messages {
 		n += 48 + len(m.Content) + len(m.ToolCallID)
@@ -240,8 +244,10 @@ func (c *Client) encode(req llm.Request, model string) ([]byte, error) {
 	for _, t := range req.Tools {
 		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
-	b := make([]byte, 0, n+n/16) // room for escapes
-	b = append(b, `{"model":`...)
+	if n += n / 16; cap(b) < n { // room for escapes
+		b = make([]byte, 0, n)
+	}
+	b = append(b[:0], `{"model":`...)
 	b = wire.AppendString(b, model)
 	b, err := appendMessages(b, req.Messages)
 	if err != nil {

@@ -1,0 +1,54 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestBodyOutlivesTheCall: the transport may still be reading a request body after the
+// response came back (net/http writes bodies from its own goroutine) and may ask for it
+// again (GetBody); the pooled bytes stay the call's until every reader is closed, however
+// many calls reuse the pool meanwhile.
+func TestBodyOutlivesTheCall(t *testing.T) {
+	sent := strings.Repeat("the body of call one; ", 20)
+	body := NewBody()
+	body.Buf = append(body.Buf, sent...)
+	req, err := http.NewRequestWithContext(WithBody(context.Background(), body), http.MethodPost, "http://h/v1/chat", bytes.NewReader(body.Buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held, again io.ReadCloser
+	mw := Bound("test", 1<<20, func([]byte) (string, string, string, bool) { return "", "", "", false })
+	resp, err := mw(req, func(r *http.Request) (*http.Response, error) {
+		held = r.Body // read only after the call returned, as a slow writeLoop would
+		if again, err = r.GetBody(); err != nil {
+			return nil, err
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	body.Release()
+	for range 100 { // other calls take bodies from the pool and write over them
+		b := NewBody()
+		b.Buf = append(b.Buf, strings.Repeat("X", len(sent))...)
+		b.Release()
+	}
+	for _, r := range []io.ReadCloser{held, again} {
+		got, err := io.ReadAll(r)
+		if err != nil || string(got) != sent {
+			t.Fatalf("body read after the call: %q, %v; want %q", got, err, sent)
+		}
+		_ = r.Close()
+		_ = r.Close() // a second close (the SDK's and the transport's) releases nothing more
+	}
+	if n := body.refs.Load(); n != 0 {
+		t.Fatalf("body holds %d references after every reader closed", n)
+	}
+}
