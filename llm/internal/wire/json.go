@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -83,9 +85,46 @@ func plain8(s string) bool {
 	return (special|x)&highs == 0
 }
 
+// compacted remembers AppendCompact's recent results by input: a tool's parameters
+// schema goes out unchanged on every call of a session, and validating it again each
+// time was a tenth of encoding a request. The map is emptied when its entries exceed
+// maxCompacted bytes.
+var compacted struct {
+	sync.RWMutex
+	m     map[string][]byte
+	bytes int
+}
+
+const (
+	maxCompacted      = 1 << 20
+	maxCompactedEntry = 64 << 10
+)
+
 // AppendCompact appends the JSON value raw to b without insignificant space; ok is
 // false (and b unchanged) when raw is not valid JSON.
 func AppendCompact(b []byte, raw []byte) ([]byte, bool) {
+	compacted.RLock()
+	c, ok := compacted.m[string(raw)]
+	compacted.RUnlock()
+	if ok {
+		return append(b, c...), true
+	}
+	n := len(b)
+	if b, ok = appendCompact(b, raw); ok && len(raw) <= maxCompactedEntry {
+		out := bytes.Clone(b[n:])
+		compacted.Lock()
+		if compacted.m == nil || compacted.bytes+len(raw)+len(out) > maxCompacted {
+			compacted.m, compacted.bytes = map[string][]byte{}, 0
+		}
+		compacted.m[string(raw)] = out
+		compacted.bytes += len(raw) + len(out)
+		compacted.Unlock()
+	}
+	return b, ok
+}
+
+// appendCompact is AppendCompact without the memory.
+func appendCompact(b []byte, raw []byte) ([]byte, bool) {
 	if !json.Valid(raw) {
 		return b, false
 	}

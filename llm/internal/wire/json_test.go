@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -56,15 +57,29 @@ func TestAppendCompactMatchesCompact(t *testing.T) {
 		if err := json.Compact(&want, []byte(raw)); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := AppendCompact([]byte("x"), []byte(raw))
-		if !ok || string(got) != "x"+want.String() {
-			t.Errorf("AppendCompact(%q) = %q, %v; want %q", raw, got, ok, want.String())
+		for pass := range 2 { // the second from memory
+			got, ok := AppendCompact([]byte("x"), []byte(raw))
+			if !ok || string(got) != "x"+want.String() {
+				t.Errorf("pass %d: AppendCompact(%q) = %q, %v; want %q", pass, raw, got, ok, want.String())
+			}
 		}
 	}
-	for _, bad := range []string{``, `{`, `{"a":}`, `oops`} {
+	for _, bad := range []string{``, `{`, `{"a":}`, `oops`, `{"a":}`} {
 		if got, ok := AppendCompact([]byte("x"), []byte(bad)); ok || string(got) != "x" {
 			t.Errorf("AppendCompact(%q) = %q, %v; want a refusal", bad, got, ok)
 		}
+	}
+	// The memory stays bounded: entries past maxCompacted bytes start it afresh.
+	for i := range 3 * maxCompacted / 1000 {
+		raw := fmt.Sprintf(`{"n":%d,"pad":"%0900d"}`, i, 0)
+		if got, ok := AppendCompact(nil, []byte(raw)); !ok || string(got) != raw {
+			t.Fatalf("AppendCompact(%q) = %q, %v", raw, got, ok)
+		}
+	}
+	compacted.RLock()
+	defer compacted.RUnlock()
+	if compacted.bytes > maxCompacted {
+		t.Fatalf("AppendCompact keeps %d bytes, more than %d", compacted.bytes, maxCompacted)
 	}
 }
 
