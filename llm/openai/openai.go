@@ -51,7 +51,9 @@ type Config struct {
 	// Organization and Project, when set, are sent as the OpenAI-Organization and
 	// OpenAI-Project headers (env OPENAI_ORG_ID, OPENAI_PROJECT_ID).
 	Organization, Project string
-	// HTTPClient, when set, is used instead of a client built from Timeout.
+	// HTTPClient, when set, makes the calls (a copy of it: its transport, redirect
+	// policy and cookie jar); its Timeout, when shorter than Timeout, bounds each call
+	// instead.
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
@@ -104,9 +106,8 @@ type Client struct {
 	// through the SDK's per-call header bookkeeping).
 	api    openai.Client
 	models openai.ModelService
-	// callTimeout is the deadline Chat and Models put on a call's context: zero when the
-	// HTTP client's own Timeout already bounds the call as tightly (always when New
-	// builds the client), which spares each call a context and a timer.
+	// callTimeout bounds each call through its context: Config.Timeout, or the HTTP
+	// client's Timeout when that is shorter (the client itself is used without one).
 	callTimeout time.Duration
 }
 
@@ -130,10 +131,19 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
+	// Each call's deadline is its context's (Chat, Models), never the HTTP client's
+	// Timeout: the SDK wraps the client's transport in a RoundTripper of its own, which
+	// net/http does not know, and for such a one a client Timeout costs every call a
+	// goroutine, a timer and two channels (http.setRequestCancel).
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
 	}
+	callTimeout := cfg.Timeout
+	if hc.Timeout > 0 && hc.Timeout < callTimeout {
+		callTimeout = hc.Timeout
+	}
+	hc.Timeout = 0
 	// The client and the models service are built from these options alone, not
 	// through openai.NewClient: that one adds the SDK's environment defaults
 	// (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS, …) to every call, behind
@@ -153,18 +163,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	c := &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}
-	if hc.Timeout <= 0 || hc.Timeout > cfg.Timeout {
-		c.callTimeout = cfg.Timeout
-	}
-	return c, nil
+	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout}, nil
 }
 
-// withTimeout bounds ctx by callTimeout, when the HTTP client does not already.
+// withTimeout bounds a call's context by callTimeout.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.callTimeout == 0 {
-		return ctx, func() {}
-	}
 	return context.WithTimeout(ctx, c.callTimeout)
 }
 

@@ -290,9 +290,9 @@ func TestIgnoresSDKEnvironment(t *testing.T) {
 }
 
 // TestTimeoutBoundsEveryCall: Config.Timeout bounds a call whichever HTTP client makes
-// it: the one New builds, and a caller's client with no timeout or a longer one. The
-// server answers the headers (and, streamed, one chunk) and then stalls until the client
-// gives up.
+// it: the one New builds, and a caller's client with no timeout or a longer one; a
+// caller's client with a shorter timeout bounds it by that. The server answers the
+// headers (and, streamed, one chunk) and then stalls until the client gives up.
 func TestTimeoutBoundsEveryCall(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -307,8 +307,15 @@ func TestTimeoutBoundsEveryCall(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	for _, hc := range []*http.Client{nil, {}, {Timeout: time.Hour}} {
-		c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: hc, Timeout: 150 * time.Millisecond})
+	for _, cfg := range []openai.Config{
+		{Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{}, Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{Timeout: time.Hour}, Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{Timeout: 150 * time.Millisecond}, Timeout: time.Hour},
+	} {
+		cfg.BaseURL = srv.URL + "/v1"
+		hc := cfg.HTTPClient
+		c, err := openai.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
