@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -48,20 +49,39 @@ func (b *Body) release() {
 func (b *Body) open() io.ReadCloser {
 	b.refs.Add(1)
 	r := &bodyReader{owner: b}
-	r.Reset(b.Buf)
+	r.r.Reset(b.Buf)
 	return r
 }
 
-// bodyReader reads a Body and lets go of it on its first Close.
+// errBodyClosed is a read of a request body after its Close.
+var errBodyClosed = errors.New("wire: read of a closed request body")
+
+// bodyReader reads a Body and lets go of it on its first Close. A transport may close a
+// body from one goroutine while another still reads it (HTTP/2 does, when an answer
+// comes before the body is sent): Close waits for a read under way, and a read after
+// Close fails instead of reading bytes the pool has handed on.
 type bodyReader struct {
-	bytes.Reader
-	owner  *Body
-	closed atomic.Bool
+	mu    sync.Mutex
+	r     bytes.Reader
+	owner *Body // nil once closed
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owner == nil {
+		return 0, errBodyClosed
+	}
+	return r.r.Read(p)
 }
 
 func (r *bodyReader) Close() error {
-	if r.closed.CompareAndSwap(false, true) {
-		r.owner.release()
+	r.mu.Lock()
+	owner := r.owner
+	r.owner = nil
+	r.mu.Unlock()
+	if owner != nil {
+		owner.release()
 	}
 	return nil
 }

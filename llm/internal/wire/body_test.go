@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -47,8 +48,45 @@ func TestBodyOutlivesTheCall(t *testing.T) {
 		}
 		_ = r.Close()
 		_ = r.Close() // a second close (the SDK's and the transport's) releases nothing more
+		if n, err := r.Read(make([]byte, 8)); n != 0 || err == nil {
+			t.Fatalf("read after close: %d bytes, %v", n, err)
+		}
 	}
 	if n := body.refs.Load(); n != 0 {
 		t.Fatalf("body holds %d references after every reader closed", n)
+	}
+}
+
+// TestBodyCloseDuringRead: a transport may close a body while its writer goroutine
+// still reads it; the read either completes on the call's own bytes or fails, never
+// reads bytes handed on to another call (run with -race).
+func TestBodyCloseDuringRead(t *testing.T) {
+	for range 50 {
+		body := NewBody()
+		body.Buf = append(body.Buf, strings.Repeat("a", 4096)...)
+		r := body.open()
+		body.Release()
+		done := make(chan error, 1)
+		go func() {
+			p := make([]byte, 64)
+			for {
+				n, err := r.Read(p)
+				if bytes.ContainsFunc(p[:n], func(c rune) bool { return c != 'a' }) {
+					done <- fmt.Errorf("read %q", p[:n])
+					return
+				}
+				if err != nil {
+					done <- nil
+					return
+				}
+			}
+		}()
+		_ = r.Close()
+		other := NewBody()
+		other.Buf = append(other.Buf, strings.Repeat("b", 4096)...)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		other.Release()
 	}
 }
