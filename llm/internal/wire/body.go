@@ -94,10 +94,15 @@ func WithBody(ctx context.Context, b *Body) context.Context {
 }
 
 // useBody replaces the body the SDK built over b's bytes with readers that hold b until
-// the transport closes them.
+// the transport closes them. A request body it does not recognise as b's bytes pins b:
+// the transport may read it for as long as it likes, so b never goes back to the pool.
 func useBody(req *http.Request) {
 	b, ok := req.Context().Value(bodyKey{}).(*Body)
-	if !ok || req.Body == nil || req.Body == http.NoBody || req.ContentLength != int64(len(b.Buf)) {
+	if !ok {
+		return
+	}
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength != int64(len(b.Buf)) {
+		b.refs.Add(1)
 		return
 	}
 	_ = req.Body.Close() // the SDK's reader of the same bytes

@@ -90,3 +90,27 @@ func TestBodyCloseDuringRead(t *testing.T) {
 		other.Release()
 	}
 }
+
+// TestBodyNotRecognisedIsPinned: when the request the middleware sees does not carry the
+// Body's bytes as the SDK is known to build them (here: another length), the transport
+// reads something the Body cannot track, so the Body never returns to the pool.
+func TestBodyNotRecognisedIsPinned(t *testing.T) {
+	body := NewBody()
+	body.Buf = append(body.Buf, "twelve bytes"...)
+	req, err := http.NewRequestWithContext(WithBody(context.Background(), body), http.MethodPost, "http://h/v1/chat", strings.NewReader("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw := Bound("test", 1<<20, func([]byte) (string, string, string, bool) { return "", "", "", false })
+	resp, err := mw(req, func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	body.Release()
+	if n := body.refs.Load(); n <= 0 {
+		t.Fatalf("an unrecognised body was released to the pool (refs %d)", n)
+	}
+}
