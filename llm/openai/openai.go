@@ -51,7 +51,9 @@ type Config struct {
 	// Organization and Project, when set, are sent as the OpenAI-Organization and
 	// OpenAI-Project headers (env OPENAI_ORG_ID, OPENAI_PROJECT_ID).
 	Organization, Project string
-	// HTTPClient, when set, is used instead of a client built from Timeout.
+	// HTTPClient, when set, makes the calls (a copy of it: its transport, redirect
+	// policy and cookie jar); its Timeout, when shorter than Timeout, bounds each call
+	// instead.
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
@@ -104,6 +106,9 @@ type Client struct {
 	// through the SDK's per-call header bookkeeping).
 	api    openai.Client
 	models openai.ModelService
+	// callTimeout bounds each call through its context: Config.Timeout, or the HTTP
+	// client's Timeout when that is shorter (the client itself is used without one).
+	callTimeout time.Duration
 }
 
 var _ llm.Provider = (*Client)(nil)
@@ -126,10 +131,19 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
+	// Each call's deadline is its context's (Chat, Models), never the HTTP client's
+	// Timeout: the SDK wraps the client's transport in a RoundTripper of its own, which
+	// net/http does not know, and for such a one a client Timeout costs every call a
+	// goroutine, a timer and two channels (http.setRequestCancel).
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
 	}
+	callTimeout := cfg.Timeout
+	if hc.Timeout > 0 && hc.Timeout < callTimeout {
+		callTimeout = hc.Timeout
+	}
+	hc.Timeout = 0
 	// The client and the models service are built from these options alone, not
 	// through openai.NewClient: that one adds the SDK's environment defaults
 	// (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS, …) to every call, behind
@@ -149,7 +163,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...)}, nil
+	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout}, nil
+}
+
+// withTimeout bounds a call's context by callTimeout.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.callTimeout)
 }
 
 // Name implements llm.Provider.
@@ -185,18 +204,21 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if model == "" {
 		model = c.cfg.Model
 	}
-	body, err := c.encode(req, model)
-	if err != nil {
+	body := wire.NewBody()
+	defer body.Release()
+	var err error
+	if body.Buf, err = c.encode(body.Buf, req, model); err != nil {
 		return llm.Response{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
+	ctx = wire.WithBody(ctx, body)
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, req.OnDelta, body)
+		resp, err = c.stream(ctx, req.OnDelta, body.Buf)
 	} else {
-		resp, err = c.complete(ctx, body)
+		resp, err = c.complete(ctx, body.Buf)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -208,12 +230,13 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// encode writes req as the body of POST /chat/completions. The conversation and the
-// tools, which Fathom holds in the API's own simple shapes, are appended directly
-// (wire.AppendString), without reflection: encoding a long history was most of a call's
-// own cost, through the SDK's reflective encoder and through encoding/json alike. The
-// rarer options are the SDK's typed params, each encoded only when set.
-func (c *Client) encode(req llm.Request, model string) ([]byte, error) {
+// encode appends req to b[:0] as the body of POST /chat/completions. The conversation
+// and the tools, which Fathom holds in the API's own simple shapes, are appended
+// directly (wire.AppendString), without reflection: encoding a long history was most of
+// a call's own cost, through the SDK's reflective encoder and through encoding/json
+// alike. The rarer options are the SDK's typed params, each encoded only when set. b is
+// a pooled buffer (wire.Body), so a session's calls reuse one buffer's room.
+func (c *Client) encode(b []byte, req llm.Request, model string) ([]byte, error) {
 	n := 256 + len(model)
 	for _, m := range req.Messages {
 		n += 48 + len(m.Content) + len(m.ToolCallID)
@@ -224,8 +247,10 @@ func (c *Client) encode(req llm.Request, model string) ([]byte, error) {
 	for _, t := range req.Tools {
 		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
-	b := make([]byte, 0, n+n/16) // room for escapes
-	b = append(b, `{"model":`...)
+	if n += n / 16; cap(b) < n { // room for escapes
+		b = make([]byte, 0, n)
+	}
+	b = append(b[:0], `{"model":`...)
 	b = wire.AppendString(b, model)
 	b, err := appendMessages(b, req.Messages)
 	if err != nil {
@@ -420,15 +445,173 @@ func usage(u wireUsage) llm.Usage {
 
 // chatResponse is the part of a chat.completion Fathom reads.
 type chatResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string        `json:"content"`
-			ToolCalls []wireToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage wireUsage `json:"usage"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   wireUsage    `json:"usage"`
+}
+
+type chatChoice struct {
+	Message      chatMessage `json:"message"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type chatMessage struct {
+	Content   *string        `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls"`
+}
+
+// decodeChat decodes a chat.completion: by wire.Scanner when the answer has the usual
+// shape, else (and for the final word on an error) by encoding/json. The scanner reads
+// the few fields above without reflection, at a fraction of the cost.
+func decodeChat(data []byte) (chatResponse, error) {
+	var out chatResponse
+	if scanChat(data, &out) {
+		return out, nil
+	}
+	return unmarshalChat(data)
+}
+
+// unmarshalChat is decodeChat by encoding/json alone (apart, so that decodeChat's
+// result does not move to the heap).
+func unmarshalChat(data []byte) (chatResponse, error) {
+	var out chatResponse
+	err := json.Unmarshal(data, &out)
+	return out, err
+}
+
+// scanChat decodes data into out with a wire.Scanner and reports whether it could.
+func scanChat(data []byte, out *chatResponse) bool {
+	sc := wire.NewScanner(data)
+	var seen uint32
+	sc.Object(func(key []byte) {
+		switch {
+		case sc.Key(key, "model"):
+			sc.Once(&seen, 1)
+			out.Model = sc.String()
+		case sc.Key(key, "choices"):
+			sc.Once(&seen, 2)
+			if sc.Array(func() {
+				out.Choices = append(out.Choices, chatChoice{})
+				scanChoice(sc, &out.Choices[len(out.Choices)-1])
+			}) && out.Choices == nil {
+				out.Choices = []chatChoice{}
+			}
+		case sc.Key(key, "usage"):
+			sc.Once(&seen, 4)
+			scanUsage(sc, &out.Usage)
+		default:
+			sc.Skip()
+		}
+	})
+	return sc.End()
+}
+
+func scanChoice(sc *wire.Scanner, ch *chatChoice) {
+	var seen uint32
+	sc.Object(func(key []byte) {
+		switch {
+		case sc.Key(key, "finish_reason"):
+			sc.Once(&seen, 1)
+			ch.FinishReason = sc.String()
+		case sc.Key(key, "message"):
+			sc.Once(&seen, 2)
+			var seen uint32
+			sc.Object(func(key []byte) {
+				switch {
+				case sc.Key(key, "content"):
+					sc.Once(&seen, 1)
+					if !sc.Null() {
+						s := sc.String()
+						ch.Message.Content = &s
+					}
+				case sc.Key(key, "tool_calls"):
+					sc.Once(&seen, 2)
+					if sc.Array(func() {
+						ch.Message.ToolCalls = append(ch.Message.ToolCalls, wireToolCall{})
+						scanToolCall(sc, &ch.Message.ToolCalls[len(ch.Message.ToolCalls)-1])
+					}) && ch.Message.ToolCalls == nil {
+						ch.Message.ToolCalls = []wireToolCall{}
+					}
+				default:
+					sc.Skip()
+				}
+			})
+		default:
+			sc.Skip()
+		}
+	})
+}
+
+func scanToolCall(sc *wire.Scanner, tc *wireToolCall) {
+	var seen uint32
+	sc.Object(func(key []byte) {
+		switch {
+		case sc.Key(key, "id"):
+			sc.Once(&seen, 1)
+			tc.ID = sc.String()
+		case sc.Key(key, "type"):
+			sc.Once(&seen, 2)
+			tc.Type = sc.String()
+		case sc.Key(key, "function"):
+			sc.Once(&seen, 4)
+			var seen uint32
+			sc.Object(func(key []byte) {
+				switch {
+				case sc.Key(key, "name"):
+					sc.Once(&seen, 1)
+					tc.Function.Name = sc.String()
+				case sc.Key(key, "arguments"):
+					sc.Once(&seen, 2)
+					tc.Function.Arguments = sc.String()
+				default:
+					sc.Skip()
+				}
+			})
+		default:
+			sc.Skip()
+		}
+	})
+}
+
+func scanUsage(sc *wire.Scanner, u *wireUsage) {
+	var seen uint32
+	sc.Object(func(key []byte) {
+		switch {
+		case sc.Key(key, "prompt_tokens"):
+			sc.Once(&seen, 1)
+			u.PromptTokens = sc.Int()
+		case sc.Key(key, "completion_tokens"):
+			sc.Once(&seen, 2)
+			u.CompletionTokens = sc.Int()
+		case sc.Key(key, "total_tokens"):
+			sc.Once(&seen, 4)
+			u.TotalTokens = sc.Int()
+		case sc.Key(key, "prompt_tokens_details"):
+			sc.Once(&seen, 8)
+			var seen uint32
+			sc.Object(func(key []byte) {
+				if sc.Key(key, "cached_tokens") {
+					sc.Once(&seen, 1)
+					u.PromptTokensDetails.CachedTokens = sc.Int()
+				} else {
+					sc.Skip()
+				}
+			})
+		case sc.Key(key, "completion_tokens_details"):
+			sc.Once(&seen, 16)
+			var seen uint32
+			sc.Object(func(key []byte) {
+				if sc.Key(key, "reasoning_tokens") {
+					sc.Once(&seen, 1)
+					u.CompletionTokensDetails.ReasoningTokens = sc.Int()
+				} else {
+					sc.Skip()
+				}
+			})
+		default:
+			sc.Skip()
+		}
+	})
 }
 
 // complete makes a non-streamed call. The SDK sends it; the answer is decoded into
@@ -448,8 +631,7 @@ func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error
 		}
 		return llm.Response{}, fmt.Errorf("openai: read /chat/completions response: %w", callError(err))
 	}
-	var out chatResponse
-	err = json.Unmarshal(data, &out)
+	out, err := decodeChat(data)
 	release()
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
@@ -580,7 +762,7 @@ func callError(err error) error {
 
 // Models lists the model ids the endpoint serves (GET /models).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	page, err := c.models.List(ctx)
 	if err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,4 +290,97 @@ func TestIgnoresSDKEnvironment(t *testing.T) {
 	if hdr.Get("Authorization") != "Bearer env-key" || hdr.Get("OpenAI-Organization") != "org-1" || hdr.Get("OpenAI-Project") != "proj-1" || hdr.Get("X-Leak") != "" {
 		t.Errorf("ConfigFromEnv's client sent %v", hdr)
 	}
+}
+
+// TestTimeoutBoundsEveryCall: Config.Timeout bounds a call whichever HTTP client makes
+// it: the one New builds, and a caller's client with no timeout or a longer one; a
+// caller's client with a shorter timeout bounds it by that. The server answers the
+// headers (and, streamed, one chunk) and then stalls until the client gives up.
+func TestTimeoutBoundsEveryCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"par\"}}]}\n\n"))
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	for _, cfg := range []openai.Config{
+		{Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{}, Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{Timeout: time.Hour}, Timeout: 150 * time.Millisecond},
+		{HTTPClient: &http.Client{Timeout: 150 * time.Millisecond}, Timeout: time.Hour},
+	} {
+		cfg.BaseURL = srv.URL + "/v1"
+		hc := cfg.HTTPClient
+		c, err := openai.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stream := range []bool{false, true} {
+			req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
+			if stream {
+				req.OnDelta = func(string) {}
+			}
+			start := time.Now()
+			_, err := c.Chat(context.Background(), req)
+			if err == nil || !llm.IsRetryable(err) || time.Since(start) > 5*time.Second {
+				t.Fatalf("client %v, stream %v: err %v (retryable %v) after %v", hc, stream, err, llm.IsRetryable(err), time.Since(start))
+			}
+		}
+	}
+}
+
+// lateReader answers at once and keeps the first request's body unread, as net/http
+// may still be writing a body after the answer came back.
+type lateReader struct {
+	mu   sync.Mutex
+	held io.ReadCloser
+}
+
+func (l *lateReader) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	if l.held == nil {
+		l.held = r.Body
+	} else {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	l.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
+		Body: io.NopCloser(strings.NewReader(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))}, nil
+}
+
+// TestBodyReadAfterTheCall: a request body the transport reads only after the call
+// returned, and after other calls reused the client's buffers, is still the first
+// call's body.
+func TestBodyReadAfterTheCall(t *testing.T) {
+	rt := &lateReader{}
+	c, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1/v1", HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Repeat("the first call's question ", 40)
+	for i := range 20 {
+		content := first
+		if i > 0 {
+			content = strings.Repeat(fmt.Sprintf("call %d overwrites ", i), 30) // fits the first buffer
+		}
+		if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: content}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got struct {
+		Messages []llm.Message `json:"messages"`
+	}
+	data, err := io.ReadAll(rt.held)
+	if err != nil || json.Unmarshal(data, &got) != nil || len(got.Messages) != 1 || got.Messages[0].Content != first {
+		t.Fatalf("first body read late: %q, %v", data, err)
+	}
+	_ = rt.held.Close()
 }

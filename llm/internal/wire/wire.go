@@ -39,6 +39,7 @@ type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error
 func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		dropTelemetry(req.Header)
+		useBody(req)
 		resp, err := next(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
