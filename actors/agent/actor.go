@@ -159,6 +159,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		a.stopWatchdog()
 	case *actor.Stopped:
+		// Proto.Actor may keep a stopped actor's context reachable for a while (its
+		// parent's set of children keeps stale references until the slots are reused):
+		// let go of the session's state, its history cache and the children's PIDs.
+		a.calls, a.last, a.llmPID, a.watchdog = nil, nil, nil, nil
+		a.tools, a.children, a.done, a.answered = nil, nil, nil, nil
 	default:
 		if _, system := msg.(actor.SystemMessage); system {
 			return

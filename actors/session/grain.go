@@ -160,6 +160,20 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
+	g.release()
+}
+
+// release drops what the stopped activation holds. Proto.Actor can keep a stopped
+// actor's context reachable for a while: a parent's set of children removes a child by
+// shortening its slice, and the slot past the end keeps the child's PID, whose cached
+// process leads to the context and the actor. Grains are children of the cluster's
+// placement actor, so up to as many stopped grains as were ever active at once stayed
+// reachable, each with its state, its agents and their history: a passivated session
+// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
+// stopped, its pipeline drained, its goroutines hold their own references).
+func (g *Grain) release() {
+	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, nil
+	g.span = nil
 }
 
 // ReceiveDefault handles the grain's own messages and its runners' results.

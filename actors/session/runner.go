@@ -85,6 +85,8 @@ func (r *runner) onStarted(ctx actor.Context) {
 func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
 	ctx.Send(ctx.Parent(), msg.res)
 	ctx.Stop(ctx.Self())
+	// Its goroutine has returned: let go of the state and history (see Grain.release).
+	r.state, r.hist = nil, nil
 }
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
