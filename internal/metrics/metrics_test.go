@@ -89,7 +89,7 @@ func TestEventsBecomeMetrics(t *testing.T) {
 			add := func(set attribute.Set, v string) {
 				var kv []string
 				for it := set.Iter(); it.Next(); {
-					kv = append(kv, string(it.Attribute().Key)+"="+it.Attribute().Value.Emit())
+					kv = append(kv, string(it.Attribute().Key)+"="+it.Attribute().Value.AsString())
 				}
 				series[m.Name+"{"+strings.Join(kv, ",")+"}"] = v
 			}
