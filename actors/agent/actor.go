@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -121,7 +122,7 @@ type childCall struct {
 // the call. An LLM child still running after callTimeout (0: no bound) is stopped, which
 // fails its call the same way.
 func Props(id string, calls Calls, maxParallelTools int, callTimeout time.Duration, log *slog.Logger) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
+	return release.Props(func() actor.Actor {
 		return &Actor{id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
 	}, actor.WithSupervisor(Supervisor()), dispatch.Props())
 }

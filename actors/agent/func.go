@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
@@ -57,7 +58,7 @@ func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.S
 	count := func(answer string) uint32 {
 		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
+	return release.Props(func() actor.Actor {
 		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log, trace: tr}
 	}, dispatch.Props())
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
@@ -50,7 +51,7 @@ type runner struct {
 type runnerDone struct{ res *core.LLMResult }
 
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
+	return release.Props(func() actor.Actor {
 		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
 	}, dispatch.Props())
 }

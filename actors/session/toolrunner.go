@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
@@ -35,7 +36,7 @@ type toolRunner struct {
 type toolRunnerDone struct{ res *core.ToolResult }
 
 func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
+	return release.Props(func() actor.Actor {
 		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
 	}, dispatch.Props())
 }
