@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -75,7 +76,8 @@ func waitPassivated(b *testing.B, n *node.Node, prefix string) {
 
 // writeHeapProfile writes the heap profile to path ("" writes none): with
 // FATHOM_LOAD_IDLE_HEAP set, BenchmarkPassivatedSessions writes what the passivated
-// sessions left in the heap.
+// sessions left in the heap, and the same after its first wave to path+".first"
+// (go tool pprof -base path.first shows what the later waves added).
 func writeHeapProfile(b *testing.B, path string) {
 	if path == "" {
 		return
@@ -96,12 +98,28 @@ func settledRSS() float64 {
 	return rss()
 }
 
+// heapObjects is the bytes of live heap objects after a full collection.
+func heapObjects() float64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64())
+}
+
+// idleWave is how many sessions BenchmarkPassivatedSessions runs at once.
+const idleWave = 1000
+
 // BenchmarkPassivatedSessions completes FATHOM_LOAD_IDLE_SESSIONS sessions (default
-// 10,000; one step each, zero-latency model) on one node, waits until every finished
-// session has passivated on its own (no client request), then touches each once
-// (GetState, which activates it from its snapshot). Reported: how long the finished
-// sessions took to passivate, the RSS left per passivated session against the peak RSS
-// growth per session while they ran, and activation latency p50/p99.
+// 10,000; one step each, zero-latency model) on one node in waves of idleWave, waits
+// after each wave until every finished session has passivated on its own (no client
+// request), then touches each once (GetState, which activates it from its snapshot).
+// Reported: how long the last wave took to passivate, the RSS left per passivated
+// session against the peak RSS growth per session while they ran, activation latency
+// p50/p99, and the marginal cost of a passivated session: the RSS and live heap that
+// the waves after the first added, per session. What the node keeps after its first
+// wave is bounded by how many actors were ever active at once (Proto.Actor's process
+// registry and child sets keep their peak size), not by how many sessions passivated;
+// the marginal figures are what each further passivated session costs.
 //
 // A warm-up wave of warmSessions runs and passivates first, so the baseline RSS already
 // holds what the node sets up once, on its first sessions, for all of them (the
@@ -109,23 +127,35 @@ func settledRSS() float64 {
 // passivated session leaves, not the node's one-time cost spread over the sessions.
 func BenchmarkPassivatedSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_IDLE_SESSIONS", 10000)
+	if sessions < 2*idleWave {
+		b.Fatalf("FATHOM_LOAD_IDLE_SESSIONS=%d: want at least %d (two waves)", sessions, 2*idleWave)
+	}
 	n := startNode(b, script(b, 1, 0))
 	run(b, n, "warm", warmSessions)
 	waitPassivated(b, n, "warm")
 	for i := 0; b.Loop(); i++ {
 		base := settledRSS()
 		prefix := fmt.Sprintf("idle%d", i)
-		var peak float64
+		var peak, firstRSS, firstHeap, idle float64
+		var passivated time.Duration
 		for done := 0; done < sessions; { // in waves, so the run measures idle, not load
-			wave := min(1000, sessions-done)
-			_, _, _, p := run(b, n, fmt.Sprintf("%s-%d", prefix, done), wave)
+			wave := min(idleWave, sessions-done)
+			wp := fmt.Sprintf("%s-%d", prefix, done)
+			_, _, _, p := run(b, n, wp, wave)
 			peak = max(peak, p)
+			finished := time.Now()
+			waitPassivated(b, n, wp+"-")
+			passivated = time.Since(finished)
+			idle = settledRSS()
+			if done == 0 {
+				firstRSS, firstHeap = idle, heapObjects()
+				if path := os.Getenv("FATHOM_LOAD_IDLE_HEAP"); path != "" {
+					writeHeapProfile(b, path+".first")
+				}
+			}
 			done += wave
 		}
-		finished := time.Now()
-		waitPassivated(b, n, prefix)
-		passivated := time.Since(finished)
-		idle := settledRSS()
+		lastHeap := heapObjects()
 		writeHeapProfile(b, os.Getenv("FATHOM_LOAD_IDLE_HEAP"))
 		lats := make([]time.Duration, 0, sessions)
 		for done := 0; done < sessions; done += 1000 {
@@ -138,8 +168,11 @@ func BenchmarkPassivatedSessions(b *testing.B) {
 				lats = append(lats, time.Since(t0))
 			}
 		}
+		later := float64(sessions - idleWave)
 		b.ReportMetric(passivated.Seconds(), "s-to-passivate")
 		b.ReportMetric((idle-base)/float64(sessions), "RSS-B/idle-session")
+		b.ReportMetric((idle-firstRSS)/later, "marginal-RSS-B/idle-session")
+		b.ReportMetric((lastHeap-firstHeap)/later, "marginal-heap-B/idle-session")
 		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/active-session")
 		b.ReportMetric(float64(percentile(lats, 0.5).Microseconds()), "p50-activation-µs")
 		b.ReportMetric(float64(percentile(lats, 0.99).Microseconds()), "p99-activation-µs")
