@@ -136,3 +136,19 @@ func TestFormatRatio(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatMemoryUnits(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{19046, "RSS-B/idle-session", "18.6 KB RSS/idle-session"},
+		{3038, "marginal-RSS-B/idle-session", "3.0 KB marginal-RSS/idle-session"},
+		{512, "marginal-heap-B/idle-session", "512 B marginal-heap/idle-session"},
+	} {
+		if got := format(c.v, c.unit); got != c.want {
+			t.Errorf("format(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)
+		}
+	}
+}

@@ -121,7 +121,7 @@ var loadRows = []row{
 		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
-		Extra: []string{"s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
+		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
 }
 
 // scaleBenchTime multiplies a -benchtime ("2s", "30x") by scale, keeping at least 1x / 10ms.
@@ -245,6 +245,11 @@ func format(v float64, unit string) string {
 	}
 	if per, ok := strings.CutPrefix(unit, "RSS-B/"); ok { // resident memory per thing
 		return format(v, "B/op") + " RSS/" + per
+	}
+	if rest, ok := strings.CutPrefix(unit, "marginal-"); ok { // what one more thing adds
+		if what, per, ok := strings.Cut(rest, "-B/"); ok {
+			return format(v, "B/op") + " marginal-" + what + "/" + per
+		}
 	}
 	switch {
 	case v >= 1e6:
