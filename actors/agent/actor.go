@@ -84,6 +84,8 @@ type (
 // of its own. It never decides and never writes: results go to the grain, which commits
 // them and sends new Work.
 type Actor struct {
+	// rel lets the props forget what made this actor (actors/release).
+	rel         *release.Handle
 	id          string
 	calls       Calls
 	maxParallel int
@@ -122,8 +124,8 @@ type childCall struct {
 // the call. An LLM child still running after callTimeout (0: no bound) is stopped, which
 // fails its call the same way.
 func Props(id string, calls Calls, maxParallelTools int, callTimeout time.Duration, log *slog.Logger) *actor.Props {
-	return release.Props(func() actor.Actor {
-		return &Actor{id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
+	return release.Props(func(h *release.Handle) actor.Actor {
+		return &Actor{rel: h, id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
 	}, actor.WithSupervisor(Supervisor()), dispatch.Props())
 }
 
@@ -163,6 +165,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// Proto.Actor may keep a stopped actor's context reachable for a while (its
 		// parent's set of children keeps stale references until the slots are reused):
 		// let go of the session's state, its history cache and the children's PIDs.
+		a.rel.Release()
 		a.calls, a.last, a.llmPID, a.watchdog = nil, nil, nil, nil
 		a.tools, a.children, a.done, a.answered = nil, nil, nil, nil
 	default:

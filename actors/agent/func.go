@@ -35,6 +35,8 @@ type FuncCall struct {
 	// trace is the span the call belongs to (the sub-agent's run) and the tracer its own
 	// span is started with, as a model agent's call gets them.
 	trace Trace
+	// rel lets the props forget what made this call (actors/release).
+	rel *release.Handle
 }
 
 // Trace places a call in its session's trace: Parent is the span it belongs to (the
@@ -58,8 +60,8 @@ func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.S
 	count := func(answer string) uint32 {
 		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
 	}
-	return release.Props(func() actor.Actor {
-		return &FuncCall{run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log, trace: tr}
+	return release.Props(func(h *release.Handle) actor.Actor {
+		return &FuncCall{rel: h, run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log, trace: tr}
 	}, dispatch.Props())
 }
 
@@ -74,11 +76,14 @@ func (f *FuncCall) Receive(ctx actor.Context) {
 	case *funcDone:
 		ctx.Send(ctx.Parent(), msg.res)
 		ctx.Stop(ctx.Self())
+		// Its goroutine has returned: let go of the brief (the sub-agent's context).
+		f.brief = core.Brief{}
 	case *actor.Stopping, *actor.Restarting:
 		if f.cancel != nil {
 			f.cancel()
 		}
 	case *actor.Stopped:
+		f.rel.Release()
 	default:
 		f.log.Warn("agent function call: unexpected message", "type", fmt.Sprintf("%T", msg), "call_id", f.callID)
 	}

@@ -6,8 +6,10 @@
 // reused, and that PID caches the child's process, its mailbox and its context, whose
 // props hold the producer closure. A closure that captured a session's state or history
 // kept them alive after the session passivated. Props made here hold the producer behind
-// a pointer that is cleared when the actor stops, so a stale reference retains only
-// Proto.Actor's own small structures, never the actor's data.
+// a Handle that the actor releases when it handles actor.Stopped, so a stale reference
+// retains Proto.Actor's own small structures and the stopped actor itself, never what
+// its producer captured. The actor's own type is unchanged (Proto.Actor's metrics label
+// actors by it).
 package release
 
 import (
@@ -16,45 +18,40 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Props returns props whose producer calls produce for the first actor and for every
-// restart, and forgets produce (and all it captured) once the actor it made has handled
-// actor.Stopped. The actor made by produce receives every message as it would without
-// the wrapper.
-func Props(produce func() actor.Actor, opts ...actor.PropsOption) *actor.Props {
-	p := &producer{}
-	p.fn.Store(&produce)
-	return actor.PropsFromProducer(p.produce, opts...)
+// Handle is what an actor made by Props calls Release on at its final stop.
+type Handle struct {
+	produce atomic.Pointer[func() actor.Actor]
 }
 
-type producer struct {
-	fn atomic.Pointer[func() actor.Actor]
-}
-
-func (p *producer) produce() actor.Actor {
-	fn := p.fn.Load()
-	if fn == nil { // a restart after the final stop: Proto.Actor never does this
-		return &stopped{}
-	}
-	return &actorOf{inner: (*fn)(), p: p}
-}
-
-// actorOf wraps the produced actor, clearing its producer after actor.Stopped.
-type actorOf struct {
-	inner actor.Actor
-	p     *producer
-}
-
-// Receive implements actor.Actor.
-func (a *actorOf) Receive(ctx actor.Context) {
-	a.inner.Receive(ctx)
-	if _, ok := ctx.Message().(*actor.Stopped); ok {
-		a.p.fn.Store(nil)
-		a.inner = &stopped{}
+// Release lets go of the producer and all it captured. The actor calls it when it handles
+// actor.Stopped (never on actor.Restarting: a restart makes the actor again). Calling it
+// on a nil Handle does nothing, so an actor made without Props may call it too.
+func (h *Handle) Release() {
+	if h != nil {
+		h.produce.Store(nil)
 	}
 }
 
-// stopped is what is left of an actor after its final stop: it ignores everything.
+// Props returns props whose producer calls produce, with the actor's Handle, for the
+// first actor and for every restart, until the actor calls Release.
+func Props(produce func(*Handle) actor.Actor, opts ...actor.PropsOption) *actor.Props {
+	h := &Handle{}
+	fn := func() actor.Actor { return produce(h) }
+	h.produce.Store(&fn)
+	return actor.PropsFromProducer(h.make, opts...)
+}
+
+func (h *Handle) make() actor.Actor {
+	fn := h.produce.Load()
+	if fn == nil { // made again after its final stop: Proto.Actor never does this
+		return stopped{}
+	}
+	return (*fn)()
+}
+
+// stopped is what an actor released before it was made again would be: it ignores
+// everything.
 type stopped struct{}
 
 // Receive implements actor.Actor.
-func (*stopped) Receive(actor.Context) {}
+func (stopped) Receive(actor.Context) {}

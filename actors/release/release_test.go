@@ -14,13 +14,21 @@ import (
 // payload stands for a session's state or history captured by a producer.
 type payload struct{ buf [1 << 16]byte }
 
-// child counts its messages into the payload it was made with.
-type child struct{ p *payload }
+// child counts its messages into the payload it was made with, and releases its
+// handle when it stops, as Fathom's actors do.
+type child struct {
+	p   *payload
+	rel *release.Handle
+}
 
 func (c *child) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(string); ok {
+	switch ctx.Message().(type) {
+	case string:
 		c.p.buf[0]++
 		ctx.Respond(int(c.p.buf[0]))
+	case *actor.Stopped:
+		c.p = nil // what the actor itself held: Fathom's actors drop it too
+		c.rel.Release()
 	}
 }
 
@@ -40,15 +48,15 @@ func (p *parent) Receive(ctx actor.Context) {
 }
 
 // captured returns a producer that captured a new payload, and a weak pointer to it.
-func captured() (weak.Pointer[payload], func() actor.Actor) {
+func captured() (weak.Pointer[payload], func(*release.Handle) actor.Actor) {
 	p := &payload{}
-	return weak.Make(p), func() actor.Actor { return &child{p: p} }
+	return weak.Make(p), func(h *release.Handle) actor.Actor { return &child{p: p, rel: h} }
 }
 
 // stoppedChildKeeps spawns a child whose producer captured a payload, talks to it, stops
 // it, and reports whether the payload is still reachable after the child is gone while
 // its parent lives on.
-func stoppedChildKeeps(t *testing.T, props func(func() actor.Actor) *actor.Props) bool {
+func stoppedChildKeeps(t *testing.T, props func(func(*release.Handle) actor.Actor) *actor.Props) bool {
 	t.Helper()
 	sys := actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)
@@ -87,16 +95,23 @@ func stoppedChildKeeps(t *testing.T, props func(func() actor.Actor) *actor.Props
 // parent's set of children keeps the removed PID, which caches the child's context and
 // props, until its slot is reused). The control case shows that plain props keep it.
 func TestStoppedActorReleasesWhatItsProducerCaptured(t *testing.T) {
-	if stoppedChildKeeps(t, func(f func() actor.Actor) *actor.Props { return release.Props(f) }) {
+	if stoppedChildKeeps(t, func(f func(*release.Handle) actor.Actor) *actor.Props { return release.Props(f) }) {
 		t.Fatal("a stopped actor made by release.Props still holds what its producer captured")
 	}
-	if !stoppedChildKeeps(t, func(f func() actor.Actor) *actor.Props { return actor.PropsFromProducer(f) }) {
+	plain := func(f func(*release.Handle) actor.Actor) *actor.Props {
+		return actor.PropsFromProducer(func() actor.Actor { return f(nil) })
+	}
+	if !stoppedChildKeeps(t, plain) {
 		t.Skip("control: Proto.Actor no longer keeps stopped children reachable; release.Props is no longer needed")
 	}
 }
 
-// restarter panics on its first "boom" and counts its restarts into the payload.
-type restarter struct{ p *payload }
+// restarter panics on "boom", counts its starts into the payload, and releases its
+// handle at its final stop only.
+type restarter struct {
+	p   *payload
+	rel *release.Handle
+}
 
 func (r *restarter) Receive(ctx actor.Context) {
 	switch ctx.Message() {
@@ -105,8 +120,11 @@ func (r *restarter) Receive(ctx actor.Context) {
 	case "count":
 		ctx.Respond(int(r.p.buf[1]))
 	}
-	if _, ok := ctx.Message().(*actor.Started); ok {
+	switch ctx.Message().(type) {
+	case *actor.Started:
 		r.p.buf[1]++
+	case *actor.Stopped:
+		r.rel.Release()
 	}
 }
 
@@ -116,7 +134,7 @@ func TestRestartProducesAgain(t *testing.T) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
 	p := &payload{}
-	pid := sys.Root.Spawn(release.Props(func() actor.Actor { return &restarter{p: p} }))
+	pid := sys.Root.Spawn(release.Props(func(h *release.Handle) actor.Actor { return &restarter{p: p, rel: h} }))
 	sys.Root.Send(pid, "boom")
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		n, err := sys.Root.RequestFuture(pid, "count", 5*time.Second).Result()

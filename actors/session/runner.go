@@ -45,14 +45,16 @@ type runner struct {
 	// session's root.
 	parent trace.SpanContext
 	cancel context.CancelFunc
+	// rel lets the props forget what made this runner (actors/release).
+	rel *release.Handle
 }
 
 // runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
 type runnerDone struct{ res *core.LLMResult }
 
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) *actor.Props {
-	return release.Props(func() actor.Actor {
-		return &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
+	return release.Props(func(h *release.Handle) actor.Actor {
+		return &runner{rel: h, deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -68,6 +70,7 @@ func (r *runner) Receive(ctx actor.Context) {
 			r.cancel()
 		}
 	case *actor.Stopped:
+		r.rel.Release()
 	default:
 		r.deps.Logger.Warn("step runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
 	}

@@ -31,13 +31,15 @@ type toolRunner struct {
 	// parent is the span the call belongs to (trace.go): a step or a sub-agent run.
 	parent trace.SpanContext
 	cancel context.CancelFunc
+	// rel lets the props forget what made this runner (actors/release).
+	rel *release.Handle
 }
 
 type toolRunnerDone struct{ res *core.ToolResult }
 
 func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
-	return release.Props(func() actor.Actor {
-		return &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
+	return release.Props(func(h *release.Handle) actor.Actor {
+		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -57,6 +59,7 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 			r.cancel()
 		}
 	case *actor.Stopped:
+		r.rel.Release()
 	default:
 		r.deps.Logger.Warn("tool runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
 	}
