@@ -580,6 +580,7 @@ func (s *Subscription) Close() {
 		if len(subs) == 0 {
 			delete(s.f.subs, s.stream)
 			delete(s.f.recent, s.stream)
+			delete(s.f.pubs, s.stream)
 		}
 	}
 }
