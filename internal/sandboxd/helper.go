@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -138,7 +139,15 @@ func helperExec(args []string) error {
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0); e != 0 {
 		return fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", e)
 	}
+	// No other goroutine may run from here on: one that allocates once the limits are set
+	// makes the runtime throw, and its "fatal error: ..." would reach the program's stderr
+	// before execve ends it. With one P, held by this goroutine through the raw system
+	// calls below (they never give it up), nothing else runs Go code. Gosched first gives
+	// this goroutine a fresh time slice, so the scheduler has no reason to preempt it in
+	// the few microseconds until execve.
 	debug.SetGCPercent(-1)
+	goruntime.GOMAXPROCS(1)
+	goruntime.Gosched()
 	for i := range limits {
 		if limits[i].lim.Max == 0 && limits[i].res != syscall.RLIMIT_CORE {
 			continue // 0: leave unset
