@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"syscall"
 	"time"
 )
@@ -224,7 +225,8 @@ var ErrCircuitOpen = errors.New("llm: circuit breaker open")
 var ErrMalformedResponse = errors.New("llm: malformed response")
 
 // IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
-// a refused or reset connection, or a response cut short. A cancelled context and a
+// a refused or reset connection, a connection closed before the answer, or a response
+// cut short. A cancelled context and a
 // malformed answer (ErrMalformedResponse) are not.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrMalformedResponse) {
@@ -239,6 +241,12 @@ func IsRetryable(err error) bool {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && errors.Is(urlErr.Err, io.EOF) {
+		// The connection closed before any answer: a keep-alive connection the server
+		// timed out as the request went out, or a proxy going away.
 		return true
 	}
 	var netErr net.Error

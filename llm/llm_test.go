@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"syscall"
 	"testing"
 )
@@ -21,6 +22,8 @@ func TestIsRetryable(t *testing.T) {
 		"canceled":   {fmt.Errorf("x: %w", context.Canceled), false},
 		"refused":    {fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 		"cut stream": {io.ErrUnexpectedEOF, true},
+		"closed":     {fmt.Errorf("chat: %w", &url.Error{Op: "Post", URL: "http://x", Err: io.EOF}), true},
+		"body EOF":   {fmt.Errorf("decode: %w", io.EOF), false},
 		"other":      {fmt.Errorf("boom"), false},
 		"nil":        {nil, false},
 	}

@@ -3,8 +3,11 @@ package resilient_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,5 +171,47 @@ func TestLimitersOnePerEndpoint(t *testing.T) {
 	}
 	if m.Requests() != 1 {
 		t.Fatalf("%d requests, want 1", m.Requests())
+	}
+}
+
+// A connection the server closes without answering (an idle keep-alive connection it
+// timed out just as the request went out, a proxy restarting) is retried: the caller
+// sees the answer of the next attempt, not "Post ...: EOF".
+func TestConnectionClosedWithoutAnswerIsRetried(t *testing.T) {
+	s, err := mock.ParseScript([]byte(`{"default":"fine"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mock.New(mock.Config{Script: s})
+	var hung atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Add(1) == 1 {
+			_, _ = io.Copy(io.Discard, r.Body)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+			return
+		}
+		m.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), hello); !errors.Is(err, io.EOF) || !llm.IsRetryable(err) {
+		t.Fatalf("first call: %v (retryable %v), want a retryable EOF", err, llm.IsRetryable(err))
+	}
+	hung.Store(0)
+	p := resilient.New(c, resilient.Config{BaseBackoff: time.Millisecond})
+	resp, err := p.Chat(context.Background(), hello)
+	if err != nil || resp.Content != "fine" {
+		t.Fatalf("through resilient: %q %v", resp.Content, err)
+	}
+	if got := hung.Load(); got != 2 {
+		t.Fatalf("%d requests reached the server, want 2 (the closed one and its retry)", got)
 	}
 }
