@@ -16,6 +16,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
+	"github.com/fathom-agents/fathom/internal/httpclient"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/internal/wire"
 )
@@ -123,7 +124,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
+		hc = &http.Client{Timeout: cfg.Timeout, Transport: httpclient.Transport()}
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),

@@ -35,6 +35,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/fathom-agents/fathom/internal/httpclient"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/internal/wire"
 )
@@ -135,7 +136,7 @@ func New(cfg Config) (*Client, error) {
 	// Timeout: the SDK wraps the client's transport in a RoundTripper of its own, which
 	// net/http does not know, and for such a one a client Timeout costs every call a
 	// goroutine, a timer and two channels (http.setRequestCancel).
-	hc := &http.Client{}
+	hc := &http.Client{Transport: httpclient.Transport()}
 	if cfg.HTTPClient != nil {
 		*hc = *cfg.HTTPClient
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fathom-agents/fathom/internal/httpclient"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 )
@@ -109,7 +110,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
+		hc = &http.Client{Timeout: cfg.Timeout, Transport: httpclient.Transport()}
 	}
 	return &Client{cfg: cfg, http: hc, url: strings.TrimRight(cfg.BaseURL, "/") + "/embeddings"}, nil
 }
