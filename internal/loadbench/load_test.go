@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -217,4 +218,11 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric(float64(percentile(lats, 0.99).Milliseconds()), "p99-step-ms")
 		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/session")
 	}
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
