@@ -118,7 +118,7 @@ var loadRows = []row{
 		Extra: []string{"p50-step-ms", "p99-step-ms", "RSS-B/session"}, Kind: "throughput", BenchTime: "1x"},
 	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",
-		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
+		Extra: []string{"cpu-us/step"}, Kind: "throughput", Min: 0.8, BenchTime: "1x"},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
 		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
