@@ -9,7 +9,9 @@ one JSON object on stdout for the Go test to compare with the journal.
 
 import asyncio
 import json
+import socket
 import sys
+import urllib.parse
 
 import websockets
 
@@ -149,8 +151,14 @@ async def scenario_slow(url, token, stream, count):
     count = int(count)
     seqs = []
     # max_queue=1 and a small read_limit: the library stops reading the socket while
-    # we sleep, so the server's writes block.
-    async with websockets.connect(url, extra_headers=auth(token), max_queue=1, read_limit=4096, write_limit=4096) as ws:
+    # we sleep, so the server's writes block. A fixed receive buffer: left to the kernel,
+    # it grows up to net.ipv4.tcp_rmem's maximum (32 MiB on some hosts), enough to hold
+    # the whole stream of a client that does not read, and the server's writes never block.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+    parts = urllib.parse.urlsplit(url)
+    sock.connect((parts.hostname, parts.port))
+    async with websockets.connect(url, sock=sock, extra_headers=auth(token), max_queue=1, read_limit=4096, write_limit=4096) as ws:
         await ws.send(json.dumps({"op": "subscribe", "session_id": stream}))
         await asyncio.sleep(2)
         try:
