@@ -30,7 +30,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -288,7 +287,7 @@ func checkAnthTurns(turns []anthTurn) error {
 // readAnthRequest reads and decodes a Messages API request body (bounded by
 // MaxRequestBytes); on a bad one it answers with an Anthropic-shaped error and reports false.
 func readAnthRequest(w http.ResponseWriter, r *http.Request, needMaxTokens bool) (anthRequest, TemplateData, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		writeAnthError(w, http.StatusBadRequest, "read body: "+err.Error(), 0)
 		return anthRequest{}, TemplateData{}, false

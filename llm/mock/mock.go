@@ -440,8 +440,19 @@ func (d *TemplateData) goalAndStep() {
 	}
 }
 
+// readBody reads a request body of at most MaxRequestBytes (one byte more tells the
+// caller it was too long), in one allocation when the client sent its length.
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= MaxRequestBytes {
+		body := make([]byte, n)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), 0)
 		return
@@ -706,7 +717,7 @@ const DefaultEmbeddingDims = 256
 // Embed): the same text always gets the same unit vector, and texts sharing words get
 // close vectors, which is what retrieval tests need.
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	body, err := readBody(r)
 	if err != nil || len(body) > MaxRequestBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes), 0)
 		return

@@ -5,7 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
+
+// plainString reports whether raw, a JSON string that the request's decoding already
+// checked, decodes to its bytes between the quotes: no escapes, valid UTF-8 (which
+// encoding/json would otherwise replace). Most contents are; they skip a second decode.
+func plainString(raw []byte) bool {
+	return len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && utf8.Valid(raw)
+}
 
 // chatContent decodes a chat message's content the way the real API takes it: a
 // string, null (an assistant turn with tool calls), or an array of content parts, which
@@ -20,6 +28,9 @@ func chatContent(raw json.RawMessage) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
+		if plainString(raw) {
+			return string(raw[1 : len(raw)-1]), nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", err
