@@ -226,8 +226,7 @@ var ErrMalformedResponse = errors.New("llm: malformed response")
 
 // IsRetryable reports whether err is worth retrying: a retryable APIError, a timeout,
 // a refused or reset connection, a connection closed before the answer, or a response
-// cut short. A cancelled context and a
-// malformed answer (ErrMalformedResponse) are not.
+// cut short. A cancelled context and a malformed answer (ErrMalformedResponse) are not.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrMalformedResponse) {
 		return false
