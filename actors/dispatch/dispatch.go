@@ -9,6 +9,9 @@
 // them; when none is idle it starts a new goroutine exactly as the default dispatcher
 // does, so a mailbox never waits for a worker (an actor that blocks cannot starve
 // another) and the pool cannot deadlock.
+//
+// Work that is not a mailbox may run on the pool too when its stack is as deep: the step
+// runner (actors/session) makes its LLM call on a pool worker.
 package dispatch
 
 import (

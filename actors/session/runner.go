@@ -49,9 +49,6 @@ type runner struct {
 	rel *release.Handle
 }
 
-// runnerDone carries the call's outcome from the runner's goroutine to its mailbox.
-type runnerDone struct{ res *core.LLMResult }
-
 func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) *actor.Props {
 	return release.Props(func(h *release.Handle) actor.Actor {
 		return &runner{rel: h, deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
@@ -63,8 +60,6 @@ func (r *runner) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		r.onStarted(ctx)
-	case *runnerDone:
-		r.onDone(ctx, msg)
 	case *actor.Stopping, *actor.Restarting:
 		if r.cancel != nil {
 			r.cancel()
@@ -79,18 +74,27 @@ func (r *runner) Receive(ctx actor.Context) {
 func (r *runner) onStarted(ctx actor.Context) {
 	cctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	// The call runs on a warm worker of the dispatch pool: its stack (the request build,
+	// tracing, the provider's client) is deep, and a new goroutine would grow and copy its
+	// stack on every call. The result goes straight to the parent, not through this
+	// actor's mailbox: one hand-over less per step.
+	dispatch.Shared.Schedule(func() {
 		res := r.call(cctx)
-		root.Send(self, &runnerDone{res: res})
-	}()
-}
-
-func (r *runner) onDone(ctx actor.Context, msg *runnerDone) {
-	ctx.Send(ctx.Parent(), msg.res)
-	ctx.Stop(ctx.Self())
-	// Its goroutine has returned: let go of the state and history (see Grain.release).
-	r.state, r.hist = nil, nil
+		// The goroutine was the only reader: let go of the state and history (see
+		// Grain.release).
+		r.state, r.hist = nil, nil
+		if cctx.Err() != nil {
+			// Stopped or restarted while calling: the call was abandoned (its end, if
+			// still due, is the parent's childGone), and an error made by the
+			// cancellation is no answer.
+			return
+		}
+		root.Send(parent, res)
+		// Stopped after the result is queued: the parent sees the result before the
+		// child's end (actors/agent re-queues a Terminated behind the child's messages).
+		root.Stop(self)
+	})
 }
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
