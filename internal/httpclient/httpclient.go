@@ -40,3 +40,20 @@ var shared = sync.OnceValue(func() *http.Transport {
 // transport's proxy, dial and TLS settings, with idle-connection bounds sized for a
 // node's concurrent calls. Callers must not modify it.
 func Transport() *http.Transport { return shared() }
+
+// Client is the client a remote API's client makes its calls with. given, when set, is
+// the caller's: it is used as it is, except that a nil Transport (which would mean
+// net/http's default transport and its two idle connections per host) becomes the shared
+// Transport, in a copy (given is never modified). With given nil it is a new client of
+// the shared Transport whose Timeout is timeout.
+func Client(given *http.Client, timeout time.Duration) *http.Client {
+	if given == nil {
+		return &http.Client{Timeout: timeout, Transport: Transport()}
+	}
+	if given.Transport != nil {
+		return given
+	}
+	c := *given
+	c.Transport = Transport()
+	return &c
+}

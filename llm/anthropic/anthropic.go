@@ -41,7 +41,9 @@ type Config struct {
 	// bound is raised to the thinking budget plus this, as the API requires
 	// max_tokens > budget_tokens.
 	MaxTokens int
-	// HTTPClient, when set, is used instead of a client built from Timeout.
+	// HTTPClient, when set, is used instead of a client built from Timeout. A nil
+	// Transport in it is the node's shared transport (idle connections kept for
+	// concurrent calls), never net/http's default.
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
@@ -122,10 +124,7 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout, Transport: httpclient.Transport()}
-	}
+	hc := httpclient.Client(cfg.HTTPClient, cfg.Timeout)
 	opts := []option.RequestOption{
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
 		option.WithHTTPClient(hc),

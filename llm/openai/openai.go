@@ -53,8 +53,9 @@ type Config struct {
 	// OpenAI-Project headers (env OPENAI_ORG_ID, OPENAI_PROJECT_ID).
 	Organization, Project string
 	// HTTPClient, when set, makes the calls (a copy of it: its transport, redirect
-	// policy and cookie jar); its Timeout, when shorter than Timeout, bounds each call
-	// instead.
+	// policy and cookie jar; a nil Transport is the node's shared transport, which keeps
+	// idle connections for concurrent calls); its Timeout, when shorter than Timeout,
+	// bounds each call instead.
 	HTTPClient *http.Client
 	// Timeout bounds one call, including reading the body. Zero means 2 minutes.
 	Timeout time.Duration
@@ -136,10 +137,8 @@ func New(cfg Config) (*Client, error) {
 	// Timeout: the SDK wraps the client's transport in a RoundTripper of its own, which
 	// net/http does not know, and for such a one a client Timeout costs every call a
 	// goroutine, a timer and two channels (http.setRequestCancel).
-	hc := &http.Client{Transport: httpclient.Transport()}
-	if cfg.HTTPClient != nil {
-		*hc = *cfg.HTTPClient
-	}
+	hc := new(http.Client)
+	*hc = *httpclient.Client(cfg.HTTPClient, 0) // a copy: its Timeout is cleared below
 	callTimeout := cfg.Timeout
 	if hc.Timeout > 0 && hc.Timeout < callTimeout {
 		callTimeout = hc.Timeout

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/internal/httpclient/dialtest"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/openai"
 )
@@ -391,54 +391,28 @@ func TestBodyReadAfterTheCall(t *testing.T) {
 // connections per host, so every further call used to dial (and later close) one.
 func TestConcurrentCallsReuseConnections(t *testing.T) {
 	const calls = 16
-	var mu sync.Mutex
-	dialed := 0
-	barrier := make(chan struct{})
-	var arrived sync.WaitGroup
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		arrived.Done()
-		<-barrier // every call of the round is in flight at once, each on its own connection
-		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			dialed++
-			mu.Unlock()
-		}
-	}
-	srv.Start()
-	defer srv.Close()
-	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for round := range 3 {
-		barrier = make(chan struct{})
-		arrived.Add(calls)
-		var done sync.WaitGroup
-		errs := make(chan error, calls)
-		for range calls {
-			done.Add(1)
-			go func() {
-				defer done.Done()
-				if _, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		arrived.Wait()
-		close(barrier)
-		done.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("round %d: %v", round, err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if dialed != calls {
-		t.Fatalf("3 rounds of %d concurrent calls opened %d connections, want %d (one per call in flight, reused by later rounds)", calls, dialed, calls)
+	for _, c := range []struct {
+		name string
+		hc   *http.Client
+	}{
+		{"default client", nil},
+		// A caller's client without a Transport gets the shared one, not net/http's
+		// default (two idle connections per host).
+		{"caller's client without transport", &http.Client{Timeout: time.Minute}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := dialtest.New(t, []byte(`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+			cl, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: c.hc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dialed := srv.Rounds(t, 3, calls, func() error {
+				_, err := cl.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+				return err
+			})
+			if dialed != calls {
+				t.Fatalf("3 rounds of %d concurrent calls opened %d connections, want %d (one per call in flight, reused by later rounds)", calls, dialed, calls)
+			}
+		})
 	}
 }

@@ -47,7 +47,9 @@ type Config struct {
 	OmitDimensions bool
 	// MaxBatch is the most inputs per request; longer Embed calls are split. Default 256.
 	MaxBatch int
-	// HTTPClient, when set, is used instead of a client built from Timeout.
+	// HTTPClient, when set, is used instead of a client built from Timeout. A nil
+	// Transport in it is the node's shared transport (idle connections kept for
+	// concurrent calls), never net/http's default.
 	HTTPClient *http.Client
 	// Timeout bounds one request, including reading the body. Default 60 s.
 	Timeout time.Duration
@@ -108,10 +110,7 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout, Transport: httpclient.Transport()}
-	}
+	hc := httpclient.Client(cfg.HTTPClient, cfg.Timeout)
 	return &Client{cfg: cfg, http: hc, url: strings.TrimRight(cfg.BaseURL, "/") + "/embeddings"}, nil
 }
 

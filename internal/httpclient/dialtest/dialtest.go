@@ -1,0 +1,111 @@
+// Package dialtest counts the connections a client of a remote API opens to a server
+// under concurrent calls: the test of whether the client keeps and reuses idle
+// connections (internal/httpclient).
+package dialtest
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is an HTTP server that answers every request with one body, holding each
+// round's requests until all of them have arrived, and counts the connections opened to
+// it.
+type Server struct {
+	// URL is the server's base URL.
+	URL string
+
+	srv     *httptest.Server
+	mu      sync.Mutex
+	dialed  int
+	barrier chan struct{}
+	open    bool // barrier is not closed yet
+	arrived sync.WaitGroup
+}
+
+// New starts a server answering every request with body (as application/json); the
+// test's cleanup closes it.
+func New(t testing.TB, body []byte) *Server {
+	t.Helper()
+	s := &Server{}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		barrier := s.barrier
+		s.mu.Unlock()
+		s.arrived.Done()
+		<-barrier // every call of the round is in flight at once, each on its own connection
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.dialed++
+			s.mu.Unlock()
+		}
+	}
+	s.srv.Start()
+	t.Cleanup(s.srv.Close)
+	t.Cleanup(s.release) // first (cleanups run last-in first-out): Close waits for the handlers
+	s.URL = s.srv.URL
+	return s
+}
+
+// Rounds runs rounds rounds of calls concurrent calls of call, each round waiting until
+// all its calls are at the server, and returns how many connections were opened in all.
+// A client that keeps its idle connections opens calls connections; one that closes
+// them opens up to rounds × calls. It fails the test on the first error of a call.
+func (s *Server) Rounds(t testing.TB, rounds, calls int, call func() error) int {
+	t.Helper()
+	for round := range rounds {
+		s.mu.Lock()
+		s.barrier, s.open = make(chan struct{}), true
+		s.mu.Unlock()
+		s.arrived.Add(calls)
+		var done sync.WaitGroup
+		errs := make(chan error, calls)
+		for range calls {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				if err := call(); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		all := make(chan struct{})
+		go func() { s.arrived.Wait(); close(all) }()
+		select {
+		case <-all:
+		case err := <-errs:
+			t.Fatalf("round %d: a call failed before reaching the server: %v", round, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the calls did not all reach the server in 30 s", round)
+		}
+		s.release()
+		done.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialed
+}
+
+// release lets the handlers of the current round answer.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open {
+		close(s.barrier)
+		s.open = false
+	}
+}
