@@ -390,29 +390,17 @@ func TestBodyReadAfterTheCall(t *testing.T) {
 // many sessions at once, and net/http's default transport keeps only two idle
 // connections per host, so every further call used to dial (and later close) one.
 func TestConcurrentCallsReuseConnections(t *testing.T) {
-	const calls = 16
-	for _, c := range []struct {
-		name string
-		hc   *http.Client
-	}{
-		{"default client", nil},
-		// A caller's client without a Transport gets the shared one, not net/http's
-		// default (two idle connections per host).
-		{"caller's client without transport", &http.Client{Timeout: time.Minute}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range dialtest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
 			srv := dialtest.New(t, []byte(`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
-			cl, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: c.hc})
+			cl, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: c.HTTPClient})
 			if err != nil {
 				t.Fatal(err)
 			}
-			dialed := srv.Rounds(t, 3, calls, func() error {
+			srv.ExpectReuse(t, 16, func() error {
 				_, err := cl.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
 				return err
 			})
-			if dialed != calls {
-				t.Fatalf("3 rounds of %d concurrent calls opened %d connections, want %d (one per call in flight, reused by later rounds)", calls, dialed, calls)
-			}
 		})
 	}
 }

@@ -109,3 +109,30 @@ func (s *Server) release() {
 		s.open = false
 	}
 }
+
+// Case is one way a client of a remote API is given its HTTP client.
+type Case struct {
+	Name string
+	// HTTPClient is what the client's configuration gets (nil: its default).
+	HTTPClient *http.Client
+}
+
+// Cases are the ways every client must keep its idle connections: with its default
+// HTTP client, and with a caller's client that names no transport (which must get the
+// shared one, not net/http's default with its two idle connections per host).
+func Cases() []Case {
+	return []Case{
+		{Name: "default client"},
+		{Name: "caller's client without transport", HTTPClient: &http.Client{Timeout: time.Minute}},
+	}
+}
+
+// ExpectReuse runs 3 rounds of calls concurrent calls of call and fails the test unless
+// they opened exactly calls connections: one per call in flight, reused by the later
+// rounds.
+func (s *Server) ExpectReuse(t testing.TB, calls int, call func() error) {
+	t.Helper()
+	if dialed := s.Rounds(t, 3, calls, call); dialed != calls {
+		t.Fatalf("3 rounds of %d concurrent calls opened %d connections, want %d (one per call in flight, reused by later rounds)", calls, dialed, calls)
+	}
+}
