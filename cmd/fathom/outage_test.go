@@ -61,7 +61,7 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	pg := startPrivatePostgres(t)
 	script, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"},{\"id\":\"c\",\"type\":\"review\",\"description\":\"three\"}]}"},
-		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":1500}]}`))
+		{"system_match":"FATHOM-ROLE: (executor|researcher|writer|reviewer)","response":"done {{.Step}}","delay_ms":1500}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
