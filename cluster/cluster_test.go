@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +32,14 @@ func echoKind() *cluster.Kind {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startNode starts a member of cfg (logging nowhere unless cfg.Logger is set) and stops
+// startNode starts a member of cfg hosting echo and kinds (logging nowhere unless cfg.Logger is set) and stops
 // it when the test ends.
-func startNode(t *testing.T, cfg fcluster.Config) *fcluster.Node {
+func startNode(t *testing.T, cfg fcluster.Config, kinds ...*cluster.Kind) *fcluster.Node {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quiet()
 	}
-	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), echoKind())
+	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), append([]*cluster.Kind{echoKind()}, kinds...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +177,53 @@ func TestStopEndsTheServerDrainWithAPeerConnected(t *testing.T) {
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 		if strings.Contains(g, "grpc.(*Server).GracefulStop") {
 			t.Fatalf("a GracefulStop of the member is still running after Stop returned (%s):\n%s", took, g)
+		}
+	}
+}
+
+// slowStopKind is echoKind whose activation stops itself on "stop" and then takes
+// 150 ms to finish stopping, as a session grain does while it releases its lease:
+// Proto.Actor has removed the activation from the registry by then (messages to it are
+// dead letters) but the placement actor still maps the identity to it.
+func slowStopKind() *cluster.Kind {
+	return cluster.NewKind("slowstop", actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *wrapperspb.StringValue:
+			if m.Value == "stop" {
+				ctx.Stop(ctx.Self())
+				return
+			}
+			ctx.Respond(wrapperspb.String(ctx.Self().Id + "|" + m.Value))
+		case *actor.Stopped:
+			time.Sleep(150 * time.Millisecond)
+		}
+	}))
+}
+
+// TestCallWhileTheGrainStops: a call made while a grain's activation is stopping
+// (passivating) reaches a fresh activation once the old one is gone. Proto.Actor's
+// default retries (3 attempts within a microsecond) gave up with "dead letter" — a
+// session read right after the session passivated answered 503.
+func TestCallWhileTheGrainStops(t *testing.T) {
+	cfg := fcluster.DefaultConfig()
+	cfg.Name = "stopping-" + t.Name()
+	n := startNode(t, cfg, slowStopKind())
+	c := n.Cluster()
+	for i := range 3 {
+		id := "g" + strconv.Itoa(i)
+		first, err := c.Request(id, "slowstop", wrapperspb.String("a"), cluster.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ActorSystem.Root.Send(c.Get(id, "slowstop"), wrapperspb.String("stop"))
+		time.Sleep(20 * time.Millisecond) // inside the 150 ms stop
+		second, err := c.Request(id, "slowstop", wrapperspb.String("b"), cluster.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatalf("a call while the activation stops: %v", err)
+		}
+		a, b := first.(*wrapperspb.StringValue).Value, second.(*wrapperspb.StringValue).Value
+		if !strings.HasSuffix(b, "|b") || strings.TrimSuffix(a, "|a") == strings.TrimSuffix(b, "|b") {
+			t.Fatalf("answers %q then %q: the second should come from a fresh activation", a, b)
 		}
 	}
 }

@@ -36,10 +36,17 @@ func (rc *requestContext) pid(identity, kind string) *actor.PID {
 // identity is being placed or its activation moved, until the call's timeout.
 func (rc *requestContext) Request(identity, kind string, message any, opts ...cluster.GrainCallOption) (any, error) {
 	cfg := cluster.NewGrainCallOptions(rc.c)
+	cfg.RetryCount, cfg.RetryAction = retryAttempts, nil // nil: backoff, unless a caller's option sets one
 	for _, o := range opts {
 		o(cfg)
 	}
 	deadline := time.Now().Add(cfg.Timeout)
+	retry := func(attempt int) int {
+		if cfg.RetryAction != nil {
+			return cfg.RetryAction(attempt)
+		}
+		return backoff(attempt, deadline)
+	}
 	var lastErr error
 	for attempt := 0; attempt < cfg.RetryCount; {
 		remaining := time.Until(deadline)
@@ -49,7 +56,7 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 		pid := rc.pid(identity, kind)
 		if pid == nil {
 			lastErr = errNoPlacement
-			attempt = cfg.RetryAction(attempt)
+			attempt = retry(attempt)
 			continue
 		}
 		resp, err := cfg.Context.RequestFuture(pid, message, remaining).Result()
@@ -61,7 +68,7 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 			errors.Is(err, actor.ErrDeadLetter), errors.Is(err, remote.ErrDeadLetter):
 			lastErr = err
 			rc.c.PidCache.Remove(identity, kind)
-			attempt = cfg.RetryAction(attempt)
+			attempt = retry(attempt)
 		default:
 			return nil, err
 		}
@@ -73,6 +80,27 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 		return nil, unavailable(kind, identity, lastErr)
 	}
 	return nil, fmt.Errorf("request to %s/%s failed: %w", kind, identity, lastErr)
+}
+
+// retryAttempts bounds the attempts of a grain call that finds no placement or a stale
+// activation (dead letter); backoff spaces them. A stopping activation is removed from
+// the process registry before its Terminate runs (a session grain releases its lease
+// there, a journal write) and the placement actor forgets it only after: in between,
+// every attempt is a dead letter. Proto.Actor's default, 3 attempts 50–450 ns apart,
+// gave up within that window, so a session read while the session passivated answered
+// 503. These attempts span about 1.3 s (a membership change settles in about that),
+// never past the call's deadline. A caller's cluster.WithRetryCount or WithRetryAction
+// replaces them.
+const retryAttempts = 8
+
+// backoff sleeps before retry i+1 (10 ms doubling to at most 640 ms, never past
+// deadline) and returns i+1.
+func backoff(i int, deadline time.Time) int {
+	d := min(10*time.Millisecond<<min(i, 6), time.Until(deadline))
+	if d > 0 {
+		time.Sleep(d)
+	}
+	return i + 1
 }
 
 // errNoPlacement: the identity lookup found no member to activate the grain on (the
