@@ -61,7 +61,8 @@ type Options struct {
 	Queue int
 	// Batch bounds the messages published in one call (default DefaultBatch).
 	Batch int
-	// Timeout bounds one publish call (default DefaultTimeout).
+	// Timeout bounds one publish call, and Close's publishing of what is still queued
+	// (default DefaultTimeout).
 	Timeout time.Duration
 	// Logger receives publish failures (default slog.Default()).
 	Logger *slog.Logger
@@ -78,6 +79,11 @@ type Publisher struct {
 	once    sync.Once
 	dropped atomic.Uint64
 	failed  atomic.Uint64
+	// drainBy is when Close gives up on what is still queued (unix ns; 0 until Close).
+	drainBy atomic.Int64
+	// drainFailed: a publish failed after Close; the rest is counted as failed without
+	// trying (only the loop's goroutine uses it).
+	drainFailed bool
 }
 
 type item struct {
@@ -122,10 +128,15 @@ func (p *Publisher) Dropped() uint64 { return p.dropped.Load() }
 // Failed is how many messages a publish call failed to deliver to their topic.
 func (p *Publisher) Failed() uint64 { return p.failed.Load() }
 
-// Close publishes what is queued (each call bounded by Options.Timeout) and stops. It is
-// idempotent; messages handed over afterwards are dropped.
+// Close publishes what is queued and stops, within Options.Timeout in all: what is not
+// published by then, or after a publish failed (a leaving member's topics have no
+// placement any more), is counted as failed. It is idempotent; messages handed over
+// afterwards are dropped.
 func (p *Publisher) Close() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		p.drainBy.Store(time.Now().Add(p.opts.Timeout).UnixNano())
+		close(p.stop)
+	})
 	<-p.done
 }
 
@@ -198,10 +209,19 @@ func (p *Publisher) publish(items []item) {
 	for i, it := range items {
 		b.Envelopes[i] = it.msg
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+	timeout := p.opts.Timeout
+	if by := p.drainBy.Load(); by != 0 {
+		timeout = min(timeout, time.Until(time.Unix(0, by)))
+		if p.drainFailed || timeout <= 0 {
+			p.failed.Add(uint64(len(items)))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if _, err := p.c.Publisher().PublishBatch(ctx, topic, b, cluster.WithTimeout(p.opts.Timeout)); err != nil {
+	if _, err := p.c.Publisher().PublishBatch(ctx, topic, b, cluster.WithTimeout(timeout)); err != nil {
 		p.failed.Add(uint64(len(items)))
+		p.drainFailed = p.drainBy.Load() != 0
 		p.opts.Logger.Debug("pub-sub publish failed", "topic", topic, "messages", len(items), "error", err)
 		return
 	}

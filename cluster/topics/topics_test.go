@@ -2,6 +2,7 @@ package topics_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -136,5 +137,31 @@ func TestRestartsAndCloseDrops(t *testing.T) {
 	p.Restart(&messages.RestartRecord{Seq: 2})
 	if d := p.Dropped(); d != 1 {
 		t.Fatalf("Dropped() = %d after one message past Close, want 1", d)
+	}
+}
+
+// Close is bounded in all, not per queued message: on a member that has handed its
+// grains over (a graceful leave), every publish finds no placement, and the grain call
+// retries that for a while. A node's stop used to wait that long for each of the events
+// still queued (2 s each; a gateway test's node stop overran its 20 s).
+func TestCloseOnALeavingMemberIsBounded(t *testing.T) {
+	n := startMember(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := n.Handover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const timeout, count = 2 * time.Second, 40
+	p := topics.NewPublisher(n.Cluster(), topics.Options{Timeout: timeout})
+	for i := range count {
+		p.Event(event(fmt.Sprintf("s%d", i), 1)) // one topic each: one publish call each
+	}
+	began := time.Now()
+	p.Close()
+	if took := time.Since(began); took > 2*timeout {
+		t.Fatalf("Close took %v with %d messages queued on a leaving member (timeout %v)", took, count, timeout)
+	}
+	if got := p.Failed() + p.Dropped(); got != count {
+		t.Fatalf("failed %d + dropped %d, want every one of the %d messages counted", p.Failed(), p.Dropped(), count)
 	}
 }
