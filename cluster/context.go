@@ -88,17 +88,20 @@ func (rc *requestContext) Request(identity, kind string, message any, opts ...cl
 // there, a journal write) and the placement actor forgets it only after: in between,
 // every attempt is a dead letter. Proto.Actor's default, 3 attempts 50–450 ns apart,
 // gave up within that window, so a session read while the session passivated answered
-// 503. These attempts span about 1.3 s (a membership change settles in about that),
-// never past the call's deadline. A caller's cluster.WithRetryCount or WithRetryAction
-// replaces them.
-const retryAttempts = 8
+// 503. The first retry is immediate (the common dead letter is a cached address of an
+// activation long gone, which the next lookup replaces), the next ones 10 ms apart and
+// doubling: about 1.3 s in all (a membership change settles in about that), never past
+// the call's deadline. A caller's cluster.WithRetryCount or WithRetryAction replaces
+// them.
+const retryAttempts = 9
 
-// backoff sleeps before retry i+1 (10 ms doubling to at most 640 ms, never past
-// deadline) and returns i+1.
+// backoff sleeps before retry i+1 (none after the first attempt, then 10 ms doubling to
+// at most 640 ms, never past deadline) and returns i+1.
 func backoff(i int, deadline time.Time) int {
-	d := min(10*time.Millisecond<<min(i, 6), time.Until(deadline))
-	if d > 0 {
-		time.Sleep(d)
+	if i > 0 {
+		if d := min(10*time.Millisecond<<min(i-1, 6), time.Until(deadline)); d > 0 {
+			time.Sleep(d)
+		}
 	}
 	return i + 1
 }
