@@ -390,17 +390,15 @@ func TestBodyReadAfterTheCall(t *testing.T) {
 // many sessions at once, and net/http's default transport keeps only two idle
 // connections per host, so every further call used to dial (and later close) one.
 func TestConcurrentCallsReuseConnections(t *testing.T) {
-	for _, c := range dialtest.Cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			srv := dialtest.New(t, []byte(`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
-			cl, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", HTTPClient: c.HTTPClient})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.ExpectReuse(t, 16, func() error {
-				_, err := cl.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
-				return err
-			})
-		})
-	}
+	body := []byte(`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	dialtest.ExpectReuseInEachCase(t, body, 16, func(t *testing.T, url string, hc *http.Client) func() error {
+		cl, err := openai.New(openai.Config{BaseURL: url + "/v1", HTTPClient: hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := cl.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+			return err
+		}
+	})
 }

@@ -136,3 +136,17 @@ func (s *Server) ExpectReuse(t testing.TB, calls int, call func() error) {
 		t.Fatalf("3 rounds of %d concurrent calls opened %d connections, want %d (one per call in flight, reused by later rounds)", calls, dialed, calls)
 	}
 }
+
+// ExpectReuseInEachCase is the whole reuse test of a client: for each of Cases, in a
+// subtest of its own, it starts a server answering body, lets newClient make the client
+// under test (from the server's base URL and the case's HTTP client) and return one call
+// of it, and expects calls concurrent calls to reuse their connections (ExpectReuse).
+func ExpectReuseInEachCase(t *testing.T, body []byte, calls int, newClient func(t *testing.T, url string, hc *http.Client) (call func() error)) {
+	t.Helper()
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			srv := New(t, body)
+			srv.ExpectReuse(t, calls, newClient(t, srv.URL, c.HTTPClient))
+		})
+	}
+}
