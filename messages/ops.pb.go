@@ -142,6 +142,101 @@ func (x *RestartRecord) GetAtUnixNano() int64 {
 	return 0
 }
 
+// DropVectorsRequest asks a member to remove a deleted session's vectors from its vector
+// store after every embedding job it still has queued for that session. A delete sends it
+// to every member (internal/node), so jobs queued on any member, and vectors held in a
+// member's in-process store, do not outlive the delete.
+type DropVectorsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stream_id is the session whose vectors are removed.
+	StreamId      string `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropVectorsRequest) Reset() {
+	*x = DropVectorsRequest{}
+	mi := &file_ops_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropVectorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropVectorsRequest) ProtoMessage() {}
+
+func (x *DropVectorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ops_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropVectorsRequest.ProtoReflect.Descriptor instead.
+func (*DropVectorsRequest) Descriptor() ([]byte, []int) {
+	return file_ops_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DropVectorsRequest) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+// DropVectorsResponse answers a DropVectorsRequest once the vectors are gone.
+type DropVectorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// error says why the member could not remove them ("" when it did).
+	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropVectorsResponse) Reset() {
+	*x = DropVectorsResponse{}
+	mi := &file_ops_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropVectorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropVectorsResponse) ProtoMessage() {}
+
+func (x *DropVectorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ops_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropVectorsResponse.ProtoReflect.Descriptor instead.
+func (*DropVectorsResponse) Descriptor() ([]byte, []int) {
+	return file_ops_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DropVectorsResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_ops_proto protoreflect.FileDescriptor
 
 const file_ops_proto_rawDesc = "" +
@@ -158,7 +253,11 @@ const file_ops_proto_rawDesc = "" +
 	"\tdirective\x18\a \x01(\tR\tdirective\x12\x14\n" +
 	"\x05count\x18\b \x01(\x05R\x05count\x12 \n" +
 	"\fat_unix_nano\x18\t \x01(\x03R\n" +
-	"atUnixNanoB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"atUnixNano\"1\n" +
+	"\x12DropVectorsRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamId\"+\n" +
+	"\x13DropVectorsResponse\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05errorB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_ops_proto_rawDescOnce sync.Once
@@ -172,9 +271,11 @@ func file_ops_proto_rawDescGZIP() []byte {
 	return file_ops_proto_rawDescData
 }
 
-var file_ops_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_ops_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_ops_proto_goTypes = []any{
-	(*RestartRecord)(nil), // 0: fathom.v1.RestartRecord
+	(*RestartRecord)(nil),       // 0: fathom.v1.RestartRecord
+	(*DropVectorsRequest)(nil),  // 1: fathom.v1.DropVectorsRequest
+	(*DropVectorsResponse)(nil), // 2: fathom.v1.DropVectorsResponse
 }
 var file_ops_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -195,7 +296,7 @@ func file_ops_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ops_proto_rawDesc), len(file_ops_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

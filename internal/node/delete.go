@@ -69,8 +69,8 @@ func (n *Node) evict(id string) {
 // sessionKind is the session grain's cluster kind (messages.NewSessionKind).
 const sessionKind = "Session"
 
-// deleteSessionData removes session id's artifacts and vectors (after this node's
-// embedding jobs queued for it).
+// deleteSessionData removes session id's artifacts and, on every member, its vectors
+// (after each member's embedding jobs queued for it: dropVectors).
 func (n *Node) deleteSessionData(ctx context.Context, id string) error {
 	if n.artifacts != nil {
 		infos, err := n.artifacts.List(ctx, id, "")
@@ -83,17 +83,8 @@ func (n *Node) deleteSessionData(ctx context.Context, id string) error {
 			}
 		}
 	}
-	switch {
-	case n.embed != nil:
-		// Through the embed worker: its queue may still hold the session's last messages,
-		// which would otherwise put vectors back after the delete.
-		if err := n.embed.DropStream(ctx, id); err != nil {
-			return fmt.Errorf("delete session %s: its vectors: %w", id, err)
-		}
-	case n.vectors != nil:
-		if err := n.vectors.DeleteStream(ctx, id); err != nil {
-			return fmt.Errorf("delete session %s: its vectors: %w", id, err)
-		}
+	if err := n.dropVectors(ctx, id); err != nil {
+		return fmt.Errorf("delete session %s: its vectors: %w", id, err)
 	}
 	return nil
 }

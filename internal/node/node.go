@@ -262,6 +262,8 @@ type Node struct {
 	topologySub *eventstream.Subscription
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
+	// dropper serves the cluster-wide vector drops of deletes (vectors.go).
+	dropper *actor.PID
 	// breakers are the LLM providers' circuit breakers by name; gauges reads them at
 	// each scrape (metrics.go).
 	breakers map[string]*resilient.Provider
