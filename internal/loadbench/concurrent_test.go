@@ -1,16 +1,25 @@
 package loadbench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fathom-agents/fathom/internal/httpclient"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
 )
 
 // concurrency is how many sessions (or bare writers) run at once in BenchmarkConcurrentSteps.
@@ -45,6 +54,9 @@ func BenchmarkConcurrentSteps(b *testing.B) {
 		}
 		b.ReportMetric(float64(calls)/elapsed.Seconds(), "ops/s")
 		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(calls), "cpu-us/step")
+	})
+	b.Run("baseline=bare-steps-32", func(b *testing.B) {
+		benchBareSteps(b, script(b, envInt(b, "FATHOM_LOAD_STEPS", 10), 0))
 	})
 	b.Run("baseline=pgx-32-writers", func(b *testing.B) {
 		dsn := testenv.PostgresDSN(b)
@@ -88,4 +100,105 @@ func BenchmarkConcurrentSteps(b *testing.B) {
 		}
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "ops/s")
 	})
+}
+
+// stepRows is how many rows a bare step commits: a step's events (llm_requested,
+// llm_responded, step_started, step_completed).
+const stepRows = 4
+
+// benchBareSteps is the step without the engine ("baseline=bare-steps-32": steps/s): 32
+// workers, each in a loop POSTing a pre-encoded executor request of the size the
+// sessions send (~5 KB) to the same in-process model server, reading the answer whole,
+// then committing the step's rows (stepRows INSERTs of a ~400-byte payload) in one
+// transaction with pgx, on the same PostgreSQL server. What the sessions do on top is
+// the engine: context assembly, the SDK client, actors, the event log's fence and group
+// commit, snapshots, embedding, the live feed.
+func benchBareSteps(b *testing.B, sc mock.Script) {
+	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
+	defer model.Close()
+	ctx := context.Background()
+	pcfg, err := pgxpool.ParseConfig(testenv.PostgresDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pcfg.MaxConns = concurrency
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE bench_steps (stream_id text, seq bigint, data bytea, PRIMARY KEY (stream_id, seq))`); err != nil {
+		b.Fatal(err)
+	}
+	body := executorRequest()
+	client := &http.Client{Transport: httpclient.Transport(), Timeout: time.Minute}
+	payload := make([]byte, 400)
+	var total int64
+	var elapsed time.Duration
+	for i := 0; b.Loop(); i++ {
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		began := time.Now()
+		for w := range concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream := fmt.Sprintf("r%d-w%d", i, w)
+				for seq := 1; time.Since(began) < window; seq += stepRows {
+					if err := bareStep(ctx, client, model.URL+"/v1/chat/completions", body, pool, stream, seq, payload); err != nil {
+						b.Error(err)
+						return
+					}
+					done.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		total, elapsed = total+done.Load(), elapsed+time.Since(began)
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "ops/s")
+}
+
+// bareStep is one step of benchBareSteps: the model call, then the step's rows.
+func bareStep(ctx context.Context, client *http.Client, url string, body []byte, pool *pgxpool.Pool, stream string, seq int, payload []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer k")
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	answer, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		return fmt.Errorf("model answered %d: %s (%v)", res.StatusCode, answer, err)
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var batch pgx.Batch
+		for r := range stepRows {
+			batch.Queue(`INSERT INTO bench_steps VALUES ($1, $2, $3)`, stream, seq+r, payload)
+		}
+		return tx.SendBatch(ctx, &batch).Close()
+	})
+}
+
+// executorRequest is a chat request shaped like a session's executor call: a system
+// prompt with the executor's role marker and a user turn, ~5 KB in all (the sessions'
+// requests average that size).
+func executorRequest() []byte {
+	req := map[string]any{
+		"model": "mock",
+		"messages": []map[string]string{
+			{"role": "system", "content": "FATHOM-ROLE: executor\n" + strings.Repeat("You carry out one step of a plan and report what you did. ", 75)},
+			{"role": "user", "content": "Goal: load bare\nStep s1 (custom): step 1\n" + strings.Repeat("Earlier steps said: done. ", 20)},
+		},
+	}
+	out, err := json.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
