@@ -142,32 +142,33 @@ func (x *RestartRecord) GetAtUnixNano() int64 {
 	return 0
 }
 
-// DropVectorsRequest asks a member to remove a deleted session's vectors from its vector
-// store after every embedding job it still has queued for that session. A delete sends it
-// to every member (internal/node), so jobs queued on any member, and vectors held in a
-// member's in-process store, do not outlive the delete.
-type DropVectorsRequest struct {
+// DropSessionDataRequest asks a member to remove a deleted session's data kept on its
+// side: its vectors (after every embedding job the member still has queued for the
+// session) and its artifacts. A delete sends it to every member (internal/node), so jobs
+// queued on any member, and vectors or artifacts held in a member's own stores (the
+// in-process vector store, a data dir), do not outlive the delete.
+type DropSessionDataRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// stream_id is the session whose vectors are removed.
-	StreamId      string `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// session_id is the deleted session.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *DropVectorsRequest) Reset() {
-	*x = DropVectorsRequest{}
+func (x *DropSessionDataRequest) Reset() {
+	*x = DropSessionDataRequest{}
 	mi := &file_ops_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *DropVectorsRequest) String() string {
+func (x *DropSessionDataRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*DropVectorsRequest) ProtoMessage() {}
+func (*DropSessionDataRequest) ProtoMessage() {}
 
-func (x *DropVectorsRequest) ProtoReflect() protoreflect.Message {
+func (x *DropSessionDataRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_ops_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -179,41 +180,41 @@ func (x *DropVectorsRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use DropVectorsRequest.ProtoReflect.Descriptor instead.
-func (*DropVectorsRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use DropSessionDataRequest.ProtoReflect.Descriptor instead.
+func (*DropSessionDataRequest) Descriptor() ([]byte, []int) {
 	return file_ops_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *DropVectorsRequest) GetStreamId() string {
+func (x *DropSessionDataRequest) GetSessionId() string {
 	if x != nil {
-		return x.StreamId
+		return x.SessionId
 	}
 	return ""
 }
 
-// DropVectorsResponse answers a DropVectorsRequest once the vectors are gone.
-type DropVectorsResponse struct {
+// DropSessionDataResponse answers a DropSessionDataRequest once the data is gone.
+type DropSessionDataResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// error says why the member could not remove them ("" when it did).
+	// error says why the member could not remove it ("" when it did).
 	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *DropVectorsResponse) Reset() {
-	*x = DropVectorsResponse{}
+func (x *DropSessionDataResponse) Reset() {
+	*x = DropSessionDataResponse{}
 	mi := &file_ops_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *DropVectorsResponse) String() string {
+func (x *DropSessionDataResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*DropVectorsResponse) ProtoMessage() {}
+func (*DropSessionDataResponse) ProtoMessage() {}
 
-func (x *DropVectorsResponse) ProtoReflect() protoreflect.Message {
+func (x *DropSessionDataResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_ops_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -225,12 +226,12 @@ func (x *DropVectorsResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use DropVectorsResponse.ProtoReflect.Descriptor instead.
-func (*DropVectorsResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use DropSessionDataResponse.ProtoReflect.Descriptor instead.
+func (*DropSessionDataResponse) Descriptor() ([]byte, []int) {
 	return file_ops_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *DropVectorsResponse) GetError() string {
+func (x *DropSessionDataResponse) GetError() string {
 	if x != nil {
 		return x.Error
 	}
@@ -253,10 +254,11 @@ const file_ops_proto_rawDesc = "" +
 	"\tdirective\x18\a \x01(\tR\tdirective\x12\x14\n" +
 	"\x05count\x18\b \x01(\x05R\x05count\x12 \n" +
 	"\fat_unix_nano\x18\t \x01(\x03R\n" +
-	"atUnixNano\"1\n" +
-	"\x12DropVectorsRequest\x12\x1b\n" +
-	"\tstream_id\x18\x01 \x01(\tR\bstreamId\"+\n" +
-	"\x13DropVectorsResponse\x12\x14\n" +
+	"atUnixNano\"7\n" +
+	"\x16DropSessionDataRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"/\n" +
+	"\x17DropSessionDataResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05errorB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
@@ -273,9 +275,9 @@ func file_ops_proto_rawDescGZIP() []byte {
 
 var file_ops_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_ops_proto_goTypes = []any{
-	(*RestartRecord)(nil),       // 0: fathom.v1.RestartRecord
-	(*DropVectorsRequest)(nil),  // 1: fathom.v1.DropVectorsRequest
-	(*DropVectorsResponse)(nil), // 2: fathom.v1.DropVectorsResponse
+	(*RestartRecord)(nil),           // 0: fathom.v1.RestartRecord
+	(*DropSessionDataRequest)(nil),  // 1: fathom.v1.DropSessionDataRequest
+	(*DropSessionDataResponse)(nil), // 2: fathom.v1.DropSessionDataResponse
 }
 var file_ops_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type

@@ -153,9 +153,9 @@ func (n *Node) components(b *boot) []component {
 				return n.member.Start(ctx)
 			},
 			stop: func(ctx context.Context) error { return n.member.Stop(ctx) }},
-		{name: "vector dropper", why: "removes a deleted session's vectors on this member, after its embedding jobs queued for it, when a delete on any member asks; spawned after the member (remote start sets the address), stopped before the embedding worker closes",
-			start: func(context.Context) error { return n.startVectorDropper(b.system) },
-			stop:  func(context.Context) error { n.stopVectorDropper(); return nil }},
+		{name: "session-data dropper", why: "removes a deleted session's artifacts and vectors on this member (its vectors after its embedding jobs queued for the session) when a delete on any member asks; spawned after the member (remote start sets the address), stopped before the embedding worker and the stores close",
+			start: func(context.Context) error { return n.startDropper(b.system) },
+			stop:  func(context.Context) error { n.stopDropper(); return nil }},
 		{name: "observer", why: "logs, counts and keeps every supervision event, published on the cluster's pub-sub; spawned after the member (remote start sets the address)",
 			start: func(context.Context) (err error) {
 				obsCfg := n.startTopics()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/artifact"
 )
 
 // DeleteSession implements gateway.SessionDeleter (DELETE /v1/sessions/{id}) and is the
@@ -69,22 +68,11 @@ func (n *Node) evict(id string) {
 // sessionKind is the session grain's cluster kind (messages.NewSessionKind).
 const sessionKind = "Session"
 
-// deleteSessionData removes session id's artifacts and, on every member, its vectors
-// (after each member's embedding jobs queued for it: dropVectors).
+// deleteSessionData removes session id's artifacts and vectors on every member this
+// node sees (dropSessionData), before the journal's delete.
 func (n *Node) deleteSessionData(ctx context.Context, id string) error {
-	if n.artifacts != nil {
-		infos, err := n.artifacts.List(ctx, id, "")
-		if err != nil {
-			return fmt.Errorf("delete session %s: list its artifacts: %w", id, err)
-		}
-		for _, a := range infos {
-			if err := n.artifacts.Delete(ctx, a.Path); err != nil && !errors.Is(err, artifact.ErrNotFound) {
-				return fmt.Errorf("delete session %s: artifact %s: %w", id, a.Path, err)
-			}
-		}
-	}
-	if err := n.dropVectors(ctx, id); err != nil {
-		return fmt.Errorf("delete session %s: its vectors: %w", id, err)
+	if err := n.dropSessionData(ctx, id); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil
 }

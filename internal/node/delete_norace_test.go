@@ -28,13 +28,13 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// TestDeleteDropsVectorsAcrossNodes: a delete served by a member that does not host the
-// session removes the session's vectors on the member that does (the in-process vector
-// store is per member, and so is the embedding queue that may still hold the session's
-// last messages). While that member cannot confirm the drop, the delete is refused with
-// an error naming it and nothing is removed from the journal; once it can, the same
-// delete succeeds.
-func TestDeleteDropsVectorsAcrossNodes(t *testing.T) {
+// TestDeleteDropsDataAcrossNodes: a delete served by a member that does not host the
+// session removes the session's vectors and artifacts on the member that does (the
+// in-process vector store and a data-dir artifact store are per member, and so is the
+// embedding queue that may still hold the session's last messages). While that member
+// cannot confirm the drop, the delete is refused with an error naming it and nothing is
+// removed from the journal; once it can, the same delete succeeds.
+func TestDeleteDropsDataAcrossNodes(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	model := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
 	t.Cleanup(model.Close)
@@ -92,9 +92,19 @@ func TestDeleteDropsVectorsAcrossNodes(t *testing.T) {
 		}
 		return len(hits)
 	}
+	artifacts := func(n *Node) int {
+		infos, err := n.Artifacts().List(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(infos)
+	}
 	testenv.Eventually(t, 10*time.Second, func() bool { return vectors(owner) > 0 }, "the owner holds no vectors of the session")
 	if n := vectors(other); n != 0 {
 		t.Fatalf("the other member holds %d vectors of a session it never ran", n)
+	}
+	if artifacts(owner) == 0 || artifacts(other) != 0 {
+		t.Fatalf("artifacts: %d on the owner, %d on the other member; want some on the owner only", artifacts(owner), artifacts(other))
 	}
 	events := func() int {
 		n := 0
@@ -106,7 +116,7 @@ func TestDeleteDropsVectorsAcrossNodes(t *testing.T) {
 	before := events()
 
 	// The owner cannot confirm: the delete is refused, naming it, and removes nothing.
-	owner.stopVectorDropper()
+	owner.stopDropper()
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	err := other.DeleteSession(dctx, id)
 	cancel()
@@ -116,11 +126,11 @@ func TestDeleteDropsVectorsAcrossNodes(t *testing.T) {
 	if got := events(); got != before {
 		t.Fatalf("a refused delete left %d of %d events", got, before)
 	}
-	if vectors(owner) == 0 {
-		t.Fatal("a refused delete removed the owner's vectors, yet the session was kept")
+	if vectors(owner) == 0 || artifacts(owner) == 0 {
+		t.Fatal("a refused delete removed the owner's vectors or artifacts, yet the session was kept")
 	}
 
-	if err := owner.startVectorDropper(owner.member.System()); err != nil {
+	if err := owner.startDropper(owner.member.System()); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.DeleteSession(ctx, id); err != nil {
@@ -128,6 +138,9 @@ func TestDeleteDropsVectorsAcrossNodes(t *testing.T) {
 	}
 	if n := vectors(owner); n != 0 {
 		t.Fatalf("the owner still holds %d vectors of the deleted session", n)
+	}
+	if n := artifacts(owner); n != 0 {
+		t.Fatalf("the owner still holds %d artifacts of the deleted session", n)
 	}
 	if got := events(); got != 0 {
 		t.Fatalf("%d events left after the delete", got)

@@ -262,7 +262,7 @@ type Node struct {
 	topologySub *eventstream.Subscription
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
-	// dropper serves the cluster-wide vector drops of deletes (vectors.go).
+	// dropper serves the cluster-wide session-data drops of deletes (dropper.go).
 	dropper *actor.PID
 	// breakers are the LLM providers' circuit breakers by name; gauges reads them at
 	// each scrape (metrics.go).
