@@ -56,37 +56,33 @@ func TestStartRefusesAnAgentWithAToolTheNodeLacks(t *testing.T) {
 	}
 }
 
-// TestGoFunctionAgentGetsTheBriefAndHandsOff: a Go-function agent planned after a
-// researcher gets the goal, its step, the task brief and the researcher's hand-off; a
-// run that returns an error is retried like a failed model call, and the hand-off of the
-// run that succeeds is recorded like a model agent's (subagent_completed, the step's
-// output, the synthesis's input).
-func TestGoFunctionAgentGetsTheBriefAndHandsOff(t *testing.T) {
-	script, err := mock.ParseScript([]byte(`{"rules":[
+// auditorScript plans a research step and an "auditor" step after it; the synthesis
+// says whether the auditor's hand-off reached it.
+const auditorScript = `{"rules":[
  {"system_match":"FATHOM-PHASE: synthesize","response":"{{if find \"totals match\" .Input}}audited{{else}}not audited{{end}}"},
  {"system_match":"(?s)FATHOM-ROLE: orchestrator.*\\| auditor \\| the auditor sub-agent \\| Audits totals","response":"{\"steps\":[{\"id\":\"r\",\"type\":\"research\",\"description\":\"Find the totals\"},{\"id\":\"a\",\"type\":\"auditor\",\"description\":\"Audit the totals\",\"dependencies\":[\"r\"]}]}"},
  {"system_match":"FATHOM-ROLE: researcher","response":"` + "```" + `json\n{\"status\":\"completed\",\"summary\":\"totals are 42\",\"confidence\":0.9}\n` + "```" + `"}
-]}`))
+]}`
+
+// runAuditor runs session id with the Go-function agent "auditor" (run) on an embedded
+// node (edit changes its configuration) and returns the auditor's subagent_completed
+// events and the session's result.
+func runAuditor(t *testing.T, id string, run fathom.AgentFunc, edit func(*fathom.Config)) ([]*messages.SubagentCompleted, string) {
+	t.Helper()
+	script, err := mock.ParseScript([]byte(auditorScript))
 	if err != nil {
 		t.Fatal(err)
 	}
 	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	defer model.Close()
-	var mu sync.Mutex
-	var briefs []fathom.Brief
 	cfg := fathom.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
 	cfg.Session.StepRetryDelay = 10 * time.Millisecond
-	cfg.Agents = []fathom.Agent{{Name: "auditor", Description: "Audits totals", Run: func(_ context.Context, b fathom.Brief) (*fathom.Handoff, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		briefs = append(briefs, b)
-		if len(briefs) == 1 {
-			return nil, errors.New("ledger unavailable")
-		}
-		return &fathom.Handoff{Summary: "totals match the ledger", Recommendations: []string{"none"}, Confidence: 0.95}, nil
-	}}}
+	cfg.Agents = []fathom.Agent{{Name: "auditor", Description: "Audits totals", Run: run}}
+	if edit != nil {
+		edit(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n, err := fathom.Start(ctx, cfg)
@@ -94,15 +90,13 @@ func TestGoFunctionAgentGetsTheBriefAndHandsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close(context.Background())
-	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "audit-1", Goal: "Audit the totals"})
-	if err != nil {
+	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: id, Goal: "Audit the totals"}); err != nil {
 		t.Fatal(err)
 	}
 	sub := n.Follow(id, 0)
 	defer sub.Close()
 	var completed []*messages.SubagentCompleted
-	var result string
-	for result == "" {
+	for {
 		u, err := sub.NextUpdate(ctx)
 		if err != nil {
 			t.Fatalf("follow: %v (sub-agents completed: %v)", err, completed)
@@ -114,9 +108,28 @@ func TestGoFunctionAgentGetsTheBriefAndHandsOff(t *testing.T) {
 			t.Fatalf("session failed: %s", f.GetError())
 		}
 		if c := u.Event.GetSessionCompleted(); c != nil {
-			result = c.GetResult()
+			return completed, c.GetResult()
 		}
 	}
+}
+
+// TestGoFunctionAgentGetsTheBriefAndHandsOff: a Go-function agent planned after a
+// researcher gets the goal, its step, the task brief and the researcher's hand-off; a
+// run that returns an error is retried like a failed model call, and the hand-off of the
+// run that succeeds is recorded like a model agent's (subagent_completed, the step's
+// output, the synthesis's input).
+func TestGoFunctionAgentGetsTheBriefAndHandsOff(t *testing.T) {
+	var mu sync.Mutex
+	var briefs []fathom.Brief
+	completed, result := runAuditor(t, "audit-1", func(_ context.Context, b fathom.Brief) (*fathom.Handoff, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		briefs = append(briefs, b)
+		if len(briefs) == 1 {
+			return nil, errors.New("ledger unavailable")
+		}
+		return &fathom.Handoff{Summary: "totals match the ledger", Recommendations: []string{"none"}, Confidence: 0.95}, nil
+	}, nil)
 	if result != "audited" {
 		t.Fatalf("result %q", result)
 	}
@@ -131,9 +144,36 @@ func TestGoFunctionAgentGetsTheBriefAndHandsOff(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	b := briefs[1]
-	if b.SessionID != id || b.Goal != "Audit the totals" || b.Agent != "auditor" || b.Step.GetId() != "a" || b.Attempt != 2 ||
+	if b.SessionID != "audit-1" || b.Goal != "Audit the totals" || b.Agent != "auditor" || b.Step.GetId() != "a" || b.Attempt != 2 ||
 		!strings.Contains(b.Task, "Audit the totals") || len(b.Upstream) != 1 || b.Upstream[0].StepID != "r" ||
 		b.Upstream[0].Result.GetSummary() != "totals are 42" || !strings.Contains(b.Upstream[0].Output, "totals are 42") {
 		t.Fatalf("brief %+v", b)
+	}
+}
+
+// TestGoFunctionAgentTimeoutIsAFailedRun: a Go-function agent's run that outlasts the
+// session's LLM timeout is cancelled and recorded as a failed run (retried like a model
+// call that timed out), not lost: the step then completes with the retry's hand-off.
+func TestGoFunctionAgentTimeoutIsAFailedRun(t *testing.T) {
+	var mu sync.Mutex
+	runs := 0
+	completed, result := runAuditor(t, "audit-timeout", func(ctx context.Context, _ fathom.Brief) (*fathom.Handoff, error) {
+		mu.Lock()
+		runs++
+		first := runs == 1
+		mu.Unlock()
+		if first {
+			<-ctx.Done() // hangs until the timeout cancels it
+			return nil, ctx.Err()
+		}
+		return &fathom.Handoff{Summary: "totals match the ledger", Confidence: 0.9}, nil
+	}, func(c *fathom.Config) { c.Session.LLMTimeout = 300 * time.Millisecond })
+	if result != "audited" {
+		t.Fatalf("result %q", result)
+	}
+	if len(completed) != 2 || completed[0].GetResult().GetStatus() != "failed" ||
+		!strings.Contains(completed[0].GetResult().GetSummary(), "deadline exceeded") || completed[0].GetAction() != "retry" ||
+		completed[1].GetResult().GetStatus() != "completed" {
+		t.Fatalf("auditor runs %v", completed)
 	}
 }

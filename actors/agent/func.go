@@ -65,19 +65,11 @@ func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.S
 	}, dispatch.Props())
 }
 
-// funcDone carries the function's result back into the child's mailbox.
-type funcDone struct{ res *core.LLMResult }
-
 // Receive implements actor.Actor.
 func (f *FuncCall) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		f.onStarted(ctx)
-	case *funcDone:
-		ctx.Send(ctx.Parent(), msg.res)
-		ctx.Stop(ctx.Self())
-		// Its goroutine has returned: let go of the brief (the sub-agent's context).
-		f.brief = core.Brief{}
 	case *actor.Stopping, *actor.Restarting:
 		if f.cancel != nil {
 			f.cancel()
@@ -89,17 +81,37 @@ func (f *FuncCall) Receive(ctx actor.Context) {
 	}
 }
 
+// onStarted runs the function on a worker of the dispatch pool and sends its result
+// straight to the parent, then stops this actor, as the step runner does with a model
+// call (actors/session): one hand-over less, and a result made after this actor was
+// stopped or restarted is never delivered.
 func (f *FuncCall) onStarted(ctx actor.Context) {
-	cctx, cancel := context.WithCancel(context.Background())
-	if f.timeout > 0 {
-		cctx, cancel = context.WithTimeout(context.Background(), f.timeout)
-	}
+	stopped, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	cctx := stopped
+	if f.timeout > 0 {
+		// The timeout is the call's own: an error result the parent must see, unlike a stop.
+		var cancelCall context.CancelFunc
+		cctx, cancelCall = context.WithTimeout(stopped, f.timeout)
+		f.cancel = func() { cancelCall(); cancel() }
+	}
+	done := f.cancel
+	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	dispatch.Shared.Schedule(func() {
 		res := f.call(cctx)
-		root.Send(self, &funcDone{res: res})
-	}()
+		// The worker was the only reader: let go of the brief (the sub-agent's context).
+		f.brief = core.Brief{}
+		if stopped.Err() != nil {
+			// Stopped or restarted while calling: abandoned, and an error made by the
+			// cancellation is no answer.
+			return
+		}
+		done()
+		root.Send(parent, res)
+		// Stopped after the result is queued: the parent sees the result before the
+		// child's end (the agent actor re-queues a Terminated behind the child's messages).
+		root.Stop(self)
+	})
 }
 
 // call runs the function; it never panics.

@@ -11,7 +11,8 @@
 // another) and the pool cannot deadlock.
 //
 // Work that is not a mailbox may run on the pool too when its stack is as deep: the step
-// runner (actors/session) makes its LLM call on a pool worker.
+// runner and the tool runner (actors/session) and a Go-function agent's call (actors/agent)
+// run on pool workers.
 package dispatch
 
 import (

@@ -21,7 +21,7 @@ import (
 // toolRunner is a child of an agent actor (actors/agent) that runs one recorded tool
 // call through the executor (schema validation, timeout, panic recovery, sandbox
 // routing) and reports a *core.ToolResult to its parent (which forwards it to the
-// grain), then stops. Stopping it cancels the call.
+// grain), then stops. Stopping it cancels the call, and its result is then not reported.
 type toolRunner struct {
 	deps       *Deps
 	sessionID  string
@@ -35,8 +35,6 @@ type toolRunner struct {
 	rel *release.Handle
 }
 
-type toolRunnerDone struct{ res *core.ToolResult }
-
 func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
 	return release.Props(func(h *release.Handle) actor.Actor {
 		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
@@ -47,13 +45,7 @@ func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *message
 func (r *toolRunner) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		cctx, cancel := context.WithCancel(context.Background())
-		r.cancel = cancel
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go func() { root.Send(self, &toolRunnerDone{res: r.run(cctx)}) }()
-	case *toolRunnerDone:
-		ctx.Send(ctx.Parent(), msg.res)
-		ctx.Stop(ctx.Self())
+		r.onStarted(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		if r.cancel != nil {
 			r.cancel()
@@ -63,6 +55,28 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 	default:
 		r.deps.Logger.Warn("tool runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
 	}
+}
+
+// onStarted runs the call on a worker of the dispatch pool and sends its result straight
+// to the parent, then stops this actor, as the step runner does (runner.go): one
+// hand-over less per tool call, and a result made after this actor was stopped or
+// restarted is never delivered.
+func (r *toolRunner) onStarted(ctx actor.Context) {
+	cctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	dispatch.Shared.Schedule(func() {
+		res := r.run(cctx)
+		if cctx.Err() != nil {
+			// Stopped or restarted while running: the call was abandoned (the parent
+			// sees the child's end), and an error made by the cancellation is no answer.
+			return
+		}
+		root.Send(parent, res)
+		// Stopped after the result is queued: the parent sees the result before the
+		// child's end (actors/agent re-queues a Terminated behind the child's messages).
+		root.Stop(self)
+	})
 }
 
 func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
