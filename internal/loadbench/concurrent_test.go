@@ -59,47 +59,64 @@ func BenchmarkConcurrentSteps(b *testing.B) {
 		benchBareSteps(b, script(b, envInt(b, "FATHOM_LOAD_STEPS", 10), 0))
 	})
 	b.Run("baseline=pgx-32-writers", func(b *testing.B) {
-		dsn := testenv.PostgresDSN(b)
-		ctx := context.Background()
-		pcfg, err := pgxpool.ParseConfig(dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pcfg.MaxConns = concurrency
-		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(ctx, `CREATE TABLE bench_rows (stream_id text, seq bigint, data bytea, PRIMARY KEY (stream_id, seq))`); err != nil {
-			b.Fatal(err)
-		}
+		pool := benchPool(b, "bench_rows")
 		payload := make([]byte, 400)
-		var total int64
-		var elapsed time.Duration
-		for i := 0; b.Loop(); i++ {
-			var done atomic.Int64
-			var wg sync.WaitGroup
-			began := time.Now()
-			for w := range concurrency {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					stream := fmt.Sprintf("r%d-w%d", i, w)
-					for seq := 1; time.Since(began) < window; seq++ {
-						if _, err := pool.Exec(ctx, `INSERT INTO bench_rows VALUES ($1, $2, $3)`, stream, seq, payload); err != nil {
-							b.Error(err)
-							return
-						}
-						done.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			total, elapsed = total+done.Load(), elapsed+time.Since(began)
-		}
-		b.ReportMetric(float64(total)/elapsed.Seconds(), "ops/s")
+		ctx := context.Background()
+		runWorkers(b, func(stream string, n int) error {
+			_, err := pool.Exec(ctx, `INSERT INTO bench_rows VALUES ($1, $2, $3)`, stream, n+1, payload)
+			return err
+		})
 	})
+}
+
+// benchPool opens a pool of concurrency connections to the test database and creates
+// table there, one row per (stream_id, seq) as the journal's primary key has it.
+func benchPool(b *testing.B, table string) *pgxpool.Pool {
+	ctx := context.Background()
+	pcfg, err := pgxpool.ParseConfig(testenv.PostgresDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pcfg.MaxConns = concurrency
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (stream_id text, seq bigint, data bytea, PRIMARY KEY (stream_id, seq))`); err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
+// runWorkers runs concurrency workers for the window of each op, each calling op with
+// its own stream and its op count so far (0, 1, ...) until the window ends, and reports
+// the ops done per second over every op as "ops/s".
+func runWorkers(b *testing.B, op func(stream string, n int) error) {
+	var total int64
+	var elapsed time.Duration
+	for i := 0; b.Loop(); i++ {
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		began := time.Now()
+		for w := range concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream := fmt.Sprintf("r%d-w%d", i, w)
+				for n := 0; time.Since(began) < window; n++ {
+					if err := op(stream, n); err != nil {
+						b.Error(err)
+						return
+					}
+					done.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		total, elapsed = total+done.Load(), elapsed+time.Since(began)
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "ops/s")
 }
 
 // stepRows is how many rows a bare step commits: a step's events (llm_requested,
@@ -116,47 +133,14 @@ const stepRows = 4
 func benchBareSteps(b *testing.B, sc mock.Script) {
 	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
 	defer model.Close()
-	ctx := context.Background()
-	pcfg, err := pgxpool.ParseConfig(testenv.PostgresDSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pcfg.MaxConns = concurrency
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE bench_steps (stream_id text, seq bigint, data bytea, PRIMARY KEY (stream_id, seq))`); err != nil {
-		b.Fatal(err)
-	}
+	pool := benchPool(b, "bench_steps")
 	body := executorRequest()
 	client := &http.Client{Transport: httpclient.Transport(), Timeout: time.Minute}
 	payload := make([]byte, 400)
-	var total int64
-	var elapsed time.Duration
-	for i := 0; b.Loop(); i++ {
-		var done atomic.Int64
-		var wg sync.WaitGroup
-		began := time.Now()
-		for w := range concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				stream := fmt.Sprintf("r%d-w%d", i, w)
-				for seq := 1; time.Since(began) < window; seq += stepRows {
-					if err := bareStep(ctx, client, model.URL+"/v1/chat/completions", body, pool, stream, seq, payload); err != nil {
-						b.Error(err)
-						return
-					}
-					done.Add(1)
-				}
-			}()
-		}
-		wg.Wait()
-		total, elapsed = total+done.Load(), elapsed+time.Since(began)
-	}
-	b.ReportMetric(float64(total)/elapsed.Seconds(), "ops/s")
+	ctx := context.Background()
+	runWorkers(b, func(stream string, n int) error {
+		return bareStep(ctx, client, model.URL+"/v1/chat/completions", body, pool, stream, 1+n*stepRows, payload)
+	})
 }
 
 // bareStep is one step of benchBareSteps: the model call, then the step's rows.
