@@ -103,7 +103,10 @@ func (n *Node) dropSessionData(ctx context.Context, id string) error {
 	}
 	timeout := dropTimeout
 	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+		// A future with a negative timeout would wait forever: never ask without time left.
+		if timeout = time.Until(d); timeout <= 0 {
+			return fmt.Errorf("ask the other members: %w", context.DeadlineExceeded)
+		}
 	}
 	self := n.member.Address()
 	root := n.member.System().Root
