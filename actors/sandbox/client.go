@@ -220,7 +220,10 @@ func newExecutionID() (string, error) {
 func (p *Pool) Stats(ctx context.Context) (Stats, error) {
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+		// A future with a negative timeout would wait forever.
+		if timeout = time.Until(d); timeout <= 0 {
+			return Stats{}, fmt.Errorf("sandbox pool stats: %w", context.DeadlineExceeded)
+		}
 	}
 	run := p.run.Load()
 	if run == nil {
