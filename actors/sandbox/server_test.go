@@ -409,3 +409,19 @@ func TestTokenRefresh(t *testing.T) {
 	n := calls.Load()
 	testenv.Eventually(t, 5*time.Second, func() bool { return calls.Load() >= n+2 }, "scheduled refreshes (have %d)", &calls)
 }
+
+// TestStatsWithNoTimeLeft: Stats on a context already past its deadline fails at once
+// with context.DeadlineExceeded (a request future with a negative timeout would never
+// time out).
+func TestStatsWithNoTimeLeft(t *testing.T) {
+	sb := startSandbox(t)
+	p, _ := startPool(t, testConfig(sb.url(), serverToken, discardLogger()))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := p.Stats(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stats past the deadline = %v; want context.DeadlineExceeded", err)
+	}
+	if _, err := p.Stats(context.Background()); err != nil {
+		t.Fatalf("Stats with time left: %v", err)
+	}
+}
