@@ -82,35 +82,21 @@ func (f *FuncCall) Receive(ctx actor.Context) {
 }
 
 // onStarted runs the function on a worker of the dispatch pool and sends its result
-// straight to the parent, then stops this actor, as the step runner does with a model
-// call (actors/session): one hand-over less, and a result made after this actor was
-// stopped or restarted is never delivered.
+// straight to the parent (dispatch.RunCall, as the step runner does with a model call): a
+// call cancelled by a stop or restart reports nothing, while the call's own timeout is an
+// error result the parent must see.
 func (f *FuncCall) onStarted(ctx actor.Context) {
-	stopped, cancel := context.WithCancel(context.Background())
-	f.cancel = cancel
-	cctx := stopped
-	if f.timeout > 0 {
-		// The timeout is the call's own: an error result the parent must see, unlike a stop.
-		var cancelCall context.CancelFunc
-		cctx, cancelCall = context.WithTimeout(stopped, f.timeout)
-		f.cancel = func() { cancelCall(); cancel() }
-	}
-	done := f.cancel
-	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
-	dispatch.Shared.Schedule(func() {
+	f.cancel = dispatch.RunCall(ctx, func(stop context.Context) any {
+		cctx := stop
+		if f.timeout > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(stop, f.timeout)
+			defer cancel()
+		}
 		res := f.call(cctx)
 		// The worker was the only reader: let go of the brief (the sub-agent's context).
 		f.brief = core.Brief{}
-		if stopped.Err() != nil {
-			// Stopped or restarted while calling: abandoned, and an error made by the
-			// cancellation is no answer.
-			return
-		}
-		done()
-		root.Send(parent, res)
-		// Stopped after the result is queued: the parent sees the result before the
-		// child's end (the agent actor re-queues a Terminated behind the child's messages).
-		root.Stop(self)
+		return res
 	})
 }
 

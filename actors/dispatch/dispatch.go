@@ -12,10 +12,11 @@
 //
 // Work that is not a mailbox may run on the pool too when its stack is as deep: the step
 // runner and the tool runner (actors/session) and a Go-function agent's call (actors/agent)
-// run on pool workers.
+// make their calls with RunCall.
 package dispatch
 
 import (
+	"context"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -86,3 +87,24 @@ var Shared = New(DefaultIdle, DefaultThroughput)
 
 // Props returns the option that runs an actor's mailbox on Shared.
 func Props() actor.PropsOption { return actor.WithDispatcher(Shared) }
+
+// RunCall runs call on a worker of Shared for the actor of ctx, a child that exists for
+// this one call, then sends call's result straight to the actor's parent and stops the
+// actor: one hand-over less than a result sent through the child's own mailbox. It
+// returns the cancel function the actor calls when it stops or restarts (Stopping,
+// Restarting): call's context is then cancelled and what call returns, made for an
+// abandoned call, is not sent. The parent sees the result before the child's end only if
+// it queues the child's Terminated behind the child's messages (actors/agent does).
+func RunCall(ctx actor.Context, call func(context.Context) any) context.CancelFunc {
+	cctx, cancel := context.WithCancel(context.Background())
+	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+	Shared.Schedule(func() {
+		res := call(cctx)
+		if cctx.Err() != nil {
+			return
+		}
+		root.Send(parent, res)
+		root.Stop(self)
+	})
+	return cancel
+}

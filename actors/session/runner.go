@@ -72,28 +72,17 @@ func (r *runner) Receive(ctx actor.Context) {
 }
 
 func (r *runner) onStarted(ctx actor.Context) {
-	cctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
 	// The call runs on a warm worker of the dispatch pool: its stack (the request build,
 	// tracing, the provider's client) is deep, and a new goroutine would grow and copy its
 	// stack on every call. The result goes straight to the parent, not through this
-	// actor's mailbox: one hand-over less per step.
-	dispatch.Shared.Schedule(func() {
+	// actor's mailbox: one hand-over less per step. A call cancelled by a stop or restart
+	// (abandoned; its end, if still due, is the parent's childGone) reports nothing.
+	r.cancel = dispatch.RunCall(ctx, func(cctx context.Context) any {
 		res := r.call(cctx)
-		// The goroutine was the only reader: let go of the state and history (see
+		// The worker was the only reader: let go of the state and history (see
 		// Grain.release).
 		r.state, r.hist = nil, nil
-		if cctx.Err() != nil {
-			// Stopped or restarted while calling: the call was abandoned (its end, if
-			// still due, is the parent's childGone), and an error made by the
-			// cancellation is no answer.
-			return
-		}
-		root.Send(parent, res)
-		// Stopped after the result is queued: the parent sees the result before the
-		// child's end (actors/agent re-queues a Terminated behind the child's messages).
-		root.Stop(self)
+		return res
 	})
 }
 

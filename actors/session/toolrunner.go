@@ -45,7 +45,9 @@ func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *message
 func (r *toolRunner) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		r.onStarted(ctx)
+		// On a pool worker, the result straight to the parent; a call cancelled by a stop
+		// or restart reports nothing (dispatch.RunCall).
+		r.cancel = dispatch.RunCall(ctx, func(cctx context.Context) any { return r.run(cctx) })
 	case *actor.Stopping, *actor.Restarting:
 		if r.cancel != nil {
 			r.cancel()
@@ -55,28 +57,6 @@ func (r *toolRunner) Receive(ctx actor.Context) {
 	default:
 		r.deps.Logger.Warn("tool runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
 	}
-}
-
-// onStarted runs the call on a worker of the dispatch pool and sends its result straight
-// to the parent, then stops this actor, as the step runner does (runner.go): one
-// hand-over less per tool call, and a result made after this actor was stopped or
-// restarted is never delivered.
-func (r *toolRunner) onStarted(ctx actor.Context) {
-	cctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
-	dispatch.Shared.Schedule(func() {
-		res := r.run(cctx)
-		if cctx.Err() != nil {
-			// Stopped or restarted while running: the call was abandoned (the parent
-			// sees the child's end), and an error made by the cancellation is no answer.
-			return
-		}
-		root.Send(parent, res)
-		// Stopped after the result is queued: the parent sees the result before the
-		// child's end (actors/agent re-queues a Terminated behind the child's messages).
-		root.Stop(self)
-	})
 }
 
 func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
