@@ -43,7 +43,9 @@ build: ## Build the fathom binary into bin/fathom
 
 .PHONY: run
 run: ## Run one session on embedded defaults (mock LLM, no services): make run GOAL="..."
-	$(GO) run ./cmd/fathom run "$(GOAL)"
+	@echo "make run: building bin/fathom (the first build on a fresh machine compiles ~600 packages: 5-20 minutes on 2 cores; later builds take seconds)" >&2
+	@$(GO) build -v -o bin/fathom ./cmd/fathom 2>&1 | awk '/^(#|[^ ]+\.go:)/ {print; err=1; next} {n++; if (n % 50 == 0) printf "make run: %d packages compiled\n", n > "/dev/stderr"} END {if (n) printf "make run: %d packages compiled\n", n > "/dev/stderr"; exit err}'
+	bin/fathom run "$(GOAL)"
 
 .PHONY: test
 test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race, stop the services

@@ -31,7 +31,7 @@ prepare_dir() {
     id postgres >/dev/null 2>&1 || die "user postgres does not exist (install postgresql-15)"
     chown -R postgres:postgres "$DIR"
     runuser -u postgres -- test -w "$DIR" \
-      || die "user postgres cannot write $DIR: a parent directory is not searchable (use a directory under /tmp)"
+      || die "user postgres cannot write $DIR: a parent directory is not searchable (chmod 755 it, e.g. the mktemp -d above DIR)"
   fi
 }
 
