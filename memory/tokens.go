@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
@@ -49,11 +51,25 @@ const (
 type Tokenizer struct {
 	name string
 	tk   *tiktoken.Tiktoken
-	// split and ranks count ASCII text without tiktoken-go's regexp2 pre-tokeniser
-	// (pretokenize.go); nil for encodings without a hand-written splitter.
+	// split counts ASCII text without the regexp2 pre-tokeniser (pretokenize.go); nil
+	// for encodings without a hand-written splitter.
 	split func(asciiText, func(string))
-	ranks map[string]int
+	// pattern is the encoding's pre-tokeniser, for all other text; ranks are its BPE
+	// ranks (bpe.go merges each piece). Both nil if the ranks came from elsewhere than
+	// Fathom's loader: then tiktoken-go counts.
+	pattern *regexp2.Regexp
+	ranks   *bpeRanks
 }
+
+// The encodings' pre-tokeniser patterns, as tiktoken-go (encoding.go) and OpenAI's
+// tiktoken define them.
+const (
+	o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	p50kPattern   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+)
 
 // ranksLoader is the offline BPE loader, keeping each file's ranks so the fast counting
 // path shares tiktoken-go's map instead of loading a second copy.
@@ -127,17 +143,20 @@ func GetTokenizer(encoding string) (*Tokenizer, error) {
 			return
 		}
 		e.t = &Tokenizer{name: encoding, tk: tk}
+		pattern := p50kPattern
 		switch encoding {
 		case EncodingO200K:
-			e.t.split = splitO200K
+			e.t.split, pattern = splitO200K, o200kPattern
 		case EncodingCL100K:
-			e.t.split = splitCL100K
+			e.t.split, pattern = splitCL100K, cl100kPattern
 		}
-		if e.t.split != nil {
-			if e.t.ranks = loader.ranksOf("/" + encoding + ".tiktoken"); e.t.ranks == nil {
-				e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
-			}
+		ranks := loader.ranksOf("/" + encoding + ".tiktoken")
+		if ranks == nil {
+			e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
+			return
 		}
+		e.t.ranks = newBPERanks(ranks)
+		e.t.pattern = regexp2.MustCompile(pattern, regexp2.None)
 	})
 	return e.t, e.err
 }
@@ -194,21 +213,24 @@ func (t *Tokenizer) Count(text string) int {
 	if text == "" {
 		return 0
 	}
-	if t.split == nil {
+	if t.ranks == nil {
 		return len(t.tk.EncodeOrdinary(text))
+	}
+	if t.split == nil {
+		return t.countPieces(text)
 	}
 	// No piece of either pattern spans a newline followed by a byte that is neither white
 	// space nor '/' (a white-space piece ends at the run's last newline, a punctuation
 	// piece's trailing newlines and slashes end there too, and no other piece holds a
 	// newline), so the text is counted in chunks ending there: ASCII chunks by the
-	// scanner, others by tiktoken-go.
+	// scanner, others by the regexp pre-tokeniser.
 	n := 0
 	for len(text) > 0 {
 		end := lineEnd(text)
 		if line := text[:end]; isASCII(line) {
 			n += t.countASCII(line)
 		} else {
-			n += len(t.tk.EncodeOrdinary(line))
+			n += t.countPieces(line)
 		}
 		text = text[end:]
 	}
@@ -238,6 +260,33 @@ func isSpaceByte(b byte) bool {
 func (t *Tokenizer) countASCII(text string) int {
 	n := 0
 	t.split(asciiText(text), func(piece string) { n += bpeCount(piece, t.ranks) })
+	return n
+}
+
+// countPieces counts text split by the encoding's regexp pre-tokeniser, each piece merged
+// by bpeCount: tiktoken-go's pieces and count, without its quadratic merge.
+func (t *Tokenizer) countPieces(text string) int {
+	if !utf8.ValidString(text) {
+		// As tiktoken-go reads it: the pattern runs on runes, each invalid byte a U+FFFD.
+		text = string([]rune(text))
+	}
+	n := 0
+	// The matches are in runes and in order; at and off are the rune and byte offsets
+	// of the text already counted.
+	at, off := 0, 0
+	skip := func(to int) int { // byte offset of rune to, from (at, off)
+		for ; at < to; at++ {
+			_, size := utf8.DecodeRuneInString(text[off:])
+			off += size
+		}
+		return off
+	}
+	m, _ := t.pattern.FindStringMatch(text)
+	for m != nil {
+		start := skip(m.Index)
+		n += bpeCount(text[start:skip(m.Index+m.Length)], t.ranks)
+		m, _ = t.pattern.FindNextMatch(m)
+	}
 	return n
 }
 

@@ -1,0 +1,243 @@
+package memory
+
+import "math"
+
+// Byte-pair encoding of one piece, counting tokens only. tiktoken merges, again and again,
+// the adjacent pair of parts whose concatenation has the lowest rank (the leftmost such
+// pair on a tie) until no adjacent pair is a token. Done by rescanning every pair after
+// each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
+// and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
+// Short pieces (nearly all of them) are merged by the rescanning loop, which is the
+// fastest for them; longer ones by a priority queue over the adjacent pairs, O(n log n)
+// and merging in exactly the same order.
+
+// smallPiece is the longest piece merged by rescanning.
+const smallPiece = 64
+
+// noRank marks a part with no mergeable pair after it, and a part merged into its left
+// neighbour.
+const noRank = -1
+
+// bpeRanks are an encoding's merge ranks: the map of every token's bytes, and a table of
+// the two-byte tokens (the first merges of every piece, looked up without hashing).
+type bpeRanks struct {
+	m    map[string]int
+	pair *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
+}
+
+// newBPERanks indexes ranks.
+func newBPERanks(ranks map[string]int) *bpeRanks {
+	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32)}
+	for i := range r.pair {
+		r.pair[i] = noRank
+	}
+	for tok, rank := range ranks {
+		if len(tok) == 2 {
+			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+	}
+	return r
+}
+
+// rank returns the rank of the token of bytes s, or noRank.
+func (r *bpeRanks) rank(s string) int32 {
+	if len(s) == 2 {
+		return r.pair[int(s[0])<<8|int(s[1])]
+	}
+	if v, ok := r.m[s]; ok {
+		return int32(v)
+	}
+	return noRank
+}
+
+// bpeCount returns the number of tokens byte-pair encoding gives piece under ranks.
+func bpeCount(piece string, ranks *bpeRanks) int {
+	if len(piece) <= 1 {
+		return len(piece)
+	}
+	if ranks.rank(piece) != noRank {
+		return 1
+	}
+	if len(piece) > smallPiece {
+		n, _ := bpeCountHeap(piece, ranks)
+		return n
+	}
+	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
+	// parts k and k+1, or noRank.
+	var boundsBuf [smallPiece + 1]int
+	var prBuf [smallPiece]int32
+	bounds, pr := boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	for i := range bounds {
+		bounds[i] = i
+	}
+	for k := range pr {
+		pr[k] = ranks.rank(piece[k : k+2])
+	}
+	pairRank := func(k int) int32 {
+		if k+2 >= len(bounds) {
+			return noRank
+		}
+		return ranks.rank(piece[bounds[k]:bounds[k+2]])
+	}
+	for len(pr) > 0 {
+		at := -1
+		for k, r := range pr {
+			if r != noRank && (at < 0 || r < pr[at]) {
+				at = k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		bounds = append(bounds[:at+1], bounds[at+2:]...)
+		pr = append(pr[:at], pr[at+1:]...)
+		if at < len(pr) {
+			pr[at] = pairRank(at)
+		}
+		if at > 0 {
+			pr[at-1] = pairRank(at - 1)
+		}
+	}
+	return len(bounds) - 1
+}
+
+// bpeCountHeap is bpeCount for a long piece: the pairs wait in a binary min-heap keyed by
+// (rank, start), so the pair popped first is the lowest-ranked and, among equal ranks,
+// the leftmost, exactly the pair the rescanning loop picks. A merge changes the pairs on
+// either side of the merged part; their new ranks are pushed and the old entries are
+// left in the heap and skipped when popped (a part's rank at a start never comes back:
+// the pair's bytes only grow, and ranks are unique per byte string). Each merge does
+// O(1) rank lookups and O(log n) heap work. work is the number of rank lookups and heap
+// pushes done, for tests of the scaling.
+func bpeCountHeap(piece string, ranks *bpeRanks) (parts, work int) {
+	n := len(piece)
+	if n >= math.MaxInt32 {
+		// Positions are kept in 32 bits. No message is this long; count its halves (an
+		// estimate: a token may span the middle).
+		a, w1 := bpeCountHeap(piece[:n/2], ranks)
+		b, w2 := bpeCountHeap(piece[n/2:], ranks)
+		return a + b, w1 + w2
+	}
+	// Part i starts at byte i while it is alive; next[i] is the start of the part after it
+	// (n for the last), prev[i] the start of the part before it; rank[i] is the rank of
+	// merging part i with the next part, noRank if there is none.
+	next := make([]int32, n)
+	prev := make([]int32, n)
+	rank := make([]int32, n)
+	h := make(pairHeap, 0, n)
+	for i := range n {
+		next[i], prev[i] = int32(i+1), int32(i-1)
+		rank[i] = noRank
+		if i+2 <= n {
+			if rank[i] = ranks.rank(piece[i : i+2]); rank[i] != noRank {
+				h = append(h, pairKey(int(rank[i]), i))
+			}
+		}
+	}
+	h.init()
+	work = n
+	pairRank := func(i int32) int32 {
+		work++
+		j := next[i]
+		if int(j) >= n {
+			return noRank
+		}
+		return ranks.rank(piece[i:next[j]])
+	}
+	parts = n
+	for len(h) > 0 {
+		r, i := h.pop()
+		if rank[i] != r {
+			continue // stale: the part was merged away, or its pair changed
+		}
+		j := next[i]
+		k := next[j]
+		next[i] = k
+		rank[j] = noRank
+		if int(k) < n {
+			prev[k] = i
+		}
+		parts--
+		if rank[i] = pairRank(i); rank[i] != noRank {
+			h.push(pairKey(int(rank[i]), int(i)))
+			work++
+		}
+		if p := prev[i]; p >= 0 {
+			if rank[p] = pairRank(p); rank[p] != noRank {
+				h.push(pairKey(int(rank[p]), int(p)))
+				work++
+			}
+		}
+	}
+	return parts, work
+}
+
+// heapArity is the pair heap's number of children per node: four keys fill half a cache
+// line, and the heap is half as deep as a binary one.
+const heapArity = 4
+
+// pairHeap is a 4-ary min-heap of pair keys: rank in the high 32 bits, the pair's start
+// in the low, so keys order by rank, then leftmost first.
+type pairHeap []uint64
+
+func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
+
+func (h pairHeap) init() {
+	if len(h) < 2 {
+		return
+	}
+	for i := (len(h) - 2) / heapArity; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *pairHeap) push(k uint64) {
+	*h = append(*h, k)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / heapArity
+		if s[p] <= k {
+			break
+		}
+		s[i] = s[p]
+		i = p
+	}
+	s[i] = k
+}
+
+// pop removes the smallest key and returns its rank and start.
+func (h *pairHeap) pop() (rank, start int32) {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return int32(top >> 32), int32(uint32(top))
+}
+
+func (h pairHeap) down(i int) {
+	n := len(h)
+	k := h[i]
+	for {
+		first := heapArity*i + 1
+		if first >= n {
+			break
+		}
+		c := first
+		for d := first + 1; d < min(first+heapArity, n); d++ {
+			if h[d] < h[c] {
+				c = d
+			}
+		}
+		if k <= h[c] {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = k
+}
