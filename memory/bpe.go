@@ -50,17 +50,18 @@ func (r *bpeRanks) rank(s string) int32 {
 	return noRank
 }
 
-// bpeCount returns the number of tokens byte-pair encoding gives piece under ranks.
-func bpeCount(piece string, ranks *bpeRanks) int {
+// bpeCount returns the number of tokens byte-pair encoding gives piece under ranks. A
+// long piece's merge stops early, ok false, once done is closed (nil: never).
+func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bool) {
 	if len(piece) <= 1 {
-		return len(piece)
+		return len(piece), true
 	}
 	if ranks.rank(piece) != noRank {
-		return 1
+		return 1, true
 	}
 	if len(piece) > smallPiece {
-		n, _ := bpeCountHeap(piece, ranks)
-		return n
+		n, _, ok := bpeCountHeap(done, piece, ranks)
+		return n, ok
 	}
 	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
 	// parts k and k+1, or noRank.
@@ -98,7 +99,7 @@ func bpeCount(piece string, ranks *bpeRanks) int {
 			pr[at-1] = pairRank(at - 1)
 		}
 	}
-	return len(bounds) - 1
+	return len(bounds) - 1, true
 }
 
 // bpeCountHeap is bpeCount for a long piece: the pairs wait in a binary min-heap keyed by
@@ -108,15 +109,16 @@ func bpeCount(piece string, ranks *bpeRanks) int {
 // left in the heap and skipped when popped (a part's rank at a start never comes back:
 // the pair's bytes only grow, and ranks are unique per byte string). Each merge does
 // O(1) rank lookups and O(log n) heap work. work is the number of rank lookups and heap
-// pushes done, for tests of the scaling.
-func bpeCountHeap(piece string, ranks *bpeRanks) (parts, work int) {
+// pushes done, for tests of the scaling. Every stopCheck pops it checks done, and stops
+// (ok false) once it is closed.
+func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
 	n := len(piece)
 	if n >= math.MaxInt32 {
 		// Positions are kept in 32 bits. No message is this long; count its halves (an
 		// estimate: a token may span the middle).
-		a, w1 := bpeCountHeap(piece[:n/2], ranks)
-		b, w2 := bpeCountHeap(piece[n/2:], ranks)
-		return a + b, w1 + w2
+		a, w1, ok1 := bpeCountHeap(done, piece[:n/2], ranks)
+		b, w2, ok2 := bpeCountHeap(done, piece[n/2:], ranks)
+		return a + b, w1 + w2, ok1 && ok2
 	}
 	// Part i starts at byte i while it is alive; next[i] is the start of the part after it
 	// (n for the last), prev[i] the start of the part before it; rank[i] is the rank of
@@ -145,7 +147,10 @@ func bpeCountHeap(piece string, ranks *bpeRanks) (parts, work int) {
 		return ranks.rank(piece[i:next[j]])
 	}
 	parts = n
-	for len(h) > 0 {
+	for pops := 1; len(h) > 0; pops++ {
+		if pops%stopCheck == 0 && stopped(done) {
+			return parts, work, false
+		}
 		r, i := h.pop()
 		if rank[i] != r {
 			continue // stale: the part was merged away, or its pair changed
@@ -169,8 +174,12 @@ func bpeCountHeap(piece string, ranks *bpeRanks) (parts, work int) {
 			}
 		}
 	}
-	return parts, work
+	return parts, work, true
 }
+
+// stopCheck is how many heap pops a long merge makes between checks of its done channel:
+// well under a millisecond of work.
+const stopCheck = 4096
 
 // heapArity is the pair heap's number of children per node: four keys fill half a cache
 // line, and the heap is half as deep as a binary one.

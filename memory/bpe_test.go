@@ -1,10 +1,14 @@
 package memory
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/fathom-agents/fathom/llm"
 )
 
 // pathological returns texts that byte-pair encoding finds hard, a few thousand bytes
@@ -83,8 +87,8 @@ func TestHeapMergesLikeRescanning(t *testing.T) {
 		for i := range b {
 			b[i] = a[r.IntN(len(a))]
 		}
-		if h, _ := bpeCountHeap(string(b), tk.ranks); h != bpeCount(string(b), tk.ranks) {
-			t.Fatalf("%q: heap %d, rescanning %d", b, h, bpeCount(string(b), tk.ranks))
+		if h, _, _ := bpeCountHeap(nil, string(b), tk.ranks); h != mustCount(string(b), tk.ranks) {
+			t.Fatalf("%q: heap %d, rescanning %d", b, h, mustCount(string(b), tk.ranks))
 		}
 	}
 	single := []string{"ab", "ACGT", "aeiou", "abcdefghijklmnopqrstuvwxyz"} // one pre-token each
@@ -94,7 +98,7 @@ func TestHeapMergesLikeRescanning(t *testing.T) {
 		for i := range b {
 			b[i] = a[r.IntN(len(a))]
 		}
-		h, _ := bpeCountHeap(string(b), tk.ranks)
+		h, _, _ := bpeCountHeap(nil, string(b), tk.ranks)
 		if want := len(tk.tk.EncodeOrdinary(string(b))); h != want {
 			t.Fatalf("%q: heap %d, tiktoken-go %d", b, h, want)
 		}
@@ -117,7 +121,7 @@ func TestMergeWorkIsLinear(t *testing.T) {
 	for name, s := range map[string]string{"letter": strings.Repeat("x", 1<<18), "acgt": string(dna)} {
 		var prev int
 		for n := 1 << 14; n <= 1<<18; n *= 2 {
-			_, work := bpeCountHeap(s[:n], tk.ranks)
+			_, work, _ := bpeCountHeap(nil, s[:n], tk.ranks)
 			if work > 4*n {
 				t.Errorf("%s of %d bytes: %d lookups and pushes, more than 4 per byte", name, n, work)
 			}
@@ -130,5 +134,44 @@ func TestMergeWorkIsLinear(t *testing.T) {
 	// The count of a megabyte-long run: o200k_base has a token of 8 x's.
 	if n := tk.Count(strings.Repeat("x", 1<<20)); n != 1<<17 {
 		t.Errorf("Count of 1 MiB of x = %d, want %d", n, 1<<17)
+	}
+}
+
+// mustCount is bpeCount without a done channel.
+func mustCount(piece string, ranks *bpeRanks) int {
+	n, _ := bpeCount(nil, piece, ranks)
+	return n
+}
+
+// TestCountStopsWhenCancelled: a count for a cancelled caller stops at once, however long
+// the piece, and a counter bound to a cancelled context falls back to the byte count, an
+// upper bound, without tokenising.
+func TestCountStopsWhenCancelled(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, s := range []string{strings.Repeat("x", 1<<22), strings.Repeat("é", 1<<21), strings.Repeat("word ", 1<<20)} {
+		if n, err := tk.CountContext(ctx, s); !errors.Is(err, context.Canceled) {
+			t.Fatalf("CountContext on a cancelled context: %d, %v", n, err)
+		}
+	}
+	// A merge under way stops at its next check: within stopCheck pops of 4 MiB.
+	done := make(chan struct{})
+	close(done)
+	if _, work, ok := bpeCountHeap(done, strings.Repeat("x", 1<<22), tk.ranks); ok || work > 1<<22+3*stopCheck {
+		t.Fatalf("stopped merge: ok %v after %d lookups and pushes", ok, work)
+	}
+	m := llm.Message{Role: "tool", Content: strings.Repeat("x", 1<<22)}
+	if n := WithContext(ctx, tk).CountMessage(m); n != (ByteCounter{}).CountMessage(m) {
+		t.Fatalf("cancelled counter: %d, want the byte count", n)
+	}
+	if n, want := WithContext(context.Background(), tk).CountMessage(m), tk.CountMessage(m); n != want {
+		t.Fatalf("live counter: %d, want %d", n, want)
+	}
+	if n, err := tk.CountMessageContext(context.Background(), m); err != nil || n != tk.CountMessage(m) {
+		t.Fatalf("CountMessageContext: %d, %v; CountMessage %d", n, err, tk.CountMessage(m))
 	}
 }
