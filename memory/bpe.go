@@ -1,6 +1,9 @@
 package memory
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // Byte-pair encoding of one piece, counting tokens only. tiktoken merges, again and again,
 // the adjacent pair of parts whose concatenation has the lowest rank (the leftmost such
@@ -102,13 +105,13 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	return len(bounds) - 1, true
 }
 
-// bpeCountHeap is bpeCount for a long piece: the pairs wait in a binary min-heap keyed by
+// bpeCountHeap is bpeCount for a long piece: the pairs wait in a priority queue keyed by
 // (rank, start), so the pair popped first is the lowest-ranked and, among equal ranks,
 // the leftmost, exactly the pair the rescanning loop picks. A merge changes the pairs on
 // either side of the merged part; their new ranks are pushed and the old entries are
-// left in the heap and skipped when popped (a part's rank at a start never comes back:
+// left in the queue and skipped when popped (a part's rank at a start never comes back:
 // the pair's bytes only grow, and ranks are unique per byte string). Each merge does
-// O(1) rank lookups and O(log n) heap work. work is the number of rank lookups and heap
+// O(1) rank lookups and at most O(log n) queue work (pairQueue). work is the number of rank lookups and heap
 // pushes done, for tests of the scaling. Every stopCheck pops it checks done, and stops
 // (ok false) once it is closed.
 func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
@@ -126,17 +129,16 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 	next := make([]int32, n)
 	prev := make([]int32, n)
 	rank := make([]int32, n)
-	h := make(pairHeap, 0, n)
+	var q pairQueue
 	for i := range n {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 		rank[i] = noRank
 		if i+2 <= n {
 			if rank[i] = ranks.rank(piece[i : i+2]); rank[i] != noRank {
-				h = append(h, pairKey(int(rank[i]), i))
+				q.push(pairKey(int(rank[i]), i))
 			}
 		}
 	}
-	h.init()
 	work = n
 	pairRank := func(i int32) int32 {
 		work++
@@ -147,11 +149,11 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		return ranks.rank(piece[i:next[j]])
 	}
 	parts = n
-	for pops := 1; len(h) > 0; pops++ {
+	for pops := 1; q.len() > 0; pops++ {
 		if pops%stopCheck == 0 && stopped(done) {
 			return parts, work, false
 		}
-		r, i := h.pop()
+		r, i := q.pop()
 		if rank[i] != r {
 			continue // stale: the part was merged away, or its pair changed
 		}
@@ -164,17 +166,69 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		}
 		parts--
 		if rank[i] = pairRank(i); rank[i] != noRank {
-			h.push(pairKey(int(rank[i]), int(i)))
+			q.push(pairKey(int(rank[i]), int(i)))
 			work++
 		}
 		if p := prev[i]; p >= 0 {
 			if rank[p] = pairRank(p); rank[p] != noRank {
-				h.push(pairKey(int(rank[p]), int(p)))
+				q.push(pairKey(int(rank[p]), int(p)))
 				work++
 			}
 		}
 	}
 	return parts, work, true
+}
+
+// pairQueue is the merge's priority queue of pair keys: a radix heap (O(1) push, pops
+// amortised over the key's bits, memory touched in order) for keys at or above the last
+// key popped, and a heap for the rare keys below it (a merge whose new pair has a lower
+// rank than the merge itself). Keys are popped in increasing order.
+type pairQueue struct {
+	last    uint64
+	n       int
+	buckets [65][]uint64 // bucket b holds keys whose highest bit differing from last is bit b-1
+	low     pairHeap
+}
+
+func (q *pairQueue) len() int { return q.n + len(q.low) }
+
+func (q *pairQueue) push(k uint64) {
+	if k < q.last {
+		q.low.push(k)
+		return
+	}
+	b := bits.Len64(k ^ q.last)
+	q.buckets[b] = append(q.buckets[b], k)
+	q.n++
+}
+
+// pop removes the smallest key and returns its rank and start.
+func (q *pairQueue) pop() (rank, start int32) {
+	if len(q.low) > 0 {
+		return q.low.pop()
+	}
+	if len(q.buckets[0]) == 0 {
+		b := 1
+		for len(q.buckets[b]) == 0 {
+			b++
+		}
+		keys := q.buckets[b]
+		m := keys[0]
+		for _, k := range keys[1:] {
+			m = min(m, k)
+		}
+		q.last = m
+		for _, k := range keys {
+			c := bits.Len64(k ^ m)
+			q.buckets[c] = append(q.buckets[c], k)
+		}
+		q.buckets[b] = keys[:0]
+	}
+	z := q.buckets[0]
+	k := z[len(z)-1]
+	q.buckets[0] = z[:len(z)-1]
+	q.n--
+	return int32(k >> 32), int32(uint32(k))
 }
 
 // stopCheck is how many heap pops a long merge makes between checks of its done channel:
@@ -190,15 +244,6 @@ const heapArity = 4
 type pairHeap []uint64
 
 func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
-
-func (h pairHeap) init() {
-	if len(h) < 2 {
-		return
-	}
-	for i := (len(h) - 2) / heapArity; i >= 0; i-- {
-		h.down(i)
-	}
-}
 
 func (h *pairHeap) push(k uint64) {
 	*h = append(*h, k)

@@ -168,6 +168,7 @@ func TestCountStopsWhenCancelled(t *testing.T) {
 	if n := WithContext(ctx, tk).CountMessage(m); n != (ByteCounter{}).CountMessage(m) {
 		t.Fatalf("cancelled counter: %d, want the byte count", n)
 	}
+	m.Content = strings.Repeat("x", 5000)
 	if n, want := WithContext(context.Background(), tk).CountMessage(m), tk.CountMessage(m); n != want {
 		t.Fatalf("live counter: %d, want %d", n, want)
 	}
