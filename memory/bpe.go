@@ -3,6 +3,7 @@ package memory
 import (
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // Byte-pair encoding of one piece, counting tokens only. tiktoken merges, again and again,
@@ -126,10 +127,10 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 	// Part i starts at byte i while it is alive; next[i] is the start of the part after it
 	// (n for the last), prev[i] the start of the part before it; rank[i] is the rank of
 	// merging part i with the next part, noRank if there is none.
-	next := make([]int32, n)
-	prev := make([]int32, n)
-	rank := make([]int32, n)
-	var q pairQueue
+	buf := mergeBufs.Get().(*mergeBuf)
+	defer buf.put()
+	next, prev, rank := buf.arrays(n)
+	q := &buf.q
 	for i := range n {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 		rank[i] = noRank
@@ -177,6 +178,44 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		}
 	}
 	return parts, work, true
+}
+
+// mergeBuf is the working memory of one long merge, reused: a megabyte-long piece needs
+// ~20 MB of it, which would otherwise be allocated, zeroed and collected every time.
+type mergeBuf struct {
+	next, prev, rank []int32
+	q                pairQueue
+}
+
+var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
+
+// arrays returns the buffer's three arrays of length n (contents undefined).
+func (b *mergeBuf) arrays(n int) (next, prev, rank []int32) {
+	if cap(b.next) < n {
+		b.next, b.prev, b.rank = make([]int32, n), make([]int32, n), make([]int32, n)
+	}
+	return b.next[:n], b.prev[:n], b.rank[:n]
+}
+
+// put empties the queue and returns the buffer to the pool, unless it grew past
+// maxPooledMerge (kept only for ordinary pieces).
+func (b *mergeBuf) put() {
+	if cap(b.next) > maxPooledMerge {
+		return
+	}
+	b.q.reset()
+	mergeBufs.Put(b)
+}
+
+// maxPooledMerge is the longest piece whose merge buffer is kept for reuse.
+const maxPooledMerge = 4 << 20
+
+func (q *pairQueue) reset() {
+	q.last, q.n = 0, 0
+	for i := range q.buckets {
+		q.buckets[i] = q.buckets[i][:0]
+	}
+	q.low = q.low[:0]
 }
 
 // pairQueue is the merge's priority queue of pair keys: a radix heap (O(1) push, pops
