@@ -14,6 +14,12 @@
 // priming. Each message is counted once, when it is recorded, and the count is stored
 // in its event.
 //
+// The ranks and the pre-tokeniser patterns are tiktoken's, and counts equal tiktoken's,
+// but the merge is Fathom's own (bpe.go): tiktoken-go's rescans every pair after each
+// merge, quadratic in a piece's length, and text without pre-token splits (a run of one
+// letter, a DNA sequence, a CJK paragraph) is one piece however long. Long pieces are
+// merged through a priority queue of their pairs, O(n log n).
+//
 // # Context
 //
 // BuildContext is a pure function from session state (system prompt, summary, recorded

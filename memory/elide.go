@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -37,6 +38,40 @@ func (ByteCounter) CountMessage(m llm.Message) int {
 		n += TokensPerToolCall + len(c.Name) + len(c.Arguments)
 	}
 	return n
+}
+
+// WithContext returns c bound to ctx: it counts as c until ctx is done and as
+// ByteCounter from then on (an upper bound, in constant time), and a count under way
+// when ctx ends stops within a few thousand merges (Tokenizer.CountMessageContext) and
+// falls back the same way. Give it to ContextConfig.Counter or Elide for work done on
+// behalf of a call that can be cancelled: once the call is cancelled no more text is
+// tokenised for it, and what is built meanwhile still fits its budget. A nil c is
+// ByteCounter.
+func WithContext(ctx context.Context, c MessageCounter) MessageCounter {
+	if c == nil {
+		return ByteCounter{}
+	}
+	return ctxCounter{ctx: ctx, c: c}
+}
+
+// ctxCounter is WithContext's counter.
+type ctxCounter struct {
+	ctx context.Context
+	c   MessageCounter
+}
+
+// CountMessage implements MessageCounter.
+func (c ctxCounter) CountMessage(m llm.Message) int {
+	if c.ctx.Err() == nil {
+		tok, ok := c.c.(*Tokenizer)
+		if !ok {
+			return c.c.CountMessage(m)
+		}
+		if n, err := tok.CountMessageContext(c.ctx, m); err == nil {
+			return n
+		}
+	}
+	return ByteCounter{}.CountMessage(m)
 }
 
 // ElidedArgumentsKey is the key of the JSON object that replaces elided tool call

@@ -6,7 +6,8 @@ package memory
 // engine), which costs more than everything else in a count and allocates on every match.
 // For text without bytes ≥ 0x80, the pieces of o200k_base's and cl100k_base's patterns
 // follow from a few character classes, so a scanner finds them directly. Text with any
-// other byte goes through tiktoken-go unchanged. FuzzASCIICountMatchesTiktoken checks the
+// other byte is split by the pattern itself (regexp2, as tiktoken-go splits it); either
+// way each piece is merged by bpe.go. FuzzASCIICountMatchesTiktoken checks the
 // scanner against tiktoken-go.
 //
 // The patterns, with \p{L}, \p{N} and \s restricted to ASCII (letters A–Z a–z, digits
@@ -227,43 +228,4 @@ func splitCL100K(s asciiText, piece func(string)) {
 		piece(string(s[i:end]))
 		i = end
 	}
-}
-
-// bpeCount returns the number of tokens byte-pair encoding gives piece under ranks: the
-// adjacent pair whose merge has the lowest rank is merged until no pair has a rank.
-func bpeCount(piece string, ranks map[string]int) int {
-	if len(piece) <= 1 {
-		return len(piece)
-	}
-	if _, ok := ranks[piece]; ok {
-		return 1
-	}
-	// bounds[k] is the start of part k; the parts end at len(piece).
-	var small [64]int
-	bounds := small[:0]
-	for i := 0; i <= len(piece); i++ {
-		bounds = append(bounds, i)
-	}
-	rank := func(k int) int { // rank of merging parts k and k+1, or -1
-		if k+2 >= len(bounds) {
-			return -1
-		}
-		if r, ok := ranks[piece[bounds[k]:bounds[k+2]]]; ok {
-			return r
-		}
-		return -1
-	}
-	for len(bounds) > 2 {
-		best, at := -1, -1
-		for k := 0; k+2 < len(bounds); k++ {
-			if r := rank(k); r >= 0 && (best < 0 || r < best) {
-				best, at = r, k
-			}
-		}
-		if at < 0 {
-			break
-		}
-		bounds = append(bounds[:at+1], bounds[at+2:]...)
-	}
-	return len(bounds) - 1
 }

@@ -1,10 +1,13 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
@@ -49,11 +52,25 @@ const (
 type Tokenizer struct {
 	name string
 	tk   *tiktoken.Tiktoken
-	// split and ranks count ASCII text without tiktoken-go's regexp2 pre-tokeniser
-	// (pretokenize.go); nil for encodings without a hand-written splitter.
+	// split counts ASCII text without the regexp2 pre-tokeniser (pretokenize.go); nil
+	// for encodings without a hand-written splitter.
 	split func(asciiText, func(string))
-	ranks map[string]int
+	// pattern is the encoding's pre-tokeniser, for all other text; ranks are its BPE
+	// ranks (bpe.go merges each piece). Both nil if the ranks came from elsewhere than
+	// Fathom's loader: then tiktoken-go counts.
+	pattern *regexp2.Regexp
+	ranks   *bpeRanks
 }
+
+// The encodings' pre-tokeniser patterns, as tiktoken-go (encoding.go) and OpenAI's
+// tiktoken define them.
+const (
+	o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|` +
+		`\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	p50kPattern   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+)
 
 // ranksLoader is the offline BPE loader, keeping each file's ranks so the fast counting
 // path shares tiktoken-go's map instead of loading a second copy.
@@ -127,17 +144,20 @@ func GetTokenizer(encoding string) (*Tokenizer, error) {
 			return
 		}
 		e.t = &Tokenizer{name: encoding, tk: tk}
+		pattern := p50kPattern
 		switch encoding {
 		case EncodingO200K:
-			e.t.split = splitO200K
+			e.t.split, pattern = splitO200K, o200kPattern
 		case EncodingCL100K:
-			e.t.split = splitCL100K
+			e.t.split, pattern = splitCL100K, cl100kPattern
 		}
-		if e.t.split != nil {
-			if e.t.ranks = loader.ranksOf("/" + encoding + ".tiktoken"); e.t.ranks == nil {
-				e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
-			}
+		ranks := loader.ranksOf("/" + encoding + ".tiktoken")
+		if ranks == nil {
+			e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
+			return
 		}
+		e.t.ranks = newBPERanks(ranks)
+		e.t.pattern = regexp2.MustCompile(pattern, regexp2.None)
 	})
 	return e.t, e.err
 }
@@ -191,28 +211,64 @@ func (t *Tokenizer) Name() string { return t.name }
 // "<|endoftext|>" in text are counted as ordinary text, as the chat APIs treat user
 // content.
 func (t *Tokenizer) Count(text string) int {
+	n, _ := t.count(nil, text)
+	return n
+}
+
+// CountContext is Count giving up once ctx is done: it checks between the text's chunks
+// and every few thousand merges of a long piece, so a cancelled caller stops spending CPU
+// on the count within a millisecond or so. The error wraps ctx.Err().
+func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) {
+	n, ok := t.count(ctx.Done(), text)
+	if !ok {
+		return 0, fmt.Errorf("count tokens: %w", ctx.Err())
+	}
+	return n, nil
+}
+
+// count is Count, stopping with ok false once done is closed (a nil done never is).
+func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	if text == "" {
-		return 0
+		return 0, true
+	}
+	if t.ranks == nil {
+		return len(t.tk.EncodeOrdinary(text)), true
 	}
 	if t.split == nil {
-		return len(t.tk.EncodeOrdinary(text))
+		return t.countPieces(done, text)
 	}
 	// No piece of either pattern spans a newline followed by a byte that is neither white
 	// space nor '/' (a white-space piece ends at the run's last newline, a punctuation
 	// piece's trailing newlines and slashes end there too, and no other piece holds a
 	// newline), so the text is counted in chunks ending there: ASCII chunks by the
-	// scanner, others by tiktoken-go.
-	n := 0
+	// scanner, others by the regexp pre-tokeniser.
 	for len(text) > 0 {
+		if stopped(done) {
+			return n, false
+		}
 		end := lineEnd(text)
+		var c int
 		if line := text[:end]; isASCII(line) {
-			n += t.countASCII(line)
+			c, ok = t.countASCII(done, line)
 		} else {
-			n += len(t.tk.EncodeOrdinary(line))
+			c, ok = t.countPieces(done, line)
+		}
+		if n += c; !ok {
+			return n, false
 		}
 		text = text[end:]
 	}
-	return n
+	return n, true
+}
+
+// stopped reports whether done is closed.
+func stopped(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // lineEnd returns the end of text's first chunk: just after the first newline that is
@@ -235,10 +291,48 @@ func isSpaceByte(b byte) bool {
 
 // countASCII counts ASCII text with the hand-written splitter and the BPE ranks: the
 // same count as tiktoken-go's, without its regexp2 pre-tokeniser.
-func (t *Tokenizer) countASCII(text string) int {
-	n := 0
-	t.split(asciiText(text), func(piece string) { n += bpeCount(piece, t.ranks) })
-	return n
+func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
+	ok = true
+	t.split(asciiText(text), func(piece string) {
+		if ok { // once stopped, the scan runs out (linear) without merging
+			var c int
+			c, ok = bpeCount(done, piece, t.ranks)
+			n += c
+		}
+	})
+	return n, ok
+}
+
+// countPieces counts text split by the encoding's regexp pre-tokeniser, each piece merged
+// by bpeCount: tiktoken-go's pieces and count, without its quadratic merge.
+func (t *Tokenizer) countPieces(done <-chan struct{}, text string) (n int, ok bool) {
+	if !utf8.ValidString(text) {
+		// As tiktoken-go reads it: the pattern runs on runes, each invalid byte a U+FFFD.
+		text = string([]rune(text))
+	}
+	// The matches are in runes and in order; at and off are the rune and byte offsets
+	// of the text already counted.
+	at, off := 0, 0
+	skip := func(to int) int { // byte offset of rune to, from (at, off)
+		for ; at < to; at++ {
+			_, size := utf8.DecodeRuneInString(text[off:])
+			off += size
+		}
+		return off
+	}
+	m, _ := t.pattern.FindStringMatch(text)
+	for k := 1; m != nil; k++ {
+		if k%256 == 0 && stopped(done) {
+			return n, false
+		}
+		start := skip(m.Index)
+		c, ok := bpeCount(done, text[start:skip(m.Index+m.Length)], t.ranks)
+		if n += c; !ok {
+			return n, false
+		}
+		m, _ = t.pattern.FindNextMatch(m)
+	}
+	return n, true
 }
 
 // Encode returns the token ids of text (special-token strings encoded as ordinary text).
@@ -256,6 +350,28 @@ func (t *Tokenizer) CountMessage(m llm.Message) int {
 		n += TokensPerToolCall + t.Count(c.Name) + t.Count(c.Arguments)
 	}
 	return n
+}
+
+// CountMessageContext is CountMessage giving up once ctx is done (see CountContext).
+func (t *Tokenizer) CountMessageContext(ctx context.Context, m llm.Message) (int, error) {
+	n := TokensPerMessage
+	for _, text := range messageTexts(m) {
+		c, err := t.CountContext(ctx, text)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n + TokensPerToolCall*len(m.ToolCalls), nil
+}
+
+// messageTexts returns the texts of m that CountMessage counts.
+func messageTexts(m llm.Message) []string {
+	texts := []string{m.Role, m.Content}
+	for _, c := range m.ToolCalls {
+		texts = append(texts, c.Name, c.Arguments)
+	}
+	return texts
 }
 
 // CountRequest returns the prompt tokens of a chat request made of msgs: the sum of

@@ -13,6 +13,7 @@ import (
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/prompts"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // contextBenchState is a session whose one orchestrator step has recorded n transcript
@@ -61,7 +62,12 @@ func contextBenchDeps(b *testing.B) *Deps {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &Deps{Config: DefaultConfig().WithNode(tok, nil), Prompts: p, Tokenizer: tok, Now: time.Now}
+	// The node's tools (none here): a step request lists them, as the grain's does.
+	reg, err := tools.NewRegistry()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &Deps{Config: DefaultConfig().WithNode(tok, nil), Prompts: p, Tokenizer: tok, Now: time.Now, Tools: &tools.Executor{Registry: reg}}
 }
 
 // BenchmarkStepContext measures the context of one step call as the grain builds it

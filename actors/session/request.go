@@ -45,7 +45,7 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		return llm.Request{}, nil, err
 	}
 	model := s.GetConfig().GetModel()
-	tmpl, rest, err := core.StepSystemPromptPartsGoal(s, d.Prompts, contextGoal(d, s))
+	tmpl, rest, err := core.StepSystemPromptPartsGoal(s, d.Prompts, contextGoal(ctx, d, s))
 	if err != nil {
 		return llm.Request{}, nil, err
 	}
@@ -78,7 +78,8 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 	}
 	cc := d.Config.ContextConfig()
-	cc.Counter = d.Config.CounterFor(model)
+	// Elision tokenises for this call only: it stops when the call is cancelled.
+	cc.Counter = memory.WithContext(ctx, d.Config.CounterFor(model))
 	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)
@@ -115,8 +116,9 @@ func searchHits(ctx context.Context, d *Deps, sessionID, query string) []memory.
 // contextGoal is the session's goal as a budgeted system prompt states it: whole when it
 // costs at most 1/goalShare of the context budget, else elided to that (its head and
 // tail, with a note: the whole goal is session_started, event seq 1), so that a long
-// goal cannot crowd the step's own messages out of the context.
-func contextGoal(d *Deps, s *messages.SessionState) string {
+// goal cannot crowd the step's own messages out of the context. Its counting stops when
+// ctx (the call's) is done.
+func contextGoal(ctx context.Context, d *Deps, s *messages.SessionState) string {
 	goal := s.GetGoal()
 	limit := d.Config.ContextConfig().Budget / core.GoalShare
 	if len(goal) <= limit { // no token is shorter than a byte
@@ -126,8 +128,9 @@ func contextGoal(d *Deps, s *messages.SessionState) string {
 	if tok == nil {
 		return goal
 	}
-	m := memory.Message{Seq: 1, Role: "user", Content: goal, Tokens: tok.CountMessage(llm.Message{Role: "user", Content: goal})}
-	if e, ok := memory.Elide(m, limit, tok, "session "+s.GetSessionId()); ok {
+	counter := memory.WithContext(ctx, tok)
+	m := memory.Message{Seq: 1, Role: "user", Content: goal, Tokens: counter.CountMessage(llm.Message{Role: "user", Content: goal})}
+	if e, ok := memory.Elide(m, limit, counter, "session "+s.GetSessionId()); ok {
 		return e.Content
 	}
 	return goal
@@ -154,7 +157,8 @@ func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 	}
 	cc := d.Config.ContextConfig()
-	cc.Counter = d.Config.CounterFor(model)
+	// Elision tokenises for this call only: it stops when the call is cancelled.
+	cc.Counter = memory.WithContext(ctx, d.Config.CounterFor(model))
 	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: build context: %w", s.GetSessionId(), err)

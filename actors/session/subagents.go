@@ -17,7 +17,7 @@ import (
 // agent type's system prompt and its transcript (task briefs, turns, tool results),
 // fitted into the context budget (recent tier; sub-agents keep no summary). Tools are
 // the sub-agent's.
-func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, sa *messages.SubagentState) (llm.Request, *messages.ContextInfo, error) {
+func buildSubAgentRequest(ctx context.Context, d *Deps, s *messages.SessionState, sa *messages.SubagentState) (llm.Request, *messages.ContextInfo, error) {
 	step := &messages.PlanStep{}
 	if i := int(sa.GetStepIndex()); i < len(s.GetSteps()) {
 		step = s.GetSteps()[i].GetStep()
@@ -27,7 +27,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		return llm.Request{}, nil, &core.ConfigError{What: "agent " + sa.GetAgentType(), Err: errors.New("no such agent on this node")}
 	}
 	sys, err := d.Prompts.Render(agent.Template(), prompts.AgentData{
-		AgentType: sa.GetAgentType(), Goal: contextGoal(d, s), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
+		AgentType: sa.GetAgentType(), Goal: contextGoal(ctx, d, s), Tools: sa.GetTools(), Workspace: s.GetSessionId() + "/",
 		Step:          prompts.Step{ID: step.GetId(), Type: step.GetType(), Description: step.GetDescription()},
 		MaxIterations: sa.GetMaxIterations(),
 	})
@@ -56,7 +56,7 @@ func buildSubAgentRequest(_ context.Context, d *Deps, s *messages.SessionState, 
 		Now:          d.Now(),
 	}
 	cc := d.Config.ContextConfig()
-	cc.Counter = d.Config.CounterFor(s.GetConfig().GetModel())
+	cc.Counter = memory.WithContext(ctx, d.Config.CounterFor(s.GetConfig().GetModel())) // stops when the call is cancelled
 	c, err := memory.BuildContext(cc, in)
 	if err != nil {
 		return llm.Request{}, nil, fmt.Errorf("session %s: sub-agent %s: build context: %w", s.GetSessionId(), sa.GetId(), err)

@@ -1,0 +1,178 @@
+package memory
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// pathological returns texts that byte-pair encoding finds hard, a few thousand bytes
+// each: single pieces of the pre-tokenisers thousands of bytes long (runs of one letter,
+// DNA, é, CJK), and many short pieces with few merges (base64).
+func pathological() map[string]string {
+	r := rand.New(rand.NewPCG(5, 6))
+	acgt := make([]byte, 3000)
+	for i := range acgt {
+		acgt[i] = "ACGT"[r.IntN(4)]
+	}
+	blob := make([]byte, 2200)
+	for i := range blob {
+		blob[i] = byte(r.IntN(256))
+	}
+	cjk := []rune("世界和平日本語のテキスト中文字符")
+	var han strings.Builder
+	for range 1500 {
+		han.WriteRune(cjk[r.IntN(len(cjk))])
+	}
+	return map[string]string{
+		"letter":        strings.Repeat("x", 3000),
+		"letter-upper":  strings.Repeat("A", 3000),
+		"acgt":          string(acgt),
+		"acgt-lower":    strings.ToLower(string(acgt)),
+		"base64":        base64.StdEncoding.EncodeToString(blob),
+		"e-acute":       strings.Repeat("é", 2000),
+		"cjk":           han.String(),
+		"emoji":         strings.Repeat("🎉", 500),
+		"mixed-letters": strings.Repeat("aé", 1000),
+		"digits":        strings.Repeat("7", 3000),
+		"spaces":        strings.Repeat(" ", 3000) + "x",
+		"punctuation":   strings.Repeat("!", 3000),
+		"invalid-utf8":  strings.Repeat("a\xff", 1000),
+	}
+}
+
+// TestPathologicalCountsLikeTiktoken: on text without pre-token splits, where the
+// count's merge is not tiktoken-go's quadratic one, every encoding counts exactly as
+// tiktoken-go.
+func TestPathologicalCountsLikeTiktoken(t *testing.T) {
+	for _, enc := range []string{EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K} {
+		tk, err := GetTokenizer(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.ranks == nil {
+			t.Fatalf("%s: the ranks were not captured", enc)
+		}
+		for name, s := range pathological() {
+			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+				t.Errorf("%s: Count(%s) = %d, tiktoken-go says %d", enc, name, n, want)
+			}
+		}
+		for n := 2; n <= 2*smallPiece+2; n++ { // runs either side of the heap's threshold
+			s := strings.Repeat("z", n)
+			if got, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); got != want {
+				t.Errorf("%s: Count of %d z's = %d, tiktoken-go says %d", enc, n, got, want)
+			}
+		}
+	}
+}
+
+// TestHeapMergesLikeRescanning: the heap merge and the rescanning loop give the same count
+// on random pieces of small alphabets, short (both paths) and long (against tiktoken-go).
+func TestHeapMergesLikeRescanning(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	alphabets := []string{"ab", "ACGT", "aeiou", "xyz01", "abcdefghijklmnopqrstuvwxyz"}
+	for range 2000 {
+		a := alphabets[r.IntN(len(alphabets))]
+		b := make([]byte, 2+r.IntN(smallPiece-1))
+		for i := range b {
+			b[i] = a[r.IntN(len(a))]
+		}
+		if h, _, _ := bpeCountHeap(nil, string(b), tk.ranks); h != mustCount(string(b), tk.ranks) {
+			t.Fatalf("%q: heap %d, rescanning %d", b, h, mustCount(string(b), tk.ranks))
+		}
+	}
+	single := []string{"ab", "ACGT", "aeiou", "abcdefghijklmnopqrstuvwxyz"} // one pre-token each
+	for range 100 {
+		a := single[r.IntN(len(single))]
+		b := make([]byte, smallPiece+1+r.IntN(600))
+		for i := range b {
+			b[i] = a[r.IntN(len(a))]
+		}
+		h, _, _ := bpeCountHeap(nil, string(b), tk.ranks)
+		if want := len(tk.tk.EncodeOrdinary(string(b))); h != want {
+			t.Fatalf("%q: heap %d, tiktoken-go %d", b, h, want)
+		}
+	}
+}
+
+// TestMergeWorkIsLinear: the heap merge's rank lookups and heap pushes grow linearly with
+// a piece's length (each push then costs O(log n)): doubling a run of one letter or a DNA
+// sequence at most doubles them, where the rescanning merge's work quadruples. Not timed.
+func TestMergeWorkIsLinear(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	dna := make([]byte, 1<<18)
+	for i := range dna {
+		dna[i] = "ACGT"[r.IntN(4)]
+	}
+	for name, s := range map[string]string{"letter": strings.Repeat("x", 1<<18), "acgt": string(dna)} {
+		var prev int
+		for n := 1 << 14; n <= 1<<18; n *= 2 {
+			_, work, _ := bpeCountHeap(nil, s[:n], tk.ranks)
+			if work > 4*n {
+				t.Errorf("%s of %d bytes: %d lookups and pushes, more than 4 per byte", name, n, work)
+			}
+			if prev > 0 && float64(work) > 2.1*float64(prev) {
+				t.Errorf("%s: %d bytes took %d lookups and pushes, half as many %d", name, n, work, prev)
+			}
+			prev = work
+		}
+	}
+	// The count of a megabyte-long run: o200k_base has a token of 8 x's.
+	if n := tk.Count(strings.Repeat("x", 1<<20)); n != 1<<17 {
+		t.Errorf("Count of 1 MiB of x = %d, want %d", n, 1<<17)
+	}
+}
+
+// mustCount is bpeCount without a done channel.
+func mustCount(piece string, ranks *bpeRanks) int {
+	n, _ := bpeCount(nil, piece, ranks)
+	return n
+}
+
+// TestCountStopsWhenCancelled: a count for a cancelled caller stops at once, however long
+// the piece, and a counter bound to a cancelled context falls back to the byte count, an
+// upper bound, without tokenising.
+func TestCountStopsWhenCancelled(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, s := range []string{strings.Repeat("x", 1<<22), strings.Repeat("é", 1<<21), strings.Repeat("word ", 1<<20)} {
+		if n, err := tk.CountContext(ctx, s); !errors.Is(err, context.Canceled) {
+			t.Fatalf("CountContext on a cancelled context: %d, %v", n, err)
+		}
+	}
+	// A merge under way stops at its next check: within stopCheck pops of 4 MiB.
+	done := make(chan struct{})
+	close(done)
+	if _, work, ok := bpeCountHeap(done, strings.Repeat("x", 1<<22), tk.ranks); ok || work > 1<<22+3*stopCheck {
+		t.Fatalf("stopped merge: ok %v after %d lookups and pushes", ok, work)
+	}
+	m := llm.Message{Role: "tool", Content: strings.Repeat("x", 1<<22)}
+	if n := WithContext(ctx, tk).CountMessage(m); n != (ByteCounter{}).CountMessage(m) {
+		t.Fatalf("cancelled counter: %d, want the byte count", n)
+	}
+	m.Content = strings.Repeat("x", 5000)
+	if n, want := WithContext(context.Background(), tk).CountMessage(m), tk.CountMessage(m); n != want {
+		t.Fatalf("live counter: %d, want %d", n, want)
+	}
+	if n, err := tk.CountMessageContext(context.Background(), m); err != nil || n != tk.CountMessage(m) {
+		t.Fatalf("CountMessageContext: %d, %v; CountMessage %d", n, err, tk.CountMessage(m))
+	}
+}
