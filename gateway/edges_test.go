@@ -269,3 +269,21 @@ func jsonField(raw []byte, name string) string {
 	s, _ := out["error"][name].(string)
 	return s
 }
+
+// TestTimeoutBodyIsPlain: a grain call that runs out of time answers 504 timeout with
+// the plain "the session did not answer in time; retry" and a request id, not
+// Proto.Actor's "request to Session/X failed: future: timeout".
+func TestTimeoutBodyIsPlain(t *testing.T) {
+	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.RequestTimeout = time.Nanosecond }})
+	status, out := call(t, g.srv, "GET", "/v1/sessions/slow-1", token, nil)
+	raw, _ := json.Marshal(out)
+	if status != http.StatusGatewayTimeout || errCode(out) != "timeout" || errMessage(out) != "the session did not answer in time; retry" ||
+		jsonField(raw, "request_id") == "" {
+		t.Fatalf("= %d %s, want 504 timeout with a plain message and a request_id", status, raw)
+	}
+	for _, s := range []string{"future", "Session/", "request to"} {
+		if strings.Contains(string(raw), s) {
+			t.Fatalf("the body exposes %q: %s", s, raw)
+		}
+	}
+}
