@@ -64,7 +64,7 @@ var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": 
 // status, bytes, duration, the client's address and the request id (never the token or
 // the body). The request id is the client's RequestIDHeader when valid, else a new one;
 // every response carries it. An error answered with a plain message logs its detail
-// (the internal cause) on that line, at warning level.
+// (the internal cause) on that line, at warning level (probes stay at debug).
 func (h *Handler) accessLog(next http.Handler, w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := r.Header.Get(RequestIDHeader)
@@ -83,7 +83,9 @@ func (h *Handler) accessLog(next http.Handler, w http.ResponseWriter, r *http.Re
 	if e := aw.err; e != nil {
 		attrs = append(attrs, "code", e.code)
 		if e.detail != nil {
-			level = slog.LevelWarn
+			if level == slog.LevelInfo { // probes stay quiet: a failing /readyz is polled often
+				level = slog.LevelWarn
+			}
 			attrs = append(attrs, "error", e.detail.Error())
 		}
 	}
