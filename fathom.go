@@ -292,7 +292,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // SessionRequest starts a session.
 type SessionRequest struct {
 	// ID names the session; empty picks a new one. Starting an existing ID again is a
-	// no-op that answers the same ID (the start is idempotent).
+	// no-op that answers the same ID (the start is idempotent). An ID must follow
+	// messages.ValidateSessionID (one path segment of NFC UTF-8, no white space, control,
+	// format or bidi characters).
 	ID string
 	// Goal is what the session should achieve. Required.
 	Goal string
@@ -301,7 +303,8 @@ type SessionRequest struct {
 }
 
 // StartSession starts a session and returns its id once its start is durable; the
-// session then runs on its own.
+// session then runs on its own. An ID that breaks messages.ValidateSessionID is refused
+// with an error wrapping messages.ErrInvalidSessionID.
 func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, error) {
 	if req.Goal == "" {
 		return "", errors.New("fathom: start session: the goal is empty")
@@ -309,6 +312,9 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, er
 	id := req.ID
 	if id == "" {
 		id = fmt.Sprintf("s-%d", time.Now().UnixNano())
+	}
+	if err := messages.ValidateSessionID(id); err != nil {
+		return "", fmt.Errorf("fathom: start session: %w", err)
 	}
 	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: id + "/start", Goal: req.Goal, UserId: req.UserID},
 		n.callTimeout(ctx)); err != nil {
@@ -325,6 +331,9 @@ func (n *Node) Follow(id string, afterSeq uint64) live.Subscription {
 
 // State returns session id's current state.
 func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, error) {
+	if err := messages.ValidateSessionID(id); err != nil {
+		return nil, fmt.Errorf("fathom: state: %w", err)
+	}
 	res, err := n.n.Session(id).GetState(&messages.GetStateRequest{}, n.callTimeout(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("fathom: state of %s: %w", id, err)
@@ -332,13 +341,45 @@ func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, er
 	return res.GetState(), nil
 }
 
+// CallOption is an option of one write call (Send, Answer, Cancel).
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	commandID string
+}
+
+// WithCommandID names the call's command, as the gateway's command_id does: a call
+// retried with the same id (after a timeout, or by a restarted program) is recorded
+// once; the retry succeeds as a duplicate and records nothing. The session remembers
+// its recent command ids. Without it each call gets a new id, and a retry may be
+// recorded twice (or refused: a second cancel of a cancelled session fails).
+func WithCommandID(id string) CallOption {
+	return func(o *callOptions) { o.commandID = id }
+}
+
+// commandID returns the call's command id: WithCommandID's, else a new one made of the
+// session id, the operation and the time.
+func commandID(id, op string, opts []CallOption) string {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.commandID != "" {
+		return o.commandID
+	}
+	return fmt.Sprintf("%s/%s/%d", id, op, time.Now().UnixNano())
+}
+
 // Answer answers session id's open human-input request of step stepID with input (JSON
 // text; a bare string is taken as a JSON string), or decides on a call that waits for
 // approval (Config.ApprovalTools). An answer that does not satisfy the request's schema
 // (or an edit whose args do not satisfy the tool's) is refused and the request keeps
-// waiting.
-func (n *Node) Answer(ctx context.Context, id, stepID, input string) error {
-	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: fmt.Sprintf("%s/answer/%s/%d", id, stepID, time.Now().UnixNano()),
+// waiting. WithCommandID makes a retry safe.
+func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...CallOption) error {
+	if err := messages.ValidateSessionID(id); err != nil {
+		return fmt.Errorf("fathom: answer %s: %w", stepID, err)
+	}
+	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: commandID(id, "answer/"+stepID, opts),
 		StepId: stepID, Input: input}, n.callTimeout(ctx))
 	if err != nil {
 		return fmt.Errorf("fathom: answer %s of %s: %w", stepID, id, err)
@@ -352,23 +393,51 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string) error {
 // session_completed again. It returns the session's last event before the message:
 // Follow(id, afterSeq) delivers the turn from its message_received on. A running,
 // failed or cancelled session, an unknown id and an empty or oversize message are
-// refused.
-func (n *Node) Send(ctx context.Context, id, content string) (afterSeq uint64, err error) {
+// refused. WithCommandID makes a retry safe: a retry of a recorded message records
+// nothing and returns the same afterSeq.
+func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption) (afterSeq uint64, err error) {
 	st, err := n.State(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
 	}
-	_, err = n.n.Session(id).Send(&messages.SendRequest{CommandId: fmt.Sprintf("%s/send/%d", id, time.Now().UnixNano()), Content: content},
-		n.callTimeout(ctx))
+	cmd := commandID(id, "send", opts)
+	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content}, n.callTimeout(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
+	}
+	if resp.GetDuplicate() {
+		return n.messageBefore(ctx, id, cmd)
 	}
 	return st.GetSeq(), nil
 }
 
-// Cancel stops session id for good, recording reason.
-func (n *Node) Cancel(ctx context.Context, id, reason string) error {
-	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: fmt.Sprintf("%s/cancel/%d", id, time.Now().UnixNano()),
+// messageBefore returns the seq before session id's message_received of command cmd.
+func (n *Node) messageBefore(ctx context.Context, id, cmd string) (uint64, error) {
+	errFound := errors.New("found")
+	var seq uint64
+	err := core.Events(ctx, n.n.Journal(), id, 0, func(ev *messages.Event) error {
+		if ev.GetMessageReceived() != nil && ev.GetCommandId() == cmd {
+			seq = ev.GetSeq() - 1
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return 0, fmt.Errorf("fathom: send to %s: find the message of command %s: %w", id, cmd, err)
+	}
+	if err == nil {
+		return 0, fmt.Errorf("fathom: send to %s: command %s was recorded, but not as a message", id, cmd)
+	}
+	return seq, nil
+}
+
+// Cancel stops session id for good, recording reason. WithCommandID makes a retry safe:
+// a retry of a recorded cancel succeeds and records nothing.
+func (n *Node) Cancel(ctx context.Context, id, reason string, opts ...CallOption) error {
+	if err := messages.ValidateSessionID(id); err != nil {
+		return fmt.Errorf("fathom: cancel: %w", err)
+	}
+	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: commandID(id, "cancel", opts),
 		Reason: reason, By: "embedding program"}, n.callTimeout(ctx))
 	if err != nil {
 		return fmt.Errorf("fathom: cancel %s: %w", id, err)

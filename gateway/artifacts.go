@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 )
@@ -48,7 +49,7 @@ func (h *Handler) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeInvalidArgument, "%v", err))
 		return
 	case err != nil:
-		writeError(w, errorf(CodeUnavailable, "read artifact %s: %v", truncate(path, 300), err))
+		writeError(w, hidden(CodeUnavailable, "the artifact store is unavailable; retry", fmt.Errorf("read artifact %s: %w", path, err)))
 		return
 	}
 	if contentType == "" {

@@ -205,7 +205,7 @@ func benchEvent(seq uint64) *messages.Event {
 
 // memJournal serves the feed's catch-up reads from memory.
 type memJournal struct {
-	persistence.Journal // only Load is used
+	persistence.Journal // only Load and LastSeq are used
 	mu                  sync.RWMutex
 	recs                []persistence.Record
 }
@@ -223,6 +223,14 @@ func (j *memJournal) Load(_ context.Context, _ string, after uint64, fn func(per
 		}
 	}
 	return nil
+}
+
+// LastSeq counts the bench session as started (the gateway subscribes only to sessions
+// with events), whether or not an event was published yet.
+func (j *memJournal) LastSeq(context.Context, string) (uint64, error) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return max(uint64(len(j.recs)), 1), nil
 }
 
 type gatewayFanout struct {

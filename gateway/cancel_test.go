@@ -14,9 +14,9 @@ import (
 func TestCancelOverWebSocketAndHTTP(t *testing.T) {
 	g := startGW(t, gwOpts{delayMS: 400})
 	c := g.mustDial(token)
-	c.send(map[string]any{"op": "subscribe", "session_id": "cx-1", "id": "sub"})
-	c.next("ack", 10*time.Second)
 	c.send(map[string]any{"op": "start", "session_id": "cx-1", "goal": "write a haiku", "id": "st"})
+	c.next("ack", 10*time.Second)
+	c.send(map[string]any{"op": "subscribe", "session_id": "cx-1", "id": "sub"})
 	c.next("ack", 10*time.Second)
 
 	ro := g.mustDial(readToken)

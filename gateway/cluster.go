@@ -40,7 +40,7 @@ func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	info, err := h.cfg.Cluster(ctx)
 	if err != nil {
-		writeError(w, errorf(CodeUnavailable, "cluster: %v", err))
+		writeError(w, hidden(CodeUnavailable, "the cluster view is unavailable; retry", err))
 		return
 	}
 	if info.Members == nil {

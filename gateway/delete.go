@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -55,7 +56,6 @@ func (h *Handler) deleteSession(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrNoIndex):
 		writeError(w, errorf(CodeUnsupported, "%v", err))
 	default:
-		h.cfg.Logger.Warn("delete session failed", "session_id", id, "error", err)
-		writeError(w, errorf(CodeUnavailable, "delete session %s: %v", truncate(id, 200), err))
+		writeError(w, hidden(CodeUnavailable, "the session could not be deleted: its journal, vectors or artifacts are unavailable; repeat the delete", fmt.Errorf("delete session %s: %w", id, err)))
 	}
 }

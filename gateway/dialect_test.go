@@ -57,7 +57,6 @@ func TestEveryAnswerRendersIntegersAsNumbers(t *testing.T) {
 	g := startGW(t, gwOpts{delayMS: 150})
 	c := g.mustDial(token)
 	const id = "dialect-1"
-	c.send(map[string]any{"op": "subscribe", "id": "sub", "session_id": id, "deltas": false})
 	acks := map[string]map[string]any{}
 	ack := func(f map[string]any) {
 		if f["op"] == "error" {
@@ -82,6 +81,8 @@ func TestEveryAnswerRendersIntegersAsNumbers(t *testing.T) {
 	}
 	c.send(map[string]any{"op": "start", "id": "start", "session_id": id, "goal": "write a haiku"})
 	waitFor("start")
+	c.send(map[string]any{"op": "subscribe", "id": "sub", "session_id": id, "deltas": false})
+	waitFor("sub")
 	c.send(map[string]any{"op": "set_breakpoint", "id": "set_breakpoint", "session_id": id, "position": "before", "step_type": "write"})
 	waitFor("interrupt_triggered")
 	for _, op := range []map[string]any{

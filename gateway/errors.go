@@ -49,17 +49,55 @@ const (
 	CloseSlowConsumer = 4000
 )
 
+// RequestIDHeader carries a request's id: the gateway takes a client's own (1 to
+// MaxRequestIDBytes of letters, digits and ._~:+/=-) or makes one, answers it on every
+// response, puts it in every error body and logs it with the error's detail.
+const RequestIDHeader = "X-Request-Id"
+
+// MaxRequestIDBytes bounds a client's X-Request-Id; a longer or otherwise invalid one is
+// replaced by a new id.
+const MaxRequestIDBytes = 128
+
+// Plain messages of the errors whose detail stays in the log: clients get these, the
+// log gets the cause under the answer's request_id.
+const (
+	msgUnavailable = "the journal is unavailable; retry"
+	msgTimeout     = "the session did not answer in time; retry"
+	msgInternal    = "internal error; the node's log has the details under this request_id"
+)
+
 // apiError is an error with a stable code, rendered as an error frame or HTTP body.
 type apiError struct {
 	code   string
-	msg    string
-	status int // HTTP status when it is not the code's usual one
+	msg    string // what the client reads: never a database address, user or internal error text
+	status int    // HTTP status when it is not the code's usual one
+	// detail is the cause behind a plain message: logged with the request id, never sent.
+	detail error
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.msg }
 
 func errorf(code, format string, args ...any) *apiError {
 	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// hidden returns an error of code whose client message is msg; detail goes to the log.
+func hidden(code, msg string, detail error) *apiError {
+	return &apiError{code: code, msg: msg, detail: detail}
+}
+
+// validRequestID reports whether a client's request id may be used as it is.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > MaxRequestIDBytes {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._~:+/=-", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 var httpStatus = map[string]int{
@@ -95,6 +133,9 @@ var grainReasons = map[string]string{
 
 // toAPIError turns any error of an operation into an apiError: gateway errors pass as
 // they are, grain errors map by reason, timeouts of the grain call become CodeTimeout.
+// The client-facing codes (invalid_argument, not_found, failed_precondition) keep the
+// grain's message, which speaks of the request; unavailable, timeout and internal
+// errors get a plain message and keep the cause as the detail for the log.
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -102,14 +143,17 @@ func toAPIError(err error) *apiError {
 	}
 	var ge *cluster.GrainErrorResponse
 	if errors.As(err, &ge) {
-		if code, ok := grainReasons[ge.Reason]; ok {
+		switch code := grainReasons[ge.Reason]; code {
+		case CodeUnavailable:
+			return hidden(code, msgUnavailable, err)
+		case CodeInvalidArgument, CodeNotFound, CodeFailedPrecondition:
 			return &apiError{code: code, msg: ge.Message}
 		}
-		return &apiError{code: CodeInternal, msg: ge.Message}
+		return hidden(CodeInternal, msgInternal, err)
 	}
 	// Proto.Actor reports a grain call that ran out of time as a plain error.
 	if s := err.Error(); strings.Contains(s, "timeout") || strings.Contains(s, "deadline") {
-		return &apiError{code: CodeTimeout, msg: "the session did not answer in time: " + s}
+		return hidden(CodeTimeout, msgTimeout, err)
 	}
-	return &apiError{code: CodeInternal, msg: err.Error()}
+	return hidden(CodeInternal, msgInternal, err)
 }

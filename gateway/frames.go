@@ -36,6 +36,8 @@ type errorFrame struct {
 	SessionID string          `json:"session_id,omitempty"`
 	Code      string          `json:"code"`
 	Message   string          `json:"message"`
+	// RequestID names this error in the node's log, which has its detail.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // deltaFrame carries streamed model text. It has no seq: deltas are not journaled.
@@ -56,8 +58,8 @@ func ackBytes(req *Request, sessionID string, result json.RawMessage) []byte {
 	return b
 }
 
-func errorBytes(req *Request, sessionID string, e *apiError) []byte {
-	f := errorFrame{Op: FrameError, Code: e.code, Message: e.msg, SessionID: sessionID}
+func errorBytes(req *Request, sessionID, requestID string, e *apiError) []byte {
+	f := errorFrame{Op: FrameError, Code: e.code, Message: e.msg, SessionID: sessionID, RequestID: requestID}
 	if req != nil {
 		f.ID, f.Request = req.ID, truncate(req.Op, 40)
 	}

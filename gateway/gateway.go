@@ -38,6 +38,9 @@ type Feed interface {
 	// Follow subscribes to session's events with seq > afterSeq and, when deltas > 0, to
 	// its live deltas too, up to deltas of them waiting unread.
 	Follow(session string, afterSeq uint64, deltas int) live.Subscription
+	// LastSeq returns the seq of session's last stored event, 0 when it has none: the
+	// gateway answers not_found to a subscription of a session without events.
+	LastSeq(ctx context.Context, session string) (uint64, error)
 }
 
 // Config configures the gateway. Zero durations and sizes take DefaultConfig's values.
@@ -274,7 +277,7 @@ func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	if h.cfg.Ready != nil {
 		if err := h.cfg.Ready(); err != nil {
-			writeError(w, errorf(CodeUnavailable, "%v", err))
+			writeError(w, hidden(CodeUnavailable, "the node is not ready; retry", err))
 			return
 		}
 	}
@@ -394,12 +397,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeError answers e as {"error": {code, message, request_id}}; the request id is the
+// one the access log set on the response (RequestIDHeader), and e goes to the access
+// log with it.
 func writeError(w http.ResponseWriter, e *apiError) {
 	status := e.status
 	if status == 0 {
 		status = statusOf(e.code)
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg}})
+	if rec, ok := w.(interface{ recordError(*apiError) }); ok {
+		rec.recordError(e)
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg,
+		"request_id": w.Header().Get(RequestIDHeader)}})
 }
 
 // NewID returns a random id with a prefix ("s-3f9c...").

@@ -43,6 +43,10 @@ type gwOpts struct {
 	journal func(persistence.Journal) persistence.Journal
 	// session edits the node's session configuration (nil: the defaults).
 	session func(*session.Config)
+	// postgres, when set, is the DSN of the node's PostgreSQL journal (else embedded).
+	postgres string
+	// log, when set, receives the node's and the gateway's log (else discarded).
+	log io.Writer
 }
 
 func startGW(t testing.TB, o gwOpts) *gw {
@@ -56,12 +60,17 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	}
 	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	t.Cleanup(model.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sink := io.Discard
+	if o.log != nil {
+		sink = o.log
+	}
+	log := slog.New(slog.NewTextHandler(sink, nil))
 	cfg := node.Config{
-		DataDir: t.TempDir(),
-		Session: session.DefaultConfig(),
-		Logger:  log,
-		LLM:     node.LLMConfig{BaseURL: model.URL + "/v1", APIKey: "test"},
+		DataDir:     t.TempDir(),
+		PostgresDSN: o.postgres,
+		Session:     session.DefaultConfig(),
+		Logger:      log,
+		LLM:         node.LLMConfig{BaseURL: model.URL + "/v1", APIKey: "test"},
 	}
 	if o.session != nil {
 		o.session(&cfg.Session)

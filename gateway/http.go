@@ -61,11 +61,7 @@ func (h *Handler) httpOp(op string) http.Handler {
 		}
 		res, err := h.run(req)
 		if err != nil {
-			ae := toAPIError(err)
-			if ae.code == CodeInternal || ae.code == CodeTimeout {
-				h.cfg.Logger.Warn("request failed", "op", op, "session_id", req.SessionID, "error", err)
-			}
-			writeError(w, ae)
+			writeError(w, toAPIError(err)) // the access log has the detail
 			return
 		}
 		status := res.status
@@ -126,19 +122,14 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnsupported, "this gateway has no event feed"))
 		return
 	}
+	head, err := h.sessionHead(r.Context(), id)
+	if err != nil {
+		writeError(w, toAPIError(err))
+		return
+	}
 	until := uint64(0)
 	if !follow {
-		res, err := h.run(&Request{Op: OpTimeline, SessionID: id})
-		if err != nil {
-			writeError(w, toAPIError(err))
-			return
-		}
-		var tl struct {
-			Seq json.Number `json:"seq"`
-		}
-		_ = json.Unmarshal(res.body, &tl)
-		n, _ := strconv.ParseUint(tl.Seq.String(), 10, 64)
-		until = n
+		until = head
 	}
 	if !h.track(nil) {
 		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
@@ -170,11 +161,16 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	sub := h.cfg.Feed.Follow(id, from, deltaBuffer)
 	defer sub.Close()
 	s := &eventStream{w: w, rc: rc, sse: sse, timeout: h.cfg.WriteTimeout}
+	rid := w.Header().Get(RequestIDHeader)
+	fail := func(e *apiError) {
+		h.cfg.Logger.Warn("event stream ended", "session_id", id, "request_id", rid, "last_seq", sub.Last(), "code", e.code, "error", e.detail)
+		_ = s.write(errorBytes(nil, id, rid, e), 0, FrameError)
+	}
 	for {
 		u, err := h.nextUpdate(ctx, sub, s)
 		if err != nil {
 			if ctx.Err() == nil {
-				_ = s.write(errorBytes(nil, id, errorf(CodeUnavailable, "stream ended after seq %d: %v", sub.Last(), err)), 0, FrameError)
+				fail(hidden(CodeUnavailable, fmt.Sprintf("the stream ended after seq %d: %s", sub.Last(), msgUnavailable), err))
 			}
 			return
 		}
@@ -186,7 +182,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f, err := h.frames.event(id, u.Event)
 		if err != nil {
-			_ = s.write(errorBytes(nil, id, errorf(CodeInternal, "%v", err)), 0, FrameError)
+			fail(hidden(CodeInternal, msgInternal, err))
 			return
 		}
 		if s.write(f, u.Event.GetSeq(), FrameEvent) != nil {
@@ -196,6 +192,21 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// sessionHead returns the seq of session id's last stored event. A session with none
+// does not exist: CodeNotFound, as every route answers for an unknown session.
+func (h *Handler) sessionHead(ctx context.Context, id string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
+	seq, err := h.cfg.Feed.LastSeq(ctx, id)
+	switch {
+	case err != nil:
+		return 0, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read the head of %s: %w", id, err))
+	case seq == 0:
+		return 0, errorf(CodeNotFound, "session %q not found", truncate(id, 200))
+	}
+	return seq, nil
 }
 
 // nextUpdate waits for the subscription's next update; an SSE stream gets a comment

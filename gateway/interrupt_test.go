@@ -12,8 +12,6 @@ import (
 func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 	g := startGW(t, gwOpts{delayMS: 150})
 	c := g.mustDial(token)
-	c.send(map[string]any{"op": "subscribe", "session_id": "ws-bp", "deltas": false})
-	c.next("ack", 5*time.Second)
 	c.send(map[string]any{"op": "start", "id": "s", "session_id": "ws-bp", "goal": "write a haiku"})
 	// Requests on one connection run concurrently: wait for the start's ack (the research
 	// step, two slow model turns, is still running then).
@@ -22,6 +20,8 @@ func TestGatewayWSBreakpointPauseResume(t *testing.T) {
 			t.Fatalf("start: %v", f)
 		}
 	}
+	c.send(map[string]any{"op": "subscribe", "id": "sub", "session_id": "ws-bp", "deltas": false})
+	c.next("ack", 5*time.Second)
 	c.send(map[string]any{"op": "set_breakpoint", "id": "b", "session_id": "ws-bp", "position": "before", "step_type": "write", "breakpoint_id": "before-write"})
 	var interrupted map[string]any
 	deadline := time.Now().Add(30 * time.Second)

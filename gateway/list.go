@@ -104,7 +104,7 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.cfg.Logger.Warn("list sessions failed", "error", err)
-		writeError(w, errorf(CodeUnavailable, "the session index is unavailable: %v", err))
+		writeError(w, hidden(CodeUnavailable, "the session index is unavailable; retry", err))
 		return
 	}
 	out := SessionList{Sessions: make([]SessionSummary, 0, min(len(es), limit))}

@@ -80,9 +80,10 @@ func value(families map[string]*dto.MetricFamily, name string, labels ...string)
 func TestOperatorMetrics(t *testing.T) {
 	g := startGW(t, gwOpts{})
 	c := g.mustDial(token)
+	c.send(map[string]any{"op": "start", "id": "st", "session_id": "m-1", "goal": "Write a haiku about metrics"})
+	c.next("ack", 10*time.Second)
 	c.send(map[string]any{"op": "subscribe", "id": "sub", "session_id": "m-1"})
 	c.next("ack", 10*time.Second)
-	c.send(map[string]any{"op": "start", "id": "st", "session_id": "m-1", "goal": "Write a haiku about metrics"})
 	deadline := time.Now().Add(60 * time.Second)
 	for f := c.read(time.Until(deadline)); f["type"] != "session_completed"; f = c.read(time.Until(deadline)) {
 		if f["op"] == "error" || f["type"] == "session_failed" {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -39,8 +38,9 @@ const (
 	OpSubscribeRestarts = "subscribe_restarts"
 )
 
-// MaxSessionIDBytes bounds a session id.
-const MaxSessionIDBytes = 256
+// MaxSessionIDBytes bounds a session id (messages.MaxSessionIDBytes; the other rules
+// are messages.ValidateSessionID's).
+const MaxSessionIDBytes = messages.MaxSessionIDBytes
 
 // Request is a client frame, and the body of the HTTP operation routes. Only the fields
 // of its op are read; unknown fields are an error, so a typo never passes silently.
@@ -195,17 +195,18 @@ func isJSONNumber(b json.RawMessage) bool {
 	return json.Unmarshal(b, &n) == nil
 }
 
-// checkSessionID reports an id the gateway will not address.
-func checkSessionID(id string) error {
-	switch {
-	case id == "":
-		return errorf(CodeInvalidArgument, "session_id is required")
-	case len(id) > MaxSessionIDBytes:
-		return errorf(CodeInvalidArgument, "session_id is %d bytes, the limit is %d", len(id), MaxSessionIDBytes)
-	case !utf8.ValidString(id):
-		return errorf(CodeInvalidArgument, "session_id is not valid UTF-8")
-	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' || unicode.IsSpace(r) }):
-		return errorf(CodeInvalidArgument, "session_id %q contains a space, a slash or a control character", truncate(id, 40))
+// checkSessionID reports an id the gateway will not address: any id that breaks
+// messages.ValidateSessionID, with a message naming the rule.
+func checkSessionID(id string) error { return checkSessionIDField("session_id", id) }
+
+// checkSessionIDField is checkSessionID for the request field named field.
+func checkSessionIDField(field, id string) error {
+	if id == "" {
+		return errorf(CodeInvalidArgument, "%s is required", field)
+	}
+	var se *messages.SessionIDError
+	if err := messages.ValidateSessionID(id); errors.As(err, &se) {
+		return errorf(CodeInvalidArgument, "%s %q %s", field, truncate(id, 40), se.Rule)
 	}
 	return nil
 }
@@ -382,7 +383,7 @@ func (h *Handler) opFork(req *Request) (opResult, error) {
 	}
 	if req.NewSessionID == "" {
 		req.NewSessionID = NewID("s")
-	} else if err := checkSessionID(req.NewSessionID); err != nil {
+	} else if err := checkSessionIDField("new_session_id", req.NewSessionID); err != nil {
 		return opResult{}, err
 	}
 	r := &messages.ForkRequest{CommandId: h.commandID(req), SourceSessionId: req.SessionID}

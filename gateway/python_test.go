@@ -88,6 +88,7 @@ func TestGatewayPythonClient(t *testing.T) {
 			CloseCode   int      `json:"close_code"`
 			CloseReason string   `json:"close_reason"`
 		}
+		g.synthetic("still-here", 1, 10)
 		run(t, &r, "bad", token, "4096")
 		want := "invalid_argument invalid_argument unknown_op invalid_argument invalid_argument invalid_argument not_found"
 		if got := strings.Join(r.Codes, " "); got != want {
@@ -98,6 +99,7 @@ func TestGatewayPythonClient(t *testing.T) {
 		}
 	})
 	t.Run("tokens", func(t *testing.T) {
+		g.synthetic("any", 1, 10) // a subscription needs a session with events
 		var r map[string]any
 		run(t, &r, "auth", token, readToken)
 		want := map[string]any{"none": 401.0, "wrong": 401.0, "read_start": "permission_denied", "read_subscribe": "ack",

@@ -36,7 +36,7 @@ func (h *Handler) streamRestarts(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	first, err := h.restartsAfter(ctx, 0)
 	if err != nil {
-		writeError(w, errorf(CodeUnavailable, "%v", err))
+		writeError(w, hidden(CodeUnavailable, "the restart log is unavailable; retry", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -130,7 +130,7 @@ func (c *conn) subscribeRestarts(req *Request) {
 		for {
 			batch, err := c.h.restartsAfter(c.ctx, last)
 			if err != nil && c.ctx.Err() == nil {
-				c.reply(errorBytes(req, "", errorf(CodeUnavailable, "restarts: %v", err)))
+				c.reply(c.errorFrame(req, "", hidden(CodeUnavailable, "the restart log is unavailable; retry", err)))
 			}
 			for _, l := range batch {
 				f, err := json.Marshal(restartFrame{Op: FrameRestart, Restart: l.v.(observer.Restart)})

@@ -69,9 +69,10 @@ func TestFollowUpMessagesThread(t *testing.T) {
 	g := startGW(t, gwOpts{script: threadScript()})
 	c := g.mustDial(token)
 	const id = "thread-1"
+	c.send(map[string]any{"op": "start", "session_id": id, "goal": "answer me", "id": "st"})
+	c.next("ack", 10*time.Second)
 	c.send(map[string]any{"op": "subscribe", "session_id": id, "id": "sub"})
 	c.next("ack", 10*time.Second)
-	c.send(map[string]any{"op": "start", "session_id": id, "goal": "answer me", "id": "st"})
 	evs := followTurn(t, c, id)
 	if r := evs[len(evs)-1]["result"]; r != "ANSWER-ONE" {
 		t.Fatalf("turn 1 result %v", r)

@@ -89,7 +89,7 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
 		return
 	}
-	ws, err := h.upgrader.Upgrade(w, r, nil)
+	ws, err := h.upgrader.Upgrade(w, r, http.Header{RequestIDHeader: {w.Header().Get(RequestIDHeader)}})
 	if err != nil {
 		return // the upgrader answered the request
 	}
@@ -217,7 +217,7 @@ func (c *conn) readLoop() {
 			continue // read (and discard) until the peer's close frame
 		}
 		if mt != websocket.TextMessage {
-			c.reply(errorBytes(nil, "", errorf(CodeInvalidArgument, "binary frames are not supported: send JSON text frames")))
+			c.reply(c.errorFrame(nil, "", errorf(CodeInvalidArgument, "binary frames are not supported: send JSON text frames")))
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(rd, int64(limit)+1))
@@ -369,12 +369,10 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	switch {
 	case err != nil && c.ctx.Err() != nil:
 		return false, nil // the connection is ending
+	case errors.Is(err, live.ErrClosed):
+		return true, c.endSub(s, hidden(CodeUnavailable, fmt.Sprintf("the subscription ended after seq %d: the node is stopping; subscribe again", s.sub.Last()), err))
 	case err != nil:
-		code := CodeInternal
-		if errors.Is(err, live.ErrClosed) {
-			code = CodeUnavailable
-		}
-		return true, c.endSub(s, errorf(code, "subscription ended after seq %d: %v", s.sub.Last(), err))
+		return true, c.endSub(s, hidden(CodeUnavailable, fmt.Sprintf("the subscription ended after seq %d: %s", s.sub.Last(), msgUnavailable), err))
 	case !ok:
 		return false, nil
 	case u.IsDelta:
@@ -382,7 +380,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	}
 	f, err := c.h.frames.event(s.session, u.Event)
 	if err != nil {
-		return true, c.endSub(s, errorf(CodeInternal, "subscription ended: %v", err))
+		return true, c.endSub(s, hidden(CodeInternal, msgInternal, err))
 	}
 	return true, c.write(f)
 }
@@ -426,7 +424,21 @@ func (c *conn) enqueue(ctx context.Context, f []byte) bool {
 func (c *conn) reply(f []byte) { c.enqueue(c.ctx, f) }
 
 func (c *conn) replyError(req *Request, sessionID string, err error) {
-	c.reply(errorBytes(req, sessionID, toAPIError(err)))
+	c.reply(c.errorFrame(req, sessionID, toAPIError(err)))
+}
+
+// errorFrame renders e as an error frame with a new request id; an error with a detail
+// (the cause behind a plain message) is logged with that id.
+func (c *conn) errorFrame(req *Request, sessionID string, e *apiError) []byte {
+	rid := NewID("req")
+	if e.detail != nil {
+		op := ""
+		if req != nil {
+			op = truncate(req.Op, 40)
+		}
+		c.logger().Warn("request failed", "op", op, "session_id", sessionID, "request_id", rid, "code", e.code, "error", e.detail.Error())
+	}
+	return errorBytes(req, sessionID, rid, e)
 }
 
 // dispatch answers one client frame. It runs on the read loop: subscribe and unsubscribe
@@ -481,9 +493,6 @@ func (c *conn) call(req *Request) {
 		defer func() { <-c.inflight }()
 		res, err := c.h.run(req)
 		if err != nil {
-			if ae := toAPIError(err); ae.code == CodeInternal || ae.code == CodeTimeout {
-				c.logger().Warn("request failed", "op", req.Op, "session_id", req.SessionID, "error", err)
-			}
 			c.replyError(req, req.SessionID, err)
 			return
 		}
@@ -498,6 +507,12 @@ func (c *conn) subscribe(req *Request) {
 	}
 	if c.h.cfg.Feed == nil {
 		c.replyError(req, req.SessionID, errorf(CodeUnsupported, "this gateway has no event feed"))
+		return
+	}
+	// An unknown session is not_found, as on every route: a subscription waits for the
+	// events of a session that exists (start it first; from_seq 0 delivers it all).
+	if _, err := c.h.sessionHead(c.ctx, req.SessionID); err != nil {
+		c.replyError(req, req.SessionID, err)
 		return
 	}
 	from := uint64(0)
@@ -563,6 +578,5 @@ func (c *conn) endSub(s *wsSub, e *apiError) error {
 		delete(c.subs, s.session)
 	}
 	c.mu.Unlock()
-	c.logger().Warn("subscription ended", "session_id", s.session, "error", e.msg)
-	return c.write(errorBytes(&Request{Op: OpSubscribe}, s.session, e))
+	return c.write(c.errorFrame(&Request{Op: OpSubscribe}, s.session, e))
 }

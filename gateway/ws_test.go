@@ -24,37 +24,25 @@ func TestGatewayWSStartFollowResume(t *testing.T) {
 	g := startGW(t, gwOpts{delayMS: 60})
 	c := g.mustDial(token)
 
-	// Subscribing before the session exists is fine: it starts from the first event.
+	// A session that does not exist yet cannot be subscribed to: not_found, as on every
+	// route (HTTP GET /v1/sessions/{id}/events answers 404).
+	c.send(map[string]any{"op": "subscribe", "id": "sub-0", "session_id": "ws-1"})
+	if f := c.next("error", 5*time.Second); f["id"] != "sub-0" || f["code"] != "not_found" {
+		t.Fatalf("subscribe to an unknown session: %v", f)
+	}
+	c.send(map[string]any{"op": "start", "id": 7, "session_id": "ws-1", "goal": "write a haiku"})
+	startAck := c.next("ack", 5*time.Second)
+	res, _ := startAck["result"].(map[string]any)
+	if startAck["id"] != float64(7) || startAck["request"] != "start" || startAck["session_id"] != "ws-1" || res["duplicate"] != false {
+		t.Fatalf("start ack %v", startAck)
+	}
+	// Subscribing from seq 0 once it is started delivers it from its first event.
 	c.send(map[string]any{"op": "subscribe", "id": "sub-1", "session_id": "ws-1"})
 	ack := c.next("ack", 5*time.Second)
 	if ack["id"] != "sub-1" || ack["request"] != "subscribe" || ack["session_id"] != "ws-1" {
 		t.Fatalf("subscribe ack %v", ack)
 	}
-	c.send(map[string]any{"op": "start", "id": 7, "session_id": "ws-1", "goal": "write a haiku"})
-	var evs []map[string]any
-	var startAck map[string]any
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f := c.read(time.Until(deadline))
-		if f["op"] == "ack" {
-			startAck = f
-			continue
-		}
-		if f["op"] != "event" {
-			continue // deltas
-		}
-		evs = append(evs, f)
-		if f["type"] == "session_completed" {
-			break
-		}
-	}
-	if startAck == nil {
-		startAck = c.next("ack", 5*time.Second)
-	}
-	res, _ := startAck["result"].(map[string]any)
-	if startAck["id"] != float64(7) || startAck["request"] != "start" || startAck["session_id"] != "ws-1" || res["duplicate"] != false {
-		t.Fatalf("start ack %v", startAck)
-	}
+	evs := c.follow("ws-1", "session_completed", 30*time.Second)
 	journal := g.journal("ws-1")
 	sameEvents(t, evs, journal, 0)
 
@@ -159,6 +147,7 @@ func TestGatewayWSBadRequests(t *testing.T) {
 		t.Fatalf("unknown op error %v", f)
 	}
 	// A second subscription to the same session on one connection is refused.
+	g.synthetic("dup", 1, 10)
 	c.send(`{"op":"subscribe","session_id":"dup"}`)
 	c.next("ack", 5*time.Second)
 	c.send(`{"op":"subscribe","session_id":"dup"}`)
@@ -173,6 +162,7 @@ func TestGatewayWSBadRequests(t *testing.T) {
 		t.Fatalf("binary frame %v", f)
 	}
 	// Still open and serving.
+	g.synthetic("still-open", 1, 10)
 	c.send(`{"op":"subscribe","session_id":"still-open","id":1}`)
 	if f := c.next("ack", 5*time.Second); f["id"] != float64(1) {
 		t.Fatalf("after bad frames: %v", f)
@@ -227,6 +217,7 @@ func TestGatewayWSAuth(t *testing.T) {
 	if f := b.next("error", 5*time.Second); f["code"] != "permission_denied" || f["id"] != "w" {
 		t.Fatalf("read token start: %v", f)
 	}
+	g.synthetic("anything", 1, 10)
 	b.send(`{"op":"subscribe","session_id":"anything"}`)
 	b.next("ack", 5*time.Second)
 }

@@ -32,6 +32,9 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if dup, ok := core.ForkDuplicate(g.state, req); ok {
 		return dup, nil
 	}
+	if err := messages.ValidateSessionID(g.id); err != nil {
+		return nil, messages.ErrInvalidArgument("%v", err)
+	}
 	if err := core.CheckFork(g.state, req); err != nil {
 		return nil, grainError(err)
 	}

@@ -249,6 +249,9 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
 		return &messages.StartResponse{SessionId: g.id, Seq: seq, Duplicate: true}, nil
 	}
+	if err := messages.ValidateSessionID(g.id); err != nil {
+		return nil, messages.ErrInvalidArgument("%v", err)
+	}
 	evs, err := core.DecideStart(g.state, req, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)

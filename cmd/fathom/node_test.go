@@ -52,14 +52,18 @@ func TestNodeGatewayOverWebSocket(t *testing.T) {
 		}
 		return f
 	}
+	// A session is subscribed to once it exists (an unknown one is not_found).
+	if err := c.WriteJSON(map[string]any{"op": "start", "session_id": "node-ws-1", "goal": "write a haiku"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := read(); f["op"] != "ack" || f["request"] != "start" {
+		t.Fatalf("start: %v", f)
+	}
 	if err := c.WriteJSON(map[string]any{"op": "subscribe", "session_id": "node-ws-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if f := read(); f["op"] != "ack" {
 		t.Fatalf("subscribe: %v", f)
-	}
-	if err := c.WriteJSON(map[string]any{"op": "start", "session_id": "node-ws-1", "goal": "write a haiku"}); err != nil {
-		t.Fatal(err)
 	}
 	var seqs []float64
 	for {

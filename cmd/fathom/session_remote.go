@@ -112,8 +112,8 @@ func watchRemote(ctx context.Context, addr, token, id string, from uint64, p *pr
 	default:
 		u.Scheme = "ws"
 	}
-	// The gateway subscribes to any id and waits for its first event: ask for the state
-	// first, so an unknown session is an error (404), not a silent wait.
+	// Ask for the state first: an unknown session is an error (404) before the socket
+	// opens, and a resumed watch prints where it stands.
 	st, err := remoteState(ctx, addr, token, id)
 	if err != nil {
 		return err

@@ -283,6 +283,12 @@ func (f *Feed) Follow(stream string, afterSeq uint64, deltas int) live.Subscript
 	return f.subscribe(stream, afterSeq, max(deltas, 0))
 }
 
+// LastSeq returns the seq of stream's last stored event, read from the journal: 0 when
+// the stream has none (no such session).
+func (f *Feed) LastSeq(ctx context.Context, stream string) (uint64, error) {
+	return f.j.LastSeq(ctx, stream) // the journal's errors name the stream
+}
+
 // Subscribe returns a subscription to stream's events with seq > afterSeq.
 func (f *Feed) Subscribe(stream string, afterSeq uint64) *Subscription {
 	return f.subscribe(stream, afterSeq, 0)

@@ -21,7 +21,7 @@ func Load(ctx context.Context, j persistence.Journal, id string, upTo uint64) (*
 	var snapSeq uint64
 	snap, ok, err := j.LoadSnapshot(ctx, id, upTo)
 	if err != nil {
-		return nil, 0, fmt.Errorf("load snapshot of %s: %w", id, err)
+		return nil, 0, err // the journal's error names the snapshot and the stream
 	}
 	if ok {
 		if s, err = DecodeState(snap.Data); err != nil {
