@@ -49,7 +49,7 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.What == "schema migration" {
-		return fmt.Sprintf("journal %s: schema migration %d is applied; this binary knows up to %d: upgrade (%v)", e.Journal, e.Found, e.Known, ErrNewerFormat)
+		return fmt.Sprintf("journal %s: written by a newer Fathom (schema migration %d is applied); this binary knows migrations up to %d: upgrade", e.Journal, e.Found, e.Known)
 	}
 	return fmt.Sprintf("journal %s: written by Fathom format %d; this binary reads up to %d: upgrade", e.Journal, e.Found, e.Known)
 }

@@ -333,3 +333,46 @@ func legacyRecord(at time.Time, typ, data string) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(typ)))
 	return append(append(b, typ...), data...)
 }
+
+// TestRepairQuarantinesTheDamagedStreamsAndKeepsTheRest: Repair leaves the damaged
+// stream out (listed in the check's quarantine), keeps every other stream readable as it
+// was, and keeps the original file unchanged beside the journal.
+func TestRepairQuarantinesTheDamagedStreamsAndKeepsTheRest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	writeNeedles(t, path)
+	want := dump(t, path)
+	content := smashAt(t, path, offsetOf(t, path, needle("s-1", 12))+3, 4)
+	rep, err := bolt.Repair(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Quarantine) != 1 || rep.Quarantine[0].Stream != "s-1" || rep.Quarantine[0].Seq != 12 || rep.Kept != 3 {
+		t.Fatalf("repair: quarantine %v, kept %d; want s-1 at 12 and 3 kept", rep.Quarantine, rep.Kept)
+	}
+	if kept, _ := os.ReadFile(rep.Backup); !bytes.Equal(kept, content) {
+		t.Fatal("the original was not kept unchanged")
+	}
+	check, err := bolt.Check(path, bolt.Options{})
+	if err != nil || !check.OK() || check.Quarantined["s-1"] == "" {
+		t.Fatalf("check after repair: %+v, %v", check, err)
+	}
+	got := dump(t, path)
+	if strings.Contains(got, "s-1 ") {
+		t.Fatalf("repaired journal:\n%s", got)
+	}
+	for _, s := range []string{"s-0", "s-2", "s-3"} {
+		i := strings.Index(want, s+" 60\n")
+		block := want[i : i+strings.Index(want[i:], " snap ")]
+		if !strings.Contains(got, block) {
+			t.Fatalf("stream %s changed by the repair", s)
+		}
+	}
+	j, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatalf("open after repair: %v", err)
+	}
+	defer j.Close()
+	if _, err := j.Append(context.Background(), "s-0", 60, []persistence.Record{{Type: "e"}}); err != nil {
+		t.Fatalf("append after repair: %v", err)
+	}
+}
