@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bbolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
@@ -213,5 +215,34 @@ func TestDamagedRecordIsRefusedUntilRepair(t *testing.T) {
 	}
 	if r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku after the repair"); r.code != 0 {
 		t.Fatalf("run after repair: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestPostgresOfANewerSchemaIsRefusedAtStart: with migration 99 recorded in
+// fathom_schema_migrations, `fathom run --postgres` refuses to start, with the upgrade
+// message, and stores nothing.
+func TestPostgresOfANewerSchemaIsRefusedAtStart(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	if r := fathom(t, cleanEnv(), "migrate", "--postgres", dsn); r.code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", r.code, r.stderr)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "INSERT INTO fathom_schema_migrations (version, name) VALUES (99, '0099_future.sql')"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "--postgres", dsn, "Write a haiku"}, {"migrate", "--postgres", dsn}} {
+		r := fathom(t, cleanEnv(), args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "schema migration 99 is applied") || !strings.Contains(r.stderr, "upgrade") {
+			t.Errorf("%v: exit %d, want 1 and the upgrade message\n%s", args[:1], r.code, r.stderr)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM fathom_event_batches").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d event batches stored (%v), want none", n, err)
 	}
 }
