@@ -10,12 +10,15 @@
 //
 // Opening never writes to a file it cannot read: a garbage or truncated file fails with
 // an error wrapping persistence.ErrCorrupt and is left exactly as it was. Before the
-// first write, Open also runs bbolt's consistency check (tx.Check: page references,
-// freelist, key order) on files up to Options.CheckMaxBytes, so a page corrupted in the
-// middle of the file is refused instead of written into; larger files skip that full
-// walk (it reads every page) and say so in a log line. Options.ReadOnly opens an
-// existing file for reading only: a missing file is an error wrapping os.ErrNotExist,
-// never created.
+// first write, Open runs the open check on a read-only handle: bbolt's consistency check
+// (tx.Check: page references, freelist, key order) and every record's CRC-32C checksum
+// (record.go, check.go), so damage anywhere in the file is refused, naming the session
+// and seq, instead of written into. Files over Options.CheckMaxBytes are checked in the
+// background instead, with writes refused (ErrChecking) until the check passes. A file
+// stamped with a newer format than persistence.Format is refused with a
+// *persistence.FormatError. Check and Repair (repair.go) are `fathom journal check
+// [--repair]`. Options.ReadOnly opens an existing file for reading only: a missing file
+// is an error wrapping os.ErrNotExist, never created.
 package bolt
 
 import (
@@ -50,9 +53,10 @@ const maxBatch = 256
 // any transaction so it may call back into the journal.
 const loadChunk = 256
 
-// DefaultCheckMaxBytes is the largest file Open runs bbolt's full consistency check on
-// when Options.CheckMaxBytes is zero. The check reads every page and cannot be stopped
-// once begun, so larger files skip it to keep a start bounded in time.
+// DefaultCheckMaxBytes is the largest file Open checks in full before it returns when
+// Options.CheckMaxBytes is zero (about 1.5 s with the file in the page cache: 88 MB took
+// 0.47 s on a 2-core machine). Larger files are checked in the background, so a start
+// stays bounded in time.
 const DefaultCheckMaxBytes = 256 << 20
 
 // ErrReadOnly is returned by writes to a journal opened with Options.ReadOnly.
@@ -70,11 +74,14 @@ type Options struct {
 	// an error wrapping os.ErrNotExist and is not created; Append and SaveSnapshot fail
 	// with ErrReadOnly.
 	ReadOnly bool
-	// CheckMaxBytes bounds the files Open runs bbolt's full consistency check on:
-	// larger ones get only the header and size checks, and a log line says so. Zero
-	// means DefaultCheckMaxBytes; negative skips the full check always.
+	// CheckMaxBytes bounds the files Open checks in full (pages and records) before it
+	// returns: a larger one is checked in the background, refusing writes with
+	// ErrChecking until the check passes (a read-only open skips it: each read verifies
+	// its records), and a log line says so. Zero means DefaultCheckMaxBytes; negative
+	// skips the whole-file check always (reads still verify their records).
 	CheckMaxBytes int64
-	// Logger receives the note about a skipped check. Nil means slog.Default().
+	// Logger receives the notes about a background or skipped check. Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// Facts reads the session index's facts (user, goal, cost) from each indexed append's
 	// records (persistence/indexfacts.Of). Nil keeps none.
