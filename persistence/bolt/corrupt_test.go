@@ -117,7 +117,6 @@ func TestLargeFileIsCheckedInTheBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
 	ctx := context.Background()
 	if last, err := j.LastSeq(ctx, "s-1"); err != nil || last != 400 {
 		t.Fatalf("LastSeq during the check = %d, %v; want 400", last, err)
@@ -132,6 +131,9 @@ func TestLargeFileIsCheckedInTheBackground(t *testing.T) {
 			t.Fatalf("Append = %v, want success once the background check passed", err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if err := j.Close(); err != nil { // waits for the check, the logs' other writer
+		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "checking it in the background") || !strings.Contains(logs.String(), path) {
 		t.Fatalf("no log line about the background check: %q", logs.String())
