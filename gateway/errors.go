@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // Error codes of `error` frames and of HTTP error bodies. They are stable: clients may
@@ -140,6 +141,9 @@ func toAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if errors.Is(err, persistence.ErrNewerFormat) { // an event or journal of a newer Fathom: upgrade
+		return &apiError{code: CodeFailedPrecondition, msg: err.Error()}
 	}
 	var ge *cluster.GrainErrorResponse
 	if errors.As(err, &ge) {

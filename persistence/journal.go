@@ -19,7 +19,43 @@ var (
 	// ErrInvalid means the caller passed arguments the journal cannot store
 	// (empty stream id, no records, a record without a type).
 	ErrInvalid = errors.New("journal: invalid argument")
+	// ErrNewerFormat means the journal, its schema or one of its records was written by
+	// a newer version of Fathom than this binary: the journal is refused at start
+	// (FormatError) and a record this binary cannot decode is reported as "written by a
+	// newer version", never as corruption. The remedy is to upgrade the binary.
+	ErrNewerFormat = errors.New("written by a newer version")
 )
+
+// Format is the journal format this binary writes and the newest it reads. Both
+// journals record the format of the newest binary that opened them for writing; a
+// journal without a record is format 1.
+//
+//	1: records without checksums (Fathom before format versions).
+//	2: every event and snapshot record carries a CRC-32C checksum, verified on read.
+const Format = 2
+
+// FormatError is the error of opening a journal written by a newer format than Format.
+// It wraps ErrNewerFormat.
+type FormatError struct {
+	// Journal names the journal (a file path, or "postgres").
+	Journal string
+	// Found is the format (or, for PostgreSQL, the schema migration) the journal holds.
+	Found int
+	// Known is the newest this binary reads.
+	Known int
+	// What is "format" or "schema migration".
+	What string
+}
+
+func (e *FormatError) Error() string {
+	if e.What == "schema migration" {
+		return fmt.Sprintf("journal %s: written by a newer Fathom (schema migration %d is applied); this binary knows migrations up to %d: upgrade", e.Journal, e.Found, e.Known)
+	}
+	return fmt.Sprintf("journal %s: written by Fathom format %d; this binary reads up to %d: upgrade", e.Journal, e.Found, e.Known)
+}
+
+// Unwrap returns ErrNewerFormat.
+func (e *FormatError) Unwrap() error { return ErrNewerFormat }
 
 // Record is one stored event of a stream. Data is opaque to the journal; Fathom stores
 // protobuf-encoded messages.Event envelopes in it.

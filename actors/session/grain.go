@@ -319,6 +319,9 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 		return nil
 	}
 	if err := g.load(); err != nil {
+		if errors.Is(err, persistence.ErrNewerFormat) {
+			return messages.ErrFailedPrecondition("session %s cannot be loaded: %v", g.id, err)
+		}
 		if errors.Is(err, persistence.ErrCorrupt) || errors.Is(err, core.ErrBadEvent) {
 			return messages.ErrInternal("session %s cannot be loaded: %v", g.id, err)
 		}

@@ -32,6 +32,7 @@ func commands() []command {
 		{"run", "run one session on embedded defaults and stream its events", runRun},
 		{"node", "run a cluster node with the HTTP gateway", runNode},
 		{"migrate", "apply the PostgreSQL migrations", runMigrate},
+		{"journal", "check the embedded journal: check [--repair] (verify every record; quarantine damaged sessions)", runJournal},
 		{"session", "inspect and steer sessions: list | timeline ID | state ID [--at STEP] | watch ID | artifacts ID [--out DIR] | input ID STEP_ID JSON | fork ID --at STEP | send ID TEXT (journal, or a node with --addr)", runSession},
 		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},

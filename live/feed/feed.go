@@ -556,7 +556,11 @@ func (s *Subscription) readJournal(ctx context.Context) (int, error) {
 	err := s.f.j.Load(ctx, s.stream, s.last, func(r persistence.Record) error {
 		ev, err := messages.DecodeEvent(r.Seq, r.Data)
 		if err != nil {
-			s.corrupt = fmt.Errorf("feed: read %s: %w: %w", s.stream, persistence.ErrCorrupt, err)
+			kind := persistence.ErrCorrupt
+			if errors.Is(err, messages.ErrUnknownEvent) {
+				kind = persistence.ErrNewerFormat // not damage: a newer binary wrote it
+			}
+			s.corrupt = fmt.Errorf("feed: read %s: %w: %w", s.stream, kind, err)
 			return errPageFull // deliver what came before it first
 		}
 		s.queue = append(s.queue, ev)

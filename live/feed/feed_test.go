@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -469,5 +471,33 @@ func TestCorruptRecordEndsTheSubscription(t *testing.T) {
 				t.Fatalf("Next over a corrupt record = %v, want ErrCorrupt", err)
 			}
 		})
+	}
+}
+
+// TestEventOfANewerVersionEndsTheSubscriptionAsNewerFormat: an event whose payload is a
+// kind this binary does not know ends a catch-up with persistence.ErrNewerFormat (the
+// gateway's failed_precondition), not ErrCorrupt, after the events before it.
+func TestEventOfANewerVersionEndsTheSubscriptionAsNewerFormat(t *testing.T) {
+	j := openJournal(t)
+	f := feed.New(j, feed.Options{})
+	defer f.Close()
+	w := &writer{j: j, f: f}
+	w.write(t, "s", 1)
+	data, _ := messages.EncodeEvent(&messages.Event{Seq: 2, SessionId: "s"})
+	data = protowire.AppendTag(data, 987, protowire.BytesType)
+	data = protowire.AppendBytes(data, []byte("a payload from the future"))
+	if _, err := j.Append(context.Background(), "s", 1, []persistence.Record{{Type: "future_event", Data: data, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	sub := f.Subscribe("s", 0)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ev, err := sub.Next(ctx); err != nil || ev.GetSeq() != 1 {
+		t.Fatalf("first event: %v, %v", ev, err)
+	}
+	_, err := sub.Next(ctx)
+	if !errors.Is(err, persistence.ErrNewerFormat) || errors.Is(err, persistence.ErrCorrupt) || !errors.Is(err, messages.ErrUnknownEvent) {
+		t.Fatalf("Next over an event of a newer version = %v, want ErrNewerFormat", err)
 	}
 }

@@ -107,7 +107,9 @@ func TestMidFilePageCorruptionIsRefusedBeforeAnyWrite(t *testing.T) {
 	}
 }
 
-func TestConsistencyCheckIsSkippedAboveTheLimitWithALogLine(t *testing.T) {
+// TestLargeFileIsCheckedInTheBackground: a file above CheckMaxBytes opens at once with a
+// log line, serves reads, and takes writes once its background check has passed.
+func TestLargeFileIsCheckedInTheBackground(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	writeSessions(t, path)
 	var logs bytes.Buffer
@@ -115,11 +117,26 @@ func TestConsistencyCheckIsSkippedAboveTheLimitWithALogLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Close(); err != nil {
+	ctx := context.Background()
+	if last, err := j.LastSeq(ctx, "s-1"); err != nil || last != 400 {
+		t.Fatalf("LastSeq during the check = %d, %v; want 400", last, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := j.Append(ctx, "s-1", 400, []persistence.Record{{Type: "e"}})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bolt.ErrChecking) || time.Now().After(deadline) {
+			t.Fatalf("Append = %v, want success once the background check passed", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := j.Close(); err != nil { // waits for the check, the logs' other writer
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "skipping bbolt's full page check") || !strings.Contains(logs.String(), path) {
-		t.Fatalf("no log line about the skipped check: %q", logs.String())
+	if !strings.Contains(logs.String(), "checking it in the background") || !strings.Contains(logs.String(), path) {
+		t.Fatalf("no log line about the background check: %q", logs.String())
 	}
 }
 

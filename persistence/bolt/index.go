@@ -301,6 +301,9 @@ func (j *Journal) DeleteSession(ctx context.Context, id string) error {
 	if j.readOnly {
 		return fmt.Errorf("delete session %s: journal %s: %w", id, j.path, ErrReadOnly)
 	}
+	if err := j.writable(); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
 	if err := j.enter(); err != nil {
 		return err
 	}

@@ -20,23 +20,24 @@ import (
 
 var _ persistence.SessionIndex = (*Journal)(nil)
 
-// appendIndexedSQL is appendSQL plus the index row: $6 status, $7 due_at (NULL: none),
-// $8 the lease owner to renew (NULL: keep the stored lease) for $9 microseconds, and the
-// batch's facts (migration 0006): $10 user_id and $11 goal (NULL: keep the stored ones;
-// set by the batch that starts the session), $12 the cost the batch adds.
-const appendIndexedSQL = `
+// appendIndexedSQL is appendSQL plus the index row: $6 the events' checksums (as in
+// appendSQL), $7 status, $8 due_at (NULL: none), $9 the lease owner to renew (NULL: keep
+// the stored lease) for $10 microseconds, and the batch's facts (migration 0006): $11
+// user_id and $12 goal (NULL: keep the stored ones; set by the batch that starts the
+// session), $13 the cost the batch adds.
+var appendIndexedSQL = `
 WITH batch AS (` + appendSQL + `
     RETURNING last_seq)
 INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd)
-SELECT $1, $6, $7, last_seq, now(), $8::text,
-       CASE WHEN $8::text IS NULL THEN NULL ELSE now() + $9::bigint * interval '1 microsecond' END,
-       coalesce($10::text, ''), coalesce($11::text, ''), now(), $12::double precision FROM batch
+SELECT $1, $7, $8, last_seq, now(), $9::text,
+       CASE WHEN $9::text IS NULL THEN NULL ELSE now() + $10::bigint * interval '1 microsecond' END,
+       coalesce($11::text, ''), coalesce($12::text, ''), now(), $13::double precision FROM batch
 ON CONFLICT (session_id) DO UPDATE
 SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
     lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
     lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END,
-    user_id = CASE WHEN $11::text IS NULL THEN fathom_sessions.user_id ELSE EXCLUDED.user_id END,
-    goal = coalesce($11::text, fathom_sessions.goal),
+    user_id = CASE WHEN $12::text IS NULL THEN fathom_sessions.user_id ELSE EXCLUDED.user_id END,
+    goal = coalesce($12::text, fathom_sessions.goal),
     cost_usd = fathom_sessions.cost_usd + EXCLUDED.cost_usd`
 
 // AppendIndexed implements persistence.SessionIndex.
@@ -55,7 +56,7 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
 }
 
-// factArgs are appendIndexedSQL's $10 to $12 for e: user and goal only with a start's
+// factArgs are appendIndexedSQL's $11 to $13 for e: user and goal only with a start's
 // (never empty) goal.
 func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64) {
 	if e.Goal == "" {
@@ -64,7 +65,7 @@ func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64) {
 	return &e.UserID, &e.Goal, e.CostUSD
 }
 
-// leaseArgs are appendIndexedSQL's $8 and $9 for e.
+// leaseArgs are appendIndexedSQL's $9 and $10 for e.
 func leaseArgs(e persistence.IndexEntry) (*string, int64) {
 	if e.LeaseOwner == "" || e.LeaseTTL <= 0 {
 		return nil, 0

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,7 +124,9 @@ func MigrateDSN(ctx context.Context, dsn string) error {
 const migrationLock = 0x66617468_6f6d
 
 // Migrate applies the migrations not yet recorded in fathom_schema_migrations, in file
-// order, each in its own transaction, holding an advisory lock.
+// order, each in its own transaction, holding an advisory lock, then records the journal
+// format (persistence.Format). A database with a migration this binary does not know,
+// or of a newer format, is refused with a *persistence.FormatError and left as it is.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -154,21 +157,18 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, v := range versions {
 		applied[int(v)] = true
 	}
-	files, err := fs.Glob(migrations.FS, "*.sql")
+	files, known, err := migrationFiles()
 	if err != nil {
 		return err
 	}
-	sort.Strings(files)
+	if newest := slices.Max(append(versions, 0)); int(newest) > known {
+		return &persistence.FormatError{Journal: "postgres", Found: int(newest), Known: known, What: "schema migration"}
+	}
 	for _, f := range files {
-		num, _, ok := strings.Cut(f, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return fmt.Errorf("postgres: migration file %s is not named NNNN_name.sql", f)
-		}
-		if applied[v] {
+		if applied[f.version] {
 			continue
 		}
-		sql, err := fs.ReadFile(migrations.FS, f)
+		sql, err := fs.ReadFile(migrations.FS, f.name)
 		if err != nil {
 			return err
 		}
@@ -176,11 +176,55 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			if _, err := tx.Exec(ctx, string(sql)); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO fathom_schema_migrations (version, name) VALUES ($1, $2)", v, f)
+			_, err := tx.Exec(ctx, "INSERT INTO fathom_schema_migrations (version, name) VALUES ($1, $2)", f.version, f.name)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", f, err)
+			return fmt.Errorf("postgres: migration %s: %w", f.name, err)
+		}
+	}
+	return stampFormat(ctx, conn)
+}
+
+type migrationFile struct {
+	name    string
+	version int
+}
+
+// migrationFiles returns the embedded migrations in order and the highest version.
+func migrationFiles() ([]migrationFile, int, error) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return nil, 0, err
+	}
+	sort.Strings(names)
+	files := make([]migrationFile, 0, len(names))
+	known := 0
+	for _, f := range names {
+		num, _, ok := strings.Cut(f, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, 0, fmt.Errorf("postgres: migration file %s is not named NNNN_name.sql", f)
+		}
+		files = append(files, migrationFile{name: f, version: v})
+		known = max(known, v)
+	}
+	return files, known, nil
+}
+
+// stampFormat refuses a journal whose recorded format (fathom_format, migration 0007) is
+// newer than persistence.Format, and raises an older one to it.
+func stampFormat(ctx context.Context, conn *pgxpool.Conn) error {
+	var found int
+	if err := conn.QueryRow(ctx, "SELECT format FROM fathom_format").Scan(&found); err != nil {
+		return fmt.Errorf("postgres: read journal format: %w", err)
+	}
+	if found > persistence.Format {
+		return &persistence.FormatError{Journal: "postgres", Found: found, Known: persistence.Format, What: "format"}
+	}
+	if found < persistence.Format {
+		if _, err := conn.Exec(ctx, "UPDATE fathom_format SET format = $1 WHERE format < $1", persistence.Format); err != nil {
+			return fmt.Errorf("postgres: record journal format: %w", err)
 		}
 	}
 	return nil
@@ -200,22 +244,22 @@ func (j *Journal) check(ctx context.Context) error {
 // inserts nothing unless the stream's head is $2: the batch holding seq $2 (the one with
 // the greatest first_seq <= $2) must end at $2; an append racing past the same head meets
 // the primary key and inserts nothing either (so it never aborts the appends it shares a
-// group commit with).
-const appendSQL = `
-INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
-SELECT $1, $2 + 1, $2 + cardinality($3::text[]), $3, $4::bytea[], $5::timestamptz[]
-WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
-                 WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2
-ON CONFLICT DO NOTHING`
+// group commit with). $6 is the events' checksums (migrations/0007).
+var appendSQL = batchSQL("$3", "$4::bytea[]", "$5::timestamptz[]", "$6::bigint[]")
 
 // appendOneSQL is appendSQL for the common single-event append: the arrays are built by
 // the server from scalar parameters, which saves the client the array encoding.
-const appendOneSQL = `
-INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats)
-SELECT $1, $2 + 1, $2 + 1, ARRAY[$3::text], ARRAY[$4::bytea], ARRAY[$5::timestamptz]
+var appendOneSQL = batchSQL("ARRAY[$3::text]", "ARRAY[$4::bytea]", "ARRAY[$5::timestamptz]", "ARRAY[$6::bigint]")
+
+// batchSQL is the guarded batch INSERT of appendSQL with the given array expressions.
+func batchSQL(types, data, ats, crcs string) string {
+	return `
+INSERT INTO fathom_event_batches (stream_id, first_seq, last_seq, types, data, ats, crcs)
+SELECT $1, $2 + 1, $2 + cardinality(` + types + `::text[]), ` + types + `, ` + data + `, ` + ats + `, ` + crcs + `
 WHERE $2 = 0 OR (SELECT last_seq FROM fathom_event_batches
                  WHERE stream_id = $1 AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) = $2
 ON CONFLICT DO NOTHING`
+}
 
 // Append implements persistence.Journal.
 func (j *Journal) Append(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record) (uint64, error) {
@@ -239,6 +283,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	types := make([]string, len(recs))
 	datas := make([][]byte, len(recs))
 	ats := make([]time.Time, len(recs))
+	crcs := make([]int64, len(recs))
 	for i, r := range recs {
 		types[i], datas[i], ats[i] = r.Type, r.Data, r.At
 		if r.At.IsZero() {
@@ -247,6 +292,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 		if datas[i] == nil {
 			datas[i] = []byte{}
 		}
+		crcs[i] = int64(persistence.RecordChecksum(stream, expectedSeq+1+uint64(i), r.Type, datas[i]))
 	}
 	last = expectedSeq + uint64(len(recs))
 	var tag pgconn.CommandTag
@@ -254,12 +300,12 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
 		user, goal, cost := factArgs(*entry)
-		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, entry.Status, dueAt(*entry), owner, ttl,
+		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
 			user, goal, cost)
 	case len(recs) == 1:
-		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0])
+		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0])
 	default:
-		tag, err = j.group.exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats)
+		tag, err = j.group.exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats, crcs)
 	}
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -277,7 +323,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 // loadSQL reads the batches holding events after $2, oldest first: the batch holding
 // seq $2+1 (the greatest first_seq <= $2+1) and every later one.
 const loadSQL = `
-SELECT first_seq, types, data, ats FROM fathom_event_batches
+SELECT first_seq, types, data, ats, crcs FROM fathom_event_batches
 WHERE stream_id = $1 AND first_seq >= coalesce(
     (SELECT max(first_seq) FROM fathom_event_batches WHERE stream_id = $1 AND first_seq <= $2 + 1), 1)
 ORDER BY first_seq LIMIT $3`
@@ -302,18 +348,27 @@ func (j *Journal) Load(ctx context.Context, stream string, afterSeq uint64, fn f
 			types          []string
 			datas          [][]byte
 			ats            []time.Time
+			crcs           []int64
 		)
-		_, err = pgx.ForEachRow(rows, []any{&first, &types, &datas, &ats}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&first, &types, &datas, &ats, &crcs}, func() error {
 			batches++
-			if len(datas) != len(types) || len(ats) != len(types) {
-				return fmt.Errorf("batch at seq %d: %d types, %d data, %d times", first, len(types), len(datas), len(ats))
+			if len(datas) != len(types) || len(ats) != len(types) || (crcs != nil && len(crcs) != len(types)) {
+				return &persistence.RecordError{Stream: stream, Seq: uint64(first),
+					Reason: fmt.Sprintf("batch at seq %d: %d types, %d data, %d times, %d checksums", first, len(types), len(datas), len(ats), len(crcs))}
 			}
 			for i := range types {
-				if seq := first + int64(i); seq > next {
-					chunk = append(chunk, persistence.Record{Seq: uint64(seq), Type: types[i], Data: datas[i], At: ats[i].UTC()})
+				seq := first + int64(i)
+				if seq <= next {
+					continue
 				}
+				if crcs != nil {
+					if err := persistence.VerifyChecksum(stream, uint64(seq), false, uint32(crcs[i]), persistence.RecordChecksum(stream, uint64(seq), types[i], datas[i])); err != nil {
+						return err
+					}
+				}
+				chunk = append(chunk, persistence.Record{Seq: uint64(seq), Type: types[i], Data: datas[i], At: ats[i].UTC()})
 			}
-			types, datas, ats = nil, nil, nil
+			types, datas, ats, crcs = nil, nil, nil, nil
 			return nil
 		})
 		if err != nil {
@@ -368,9 +423,9 @@ func (j *Journal) SaveSnapshot(ctx context.Context, stream string, snap persiste
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`INSERT INTO fathom_snapshots (stream_id, seq, data, at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (stream_id, seq) DO UPDATE SET data = EXCLUDED.data, at = EXCLUDED.at`,
-		stream, int64(snap.Seq), snap.Data, snap.At)
+	b.Queue(`INSERT INTO fathom_snapshots (stream_id, seq, data, at, crc) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (stream_id, seq) DO UPDATE SET data = EXCLUDED.data, at = EXCLUDED.at, crc = EXCLUDED.crc`,
+		stream, int64(snap.Seq), snap.Data, snap.At, int64(persistence.RecordChecksum(stream, snap.Seq, "snapshot", snap.Data)))
 	b.Queue("COMMIT")
 	err := j.pool.SendBatch(ctx, b).Close()
 	if err != nil {
@@ -389,8 +444,9 @@ func (j *Journal) LoadSnapshot(ctx context.Context, stream string, maxSeq uint64
 	}
 	var s persistence.Snapshot
 	var seq int64
-	err := j.pool.QueryRow(ctx, `SELECT seq, data, at FROM fathom_snapshots
-		WHERE stream_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`, stream, int64(maxSeq)).Scan(&seq, &s.Data, &s.At)
+	var crc *int64
+	err := j.pool.QueryRow(ctx, `SELECT seq, data, at, crc FROM fathom_snapshots
+		WHERE stream_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`, stream, int64(maxSeq)).Scan(&seq, &s.Data, &s.At, &crc)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return persistence.Snapshot{}, false, nil
 	}
@@ -398,6 +454,11 @@ func (j *Journal) LoadSnapshot(ctx context.Context, stream string, maxSeq uint64
 		return persistence.Snapshot{}, false, fmt.Errorf("load snapshot of %s: %w", stream, err)
 	}
 	s.Seq, s.At = uint64(seq), s.At.UTC()
+	if crc != nil {
+		if err := persistence.VerifyChecksum(stream, s.Seq, true, uint32(*crc), persistence.RecordChecksum(stream, s.Seq, "snapshot", s.Data)); err != nil {
+			return persistence.Snapshot{}, false, fmt.Errorf("load snapshot of %s: %w", stream, err)
+		}
+	}
 	return s, true, nil
 }
 

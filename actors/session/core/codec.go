@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -26,13 +27,24 @@ func EncodeEvents(evs []*messages.Event) ([]persistence.Record, error) {
 
 // DecodeRecord decodes one journal record of a session stream into its event and checks
 // that the envelope agrees with the record's position (messages.DecodeEvent). Errors
-// wrap persistence.ErrCorrupt.
+// wrap persistence.ErrCorrupt, or persistence.ErrNewerFormat for an event of a kind this
+// binary does not know (messages.ErrUnknownEvent).
 func DecodeRecord(r persistence.Record) (*messages.Event, error) {
 	ev, err := messages.DecodeEvent(r.Seq, r.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", persistence.ErrCorrupt, err)
+		return nil, StoredEventError(err)
 	}
 	return ev, nil
+}
+
+// StoredEventError wraps an error of messages.DecodeEvent with the journal's meaning:
+// persistence.ErrNewerFormat for an event written by a newer version, else
+// persistence.ErrCorrupt.
+func StoredEventError(err error) error {
+	if errors.Is(err, messages.ErrUnknownEvent) {
+		return fmt.Errorf("%w: %w", persistence.ErrNewerFormat, err)
+	}
+	return fmt.Errorf("%w: %w", persistence.ErrCorrupt, err)
 }
 
 // EncodeState and DecodeState convert a state to and from its snapshot bytes.
