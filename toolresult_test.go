@@ -2,6 +2,7 @@ package fathom_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,14 +34,17 @@ func bigResult(tag string, n int) string {
 
 // TestLargeToolResultsAreStoredAsArtifacts: in one session the model calls a Go tool of
 // the program that answers 4 MiB and a tool of an MCP server (the official Go SDK over
-// streamable HTTP) that answers 1 MiB, neither with a space. The session completes; the
-// model read each result's head and tail around "[truncated: N bytes; full result
-// stored as artifact {id}/results/{call_id} ...]"; the journal holds no event near 1
-// MiB, each tool_result keeps that note, an artifact_written event of type results with
-// the full size precedes it, and the gateway's artifact route serves the whole result.
+// streamable HTTP) that answers 1 MiB, neither with a space, and a Go tool that fails
+// with a 600 KiB message. The session completes; the model read each result's head and
+// tail around "[truncated: N bytes; full result stored as artifact
+// {id}/results/{call_id} ...]"; the journal holds no event near 1 MiB, each tool_result
+// (the failure too) keeps that note, an artifact_written event of type results with the
+// full size precedes it, and the gateway's artifact route serves the whole result.
 func TestLargeToolResultsAreStoredAsArtifacts(t *testing.T) {
 	const goBytes, mcpBytes = 4 << 20, 1 << 20
 	goOut, mcpOut := bigResult("GO", goBytes), bigResult("MCP", mcpBytes)
+	// A failure's message is in its event twice (message, llm_text): 600 KiB is over 1 MiB.
+	failMsg := bigResult("FAIL", 600<<10)
 
 	mcpServer := sdk.NewServer(&sdk.Implementation{Name: "docs", Version: "1"}, nil)
 	sdk.AddTool(mcpServer, &sdk.Tool{Name: "blob", Description: "Returns a large document."},
@@ -60,7 +64,7 @@ func TestLargeToolResultsAreStoredAsArtifacts(t *testing.T) {
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"s","type":"custom","description":"read both documents"}]}`},
 		{ToolMatch: ".", ContextMatch: "(?s)(" + goSeen + ".*" + mcpSeen + "|" + mcpSeen + ".*" + goSeen + ")", Response: "read both previews"},
 		{ToolMatch: ".", Response: "a note is missing"},
-		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "bigfile", Arguments: "{}"}, {Name: "docs__blob", Arguments: "{}"}}},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "bigfile", Arguments: "{}"}, {Name: "docs__blob", Arguments: "{}"}, {Name: "bigfail", Arguments: "{}"}}},
 	}}
 	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	defer model.Close()
@@ -71,6 +75,8 @@ func TestLargeToolResultsAreStoredAsArtifacts(t *testing.T) {
 	cfg.MCPServers = []fathom.MCPServer{{Name: "docs", URL: mcpHTTP.URL}}
 	cfg.Tools = []tools.Tool{tools.MustNew("bigfile", "Returns a large file.", tools.SandboxNone, func(context.Context, struct{}) (any, error) {
 		return goOut, nil
+	}), tools.MustNew("bigfail", "Fails at length.", tools.SandboxNone, func(context.Context, struct{}) (any, error) {
+		return nil, errors.New(failMsg)
 	})}
 	if cfg.Session.MaxToolResult() != 256<<10 {
 		t.Fatalf("default cap %d, want 256 KiB", cfg.Session.MaxToolResult())
@@ -161,14 +167,27 @@ func TestLargeToolResultsAreStoredAsArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 2 {
-		t.Fatalf("%d tool results, want 2", len(results))
+	if len(results) != 3 {
+		t.Fatalf("%d tool results, want 3", len(results))
 	}
 	full := map[string]string{"bigfile": goOut, "docs__blob": mcpOut}
 	for _, tr := range results {
-		want := full[tr.GetTool()]
 		a := written[tr.GetCallId()]
 		path := id + "/results/" + tr.GetCallId()
+		if tr.GetTool() == "bigfail" {
+			f := tr.GetError()
+			switch {
+			case f == nil || f.GetErrorType() != "execution":
+				t.Fatalf("bigfail's result is not its execution failure: %v", f)
+			case a == nil || a.GetPath() != path || !strings.Contains(bodies[path], failMsg) || a.GetSize() != uint64(len(bodies[path])):
+				t.Fatalf("bigfail's failure text is not stored whole at %s: %v (%d bytes served)", path, a, len(bodies[path]))
+			case len(f.GetMessage())+len(f.GetLlmText()) > 4*core.ToolResultPreviewBytes+2048 ||
+				!strings.Contains(f.GetLlmText(), "[truncated: "+strconv.Itoa(len(bodies[path]))+" bytes; full result stored as artifact "+path+" "):
+				t.Fatalf("bigfail's failure keeps %d+%d bytes, or lacks the note:\n%s", len(f.GetMessage()), len(f.GetLlmText()), f.GetLlmText())
+			}
+			continue
+		}
+		want := full[tr.GetTool()]
 		switch {
 		case tr.GetError() != nil:
 			t.Fatalf("%s failed: %v", tr.GetTool(), tr.GetError())
