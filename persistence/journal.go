@@ -17,13 +17,16 @@ var (
 	// ErrCorrupt means stored data could not be read back. The store is left untouched.
 	ErrCorrupt = errors.New("journal: corrupt data")
 	// ErrInvalid means the caller passed arguments the journal cannot store
-	// (empty stream id, no records, a record without a type).
+	// (empty stream id, no records, a record without a type, a record over MaxEventBytes).
 	ErrInvalid = errors.New("journal: invalid argument")
 	// ErrNewerFormat means the journal, its schema or one of its records was written by
 	// a newer version of Fathom than this binary: the journal is refused at start
 	// (FormatError) and a record this binary cannot decode is reported as "written by a
 	// newer version", never as corruption. The remedy is to upgrade the binary.
 	ErrNewerFormat = errors.New("written by a newer version")
+	// ErrEventTooLarge means a record's encoded event is over MaxEventBytes (an
+	// *EventTooLargeError says which record). Nothing of the failed append was stored.
+	ErrEventTooLarge = errors.New("journal: event too large")
 )
 
 // Format is the journal format this binary writes and the newest it reads. Both
@@ -56,6 +59,32 @@ func (e *FormatError) Error() string {
 
 // Unwrap returns ErrNewerFormat.
 func (e *FormatError) Unwrap() error { return ErrNewerFormat }
+
+// MaxEventBytes bounds one record's Data (an encoded event): 1 MiB. Every
+// implementation refuses a larger record with an *EventTooLargeError (ValidateAppend), so
+// no event the journal holds is larger. What can be larger is kept elsewhere and named
+// in the event: a tool result over the session's cap is stored as an artifact.
+const MaxEventBytes = 1 << 20
+
+// EventTooLargeError is the error of an append with a record over MaxEventBytes. It
+// matches both ErrEventTooLarge and ErrInvalid with errors.Is.
+type EventTooLargeError struct {
+	// Stream is the stream appended to.
+	Stream string
+	// Index is the record's position in the append; Type its event type.
+	Index int
+	Type  string
+	// Size is the record's Data length; Limit is MaxEventBytes, both in bytes.
+	Size, Limit int
+}
+
+// Error implements error.
+func (e *EventTooLargeError) Error() string {
+	return fmt.Sprintf("%v: record %d (%s) of stream %s is %d bytes; the limit is %d", ErrEventTooLarge, e.Index, e.Type, e.Stream, e.Size, e.Limit)
+}
+
+// Unwrap returns ErrEventTooLarge and ErrInvalid.
+func (e *EventTooLargeError) Unwrap() []error { return []error{ErrEventTooLarge, ErrInvalid} }
 
 // Record is one stored event of a stream. Data is opaque to the journal; Fathom stores
 // protobuf-encoded messages.Event envelopes in it.
@@ -133,8 +162,9 @@ type Journal interface {
 }
 
 // ValidateAppend checks the arguments of an Append the way every implementation must:
-// a non-empty stream id and at least one record, each with a type and either no seq or
-// the seq it will have after expectedSeq. The error wraps ErrInvalid.
+// a non-empty stream id and at least one record, each with a type, at most
+// MaxEventBytes of data (else an *EventTooLargeError) and either no seq or the seq it
+// will have after expectedSeq. The error wraps ErrInvalid.
 func ValidateAppend(stream string, expectedSeq uint64, recs []Record) error {
 	if stream == "" {
 		return fmt.Errorf("%w: empty stream id", ErrInvalid)
@@ -145,6 +175,9 @@ func ValidateAppend(stream string, expectedSeq uint64, recs []Record) error {
 	for i, r := range recs {
 		if r.Type == "" {
 			return fmt.Errorf("%w: record %d has no type", ErrInvalid, i)
+		}
+		if len(r.Data) > MaxEventBytes {
+			return &EventTooLargeError{Stream: stream, Index: i, Type: r.Type, Size: len(r.Data), Limit: MaxEventBytes}
 		}
 		if want := expectedSeq + 1 + uint64(i); r.Seq != 0 && r.Seq != want {
 			return fmt.Errorf("%w: record %d carries seq %d, appended after seq %d it would be %d", ErrInvalid, i, r.Seq, expectedSeq, want)

@@ -110,6 +110,7 @@ type nodeFlags struct {
 	pauseGrace envDuration
 	reasoning  reasoningFlags
 	retention  retentionFlags
+	toolResult toolResultFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
 	maxLLMCalls         uint
@@ -199,6 +200,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.pauseGrace.register(fs, "pause-grace", "FATHOM_PAUSE_GRACE", defaultPauseGrace, "with Consul: how long a member whose health check lapsed while its port still answers (paused, not dead) stays in the cluster before its sessions move elsewhere; shorter moves sessions of a frozen node sooner, longer rides out longer pauses")
 	f.reasoning.register(fs)
 	f.retention.register(fs)
+	f.toolResult.register(fs)
 	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
 		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", envFloat("FATHOM_MAX_COST_USD", d.MaxCostUSD),
@@ -355,6 +357,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
 		scfg.ApprovalTools = file.Approval.Tools
 		f.file = file
+	}
+	if err := f.toolResult.apply(&scfg, f.file); err != nil {
+		return fathomapi.Config{}, err
 	}
 	return fathomapi.Config{
 		MCPServers:    mcpServers,

@@ -11,8 +11,8 @@ import (
 )
 
 // TestRetentionJanitorDeletesEndedSessions: `fathom node --retention 1s` deletes a
-// completed session (its events, index row and artifacts) once its last event is a
-// second old; a bad --retention or FATHOM_RETENTION is a usage error (exit 2).
+// completed session (its events, index row, artifacts and their directory) once its
+// last event is a second old; a bad --retention or FATHOM_RETENTION is a usage error (exit 2).
 func TestRetentionJanitorDeletesEndedSessions(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku about event sourcing")
@@ -59,14 +59,18 @@ func TestRetentionJanitorDeletesEndedSessions(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("artifacts of %s left: %v", id, left)
 	}
+	if _, err := os.Stat(arts); !os.IsNotExist(err) {
+		t.Errorf("the artifact directory of %s is left behind (%v)", id, err)
+	}
 	tl := fathom(t, cleanEnv(), "session", "timeline", "--data-dir", data, id)
 	if tl.code != 1 || !strings.Contains(tl.stderr, "not found") {
 		t.Errorf("timeline after the janitor: exit %d\n%s%s", tl.code, tl.stdout, tl.stderr)
 	}
 }
 
-// TestSessionDelete: `fathom session delete ID` removes an ended session on the data dir
-// and, with --addr, through a node's gateway; an unknown session exits 1 either way.
+// TestSessionDelete: `fathom session delete ID` removes an ended session, its artifacts
+// and their directory on the data dir and, with --addr, through a node's gateway; an
+// unknown session exits 1 either way.
 func TestSessionDelete(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	var ids []string
@@ -77,10 +81,23 @@ func TestSessionDelete(t *testing.T) {
 		}
 		ids = append(ids, checkCompletedRun(t, jsonEvents(t, r.stdout)))
 	}
+	artDir := func(id string) string { return filepath.Join(data, "artifacts", id) }
+	for _, id := range ids {
+		if files, err := filepath.Glob(filepath.Join(artDir(id), "*", "*")); err != nil || len(files) == 0 {
+			t.Fatalf("the run of %s left no artifacts to delete: %v %v", id, files, err)
+		}
+	}
+	gone := func(id string) {
+		t.Helper()
+		if _, err := os.Stat(artDir(id)); !os.IsNotExist(err) {
+			t.Fatalf("the artifact directory of deleted session %s is left behind (%v)", id, err)
+		}
+	}
 	d := fathom(t, cleanEnv(), "session", "delete", "--data-dir", data, ids[0])
 	if d.code != 0 || !strings.Contains(d.stdout, "deleted session "+ids[0]) {
 		t.Fatalf("delete on the data dir: exit %d\n%s%s", d.code, d.stdout, d.stderr)
 	}
+	gone(ids[0])
 	if tl := fathom(t, cleanEnv(), "session", "timeline", "--data-dir", data, ids[0]); tl.code != 1 {
 		t.Fatalf("timeline of the deleted session: exit %d\n%s", tl.code, tl.stdout)
 	}
@@ -94,6 +111,7 @@ func TestSessionDelete(t *testing.T) {
 	if d.code != 0 || !strings.Contains(d.stdout, `"deleted":true`) {
 		t.Fatalf("delete through the node: exit %d\n%s%s", d.code, d.stdout, d.stderr)
 	}
+	gone(ids[1])
 	if d := fathom(t, cleanEnv(), "session", "delete", "--addr", p.url, "--token", tok, ids[1]); d.code != 1 || !strings.Contains(d.stderr, "404") {
 		t.Fatalf("second delete through the node: exit %d\n%s", d.code, d.stderr)
 	}

@@ -21,6 +21,7 @@
 //	    headers: {Authorization: Bearer xyz}
 //	approval:
 //	  tools: [code_execute, orders__cancel_order]
+//	max_tool_result_bytes: 262144
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -63,6 +64,9 @@ type File struct {
 	Agents []Agent
 	// Approval is the approval section (approval.go).
 	Approval Approval
+	// MaxToolResultBytes is max_tool_result_bytes, the cap of one tool call's result
+	// (toolresult.go); 0 when the file does not set it.
+	MaxToolResultBytes int
 }
 
 // MCPServer is one entry of mcp_servers: a stdio server (command, args, env) or a
@@ -116,6 +120,8 @@ var sections = map[string]section{
 	"agents":      parseAgents,
 	"mcp_servers": parseMCPServers,
 	"approval":    parseApproval,
+	// max_tool_result_bytes is a scalar: the cap of one tool call's result.
+	"max_tool_result_bytes": parseMaxToolResultBytes,
 }
 
 // Load reads and checks the file at path.

@@ -48,7 +48,7 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key in a server", "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://x/mcp\n  - name: other\n    comand: node\n",
 			"fathom.yaml:7: mcp_servers[2].comand: unknown key (want args, command, env, headers, name, url)"},
-		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want agents, approval, mcp_servers)"},
+		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want agents, approval, max_tool_result_bytes, mcp_servers)"},
 		{"duplicate name", "mcp_servers:\n  - name: a\n    command: x\n  - name: a\n    url: http://h/mcp\n",
 			`fathom.yaml:4: mcp_servers[1].name: duplicate server name "a" (first at line 2)`},
 		{"duplicate key", "mcp_servers:\n  - name: a\n    command: x\n    command: y\n", "fathom.yaml:4: mcp_servers[0].command: duplicate key (first at line 3)"},
@@ -66,6 +66,8 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 		{"approval tools not a list", "approval:\n  tools: code_execute\n", "fathom.yaml:2: approval.tools: must be a list of tool names"},
 		{"approval duplicate tool", "approval:\n  tools:\n    - a\n    - a\n", `fathom.yaml:4: approval.tools[1]: duplicate tool "a" (first at line 3)`},
 		{"approval bad tool name", "approval:\n  tools: [\"rm -rf\"]\n", `fathom.yaml:2: approval.tools[0]: "rm -rf" is not a valid tool name`},
+		{"max_tool_result_bytes too small", "max_tool_result_bytes: 12\n", `fathom.yaml:1: max_tool_result_bytes: "12" is not a whole number of bytes from 1024 to 983040`},
+		{"max_tool_result_bytes not a number", "max_tool_result_bytes: [1]\n", "fathom.yaml:1: max_tool_result_bytes: must be a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("fathom.yaml", []byte(tc.yaml))

@@ -21,10 +21,13 @@ const (
 	TypeData = "data"
 	// TypeLogs: run logs and transcripts.
 	TypeLogs = "logs"
+	// TypeResults: tool results over the session's cap, stored whole by the node as
+	// results/{call_id} (the tool_result event keeps a head and a tail).
+	TypeResults = "results"
 )
 
 // Types lists the artifact types in their canonical order.
-var Types = []string{TypeResearch, TypeCode, TypeDrafts, TypeData, TypeLogs}
+var Types = []string{TypeResearch, TypeCode, TypeDrafts, TypeData, TypeLogs, TypeResults}
 
 // MaxNameBytes bounds a session id and a filename (the common file system limit).
 const MaxNameBytes = 255

@@ -19,7 +19,7 @@ func TestParsePath(t *testing.T) {
 		"/etc/passwd":          "is absolute",
 		`s\research\x`:         "backslash",
 		"s/research/a/b.md":    "has 4 parts",
-		"s/secrets/x":          "unknown artifact type; use one of research, code, drafts, data, logs",
+		"s/secrets/x":          "unknown artifact type; use one of research, code, drafts, data, logs, results",
 		"s/research/.env":      `filename starts with "."`,
 		"s/research/a\x1bb":    "control character U+001B",
 	} {

@@ -264,9 +264,10 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	// A record of exactly MaxEventBytes is stored; snapshots have no such bound.
 	t.Run("LargePayload", func(t *testing.T) {
 		j, s := use(t), stream()
-		big := make([]byte, 4<<20)
+		big := make([]byte, persistence.MaxEventBytes)
 		_, _ = rand.Read(big)
 		_, err := j.Append(ctx, s, 0, []persistence.Record{{Type: "big", Data: big}, {Type: "small", Data: []byte("s")}})
 		mustNil(t, err)
@@ -274,11 +275,31 @@ func Run(t *testing.T, open Opener) {
 		if len(got) != 2 || !bytes.Equal(got[0].Data, big) || string(got[1].Data) != "s" {
 			t.Fatalf("large payload did not round-trip (%d records)", len(got))
 		}
-		mustNil(t, j.SaveSnapshot(ctx, s, persistence.Snapshot{Seq: 2, Data: big}))
+		state := make([]byte, 4<<20)
+		_, _ = rand.Read(state)
+		mustNil(t, j.SaveSnapshot(ctx, s, persistence.Snapshot{Seq: 2, Data: state}))
 		snap, ok, err := j.LoadSnapshot(ctx, s, 2)
 		mustNil(t, err)
-		if !ok || !bytes.Equal(snap.Data, big) {
+		if !ok || !bytes.Equal(snap.Data, state) {
 			t.Fatal("large snapshot did not round-trip")
+		}
+	})
+
+	// A record one byte over MaxEventBytes is refused with an *EventTooLargeError naming
+	// it, and nothing of its append is stored.
+	t.Run("EventOverMaxRefused", func(t *testing.T) {
+		j, s := use(t), stream()
+		over := make([]byte, persistence.MaxEventBytes+1)
+		_, err := j.Append(ctx, s, 0, []persistence.Record{{Type: "small", Data: []byte("s")}, {Type: "tool_result", Data: over}})
+		var tooLarge *persistence.EventTooLargeError
+		if !errors.As(err, &tooLarge) || !errors.Is(err, persistence.ErrEventTooLarge) || !errors.Is(err, persistence.ErrInvalid) {
+			t.Fatalf("append of a %d-byte record: err = %v, want an *EventTooLargeError (ErrEventTooLarge, ErrInvalid)", len(over), err)
+		}
+		if tooLarge.Index != 1 || tooLarge.Type != "tool_result" || tooLarge.Size != len(over) || tooLarge.Limit != persistence.MaxEventBytes {
+			t.Fatalf("error %+v does not name record 1 (tool_result, %d bytes, limit %d)", tooLarge, len(over), persistence.MaxEventBytes)
+		}
+		if last, err := j.LastSeq(ctx, s); err != nil || last != 0 {
+			t.Fatalf("the refused append stored something: last seq %d, %v", last, err)
 		}
 	})
 

@@ -35,7 +35,7 @@ type ReadArtifactArgs struct {
 	// Path is "{type}/{filename}" or the full path.
 	Path string `json:"path,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"The artifact's path as write_artifact or list_artifacts gave it ({session_id}/{type}/{filename}), or just {type}/{filename}. Give either path or type and filename."`
 	// Type and Filename name it instead of Path.
-	Type string `json:"type,omitempty" jsonschema:"enum=research,enum=code,enum=drafts,enum=data,enum=logs" jsonschema_description:"The artifact's type, with filename, instead of path."`
+	Type string `json:"type,omitempty" jsonschema:"enum=research,enum=code,enum=drafts,enum=data,enum=logs,enum=results" jsonschema_description:"The artifact's type, with filename, instead of path (results: a tool result too large to show whole, stored by the runtime)."`
 	// Filename goes with Type.
 	Filename string `json:"filename,omitempty" jsonschema:"maxLength=255" jsonschema_description:"The artifact's file name, with type, instead of path."`
 	// Offset is the first byte to return.
@@ -45,7 +45,7 @@ type ReadArtifactArgs struct {
 // ListArtifactsArgs are list_artifacts' arguments.
 type ListArtifactsArgs struct {
 	// Type filters the list.
-	Type string `json:"type,omitempty" jsonschema:"enum=research,enum=code,enum=drafts,enum=data,enum=logs" jsonschema_description:"Only list artifacts of this type (default: all types)."`
+	Type string `json:"type,omitempty" jsonschema:"enum=research,enum=code,enum=drafts,enum=data,enum=logs,enum=results" jsonschema_description:"Only list artifacts of this type (default: all types)."`
 }
 
 // ArtifactTools returns write_artifact, read_artifact and list_artifacts backed by

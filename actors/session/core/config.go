@@ -51,6 +51,13 @@ type Config struct {
 	MaxToolCallsPerTurn uint32
 	// MaxParallelTools bounds the tool calls of one session running at once.
 	MaxParallelTools int
+	// MaxToolResultBytes bounds the result a tool call records (--max-tool-result-bytes,
+	// config key max_tool_result_bytes): a larger result, of any tool (built-in, sandbox,
+	// MCP or the program's own), is stored whole as the session's artifact
+	// results/{call_id}, and its tool_result event keeps only a head and a tail around a
+	// note naming the artifact and the full size (resultcap.go). 0 means
+	// DefaultMaxToolResultBytes (256 KiB); at most MaxToolResultBytesLimit.
+	MaxToolResultBytes int
 	// PipelineDepth bounds the appends a grain has in flight or queued while it decides
 	// ahead of the journal (pipelined commits, see pipeline.go); 0 commits every decision
 	// before the next one.
@@ -329,6 +336,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: step attempts must be at least 1")
 	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
 		return errors.New("session config: tool call bounds must be positive")
+	case c.MaxToolResultBytes != 0 && (c.MaxToolResultBytes < MinMaxToolResultBytes || c.MaxToolResultBytes > MaxToolResultBytesLimit):
+		return fmt.Errorf("session config: max tool result bytes %d must be 0 (the default, %d) or %d to %d", c.MaxToolResultBytes, DefaultMaxToolResultBytes, MinMaxToolResultBytes, MaxToolResultBytesLimit)
 	case c.MaxParallelSubAgents < 0:
 		return errors.New("session config: max parallel sub-agents must not be negative")
 	case c.PipelineDepth < 0:

@@ -7,6 +7,9 @@
 //	DIR/{session_id}/{type}/.meta/{filename}    {"content_type":..., "size":..., "sha256":...}
 //	DIR/.tmp/                                   files being written
 //
+// Deleting a session's last artifact of a type removes the type's directory, and its
+// last artifact at all the session's directory.
+//
 // Writes go to a temporary file that is synced and renamed over the target (content
 // first, then metadata), so readers never see partial content. If a crash falls between
 // the two renames the metadata is stale; reads and lists notice (its size or digest no
@@ -73,6 +76,9 @@ type Store struct {
 	root   *os.Root
 	closed atomic.Bool
 	locks  [lockCount]sync.Mutex
+	// dirs orders writes, which create a session's directories and put files in them
+	// (shared), before deletes, which remove the directories they emptied (exclusive).
+	dirs sync.RWMutex
 }
 
 // Open opens (creating it if needed) the artifact directory dir.
@@ -138,6 +144,8 @@ func (s *Store) Write(ctx context.Context, ref artifact.Ref, content []byte, con
 	mu := s.lock(p)
 	mu.Lock()
 	defer mu.Unlock()
+	s.dirs.RLock()
+	defer s.dirs.RUnlock()
 	if err := s.root.MkdirAll(path.Join(dir, metaDir), dirPerm); err != nil {
 		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
 	}
@@ -373,7 +381,21 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 	if err := s.root.Remove(path.Join(ref.SessionID, ref.Type, metaDir, ref.Filename)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete artifact %s metadata: %w", p, err)
 	}
+	s.pruneDirs(ref)
 	return nil
+}
+
+// pruneDirs removes the directories of ref's type and session that its delete left
+// empty (the last artifact of a deleted or expired session takes its directory with
+// it). A directory that is not empty stays: Remove only removes empty ones.
+func (s *Store) pruneDirs(ref artifact.Ref) {
+	s.dirs.Lock()
+	defer s.dirs.Unlock()
+	for _, d := range []string{path.Join(ref.SessionID, ref.Type, metaDir), path.Join(ref.SessionID, ref.Type), ref.SessionID} {
+		if err := s.root.Remove(d); err != nil {
+			return
+		}
+	}
 }
 
 // Close implements artifact.Store. It is idempotent.
