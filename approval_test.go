@@ -2,6 +2,9 @@ package fathom_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -77,5 +80,131 @@ func TestApprovalThroughTheGoAPI(t *testing.T) {
 	st = state(messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	if st.GetResult() != "done: refunded 42" || refunds.Load() != 1 {
 		t.Fatalf("result %q after %d refunds, want one", st.GetResult(), refunds.Load())
+	}
+}
+
+// TestApprovalRejectIsARejection: a researcher's call that a human rejects never runs and
+// is recorded as a ToolError of type "rejected" with the human's message; the model's
+// next request carries it as the call's error (the scripted researcher goes on only when
+// it reads it); the hand-off's tools_used leaves it out; GET /metrics counts it in
+// fathom_tool_rejections_total, not in fathom_tool_calls_total.
+func TestApprovalRejectIsARejection(t *testing.T) {
+	const why = "not this order, ask finance"
+	handoff := func(summary string) string {
+		b, _ := json.Marshal("```json\n{\"status\":\"completed\",\"summary\":\"" + summary + "\",\"confidence\":0.9}\n```")
+		return string(b)
+	}
+	script, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-PHASE: synthesize","response":"synthesized"},
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"r\",\"type\":\"research\",\"description\":\"refund it\"}]}"},
+		{"system_match":"FATHOM-ROLE: researcher","tool_match":"Error type: rejected\nMessage: ` + why + `","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]},
+		{"system_match":"FATHOM-ROLE: researcher","tool_match":"value of k","response":` + handoff("read the rejection") + `},
+		{"system_match":"FATHOM-ROLE: researcher","tool_match":"[\\s\\S]","response":` + handoff("read something else") + `},
+		{"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"refund","arguments":"{\"order\":\"42\"}"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	defer model.Close()
+	var refunds atomic.Int32
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg.Tools = []tools.Tool{
+		tools.MustNew("refund", "Refunds an order.", tools.SandboxNone, func(_ context.Context, a struct {
+			Order string `json:"order"`
+		}) (any, error) {
+			refunds.Add(1)
+			return "refunded " + a.Order, nil
+		}),
+		tools.MustNew("lookup", "Looks a key up.", tools.SandboxNone, func(_ context.Context, a struct {
+			Key string `json:"key"`
+		}) (any, error) {
+			return "value of " + a.Key, nil
+		}),
+	}
+	cfg.Session.SubAgentTools = map[string][]string{"researcher": {"refund", "lookup"}}
+	cfg.ApprovalTools = []string{"refund"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "refund order 42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *messages.SessionState
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		st, err = n.State(ctx, id)
+		return err == nil && len(st.GetAwaiting()) == 1
+	}, "session %s never waited for the approval (last: %v)", id, st.GetStatus())
+	if r := st.GetAwaiting()[0]; r.GetKind() != "approval" || r.GetTool() != "refund" || r.GetSubAgentId() != "researcher-1" {
+		t.Fatalf("awaiting %v", r)
+	}
+	if err := n.Answer(ctx, id, "r", `{"decision":"reject","message":"`+why+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	sub := n.Follow(id, 0)
+	defer sub.Close()
+	results := map[string]*messages.ToolResult{}
+	var handoffs []*messages.SubagentResult
+	for done := false; !done; {
+		u, err := sub.NextUpdate(ctx)
+		if err != nil {
+			t.Fatalf("follow: %v", err)
+		}
+		switch ev := u.Event; {
+		case ev.GetToolResult() != nil:
+			results[ev.GetToolResult().GetTool()] = ev.GetToolResult()
+		case ev.GetSubagentCompleted() != nil:
+			handoffs = append(handoffs, ev.GetSubagentCompleted().GetResult())
+		case ev.GetSessionFailed() != nil:
+			t.Fatalf("session failed: %s", ev.GetSessionFailed().GetError())
+		case ev.GetSessionCompleted() != nil:
+			done = true
+		}
+	}
+	rej := results["refund"]
+	if e := rej.GetError(); rej == nil || rej.GetResult() != "" || e.GetErrorType() != "rejected" || e.GetMessage() != why ||
+		!strings.Contains(e.GetLlmText(), "Error type: rejected\nMessage: "+why) {
+		t.Fatalf("the rejected call's tool_result %v, want a rejected ToolError with the human's message", rej)
+	}
+	if refunds.Load() != 0 {
+		t.Fatalf("the rejected call ran %d times", refunds.Load())
+	}
+	if len(handoffs) != 1 || handoffs[0].GetSummary() != "read the rejection" {
+		t.Fatalf("hand-offs %v: the researcher's next request must carry the rejection as the call's error", handoffs)
+	}
+	if got := handoffs[0].GetToolsUsed(); len(got) != 1 || got[0] != "lookup" {
+		t.Fatalf("tools_used %v, want [lookup]: a rejected call was not used", got)
+	}
+	metric := func(text, name, tool string) string {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, name+"{") && strings.Contains(line, `tool="`+tool+`"`) {
+				return line[strings.LastIndexByte(line, ' ')+1:]
+			}
+		}
+		return ""
+	}
+	var text string
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		resp, err := http.Get("http://" + n.MetricsAddr() + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		text = string(b)
+		return err == nil && metric(text, "fathom_tool_rejections_total", "refund") == "1" && metric(text, "fathom_tool_calls_total", "lookup") == "1"
+	}, "metrics never counted the rejection apart:\n%s", text)
+	if got := metric(text, "fathom_tool_calls_total", "refund"); got != "" {
+		t.Fatalf("fathom_tool_calls_total{tool=refund} = %s: a rejected call is not a call", got)
+	}
+	if got := metric(text, "fathom_tool_errors_total", "refund"); got != "" {
+		t.Fatalf("fathom_tool_errors_total{tool=refund} = %s: a rejection is counted apart", got)
 	}
 }

@@ -2227,7 +2227,8 @@ func (x *ToolCalled) GetSubAgentId() string {
 // ToolFailure is a failed tool call, as the seed's ToolError classifies it.
 type ToolFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// error_type is validation | execution | timeout | sandbox | permission.
+	// error_type is validation | execution | timeout | sandbox | permission | rejected
+	// (a human rejected the call, or nobody approved it in time: it never ran).
 	ErrorType string `protobuf:"bytes,1,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
 	Retryable bool   `protobuf:"varint,2,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
@@ -2851,10 +2852,14 @@ type HitlRequested struct {
 	DefaultAction string `protobuf:"bytes,10,opt,name=default_action,json=defaultAction,proto3" json:"default_action,omitempty"`
 	// tool and args are the call waiting for approval (kind "approval"): the tool's name
 	// and its arguments (JSON text) as the model produced them.
-	Tool          string `protobuf:"bytes,11,opt,name=tool,proto3" json:"tool,omitempty"`
-	Args          string `protobuf:"bytes,12,opt,name=args,proto3" json:"args,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tool string `protobuf:"bytes,11,opt,name=tool,proto3" json:"tool,omitempty"`
+	Args string `protobuf:"bytes,12,opt,name=args,proto3" json:"args,omitempty"`
+	// allowed_decisions are the decisions a human may take on the call (kind
+	// "approval"): some of "approve", "edit", "reject", from the tool's approval
+	// configuration. Empty (a request recorded before they existed) allows all three.
+	AllowedDecisions []string `protobuf:"bytes,13,rep,name=allowed_decisions,json=allowedDecisions,proto3" json:"allowed_decisions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HitlRequested) Reset() {
@@ -2969,6 +2974,13 @@ func (x *HitlRequested) GetArgs() string {
 		return x.Args
 	}
 	return ""
+}
+
+func (x *HitlRequested) GetAllowedDecisions() []string {
+	if x != nil {
+		return x.AllowedDecisions
+	}
+	return nil
 }
 
 // HitlReceived records a human's answer (or the request's timeout).
@@ -3503,10 +3515,12 @@ type SubagentResult struct {
 	// Code-extracted facts.
 	ArtifactsCreated  []string `protobuf:"bytes,6,rep,name=artifacts_created,json=artifactsCreated,proto3" json:"artifacts_created,omitempty"`
 	ArtifactsModified []string `protobuf:"bytes,7,rep,name=artifacts_modified,json=artifactsModified,proto3" json:"artifacts_modified,omitempty"`
-	ToolsUsed         []string `protobuf:"bytes,8,rep,name=tools_used,json=toolsUsed,proto3" json:"tools_used,omitempty"`
-	Usage             *Usage   `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
-	DurationMs        int64    `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	CostUsd           float64  `protobuf:"fixed64,11,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// tools_used are the tools of the run's calls that got a result, in the order of
+	// their first result; a call a human rejected never ran and is not counted.
+	ToolsUsed  []string `protobuf:"bytes,8,rep,name=tools_used,json=toolsUsed,proto3" json:"tools_used,omitempty"`
+	Usage      *Usage   `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	DurationMs int64    `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	CostUsd    float64  `protobuf:"fixed64,11,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	// parse_error says why the model's hand-off could not be read (status is then
 	// partial and summary the raw answer).
 	ParseError string `protobuf:"bytes,12,opt,name=parse_error,json=parseError,proto3" json:"parse_error,omitempty"`
@@ -4195,7 +4209,7 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\"%\n" +
 	"\rSessionFailed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\xec\x02\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\x99\x03\n" +
 	"\rHitlRequested\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
@@ -4211,7 +4225,8 @@ const file_events_proto_rawDesc = "" +
 	"\x0edefault_action\x18\n" +
 	" \x01(\tR\rdefaultAction\x12\x12\n" +
 	"\x04tool\x18\v \x01(\tR\x04tool\x12\x12\n" +
-	"\x04args\x18\f \x01(\tR\x04args\"\xbe\x01\n" +
+	"\x04args\x18\f \x01(\tR\x04args\x12+\n" +
+	"\x11allowed_decisions\x18\r \x03(\tR\x10allowedDecisions\"\xbe\x01\n" +
 	"\fHitlReceived\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +

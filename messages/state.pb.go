@@ -967,7 +967,8 @@ type SubagentState struct {
 	Runs uint32 `protobuf:"varint,18,opt,name=runs,proto3" json:"runs,omitempty"`
 	// result is the last hand-off.
 	Result *SubagentResult `protobuf:"bytes,19,opt,name=result,proto3" json:"result,omitempty"`
-	// run_tools_used and run_artifacts are the current run's facts for the hand-off.
+	// run_tools_used and run_artifacts are the current run's facts for the hand-off
+	// (run_tools_used: the tools of calls that got a result other than a rejection).
 	RunToolsUsed         []string `protobuf:"bytes,20,rep,name=run_tools_used,json=runToolsUsed,proto3" json:"run_tools_used,omitempty"`
 	RunArtifactsCreated  []string `protobuf:"bytes,21,rep,name=run_artifacts_created,json=runArtifactsCreated,proto3" json:"run_artifacts_created,omitempty"`
 	RunArtifactsModified []string `protobuf:"bytes,22,rep,name=run_artifacts_modified,json=runArtifactsModified,proto3" json:"run_artifacts_modified,omitempty"`

@@ -1,7 +1,8 @@
 // End-to-end test of the console's approval card in headless Chromium (playwright-core).
 // gateway/console_test.go (TestConsoleApproval) runs it against an in-process node whose
 // session SESSION_ID waits for the approval of a write_artifact call: it opens the
-// session's page, checks the card shows the tool and its arguments, edits the arguments
+// session's page, checks the card shows the tool, its arguments and that the deadline
+// rejects the call, edits the arguments
 // to name the file EDITED_FILENAME, runs the call with them and waits for the session to
 // complete. It exits 0 on success and prints what failed otherwise.
 import { createRequire } from "node:module";
@@ -39,7 +40,9 @@ try {
   if (!question.includes("write_artifact")) throw new Error(`the approval card says ${JSON.stringify(question)}`);
   const args = JSON.parse(await card.getByTestId("approval-args").inputValue());
   if (args.filename !== "notes.md") throw new Error(`the card shows args ${JSON.stringify(args)}`);
-  step(`approval card for write_artifact ${JSON.stringify(args)}`);
+  const deadline = await card.getByTestId("approval-deadline").textContent();
+  if (!deadline.includes("the call is rejected")) throw new Error(`the card's deadline says ${JSON.stringify(deadline)}`);
+  step(`approval card for write_artifact ${JSON.stringify(args)}; ${deadline}`);
   args.filename = edited;
   await card.getByTestId("approval-args").fill(JSON.stringify(args));
   await card.getByTestId("approve-edited").click();

@@ -26,6 +26,9 @@ const (
 	ErrSandbox ErrorType = "sandbox"
 	// ErrPermission: the tool may not run here (policy, missing approval).
 	ErrPermission ErrorType = "permission"
+	// ErrRejected: a human rejected the call (or nobody decided on it in time), so it
+	// never ran; the message is the human's.
+	ErrRejected ErrorType = "rejected"
 )
 
 // Field is one entry of a ToolError's context. Context is ordered so the text the LLM
@@ -94,6 +97,13 @@ func SandboxError(tool, message string, retryable bool) *ToolError {
 // PermissionError is for a tool that may not run. Not retryable.
 func PermissionError(tool, message string) *ToolError {
 	return &ToolError{ToolName: tool, Type: ErrPermission, Message: message}
+}
+
+// RejectedError is for a call a human rejected when asked to approve it (or that
+// nobody approved in time): it never ran, and message (the human's) says why. Not
+// retryable: the same call would wait for the same human again.
+func RejectedError(tool, message string) *ToolError {
+	return &ToolError{ToolName: tool, Type: ErrRejected, Message: message}
 }
 
 // FromAPIError wraps an HTTP API failure a tool ran into: "API error: STATUS",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -14,9 +15,11 @@ import (
 )
 
 // connection keeps one server connected, supervised by the supervisor: it dials at
-// start, registers the server's tools, watches the connection and fails with
-// *ExitedError when it ends, so the supervisor restarts it (a new process) after a
-// backoff. Dials, lists and waits run in goroutines of the server handle and report as
+// start, registers the server's tools, watches the connection, pings the server every
+// PingInterval, and fails with *ExitedError when the connection ends or a ping goes
+// unanswered, so the supervisor restarts it (a new process, a new HTTP session) after a
+// backoff. A call that finds the HTTP session gone asks it to reconnect at once
+// (sessionGone). Dials, lists and waits run in goroutines of the server handle and report as
 // messages; none touches the actor's context.
 type connection struct {
 	cfg Config
@@ -48,10 +51,17 @@ type (
 		infos   []mcptool.ToolInfo
 		err     error
 	}
-	// closed: the connection of attempt n ended (err says why).
+	// closed: the connection of attempt n ended, or did not answer a ping (err says
+	// why).
 	closed struct {
 		attempt int
 		err     error
+	}
+	// sessionGone: a call found that the HTTP server no longer knows conn's session
+	// (err); server.CallTool waits for the new connection.
+	sessionGone struct {
+		conn *mcptool.Conn
+		err  error
 	}
 )
 
@@ -80,7 +90,10 @@ func newConnectionProps(cfg Config, srv *server) *actor.Props {
 func (c *connection) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		c.srv.actor.Store(ctx.Self())
 		c.dial(ctx)
+	case *sessionGone:
+		c.onSessionGone(ctx, msg)
 	case *dialed:
 		c.onDialed(ctx, msg)
 	case *toolsChanged:
@@ -144,16 +157,18 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 	}
 	c.conn = msg.conn
 	c.apply(msg.infos)
-	c.srv.conn.Store(msg.conn)
+	c.srv.setConn(msg.conn)
 	if c.srv.connects.Add(1) > 1 {
 		c.log.Info("mcp server reconnected", "connects", c.srv.connects.Load())
 	}
 	c.srv.reportFirst(nil)
 	n, self, root, conn := c.attempt, ctx.Self(), ctx.ActorSystem().Root, msg.conn
-	c.srv.wg.Add(1)
+	done := make(chan struct{})
+	c.srv.wg.Add(2)
 	go func() {
 		defer c.srv.wg.Done()
 		err := conn.Wait()
+		close(done)
 		if conn.Closed() {
 			return // closed by us (restart or stop): nothing to report
 		}
@@ -162,6 +177,48 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 		}
 		root.Send(self, &closed{attempt: n, err: err})
 	}()
+	go func() {
+		defer c.srv.wg.Done()
+		c.ping(conn, done, func(err error) { root.Send(self, &closed{attempt: n, err: err}) })
+	}()
+}
+
+// ping pings conn every PingInterval until it ends (done) or the node stops; the first
+// ping that fails or is not answered within PingTimeout is reported (down) and ends
+// the loop.
+func (c *connection) ping(conn *mcptool.Conn, done <-chan struct{}, down func(error)) {
+	interval, timeout, stop := c.cfg.PingInterval, c.cfg.PingTimeout, c.srv.ctx.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(c.srv.ctx, timeout)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil && !conn.Closed() {
+			down(fmt.Errorf("no answer to a ping within %s: %w", timeout, err))
+			return
+		}
+	}
+}
+
+// onSessionGone reconnects at once when the server lost the live connection's session
+// (it restarted): the old connection is released and a new attempt dials. A message
+// about an older connection is stale.
+func (c *connection) onSessionGone(ctx actor.Context, msg *sessionGone) {
+	if c.conn == nil || msg.conn != c.conn {
+		return
+	}
+	c.log.Info("mcp server lost the session: reconnecting", "error", msg.err)
+	c.release()
+	c.listing, c.relist = false, false // a list of the old attempt is stale
+	c.dial(ctx)
 }
 
 func (c *connection) onToolsChanged(ctx actor.Context, msg *toolsChanged) {
@@ -209,6 +266,7 @@ func (c *connection) onClosed(msg *closed) {
 	if msg.attempt != c.attempt || c.conn == nil {
 		return
 	}
+	c.log.Warn("mcp server connection lost", "error", msg.err)
 	c.release()
 	panic(&ExitedError{Server: c.srv.cfg.Name, Err: msg.err})
 }

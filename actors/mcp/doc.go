@@ -8,7 +8,7 @@
 //
 //	root guardian (Proto.Actor default: one-for-one, restart)
 //	└─ /mcp                supervisor: spawns one connection per server; supervises them by rule
-//	   └─ /mcp/{server}    connection: dial, list, watch; fails when the server dies
+//	   └─ /mcp/{server}    connection: dial, list, watch, ping; fails when the server dies
 //	                       restarted with exponential backoff (RestartBackoff doubling up to
 //	                       MaxBackoff; failures older than RestartWindow are forgotten)
 //
@@ -28,6 +28,13 @@
 // server's tools stay registered and fail with a retryable sandbox error ("not
 // connected"), so the model may try again. A list_changed notification lists the tools
 // again and updates the registry (added, changed and removed tools).
+//
+// A dead or hung server is noticed without a call: the connection pings it every
+// Config.PingInterval and fails like above when a ping is not answered within
+// Config.PingTimeout. A call an HTTP server refuses because it no longer knows the
+// connection's session (it restarted) did not run: the handle asks the connection to
+// reconnect at once (no backoff, no supervision event), waits for the new connection
+// and sends the call again, once.
 //
 // Start waits for every server's first connection: a server that cannot be started or
 // reached fails the node's start with the server's name and the cause, since its tools

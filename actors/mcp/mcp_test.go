@@ -27,6 +27,12 @@ import (
 // registry; the test's cleanup stops them.
 func start(t *testing.T, servers ...mcptool.ServerConfig) (*mcp.Servers, *tools.Executor, *actor.ActorSystem, *testenv.Buffer) {
 	t.Helper()
+	return startWith(t, nil, servers...)
+}
+
+// startWith is start with edit applied to the configuration.
+func startWith(t *testing.T, edit func(*mcp.Config), servers ...mcptool.ServerConfig) (*mcp.Servers, *tools.Executor, *actor.ActorSystem, *testenv.Buffer) {
+	t.Helper()
 	reg, err := tools.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +42,9 @@ func start(t *testing.T, servers ...mcptool.ServerConfig) (*mcp.Servers, *tools.
 	cfg := mcp.DefaultConfig()
 	cfg.Servers, cfg.Registry, cfg.Logger = servers, reg, slog.New(slog.NewTextHandler(logs, nil))
 	cfg.RestartBackoff = 100 * time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := mcp.Start(ctx, system, cfg)
@@ -229,5 +238,49 @@ func TestHTTPServerThatWentAwayIsReconnected(t *testing.T) {
 	}, "docs__echo never worked again: %+v\n%s", s.Status(), logs)
 	if st := status(s, "docs"); st.Connects < 2 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestHTTPServerRestartedKeepsTheFirstCall: an HTTP server that restarts between two
+// calls (a new process that knows nothing of the old session) refuses the connection's
+// session; the call reconnects and is sent again on the new session, and succeeds.
+func TestHTTPServerRestartedKeepsTheFirstCall(t *testing.T) {
+	srv := mcptest.StartHTTP(t, "")
+	s, ex, _, logs := startWith(t, func(c *mcp.Config) { c.PingInterval = time.Hour }, mcptool.ServerConfig{Name: "docs", URL: srv.URL})
+	if res := call(ex, "docs__echo", `{"text":"a"}`); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	srv.Stop()
+	srv.Start()
+	if res := call(ex, "docs__echo", `{"text":"b"}`); res.Err != nil || !strings.HasPrefix(res.Output, "echo: b") {
+		t.Fatalf("the first call after the server restarted: %q %+v\n%s", res.Output, res.Err, logs)
+	}
+	if st := status(s, "docs"); !st.Connected || st.Connects != 2 {
+		t.Fatalf("status %+v, want a second connection", st)
+	}
+	if !strings.Contains(logs.String(), "mcp server lost the session: reconnecting") {
+		t.Fatalf("no reconnect logged:\n%s", logs)
+	}
+}
+
+// TestDeadHTTPServerIsNoticedByPing: a connected HTTP server that dies is marked down by
+// the next unanswered ping, with no call made, and reconnected when it is back.
+func TestDeadHTTPServerIsNoticedByPing(t *testing.T) {
+	srv := mcptest.StartHTTP(t, "")
+	s, ex, _, logs := startWith(t, func(c *mcp.Config) { c.PingInterval, c.PingTimeout = 200*time.Millisecond, time.Second },
+		mcptool.ServerConfig{Name: "docs", URL: srv.URL})
+	if st := status(s, "docs"); !st.Connected {
+		t.Fatalf("status %+v", st)
+	}
+	srv.Stop()
+	testenv.Eventually(t, 10*time.Second, func() bool { return !status(s, "docs").Connected }, "the dead server still counts as connected: %+v\n%s", s.Status(), logs)
+	if !strings.Contains(logs.String(), "no answer to a ping") {
+		t.Fatalf("the ping did not say why the connection ended:\n%s", logs)
+	}
+	srv.Start()
+	testenv.Eventually(t, 30*time.Second, func() bool { st := status(s, "docs"); return st.Connected && st.Connects >= 2 },
+		"the server was not reconnected: %+v\n%s", s.Status(), logs)
+	if res := call(ex, "docs__echo", `{"text":"c"}`); res.Err != nil {
+		t.Fatalf("after the reconnect: %+v", res.Err)
 	}
 }

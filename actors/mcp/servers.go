@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fathom-agents/fathom/tools"
@@ -42,19 +45,27 @@ type Config struct {
 	MaxBackoff time.Duration
 	// RestartWindow is how long a failure counts towards the backoff. Default 1m.
 	RestartWindow time.Duration
+	// PingInterval is how often a connected server is pinged (MCP ping), so a server
+	// that died or hangs is noticed without waiting for a call: a ping that fails or
+	// gets no answer within PingTimeout ends the connection, which the supervisor
+	// restarts (reconnects). Default 10s.
+	PingInterval time.Duration
+	// PingTimeout bounds one ping. Default 5s.
+	PingTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults (no servers, no registry).
 func DefaultConfig() Config {
 	return Config{ConnectTimeout: 30 * time.Second, ListTimeout: 30 * time.Second, RestartBackoff: 500 * time.Millisecond,
-		MaxBackoff: 30 * time.Second, RestartWindow: time.Minute}
+		MaxBackoff: 30 * time.Second, RestartWindow: time.Minute, PingInterval: 10 * time.Second, PingTimeout: 5 * time.Second}
 }
 
 // withDefaults fills zero durations and the logger.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	for _, p := range []struct{ v, def *time.Duration }{{&c.ConnectTimeout, &d.ConnectTimeout}, {&c.ListTimeout, &d.ListTimeout},
-		{&c.RestartBackoff, &d.RestartBackoff}, {&c.MaxBackoff, &d.MaxBackoff}, {&c.RestartWindow, &d.RestartWindow}} {
+		{&c.RestartBackoff, &d.RestartBackoff}, {&c.MaxBackoff, &d.MaxBackoff}, {&c.RestartWindow, &d.RestartWindow},
+		{&c.PingInterval, &d.PingInterval}, {&c.PingTimeout, &d.PingTimeout}} {
 		if *p.v == 0 {
 			*p.v = *p.def
 		}
@@ -71,7 +82,8 @@ func (c Config) Validate() error {
 	if c.Registry == nil {
 		return errors.New("mcp: a tool registry is required")
 	}
-	if c.ConnectTimeout < 0 || c.ListTimeout < 0 || c.RestartBackoff < 0 || c.MaxBackoff < 0 || c.RestartWindow < 0 {
+	if c.ConnectTimeout < 0 || c.ListTimeout < 0 || c.RestartBackoff < 0 || c.MaxBackoff < 0 || c.RestartWindow < 0 ||
+		c.PingInterval < 0 || c.PingTimeout < 0 {
 		return errors.New("mcp: timeouts and backoffs must not be negative")
 	}
 	seen := map[string]bool{}
@@ -122,7 +134,9 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Servers
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Servers{system: system, cancel: cancel}
 	for _, sc := range cfg.Servers {
-		s.servers = append(s.servers, newServer(bg, sc))
+		srv := newServer(bg, sc)
+		srv.system, srv.reconnectWait = system, cfg.ConnectTimeout
+		s.servers = append(s.servers, srv)
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisor{cfg: cfg, servers: s.servers} },
 		actor.WithSupervisor(newSupervisor(cfg)))
@@ -199,8 +213,17 @@ type server struct {
 	cfg mcptool.ServerConfig
 	// ctx ends at Stop: dials in flight give up.
 	ctx context.Context
-	// conn is the live connection (nil while down); tools call through it.
+	// conn is the live connection (nil while down); tools call through it. setConn
+	// stores a new one.
 	conn atomic.Pointer[mcptool.Conn]
+	// connChanged is closed (and replaced, under mu) when setConn stores a connection:
+	// a call that asked for a reconnect waits on it.
+	connChanged chan struct{}
+	// system and actor reach the server's connection actor (set when it starts; a
+	// restart keeps its PID); reconnectWait bounds a call's wait for a reconnect.
+	system        *actor.ActorSystem
+	actor         atomic.Pointer[actor.PID]
+	reconnectWait time.Duration
 	// first receives the outcome of the first connection (once).
 	first    chan error
 	reported atomic.Bool
@@ -221,16 +244,84 @@ type server struct {
 var _ mcptool.Caller = (*server)(nil)
 
 func newServer(ctx context.Context, cfg mcptool.ServerConfig) *server {
-	return &server{cfg: cfg, ctx: ctx, first: make(chan error, 1), tools: map[string]*mcptool.Tool{}, open: map[*mcptool.Conn]bool{}}
+	return &server{cfg: cfg, ctx: ctx, first: make(chan error, 1), tools: map[string]*mcptool.Tool{}, open: map[*mcptool.Conn]bool{},
+		connChanged: make(chan struct{})}
 }
 
-// CallTool implements mcptool.Caller on the live connection.
+// CallTool implements mcptool.Caller on the live connection. A call an HTTP server
+// refuses because it does not know the connection's session (it restarted and lost
+// it: sessionLost) was not run; the connection actor reconnects at once and the call
+// is sent again, once, on the new session.
 func (s *server) CallTool(ctx context.Context, tool string, args json.RawMessage, key string) (*sdk.CallToolResult, error) {
 	c := s.conn.Load()
 	if c == nil {
 		return nil, fmt.Errorf("mcp server %s: %w (restarting)", s.cfg.Name, mcptool.ErrNotConnected)
 	}
-	return c.CallTool(ctx, tool, args, key)
+	res, err := c.CallTool(ctx, tool, args, key)
+	if err == nil || s.cfg.Transport() != mcptool.TransportHTTP || !sessionLost(err) || ctx.Err() != nil {
+		return res, err
+	}
+	next, werr := s.reconnect(ctx, c, err)
+	if werr != nil {
+		return nil, errors.Join(err, werr)
+	}
+	return next.CallTool(ctx, tool, args, key)
+}
+
+// sessionLost reports whether err is an HTTP server's refusal of the connection's
+// session, so the request did not run: the session is gone (404 with the session's id,
+// the SDK's ErrSessionMissing), the server answered with another session's id
+// ("mismatching session IDs"), it refused the unknown session with a JSON-RPC error
+// -32000 naming it, or with a bare 400 or 404 (what the SDK reports as the status
+// text alone), as servers on the TypeScript SDK do for a session id they never issued.
+func sessionLost(err error) bool {
+	msg := err.Error()
+	if errors.Is(err, sdk.ErrSessionMissing) || strings.Contains(msg, "mismatching session IDs") {
+		return true
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we.Code == codeServerError && strings.Contains(strings.ToLower(we.Message), "session")
+	}
+	return strings.HasSuffix(msg, ": "+http.StatusText(http.StatusBadRequest)) || strings.HasSuffix(msg, ": "+http.StatusText(http.StatusNotFound))
+}
+
+// codeServerError is JSON-RPC's generic server error, which servers on the TypeScript
+// SDK answer a request for an unknown session with.
+const codeServerError = -32000
+
+// reconnect asks the connection actor to replace old, whose session the server lost
+// (cause), and waits for the new connection, at most reconnectWait and until ctx ends.
+func (s *server) reconnect(ctx context.Context, old *mcptool.Conn, cause error) (*mcptool.Conn, error) {
+	pid := s.actor.Load()
+	if pid == nil {
+		return nil, errors.New("no connection actor to reconnect")
+	}
+	s.system.Root.Send(pid, &sessionGone{conn: old, err: cause})
+	wctx, cancel := context.WithTimeout(ctx, s.reconnectWait)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		c, changed := s.conn.Load(), s.connChanged
+		s.mu.Unlock()
+		if c != nil && c != old {
+			return c, nil
+		}
+		select {
+		case <-changed:
+		case <-wctx.Done():
+			return nil, fmt.Errorf("mcp server %s: reconnect after the server lost the session: %w", s.cfg.Name, wctx.Err())
+		}
+	}
+}
+
+// setConn makes c the live connection and wakes the calls waiting for a reconnect.
+func (s *server) setConn(c *mcptool.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conn.Store(c)
+	close(s.connChanged)
+	s.connChanged = make(chan struct{})
 }
 
 // reportFirst delivers the first connection's outcome to Start (once).

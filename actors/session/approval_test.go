@@ -141,11 +141,13 @@ func TestApprovalRejectGivesTheModelTheMessage(t *testing.T) {
 	if rec.GetDecision() != "reject" || rec.GetBy() != "human" {
 		t.Fatalf("hitl_received %v", rec)
 	}
-	if res.GetResult() != "not that key, ask the owner" || res.GetTool() != "lookup" {
-		t.Fatalf("tool_result %v", res)
+	if e := res.GetError(); res.GetResult() != "" || res.GetTool() != "lookup" || e.GetErrorType() != "rejected" ||
+		e.GetMessage() != "not that key, ask the owner" || e.GetRetryable() {
+		t.Fatalf("tool_result %v, want a rejected ToolError with the human's message", res)
 	}
-	if got := evs[len(evs)-1].GetSessionCompleted().GetResult(); got != "the tool said: not that key, ask the owner" {
-		t.Fatalf("result %q: the model must read the message as the tool's result", got)
+	if got := evs[len(evs)-1].GetSessionCompleted().GetResult(); got != "the tool said: "+res.GetError().GetLlmText() ||
+		!strings.Contains(got, "Error type: rejected\nMessage: not that key, ask the owner") {
+		t.Fatalf("result %q: the model must read the rejection as the tool's error", got)
 	}
 	if n := ex.get(r.GetRequestId()); n != 0 {
 		t.Fatalf("the rejected call ran %d times", n)
@@ -162,11 +164,45 @@ func TestApprovalTimeoutRejects(t *testing.T) {
 	if rec.GetBy() != "timeout" || rec.GetDecision() != "reject" {
 		t.Fatalf("hitl_received %v", rec)
 	}
-	if !strings.Contains(res.GetResult(), "No decision from a human within 800ms") || !strings.Contains(res.GetResult(), "rejected (timed out)") {
+	if msg := res.GetError().GetMessage(); res.GetError().GetErrorType() != "rejected" ||
+		!strings.Contains(msg, "No decision from a human within 800ms") || !strings.Contains(msg, "rejected (timed out)") {
 		t.Fatalf("tool_result %v", res)
 	}
 	if n := ex.get("to/s/tool-1"); n != 0 {
 		t.Fatalf("the call nobody approved ran %d times", n)
+	}
+}
+
+// TestApprovalAllowedDecisions: a tool whose approval allows only approve and reject
+// records them in its request; an edit is refused naming them and changes nothing; an
+// allowed decision is taken.
+func TestApprovalAllowedDecisions(t *testing.T) {
+	ex := &executions{}
+	h := startHarness(t, harnessOpts{script: approvalScript(t, ""), tools: testToolsWith(t, ex, nil), cfg: func(c *core.Config) {
+		approveLookup(c)
+		c.ApprovalDecisions = map[string][]string{"lookup": {"reject", "approve"}}
+	}})
+	if _, err := h.start("ad", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	r, st := waitApproval(t, h, "ad")
+	if got := strings.Join(r.GetAllowedDecisions(), ","); got != "approve,reject" {
+		t.Fatalf("allowed_decisions %q, want approve,reject", got)
+	}
+	err := provide(t, h, "ad", "c2", `{"decision":"edit","args":{"key":"z"}}`)
+	if !messages.IsInvalidArgument(err) || !strings.Contains(err.Error(), `decision "edit" is not allowed on calls of lookup (allowed: approve, reject)`) {
+		t.Fatalf("edit: err = %v, want INVALID_ARGUMENT naming the allowed decisions", err)
+	}
+	after, err := h.state("ad")
+	if err != nil || after.GetState().GetSeq() != st.GetSeq() || len(after.GetState().GetAwaiting()) != 1 {
+		t.Fatalf("a refused decision changed the session: %v", err)
+	}
+	if err := provide(t, h, "ad", "c3", `{"decision":"approve"}`); err != nil {
+		t.Fatal(err)
+	}
+	_, res, _ := approvalOutcome(t, h, "ad")
+	if res.GetResult() != "value of k" || ex.get(r.GetRequestId()) != 1 {
+		t.Fatalf("tool_result %v after %d runs", res, ex.get(r.GetRequestId()))
 	}
 }
 
@@ -269,5 +305,19 @@ func TestUnknownApprovalToolFailsTheStart(t *testing.T) {
 	err = c.WithNode(nil, []string{"lookup"}).CheckApprovalTools()
 	if err == nil || !strings.Contains(err.Error(), `"nope" is not a tool of this node`) {
 		t.Fatalf("unknown tool: err = %v", err)
+	}
+	for _, bad := range []struct {
+		decisions map[string][]string
+		want      string
+	}{
+		{map[string][]string{"other": {"approve"}}, `approval decisions: "other" is not one of the approval tools`},
+		{map[string][]string{"lookup": {"approve", "maybe"}}, `approval decisions of lookup: "maybe" is not a decision`},
+		{map[string][]string{"lookup": {}}, "approval decisions of lookup: no decision allowed"},
+	} {
+		c := core.DefaultConfig()
+		c.ApprovalTools, c.ApprovalDecisions = []string{"lookup"}, bad.decisions
+		if err := c.WithNode(nil, []string{"lookup"}).CheckApprovalTools(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("decisions %v: err = %v, want %q", bad.decisions, err, bad.want)
+		}
 	}
 }

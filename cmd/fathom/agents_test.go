@@ -100,8 +100,8 @@ func TestRunWithACustomAgentFromAConfigFile(t *testing.T) {
 
 // TestBadAgentsSectionFailsTheStart: what the file tells (an unknown key, an unknown
 // tool, an unreadable prompt file) fails `fathom run` before anything starts, exit 2 with
-// the file, the line and the key; a tool of a configured MCP server that the server does
-// not offer fails the node's start (exit 1), naming the agent and the tool.
+// the file, the line and the key; so does, once the MCP servers are connected, a tool of
+// a configured server that the server does not offer.
 func TestBadAgentsSectionFailsTheStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fathom.yaml")
@@ -126,7 +126,8 @@ func TestBadAgentsSectionFailsTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := fathom(t, cleanEnv(), "run", "--config", path, "--data-dir", t.TempDir(), "a goal")
-	if r.code != 1 || !strings.Contains(r.stderr, `agent analyst: tool "orders__no_such_tool": the node has no such tool`) {
-		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	want := path + `:5: agents[0].tools[0]: tool "orders__no_such_tool": the node has no such tool (no MCP server lists it)`
+	if r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %q", r.code, r.stderr, want)
 	}
 }

@@ -80,6 +80,7 @@ func TestApprovalWithRunAndSessionInput(t *testing.T) {
 	}
 	text := fathom(t, env, "session", "timeline", "--data-dir", data, "a1")
 	for _, want := range []string{"? the call of write_artifact in step s waits for approval: write_artifact({", `{"decision":"approve"} | {"decision":"edit","args":{...}}`,
+		"then: reject (the call does not run)",
 		"answer with: fathom session input --request-id a1/s/tool-1 a1 s JSON", "✓ human decided edit on a1/s/tool-1 (step s)"} {
 		if !strings.Contains(text.stdout, want) {
 			t.Fatalf("timeline text lacks %q:\n%s", want, text.stdout)
@@ -89,7 +90,7 @@ func TestApprovalWithRunAndSessionInput(t *testing.T) {
 
 // TestApprovalOverTheGateway: `fathom node` with FATHOM_CONFIG holds the call; POST
 // /v1/sessions/{id}/input refuses a malformed decision (400) and a reject gives the
-// model the message as the tool's result.
+// model the message as the call's rejected error.
 func TestApprovalOverTheGateway(t *testing.T) {
 	env, cfgPath := approvalModel(t)
 	const tok = "approval-token"
@@ -122,8 +123,8 @@ func TestApprovalOverTheGateway(t *testing.T) {
 		result = state["result"]
 		return state["status"] == "SESSION_STATUS_COMPLETED"
 	}, "g1 never completed after the reject")
-	if result != "tool said: no writes today" {
-		t.Fatalf("result %v: the model must read the reject message as the tool's result", result)
+	if res, _ := result.(string); !strings.HasPrefix(res, "tool said: Tool `write_artifact` failed.") || !strings.Contains(res, "Error type: rejected\nMessage: no writes today") {
+		t.Fatalf("result %v: the model must read the reject message as the tool's rejected error", result)
 	}
 	p.stop(t)
 }

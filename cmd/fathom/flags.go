@@ -355,7 +355,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		}
 		mcpServers = file.MCP()
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
-		scfg.ApprovalTools = file.Approval.Tools
+		scfg.ApprovalTools, scfg.ApprovalDecisions = file.Approval.Tools, file.Approval.Decisions
 		f.file = file
 	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {

@@ -316,6 +316,40 @@ func prefixed(prefix, s string) string {
 	return prefix + s
 }
 
+// decisionInputs are the JSON answers of the approval decisions.
+var decisionInputs = map[string]string{
+	"approve": `{"decision":"approve"}`,
+	"edit":    `{"decision":"edit","args":{...}}`,
+	"reject":  `{"decision":"reject","message":"..."}`,
+}
+
+// decisionHint lists the JSON answers of the allowed decisions (all three when the
+// request names none).
+func decisionHint(allowed []string) string {
+	if len(allowed) == 0 {
+		allowed = []string{"approve", "edit", "reject"}
+	}
+	hints := make([]string, 0, len(allowed))
+	for _, d := range allowed {
+		if in, ok := decisionInputs[d]; ok {
+			hints = append(hints, in)
+		}
+	}
+	return strings.Join(hints, " | ")
+}
+
+// defaultActionText says what happens at a request's deadline: for an approval the
+// default action "continue" rejects the call.
+func defaultActionText(r *messages.HitlRequested) string {
+	switch {
+	case r.GetDefaultAction() == "fail":
+		return "fail (the session fails)"
+	case r.GetKind() == "approval":
+		return "reject (the call does not run)"
+	}
+	return r.GetDefaultAction()
+}
+
 // hitlRequestedText shows a human-input request with how to answer it.
 func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
 	var b strings.Builder
@@ -326,7 +360,7 @@ func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
 	case "approval":
 		who = agentTag(r.GetSubAgentId()) + "the call of " + r.GetTool() + " in step " + r.GetStepId()
 		fmt.Fprintf(&b, "? %s waits for approval: %s(%s)\n", who, r.GetTool(), truncateLine(r.GetArgs(), 300))
-		fmt.Fprintf(&b, "  decide with JSON: {\"decision\":\"approve\"} | {\"decision\":\"edit\",\"args\":{...}} | {\"decision\":\"reject\",\"message\":\"...\"}\n")
+		fmt.Fprintf(&b, "  decide with JSON: %s\n", decisionHint(r.GetAllowedDecisions()))
 	}
 	if r.GetKind() != "approval" {
 		fmt.Fprintf(&b, "? %s asks a human: %s\n", who, r.GetQuestion())
@@ -338,7 +372,7 @@ func hitlRequestedText(sessionID string, r *messages.HitlRequested) string {
 		fmt.Fprintf(&b, "  answer schema: %s\n", truncateLine(r.GetInputSchema(), 300))
 	}
 	if r.GetDeadlineUnixNano() != 0 {
-		fmt.Fprintf(&b, "  waiting until %s, then: %s\n", time.Unix(0, r.GetDeadlineUnixNano()).UTC().Format(time.RFC3339), r.GetDefaultAction())
+		fmt.Fprintf(&b, "  waiting until %s, then: %s\n", time.Unix(0, r.GetDeadlineUnixNano()).UTC().Format(time.RFC3339), defaultActionText(r))
 	}
 	req := ""
 	if r.GetKind() == "tool" || r.GetKind() == "approval" {

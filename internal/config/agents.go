@@ -240,6 +240,21 @@ func checkAgentTools(f *File) error {
 	return nil
 }
 
+// AgentToolError places tool, named by agent's tools and unknown to the node (no MCP
+// server lists it), in the file: "FILE:LINE: agents[i].tools[j]: msg". It returns nil
+// when no agent of the file names that tool.
+func (f *File) AgentToolError(agent, tool, msg string) error {
+	for i, a := range f.Agents {
+		if a.Name != agent {
+			continue
+		}
+		if j := slices.Index(a.Tools, tool); j >= 0 {
+			return &Error{File: f.Path, Line: a.KeyLines["tools"], Key: fmt.Sprintf("agents[%d].tools[%d]", i, j), Msg: msg}
+		}
+	}
+	return nil
+}
+
 // spec is the agent as the session core takes it.
 func (a Agent) spec() core.AgentSpec {
 	return core.AgentSpec{Name: a.Name, Description: a.Description, Prompt: a.Prompt, PromptFile: a.PromptFile,

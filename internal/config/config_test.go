@@ -68,6 +68,10 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 		{"approval bad tool name", "approval:\n  tools: [\"rm -rf\"]\n", `fathom.yaml:2: approval.tools[0]: "rm -rf" is not a valid tool name`},
 		{"max_tool_result_bytes too small", "max_tool_result_bytes: 12\n", `fathom.yaml:1: max_tool_result_bytes: "12" is not a whole number of bytes from 1024 to 983040`},
 		{"max_tool_result_bytes not a number", "max_tool_result_bytes: [1]\n", "fathom.yaml:1: max_tool_result_bytes: must be a string"},
+		{"approval bad decision", "approval:\n  tools:\n    - name: a\n      allowed_decisions: [approve, maybe]\n", `fathom.yaml:4: approval.tools[0].allowed_decisions[1]: "maybe" is not a decision (want approve, edit or reject)`},
+		{"approval no decision", "approval:\n  tools:\n    - name: a\n      allowed_decisions: []\n", `fathom.yaml:4: approval.tools[0].allowed_decisions: allows no decision: list some of approve, edit, reject`},
+		{"approval entry without name", "approval:\n  tools:\n    - allowed_decisions: [approve]\n", `fathom.yaml:3: approval.tools[0].name: required: the tool's name`},
+		{"approval entry unknown key", "approval:\n  tools:\n    - name: a\n      decisions: [approve]\n", `fathom.yaml:4: approval.tools[0].decisions: unknown key (want allowed_decisions, name)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("fathom.yaml", []byte(tc.yaml))
@@ -106,5 +110,19 @@ func TestApprovalSectionAsTheIssueShowsIt(t *testing.T) {
 	}
 	if f.ToolError("other", "x") != nil {
 		t.Fatal("ToolError placed a tool the section does not name")
+	}
+	// An entry may narrow the decisions a human may take (allowed_decisions).
+	f, err = config.Parse("fathom.yaml", []byte("approval:\n  tools:\n    - code_execute\n    - name: orders__cancel_order\n      allowed_decisions: [approve, reject]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"code_execute", "orders__cancel_order"}; !reflect.DeepEqual(f.Approval.Tools, want) {
+		t.Fatalf("approval tools %v, want %v", f.Approval.Tools, want)
+	}
+	if want := map[string][]string{"orders__cancel_order": {"approve", "reject"}}; !reflect.DeepEqual(f.Approval.Decisions, want) {
+		t.Fatalf("approval decisions %v, want %v", f.Approval.Decisions, want)
+	}
+	if err := f.ToolError("orders__cancel_order", "x"); err == nil || err.Error() != "fathom.yaml:4: approval.tools[1]: x" {
+		t.Fatalf("ToolError = %v", err)
 	}
 }

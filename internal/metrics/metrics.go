@@ -12,7 +12,9 @@
 //   - fathom.llm.call.duration, by model (fathom_llm_call_duration_seconds)
 //   - fathom.llm.tokens, by model and type input|output (fathom_llm_tokens_total)
 //   - fathom.llm.cost.usd, by model (fathom_llm_cost_usd_total)
-//   - fathom.tool.calls, by tool; fathom.tool.errors, by tool and error_type
+//   - fathom.tool.calls, by tool: calls whose result is recorded, but for rejected ones;
+//     fathom.tool.errors, by tool and error_type, of those; fathom.tool.rejections, by
+//     tool: calls a human rejected or nobody approved in time (they never ran)
 //   - gen_ai.client.token.usage and gen_ai.client.operation.duration, the OpenTelemetry GenAI
 //     semantic-convention histograms (gen_ai.operation.name chat, gen_ai.request.model,
 //     gen_ai.token.type)
@@ -36,6 +38,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // maxOpenSteps bounds the start times kept for step durations; past it they are dropped
@@ -53,6 +56,7 @@ type Recorder struct {
 	llmTokens                  metric.Int64Counter
 	llmCost                    metric.Float64Counter
 	toolCalls, toolErrors      metric.Int64Counter
+	toolRejections             metric.Int64Counter
 	genaiTokens                metric.Int64Histogram
 	genaiDuration              metric.Float64Histogram
 
@@ -146,8 +150,9 @@ func New(meter metric.Meter) (*Recorder, error) {
 	counter(&r.stepRetries, "fathom.step.retries", "Failed step attempts that will be retried.", "{retry}")
 	seconds(&r.llmDuration, "fathom.llm.call.duration", "Duration of LLM calls.")
 	counter(&r.llmTokens, "fathom.llm.tokens", "Tokens used by LLM calls, by model and type (input, output).", "{token}")
-	counter(&r.toolCalls, "fathom.tool.calls", "Tool calls.", "{call}")
-	counter(&r.toolErrors, "fathom.tool.errors", "Tool calls that ended in an error, by tool and error type.", "{call}")
+	counter(&r.toolCalls, "fathom.tool.calls", "Tool calls that ran (counted when their result is recorded).", "{call}")
+	counter(&r.toolErrors, "fathom.tool.errors", "Tool calls that ran and ended in an error, by tool and error type.", "{call}")
+	counter(&r.toolRejections, "fathom.tool.rejections", "Tool calls a human rejected (or nobody approved in time): they never ran.", "{call}")
 	seconds(&r.genaiDuration, "gen_ai.client.operation.duration", "GenAI operation duration.")
 	if err == nil {
 		r.llmCost, err = meter.Float64Counter("fathom.llm.cost.usd", metric.WithDescription("Cost of LLM calls in US dollars, from the node's price table."))
@@ -197,12 +202,22 @@ func (r *Recorder) Event(ev *messages.Event) {
 		r.stepEnded(ctx, ev.GetSessionId(), f.GetStepId(), at, outcome)
 	case ev.GetLlmResponded() != nil:
 		r.llm(ctx, ev.GetLlmResponded())
-	case ev.GetToolCalled() != nil:
-		r.toolCalls.Add(ctx, 1, r.attrs(attrKey{"tool", ev.GetToolCalled().GetTool(), ""}, toolAttrs))
 	case ev.GetToolResult() != nil:
-		if e := ev.GetToolResult().GetError(); e != nil {
-			r.toolErrors.Add(ctx, 1, r.attrs(attrKey{"tool_error", ev.GetToolResult().GetTool(), e.GetErrorType()}, toolErrorAttrs))
-		}
+		r.toolResult(ctx, ev.GetToolResult())
+	}
+}
+
+// toolResult counts a call when its result is recorded: a rejected one apart, as it
+// never ran.
+func (r *Recorder) toolResult(ctx context.Context, res *messages.ToolResult) {
+	tool, e := res.GetTool(), res.GetError()
+	if e.GetErrorType() == string(tools.ErrRejected) {
+		r.toolRejections.Add(ctx, 1, r.attrs(attrKey{"tool", tool, ""}, toolAttrs))
+		return
+	}
+	r.toolCalls.Add(ctx, 1, r.attrs(attrKey{"tool", tool, ""}, toolAttrs))
+	if e != nil {
+		r.toolErrors.Add(ctx, 1, r.attrs(attrKey{"tool_error", tool, e.GetErrorType()}, toolErrorAttrs))
 	}
 }
 

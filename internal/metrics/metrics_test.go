@@ -31,6 +31,10 @@ func TestEventsBecomeMetrics(t *testing.T) {
 		{SessionId: "s", AtUnixNano: at(time.Second), Payload: &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{Tool: "code_execute"}}},
 		{SessionId: "s", AtUnixNano: at(time.Second), Payload: &messages.Event_ToolResult{ToolResult: &messages.ToolResult{Tool: "code_execute",
 			Error: &messages.ToolFailure{ErrorType: "timeout"}}}},
+		// A call a human rejected never ran: a rejection, not a call or an error.
+		{SessionId: "s", AtUnixNano: at(time.Second), Payload: &messages.Event_ToolCalled{ToolCalled: &messages.ToolCalled{Tool: "refund"}}},
+		{SessionId: "s", AtUnixNano: at(time.Second), Payload: &messages.Event_ToolResult{ToolResult: &messages.ToolResult{Tool: "refund",
+			Error: &messages.ToolFailure{ErrorType: "rejected"}}}},
 		{SessionId: "s", AtUnixNano: at(2 * time.Second), Payload: &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: "a"}}},
 		// A step that started before this process: no duration, no panic.
 		{SessionId: "s", AtUnixNano: at(3 * time.Second), Payload: &messages.Event_StepFailed{StepFailed: &messages.StepFailed{StepId: "b", Retryable: true, RetryAtUnixNano: at(4 * time.Second)}}},
@@ -60,7 +64,7 @@ func TestEventsBecomeMetrics(t *testing.T) {
 		return n
 	}
 	for name, want := range map[string]int64{"fathom.sessions.started": 1, "fathom.sessions.completed": 1, "fathom.llm.tokens": 120,
-		"fathom.tool.calls": 1, "fathom.tool.errors": 1, "fathom.step.retries": 1} {
+		"fathom.tool.calls": 1, "fathom.tool.errors": 1, "fathom.tool.rejections": 1, "fathom.step.retries": 1} {
 		if n := sumOf(name); n != want {
 			t.Errorf("%s = %d, want %d", name, n, want)
 		}
@@ -115,6 +119,7 @@ func TestEventsBecomeMetrics(t *testing.T) {
 		"fathom.llm.call.duration{model=gpt-x}":                                                                     "0.9",
 		"fathom.tool.calls{tool=code_execute}":                                                                      "1",
 		"fathom.tool.errors{error_type=timeout,tool=code_execute}":                                                  "1",
+		"fathom.tool.rejections{tool=refund}":                                                                       "1",
 		"fathom.step.duration{outcome=completed,step_type=research}":                                                "2",
 		"gen_ai.client.token.usage{gen_ai.operation.name=chat,gen_ai.request.model=gpt-x,gen_ai.token.type=input}":  "101",
 		"gen_ai.client.token.usage{gen_ai.operation.name=chat,gen_ai.request.model=gpt-x,gen_ai.token.type=output}": "22",

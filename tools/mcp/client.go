@@ -242,6 +242,14 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 	return c.cs.CallTool(ctx, params)
 }
 
+// Ping sends the MCP ping request and waits for the server's answer (bounded by ctx).
+func (c *Conn) Ping(ctx context.Context) error {
+	if err := c.cs.Ping(ctx, nil); err != nil {
+		return fmt.Errorf("mcp server %s: ping: %w", c.cfg.Name, err)
+	}
+	return nil
+}
+
 // Wait blocks until the connection ends (the server exited or closed it, or Close) and
 // returns why.
 func (c *Conn) Wait() error { return c.cs.Wait() }

@@ -300,13 +300,27 @@ func (a *Agents) stepType(typ string) (string, bool) {
 // built-ins alone an unknown type becomes custom, as it always did.
 func (a *Agents) strictTypes() bool { return len(a.specs) > len(builtinRegistry.specs) }
 
+// UnknownAgentToolError is an agent's tool the node does not have (CheckTools: an MCP
+// server did not list it, or no program tool has the name). It wraps ErrAgentSpec.
+type UnknownAgentToolError struct {
+	// Agent is the agent's name; Tool the tool it names.
+	Agent, Tool string
+}
+
+func (e *UnknownAgentToolError) Error() string {
+	return fmt.Sprintf("%v: agent %s: tool %q: the node has no such tool (a built-in tool, one of the program's, or {server}__{tool} of a configured MCP server)", ErrAgentSpec, e.Agent, e.Tool)
+}
+
+// Unwrap returns ErrAgentSpec.
+func (e *UnknownAgentToolError) Unwrap() error { return ErrAgentSpec }
+
 // CheckTools reports the first tool of a custom agent that has does not know, naming the
 // agent and the tool (the built-ins get the tools of their profile the node has).
 func (a *Agents) CheckTools(has func(name string) bool) error {
 	for _, s := range a.Custom() {
 		for _, t := range s.Tools {
 			if !has(t) {
-				return fmt.Errorf("%w: agent %s: tool %q: the node has no such tool (a built-in tool, one of the program's, or {server}__{tool} of a configured MCP server)", ErrAgentSpec, s.Name, t)
+				return &UnknownAgentToolError{Agent: s.Name, Tool: t}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
 )
 
 // Apply's cases for a sub-agent's events: they change SessionState.sub_agents[id] (its
@@ -112,9 +113,6 @@ func applySubAgentToolCalled(s *messages.SessionState, c *messages.ToolCalled) e
 	sa.PendingTools = append(sa.PendingTools, &messages.PendingTool{
 		StepId: c.GetStepId(), CallId: c.GetCallId(), Tool: c.GetTool(), Args: c.GetArgs(), IdempotencyKey: c.GetIdempotencyKey(),
 	})
-	if !slices.Contains(sa.RunToolsUsed, c.GetTool()) {
-		sa.RunToolsUsed = append(sa.RunToolsUsed, c.GetTool())
-	}
 	return nil
 }
 
@@ -128,6 +126,10 @@ func applySubAgentToolResult(s *messages.SessionState, r *messages.ToolResult, e
 		return fmt.Errorf("%w: tool_result for %q, which sub-agent %s is not waiting for", ErrBadEvent, r.GetIdempotencyKey(), sa.GetId())
 	}
 	sa.PendingTools = slices.Delete(sa.PendingTools, i, i+1)
+	// A call is used once its result is in, unless a human rejected it (it never ran).
+	if r.GetError().GetErrorType() != string(tools.ErrRejected) && !slices.Contains(sa.RunToolsUsed, r.GetTool()) {
+		sa.RunToolsUsed = append(sa.RunToolsUsed, r.GetTool())
+	}
 	content := r.GetResult()
 	if r.GetError() != nil {
 		content = r.GetError().GetLlmText()

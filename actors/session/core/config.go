@@ -129,6 +129,12 @@ type Config struct {
 	// run (hitl_requested kind "approval", see hitl_approval.go). Each must be a tool
 	// of the node.
 	ApprovalTools []string
+	// ApprovalDecisions are, by tool of ApprovalTools, the decisions a human may take on
+	// its calls: some of DecisionApprove, DecisionEdit and DecisionReject (deepagents'
+	// allowed_decisions). A tool not in it allows all three. A decision not allowed is
+	// refused (INVALID_ARGUMENT) and the request keeps waiting; the timeout's reject is
+	// taken whatever the list says (a call nobody approved never runs).
+	ApprovalDecisions map[string][]string
 	// checkArgs validates a tool's arguments against its schema (WithArgsCheck).
 	checkArgs func(tool string, args json.RawMessage) *tools.ToolError
 

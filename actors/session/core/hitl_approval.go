@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -31,14 +32,17 @@ import (
 //     arguments and it runs with them. The model's transcript keeps the arguments it
 //     produced; the result is the edited call's;
 //   - {"decision":"reject","message":"..."}: hitl_received{decision "reject"} and the
-//     message becomes the call's tool_result (its output: the model reads it and goes
-//     on); the call never runs.
+//     call's tool_result is a ToolError of type "rejected" whose message is the human's
+//     (the model reads it as a failed call and goes on); the call never runs.
+//
+// Config.ApprovalDecisions narrows, per tool, the decisions a human may take; the
+// request records them (allowed_decisions) and a decision outside them is refused.
 //
 // At the deadline (the step's interrupt_timeout_ms, default 5 minutes) the step's
 // default action is taken like for any request: "continue" (the default) rejects the
-// call — hitl_received{by "timeout", decision "reject"} and a tool result saying no
-// decision came in time, never running a risky call nobody approved — and "fail" fails
-// the session.
+// call — hitl_received{by "timeout", decision "reject"} and a "rejected" ToolError
+// saying no decision came in time, never running a risky call nobody approved — and
+// "fail" fails the session.
 
 const hitlKindApproval = "approval"
 
@@ -49,6 +53,9 @@ const (
 	DecisionEdit    = "edit"
 	DecisionReject  = "reject"
 )
+
+// decisions are the approval decisions in the order they are listed.
+var decisions = []string{DecisionApprove, DecisionEdit, DecisionReject}
 
 // approvalInput is the JSON a human answers an approval request with.
 type approvalInput struct {
@@ -77,8 +84,17 @@ func (c Config) WithArgsCheck(check func(tool string, args json.RawMessage) *too
 }
 
 // CheckApprovalTools reports an *UnknownApprovalToolError for the first ApprovalTools
-// entry that is not a tool of the node (WithNode).
+// entry that is not a tool of the node (WithNode), and an error for ApprovalDecisions
+// naming a tool not in ApprovalTools or a decision that is not one.
 func (c Config) CheckApprovalTools() error {
+	for _, name := range slices.Sorted(maps.Keys(c.ApprovalDecisions)) {
+		if !slices.Contains(c.ApprovalTools, name) {
+			return fmt.Errorf("approval decisions: %q is not one of the approval tools (%s)", name, strings.Join(c.ApprovalTools, ", "))
+		}
+		if err := CheckDecisions(c.ApprovalDecisions[name]); err != nil {
+			return fmt.Errorf("approval decisions of %s: %w", name, err)
+		}
+	}
 	for _, name := range c.ApprovalTools {
 		if !c.hasTool(name) {
 			known := make([]string, 0, len(c.toolNames))
@@ -92,18 +108,53 @@ func (c Config) CheckApprovalTools() error {
 	return nil
 }
 
+// CheckDecisions reports an error unless list is a non-empty list of distinct approval
+// decisions (DecisionApprove, DecisionEdit, DecisionReject).
+func CheckDecisions(list []string) error {
+	if len(list) == 0 {
+		return fmt.Errorf("no decision allowed: list some of %s", strings.Join(decisions, ", "))
+	}
+	for i, d := range list {
+		if !slices.Contains(decisions, d) {
+			return fmt.Errorf("%q is not a decision (want %s)", d, strings.Join(decisions, ", "))
+		}
+		if slices.Contains(list[:i], d) {
+			return fmt.Errorf("decision %q is listed twice", d)
+		}
+	}
+	return nil
+}
+
+// allowedDecisions are the decisions a human may take on calls of tool, in the order
+// of decisions.
+func (c Config) allowedDecisions(tool string) []string {
+	list, ok := c.ApprovalDecisions[tool]
+	if !ok {
+		return slices.Clone(decisions)
+	}
+	out := make([]string, 0, len(decisions))
+	for _, d := range decisions {
+		if slices.Contains(list, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // needsApproval reports whether calls of tool name wait for a human's decision.
 func (c Config) needsApproval(name string) bool { return slices.Contains(c.ApprovalTools, name) }
 
 // requestApproval opens the approval request of call c (made by agent a, recorded with
 // idempotency key key).
-func requestApproval(b *EventBuilder, a *agentTurn, c *messages.ToolCallRequest, key string) {
+func requestApproval(b *EventBuilder, cfg Config, a *agentTurn, c *messages.ToolCallRequest, key string) {
+	allowed := cfg.allowedDecisions(c.GetName())
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_HitlRequested{HitlRequested: &messages.HitlRequested{
 			RequestId: key, Kind: hitlKindApproval, StepId: a.stepID, SubAgentId: a.subAgentID, CallId: c.GetId(),
 			Tool: c.GetName(), Args: c.GetArguments(), Question: fmt.Sprintf("Approve the call of %s?", c.GetName()),
 			DeadlineUnixNano: b.at + humanTimeout(a.step).Nanoseconds(),
 			DefaultAction:    firstNonEmpty(a.step.GetDefaultAction(), actionContinue),
+			AllowedDecisions: allowed,
 		}}
 	})
 }
@@ -116,6 +167,10 @@ func checkApproval(r *messages.HitlRequested, input string, cfg Config) (approva
 	if err := dec.Decode(&in); err != nil {
 		return in, refuse(messages.ErrorReason_INVALID_ARGUMENT,
 			`input for approval request %s must be {"decision":"approve"}, {"decision":"edit","args":{...}} or {"decision":"reject","message":"..."}: %v`, r.GetRequestId(), err)
+	}
+	if allowed := r.GetAllowedDecisions(); slices.Contains(decisions, in.Decision) && len(allowed) > 0 && !slices.Contains(allowed, in.Decision) {
+		return in, refuse(messages.ErrorReason_INVALID_ARGUMENT, `decision %q is not allowed on calls of %s (allowed: %s)`,
+			in.Decision, r.GetTool(), strings.Join(allowed, ", "))
 	}
 	switch in.Decision {
 	case DecisionApprove:
@@ -173,7 +228,7 @@ func answerApproval(b *EventBuilder, cfg Config, r *messages.HitlRequested, inpu
 	case msg == "":
 		msg = fmt.Sprintf("A human rejected this call of %s: it did not run.", r.GetTool())
 	}
-	res := tools.Result{CallID: r.GetCallId(), Output: msg}
+	res := tools.Result{CallID: r.GetCallId(), Err: tools.RejectedError(r.GetTool(), msg)}
 	tokens := cfg.CountMessage(b.s.GetConfig().GetModel(), ToolMessage(r.GetCallId(), res))
 	return then(b, func(s *messages.SessionState) []*messages.Event {
 		return DecideToolResult(s, &ToolResult{Key: r.GetRequestId(), Res: res, Tokens: tokens}, cfg, time.Unix(0, b.at))

@@ -117,7 +117,7 @@ func decideToolCalls(b *EventBuilder, s *messages.SessionState, a *agentTurn, ca
 			pending++
 			if cfg.needsApproval(c.GetName()) {
 				// Held until a human decides (ProvideInput): approve, edit or reject.
-				requestApproval(b, a, c, key)
+				requestApproval(b, cfg, a, c, key)
 			}
 			if hold == nil && s.GetInterrupt() == nil {
 				hold = matchToolBreakpoint(s, a.step, c.GetName())

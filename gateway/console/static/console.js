@@ -241,9 +241,18 @@ function sessionPage(main, id) {
     }));
   };
 
+  // approvalDeadline says what happens when nobody decides: the call is rejected (the
+  // default action "continue"), or the session fails.
+  const approvalDeadline = (r) => {
+    const outcome = r.default_action === "fail" ? "the session fails" : "the call is rejected and does not run";
+    const at = Number(r.deadline_unix_nano || 0);
+    return at ? `No decision by ${new Date(at / 1e6).toLocaleString()}: ${outcome}.` : `No decision in time: ${outcome}.`;
+  };
+
   // approvalCard shows a call waiting for approval (kind "approval"): its tool and
-  // arguments, editable, and the three decisions.
+  // arguments, editable, the decisions its tool allows, and what its deadline does.
   const approvalCard = (r, send) => {
+    const allowed = (r.allowed_decisions || []).length ? r.allowed_decisions : ["approve", "edit", "reject"];
     let pretty = r.args || "{}";
     try { pretty = JSON.stringify(JSON.parse(pretty), null, 2); } catch { /* shown as the model wrote it */ }
     const args = el("textarea", { rows: 6, "data-testid": "approval-args" });
@@ -259,10 +268,13 @@ function sessionPage(main, id) {
       el("p", { "data-testid": "question" }, `${r.sub_agent_id ? r.sub_agent_id + " calls" : "The model calls"} ${r.tool} in step ${r.step_id}:`),
       el("div", { class: "write" }, args),
       el("div", { class: "write" }, message),
+      el("p", { "data-testid": "approval-deadline" }, approvalDeadline(r)),
       el("div", { class: "row write" },
-        el("button", { onclick: () => send({ decision: "approve" }), "data-testid": "approve" }, "Approve"),
-        el("button", { onclick: edit, "data-testid": "approve-edited" }, "Run with these args"),
-        el("button", { onclick: () => send({ decision: "reject", message: message.value }), "data-testid": "reject" }, "Reject")));
+        ...[
+          ["approve", el("button", { onclick: () => send({ decision: "approve" }), "data-testid": "approve" }, "Approve")],
+          ["edit", el("button", { onclick: edit, "data-testid": "approve-edited" }, "Run with these args")],
+          ["reject", el("button", { onclick: () => send({ decision: "reject", message: message.value }), "data-testid": "reject" }, "Reject")],
+        ].filter(([d]) => allowed.includes(d)).map(([, button]) => button)));
   };
 
   const renderAwaiting = (state) => {
