@@ -28,7 +28,7 @@ func TestSessionBudgetBoundsSubAgentCalls(t *testing.T) {
 	}
 	evs := waitTerminal(t, h.j, "budget", 30*time.Second)
 	failed := evs[len(evs)-1].GetSessionFailed()
-	if want := "session budget exceeded: 13 LLM calls (max_llm_calls 12)"; failed.GetError() != want {
+	if want := "session budget exceeded: 13 LLM calls (max_llm_calls 12)"; !strings.HasPrefix(failed.GetError(), want) || !strings.Contains(failed.GetError(), "--max-llm-calls") {
 		t.Fatalf("session ended with %v, want the error %q", evs[len(evs)-1], want)
 	}
 	if n := count(evs, "llm_requested"); n != 12 {

@@ -39,10 +39,15 @@ func (g *Grain) endpointBlocked() bool {
 }
 
 // continuing runs a command that continues the session (its next LLM calls follow) as
-// command does, after refusing it on a node configured for another endpoint.
+// command does, after refusing it on a node configured for another endpoint or lacking
+// an agent or tool the session's running sub-agents need (core.MissingOnNode).
 func (g *Grain) continuing(ctx cluster.GrainContext, cmdID string, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
 	if g.ready(ctx) == nil {
-		if err := g.endpointRefusal(); err != nil {
+		err := g.endpointRefusal()
+		if err == nil {
+			err = core.MissingOnNode(g.state, g.deps.Config)
+		}
+		if err != nil {
 			g.updateIdle(ctx)
 			return nil, grainError(err)
 		}

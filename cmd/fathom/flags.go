@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,7 +115,7 @@ type nodeFlags struct {
 	toolResult toolResultFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
-	maxLLMCalls         uint
+	maxLLMCalls         optionalUint
 	maxCostUSD          float64
 	maxTokens           uint64
 	allowEndpointChange bool
@@ -121,6 +123,45 @@ type nodeFlags struct {
 	configFile string
 	// file is configFile as read by config (nil without one).
 	file *config.File
+	// replay is the node flags given on the command line, as replayFlags renders them:
+	// what a later command on the same session must repeat.
+	replay string
+	// commandIDGiven: the command line named the command id (a retry, perhaps of a
+	// command already applied).
+	commandIDGiven bool
+}
+
+// replayFlags renders the flags set on fs's command line, except skip and secrets
+// (tokens, keys), as " --name value" each, shell-quoted: the node flags a later
+// `fathom session input` needs to serve the session as this command did (its --config
+// agents, tools and MCP servers, its journal, its model API).
+func replayFlags(fs *flag.FlagSet, skip ...string) string {
+	var b strings.Builder
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(skip, f.Name) || strings.Contains(f.Name, "token") || strings.Contains(f.Name, "key") {
+			return
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			if f.Value.String() == "true" {
+				fmt.Fprintf(&b, " --%s", f.Name)
+			} else {
+				fmt.Fprintf(&b, " --%s=false", f.Name)
+			}
+			return
+		}
+		fmt.Fprintf(&b, " --%s %s", f.Name, shellQuote(f.Value.String()))
+	})
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // sandboxFlags configure the sandbox client (actors/sandbox), by the seed's environment
@@ -160,7 +201,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.logs.register(fs, defaultLevel)
 	d := session.DefaultConfig()
 	fs.StringVar(&f.model, "model", os.Getenv("FATHOM_MODEL"), "default model of new sessions (env FATHOM_MODEL; default "+d.Model+")")
-	fs.UintVar(&f.maxIterations, "max-iterations", uint(envUint("FATHOM_MAX_ITERATIONS", uint64(d.MaxIterations))), "max LLM calls per session (env FATHOM_MAX_ITERATIONS)")
+	fs.UintVar(&f.maxIterations, "max-iterations", uint(envUint("FATHOM_MAX_ITERATIONS", uint64(d.MaxIterations))), "max LLM calls of the orchestrator in one turn: planning, the steps it runs itself, re-plans and the closing summary; sub-agents' calls are bounded by --subagent-max-iterations (each run) and every call of the session by --max-llm-calls (env FATHOM_MAX_ITERATIONS)")
 	fs.UintVar(&f.maxSteps, "max-steps", uint(envUint("FATHOM_MAX_STEPS", uint64(d.MaxSteps))), "max plan steps per session (env FATHOM_MAX_STEPS)")
 	fs.UintVar(&f.maxParallelSubAgents, "max-parallel-subagents", uint(envUint("FATHOM_MAX_PARALLEL_SUBAGENTS", session.DefaultMaxParallelSubAgents)),
 		"max sub-agents of one session running at once: independent plan steps (env FATHOM_MAX_PARALLEL_SUBAGENTS)")
@@ -201,8 +242,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.reasoning.register(fs)
 	f.retention.register(fs)
 	f.toolResult.register(fs)
-	fs.UintVar(&f.maxLLMCalls, "max-llm-calls", uint(envUint("FATHOM_MAX_LLM_CALLS", uint64(d.MaxLLMCalls))),
-		"session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited (env FATHOM_MAX_LLM_CALLS)")
+	f.maxLLMCalls.register(fs, "max-llm-calls", "FATHOM_MAX_LLM_CALLS",
+		fmt.Sprintf("session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited; default: the larger of %d and --max-iterations + --max-steps × the deepest agent's iterations (--subagent-max-iterations, or an agent's max_iterations in --config) (env FATHOM_MAX_LLM_CALLS)", session.DefaultMaxLLMCalls))
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", envFloat("FATHOM_MAX_COST_USD", d.MaxCostUSD),
 		"session budget: model cost in USD (the --prices table) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_COST_USD)")
 	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
@@ -211,6 +252,54 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision); see docs/config.md (env "+config.EnvFile+")")
 	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
+}
+
+// defaultMaxLLMCalls is --max-llm-calls when neither the flag nor its variable is set:
+// room for the orchestrator's --max-iterations and a full plan of --max-steps steps, each
+// run by the deepest agent to its last iteration, and never less than
+// session.DefaultMaxLLMCalls. A deep agent (an agent of --config with a high
+// max_iterations) so gets a budget that fits it.
+func defaultMaxLLMCalls(c session.Config) uint32 {
+	deepest := uint64(c.SubAgentMaxIterations)
+	for _, a := range c.Agents {
+		deepest = max(deepest, uint64(a.MaxIterations))
+	}
+	n := uint64(c.MaxIterations) + uint64(c.MaxSteps)*deepest
+	return uint32(min(max(n, session.DefaultMaxLLMCalls), math.MaxUint32))
+}
+
+// optionalUint is a whole-number flag that remembers whether the flag or its variable
+// set it (a default derived from other flags applies otherwise).
+type optionalUint struct {
+	n   uint64
+	set bool
+}
+
+func (o *optionalUint) register(fs *flag.FlagSet, name, env, usage string) {
+	if v := os.Getenv(env); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			o.n, o.set = n, true
+		} else {
+			fmt.Fprintf(os.Stderr, "fathom: ignoring %s=%q: not a number\n", env, v)
+		}
+	}
+	fs.Var(o, name, usage)
+}
+
+func (o *optionalUint) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.FormatUint(o.n, 10)
+}
+
+func (o *optionalUint) Set(v string) error {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return errors.New("not a whole number")
+	}
+	o.n, o.set = n, true
+	return nil
 }
 
 // envFloat reads a float64 from the environment, def when unset or not a number.
@@ -235,10 +324,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	}
 	scfg.MaxParallelSubAgents, scfg.SubAgentMaxIterations = int(f.maxParallelSubAgents), uint32(f.subAgentIterations)
 	scfg.MaxReplans = int(min(f.maxReplans, math.MaxInt32))
-	if f.maxLLMCalls > math.MaxUint32 {
-		return fathomapi.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls)
+	if f.maxLLMCalls.set && f.maxLLMCalls.n > math.MaxUint32 {
+		return fathomapi.Config{}, usageError("--max-llm-calls %d is too large", f.maxLLMCalls.n)
 	}
-	scfg.MaxLLMCalls, scfg.MaxCostUSD, scfg.MaxTokens = uint32(f.maxLLMCalls), f.maxCostUSD, f.maxTokens
+	scfg.MaxCostUSD, scfg.MaxTokens = f.maxCostUSD, f.maxTokens
 	scfg.AllowEndpointChange = f.allowEndpointChange
 	scfg.IdleTimeout, scfg.LLMTimeout = f.idleTimeout, f.llmTimeout
 	scfg.ToolTimeout, scfg.StepAttempts, scfg.StepRetryDelay = f.toolTimeout, uint32(f.stepAttempts), f.stepRetry
@@ -357,6 +446,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
 		scfg.ApprovalTools, scfg.ApprovalDecisions = file.Approval.Tools, file.Approval.Decisions
 		f.file = file
+	}
+	scfg.MaxLLMCalls = uint32(f.maxLLMCalls.n)
+	if !f.maxLLMCalls.set {
+		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
 	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err

@@ -13,10 +13,13 @@ import (
 // printer renders events for people (text) or programs (--json: one object per line).
 // In text mode it also prints the model's answers live as their deltas stream in.
 type printer struct {
-	w       io.Writer
-	json    bool
-	steps   int
-	started time.Time
+	// answerFlags are the node flags to repeat in the `fathom session input` hint
+	// (replayFlags), each with a leading space.
+	answerFlags string
+	w           io.Writer
+	json        bool
+	steps       int
+	started     time.Time
 	// streaming is the call whose deltas are being printed ("" when none); attempt is
 	// the provider attempt they belong to.
 	streaming string

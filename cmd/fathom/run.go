@@ -29,10 +29,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if len(pos) == 0 {
-		fs.Usage()
-		return usageError("a goal is required, e.g. fathom run \"Write a haiku about event sourcing\"")
+		return withUsageLine(fs, usageError("a goal is required, e.g. fathom run \"Write a haiku about event sourcing\""))
 	}
 	goal := strings.Join(pos, " ")
+	nf.replay = replayFlags(fs, "json", "timeout", "session-id")
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	n, log, err := startLocalNode(ctx, nf, "run", stderr)
@@ -45,6 +45,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		id = gateway.NewID("s")
 	}
 	p := newPrinter(stdout, *jsonOut)
+	p.answerFlags = nf.replay
 	sub := n.FollowDeltas(id, 0, 0)
 	defer sub.Close()
 	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal}, cluster.WithTimeout(30*time.Second))

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -26,6 +27,23 @@ var sessionSubcommands = map[string]string{
 	"state":     "[--at STEP | --at-seq SEQ] [--addr NODE --token T] [flags] ID",
 	"watch":     "[--from SEQ] [--addr NODE --token T] [--json] [flags] ID",
 	"artifacts": "[--json] [--out DIR] [--addr NODE --token T] [flags] ID",
+}
+
+// sessionSubcommandNames lists every subcommand of `fathom session`, in the order help
+// shows them.
+func sessionSubcommandNames() []string {
+	return []string{"list", "timeline", "state", "watch", "artifacts", "input", "fork", "send", "cancel", "delete"}
+}
+
+// sessionSynopsis is the synopsis of session subcommand sub ("" for none).
+func sessionSynopsis(sub string) string {
+	if sub == "delete" {
+		return sessionDeleteUsage
+	}
+	if s := sessionSubcommands[sub]; s != "" {
+		return s
+	}
+	return sessionWriteSubcommands[sub]
 }
 
 // sessionReadFlags are the flags of the reading session subcommands; each subcommand
@@ -48,7 +66,7 @@ func (f *sessionReadFlags) register(fs *flag.FlagSet, sub string) {
 	}
 	switch sub {
 	case "state":
-		fs.Int64Var(&f.at, "at", -1, "the state after this many steps ended (0 = after planning; default: now)")
+		fs.Int64Var(&f.at, "at", -1, "the state right after step number N ended (N as the timeline and the plan number the steps, in the current plan; 0 = after planning; default: now). Not \"after N steps\": with parallel steps, step 3 may end before step 2, and --at 3 is then earlier than --at 2")
 		fs.Uint64Var(&f.atSeq, "at-seq", 0, "fold the events only through this seq (0 = all; journal only)")
 	case "watch":
 		fs.Uint64Var(&f.from, "from", 0, "print events after this seq")
@@ -72,10 +90,14 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(args) == 0 || sessionSubcommands[args[0]] == "" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: fathom session list|timeline ID|state ID|watch ID|artifacts ID|input ID STEP_ID JSON|fork ID --at STEP|cancel ID|send ID TEXT|delete ID [flags]\n\nRun 'fathom session SUBCOMMAND -h' for its flags.")
+			fmt.Fprintln(stdout, "Usage: fathom session SUBCOMMAND [flags] [args]\n\nSubcommands:")
+			for _, sub := range sessionSubcommandNames() {
+				fmt.Fprintf(stdout, "  %-10s %s\n", sub, sessionSynopsis(sub))
+			}
+			fmt.Fprintln(stdout, "\nRun 'fathom session SUBCOMMAND -h' for its flags.")
 			return nil
 		}
-		return usageError("want a subcommand: list, timeline ID, state ID, watch ID, artifacts ID, input ID STEP_ID JSON, fork ID --at STEP, cancel ID, send ID TEXT or delete ID")
+		return usageError("want a subcommand: %s", strings.Join(sessionSubcommandNames(), ", "))
 	}
 	sub := args[0]
 	if sub == "artifacts" {
@@ -148,7 +170,7 @@ func sessionRemote(ctx context.Context, sub string, pos []string, addr, token st
 	case "watch":
 		return watchRemote(ctx, addr, token, pos[0], from, newPrinter(w, jsonOut))
 	case "timeline":
-		return remoteGet(ctx, addr, token, "/v1/sessions/"+url.PathEscape(pos[0])+"/timeline", w)
+		return timelineRemote(ctx, addr, token, pos[0], jsonOut, w)
 	case "state":
 		if atSeq > 0 {
 			return usageError("--at-seq reads the journal; with --addr use --at STEP")
@@ -170,24 +192,42 @@ func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Jou
 }
 
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {
-	n := 0
-	p := newPrinter(w, jsonOut)
-	err := core.Events(ctx, j, id, 0, func(ev *messages.Event) error {
-		n++
-		if jsonOut {
-			return p.print(ev)
-		}
-		t := p.text(ev)
-		if t == "" {
-			t = "\n"
-		}
-		_, err := fmt.Fprintf(w, "%4d  %s  %-18s %s", ev.GetSeq(), ev.At().Format("15:04:05.000"), ev.Type(), t)
-		return err
-	})
-	if err != nil {
+	t := newTimelinePrinter(w, jsonOut)
+	if err := core.Events(ctx, j, id, 0, t.row); err != nil {
 		return err
 	}
-	if n == 0 {
+	return t.done(id)
+}
+
+// timelinePrinter prints `session timeline`: one row per event (or its JSON), the same
+// from the journal and from a node's gateway.
+type timelinePrinter struct {
+	w    io.Writer
+	p    *printer
+	json bool
+	n    int
+}
+
+func newTimelinePrinter(w io.Writer, jsonOut bool) *timelinePrinter {
+	return &timelinePrinter{w: w, p: newPrinter(w, jsonOut), json: jsonOut}
+}
+
+func (t *timelinePrinter) row(ev *messages.Event) error {
+	t.n++
+	if t.json {
+		return t.p.print(ev)
+	}
+	text := t.p.text(ev)
+	if text == "" {
+		text = "\n"
+	}
+	_, err := fmt.Fprintf(t.w, "%4d  %s  %-18s %s", ev.GetSeq(), ev.At().Format("15:04:05.000"), ev.Type(), text)
+	return err
+}
+
+// done reports a session with no event as not found.
+func (t *timelinePrinter) done(id string) error {
+	if t.n == 0 {
 		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
 	}
 	return nil

@@ -48,6 +48,9 @@ func runSessionDelete(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if err := refuseEarly(ctx, nf.store, "delete", id); err != nil {
+		return err
+	}
 	n, log, err := startLocalNode(ctx, nf, "session delete", stderr)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	fathomapi "github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
@@ -58,7 +59,7 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		fs.StringVar(by, "by", "cli", "who cancels it (recorded in session_cancelled)")
 	case "send":
 	default:
-		fs.Int64Var(at, "at", -1, "the step index to fork after (0 = after planning, n = after the n-th step)")
+		fs.Int64Var(at, "at", -1, "fork right after step number N ended (as session state --at N: N as the plan numbers the steps; 0 = after planning). Not \"after N steps\": with parallel steps --at 3 can be earlier than --at 2")
 		fs.Uint64Var(atSeq, "at-seq", 0, "instead of --at: the source event to fork after, in any turn (a turn's plan_created, a step's end, or a turn's session_completed)")
 		fs.StringVar(newID, "new-id", "", "the new session's id (default: generated)")
 	}
@@ -67,6 +68,7 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	if err != nil {
 		return err
 	}
+	nf.replay = replayFlags(fs, "json", "timeout", "command-id", "request-id", "reason", "by", "at", "at-seq", "new-id", "addr", "token")
 	req := &gateway.Request{Op: sub, CommandID: *commandID}
 	switch sub {
 	case "input":
@@ -96,7 +98,7 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 		case *atSeq > 0:
 			req.Seq = atSeq
 		case *at < 0 || *at > math.MaxUint32:
-			return usageError("session fork needs --at STEP (0 = after planning, n = after the n-th step) or --at-seq SEQ")
+			return usageError("session fork needs --at STEP (0 = after planning, N = right after step number N ended) or --at-seq SEQ")
 		default:
 			idx := uint32(*at)
 			req.StepIndex = &idx
@@ -104,6 +106,8 @@ func runSessionWrite(ctx context.Context, sub string, args []string, stdout, std
 	}
 	if req.CommandID == "" {
 		req.CommandID = gateway.NewID("cmd")
+	} else {
+		nf.commandIDGiven = true
 	}
 	if *addr != "" {
 		route := sub
@@ -131,12 +135,18 @@ func inputJSON(arg string) json.RawMessage {
 func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, jsonOut bool, timeout time.Duration, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if req.Op == "cancel" && !nf.commandIDGiven { // a retried command id may be a duplicate the grain acknowledges
+		if err := refuseEarly(ctx, nf.store, req.Op, req.SessionID); err != nil {
+			return err
+		}
+	}
 	n, log, err := startLocalNode(ctx, nf, "session "+req.Op, stderr)
 	if err != nil {
 		return err
 	}
 	defer stopLocalNode(n, log)
 	p := newPrinter(stdout, jsonOut)
+	p.answerFlags = nf.replay
 	call := cluster.WithTimeout(30 * time.Second)
 	switch req.Op {
 	case "input":
@@ -226,16 +236,54 @@ func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Wri
 	if cfg.Cluster.Provider != "local" {
 		return nil, nil, usageError("fathom %s runs a single in-process node; use fathom node to join a cluster", cmd)
 	}
-	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox.
-	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == ""
+	if callsModel(cmd) {
+		if err := checkModelEndpoint(ctx, cfg.LLM); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox. A
+	// delete runs no tool (only ended sessions are deleted): it starts none, which saves
+	// the sandbox's isolation and language probes.
+	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == "" && cmd != "session delete"
 	n, err := fathomapi.Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, nf.startError(err)
 	}
-	if n.UsesDemoModel() {
+	if n.UsesDemoModel() && callsModel(cmd) {
 		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model (set OPENAI_API_KEY or, with --llm-api anthropic, ANTHROPIC_API_KEY, and FATHOM_MODEL for a real one)")
 	}
 	return n, log, nil
+}
+
+// callsModel reports whether in-process command cmd may call the model: cancel and
+// delete never do (no endpoint check, no demo-model notice).
+func callsModel(cmd string) bool { return cmd != "session cancel" && cmd != "session delete" }
+
+// refuseEarly answers from the journal, before a node starts, a cancel or delete the
+// session grain would refuse: an unknown session, a cancel of an ended session, a delete
+// of one that has not ended. It returns nil when the command may go on (also when the
+// journal cannot be read here: the node then decides).
+func refuseEarly(ctx context.Context, store storeFlags, op, id string) error {
+	j, err := openJournalReadOnly(ctx, store)
+	if errors.Is(err, os.ErrNotExist) {
+		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
+	}
+	if err != nil {
+		return nil
+	}
+	defer j.Close()
+	s, _, err := core.Load(ctx, j, id, 0)
+	switch {
+	case err != nil:
+		return nil
+	case s.GetSeq() == 0:
+		return &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
+	case op == "cancel" && core.Terminal(s):
+		return &exitError{code: 1, msg: fmt.Sprintf("failed_precondition: session %s has ended (%s): nothing to cancel", id, s.GetStatus())}
+	case op == "delete" && !core.Terminal(s):
+		return &exitError{code: 1, msg: fmt.Sprintf("%v (cancel it first: fathom session cancel %s)", gateway.ErrSessionNotTerminal, id)}
+	}
+	return nil
 }
 
 func stopLocalNode(n *fathomapi.Node, log *slog.Logger) {
@@ -285,8 +333,8 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 		case *messages.Event_SessionCancelled:
 			return &exitError{code: 1, msg: "session cancelled: " + e.SessionCancelled.GetReason()}
 		case *messages.Event_HitlRequested:
-			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input %s %s JSON",
-				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), id, e.HitlRequested.GetStepId())}
+			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input%s %s %s JSON",
+				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), p.answerFlags, id, e.HitlRequested.GetStepId())}
 		}
 	}
 }

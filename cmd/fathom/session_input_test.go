@@ -45,7 +45,7 @@ func TestSessionInputAndFork(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "h1", "print copies")
 	evs := jsonEvents(t, r.stdout)
-	if r.code != 3 || evs[len(evs)-1]["type"] != "hitl_requested" || !strings.Contains(r.stderr, "fathom session input h1 ask JSON") {
+	if r.code != 3 || evs[len(evs)-1]["type"] != "hitl_requested" || !strings.Contains(r.stderr, "fathom session input --data-dir "+data+" h1 ask JSON") {
 		t.Fatalf("run: exit %d, events %v\n%s", r.code, eventTypes(evs), r.stderr)
 	}
 	text := fathom(t, env, "session", "timeline", "--data-dir", data, "h1")

@@ -86,6 +86,39 @@ func remoteCall(ctx context.Context, method, addr, token, path string, body any,
 	return err
 }
 
+// timelineRemote prints session id's stored events from a node's gateway (GET
+// /v1/sessions/{id}/events?follow=false) as `session timeline` prints the journal's.
+func timelineRemote(ctx context.Context, addr, token, id string, jsonOut bool, w io.Writer) error {
+	var body bytes.Buffer
+	path := "/v1/sessions/" + url.PathEscape(id) + "/events?follow=false&deltas=false"
+	if err := remoteGet(ctx, addr, token, path, &body); err != nil {
+		return err
+	}
+	t := newTimelinePrinter(w, jsonOut)
+	for _, line := range bytes.Split(body.Bytes(), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var f watchFrame
+		if err := json.Unmarshal(line, &f); err != nil {
+			return fmt.Errorf("timeline %s: bad frame: %w", id, err)
+		}
+		switch f.Op {
+		case "error":
+			return &exitError{code: 1, msg: fmt.Sprintf("timeline %s: %s: %s", id, f.Code, f.Message)}
+		case "event":
+			ev, err := messages.UnmarshalEventJSON(line)
+			if err != nil {
+				return fmt.Errorf("timeline %s: %w", id, err)
+			}
+			if err := t.row(ev); err != nil {
+				return err
+			}
+		}
+	}
+	return t.done(id)
+}
+
 // watchFrame is what watch reads from the gateway: event, delta and error frames.
 type watchFrame struct {
 	Op      string `json:"op"`

@@ -197,7 +197,15 @@ func (n *Node) components(b *boot) []component {
 			}},
 		{name: "hand-over", why: "stopped first among the session parts: the member leaves the topology and its sessions stop at a boundary, releasing their leases, while the sandbox, the MCP servers and the journal still serve their last appends",
 			start: func(context.Context) error { return nil },
-			stop:  func(ctx context.Context) error { return n.member.Handover(ctx) }},
+			stop: func(ctx context.Context) error {
+				if n.cfg.Cluster.Provider == fcluster.ProviderLocal {
+					// No other member subscribes to a local member's topics: publish what is
+					// queued while topics can still be placed, instead of each publish after
+					// the hand-over failing only at its timeout (5 s).
+					n.stopTopics()
+				}
+				return n.member.Handover(ctx)
+			}},
 		{name: "reactivator", why: "continues sessions whose lease lapsed; stopped before the hand-over, which it would otherwise undo",
 			start: func(context.Context) error { return n.startReactivator(b.system, b.session.LeaseTTL) },
 			stop:  func(context.Context) error { n.stopReactivator(); return nil }},

@@ -577,37 +577,34 @@ func (n *Node) Stop(ctx context.Context) error {
 // demoModel is the built-in demo model served on a loopback port.
 type demoModel struct {
 	baseURL string
-	cancel  context.CancelFunc
+	srv     *http.Server
 	done    chan error
 }
 
 func startDemo(log *slog.Logger) (*demoModel, error) {
-	srv := mock.New(mock.Config{Script: mock.DemoScript(), Logger: log.With("component", "demo-model")})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	d := &demoModel{cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(addr string) { ready <- addr }) }()
-	select {
-	case addr := <-ready:
-		d.baseURL = "http://" + addr
-		return d, nil
-	case err := <-d.done:
-		cancel()
+	m := mock.New(mock.Config{Script: mock.DemoScript(), Logger: log.With("component", "demo-model")})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		return nil, fmt.Errorf("start demo model: %w", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		return nil, errors.New("start demo model: timed out")
 	}
+	d := &demoModel{baseURL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
+	go func() { d.done <- d.srv.Serve(ln) }()
+	return d, nil
 }
 
+// stop closes the demo model's server and its connections at once: it stops after the
+// sessions and summarizers that call it, and a graceful shutdown would wait (up to 5 s)
+// for a connection the client dialled but never used.
 func (d *demoModel) stop(ctx context.Context) error {
-	d.cancel()
+	if err := d.srv.Close(); err != nil {
+		return fmt.Errorf("stop demo model: %w", err)
+	}
 	select {
 	case err := <-d.done:
-		if errors.Is(err, context.Canceled) {
+		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("demo model: %w", err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -57,15 +57,21 @@ func usageTokens(u *messages.Usage) uint64 {
 // when it fits.
 func overBudget(cfg *messages.SessionConfig, sp spent) string {
 	if limit := cfg.GetMaxLlmCalls(); limit > 0 && sp.calls >= limit {
-		return fmt.Sprintf("session budget exceeded: %d LLM calls (max_llm_calls %d)", sp.calls+1, limit)
+		return fmt.Sprintf("session budget exceeded: %d LLM calls (max_llm_calls %d): "+raiseHint("max-llm-calls", "FATHOM_MAX_LLM_CALLS", "max_llm_calls"), sp.calls+1, limit)
 	}
 	if limit := cfg.GetMaxCostUsd(); limit > 0 && sp.cost >= limit {
-		return fmt.Sprintf("session budget exceeded: $%.6f spent (max_cost_usd %g)", sp.cost, limit)
+		return fmt.Sprintf("session budget exceeded: $%.6f spent (max_cost_usd %g): "+raiseHint("max-cost-usd", "FATHOM_MAX_COST_USD", "max_cost_usd"), sp.cost, limit)
 	}
 	if limit := cfg.GetMaxTokens(); limit > 0 && sp.tokens >= limit {
-		return fmt.Sprintf("session budget exceeded: %d tokens used (max_tokens %d)", sp.tokens, limit)
+		return fmt.Sprintf("session budget exceeded: %d tokens used (max_tokens %d): "+raiseHint("max-tokens", "FATHOM_MAX_TOKENS", "max_tokens"), sp.tokens, limit)
 	}
 	return ""
+}
+
+// raiseHint names where a budget is raised: the node's flag and variable, or a start
+// request's config key.
+func raiseHint(flag, env, key string) string {
+	return fmt.Sprintf("raise it with the node's --%s (env %s) or the start request's config.%s", flag, env, key)
 }
 
 // budgetReason returns why the call b is about to request would cross a session budget,

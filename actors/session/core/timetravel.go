@@ -23,9 +23,10 @@ func TimelineOf(s *messages.SessionState) *messages.TimelineResponse {
 	return out
 }
 
-// StepEndSeq returns the seq after which the session had finished its first n steps
-// (n = 0: after planning; n counts the steps of s's current list). It fails when that
-// point has not been reached yet.
+// StepEndSeq returns the seq of the end of step number n (n = 0: after planning; n
+// numbers the steps of s's current list from 1). It is not "after n steps": with
+// parallel steps, step 3 may end before step 2, and its seq is then the smaller. It
+// fails when step n has not ended yet.
 func StepEndSeq(s *messages.SessionState, n uint32) (uint64, error) {
 	if n == 0 {
 		if s.GetPlanSeq() == 0 {
@@ -68,8 +69,8 @@ func pointSeq(s *messages.SessionState, seq uint64, step uint32) (uint64, error)
 	return seq, nil
 }
 
-// StateAtStep folds the journal of session id into its state after its first n steps
-// (the same answer as the grain's StateAt, for tools that read a journal directly).
+// StateAtStep folds the journal of session id into its state right after step number n
+// ended (StepEndSeq; the same answer as the grain's StateAt, for tools that read a journal directly).
 func StateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32) (*messages.SessionState, error) {
 	cur, _, err := Load(ctx, j, id, 0)
 	if err != nil {
