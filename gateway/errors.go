@@ -9,7 +9,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // Error codes of `error` frames and of HTTP error bodies. They are stable: clients may
@@ -142,7 +141,7 @@ func toAPIError(err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if errors.Is(err, persistence.ErrNewerFormat) { // an event or journal of a newer Fathom: upgrade
+	if errors.Is(err, messages.ErrUnknownEvent) { // an event a newer Fathom wrote (the feed wraps it): upgrade
 		return &apiError{code: CodeFailedPrecondition, msg: err.Error()}
 	}
 	var ge *cluster.GrainErrorResponse
