@@ -28,9 +28,9 @@ const testToken = "test-token"
 // a few MB, and a program must not be charged with its helpers' peak either way.
 const helperBallastEnv = "FATHOM_TEST_HELPER_BALLAST_MB"
 
-// helperBallast is the helpers' ballast (nil in the test process itself). A package
-// variable, so it is touched before TestMain runs the helper, as package inits are.
-var helperBallast = func() []byte {
+// The helpers' ballast (none in the test process itself), a package variable so it is
+// touched before TestMain runs the helper, as package inits are.
+var _ = func() []byte {
 	if len(os.Args) < 2 || !strings.HasPrefix(os.Args[1], "__fathom-sandbox-") {
 		return nil
 	}
