@@ -48,7 +48,8 @@ type anthRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
-		Name string `json:"name"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	Thinking   *anthThinking   `json:"thinking"`
@@ -366,7 +367,16 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if forced != "" && len(ans.calls) == 0 { // a forced tool answers with the text as its input
-		ans.calls = []toolCall{{id: fmt.Sprintf("toolu_mock_%d_0", n), name: forced, args: forcedArgs(ans.content)}}
+		args := forcedArgs(ans.content)
+		if rule == nil {
+			for _, t := range req.Tools {
+				if t.Name == forced {
+					args = forcedUnscripted(ans.content, t.InputSchema)
+					break
+				}
+			}
+		}
+		ans.calls = []toolCall{{id: fmt.Sprintf("toolu_mock_%d_0", n), name: forced, args: args}}
 		ans.content, ans.finish = "", "tool_use"
 	}
 	if oneCall && len(ans.calls) > 1 {

@@ -29,8 +29,9 @@ package mock
 //     all answered by the tool messages right after it.
 //   - tool_choice. A named tool must be one of the request's tools; when a call is
 //     forced (a named tool; "required"/"any": the first tool) and the rule answers
-//     text, the text becomes that tool's arguments (a JSON object, else {}),
-//     which is how a forced structured-output tool answers. parallel_tool_calls false
+//     text, the text becomes that tool's arguments (a JSON object, else {}; an
+//     unscripted call: the smallest instance of the tool's schema), which is how a
+//     forced structured-output tool answers. parallel_tool_calls false
 //     (Anthropic: disable_parallel_tool_use) keeps only the first scripted call.
 
 import (
@@ -271,6 +272,19 @@ func (f *responseFormat) unscripted(text string) string {
 		return "{}"
 	}
 	return minimalInstance(f.JSONSchema.Schema)
+}
+
+// forcedUnscripted is the tool input of a forced call no rule scripted: what forcedArgs
+// finds in the default text, else (a model forced to call a tool answers its schema)
+// the smallest object valid against the tool's schema.
+func forcedUnscripted(text string, schema json.RawMessage) string {
+	if args := forcedArgs(text); args != "{}" {
+		return args
+	}
+	if args := minimalInstance(schema); strings.HasPrefix(args, "{") {
+		return args
+	}
+	return "{}"
 }
 
 // forcedArgs is the tool input a forced tool call gets from a text answer: the text

@@ -402,7 +402,8 @@ type chatRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	Tools             []struct {
 		Function struct {
-			Name string `json:"name"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
 	StreamOptions *struct {
@@ -594,7 +595,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		ans.outTok = approxTokens(ans.content)
 		if forced != "" { // a forced call answers with the scripted text as its arguments
-			ans.calls = []toolCall{{id: fmt.Sprintf("call_%d_0", s.requests.Load()), name: forced, args: forcedArgs(ans.content)}}
+			args := forcedArgs(ans.content)
+			if rule == nil {
+				for _, t := range req.Tools {
+					if t.Function.Name == forced {
+						args = forcedUnscripted(ans.content, t.Function.Parameters)
+						break
+					}
+				}
+			}
+			ans.calls = []toolCall{{id: fmt.Sprintf("call_%d_0", s.requests.Load()), name: forced, args: args}}
 			ans.content = ""
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -68,8 +69,8 @@ func streamedContent(t *testing.T, url, body string) string {
 
 // TestUnscriptedStructuredOutputIsValidJSON: a response_format call no rule answers gets
 // JSON valid against its schema (streamed too) — the smallest instance — instead of the
-// script's default prose; json_object gets {}; a scripted answer and a default that is
-// a JSON object are answered as they are.
+// script's default prose, and so does a forced tool call; json_object gets {}; a
+// scripted answer and a default that is a JSON object are answered as they are.
 func TestUnscriptedStructuredOutputIsValidJSON(t *testing.T) {
 	srv := fidelityServer(t, `{"rules":[{"match":"^scripted$","response":"{\"steps\":[\"read\"]}"}],"default":"I have nothing scripted for that."}`)
 	schemas := map[string]string{
@@ -92,6 +93,7 @@ func TestUnscriptedStructuredOutputIsValidJSON(t *testing.T) {
 			},
 			"$defs":{"person":{"type":"object","required":["name","child"],"properties":{"name":{"type":"string","minLength":1},"child":{"anyOf":[{"$ref":"#/$defs/person"},{"type":"null"}]}}}}}`,
 	}
+	t.Run("forced tool", func(t *testing.T) { checkForcedToolsAnswerTheirSchema(t, srv, schemas["rich"]) })
 	for name, schema := range schemas {
 		format := `"response_format":{"type":"json_schema","json_schema":{"name":"` + name + `","strict":true,"schema":` + schema + `}}`
 		var got chatAnswer
@@ -116,4 +118,37 @@ func TestUnscriptedStructuredOutputIsValidJSON(t *testing.T) {
 	if do(t, jsonDefault, "POST", "/v1/chat/completions", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"plan","schema":`+schemas["plan"]+`}},"messages":[{"role":"user","content":"x"}]}`, nil, &got); len(got.Choices) != 1 || got.Choices[0].Message.Content != `{"steps":["default"]}` {
 		t.Errorf("a JSON default: %+v", got)
 	}
+}
+
+// checkForcedToolsAnswerTheirSchema: an unscripted call forced to a tool (OpenAI
+// tool_choice, Anthropic tool_choice — how llm/anthropic asks for structured output)
+// answers an input valid against the tool's schema, not {}.
+func checkForcedToolsAnswerTheirSchema(t *testing.T, srv *httptest.Server, schema string) {
+	var oa struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"unscripted"}],"tools":[{"type":"function","function":{"name":"other","parameters":{"type":"object"}}},
+		{"type":"function","function":{"name":"answer","parameters":` + schema + `}}],"tool_choice":{"type":"function","function":{"name":"answer"}}}`
+	if code := do(t, srv, "POST", "/v1/chat/completions", body, nil, &oa); code != 200 || len(oa.Choices) != 1 || len(oa.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("OpenAI: HTTP %d %+v", code, oa)
+	}
+	validate(t, "OpenAI forced tool", schema, oa.Choices[0].Message.ToolCalls[0].Function.Arguments)
+	var an struct {
+		Content []struct {
+			Type, Name string
+			Input      json.RawMessage
+		}
+	}
+	body = `{"model":"claude-sonnet-4-6","max_tokens":1024,"messages":[{"role":"user","content":"unscripted"}],"tools":[{"name":"answer","input_schema":` + schema + `},
+		{"name":"other","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}}`
+	if code := do(t, srv, "POST", "/v1/messages", body, nil, &an); code != 200 || len(an.Content) != 1 || an.Content[0].Name != "answer" {
+		t.Fatalf("Anthropic: HTTP %d %+v", code, an)
+	}
+	validate(t, "Anthropic forced tool", schema, string(an.Content[0].Input))
 }
