@@ -36,9 +36,11 @@ import (
 // highest of every address space it had, so the program inherits the waiter's peak (the
 // exec helper shares the waiter's memory until its exec) and the exec helper's (a Go
 // runtime with the whole binary's package initialisation: some 54 MB for the fathom
-// binary). So the waiter measures the program's own peak: it traces its child
-// (ptrace(2), exit events only), and when the program exits reads its high-water mark
-// (VmHWM in /proc/PID/status) while its memory still exists; and the exec helper writes
+// binary). So the waiter measures the program's own peak: it traces its child with
+// ptrace(2) (not the program's children; the tracee's signals are passed on unchanged,
+// a stop signal is resumed at once since nothing inside sends SIGCONT, and a program
+// cannot trace itself), and when the program exits reads its high-water mark (VmHWM in
+// /proc/PID/status) while its memory still exists; and the exec helper writes
 // the peak the program inherits (getrusage(2) just before execve) to baselineFD. The
 // program's peak is that high-water mark, or ru_maxrss when that is above what was
 // inherited: then it is the program's, or a child's it waited for (a shell's commands).
