@@ -126,3 +126,44 @@ func exitOf(r *run) string {
 	}
 	return strconv.Itoa(*r.result.ExitCode)
 }
+
+// peak_memory_mb is the program's own peak, not its helpers' (which a child inherits
+// through ru_maxrss; the helpers here carry the ~54 MB peak of the fathom binary's): a
+// small program reads well below it, a program (or a shell's child) that touches 100 MB
+// reads at least that, and an allocation past a small memory_mb is still oom while a
+// small program failing under it is not.
+func TestSandboxPeakMemoryOfSmallAndLargePrograms(t *testing.T) {
+	accountingModes(t, func(t *testing.T, c *client) {
+		for _, tc := range []struct {
+			id       string
+			lang     fsp.Language
+			code     string
+			memoryMB int64
+			status   fsp.Status
+			min, max int64
+		}{
+			{"py-small", fsp.LangPython, "print('small')", 256, fsp.StatusCompleted, 1, 29},
+			{"sh-small", fsp.LangShell, "echo small", 256, fsp.StatusCompleted, 0, 29},
+			{"py-fail-small", fsp.LangPython, "import sys\nsys.exit(3)", 32, fsp.StatusCompleted, 1, 28},
+			{"py-100mb", fsp.LangPython, "b = b'x' * (100 << 20)\nprint(len(b))", 256, fsp.StatusCompleted, 100, 140},
+			{"sh-child-100mb", fsp.LangShell, "python3 -c \"b = b'x' * (100 << 20); print(len(b))\"", 256, fsp.StatusCompleted, 100, 140},
+			{"py-oom-64", fsp.LangPython, "chunks = []\nwhile True:\n    chunks.append(bytearray(b'x' * (1 << 20)))", 64, fsp.StatusOOM, 40, 80},
+		} {
+			c.execute(tc.id, tc.lang, tc.code, func(m *fsp.Execute) {
+				m.Limits.MemoryMB = tc.memoryMB
+				m.Env = map[string]string{helperBallastEnv: "54"}
+			})
+			r := c.collect(tc.id)
+			if r.result == nil || r.statuses[len(r.statuses)-1] != tc.status {
+				t.Errorf("%s: frames %s stderr %.300q, want status %s", tc.id, r.kinds(), r.stderr, tc.status)
+				continue
+			}
+			u := r.result.ResourceUsage
+			if u == nil || u.PeakMemoryMB < tc.min || u.PeakMemoryMB > tc.max {
+				t.Errorf("%s: resource usage %+v, want peak_memory_mb in [%d, %d]", tc.id, u, tc.min, tc.max)
+				continue
+			}
+			t.Logf("%s: %+v", tc.id, *u)
+		}
+	})
+}

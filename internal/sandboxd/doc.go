@@ -13,8 +13,8 @@
 //     MaxConcurrent+MaxQueued), else ack, then status running once the process started,
 //     stdout/stderr chunks as produced, the terminal status and the result (exit_code,
 //     null only when the program was killed by a signal: an exit(137) is exit code 137;
-//     duration_ms; resource_usage: the program's own CPU time and peak RSS from wait4(2),
-//     absent when the server killed it).
+//     duration_ms; resource_usage: the program's own CPU time from wait4(2) and its own
+//     peak RSS (report.go), absent when the server killed it).
 //   - Terminal statuses: completed (the process exited by itself, whatever its code),
 //     failed (killed by a signal of its own making, or output over max_output_bytes, which
 //     is preceded by an OUTPUT_LIMIT error frame), timeout (timeout_ms passed, or the CPU
@@ -54,7 +54,9 @@
 // In both modes the helper first runs as a waiter (inside the namespace under
 // bubblewrap) that starts the program and reports its exit status and rusage to the
 // server over a pipe (report.go): bwrap's would hide both, and a child forked from the
-// server inherits the server's peak RSS.
+// server inherits the server's peak RSS. The waiter traces the program for its exit
+// only, to read its own peak RSS before its memory is gone: a program's ru_maxrss
+// includes the peak of the helpers it was exec'd from.
 //
 // The process group is killed on timeout, cancel, disconnect, shutdown, output overflow,
 // and after every normal exit too (background children die with the execution); in

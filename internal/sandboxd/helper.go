@@ -39,13 +39,24 @@ type helperSpec struct {
 	as, data, cpu, fsize, nproc, nofile uint64
 	nice                                int
 	uid, gid                            int // -1: keep
+	// inheritedFD is the descriptor the helper writes its peak RSS to just before exec
+	// (the waiter's baselineFD; see report.go), -1 for none.
+	inheritedFD int
 }
 
 func (s helperSpec) args(helper string, cmd []string) []string {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	a := []string{helper, helperExecArg, u(s.as), u(s.data), u(s.cpu), u(s.fsize), u(s.nproc), u(s.nofile),
-		strconv.Itoa(s.nice), strconv.Itoa(s.uid), strconv.Itoa(s.gid), "--"}
+		strconv.Itoa(s.nice), strconv.Itoa(s.uid), strconv.Itoa(s.gid), strconv.Itoa(s.inheritedFD), "--"}
 	return append(a, cmd...)
+}
+
+// In exec helper mode the main goroutine stays on the main thread (init functions run
+// there), so execve runs on the thread group leader: the thread the waiter traces.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == helperExecArg {
+		goruntime.LockOSThread()
+	}
 }
 
 // RunHelperIfRequested runs the sandbox helper and exits when the process was started in
@@ -71,7 +82,7 @@ func RunHelperIfRequested() {
 }
 
 func helperExec(args []string) error {
-	if len(args) < 11 || args[9] != "--" {
+	if len(args) < 12 || args[10] != "--" {
 		return errors.New("bad helper arguments")
 	}
 	var n [6]uint64
@@ -85,10 +96,11 @@ func helperExec(args []string) error {
 	nice, err1 := strconv.Atoi(args[6])
 	uid, err2 := strconv.Atoi(args[7])
 	gid, err3 := strconv.Atoi(args[8])
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return fmt.Errorf("parse nice/uid/gid: %w", err)
+	inheritedFD, err4 := strconv.Atoi(args[9])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("parse nice/uid/gid/fd: %w", err)
 	}
-	cmd := args[10:]
+	cmd := args[11:]
 	if len(cmd) == 0 {
 		return errors.New("no command")
 	}
@@ -114,6 +126,12 @@ func helperExec(args []string) error {
 		{syscall.RLIMIT_AS, rlim(n[0])}, {syscall.RLIMIT_DATA, rlim(n[1])}, {syscall.RLIMIT_CPU, rlim(n[2])},
 		{syscall.RLIMIT_FSIZE, rlim(n[3])}, {rlimitNPROC, rlim(n[4])}, {syscall.RLIMIT_NOFILE, rlim(n[5])},
 		{syscall.RLIMIT_CORE, syscall.Rlimit{}},
+	}
+	// The peak RSS the program inherits (ours, and the waiter's before us): written to
+	// inheritedFD just before execve, which closes it.
+	var ru syscall.Rusage
+	if inheritedFD >= 0 {
+		syscall.CloseOnExec(inheritedFD)
 	}
 	if nice > 0 {
 		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice); err != nil {
@@ -155,6 +173,12 @@ func helperExec(args []string) error {
 		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(limits[i].res),
 			uintptr(unsafe.Pointer(&limits[i].lim)), 0, 0, 0); e != 0 {
 			fail(helperMsgRlimit)
+		}
+	}
+	if inheritedFD >= 0 {
+		const rusageSelf = 0
+		if _, _, e := syscall.RawSyscall(syscall.SYS_GETRUSAGE, rusageSelf, uintptr(unsafe.Pointer(&ru)), 0); e == 0 {
+			_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(inheritedFD), uintptr(unsafe.Pointer(&ru.Maxrss)), unsafe.Sizeof(ru.Maxrss))
 		}
 	}
 	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),

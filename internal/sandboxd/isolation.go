@@ -102,6 +102,8 @@ func (iso *isolator) command(rt runtime, dir string, l fsp.Limits, slot int, use
 		nice:   niceFor(l.CPUShares),
 		uid:    iso.uid(slot),
 		gid:    iso.uid(slot),
+		// The waiter gives the exec helper its inherited-peak pipe as baselineFD.
+		inheritedFD: baselineFD,
 	}
 	spec.as = spec.data + rt.asHeadroom
 	if iso.root {

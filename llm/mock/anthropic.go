@@ -10,7 +10,7 @@ package mock
 // System is the "system" field, User the text of the last user message that has text,
 // Tool the content of the last tool_result block, unless a user turn without results
 // follows it (as the chat endpoint reads tool messages after the last user message). Like the real API the endpoint
-// requires max_tokens, user/assistant roles (consecutive turns of one role are merged
+// requires max_tokens, a temperature within [0, 1] (and none but 1 with thinking on), user/assistant roles (consecutive turns of one role are merged
 // into one turn, as the real API does), tool_use inputs that are JSON objects, and
 // tool_result blocks that answer the tool_use blocks of the assistant turn just before
 // them, so a client that gets the shape wrong fails here too.
@@ -48,10 +48,13 @@ type anthRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
-		Name string `json:"name"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	Thinking   *anthThinking   `json:"thinking"`
+	// Temperature is within [0, 1], and 1 (or absent) with thinking on.
+	Temperature *float64 `json:"temperature"`
 	// inTok is the request's input tokens: the system prompt and every message.
 	inTok int
 	// bps are the request's cache_control breakpoints, in prompt order; blocks every
@@ -131,6 +134,16 @@ func decodeAnthRequest(body []byte, needMaxTokens bool) (anthRequest, TemplateDa
 	_ = json.Unmarshal(body, &raw) // valid JSON: checked above
 	if err := req.Thinking.check(req.MaxTokens); err != nil {
 		return req, d, err
+	}
+	if t := req.Temperature; t != nil {
+		switch {
+		case *t < 0:
+			return req, d, errors.New("temperature: Input should be greater than or equal to 0")
+		case *t > 1:
+			return req, d, errors.New("temperature: Input should be less than or equal to 1")
+		case *t != 1 && req.Thinking.on():
+			return req, d, errors.New("`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility")
+		}
 	}
 	prefix := newPrefixHasher("anthropic")
 	prefix.add(string(raw.Tools))
@@ -354,7 +367,16 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if forced != "" && len(ans.calls) == 0 { // a forced tool answers with the text as its input
-		ans.calls = []toolCall{{id: fmt.Sprintf("toolu_mock_%d_0", n), name: forced, args: forcedArgs(ans.content)}}
+		args := forcedArgs(ans.content)
+		if rule == nil {
+			for _, t := range req.Tools {
+				if t.Name == forced {
+					args = forcedUnscripted(ans.content, t.InputSchema)
+					break
+				}
+			}
+		}
+		ans.calls = []toolCall{{id: fmt.Sprintf("toolu_mock_%d_0", n), name: forced, args: args}}
 		ans.content, ans.finish = "", "tool_use"
 	}
 	if oneCall && len(ans.calls) > 1 {

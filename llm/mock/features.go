@@ -17,11 +17,21 @@ package mock
 //     with thinking on must send it back unchanged at the start of an assistant turn
 //     that called tools, or gets the API's 400.
 //   - response_format. A json_schema format must name the schema and give it as an
-//     object; the scripted answer is returned as it is (script JSON for such calls).
+//     object; the scripted answer is returned as it is (script JSON for such calls). An
+//     unscripted call (no rule matched, and a default that is not a JSON object)
+//     answers JSON, as the model would: the smallest instance of the schema (see
+//     minimalInstance), or {} for json_object.
+//   - What the Chat Completions API refuses, it refuses here too, with its status and
+//     error (invalid_request_error with param and code): max_tokens for a reasoning
+//     model (o-series, gpt-5: code unsupported_parameter), a reasoning_effort it does
+//     not know (invalid_value), a tool message that does not answer a call of the
+//     assistant message before it, and an assistant message whose tool calls are not
+//     all answered by the tool messages right after it.
 //   - tool_choice. A named tool must be one of the request's tools; when a call is
 //     forced (a named tool; "required"/"any": the first tool) and the rule answers
-//     text, the text becomes that tool's arguments (a JSON object, else {}),
-//     which is how a forced structured-output tool answers. parallel_tool_calls false
+//     text, the text becomes that tool's arguments (a JSON object, else {}; an
+//     unscripted call: the smallest instance of the tool's schema), which is how a
+//     forced structured-output tool answers. parallel_tool_calls false
 //     (Anthropic: disable_parallel_tool_use) keeps only the first scripted call.
 
 import (
@@ -32,6 +42,7 @@ import (
 	"fmt"
 	"hash"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -141,6 +152,67 @@ func (s *Server) anthCache(bps, blocks []breakpoint) (read, write int) {
 	return read, last.tokens - read
 }
 
+// reasoningModels are the OpenAI models that reason: the o-series and gpt-5 (but not
+// gpt-5-chat).
+var reasoningModels = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5($|[-.](?:[0-9]|mini|nano|pro|codex)))`)
+
+// reasoningEfforts are the reasoning_effort values the API accepts.
+var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// check reports what the API refuses in a chat request (the checks features.go lists).
+func (r *chatRequest) check() *apiError {
+	if len(r.MaxTokens) > 0 && string(r.MaxTokens) != "null" && reasoningModels.MatchString(r.Model) {
+		return &apiError{param: "max_tokens", code: "unsupported_parameter",
+			msg: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."}
+	}
+	if e := r.ReasoningEffort; e != "" && !slices.Contains(reasoningEfforts, e) {
+		return &apiError{param: "reasoning_effort", code: "invalid_value",
+			msg: fmt.Sprintf("Invalid value: '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', and 'xhigh'.", e)}
+	}
+	// open holds the ids of the last assistant message's tool calls not answered yet,
+	// while only tool messages follow it; call is that message's index.
+	var open map[string]bool
+	call := -1
+	unanswered := func() *apiError {
+		var ids []string
+		for _, tc := range r.Messages[call].ToolCalls {
+			if open[tc.ID] {
+				ids = append(ids, tc.ID)
+			}
+		}
+		return &apiError{param: fmt.Sprintf("messages.[%d].role", call),
+			msg: "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(ids, ", ")}
+	}
+	for i, m := range r.Messages {
+		if m.Role == "tool" {
+			if call < 0 {
+				return &apiError{param: fmt.Sprintf("messages.[%d].role", i),
+					msg: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."}
+			}
+			if !open[m.ToolCallID] {
+				return &apiError{param: fmt.Sprintf("messages.[%d].tool_call_id", i),
+					msg: fmt.Sprintf("Invalid parameter: 'tool_call_id' of '%s' not found in 'tool_calls' of previous message.", m.ToolCallID)}
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return unanswered()
+		}
+		open, call = nil, -1
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			open, call = map[string]bool{}, i
+			for _, tc := range m.ToolCalls {
+				open[tc.ID] = true
+			}
+		}
+	}
+	if len(open) > 0 {
+		return unanswered()
+	}
+	return nil
+}
+
 // reasoningTokens is what an answer spends thinking at an OpenAI reasoning_effort.
 func reasoningTokens(effort string) int {
 	switch effort {
@@ -183,6 +255,36 @@ func (f *responseFormat) check() error {
 		return nil
 	}
 	return fmt.Errorf("response_format.type: %q is not one of text, json_object, json_schema", f.Type)
+}
+
+// unscripted is what a call with this response_format answers when no rule matched and
+// the script's default is text: JSON, as a model would answer (the smallest instance of
+// a json_schema, {} for json_object), unless the default already is a JSON object.
+func (f *responseFormat) unscripted(text string) string {
+	if f == nil || (f.Type != "json_schema" && f.Type != "json_object") {
+		return text
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(text), &obj) == nil {
+		return text // the script's default is JSON already
+	}
+	if f.Type == "json_object" || f.JSONSchema == nil {
+		return "{}"
+	}
+	return minimalInstance(f.JSONSchema.Schema)
+}
+
+// forcedUnscripted is the tool input of a forced call no rule scripted: what forcedArgs
+// finds in the default text, else (a model forced to call a tool answers its schema)
+// the smallest object valid against the tool's schema.
+func forcedUnscripted(text string, schema json.RawMessage) string {
+	if args := forcedArgs(text); args != "{}" {
+		return args
+	}
+	if args := minimalInstance(schema); strings.HasPrefix(args, "{") {
+		return args
+	}
+	return "{}"
 }
 
 // forcedArgs is the tool input a forced tool call gets from a text answer: the text

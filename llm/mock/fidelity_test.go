@@ -225,3 +225,121 @@ func TestEmbeddingDimensionsPerModel(t *testing.T) {
 		t.Fatalf("EmbeddingDims(text-embedding-3-small) = %d", mock.EmbeddingDims("text-embedding-3-small"))
 	}
 }
+
+// openAIError is the Chat Completions API's error body.
+type openAIError struct {
+	Error *struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+// checkOpenAIError fails unless e is invalid_request_error with param and code ("":
+// null) and a message containing msg.
+func checkOpenAIError(t *testing.T, what string, code int, e openAIError, status int, param, errCode, msg string) {
+	t.Helper()
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	if code != status || e.Error == nil || e.Error.Type != "invalid_request_error" || str(e.Error.Param) != param ||
+		str(e.Error.Code) != errCode || !strings.Contains(e.Error.Message, msg) {
+		t.Errorf("%s: HTTP %d %+v, want %d param %q code %q message with %q", what, code, e.Error, status, param, errCode, msg)
+	}
+}
+
+// TestChatRefusesWhatTheAPIRefuses: what the Chat Completions API answers 400 for, the
+// mock does too, with the API's status, error type, param and code — max_tokens for a
+// reasoning model, an unknown reasoning_effort, a tool message that answers no call of
+// the assistant message before it, tool calls left unanswered — while the same requests
+// done right are answered.
+func TestChatRefusesWhatTheAPIRefuses(t *testing.T) {
+	srv := fidelityServer(t, `{"default":"ok"}`)
+	user := `{"role":"user","content":"hi"}`
+	asked := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+	answer := func(id string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"done"}` }
+	for _, c := range []struct {
+		what, body           string
+		param, code, message string
+	}{
+		{"max_tokens on o4-mini", `{"model":"o4-mini","max_tokens":50,"messages":[` + user + `]}`,
+			"max_tokens", "unsupported_parameter", "Use 'max_completion_tokens' instead"},
+		{"max_tokens on gpt-5", `{"model":"gpt-5-mini","max_tokens":50,"messages":[` + user + `]}`,
+			"max_tokens", "unsupported_parameter", "'max_tokens' is not supported with this model"},
+		{"reasoning_effort extreme", `{"model":"o3","reasoning_effort":"extreme","messages":[` + user + `]}`,
+			"reasoning_effort", "invalid_value", "Invalid value: 'extreme'"},
+		{"tool message first", `{"model":"m","messages":[` + user + `,` + answer("call_1") + `]}`,
+			"messages.[1].role", "", "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'"},
+		{"tool message after text", `{"model":"m","messages":[` + user + `,{"role":"assistant","content":"x"},` + answer("call_1") + `]}`,
+			"messages.[2].role", "", "must be a response to a preceeding message with 'tool_calls'"},
+		{"tool message for another call", `{"model":"m","messages":[` + user + `,` + asked + `,` + answer("call_1") + `,` + answer("call_9") + `]}`,
+			"messages.[3].tool_call_id", "", "'tool_call_id' of 'call_9' not found in 'tool_calls' of previous message"},
+		{"call left unanswered", `{"model":"m","messages":[` + user + `,` + asked + `,` + answer("call_2") + `,` + user + `]}`,
+			"messages.[1].role", "", "The following tool_call_ids did not have response messages: call_1"},
+		{"calls unanswered at the end", `{"model":"m","messages":[` + user + `,` + asked + `]}`,
+			"messages.[1].role", "", "did not have response messages: call_1, call_2"},
+	} {
+		var e openAIError
+		code := do(t, srv, "POST", "/v1/chat/completions", c.body, nil, &e)
+		checkOpenAIError(t, c.what, code, e, 400, c.param, c.code, c.message)
+	}
+	for _, body := range []string{
+		`{"model":"o4-mini","max_completion_tokens":50,"reasoning_effort":"minimal","messages":[` + user + `]}`,
+		`{"model":"gpt-4o-mini","max_tokens":50,"messages":[` + user + `]}`,
+		`{"model":"gpt-5-chat-latest","max_tokens":50,"messages":[` + user + `]}`,
+		`{"model":"m","messages":[` + user + `,` + asked + `,` + answer("call_2") + `,` + answer("call_1") + `,` + user + `]}`,
+	} {
+		var got chatAnswer
+		if code := do(t, srv, "POST", "/v1/chat/completions", body, nil, &got); code != 200 || len(got.Choices) != 1 {
+			t.Errorf("%s: HTTP %d %+v", body, code, got.Error)
+		}
+	}
+}
+
+// TestRetrieveUnknownModel: GET /v1/models/{id} of a model nobody has answers the API's
+// 404 (OpenAI: model_not_found; Anthropic: not_found_error), not a model.
+func TestRetrieveUnknownModel(t *testing.T) {
+	srv := fidelityServer(t, `{"default":"ok"}`)
+	var e openAIError
+	code := do(t, srv, "GET", "/v1/models/does-not-exist", "", nil, &e)
+	checkOpenAIError(t, "OpenAI", code, e, 404, "", "model_not_found", "The model `does-not-exist` does not exist or you do not have access to it.")
+	var a anthErrorBody
+	if code := do(t, srv, "GET", "/v1/models/does-not-exist", "", map[string]string{"anthropic-version": "2023-06-01"}, &a); code != 404 || a.Type != "error" || a.Error.Type != "not_found_error" || !strings.Contains(a.Error.Message, "does-not-exist") {
+		t.Fatalf("Anthropic: HTTP %d %+v", code, a)
+	}
+	var o struct{ ID string }
+	if code := do(t, srv, "GET", "/v1/models/fathom-mock", "", nil, &o); code != 200 || o.ID != "fathom-mock" {
+		t.Fatalf("the configured model: HTTP %d %+v", code, o)
+	}
+}
+
+// TestMessagesTemperature: the Messages API takes a temperature within [0, 1], and none
+// but 1 with thinking on; the mock answers the same 400s.
+func TestMessagesTemperature(t *testing.T) {
+	srv := fidelityServer(t, `{"default":"ok"}`)
+	const think = `"thinking":{"type":"enabled","budget_tokens":1024},`
+	for _, c := range []struct {
+		fields, message string
+	}{
+		{think + `"temperature":0.2,`, "`temperature` may only be set to 1 when thinking is enabled"},
+		{think + `"temperature":0,`, "`temperature` may only be set to 1 when thinking is enabled"},
+		{`"temperature":1.5,`, "temperature: Input should be less than or equal to 1"},
+		{`"temperature":-0.1,`, "temperature: Input should be greater than or equal to 0"},
+	} {
+		var b anthErrorBody
+		code := do(t, srv, "POST", "/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":2048,`+c.fields+`"messages":[{"role":"user","content":"hi"}]}`, nil, &b)
+		if code != 400 || b.Type != "error" || b.Error.Type != "invalid_request_error" || !strings.Contains(b.Error.Message, c.message) {
+			t.Errorf("%s: HTTP %d %+v", c.fields, code, b)
+		}
+	}
+	for _, fields := range []string{think + `"temperature":1,`, `"temperature":0.2,`, think} {
+		var got struct{ Content []struct{ Type string } }
+		if code := do(t, srv, "POST", "/v1/messages", `{"model":"claude-sonnet-4-6","max_tokens":2048,`+fields+`"messages":[{"role":"user","content":"hi"}]}`, nil, &got); code != 200 || len(got.Content) == 0 {
+			t.Errorf("%s: HTTP %d %+v", fields, code, got)
+		}
+	}
+}

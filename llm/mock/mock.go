@@ -4,7 +4,10 @@
 // GET /v1/models/{id}, POST /v1/messages (the same script in Anthropic's Messages
 // format, JSON or SSE), POST /v1/messages/count_tokens and POST /v1/embeddings (deterministic local embeddings, see Embed; float or base64) over
 // real HTTP, so the production clients (llm/openai, llm/anthropic) are exercised byte
-// for byte; only the answers are scripted.
+// for byte; only the answers are scripted. What the real APIs refuse is refused here
+// too, with their status and error shape (see features.go and anthropic.go; an unknown
+// model id is a 404), so a client that sends it fails against the mock as it would in
+// production.
 //
 // A script is JSON:
 //
@@ -367,22 +370,40 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{m}})
 }
 
-// model answers GET /v1/models/{id}. The mock answers chat requests for any model name,
-// so every id is a model it serves.
+// knownModels are the ids GET /v1/models/{id} finds besides Config.ModelName: the
+// vendors' model families (the mock answers chat requests for any model name).
+var knownModels = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]|text-embedding-|claude-|fathom-mock)`)
+
+// model answers GET /v1/models/{id}: the model in r's API shape when the mock knows the
+// id (Config.ModelName or a name of the vendors' model families, see knownModels), else
+// the API's 404 (OpenAI: code model_not_found; Anthropic: not_found_error).
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, modelObject(r, r.PathValue("id")))
+	id := r.PathValue("id")
+	if id != s.cfg.ModelName && !knownModels.MatchString(id) {
+		if isAnthropic(r) {
+			writeAnthError(w, http.StatusNotFound, "model: "+id, 0)
+			return
+		}
+		writeInvalid(w, &apiError{status: http.StatusNotFound, code: "model_not_found",
+			msg: "The model `" + id + "` does not exist or you do not have access to it."})
+		return
+	}
+	writeJSON(w, http.StatusOK, modelObject(r, id))
 }
 
 type chatRequest struct {
-	Model             string          `json:"model"`
-	Stream            bool            `json:"stream"`
-	ReasoningEffort   string          `json:"reasoning_effort"`
+	Model           string `json:"model"`
+	Stream          bool   `json:"stream"`
+	ReasoningEffort string `json:"reasoning_effort"`
+	// MaxTokens is the legacy max_tokens, which reasoning models refuse.
+	MaxTokens         json.RawMessage `json:"max_tokens"`
 	ResponseFormat    *responseFormat `json:"response_format"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	Tools             []struct {
 		Function struct {
-			Name string `json:"name"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
 	StreamOptions *struct {
@@ -391,8 +412,11 @@ type chatRequest struct {
 	Messages []struct {
 		Role string `json:"role"`
 		// Content is a string, null, or an array of content parts (see chatContent).
-		Content   json.RawMessage `json:"content"`
-		ToolCalls []struct {
+		Content json.RawMessage `json:"content"`
+		// ToolCallID is the call a tool message answers.
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
 			Function struct {
 				Name      string `json:"name"`
 				Arguments string `json:"arguments"`
@@ -472,6 +496,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := req.ResponseFormat.check(); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), 0)
+		return
+	}
+	if e := req.check(); e != nil {
+		writeInvalid(w, e)
 		return
 	}
 	var toolNames []string
@@ -562,9 +590,21 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ans.content = out.String()
+		if rule == nil && forced == "" {
+			ans.content = req.ResponseFormat.unscripted(ans.content)
+		}
 		ans.outTok = approxTokens(ans.content)
 		if forced != "" { // a forced call answers with the scripted text as its arguments
-			ans.calls = []toolCall{{id: fmt.Sprintf("call_%d_0", s.requests.Load()), name: forced, args: forcedArgs(ans.content)}}
+			args := forcedArgs(ans.content)
+			if rule == nil {
+				for _, t := range req.Tools {
+					if t.Function.Name == forced {
+						args = forcedUnscripted(ans.content, t.Function.Parameters)
+						break
+					}
+				}
+			}
+			ans.calls = []toolCall{{id: fmt.Sprintf("call_%d_0", s.requests.Load()), name: forced, args: args}}
 			ans.content = ""
 		}
 	}
@@ -821,11 +861,36 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeError writes an OpenAI error body ({"error":{"message","type","param":null,
+// "code":null}}), with a Retry-After header when retryAfter > 0.
 func writeError(w http.ResponseWriter, status int, typ, msg string, retryAfter int) {
 	if retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+}
+
+// apiError is an OpenAI invalid_request_error: HTTP status (0: 400), message, and the
+// param and code it names ("": null).
+type apiError struct {
+	status           int
+	msg, param, code string
+}
+
+// writeInvalid writes e as the API does.
+func writeInvalid(w http.ResponseWriter, e *apiError) {
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	status := e.status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": e.msg, "type": "invalid_request_error",
+		"param": orNull(e.param), "code": orNull(e.code)}})
 }
 
 // ListenAndServe serves on addr until ctx ends, then shuts down gracefully. ready, when

@@ -209,6 +209,19 @@ const { Anthropic } = require("@anthropic-ai/sdk");
   const forcedStream = oa.chat.completions.stream({ model: "m", messages: [{ role: "user", content: "plan" }], tools: [searchTool, planTool], tool_choice: "required", parallel_tool_calls: false });
   const fsFinal = await forcedStream.finalChatCompletion();
   o.forcedStream = fsFinal.choices[0].message.tool_calls.map(c => c.function.name);
+  // What the API refuses, with its status, code and param.
+  const refused = async (req) => {
+    try { await req(); return { status: 200 }; } catch (e) { return { status: e.status, type: e.type, code: e.code, param: e.param, name: e.constructor.name }; }
+  };
+  o.refused = {
+    maxTokens: await refused(() => oa.chat.completions.create({ model: "o4-mini", max_tokens: 50, messages: [{ role: "user", content: "say hello" }] })),
+    effort: await refused(() => oa.chat.completions.create({ model: "o4-mini", reasoning_effort: "extreme", messages: [{ role: "user", content: "say hello" }] })),
+    orphanTool: await refused(() => oa.chat.completions.create({ model: "m", messages: [{ role: "user", content: "say hello" }, { role: "tool", tool_call_id: "call_1", content: "x" }] })),
+    unknownModel: await refused(() => oa.models.retrieve("does-not-exist")),
+  };
+  const unscripted = await oa.chat.completions.parse({ model: "gpt-4o-mini", messages: [{ role: "user", content: "unscripted plan" }],
+    response_format: { type: "json_schema", json_schema: { name: "plan", schema: planSchema, strict: true } } });
+  o.unscriptedParsed = unscripted.choices[0].message.parsed;
 
   const sysBlocks = [{ type: "text", text: longSystem, cache_control: { type: "ephemeral" } }];
   const k1 = await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 64, system: sysBlocks, messages: [{ role: "user", content: "first" }] });
@@ -235,6 +248,11 @@ const { Anthropic } = require("@anthropic-ai/sdk");
   const ft = await an.messages.create({ model: "m", max_tokens: 64, tools: [anTool, { name: "plan", input_schema: planSchema }],
     tool_choice: { type: "tool", name: "plan" }, messages: [{ role: "user", content: "plan" }] });
   a.forced = { name: ft.content[0].name, input: ft.content[0].input, stop: ft.stop_reason };
+  a.refused = {};
+  try { await an.messages.create({ model: "claude-sonnet-4-6", max_tokens: 2048, thinking: think, temperature: 0.2, messages: [{ role: "user", content: "say hello" }] }); a.refused.thinkingTemperature = { status: 200 }; }
+  catch (e) { a.refused.thinkingTemperature = { status: e.status, type: e.type }; }
+  try { await an.models.retrieve("does-not-exist"); a.refused.unknownModel = { status: 200 }; }
+  catch (e) { a.refused.unknownModel = { status: e.status, type: e.type }; }
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e); process.exit(1); });
 `
@@ -276,6 +294,10 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 		Status        int
 		Type, Message string
 	}
+	type refusal struct {
+		Status                  int
+		Type, Code, Param, Name string
+	}
 	var got struct {
 		OpenAI struct {
 			Retrieved    string
@@ -302,6 +324,10 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 				Args struct{ Steps []string }
 			}
 			ForcedStream []string
+			Refused      struct {
+				MaxTokens, Effort, OrphanTool, UnknownModel refusal
+			}
+			UnscriptedParsed *struct{ Steps []string }
 		}
 		Anthropic struct {
 			Retrieved, Merged    string
@@ -328,6 +354,9 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 			Forced struct {
 				Name, Stop string
 				Input      struct{ Steps []string }
+			}
+			Refused struct {
+				ThinkingTemperature, UnknownModel refusal
 			}
 		}
 	}
@@ -390,6 +419,18 @@ func TestCurrentOfficialNodeClients(t *testing.T) {
 	}
 	if strings.Join(a.StreamThinking.Types, ",") != "thinking,text" || !a.StreamThinking.Signed || a.ThinkingDeltas < 2 || a.StreamThinking.Text != "streamed words arrive in order" {
 		t.Errorf("anthropic streamed thinking: %+v, %d thinking deltas", a.StreamThinking, a.ThinkingDeltas)
+	}
+	if r := o.Refused; r.MaxTokens != (refusal{400, "invalid_request_error", "unsupported_parameter", "max_tokens", "BadRequestError"}) ||
+		r.Effort != (refusal{400, "invalid_request_error", "invalid_value", "reasoning_effort", "BadRequestError"}) ||
+		r.OrphanTool != (refusal{400, "invalid_request_error", "", "messages.[1].role", "BadRequestError"}) ||
+		r.UnknownModel != (refusal{404, "invalid_request_error", "model_not_found", "", "NotFoundError"}) {
+		t.Errorf("openai refusals: %+v", r)
+	}
+	if o.UnscriptedParsed == nil || o.UnscriptedParsed.Steps == nil {
+		t.Errorf("openai parse() of an unscripted json_schema call: %+v", o.UnscriptedParsed)
+	}
+	if r := a.Refused; r.ThinkingTemperature != (refusal{Status: 400, Type: "invalid_request_error"}) || r.UnknownModel != (refusal{Status: 404, Type: "not_found_error"}) {
+		t.Errorf("anthropic refusals: %+v", r)
 	}
 	if a.Forced.Name != "plan" || a.Forced.Stop != "tool_use" || strings.Join(a.Forced.Input.Steps, ",") != steps {
 		t.Errorf("anthropic forced tool: %+v", a.Forced)
