@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,87 +70,6 @@ func TestEventStreamOfUnknownSessionIsNotFound(t *testing.T) {
 	sameEvents(t, frames, g.journal("known"), 0)
 }
 
-// cutProxy forwards TCP connections to a PostgreSQL server and can cut them all and
-// refuse new ones: from the node's side the database is gone, while the shared test
-// server keeps serving everyone else.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *cutProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		p.wg.Add(2)
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			defer p.wg.Done()
-			_, _ = io.Copy(dst, src)
-			_ = dst.Close()
-			_ = src.Close()
-			p.mu.Lock()
-			delete(p.conns, dst)
-			delete(p.conns, src)
-			p.mu.Unlock()
-		}
-		go pipe(up, c)
-		go pipe(c, up)
-	}
-}
-
-// setCut cuts every connection and refuses new ones.
-func (p *cutProxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-	}
-}
-
-func (p *cutProxy) close() {
-	_ = p.ln.Close()
-	p.setCut(true)
-	p.wg.Wait()
-}
-
 // TestErrorBodiesHideInternals cuts a node off its real PostgreSQL journal: a request
 // that needs the journal answers 503 unavailable with the plain message "the journal is
 // unavailable; retry" and a request_id (in the body and the X-Request-Id header; a
@@ -164,8 +82,8 @@ func TestErrorBodiesHideInternals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startCutProxy(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
+	proxy := testenv.StartCutProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
@@ -175,8 +93,8 @@ func TestErrorBodiesHideInternals(t *testing.T) {
 		t.Fatalf("start = %d %v", status, out)
 	}
 
-	proxy.setCut(true)
-	_, port, _ := net.SplitHostPort(proxy.ln.Addr().String())
+	proxy.SetCut(true)
+	_, port, _ := net.SplitHostPort(proxy.Addr())
 	secrets := []string{port, "user=", "database=", u.User.Username() + "@", strings.TrimPrefix(u.Path, "/"), "127.0.0.1", "failed to connect", "load snapshot"}
 	checkHidden := func(what, text string) {
 		t.Helper()

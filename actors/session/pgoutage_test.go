@@ -3,11 +3,8 @@ package session_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,87 +14,6 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 )
-
-// cutProxy forwards TCP connections to a PostgreSQL server and can cut them all at once
-// and refuse new ones: from the node's side, the database is gone (as when it is stopped
-// or a partition separates them) while the test's shared server keeps serving the others.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *cutProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		p.wg.Add(2)
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			defer p.wg.Done()
-			_, _ = io.Copy(dst, src)
-			_ = dst.Close()
-			_ = src.Close()
-			p.mu.Lock()
-			delete(p.conns, dst)
-			delete(p.conns, src)
-			p.mu.Unlock()
-		}
-		go pipe(up, c)
-		go pipe(c, up)
-	}
-}
-
-// setCut cuts every connection and refuses new ones (true), or accepts again (false).
-func (p *cutProxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-	}
-}
-
-func (p *cutProxy) close() {
-	_ = p.ln.Close()
-	p.setCut(true)
-	p.wg.Wait()
-}
 
 // TestPostgresOutageLosesNothing cuts the node off its PostgreSQL journal while sessions
 // are running: a command during the outage gets a clear UNAVAILABLE error (never an
@@ -111,8 +27,8 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startCutProxy(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
+	proxy := testenv.StartCutProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
@@ -136,7 +52,7 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 		}, "session %s never started a step", id)
 	}
 
-	proxy.setCut(true)
+	proxy.SetCut(true)
 	_, err = h.node.Session("pg-late").Start(&messages.StartRequest{CommandId: "c-late", Goal: "start during the outage"}, cluster.WithTimeout(15*time.Second))
 	if err == nil {
 		t.Fatal("a start during the outage was acknowledged")
@@ -149,7 +65,7 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 		t.Fatalf("start during the outage: %q reads as an internal error", ge.Message)
 	}
 	time.Sleep(3 * time.Second) // the outage lasts a while: the running sessions' steps end and their appends fail
-	proxy.setCut(false)
+	proxy.SetCut(false)
 
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		_, err := h.node.Session("pg-late").Start(&messages.StartRequest{CommandId: "c-late", Goal: "start during the outage"}, cluster.WithTimeout(5*time.Second))
