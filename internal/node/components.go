@@ -330,7 +330,7 @@ func (n *Node) startMemory(ctx context.Context, b *boot) (err error) {
 
 // registerSessions registers the session grain kind's dependencies on the actor system.
 func (n *Node) registerSessions(b *boot) error {
-	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"))
+	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"), n.metricLabels(b))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,23 @@ const meterScope = "github.com/fathom-agents/fathom/internal/node"
 // gateway records its connections on it.
 func (n *Node) MeterProvider() metric.MeterProvider { return n.tel.MeterProvider }
 
+// metricLabels are the bounds of the metrics' labels: the node's configured models (the
+// sessions' default, the fallbacks, the agents' models), the priced models and the
+// registered tools.
+func (n *Node) metricLabels(b *boot) metrics.Labels {
+	l := metrics.Labels{Models: append([]string{b.session.Model}, n.cfg.LLM.FallbackModels...)}
+	for _, a := range b.session.Agents {
+		l.Models = append(l.Models, a.Model)
+	}
+	for m := range b.session.Prices {
+		l.PricedModels = append(l.PricedModels, m)
+	}
+	if b.tools != nil {
+		l.Tools = b.tools.Registry
+	}
+	return l
+}
+
 // observeJournal records the journal's append latency when the journal reports appends.
 func (n *Node) observeJournal() error {
 	o, ok := n.journal.(persistence.AppendObservable)
