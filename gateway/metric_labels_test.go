@@ -95,3 +95,30 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 	}
 	t.Logf("%d series after %d sessions", series, sessions)
 }
+
+// TestMetricsBornAtZero: before anything happened, GET /metrics already has every
+// counter series of fixed labels at 0, so the first failure is an increase.
+func TestMetricsBornAtZero(t *testing.T) {
+	g := startGW(t, gwOpts{session: func(c *session.Config) { c.Model = "configured-model" }})
+	families, _ := scrapeMetrics(t, g)
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{"fathom_sessions_started_total", nil},
+		{"fathom_sessions_failed_total", nil},
+		{"fathom_sessions_cancelled_total", nil},
+		{"fathom_step_retries_total", nil},
+		{"fathom_llm_tokens_total", []string{"model", "configured-model", "type", "input"}},
+		{"fathom_llm_tokens_total", []string{"model", "other", "type", "output"}},
+		{"fathom_llm_cost_usd_total", []string{"model", "configured-model"}},
+		{"fathom_tool_calls_total", []string{"tool", "write_todos"}},
+		{"fathom_tool_calls_total", []string{"tool", "unknown"}},
+		{"fathom_tool_errors_total", []string{"tool", "write_todos", "error_type", "timeout"}},
+		{"fathom_actor_restarts_total", []string{"kind", "session"}},
+	} {
+		if v := value(families, c.name, c.labels...); v != 0 {
+			t.Errorf("%s%v = %v, want a series at 0", c.name, c.labels, v)
+		}
+	}
+}

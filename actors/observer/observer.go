@@ -55,6 +55,9 @@ const (
 	KindOther      = "other"              // anything else
 )
 
+// Kinds are the values of fathom_actor_restarts_total's kind label.
+var Kinds = []string{KindSession, KindAgent, KindStepRunner, KindToolRunner, KindSummarizer, KindSandbox, KindMCP, KindOther}
+
 // Restart is one supervision event, as operators see it.
 type Restart struct {
 	// Seq numbers the records this member keeps, its own and other members', in the order
@@ -138,6 +141,10 @@ func Spawn(system *actor.ActorSystem, cfg Config) (*Observer, error) {
 		metric.WithUnit("{event}"))
 	if err != nil {
 		return nil, fmt.Errorf("observer: counter: %w", err)
+	}
+	// Every kind's series starts at zero: the first restart is an increase a query sees.
+	for _, k := range Kinds {
+		restarts.Add(context.Background(), 0, metric.WithAttributes(attribute.String("kind", k)))
 	}
 	a := &observerActor{cfg: cfg, counter: restarts, counts: map[string]int{}, perNode: map[string]int{}}
 	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), ActorName)

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"context"
 	"slices"
+	"sync/atomic"
 
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -32,13 +34,14 @@ var allErrorTypes = append(slices.Clone(ToolErrorTypes), OtherErrorType)
 // a model is recorded only when the node knows it, so a caller cannot add a series.
 type Labels struct {
 	// Models are the node's configured models (its default, its fallbacks, its agents'
-	// models); an LLM call of any other model is recorded under OtherModel.
+	// models). Their counters start at zero; an LLM call of any other model is recorded
+	// under OtherModel.
 	Models []string
 	// PricedModels are more models recorded under their own name (the price table's):
 	// a bounded list the operator controls. Their series are born at first use.
 	PricedModels []string
 	// Tools is the node's tool registry: a call to a tool it holds is recorded under the
-	// tool's name, any other under UnknownTool. Nil means
+	// tool's name (its counters start at zero), any other under UnknownTool. Nil means
 	// every tool is unknown.
 	Tools *tools.Registry
 }
@@ -46,8 +49,10 @@ type Labels struct {
 // labelSet is the recorder's view of Labels.
 type labelSet struct {
 	models map[string]bool
-	inits  []string // the configured models, OtherModel included
+	inits  []string // the models whose counters start at zero, OtherModel included
 	tools  *tools.Registry
+	// toolsSeen is the registry version + 1 whose tools' counters were started at zero.
+	toolsSeen atomic.Uint64
 }
 
 func newLabelSet(l Labels) *labelSet {
@@ -91,4 +96,48 @@ func errorType(typ string) string {
 		return typ
 	}
 	return OtherErrorType
+}
+
+// zero starts every counter series of fixed labels at zero, so the first increment of
+// each is an increase a query sees (increase() over a series born at 1 reads 0).
+func (r *Recorder) zero() {
+	ctx := context.Background()
+	r.started.Add(ctx, 0)
+	r.completed.Add(ctx, 0)
+	r.failed.Add(ctx, 0)
+	r.cancelled.Add(ctx, 0)
+	r.stepRetries.Add(ctx, 0)
+	for _, m := range r.labels.inits {
+		r.llmTokens.Add(ctx, 0, r.attrs(attrKey{"model_type", m, "input"}, modelTypeAttrs))
+		r.llmTokens.Add(ctx, 0, r.attrs(attrKey{"model_type", m, "output"}, modelTypeAttrs))
+		r.llmCost.Add(ctx, 0, r.attrs(attrKey{"model", m, ""}, modelAttrs))
+	}
+	r.zeroTools()
+}
+
+// zeroTools starts the tool counters of every registered tool (and UnknownTool) at zero,
+// again whenever the registry changed since (an MCP server's tools arrive later).
+func (r *Recorder) zeroTools() {
+	seen := uint64(1) // the registry's version + 1 whose tools start at zero; 0: none yet
+	if reg := r.labels.tools; reg != nil {
+		seen = reg.Version() + 1
+	}
+	if r.labels.toolsSeen.Load() == seen {
+		return
+	}
+	names := []string{UnknownTool}
+	if reg := r.labels.tools; reg != nil {
+		for _, t := range reg.Tools() {
+			names = append(names, t.Name())
+		}
+	}
+	ctx := context.Background()
+	for _, n := range names {
+		r.toolCalls.Add(ctx, 0, r.attrs(attrKey{"tool", n, ""}, toolAttrs))
+		r.toolRejections.Add(ctx, 0, r.attrs(attrKey{"tool", n, ""}, toolAttrs))
+		for _, typ := range allErrorTypes {
+			r.toolErrors.Add(ctx, 0, r.attrs(attrKey{"tool_error", n, typ}, toolErrorAttrs))
+		}
+	}
+	r.labels.toolsSeen.Store(seen)
 }

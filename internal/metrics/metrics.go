@@ -26,7 +26,10 @@
 //
 // Label values are bounded ([Labels]): a model the node is not configured with is
 // recorded as "other", a tool it has not registered as "unknown", an unknown error type
-// as "other"; step types come from the node's agents; never a session id.
+// as "other"; step types come from the node's agents; never a session id. Every counter
+// series of fixed labels (the session counters, the retries, tokens and cost of each
+// configured model, calls, errors and rejections of each registered tool) is exported at
+// zero from the start, so the first increment is an increase a query sees.
 package metrics
 
 import (
@@ -131,7 +134,8 @@ type stepStart struct {
 	stepType string
 }
 
-// New creates the instruments on meter, their labels bounded by labels.
+// New creates the instruments on meter, their labels bounded by labels, and starts
+// every counter series of fixed labels at zero.
 func New(meter metric.Meter, labels Labels) (*Recorder, error) {
 	r := &Recorder{stepStart: map[stepKey]stepStart{}, opts: map[attrKey]metric.MeasurementOption{}, labels: newLabelSet(labels)}
 	var err error
@@ -168,6 +172,7 @@ func New(meter metric.Meter, labels Labels) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	r.zero()
 	return r, nil
 }
 
@@ -214,6 +219,7 @@ func (r *Recorder) Event(ev *messages.Event) {
 // toolResult counts a call when its result is recorded: a rejected one apart, as it
 // never ran.
 func (r *Recorder) toolResult(ctx context.Context, res *messages.ToolResult) {
+	r.zeroTools()
 	tool, e := r.labels.tool(res.GetTool()), res.GetError()
 	if e.GetErrorType() == string(tools.ErrRejected) {
 		r.toolRejections.Add(ctx, 1, r.attrs(attrKey{"tool", tool, ""}, toolAttrs))

@@ -94,8 +94,8 @@ func TestEventsBecomeMetrics(t *testing.T) {
 		m, _ := dp.Attributes.Value("model")
 		costs[m.AsString()] = dp.Value
 	}
-	if len(costs) != 1 || costs["gpt-x"] != 0.25 {
-		t.Fatalf("cost = %v, want gpt-x 0.25", costs)
+	if len(costs) != 2 || costs["gpt-x"] != 0.25 || costs["other"] != 0 {
+		t.Fatalf("cost = %v, want gpt-x 0.25 and other 0", costs)
 	}
 	if tok := got["gen_ai.client.token.usage"].(metricdata.Histogram[int64]); len(tok.DataPoints) != 2 {
 		t.Fatalf("gen_ai.client.token.usage has %d series, want input and output", len(tok.DataPoints))
