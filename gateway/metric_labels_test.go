@@ -97,7 +97,8 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 }
 
 // TestMetricsBornAtZero: before anything happened, GET /metrics already has every
-// counter series of fixed labels at 0, so the first failure is an increase.
+// counter series of fixed labels at 0 (so the first failure is an increase), and the Go
+// runtime's and the process's metrics.
 func TestMetricsBornAtZero(t *testing.T) {
 	g := startGW(t, gwOpts{session: func(c *session.Config) { c.Model = "configured-model" }})
 	families, _ := scrapeMetrics(t, g)
@@ -119,6 +120,11 @@ func TestMetricsBornAtZero(t *testing.T) {
 	} {
 		if v := value(families, c.name, c.labels...); v != 0 {
 			t.Errorf("%s%v = %v, want a series at 0", c.name, c.labels, v)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if len(families[name].GetMetric()) == 0 {
+			t.Errorf("GET /metrics has no %s", name)
 		}
 	}
 }

@@ -38,6 +38,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -166,6 +167,14 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	// A registry of the node's own, so two nodes in one process (tests) never collide and
 	// nothing registers into Prometheus's global default.
 	registry := prometheus.NewRegistry()
+	// The Go runtime's and the process's own metrics (go_*, process_*): memory, GC,
+	// goroutines, CPU, open files.
+	if err := registry.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("telemetry go collector: %w", err)
+	}
+	if err := registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("telemetry process collector: %w", err)
+	}
 	promReader, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry prometheus reader: %w", err)
