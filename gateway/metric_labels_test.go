@@ -97,8 +97,9 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 }
 
 // TestMetricsBornAtZero: before anything happened, GET /metrics already has every
-// counter series of fixed labels at 0 (so the first failure is an increase), and the Go
-// runtime's and the process's metrics.
+// counter series of fixed labels at 0 (so the first failure is an increase), the Go
+// runtime's and the process's metrics, and target_info naming this node's
+// service.instance.id.
 func TestMetricsBornAtZero(t *testing.T) {
 	g := startGW(t, gwOpts{session: func(c *session.Config) { c.Model = "configured-model" }})
 	families, _ := scrapeMetrics(t, g)
@@ -126,5 +127,8 @@ func TestMetricsBornAtZero(t *testing.T) {
 		if len(families[name].GetMetric()) == 0 {
 			t.Errorf("GET /metrics has no %s", name)
 		}
+	}
+	if id := labelValues(families, "target_info", "service_instance_id"); len(id) != 1 || len(id[0]) != 36 {
+		t.Errorf("target_info's service_instance_id = %v, want one UUID", id)
 	}
 }

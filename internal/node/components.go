@@ -62,7 +62,7 @@ func (n *Node) components(b *boot) []component {
 				if err := cfg.Memory.Validate(cfg.PostgresDSN); err != nil {
 					return err
 				}
-				if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
+				if n.tel, err = telemetry.Setup(ctx, telemetryConfig(cfg)); err != nil {
 					return fmt.Errorf("telemetry: %w", err)
 				}
 				return nil

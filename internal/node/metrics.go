@@ -3,11 +3,16 @@ package node
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
+	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -18,6 +23,25 @@ const meterScope = "github.com/fathom-agents/fathom/internal/node"
 // MeterProvider is the node's meter provider (GET /metrics serves what it records): the
 // gateway records its connections on it.
 func (n *Node) MeterProvider() metric.MeterProvider { return n.tel.MeterProvider }
+
+// telemetryConfig is cfg.Telemetry with the node's remoting address on the resource
+// (fathom.node.address) when it is known before the member starts: an advertised
+// address, or the bound host with a fixed port.
+func telemetryConfig(cfg Config) telemetry.Config {
+	tc := cfg.Telemetry
+	addr := cfg.Cluster.AdvertisedHost
+	if addr == "" && cfg.Cluster.Port != 0 {
+		host := cfg.Cluster.Host
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(cfg.Cluster.Port))
+	}
+	if addr != "" {
+		tc.ExtraAttributes = append(slices.Clone(tc.ExtraAttributes), attribute.String("fathom.node.address", addr))
+	}
+	return tc
+}
 
 // metricLabels are the bounds of the metrics' labels: the node's configured models (the
 // sessions' default, the fallbacks, the agents' models), the priced models and the

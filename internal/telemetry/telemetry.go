@@ -16,6 +16,7 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,9 @@ type Config struct {
 	// SpanExporter, when set, receives every finished span in addition to the configured
 	// exporter (synchronously). Tests use an in-memory exporter to assert spans.
 	SpanExporter sdktrace.SpanExporter
-	// ExtraAttributes are added to the resource (e.g. node address).
+	// ExtraAttributes are added to the resource (the node sets fathom.node.address when
+	// its remoting address is known before it starts). They win over the defaults
+	// (service.instance.id, a random UUID per Setup).
 	ExtraAttributes []attribute.KeyValue
 	// Disabled turns tracing and metrics off: the providers are no-ops (spans carry no
 	// ids, nothing propagates, GET /metrics serves an empty page) and the otel globals
@@ -153,8 +156,10 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err := checkSampler(); err != nil {
 		return nil, err
 	}
+	// service.instance.id tells this node's metrics and spans from every other node's of
+	// the same service (OTEL_RESOURCE_ATTRIBUTES may set it, as any attribute).
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}, cfg.ExtraAttributes...)...))
+		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName), attribute.String("service.instance.id", newInstanceID())}, cfg.ExtraAttributes...)...))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
@@ -217,6 +222,15 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
 		pushesMetrics:  len(readers) > 0,
 	}, nil
+}
+
+// newInstanceID is a random UUID (version 4), the service.instance.id of one node.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Shutdown flushes and stops the providers, bounded by ctx.

@@ -221,3 +221,35 @@ func TestDisabledAndOTELSDKDisabled(t *testing.T) {
 		})
 	}
 }
+
+// TestNodesHaveTheirOwnInstanceID: two nodes of one service never collide: each
+// Setup's resource has its own service.instance.id (and the node's address when
+// given), on its spans and on its metrics' target_info.
+func TestNodesHaveTheirOwnInstanceID(t *testing.T) {
+	ids := map[string]bool{}
+	for _, addr := range []string{"10.0.0.1:7001", "10.0.0.2:7001"} {
+		mem := tracetest.NewInMemoryExporter()
+		p, err := telemetry.Setup(context.Background(), telemetry.Config{SpanExporter: mem,
+			ExtraAttributes: []attribute.KeyValue{attribute.String("fathom.node.address", addr)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Shutdown(context.Background())
+		_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+		span.End()
+		attrs := map[string]string{}
+		for _, kv := range mem.GetSpans()[0].Resource.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.String()
+		}
+		id := attrs["service.instance.id"]
+		if len(id) != 36 || ids[id] || attrs["fathom.node.address"] != addr {
+			t.Fatalf("resource %v: want a new service.instance.id and fathom.node.address %s", attrs, addr)
+		}
+		ids[id] = true
+		rec := httptest.NewRecorder()
+		p.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if body := rec.Body.String(); !strings.Contains(body, `service_instance_id="`+id+`"`) {
+			t.Fatalf("target_info does not name service.instance.id %s:\n%s", id, body)
+		}
+	}
+}
