@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/summarizer"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -135,6 +136,12 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.host", ctx.ActorSystem().Address()),
 	))
+	// Every line the activation logs is written inside its span: it carries the ids.
+	if sc := g.span.SpanContext(); sc.IsValid() {
+		for _, a := range telemetry.LogAttrs(sc) {
+			g.log = g.log.With(a)
+		}
+	}
 	if err := g.load(); err != nil {
 		g.log.Error("load session", "error", err)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,48 @@ func TestNodeHonoursOTELServiceName(t *testing.T) {
 	}
 	if attrs["service.name"] != "fathom-eu-west" || attrs["deployment.environment"] != "staging" {
 		t.Fatalf("resource of the session's root span: %v", attrs)
+	}
+}
+
+// TestSessionLogLinesCarryTraceIDs: a line a session's activation logs is written inside
+// its span (session.activation) and carries the session trace's trace_id and a span_id.
+func TestSessionLogLinesCarryTraceIDs(t *testing.T) {
+	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
+	t.Cleanup(llmSrv.Close)
+	logs := &testenv.Buffer{}
+	spans := tracetest.NewInMemoryExporter()
+	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(),
+		Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Telemetry: telemetry.Config{SpanExporter: spans}}
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
+	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "trace-logs"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	runSession(t, n, "s-logs", "anything")
+	root := waitSpan(t, spans, "invoke_agent orchestrator")
+	var found bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["session_id"] != "s-logs" || rec["msg"] != "session activated" {
+			continue
+		}
+		found = true
+		if sid, _ := rec["span_id"].(string); rec["trace_id"] != root.SpanContext.TraceID().String() || len(sid) != 16 {
+			t.Fatalf("log line %s: want trace_id %s and the activation's span_id", line, root.SpanContext.TraceID())
+		}
+	}
+	if !found {
+		t.Fatalf("no \"session activated\" line in the log:\n%s", logs.String())
 	}
 }

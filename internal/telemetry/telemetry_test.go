@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -251,5 +252,21 @@ func TestNodesHaveTheirOwnInstanceID(t *testing.T) {
 		if body := rec.Body.String(); !strings.Contains(body, `service_instance_id="`+id+`"`) {
 			t.Fatalf("target_info does not name service.instance.id %s:\n%s", id, body)
 		}
+	}
+}
+
+// TestLogHandlerAddsTraceIDs: a line logged with a context inside a span carries the
+// span's trace_id and span_id; one logged outside a span carries neither.
+func TestLogHandlerAddsTraceIDs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(telemetry.LogHandler(slog.NewJSONHandler(&buf, nil))).With("component", "test")
+	tid, _ := trace.TraceIDFromHex("0102030405060708090a0b0c0d0e0f10")
+	sid, _ := trace.SpanIDFromHex("0102030405060708")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid}))
+	log.InfoContext(ctx, "inside")
+	log.Info("outside")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"trace_id":"`+tid.String()+`","span_id":"`+sid.String()+`"`) || strings.Contains(lines[1], "trace_id") {
+		t.Fatalf("log lines:\n%s", buf.String())
 	}
 }
