@@ -50,8 +50,8 @@ func (n *Node) MetricsAddr() string { return n.n.MetricsAddr() }
 // key and no base URL configured).
 func (n *Node) UsesDemoModel() bool { return n.n.UsesDemoModel() }
 
-// Ready reports whether the node can serve: its member can place grains and its
-// journal answers.
+// Ready reports whether the node can serve: its member can place grains, its journal
+// answers and its sandbox (when it has one) is reachable.
 func (n *Node) Ready(ctx context.Context) error {
 	if err := n.n.Cluster().Ready(); err != nil {
 		return err
@@ -60,6 +60,9 @@ func (n *Node) Ready(ctx context.Context) error {
 	defer cancel()
 	if _, err := n.n.Journal().LastSeq(rctx, "_readyz"); err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	if err := n.n.SandboxReady(rctx); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -84,7 +85,7 @@ func (n *Node) registerGauges() error {
 	if n.sandbox != nil {
 		src.Sandbox = func(ctx context.Context) (metrics.SandboxStats, error) {
 			st, err := n.sandbox.Stats(ctx)
-			return metrics.SandboxStats{Size: int64(st.Connections), InUse: int64(st.Busy), Waiting: int64(st.Waiting)}, err
+			return metrics.SandboxStats{Size: int64(st.Up), InUse: int64(st.Busy), Waiting: int64(st.Waiting)}, err
 		}
 	}
 	if len(n.breakers) > 0 {
@@ -101,6 +102,22 @@ func (n *Node) registerGauges() error {
 		return err
 	}
 	n.gauges = reg
+	return nil
+}
+
+// SandboxReady reports an error while the node's sandbox is unreachable (every
+// connection of its pool fails); nil without a sandbox.
+func (n *Node) SandboxReady(ctx context.Context) error {
+	if n.sandbox == nil {
+		return nil
+	}
+	st, err := n.sandbox.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Unreachable {
+		return fmt.Errorf("every connection to the sandbox fails (%d connections)", st.Connections)
+	}
 	return nil
 }
 
