@@ -18,7 +18,8 @@ import (
 )
 
 // TestDeadSandboxMakesTheNodeNotReady: a sandbox no connection can reach makes GET
-// /readyz answer 503 saying why, drops fathom_sandbox_pool_size to 0, and is logged once, not at
+// /readyz answer 503 naming the sandbox (without a token: no address, no error text;
+// with one: why), drops fathom_sandbox_pool_size to 0, and is logged once, not at
 // every connection's every retry.
 func TestDeadSandboxMakesTheNodeNotReady(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -71,6 +72,9 @@ func TestDeadSandboxMakesTheNodeNotReady(t *testing.T) {
 		code, body = get("/readyz", "")
 		return code == http.StatusServiceUnavailable
 	}, "GET /readyz stayed %d %s with a dead sandbox", code, body)
+	if !strings.Contains(body, "sandbox is not ready") || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "refused") {
+		t.Errorf("GET /readyz without a token = %s, want the part and no address or error text", body)
+	}
 	if code, body := get("/readyz", "write-token"); code != http.StatusServiceUnavailable || !strings.Contains(body, "every connection to the sandbox fails") {
 		t.Errorf("GET /readyz with a token = %d %s, want why", code, body)
 	}
