@@ -132,7 +132,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
 	g.activatedAt = d.Now()
-	_, g.span = d.Tracer.Start(withParent(rootParent(g.id)), "session.activation", trace.WithAttributes(
+	_, g.span = d.Tracer.Start(withParent(rootParent(d, g.id)), "session.activation", trace.WithAttributes(
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.host", ctx.ActorSystem().Address()),
 	))

@@ -352,6 +352,7 @@ func (n *Node) registerSessions(b *boot) error {
 		Tools:      b.tools,
 		Logger:     n.cfg.Logger.With("component", "session"),
 		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
+		Sampled:    n.tel.RootSampled,
 	}
 	if !n.cfg.LLM.NoStream {
 		deps.Deltas = n.feed

@@ -114,6 +114,46 @@ func TestNodeHonoursOTELServiceName(t *testing.T) {
 	}
 }
 
+// TestSessionRootDecidesSampling: with OTEL_TRACES_SAMPLER=parentbased_traceidratio the
+// session's root decides and every other span of the session follows it: at ratio 0 no
+// span is exported (none orphaned by a dropped root), at ratio 1 every span is, the root
+// among them, and each span's parent is in the trace.
+func TestSessionRootDecidesSampling(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	for _, ratio := range []string{"0", "1"} {
+		t.Run("ratio="+ratio, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", ratio)
+			spans := tracetest.NewInMemoryExporter()
+			n := startTracedNode(t, mock.DemoScript(), spans)
+			id := "s-sampled-" + ratio
+			runSession(t, n, id, "anything")
+			if ratio == "1" {
+				waitSpan(t, spans, "invoke_agent orchestrator")
+			}
+			got := spans.GetSpans()
+			if ratio == "0" {
+				if len(got) != 0 {
+					names := make([]string, 0, len(got))
+					for _, s := range got {
+						names = append(names, s.Name)
+					}
+					t.Fatalf("ratio 0 exported %d spans: %v", len(got), names)
+				}
+				return
+			}
+			ids := map[string]bool{}
+			for _, s := range got {
+				ids[s.SpanContext.SpanID().String()] = true
+			}
+			for _, s := range got {
+				if p := s.Parent; p.IsValid() && !ids[p.SpanID().String()] {
+					t.Errorf("span %q has a parent %s that was not exported", s.Name, p.SpanID())
+				}
+			}
+		})
+	}
+}
+
 // TestSessionLogLinesCarryTraceIDs: a line a session's activation logs is written inside
 // its span (session.activation) and carries the session trace's trace_id and a span_id.
 func TestSessionLogLinesCarryTraceIDs(t *testing.T) {

@@ -111,6 +111,20 @@ type Providers struct {
 	shutdown []func(context.Context) error
 	// pushesMetrics is set when a metric exporter (otlp, console) is configured.
 	pushesMetrics bool
+	// rootSampler decides the root spans (RootSampled); nil (Disabled): none is sampled.
+	rootSampler sdktrace.Sampler
+}
+
+// RootSampled reports whether the sampler records a root span of trace tid. A trace
+// whose spans are started under a remote parent made up from known ids (a session's,
+// which outlives any span object) puts this decision in that parent's flags, so every
+// span follows the root: with parentbased_traceidratio and ratio 0 none is exported,
+// with ratio 1 all are. Without telemetry (Disabled) it reports false.
+func (p *Providers) RootSampled(tid trace.TraceID) bool {
+	if p == nil || p.rootSampler == nil {
+		return false
+	}
+	return p.rootSampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: context.Background(), TraceID: tid}).Decision == sdktrace.RecordAndSample
 }
 
 // PushesMetrics reports whether metrics are exported somewhere (OTLP, console) besides
@@ -153,7 +167,8 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSampler(); err != nil {
+	sampler, rootSampler, err := envSampler()
+	if err != nil {
 		return nil, err
 	}
 	// service.instance.id tells this node's metrics and spans from every other node's of
@@ -185,7 +200,7 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		return nil, fmt.Errorf("telemetry prometheus reader: %w", err)
 	}
 	// The ID generator lets a session's spans join one trace across activations and nodes (IDGenerator).
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator())}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSampler(sampler)}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
@@ -201,7 +216,8 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		// No span goes anywhere: record none. Spans still get their IDs and carry the
 		// session's trace context; recording them only to drop them cost a pipelined
 		// step a twentieth of its CPU.
-		topts = append(topts, sdktrace.WithSampler(sdktrace.NeverSample()))
+		rootSampler = sdktrace.NeverSample()
+		topts = append(topts, sdktrace.WithSampler(rootSampler))
 	}
 	readers, err := metricReaders(ctx, cfg, metrics, cfg.Writer)
 	if err != nil {
@@ -221,6 +237,7 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		metrics:        promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
 		pushesMetrics:  len(readers) > 0,
+		rootSampler:    rootSampler,
 	}, nil
 }
 
