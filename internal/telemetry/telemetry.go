@@ -201,7 +201,7 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	}
 	// The ID generator lets a session's spans join one trace across activations and nodes (IDGenerator).
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSampler(sampler)}
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader), sdkmetric.WithView(protoActorViews()...)}
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
 	}
@@ -239,6 +239,21 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		pushesMetrics:  len(readers) > 0,
 		rootSampler:    rootSampler,
 	}, nil
+}
+
+// protoActorViews fit Proto.Actor's own histograms (recorded when a metric exporter is
+// configured, see PushesMetrics) to their unit: a message's receive time, in seconds,
+// gets buckets from 10 µs to 5 s instead of the SDK's defaults (0 to 10,000, for
+// milliseconds), where every receive fell into the first; the thread-pool latency, which
+// Proto.Actor declares but never records (its name says seconds, its unit ms), is dropped.
+func protoActorViews() []sdkmetric.View {
+	return []sdkmetric.View{
+		sdkmetric.NewView(sdkmetric.Instrument{Name: "protoactor_actor_message_receive_duration_seconds"},
+			sdkmetric.Stream{Unit: "s", Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+				Boundaries: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}}}),
+		sdkmetric.NewView(sdkmetric.Instrument{Name: "protoactor_thread_pool_latency_duration_seconds"},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}}),
+	}
 }
 
 // newInstanceID is a random UUID (version 4), the service.instance.id of one node.

@@ -270,3 +270,45 @@ func TestLogHandlerAddsTraceIDs(t *testing.T) {
 		t.Fatalf("log lines:\n%s", buf.String())
 	}
 }
+
+// TestProtoActorHistogramsFitTheirUnit: Proto.Actor's message receive time (seconds)
+// lands in buckets of microseconds to seconds, and its never-recorded thread-pool
+// latency histogram is not served.
+func TestProtoActorHistogramsFitTheirUnit(t *testing.T) {
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	meter := p.MeterProvider.Meter("protoactor") // as Proto.Actor creates them
+	h, err := meter.Float64Histogram("protoactor_actor_message_receive_duration_seconds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Record(context.Background(), 0.00003) // a 30 µs receive
+	pool, err := meter.Int64Histogram("protoactor_thread_pool_latency_duration_seconds", metric.WithUnit("ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Record(context.Background(), 1)
+	rec := httptest.NewRecorder()
+	p.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, `protoactor_actor_message_receive_duration_seconds_bucket{le="1e-05"} 0`) ||
+		!strings.Contains(body, `protoactor_actor_message_receive_duration_seconds_bucket{le="5e-05"} 1`) {
+		t.Errorf("the receive time is not in buckets that fit seconds:\n%s", grepLines(body, "protoactor"))
+	}
+	if strings.Contains(body, "protoactor_thread_pool_latency") {
+		t.Errorf("the thread-pool latency histogram is served:\n%s", grepLines(body, "protoactor"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
