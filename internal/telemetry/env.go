@@ -111,16 +111,10 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// checkSampler reports a bad OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG, which the SDK
-// would otherwise replace by its default with no more than a logged error.
-func checkSampler() error {
-	_, _, err := envSampler()
-	return err
-}
-
 // envSampler returns the sampler OTEL_TRACES_SAMPLER and _ARG name, as the SDK builds it
 // (parentbased_always_on when unset), and its root sampler: the one that decides a span
-// without a parent. The parentbased_ samplers make every other span follow its parent;
+// without a parent. A bad value is an error (the SDK would replace it by its default with
+// no more than a logged error). The parentbased_ samplers make every other span follow its parent;
 // the others decide each span by its trace id, as they decide the root.
 func envSampler() (sampler, root sdktrace.Sampler, err error) {
 	name := strings.TrimSpace(os.Getenv(EnvTracesSampler))
