@@ -50,16 +50,20 @@ func (n *Node) MetricsAddr() string { return n.n.MetricsAddr() }
 // key and no base URL configured).
 func (n *Node) UsesDemoModel() bool { return n.n.UsesDemoModel() }
 
-// Ready reports whether the node can serve: its member can place grains and its
-// journal answers.
+// Ready reports whether the node can serve: its member can place grains, its journal
+// answers and its sandbox (when it has one) is reachable. What is not ready is a
+// *gateway.NotReadyError naming the part (cluster, journal, sandbox).
 func (n *Node) Ready(ctx context.Context) error {
 	if err := n.n.Cluster().Ready(); err != nil {
-		return err
+		return &gateway.NotReadyError{Part: "cluster", Err: err}
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := n.n.Journal().LastSeq(rctx, "_readyz"); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return &gateway.NotReadyError{Part: "journal", Err: err}
+	}
+	if err := n.n.SandboxReady(rctx); err != nil {
+		return &gateway.NotReadyError{Part: "sandbox", Err: err}
 	}
 	return nil
 }

@@ -74,7 +74,9 @@ type Config struct {
 	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
 	// it sees (the console's cluster page).
 	Cluster func(ctx context.Context) (ClusterInfo, error)
-	// Ready reports whether the node can serve (nil error) for /readyz.
+	// Ready reports whether the node can serve (nil error) for /readyz. A part that is not
+	// ready is a *NotReadyError: /readyz names the part to anyone and shows the error
+	// only to a caller with a token.
 	Ready func() error
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
 	// any) allowed to open WebSockets besides the gateway's own host. Requests without an
@@ -269,20 +271,6 @@ func (h *Handler) routes() {
 
 // ServeHTTP implements http.Handler; every request gets an access log line.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.accessLog(h.mux, w, r) }
-
-func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
-	if h.isClosed() {
-		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
-		return
-	}
-	if h.cfg.Ready != nil {
-		if err := h.cfg.Ready(); err != nil {
-			writeError(w, hidden(CodeUnavailable, "the node is not ready; retry", err))
-			return
-		}
-	}
-	_, _ = io.WriteString(w, "ready\n")
-}
 
 func (h *Handler) checkOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")

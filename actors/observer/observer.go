@@ -53,7 +53,13 @@ const (
 	KindSandbox    = "sandbox_connection" // the sandbox pool, a connection or its token manager
 	KindMCP        = "mcp_server"         // an MCP server's connection (actors/mcp) or their supervisor
 	KindOther      = "other"              // anything else
+	// KindMember is a cluster member that left the topology (stopped or died): each
+	// survivor keeps one record of it, Node naming the member, Directive "left".
+	KindMember = "member"
 )
+
+// Kinds are the values of fathom_actor_restarts_total's kind label.
+var Kinds = []string{KindSession, KindAgent, KindStepRunner, KindToolRunner, KindSummarizer, KindSandbox, KindMCP, KindMember, KindOther}
 
 // Restart is one supervision event, as operators see it.
 type Restart struct {
@@ -72,7 +78,8 @@ type Restart struct {
 	SessionID string `json:"session_id,omitempty"`
 	// Reason is what the actor failed with.
 	Reason string `json:"reason"`
-	// Directive is the supervisor's decision: restart, stop, escalate or resume.
+	// Directive is the supervisor's decision: restart, stop, escalate or resume ("left"
+	// for a member record).
 	Directive string `json:"directive"`
 	// Count is how many supervision events this actor path has had on this node.
 	Count int `json:"count"`
@@ -139,6 +146,10 @@ func Spawn(system *actor.ActorSystem, cfg Config) (*Observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observer: counter: %w", err)
 	}
+	// Every kind's series starts at zero: the first restart is an increase a query sees.
+	for _, k := range Kinds {
+		restarts.Add(context.Background(), 0, metric.WithAttributes(attribute.String("kind", k)))
+	}
 	a := &observerActor{cfg: cfg, counter: restarts, counts: map[string]int{}, perNode: map[string]int{}}
 	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), ActorName)
 	if err != nil {
@@ -153,6 +164,13 @@ func Spawn(system *actor.ActorSystem, cfg Config) (*Observer, error) {
 				system.Root.Send(pid, e)
 			}
 		case *cluster.ClusterTopology:
+			if len(e.Left) > 0 {
+				left := make([]string, 0, len(e.Left))
+				for _, m := range e.Left {
+					left = append(left, m.Address())
+				}
+				system.Root.Send(pid, membersLeft{addrs: left})
+			}
 			system.Root.Send(pid, resubscribe{})
 		}
 	})
@@ -194,6 +212,9 @@ func (o *Observer) Stop() {
 // recentRequest asks the actor for its ring.
 type recentRequest struct{}
 
+// membersLeft tells the actor of members that left the topology (stopped or died).
+type membersLeft struct{ addrs []string }
+
 // resubscribe asks the actor to subscribe to the other members' records (again).
 type resubscribe struct{}
 
@@ -221,6 +242,8 @@ func (a *observerActor) Receive(ctx actor.Context) {
 		if msg.GetNode() != a.cfg.Node { // our own are kept when they happen
 			a.keep(fromRecord(msg))
 		}
+	case membersLeft:
+		a.onMembersLeft(msg)
 	case resubscribe:
 		a.subscribe(ctx)
 	case subscribed:
@@ -268,6 +291,21 @@ func (a *observerActor) onSupervisorEvent(se *actor.SupervisorEvent) {
 	r = a.keep(r)
 	if a.cfg.OnRestart != nil {
 		a.cfg.OnRestart(r)
+	}
+}
+
+// onMembersLeft keeps a record of kind member for each member that left the topology,
+// in this member's view only (every survivor keeps its own), and logs it once at INFO:
+// a member that stopped or died is news, not an error of this one.
+func (a *observerActor) onMembersLeft(msg membersLeft) {
+	for _, addr := range msg.addrs {
+		if addr == a.cfg.Node {
+			continue
+		}
+		a.cfg.Logger.Info("cluster member left", "member", addr, "seen_by", a.cfg.Node)
+		a.counter.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", KindMember)))
+		a.keep(Restart{Node: addr, Actor: "member", Kind: KindMember, Reason: "left the cluster topology (stopped, or unreachable)",
+			Directive: "left", Count: 1, At: time.Now().UTC()})
 	}
 }
 

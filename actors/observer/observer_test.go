@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -161,5 +162,41 @@ func TestDefaultKeepsTheIssuesThousand(t *testing.T) {
 	}
 	if err := (observer.Config{}).Validate(); err != nil {
 		t.Fatalf("a zero Keep (the default) is refused: %v", err)
+	}
+}
+
+// TestMemberThatLeftIsARecord: a topology in which a member left (a graceful leave or a
+// kill: Proto.Actor publishes both as Left) is one record of kind member naming it,
+// kept but not published (every survivor keeps its own), and one INFO line.
+func TestMemberThatLeftIsARecord(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+	var logs testenv.Buffer
+	var published int
+	var mu sync.Mutex
+	obs, err := observer.Spawn(system, observer.Config{Node: "127.0.0.1:7001", Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		OnRestart: func(observer.Restart) { mu.Lock(); published++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Stop()
+	system.EventStream.Publish(&cluster.ClusterTopology{Left: []*cluster.Member{{Host: "127.0.0.1", Port: 7002, Id: "m2"}}})
+	var got []observer.Restart
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		got, err = obs.Recent(context.Background())
+		return err == nil && len(got) > 0
+	}, "no record of the member that left")
+	r := got[0]
+	if len(got) != 1 || r.Kind != observer.KindMember || r.Node != "127.0.0.1:7002" || r.Directive != "left" {
+		t.Fatalf("records %+v, want one of kind member for 127.0.0.1:7002", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if published != 0 {
+		t.Errorf("the member record was published %d times", published)
+	}
+	if s := logs.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, `"level":"INFO","msg":"cluster member left"`) {
+		t.Errorf("log: %s, want one INFO line", s)
 	}
 }

@@ -136,7 +136,7 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 	c.failures++
 	c.down.Store(true)
 	c.lastErr = msg.err
-	ctx.Send(ctx.Parent(), &connDown{pid: ctx.Self(), err: msg.err})
+	ctx.Send(ctx.Parent(), &connDown{pid: ctx.Self(), err: msg.err, dial: true})
 	if msg.err.Auth() {
 		if c.tokenMgr == nil {
 			// Refused credentials do not heal by redialing with the same token: stay down
@@ -149,12 +149,13 @@ func (c *connection) onDialed(ctx actor.Context, msg *dialed) {
 		ctx.Send(c.tokenMgr, &refreshNow{})
 	}
 	if c.failures >= c.cfg.MaxRetries {
-		c.log.Error("sandbox connection giving up; its supervisor restarts it", "attempts", c.failures, "error", msg.err)
+		// Debug: the pool logs the sandbox unreachable once, whatever its connections do.
+		c.log.Debug("sandbox connection giving up; its supervisor restarts it", "attempts", c.failures, "error", msg.err)
 		// A failure, not a stop: the pool's strategy restarts the actor after a delay.
 		panic(&RetriesExhaustedError{Connection: c.name, Attempts: c.failures, Last: msg.err})
 	}
 	wait := c.cfg.backoff(c.failures)
-	c.log.Warn("sandbox dial failed; retrying", "attempt", c.failures, "retry_in", wait, "error", msg.err)
+	c.log.Debug("sandbox dial failed; retrying", "attempt", c.failures, "retry_in", wait, "error", msg.err)
 	c.redial = sendAfter(ctx, wait, func(t *time.Timer) any { return &redialNow{timer: t} })
 }
 

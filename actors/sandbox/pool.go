@@ -33,12 +33,16 @@ type pool struct {
 	lastErr   *DialError
 	names     int
 	stopping  bool
+	// unreachable is set while no connection is up and every one's last dial failed
+	// (Stats.Unreachable): logged once when it starts and once when it ends.
+	unreachable bool
 }
 
 // slot is the pool's view of one connection.
 type slot struct {
 	pid      *actor.PID
 	up       bool
+	dialFail bool   // its last dial failed
 	exec     string // the checked-out execution, "" when idle
 	overflow bool
 }
@@ -62,6 +66,8 @@ type (
 	connDown struct {
 		pid *actor.PID
 		err *DialError
+		// dial is set when a dial failed (not when an open connection was lost).
+		dial bool
 	}
 	// checkin (connection → pool): execution id is over; the connection is free.
 	checkin struct {
@@ -91,6 +97,9 @@ type Stats struct {
 	Overflow int
 	// Waiting is the number of executions waiting for a connection.
 	Waiting int
+	// Unreachable is set while no connection is up and every connection's last dial
+	// failed: the sandbox is down or cannot be reached.
+	Unreachable bool
 }
 
 // Names of the pool's children.
@@ -299,10 +308,27 @@ func (p *pool) release(s *slot, id string) {
 
 func (p *pool) onConnUp(ctx actor.Context, msg *connUp) {
 	if s := p.slot(msg.pid); s != nil {
-		s.up = true
+		s.up, s.dialFail = true, false
 		p.lastErr = nil
 	}
+	p.noteReachable()
 	p.dispatch(ctx)
+}
+
+// noteReachable logs the sandbox becoming unreachable (every connection's dial fails)
+// or reachable again, once per change: the connections' own retries log at debug.
+func (p *pool) noteReachable() {
+	now := p.stats().Unreachable
+	if now == p.unreachable {
+		return
+	}
+	p.unreachable = now
+	if now {
+		p.log.Error("the sandbox is unreachable: every connection fails; code_execute fails until it is back (see GET /readyz)",
+			"url", p.cfg.URL, "connections", len(p.slots), "error", p.lastErr)
+		return
+	}
+	p.log.Info("the sandbox is reachable again", "url", p.cfg.URL)
 }
 
 func (p *pool) onConnDown(ctx actor.Context, msg *connDown) {
@@ -310,11 +336,12 @@ func (p *pool) onConnDown(ctx actor.Context, msg *connDown) {
 	if s == nil {
 		return
 	}
-	s.up = false
+	s.up, s.dialFail = false, msg.dial
 	if s.exec != "" {
 		p.release(s, s.exec)
 	}
 	p.lastErr = msg.err
+	p.noteReachable()
 	p.dispatch(ctx)
 }
 
@@ -375,7 +402,11 @@ func (p *pool) onStopping() {
 
 func (p *pool) stats() Stats {
 	st := Stats{Connections: len(p.slots), Waiting: len(p.waiting)}
+	failing := 0
 	for _, s := range p.slots {
+		if s.dialFail {
+			failing++
+		}
 		if s.up {
 			st.Up++
 		}
@@ -386,5 +417,6 @@ func (p *pool) stats() Stats {
 			st.Overflow++
 		}
 	}
+	st.Unreachable = len(p.slots) > 0 && st.Up == 0 && failing == len(p.slots)
 	return st
 }

@@ -38,17 +38,17 @@ func (c agentCalls) LLMCall(st *messages.SessionState, id string, p *messages.Pe
 		if p.GetPurpose() == core.PurposeStep && c.hist != nil {
 			hist = c.hist.History(st)
 		}
-		return newRunnerProps(c.deps, c.sessionID, p, st, hist, callParent(c.sessionID, st, "", p.GetStepId()))
+		return newRunnerProps(c.deps, c.sessionID, p, st, hist, callParent(c.deps, c.sessionID, st, "", p.GetStepId()))
 	}
 	sa := st.GetSubAgents()[id]
 	if a, ok := c.deps.Config.Registry().ByName(sa.GetAgentType()); ok && a.Run != nil {
 		return agent.FuncCallProps(a.Run, st, sa, c.deps.Config, c.deps.Logger, agent.Trace{
-			Parent: callParent(c.sessionID, st, id, ""), Tracer: c.deps.Tracer,
+			Parent: callParent(c.deps, c.sessionID, st, id, ""), Tracer: c.deps.Tracer,
 			Attrs: []attribute.KeyValue{attribute.String("fathom.session_id", c.sessionID), attribute.String("fathom.step_id", sa.GetStepId()),
 				attribute.String("fathom.call_id", p.GetCallId()), attribute.String("gen_ai.agent.name", sa.GetAgentType())},
 		})
 	}
-	return newRunnerProps(c.deps, c.sessionID, p, st, nil, callParent(c.sessionID, st, id, ""))
+	return newRunnerProps(c.deps, c.sessionID, p, st, nil, callParent(c.deps, c.sessionID, st, id, ""))
 }
 
 // ToolCall implements agent.Calls.
@@ -57,7 +57,7 @@ func (c agentCalls) ToolCall(st *messages.SessionState, id string, pt *messages.
 	if id == agent.Orchestrator {
 		stepID = pt.GetStepId()
 	}
-	return newToolRunnerProps(c.deps, c.sessionID, id, st.GetConfig().GetModel(), pt, callParent(c.sessionID, st, id, stepID))
+	return newToolRunnerProps(c.deps, c.sessionID, id, st.GetConfig().GetModel(), pt, callParent(c.deps, c.sessionID, st, id, stepID))
 }
 
 // kickAgents tells every agent actor the committed state, starting the orchestrator's

@@ -82,6 +82,10 @@ type Deps struct {
 	// must use telemetry.IDGenerator (the node's does) for the long spans to keep their
 	// derived ids. Nil means a no-op tracer.
 	Tracer trace.Tracer
+	// Sampled reports whether the sampler records the root span of a trace
+	// (telemetry.Providers.RootSampled): the session's other spans follow that decision.
+	// Nil means every session's spans are sampled.
+	Sampled func(trace.TraceID) bool
 	// Now is the clock; nil means time.Now. Tests may set it.
 	Now func() time.Time
 	// Tokenizer counts every recorded message once (built once per node) in sessions of

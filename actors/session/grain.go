@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/summarizer"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -131,10 +132,16 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
 	g.activatedAt = d.Now()
-	_, g.span = d.Tracer.Start(withParent(rootParent(g.id)), "session.activation", trace.WithAttributes(
+	_, g.span = d.Tracer.Start(withParent(rootParent(d, g.id)), "session.activation", trace.WithAttributes(
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.host", ctx.ActorSystem().Address()),
 	))
+	// Every line the activation logs is written inside its span: it carries the ids.
+	if sc := g.span.SpanContext(); sc.IsValid() {
+		for _, a := range telemetry.LogAttrs(sc) {
+			g.log = g.log.With(a)
+		}
+	}
 	if err := g.load(); err != nil {
 		g.log.Error("load session", "error", err)
 	} else {

@@ -98,29 +98,37 @@ func subAgentSpanID(id, subAgentID string, run uint32) trace.SpanID {
 	return sessionSpanID(id, "sub_agent", subAgentID, strconv.FormatUint(uint64(run), 10))
 }
 
-// spanIn is the span context of span sid of session id's trace, as a parent.
-func spanIn(id string, sid trace.SpanID) trace.SpanContext {
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: sessionTraceID(id), SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+// spanIn is the span context of span sid of session id's trace, as a parent. Its
+// sampled flag is the decision of the session's root (Deps.Sampled): every span of the
+// session follows the root, whichever node makes it, so a parent-based sampler keeps or
+// drops the whole trace.
+func spanIn(d *Deps, id string, sid trace.SpanID) trace.SpanContext {
+	tid := sessionTraceID(id)
+	var flags trace.TraceFlags
+	if d == nil || d.Sampled == nil || d.Sampled(tid) {
+		flags = trace.FlagsSampled
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
 }
 
 // rootParent is the parent of the spans directly under session id's root.
-func rootParent(id string) trace.SpanContext { return spanIn(id, rootSpanID(id)) }
+func rootParent(d *Deps, id string) trace.SpanContext { return spanIn(d, id, rootSpanID(id)) }
 
 // callParent is the span a call of session id in state st belongs to: the current run of
 // sub-agent subAgentID when set, else the current attempt of step stepID when the plan
 // has it, else the session's root.
-func callParent(id string, st *messages.SessionState, subAgentID, stepID string) trace.SpanContext {
+func callParent(d *Deps, id string, st *messages.SessionState, subAgentID, stepID string) trace.SpanContext {
 	if sa := st.GetSubAgents()[subAgentID]; sa != nil {
-		return spanIn(id, subAgentSpanID(id, subAgentID, sa.GetRuns()))
+		return spanIn(d, id, subAgentSpanID(id, subAgentID, sa.GetRuns()))
 	}
 	if stepID != "" {
 		for _, s := range st.GetSteps() {
 			if s.GetStep().GetId() == stepID {
-				return spanIn(id, stepSpanID(id, stepID, s.GetAttempt()))
+				return spanIn(d, id, stepSpanID(id, stepID, s.GetAttempt()))
 			}
 		}
 	}
-	return rootParent(id)
+	return rootParent(d, id)
 }
 
 // withParent returns a context whose span is parent (none when parent is invalid).
@@ -266,7 +274,7 @@ func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText st
 		attribute.Int("fathom.steps", len(st.GetSteps())),
 		attribute.Int("fathom.llm_calls", int(st.GetLlmCalls())),
 	}
-	parent, sid := rootParent(g.id), trace.SpanID{}
+	parent, sid := rootParent(g.deps, g.id), trace.SpanID{}
 	var opts []trace.SpanStartOption
 	if run.first {
 		parent, sid = trace.SpanContext{}, rootSpanID(g.id)
@@ -276,7 +284,7 @@ func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText st
 				attribute.Int64("fathom.fork.source_seq", int64(f.GetSourceSeq())),
 			}
 			attrs = append(attrs, fork...)
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(f.GetSourceSessionId()), Attributes: fork}))
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, f.GetSourceSessionId()), Attributes: fork}))
 		}
 	}
 	g.emitSpanWith("invoke_agent "+orchestratorAgent, parent, sid, run.start, end, errText, append(opts, trace.WithAttributes(attrs...))...)
@@ -319,7 +327,7 @@ func (g *Grain) endStep(evs []*messages.Event, i int, st *messages.SessionState,
 }
 
 func (g *Grain) emitStep(step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string) {
-	g.emitSpan("session.step", rootParent(g.id), stepSpanID(g.id, stepID, attempt), start, end, errText,
+	g.emitSpan("session.step", rootParent(g.deps, g.id), stepSpanID(g.id, stepID, attempt), start, end, errText,
 		semconv.GenAIConversationID(g.id),
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.step_id", stepID),
@@ -338,10 +346,10 @@ func (g *Grain) endSubAgent(evs []*messages.Event, i int, st *messages.SessionSt
 }
 
 func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, run uint32, start, end int64, status, errText string) {
-	parent := rootParent(g.id)
+	parent := rootParent(g.deps, g.id)
 	for _, s := range st.GetSteps() {
 		if s.GetStep().GetId() == sa.GetStepId() {
-			parent = spanIn(g.id, stepSpanID(g.id, sa.GetStepId(), s.GetAttempt()))
+			parent = spanIn(g.deps, g.id, stepSpanID(g.id, sa.GetStepId(), s.GetAttempt()))
 		}
 	}
 	attrs := []attribute.KeyValue{

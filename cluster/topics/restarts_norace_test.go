@@ -118,3 +118,40 @@ func TestConsulRestartsReachEveryMember(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberThatLeavesIsARecord: a member that leaves the cluster is a record of kind
+// member, naming it, in the restarts feed of a member that stays.
+func TestMemberThatLeavesIsARecord(t *testing.T) {
+	cfg := fcluster.DefaultConfig()
+	cfg.Name = fmt.Sprintf("fathom-left-%d", time.Now().UnixNano())
+	cfg.Provider, cfg.ConsulAddr = fcluster.ProviderConsul, testenv.ConsulAddr(t)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, _ := member(t, cfg)
+	b, obsB := member(t, cfg)
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		return len(a.MemberAddresses()) == 2 && len(b.MemberAddresses()) == 2
+	}, "both members see two members (a %v, b %v)", a.MemberAddresses(), b.MemberAddresses())
+	gone := a.Address()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []observer.Restart
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		recent, err := obsB.Recent(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, r := range recent {
+			if r.Kind == observer.KindMember {
+				got = append(got, r)
+			}
+		}
+		return len(got) > 0
+	}, "member b kept no record of a leaving")
+	if len(got) != 1 || got[0].Node != gone || got[0].Directive != "left" || got[0].At.IsZero() {
+		t.Fatalf("b's member records: %+v, want one for %s", got, gone)
+	}
+}

@@ -16,7 +16,8 @@ import (
 //   - fathom.sessions, by state (fathom_sessions{state}): the session index's sessions
 //   - fathom.feed.subscribers (fathom_feed_subscribers): live event subscriptions
 //   - fathom.sandbox.pool.size / .in_use / .waiting (fathom_sandbox_pool_size, ...):
-//     sandbox connections, those running an execution, executions waiting for one
+//     connected sandbox connections (0 while the sandbox is unreachable), those running
+//     an execution, executions waiting for one
 //   - fathom.llm.breaker.state, by breaker and state (fathom_llm_breaker_state): 1 for
 //     each breaker's current state (closed, half-open, open), 0 for the others
 type Sources struct {
@@ -34,8 +35,8 @@ type Sources struct {
 
 // SandboxStats are the sandbox pool's gauges.
 type SandboxStats struct {
-	// Size is the number of connections; InUse how many run an execution; Waiting the
-	// executions waiting for a connection.
+	// Size is the number of connected connections; InUse how many run an execution;
+	// Waiting the executions waiting for a connection.
 	Size, InUse, Waiting int64
 }
 
@@ -73,7 +74,7 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 		subscribers = gauge("fathom.feed.subscribers", "Live subscriptions to session events on this node.", "{subscription}")
 	}
 	if src.Sandbox != nil {
-		size = gauge("fathom.sandbox.pool.size", "Sandbox connections of the pool.", "{connection}")
+		size = gauge("fathom.sandbox.pool.size", "Connected sandbox connections of the pool (0 while the sandbox is unreachable).", "{connection}")
 		inUse = gauge("fathom.sandbox.pool.in_use", "Sandbox connections running an execution.", "{connection}")
 		waiting = gauge("fathom.sandbox.pool.waiting", "Executions waiting for a sandbox connection.", "{execution}")
 	}

@@ -12,9 +12,10 @@
 //   - fathom.llm.call.duration, by model (fathom_llm_call_duration_seconds)
 //   - fathom.llm.tokens, by model and type input|output (fathom_llm_tokens_total)
 //   - fathom.llm.cost.usd, by model (fathom_llm_cost_usd_total)
-//   - fathom.tool.calls, by tool: calls whose result is recorded, but for rejected ones;
-//     fathom.tool.errors, by tool and error_type, of those; fathom.tool.rejections, by
-//     tool: calls a human rejected or nobody approved in time (they never ran)
+//   - fathom.tool.calls, by tool (fathom_tool_calls_total): calls whose result is
+//     recorded, but for rejected ones; fathom.tool.errors, by tool and error_type, of those
+//     (fathom_tool_errors_total); fathom.tool.rejections, by tool: calls a human rejected
+//     or nobody approved in time, they never ran (fathom_tool_rejections_total)
 //   - gen_ai.client.token.usage and gen_ai.client.operation.duration, the OpenTelemetry GenAI
 //     semantic-convention histograms (gen_ai.operation.name chat, gen_ai.request.model,
 //     gen_ai.token.type)
@@ -23,8 +24,12 @@
 // are read at each collection from the node's parts (RegisterGauges); the journal's append
 // latency is recorded by Journal; the gateway records its own connections.
 //
-// Label values are bounded: models, tools, step types and error types come from the node's
-// configuration, never a session id.
+// Label values are bounded ([Labels]): a model the node is not configured with is
+// recorded as "other", a tool it has not registered as "unknown", an unknown error type
+// as "other"; step types come from the node's agents; never a session id. Every counter
+// series of fixed labels (the session counters, the retries, tokens and cost of each
+// configured model, calls, errors and rejections of each registered tool) is exported at
+// zero from the start, so the first increment is an increase a query sees.
 package metrics
 
 import (
@@ -59,6 +64,8 @@ type Recorder struct {
 	toolRejections             metric.Int64Counter
 	genaiTokens                metric.Int64Histogram
 	genaiDuration              metric.Float64Histogram
+
+	labels *labelSet
 
 	mu        sync.Mutex
 	stepStart map[stepKey]stepStart
@@ -127,9 +134,10 @@ type stepStart struct {
 	stepType string
 }
 
-// New creates the instruments on meter.
-func New(meter metric.Meter) (*Recorder, error) {
-	r := &Recorder{stepStart: map[stepKey]stepStart{}, opts: map[attrKey]metric.MeasurementOption{}}
+// New creates the instruments on meter, their labels bounded by labels, and starts
+// every counter series of fixed labels at zero.
+func New(meter metric.Meter, labels Labels) (*Recorder, error) {
+	r := &Recorder{stepStart: map[stepKey]stepStart{}, opts: map[attrKey]metric.MeasurementOption{}, labels: newLabelSet(labels)}
 	var err error
 	counter := func(dst *metric.Int64Counter, name, desc, unit string) {
 		if err == nil {
@@ -164,6 +172,7 @@ func New(meter metric.Meter) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	r.zero()
 	return r, nil
 }
 
@@ -210,14 +219,15 @@ func (r *Recorder) Event(ev *messages.Event) {
 // toolResult counts a call when its result is recorded: a rejected one apart, as it
 // never ran.
 func (r *Recorder) toolResult(ctx context.Context, res *messages.ToolResult) {
-	tool, e := res.GetTool(), res.GetError()
+	r.zeroTools()
+	tool, e := r.labels.tool(res.GetTool()), res.GetError()
 	if e.GetErrorType() == string(tools.ErrRejected) {
 		r.toolRejections.Add(ctx, 1, r.attrs(attrKey{"tool", tool, ""}, toolAttrs))
 		return
 	}
 	r.toolCalls.Add(ctx, 1, r.attrs(attrKey{"tool", tool, ""}, toolAttrs))
 	if e != nil {
-		r.toolErrors.Add(ctx, 1, r.attrs(attrKey{"tool_error", tool, e.GetErrorType()}, toolErrorAttrs))
+		r.toolErrors.Add(ctx, 1, r.attrs(attrKey{"tool_error", tool, errorType(e.GetErrorType())}, toolErrorAttrs))
 	}
 }
 
@@ -234,7 +244,7 @@ func (r *Recorder) stepEnded(ctx context.Context, session, step string, at time.
 }
 
 func (r *Recorder) llm(ctx context.Context, resp *messages.LlmResponded) {
-	model := resp.GetModel()
+	model := r.labels.model(resp.GetModel())
 	secs := float64(resp.GetDurationMs()) / 1000
 	r.llmDuration.Record(ctx, secs, r.attrs(attrKey{"model", model, ""}, modelAttrs))
 	in, out := int64(resp.GetUsage().GetInputTokens()), int64(resp.GetUsage().GetOutputTokens())

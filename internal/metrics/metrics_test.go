@@ -13,11 +13,26 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/tools"
 )
+
+// registry is a tool registry holding tools named names.
+func registry(t *testing.T, names ...string) *tools.Registry {
+	t.Helper()
+	var ts []tools.Tool
+	for _, n := range names {
+		ts = append(ts, tools.MustNew(n, "A tool.", tools.SandboxNone, func(context.Context, struct{}) (any, error) { return "ok", nil }))
+	}
+	r, err := tools.NewRegistry(ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func TestEventsBecomeMetrics(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	r, err := metrics.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"))
+	r, err := metrics.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"), metrics.Labels{Models: []string{"gpt-x"}, Tools: registry(t, "code_execute", "refund")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +89,13 @@ func TestEventsBecomeMetrics(t *testing.T) {
 		t.Fatalf("step durations = %+v, want one of 2 s", steps.DataPoints)
 	}
 	cost := got["fathom.llm.cost.usd"].(metricdata.Sum[float64])
-	if len(cost.DataPoints) != 1 || cost.DataPoints[0].Value != 0.25 {
-		t.Fatalf("cost = %+v", cost.DataPoints)
+	costs := map[string]float64{}
+	for _, dp := range cost.DataPoints {
+		m, _ := dp.Attributes.Value("model")
+		costs[m.AsString()] = dp.Value
+	}
+	if len(costs) != 2 || costs["gpt-x"] != 0.25 || costs["other"] != 0 {
+		t.Fatalf("cost = %v, want gpt-x 0.25 and other 0", costs)
 	}
 	if tok := got["gen_ai.client.token.usage"].(metricdata.Histogram[int64]); len(tok.DataPoints) != 2 {
 		t.Fatalf("gen_ai.client.token.usage has %d series, want input and output", len(tok.DataPoints))

@@ -62,7 +62,7 @@ func (n *Node) components(b *boot) []component {
 				if err := cfg.Memory.Validate(cfg.PostgresDSN); err != nil {
 					return err
 				}
-				if n.tel, err = telemetry.Setup(ctx, cfg.Telemetry); err != nil {
+				if n.tel, err = telemetry.Setup(ctx, telemetryConfig(cfg)); err != nil {
 					return fmt.Errorf("telemetry: %w", err)
 				}
 				return nil
@@ -330,7 +330,7 @@ func (n *Node) startMemory(ctx context.Context, b *boot) (err error) {
 
 // registerSessions registers the session grain kind's dependencies on the actor system.
 func (n *Node) registerSessions(b *boot) error {
-	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"))
+	recorder, err := metrics.New(n.tel.MeterProvider.Meter("github.com/fathom-agents/fathom/internal/metrics"), n.metricLabels(b))
 	if err != nil {
 		return err
 	}
@@ -352,6 +352,7 @@ func (n *Node) registerSessions(b *boot) error {
 		Tools:      b.tools,
 		Logger:     n.cfg.Logger.With("component", "session"),
 		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
+		Sampled:    n.tel.RootSampled,
 	}
 	if !n.cfg.LLM.NoStream {
 		deps.Deltas = n.feed

@@ -3,11 +3,17 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -18,6 +24,42 @@ const meterScope = "github.com/fathom-agents/fathom/internal/node"
 // MeterProvider is the node's meter provider (GET /metrics serves what it records): the
 // gateway records its connections on it.
 func (n *Node) MeterProvider() metric.MeterProvider { return n.tel.MeterProvider }
+
+// telemetryConfig is cfg.Telemetry with the node's remoting address on the resource
+// (fathom.node.address) when it is known before the member starts: an advertised
+// address, or the bound host with a fixed port.
+func telemetryConfig(cfg Config) telemetry.Config {
+	tc := cfg.Telemetry
+	addr := cfg.Cluster.AdvertisedHost
+	if addr == "" && cfg.Cluster.Port != 0 {
+		host := cfg.Cluster.Host
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(cfg.Cluster.Port))
+	}
+	if addr != "" {
+		tc.ExtraAttributes = append(slices.Clone(tc.ExtraAttributes), attribute.String("fathom.node.address", addr))
+	}
+	return tc
+}
+
+// metricLabels are the bounds of the metrics' labels: the node's configured models (the
+// sessions' default, the fallbacks, the agents' models), the priced models and the
+// registered tools.
+func (n *Node) metricLabels(b *boot) metrics.Labels {
+	l := metrics.Labels{Models: append([]string{b.session.Model}, n.cfg.LLM.FallbackModels...)}
+	for _, a := range b.session.Agents {
+		l.Models = append(l.Models, a.Model)
+	}
+	for m := range b.session.Prices {
+		l.PricedModels = append(l.PricedModels, m)
+	}
+	if b.tools != nil {
+		l.Tools = b.tools.Registry
+	}
+	return l
+}
 
 // observeJournal records the journal's append latency when the journal reports appends.
 func (n *Node) observeJournal() error {
@@ -43,7 +85,7 @@ func (n *Node) registerGauges() error {
 	if n.sandbox != nil {
 		src.Sandbox = func(ctx context.Context) (metrics.SandboxStats, error) {
 			st, err := n.sandbox.Stats(ctx)
-			return metrics.SandboxStats{Size: int64(st.Connections), InUse: int64(st.Busy), Waiting: int64(st.Waiting)}, err
+			return metrics.SandboxStats{Size: int64(st.Up), InUse: int64(st.Busy), Waiting: int64(st.Waiting)}, err
 		}
 	}
 	if len(n.breakers) > 0 {
@@ -60,6 +102,22 @@ func (n *Node) registerGauges() error {
 		return err
 	}
 	n.gauges = reg
+	return nil
+}
+
+// SandboxReady reports an error while the node's sandbox is unreachable (every
+// connection of its pool fails); nil without a sandbox.
+func (n *Node) SandboxReady(ctx context.Context) error {
+	if n.sandbox == nil {
+		return nil
+	}
+	st, err := n.sandbox.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Unreachable {
+		return fmt.Errorf("every connection to the sandbox fails (%d connections)", st.Connections)
+	}
 	return nil
 }
 

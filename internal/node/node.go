@@ -283,6 +283,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// A line logged with a context that carries a span gets its trace_id and span_id.
+	cfg.Logger = slog.New(telemetry.LogHandler(cfg.Logger.Handler()))
 	n = &Node{cfg: cfg, log: cfg.Logger}
 	started := n // the named result is nil by the time a failing return reaches the defer
 	defer func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,88 @@ func TestNodeHonoursOTELServiceName(t *testing.T) {
 	}
 	if attrs["service.name"] != "fathom-eu-west" || attrs["deployment.environment"] != "staging" {
 		t.Fatalf("resource of the session's root span: %v", attrs)
+	}
+}
+
+// TestSessionRootDecidesSampling: with OTEL_TRACES_SAMPLER=parentbased_traceidratio the
+// session's root decides and every other span of the session follows it: at ratio 0 no
+// span is exported (none orphaned by a dropped root), at ratio 1 every span is, the root
+// among them, and each span's parent is in the trace.
+func TestSessionRootDecidesSampling(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	for _, ratio := range []string{"0", "1"} {
+		t.Run("ratio="+ratio, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", ratio)
+			spans := tracetest.NewInMemoryExporter()
+			n := startTracedNode(t, mock.DemoScript(), spans)
+			id := "s-sampled-" + ratio
+			runSession(t, n, id, "anything")
+			if ratio == "1" {
+				waitSpan(t, spans, "invoke_agent orchestrator")
+			}
+			got := spans.GetSpans()
+			if ratio == "0" {
+				if len(got) != 0 {
+					names := make([]string, 0, len(got))
+					for _, s := range got {
+						names = append(names, s.Name)
+					}
+					t.Fatalf("ratio 0 exported %d spans: %v", len(got), names)
+				}
+				return
+			}
+			ids := map[string]bool{}
+			for _, s := range got {
+				ids[s.SpanContext.SpanID().String()] = true
+			}
+			for _, s := range got {
+				if p := s.Parent; p.IsValid() && !ids[p.SpanID().String()] {
+					t.Errorf("span %q has a parent %s that was not exported", s.Name, p.SpanID())
+				}
+			}
+		})
+	}
+}
+
+// TestSessionLogLinesCarryTraceIDs: a line a session's activation logs is written inside
+// its span (session.activation) and carries the session trace's trace_id and a span_id.
+func TestSessionLogLinesCarryTraceIDs(t *testing.T) {
+	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
+	t.Cleanup(llmSrv.Close)
+	logs := &testenv.Buffer{}
+	spans := tracetest.NewInMemoryExporter()
+	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(),
+		Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Telemetry: telemetry.Config{SpanExporter: spans}}
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
+	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "trace-logs"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	runSession(t, n, "s-logs", "anything")
+	root := waitSpan(t, spans, "invoke_agent orchestrator")
+	var found bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["session_id"] != "s-logs" || rec["msg"] != "session activated" {
+			continue
+		}
+		found = true
+		if sid, _ := rec["span_id"].(string); rec["trace_id"] != root.SpanContext.TraceID().String() || len(sid) != 16 {
+			t.Fatalf("log line %s: want trace_id %s and the activation's span_id", line, root.SpanContext.TraceID())
+		}
+	}
+	if !found {
+		t.Fatalf("no \"session activated\" line in the log:\n%s", logs.String())
 	}
 }

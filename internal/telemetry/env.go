@@ -111,25 +111,44 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// checkSampler reports a bad OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG, which the SDK
-// would otherwise replace by its default with no more than a logged error.
-func checkSampler() error {
+// envSampler returns the sampler OTEL_TRACES_SAMPLER and _ARG name, as the SDK builds it
+// (parentbased_always_on when unset), and its root sampler: the one that decides a span
+// without a parent. A bad value is an error (the SDK would replace it by its default with
+// no more than a logged error). The parentbased_ samplers make every other span follow its parent;
+// the others decide each span by its trace id, as they decide the root.
+func envSampler() (sampler, root sdktrace.Sampler, err error) {
 	name := strings.TrimSpace(os.Getenv(EnvTracesSampler))
+	if name == "" {
+		name = "parentbased_always_on"
+	}
+	if root, err = rootSampler(name); err != nil {
+		return nil, nil, err
+	}
+	if strings.HasPrefix(name, "parentbased_") {
+		return sdktrace.ParentBased(root), root, nil
+	}
+	return root, root, nil
+}
+
+// rootSampler is the root sampler of OTEL_TRACES_SAMPLER=name.
+func rootSampler(name string) (sdktrace.Sampler, error) {
 	arg := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG"))
 	switch name {
-	case "", "always_on", "always_off", "parentbased_always_on", "parentbased_always_off":
-		return nil
+	case "always_on", "parentbased_always_on":
+		return sdktrace.AlwaysSample(), nil
+	case "always_off", "parentbased_always_off":
+		return sdktrace.NeverSample(), nil
 	case "traceidratio", "parentbased_traceidratio":
 		if arg == "" {
-			return nil // the SDK's default ratio, 1.0
+			return sdktrace.TraceIDRatioBased(1), nil // the SDK's default ratio
 		}
 		r, err := strconv.ParseFloat(arg, 64)
 		if err != nil || r < 0 || r > 1 {
-			return fmt.Errorf("telemetry: OTEL_TRACES_SAMPLER_ARG=%q: want a ratio between 0 and 1 for %s", arg, name)
+			return nil, fmt.Errorf("telemetry: OTEL_TRACES_SAMPLER_ARG=%q: want a ratio between 0 and 1 for %s", arg, name)
 		}
-		return nil
+		return sdktrace.TraceIDRatioBased(r), nil
 	}
-	return fmt.Errorf("telemetry: %s=%q: unsupported sampler (want always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio)", EnvTracesSampler, name)
+	return nil, fmt.Errorf("telemetry: %s=%q: unsupported sampler (want always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio)", EnvTracesSampler, name)
 }
 
 // otlpTarget is the collector an explicit Config.OTLPEndpoint names; nil when the

@@ -16,6 +16,7 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -67,7 +69,9 @@ type Config struct {
 	// SpanExporter, when set, receives every finished span in addition to the configured
 	// exporter (synchronously). Tests use an in-memory exporter to assert spans.
 	SpanExporter sdktrace.SpanExporter
-	// ExtraAttributes are added to the resource (e.g. node address).
+	// ExtraAttributes are added to the resource (the node sets fathom.node.address when
+	// its remoting address is known before it starts). They win over the defaults
+	// (service.instance.id, a random UUID per Setup).
 	ExtraAttributes []attribute.KeyValue
 	// Disabled turns tracing and metrics off: the providers are no-ops (spans carry no
 	// ids, nothing propagates, GET /metrics serves an empty page) and the otel globals
@@ -107,6 +111,20 @@ type Providers struct {
 	shutdown []func(context.Context) error
 	// pushesMetrics is set when a metric exporter (otlp, console) is configured.
 	pushesMetrics bool
+	// rootSampler decides the root spans (RootSampled); nil (Disabled): none is sampled.
+	rootSampler sdktrace.Sampler
+}
+
+// RootSampled reports whether the sampler records a root span of trace tid. A trace
+// whose spans are started under a remote parent made up from known ids (a session's,
+// which outlives any span object) puts this decision in that parent's flags, so every
+// span follows the root: with parentbased_traceidratio and ratio 0 none is exported,
+// with ratio 1 all are. Without telemetry (Disabled) it reports false.
+func (p *Providers) RootSampled(tid trace.TraceID) bool {
+	if p == nil || p.rootSampler == nil {
+		return false
+	}
+	return p.rootSampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: context.Background(), TraceID: tid}).Decision == sdktrace.RecordAndSample
 }
 
 // PushesMetrics reports whether metrics are exported somewhere (OTLP, console) besides
@@ -149,11 +167,14 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSampler(); err != nil {
+	sampler, rootSampler, err := envSampler()
+	if err != nil {
 		return nil, err
 	}
+	// service.instance.id tells this node's metrics and spans from every other node's of
+	// the same service (OTEL_RESOURCE_ATTRIBUTES may set it, as any attribute).
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}, cfg.ExtraAttributes...)...))
+		append([]attribute.KeyValue{attribute.String("service.name", cfg.ServiceName), attribute.String("service.instance.id", newInstanceID())}, cfg.ExtraAttributes...)...))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
@@ -166,13 +187,21 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 	// A registry of the node's own, so two nodes in one process (tests) never collide and
 	// nothing registers into Prometheus's global default.
 	registry := prometheus.NewRegistry()
+	// The Go runtime's and the process's own metrics (go_*, process_*): memory, GC,
+	// goroutines, CPU, open files.
+	if err := registry.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("telemetry go collector: %w", err)
+	}
+	if err := registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("telemetry process collector: %w", err)
+	}
 	promReader, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry prometheus reader: %w", err)
 	}
 	// The ID generator lets a session's spans join one trace across activations and nodes (IDGenerator).
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator())}
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(IDGenerator()), sdktrace.WithSampler(sampler)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader), sdkmetric.WithView(protoActorViews()...)}
 	if cfg.SpanExporter != nil {
 		topts = append(topts, sdktrace.WithSyncer(cfg.SpanExporter))
 	}
@@ -187,7 +216,8 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		// No span goes anywhere: record none. Spans still get their IDs and carry the
 		// session's trace context; recording them only to drop them cost a pipelined
 		// step a twentieth of its CPU.
-		topts = append(topts, sdktrace.WithSampler(sdktrace.NeverSample()))
+		rootSampler = sdktrace.NeverSample()
+		topts = append(topts, sdktrace.WithSampler(rootSampler))
 	}
 	readers, err := metricReaders(ctx, cfg, metrics, cfg.Writer)
 	if err != nil {
@@ -207,7 +237,32 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		metrics:        promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		shutdown:       []func(context.Context) error{tp.Shutdown, mp.Shutdown},
 		pushesMetrics:  len(readers) > 0,
+		rootSampler:    rootSampler,
 	}, nil
+}
+
+// protoActorViews fit Proto.Actor's own histograms (recorded when a metric exporter is
+// configured, see PushesMetrics) to their unit: a message's receive time, in seconds,
+// gets buckets from 10 µs to 5 s instead of the SDK's defaults (0 to 10,000, for
+// milliseconds), where every receive fell into the first; the thread-pool latency, which
+// Proto.Actor declares but never records (its name says seconds, its unit ms), is dropped.
+func protoActorViews() []sdkmetric.View {
+	return []sdkmetric.View{
+		sdkmetric.NewView(sdkmetric.Instrument{Name: "protoactor_actor_message_receive_duration_seconds"},
+			sdkmetric.Stream{Unit: "s", Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+				Boundaries: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}}}),
+		sdkmetric.NewView(sdkmetric.Instrument{Name: "protoactor_thread_pool_latency_duration_seconds"},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}}),
+	}
+}
+
+// newInstanceID is a random UUID (version 4), the service.instance.id of one node.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Shutdown flushes and stops the providers, bounded by ctx.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -220,4 +221,94 @@ func TestDisabledAndOTELSDKDisabled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNodesHaveTheirOwnInstanceID: two nodes of one service never collide: each
+// Setup's resource has its own service.instance.id (and the node's address when
+// given), on its spans and on its metrics' target_info.
+func TestNodesHaveTheirOwnInstanceID(t *testing.T) {
+	ids := map[string]bool{}
+	for _, addr := range []string{"10.0.0.1:7001", "10.0.0.2:7001"} {
+		mem := tracetest.NewInMemoryExporter()
+		p, err := telemetry.Setup(context.Background(), telemetry.Config{SpanExporter: mem,
+			ExtraAttributes: []attribute.KeyValue{attribute.String("fathom.node.address", addr)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Shutdown(context.Background())
+		_, span := p.TracerProvider.Tracer("test").Start(context.Background(), "x")
+		span.End()
+		attrs := map[string]string{}
+		for _, kv := range mem.GetSpans()[0].Resource.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.String()
+		}
+		id := attrs["service.instance.id"]
+		if len(id) != 36 || ids[id] || attrs["fathom.node.address"] != addr {
+			t.Fatalf("resource %v: want a new service.instance.id and fathom.node.address %s", attrs, addr)
+		}
+		ids[id] = true
+		rec := httptest.NewRecorder()
+		p.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if body := rec.Body.String(); !strings.Contains(body, `service_instance_id="`+id+`"`) {
+			t.Fatalf("target_info does not name service.instance.id %s:\n%s", id, body)
+		}
+	}
+}
+
+// TestLogHandlerAddsTraceIDs: a line logged with a context inside a span carries the
+// span's trace_id and span_id; one logged outside a span carries neither.
+func TestLogHandlerAddsTraceIDs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(telemetry.LogHandler(slog.NewJSONHandler(&buf, nil))).With("component", "test")
+	tid, _ := trace.TraceIDFromHex("0102030405060708090a0b0c0d0e0f10")
+	sid, _ := trace.SpanIDFromHex("0102030405060708")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid}))
+	log.InfoContext(ctx, "inside")
+	log.Info("outside")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"trace_id":"`+tid.String()+`","span_id":"`+sid.String()+`"`) || strings.Contains(lines[1], "trace_id") {
+		t.Fatalf("log lines:\n%s", buf.String())
+	}
+}
+
+// TestProtoActorHistogramsFitTheirUnit: Proto.Actor's message receive time (seconds)
+// lands in buckets of microseconds to seconds, and its never-recorded thread-pool
+// latency histogram is not served.
+func TestProtoActorHistogramsFitTheirUnit(t *testing.T) {
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	meter := p.MeterProvider.Meter("protoactor") // as Proto.Actor creates them
+	h, err := meter.Float64Histogram("protoactor_actor_message_receive_duration_seconds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Record(context.Background(), 0.00003) // a 30 µs receive
+	pool, err := meter.Int64Histogram("protoactor_thread_pool_latency_duration_seconds", metric.WithUnit("ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Record(context.Background(), 1)
+	rec := httptest.NewRecorder()
+	p.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, `protoactor_actor_message_receive_duration_seconds_bucket{le="1e-05"} 0`) ||
+		!strings.Contains(body, `protoactor_actor_message_receive_duration_seconds_bucket{le="5e-05"} 1`) {
+		t.Errorf("the receive time is not in buckets that fit seconds:\n%s", grepLines(body, "protoactor"))
+	}
+	if strings.Contains(body, "protoactor_thread_pool_latency") {
+		t.Errorf("the thread-pool latency histogram is served:\n%s", grepLines(body, "protoactor"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,97 @@
+package fathom_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/actors/sandbox"
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/testenv"
+)
+
+// TestDeadSandboxMakesTheNodeNotReady: a sandbox no connection can reach makes GET
+// /readyz answer 503 naming the sandbox (without a token: no address, no error text;
+// with one: why), drops fathom_sandbox_pool_size to 0, and is logged once, not at
+// every connection's every retry.
+func TestDeadSandboxMakesTheNodeNotReady(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "ws://" + l.Addr().String() + "/v1/ws"
+	l.Close() // nothing listens there any more: every dial is refused
+
+	logs := &testenv.Buffer{}
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sc := sandbox.DefaultConfig()
+	sc.URL, sc.APIKey, sc.PoolSize = dead, "secret", 3
+	sc.InitialBackoff, sc.MaxBackoff, sc.MaxRetries = 10*time.Millisecond, 20*time.Millisecond, 1000
+	cfg.Sandbox.Client = sc
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	h, err := n.Gateway(ctx, gateway.Config{Token: "write-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Shutdown(context.Background())
+	get := func(path, tok string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+
+	var code int
+	var body string
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		code, body = get("/readyz", "")
+		return code == http.StatusServiceUnavailable
+	}, "GET /readyz stayed %d %s with a dead sandbox", code, body)
+	if !strings.Contains(body, "sandbox is not ready") || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "refused") {
+		t.Errorf("GET /readyz without a token = %s, want the part and no address or error text", body)
+	}
+	if code, body := get("/readyz", "write-token"); code != http.StatusServiceUnavailable || !strings.Contains(body, "every connection to the sandbox fails") {
+		t.Errorf("GET /readyz with a token = %d %s, want why", code, body)
+	}
+	if _, metrics := get("/metrics", "write-token"); !strings.Contains(metrics, "\nfathom_sandbox_pool_size 0\n") {
+		t.Errorf("fathom_sandbox_pool_size is not 0:\n%s", metrics)
+	}
+	// Many retries later the sandbox was still logged once.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return strings.Count(logs.String(), "sandbox dial failed; retrying") >= 30
+	}, "the connections did not retry")
+	loud := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "sandbox") && (strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`)) {
+			loud++
+		}
+	}
+	if loud != 1 {
+		t.Errorf("%d WARN/ERROR lines about the sandbox, want 1:\n%s", loud, logs.String())
+	}
+}
