@@ -46,7 +46,61 @@ func TestActorLogHandlerLowersOnlyNormalLeaves(t *testing.T) {
 		}
 	}
 	log.Info("EndpointReader stream closed")
-	if l := lines(); len(l) != 2 || !strings.Contains(l[0], "level=ERROR") || !strings.Contains(l[1], "level=ERROR") {
+	if l := lines(); len(l) != 2 || !strings.Contains(l[0], "level=INFO") || !strings.Contains(l[0], "peer unreachable") || !strings.Contains(l[1], "peer unreachable") {
 		t.Fatalf("connections lost without a (recent) leave: %q", l)
+	}
+}
+
+// TestDeadPeerIsOneInfoLine drives the handler with what Proto.Actor logs on a member
+// when a peer is killed (kill -9): the lost connection, the redials that fail (ERROR)
+// and the gossip that cannot reach it (WARN, many). The member writes one INFO line for
+// the peer's address and one for its gossip member id, then nothing; once the peer
+// connects again, a later loss is reported once more.
+func TestDeadPeerIsOneInfoLine(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(newActorLogHandler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), slog.LevelWarn)).With("lib", "protoactor")
+	lines := func() []string {
+		if strings.TrimSpace(buf.String()) == "" {
+			return nil
+		}
+		return strings.Split(strings.TrimSpace(buf.String()), "\n")
+	}
+	const addr = "10.0.0.9:4000"
+	refused := status.Error(codes.Unavailable, "connection refused")
+	log.Error(msgLostConnection, slog.String("address", addr), slog.Any("error", refused))
+	for i := range 20 {
+		log.Error(msgStreamFailed, slog.String("address", addr), slog.Any("error", refused))
+		log.Error(msgConnectFailed, slog.String("address", addr), slog.Any("error", refused), slog.Int("retry", i))
+	}
+	for range 300 {
+		log.Warn(msgGossipFailed, slog.String("MemberId", "m-9"), slog.Any("error", refused))
+	}
+	l := lines()
+	if len(l) != 2 {
+		t.Fatalf("a dead peer logged %d lines, want one for its address and one for its member id: %q", len(l), l[:min(len(l), 4)])
+	}
+	for _, line := range l {
+		if !strings.Contains(line, "level=INFO") || !strings.Contains(line, "peer unreachable") {
+			t.Fatalf("want INFO peer unreachable lines only: %q", l)
+		}
+	}
+	if !strings.Contains(l[0], addr) || !strings.Contains(l[1], "MemberId=m-9") {
+		t.Fatalf("the lines do not name the peer: %q", l)
+	}
+
+	// The peer comes back (Proto.Actor logs the connect at INFO, below the handler's
+	// level): it is reported again when it is lost again, once.
+	buf.Reset()
+	log.Info(msgConnected, slog.String("address", addr))
+	log.Error(msgLostConnection, slog.String("address", addr), slog.Any("error", refused))
+	log.Error(msgConnectFailed, slog.String("address", addr), slog.Any("error", refused))
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "peer unreachable") {
+		t.Fatalf("a peer lost again after it reconnected: %q", l)
+	}
+	// Other Proto.Actor errors pass as they are.
+	buf.Reset()
+	log.Error("something else broke", slog.String("address", addr))
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "level=ERROR") {
+		t.Fatalf("an unrelated error: %q", l)
 	}
 }

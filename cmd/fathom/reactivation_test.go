@@ -174,4 +174,25 @@ func TestReactivationAcrossNodesAfterKill(t *testing.T) {
 	if !strings.Contains(b.stderr.String(), "reactivator: poked session") { // read once the process ended
 		t.Fatalf("node B's log has no reactivator poke")
 	}
+	// A member known dead is one INFO line on the survivor, then silence: no ERROR from
+	// Proto.Actor's remoting and no WARN per failed gossip (an ERROR asks an operator to act).
+	var noisy []string
+	unreachable := 0
+	for _, line := range strings.Split(b.stderr.String(), "\n") {
+		if !strings.Contains(line, "lib=protoactor") {
+			continue
+		}
+		if strings.Contains(line, "peer unreachable") && strings.Contains(line, "level=INFO") {
+			unreachable++
+		}
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			noisy = append(noisy, line)
+		}
+	}
+	if len(noisy) > 0 {
+		t.Fatalf("node B logged %d Proto.Actor ERROR/WARN lines about the killed member, e.g. %q", len(noisy), noisy[0])
+	}
+	if unreachable == 0 || unreachable > 2 {
+		t.Fatalf("node B logged %d \"peer unreachable\" lines about the killed member; want one for its address and at most one for its gossip", unreachable)
+	}
 }
