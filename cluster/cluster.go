@@ -187,7 +187,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	var provider cluster.ClusterProvider
 	switch cfg.Provider {
 	case ProviderLocal:
-		provider = localProvider{ClusterProvider: test.NewTestProvider(test.NewInMemAgent()), started: make(chan error, 1)}
+		provider = localProvider{test.NewTestProvider(test.NewInMemAgent())}
 	case ProviderConsul:
 		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
@@ -285,9 +285,6 @@ const gossipHeartbeatExpiration = 7 * 24 * time.Hour
 var startMu sync.Mutex
 
 func (n *Node) startMember() (err error) {
-	if lp, ok := n.cluster.Config.ClusterProvider.(localProvider); ok {
-		return n.startLocalMember(lp)
-	}
 	startMu.Lock()
 	defer startMu.Unlock()
 	defer func() {
@@ -297,41 +294,6 @@ func (n *Node) startMember() (err error) {
 	}()
 	n.cluster.StartMember()
 	return nil
-}
-
-// startLocalMember starts a member on the local provider without waiting out the 1 s
-// sleep that ends Proto.Actor's StartMember: the sleep lets a member of a real cluster
-// see its peers, and a local member has none. StartMember runs in a goroutine of its
-// own that returns once the sleep is over (it touches nothing after the provider
-// started, so Stop may run meanwhile); startLocalMember returns as soon as the provider
-// has registered the member, or with StartMember's error. startMu is released at the
-// same point, so a next member of the process does not wait for the sleep either.
-func (n *Node) startLocalMember(lp localProvider) error {
-	startMu.Lock()
-	var unlock sync.Once
-	panicked := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer unlock.Do(startMu.Unlock)
-		defer func() {
-			if r := recover(); r != nil {
-				panicked <- fmt.Errorf("cluster: start member on %s:%d: %v", n.cfg.Host, n.cfg.Port, r)
-			}
-		}()
-		n.cluster.StartMember()
-	}()
-	select {
-	case err := <-lp.started:
-		if err != nil {
-			<-done // StartMember panics with it
-			return fmt.Errorf("cluster: start member on %s:%d: %w", n.cfg.Host, n.cfg.Port, err)
-		}
-		unlock.Do(startMu.Unlock)
-		return nil
-	case err := <-panicked:
-		return err
-	}
 }
 
 // CheckConsul asks the agent at addr for its leader, with a 2s timeout, and returns a
@@ -439,33 +401,12 @@ func (n *Node) shutdown(graceful bool) {
 		force := time.AfterFunc(2*time.Second+n.cfg.DrainTimeout, n.closeServer)
 		defer force.Stop()
 	}
-	if _, local := n.cluster.Config.ClusterProvider.(localProvider); local && graceful {
-		n.leaveLocal()
-	} else {
-		n.cluster.Shutdown(graceful)
-	}
+	n.cluster.Shutdown(graceful)
 	// Proto.Actor stops the provider only on a graceful leave; ours runs a heartbeat and a
 	// watch that must end with the member either way (idempotent).
 	if err := n.cluster.Config.ClusterProvider.Shutdown(graceful); err != nil {
 		n.log.Warn("stop the member provider", "error", err)
 	}
-}
-
-// leaveLocal is Proto.Actor's graceful Cluster.Shutdown without its 2 s sleep, which
-// waits for the grains' ownership to move to the other members: a member of the local
-// provider has none. The steps and their order are upstream's (its member-list stop is a
-// no-op and not exported).
-func (n *Node) leaveLocal() {
-	c := n.cluster
-	c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
-	c.ActorSystem.Shutdown()
-	if err := c.Config.ClusterProvider.Shutdown(true); err != nil {
-		n.log.Warn("stop the member provider", "error", err)
-	}
-	c.IdentityLookup.Shutdown()
-	c.Gossip.Shutdown()
-	c.Remote.Shutdown(true)
-	n.log.Info("left the local cluster", "address", c.ActorSystem.Address())
 }
 
 // closeServer closes the member's gRPC server and every connection to it.
@@ -484,24 +425,7 @@ func (n *Node) closeServer() {
 // deregistration made the member list block the leaving member while the gossip loop,
 // still running, read the block list unlocked (a data race inside Proto.Actor). The
 // provider's refresh ticker is left running; it only touches the agent.
-type localProvider struct {
-	cluster.ClusterProvider
-	// started receives StartMember's result once the in-memory provider has registered
-	// the member: all of Proto.Actor's StartMember but its closing sleep is then done
-	// (startLocalMember).
-	started chan error
-}
-
-// StartMember implements cluster.ClusterProvider: the test provider's, reported on
-// started.
-func (p localProvider) StartMember(c *cluster.Cluster) error {
-	err := p.ClusterProvider.StartMember(c)
-	select {
-	case p.started <- err:
-	default: // a member starts once; nobody waits for a second report
-	}
-	return err
-}
+type localProvider struct{ cluster.ClusterProvider }
 
 // Shutdown implements cluster.ClusterProvider: there is nobody to tell.
 func (localProvider) Shutdown(bool) error { return nil }
