@@ -82,33 +82,15 @@ func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
 	p.stop(t)
 }
 
-// stampJournalFormat records format in the embedded journal file at path, as a newer
-// Fathom would.
-func stampJournalFormat(t *testing.T, path string, format uint32) {
-	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("fathom"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("format"), binary.BigEndian.AppendUint32(nil, format))
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestJournalOfANewerFormatIsRefusedAtStart: run, node and the reading commands refuse a
 // journal stamped by a newer format with the upgrade message, and write nothing.
 func TestJournalOfANewerFormatIsRefusedAtStart(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	runSessions(t, data, 1)
 	path := filepath.Join(data, "journal.db")
-	stampJournalFormat(t, path, persistence.Format+1)
+	if err := bolt.StampFormat(path, persistence.Format+1); err != nil {
+		t.Fatal(err)
+	}
 	content, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,24 @@ func checkFormat(tx *bbolt.Tx, path string) error {
 	return nil
 }
 
+// StampFormat records format in the closed journal file at path as the binary of that
+// format would, raising or lowering the stamp. It exists for upgrade tests and tools that
+// build journals of other formats; a node never calls it.
+func StampFormat(path string, format uint32) error {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	defer db.Close()
+	return db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketFathom)
+		if err != nil {
+			return fmt.Errorf("journal %s: stamp format: %w", path, err)
+		}
+		return b.Put(keyFormat, binary.BigEndian.AppendUint32(nil, format))
+	})
+}
+
 // initFile creates the buckets a journal needs and stamps it with this binary's format
 // (never lowering a stamp).
 func initFile(db *bbolt.DB, path string) error {

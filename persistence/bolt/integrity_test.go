@@ -232,7 +232,9 @@ func dump(t *testing.T, path string) string {
 func TestNewerFormatIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	writeNeedles(t, path)
-	stampFormat(t, path, persistence.Format+1)
+	if err := bolt.StampFormat(path, persistence.Format+1); err != nil {
+		t.Fatal(err)
+	}
 	content, _ := os.ReadFile(path)
 	for _, readOnly := range []bool{false, true} {
 		j, err := bolt.Open(path, bolt.Options{ReadOnly: readOnly})
@@ -247,24 +249,6 @@ func TestNewerFormatIsRefused(t *testing.T) {
 		if after, _ := os.ReadFile(path); !bytes.Equal(after, content) {
 			t.Fatalf("Open(ReadOnly=%v) modified the file", readOnly)
 		}
-	}
-}
-
-func stampFormat(t *testing.T, path string, format uint32) {
-	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("fathom"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("format"), binary.BigEndian.AppendUint32(nil, format))
-	}); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -310,7 +294,9 @@ func TestFormatOneJournalStillOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = j.Close()
-	stampFormat(t, path, 0) // prove Open restamps: 0 is below every format
+	if err := bolt.StampFormat(path, 0); err != nil {
+		t.Fatal(err)
+	} // prove Open restamps: 0 is below every format
 	j, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
