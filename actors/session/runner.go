@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // runner is the step-runner child of an agent actor (actors/agent; the orchestrator's or
@@ -139,9 +137,6 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	if err != nil {
 		return &core.LLMResult{CallID: r.callID, Err: err, Retryable: llm.IsRetryable(err) && ctx.Err() == nil}
 	}
-	if err := checkAnswerSize(resp); err != nil {
-		return &core.LLMResult{CallID: r.callID, Model: resp.Model, Err: err}
-	}
 	out := &core.LLMResult{
 		CallID: r.callID, Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
 		Duration: resp.Duration, CtxInfo: info, Thinking: core.ThinkingBlocks(resp.Thinking),
@@ -197,29 +192,4 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 		semconv.GenAIResponseFinishReasons(resp.FinishReason),
 	)
 	return resp, nil
-}
-
-// MaxAnswerBytes bounds a model answer (its text, thinking and tool-call arguments
-// together): 768 KiB, so that the llm_responded event recording it stays under the
-// journal's persistence.MaxEventBytes with room for its other fields. A larger answer
-// fails the call (not retryable: the journal could never record it) instead of being
-// refused by the journal on every retry of the append.
-const MaxAnswerBytes = persistence.MaxEventBytes - 256<<10
-
-// ErrAnswerTooLarge is the error of a model answer over MaxAnswerBytes.
-var ErrAnswerTooLarge = errors.New("model answer too large")
-
-// checkAnswerSize fails an answer whose parts add up to more than MaxAnswerBytes.
-func checkAnswerSize(resp llm.Response) error {
-	n := len(resp.Content)
-	for _, t := range resp.Thinking {
-		n += len(t.Thinking) + len(t.Signature) + len(t.RedactedData)
-	}
-	for _, c := range resp.ToolCalls {
-		n += len(c.Name) + len(c.Arguments) + len(c.ID)
-	}
-	if n > MaxAnswerBytes {
-		return fmt.Errorf("%w: %d bytes of text, thinking and tool-call arguments; one answer is recorded as one journal event, which holds at most %d bytes: lower the model's max output tokens", ErrAnswerTooLarge, n, MaxAnswerBytes)
-	}
-	return nil
 }

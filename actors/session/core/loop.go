@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -85,6 +86,7 @@ func DecideLLMResult(s *messages.SessionState, r *LLMResult, cfg Config, now tim
 // to, when the decision built it on the way (eventBuilder.final; nil otherwise): the
 // pipelined commit then spares itself a second copy of the state.
 func DecideLLMResultState(s *messages.SessionState, r *LLMResult, cfg Config, now time.Time) ([]*messages.Event, *messages.SessionState) {
+	r = r.withinAnswerLimit()
 	if sa := SubAgentByCall(s, r.CallID); sa != nil {
 		if Terminal(s) {
 			return nil, nil
@@ -412,4 +414,35 @@ func recordArtifacts(b *EventBuilder, s *messages.SessionState, stepID, subAgent
 			}}
 		})
 	}
+}
+
+// MaxAnswerBytes bounds a model answer (its text, thinking and tool-call arguments
+// together): 768 KiB, so that the llm_responded event recording it stays under the
+// journal's limit of 1 MiB per event (persistence.MaxEventBytes) with room for its other
+// fields. A larger answer is decided as a failed call (not retryable: no retry could be
+// recorded either), whichever runner made it, instead of an event the journal refuses on
+// every retry of the append.
+const MaxAnswerBytes = 768 << 10
+
+// ErrAnswerTooLarge is the error of a model answer over MaxAnswerBytes.
+var ErrAnswerTooLarge = errors.New("model answer too large")
+
+// withinAnswerLimit returns r, or a failed copy of it when its answer is over
+// MaxAnswerBytes.
+func (r *LLMResult) withinAnswerLimit() *LLMResult {
+	if r.Err != nil {
+		return r
+	}
+	n := len(r.Content)
+	for _, t := range r.Thinking {
+		n += len(t.GetThinking()) + len(t.GetSignature()) + len(t.GetRedactedData())
+	}
+	for _, c := range r.ToolCalls {
+		n += len(c.GetId()) + len(c.GetName()) + len(c.GetArguments())
+	}
+	if n <= MaxAnswerBytes {
+		return r
+	}
+	return &LLMResult{CallID: r.CallID, Model: r.Model, Duration: r.Duration, Usage: r.Usage,
+		Err: fmt.Errorf("%w: %d bytes of text, thinking and tool-call arguments; one answer is recorded as one journal event, which holds at most %d bytes: lower the model's max output tokens", ErrAnswerTooLarge, n, MaxAnswerBytes)}
 }
