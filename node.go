@@ -78,6 +78,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Ready = func() error { return n.Ready(ctx) }
+	cfg.Tenancy = nn.Tenancy()
 	h, err := gateway.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fathom: gateway: %w", err)

@@ -124,6 +124,18 @@ func (pol Policy) Allowed(p Principal, a Action, tenant, owner string) Decision 
 	return Denied
 }
 
+// Visible is the part of the session index p may see: the sessions of tenant (and, when
+// owner is not empty, only those owned by owner). An admin sees every tenant: tenant "".
+func (pol Policy) Visible(p Principal) (tenant, owner string) {
+	if p.Admin() {
+		return "", ""
+	}
+	if pol.MembersReadOwnOnly && !p.Has(RoleOperator) && !p.Has(RoleViewer) {
+		return p.Tenant, p.Subject
+	}
+	return p.Tenant, ""
+}
+
 // ErrUnauthenticated is what an Authenticator answers for a credential it does not
 // accept (unknown, expired, badly signed). Callers answer 401 and never say which.
 var ErrUnauthenticated = errors.New("missing or invalid credential")

@@ -37,6 +37,10 @@ func (h *Handler) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnsupported, "this gateway has no artifact store"))
 		return
 	}
+	if err := h.access(callerOf(r), id, false); err != nil {
+		writeError(w, toAPIError(err))
+		return
+	}
 	path := id + "/" + r.PathValue("type") + "/" + r.PathValue("filename")
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()

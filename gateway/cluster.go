@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway/console"
 )
 
@@ -17,17 +18,30 @@ type ClusterInfo struct {
 
 // Whoami is the body of GET /v1/whoami.
 type Whoami struct {
-	// Scope is what the request's token allows: "read" or "write".
+	// Scope is what the request's credential allows at the route level: "read",
+	// "write" or "admin".
 	Scope string `json:"scope"`
-	// Auth is false when the gateway has no tokens (development: everything allowed).
+	// Auth is false when the gateway has no credentials configured (development:
+	// everything allowed).
 	Auth bool `json:"auth"`
+	// Subject, Tenant and Roles are the principal the credential stands for.
+	Subject string   `json:"subject"`
+	Tenant  string   `json:"tenant"`
+	Roles   []string `json:"roles"`
 }
 
 // whoami serves GET /v1/whoami: the scope of the request's token (the console shows
 // write controls only for a write token).
 func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) {
-	scope, _ := h.scopeOf(r)
-	writeJSON(w, http.StatusOK, Whoami{Scope: scope.String(), Auth: h.authEnabled()})
+	p, _ := auth.FromContext(r.Context())
+	roles := make([]string, 0, len(p.Roles))
+	for _, role := range p.Roles {
+		roles = append(roles, string(role))
+	}
+	if len(roles) == 0 {
+		roles = append(roles, string(auth.RoleMember))
+	}
+	writeJSON(w, http.StatusOK, Whoami{Scope: scopeOf(p).String(), Auth: h.authEnabled(), Subject: p.Subject, Tenant: p.Tenant, Roles: roles})
 }
 
 // cluster serves GET /v1/cluster from Config.Cluster.

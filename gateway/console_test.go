@@ -86,7 +86,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	_, _ = call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"crash me","session_id":"crash-1"}`))
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		req, _ := http.NewRequest("GET", g.srv.URL+"/v1/restarts", nil)
-		req.Header.Set("Authorization", "Bearer "+readToken)
+		req.Header.Set("Authorization", "Bearer "+token) // the restarts feed is an admin's
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
@@ -172,13 +172,16 @@ func TestConsoleIsServed(t *testing.T) {
 	if status, out := call(t, g.srv, "GET", "/v1/whoami", readToken, nil); status != 200 || out["scope"] != "read" {
 		t.Fatalf("whoami with the read token = %d %v", status, out)
 	}
-	if status, out := call(t, g.srv, "GET", "/v1/whoami", token, nil); status != 200 || out["scope"] != "write" {
+	if status, out := call(t, g.srv, "GET", "/v1/whoami", token, nil); status != 200 || out["scope"] != "admin" || out["tenant"] != "default" {
 		t.Fatalf("whoami with the write token = %d %v", status, out)
 	}
 	if status, _ := call(t, g.srv, "GET", "/v1/whoami", "", nil); status != 401 {
 		t.Fatalf("whoami without a token = %d", status)
 	}
-	status, out := call(t, g.srv, "GET", "/v1/cluster", readToken, nil)
+	if status, out := call(t, g.srv, "GET", "/v1/cluster", readToken, nil); status != 403 || out["error"].(map[string]any)["code"] != "permission_denied" {
+		t.Fatalf("cluster with the read token (a viewer; the cluster view is an admin's) = %d %v", status, out)
+	}
+	status, out := call(t, g.srv, "GET", "/v1/cluster", token, nil)
 	if status != 200 || out["node"] == "" || len(out["members"].([]any)) != 1 {
 		t.Fatalf("cluster = %d %v", status, out)
 	}

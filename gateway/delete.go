@@ -43,6 +43,10 @@ func (h *Handler) deleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnsupported, "this gateway cannot delete sessions"))
 		return
 	}
+	if err := h.access(callerOf(r), id, true); err != nil {
+		writeError(w, toAPIError(err))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()
 	err := h.cfg.Deleter.DeleteSession(ctx, id)
@@ -50,7 +54,7 @@ func (h *Handler) deleteSession(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		writeJSON(w, http.StatusOK, DeletedSession{SessionID: id, Deleted: true})
 	case errors.Is(err, ErrSessionNotFound):
-		writeError(w, errorf(CodeNotFound, "no session %s", truncate(id, 200)))
+		writeError(w, errorf(CodeNotFound, "session %q not found", truncate(id, 200)))
 	case errors.Is(err, ErrSessionNotTerminal):
 		writeError(w, errorf(CodeFailedPrecondition, "%v (cancel a running session first: POST /v1/sessions/{id}/cancel)", err))
 	case errors.Is(err, ErrNoIndex):

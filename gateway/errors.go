@@ -129,6 +129,7 @@ var grainReasons = map[string]string{
 	messages.ErrorReason_FAILED_PRECONDITION.String(): CodeFailedPrecondition,
 	messages.ErrorReason_UNAVAILABLE.String():         CodeUnavailable,
 	messages.ErrorReason_INTERNAL.String():            CodeInternal,
+	messages.ErrorReason_PERMISSION_DENIED.String():   CodePermissionDenied,
 }
 
 // toAPIError turns any error of an operation into an apiError: gateway errors pass as
@@ -149,7 +150,7 @@ func toAPIError(err error) *apiError {
 		switch code := grainReasons[ge.Reason]; code {
 		case CodeUnavailable:
 			return hidden(code, msgUnavailable, err)
-		case CodeInvalidArgument, CodeNotFound, CodeFailedPrecondition:
+		case CodeInvalidArgument, CodeNotFound, CodeFailedPrecondition, CodePermissionDenied:
 			return &apiError{code: code, msg: ge.Message}
 		}
 		return hidden(CodeInternal, msgInternal, err)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -51,6 +52,13 @@ type Config struct {
 	// ReadToken, when set, is a bearer token that may only read: state, timeline,
 	// state_at, subscribe and the event stream. Write operations get 403.
 	ReadToken string
+	// Authenticator, when set, authenticates the credentials that are not the static
+	// tokens (JWTs, API keys) into principals of their tenants; Token is an admin and
+	// ReadToken a viewer of auth.DefaultTenant.
+	Authenticator auth.Authenticator
+	// Tenancy is the node's tenancy policy; it must be the session grains' (the grains
+	// enforce it; the gateway applies it to the session list).
+	Tenancy auth.Policy
 	// Sessions reaches session grains. Required.
 	Sessions Sessions
 	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
@@ -191,6 +199,7 @@ func (c Config) Validate() error {
 // Handler is the gateway's http.Handler. Shutdown drains it.
 type Handler struct {
 	cfg      Config
+	authn    auth.Chain // the static tokens, then Config.Authenticator
 	mux      *http.ServeMux
 	upgrader websocket.Upgrader
 	frames   *frameCache
@@ -215,6 +224,10 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), frames: newFrameCache(4096), conns: map[*conn]struct{}{}}
+	h.authn = auth.Chain{auth.Static{Token: cfg.Token, ReadToken: cfg.ReadToken}}
+	if cfg.Authenticator != nil {
+		h.authn = append(h.authn, cfg.Authenticator)
+	}
 	h.base, h.cancelBase = context.WithCancel(context.Background())
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
@@ -260,9 +273,9 @@ func (h *Handler) routes() {
 	if h.cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.cfg.Metrics)
 	}
-	h.mux.Handle("GET /v1/restarts", h.require(ScopeRead, h.streamRestarts))
-	h.mux.Handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))   // cluster.go
-	h.mux.Handle("GET /v1/cluster", h.require(ScopeRead, h.cluster)) // cluster.go
+	h.mux.Handle("GET /v1/restarts", h.require(ScopeAdmin, h.streamRestarts))
+	h.mux.Handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))    // cluster.go
+	h.mux.Handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster)) // cluster.go
 	h.consoleRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))

@@ -11,7 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // httpOp serves an operation of the routing table over HTTP: the session id comes from
@@ -31,6 +35,7 @@ func (h *Handler) httpOp(op string) http.Handler {
 			return
 		}
 		req.Op = op
+		req.caller = callerOf(r)
 		if id := r.PathValue("id"); id != "" {
 			if req.SessionID != "" && req.SessionID != id {
 				writeError(w, errorf(CodeInvalidArgument, "body session_id %q differs from the path's %q", truncate(req.SessionID, 40), truncate(id, 40)))
@@ -122,7 +127,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnsupported, "this gateway has no event feed"))
 		return
 	}
-	head, err := h.sessionHead(r.Context(), id)
+	head, err := h.sessionHead(r.Context(), callerOf(r), id)
 	if err != nil {
 		writeError(w, toAPIError(err))
 		return
@@ -194,9 +199,24 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// access asks session id's grain whether caller may read it (act: act on it): the
+// grain answers another tenant's session exactly as a missing one (NOT_FOUND). The
+// routes that do not go through the grain (the event stream, artifacts, delete) ask
+// first. An admin, who may do anything to any session, is not asked about.
+func (h *Handler) access(caller *messages.Principal, id string, act bool) error {
+	if caller == nil || auth.FromMessage(caller).Admin() {
+		return nil
+	}
+	_, err := h.grain(id).Access(&messages.AccessRequest{Caller: caller, Act: act}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	return err
+}
+
 // sessionHead returns the seq of session id's last stored event. A session with none
 // does not exist: CodeNotFound, as every route answers for an unknown session.
-func (h *Handler) sessionHead(ctx context.Context, id string) (uint64, error) {
+func (h *Handler) sessionHead(ctx context.Context, caller *messages.Principal, id string) (uint64, error) {
+	if err := h.access(caller, id, false); err != nil {
+		return 0, toAPIError(err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
 	defer cancel()
 	seq, err := h.cfg.Feed.LastSeq(ctx, id)

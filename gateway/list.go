@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fathom-agents/fathom/auth"
 )
 
 // Bounds of GET /v1/sessions.
@@ -36,6 +38,10 @@ type ListQuery struct {
 	Since, Until time.Time
 	// GoalContains: only sessions whose goal contains this text, ignoring case.
 	GoalContains string
+	// Tenant, Owner: only sessions of this tenant, of this owner ("" for any). The
+	// gateway sets them from the caller's principal: a principal's listing, its pages
+	// and its cursors never reach another tenant's rows.
+	Tenant, Owner string
 	// AfterCreated and AfterID continue a listing after that session (AfterID "": from
 	// the newest).
 	AfterCreated time.Time
@@ -65,6 +71,10 @@ type SessionSummary struct {
 	LeaseOwner string `json:"lease_owner,omitempty"`
 	// UserID is who started it (absent: unknown).
 	UserID string `json:"user_id,omitempty"`
+	// Tenant is the tenant it belongs to; Owner the subject of the principal that
+	// started (or forked) it (absent: started from inside the node).
+	Tenant string `json:"tenant"`
+	Owner  string `json:"owner,omitempty"`
 	// Goal is its goal, cut to 1,000 bytes.
 	Goal string `json:"goal"`
 	// CreatedAt is when its first event was stored.
@@ -92,6 +102,11 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	if aerr != nil {
 		writeError(w, aerr)
 		return
+	}
+	// Filtered in the index's query, not after it: pages and cursors stay inside.
+	p, _ := auth.FromContext(r.Context())
+	if lq.Tenant, lq.Owner = h.cfg.Tenancy.Visible(p); p.Admin() {
+		lq.Tenant = r.URL.Query().Get("tenant") // an admin may pick one
 	}
 	limit := lq.Limit
 	lq.Limit++ // one more tells whether there is a next page

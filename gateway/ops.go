@@ -101,6 +101,10 @@ type Request struct {
 	// Seq addresses any event of the session for state_at and fork instead of
 	// step_index (which names the current turn's steps): how an earlier turn is reached.
 	Seq *uint64 `json:"seq,omitempty"`
+
+	// caller is the authenticated principal the request acts for (set by the transport,
+	// never read from the client's JSON); every grain request carries it.
+	caller *messages.Principal
 }
 
 // SessionConfig are the per-session overrides of start.
@@ -161,7 +165,7 @@ var ops = map[string]opSpec{
 	OpFork:              {scope: ScopeWrite, session: true, call: (*Handler).opFork},
 	OpCancel:            {scope: ScopeWrite, session: true, call: (*Handler).opCancel},
 	OpSend:              {scope: ScopeWrite, session: true, call: (*Handler).opSend},
-	OpSubscribeRestarts: {scope: ScopeRead},
+	OpSubscribeRestarts: {scope: ScopeAdmin},
 }
 
 // decodeRequest parses a client frame strictly. On error the returned request still
@@ -239,7 +243,7 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	if req.CommandID == "" {
 		req.CommandID = NewID("cmd")
 	}
-	sreq := &messages.StartRequest{CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
+	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	if c := req.Config; c != nil {
 		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
 			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
@@ -257,12 +261,12 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 }
 
 func (h *Handler) opState(req *Request) (opResult, error) {
-	resp, err := h.grain(req.SessionID).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).GetState(&messages.GetStateRequest{Caller: req.caller}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 
 func (h *Handler) opTimeline(req *Request) (opResult, error) {
-	resp, err := h.grain(req.SessionID).Timeline(&messages.TimelineRequest{}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).Timeline(&messages.TimelineRequest{Caller: req.caller}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 
@@ -270,7 +274,7 @@ func (h *Handler) opStateAt(req *Request) (opResult, error) {
 	if req.StepIndex == nil && req.Seq == nil {
 		return opResult{}, errorf(CodeInvalidArgument, "step_index or seq is required (step_index 0 = after planning, n = after the n-th step; seq = after that event)")
 	}
-	r := &messages.StateAtRequest{}
+	r := &messages.StateAtRequest{Caller: req.caller}
 	if req.Seq != nil {
 		if *req.Seq == 0 {
 			return opResult{}, errorf(CodeInvalidArgument, "seq must be 1 or more")
@@ -289,7 +293,7 @@ func (h *Handler) opSend(req *Request) (opResult, error) {
 	if strings.TrimSpace(req.Content) == "" {
 		return opResult{}, errorf(CodeInvalidArgument, "content is required: the follow-up message")
 	}
-	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{CommandId: h.commandID(req), Content: req.Content}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{Caller: req.caller, CommandId: h.commandID(req), Content: req.Content}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
 	}
@@ -308,7 +312,7 @@ func (h *Handler) commandID(req *Request) string {
 }
 
 func (h *Handler) opPause(req *Request) (opResult, error) {
-	resp, err := h.grain(req.SessionID).Pause(&messages.PauseRequest{CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).Pause(&messages.PauseRequest{Caller: req.caller, CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 
@@ -317,13 +321,13 @@ func (h *Handler) opCancel(req *Request) (opResult, error) {
 	if by == "" {
 		by = "gateway"
 	}
-	resp, err := h.grain(req.SessionID).Cancel(&messages.CancelRequest{CommandId: h.commandID(req), Reason: req.Reason, By: by},
+	resp, err := h.grain(req.SessionID).Cancel(&messages.CancelRequest{Caller: req.caller, CommandId: h.commandID(req), Reason: req.Reason, By: by},
 		cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 
 func (h *Handler) opResume(req *Request) (opResult, error) {
-	r := &messages.ResumeRequest{CommandId: h.commandID(req)}
+	r := &messages.ResumeRequest{Caller: req.caller, CommandId: h.commandID(req)}
 	if len(req.ModifiedStep) > 0 && string(req.ModifiedStep) != "null" {
 		r.ModifiedStep = &messages.PlanStep{}
 		if err := protojson.Unmarshal(req.ModifiedStep, r.ModifiedStep); err != nil {
@@ -340,7 +344,7 @@ func (h *Handler) opSetBreakpoint(req *Request) (opResult, error) {
 	}
 	bp := &messages.Breakpoint{Id: req.BreakpointID, Position: req.Position, StepType: req.StepType, StepId: req.StepID,
 		TimeoutMs: req.TimeoutMS, DefaultAction: req.DefaultAction, Tool: req.Tool}
-	resp, err := h.grain(req.SessionID).SetBreakpoint(&messages.SetBreakpointRequest{CommandId: h.commandID(req), Breakpoint: bp}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).SetBreakpoint(&messages.SetBreakpointRequest{Caller: req.caller, CommandId: h.commandID(req), Breakpoint: bp}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
 	}
@@ -360,7 +364,7 @@ func (h *Handler) opInput(req *Request) (opResult, error) {
 	if len(bytes.TrimSpace(req.Input)) == 0 {
 		return opResult{}, errorf(CodeInvalidArgument, "input is required: the answer, as any JSON value")
 	}
-	r := &messages.ProvideInputRequest{CommandId: h.commandID(req), StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input)}
+	r := &messages.ProvideInputRequest{Caller: req.caller, CommandId: h.commandID(req), StepId: req.StepID, RequestId: req.RequestID, Input: string(req.Input)}
 	resp, err := h.grain(req.SessionID).ProvideInput(r, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
@@ -386,7 +390,7 @@ func (h *Handler) opFork(req *Request) (opResult, error) {
 	} else if err := checkSessionIDField("new_session_id", req.NewSessionID); err != nil {
 		return opResult{}, err
 	}
-	r := &messages.ForkRequest{CommandId: h.commandID(req), SourceSessionId: req.SessionID}
+	r := &messages.ForkRequest{Caller: req.caller, CommandId: h.commandID(req), SourceSessionId: req.SessionID}
 	at := map[string]any{}
 	if req.Seq != nil {
 		r.Seq, at["source_seq"] = *req.Seq, *req.Seq
@@ -406,7 +410,7 @@ func (h *Handler) opFork(req *Request) (opResult, error) {
 }
 
 func (h *Handler) opClearBreakpoints(req *Request) (opResult, error) {
-	resp, err := h.grain(req.SessionID).ClearBreakpoints(&messages.ClearBreakpointsRequest{CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).ClearBreakpoints(&messages.ClearBreakpointsRequest{Caller: req.caller, CommandId: h.commandID(req)}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
 }
 

@@ -32,7 +32,7 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.Ready != nil {
 		if err := h.cfg.Ready(); err != nil {
-			if _, ok := h.scopeOf(r); ok {
+			if _, ok := h.principalOf(r); ok {
 				writeError(w, errorf(CodeUnavailable, "%v", err))
 				return
 			}

@@ -34,15 +34,28 @@ func (c *crashingJournal) Append(ctx context.Context, stream string, expected ui
 func TestRestartsAreServedAndFollowed(t *testing.T) {
 	cj := &crashingJournal{}
 	g := startGW(t, gwOpts{journal: func(j persistence.Journal) persistence.Journal { cj.Journal = j; return cj }})
-	get := func(path string) *http.Response {
+	getAs := func(tok, path string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", g.srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+readToken)
+		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp
+	}
+	get := func(path string) *http.Response { return getAs(token, path) } // the feed is an admin's
+	// The restarts feed is node-wide: a viewer (the read token) may not follow it.
+	if r := getAs(readToken, "/v1/restarts"); r.StatusCode != 403 {
+		r.Body.Close()
+		t.Fatalf("restarts with the read token = %d, want 403", r.StatusCode)
+	} else {
+		r.Body.Close()
+	}
+	ro := g.mustDial(readToken)
+	ro.send(map[string]any{"op": "subscribe_restarts", "id": "ro"})
+	if f := ro.next("error", 10*time.Second); f["code"] != "permission_denied" {
+		t.Fatalf("subscribe_restarts with the read token: %v", f)
 	}
 	follow := get("/v1/restarts?follow=1")
 	defer follow.Body.Close()
@@ -58,7 +71,7 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 		close(lines)
 	}()
 
-	ws := g.mustDial(readToken)
+	ws := g.mustDial(token)
 	ws.send(map[string]any{"op": "subscribe_restarts", "id": "rs"})
 	if f := ws.next("ack", 10*time.Second); f["id"] != "rs" {
 		t.Fatalf("subscribe_restarts: %v", f)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // conn is one WebSocket client. Its goroutines: the read loop (the HTTP handler's
@@ -25,6 +27,7 @@ type conn struct {
 	h      *Handler
 	ws     *websocket.Conn
 	scope  Scope
+	caller *messages.Principal // the authenticated principal every request acts for
 	remote string
 
 	send     chan []byte   // replies waiting for the write loop
@@ -84,7 +87,7 @@ func (s *wsSub) stop() {
 
 // serveWS upgrades an authenticated request and serves the connection until it ends.
 func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
-	scope, _ := h.scopeOf(r) // require checked it
+	caller := callerOf(r) // require authenticated it
 	if h.isClosed() {
 		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
 		return
@@ -94,7 +97,7 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader answered the request
 	}
 	c := &conn{
-		h: h, ws: ws, scope: scope,
+		h: h, ws: ws, scope: scopeOf(auth.FromMessage(caller)), caller: caller,
 		remote:     r.RemoteAddr,
 		send:       make(chan []byte, h.cfg.SendQueue),
 		inflight:   make(chan struct{}, h.cfg.MaxInflight),
@@ -449,6 +452,7 @@ func (c *conn) dispatch(data []byte) {
 		c.replyError(req, "", err)
 		return
 	}
+	req.caller = c.caller
 	spec, ok := ops[req.Op]
 	switch {
 	case req.Op == "":
@@ -511,7 +515,7 @@ func (c *conn) subscribe(req *Request) {
 	}
 	// An unknown session is not_found, as on every route: a subscription waits for the
 	// events of a session that exists (start it first; from_seq 0 delivers it all).
-	if _, err := c.h.sessionHead(c.ctx, req.SessionID); err != nil {
+	if _, err := c.h.sessionHead(c.ctx, c.caller, req.SessionID); err != nil {
 		c.replyError(req, req.SessionID, err)
 		return
 	}

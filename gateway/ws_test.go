@@ -217,9 +217,11 @@ func TestGatewayWSAuth(t *testing.T) {
 	if f := b.next("error", 5*time.Second); f["code"] != "permission_denied" || f["id"] != "w" {
 		t.Fatalf("read token start: %v", f)
 	}
-	g.synthetic("anything", 1, 10)
-	b.send(`{"op":"subscribe","session_id":"anything"}`)
-	b.next("ack", 5*time.Second)
+	w := g.mustDial(token)
+	w.send(`{"op":"start","goal":"write a haiku","session_id":"browser-1","id":"s"}`)
+	w.next("ack", 10*time.Second)
+	b.send(`{"op":"subscribe","session_id":"browser-1"}`)
+	b.next("ack", 10*time.Second)
 }
 
 // TestGatewayWSSlowConsumer: a client that stops reading is closed with

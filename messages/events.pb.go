@@ -35,6 +35,10 @@ type Event struct {
 	// command_id is the id of the command that produced the event, empty for events the
 	// session decided on its own (a step finishing).
 	CommandId string `protobuf:"bytes,4,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// by is the principal of the command that produced the event (the audit trail: who
+	// started, answered, approved, cancelled, forked); absent for events the session
+	// decided on its own and for commands from inside the node (the Go API).
+	By *Principal `protobuf:"bytes,5,opt,name=by,proto3" json:"by,omitempty"`
 	// Types that are valid to be assigned to Payload:
 	//
 	//	*Event_SessionStarted
@@ -124,6 +128,13 @@ func (x *Event) GetCommandId() string {
 		return x.CommandId
 	}
 	return ""
+}
+
+func (x *Event) GetBy() *Principal {
+	if x != nil {
+		return x.By
+	}
+	return nil
 }
 
 func (x *Event) GetPayload() isEvent_Payload {
@@ -1039,7 +1050,12 @@ type SessionStarted struct {
 	Goal   string                 `protobuf:"bytes,1,opt,name=goal,proto3" json:"goal,omitempty"`
 	Config *SessionConfig         `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
 	// user_id identifies who started the session, when known.
-	UserId        string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// tenant is the tenant the session belongs to ("" before tenancy: the default
+	// tenant); owner is the subject of the principal that started it ("" when started
+	// from inside the node). A fork keeps its source's tenant and is owned by who forked.
+	Tenant        string `protobuf:"bytes,4,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Owner         string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1095,6 +1111,83 @@ func (x *SessionStarted) GetUserId() string {
 	return ""
 }
 
+func (x *SessionStarted) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SessionStarted) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+// Principal is who a command acts for: an authenticated caller of the gateway.
+type Principal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// subject identifies the caller within its tenant (a JWT's sub, an API key's name).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	Tenant  string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// roles are admin, operator, member, viewer (none: member).
+	Roles         []string `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Principal) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *Principal) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Principal) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
 // PlanStep is one step of a plan.
 type PlanStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1125,7 +1218,7 @@ type PlanStep struct {
 
 func (x *PlanStep) Reset() {
 	*x = PlanStep{}
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1230,7 @@ func (x *PlanStep) String() string {
 func (*PlanStep) ProtoMessage() {}
 
 func (x *PlanStep) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1243,7 @@ func (x *PlanStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStep.ProtoReflect.Descriptor instead.
 func (*PlanStep) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{8}
+	return file_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlanStep) GetId() string {
@@ -1227,7 +1320,7 @@ type PlanCreated struct {
 
 func (x *PlanCreated) Reset() {
 	*x = PlanCreated{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1332,7 @@ func (x *PlanCreated) String() string {
 func (*PlanCreated) ProtoMessage() {}
 
 func (x *PlanCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1345,7 @@ func (x *PlanCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanCreated.ProtoReflect.Descriptor instead.
 func (*PlanCreated) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlanCreated) GetPlanId() string {
@@ -1298,7 +1391,7 @@ type PlanRevised struct {
 
 func (x *PlanRevised) Reset() {
 	*x = PlanRevised{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1403,7 @@ func (x *PlanRevised) String() string {
 func (*PlanRevised) ProtoMessage() {}
 
 func (x *PlanRevised) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1416,7 @@ func (x *PlanRevised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRevised.ProtoReflect.Descriptor instead.
 func (*PlanRevised) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlanRevised) GetPlanId() string {
@@ -1387,7 +1480,7 @@ type StepStarted struct {
 
 func (x *StepStarted) Reset() {
 	*x = StepStarted{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1492,7 @@ func (x *StepStarted) String() string {
 func (*StepStarted) ProtoMessage() {}
 
 func (x *StepStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1505,7 @@ func (x *StepStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStarted.ProtoReflect.Descriptor instead.
 func (*StepStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StepStarted) GetStepId() string {
@@ -1487,7 +1580,7 @@ type LlmRequested struct {
 
 func (x *LlmRequested) Reset() {
 	*x = LlmRequested{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1592,7 @@ func (x *LlmRequested) String() string {
 func (*LlmRequested) ProtoMessage() {}
 
 func (x *LlmRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1605,7 @@ func (x *LlmRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmRequested.ProtoReflect.Descriptor instead.
 func (*LlmRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LlmRequested) GetCallId() string {
@@ -1594,7 +1687,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1699,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1712,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1696,7 +1789,7 @@ type LlmResponded struct {
 
 func (x *LlmResponded) Reset() {
 	*x = LlmResponded{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1801,7 @@ func (x *LlmResponded) String() string {
 func (*LlmResponded) ProtoMessage() {}
 
 func (x *LlmResponded) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1814,7 @@ func (x *LlmResponded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmResponded.ProtoReflect.Descriptor instead.
 func (*LlmResponded) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LlmResponded) GetCallId() string {
@@ -1830,7 +1923,7 @@ type ThinkingBlock struct {
 
 func (x *ThinkingBlock) Reset() {
 	*x = ThinkingBlock{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1935,7 @@ func (x *ThinkingBlock) String() string {
 func (*ThinkingBlock) ProtoMessage() {}
 
 func (x *ThinkingBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1948,7 @@ func (x *ThinkingBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinkingBlock.ProtoReflect.Descriptor instead.
 func (*ThinkingBlock) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ThinkingBlock) GetThinking() string {
@@ -1906,7 +1999,7 @@ type ContextInfo struct {
 
 func (x *ContextInfo) Reset() {
 	*x = ContextInfo{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2011,7 @@ func (x *ContextInfo) String() string {
 func (*ContextInfo) ProtoMessage() {}
 
 func (x *ContextInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2024,7 @@ func (x *ContextInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextInfo.ProtoReflect.Descriptor instead.
 func (*ContextInfo) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContextInfo) GetTotalTokens() uint32 {
@@ -2012,7 +2105,7 @@ type SummaryUpdated struct {
 
 func (x *SummaryUpdated) Reset() {
 	*x = SummaryUpdated{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2117,7 @@ func (x *SummaryUpdated) String() string {
 func (*SummaryUpdated) ProtoMessage() {}
 
 func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2130,7 @@ func (x *SummaryUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryUpdated.ProtoReflect.Descriptor instead.
 func (*SummaryUpdated) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SummaryUpdated) GetContent() string {
@@ -2075,7 +2168,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2180,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2193,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolCallRequest) GetId() string {
@@ -2147,7 +2240,7 @@ type ToolCalled struct {
 
 func (x *ToolCalled) Reset() {
 	*x = ToolCalled{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2252,7 @@ func (x *ToolCalled) String() string {
 func (*ToolCalled) ProtoMessage() {}
 
 func (x *ToolCalled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2265,7 @@ func (x *ToolCalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
 func (*ToolCalled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolCalled) GetStepId() string {
@@ -2244,7 +2337,7 @@ type ToolFailure struct {
 
 func (x *ToolFailure) Reset() {
 	*x = ToolFailure{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2349,7 @@ func (x *ToolFailure) String() string {
 func (*ToolFailure) ProtoMessage() {}
 
 func (x *ToolFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2362,7 @@ func (x *ToolFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolFailure.ProtoReflect.Descriptor instead.
 func (*ToolFailure) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolFailure) GetErrorType() string {
@@ -2331,7 +2424,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2436,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2449,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolResult) GetStepId() string {
@@ -2437,7 +2530,7 @@ type StepCompleted struct {
 
 func (x *StepCompleted) Reset() {
 	*x = StepCompleted{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2542,7 @@ func (x *StepCompleted) String() string {
 func (*StepCompleted) ProtoMessage() {}
 
 func (x *StepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2555,7 @@ func (x *StepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompleted.ProtoReflect.Descriptor instead.
 func (*StepCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StepCompleted) GetStepId() string {
@@ -2510,7 +2603,7 @@ type StepFailed struct {
 
 func (x *StepFailed) Reset() {
 	*x = StepFailed{}
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2615,7 @@ func (x *StepFailed) String() string {
 func (*StepFailed) ProtoMessage() {}
 
 func (x *StepFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2628,7 @@ func (x *StepFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFailed.ProtoReflect.Descriptor instead.
 func (*StepFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{23}
+	return file_events_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepFailed) GetStepId() string {
@@ -2596,7 +2689,7 @@ type PlanFailed struct {
 
 func (x *PlanFailed) Reset() {
 	*x = PlanFailed{}
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2701,7 @@ func (x *PlanFailed) String() string {
 func (*PlanFailed) ProtoMessage() {}
 
 func (x *PlanFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2714,7 @@ func (x *PlanFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanFailed.ProtoReflect.Descriptor instead.
 func (*PlanFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{24}
+	return file_events_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PlanFailed) GetCallId() string {
@@ -2673,7 +2766,7 @@ type SessionCompleted struct {
 
 func (x *SessionCompleted) Reset() {
 	*x = SessionCompleted{}
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2778,7 @@ func (x *SessionCompleted) String() string {
 func (*SessionCompleted) ProtoMessage() {}
 
 func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2791,7 @@ func (x *SessionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCompleted.ProtoReflect.Descriptor instead.
 func (*SessionCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{25}
+	return file_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SessionCompleted) GetResult() string {
@@ -2737,7 +2830,7 @@ type SessionCancelled struct {
 
 func (x *SessionCancelled) Reset() {
 	*x = SessionCancelled{}
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2842,7 @@ func (x *SessionCancelled) String() string {
 func (*SessionCancelled) ProtoMessage() {}
 
 func (x *SessionCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2855,7 @@ func (x *SessionCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCancelled.ProtoReflect.Descriptor instead.
 func (*SessionCancelled) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{26}
+	return file_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionCancelled) GetReason() string {
@@ -2789,7 +2882,7 @@ type SessionFailed struct {
 
 func (x *SessionFailed) Reset() {
 	*x = SessionFailed{}
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +2894,7 @@ func (x *SessionFailed) String() string {
 func (*SessionFailed) ProtoMessage() {}
 
 func (x *SessionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2814,7 +2907,7 @@ func (x *SessionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFailed.ProtoReflect.Descriptor instead.
 func (*SessionFailed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{27}
+	return file_events_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionFailed) GetError() string {
@@ -2864,7 +2957,7 @@ type HitlRequested struct {
 
 func (x *HitlRequested) Reset() {
 	*x = HitlRequested{}
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2876,7 +2969,7 @@ func (x *HitlRequested) String() string {
 func (*HitlRequested) ProtoMessage() {}
 
 func (x *HitlRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[28]
+	mi := &file_events_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2889,7 +2982,7 @@ func (x *HitlRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlRequested.ProtoReflect.Descriptor instead.
 func (*HitlRequested) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{28}
+	return file_events_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HitlRequested) GetRequestId() string {
@@ -3004,7 +3097,7 @@ type HitlReceived struct {
 
 func (x *HitlReceived) Reset() {
 	*x = HitlReceived{}
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3109,7 @@ func (x *HitlReceived) String() string {
 func (*HitlReceived) ProtoMessage() {}
 
 func (x *HitlReceived) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[29]
+	mi := &file_events_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3122,7 @@ func (x *HitlReceived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HitlReceived.ProtoReflect.Descriptor instead.
 func (*HitlReceived) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{29}
+	return file_events_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HitlReceived) GetRequestId() string {
@@ -3084,8 +3177,11 @@ func (x *HitlReceived) GetArgs() string {
 // SessionForked follows the events a fork copied from its source (re-stamped with the
 // fork's session id): the fork continues from there on its own.
 type SessionForked struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	SourceSessionId string                 `protobuf:"bytes,1,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tenant and owner are the fork's (the source's tenant; the subject that forked).
+	Tenant          string `protobuf:"bytes,4,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Owner           string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	SourceSessionId string `protobuf:"bytes,1,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
 	// source_seq is the source's last event the fork copied.
 	SourceSeq uint64 `protobuf:"varint,2,opt,name=source_seq,json=sourceSeq,proto3" json:"source_seq,omitempty"`
 	// step_index is the time-travel step index the fork was made at.
@@ -3096,7 +3192,7 @@ type SessionForked struct {
 
 func (x *SessionForked) Reset() {
 	*x = SessionForked{}
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3108,7 +3204,7 @@ func (x *SessionForked) String() string {
 func (*SessionForked) ProtoMessage() {}
 
 func (x *SessionForked) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[30]
+	mi := &file_events_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3121,7 +3217,21 @@ func (x *SessionForked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionForked.ProtoReflect.Descriptor instead.
 func (*SessionForked) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{30}
+	return file_events_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SessionForked) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SessionForked) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 func (x *SessionForked) GetSourceSessionId() string {
@@ -3170,7 +3280,7 @@ type SubagentStarted struct {
 
 func (x *SubagentStarted) Reset() {
 	*x = SubagentStarted{}
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3292,7 @@ func (x *SubagentStarted) String() string {
 func (*SubagentStarted) ProtoMessage() {}
 
 func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[31]
+	mi := &file_events_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3305,7 @@ func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
 func (*SubagentStarted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{31}
+	return file_events_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubagentStarted) GetSubAgentId() string {
@@ -3273,7 +3383,7 @@ type ResearcherReport struct {
 
 func (x *ResearcherReport) Reset() {
 	*x = ResearcherReport{}
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3395,7 @@ func (x *ResearcherReport) String() string {
 func (*ResearcherReport) ProtoMessage() {}
 
 func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[32]
+	mi := &file_events_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3408,7 @@ func (x *ResearcherReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResearcherReport.ProtoReflect.Descriptor instead.
 func (*ResearcherReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{32}
+	return file_events_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResearcherReport) GetSources() []string {
@@ -3335,7 +3445,7 @@ type CoderReport struct {
 
 func (x *CoderReport) Reset() {
 	*x = CoderReport{}
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3457,7 @@ func (x *CoderReport) String() string {
 func (*CoderReport) ProtoMessage() {}
 
 func (x *CoderReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[33]
+	mi := &file_events_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3470,7 @@ func (x *CoderReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoderReport.ProtoReflect.Descriptor instead.
 func (*CoderReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{33}
+	return file_events_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CoderReport) GetFilesCreated() []string {
@@ -3396,7 +3506,7 @@ type WriterReport struct {
 
 func (x *WriterReport) Reset() {
 	*x = WriterReport{}
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3408,7 +3518,7 @@ func (x *WriterReport) String() string {
 func (*WriterReport) ProtoMessage() {}
 
 func (x *WriterReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[34]
+	mi := &file_events_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3421,7 +3531,7 @@ func (x *WriterReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriterReport.ProtoReflect.Descriptor instead.
 func (*WriterReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{34}
+	return file_events_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WriterReport) GetDocumentType() string {
@@ -3457,7 +3567,7 @@ type ReviewerReport struct {
 
 func (x *ReviewerReport) Reset() {
 	*x = ReviewerReport{}
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3579,7 @@ func (x *ReviewerReport) String() string {
 func (*ReviewerReport) ProtoMessage() {}
 
 func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[35]
+	mi := &file_events_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3592,7 @@ func (x *ReviewerReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewerReport.ProtoReflect.Descriptor instead.
 func (*ReviewerReport) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{35}
+	return file_events_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReviewerReport) GetVerdict() string {
@@ -3535,7 +3645,7 @@ type SubagentResult struct {
 
 func (x *SubagentResult) Reset() {
 	*x = SubagentResult{}
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3657,7 @@ func (x *SubagentResult) String() string {
 func (*SubagentResult) ProtoMessage() {}
 
 func (x *SubagentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[36]
+	mi := &file_events_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3670,7 @@ func (x *SubagentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
 func (*SubagentResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{36}
+	return file_events_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubagentResult) GetStatus() string {
@@ -3691,7 +3801,7 @@ type SubagentCompleted struct {
 
 func (x *SubagentCompleted) Reset() {
 	*x = SubagentCompleted{}
-	mi := &file_events_proto_msgTypes[37]
+	mi := &file_events_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +3813,7 @@ func (x *SubagentCompleted) String() string {
 func (*SubagentCompleted) ProtoMessage() {}
 
 func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[37]
+	mi := &file_events_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +3826,7 @@ func (x *SubagentCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentCompleted.ProtoReflect.Descriptor instead.
 func (*SubagentCompleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{37}
+	return file_events_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SubagentCompleted) GetSubAgentId() string {
@@ -3786,7 +3896,7 @@ type ArtifactWritten struct {
 
 func (x *ArtifactWritten) Reset() {
 	*x = ArtifactWritten{}
-	mi := &file_events_proto_msgTypes[38]
+	mi := &file_events_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3798,7 +3908,7 @@ func (x *ArtifactWritten) String() string {
 func (*ArtifactWritten) ProtoMessage() {}
 
 func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[38]
+	mi := &file_events_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3811,7 +3921,7 @@ func (x *ArtifactWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactWritten.ProtoReflect.Descriptor instead.
 func (*ArtifactWritten) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{38}
+	return file_events_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ArtifactWritten) GetPath() string {
@@ -3913,7 +4023,7 @@ type MessageReceived struct {
 
 func (x *MessageReceived) Reset() {
 	*x = MessageReceived{}
-	mi := &file_events_proto_msgTypes[39]
+	mi := &file_events_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +4035,7 @@ func (x *MessageReceived) String() string {
 func (*MessageReceived) ProtoMessage() {}
 
 func (x *MessageReceived) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[39]
+	mi := &file_events_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +4048,7 @@ func (x *MessageReceived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageReceived.ProtoReflect.Descriptor instead.
 func (*MessageReceived) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{39}
+	return file_events_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MessageReceived) GetContent() string {
@@ -3973,7 +4083,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xf0\x0e\n" +
+	"\fevents.proto\x12\tfathom.v1\"\x96\x0f\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3981,7 +4091,8 @@ const file_events_proto_rawDesc = "" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
 	"atUnixNano\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x04 \x01(\tR\tcommandId\x12D\n" +
+	"command_id\x18\x04 \x01(\tR\tcommandId\x12$\n" +
+	"\x02by\x18\x05 \x01(\v2\x14.fathom.v1.PrincipalR\x02by\x12D\n" +
 	"\x0fsession_started\x18\n" +
 	" \x01(\v2\x19.fathom.v1.SessionStartedH\x00R\x0esessionStarted\x12;\n" +
 	"\fplan_created\x18\v \x01(\v2\x16.fathom.v1.PlanCreatedH\x00R\vplanCreated\x12;\n" +
@@ -4057,11 +4168,17 @@ const file_events_proto_rawDesc = "" +
 	"\bbase_url\x18\b \x01(\tR\abaseUrl\x12)\n" +
 	"\x10reasoning_effort\x18\t \x01(\tR\x0freasoningEffort\x12'\n" +
 	"\x0fthinking_budget\x18\n" +
-	" \x01(\rR\x0ethinkingBudget\"o\n" +
+	" \x01(\rR\x0ethinkingBudget\"\x9d\x01\n" +
 	"\x0eSessionStarted\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.fathom.v1.SessionConfigR\x06config\x12\x17\n" +
-	"\auser_id\x18\x03 \x01(\tR\x06userId\"\xb0\x02\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x16\n" +
+	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\"S\n" +
+	"\tPrincipal\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05roles\x18\x03 \x03(\tR\x05roles\"\xb0\x02\n" +
 	"\bPlanStep\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
@@ -4236,8 +4353,10 @@ const file_events_proto_rawDesc = "" +
 	"\fsub_agent_id\x18\x05 \x01(\tR\n" +
 	"subAgentId\x12\x1a\n" +
 	"\bdecision\x18\x06 \x01(\tR\bdecision\x12\x12\n" +
-	"\x04args\x18\a \x01(\tR\x04args\"y\n" +
-	"\rSessionForked\x12*\n" +
+	"\x04args\x18\a \x01(\tR\x04args\"\xa7\x01\n" +
+	"\rSessionForked\x12\x16\n" +
+	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12*\n" +
 	"\x11source_session_id\x18\x01 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
 	"\n" +
 	"source_seq\x18\x02 \x01(\x04R\tsourceSeq\x12\x1d\n" +
@@ -4341,7 +4460,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4351,88 +4470,90 @@ var file_events_proto_goTypes = []any{
 	(*InterruptResumed)(nil),   // 5: fathom.v1.InterruptResumed
 	(*SessionConfig)(nil),      // 6: fathom.v1.SessionConfig
 	(*SessionStarted)(nil),     // 7: fathom.v1.SessionStarted
-	(*PlanStep)(nil),           // 8: fathom.v1.PlanStep
-	(*PlanCreated)(nil),        // 9: fathom.v1.PlanCreated
-	(*PlanRevised)(nil),        // 10: fathom.v1.PlanRevised
-	(*StepStarted)(nil),        // 11: fathom.v1.StepStarted
-	(*LlmRequested)(nil),       // 12: fathom.v1.LlmRequested
-	(*Usage)(nil),              // 13: fathom.v1.Usage
-	(*LlmResponded)(nil),       // 14: fathom.v1.LlmResponded
-	(*ThinkingBlock)(nil),      // 15: fathom.v1.ThinkingBlock
-	(*ContextInfo)(nil),        // 16: fathom.v1.ContextInfo
-	(*SummaryUpdated)(nil),     // 17: fathom.v1.SummaryUpdated
-	(*ToolCallRequest)(nil),    // 18: fathom.v1.ToolCallRequest
-	(*ToolCalled)(nil),         // 19: fathom.v1.ToolCalled
-	(*ToolFailure)(nil),        // 20: fathom.v1.ToolFailure
-	(*ToolResult)(nil),         // 21: fathom.v1.ToolResult
-	(*StepCompleted)(nil),      // 22: fathom.v1.StepCompleted
-	(*StepFailed)(nil),         // 23: fathom.v1.StepFailed
-	(*PlanFailed)(nil),         // 24: fathom.v1.PlanFailed
-	(*SessionCompleted)(nil),   // 25: fathom.v1.SessionCompleted
-	(*SessionCancelled)(nil),   // 26: fathom.v1.SessionCancelled
-	(*SessionFailed)(nil),      // 27: fathom.v1.SessionFailed
-	(*HitlRequested)(nil),      // 28: fathom.v1.HitlRequested
-	(*HitlReceived)(nil),       // 29: fathom.v1.HitlReceived
-	(*SessionForked)(nil),      // 30: fathom.v1.SessionForked
-	(*SubagentStarted)(nil),    // 31: fathom.v1.SubagentStarted
-	(*ResearcherReport)(nil),   // 32: fathom.v1.ResearcherReport
-	(*CoderReport)(nil),        // 33: fathom.v1.CoderReport
-	(*WriterReport)(nil),       // 34: fathom.v1.WriterReport
-	(*ReviewerReport)(nil),     // 35: fathom.v1.ReviewerReport
-	(*SubagentResult)(nil),     // 36: fathom.v1.SubagentResult
-	(*SubagentCompleted)(nil),  // 37: fathom.v1.SubagentCompleted
-	(*ArtifactWritten)(nil),    // 38: fathom.v1.ArtifactWritten
-	(*MessageReceived)(nil),    // 39: fathom.v1.MessageReceived
+	(*Principal)(nil),          // 8: fathom.v1.Principal
+	(*PlanStep)(nil),           // 9: fathom.v1.PlanStep
+	(*PlanCreated)(nil),        // 10: fathom.v1.PlanCreated
+	(*PlanRevised)(nil),        // 11: fathom.v1.PlanRevised
+	(*StepStarted)(nil),        // 12: fathom.v1.StepStarted
+	(*LlmRequested)(nil),       // 13: fathom.v1.LlmRequested
+	(*Usage)(nil),              // 14: fathom.v1.Usage
+	(*LlmResponded)(nil),       // 15: fathom.v1.LlmResponded
+	(*ThinkingBlock)(nil),      // 16: fathom.v1.ThinkingBlock
+	(*ContextInfo)(nil),        // 17: fathom.v1.ContextInfo
+	(*SummaryUpdated)(nil),     // 18: fathom.v1.SummaryUpdated
+	(*ToolCallRequest)(nil),    // 19: fathom.v1.ToolCallRequest
+	(*ToolCalled)(nil),         // 20: fathom.v1.ToolCalled
+	(*ToolFailure)(nil),        // 21: fathom.v1.ToolFailure
+	(*ToolResult)(nil),         // 22: fathom.v1.ToolResult
+	(*StepCompleted)(nil),      // 23: fathom.v1.StepCompleted
+	(*StepFailed)(nil),         // 24: fathom.v1.StepFailed
+	(*PlanFailed)(nil),         // 25: fathom.v1.PlanFailed
+	(*SessionCompleted)(nil),   // 26: fathom.v1.SessionCompleted
+	(*SessionCancelled)(nil),   // 27: fathom.v1.SessionCancelled
+	(*SessionFailed)(nil),      // 28: fathom.v1.SessionFailed
+	(*HitlRequested)(nil),      // 29: fathom.v1.HitlRequested
+	(*HitlReceived)(nil),       // 30: fathom.v1.HitlReceived
+	(*SessionForked)(nil),      // 31: fathom.v1.SessionForked
+	(*SubagentStarted)(nil),    // 32: fathom.v1.SubagentStarted
+	(*ResearcherReport)(nil),   // 33: fathom.v1.ResearcherReport
+	(*CoderReport)(nil),        // 34: fathom.v1.CoderReport
+	(*WriterReport)(nil),       // 35: fathom.v1.WriterReport
+	(*ReviewerReport)(nil),     // 36: fathom.v1.ReviewerReport
+	(*SubagentResult)(nil),     // 37: fathom.v1.SubagentResult
+	(*SubagentCompleted)(nil),  // 38: fathom.v1.SubagentCompleted
+	(*ArtifactWritten)(nil),    // 39: fathom.v1.ArtifactWritten
+	(*MessageReceived)(nil),    // 40: fathom.v1.MessageReceived
 }
 var file_events_proto_depIdxs = []int32{
-	7,  // 0: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
-	9,  // 1: fathom.v1.Event.plan_created:type_name -> fathom.v1.PlanCreated
-	11, // 2: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
-	12, // 3: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
-	14, // 4: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
-	22, // 5: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
-	23, // 6: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
-	25, // 7: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
-	27, // 8: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
-	19, // 9: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
-	21, // 10: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
-	24, // 11: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
-	17, // 12: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
-	10, // 13: fathom.v1.Event.plan_revised:type_name -> fathom.v1.PlanRevised
-	2,  // 14: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
-	3,  // 15: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
-	4,  // 16: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
-	5,  // 17: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
-	28, // 18: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
-	29, // 19: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
-	30, // 20: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
-	26, // 21: fathom.v1.Event.session_cancelled:type_name -> fathom.v1.SessionCancelled
-	31, // 22: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
-	37, // 23: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
-	38, // 24: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	39, // 25: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
-	1,  // 26: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	8,  // 27: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 28: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	8,  // 29: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	8,  // 30: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	13, // 31: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	18, // 32: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	16, // 33: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	15, // 34: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	20, // 35: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	13, // 36: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	13, // 37: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	32, // 38: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	33, // 39: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	34, // 40: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	35, // 41: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	36, // 42: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	8,  // 0: fathom.v1.Event.by:type_name -> fathom.v1.Principal
+	7,  // 1: fathom.v1.Event.session_started:type_name -> fathom.v1.SessionStarted
+	10, // 2: fathom.v1.Event.plan_created:type_name -> fathom.v1.PlanCreated
+	12, // 3: fathom.v1.Event.step_started:type_name -> fathom.v1.StepStarted
+	13, // 4: fathom.v1.Event.llm_requested:type_name -> fathom.v1.LlmRequested
+	15, // 5: fathom.v1.Event.llm_responded:type_name -> fathom.v1.LlmResponded
+	23, // 6: fathom.v1.Event.step_completed:type_name -> fathom.v1.StepCompleted
+	24, // 7: fathom.v1.Event.step_failed:type_name -> fathom.v1.StepFailed
+	26, // 8: fathom.v1.Event.session_completed:type_name -> fathom.v1.SessionCompleted
+	28, // 9: fathom.v1.Event.session_failed:type_name -> fathom.v1.SessionFailed
+	20, // 10: fathom.v1.Event.tool_called:type_name -> fathom.v1.ToolCalled
+	22, // 11: fathom.v1.Event.tool_result:type_name -> fathom.v1.ToolResult
+	25, // 12: fathom.v1.Event.plan_failed:type_name -> fathom.v1.PlanFailed
+	18, // 13: fathom.v1.Event.summary_updated:type_name -> fathom.v1.SummaryUpdated
+	11, // 14: fathom.v1.Event.plan_revised:type_name -> fathom.v1.PlanRevised
+	2,  // 15: fathom.v1.Event.breakpoint_set:type_name -> fathom.v1.BreakpointSet
+	3,  // 16: fathom.v1.Event.breakpoints_cleared:type_name -> fathom.v1.BreakpointsCleared
+	4,  // 17: fathom.v1.Event.interrupt_triggered:type_name -> fathom.v1.InterruptTriggered
+	5,  // 18: fathom.v1.Event.interrupt_resumed:type_name -> fathom.v1.InterruptResumed
+	29, // 19: fathom.v1.Event.hitl_requested:type_name -> fathom.v1.HitlRequested
+	30, // 20: fathom.v1.Event.hitl_received:type_name -> fathom.v1.HitlReceived
+	31, // 21: fathom.v1.Event.session_forked:type_name -> fathom.v1.SessionForked
+	27, // 22: fathom.v1.Event.session_cancelled:type_name -> fathom.v1.SessionCancelled
+	32, // 23: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
+	38, // 24: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
+	39, // 25: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
+	40, // 26: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
+	1,  // 27: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	9,  // 28: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 29: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	9,  // 30: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	9,  // 31: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	14, // 32: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	19, // 33: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	17, // 34: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	16, // 35: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	21, // 36: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	14, // 37: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	14, // 38: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 39: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 40: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 41: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 42: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 43: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4474,7 +4595,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,8 @@ const (
 	ErrorReason_UNAVAILABLE ErrorReason = 4
 	// INTERNAL: the grain crashed while handling the command; it reloaded from the journal.
 	ErrorReason_INTERNAL ErrorReason = 5
+	// PERMISSION_DENIED: the caller sees the session but its role may not do this.
+	ErrorReason_PERMISSION_DENIED ErrorReason = 6
 )
 
 // Enum value maps for ErrorReason.
@@ -47,6 +49,7 @@ var (
 		3: "FAILED_PRECONDITION",
 		4: "UNAVAILABLE",
 		5: "INTERNAL",
+		6: "PERMISSION_DENIED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -55,6 +58,7 @@ var (
 		"FAILED_PRECONDITION":      3,
 		"UNAVAILABLE":              4,
 		"INTERNAL":                 5,
+		"PERMISSION_DENIED":        6,
 	}
 )
 
@@ -85,9 +89,118 @@ func (ErrorReason) EnumDescriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{0}
 }
 
+// AccessRequest asks whether caller may read or act on the session.
+type AccessRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Principal             `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	Act           bool                   `protobuf:"varint,1,opt,name=act,proto3" json:"act,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccessRequest) Reset() {
+	*x = AccessRequest{}
+	mi := &file_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccessRequest) ProtoMessage() {}
+
+func (x *AccessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccessRequest.ProtoReflect.Descriptor instead.
+func (*AccessRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AccessRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *AccessRequest) GetAct() bool {
+	if x != nil {
+		return x.Act
+	}
+	return false
+}
+
+// AccessResponse is whose session it is.
+type AccessResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccessResponse) Reset() {
+	*x = AccessResponse{}
+	mi := &file_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccessResponse) ProtoMessage() {}
+
+func (x *AccessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccessResponse.ProtoReflect.Descriptor instead.
+func (*AccessResponse) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AccessResponse) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *AccessResponse) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
 // SendRequest is a follow-up message for a completed session.
 type SendRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
 	// command_id makes the request idempotent. Required.
 	CommandId string `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// content is the message: non-empty UTF-8, at most the goal's limit.
@@ -98,7 +211,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -110,7 +223,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[0]
+	mi := &file_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -123,7 +236,14 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{0}
+	return file_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SendRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *SendRequest) GetCommandId() string {
@@ -142,8 +262,11 @@ func (x *SendRequest) GetContent() string {
 
 // ProvideInputRequest answers a human-input request.
 type ProvideInputRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller    *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// step_id names the request's step; request_id, when set, names the request exactly
 	// (needed only when one step has several open requests).
 	StepId    string `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -156,7 +279,7 @@ type ProvideInputRequest struct {
 
 func (x *ProvideInputRequest) Reset() {
 	*x = ProvideInputRequest{}
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -168,7 +291,7 @@ func (x *ProvideInputRequest) String() string {
 func (*ProvideInputRequest) ProtoMessage() {}
 
 func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[1]
+	mi := &file_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -181,7 +304,14 @@ func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
 func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{1}
+	return file_session_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ProvideInputRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *ProvideInputRequest) GetCommandId() string {
@@ -214,9 +344,12 @@ func (x *ProvideInputRequest) GetInput() string {
 
 // ForkRequest forks source_session_id at step_index into the receiving grain's session.
 type ForkRequest struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	CommandId       string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
-	SourceSessionId string                 `protobuf:"bytes,2,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller          *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId       string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	SourceSessionId string     `protobuf:"bytes,2,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
 	// step_index: 0 = after planning; n = after the n-th step ended (as StateAt).
 	StepIndex uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
 	// seq, when set, is the fork point instead of step_index: the source's event seq (any
@@ -229,7 +362,7 @@ type ForkRequest struct {
 
 func (x *ForkRequest) Reset() {
 	*x = ForkRequest{}
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +374,7 @@ func (x *ForkRequest) String() string {
 func (*ForkRequest) ProtoMessage() {}
 
 func (x *ForkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[2]
+	mi := &file_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +387,14 @@ func (x *ForkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
 func (*ForkRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{2}
+	return file_session_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ForkRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *ForkRequest) GetCommandId() string {
@@ -298,7 +438,7 @@ type CommandResponse struct {
 
 func (x *CommandResponse) Reset() {
 	*x = CommandResponse{}
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +450,7 @@ func (x *CommandResponse) String() string {
 func (*CommandResponse) ProtoMessage() {}
 
 func (x *CommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[3]
+	mi := &file_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +463,7 @@ func (x *CommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResponse.ProtoReflect.Descriptor instead.
 func (*CommandResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{3}
+	return file_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CommandResponse) GetSeq() uint64 {
@@ -342,16 +482,19 @@ func (x *CommandResponse) GetDuplicate() bool {
 
 // SetBreakpointRequest sets a breakpoint.
 type SetBreakpointRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
-	Breakpoint    *Breakpoint            `protobuf:"bytes,2,opt,name=breakpoint,proto3" json:"breakpoint,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller        *Principal  `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId     string      `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Breakpoint    *Breakpoint `protobuf:"bytes,2,opt,name=breakpoint,proto3" json:"breakpoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetBreakpointRequest) Reset() {
 	*x = SetBreakpointRequest{}
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +506,7 @@ func (x *SetBreakpointRequest) String() string {
 func (*SetBreakpointRequest) ProtoMessage() {}
 
 func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[4]
+	mi := &file_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +519,14 @@ func (x *SetBreakpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBreakpointRequest.ProtoReflect.Descriptor instead.
 func (*SetBreakpointRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{4}
+	return file_session_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetBreakpointRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *SetBreakpointRequest) GetCommandId() string {
@@ -395,15 +545,18 @@ func (x *SetBreakpointRequest) GetBreakpoint() *Breakpoint {
 
 // ClearBreakpointsRequest clears the breakpoints.
 type ClearBreakpointsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller        *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId     string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClearBreakpointsRequest) Reset() {
 	*x = ClearBreakpointsRequest{}
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +568,7 @@ func (x *ClearBreakpointsRequest) String() string {
 func (*ClearBreakpointsRequest) ProtoMessage() {}
 
 func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[5]
+	mi := &file_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +581,14 @@ func (x *ClearBreakpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearBreakpointsRequest.ProtoReflect.Descriptor instead.
 func (*ClearBreakpointsRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{5}
+	return file_session_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ClearBreakpointsRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *ClearBreakpointsRequest) GetCommandId() string {
@@ -441,8 +601,11 @@ func (x *ClearBreakpointsRequest) GetCommandId() string {
 // PauseRequest pauses at the next step boundary.
 // CancelRequest cancels a session.
 type CancelRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller    *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// reason and by are recorded in session_cancelled.
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	By            string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
@@ -452,7 +615,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +627,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[6]
+	mi := &file_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +640,14 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{6}
+	return file_session_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CancelRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *CancelRequest) GetCommandId() string {
@@ -502,15 +672,18 @@ func (x *CancelRequest) GetBy() string {
 }
 
 type PauseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller        *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId     string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +695,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[7]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +708,14 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{7}
+	return file_session_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PauseRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *PauseRequest) GetCommandId() string {
@@ -547,8 +727,11 @@ func (x *PauseRequest) GetCommandId() string {
 
 // ResumeRequest resumes an interrupted session.
 type ResumeRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller    *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// modified_step, when set, replaces the step that runs next; its id must match.
 	ModifiedStep  *PlanStep `protobuf:"bytes,2,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -557,7 +740,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +752,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +765,14 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResumeRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *ResumeRequest) GetCommandId() string {
@@ -602,6 +792,9 @@ func (x *ResumeRequest) GetModifiedStep() *PlanStep {
 // StartRequest starts a session.
 type StartRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
 	// command_id makes the request idempotent. Required.
 	CommandId string `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// goal is what the session should achieve. Required, non-empty.
@@ -615,7 +808,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +820,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +833,14 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{9}
+	return file_session_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StartRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *StartRequest) GetCommandId() string {
@@ -685,7 +885,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +897,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +910,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{10}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -736,14 +936,17 @@ func (x *StartResponse) GetDuplicate() bool {
 
 // GetStateRequest asks for a session's state.
 type GetStateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller        *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +958,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +971,14 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{11}
+	return file_session_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetStateRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 // GetStateResponse carries the state and where the grain runs.
@@ -788,7 +998,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +1010,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +1023,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{12}
+	return file_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -846,14 +1056,17 @@ func (x *GetStateResponse) GetActivatedAtUnixNano() int64 {
 
 // TimelineRequest asks for a session's timeline.
 type TimelineRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller        *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1078,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1091,14 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{13}
+	return file_session_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TimelineRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 // TimelineEntry is one plan step on the timeline.
@@ -904,7 +1124,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1136,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1149,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{14}
+	return file_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -1024,16 +1244,19 @@ type TimelineResponse struct {
 	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	// plan_seq is the seq of plan_created (a re-plan does not move it): StateAt(0) is
 	// the state at that seq.
-	PlanSeq       uint64           `protobuf:"varint,3,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
-	Status        SessionStatus    `protobuf:"varint,4,opt,name=status,proto3,enum=fathom.v1.SessionStatus" json:"status,omitempty"`
-	Entries       []*TimelineEntry `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`
+	PlanSeq uint64           `protobuf:"varint,3,opt,name=plan_seq,json=planSeq,proto3" json:"plan_seq,omitempty"`
+	Status  SessionStatus    `protobuf:"varint,4,opt,name=status,proto3,enum=fathom.v1.SessionStatus" json:"status,omitempty"`
+	Entries []*TimelineEntry `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`
+	// audit is who did what to the session (the state's audit): the commands principals
+	// sent, oldest first.
+	Audit         []*AuditEntry `protobuf:"bytes,6,rep,name=audit,proto3" json:"audit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1268,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1281,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{15}
+	return file_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -1096,9 +1319,19 @@ func (x *TimelineResponse) GetEntries() []*TimelineEntry {
 	return nil
 }
 
+func (x *TimelineResponse) GetAudit() []*AuditEntry {
+	if x != nil {
+		return x.Audit
+	}
+	return nil
+}
+
 // StateAtRequest asks for the state after a step.
 type StateAtRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for (the gateway's principal); absent for requests
+	// from inside the node, which are trusted. The grain refuses what caller may not do.
+	Caller *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
 	// step_index: 0 = after planning; n = after the n-th step (from 1) ended.
 	StepIndex uint32 `protobuf:"varint,1,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
 	// seq, when set, asks for the state after that event instead (any turn of the
@@ -1110,7 +1343,7 @@ type StateAtRequest struct {
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1355,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1368,14 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{16}
+	return file_session_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StateAtRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *StateAtRequest) GetStepIndex() uint32 {
@@ -1165,7 +1405,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[17]
+	mi := &file_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1417,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[17]
+	mi := &file_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1430,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{17}
+	return file_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -1218,19 +1458,28 @@ var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
 	"\n" +
-	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"F\n" +
-	"\vSendRequest\x12\x1d\n" +
+	"\rsession.proto\x12\tfathom.v1\x1a\fevents.proto\x1a\vstate.proto\"O\n" +
+	"\rAccessRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x10\n" +
+	"\x03act\x18\x01 \x01(\bR\x03act\">\n" +
+	"\x0eAccessResponse\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\"t\n" +
+	"\vSendRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\x82\x01\n" +
-	"\x13ProvideInputRequest\x12\x1d\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\xb0\x01\n" +
+	"\x13ProvideInputRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05input\x18\x04 \x01(\tR\x05input\"\x89\x01\n" +
-	"\vForkRequest\x12\x1d\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"\xb7\x01\n" +
+	"\vForkRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12*\n" +
 	"\x11source_session_id\x18\x02 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
@@ -1239,29 +1488,35 @@ const file_session_proto_rawDesc = "" +
 	"\x03seq\x18\x04 \x01(\x04R\x03seq\"A\n" +
 	"\x0fCommandResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
-	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"l\n" +
-	"\x14SetBreakpointRequest\x12\x1d\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"\x9a\x01\n" +
+	"\x14SetBreakpointRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x125\n" +
 	"\n" +
 	"breakpoint\x18\x02 \x01(\v2\x15.fathom.v1.BreakpointR\n" +
-	"breakpoint\"8\n" +
-	"\x17ClearBreakpointsRequest\x12\x1d\n" +
+	"breakpoint\"f\n" +
+	"\x17ClearBreakpointsRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x01 \x01(\tR\tcommandId\"V\n" +
-	"\rCancelRequest\x12\x1d\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"\x84\x01\n" +
+	"\rCancelRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x0e\n" +
-	"\x02by\x18\x03 \x01(\tR\x02by\"-\n" +
-	"\fPauseRequest\x12\x1d\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\"[\n" +
+	"\fPauseRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x01 \x01(\tR\tcommandId\"h\n" +
-	"\rResumeRequest\x12\x1d\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"\x96\x01\n" +
+	"\rResumeRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x128\n" +
-	"\rmodified_step\x18\x02 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"\x8c\x01\n" +
-	"\fStartRequest\x12\x1d\n" +
+	"\rmodified_step\x18\x02 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"\xba\x01\n" +
+	"\fStartRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x12\n" +
 	"\x04goal\x18\x02 \x01(\tR\x04goal\x120\n" +
@@ -1271,14 +1526,16 @@ const file_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1c\n" +
-	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\x11\n" +
-	"\x0fGetStateRequest\"\xa2\x01\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"?\n" +
+	"\x0fGetStateRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\"\xa2\x01\n" +
 	"\x10GetStateResponse\x12-\n" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x16\n" +
 	"\x06exists\x18\x03 \x01(\bR\x06exists\x123\n" +
-	"\x16activated_at_unix_nano\x18\x04 \x01(\x03R\x13activatedAtUnixNano\"\x11\n" +
-	"\x0fTimelineRequest\"\xa7\x03\n" +
+	"\x16activated_at_unix_nano\x18\x04 \x01(\x03R\x13activatedAtUnixNano\"?\n" +
+	"\x0fTimelineRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\"\xa7\x03\n" +
 	"\rTimelineEntry\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x01 \x01(\rR\tstepIndex\x12\x17\n" +
@@ -1295,15 +1552,17 @@ const file_session_proto_rawDesc = "" +
 	" \x01(\x03R\x0fendedAtUnixNano\x12\x1b\n" +
 	"\tllm_calls\x18\v \x01(\rR\bllmCalls\x12\x1d\n" +
 	"\n" +
-	"tool_calls\x18\f \x01(\rR\ttoolCalls\"\xc4\x01\n" +
+	"tool_calls\x18\f \x01(\rR\ttoolCalls\"\xf1\x01\n" +
 	"\x10TimelineResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x19\n" +
 	"\bplan_seq\x18\x03 \x01(\x04R\aplanSeq\x120\n" +
 	"\x06status\x18\x04 \x01(\x0e2\x18.fathom.v1.SessionStatusR\x06status\x122\n" +
-	"\aentries\x18\x05 \x03(\v2\x18.fathom.v1.TimelineEntryR\aentries\"A\n" +
-	"\x0eStateAtRequest\x12\x1d\n" +
+	"\aentries\x18\x05 \x03(\v2\x18.fathom.v1.TimelineEntryR\aentries\x12+\n" +
+	"\x05audit\x18\x06 \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\"o\n" +
+	"\x0eStateAtRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x01 \x01(\rR\tstepIndex\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"q\n" +
@@ -1311,14 +1570,15 @@ const file_session_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x03 \x01(\rR\tstepIndex*\x88\x01\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex*\x9f\x01\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
 	"\tNOT_FOUND\x10\x02\x12\x17\n" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
-	"\bINTERNAL\x10\x052\xb3\x06\n" +
+	"\bINTERNAL\x10\x05\x12\x15\n" +
+	"\x11PERMISSION_DENIED\x10\x062\xf2\x06\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
@@ -1331,7 +1591,8 @@ const file_session_proto_rawDesc = "" +
 	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponse\x12J\n" +
 	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
 	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponse\x12:\n" +
-	"\x04Send\x12\x16.fathom.v1.SendRequest\x1a\x1a.fathom.v1.CommandResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x04Send\x12\x16.fathom.v1.SendRequest\x1a\x1a.fathom.v1.CommandResponse\x12=\n" +
+	"\x06Access\x12\x18.fathom.v1.AccessRequest\x1a\x19.fathom.v1.AccessResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -1346,72 +1607,92 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
-	(*SendRequest)(nil),             // 1: fathom.v1.SendRequest
-	(*ProvideInputRequest)(nil),     // 2: fathom.v1.ProvideInputRequest
-	(*ForkRequest)(nil),             // 3: fathom.v1.ForkRequest
-	(*CommandResponse)(nil),         // 4: fathom.v1.CommandResponse
-	(*SetBreakpointRequest)(nil),    // 5: fathom.v1.SetBreakpointRequest
-	(*ClearBreakpointsRequest)(nil), // 6: fathom.v1.ClearBreakpointsRequest
-	(*CancelRequest)(nil),           // 7: fathom.v1.CancelRequest
-	(*PauseRequest)(nil),            // 8: fathom.v1.PauseRequest
-	(*ResumeRequest)(nil),           // 9: fathom.v1.ResumeRequest
-	(*StartRequest)(nil),            // 10: fathom.v1.StartRequest
-	(*StartResponse)(nil),           // 11: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),         // 12: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil),        // 13: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),         // 14: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),           // 15: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil),        // 16: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),          // 17: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),         // 18: fathom.v1.StateAtResponse
-	(*Breakpoint)(nil),              // 19: fathom.v1.Breakpoint
-	(*PlanStep)(nil),                // 20: fathom.v1.PlanStep
-	(*SessionConfig)(nil),           // 21: fathom.v1.SessionConfig
-	(*SessionState)(nil),            // 22: fathom.v1.SessionState
-	(StepStatus)(0),                 // 23: fathom.v1.StepStatus
-	(SessionStatus)(0),              // 24: fathom.v1.SessionStatus
+	(*AccessRequest)(nil),           // 1: fathom.v1.AccessRequest
+	(*AccessResponse)(nil),          // 2: fathom.v1.AccessResponse
+	(*SendRequest)(nil),             // 3: fathom.v1.SendRequest
+	(*ProvideInputRequest)(nil),     // 4: fathom.v1.ProvideInputRequest
+	(*ForkRequest)(nil),             // 5: fathom.v1.ForkRequest
+	(*CommandResponse)(nil),         // 6: fathom.v1.CommandResponse
+	(*SetBreakpointRequest)(nil),    // 7: fathom.v1.SetBreakpointRequest
+	(*ClearBreakpointsRequest)(nil), // 8: fathom.v1.ClearBreakpointsRequest
+	(*CancelRequest)(nil),           // 9: fathom.v1.CancelRequest
+	(*PauseRequest)(nil),            // 10: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 11: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 12: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 13: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 14: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 15: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 16: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 17: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 18: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 19: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 20: fathom.v1.StateAtResponse
+	(*Principal)(nil),               // 21: fathom.v1.Principal
+	(*Breakpoint)(nil),              // 22: fathom.v1.Breakpoint
+	(*PlanStep)(nil),                // 23: fathom.v1.PlanStep
+	(*SessionConfig)(nil),           // 24: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 25: fathom.v1.SessionState
+	(StepStatus)(0),                 // 26: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 27: fathom.v1.SessionStatus
+	(*AuditEntry)(nil),              // 28: fathom.v1.AuditEntry
 }
 var file_session_proto_depIdxs = []int32{
-	19, // 0: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	20, // 1: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	21, // 2: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	22, // 3: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	23, // 4: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	24, // 5: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	15, // 6: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	22, // 7: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	10, // 8: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	12, // 9: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	14, // 10: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	17, // 11: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	5,  // 12: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
-	6,  // 13: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	7,  // 14: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
-	8,  // 15: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	9,  // 16: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	2,  // 17: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
-	3,  // 18: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
-	1,  // 19: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
-	11, // 20: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	13, // 21: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	16, // 22: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	18, // 23: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	4,  // 24: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	4,  // 25: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	4,  // 26: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
-	4,  // 27: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	4,  // 28: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	4,  // 29: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	11, // 30: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	4,  // 31: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
-	20, // [20:32] is the sub-list for method output_type
-	8,  // [8:20] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	21, // 0: fathom.v1.AccessRequest.caller:type_name -> fathom.v1.Principal
+	21, // 1: fathom.v1.SendRequest.caller:type_name -> fathom.v1.Principal
+	21, // 2: fathom.v1.ProvideInputRequest.caller:type_name -> fathom.v1.Principal
+	21, // 3: fathom.v1.ForkRequest.caller:type_name -> fathom.v1.Principal
+	21, // 4: fathom.v1.SetBreakpointRequest.caller:type_name -> fathom.v1.Principal
+	22, // 5: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	21, // 6: fathom.v1.ClearBreakpointsRequest.caller:type_name -> fathom.v1.Principal
+	21, // 7: fathom.v1.CancelRequest.caller:type_name -> fathom.v1.Principal
+	21, // 8: fathom.v1.PauseRequest.caller:type_name -> fathom.v1.Principal
+	21, // 9: fathom.v1.ResumeRequest.caller:type_name -> fathom.v1.Principal
+	23, // 10: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	21, // 11: fathom.v1.StartRequest.caller:type_name -> fathom.v1.Principal
+	24, // 12: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	21, // 13: fathom.v1.GetStateRequest.caller:type_name -> fathom.v1.Principal
+	25, // 14: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	21, // 15: fathom.v1.TimelineRequest.caller:type_name -> fathom.v1.Principal
+	26, // 16: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	27, // 17: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	17, // 18: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	28, // 19: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
+	21, // 20: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
+	25, // 21: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	12, // 22: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	14, // 23: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	16, // 24: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	19, // 25: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	7,  // 26: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
+	8,  // 27: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
+	9,  // 28: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
+	10, // 29: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	11, // 30: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	4,  // 31: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
+	5,  // 32: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
+	3,  // 33: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
+	1,  // 34: fathom.v1.Session.Access:input_type -> fathom.v1.AccessRequest
+	13, // 35: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	15, // 36: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	18, // 37: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	20, // 38: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	6,  // 39: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	6,  // 40: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	6,  // 41: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
+	6,  // 42: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	6,  // 43: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	6,  // 44: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	13, // 45: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	6,  // 46: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
+	2,  // 47: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
+	35, // [35:48] is the sub-list for method output_type
+	22, // [22:35] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_session_proto_init() }
@@ -1427,7 +1708,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -97,6 +97,20 @@ func IsInternal(err error) bool {
 	return e.Reason == ErrorReason_INTERNAL.String()
 }
 
+// PERMISSION_DENIED: the caller sees the session but its role may not do this.
+func ErrPermissionDenied(format string, args ...interface{}) *cluster.GrainErrorResponse {
+	return cluster.NewGrainErrorResponse(ErrorReason_PERMISSION_DENIED.String(), fmt.Sprintf(format, args...))
+}
+
+// PERMISSION_DENIED: the caller sees the session but its role may not do this.
+func IsPermissionDenied(err error) bool {
+	if err == nil {
+		return false
+	}
+	e := cluster.FromError(err)
+	return e.Reason == ErrorReason_PERMISSION_DENIED.String()
+}
+
 var xSessionFactory func() Session
 
 // SessionFactory produces a Session
@@ -155,6 +169,7 @@ type Session interface {
 	ProvideInput(req *ProvideInputRequest, ctx cluster.GrainContext) (*CommandResponse, error)
 	Fork(req *ForkRequest, ctx cluster.GrainContext) (*StartResponse, error)
 	Send(req *SendRequest, ctx cluster.GrainContext) (*CommandResponse, error)
+	Access(req *AccessRequest, ctx cluster.GrainContext) (*AccessResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -487,6 +502,33 @@ func (g *SessionGrainClient) Send(r *SendRequest, opts ...cluster.GrainCallOptio
 	}
 }
 
+// Access requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) Access(r *AccessRequest, opts ...cluster.GrainCallOption) (*AccessResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Access"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 12, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *AccessResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // SessionActor represents the actor structure
 type SessionActor struct {
 	ctx     cluster.GrainContext
@@ -749,6 +791,26 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 
 			r0, err := a.inner.Send(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 12:
+			req := &AccessRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] Access(AccessRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.Access(req, a.ctx)
 			if err != nil {
 				resp := cluster.FromError(err)
 				ctx.Respond(resp)

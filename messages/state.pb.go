@@ -641,7 +641,15 @@ type SessionState struct {
 	// turn's history messages (step openings, transcripts, hand-offs), its result (an
 	// assistant message), then the follow-up message that opened the next turn. The
 	// current turn's messages are in steps; History(s) is thread followed by them.
-	Thread        []*TranscriptEntry `protobuf:"bytes,61,rep,name=thread,proto3" json:"thread,omitempty"`
+	Thread []*TranscriptEntry `protobuf:"bytes,61,rep,name=thread,proto3" json:"thread,omitempty"`
+	// tenant and owner are session_started's (a fork's: session_forked's): whose session
+	// this is. Requests of other tenants are answered as for a missing session.
+	Tenant string `protobuf:"bytes,62,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Owner  string `protobuf:"bytes,63,opt,name=owner,proto3" json:"owner,omitempty"`
+	// audit is who did what to the session: one entry per command a principal sent
+	// (start, input, approval, pause, resume, breakpoints, cancel, send, fork), oldest
+	// first, the newest MaxAudit kept (the events keep all of them, each with its by).
+	Audit         []*AuditEntry `protobuf:"bytes,64,rep,name=audit,proto3" json:"audit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -935,6 +943,27 @@ func (x *SessionState) GetThread() []*TranscriptEntry {
 	return nil
 }
 
+func (x *SessionState) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SessionState) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SessionState) GetAudit() []*AuditEntry {
+	if x != nil {
+		return x.Audit
+	}
+	return nil
+}
+
 // SubagentState is a sub-agent's isolated, event-sourced context.
 type SubagentState struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1186,6 +1215,85 @@ func (x *SubagentState) GetRunConfigError() string {
 	return ""
 }
 
+// AuditEntry is one command a principal sent to a session.
+type AuditEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq is the command's first event; event is that event's type (session_started,
+	// hitl_received, session_cancelled, ...).
+	Seq           uint64     `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Event         string     `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	CommandId     string     `protobuf:"bytes,3,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	By            *Principal `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	AtUnixNano    int64      `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_state_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_state_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_state_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AuditEntry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetBy() *Principal {
+	if x != nil {
+		return x.By
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
 var File_state_proto protoreflect.FileDescriptor
 
 const file_state_proto_rawDesc = "" +
@@ -1232,7 +1340,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x9d\r\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xf8\r\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1276,7 +1384,10 @@ const file_state_proto_rawDesc = "" +
 	"\x10retired_step_ids\x18( \x03(\tR\x0eretiredStepIds\x12\x1b\n" +
 	"\tllm_calls\x18) \x01(\rR\bllmCalls\x12\x12\n" +
 	"\x04turn\x18< \x01(\rR\x04turn\x122\n" +
-	"\x06thread\x18= \x03(\v2\x1a.fathom.v1.TranscriptEntryR\x06thread\x1a;\n" +
+	"\x06thread\x18= \x03(\v2\x1a.fathom.v1.TranscriptEntryR\x06thread\x12\x16\n" +
+	"\x06tenant\x18> \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05owner\x18? \x01(\tR\x05owner\x12+\n" +
+	"\x05audit\x18@ \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
@@ -1317,7 +1428,16 @@ const file_state_proto_rawDesc = "" +
 	"\trun_usage\x18\x17 \x01(\v2\x10.fathom.v1.UsageR\brunUsage\x12 \n" +
 	"\frun_cost_usd\x18\x18 \x01(\x01R\n" +
 	"runCostUsd\x12(\n" +
-	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError*\x84\x02\n" +
+	"\x10run_config_error\x18\x19 \x01(\tR\x0erunConfigError\"\x9b\x01\n" +
+	"\n" +
+	"AuditEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05event\x18\x02 \x01(\tR\x05event\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x03 \x01(\tR\tcommandId\x12$\n" +
+	"\x02by\x18\x04 \x01(\v2\x14.fathom.v1.PrincipalR\x02by\x12 \n" +
+	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
+	"atUnixNano*\x84\x02\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SESSION_STATUS_PLANNING\x10\x01\x12\x1c\n" +
@@ -1348,7 +1468,7 @@ func file_state_proto_rawDescGZIP() []byte {
 }
 
 var file_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_state_proto_goTypes = []any{
 	(SessionStatus)(0),         // 0: fathom.v1.SessionStatus
 	(StepStatus)(0),            // 1: fathom.v1.StepStatus
@@ -1358,54 +1478,58 @@ var file_state_proto_goTypes = []any{
 	(*PendingCall)(nil),        // 5: fathom.v1.PendingCall
 	(*SessionState)(nil),       // 6: fathom.v1.SessionState
 	(*SubagentState)(nil),      // 7: fathom.v1.SubagentState
-	nil,                        // 8: fathom.v1.SessionState.CommandsEntry
-	nil,                        // 9: fathom.v1.SessionState.SubAgentsEntry
-	(*PlanStep)(nil),           // 10: fathom.v1.PlanStep
-	(*ToolCallRequest)(nil),    // 11: fathom.v1.ToolCallRequest
-	(*ThinkingBlock)(nil),      // 12: fathom.v1.ThinkingBlock
-	(*SessionConfig)(nil),      // 13: fathom.v1.SessionConfig
-	(*Usage)(nil),              // 14: fathom.v1.Usage
-	(*SummaryUpdated)(nil),     // 15: fathom.v1.SummaryUpdated
-	(*Breakpoint)(nil),         // 16: fathom.v1.Breakpoint
-	(*InterruptTriggered)(nil), // 17: fathom.v1.InterruptTriggered
-	(*HitlRequested)(nil),      // 18: fathom.v1.HitlRequested
-	(*ArtifactWritten)(nil),    // 19: fathom.v1.ArtifactWritten
-	(*SessionForked)(nil),      // 20: fathom.v1.SessionForked
-	(*SubagentResult)(nil),     // 21: fathom.v1.SubagentResult
+	(*AuditEntry)(nil),         // 8: fathom.v1.AuditEntry
+	nil,                        // 9: fathom.v1.SessionState.CommandsEntry
+	nil,                        // 10: fathom.v1.SessionState.SubAgentsEntry
+	(*PlanStep)(nil),           // 11: fathom.v1.PlanStep
+	(*ToolCallRequest)(nil),    // 12: fathom.v1.ToolCallRequest
+	(*ThinkingBlock)(nil),      // 13: fathom.v1.ThinkingBlock
+	(*SessionConfig)(nil),      // 14: fathom.v1.SessionConfig
+	(*Usage)(nil),              // 15: fathom.v1.Usage
+	(*SummaryUpdated)(nil),     // 16: fathom.v1.SummaryUpdated
+	(*Breakpoint)(nil),         // 17: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 18: fathom.v1.InterruptTriggered
+	(*HitlRequested)(nil),      // 19: fathom.v1.HitlRequested
+	(*ArtifactWritten)(nil),    // 20: fathom.v1.ArtifactWritten
+	(*SessionForked)(nil),      // 21: fathom.v1.SessionForked
+	(*SubagentResult)(nil),     // 22: fathom.v1.SubagentResult
+	(*Principal)(nil),          // 23: fathom.v1.Principal
 }
 var file_state_proto_depIdxs = []int32{
-	10, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
+	11, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
 	1,  // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
 	3,  // 2: fathom.v1.StepState.transcript:type_name -> fathom.v1.TranscriptEntry
-	11, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	12, // 4: fathom.v1.TranscriptEntry.thinking:type_name -> fathom.v1.ThinkingBlock
+	12, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	13, // 4: fathom.v1.TranscriptEntry.thinking:type_name -> fathom.v1.ThinkingBlock
 	0,  // 5: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
-	13, // 6: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
+	14, // 6: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
 	2,  // 7: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
 	5,  // 8: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
-	14, // 9: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
-	8,  // 10: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
+	15, // 9: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
+	9,  // 10: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
 	4,  // 11: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	15, // 12: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
-	16, // 13: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
-	17, // 14: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
-	18, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
-	9,  // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
-	19, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
-	20, // 18: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
+	16, // 12: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
+	17, // 13: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	18, // 14: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	19, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
+	10, // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
+	20, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
+	21, // 18: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
 	3,  // 19: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
-	3,  // 20: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 21: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 22: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	14, // 23: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	21, // 24: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	14, // 25: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	7,  // 26: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	8,  // 20: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
+	3,  // 21: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 22: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 23: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	15, // 24: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	22, // 25: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	15, // 26: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	23, // 27: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
+	7,  // 28: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }
@@ -1420,7 +1544,7 @@ func file_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_state_proto_rawDesc), len(file_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -57,6 +57,9 @@ type IndexEntry struct {
 
 	// UserID is session_started's user_id.
 	UserID string
+	// Tenant and Owner are whose session it is: session_started's (a fork's:
+	// session_forked's). Rows from before tenancy have the tenant "default".
+	Tenant, Owner string
 	// Goal is session_started's goal, cut to MaxIndexedGoalBytes.
 	Goal string
 	// CreatedAt is when the session's first event was stored.
@@ -64,6 +67,10 @@ type IndexEntry struct {
 	// CostUSD is the sum of the session's llm_responded cost_usd.
 	CostUSD float64
 }
+
+// DefaultTenant is the tenant of index rows written before tenancy and of sessions
+// started from inside the node (auth.DefaultTenant).
+const DefaultTenant = "default"
 
 // MaxIndexedGoalBytes bounds the goal an index row keeps (the events keep all of it).
 const MaxIndexedGoalBytes = 1000
@@ -75,6 +82,9 @@ type SessionFacts struct {
 	Started bool
 	// UserID and Goal are session_started's (when Started).
 	UserID, Goal string
+	// Tenant and Owner are whose session it is (when Started): session_started's, or
+	// the session_forked's of a fork's first batch.
+	Tenant, Owner string
 	// CostUSD is the model cost the batch adds.
 	CostUSD float64
 }
@@ -91,6 +101,9 @@ type ListQuery struct {
 	Status string
 	// UserID keeps rows of this user ("" for any).
 	UserID string
+	// Tenant keeps rows of this tenant ("" for any: an admin's listing); Owner keeps
+	// rows of this owner ("" for any).
+	Tenant, Owner string
 	// Since and Until keep rows created at or after Since and before Until (zero: open).
 	Since, Until time.Time
 	// GoalContains keeps rows whose goal contains this text, ignoring case ("" for any).
@@ -130,6 +143,8 @@ func (q ListQuery) Matches(e IndexEntry) bool {
 	switch {
 	case q.Status != "" && e.Status != q.Status,
 		q.UserID != "" && e.UserID != q.UserID,
+		q.Tenant != "" && e.Tenant != q.Tenant,
+		q.Owner != "" && e.Owner != q.Owner,
 		!q.Since.IsZero() && e.CreatedAt.Before(q.Since),
 		!q.Until.IsZero() && !e.CreatedAt.Before(q.Until),
 		q.IDPrefix != "" && !strings.HasPrefix(e.SessionID, q.IDPrefix),

@@ -12,7 +12,7 @@ import (
 // sandboxed execution is cancelled with its context). Idempotent by command id; a session that has ended is refused.
 func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Cancel")
-	resp, err := g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecideCancel(g.state, req, g.deps.Now()) })
+	resp, err := g.command(ctx, req, func() ([]*messages.Event, error) { return core.DecideCancel(g.state, req, g.deps.Now()) })
 	if err != nil || resp.GetDuplicate() {
 		return resp, err
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
@@ -41,8 +42,8 @@ func (g *Grain) endpointBlocked() bool {
 // continuing runs a command that continues the session (its next LLM calls follow) as
 // command does, after refusing it on a node configured for another endpoint or lacking
 // an agent or tool the session's running sub-agents need (core.MissingOnNode).
-func (g *Grain) continuing(ctx cluster.GrainContext, cmdID string, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
-	if g.ready(ctx) == nil {
+func (g *Grain) continuing(ctx cluster.GrainContext, req commandRequest, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
+	if g.ready(ctx) == nil && g.authorize(req.GetCaller(), auth.Act) == nil {
 		err := g.endpointRefusal()
 		if err == nil {
 			err = core.MissingOnNode(g.state, g.deps.Config)
@@ -52,5 +53,5 @@ func (g *Grain) continuing(ctx cluster.GrainContext, cmdID string, decide func()
 			return nil, grainError(err)
 		}
 	}
-	return g.command(ctx, cmdID, decide)
+	return g.command(ctx, req, decide)
 }

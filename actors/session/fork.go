@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
@@ -29,6 +30,9 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
+	if err := g.authorizeNew(req.GetCaller()); err != nil {
+		return nil, err
+	}
 	if dup, ok := core.ForkDuplicate(g.state, req); ok {
 		return dup, nil
 	}
@@ -46,6 +50,7 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err != nil {
 		return nil, grainError(err)
 	}
+	stampBy(evs, req.GetCommandId(), req.GetCaller())
 	if err := g.copyArtifacts(req.GetSourceSessionId(), src); err != nil {
 		return nil, err
 	}
@@ -69,7 +74,8 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 	if err != nil {
 		return nil, messages.ErrUnavailable("fork %s: load source session %s: %v", g.id, id, err)
 	}
-	if cur.GetSeq() == 0 {
+	if cur.GetSeq() == 0 || (req.GetCaller() != nil &&
+		g.deps.Config.Tenancy.Allowed(auth.FromMessage(req.GetCaller()), auth.Read, cur.GetTenant(), cur.GetOwner()) != auth.Allow) {
 		return nil, messages.ErrNotFound("fork %s: source session %q not found", g.id, id)
 	}
 	seq, err := core.ForkSeq(cur, req)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/auth"
 	"log/slog"
 	"time"
 
@@ -253,6 +254,9 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
+	if err := g.authorizeNew(req.GetCaller()); err != nil {
+		return nil, err
+	}
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
 		return &messages.StartResponse{SessionId: g.id, Seq: seq, Duplicate: true}, nil
 	}
@@ -263,6 +267,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err != nil {
 		return nil, grainError(err)
 	}
+	stampBy(evs, req.GetCommandId(), req.GetCaller())
 	if err := g.commit(ctx, evs); err != nil {
 		return nil, err
 	}
@@ -271,10 +276,13 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 }
 
 // GetState returns the session's folded state.
-func (g *Grain) GetState(_ *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error) {
+func (g *Grain) GetState(req *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error) {
 	defer g.guard(ctx, "GetState")
 	defer g.updateIdle(ctx)
 	if err := g.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {

@@ -40,7 +40,7 @@ func (g *Grain) onHitlDeadline(ctx cluster.GrainContext) {
 // waiting. Idempotent by command id.
 func (g *Grain) ProvideInput(req *messages.ProvideInputRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "ProvideInput")
-	return g.continuing(ctx, req.GetCommandId(), func() ([]*messages.Event, error) {
+	return g.continuing(ctx, req, func() ([]*messages.Event, error) {
 		return core.DecideProvideInput(g.state, req, g.deps.Config, g.deps.Now())
 	})
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
@@ -10,34 +11,38 @@ import (
 // SetBreakpoint adds a breakpoint. Idempotent by command id.
 func (g *Grain) SetBreakpoint(req *messages.SetBreakpointRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "SetBreakpoint")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecideSetBreakpoint(g.state, req, g.deps.Now()) })
+	return g.command(ctx, req, func() ([]*messages.Event, error) { return core.DecideSetBreakpoint(g.state, req, g.deps.Now()) })
 }
 
 // ClearBreakpoints removes every breakpoint. Idempotent by command id.
 func (g *Grain) ClearBreakpoints(req *messages.ClearBreakpointsRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "ClearBreakpoints")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecideClearBreakpoints(g.state, req, g.deps.Now()) })
+	return g.command(ctx, req, func() ([]*messages.Event, error) { return core.DecideClearBreakpoints(g.state, req, g.deps.Now()) })
 }
 
 // Pause stops the session at its next step boundary. Idempotent by command id.
 func (g *Grain) Pause(req *messages.PauseRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Pause")
-	return g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecidePause(g.state, req, g.deps.Now()) })
+	return g.command(ctx, req, func() ([]*messages.Event, error) { return core.DecidePause(g.state, req, g.deps.Now()) })
 }
 
 // Resume ends the current interrupt. Idempotent by command id.
 func (g *Grain) Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Resume")
-	return g.continuing(ctx, req.GetCommandId(), func() ([]*messages.Event, error) { return core.DecideResume(g.state, req, g.deps.Config, g.deps.Now()) })
+	return g.continuing(ctx, req, func() ([]*messages.Event, error) { return core.DecideResume(g.state, req, g.deps.Config, g.deps.Now()) })
 }
 
 // command runs a session command through the commit path: readiness, the duplicate
 // check by command id, decide, commit, then whatever became due.
-func (g *Grain) command(ctx cluster.GrainContext, cmdID string, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
+func (g *Grain) command(ctx cluster.GrainContext, req commandRequest, decide func() ([]*messages.Event, error)) (*messages.CommandResponse, error) {
 	defer g.updateIdle(ctx)
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
+	if err := g.authorize(req.GetCaller(), auth.Act); err != nil {
+		return nil, err
+	}
+	cmdID := req.GetCommandId()
 	if seq, ok := g.state.GetCommands()[cmdID]; ok && cmdID != "" {
 		return &messages.CommandResponse{Seq: seq, Duplicate: true}, nil
 	}
@@ -45,6 +50,7 @@ func (g *Grain) command(ctx cluster.GrainContext, cmdID string, decide func() ([
 	if err != nil {
 		return nil, grainError(err)
 	}
+	stampBy(evs, cmdID, req.GetCaller())
 	if err := g.commit(ctx, evs); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // renewing, is renewed again.
 func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Send")
-	resp, err := g.command(ctx, req.GetCommandId(), func() ([]*messages.Event, error) {
+	resp, err := g.command(ctx, req, func() ([]*messages.Event, error) {
 		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
 	})
 	if err != nil || resp.GetDuplicate() {

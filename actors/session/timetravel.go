@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
@@ -29,10 +30,13 @@ import (
 
 // Timeline returns the session's steps with their place in the event stream. It is
 // served from the in-memory state.
-func (g *Grain) Timeline(_ *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error) {
+func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error) {
 	defer g.guard(ctx, "Timeline")
 	defer g.updateIdle(ctx)
 	if err := g.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -48,6 +52,9 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	defer g.guard(ctx, "StateAt")
 	defer g.updateIdle(ctx)
 	if err := g.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {

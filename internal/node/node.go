@@ -26,6 +26,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
@@ -656,3 +657,7 @@ func (l *localSandbox) stop(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Tenancy is the tenancy policy the node's session grains enforce (its gateway must
+// list sessions by the same one).
+func (n *Node) Tenancy() auth.Policy { return n.cfg.Session.Tenancy }

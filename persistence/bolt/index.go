@@ -73,12 +73,12 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt = "", "", 0, time.Time{}
+	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner = "", "", 0, time.Time{}, "", ""
 	if j.facts != nil {
 		f := j.facts(recs)
 		entry.CostUSD = f.CostUSD
 		if f.Started {
-			entry.UserID, entry.Goal = f.UserID, f.Goal
+			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
 		}
 	}
 	last, err := j.append(ctx, stream, expectedSeq, recs, &entry)
@@ -103,7 +103,7 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created ti
 			return fmt.Errorf("session index row %q: %w", e.SessionID, persistence.ErrCorrupt)
 		}
 		if e.Goal == "" {
-			e.UserID, e.Goal = old.UserID, old.Goal
+			e.UserID, e.Goal, e.Tenant, e.Owner = old.UserID, old.Goal, old.Tenant, old.Owner
 		}
 		e.CostUSD += old.CostUSD
 	}
@@ -228,13 +228,17 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 	return out, nil
 }
 
-// encodeIndex lays a row out as len(status)(1) | status | due(8) | seq(8) | updated(8)
-// | created(8) | cost(8, float64 bits) | len(user)(2) | user | goal. Times are Unix
-// nanoseconds, 0 for none. Rows written before the facts were kept end after updated.
+// encodeIndex lays a row out as len(status)|0x80 (1) | status | due(8) | seq(8) |
+// updated(8) | created(8) | cost(8, float64 bits) | len(user)(2) | user | len(tenant)(2)
+// | tenant | len(owner)(2) | owner | goal. Times are Unix nanoseconds, 0 for none. Rows
+// written before the facts were kept end after updated; rows written before tenancy
+// lack the 0x80 flag and the tenant and owner (they are the default tenant's).
 func encodeIndex(e persistence.IndexEntry) []byte {
 	user := e.UserID[:min(len(e.UserID), math.MaxUint16)]
-	b := make([]byte, 0, 1+len(e.Status)+42+len(user)+len(e.Goal))
-	b = append(b, byte(len(e.Status)))
+	tenant := e.Tenant[:min(len(e.Tenant), math.MaxUint16)]
+	owner := e.Owner[:min(len(e.Owner), math.MaxUint16)]
+	b := make([]byte, 0, 1+len(e.Status)+46+len(user)+len(tenant)+len(owner)+len(e.Goal))
+	b = append(b, byte(len(e.Status))|rowTenancy)
 	b = append(b, e.Status...)
 	b = binary.BigEndian.AppendUint64(b, nanos(e.DueAt))
 	b = binary.BigEndian.AppendUint64(b, e.Seq)
@@ -243,15 +247,35 @@ func encodeIndex(e persistence.IndexEntry) []byte {
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(e.CostUSD))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(user)))
 	b = append(b, user...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(tenant)))
+	b = append(b, tenant...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(owner)))
+	b = append(b, owner...)
 	return append(b, e.Goal...)
 }
 
+// rowTenancy flags an index row that holds its tenant and owner (statuses are shorter
+// than 0x80 bytes).
+const rowTenancy = 0x80
+
+// cutString reads a len(2)-prefixed string off v.
+func cutString(v []byte) (string, []byte, bool) {
+	if len(v) < 2 {
+		return "", nil, false
+	}
+	n := int(binary.BigEndian.Uint16(v))
+	if len(v) < 2+n {
+		return "", nil, false
+	}
+	return string(v[2 : 2+n]), v[2+n:], true
+}
+
 func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
-	if len(v) < 1 || len(v) < 1+int(v[0])+24 {
+	if len(v) < 1 || len(v) < 1+int(v[0]&^rowTenancy)+24 {
 		return persistence.IndexEntry{}, false
 	}
-	n := int(v[0])
-	e := persistence.IndexEntry{SessionID: id, Status: string(v[1 : 1+n])}
+	n, tenancy := int(v[0]&^rowTenancy), v[0]&rowTenancy != 0
+	e := persistence.IndexEntry{SessionID: id, Status: string(v[1 : 1+n]), Tenant: persistence.DefaultTenant}
 	v = v[1+n:]
 	e.DueAt = fromNanos(binary.BigEndian.Uint64(v))
 	e.Seq = binary.BigEndian.Uint64(v[8:])
@@ -266,12 +290,23 @@ func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
 	}
 	e.CreatedAt = fromNanos(binary.BigEndian.Uint64(v))
 	e.CostUSD = math.Float64frombits(binary.BigEndian.Uint64(v[8:]))
-	u := int(binary.BigEndian.Uint16(v[16:]))
-	v = v[18:]
-	if len(v) < u {
+	var ok bool
+	if e.UserID, v, ok = cutString(v[16:]); !ok {
 		return persistence.IndexEntry{}, false
 	}
-	e.UserID, e.Goal = string(v[:u]), string(v[u:])
+	if tenancy {
+		var tenant string
+		if tenant, v, ok = cutString(v); !ok {
+			return persistence.IndexEntry{}, false
+		}
+		if e.Owner, v, ok = cutString(v); !ok {
+			return persistence.IndexEntry{}, false
+		}
+		if tenant != "" {
+			e.Tenant = tenant
+		}
+	}
+	e.Goal = string(v)
 	return e, true
 }
 

@@ -38,6 +38,18 @@ func Of(recs []persistence.Record) persistence.SessionFacts {
 			}
 			s := ev.GetSessionStarted()
 			f.Started, f.UserID, f.Goal = true, s.GetUserId(), persistence.CutGoal(s.GetGoal())
+			f.Tenant, f.Owner = s.GetTenant(), s.GetOwner()
+			if f.Tenant == "" {
+				f.Tenant = persistence.DefaultTenant
+			}
+		case "session_forked": // a fork's first batch: its own tenant and owner
+			ev := &messages.Event{}
+			if err := proto.Unmarshal(r.Data, ev); err != nil {
+				continue
+			}
+			if s := ev.GetSessionForked(); s.GetTenant() != "" {
+				f.Tenant, f.Owner = s.GetTenant(), s.GetOwner()
+			}
 		case "llm_responded":
 			f.CostUSD += costOf(r.Data)
 		}

@@ -24,20 +24,24 @@ var _ persistence.SessionIndex = (*Journal)(nil)
 // appendSQL), $7 status, $8 due_at (NULL: none), $9 the lease owner to renew (NULL: keep
 // the stored lease) for $10 microseconds, and the batch's facts (migration 0006): $11
 // user_id and $12 goal (NULL: keep the stored ones; set by the batch that starts the
-// session), $13 the cost the batch adds.
+// session), $13 the cost the batch adds, $14 tenant and $15 owner (NULL: keep the
+// stored ones; set by the batch that starts or forks the session, migration 0008).
 var appendIndexedSQL = `
 WITH batch AS (` + appendSQL + `
     RETURNING last_seq)
-INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd)
+INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd, tenant, owner)
 SELECT $1, $7, $8, last_seq, now(), $9::text,
        CASE WHEN $9::text IS NULL THEN NULL ELSE now() + $10::bigint * interval '1 microsecond' END,
-       coalesce($11::text, ''), coalesce($12::text, ''), now(), $13::double precision FROM batch
+       coalesce($11::text, ''), coalesce($12::text, ''), now(), $13::double precision,
+       coalesce($14::text, 'default'), coalesce($15::text, '') FROM batch
 ON CONFLICT (session_id) DO UPDATE
 SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
     lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
     lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END,
     user_id = CASE WHEN $12::text IS NULL THEN fathom_sessions.user_id ELSE EXCLUDED.user_id END,
     goal = coalesce($12::text, fathom_sessions.goal),
+    tenant = coalesce($14::text, fathom_sessions.tenant),
+    owner = coalesce($15::text, fathom_sessions.owner),
     cost_usd = fathom_sessions.cost_usd + EXCLUDED.cost_usd`
 
 // AppendIndexed implements persistence.SessionIndex.
@@ -45,24 +49,27 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD = "", "", 0
+	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner = "", "", 0, "", ""
 	if j.facts != nil {
 		f := j.facts(recs)
 		entry.CostUSD = f.CostUSD
 		if f.Started {
-			entry.UserID, entry.Goal = f.UserID, f.Goal
+			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
 		}
 	}
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
 }
 
-// factArgs are appendIndexedSQL's $11 to $13 for e: user and goal only with a start's
-// (never empty) goal.
-func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64) {
+// factArgs are appendIndexedSQL's $11 to $15 for e: user, goal, tenant and owner only
+// with a start's (never empty) goal.
+func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64, tenant, owner *string) {
 	if e.Goal == "" {
-		return nil, nil, e.CostUSD
+		return nil, nil, e.CostUSD, nil, nil
 	}
-	return &e.UserID, &e.Goal, e.CostUSD
+	if e.Tenant == "" {
+		e.Tenant = persistence.DefaultTenant
+	}
+	return &e.UserID, &e.Goal, e.CostUSD, &e.Tenant, &e.Owner
 }
 
 // leaseArgs are appendIndexedSQL's $9 and $10 for e.
@@ -107,7 +114,7 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd`
+const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd, tenant, owner`
 
 // Due implements persistence.SessionIndex.
 func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry, error) {
@@ -125,13 +132,14 @@ func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry,
 
 // listSQL is ListSessions's query: $1 status, $2 user, $3 since, $4 until, $5 goal text,
 // $6 id prefix ("" or NULL: any), $7/$8 the position to continue after (NULL: the
-// newest), $9 the limit.
+// newest), $9 the limit, $10 tenant and $11 owner ("": any).
 const listSQL = `SELECT ` + indexColumns + ` FROM fathom_sessions
 WHERE ($1 = '' OR status = $1) AND ($2 = '' OR user_id = $2)
   AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
   AND ($5 = '' OR strpos(lower(goal), lower($5)) > 0)
   AND ($6 = '' OR left(session_id, length($6)) = $6)
   AND ($7::timestamptz IS NULL OR (created_at, session_id) < ($7, $8::text))
+  AND ($10 = '' OR tenant = $10) AND ($11 = '' OR owner = $11)
 ORDER BY created_at DESC, session_id DESC LIMIT $9`
 
 // ListSessions implements persistence.SessionIndex.
@@ -146,7 +154,7 @@ func (j *Journal) ListSessions(ctx context.Context, q persistence.ListQuery) ([]
 		afterAt, afterID = &t, q.After.SessionID
 	}
 	rows, err := j.pool.Query(ctx, listSQL, q.Status, q.UserID, optTime(q.Since), optTime(q.Until), q.GoalContains,
-		q.IDPrefix, afterAt, afterID, limitOrAll(q.Limit))
+		q.IDPrefix, afterAt, afterID, limitOrAll(q.Limit), q.Tenant, q.Owner)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -179,7 +187,7 @@ func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) 
 		createdAt time.Time
 	)
 	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Status, &due, &seq, &updatedAt, &e.LeaseOwner, &exp,
-		&e.UserID, &e.Goal, &createdAt, &e.CostUSD}, func() error {
+		&e.UserID, &e.Goal, &createdAt, &e.CostUSD, &e.Tenant, &e.Owner}, func() error {
 		r := e
 		r.Seq, r.UpdatedAt, r.CreatedAt = uint64(seq), updatedAt.UTC(), createdAt.UTC()
 		if due != nil {

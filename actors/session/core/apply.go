@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/auth"
 	"math"
 	"slices"
 	"sort"
@@ -42,9 +43,28 @@ func Apply(s *messages.SessionState, ev *messages.Event) error {
 	s.Seq = ev.GetSeq()
 	s.UpdatedAtUnixNano = ev.GetAtUnixNano()
 	if id := ev.GetCommandId(); id != "" {
+		audit(s, ev)
 		rememberCommand(s, id, ev.GetSeq())
 	}
 	return nil
+}
+
+// MaxAudit bounds SessionState.audit: the newest entries are kept.
+const MaxAudit = 1000
+
+// audit records the first event of a command a principal sent (Event.by) in s.audit.
+func audit(s *messages.SessionState, ev *messages.Event) {
+	if ev.GetBy() == nil {
+		return
+	}
+	if n := len(s.Audit); n > 0 && s.Audit[n-1].GetCommandId() == ev.GetCommandId() {
+		return
+	}
+	if len(s.Audit) >= MaxAudit {
+		s.Audit = slices.Delete(s.Audit, 0, len(s.Audit)-MaxAudit+1)
+	}
+	s.Audit = append(s.Audit, &messages.AuditEntry{Seq: ev.GetSeq(), Event: ev.Type(), CommandId: ev.GetCommandId(),
+		By: ev.GetBy(), AtUnixNano: ev.GetAtUnixNano()})
 }
 
 func applyPayload(s *messages.SessionState, ev *messages.Event) error {
@@ -57,6 +77,10 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		s.Goal = p.SessionStarted.GetGoal()
 		s.Config = p.SessionStarted.GetConfig()
 		s.UserId = p.SessionStarted.GetUserId()
+		s.Tenant, s.Owner = p.SessionStarted.GetTenant(), p.SessionStarted.GetOwner()
+		if s.Tenant == "" { // started before tenancy
+			s.Tenant = auth.DefaultTenant
+		}
 		s.StartedAtUnixNano = ev.GetAtUnixNano()
 	case *messages.Event_PlanCreated:
 		s.PlanId = p.PlanCreated.GetPlanId()
@@ -260,6 +284,9 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			return fmt.Errorf("%w: session_forked on a fork", ErrBadEvent)
 		}
 		s.ForkedFrom = p.SessionForked
+		if t := p.SessionForked.GetTenant(); t != "" {
+			s.Tenant, s.Owner = t, p.SessionForked.GetOwner()
+		}
 	case *messages.Event_SessionCompleted:
 		s.Status = messages.SessionStatus_SESSION_STATUS_COMPLETED
 		s.Result = p.SessionCompleted.GetResult()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/auth"
 	"math"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ type Config struct {
 	LLMTimeout time.Duration
 	// JournalTimeout bounds one journal operation made by the grain.
 	JournalTimeout time.Duration
+	// Tenancy is the node's tenancy policy: who of a session's tenant may read and act
+	// on it (auth.Policy.Allowed). Grain requests carry their caller; the grain checks
+	// it, and the gateway lists sessions by it.
+	Tenancy auth.Policy
 	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
 	RetryBackoffMax time.Duration
 	// StepAttempts bounds the runs of a plan or step whose LLM call failed retryably

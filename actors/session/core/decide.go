@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/auth"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,7 +124,8 @@ func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 	cfg := mergeConfig(req.GetConfig(), defaults)
 	b := NewEvents(s, req.GetCommandId(), now)
 	b.Add(func(e *messages.Event) {
-		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId()}}
+		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId(),
+			Tenant: tenantOf(req.GetCaller()), Owner: req.GetCaller().GetSubject()}}
 	})
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
@@ -131,6 +133,15 @@ func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 		}}
 	})
 	return b.Evs, nil
+}
+
+// tenantOf is the tenant a session started by caller belongs to: the caller's, or
+// auth.DefaultTenant for a start from inside the node.
+func tenantOf(caller *messages.Principal) string {
+	if t := caller.GetTenant(); t != "" {
+		return t
+	}
+	return auth.DefaultTenant
 }
 
 func validateCommandID(id string) error {

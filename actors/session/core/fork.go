@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/auth"
 	"strings"
 	"time"
 
@@ -56,9 +57,14 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 		forkArtifactPaths(c, req.GetSourceSessionId(), s.GetSessionId())
 		b.Evs = append(b.Evs, c)
 	}
+	tenant, owner := sourceOwner(src)
+	if c := req.GetCaller(); c != nil {
+		owner = c.GetSubject()
+	}
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionForked{SessionForked: &messages.SessionForked{
 			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
+			Tenant: tenant, Owner: owner,
 		}}
 	})
 	var boundary error
@@ -75,6 +81,26 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
 	}
 	return b.Evs, nil
+}
+
+// sourceOwner is the tenant and owner of a fork's source, from its events: its
+// session_started's, or its own session_forked's when it is a fork itself. A fork keeps
+// its source's tenant.
+func sourceOwner(src []*messages.Event) (tenant, owner string) {
+	for _, ev := range src {
+		switch p := ev.GetPayload().(type) {
+		case *messages.Event_SessionStarted:
+			tenant, owner = p.SessionStarted.GetTenant(), p.SessionStarted.GetOwner()
+		case *messages.Event_SessionForked:
+			if p.SessionForked.GetTenant() != "" {
+				tenant, owner = p.SessionForked.GetTenant(), p.SessionForked.GetOwner()
+			}
+		}
+	}
+	if tenant == "" {
+		tenant = auth.DefaultTenant
+	}
+	return tenant, owner
 }
 
 // forkBoundary refuses a fork at source seq seq (f is the fork's folded state) unless a

@@ -10,7 +10,8 @@ import (
 
 // TimelineOf builds the timeline of s.
 func TimelineOf(s *messages.SessionState) *messages.TimelineResponse {
-	out := &messages.TimelineResponse{SessionId: s.GetSessionId(), Seq: s.GetSeq(), PlanSeq: s.GetPlanSeq(), Status: s.GetStatus()}
+	out := &messages.TimelineResponse{SessionId: s.GetSessionId(), Seq: s.GetSeq(), PlanSeq: s.GetPlanSeq(), Status: s.GetStatus(),
+		Audit: s.GetAudit()}
 	for i, st := range s.GetSteps() {
 		out.Entries = append(out.Entries, &messages.TimelineEntry{
 			StepIndex: uint32(i + 1), StepId: st.GetStep().GetId(), StepType: st.GetStep().GetType(),

@@ -19,7 +19,8 @@ const money = (v) => "$" + Number(v || 0).toFixed(4);
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
 let token = sessionStorage.getItem("fathom.token") || "";
-let scope = "none";
+let scope = "none"; // none | read | write | admin (GET /v1/whoami)
+let who = ""; // " as subject@tenant" once signed in
 
 function toast(msg) {
   const t = $("#toast");
@@ -133,12 +134,15 @@ async function useToken(t, quiet = false) {
   try {
     const w = await api("GET", "/v1/whoami");
     scope = w.scope;
+    who = w.auth ? ` as ${w.subject}@${w.tenant}` : "";
   } catch (e) {
+    who = "";
     scope = "none";
     if (!quiet || !String(e.message).startsWith("unauthenticated")) toast(e.message);
   }
-  $("#scope").textContent = scope === "none" ? "no access" : scope === "read" ? "read-only" : "read + write";
-  document.body.classList.toggle("readonly", scope !== "write");
+  const label = { none: "no access", read: "read-only", write: "read + write", admin: "read + write, admin" }[scope] || scope;
+  $("#scope").textContent = label + who;
+  document.body.classList.toggle("readonly", scope !== "write" && scope !== "admin");
   if (socket) socket.close();
   socket = scope === "none" ? null : new Socket();
   route();

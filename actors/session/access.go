@@ -1,0 +1,93 @@
+package session
+
+import (
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// request is what every session grain request carries: its caller, and (commands) its
+// command id.
+type request interface {
+	GetCaller() *messages.Principal
+}
+
+// command is a request that changes the session.
+type commandRequest interface {
+	request
+	GetCommandId() string
+}
+
+// authorize refuses what caller may not do to this session: another tenant's session
+// (or, under Deps.Tenancy.MembersReadOwnOnly, another member's) is answered exactly as a
+// missing session is, with NOT_FOUND "session %q not found"; a session the caller sees
+// but may not act on with PERMISSION_DENIED. A request without a caller comes from inside
+// the node (the Go API, the reactivator) and is trusted. A session that does not exist
+// yet is left to the request's own answer (start creates it, the rest say not found).
+func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
+	if caller == nil {
+		return nil
+	}
+	p := auth.FromMessage(caller)
+	if a == auth.Act && !p.CanWrite() { // decided by the role alone: says nothing of the session
+		return messages.ErrPermissionDenied("%s may only read", p)
+	}
+	if g.state.GetSeq() == 0 {
+		return nil
+	}
+	switch g.deps.Config.Tenancy.Allowed(p, a, g.state.GetTenant(), g.state.GetOwner()) {
+	case auth.Hidden:
+		return g.notFound()
+	case auth.Denied:
+		return messages.ErrPermissionDenied("%s may not act on session %q (its owner or an operator of its tenant may)", p, g.id)
+	}
+	return nil
+}
+
+// authorizeNew is authorize for the requests that create this session (start, fork
+// into it): a caller that may not write is refused, and an id another tenant's session
+// already holds is refused as taken, without a word about that session.
+func (g *Grain) authorizeNew(caller *messages.Principal) error {
+	err := g.authorize(caller, auth.Act)
+	if ge, ok := err.(*cluster.GrainErrorResponse); ok && ge.Reason == messages.ErrorReason_NOT_FOUND.String() {
+		return messages.ErrFailedPrecondition("session id %q is taken: choose another, or leave it empty for a generated one", g.id)
+	}
+	return err
+}
+
+// notFound is the one answer for a session that does not exist or is not the caller's.
+func (g *Grain) notFound() error { return messages.ErrNotFound("session %q not found", g.id) }
+
+// stampBy records caller on the events of command cmdID: the audit trail (Event.by).
+func stampBy(evs []*messages.Event, cmdID string, caller *messages.Principal) {
+	if caller == nil {
+		return
+	}
+	for _, ev := range evs {
+		if ev.GetCommandId() == cmdID && ev.By == nil {
+			ev.By = caller
+		}
+	}
+}
+
+// Access answers whether the caller may read (or act on) the session, for the gateway's
+// reads that do not go through the grain: the event stream, artifacts, delete.
+func (g *Grain) Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*messages.AccessResponse, error) {
+	defer g.guard(ctx, "Access")
+	defer g.updateIdle(ctx)
+	if err := g.ready(ctx); err != nil {
+		return nil, err
+	}
+	a := auth.Read
+	if req.GetAct() {
+		a = auth.Act
+	}
+	if err := g.authorize(req.GetCaller(), a); err != nil {
+		return nil, err
+	}
+	if g.state.GetSeq() == 0 {
+		return nil, g.notFound()
+	}
+	return &messages.AccessResponse{Tenant: g.state.GetTenant(), Owner: g.state.GetOwner()}, nil
+}
