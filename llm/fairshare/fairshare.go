@@ -5,11 +5,17 @@
 // Slots holds N slots. A caller takes one with Acquire(ctx, tenant) and gives it back
 // with the returned release func. While a slot is free and nobody waits, Acquire
 // returns at once. Otherwise the caller waits in its tenant's FIFO queue, and each
-// freed slot goes to the head of the queue of the backlogged tenant with the smallest
-// virtual pass (stride scheduling): every grant advances its tenant's pass by
-// 1/weight, and a tenant that becomes backlogged starts at the current virtual time,
-// so an idle tenant saves up no credit. While every tenant is backlogged, each gets
-// grants in proportion to its weight.
+// freed slot goes to the head of the queue of a backlogged tenant chosen by:
+//
+//  1. the smallest share of the slots held for its weight (held/weight): a tenant
+//     below its share of the endpoint is served before one above it, so a light
+//     tenant's call waits for the next freed slot, not behind a flood;
+//  2. then the smallest virtual pass (stride scheduling): every grant advances its
+//     tenant's pass by 1/weight, and a tenant that becomes backlogged starts at the
+//     current virtual time, so an idle tenant saves up no credit.
+//
+// While every tenant is backlogged, each holds slots, and gets grants of calls of equal
+// length, in proportion to its weight.
 //
 // Every queue is bounded (Config.QueueBound per tenant): past it, Acquire fails at once
 // with a *QueueFullError (errors.Is ErrQueueFull). A waiter whose context ends leaves its
@@ -266,7 +272,7 @@ func (s *Slots) dispatch() {
 			if len(t.queue) == 0 {
 				continue
 			}
-			if next == nil || t.pass < next.pass || (t.pass == next.pass && t.name < next.name) {
+			if next == nil || t.before(next) {
 				next = t
 			}
 		}
@@ -279,6 +285,20 @@ func (s *Slots) dispatch() {
 		w.granted = true
 		close(w.ready)
 	}
+}
+
+// before reports whether t's next waiter goes before u's: the tenant holding the
+// smaller share of slots for its weight first (held/weight), then the smaller pass,
+// then the smaller name.
+func (t *tenantQueue) before(u *tenantQueue) bool {
+	a, b := uint64(t.held)*u.weight, uint64(u.held)*t.weight
+	if a != b {
+		return a < b
+	}
+	if t.pass != u.pass {
+		return t.pass < u.pass
+	}
+	return t.name < u.name
 }
 
 // remove takes the ungranted waiter w out of t's queue. Called with s.mu held.

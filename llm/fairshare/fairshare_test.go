@@ -258,3 +258,58 @@ func TestNoSlotLeakUnderRandomCancel(t *testing.T) {
 		}
 	}
 }
+
+// A tenant holding less than its share of the slots gets the next freed slot before a
+// tenant above its share, even one that queued first and was granted less often: a
+// light tenant's call waits for one freed slot, not behind a flood.
+func TestTenantBelowItsShareGoesFirst(t *testing.T) {
+	s := fairshare.New(fairshare.Config{Slots: 3})
+	bg := context.Background()
+	b0, err := s.Acquire(bg, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // b is granted often: its pass runs ahead of a's
+		r, err := s.Acquire(bg, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r()
+	}
+	for range 2 { // a holds two of the three slots
+		if _, err := s.Acquire(bg, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i := range 5 {
+		wg.Go(func() {
+			if r, err := s.Acquire(ctx, "a"); err == nil {
+				r()
+			}
+		})
+		waitFor(t, "a's waiters queued", func() bool { return s.Stats().Waiting == i+1 })
+	}
+	got := make(chan func(), 1)
+	wg.Go(func() {
+		if r, err := s.Acquire(ctx, "b"); err == nil {
+			got <- r
+		}
+	})
+	waitFor(t, "b's waiter queued", func() bool { return s.Stats().Waiting == 6 })
+	b0() // b now holds none of the slots, a two
+	var r func()
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's waiter did not get the freed slot")
+	}
+	if st := s.Stats(); st.Waiting != 5 {
+		t.Fatalf("stats %+v: a's waiters should all still wait", st)
+	}
+	r()
+}

@@ -25,6 +25,12 @@ type countingServer struct {
 }
 
 func newCountingServer(tb testing.TB, script string) *countingServer {
+	return newDelayServer(tb, script, nil)
+}
+
+// newDelayServer is newCountingServer whose answers are also held for delay() (nil:
+// none) before the script answers.
+func newDelayServer(tb testing.TB, script string, delay func() time.Duration) *countingServer {
 	tb.Helper()
 	s, err := mock.ParseScript([]byte(script))
 	if err != nil {
@@ -36,6 +42,14 @@ func newCountingServer(tb testing.TB, script string) *countingServer {
 		n := cs.inFlight.Add(1)
 		defer cs.inFlight.Add(-1)
 		for p := cs.peak.Load(); n > p && !cs.peak.CompareAndSwap(p, n); p = cs.peak.Load() {
+		}
+		if delay != nil {
+			t := time.NewTimer(delay())
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))
