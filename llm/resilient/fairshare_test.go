@@ -136,6 +136,7 @@ func TestTenantCallsPerMinuteDelays(t *testing.T) {
 		Named: map[string]resilient.TenantLimits{"slow": {CallsPerMinute: 600}}, // a bucket of 10, then 10/s
 	}})
 	run := func(tenant string) time.Duration {
+		t.Helper()
 		ctx := auth.WithTenant(context.Background(), tenant)
 		start := time.Now()
 		for range 13 {
@@ -145,13 +146,11 @@ func TestTenantCallsPerMinuteDelays(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	fast, slow := run("fast"), run("slow")
-	if slow < 250*time.Millisecond {
+	run("fast")
+	if slow := run("slow"); slow < 250*time.Millisecond {
 		t.Fatalf("13 calls of a tenant limited to 600/min (bucket 10) took %s, want ≥ 250ms", slow)
 	}
-	if fast > slow/2 {
-		t.Fatalf("an unlimited tenant's 13 calls took %s (the limited one's %s)", fast, slow)
-	}
+	// The unlimited tenant was never delayed: a delay is a crossing, and it has none.
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.crossed["slow/"+resilient.QuotaCallsPerMinute] != 1 || len(q.crossed) != 1 {
