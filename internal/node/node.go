@@ -356,6 +356,9 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 			limiters = &resilient.Limiters{}
 		}
 		lc := rcfg.LimiterConfig()
+		if err := lc.Validate(); err != nil {
+			return nil, err
+		}
 		if lc.Observer == nil && n.tel != nil {
 			q, err := metrics.NewQuota(n.tel.MeterProvider.Meter(meterScope), tenantLabels(rcfg.Tenants))
 			if err != nil {

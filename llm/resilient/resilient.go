@@ -10,7 +10,11 @@
 //
 // Rate limits belong to the endpoint, not to a Provider: Providers built for one
 // endpoint (base URL and key) share one Limiter (Config.Limiter, from Limiters.For),
-// while each keeps its own retries and breaker.
+// while each keeps its own retries and breaker. The Limiter also bounds the endpoint's
+// calls in flight (Config.MaxConcurrent), sharing its slots between the tenants the
+// calls' contexts name (auth.TenantOf) by weighted fair queuing (llm/fairshare), and
+// applies each tenant's calls per minute (Config.Tenants): every attempt waits for the
+// budgets and holds a slot while it runs.
 package resilient
 
 import (
