@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
@@ -176,6 +177,9 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 	// The system prompt and the history keep a stable order, so the prompt's prefix is
 	// cacheable: Anthropic gets cache breakpoints, OpenAI caches the prefix on its own.
 	req.PromptCache = true
+	// The endpoint's fair share and the tenant's limits (llm/resilient) read the tenant here.
+	// TODO(issue 34): r.state.GetTenant() once the session's state records its tenant.
+	ctx = auth.WithTenant(ctx, auth.DefaultTenant)
 	resp, err := r.deps.LLM.Chat(ctx, req)
 	if err != nil {
 		span.RecordError(err)

@@ -113,6 +113,7 @@ type nodeFlags struct {
 	reasoning  reasoningFlags
 	retention  retentionFlags
 	toolResult toolResultFlags
+	quota      quotaFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
 	maxLLMCalls         optionalUint
@@ -242,6 +243,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.reasoning.register(fs)
 	f.retention.register(fs)
 	f.toolResult.register(fs)
+	f.quota.register(fs)
 	f.maxLLMCalls.register(fs, "max-llm-calls", "FATHOM_MAX_LLM_CALLS",
 		fmt.Sprintf("session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited; default: the larger of %d and --max-iterations + --max-steps × the deepest agent's iterations (--subagent-max-iterations, or an agent's max_iterations in --config) (env FATHOM_MAX_LLM_CALLS)", session.DefaultMaxLLMCalls))
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", envFloat("FATHOM_MAX_COST_USD", d.MaxCostUSD),
@@ -249,7 +251,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
 		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
 	fs.StringVar(&f.configFile, "config", os.Getenv(config.EnvFile),
-		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision); see docs/config.md (env "+config.EnvFile+")")
+		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision), tenant_defaults and tenants (per-tenant weights and limits); see docs/config.md (env "+config.EnvFile+")")
 	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
 }
@@ -452,6 +454,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
 	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {
+		return fathomapi.Config{}, err
+	}
+	if err := f.quota.apply(&llmCfg.Resilience, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
 	return fathomapi.Config{

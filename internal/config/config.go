@@ -1,7 +1,8 @@
 // Package config reads Fathom's configuration file (`fathom run --config FILE`, `fathom
 // node --config FILE`, env FATHOM_CONFIG): YAML whose sections configure what flags
 // cannot say well — the agents of the node's own, the MCP servers whose tools the
-// node offers and the tools whose calls wait for a human's approval.
+// node offers, the tools whose calls wait for a human's approval, and the tenants'
+// quotas and fair shares (tenants.go).
 //
 //	agents:
 //	  - name: analyst
@@ -22,6 +23,10 @@
 //	approval:
 //	  tools: [code_execute, orders__cancel_order]
 //	max_tool_result_bytes: 262144
+//	llm_max_concurrent: 50
+//	tenant_defaults: {weight: 1, llm_calls_per_minute: 120}
+//	tenants:
+//	  acme: {weight: 3, llm_calls_per_minute: 600}
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -67,6 +72,19 @@ type File struct {
 	// MaxToolResultBytes is max_tool_result_bytes, the cap of one tool call's result
 	// (toolresult.go); 0 when the file does not set it.
 	MaxToolResultBytes int
+	// TenantDefaults are tenant_defaults over DefaultTenantLimits: the limits of every
+	// tenant Tenants does not list (tenants.go).
+	TenantDefaults TenantLimits
+	// Tenants are the tenants entries, each over TenantDefaults; nil when none.
+	Tenants map[string]TenantLimits
+	// LLMMaxConcurrent is llm_max_concurrent (tenants.go); LLMMaxConcurrentSet is true
+	// when the file sets it.
+	LLMMaxConcurrent    int
+	LLMMaxConcurrentSet bool
+
+	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
+	tenantDefaults *tenantEntry
+	tenants        map[string]*tenantEntry
 }
 
 // MCPServer is one entry of mcp_servers: a stdio server (command, args, env) or a
@@ -122,6 +140,10 @@ var sections = map[string]section{
 	"approval":    parseApproval,
 	// max_tool_result_bytes is a scalar: the cap of one tool call's result.
 	"max_tool_result_bytes": parseMaxToolResultBytes,
+	// Quotas and fair shares: per-tenant limits and the endpoints' concurrent calls.
+	"tenant_defaults":    parseTenantDefaults,
+	"tenants":            parseTenants,
+	"llm_max_concurrent": parseLLMMaxConcurrent,
 }
 
 // Load reads and checks the file at path.
@@ -148,7 +170,7 @@ func Parse(path string, data []byte) (*File, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return &File{Path: path}, nil // empty: nothing configured
+			return empty(path), nil // nothing configured
 		}
 		return nil, &Error{File: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
@@ -156,14 +178,14 @@ func Parse(path string, data []byte) (*File, error) {
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		return nil, &Error{File: path, Line: more.Line, Msg: "more than one YAML document: a configuration file holds one"}
 	}
-	f := &File{Path: path}
 	if len(doc.Content) == 0 {
-		return f, nil
+		return empty(path), nil
 	}
 	root := doc.Content[0]
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return f, nil
+		return empty(path), nil
 	}
+	f := &File{Path: path}
 	if root.Kind != yaml.MappingNode {
 		return nil, p.err(root, "", "the file must be a mapping of sections (mcp_servers: ...)")
 	}
@@ -180,7 +202,15 @@ func Parse(path string, data []byte) (*File, error) {
 	if err := checkAgentTools(f); err != nil {
 		return nil, err
 	}
+	resolveTenants(f)
 	return f, nil
+}
+
+// empty is the File of a file that configures nothing.
+func empty(path string) *File {
+	f := &File{Path: path}
+	resolveTenants(f)
+	return f
 }
 
 // MCP returns the MCP servers as the node takes them; stdio servers run in the file's

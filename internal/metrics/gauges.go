@@ -20,6 +20,9 @@ import (
 //     an execution, executions waiting for one
 //   - fathom.llm.breaker.state, by breaker and state (fathom_llm_breaker_state): 1 for
 //     each breaker's current state (closed, half-open, open), 0 for the others
+//   - fathom.llm.slots.in_use / fathom.llm.slots.waiting (fathom_llm_slots_in_use,
+//     fathom_llm_slots_waiting): the model endpoint's call slots held by calls, and
+//     the calls waiting for one (--llm-max-concurrent)
 type Sources struct {
 	// SessionsByState counts the indexed sessions by status.
 	SessionsByState func(ctx context.Context) (map[string]int64, error)
@@ -29,6 +32,8 @@ type Sources struct {
 	Sandbox func(ctx context.Context) (SandboxStats, error)
 	// Breakers returns each LLM circuit breaker's state by breaker name.
 	Breakers func() map[string]string
+	// LLMSlots reads the model endpoint's call slots: held and waited for.
+	LLMSlots func() (inUse, waiting int64)
 	// Timeout bounds one collection's reads. Default 2 s.
 	Timeout time.Duration
 }
@@ -66,7 +71,7 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 		insts = append(insts, g)
 		return g
 	}
-	var sessions, subscribers, size, inUse, waiting, breakers metric.Int64ObservableGauge
+	var sessions, subscribers, size, inUse, waiting, breakers, slotsInUse, slotsWaiting metric.Int64ObservableGauge
 	if src.SessionsByState != nil {
 		sessions = gauge("fathom.sessions", "Sessions in the session index, by state.", "{session}")
 	}
@@ -80,6 +85,10 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 	}
 	if src.Breakers != nil {
 		breakers = gauge("fathom.llm.breaker.state", "LLM circuit breakers: 1 for each breaker's current state.", "")
+	}
+	if src.LLMSlots != nil {
+		slotsInUse = gauge("fathom.llm.slots.in_use", "The model endpoint's call slots held by LLM calls.", "{slot}")
+		slotsWaiting = gauge("fathom.llm.slots.waiting", "LLM calls waiting for one of the model endpoint's call slots.", "{call}")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics gauges: %w", err)
@@ -124,6 +133,11 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 					o.ObserveInt64(breakers, v, metric.WithAttributes(attribute.String("breaker", name), attribute.String("state", s)))
 				}
 			}
+		}
+		if slotsInUse != nil {
+			used, waiting := src.LLMSlots()
+			o.ObserveInt64(slotsInUse, used)
+			o.ObserveInt64(slotsWaiting, waiting)
 		}
 		return errors.Join(errs...)
 	}, insts...)

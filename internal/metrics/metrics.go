@@ -20,9 +20,12 @@
 //     semantic-convention histograms (gen_ai.operation.name chat, gen_ai.request.model,
 //     gen_ai.token.type)
 //
-// The operator gauges (sessions by state, feed subscribers, sandbox pool, LLM breakers)
-// are read at each collection from the node's parts (RegisterGauges); the journal's append
-// latency is recorded by Journal; the gateway records its own connections.
+// The operator gauges (sessions by state, feed subscribers, sandbox pool, LLM breakers,
+// the model endpoint's call slots) are read at each collection from the node's parts
+// (RegisterGauges); the journal's append latency is recorded by Journal; each LLM call's
+// wait for a slot and the tenants' quota crossings by Quota (tenant label bounded the
+// same way: a tenant the node is not configured with is "other"); the gateway records
+// its own connections.
 //
 // Label values are bounded ([Labels]): a model the node is not configured with is
 // recorded as "other", a tool it has not registered as "unknown", an unknown error type

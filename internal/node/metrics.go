@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -61,6 +62,18 @@ func (n *Node) metricLabels(b *boot) metrics.Labels {
 	return l
 }
 
+// tenantLabels are the tenants with a metrics label value of their own: those the
+// configuration names and the default tenant (static tokens, the Go API).
+func tenantLabels(t resilient.Tenants) []string {
+	names := []string{auth.DefaultTenant}
+	for name := range t.Named {
+		if name != auth.DefaultTenant {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // observeJournal records the journal's append latency when the journal reports appends.
 func (n *Node) observeJournal() error {
 	o, ok := n.journal.(persistence.AppendObservable)
@@ -95,6 +108,12 @@ func (n *Node) registerGauges() error {
 				out[name] = p.BreakerState()
 			}
 			return out
+		}
+	}
+	if l := n.llmLimiter; l.MaxConcurrent() > 0 {
+		src.LLMSlots = func() (int64, int64) {
+			st := l.Slots()
+			return int64(st.InUse), int64(st.Waiting)
 		}
 	}
 	reg, err := metrics.RegisterGauges(n.tel.MeterProvider.Meter(meterScope), src)

@@ -31,6 +31,7 @@ import (
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
+	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -268,7 +269,10 @@ type Node struct {
 	// breakers are the LLM providers' circuit breakers by name; gauges reads them at
 	// each scrape (metrics.go).
 	breakers map[string]*resilient.Provider
-	gauges   metric.Registration
+	// llmLimiter is the endpoint's budget the sessions' calls draw from (its call slots
+	// are a gauge); nil with an in-process Provider.
+	llmLimiter *resilient.Limiter
+	gauges     metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -352,8 +356,20 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 		if limiters == nil {
 			limiters = &resilient.Limiters{}
 		}
-		rcfg.Limiter = limiters.For(endpoint, rcfg.RequestsPerMinute, rcfg.TokensPerMinute)
+		lc := rcfg.LimiterConfig()
+		if err := lc.Validate(); err != nil {
+			return nil, err
+		}
+		if lc.Observer == nil && n.tel != nil {
+			q, err := metrics.NewQuota(n.tel.MeterProvider.Meter(meterScope), tenantLabels(rcfg.Tenants))
+			if err != nil {
+				return nil, err
+			}
+			lc.Observer = q
+		}
+		rcfg.Limiter = limiters.ForConfig(endpoint, lc)
 	}
+	n.llmLimiter = rcfg.Limiter
 	// The summarizer gets its own retry and breaker state: its failures must never open
 	// the breaker the sessions' step calls go through.
 	scfg := rcfg

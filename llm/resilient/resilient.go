@@ -10,7 +10,11 @@
 //
 // Rate limits belong to the endpoint, not to a Provider: Providers built for one
 // endpoint (base URL and key) share one Limiter (Config.Limiter, from Limiters.For),
-// while each keeps its own retries and breaker.
+// while each keeps its own retries and breaker. The Limiter also bounds the endpoint's
+// calls in flight (Config.MaxConcurrent), sharing its slots between the tenants the
+// calls' contexts name (auth.TenantOf) by weighted fair queuing (llm/fairshare), and
+// applies each tenant's calls per minute (Config.Tenants): every attempt waits for the
+// budgets and holds a slot while it runs.
 package resilient
 
 import (
@@ -38,9 +42,17 @@ type Config struct {
 	RequestsPerMinute int
 	// TokensPerMinute limits estimated tokens (prompt bytes/4 + MaxTokens); 0 means unlimited.
 	TokensPerMinute int
+	// MaxConcurrent bounds the endpoint's calls in flight, shared between tenants by
+	// weighted fair queuing (LimiterConfig.MaxConcurrent); 0 means unlimited.
+	MaxConcurrent int
+	// Tenants are the tenants' weights and calls per minute (LimiterConfig.Tenants).
+	Tenants Tenants
+	// Quota, when set, hears about call slots and quota crossings (metrics).
+	Quota QuotaObserver
 	// Limiter, when set, is the endpoint's shared budget (see Limiters) and replaces
-	// RequestsPerMinute and TokensPerMinute: every Provider built for one endpoint must
-	// share one, or the endpoint sees the limit once per Provider.
+	// RequestsPerMinute, TokensPerMinute, MaxConcurrent, Tenants and Quota: every
+	// Provider built for one endpoint must share one, or the endpoint sees the limit
+	// once per Provider.
 	Limiter *Limiter
 	// BreakerFailures is how many consecutive retryable failures open the breaker. Default 5.
 	BreakerFailures uint32
@@ -71,6 +83,12 @@ func (c *Config) defaults() {
 	}
 }
 
+// LimiterConfig is the endpoint budget c describes, for Limiters.ForConfig.
+func (c Config) LimiterConfig() LimiterConfig {
+	return LimiterConfig{RequestsPerMinute: c.RequestsPerMinute, TokensPerMinute: c.TokensPerMinute,
+		MaxConcurrent: c.MaxConcurrent, Tenants: c.Tenants, Observer: c.Quota, Logger: c.Logger}
+}
+
 // Provider is a resilient llm.Provider.
 type Provider struct {
 	next    llm.Provider
@@ -85,8 +103,8 @@ var _ llm.Provider = (*Provider)(nil)
 func New(p llm.Provider, cfg Config) *Provider {
 	cfg.defaults()
 	r := &Provider{next: p, cfg: cfg, limiter: cfg.Limiter}
-	if r.limiter == nil && (cfg.RequestsPerMinute > 0 || cfg.TokensPerMinute > 0) {
-		r.limiter = NewLimiter(cfg.RequestsPerMinute, cfg.TokensPerMinute)
+	if r.limiter == nil && (cfg.RequestsPerMinute > 0 || cfg.TokensPerMinute > 0 || cfg.MaxConcurrent > 0 || cfg.Tenants.hasRates()) {
+		r.limiter = NewLimiterFrom(cfg.LimiterConfig())
 	}
 	log := cfg.Logger
 	r.breaker = gobreaker.NewCircuitBreaker[llm.Response](gobreaker.Settings{
@@ -110,14 +128,20 @@ func (r *Provider) Name() string { return r.next.Name() }
 // BreakerState is the breaker's state: "closed", "open" or "half-open".
 func (r *Provider) BreakerState() string { return r.breaker.State().String() }
 
-// Chat implements llm.Provider.
+// Chat implements llm.Provider. Each attempt waits for the endpoint's budgets and holds
+// one of its call slots (Config.MaxConcurrent) while it runs, never during a backoff.
 func (r *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if err := r.wait(ctx, req); err != nil {
-		return llm.Response{}, err
-	}
 	var lastErr error
 	for attempt := 1; ; attempt++ {
+		release, err := r.limiter.admit(ctx, req)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		if attempt > 1 && req.OnRetry != nil {
+			req.OnRetry(attempt)
+		}
 		resp, err := r.breaker.Execute(func() (llm.Response, error) { return r.next.Chat(ctx, req) })
+		release()
 		if err == nil {
 			return resp, nil
 		}
@@ -143,12 +167,6 @@ func (r *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, err
 			return llm.Response{}, fmt.Errorf("%w (after: %v)", ctx.Err(), err)
 		case <-t.C:
 		}
-		if err := r.wait(ctx, req); err != nil {
-			return llm.Response{}, err
-		}
-		if req.OnRetry != nil {
-			req.OnRetry(attempt + 1)
-		}
 	}
 }
 
@@ -165,10 +183,6 @@ func (r *Provider) backoff(attempt int, err error) time.Duration {
 		d = apiErr.RetryAfter
 	}
 	return d
-}
-
-func (r *Provider) wait(ctx context.Context, req llm.Request) error {
-	return r.limiter.Wait(ctx, req)
 }
 
 func estimateTokens(req llm.Request) int {
