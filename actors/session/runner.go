@@ -178,8 +178,7 @@ func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error
 	// cacheable: Anthropic gets cache breakpoints, OpenAI caches the prefix on its own.
 	req.PromptCache = true
 	// The endpoint's fair share and the tenant's limits (llm/resilient) read the tenant here.
-	// TODO(issue 34): r.state.GetTenant() once the session's state records its tenant.
-	ctx = auth.WithTenant(ctx, auth.DefaultTenant)
+	ctx = auth.WithTenant(ctx, r.state.GetTenant())
 	resp, err := r.deps.LLM.Chat(ctx, req)
 	if err != nil {
 		span.RecordError(err)
