@@ -1,8 +1,9 @@
 // Package config reads Fathom's configuration file (`fathom run --config FILE`, `fathom
 // node --config FILE`, env FATHOM_CONFIG): YAML whose sections configure what flags
 // cannot say well — the agents of the node's own, the MCP servers whose tools the
-// node offers, the tools whose calls wait for a human's approval, and the tenants'
-// quotas and fair shares (tenants.go).
+// node offers, the tools whose calls wait for a human's approval, the tenants' quotas
+// and fair shares (tenants.go) and the gateway's identities (an OIDC issuer, static API
+// keys; identity.go).
 //
 //	agents:
 //	  - name: analyst
@@ -27,6 +28,9 @@
 //	tenant_defaults: {weight: 1, llm_calls_per_minute: 120}
 //	tenants:
 //	  acme: {weight: 3, llm_calls_per_minute: 600}
+//	oidc_issuer: https://login.example.com/realms/fathom
+//	api_keys:
+//	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -81,6 +85,9 @@ type File struct {
 	// when the file sets it.
 	LLMMaxConcurrent    int
 	LLMMaxConcurrentSet bool
+	// Identity is the gateway's identities besides its static tokens: the OIDC keys
+	// and api_keys (identity.go).
+	Identity Identity
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -144,6 +151,14 @@ var sections = map[string]section{
 	"tenant_defaults":    parseTenantDefaults,
 	"tenants":            parseTenants,
 	"llm_max_concurrent": parseLLMMaxConcurrent,
+	// Identities besides the static tokens (identity.go).
+	"oidc_issuer":   identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
+	"jwks_url":      identityString(func(i *Identity) *string { return &i.JWKSURL }, true),
+	"jwt_key_file":  parseJWTKeyFile,
+	"oidc_audience": identityString(func(i *Identity) *string { return &i.OIDCAudience }, false),
+	"tenant_claim":  identityString(func(i *Identity) *string { return &i.TenantClaim }, false),
+	"roles_claim":   identityString(func(i *Identity) *string { return &i.RolesClaim }, false),
+	"api_keys":      parseAPIKeys,
 }
 
 // Load reads and checks the file at path.
