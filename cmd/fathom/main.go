@@ -37,6 +37,7 @@ func commands() []command {
 		{"session", "inspect and steer sessions (the journal, or a node with --addr):", runSession},
 		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},
+		{"apikey", "make a static API key: new --tenant T --name N [--role R]... (prints the key once and its api_keys entry)", runAPIKey},
 		{"tokens", "count the tokens of a file or stdin: [--model M] [FILE|-]", runTokens},
 		{"version", "print the version", runVersion},
 	}

@@ -41,6 +41,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
 	insecure := fs.Bool("insecure", os.Getenv("FATHOM_INSECURE") == "true" || os.Getenv("FATHOM_INSECURE") == "1",
 		"serve without --token or --read-token on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")
+	var idf identityFlags
+	idf.register(fs)
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -49,6 +51,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfg, err := nf.config(log, stderr)
+	if err != nil {
+		return err
+	}
+	authn, err := idf.authenticator(ctx, nf.file)
 	if err != nil {
 		return err
 	}
@@ -66,9 +72,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
 	}
-	if *token == "" && *readToken == "" && !*insecure && !isLoopback(ln.Addr()) {
+	noAuth := *token == "" && *readToken == "" && authn == nil
+	if noAuth && !*insecure && !isLoopback(ln.Addr()) {
 		ln.Close()
-		return usageError("no --token or --read-token while listening on %s, which is reachable from other machines: every route would be served unauthenticated. "+
+		return usageError("no --token, --read-token, JWT issuer (--oidc-issuer, --jwks-url, --jwt-key-file) or api_keys while listening on %s, which is reachable from other machines: every route would be served unauthenticated. "+
 			"Set --token (env FATHOM_TOKEN), listen on a loopback address, or pass --insecure to run without authentication anyway", ln.Addr())
 	}
 	n, err := fathomapi.Start(ctx, cfg)
@@ -87,8 +94,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "fathom node listening on http://%s (cluster member %s)\n", ln.Addr(), n.Address())
-	if *token == "" && *readToken == "" {
-		log.Warn("no --token or --read-token: the gateway accepts every request without authentication")
+	if noAuth {
+		log.Warn("no --token, --read-token, JWT issuer or api_keys: the gateway accepts every request without authentication")
 	}
 	if n.UsesDemoModel() {
 		fmt.Fprintln(stderr, "fathom: no model API key is set: using the built-in demo model")
