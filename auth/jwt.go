@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -85,15 +84,12 @@ type JWTConfig struct {
 	Transport http.RoundTripper
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Logger receives refusals at debug level, with their reason (slog.Default when nil).
-	Logger *slog.Logger
 }
 
 // JWT is an Authenticator of bearer JWTs signed by one issuer.
 type JWT struct {
 	cfg      JWTConfig
 	verifier *oidc.IDTokenVerifier
-	log      *slog.Logger
 }
 
 // NewJWT returns the verifier cfg describes. With discovery, it fetches the issuer's
@@ -122,10 +118,6 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	if cfg.JWKSURL != "" && cfg.KeyFile != "" {
 		return nil, errors.New("jwt: both a JWKS URL and a key file: give one key source")
 	}
@@ -142,7 +134,7 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 		Transport: &throttledTransport{next: cfg.Transport, min: cfg.MinRefresh, now: cfg.Now, last: map[string]fetched{}},
 	}
 	octx := oidc.ClientContext(context.WithoutCancel(ctx), client)
-	j := &JWT{cfg: cfg, log: log}
+	j := &JWT{cfg: cfg}
 	switch {
 	case cfg.KeyFile != "":
 		keys, err := readKeyFile(cfg.KeyFile)
@@ -216,7 +208,6 @@ func (j *JWT) Authenticate(ctx context.Context, cred string) (Principal, error) 
 	}
 	p, err := j.authenticate(ctx, cred)
 	if err != nil {
-		j.log.Debug("jwt refused", "reason", err.Error())
 		return Principal{}, fmt.Errorf("verify jwt: %s: %w", err, ErrUnauthenticated)
 	}
 	return p, nil
