@@ -251,7 +251,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.Uint64Var(&f.maxTokens, "max-tokens", envUint64("FATHOM_MAX_TOKENS", d.MaxTokens),
 		"session budget: tokens (input + output, as the provider reports them) of a session and its sub-agents; 0 = unlimited (env FATHOM_MAX_TOKENS)")
 	fs.StringVar(&f.configFile, "config", os.Getenv(config.EnvFile),
-		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision), tenant_defaults and tenants (per-tenant weights and limits); see docs/config.md (env "+config.EnvFile+")")
+		"YAML configuration `FILE`: agents (agents of the node's own a plan step may name as its type), mcp_servers (MCP servers whose tools the node offers as {server}__{tool}), approval (tools whose calls wait for a human's decision), tenant_defaults and tenants (per-tenant weights and limits), and for fathom node the identity keys and api_keys (docs/security.md); see docs/config.md (env "+config.EnvFile+")")
 	fs.BoolVar(&f.allowEndpointChange, "allow-endpoint-change", os.Getenv("FATHOM_ALLOW_ENDPOINT_CHANGE") == "true",
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
 }

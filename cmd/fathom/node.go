@@ -40,7 +40,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
 	insecure := fs.Bool("insecure", os.Getenv("FATHOM_INSECURE") == "true" || os.Getenv("FATHOM_INSECURE") == "1",
-		"serve without --token or --read-token on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")
+		"serve without --token, --read-token, a JWT issuer or api_keys on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")
 	var idf identityFlags
 	idf.register(fs)
 	if _, err := parseFlags(fs, args); err != nil {
