@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -107,5 +109,37 @@ func TestAPIKeysRefuseBadEntries(t *testing.T) {
 	}
 	if _, _, err := auth.NewAPIKey("acme", "ci", nil, "md5"); err == nil {
 		t.Error("hash kind md5: accepted")
+	}
+}
+
+// TestAPIKeysConcurrentUse: one key set serves many requests at once (run with -race).
+func TestAPIKeysConcurrentUse(t *testing.T) {
+	key, e, err := auth.NewAPIKey("acme", "ci", nil, auth.HashArgon2id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.NewAPIKeys([]auth.APIKey{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			for range 10 {
+				cred := key
+				if i%2 == 1 {
+					cred = key[:len(key)-1] + "x"
+				}
+				_, err := keys.Authenticate(context.Background(), cred)
+				if (err == nil) != (i%2 == 0) {
+					failures.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failures.Load(); n > 0 {
+		t.Fatalf("%d wrong answers under concurrency", n)
 	}
 }

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -308,5 +309,37 @@ func TestJWTDiscoveryTimesOut(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("NewJWT took %s against a silent issuer with a 200ms timeout", d)
+	}
+}
+
+// TestJWTConcurrentUse: one verifier serves many requests at once, through a key
+// rotation (run with -race).
+func TestJWTConcurrentUse(t *testing.T) {
+	iss := testissuer.New(t)
+	j := newJWT(t, auth.JWTConfig{Issuer: iss.URL(), MinRefresh: -1})
+	good := iss.Sign(t, iss.Claims("alice", "acme"))
+	iss.Rotate(t)
+	rotated := iss.Sign(t, iss.Claims("bob", "acme"))
+	bad := iss.Sign(t, iss.Claims("x", "acme"), testissuer.UnknownKey())
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				for _, tok := range []string{good, rotated} {
+					if _, err := j.Authenticate(context.Background(), tok); err != nil {
+						errs <- err
+					}
+				}
+				if _, err := j.Authenticate(context.Background(), bad); !errors.Is(err, auth.ErrUnauthenticated) {
+					errs <- fmt.Errorf("unknown key: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
