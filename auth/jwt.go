@@ -32,9 +32,14 @@ const (
 	DefaultClockSkew = 30 * time.Second
 	// DefaultHTTPTimeout bounds one request to the issuer (discovery, JWKS).
 	DefaultHTTPTimeout = 10 * time.Second
-	// DefaultMinRefresh is the least time between two JWKS fetches caused by unknown
-	// key ids, so a flood of tokens naming made-up keys does not flood the issuer.
+	// DefaultMinRefresh is how often the JWKS may be fetched again once RefreshBurst
+	// fetches have been spent, so a flood of tokens naming made-up keys does not flood
+	// the issuer.
 	DefaultMinRefresh = 5 * time.Second
+	// RefreshBurst is how many JWKS fetches may follow each other without waiting
+	// MinRefresh: a key rotation right after a fetch still verifies at once unless
+	// made-up key ids have spent them.
+	RefreshBurst = 3
 	// MaxJWTLen bounds a credential the JWT verifier parses.
 	MaxJWTLen = 16 << 10
 	// maxIssuerBody bounds a discovery document or JWKS.
@@ -76,9 +81,10 @@ type JWTConfig struct {
 	ClockSkew time.Duration
 	// HTTPTimeout bounds each request to the issuer (DefaultHTTPTimeout when 0).
 	HTTPTimeout time.Duration
-	// MinRefresh is the least time between two JWKS fetches (DefaultMinRefresh when 0;
-	// negative: none). A token whose key id is unknown fetches the JWKS again unless
-	// the last fetch is more recent.
+	// MinRefresh paces JWKS fetches (DefaultMinRefresh when 0; negative: unpaced). A
+	// token whose key id is unknown fetches the JWKS again; RefreshBurst fetches may
+	// follow each other, then one more every MinRefresh (a token bucket per URL); a
+	// fetch over the budget answers the last fetched JWKS.
 	MinRefresh time.Duration
 	// Transport carries the requests to the issuer (http.DefaultTransport when nil).
 	Transport http.RoundTripper
@@ -131,7 +137,7 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 	}
 	client := &http.Client{
 		Timeout:   cfg.HTTPTimeout,
-		Transport: &throttledTransport{next: cfg.Transport, min: cfg.MinRefresh, now: cfg.Now, last: map[string]fetched{}},
+		Transport: &throttledTransport{next: cfg.Transport, every: cfg.MinRefresh, now: cfg.Now, last: map[string]*fetched{}},
 	}
 	octx := oidc.ClientContext(context.WithoutCancel(ctx), client)
 	j := &JWT{cfg: cfg}
@@ -349,32 +355,54 @@ func pemPublicKey(b *pem.Block) (crypto.PublicKey, error) {
 	return nil, fmt.Errorf("PEM block %q: want PUBLIC KEY, RSA PUBLIC KEY or CERTIFICATE", b.Type)
 }
 
-// throttledTransport bounds the issuer's answers (maxIssuerBody) and answers a GET of
-// a URL fetched less than min ago with that fetch's answer, so unknown key ids cannot
-// make the node hammer the issuer.
+// throttledTransport bounds the issuer's answers (maxIssuerBody) and paces GETs of
+// each URL with a token bucket (RefreshBurst, one more every `every`): a GET over the
+// budget is answered with the URL's last answer, so unknown key ids cannot make the
+// node hammer the issuer.
 type throttledTransport struct {
-	next http.RoundTripper
-	min  time.Duration
-	now  func() time.Time
-	mu   sync.Mutex
-	last map[string]fetched
+	next  http.RoundTripper
+	every time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	last  map[string]*fetched
 }
 
-// fetched is one answer of the issuer.
+// fetched is the last answer of the issuer at one URL, and that URL's fetch budget.
 type fetched struct {
-	at     time.Time
 	status int
 	header http.Header
 	body   []byte
+	tokens float64   // fetches allowed now
+	at     time.Time // when tokens was computed
+}
+
+// allow spends one of the URL's fetches if it has one (f nil: never fetched).
+func (t *throttledTransport) allow(f *fetched) bool {
+	if f == nil || t.every <= 0 {
+		return true
+	}
+	now := t.now()
+	f.tokens = min(RefreshBurst, f.tokens+float64(now.Sub(f.at))/float64(t.every))
+	f.at = now
+	if f.tokens < 1 {
+		return false
+	}
+	f.tokens--
+	return true
 }
 
 func (t *throttledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	key := req.URL.String()
 	t.mu.Lock()
-	f, ok := t.last[key]
+	f := t.last[key]
+	ok := t.allow(f)
+	var cached fetched
+	if f != nil {
+		cached = *f
+	}
 	t.mu.Unlock()
-	if ok && t.min > 0 && t.now().Sub(f.at) < t.min {
-		return f.response(req), nil
+	if !ok {
+		return cached.response(req), nil
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
@@ -388,13 +416,18 @@ func (t *throttledTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if len(body) > maxIssuerBody {
 		return nil, fmt.Errorf("read %s: answer larger than %d bytes", req.URL.Redacted(), maxIssuerBody)
 	}
-	f = fetched{at: t.now(), status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+	answer := fetched{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
 	if resp.StatusCode == http.StatusOK && req.Method == http.MethodGet {
 		t.mu.Lock()
-		t.last[key] = f
+		if g := t.last[key]; g != nil {
+			answer.tokens, answer.at = g.tokens, g.at
+		} else {
+			answer.tokens, answer.at = RefreshBurst-1, t.now()
+		}
+		t.last[key] = &answer
 		t.mu.Unlock()
 	}
-	return f.response(req), nil
+	return answer.response(req), nil
 }
 
 func (f fetched) response(req *http.Request) *http.Response {

@@ -22,7 +22,7 @@ func (f *identityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.issuer, "oidc-issuer", os.Getenv("FATHOM_OIDC_ISSUER"),
 		"OIDC issuer `URL` whose JWTs the gateway accepts as bearer tokens: every token's iss must equal it, and its keys are found by discovery (URL/.well-known/openid-configuration, fetched at start) unless --jwks-url or --jwt-key-file gives them (env FATHOM_OIDC_ISSUER, config key oidc_issuer)")
 	fs.StringVar(&f.jwksURL, "jwks-url", os.Getenv("FATHOM_JWKS_URL"),
-		"`URL` of the JWT issuer's JSON Web Key Set, without discovery: keys are cached and fetched again for a token whose key id is unknown (at most every 5s); iss is checked only when --oidc-issuer is set (env FATHOM_JWKS_URL, config key jwks_url)")
+		"`URL` of the JWT issuer's JSON Web Key Set, without discovery: keys are cached and fetched again for a token whose key id is unknown (3 fetches in a row at most, then one every 5s); iss is checked only when --oidc-issuer is set (env FATHOM_JWKS_URL, config key jwks_url)")
 	fs.StringVar(&f.keyFile, "jwt-key-file", os.Getenv("FATHOM_JWT_KEY_FILE"),
 		"`FILE` of the JWT issuer's public keys, PEM (PUBLIC KEY, RSA PUBLIC KEY, CERTIFICATE blocks) or a JWKS, read at start, instead of fetching them; iss is checked only when --oidc-issuer is set (env FATHOM_JWT_KEY_FILE, config key jwt_key_file)")
 	fs.StringVar(&f.audience, "oidc-audience", os.Getenv("FATHOM_OIDC_AUDIENCE"),
