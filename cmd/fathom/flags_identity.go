@@ -33,8 +33,8 @@ func (f *identityFlags) register(fs *flag.FlagSet) {
 		"JWT `claim` listing the principal's roles (admin, operator, member, viewer; a list or one string; other names are ignored; none: member), default "+auth.DefaultRolesClaim+"; dotted like --tenant-claim (env FATHOM_ROLES_CLAIM, config key roles_claim)")
 }
 
-// or returns v, else the file's value.
-func or(v, file string) string {
+// firstSet returns v, else the file's value.
+func firstSet(v, file string) string {
 	if v != "" {
 		return v
 	}
@@ -50,8 +50,8 @@ func (f *identityFlags) authenticator(ctx context.Context, file *config.File) (a
 		id = file.Identity
 	}
 	cfg := auth.JWTConfig{
-		Issuer: or(f.issuer, id.OIDCIssuer), JWKSURL: or(f.jwksURL, id.JWKSURL), KeyFile: or(f.keyFile, id.JWTKeyFile),
-		Audience: or(f.audience, id.OIDCAudience), TenantClaim: or(f.tenantClaim, id.TenantClaim), RolesClaim: or(f.rolesClaim, id.RolesClaim),
+		Issuer: firstSet(f.issuer, id.OIDCIssuer), JWKSURL: firstSet(f.jwksURL, id.JWKSURL), KeyFile: firstSet(f.keyFile, id.JWTKeyFile),
+		Audience: firstSet(f.audience, id.OIDCAudience), TenantClaim: firstSet(f.tenantClaim, id.TenantClaim), RolesClaim: firstSet(f.rolesClaim, id.RolesClaim),
 	}
 	var chain auth.Chain
 	switch {

@@ -111,3 +111,30 @@ func TestNodeIdentityConfigErrors(t *testing.T) {
 		t.Fatalf("node -h does not document the identity flags:\n%s", h.stderr)
 	}
 }
+
+// TestAPIKeyCommand: `fathom apikey new` refuses what would make a bad entry and
+// hashes with bcrypt on request.
+func TestAPIKeyCommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"apikey", "new", "--name", "ci"}, "needs --tenant and --name"},
+		{[]string{"apikey", "new", "--tenant", "a/b", "--name", "ci"}, "--tenant: tenant \"a/b\""},
+		{[]string{"apikey", "new", "--tenant", "acme", "--name", "ci", "--role", "root"}, `unknown role "root"`},
+		{[]string{"apikey", "new", "--tenant", "acme", "--name", "ci", "--hash", "md5"}, `--hash "md5"`},
+		{[]string{"apikey"}, "want a subcommand: new"},
+	} {
+		if r := fathom(t, cleanEnv(), c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d (want 2), stderr does not say %q:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	r := fathom(t, cleanEnv(), "apikey", "new", "--tenant", "acme", "--name", "ci", "--role", "viewer,operator", "--hash", "bcrypt")
+	if r.code != 0 || !strings.Contains(r.stdout, "hash: '$2a$") || !strings.Contains(r.stdout, "roles: [viewer,operator]") {
+		t.Fatalf("apikey new --hash bcrypt: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	f, err := config.Parse("fathom.yaml", []byte(r.stdout[strings.Index(r.stdout, "api_keys:"):]))
+	if err != nil || len(f.Identity.APIKeys) != 1 {
+		t.Fatalf("the printed entry does not parse: %v", err)
+	}
+}
