@@ -342,3 +342,42 @@ func TestJWTConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestJWTKeyFetchTimesOut: a JWKS URL that never answers refuses the token within
+// HTTPTimeout instead of holding the request.
+func TestJWTKeyFetchTimesOut(t *testing.T) {
+	iss := testissuer.New(t)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	j := newJWT(t, auth.JWTConfig{JWKSURL: srv.URL, HTTPTimeout: 200 * time.Millisecond})
+	start := time.Now()
+	if _, err := j.Authenticate(context.Background(), iss.Sign(t, iss.Claims("alice", "acme"))); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("JWKS URL that never answers: %v, want ErrUnauthenticated", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Authenticate took %s against a silent JWKS URL with a 200ms timeout", d)
+	}
+}
+
+// TestJWTKeySetTooLarge: a JWKS over 1 MiB is not read.
+func TestJWTKeySetTooLarge(t *testing.T) {
+	iss := testissuer.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jwks := iss.PublicJWKS()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(jwks[:len(jwks)-2])
+		_, _ = w.Write([]byte(`],"pad":"` + strings.Repeat("x", 1<<20) + `"}`))
+	}))
+	defer srv.Close()
+	j := newJWT(t, auth.JWTConfig{JWKSURL: srv.URL})
+	if _, err := j.Authenticate(context.Background(), iss.Sign(t, iss.Claims("alice", "acme"))); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("a 1 MiB JWKS: %v, want refused as too large", err)
+	}
+}
