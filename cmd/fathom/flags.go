@@ -113,6 +113,7 @@ type nodeFlags struct {
 	reasoning  reasoningFlags
 	retention  retentionFlags
 	toolResult toolResultFlags
+	tenancy    tenancyFlags
 	quota      quotaFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
@@ -243,6 +244,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.reasoning.register(fs)
 	f.retention.register(fs)
 	f.toolResult.register(fs)
+	f.tenancy.register(fs)
 	f.quota.register(fs)
 	f.maxLLMCalls.register(fs, "max-llm-calls", "FATHOM_MAX_LLM_CALLS",
 		fmt.Sprintf("session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited; default: the larger of %d and --max-iterations + --max-steps × the deepest agent's iterations (--subagent-max-iterations, or an agent's max_iterations in --config) (env FATHOM_MAX_LLM_CALLS)", session.DefaultMaxLLMCalls))
@@ -453,6 +455,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if !f.maxLLMCalls.set {
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
 	}
+	f.tenancy.apply(&scfg)
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
