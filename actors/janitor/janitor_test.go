@@ -74,7 +74,7 @@ func run(t *testing.T, j store) {
 		Index: j, Retention: retention, Interval: 20 * time.Millisecond,
 		Now: func() time.Time { return mid.Add(retention) }, // old is past the retention, recent is not
 		Delete: func(ctx context.Context, id string) error {
-			err := j.DeleteSession(ctx, id)
+			err := j.DeleteSession(ctx, id, "retention")
 			if err == nil {
 				deleted <- id
 			}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -481,14 +482,14 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	url    string
 	member string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 }
 
 func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
-	var errb bytes.Buffer
+	var errb syncBuffer                 // written by os/exec's copier while tests read it
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -514,6 +515,26 @@ func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	}
 	p.url, p.member = m[1], m[2]
 	return p
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers: a running
+// node's stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (p *nodeProc) stop(t *testing.T) {

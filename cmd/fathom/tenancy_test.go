@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -31,7 +32,17 @@ import (
 func TestHostileTenantEmbedded(t *testing.T) {
 	iss := testissuer.New(t)
 	n := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
-	hostileSuite(t, iss, n, n)
+	genID := hostileSuite(t, iss, n, n)
+
+	// A delete is logged with the principal that deleted the session (and kept in the
+	// journal's tombstones, read by the conformance suite).
+	alice := iss.Sign(t, iss.Claims("alice", "acme"))
+	if st, out := httpJSON(t, "DELETE", n.url+"/v1/sessions/"+genID, alice, nil); st != 200 {
+		t.Fatalf("alice deletes %s: %d %v", genID, st, out)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(n.stderr.String(), `msg="session deleted" session_id=`+genID) && strings.Contains(n.stderr.String(), "by=alice@acme")
+	}, "no \"session deleted\" line naming alice@acme")
 }
 
 // TestHostileTenantCluster runs the suite against two nodes sharing PostgreSQL and
@@ -44,12 +55,29 @@ func TestHostileTenantCluster(t *testing.T) {
 	c.env = cleanEnv() // the built-in demo model: no model server
 	a, b := c.start(), c.start()
 	c.awaitViews(a, b)
-	hostileSuite(t, iss, a, b)
+	genID := hostileSuite(t, iss, a, b)
+
+	// A delete keeps a tombstone naming the principal that deleted the session.
+	alice := iss.Sign(t, iss.Claims("alice", "acme"))
+	if st, out := httpJSON(t, "DELETE", b.url+"/v1/sessions/"+genID, alice, nil); st != 200 {
+		t.Fatalf("alice deletes %s: %d %v", genID, st, out)
+	}
+	var tenant, owner, by string
+	if err := c.conn.QueryRow(context.Background(), `SELECT tenant, owner, deleted_by FROM fathom_tombstones WHERE session_id = $1`, genID).
+		Scan(&tenant, &owner, &by); err != nil {
+		t.Fatalf("tombstone of %s: %v", genID, err)
+	}
+	if tenant != "acme" || owner != "alice" || by != "alice@acme" {
+		t.Fatalf("tombstone of %s: tenant %q owner %q deleted_by %q, want acme, alice, alice@acme", genID, tenant, owner, by)
+	}
+	if st, _ := httpJSON(t, "GET", a.url+"/v1/sessions/"+genID, alice, nil); st != 404 {
+		t.Fatalf("GET a deleted session: %d", st)
+	}
 }
 
 // hostileSuite runs the attempts: acme's sessions live through via, globex attacks
-// through at.
-func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) {
+// through at. It returns the id of acme's session with a generated id.
+func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) string {
 	alice := iss.Sign(t, iss.Claims("alice", "acme"))
 	carol := iss.Sign(t, iss.Claims("carol", "acme"))
 	viewerA := iss.Sign(t, iss.Claims("vic", "acme", "viewer"))
@@ -282,6 +310,7 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) {
 	if st != 200 || !bytes.Contains(b, []byte(aID)) || !bytes.Contains(b, []byte(genID)) || bytes.Contains(b, []byte("globex")) {
 		t.Fatalf("alice's list: %d %s", st, b)
 	}
+	return genID
 }
 
 // sessionView is what the suite compares of a session before and after the attacks.

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/fathom-agents/fathom/actors/janitor"
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/persistence"
@@ -36,7 +37,13 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	err = del.DeleteSession(ctx, id)
+	by := "node"
+	if p, ok := auth.FromContext(ctx); ok {
+		by = p.String()
+	} else if deletedBy, ok := ctx.Value(deletedByKey{}).(string); ok {
+		by = deletedBy
+	}
+	err = del.DeleteSession(ctx, id, by)
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
 		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
@@ -46,9 +53,13 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	n.evict(id)
-	n.log.Info("session deleted", "session_id", id, "status", status)
+	n.log.Info("session deleted", "session_id", id, "status", status, "by", by)
 	return nil
 }
+
+// deletedByKey names, in a delete's context, who deletes when no principal does (the
+// retention janitor).
+type deletedByKey struct{}
 
 // evict stops session id's activation, if any, so no member keeps serving the deleted
 // state from memory: the next call activates the session afresh from the (now empty)
@@ -92,7 +103,7 @@ func (n *Node) startJanitor(system *actor.ActorSystem, retention time.Duration) 
 	}
 	cfg := janitor.Config{Index: ix, Retention: retention, Logger: n.log.With("component", "janitor")}
 	cfg.Delete = func(ctx context.Context, id string) error {
-		err := n.DeleteSession(ctx, id)
+		err := n.DeleteSession(context.WithValue(ctx, deletedByKey{}, "retention"), id)
 		if errors.Is(err, gateway.ErrSessionNotFound) {
 			return fmt.Errorf("%w: %v", janitor.ErrGone, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -329,7 +330,7 @@ var _ persistence.SessionDeleter = (*Journal)(nil)
 // DeleteSession implements persistence.SessionDeleter: the stream's events, snapshots,
 // meta and index row go in one bbolt transaction, after the row's status is checked in
 // it.
-func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+func (j *Journal) DeleteSession(ctx context.Context, id, by string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -371,6 +372,17 @@ func (j *Journal) DeleteSession(ctx context.Context, id string) error {
 			}
 		}
 		if err := streams.Delete(key); err != nil {
+			return err
+		}
+		tombs, err := tx.CreateBucketIfNotExists(bucketTombstones)
+		if err != nil {
+			return err
+		}
+		tomb, err := json.Marshal(tombstoneRow{Tenant: e.Tenant, Owner: e.Owner, DeletedBy: by, DeletedAt: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		if err := tombs.Put(key, tomb); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketIndex).Delete(key)
@@ -428,4 +440,43 @@ func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, e
 		return "", false, fmt.Errorf("session index: %w", err)
 	}
 	return e.Status, ok, nil
+}
+
+// bucketTombstones holds deleted sessions' tombstones (persistence.Tombstone), by id.
+var bucketTombstones = []byte("tombstones")
+
+// tombstoneRow is a tombstone as stored (JSON: a rare, small record).
+type tombstoneRow struct {
+	Tenant    string    `json:"tenant"`
+	Owner     string    `json:"owner"`
+	DeletedBy string    `json:"deleted_by"`
+	DeletedAt time.Time `json:"deleted_at"`
+}
+
+// Tombstone implements persistence.SessionDeleter.
+func (j *Journal) Tombstone(ctx context.Context, id string) (persistence.Tombstone, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Tombstone{}, false, err
+	}
+	if err := j.enter(); err != nil {
+		return persistence.Tombstone{}, false, err
+	}
+	defer j.leave()
+	var row []byte
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketTombstones); b != nil {
+			if v := b.Get([]byte(id)); v != nil {
+				row = append([]byte(nil), v...)
+			}
+		}
+		return nil
+	})
+	if err != nil || row == nil {
+		return persistence.Tombstone{}, false, err
+	}
+	var r tombstoneRow
+	if err := json.Unmarshal(row, &r); err != nil {
+		return persistence.Tombstone{}, false, fmt.Errorf("tombstone of %s: %w", id, persistence.ErrCorrupt)
+	}
+	return persistence.Tombstone{SessionID: id, Tenant: r.Tenant, Owner: r.Owner, DeletedBy: r.DeletedBy, DeletedAt: r.DeletedAt}, true, nil
 }

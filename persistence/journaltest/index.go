@@ -241,19 +241,29 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		if st, ok, err := del.SessionStatus(ctx, bare); err != nil || ok || st != "" {
 			t.Fatalf("SessionStatus of a stream without a row = %q %v %v", st, ok, err)
 		}
-		if err := del.DeleteSession(ctx, running); !errors.Is(err, persistence.ErrNotTerminal) {
+		if err := del.DeleteSession(ctx, running, "alice@acme"); !errors.Is(err, persistence.ErrNotTerminal) {
 			t.Fatalf("delete a running session: %v, want ErrNotTerminal", err)
 		}
-		if err := del.DeleteSession(ctx, bare); !errors.Is(err, persistence.ErrNotTerminal) {
+		if err := del.DeleteSession(ctx, bare, "alice@acme"); !errors.Is(err, persistence.ErrNotTerminal) {
 			t.Fatalf("delete a stream without an index row: %v, want ErrNotTerminal", err)
 		}
-		if err := del.DeleteSession(ctx, done+"-never"); !errors.Is(err, persistence.ErrNotFound) {
+		if err := del.DeleteSession(ctx, done+"-never", "alice@acme"); !errors.Is(err, persistence.ErrNotFound) {
 			t.Fatalf("delete an unknown session: %v, want ErrNotFound", err)
 		}
 		if got := load(t, j, running, 0); len(got) != 2 || entryOf(t, ix, running).Status != persistence.StatusRunning {
 			t.Fatalf("a refused delete removed something: %d records", len(got))
 		}
-		mustNil(t, del.DeleteSession(ctx, done))
+		if _, ok, err := del.Tombstone(ctx, done); err != nil || ok {
+			t.Fatalf("tombstone before the delete: %v %v", ok, err)
+		}
+		mustNil(t, del.DeleteSession(ctx, done, "alice@acme"))
+		if tomb, ok, err := del.Tombstone(ctx, done); err != nil || !ok || tomb.DeletedBy != "alice@acme" ||
+			tomb.Tenant != persistence.DefaultTenant || tomb.SessionID != done || tomb.DeletedAt.IsZero() {
+			t.Fatalf("tombstone after the delete = %+v %v %v, want deleted by alice@acme, tenant %s", tomb, ok, err, persistence.DefaultTenant)
+		}
+		if _, ok, err := del.Tombstone(ctx, running); err != nil || ok {
+			t.Fatalf("a refused delete left a tombstone: %v %v", ok, err)
+		}
 		if got := load(t, j, done, 0); len(got) != 0 {
 			t.Fatalf("%d records left after delete", len(got))
 		}
@@ -269,7 +279,7 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		if ss, err := j.ListStreams(ctx, done); err != nil || len(ss) != 0 {
 			t.Fatalf("streams after delete: %v, %v", ss, err)
 		}
-		if err := del.DeleteSession(ctx, done); !errors.Is(err, persistence.ErrNotFound) {
+		if err := del.DeleteSession(ctx, done, "alice@acme"); !errors.Is(err, persistence.ErrNotFound) {
 			t.Fatalf("second delete: %v, want ErrNotFound", err)
 		}
 		// The id can be used again from seq 0.

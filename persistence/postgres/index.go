@@ -210,13 +210,13 @@ var _ persistence.SessionDeleter = (*Journal)(nil)
 
 // DeleteSession implements persistence.SessionDeleter: one transaction locks the index
 // row, checks its status and deletes the stream's batches, snapshots and the row.
-func (j *Journal) DeleteSession(ctx context.Context, id string) error {
+func (j *Journal) DeleteSession(ctx context.Context, id, by string) error {
 	if err := j.check(ctx); err != nil {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		var status string
-		err := tx.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1 FOR UPDATE`, id).Scan(&status)
+		var status, tenant, owner string
+		err := tx.QueryRow(ctx, `SELECT status, tenant, owner FROM fathom_sessions WHERE session_id = $1 FOR UPDATE`, id).Scan(&status, &tenant, &owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			var exists bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM fathom_event_batches WHERE stream_id = $1)`, id).Scan(&exists); err != nil {
@@ -242,12 +242,33 @@ func (j *Journal) DeleteSession(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, `INSERT INTO fathom_tombstones (session_id, tenant, owner, deleted_by) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (session_id) DO UPDATE SET tenant = EXCLUDED.tenant, owner = EXCLUDED.owner,
+			deleted_by = EXCLUDED.deleted_by, deleted_at = now()`, id, tenant, owner, by)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil
+}
+
+// Tombstone implements persistence.SessionDeleter.
+func (j *Journal) Tombstone(ctx context.Context, id string) (persistence.Tombstone, bool, error) {
+	if err := j.check(ctx); err != nil {
+		return persistence.Tombstone{}, false, err
+	}
+	t := persistence.Tombstone{SessionID: id}
+	err := j.pool.QueryRow(ctx, `SELECT tenant, owner, deleted_by, deleted_at FROM fathom_tombstones WHERE session_id = $1`, id).
+		Scan(&t.Tenant, &t.Owner, &t.DeletedBy, &t.DeletedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return persistence.Tombstone{}, false, nil
+	}
+	if err != nil {
+		return persistence.Tombstone{}, false, fmt.Errorf("tombstone of %s: %w", id, err)
+	}
+	t.DeletedAt = t.DeletedAt.UTC()
+	return t, true, nil
 }
 
 var _ persistence.StatusCounter = (*Journal)(nil)
