@@ -253,7 +253,7 @@ func New(cfg Config) (*Handler, error) {
 func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.Handle("GET /v1/ws", h.require(ScopeRead, h.serveWS))
+	h.mux.Handle("GET /v1/ws", h.serveWSRoute()) // wsauth.go
 	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
 	h.mux.Handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
 	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))

@@ -87,7 +87,7 @@ func (s *wsSub) stop() {
 
 // serveWS upgrades an authenticated request and serves the connection until it ends.
 func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
-	caller := callerOf(r) // require authenticated it
+	caller := callerOf(r) // require authenticated it, or nil: the first frame will (wsauth.go)
 	if h.isClosed() {
 		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
 		return
@@ -95,6 +95,12 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.upgrader.Upgrade(w, r, http.Header{RequestIDHeader: {w.Header().Get(RequestIDHeader)}})
 	if err != nil {
 		return // the upgrader answered the request
+	}
+	if caller == nil && h.authEnabled() { // opened without a credential: the first frame authenticates
+		if caller = h.firstFrameAuth(r, ws); caller == nil {
+			_ = ws.Close()
+			return
+		}
 	}
 	c := &conn{
 		h: h, ws: ws, scope: scopeOf(auth.FromMessage(caller)), caller: caller,
