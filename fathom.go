@@ -43,6 +43,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/node"
@@ -303,7 +304,11 @@ type SessionRequest struct {
 }
 
 // StartSession starts a session and returns its id once its start is durable; the
-// session then runs on its own. An ID that breaks messages.ValidateSessionID is refused
+// session then runs on its own. Like every call of Node that names a session, it acts
+// for the principal ctx carries (auth.WithPrincipal), if any: the session belongs to
+// that principal's tenant and owner, and another tenant's session is answered as a
+// missing one (NOT_FOUND). Without one, the call is the program's own: trusted, and its
+// sessions are the default tenant's. An ID that breaks messages.ValidateSessionID is refused
 // with an error wrapping messages.ErrInvalidSessionID.
 func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, error) {
 	if req.Goal == "" {
@@ -316,7 +321,7 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, er
 	if err := messages.ValidateSessionID(id); err != nil {
 		return "", fmt.Errorf("fathom: start session: %w", err)
 	}
-	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: id + "/start", Goal: req.Goal, UserId: req.UserID},
+	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: id + "/start", Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx)},
 		n.callTimeout(ctx)); err != nil {
 		return "", fmt.Errorf("fathom: start session %s: %w", id, err)
 	}
@@ -334,7 +339,7 @@ func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, er
 	if err := messages.ValidateSessionID(id); err != nil {
 		return nil, fmt.Errorf("fathom: state: %w", err)
 	}
-	res, err := n.n.Session(id).GetState(&messages.GetStateRequest{}, n.callTimeout(ctx))
+	res, err := n.n.Session(id).GetState(&messages.GetStateRequest{Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("fathom: state of %s: %w", id, err)
 	}
@@ -379,7 +384,7 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...Cal
 	if err := messages.ValidateSessionID(id); err != nil {
 		return fmt.Errorf("fathom: answer %s: %w", stepID, err)
 	}
-	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: commandID(id, "answer/"+stepID, opts),
+	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: commandID(id, "answer/"+stepID, opts), Caller: callerOf(ctx),
 		StepId: stepID, Input: input}, n.callTimeout(ctx))
 	if err != nil {
 		return fmt.Errorf("fathom: answer %s of %s: %w", stepID, id, err)
@@ -401,7 +406,7 @@ func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption)
 		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
 	}
 	cmd := commandID(id, "send", opts)
-	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content}, n.callTimeout(ctx))
+	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
 	}
@@ -438,7 +443,7 @@ func (n *Node) Cancel(ctx context.Context, id, reason string, opts ...CallOption
 		return fmt.Errorf("fathom: cancel: %w", err)
 	}
 	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: commandID(id, "cancel", opts),
-		Reason: reason, By: "embedding program"}, n.callTimeout(ctx))
+		Reason: reason, By: "embedding program", Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
 		return fmt.Errorf("fathom: cancel %s: %w", id, err)
 	}
@@ -448,6 +453,15 @@ func (n *Node) Cancel(ctx context.Context, id, reason string, opts ...CallOption
 // Close stops the node: sessions stop at a step boundary and continue at the next Start
 // on the same journal.
 func (n *Node) Close(ctx context.Context) error { return n.n.Stop(ctx) }
+
+// callerOf is the principal ctx carries (auth.WithPrincipal) as grain requests carry
+// it, nil for none: the embedding program itself, which the grains trust.
+func callerOf(ctx context.Context) *messages.Principal {
+	if p, ok := auth.FromContext(ctx); ok {
+		return auth.ToMessage(p)
+	}
+	return nil
+}
 
 // callTimeout bounds a grain call by ctx's deadline, else 30 s.
 func (n *Node) callTimeout(ctx context.Context) cluster.GrainCallOption {

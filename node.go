@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
@@ -38,7 +39,17 @@ func (n *Node) FollowDeltas(id string, afterSeq uint64, buffer int) *feed.Subscr
 
 // Delete deletes terminal session id: its events, its index entry, its embeddings and
 // its artifacts. A session that still runs is refused (gateway.ErrSessionNotTerminal).
-func (n *Node) Delete(ctx context.Context, id string) error { return n.n.DeleteSession(ctx, id) }
+// With a principal in ctx (auth.WithPrincipal), another tenant's session (or one the
+// principal may not act on) is refused as the grain refuses it, before anything is
+// deleted; the tombstone names the principal.
+func (n *Node) Delete(ctx context.Context, id string) error {
+	if c := callerOf(ctx); c != nil && !auth.FromMessage(c).Admin() {
+		if _, err := n.n.Session(id).Access(&messages.AccessRequest{Caller: c, Act: true}, n.callTimeout(ctx)); err != nil {
+			return fmt.Errorf("fathom: delete %s: %w", id, err)
+		}
+	}
+	return n.n.DeleteSession(ctx, id)
+}
 
 // Address is the node's cluster address (host:port).
 func (n *Node) Address() string { return n.n.Address() }
