@@ -46,6 +46,8 @@ var rules = []rule{
 		why: "stores know records, not the grains that write them"},
 	{name: "messages imports nothing of ours", from: []string{"messages/..."}, deny: []string{"..."}, allow: []string{"messages/..."},
 		why: "the wire formats are the bottom of the graph"},
+	{name: "auth imports only the wire formats", from: []string{"auth/..."}, deny: []string{"..."}, allow: []string{"auth/...", "messages/..."},
+		why: "who is asking, and what a role may do, is decided the same way by the gateway, the grains and the Go API: no side may pull the others in"},
 	{name: "the gateway imports no persistence", from: []string{"gateway/..."}, deny: []string{"persistence/..."},
 		why: "the gateway reaches sessions through grain clients and the live read side, never the journal"},
 	{name: "live imports no actors and no gateway", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/..."},
