@@ -34,9 +34,22 @@ func TestHostileTenantEmbedded(t *testing.T) {
 	n := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
 	genID := hostileSuite(t, iss, n, n)
 
+	// The CLI: --token (or FATHOM_TOKEN) may be a JWT, and it sees what its principal sees.
+	alice, bob := iss.Sign(t, iss.Claims("alice", "acme")), iss.Sign(t, iss.Claims("bob", "globex"))
+	if r := fathom(t, cleanEnv("FATHOM_TOKEN="+alice), "session", "list", "--addr", n.url, "--json"); r.code != 0 ||
+		!strings.Contains(r.stdout, genID) || strings.Contains(r.stdout, "globex-1") {
+		t.Fatalf("session list as alice: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := fathom(t, cleanEnv(), "session", "list", "--addr", n.url, "--token", bob, "--json"); r.code != 0 ||
+		strings.Contains(r.stdout, "acme") || strings.Contains(r.stdout, genID) || !strings.Contains(r.stdout, "globex-1") {
+		t.Fatalf("session list as bob: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := fathom(t, cleanEnv("FATHOM_TOKEN="+bob), "session", "watch", "--addr", n.url, genID); r.code == 0 || !strings.Contains(r.stderr, "not found") {
+		t.Fatalf("session watch of acme's session as bob: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// A delete is logged with the principal that deleted the session (and kept in the
 	// journal's tombstones, read by the conformance suite).
-	alice := iss.Sign(t, iss.Claims("alice", "acme"))
 	if st, out := httpJSON(t, "DELETE", n.url+"/v1/sessions/"+genID, alice, nil); st != 200 {
 		t.Fatalf("alice deletes %s: %d %v", genID, st, out)
 	}
