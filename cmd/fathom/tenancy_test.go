@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -514,5 +517,43 @@ func TestMembersReadOwnOnly(t *testing.T) {
 		if st, b := rawHTTP(t, "GET", n.url+"/v1/sessions", who.tok, ""); st != 200 || !bytes.Contains(b, []byte("alice-1")) {
 			t.Fatalf("%s's list: %d %s", who.name, st, b)
 		}
+	}
+}
+
+// TestSessionsCallTheModelAsTheirTenant: a session's LLM calls take the endpoint's slots
+// as the session's tenant: acme (named in the configuration) is its own label of
+// fathom_llm_queue_wait_seconds, globex (not named) counts as "other".
+func TestSessionsCallTheModelAsTheirTenant(t *testing.T) {
+	iss := testissuer.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(t.TempDir(), "fathom.yaml")
+	if err := os.WriteFile(cfg, []byte("tenants:\n  acme: {weight: 2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--metrics-listen", addr, "--config", cfg, "--llm-max-concurrent", "2",
+		"--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
+	alice, bob := iss.Sign(t, iss.Claims("alice", "acme")), iss.Sign(t, iss.Claims("bob", "globex"))
+	for _, s := range []struct{ tok, id string }{{alice, "acme-q"}, {bob, "globex-q"}} {
+		if st, out := httpJSON(t, "POST", n.url+"/v1/sessions", s.tok, map[string]any{"session_id": s.id, "goal": "Write a haiku"}); st != 201 {
+			t.Fatalf("start %s: %d %v", s.id, st, out)
+		}
+	}
+	awaitStatus(t, n, alice, "acme-q", "SESSION_STATUS_COMPLETED")
+	awaitStatus(t, n, bob, "globex-q", "SESSION_STATUS_COMPLETED")
+	calls := map[string]uint64{}
+	for _, m := range scrape(t, "http://"+addr+"/metrics")["fathom_llm_queue_wait_seconds"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "tenant" {
+				calls[l.GetValue()] += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if calls["acme"] == 0 || calls["other"] == 0 || calls["default"] != 0 {
+		t.Fatalf("LLM calls by tenant label %v: want acme's and other's (globex), none of default's", calls)
 	}
 }
