@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+)
+
+// quotaStores are the journals the quota tests run on: the embedded one, and PostgreSQL
+// when the test services are up.
+func quotaStores(t *testing.T) map[string]func(t *testing.T) []string {
+	dir := t.TempDir()
+	stores := map[string]func(t *testing.T) []string{
+		"embedded": func(*testing.T) []string { return []string{"--data-dir", dir} },
+	}
+	if os.Getenv(testenv.EnvPostgres) != "" {
+		dsn := testenv.PostgresDSN(t)
+		stores["postgres"] = func(*testing.T) []string { return []string{"--postgres", dsn, "--data-dir", t.TempDir()} }
+	}
+	return stores
+}
+
+// quotaConfig writes a config file.
+func quotaConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fathom.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startAt posts a start and returns the status, the Retry-After header and the body.
+func startAt(t *testing.T, url, id, goal string) (int, string, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"session_id": id, "goal": goal})
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(url+"/v1/sessions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), out
+}
+
+// quotaState reads GET /v1/sessions/{id}'s state.
+func quotaState(t *testing.T, url, id string) map[string]any {
+	t.Helper()
+	code, body := httpJSON(t, "GET", url+"/v1/sessions/"+id, "", nil)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %v", id, code, body)
+	}
+	if st, ok := body["state"].(map[string]any); ok {
+		return st
+	}
+	return body
+}
+
+// TestTenantMaxRunningSessions: a tenant (here the default one: no auth) whose
+// max_running_sessions are running gets 429 resource_exhausted naming the limit, with a
+// Retry-After, for a further start (HTTP and fork); once one has ended a start is
+// admitted again. On the embedded journal and on PostgreSQL.
+func TestTenantMaxRunningSessions(t *testing.T) {
+	script := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "slow", DelayMS: 60_000, Response: `{"steps":[]}`},
+	}, Default: "done"}
+	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	defer srv.Close()
+	cfg := quotaConfig(t, "tenant_defaults: {max_running_sessions: 1}\n")
+	for name, store := range quotaStores(t) {
+		t.Run(name, func(t *testing.T) {
+			p := startNode(t, cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k"), append(store(t), "--config", cfg)...)
+			defer p.stop(t)
+			if code, _, body := startAt(t, p.url, "q-1", "slow one"); code/100 != 2 {
+				t.Fatalf("first start: %d %v", code, body)
+			}
+			code, retry, body := startAt(t, p.url, "q-2", "slow two")
+			e, _ := body["error"].(map[string]any)
+			if code != http.StatusTooManyRequests || e["code"] != "resource_exhausted" || !strings.Contains(e["message"].(string), "max_running_sessions 1") || retry != "5" {
+				t.Fatalf("second start: %d Retry-After %q %v; want 429 resource_exhausted naming max_running_sessions 1, Retry-After 5", code, retry, body)
+			}
+			if code, body := httpJSON(t, "GET", p.url+"/v1/sessions/q-2", "", nil); code != http.StatusNotFound {
+				t.Fatalf("the refused session exists: %d %v", code, body)
+			}
+			if code, body := httpJSON(t, "POST", p.url+"/v1/sessions/q-1/cancel", "", map[string]any{"command_id": "c1"}); code/100 != 2 {
+				t.Fatalf("cancel: %d %v", code, body)
+			}
+			testenv.Eventually(t, 20*time.Second, func() bool {
+				code, _, _ := startAt(t, p.url, "q-3", "quick three")
+				return code/100 == 2
+			}, "a start admitted once the running session ended")
+		})
+	}
+}
+
+// TestTenantDailyTokens: a tenant whose max_tokens_per_day is used up by a session's
+// first answer makes no further LLM call: the session fails naming
+// tenant_max_tokens_per_day before its next call, exactly as a session budget fails it;
+// after a restart of the node (the usage is read back from the session index), a new
+// session of the tenant fails before its first call.
+func TestTenantDailyTokens(t *testing.T) {
+	script := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
+	}, Default: "done"}
+	var calls atomic.Int64
+	h := mock.New(mock.Config{Script: script}).Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			calls.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := quotaConfig(t, "tenant_defaults: {max_tokens_per_day: 1}\n")
+	env := cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k")
+	for name, store := range quotaStores(t) {
+		t.Run(name, func(t *testing.T) {
+			args := append(store(t), "--config", cfg)
+			calls.Store(0)
+			p := startNode(t, env, args...)
+			if code, _, body := startAt(t, p.url, "d-1", "work"); code/100 != 2 {
+				t.Fatalf("start: %d %v", code, body)
+			}
+			failedWith(t, p.url, "d-1", "(tenant_max_tokens_per_day 1)")
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d model calls: the plan's answer used the day's tokens, nothing may follow it", n)
+			}
+			p.stop(t)
+			p = startNode(t, env, args...)
+			defer p.stop(t)
+			if code, _, body := startAt(t, p.url, "d-2", "work"); code/100 != 2 {
+				t.Fatalf("start after restart: %d %v", code, body)
+			}
+			failedWith(t, p.url, "d-2", "(tenant_max_tokens_per_day 1)")
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d model calls in all: the new session called the model over the tenant's daily budget", n)
+			}
+		})
+	}
+}
+
+// failedWith waits for session id to fail with an error containing want.
+func failedWith(t *testing.T, url, id, want string) {
+	t.Helper()
+	var st map[string]any
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		st = quotaState(t, url, id)
+		s, _ := st["status"].(string)
+		return strings.Contains(strings.ToLower(s), "failed") || strings.Contains(strings.ToLower(s), "completed")
+	}, "session %s ends", id)
+	if msg, _ := st["error"].(string); !strings.HasPrefix(msg, "tenant budget exceeded: ") || !strings.Contains(msg, want) {
+		t.Fatalf("session %s ended with %v, want a failure naming %q", id, st, want)
+	}
+}
