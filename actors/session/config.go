@@ -160,6 +160,9 @@ type Quotas interface {
 	DailyBudget(tenant string, tokens uint64, cost float64) string
 	// Used adds the tokens and cost of an answer just stored to tenant's usage.
 	Used(tenant string, tokens uint64, cost float64)
+	// Ended tells of a session of tenant that has just ended (its terminal event is
+	// stored): it no longer counts against max_running_sessions.
+	Ended(tenant string)
 	// WaitToolCall delays a tool call of tenant while the tenant is over its rate; it
 	// fails only when ctx ends first.
 	WaitToolCall(ctx context.Context, tenant string) error

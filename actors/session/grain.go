@@ -419,6 +419,12 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 				g.deps.Quotas.Used(st.GetTenant(), core.UsageTokens(r.GetUsage()), r.GetCostUsd())
 			}
 		}
+		switch ev.GetPayload().(type) {
+		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
+			if g.deps.Quotas != nil {
+				g.deps.Quotas.Ended(st.GetTenant())
+			}
+		}
 		g.observe(ev)
 		g.embed(ev)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
@@ -69,11 +71,12 @@ func quotaState(t *testing.T, url, id string) map[string]any {
 
 // TestTenantMaxRunningSessions: a tenant (here the default one: no auth) whose
 // max_running_sessions are running gets 429 resource_exhausted naming the limit, with a
-// Retry-After, for a further start (HTTP and fork); once one has ended a start is
+// Retry-After, for a further start (HTTP, WebSocket with retry_after, and a fork); once one has ended a start is
 // admitted again. On the embedded journal and on PostgreSQL.
 func TestTenantMaxRunningSessions(t *testing.T) {
 	script := mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "slow", DelayMS: 60_000, Response: `{"steps":[]}`},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
 	}, Default: "done"}
 	srv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
 	defer srv.Close()
@@ -82,6 +85,14 @@ func TestTenantMaxRunningSessions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := startNode(t, cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k"), append(store(t), "--config", cfg)...)
 			defer p.stop(t)
+			if code, _, body := startAt(t, p.url, "q-0", "quick zero"); code/100 != 2 {
+				t.Fatalf("start: %d %v", code, body)
+			}
+			var done map[string]any
+			testenv.Eventually(t, 30*time.Second, func() bool {
+				done = quotaState(t, p.url, "q-0")
+				return done["status"] == "SESSION_STATUS_COMPLETED"
+			}, "q-0 completes")
 			if code, _, body := startAt(t, p.url, "q-1", "slow one"); code/100 != 2 {
 				t.Fatalf("first start: %d %v", code, body)
 			}
@@ -92,6 +103,25 @@ func TestTenantMaxRunningSessions(t *testing.T) {
 			}
 			if code, body := httpJSON(t, "GET", p.url+"/v1/sessions/q-2", "", nil); code != http.StatusNotFound {
 				t.Fatalf("the refused session exists: %d %v", code, body)
+			}
+			if code, body := httpJSON(t, "POST", p.url+"/v1/sessions/q-0/fork", "", map[string]any{"seq": done["plan_seq"], "new_session_id": "q-f"}); code != http.StatusTooManyRequests {
+				t.Fatalf("fork over the limit: %d %v", code, body)
+			}
+			c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(p.url, "http")+"/v1/ws", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.WriteJSON(map[string]any{"op": "start", "id": 1, "session_id": "q-w", "goal": "slow ws"}); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var f map[string]any
+			if err := c.ReadJSON(&f); err != nil {
+				t.Fatal(err)
+			}
+			if f["op"] != "error" || f["code"] != "resource_exhausted" || f["retry_after"] != 5.0 || !strings.Contains(f["message"].(string), "max_running_sessions 1") {
+				t.Fatalf("WebSocket start over the limit: %v", f)
 			}
 			if code, body := httpJSON(t, "POST", p.url+"/v1/sessions/q-1/cancel", "", map[string]any{"command_id": "c1"}); code/100 != 2 {
 				t.Fatalf("cancel: %d %v", code, body)

@@ -7,7 +7,7 @@
 //     The tenant's sessions that have not ended (running, awaiting_human, interrupted)
 //     are counted cluster-wide from the session index (persistence.TenantIndex), at
 //     most once per CountTTL per tenant and node; the starts this node admits in
-//     between are added to the count. Two nodes admitting starts of one tenant within
+//     between are added to the count and the sessions it ends taken off. Two nodes admitting starts of one tenant within
 //     the same CountTTL may let it run one or two sessions more than its maximum: the
 //     check is best-effort under concurrent starts, exact on one node.
 //   - max_tokens_per_day, max_cost_usd_per_day: before each LLM call a session of a
@@ -272,6 +272,27 @@ func (e *Enforcer) Used(tenant string, tokens uint64, cost float64) {
 	}
 	u.u.Tokens += tokens
 	u.u.CostUSD += cost
+}
+
+// Ended takes a session of tenant that has just ended off the tenant's count until the
+// next read of the index (which no longer counts it). A session whose end this node
+// stores after that read is taken off twice: one start more may be admitted until the
+// next read.
+func (e *Enforcer) Ended(tenant string) {
+	if e.Limits(tenant).MaxRunningSessions <= 0 {
+		return
+	}
+	e.mu.Lock()
+	c := e.running[tenant]
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n > 0 {
+		c.n--
+	}
 }
 
 // WaitToolCall delays a tool call of tenant while the tenant is over its
