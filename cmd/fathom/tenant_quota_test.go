@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -191,5 +193,71 @@ func failedWith(t *testing.T, url, id, want string) {
 	}, "session %s ends", id)
 	if msg, _ := st["error"].(string); !strings.HasPrefix(msg, "tenant budget exceeded: ") || !strings.Contains(msg, want) {
 		t.Fatalf("session %s ended with %v, want a failure naming %q", id, st, want)
+	}
+}
+
+// TestTenantToolCallsPerMinute: a tenant's tool_calls_per_minute delays its tool calls
+// (60 a minute: one a second after the first): a step whose model asks for four tool
+// calls takes at least three seconds and still completes, where it takes well under a
+// second without the limit; the delay is a crossing in fathom_quota_crossings_total.
+func TestTenantToolCallsPerMinute(t *testing.T) {
+	calls := make([]mock.ToolCallRule, 4)
+	for i := range calls {
+		calls[i] = mock.ToolCallRule{Name: "write_artifact", Arguments: fmt.Sprintf(`{"type":"research","filename":"n%d.md","content":"x"}`, i)}
+	}
+	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"s","type":"custom","description":"save the notes"}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: ".", Response: "saved"},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: calls},
+	}, Default: "done"}}).Handler())
+	defer srv.Close()
+	env := cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k")
+	run := func(cfg string) (time.Duration, map[string]*dto.MetricFamily) {
+		t.Helper()
+		addr := "127.0.0.1:" + freePort(t)
+		p := startNode(t, env, "--data-dir", t.TempDir(), "--config", quotaConfig(t, cfg), "--metrics-listen", addr)
+		defer p.stop(t)
+		if code, _, body := startAt(t, p.url, "tools-1", "save notes"); code/100 != 2 {
+			t.Fatalf("start: %d %v", code, body)
+		}
+		var st map[string]any
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			st = quotaState(t, p.url, "tools-1")
+			s, _ := st["status"].(string)
+			return s == "SESSION_STATUS_COMPLETED" || s == "SESSION_STATUS_FAILED"
+		}, "the session ends")
+		if st["status"] != "SESSION_STATUS_COMPLETED" {
+			t.Fatalf("session ended with %v", st)
+		}
+		steps, _ := st["steps"].([]any)
+		step, _ := steps[0].(map[string]any)
+		if step["tool_calls"] != 4.0 {
+			t.Fatalf("the step made %v tool calls, want 4", step["tool_calls"])
+		}
+		took := time.Duration(step["ended_at_unix_nano"].(float64) - step["started_at_unix_nano"].(float64))
+		return took, scrape(t, "http://"+addr+"/metrics")
+	}
+	crossings := func(fams map[string]*dto.MetricFamily) float64 {
+		for _, m := range fams["fathom_quota_crossings_total"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["tenant"] == "default" && l["quota"] == "tool_calls_per_minute" {
+				return m.GetCounter().GetValue()
+			}
+		}
+		return -1
+	}
+	free, fams := run("tenant_defaults: {weight: 1}\n")
+	if free > time.Second || crossings(fams) != 0 {
+		t.Fatalf("without a limit the step took %s with %v crossings: the test proves nothing", free, crossings(fams))
+	}
+	limited, fams := run("tenant_defaults: {tool_calls_per_minute: 60}\n")
+	if limited < 2900*time.Millisecond {
+		t.Fatalf("with 60 tool calls a minute four calls took %s, want at least 3s", limited)
+	}
+	if n := crossings(fams); n < 1 {
+		t.Fatalf("fathom_quota_crossings_total{tenant=default,quota=tool_calls_per_minute} = %v, want at least 1", n)
 	}
 }
