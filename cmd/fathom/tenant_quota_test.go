@@ -261,3 +261,22 @@ func TestTenantToolCallsPerMinute(t *testing.T) {
 		t.Fatalf("fathom_quota_crossings_total{tenant=default,quota=tool_calls_per_minute} = %v, want at least 1", n)
 	}
 }
+
+// TestTenantDailyCost: max_cost_usd_per_day stops a tenant's session before the call
+// after the answer that spent it, naming tenant_max_cost_usd_per_day.
+func TestTenantDailyCost(t *testing.T) {
+	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
+	}, Default: "done"}}).Handler())
+	defer srv.Close()
+	p := startNode(t, cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k"), "--data-dir", t.TempDir(),
+		"--config", quotaConfig(t, "tenant_defaults: {max_cost_usd_per_day: 0.000000001}\n"))
+	defer p.stop(t)
+	if code, _, body := startAt(t, p.url, "c-1", "work"); code/100 != 2 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	failedWith(t, p.url, "c-1", "(tenant_max_cost_usd_per_day 1e-09)")
+	if st := quotaState(t, p.url, "c-1"); st["llm_calls"] != 1.0 {
+		t.Fatalf("%v LLM calls, want only the plan's", st["llm_calls"])
+	}
+}
