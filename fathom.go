@@ -46,7 +46,9 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/backends"
+	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
@@ -59,6 +61,14 @@ import (
 // (retries, rate limits, circuit breaker), fallback models and streaming. The zero value
 // uses the built-in demo model; LLMFromEnv reads the usual environment variables.
 type LLM = node.LLMConfig
+
+// Quotas are the tenants' limits (internal/quota.Config): Default for every tenant not
+// in Named. Index, Observer and Logger are filled in by the node.
+type Quotas = quota.Config
+
+// TenantLimits are one tenant's limits (the config file's tenant entry); 0 is
+// unlimited.
+type TenantLimits = config.TenantLimits
 
 // The model APIs LLM.API selects.
 const (
@@ -116,6 +126,10 @@ type Config struct {
 	PostgresDSN string
 	// LLM selects the model endpoint.
 	LLM LLM
+	// Quotas are the tenants' limits the session grains enforce: max_running_sessions,
+	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute (the config file's
+	// tenant_defaults and tenants; docs/security.md). The zero value enforces none.
+	Quotas Quotas
 	// Tools are the program's own tools, offered beside the built-in ones (a tool is any
 	// tools.Tool; tools.New derives the JSON Schema from a typed argument struct). Give an
 	// agent a tool with Session.SubAgentTools.
@@ -282,7 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
 		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
 		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
-		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll,
+		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll, Quotas: cfg.Quotas,
 	})
 	if err != nil {
 		return nil, &Error{Op: "start", Err: err}

@@ -27,7 +27,9 @@ const (
 	// CodeFailedPrecondition: the operation does not fit the current state, such as a
 	// second start of a session or a second subscription to it on one connection (409).
 	CodeFailedPrecondition = "failed_precondition"
-	// CodeResourceExhausted: a per-connection limit was reached (429).
+	// CodeResourceExhausted: a limit was reached: a per-connection limit, or a quota of
+	// the caller's tenant (a start while the tenant runs its max_running_sessions, with a
+	// Retry-After header in seconds) (429).
 	CodeResourceExhausted = "resource_exhausted"
 	// CodeUnsupported: the operation exists in the protocol but this node's session grain
 	// does not implement it yet (501).
@@ -73,6 +75,8 @@ type apiError struct {
 	status int    // HTTP status when it is not the code's usual one
 	// detail is the cause behind a plain message: logged with the request id, never sent.
 	detail error
+	// retryAfter, when set, is the Retry-After header (seconds) of the HTTP answer.
+	retryAfter string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.msg }
@@ -130,6 +134,7 @@ var grainReasons = map[string]string{
 	messages.ErrorReason_UNAVAILABLE.String():         CodeUnavailable,
 	messages.ErrorReason_INTERNAL.String():            CodeInternal,
 	messages.ErrorReason_PERMISSION_DENIED.String():   CodePermissionDenied,
+	messages.ErrorReason_RESOURCE_EXHAUSTED.String():  CodeResourceExhausted,
 }
 
 // toAPIError turns any error of an operation into an apiError: gateway errors pass as
@@ -152,6 +157,8 @@ func toAPIError(err error) *apiError {
 			return hidden(code, msgUnavailable, err)
 		case CodeInvalidArgument, CodeNotFound, CodeFailedPrecondition, CodePermissionDenied:
 			return &apiError{code: code, msg: ge.Message}
+		case CodeResourceExhausted: // a tenant's quota: when to retry is in the metadata
+			return &apiError{code: code, msg: ge.Message, retryAfter: ge.GetMetadata()[messages.RetryAfterKey]}
 		}
 		return hidden(CodeInternal, msgInternal, err)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/fathom-agents/fathom/live"
@@ -38,6 +39,9 @@ type errorFrame struct {
 	Message   string          `json:"message"`
 	// RequestID names this error in the node's log, which has its detail.
 	RequestID string `json:"request_id,omitempty"`
+	// RetryAfter is how many seconds to wait before retrying a refusal by a tenant's
+	// quota (resource_exhausted; HTTP's Retry-After).
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // deltaFrame carries streamed model text. It has no seq: deltas are not journaled.
@@ -60,6 +64,9 @@ func ackBytes(req *Request, sessionID string, result json.RawMessage) []byte {
 
 func errorBytes(req *Request, sessionID, requestID string, e *apiError) []byte {
 	f := errorFrame{Op: FrameError, Code: e.code, Message: e.msg, SessionID: sessionID, RequestID: requestID}
+	if n, err := strconv.Atoi(e.retryAfter); err == nil && n > 0 {
+		f.RetryAfter = n
+	}
 	if req != nil {
 		f.ID, f.Request = req.ID, truncate(req.Op, 40)
 	}

@@ -409,6 +409,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if rec, ok := w.(interface{ recordError(*apiError) }); ok {
 		rec.recordError(e)
 	}
+	if e.retryAfter != "" {
+		w.Header().Set("Retry-After", e.retryAfter)
+	}
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg,
 		"request_id": w.Header().Get(RequestIDHeader)}})
 }

@@ -38,6 +38,10 @@ const (
 	ErrorReason_INTERNAL ErrorReason = 5
 	// PERMISSION_DENIED: the caller sees the session but its role may not do this.
 	ErrorReason_PERMISSION_DENIED ErrorReason = 6
+	// RESOURCE_EXHAUSTED: a quota of the session's tenant refuses the command (a start of
+	// a tenant running its max_running_sessions); the error's metadata
+	// retry_after_seconds says when to try again.
+	ErrorReason_RESOURCE_EXHAUSTED ErrorReason = 7
 )
 
 // Enum value maps for ErrorReason.
@@ -50,6 +54,7 @@ var (
 		4: "UNAVAILABLE",
 		5: "INTERNAL",
 		6: "PERMISSION_DENIED",
+		7: "RESOURCE_EXHAUSTED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -59,6 +64,7 @@ var (
 		"UNAVAILABLE":              4,
 		"INTERNAL":                 5,
 		"PERMISSION_DENIED":        6,
+		"RESOURCE_EXHAUSTED":       7,
 	}
 )
 
@@ -1570,7 +1576,7 @@ const file_session_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\v2\x17.fathom.v1.SessionStateR\x05state\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x03 \x01(\rR\tstepIndex*\x9f\x01\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex*\xb7\x01\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -1578,7 +1584,8 @@ const file_session_proto_rawDesc = "" +
 	"\x13FAILED_PRECONDITION\x10\x03\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
 	"\bINTERNAL\x10\x05\x12\x15\n" +
-	"\x11PERMISSION_DENIED\x10\x062\xf2\x06\n" +
+	"\x11PERMISSION_DENIED\x10\x06\x12\x16\n" +
+	"\x12RESOURCE_EXHAUSTED\x10\a2\xf2\x06\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +

@@ -111,6 +111,24 @@ func IsPermissionDenied(err error) bool {
 	return e.Reason == ErrorReason_PERMISSION_DENIED.String()
 }
 
+// RESOURCE_EXHAUSTED: a quota of the session's tenant refuses the command (a start of
+// a tenant running its max_running_sessions); the error's metadata
+// retry_after_seconds says when to try again.
+func ErrResourceExhausted(format string, args ...interface{}) *cluster.GrainErrorResponse {
+	return cluster.NewGrainErrorResponse(ErrorReason_RESOURCE_EXHAUSTED.String(), fmt.Sprintf(format, args...))
+}
+
+// RESOURCE_EXHAUSTED: a quota of the session's tenant refuses the command (a start of
+// a tenant running its max_running_sessions); the error's metadata
+// retry_after_seconds says when to try again.
+func IsResourceExhausted(err error) bool {
+	if err == nil {
+		return false
+	}
+	e := cluster.FromError(err)
+	return e.Reason == ErrorReason_RESOURCE_EXHAUSTED.String()
+}
+
 var xSessionFactory func() Session
 
 // SessionFactory produces a Session

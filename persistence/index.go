@@ -66,6 +66,9 @@ type IndexEntry struct {
 	CreatedAt time.Time
 	// CostUSD is the sum of the session's llm_responded cost_usd.
 	CostUSD float64
+	// Tokens is input only (AppendIndexed, from the facts): the tokens the batch adds to
+	// its tenant's daily usage.
+	Tokens uint64
 }
 
 // DefaultTenant is the tenant of index rows written before tenancy and of sessions
@@ -87,6 +90,9 @@ type SessionFacts struct {
 	Tenant, Owner string
 	// CostUSD is the model cost the batch adds.
 	CostUSD float64
+	// Tokens are the model tokens the batch adds (each llm_responded usage's total, or
+	// input + output when larger), counted in the tenant's daily usage.
+	Tokens uint64
 }
 
 // FactsFunc reads a batch's SessionFacts. Journals that keep the session index call
@@ -189,6 +195,35 @@ type SessionIndex interface {
 	Due(ctx context.Context, limit int) ([]IndexEntry, error)
 	// ListSessions returns the rows q selects, newest first (ListQuery).
 	ListSessions(ctx context.Context, q ListQuery) ([]IndexEntry, error)
+}
+
+// RunningStatuses are the statuses of a session that has not ended: what a tenant's
+// max_running_sessions counts.
+var RunningStatuses = []string{StatusRunning, StatusAwaitingHuman, StatusInterrupted}
+
+// TenantUsage is a tenant's model usage over one UTC day.
+type TenantUsage struct {
+	// Tokens are the tokens of the day's llm_responded events (SessionFacts.Tokens).
+	Tokens uint64
+	// CostUSD is their cost in US dollars.
+	CostUSD float64
+}
+
+// TenantIndex is implemented by session indexes that answer the tenants' quotas
+// (internal/quota): the sessions of a tenant by status, and its model usage per UTC
+// day, added up by each indexed append in its own transaction from the batch's facts
+// (the tenant is the session's row's). Callers check for it with a type assertion.
+type TenantIndex interface {
+	// CountSessions returns how many of tenant's sessions have one of statuses.
+	CountSessions(ctx context.Context, tenant string, statuses []string) (int, error)
+	// TenantUsage returns tenant's usage on day's UTC date (zero when it has none).
+	TenantUsage(ctx context.Context, tenant string, day time.Time) (TenantUsage, error)
+}
+
+// UsageDay is the UTC date of t, as TenantIndex keys the usage.
+func UsageDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // ValidateIndexEntry checks an entry the way every SessionIndex must: a known status and

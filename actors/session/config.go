@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,6 +113,8 @@ type Deps struct {
 	// Artifacts is the artifact store the tools write to; a fork copies the source's
 	// artifacts into it under its own id. Nil means forks copy none.
 	Artifacts artifact.Store
+	// Quotas enforces the tenants' limits (internal/quota.Enforcer); nil enforces none.
+	Quotas Quotas
 
 	// specs caches the registry's tools as the model sees them (toolSpecs).
 	specs atomic.Pointer[toolSpecs]
@@ -143,6 +146,26 @@ func (d *Deps) templateTokens(model, text string) int {
 		}
 	}
 	return n
+}
+
+// Quotas are the tenants' limits as the session grains enforce them
+// (internal/quota.Enforcer). Its methods are safe for concurrent use.
+type Quotas interface {
+	// AdmitStart decides a start (or fork) of a session of tenant: "" admits it;
+	// otherwise the refusal's message (max_running_sessions) and how long the caller
+	// should wait before it retries.
+	AdmitStart(ctx context.Context, tenant string) (refusal string, retryAfter time.Duration)
+	// DailyBudget returns why tenant may make no more LLM calls today, counting tokens
+	// and cost not stored yet, or "" when it may (core.Config.TenantBudget).
+	DailyBudget(tenant string, tokens uint64, cost float64) string
+	// Used adds the tokens and cost of an answer just stored to tenant's usage.
+	Used(tenant string, tokens uint64, cost float64)
+	// Ended tells of a session of tenant that has just ended (its terminal event is
+	// stored): it no longer counts against max_running_sessions.
+	Ended(tenant string)
+	// WaitToolCall delays a tool call of tenant while the tenant is over its rate; it
+	// fails only when ctx ends first.
+	WaitToolCall(ctx context.Context, tenant string) error
 }
 
 // EventObserver is told of each event once it is stored (never of replayed ones).
@@ -188,6 +211,9 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Quotas != nil && d.Config.TenantBudget == nil {
+		d.Config.TenantBudget = d.Quotas.DailyBudget
 	}
 	if d.Tools == nil {
 		reg, err := tools.NewRegistry()

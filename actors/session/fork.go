@@ -50,6 +50,9 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err != nil {
 		return nil, grainError(err)
 	}
+	if err := g.admitStart(evs); err != nil {
+		return nil, err
+	}
 	stampBy(evs, req.GetCommandId(), req.GetCaller())
 	if err := g.copyArtifacts(req.GetSourceSessionId(), src); err != nil {
 		return nil, err

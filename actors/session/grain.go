@@ -267,6 +267,9 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err != nil {
 		return nil, grainError(err)
 	}
+	if err := g.admitStart(evs); err != nil {
+		return nil, err
+	}
 	stampBy(evs, req.GetCommandId(), req.GetCaller())
 	if err := g.commit(ctx, evs); err != nil {
 		return nil, err
@@ -410,8 +413,17 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	}
 	for _, ev := range evs {
 		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
-		if ev.GetLlmResponded() != nil {
+		if r := ev.GetLlmResponded(); r != nil {
 			answered = true
+			if g.deps.Quotas != nil {
+				g.deps.Quotas.Used(st.GetTenant(), core.UsageTokens(r.GetUsage()), r.GetCostUsd())
+			}
+		}
+		switch ev.GetPayload().(type) {
+		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
+			if g.deps.Quotas != nil {
+				g.deps.Quotas.Ended(st.GetTenant())
+			}
 		}
 		g.observe(ev)
 		g.embed(ev)

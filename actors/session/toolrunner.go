@@ -26,6 +26,7 @@ type toolRunner struct {
 	deps       *Deps
 	sessionID  string
 	subAgentID string
+	tenant     string // the session's tenant: its tool_calls_per_minute delays the call
 	model      string // the session's model: the result is counted with its tokenizer
 	call       *messages.PendingTool
 	// parent is the span the call belongs to (trace.go): a step or a sub-agent run.
@@ -35,9 +36,9 @@ type toolRunner struct {
 	rel *release.Handle
 }
 
-func newToolRunnerProps(d *Deps, sessionID, subAgentID, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
+func newToolRunnerProps(d *Deps, sessionID, subAgentID, tenant, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
 	return release.Props(func(h *release.Handle) actor.Actor {
-		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, model: model, call: c, parent: parent}
+		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, tenant: tenant, model: model, call: c, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -75,6 +76,13 @@ func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 		attribute.String("fathom.sub_agent_id", r.subAgentID),
 	))
 	defer span.End()
+	if q := r.deps.Quotas; q != nil {
+		// Over the tenant's tool_calls_per_minute the call waits; it never fails. A call
+		// stopped while it waits reports nothing (dispatch.RunCall).
+		if err := q.WaitToolCall(ctx, r.tenant); err != nil {
+			return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: tools.Result{CallID: c.GetCallId(), Err: tools.ExecutionError(c.GetTool(), "cancelled: "+err.Error(), true)}}
+		}
+	}
 	res := r.deps.Tools.Run(ctx, tools.Call{
 		ID: c.GetCallId(), Name: c.GetTool(), Args: json.RawMessage(c.GetArgs()), IdempotencyKey: c.GetIdempotencyKey(),
 		SessionID: r.sessionID, StepID: c.GetStepId(), SubAgentID: r.subAgentID,

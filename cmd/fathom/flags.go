@@ -478,6 +478,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		Retention:     retention,
 		Logger:        log,
 		PromptsDir:    f.promptsDir,
+		Quotas:        fileQuotas(f.file),
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fathom-agents/fathom/internal/config"
+	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/llm/resilient"
 )
 
@@ -51,6 +52,14 @@ func (f *quotaFlags) apply(rc *resilient.Config, file *config.File) error {
 		rc.Tenants = resilientTenants(file)
 	}
 	return nil
+}
+
+// fileQuotas are the file's tenants' limits the session grains enforce (internal/quota).
+func fileQuotas(file *config.File) quota.Config {
+	if file == nil {
+		return quota.Config{}
+	}
+	return quota.Config{Default: file.TenantDefaults, Named: file.Tenants}
 }
 
 // resilientTenants are the file's tenants as the model client's limiter takes them.

@@ -160,7 +160,13 @@ func TestNodeQuotaMetrics(t *testing.T) {
 		}
 	}
 	slices.Sort(series)
-	want := []string{"acme/llm_calls_per_minute", "acme/llm_queue", "default/llm_calls_per_minute", "default/llm_queue", "other/llm_calls_per_minute", "other/llm_queue"}
+	var want []string
+	for _, tenant := range []string{"acme", "default", "other"} {
+		for _, q := range []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day"} {
+			want = append(want, tenant+"/"+q)
+		}
+	}
+	slices.Sort(want)
 	if !slices.Equal(series, want) {
 		t.Errorf("fathom_quota_crossings_total series %v, want %v", series, want)
 	}

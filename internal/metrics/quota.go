@@ -12,9 +12,9 @@ import (
 // OtherTenant is the tenant label of every tenant not named in the configuration.
 const OtherTenant = "other"
 
-// Quotas are the values of fathom_quota_crossings_total's quota label (the quota names
-// of llm/resilient).
-var Quotas = []string{"llm_calls_per_minute", "llm_queue"}
+// Quotas are the values of fathom_quota_crossings_total's quota label: the quota names
+// of llm/resilient and of internal/quota.
+var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day"}
 
 // Quota records the tenants' use of the model endpoints' call slots and their quota
 // crossings (Prometheus names in parentheses):
@@ -23,7 +23,10 @@ var Quotas = []string{"llm_calls_per_minute", "llm_queue"}
 //     LLM call waited for one of its endpoint's call slots (0 when one was free)
 //   - fathom.quota.crossings, by tenant and quota (fathom_quota_crossings_total): a
 //     tenant's calls started being delayed by its llm_calls_per_minute, or a call was
-//     refused because the tenant's queue for the slots was full (llm_queue)
+//     refused because the tenant's queue for the slots was full (llm_queue); a start
+//     was refused by its max_running_sessions; its tool calls started being delayed by
+//     its tool_calls_per_minute; it reached its max_tokens_per_day or
+//     max_cost_usd_per_day (once a day per node)
 //
 // The slots in use and the calls waiting are gauges (Sources.LLMSlots). The tenant label
 // is the tenant's name for the tenants the node was configured with, OtherTenant for

@@ -357,5 +357,10 @@ func (n *Node) registerSessions(b *boot) error {
 	if !n.cfg.LLM.NoStream {
 		deps.Deltas = n.feed
 	}
+	if q, err := n.quotas(); err != nil {
+		return err
+	} else if q != nil {
+		deps.Quotas = q
+	}
 	return session.Register(b.system, deps)
 }

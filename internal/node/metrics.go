@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/persistence"
@@ -63,15 +64,38 @@ func (n *Node) metricLabels(b *boot) metrics.Labels {
 }
 
 // tenantLabels are the tenants with a metrics label value of their own: those the
-// configuration names and the default tenant (static tokens, the Go API).
-func tenantLabels(t resilient.Tenants) []string {
+// configuration names (to the model client's limiter or to the quotas) and the default
+// tenant (static tokens, the Go API).
+func tenantLabels(t resilient.Tenants, q quota.Config) []string {
 	names := []string{auth.DefaultTenant}
+	seen := map[string]bool{auth.DefaultTenant: true}
 	for name := range t.Named {
-		if name != auth.DefaultTenant {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	for name := range q.Named {
+		if !seen[name] {
+			seen[name] = true
 			names = append(names, name)
 		}
 	}
 	return names
+}
+
+// quotaObserver returns the node's quota metrics (fathom_quota_crossings_total,
+// fathom_llm_queue_wait_seconds), made on first use.
+func (n *Node) quotaObserver() (*metrics.Quota, error) {
+	if n.quotaMetrics != nil {
+		return n.quotaMetrics, nil
+	}
+	q, err := metrics.NewQuota(n.tel.MeterProvider.Meter(meterScope), tenantLabels(n.cfg.LLM.Resilience.Tenants, n.cfg.Quotas))
+	if err != nil {
+		return nil, err
+	}
+	n.quotaMetrics = q
+	return q, nil
 }
 
 // observeJournal records the journal's append latency when the journal reports appends.
@@ -155,4 +179,31 @@ func (n *Node) ClusterInfo(context.Context) (gateway.ClusterInfo, error) {
 		return gateway.ClusterInfo{}, errors.New("the node has not joined a cluster")
 	}
 	return gateway.ClusterInfo{Node: n.member.Address(), Members: n.member.MemberAddresses()}, nil
+}
+
+// quotas returns the enforcer of the tenants' limits (Config.Quotas), nil when no
+// tenant has a limit the session grains enforce.
+func (n *Node) quotas() (*quota.Enforcer, error) {
+	qc := n.cfg.Quotas
+	if !quota.Limited(qc) {
+		return nil, nil
+	}
+	if qc.Index == nil {
+		if ix, ok := n.journal.(persistence.TenantIndex); ok {
+			qc.Index = ix
+		} else {
+			n.log.Warn("the journal keeps no session index: max_running_sessions, max_tokens_per_day and max_cost_usd_per_day are not enforced")
+		}
+	}
+	if qc.Observer == nil && n.tel != nil {
+		o, err := n.quotaObserver()
+		if err != nil {
+			return nil, err
+		}
+		qc.Observer = o
+	}
+	if qc.Logger == nil {
+		qc.Logger = n.log.With("component", "quota")
+	}
+	return quota.New(qc), nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/metrics"
+	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -125,6 +126,12 @@ type Config struct {
 	// are connected at start, before sessions run: one that cannot be fails the start.
 	// Their tools join the registry of Tools (the built-in one when Tools is nil).
 	MCPServers []mcptool.ServerConfig
+	// Quotas are the tenants' limits the session grains enforce (max_running_sessions,
+	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute: internal/quota,
+	// from the config file's tenant_defaults and tenants). The node fills in the index
+	// (the journal's, when it keeps one), the crossings counter and the logger. With no
+	// such limit set nothing is enforced.
+	Quotas quota.Config
 }
 
 // LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
@@ -272,7 +279,10 @@ type Node struct {
 	// llmLimiter is the endpoint's budget the sessions' calls draw from (its call slots
 	// are a gauge); nil with an in-process Provider.
 	llmLimiter *resilient.Limiter
-	gauges     metric.Registration
+	// quotaMetrics counts the tenants' quota crossings and the LLM slots' waits (made
+	// once, by quotaObserver).
+	quotaMetrics *metrics.Quota
+	gauges       metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -361,7 +371,7 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 			return nil, err
 		}
 		if lc.Observer == nil && n.tel != nil {
-			q, err := metrics.NewQuota(n.tel.MeterProvider.Meter(meterScope), tenantLabels(rcfg.Tenants))
+			q, err := n.quotaObserver()
 			if err != nil {
 				return nil, err
 			}

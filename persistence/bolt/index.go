@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -28,6 +29,11 @@ import (
 // owner is certainly gone, and writing one would cost an fsync per renewal.
 
 var bucketIndex = []byte("sessions")
+
+// bucketUsage holds the tenants' model usage per UTC day (persistence.TenantIndex):
+// tenant 0x00 YYYY-MM-DD → tokens(8) | cost(8, float64 bits). The append that stores an
+// llm_responded adds its tokens and cost in its own transaction (putIndex).
+var bucketUsage = []byte("tenant_usage")
 
 var _ persistence.SessionIndex = (*Journal)(nil)
 
@@ -74,10 +80,10 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner = "", "", 0, time.Time{}, "", ""
+	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner, entry.Tokens = "", "", 0, time.Time{}, "", "", 0
 	if j.facts != nil {
 		f := j.facts(recs)
-		entry.CostUSD = f.CostUSD
+		entry.CostUSD, entry.Tokens = f.CostUSD, f.Tokens
 		if f.Started {
 			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
 		}
@@ -92,12 +98,14 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 // putIndex writes e (at seq, written at, of a stream created at created). It runs inside
 // the append's transaction. e carries the batch's facts (AppendIndexed): a batch that
 // starts the session sets the user and goal (a start's goal is never empty), any other
-// keeps the stored ones; the cost adds up.
+// keeps the stored ones; the cost adds up. The batch's tokens and cost are added to its
+// tenant's usage of at's UTC date (bucketUsage).
 func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketIndex)
 	if err != nil {
 		return err
 	}
+	added := e.CostUSD
 	if v := b.Get([]byte(e.SessionID)); v != nil {
 		old, ok := decodeIndex(e.SessionID, v)
 		if !ok {
@@ -108,8 +116,78 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created ti
 		}
 		e.CostUSD += old.CostUSD
 	}
+	if e.Tokens > 0 || added > 0 {
+		if err := addUsage(tx, e.Tenant, at, e.Tokens, added); err != nil {
+			return err
+		}
+	}
 	e.Seq, e.UpdatedAt, e.CreatedAt = seq, at, created
 	return b.Put([]byte(e.SessionID), encodeIndex(e))
+}
+
+// usageKey is bucketUsage's key of tenant's usage on at's UTC date.
+func usageKey(tenant string, at time.Time) []byte {
+	if tenant == "" {
+		tenant = persistence.DefaultTenant
+	}
+	return append([]byte(tenant+"\x00"), persistence.UsageDay(at).Format(time.DateOnly)...)
+}
+
+// addUsage adds tokens and cost to tenant's usage of at's UTC date.
+func addUsage(tx *bbolt.Tx, tenant string, at time.Time, tokens uint64, cost float64) error {
+	b, err := tx.CreateBucketIfNotExists(bucketUsage)
+	if err != nil {
+		return err
+	}
+	key := usageKey(tenant, at)
+	u := decodeUsage(b.Get(key))
+	u.Tokens += tokens
+	u.CostUSD += cost
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), u.Tokens)
+	return b.Put(key, binary.BigEndian.AppendUint64(v, math.Float64bits(u.CostUSD)))
+}
+
+func decodeUsage(v []byte) persistence.TenantUsage {
+	if len(v) != 16 {
+		return persistence.TenantUsage{}
+	}
+	return persistence.TenantUsage{Tokens: binary.BigEndian.Uint64(v), CostUSD: math.Float64frombits(binary.BigEndian.Uint64(v[8:]))}
+}
+
+var _ persistence.TenantIndex = (*Journal)(nil)
+
+// CountSessions implements persistence.TenantIndex by a scan of the index.
+func (j *Journal) CountSessions(ctx context.Context, tenant string, statuses []string) (int, error) {
+	n := 0
+	_, err := j.scanIndex(ctx, nil, func(e persistence.IndexEntry) bool {
+		if e.Tenant == tenant && slices.Contains(statuses, e.Status) {
+			n++
+		}
+		return false
+	}, 0)
+	return n, err
+}
+
+// TenantUsage implements persistence.TenantIndex.
+func (j *Journal) TenantUsage(ctx context.Context, tenant string, day time.Time) (persistence.TenantUsage, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.TenantUsage{}, err
+	}
+	if err := j.enter(); err != nil {
+		return persistence.TenantUsage{}, err
+	}
+	defer j.leave()
+	var u persistence.TenantUsage
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketUsage); b != nil {
+			u = decodeUsage(b.Get(usageKey(tenant, day)))
+		}
+		return nil
+	})
+	if err != nil {
+		return persistence.TenantUsage{}, fmt.Errorf("usage of tenant %s: %w", tenant, err)
+	}
+	return u, nil
 }
 
 // RenewLease implements persistence.SessionIndex.

@@ -182,6 +182,15 @@ func rebuild(from, to string, opts Options, damaged map[string]*persistence.Reco
 					return err
 				}
 			}
+			if old := stx.Bucket(bucketUsage); old != nil { // the tenants' daily usage (index.go)
+				u, err := dtx.CreateBucketIfNotExists(bucketUsage)
+				if err != nil {
+					return err
+				}
+				if err := old.ForEach(func(k, v []byte) error { return u.Put(k, v) }); err != nil {
+					return err
+				}
+			}
 			for _, d := range rep.Quarantine {
 				why := fmt.Sprintf("%s (quarantined %s; its records are in %s)", d.Error(), time.Now().UTC().Format(time.RFC3339), backup)
 				if err := q.Put([]byte(d.Stream), []byte(why)); err != nil {

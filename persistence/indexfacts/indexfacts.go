@@ -1,5 +1,5 @@
 // Package indexfacts reads the session index's facts from a batch of a session's event
-// records: the user and goal of session_started and the cost of llm_responded. It is the
+// records: the user and goal of session_started and the cost and tokens of llm_responded. It is the
 // persistence.FactsFunc the node gives its journal (bolt.Options.Facts,
 // postgres.Options.Facts); the journal packages themselves never decode events.
 //
@@ -23,6 +23,10 @@ var _ persistence.FactsFunc = Of
 const (
 	fieldLlmResponded = 14 // Event.llm_responded
 	fieldCostUSD      = 9  // LlmResponded.cost_usd
+	fieldUsage        = 4  // LlmResponded.usage
+	fieldInputTokens  = 1  // Usage.input_tokens
+	fieldOutputTokens = 2  // Usage.output_tokens
+	fieldTotalTokens  = 3  // Usage.total_tokens
 )
 
 // Of returns the facts of recs. Records that do not decode add nothing: the journal's
@@ -52,6 +56,7 @@ func Of(recs []persistence.Record) persistence.SessionFacts {
 			}
 		case "llm_responded":
 			f.CostUSD += costOf(r.Data)
+			f.Tokens += tokensOf(r.Data)
 		}
 	}
 	return f
@@ -75,8 +80,33 @@ func costOf(b []byte) float64 {
 	return math.Float64frombits(bits)
 }
 
+// tokensOf reads the tokens an llm_responded record's usage counts, as the session
+// budgets count them: its total, or input + output when that is larger.
+func tokensOf(b []byte) uint64 {
+	msg := field(b, fieldLlmResponded, protowire.BytesType)
+	if msg == nil {
+		return 0
+	}
+	u := field(msg, fieldUsage, protowire.BytesType)
+	if u == nil {
+		return 0
+	}
+	varint := func(num protowire.Number) uint64 {
+		v := field(u, num, protowire.VarintType)
+		if v == nil {
+			return 0
+		}
+		n, l := protowire.ConsumeVarint(v)
+		if l < 0 {
+			return 0
+		}
+		return n
+	}
+	return max(varint(fieldTotalTokens), varint(fieldInputTokens)+varint(fieldOutputTokens))
+}
+
 // field returns the last occurrence of field num of type typ in the message b: the
-// payload of a bytes field, or the 8 bytes of a fixed64 one; nil when absent or b is
+// payload of a bytes field, or the 8 bytes of a fixed64 one or a varint's bytes; nil when absent or b is
 // malformed.
 func field(b []byte, num protowire.Number, typ protowire.Type) []byte {
 	var out []byte

@@ -18,7 +18,7 @@ func record(t *testing.T, ev *messages.Event) persistence.Record {
 	return persistence.Record{Type: ev.Type(), Data: data}
 }
 
-// TestFactsOfEvents: the start's user and goal, the cost of every model call, nothing
+// TestFactsOfEvents: the start's user and goal, the cost and tokens of every model call, nothing
 // from other events or records that do not decode.
 func TestFactsOfEvents(t *testing.T) {
 	long := make([]byte, persistence.MaxIndexedGoalBytes+10)
@@ -30,11 +30,15 @@ func TestFactsOfEvents(t *testing.T) {
 		record(t, &messages.Event{Seq: 2, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{Content: strings.Repeat("answer ", 500), Model: "m", CostUsd: 0.25, Usage: &messages.Usage{InputTokens: 9}}}}),
 		record(t, &messages.Event{Seq: 3, Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{CostUsd: 99}}}),
 		{Type: "llm_responded", Data: []byte{0xff, 0xff}},
-		record(t, &messages.Event{Seq: 4, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CostUsd: 0.5}}}),
+		record(t, &messages.Event{Seq: 4, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CostUsd: 0.5,
+			Usage: &messages.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 110}}}}),
 	}
 	f := indexfacts.Of(recs)
 	if !f.Started || f.UserID != "ann" || len(f.Goal) != persistence.MaxIndexedGoalBytes || f.CostUSD != 0.75 {
 		t.Fatalf("facts = started %v user %q goal %d bytes cost %v", f.Started, f.UserID, len(f.Goal), f.CostUSD)
+	}
+	if f.Tokens != 9+120 { // input only; input + output over a smaller total
+		t.Fatalf("facts count %d tokens, want 129", f.Tokens)
 	}
 	if f := indexfacts.Of(recs[1:]); f.Started || f.Goal != "" || f.CostUSD != 0.75 {
 		t.Fatalf("facts without a start = %+v", f)

@@ -15,6 +15,11 @@ import (
 // callAllowed first: a call that would cross a budget is not requested and the session
 // fails with the reason in session_failed.error (the closing summary, whose work is
 // done, is written by code instead). 0 means unlimited.
+//
+// The same check asks the tenant's daily budgets (Config.TenantBudget: the tenants'
+// max_tokens_per_day and max_cost_usd_per_day of the node's config file): a call over
+// one is not requested either and the session fails naming it
+// (tenant_max_tokens_per_day, tenant_max_cost_usd_per_day).
 
 // DefaultMaxLLMCalls is DefaultConfig's MaxLLMCalls: room for a ten-step plan whose
 // sub-agents each use their ten calls twice, and a bound on a session that loops.
@@ -77,8 +82,31 @@ func raiseHint(flag, env, key string) string {
 // budgetReason returns why the call b is about to request would cross a session budget,
 // or "" when it fits.
 func budgetReason(b *EventBuilder) string {
-	return overBudget(b.s.GetConfig(), spentBy(b))
+	if r := overBudget(b.s.GetConfig(), spentBy(b)); r != "" {
+		return r
+	}
+	if b.tenantBudget == nil {
+		return ""
+	}
+	tenant := b.s.GetTenant()
+	var tokens uint64
+	var cost float64
+	for _, ev := range b.Evs { // what this decision records and the journal does not hold yet
+		switch p := ev.GetPayload().(type) {
+		case *messages.Event_SessionStarted:
+			tenant = p.SessionStarted.GetTenant()
+		case *messages.Event_LlmResponded:
+			cost += p.LlmResponded.GetCostUsd()
+			tokens += usageTokens(p.LlmResponded.GetUsage())
+		}
+	}
+	return b.tenantBudget(tenant, tokens, cost)
 }
+
+// UsageTokens is the tokens an answer's usage counts in the session's and its tenant's
+// budgets: its total, or input + output when the provider reported no (or a smaller)
+// total.
+func UsageTokens(u *messages.Usage) uint64 { return usageTokens(u) }
 
 // callAllowed reports whether b may request one more LLM call; when a session budget
 // forbids it, it appends the session's failure.

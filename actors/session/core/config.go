@@ -115,6 +115,12 @@ type Config struct {
 	MaxLLMCalls uint32
 	MaxCostUSD  float64
 	MaxTokens   uint64
+	// TenantBudget, when set, is asked with each of those budgets: why the session's
+	// tenant may make no more LLM calls today (its max_tokens_per_day or
+	// max_cost_usd_per_day, counting tokens and cost the decision records and has not
+	// stored yet), or "" when it may. A call it forbids fails the session like a session
+	// budget (session.Quotas.DailyBudget; nil: no tenant budgets).
+	TenantBudget func(tenant string, tokens uint64, cost float64) string
 	// Endpoint is the model endpoint this node's provider calls, recorded in the config
 	// of the sessions it starts (endpoint.go). Zero means unknown: nothing is recorded
 	// and recorded endpoints are not checked.

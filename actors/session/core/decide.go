@@ -47,6 +47,8 @@ type EventBuilder struct {
 	proj *messages.SessionState
 	// projBroken is set when an event did not apply to proj: it is not s with evs applied.
 	projBroken bool
+	// tenantBudget is Config.TenantBudget of the decision (nil: none).
+	tenantBudget func(tenant string, tokens uint64, cost float64) string
 }
 
 // state returns the state the decision has reached: s with the events added so far
@@ -70,6 +72,14 @@ func (b *EventBuilder) state() *messages.SessionState {
 // the next seq after s's and the time now; cmdID, when set, is the command they answer.
 func NewEvents(s *messages.SessionState, cmdID string, now time.Time) *EventBuilder {
 	return &EventBuilder{s: s, cmdID: cmdID, at: now.UnixNano()}
+}
+
+// newEvents is NewEvents for a decision under cfg: its LLM calls also ask the tenant's
+// budgets (Config.TenantBudget).
+func newEvents(s *messages.SessionState, cmdID string, now time.Time, cfg Config) *EventBuilder {
+	b := NewEvents(s, cmdID, now)
+	b.tenantBudget = cfg.TenantBudget
+	return b
 }
 
 // Add appends one event, set filling its payload, and keeps the projection (state) up
@@ -122,11 +132,14 @@ func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "config: %v", err)
 	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
-	b := NewEvents(s, req.GetCommandId(), now)
+	b := newEvents(s, req.GetCommandId(), now, defaults)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId(),
 			Tenant: tenantOf(req.GetCaller()), Owner: req.GetCaller().GetSubject()}}
 	})
+	if !callAllowed(b) { // the tenant's daily budget is used up: the session fails at once
+		return b.Evs, nil
+	}
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{
 			CallId: planCallID(1), Purpose: PurposePlan, Model: cfg.GetModel(), Iteration: 1,

@@ -78,7 +78,7 @@ func DecideSend(s *messages.SessionState, req *messages.SendRequest, cfg Config,
 	default:
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is running (%s); send when it has completed", s.GetSessionId(), st)
 	}
-	b := NewEvents(s, req.GetCommandId(), now)
+	b := newEvents(s, req.GetCommandId(), now, cfg)
 	if reason := budgetReason(b); reason != "" {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s cannot take a follow-up: %s", s.GetSessionId(), reason)
 	}

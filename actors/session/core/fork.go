@@ -50,7 +50,7 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 	if len(src) == 0 {
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s has no events to fork", req.GetSourceSessionId())
 	}
-	b := NewEvents(s, req.GetCommandId(), now)
+	b := newEvents(s, req.GetCommandId(), now, cfg)
 	for _, ev := range src {
 		c := proto.Clone(ev).(*messages.Event)
 		c.SessionId = s.GetSessionId()
@@ -142,7 +142,7 @@ func decideForkContinue(s *messages.SessionState, n uint32, cfg Config, now time
 		s.GetInterrupt() != nil || len(s.GetAwaiting()) > 0 {
 		return nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	if n == 0 {
 		advance(b, cfg)
 		return b.Evs

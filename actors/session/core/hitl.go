@@ -127,7 +127,7 @@ func DecideProvideInput(s *messages.SessionState, req *messages.ProvideInputRequ
 	if err != nil {
 		return nil, err
 	}
-	b := NewEvents(s, req.GetCommandId(), now)
+	b := newEvents(s, req.GetCommandId(), now, cfg)
 	if err := answer(b, cfg, r, input, byHuman); err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func completeInputStep(s *messages.SessionState, cfg Config, r *messages.HitlReq
 	if input != "" {
 		tokens = cfg.CountMessage(s.GetConfig().GetModel(), humanInputMessage(input))
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{
 			StepId: r.GetStepId(), StepIndex: idx, Output: input, OutputTokens: tokens,
@@ -309,7 +309,7 @@ func DecideHitlDeadline(s *messages.SessionState, cfg Config, now time.Time) []*
 	if Terminal(s) {
 		return nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	for _, r := range s.GetAwaiting() {
 		if r.GetDeadlineUnixNano() == 0 || now.UnixNano() < r.GetDeadlineUnixNano() {
 			continue
@@ -318,7 +318,7 @@ func DecideHitlDeadline(s *messages.SessionState, cfg Config, now time.Time) []*
 			if Terminal(cur) || awaitingRequest(cur, r.GetRequestId()) == nil {
 				return nil
 			}
-			nb := NewEvents(cur, "", now)
+			nb := newEvents(cur, "", now, cfg)
 			if err := answer(nb, cfg, r, "", byTimeout); err != nil {
 				return nil
 			}

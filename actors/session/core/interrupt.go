@@ -213,7 +213,7 @@ func DecideResume(s *messages.SessionState, req *messages.ResumeRequest, cfg Con
 			return nil, err
 		}
 	}
-	b := NewEvents(s, req.GetCommandId(), now)
+	b := newEvents(s, req.GetCommandId(), now, cfg)
 	endInterrupt(b, s, cfg, byHuman, actionContinue, modified)
 	return b.Evs, nil
 }
@@ -298,7 +298,7 @@ func DecideInterruptDeadline(s *messages.SessionState, cfg Config, now time.Time
 	if it == nil || InterruptDeadline(s) == 0 || now.UnixNano() < it.GetDeadlineUnixNano() || Terminal(s) {
 		return nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	endInterrupt(b, s, cfg, byTimeout, it.GetDefaultAction(), nil)
 	return b.Evs
 }

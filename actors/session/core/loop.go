@@ -97,7 +97,7 @@ func DecideLLMResultState(s *messages.SessionState, r *LLMResult, cfg Config, no
 	if p == nil || p.GetCallId() != r.CallID || Terminal(s) {
 		return nil, nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	decideCallResult(b, s, p, r, cfg, now)
 	return b.Evs, b.final()
 }
@@ -222,7 +222,7 @@ func DecideToolResult(s *messages.SessionState, r *ToolResult, cfg Config, now t
 	if pt == nil {
 		return nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	recordArtifacts(b, s, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Artifacts)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.Res, r.Tokens)}
@@ -240,7 +240,7 @@ func DecideRetry(s *messages.SessionState, cfg Config, now time.Time) []*message
 	if at == 0 || Terminal(s) || now.UnixNano() < at {
 		return nil
 	}
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	if s.GetReplanAttempt() > 0 {
 		// A re-plan call failed (nothing else ran meanwhile: nothing starts while a
 		// re-plan is in progress).

@@ -368,7 +368,7 @@ func requestSubAgentCall(b *EventBuilder, cfg Config, id string) {
 
 // decideSubAgentLLMResult turns the result of a sub-agent's pending call into events.
 func decideSubAgentLLMResult(s *messages.SessionState, sa *messages.SubagentState, r *LLMResult, cfg Config, now time.Time) []*messages.Event {
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	id := sa.GetId()
 	if r.Err != nil && r.Config {
 		failSubAgentConfig(b, id, r)
@@ -399,7 +399,7 @@ func stepOfID(s *messages.SessionState, id string) *messages.PlanStep {
 // decideSubAgentToolResult records a sub-agent's tool call outcome; after the turn's last
 // one the sub-agent's next call follows.
 func decideSubAgentToolResult(s *messages.SessionState, sa *messages.SubagentState, pt *messages.PendingTool, r *ToolResult, cfg Config, now time.Time) []*messages.Event {
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	id := sa.GetId()
 	recordArtifacts(b, s, pt.GetStepId(), id, pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Artifacts)
 	b.Add(func(e *messages.Event) {
@@ -510,7 +510,7 @@ func answerHandoff(s *messages.SessionState, cfg Config, r *messages.HitlRequest
 		return nil
 	}
 	st := s.GetSteps()[idx]
-	b := NewEvents(s, "", now)
+	b := newEvents(s, "", now, cfg)
 	if by == byTimeout {
 		output := HandoffText(sa.GetId(), sa.GetAgentType(), sa.GetResult())
 		tokens := cfg.CountMessage(s.GetConfig().GetModel(), llm.Message{Role: "assistant", Content: output})
