@@ -56,7 +56,13 @@ func TestQuotaTenantLabelIsBounded(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"acme/llm_calls_per_minute", "acme/llm_queue", "default/llm_calls_per_minute", "default/llm_queue", "other/llm_calls_per_minute", "other/llm_queue"}
+	var want []string // every tenant label (the configured ones, default, other) × every quota, from zero
+	for _, tenant := range []string{"acme", "default", "other"} {
+		for _, quota := range metrics.Quotas {
+			want = append(want, tenant+"/"+quota)
+		}
+	}
+	slices.Sort(want)
 	if !slices.Equal(keys, want) || crossings["other/llm_calls_per_minute"] != 50 || crossings["acme/llm_queue"] != 1 {
 		t.Fatalf("crossings %v, want the series %v with other/llm_calls_per_minute 50, acme/llm_queue 1", crossings, want)
 	}
