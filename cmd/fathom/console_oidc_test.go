@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/internal/testissuer"
 )
@@ -108,5 +111,40 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 	}
 	if got := iss.TokensIssued(); got != 1 {
 		t.Fatalf("the issuer exchanged %d codes, want 1 (the tampered sign-in must not reach the token endpoint)", got)
+	}
+}
+
+// TestConsoleOIDCClientIDPrecedence: --console-oidc-client-id wins over
+// FATHOM_CONSOLE_OIDC_CLIENT_ID, which wins over console_oidc_client_id; the issuer is
+// the node's --oidc-issuer (here the file's oidc_issuer).
+func TestConsoleOIDCClientIDPrecedence(t *testing.T) {
+	file, err := config.Parse("fathom.yaml", []byte("oidc_issuer: https://login.example.com\nconsole_oidc_client_id: from-file\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		want      string
+	}{
+		{"flag over env and file", "from-env", []string{"--console-oidc-client-id", "from-flag"}, "from-flag"},
+		{"env over file", "from-env", nil, "from-env"},
+		{"file", "", nil, "from-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FATHOM_CONSOLE_OIDC_CLIENT_ID", tc.env)
+			t.Setenv("FATHOM_OIDC_ISSUER", "")
+			fs := flag.NewFlagSet("node", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var f identityFlags
+			f.register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			c, err := f.consoleOIDC(file)
+			if err != nil || c == nil || c.ClientID != tc.want || c.Issuer != "https://login.example.com" {
+				t.Fatalf("console OIDC %+v, %v; want client %s of https://login.example.com", c, err, tc.want)
+			}
+		})
 	}
 }
