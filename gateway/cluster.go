@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/fathom-agents/fathom/auth"
-	"github.com/fathom-agents/fathom/gateway/console"
 )
 
 // ClusterInfo is the body of GET /v1/cluster.
@@ -65,6 +64,7 @@ func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
 
 // consoleRoutes serves the web console (package console) at /console/.
 func (h *Handler) consoleRoutes() {
-	h.mux.Handle("GET /console/", console.Handler("/console/"))
+	h.mux.Handle("GET /console/", h.consoleHandler())           // consoleconfig.go
+	h.mux.HandleFunc("GET /v1/console/config", h.consoleConfig) // consoleconfig.go
 	h.mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 }

@@ -86,6 +86,10 @@ type Config struct {
 	// ready is a *NotReadyError: /readyz names the part to anyone and shows the error
 	// only to a caller with a token.
 	Ready func() error
+	// ConsoleOIDC, when set, lets the web console sign in with the OIDC
+	// authorization-code flow with PKCE (GET /v1/console/config tells it how); nil: the
+	// console signs in with a pasted token only.
+	ConsoleOIDC *ConsoleOIDC
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
 	// any) allowed to open WebSockets besides the gateway's own host. Requests without an
 	// Origin header (non-browser clients) are always allowed.
@@ -184,6 +188,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway: PongWait (%s) must exceed PingInterval (%s)", c.PongWait, c.PingInterval)
 	case c.Token != "" && c.Token == c.ReadToken:
 		return errors.New("gateway: the read token must differ from the read+write token")
+	}
+	if err := c.ConsoleOIDC.validate(); err != nil {
+		return err
 	}
 	for _, o := range c.AllowedOrigins {
 		if o == "*" {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/config"
 )
 
@@ -16,6 +17,7 @@ import (
 // value is unset.
 type identityFlags struct {
 	issuer, jwksURL, keyFile, audience, tenantClaim, rolesClaim string
+	consoleClientID                                             string
 }
 
 func (f *identityFlags) register(fs *flag.FlagSet) {
@@ -31,6 +33,26 @@ func (f *identityFlags) register(fs *flag.FlagSet) {
 		"JWT `claim` naming the principal's tenant, default "+auth.DefaultTenantClaim+"; a token without it is refused; a dotted name (org.id) reaches into nested objects unless a claim has the whole name (env FATHOM_TENANT_CLAIM, config key tenant_claim)")
 	fs.StringVar(&f.rolesClaim, "roles-claim", os.Getenv("FATHOM_ROLES_CLAIM"),
 		"JWT `claim` listing the principal's roles (admin, operator, member, viewer; a list or one string; other names are ignored; none: member), default "+auth.DefaultRolesClaim+"; dotted like --tenant-claim (env FATHOM_ROLES_CLAIM, config key roles_claim)")
+	fs.StringVar(&f.consoleClientID, "console-oidc-client-id", os.Getenv("FATHOM_CONSOLE_OIDC_CLIENT_ID"),
+		"the web console's client `id` at the --oidc-issuer (a public client, redirect URI the console's URL, e.g. https://fathom.example.com/console/): the console offers to sign in there with the authorization-code flow with PKCE; requires --oidc-issuer (env FATHOM_CONSOLE_OIDC_CLIENT_ID, config key console_oidc_client_id)")
+}
+
+// consoleOIDC returns the console's OIDC sign-in the flags, the environment and file
+// (nil: none) configure; nil when no client id is set.
+func (f *identityFlags) consoleOIDC(file *config.File) (*gateway.ConsoleOIDC, error) {
+	var id config.Identity
+	if file != nil {
+		id = file.Identity
+	}
+	clientID := firstSet(f.consoleClientID, id.ConsoleOIDCClientID)
+	if clientID == "" {
+		return nil, nil
+	}
+	issuer := firstSet(f.issuer, id.OIDCIssuer)
+	if issuer == "" {
+		return nil, usageError("--console-oidc-client-id signs the console in at the OIDC issuer: set --oidc-issuer too")
+	}
+	return &gateway.ConsoleOIDC{Issuer: issuer, ClientID: clientID}, nil
 }
 
 // firstSet returns v, else the file's value.

@@ -58,7 +58,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	gcfg := gateway.Config{Token: *token, ReadToken: *readToken, Authenticator: authn, Logger: log.With("component", "gateway")}
+	consoleOIDC, err := idf.consoleOIDC(nf.file)
+	if err != nil {
+		return err
+	}
+	gcfg := gateway.Config{Token: *token, ReadToken: *readToken, Authenticator: authn, ConsoleOIDC: consoleOIDC, Logger: log.With("component", "gateway")}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			gcfg.AllowedOrigins = append(gcfg.AllowedOrigins, o)

@@ -1,7 +1,9 @@
 // Package console is Fathom's web console: plain HTML, CSS and JavaScript embedded in the
 // binary (no build step), served by every node's gateway at /console/.
 //
-// The pages hold no data: the browser asks for a bearer token and calls the gateway's
+// The pages hold no data: the browser asks for a bearer token (pasted, or obtained
+// from an OIDC issuer with the authorization-code flow with PKCE when
+// GET /v1/console/config names one) and calls the gateway's
 // own API with it (REST, and the WebSocket with the token as a `bearer.` subprotocol), so
 // a read token gives a read-only console: GET /v1/whoami tells the page which controls
 // to show, and the gateway refuses writes anyway.
@@ -22,17 +24,24 @@ import (
 var files embed.FS
 
 // Handler serves the console's files under prefix (e.g. "/console/"). The files are
-// public: they carry no session data.
-func Handler(prefix string) http.Handler {
+// public: they carry no session data. Their Content-Security-Policy lets the pages
+// connect to their own origin and, besides, to connectOrigins (scheme://host[:port]:
+// the OIDC issuer the console signs in with).
+func Handler(prefix string, connectOrigins ...string) http.Handler {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {
 		panic(err) // the embedded tree always has static/
 	}
 	fileServer := http.StripPrefix(prefix, http.FileServer(http.FS(sub)))
+	connect := "'self' ws: wss:"
+	for _, o := range connectOrigins {
+		connect += " " + o
+	}
+	csp := "default-src 'self'; connect-src " + connect + "; img-src 'self' data: blob:; frame-ancestors 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; frame-ancestors 'none'")
+		w.Header().Set("Content-Security-Policy", csp)
 		fileServer.ServeHTTP(w, r)
 	})
 }

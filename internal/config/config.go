@@ -152,13 +152,14 @@ var sections = map[string]section{
 	"tenants":            parseTenants,
 	"llm_max_concurrent": parseLLMMaxConcurrent,
 	// Identities besides the static tokens (identity.go).
-	"oidc_issuer":   identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
-	"jwks_url":      identityString(func(i *Identity) *string { return &i.JWKSURL }, true),
-	"jwt_key_file":  parseJWTKeyFile,
-	"oidc_audience": identityString(func(i *Identity) *string { return &i.OIDCAudience }, false),
-	"tenant_claim":  identityString(func(i *Identity) *string { return &i.TenantClaim }, false),
-	"roles_claim":   identityString(func(i *Identity) *string { return &i.RolesClaim }, false),
-	"api_keys":      parseAPIKeys,
+	"oidc_issuer":            identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
+	"jwks_url":               identityString(func(i *Identity) *string { return &i.JWKSURL }, true),
+	"jwt_key_file":           parseJWTKeyFile,
+	"oidc_audience":          identityString(func(i *Identity) *string { return &i.OIDCAudience }, false),
+	"tenant_claim":           identityString(func(i *Identity) *string { return &i.TenantClaim }, false),
+	"roles_claim":            identityString(func(i *Identity) *string { return &i.RolesClaim }, false),
+	"console_oidc_client_id": identityString(func(i *Identity) *string { return &i.ConsoleOIDCClientID }, false),
+	"api_keys":               parseAPIKeys,
 }
 
 // Load reads and checks the file at path.

@@ -18,6 +18,7 @@ import (
 //	oidc_audience: fathom
 //	tenant_claim: tenant
 //	roles_claim: roles
+//	console_oidc_client_id: fathom-console
 //	api_keys:
 //	  - id: 5f0c2a9d41e7b386
 //	    name: ci-bot
@@ -37,6 +38,9 @@ type Identity struct {
 	TenantClaim string
 	// RolesClaim is roles_claim (--roles-claim).
 	RolesClaim string
+	// ConsoleOIDCClientID is console_oidc_client_id (--console-oidc-client-id): the web
+	// console's client id at the OIDC issuer.
+	ConsoleOIDCClientID string
 	// APIKeys are the api_keys entries, in file order.
 	APIKeys []auth.APIKey
 }

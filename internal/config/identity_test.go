@@ -21,6 +21,7 @@ oidc_audience: fathom
 tenant_claim: org
 roles_claim: realm_access.roles
 jwt_key_file: keys.pem
+console_oidc_client_id: fathom-console
 api_keys:
   - id: 5f0c2a9d41e7b386
     name: ci-bot
@@ -38,7 +39,7 @@ api_keys:
 	}
 	want := config.Identity{
 		OIDCIssuer: "https://login.example.com/realms/fathom", OIDCAudience: "fathom", TenantClaim: "org", RolesClaim: "realm_access.roles",
-		JWTKeyFile: filepath.Join(dir, "keys.pem"),
+		JWTKeyFile: filepath.Join(dir, "keys.pem"), ConsoleOIDCClientID: "fathom-console",
 		APIKeys: []auth.APIKey{
 			{ID: "5f0c2a9d41e7b386", Name: "ci-bot", Tenant: "acme", Roles: []auth.Role{auth.RoleOperator, auth.RoleViewer}, Hash: bcryptHash},
 			{ID: "ops-1", Name: "ops", Tenant: "beta", Hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTI"},

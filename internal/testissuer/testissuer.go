@@ -8,6 +8,13 @@
 //	bad := iss.Sign(iss.Claims("alice", "acme"), testissuer.Forged())
 //
 // Rotate switches the signing key; the old key stays in the JWKS until Retire.
+//
+// It is also an authorization server for the authorization-code flow with PKCE (a
+// browser's sign-in): /authorize approves at once, as the user Login named, and
+// redirects back with a code; /token exchanges the code for tokens once the client_id,
+// redirect_uri and S256 code_verifier match the authorization request.
+//
+//	iss.Login("alice", "acme")
 package testissuer
 
 import (
@@ -63,6 +70,22 @@ type Issuer struct {
 	current *Key
 	n       int
 	fetches atomic.Int64
+	login   *login           // who /authorize signs in as; nil: access_denied
+	codes   map[string]grant // issued codes not yet exchanged
+	tokens  atomic.Int64
+}
+
+// login is the user of the next authorizations.
+type login struct {
+	sub, tenant string
+	roles       []string
+}
+
+// grant is an authorization code's request, checked when the code is exchanged.
+type grant struct {
+	clientID, redirectURI, challenge string
+	user                             login
+	expires                          time.Time
 }
 
 // Option configures New.
@@ -74,7 +97,7 @@ func WithAlgorithm(alg jose.SignatureAlgorithm) Option { return func(i *Issuer) 
 // New starts an issuer, stopped when t ends.
 func New(t testing.TB, opts ...Option) *Issuer {
 	t.Helper()
-	i := &Issuer{alg: jose.RS256}
+	i := &Issuer{alg: jose.RS256, codes: map[string]grant{}}
 	for _, o := range opts {
 		o(i)
 	}
@@ -83,6 +106,9 @@ func New(t testing.TB, opts ...Option) *Issuer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.serveDiscovery)
 	mux.HandleFunc("GET /jwks", i.serveJWKS)
+	mux.HandleFunc("GET /authorize", i.serveAuthorize)
+	mux.HandleFunc("POST /token", i.serveToken)
+	mux.HandleFunc("OPTIONS /", serveCORSPreflight)
 	i.srv = httptest.NewServer(mux)
 	t.Cleanup(i.srv.Close)
 	return i
@@ -235,20 +261,29 @@ func (i *Issuer) Sign(t testing.TB, claims map[string]any, opts ...SignOption) s
 	if o.kid != nil {
 		kid = *o.kid
 	}
+	s, err := signJWT(key, kid, payload)
+	if err != nil {
+		t.Fatalf("testissuer: %v", err)
+	}
+	return s
+}
+
+// signJWT signs payload with key under kid as a compact JWS of type JWT.
+func signJWT(key *Key, kid string, payload []byte) (string, error) {
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: key.Alg, Key: jose.JSONWebKey{Key: key.priv, KeyID: kid}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
-		t.Fatalf("testissuer: signer: %v", err)
+		return "", fmt.Errorf("make signer: %w", err)
 	}
 	jws, err := signer.Sign(payload)
 	if err != nil {
-		t.Fatalf("testissuer: sign: %v", err)
+		return "", fmt.Errorf("sign: %w", err)
 	}
 	s, err := jws.CompactSerialize()
 	if err != nil {
-		t.Fatalf("testissuer: serialize: %v", err)
+		return "", fmt.Errorf("serialize: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 func (i *Issuer) newKey(t testing.TB) *Key {
@@ -275,12 +310,17 @@ func (i *Issuer) newKey(t testing.TB) *Key {
 
 func (i *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"issuer":                                i.URL(),
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL() + "/authorize",
 		"token_endpoint":                        i.URL() + "/token",
 		"response_types_supported":              []string{"code"},
+		"grant_types_supported":                 []string{"authorization_code"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": []string{"none"},
+		"scopes_supported":                      []string{"openid", "profile"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{string(jose.RS256), string(jose.ES256)},
 	})
@@ -289,5 +329,6 @@ func (i *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 func (i *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	i.fetches.Add(1)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
 	_, _ = w.Write(i.PublicJWKS())
 }

@@ -1,5 +1,6 @@
 // Fathom console: plain JavaScript over the gateway's own API (docs/gateway-protocol.md).
-// No build step, no dependencies. The token lives in sessionStorage only.
+// No build step, no dependencies. The token lives in sessionStorage only; it is pasted,
+// or obtained from the OIDC issuer GET /v1/console/config names (see oidcSignIn).
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -154,7 +155,8 @@ function route() {
   const main = $("#main");
   main.replaceChildren();
   if (!socket) {
-    main.append(el("p", {}, "Enter a bearer token (the node's --token, or --read-token for a read-only console)."));
+    main.append(el("p", {}, "Enter a bearer token (the node's --token, or --read-token for a read-only console)" +
+      (oidc ? `, or sign in with ${new URL(oidc.issuer).host}.` : ".")));
     return;
   }
   const hash = location.hash || "#/";
@@ -437,10 +439,99 @@ function clusterPage(main) {
   leave = () => clearInterval(timer);
 }
 
+// ---- OIDC sign-in: the authorization-code flow with PKCE (RFC 7636), WebCrypto only ----
+
+let oidc = null; // GET /v1/console/config's oidc: {issuer, client_id, scopes}, or null
+
+const b64url = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const randomString = (bytes) => b64url(crypto.getRandomValues(new Uint8Array(bytes)));
+const redirectURI = () => location.origin + "/console/";
+const isJWT = (t) => typeof t === "string" && /^[\w-]+\.[\w-]+\.[\w-]*$/.test(t);
+
+// discover fetches the issuer's discovery document (the CSP's connect-src allows the
+// issuer's origin when the gateway configures one).
+async function discover(issuer) {
+  const resp = await fetch(issuer.replace(/\/$/, "") + "/.well-known/openid-configuration");
+  if (!resp.ok) throw new Error(`sign-in: the issuer's discovery answered ${resp.status}`);
+  const d = await resp.json();
+  if (d.issuer !== issuer || !d.authorization_endpoint || !d.token_endpoint) {
+    throw new Error("sign-in: the issuer's discovery document does not match " + issuer);
+  }
+  return d;
+}
+
+// oidcSignIn sends the browser to the issuer's authorization endpoint; the verifier and
+// state wait in sessionStorage for the redirect back.
+async function oidcSignIn() {
+  const d = await discover(oidc.issuer);
+  const verifier = randomString(48); // 64 characters
+  const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  const state = randomString(24);
+  sessionStorage.setItem("fathom.oidc", JSON.stringify({ state, verifier, hash: location.hash }));
+  const q = new URLSearchParams({
+    response_type: "code", client_id: oidc.client_id, redirect_uri: redirectURI(), scope: oidc.scopes,
+    code_challenge: challenge, code_challenge_method: "S256", state,
+  });
+  location.assign(d.authorization_endpoint + "?" + q);
+}
+
+// oidcReturn finishes a sign-in when the issuer redirected back (?code=&state=, or
+// ?error=): it checks the state, exchanges the code and the verifier at the token
+// endpoint and returns the bearer token: the access_token when it is a JWT, else the
+// id_token. It returns "" when the page was not opened by a redirect back.
+async function oidcReturn() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has("code") && !q.has("error")) return "";
+  const pending = JSON.parse(sessionStorage.getItem("fathom.oidc") || "null");
+  sessionStorage.removeItem("fathom.oidc");
+  history.replaceState(null, "", location.pathname + ((pending && pending.hash) || location.hash));
+  if (q.has("error")) throw new Error(`sign-in refused by the issuer: ${q.get("error")} ${q.get("error_description") || ""}`);
+  if (!oidc || !pending || q.get("state") !== pending.state) {
+    throw new Error("sign-in refused: the state does not match the sign-in this browser started");
+  }
+  const d = await discover(oidc.issuer);
+  const resp = await fetch(d.token_endpoint, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code", code: q.get("code"), redirect_uri: redirectURI(),
+      client_id: oidc.client_id, code_verifier: pending.verifier,
+    }),
+  });
+  const body = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new Error(`sign-in: the token endpoint answered ${body.error || resp.status} ${body.error_description || ""}`);
+  const t = isJWT(body.access_token) ? body.access_token : body.id_token;
+  if (!isJWT(t)) throw new Error("sign-in: the token endpoint returned no JWT");
+  return t;
+}
+
+async function start() {
+  try {
+    const resp = await fetch("/v1/console/config");
+    if (resp.ok) oidc = (await resp.json()).oidc || null;
+  } catch { /* a gateway without the route: tokens only */ }
+  if (oidc) {
+    const b = $("#oidc-signin");
+    b.textContent = "Sign in with " + new URL(oidc.issuer).host;
+    b.hidden = false;
+    b.addEventListener("click", () => oidcSignIn().catch((e) => toast(e.message)));
+  }
+  try {
+    const t = await oidcReturn();
+    if (t) {
+      $("#token").value = t;
+      return useToken(t);
+    }
+  } catch (e) {
+    toast(e.message);
+  }
+  $("#token").value = token;
+  useToken(token, true);
+}
+
 $("#token-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   useToken($("#token").value.trim());
 });
 window.addEventListener("hashchange", route);
-$("#token").value = token;
-useToken(token, true);
+start();
