@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages/fsp"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -172,7 +173,7 @@ func (p *Pool) newExecution(ctx context.Context, r Request) (*execution, error) 
 		Language: r.Language, Code: r.Code, Stdin: r.Stdin, Env: env,
 		Limits: fsp.Limits{TimeoutMS: limit.Milliseconds(), MemoryMB: p.cfg.MemoryMB, CPUShares: p.cfg.CPUShares, MaxOutputBytes: p.cfg.MaxOutputBytes},
 	}
-	return &execution{id: id, tool: r.Tool, frame: frame, limit: limit, deadline: deadline, output: r.Output,
+	return &execution{id: id, tool: r.Tool, tenant: auth.TenantOf(ctx), frame: frame, limit: limit, deadline: deadline, output: r.Output,
 		reply: make(chan outcome, 1)}, nil
 }
 

@@ -49,6 +49,12 @@ type Config struct {
 	// before it fails with a retryable "pool exhausted" sandbox error. Default 5s (the
 	// seed's poolboy checkout timeout).
 	CheckoutTimeout time.Duration
+	// TenantWeight is each tenant's weight in the share of the pool's connections while
+	// executions wait (nil: 1 each). The next free connection goes to the waiting
+	// execution whose tenant holds the fewest connections for its weight (first come
+	// first served among equals), so a tenant that floods the sandbox gets its share,
+	// not the pool. An execution's tenant is its context's (auth.TenantOf).
+	TenantWeight func(tenant string) int
 	// HealthTimeout bounds the ping/pong health check a connection makes before each
 	// execution. Default 2s.
 	HealthTimeout time.Duration

@@ -12,8 +12,9 @@ import (
 // waits for a connection, then the connection it was checked out to), so its fields
 // need no lock.
 type execution struct {
-	id    string
-	tool  string
+	id     string
+	tool   string
+	tenant string // whose execution it is (auth.TenantOf of the caller's context)
 	frame *fsp.Execute
 	// limit is the execution's time limit; deadline is when the client gives up on it.
 	limit    time.Duration

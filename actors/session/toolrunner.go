@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -83,6 +84,7 @@ func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 			return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: tools.Result{CallID: c.GetCallId(), Err: tools.ExecutionError(c.GetTool(), "cancelled: "+err.Error(), true)}}
 		}
 	}
+	ctx = auth.WithTenant(ctx, r.tenant) // the sandbox shares its connections by tenant
 	res := r.deps.Tools.Run(ctx, tools.Call{
 		ID: c.GetCallId(), Name: c.GetTool(), Args: json.RawMessage(c.GetArgs()), IdempotencyKey: c.GetIdempotencyKey(),
 		SessionID: r.sessionID, StepID: c.GetStepId(), SubAgentID: r.subAgentID,

@@ -450,6 +450,15 @@ func (n *Node) newSandbox(exec *tools.Executor) (*tools.Executor, error) {
 	if c.Logger == nil {
 		c.Logger = n.log
 	}
+	if c.TenantWeight == nil { // the config file's tenant weights share the connections too
+		q := n.cfg.Quotas
+		c.TenantWeight = func(tenant string) int {
+			if l, ok := q.Named[tenant]; ok {
+				return l.Weight
+			}
+			return q.Default.Weight
+		}
+	}
 	p, err := sandbox.New(c)
 	if err != nil {
 		return nil, err
