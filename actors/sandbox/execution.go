@@ -15,7 +15,7 @@ type execution struct {
 	id     string
 	tool   string
 	tenant string // whose execution it is (auth.TenantOf of the caller's context)
-	frame *fsp.Execute
+	frame  *fsp.Execute
 	// limit is the execution's time limit; deadline is when the client gives up on it.
 	limit    time.Duration
 	deadline time.Time

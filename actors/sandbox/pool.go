@@ -37,11 +37,11 @@ type pool struct {
 	// pass is each backlogged tenant's virtual time of its next connection (stride
 	// scheduling: a grant advances it by 1/weight); vtime is the pass of the last grant,
 	// where a tenant that starts waiting starts, so idling saves up no credit.
-	pass  map[string]float64
-	vtime float64
-	lastErr   *DialError
-	names     int
-	stopping  bool
+	pass     map[string]float64
+	vtime    float64
+	lastErr  *DialError
+	names    int
+	stopping bool
 	// unreachable is set while no connection is up and every one's last dial failed
 	// (Stats.Unreachable): logged once when it starts and once when it ends.
 	unreachable bool
