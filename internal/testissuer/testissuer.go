@@ -109,7 +109,10 @@ func New(t testing.TB, opts ...Option) *Issuer {
 	mux.HandleFunc("GET /authorize", i.serveAuthorize)
 	mux.HandleFunc("POST /token", i.serveToken)
 	mux.HandleFunc("OPTIONS /", serveCORSPreflight)
-	i.srv = httptest.NewServer(mux)
+	// Set i.srv before the server starts: its handlers read it (URL), and Start's
+	// goroutines are what orders that read after this write.
+	i.srv = httptest.NewUnstartedServer(mux)
+	i.srv.Start()
 	t.Cleanup(i.srv.Close)
 	return i
 }
