@@ -208,8 +208,9 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			fmt.Fprintf(stdout, "session %s: a fork of %s after %s\n", resp.GetSessionId(), req.SessionID, where)
 		}
 		if st, err := n.Session(id).GetState(&messages.GetStateRequest{}, call); err == nil &&
-			st.GetState().GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED {
-			// Forked at a turn's end: nothing runs until a follow-up message.
+			st.GetState().GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && st.GetState().GetSeq() == resp.GetSeq() {
+			// Forked at a turn's end: nothing runs until a follow-up message. (A fork that
+			// already ran to its end since has events after resp's seq: they are printed.)
 			if jsonOut {
 				return json.NewEncoder(stdout).Encode(map[string]any{"session_id": id, "status": st.GetState().GetStatus().String(), "seq": resp.GetSeq()})
 			}
