@@ -30,9 +30,14 @@
 //
 // # Auth
 //
-// Config.Token allows everything, Config.ReadToken only reads. Clients send
-// "Authorization: Bearer <token>"; browsers, which cannot set headers on a WebSocket,
-// offer the subprotocols "fathom.v1" and "bearer.<token>" instead.
+// Every credential becomes an auth.Principal (subject, tenant, roles): Config.Token is an
+// admin and Config.ReadToken a viewer of auth.DefaultTenant, Config.Authenticator turns
+// JWTs and API keys into principals of their own tenants. Clients send "Authorization:
+// Bearer <credential>"; browsers, which cannot set headers on a WebSocket, offer the
+// subprotocols "fathom.v1" and "bearer.<credential>", or "fathom.v1" alone and an
+// {"op":"auth","token":...} first frame (wsauth.go). The route checks the role (Scope);
+// the session grain checks the tenant and owner of every request's caller, and answers
+// another tenant's session as a missing one. The list filters by tenant in the index.
 //
 // # Robustness
 //
