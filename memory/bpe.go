@@ -1,10 +1,6 @@
 package memory
 
-import (
-	"math"
-	"math/bits"
-	"sync"
-)
+import "sync"
 
 // Byte-pair encoding of one piece, counting tokens only. tiktoken merges, again and again,
 // the adjacent pair of parts whose concatenation has the lowest rank (the leftmost such
@@ -12,8 +8,9 @@ import (
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones by a priority queue over the adjacent pairs, O(n log n)
-// and merging in exactly the same order.
+// fastest for them; longer ones by a priority queue over the adjacent pairs, merging in
+// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
+// mergeWindow), exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -22,22 +19,41 @@ const smallPiece = 64
 // neighbour.
 const noRank = -1
 
-// bpeRanks are an encoding's merge ranks: the map of every token's bytes, and a table of
-// the two-byte tokens (the first merges of every piece, looked up without hashing).
+// bpeRanks are an encoding's merge ranks: the map of every token's bytes, and tables of
+// the one- and two-byte tokens (the first merges of every piece, looked up without
+// hashing).
 type bpeRanks struct {
-	m    map[string]int
-	pair *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
+	m        map[string]int
+	pair     *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
+	byteRank [256]int32      // rank of the token of byte b, or noRank
+	// ids reports whether every rank is below 1<<18 and every byte a token, so a long
+	// merge may cache pair ranks keyed by the ranks of the two tokens (mergeBuf.pairs).
+	ids bool
 }
 
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
-	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32)}
+	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
+	for i := range r.byteRank {
+		r.byteRank[i] = noRank
+	}
 	for tok, rank := range ranks {
-		if len(tok) == 2 {
+		switch len(tok) {
+		case 1:
+			r.byteRank[tok[0]] = int32(rank)
+		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+		if rank < 0 || rank >= 1<<18 {
+			r.ids = false
+		}
+	}
+	for _, v := range r.byteRank {
+		if v == noRank {
+			r.ids = false
 		}
 	}
 	return r
@@ -106,231 +122,191 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	return len(bounds) - 1, true
 }
 
-// bpeCountHeap is bpeCount for a long piece: the pairs wait in a priority queue keyed by
-// (rank, start), so the pair popped first is the lowest-ranked and, among equal ranks,
-// the leftmost, exactly the pair the rescanning loop picks. A merge changes the pairs on
-// either side of the merged part; their new ranks are pushed and the old entries are
-// left in the queue and skipped when popped (a part's rank at a start never comes back:
-// the pair's bytes only grow, and ranks are unique per byte string). Each merge does
-// O(1) rank lookups and at most O(log n) queue work (pairQueue). work is the number of rank lookups and heap
-// pushes done, for tests of the scaling. Every stopCheck pops it checks done, and stops
-// (ok false) once it is closed.
+// bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
+// queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
+// random for a megabyte-long piece, and hashes a byte string for every merge: it cost
+// 5–19× as much as English prose per byte. So a long piece is merged in windows of
+// mergeWindow bytes: each window is merged exactly (merge), its parts ending in the
+// window's first mergeWindow-mergeMargin bytes are counted, and the next window starts
+// where the last of them ends. A piece of at most mergeWindow bytes is one window: exact.
+// A longer piece is exact whenever each cut falls on a part boundary of the whole piece's
+// merge (no merge ever spans a boundary, so the merges either side of it are those of
+// each side alone), which fails only if a chain of merges reaches back more than
+// mergeMargin bytes from a window's end: on 1 MiB of one letter, of random DNA and of
+// base64 the counts are exact (TestLongPieceCountsNearlyExact allows 0.05%). Each window
+// is O(mergeWindow log mergeWindow) in memory that stays in cache, and a window identical
+// to the previous one (a run of one letter) is counted once. work is the number of rank
+// lookups and tree updates done, for tests of the scaling. Between windows the merge
+// checks done and stops (ok false) once it is closed.
 func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
-	n := len(piece)
-	if n >= math.MaxInt32 {
-		// Positions are kept in 32 bits. No message is this long; count its halves (an
-		// estimate: a token may span the middle).
-		a, w1, ok1 := bpeCountHeap(done, piece[:n/2], ranks)
-		b, w2, ok2 := bpeCountHeap(done, piece[n/2:], ranks)
-		return a + b, w1 + w2, ok1 && ok2
-	}
-	// Part i starts at byte i while it is alive; next[i] is the start of the part after it
-	// (n for the last), prev[i] the start of the part before it; rank[i] is the rank of
-	// merging part i with the next part, noRank if there is none.
-	buf := mergeBufs.Get().(*mergeBuf)
-	defer buf.put()
-	next, prev, rank := buf.arrays(n)
-	q := &buf.q
-	for i := range n {
-		next[i], prev[i] = int32(i+1), int32(i-1)
-		rank[i] = noRank
-		if i+2 <= n {
-			if rank[i] = ranks.rank(piece[i : i+2]); rank[i] != noRank {
-				q.push(pairKey(int(rank[i]), i))
-			}
-		}
-	}
-	work = n
-	pairRank := func(i int32) int32 {
-		work++
-		j := next[i]
-		if int(j) >= n {
-			return noRank
-		}
-		return ranks.rank(piece[i:next[j]])
-	}
-	parts = n
-	for pops := 1; q.len() > 0; pops++ {
-		if pops%stopCheck == 0 && stopped(done) {
+	b := mergeBufs.Get().(*mergeBuf)
+	defer mergeBufs.Put(b)
+	b.use(ranks)
+	for s := 0; s < len(piece); {
+		if stopped(done) {
 			return parts, work, false
 		}
-		r, i := q.pop()
-		if rank[i] != r {
-			continue // stale: the part was merged away, or its pair changed
+		w := piece[s:min(len(piece), s+mergeWindow)]
+		if s+len(w) == len(piece) {
+			return parts + len(w) - b.merge(w, ranks, &work), work, true
 		}
-		j := next[i]
-		k := next[j]
-		next[i] = k
-		rank[j] = noRank
-		if int(k) < n {
-			prev[k] = i
+		if b.lastLen > 0 && string(b.last[:]) == w {
+			parts, s = parts+b.lastParts, s+b.lastLen
+			continue
 		}
-		parts--
-		if rank[i] = pairRank(i); rank[i] != noRank {
-			q.push(pairKey(int(rank[i]), int(i)))
-			work++
-		}
-		if p := prev[i]; p >= 0 {
-			if rank[p] = pairRank(p); rank[p] != noRank {
-				q.push(pairKey(int(rank[p]), int(p)))
-				work++
+		b.merge(w, ranks, &work)
+		// Count the parts ending at or before cut (at least one), stopping at the first
+		// that ends after it.
+		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
+		for i := int32(0); ; i = b.next[i] {
+			e := b.next[i]
+			if e > cut && n > 0 {
+				break
 			}
+			n, end = n+1, int(e)
 		}
+		copy(b.last[:], w)
+		b.lastParts, b.lastLen = n, end
+		parts, s = parts+n, s+end
 	}
 	return parts, work, true
 }
 
-// mergeBuf is the working memory of one long merge, reused: a megabyte-long piece needs
-// ~20 MB of it, which would otherwise be allocated, zeroed and collected every time.
+const (
+	// mergeWindow is the length of the windows a long piece is merged in: the longest
+	// piece counted exactly in all cases. Pre-tokens of ordinary text (words, numbers,
+	// runs of punctuation or white space) are far shorter.
+	mergeWindow = 1024
+	// mergeMargin is the tail of a window whose parts are merged again with the next
+	// window rather than counted: a merge chain must reach back further than this from
+	// the window's end to change a count. It is longer than any token of the encodings.
+	mergeMargin = 192
+)
+
+// pairCacheBits is the log2 of the number of entries of a merge's pair cache.
+const pairCacheBits = 12
+
+// mergeBuf is the working memory of one long piece's merge, reused: the arrays of one
+// window, its queue, a cache of the ranks of pairs of tokens and the last window counted.
 type mergeBuf struct {
-	next, prev, rank []int32
-	q                pairQueue
+	// Part i of the window starts at byte i while it is alive; next[i] is the start of
+	// the part after it (the window's length for the last), prev[i] the start of the part
+	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
+	// tree (merge): node 1 the root, node m's children 2m and 2m+1, leaf i at
+	// mergeWindow+i.
+	next, prev, tok [mergeWindow]int32
+	tree            [2 * mergeWindow]uint64
+	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
+	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
+	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
+	owner *bpeRanks
+	pairs [1 << pairCacheBits]uint64
+	// last is the last window counted (not the final one of its piece), lastParts the
+	// number of parts counted of it and lastLen their length (0: none).
+	last               [mergeWindow]byte
+	lastParts, lastLen int
 }
 
 var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
 
-// arrays returns the buffer's three arrays of length n (contents undefined).
-func (b *mergeBuf) arrays(n int) (next, prev, rank []int32) {
-	if cap(b.next) < n {
-		b.next, b.prev, b.rank = make([]int32, n), make([]int32, n), make([]int32, n)
+// use readies the buffer for a merge under ranks.
+func (b *mergeBuf) use(ranks *bpeRanks) {
+	if b.owner != ranks {
+		b.owner = ranks
+		clear(b.pairs[:])
+		b.lastLen = 0
 	}
-	return b.next[:n], b.prev[:n], b.rank[:n]
 }
 
-// put empties the queue and returns the buffer to the pool, unless it grew past
-// maxPooledMerge (kept only for ordinary pieces).
-func (b *mergeBuf) put() {
-	if cap(b.next) > maxPooledMerge {
-		return
-	}
-	b.q.reset()
-	mergeBufs.Put(b)
-}
+// pairTag is the cache key of the pair of tokens of ranks a and b (each < 1<<18), with a
+// bit set so that no key is 0.
+func pairTag(a, b int32) uint64 { return 1<<36 | uint64(a)<<18 | uint64(b) }
 
-// maxPooledMerge is the longest piece whose merge buffer is kept for reuse.
-const maxPooledMerge = 4 << 20
-
-func (q *pairQueue) reset() {
-	q.last, q.n = 0, 0
-	for i := range q.buckets {
-		q.buckets[i] = q.buckets[i][:0]
-	}
-	q.low = q.low[:0]
-}
-
-// pairQueue is the merge's priority queue of pair keys: a radix heap (O(1) push, pops
-// amortised over the key's bits, memory touched in order) for keys at or above the last
-// key popped, and a heap for the rare keys below it (a merge whose new pair has a lower
-// rank than the merge itself). Keys are popped in increasing order.
-type pairQueue struct {
-	last    uint64
-	n       int
-	buckets [65][]uint64 // bucket b holds keys whose highest bit differing from last is bit b-1
-	low     pairHeap
-}
-
-func (q *pairQueue) len() int { return q.n + len(q.low) }
-
-func (q *pairQueue) push(k uint64) {
-	if k < q.last {
-		q.low.push(k)
-		return
-	}
-	b := bits.Len64(k ^ q.last)
-	q.buckets[b] = append(q.buckets[b], k)
-	q.n++
-}
-
-// pop removes the smallest key and returns its rank and start.
-func (q *pairQueue) pop() (rank, start int32) {
-	if len(q.low) > 0 {
-		return q.low.pop()
-	}
-	if len(q.buckets[0]) == 0 {
-		b := 1
-		for len(q.buckets[b]) == 0 {
-			b++
-		}
-		keys := q.buckets[b]
-		m := keys[0]
-		for _, k := range keys[1:] {
-			m = min(m, k)
-		}
-		q.last = m
-		for _, k := range keys {
-			c := bits.Len64(k ^ m)
-			q.buckets[c] = append(q.buckets[c], k)
-		}
-		q.buckets[b] = keys[:0]
-	}
-	z := q.buckets[0]
-	k := z[len(z)-1]
-	q.buckets[0] = z[:len(z)-1]
-	q.n--
-	return int32(k >> 32), int32(uint32(k))
-}
-
-// stopCheck is how many heap pops a long merge makes between checks of its done channel:
-// well under a millisecond of work.
-const stopCheck = 4096
-
-// heapArity is the pair heap's number of children per node: four keys fill half a cache
-// line, and the heap is half as deep as a binary one.
-const heapArity = 4
-
-// pairHeap is a 4-ary min-heap of pair keys: rank in the high 32 bits, the pair's start
-// in the low, so keys order by rank, then leftmost first.
-type pairHeap []uint64
-
-func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
-
-func (h *pairHeap) push(k uint64) {
-	*h = append(*h, k)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if s[p] <= k {
-			break
-		}
-		s[i] = s[p]
-		i = p
-	}
-	s[i] = k
-}
-
-// pop removes the smallest key and returns its rank and start.
-func (h *pairHeap) pop() (rank, start int32) {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	*h = s[:last]
-	if last > 0 {
-		h.down(0)
-	}
-	return int32(top >> 32), int32(uint32(top))
-}
-
-func (h pairHeap) down(i int) {
-	n := len(h)
-	k := h[i]
-	for {
-		first := heapArity*i + 1
-		if first >= n {
-			break
-		}
-		c := first
-		for d := first + 1; d < min(first+heapArity, n); d++ {
-			if h[d] < h[c] {
-				c = d
+// merge merges window w (at most mergeWindow bytes) exactly, leaving its parts in b, and
+// returns the number of merges made. It adds its rank lookups and tree updates to work.
+//
+// The pairs wait in a tournament tree: leaf i holds the key (rank, i) of merging part i
+// with the next one (noKey if none), every inner node the least key below it, so the root
+// is the pair to merge: the lowest-ranked, the leftmost on a tie. A merge updates three
+// leaves, each a walk of log2(mergeWindow) steps to the root without branches.
+func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
+	n := int32(len(w))
+	next, prev, tok := b.next[:n], b.prev[:n], b.tok[:n]
+	t := &b.tree
+	leaves := t[mergeWindow:]
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+		tok[i] = ranks.byteRank[w[i]]
+		leaves[i] = noKey
+		if i+1 < n {
+			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
+				leaves[i] = pairKey(int(r), int(i))
 			}
 		}
-		if k <= h[c] {
-			break
-		}
-		h[i] = h[c]
-		i = c
 	}
-	h[i] = k
+	for i := n; i < mergeWindow; i++ {
+		leaves[i] = noKey
+	}
+	for i := mergeWindow - 1; i > 0; i-- {
+		t[i] = min(t[2*i], t[2*i+1])
+	}
+	lookups := int(n)
+	// key is the key of merging part p with the part q after it.
+	key := func(p, q int32) uint64 {
+		lookups++
+		var r int32
+		if !ranks.ids {
+			r = ranks.rank(w[p:next[q]])
+		} else {
+			tag := pairTag(tok[p], tok[q])
+			slot := &b.pairs[(tag*0x9E3779B97F4A7C15)>>(64-pairCacheBits)]
+			if e := *slot; e>>20 == tag {
+				r = int32(e&(1<<20-1)) - 1
+			} else {
+				r = ranks.rank(w[p:next[q]])
+				*slot = tag<<20 | uint64(r+1)
+			}
+		}
+		if r == noRank {
+			return noKey
+		}
+		return pairKey(int(r), int(p))
+	}
+	for t[1] != noKey {
+		i := int32(uint32(t[1]))
+		j := next[i]
+		k := next[j]
+		next[i], tok[i] = k, int32(t[1]>>32)
+		merges++
+		leaves[j], leaves[i] = noKey, noKey
+		if k < n {
+			prev[k] = i
+			leaves[i] = key(i, k)
+		}
+		p := prev[i]
+		if p >= 0 {
+			leaves[p] = key(p, i)
+		} else {
+			p = i
+		}
+		// Recompute the ancestors of leaves p ≤ i < j, once each: their paths join.
+		a, c, d := (mergeWindow+int(p))>>1, (mergeWindow+int(i))>>1, (mergeWindow+int(j))>>1
+		for a > 0 {
+			t[a] = min(t[2*a], t[2*a+1])
+			if c != a {
+				t[c] = min(t[2*c], t[2*c+1])
+			}
+			if d != c {
+				t[d] = min(t[2*d], t[2*d+1])
+			}
+			a, c, d = a>>1, c>>1, d>>1
+		}
+	}
+	*work += lookups + 3*merges
+	return merges
 }
+
+// noKey is the key of no pair: above every pair's.
+const noKey = ^uint64(0)
+
+func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
