@@ -26,6 +26,13 @@ type bpeRanks struct {
 	m        map[string]int
 	pair     *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
 	byteRank [256]int32      // rank of the token of byte b, or noRank
+	// short holds the tokens of 3 to 7 bytes keyed by shortKey: an integer key hashes
+	// and compares faster than a string, and needs no second memory access for the bytes.
+	short map[uint64]int32
+	// shortSeen has the bit shortBit(k) set for every key k of short: a string whose bit
+	// is clear is no token, known without touching the map (most merge candidates of
+	// text without words, such as base64, are no token). 256 KiB: it stays in cache.
+	shortSeen *[1 << (shortSeenBits - 6)]uint64
 	// ids reports whether every rank is below 1<<18 and every byte a token, so a long
 	// merge may cache pair ranks keyed by the ranks of the two tokens (mergeBuf.pairs).
 	ids bool
@@ -33,7 +40,8 @@ type bpeRanks struct {
 
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
-	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true}
+	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true,
+		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64)}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
@@ -46,6 +54,11 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.byteRank[tok[0]] = int32(rank)
 		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		case 3, 4, 5, 6, 7:
+			k := shortKey(tok)
+			r.short[k] = int32(rank)
+			b := shortBit(k)
+			r.shortSeen[b>>6] |= 1 << (b & 63)
 		}
 		if rank < 0 || rank >= 1<<18 {
 			r.ids = false
@@ -61,14 +74,40 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 
 // rank returns the rank of the token of bytes s, or noRank.
 func (r *bpeRanks) rank(s string) int32 {
-	if len(s) == 2 {
+	switch len(s) {
+	case 2:
 		return r.pair[int(s[0])<<8|int(s[1])]
+	case 3, 4, 5, 6, 7:
+		k := shortKey(s)
+		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
+		if v, ok := r.short[k]; ok {
+			return v
+		}
+		return noRank
 	}
 	if v, ok := r.m[s]; ok {
 		return int32(v)
 	}
 	return noRank
 }
+
+// shortKey is the key of a string of at most 7 bytes: its bytes, little-endian, and its
+// length in the top byte.
+func shortKey(s string) uint64 {
+	k := uint64(len(s)) << 56
+	for i := range len(s) {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+// shortSeenBits is the log2 of the number of bits of bpeRanks.shortSeen.
+const shortSeenBits = 21
+
+// shortBit is the bit of bpeRanks.shortSeen of key k.
+func shortBit(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - shortSeenBits) }
 
 // bpeCount returns the number of tokens byte-pair encoding gives piece under ranks. A
 // long piece's merge stops early, ok false, once done is closed (nil: never).
