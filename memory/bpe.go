@@ -1,6 +1,9 @@
 package memory
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 // Byte-pair encoding of one piece, counting tokens only. tiktoken merges, again and again,
 // the adjacent pair of parts whose concatenation has the lowest rank (the leftmost such
@@ -26,8 +29,12 @@ type bpeRanks struct {
 	m        map[string]int
 	pair     *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
 	byteRank [256]int32      // rank of the token of byte b, or noRank
-	// short holds the tokens of 3 to 7 bytes keyed by shortKey: an integer key hashes
-	// and compares faster than a string, and needs no second memory access for the bytes.
+	// tiny holds the tokens of 3 to 5 bytes when ids: an open-addressed table (linear
+	// probing from tinySlot) of entries tinyKey<<21 | rank+1, 0 for an empty slot. One
+	// 8-byte load answers most lookups, in a table a quarter the size of a map's.
+	tiny []uint64
+	// short holds the other tokens of 3 to 7 bytes keyed by shortKey: an integer key
+	// hashes and compares faster than a string, and needs no second memory access.
 	short map[uint64]int32
 	// shortSeen has the bit shortBit(k) set for every key k of short: a string whose bit
 	// is clear is no token, known without touching the map (most merge candidates of
@@ -54,11 +61,6 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.byteRank[tok[0]] = int32(rank)
 		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
-		case 3, 4, 5, 6, 7:
-			k := shortKey(tok)
-			r.short[k] = int32(rank)
-			b := shortBit(k)
-			r.shortSeen[b>>6] |= 1 << (b & 63)
 		}
 		if rank < 0 || rank >= 1<<18 {
 			r.ids = false
@@ -69,7 +71,52 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.ids = false
 		}
 	}
+	tiny := 0
+	for tok := range ranks {
+		if r.ids && len(tok) >= 3 && len(tok) <= 5 {
+			tiny++
+		}
+	}
+	if tiny > 0 {
+		size := 1
+		for size < 2*tiny {
+			size *= 2
+		}
+		r.tiny = make([]uint64, size)
+	}
+	for tok, rank := range ranks {
+		switch {
+		case len(tok) < 3 || len(tok) > 7:
+		case r.tiny != nil && len(tok) <= 5:
+			k := tinyKey(tok)
+			at := r.tinySlot(k)
+			for r.tiny[at] != 0 {
+				at = (at + 1) & uint64(len(r.tiny)-1)
+			}
+			r.tiny[at] = k<<21 | uint64(rank+1)
+		default:
+			k := shortKey(tok)
+			r.short[k] = int32(rank)
+			b := shortBit(k)
+			r.shortSeen[b>>6] |= 1 << (b & 63)
+		}
+	}
 	return r
+}
+
+// tinyKey is the key of a string of 3 to 5 bytes in bpeRanks.tiny: its bytes,
+// little-endian, and its length above them (43 bits).
+func tinyKey(s string) uint64 {
+	k := uint64(len(s)) << 40
+	for i := range len(s) {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+// tinySlot is the first slot of bpeRanks.tiny probed for key k.
+func (r *bpeRanks) tinySlot(k uint64) uint64 {
+	return (k * 0x9E3779B97F4A7C15) >> (64 - bits.Len(uint(len(r.tiny)-1)))
 }
 
 // rank returns the rank of the token of bytes s, or noRank.
@@ -77,6 +124,22 @@ func (r *bpeRanks) rank(s string) int32 {
 	switch len(s) {
 	case 2:
 		return r.pair[int(s[0])<<8|int(s[1])]
+	case 3, 4, 5:
+		if r.tiny == nil {
+			break
+		}
+		k := tinyKey(s)
+		for at := r.tinySlot(k); ; at = (at + 1) & uint64(len(r.tiny)-1) {
+			e := r.tiny[at]
+			if e == 0 {
+				return noRank
+			}
+			if e>>21 == k {
+				return int32(e&(1<<21-1)) - 1
+			}
+		}
+	}
+	switch len(s) {
 	case 3, 4, 5, 6, 7:
 		k := shortKey(s)
 		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
@@ -213,9 +276,9 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 
 const (
 	// mergeWindow is the length of the windows a long piece is merged in: the longest
-	// piece counted exactly in all cases. Pre-tokens of ordinary text (words, numbers,
+	// piece counted exactly in all cases, a power of 4 (merge's tree). Pre-tokens of ordinary text (words, numbers,
 	// runs of punctuation or white space) are far shorter.
-	mergeWindow = 1024
+	mergeWindow = 4096
 	// mergeMargin is the tail of a window whose parts are merged again with the next
 	// window rather than counted: a merge chain must reach back further than this from
 	// the window's end to change a count. It is longer than any token of the encodings.
@@ -231,10 +294,9 @@ type mergeBuf struct {
 	// Part i of the window starts at byte i while it is alive; next[i] is the start of
 	// the part after it (the window's length for the last), prev[i] the start of the part
 	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
-	// tree (merge): node 1 the root, node m's children 2m and 2m+1, leaf i at
-	// mergeWindow+i.
+	// tree (merge, treeInner).
 	next, prev, tok [mergeWindow]int32
-	tree            [2 * mergeWindow]uint64
+	tree            [treeInner + mergeWindow]uint64
 	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
 	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
@@ -264,15 +326,16 @@ func pairTag(a, b int32) uint64 { return 1<<36 | uint64(a)<<18 | uint64(b) }
 // merge merges window w (at most mergeWindow bytes) exactly, leaving its parts in b, and
 // returns the number of merges made. It adds its rank lookups and tree updates to work.
 //
-// The pairs wait in a tournament tree: leaf i holds the key (rank, i) of merging part i
-// with the next one (noKey if none), every inner node the least key below it, so the root
-// is the pair to merge: the lowest-ranked, the leftmost on a tie. A merge updates three
-// leaves, each a walk of log2(mergeWindow) steps to the root without branches.
+// The pairs wait in a 4-ary tournament tree: leaf i holds the key (rank, i) of merging
+// part i with the next one (noKey if none), every inner node the least key of its four
+// children, so the root is the pair to merge: the lowest-ranked, the leftmost on a tie.
+// A merge updates three neighbouring leaves and their ancestors, each once: a walk of
+// log4(mergeWindow) levels without branches on the keys.
 func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	n := int32(len(w))
 	next, prev, tok := b.next[:n], b.prev[:n], b.tok[:n]
 	t := &b.tree
-	leaves := t[mergeWindow:]
+	leaves := t[treeInner:]
 	for i := range n {
 		next[i], prev[i] = i+1, i-1
 		tok[i] = ranks.byteRank[w[i]]
@@ -286,8 +349,8 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	for i := n; i < mergeWindow; i++ {
 		leaves[i] = noKey
 	}
-	for i := mergeWindow - 1; i > 0; i-- {
-		t[i] = min(t[2*i], t[2*i+1])
+	for m := treeInner - 1; m >= 0; m-- {
+		t[m] = min4(t, m)
 	}
 	lookups := int(n)
 	// key is the key of merging part p with the part q after it.
@@ -311,11 +374,11 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 		}
 		return pairKey(int(r), int(p))
 	}
-	for t[1] != noKey {
-		i := int32(uint32(t[1]))
+	for t[0] != noKey {
+		i := int32(uint32(t[0]))
 		j := next[i]
 		k := next[j]
-		next[i], tok[i] = k, int32(t[1]>>32)
+		next[i], tok[i] = k, int32(t[0]>>32)
 		merges++
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
@@ -329,20 +392,33 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 			p = i
 		}
 		// Recompute the ancestors of leaves p ≤ i < j, once each: their paths join.
-		a, c, d := (mergeWindow+int(p))>>1, (mergeWindow+int(i))>>1, (mergeWindow+int(j))>>1
-		for a > 0 {
-			t[a] = min(t[2*a], t[2*a+1])
+		a, c, d := (treeInner+int(p)-1)>>2, (treeInner+int(i)-1)>>2, (treeInner+int(j)-1)>>2
+		for {
+			t[a] = min4(t, a)
 			if c != a {
-				t[c] = min(t[2*c], t[2*c+1])
+				t[c] = min4(t, c)
 			}
 			if d != c {
-				t[d] = min(t[2*d], t[2*d+1])
+				t[d] = min4(t, d)
 			}
-			a, c, d = a>>1, c>>1, d>>1
+			if a == 0 {
+				break
+			}
+			a, c, d = (a-1)>>2, (c-1)>>2, (d-1)>>2
 		}
 	}
 	*work += lookups + 3*merges
 	return merges
+}
+
+// treeInner is the number of inner nodes of mergeBuf.tree: node 0 is the root, node m's
+// children are 4m+1 to 4m+4, and leaf i is node treeInner+i.
+const treeInner = (mergeWindow - 1) / 3
+
+// min4 is the least key of node m's children.
+func min4(t *[treeInner + mergeWindow]uint64, m int) uint64 {
+	c := t[4*m+1 : 4*m+5 : 4*m+5]
+	return min(min(c[0], c[1]), min(c[2], c[3]))
 }
 
 // noKey is the key of no pair: above every pair's.
