@@ -89,6 +89,8 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 		case len(tok) < 3 || len(tok) > 7:
 		case r.tiny != nil && len(tok) <= 5:
 			k := tinyKey(tok)
+			b := shortBit(k)
+			r.shortSeen[b>>6] |= 1 << (b & 63)
 			at := r.tinySlot(k)
 			for r.tiny[at] != 0 {
 				at = (at + 1) & uint64(len(r.tiny)-1)
@@ -129,6 +131,9 @@ func (r *bpeRanks) rank(s string) int32 {
 			break
 		}
 		k := tinyKey(s)
+		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
 		for at := r.tinySlot(k); ; at = (at + 1) & uint64(len(r.tiny)-1) {
 			e := r.tiny[at]
 			if e == 0 {
