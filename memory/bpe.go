@@ -40,8 +40,10 @@ type bpeRanks struct {
 	// is clear is no token, known without touching the map (most merge candidates of
 	// text without words, such as base64, are no token). 256 KiB: it stays in cache.
 	shortSeen *[1 << (shortSeenBits - 6)]uint64
-	// ids reports whether every rank is below 1<<18 and every byte a token, so a long
-	// merge may cache pair ranks keyed by the ranks of the two tokens (mergeBuf.pairs).
+	// ids reports whether every rank is below 1<<18 and every byte a token, which the
+	// long merge needs (it keys pairs by rank in 32 bits and caches pair ranks keyed by
+	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
+	// without it are not used (tiktoken-go counts).
 	ids bool
 }
 
@@ -301,7 +303,7 @@ type mergeBuf struct {
 	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
 	// tree (merge, treeInner).
 	next, prev, tok [mergeWindow]int32
-	tree            [treeInner + mergeWindow]uint64
+	tree            [treeInner + mergeWindow]uint32
 	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
 	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
@@ -347,7 +349,7 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 		leaves[i] = noKey
 		if i+1 < n {
 			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
-				leaves[i] = pairKey(int(r), int(i))
+				leaves[i] = treeKey(r, i)
 			}
 		}
 	}
@@ -359,31 +361,27 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	}
 	lookups := int(n)
 	// key is the key of merging part p with the part q after it.
-	key := func(p, q int32) uint64 {
+	key := func(p, q int32) uint32 {
 		lookups++
 		var r int32
-		if !ranks.ids {
-			r = ranks.rank(w[p:next[q]])
+		tag := pairTag(tok[p], tok[q])
+		slot := &b.pairs[(tag*0x9E3779B97F4A7C15)>>(64-pairCacheBits)]
+		if e := *slot; e>>20 == tag {
+			r = int32(e&(1<<20-1)) - 1
 		} else {
-			tag := pairTag(tok[p], tok[q])
-			slot := &b.pairs[(tag*0x9E3779B97F4A7C15)>>(64-pairCacheBits)]
-			if e := *slot; e>>20 == tag {
-				r = int32(e&(1<<20-1)) - 1
-			} else {
-				r = ranks.rank(w[p:next[q]])
-				*slot = tag<<20 | uint64(r+1)
-			}
+			r = ranks.rank(w[p:next[q]])
+			*slot = tag<<20 | uint64(r+1)
 		}
 		if r == noRank {
 			return noKey
 		}
-		return pairKey(int(r), int(p))
+		return treeKey(r, p)
 	}
 	for t[0] != noKey {
-		i := int32(uint32(t[0]))
+		i := int32(t[0] & (1<<12 - 1))
 		j := next[i]
 		k := next[j]
-		next[i], tok[i] = k, int32(t[0]>>32)
+		next[i], tok[i] = k, int32(t[0]>>12)
 		merges++
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
@@ -421,12 +419,17 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 const treeInner = (mergeWindow - 1) / 3
 
 // min4 is the least key of node m's children.
-func min4(t *[treeInner + mergeWindow]uint64, m int) uint64 {
+func min4(t *[treeInner + mergeWindow]uint32, m int) uint32 {
 	c := t[4*m+1 : 4*m+5 : 4*m+5]
 	return min(min(c[0], c[1]), min(c[2], c[3]))
 }
 
 // noKey is the key of no pair: above every pair's.
-const noKey = ^uint64(0)
+const noKey = ^uint32(0)
 
-func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
+// A window's positions fit the 12 bits treeKey keeps for them.
+const _ = uint(1<<12 - mergeWindow)
+
+// treeKey is the key of the pair of rank (below 1<<18) starting at byte start of a
+// window: ordered by rank, then leftmost first.
+func treeKey(rank, start int32) uint32 { return uint32(rank)<<12 | uint32(start) }

@@ -111,3 +111,4 @@ func (h pairHeap) down(i int) {
 	}
 	h[i] = k
 }
+func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
