@@ -283,8 +283,9 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 
 const (
 	// mergeWindow is the length of the windows a long piece is merged in: the longest
-	// piece counted exactly in all cases, a power of 4 (merge's tree). Pre-tokens of ordinary text (words, numbers,
-	// runs of punctuation or white space) are far shorter.
+	// piece counted exactly in all cases. Pre-tokens of ordinary text (words, numbers,
+	// runs of punctuation or white space) are far shorter. A power of 4 (merge's tree),
+	// at most 1<<12 (treeKey).
 	mergeWindow = 4096
 	// mergeMargin is the tail of a window whose parts are merged again with the next
 	// window rather than counted: a merge chain must reach back further than this from
@@ -295,8 +296,9 @@ const (
 // pairCacheBits is the log2 of the number of entries of a merge's pair cache.
 const pairCacheBits = 12
 
-// mergeBuf is the working memory of one long piece's merge, reused: the arrays of one
-// window, its queue, a cache of the ranks of pairs of tokens and the last window counted.
+// mergeBuf is the working memory of one long piece's merge (~100 KiB), reused: the arrays
+// of one window, its tree, a cache of the ranks of pairs of tokens and the last window
+// counted.
 type mergeBuf struct {
 	// Part i of the window starts at byte i while it is alive; next[i] is the start of
 	// the part after it (the window's length for the last), prev[i] the start of the part
@@ -353,11 +355,21 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 			}
 		}
 	}
-	for i := n; i < mergeWindow; i++ {
+	// Build the nodes over leaves [0, n) only, level by level (a short window costs
+	// O(n), not O(mergeWindow)); the other children of those nodes hold noKey.
+	cnt := int(n)
+	for i := cnt; i < (cnt+3)&^3; i++ {
 		leaves[i] = noKey
 	}
-	for m := treeInner - 1; m >= 0; m-- {
-		t[m] = min4(t, m)
+	for size := mergeWindow / 4; size >= 1; size /= 4 {
+		off := (size - 1) / 3 // the first node of the level
+		cnt = (cnt + 3) / 4
+		for m := off; m < off+cnt; m++ {
+			t[m] = min4(t, m)
+		}
+		for m := off + cnt; size > 1 && m < off+(cnt+3)&^3; m++ {
+			t[m] = noKey
+		}
 	}
 	lookups := int(n)
 	// key is the key of merging part p with the part q after it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -242,5 +243,48 @@ func TestCountStopsWhenCancelled(t *testing.T) {
 	}
 	if n, err := tk.CountMessageContext(context.Background(), m); err != nil || n != tk.CountMessage(m) {
 		t.Fatalf("CountMessageContext: %d, %v; CountMessage %d", n, err, tk.CountMessage(m))
+	}
+}
+
+// TestCorpusCountsLikeTiktoken: prose, Go code and JSON (with long strings: a hex digest
+// run, a base64 field, a minified object, a long URL) count exactly as tiktoken-go counts
+// them, in every encoding.
+func TestCorpusCountsLikeTiktoken(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	hex := make([]byte, 1500)
+	for i := range hex {
+		hex[i] = "0123456789abcdef"[r.IntN(16)]
+	}
+	blob := make([]byte, 900)
+	for i := range blob {
+		blob[i] = byte(r.IntN(256))
+	}
+	var obj strings.Builder
+	obj.WriteString(`{"items":[`)
+	for i := range 60 {
+		fmt.Fprintf(&obj, `{"id":%d,"name":"item-%d","ok":true,"tags":["a","b"]},`, i, i*7)
+	}
+	obj.WriteString(`{}]}`)
+	texts := []string{
+		"The committee met on Tuesday to review the proposal, and after a long discussion it agreed\n" +
+			"that the work should begin in the spring. \"We should have asked them sooner,\" she said.\n\n",
+		"func (s *Store) Append(ctx context.Context, events ...Event) error {\n\tfor i, e := range events {\n" +
+			"\t\tif err := s.put(ctx, e); err != nil {\n\t\t\treturn fmt.Errorf(\"append %d: %w\", i, err)\n\t\t}\n\t}\n\treturn nil\n}\n",
+		`{"sha":"` + string(hex) + `","data":"` + base64.StdEncoding.EncodeToString(blob) + `"}`,
+		obj.String(),
+		"see https://example.org/" + strings.Repeat("path/segment-", 80) + "end?q=1&r=2",
+		strings.Repeat("=", 700) + "\n" + strings.Repeat("-", 2000) + "\n",
+		"{\n  \"nested\": {\n    \"list\": [1, 2, 3],\n    \"text\": \"naïve café — “quoted” 世界\"\n  }\n}\n",
+	}
+	for _, enc := range []string{EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K} {
+		tk, err := GetTokenizer(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range texts {
+			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+				t.Errorf("%s: Count of text %d = %d, tiktoken-go says %d", enc, i, n, want)
+			}
+		}
 	}
 }
