@@ -332,6 +332,17 @@ func (b *mergeBuf) use(ranks *bpeRanks) {
 // bit set so that no key is 0.
 func pairTag(a, b int32) uint64 { return 1<<36 | uint64(a)<<18 | uint64(b) }
 
+// pairHash multiplies a pair cache key into its slot (Fibonacci hashing).
+const pairHash = 0x9E3779B97F4A7C15
+
+// fillPair looks up the rank of s, the bytes of a pair missing from the pair cache, and
+// stores it in the cache's slot under tag.
+func fillPair(ranks *bpeRanks, slot *uint64, tag uint64, s string) int32 {
+	r := ranks.rank(s)
+	*slot = tag<<20 | uint64(r+1)
+	return r
+}
+
 // merge merges window w (at most mergeWindow bytes) exactly, leaving its parts in b, and
 // returns the number of merges made. It adds its rank lookups and tree updates to work.
 //
@@ -372,24 +383,7 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 		}
 	}
 	lookups := int(n)
-	// key is the key of merging part p with the part q after it.
-	key := func(p, q int32) uint32 {
-		lookups++
-		var r int32
-		tag := pairTag(tok[p], tok[q])
-		slot := &b.pairs[(tag*0x9E3779B97F4A7C15)>>(64-pairCacheBits)]
-		if e := *slot; e>>20 == tag {
-			r = int32(e&(1<<20-1)) - 1
-		} else {
-			r = ranks.rank(w[p:next[q]])
-			*slot = tag<<20 | uint64(r+1)
-		}
-		if r == noRank {
-			return noKey
-		}
-		return treeKey(r, p)
-	}
-	for t[0] != noKey {
+	for t[0] < noPair {
 		i := int32(t[0] & (1<<12 - 1))
 		j := next[i]
 		k := next[j]
@@ -398,11 +392,27 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
 			prev[k] = i
-			leaves[i] = key(i, k)
+			// The rank of the pair (i, k), through the pair cache (written out: a call
+			// costs more than the lookup).
+			tag := pairTag(tok[i], tok[k])
+			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+			r := int32(*slot&(1<<20-1)) - 1
+			if *slot>>20 != tag {
+				r = fillPair(ranks, slot, tag, w[i:next[k]])
+			}
+			leaves[i] = treeKey(r, i)
+			lookups++
 		}
 		p := prev[i]
 		if p >= 0 {
-			leaves[p] = key(p, i)
+			tag := pairTag(tok[p], tok[i])
+			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+			r := int32(*slot&(1<<20-1)) - 1
+			if *slot>>20 != tag {
+				r = fillPair(ranks, slot, tag, w[p:k])
+			}
+			leaves[p] = treeKey(r, p)
+			lookups++
 		} else {
 			p = i
 		}
@@ -439,9 +449,12 @@ func min4(t *[treeInner + mergeWindow]uint32, m int) uint32 {
 // noKey is the key of no pair: above every pair's.
 const noKey = ^uint32(0)
 
+// noPair is above every key of a pair, and at most the key of noRank (treeKey).
+const noPair = 1 << 30
+
 // A window's positions fit the 12 bits treeKey keeps for them.
 const _ = uint(1<<12 - mergeWindow)
 
 // treeKey is the key of the pair of rank (below 1<<18) starting at byte start of a
-// window: ordered by rank, then leftmost first.
+// window: ordered by rank, then leftmost first. The key of noRank is at least noPair.
 func treeKey(rank, start int32) uint32 { return uint32(rank)<<12 | uint32(start) }
