@@ -204,8 +204,8 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 		pr[k] = ranks.rank(piece[k : k+2])
 	}
 	pairRank := func(k int) int32 {
-		if k+2 >= len(bounds) {
-			return noRank
+		if k+2 >= len(bounds) || len(bounds) == 3 {
+			return noRank // no part after k+1, or the pair is the whole piece: no token
 		}
 		return ranks.rank(piece[bounds[k]:bounds[k+2]])
 	}
