@@ -194,11 +194,21 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	}
 	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
 	// parts k and k+1, or noRank.
-	var boundsBuf [smallPiece + 1]int
-	var prBuf [smallPiece]int32
-	bounds, pr := boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	// (Byte-sized bounds, and buffers sized for the usual short piece: Go zeroes them on
+	// every call.)
+	var bounds []uint8
+	var pr []int32
+	if len(piece) <= 16 {
+		var boundsBuf [17]uint8
+		var prBuf [16]int32
+		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	} else {
+		var boundsBuf [smallPiece + 1]uint8
+		var prBuf [smallPiece]int32
+		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	}
 	for i := range bounds {
-		bounds[i] = i
+		bounds[i] = uint8(i)
 	}
 	for k := range pr {
 		pr[k] = ranks.rank(piece[k : k+2])
