@@ -30,8 +30,9 @@ type bpeRanks struct {
 	pair     *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
 	byteRank [256]int32      // rank of the token of byte b, or noRank
 	// tiny holds the tokens of 3 to 5 bytes when ids: an open-addressed table (linear
-	// probing from tinySlot) of entries tinyKey<<21 | rank+1, 0 for an empty slot. One
-	// 8-byte load answers most lookups, in a table a quarter the size of a map's.
+	// probing from tinySlot) of entries tinyKey<<21 | rank+1, 0 for an empty slot, at
+	// most 80% full. One 8-byte load answers most lookups, in a table small enough to
+	// stay in a core's cache (1 MiB for o200k_base, a fifth of a map's).
 	tiny []uint64
 	// short holds the other tokens of 3 to 7 bytes keyed by shortKey: an integer key
 	// hashes and compares faster than a string, and needs no second memory access.
@@ -81,7 +82,7 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 	}
 	if tiny > 0 {
 		size := 1
-		for size < 2*tiny {
+		for size < tiny+tiny/4 {
 			size *= 2
 		}
 		r.tiny = make([]uint64, size)
