@@ -253,7 +253,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 // merge (no merge ever spans a boundary, so the merges either side of it are those of
 // each side alone), which fails only if a chain of merges reaches back more than
 // mergeMargin bytes from a window's end: on 1 MiB of one letter, of random DNA and of
-// base64 the counts are exact (TestLongPieceCountsNearlyExact allows 0.05%). Each window
+// base64 the counts are exact (TestLongPieceCountsLikeWholeMerge). Each window
 // is O(mergeWindow log mergeWindow) in memory that stays in cache, and a window identical
 // to the previous one (a run of one letter) is counted once. work is the number of rank
 // lookups and tree updates done, for tests of the scaling. Between windows the merge

@@ -140,12 +140,14 @@ func TestMergeWorkIsLinear(t *testing.T) {
 	}
 }
 
-// TestLongPieceCountsNearlyExact: a piece longer than mergeWindow, merged in windows,
-// counts as the merge of the whole piece in one go (exactCount, tiktoken's order) or
-// within 0.05% of it, on the benchmark's texts of 1 MiB: a run of one letter, random DNA
-// (upper and lower case), and random bytes' base64 (whose pieces are short: exact). The
-// differences are logged (go test -v).
-func TestLongPieceCountsNearlyExact(t *testing.T) {
+// TestLongPieceCountsLikeWholeMerge: a piece longer than mergeWindow, merged in
+// windows, counts exactly as the merge of the whole piece in one go (exactCount,
+// tiktoken's order) on the benchmark's texts of 1 MiB: a run of one letter, random DNA
+// (upper and lower case), and random bytes' base64 (whose pieces are short). The windows
+// may in principle differ from the whole merge (bpeCountHeap); here they must not (with a
+// cut margin of 2 bytes instead of mergeMargin, DNA counts 9 to 14 tokens high). The
+// counts are logged (go test -v).
+func TestLongPieceCountsLikeWholeMerge(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	dna := make([]byte, 1<<20)
 	for i := range dna {
@@ -160,14 +162,11 @@ func TestLongPieceCountsNearlyExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []struct {
-			name, text string
-			exact      bool
-		}{
-			{"letter", strings.Repeat("x", 1<<20), true},
-			{"acgt", string(dna), false},
-			{"acgt-lower", strings.ToLower(string(dna)), false},
-			{"base64", base64.StdEncoding.EncodeToString(blob), true},
+		for _, c := range []struct{ name, text string }{
+			{"letter", strings.Repeat("x", 1<<20)},
+			{"acgt", string(dna)},
+			{"acgt-lower", strings.ToLower(string(dna))},
+			{"base64", base64.StdEncoding.EncodeToString(blob)},
 		} {
 			got, want := tk.Count(c.text), 0
 			if c.name == "base64" {
@@ -175,9 +174,8 @@ func TestLongPieceCountsNearlyExact(t *testing.T) {
 			} else {
 				want = exactCount(c.text, tk.ranks)
 			}
-			diff := float64(got-want) / float64(want)
-			t.Logf("%s %s: %d tokens, exact %d (%+d, %+.4f%%)", enc, c.name, got, want, got-want, 100*diff)
-			if (c.exact && got != want) || diff > 0.0005 || diff < -0.0005 {
+			t.Logf("%s %s: %d tokens, whole merge %d", enc, c.name, got, want)
+			if got != want {
 				t.Errorf("%s %s: %d tokens, the exact merge gives %d", enc, c.name, got, want)
 			}
 		}
