@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"math"
 	"math/bits"
 	"sync"
 )
@@ -12,8 +11,9 @@ import (
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones by a priority queue over the adjacent pairs, O(n log n)
-// and merging in exactly the same order.
+// fastest for them; longer ones by a priority queue over the adjacent pairs, merging in
+// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
+// mergeWindow), exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -22,37 +22,163 @@ const smallPiece = 64
 // neighbour.
 const noRank = -1
 
-// bpeRanks are an encoding's merge ranks: the map of every token's bytes, and a table of
-// the two-byte tokens (the first merges of every piece, looked up without hashing).
+// bpeRanks are an encoding's merge ranks: the map of every token's bytes, and tables of
+// the one- and two-byte tokens (the first merges of every piece, looked up without
+// hashing).
 type bpeRanks struct {
-	m    map[string]int
-	pair *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
+	m        map[string]int
+	pair     *[1 << 16]int32 // rank of the token of bytes (a, b) at a<<8|b, or noRank
+	byteRank [256]int32      // rank of the token of byte b, or noRank
+	// tiny holds the tokens of 3 to 5 bytes when ids: an open-addressed table (linear
+	// probing from tinySlot) of entries tinyKey<<21 | rank+1, 0 for an empty slot, at
+	// most 80% full. One 8-byte load answers most lookups, in a table small enough to
+	// stay in a core's cache (1 MiB for o200k_base, a fifth of a map's).
+	tiny []uint64
+	// short holds the other tokens of 3 to 7 bytes keyed by shortKey: an integer key
+	// hashes and compares faster than a string, and needs no second memory access.
+	short map[uint64]int32
+	// shortSeen has the bit shortBit(k) set for every key k of short: a string whose bit
+	// is clear is no token, known without touching the map (most merge candidates of
+	// text without words, such as base64, are no token). 256 KiB: it stays in cache.
+	shortSeen *[1 << (shortSeenBits - 6)]uint64
+	// ids reports whether every rank is below 1<<18 and every byte a token, which the
+	// long merge needs (it keys pairs by rank in 32 bits and caches pair ranks keyed by
+	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
+	// without it are not used (tiktoken-go counts).
+	ids bool
 }
 
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
-	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32)}
+	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true,
+		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64)}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
+	for i := range r.byteRank {
+		r.byteRank[i] = noRank
+	}
 	for tok, rank := range ranks {
-		if len(tok) == 2 {
+		switch len(tok) {
+		case 1:
+			r.byteRank[tok[0]] = int32(rank)
+		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+		if rank < 0 || rank >= 1<<18 {
+			r.ids = false
+		}
+	}
+	for _, v := range r.byteRank {
+		if v == noRank {
+			r.ids = false
+		}
+	}
+	tiny := 0
+	for tok := range ranks {
+		if r.ids && len(tok) >= 3 && len(tok) <= 5 {
+			tiny++
+		}
+	}
+	if tiny > 0 {
+		size := 1
+		for size < tiny+tiny/4 {
+			size *= 2
+		}
+		r.tiny = make([]uint64, size)
+	}
+	for tok, rank := range ranks {
+		switch {
+		case len(tok) < 3 || len(tok) > 7:
+		case r.tiny != nil && len(tok) <= 5:
+			k := tinyKey(tok)
+			b := shortBit(k)
+			r.shortSeen[b>>6] |= 1 << (b & 63)
+			at := r.tinySlot(k)
+			for r.tiny[at] != 0 {
+				at = (at + 1) & uint64(len(r.tiny)-1)
+			}
+			r.tiny[at] = k<<21 | uint64(rank+1)
+		default:
+			k := shortKey(tok)
+			r.short[k] = int32(rank)
+			b := shortBit(k)
+			r.shortSeen[b>>6] |= 1 << (b & 63)
 		}
 	}
 	return r
 }
 
+// tinyKey is the key of a string of 3 to 5 bytes in bpeRanks.tiny: its bytes,
+// little-endian, and its length above them (43 bits).
+func tinyKey(s string) uint64 {
+	k := uint64(len(s)) << 40
+	for i := range len(s) {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+// tinySlot is the first slot of bpeRanks.tiny probed for key k.
+func (r *bpeRanks) tinySlot(k uint64) uint64 {
+	return (k * 0x9E3779B97F4A7C15) >> (64 - bits.Len(uint(len(r.tiny)-1)))
+}
+
 // rank returns the rank of the token of bytes s, or noRank.
 func (r *bpeRanks) rank(s string) int32 {
-	if len(s) == 2 {
+	switch len(s) {
+	case 2:
 		return r.pair[int(s[0])<<8|int(s[1])]
+	case 3, 4, 5:
+		if r.tiny == nil {
+			break
+		}
+		k := tinyKey(s)
+		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
+		for at := r.tinySlot(k); ; at = (at + 1) & uint64(len(r.tiny)-1) {
+			e := r.tiny[at]
+			if e == 0 {
+				return noRank
+			}
+			if e>>21 == k {
+				return int32(e&(1<<21-1)) - 1
+			}
+		}
+	}
+	switch len(s) {
+	case 3, 4, 5, 6, 7:
+		k := shortKey(s)
+		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
+		if v, ok := r.short[k]; ok {
+			return v
+		}
+		return noRank
 	}
 	if v, ok := r.m[s]; ok {
 		return int32(v)
 	}
 	return noRank
 }
+
+// shortKey is the key of a string of at most 7 bytes: its bytes, little-endian, and its
+// length in the top byte.
+func shortKey(s string) uint64 {
+	k := uint64(len(s)) << 56
+	for i := range len(s) {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+// shortSeenBits is the log2 of the number of bits of bpeRanks.shortSeen.
+const shortSeenBits = 21
+
+// shortBit is the bit of bpeRanks.shortSeen of key k.
+func shortBit(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - shortSeenBits) }
 
 // bpeCount returns the number of tokens byte-pair encoding gives piece under ranks. A
 // long piece's merge stops early, ok false, once done is closed (nil: never).
@@ -69,18 +195,28 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	}
 	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
 	// parts k and k+1, or noRank.
-	var boundsBuf [smallPiece + 1]int
-	var prBuf [smallPiece]int32
-	bounds, pr := boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	// (Byte-sized bounds, and buffers sized for the usual short piece: Go zeroes them on
+	// every call.)
+	var bounds []uint8
+	var pr []int32
+	if len(piece) <= 16 {
+		var boundsBuf [17]uint8
+		var prBuf [16]int32
+		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	} else {
+		var boundsBuf [smallPiece + 1]uint8
+		var prBuf [smallPiece]int32
+		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	}
 	for i := range bounds {
-		bounds[i] = i
+		bounds[i] = uint8(i)
 	}
 	for k := range pr {
 		pr[k] = ranks.rank(piece[k : k+2])
 	}
 	pairRank := func(k int) int32 {
-		if k+2 >= len(bounds) {
-			return noRank
+		if k+2 >= len(bounds) || len(bounds) == 3 {
+			return noRank // no part after k+1, or the pair is the whole piece: no token
 		}
 		return ranks.rank(piece[bounds[k]:bounds[k+2]])
 	}
@@ -106,231 +242,230 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	return len(bounds) - 1, true
 }
 
-// bpeCountHeap is bpeCount for a long piece: the pairs wait in a priority queue keyed by
-// (rank, start), so the pair popped first is the lowest-ranked and, among equal ranks,
-// the leftmost, exactly the pair the rescanning loop picks. A merge changes the pairs on
-// either side of the merged part; their new ranks are pushed and the old entries are
-// left in the queue and skipped when popped (a part's rank at a start never comes back:
-// the pair's bytes only grow, and ranks are unique per byte string). Each merge does
-// O(1) rank lookups and at most O(log n) queue work (pairQueue). work is the number of rank lookups and heap
-// pushes done, for tests of the scaling. Every stopCheck pops it checks done, and stops
-// (ok false) once it is closed.
+// bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
+// queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
+// random for a megabyte-long piece, and hashes a byte string for every merge: it cost
+// 5–19× as much as English prose per byte. So a long piece is merged in windows of
+// mergeWindow bytes: each window is merged exactly (merge), its parts ending in the
+// window's first mergeWindow-mergeMargin bytes are counted, and the next window starts
+// where the last of them ends. A piece of at most mergeWindow bytes is one window: exact.
+// A longer piece is exact whenever each cut falls on a part boundary of the whole piece's
+// merge (no merge ever spans a boundary, so the merges either side of it are those of
+// each side alone), which fails only if a chain of merges reaches back more than
+// mergeMargin bytes from a window's end: on 1 MiB of one letter, of random DNA and of
+// base64 the counts are exact (TestLongPieceCountsLikeWholeMerge). Each window
+// is O(mergeWindow log mergeWindow) in memory that stays in cache, and a window identical
+// to the previous one (a run of one letter) is counted once. work is the number of rank
+// lookups and tree updates done, for tests of the scaling. Between windows the merge
+// checks done and stops (ok false) once it is closed.
 func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
-	n := len(piece)
-	if n >= math.MaxInt32 {
-		// Positions are kept in 32 bits. No message is this long; count its halves (an
-		// estimate: a token may span the middle).
-		a, w1, ok1 := bpeCountHeap(done, piece[:n/2], ranks)
-		b, w2, ok2 := bpeCountHeap(done, piece[n/2:], ranks)
-		return a + b, w1 + w2, ok1 && ok2
-	}
-	// Part i starts at byte i while it is alive; next[i] is the start of the part after it
-	// (n for the last), prev[i] the start of the part before it; rank[i] is the rank of
-	// merging part i with the next part, noRank if there is none.
-	buf := mergeBufs.Get().(*mergeBuf)
-	defer buf.put()
-	next, prev, rank := buf.arrays(n)
-	q := &buf.q
-	for i := range n {
-		next[i], prev[i] = int32(i+1), int32(i-1)
-		rank[i] = noRank
-		if i+2 <= n {
-			if rank[i] = ranks.rank(piece[i : i+2]); rank[i] != noRank {
-				q.push(pairKey(int(rank[i]), i))
-			}
-		}
-	}
-	work = n
-	pairRank := func(i int32) int32 {
-		work++
-		j := next[i]
-		if int(j) >= n {
-			return noRank
-		}
-		return ranks.rank(piece[i:next[j]])
-	}
-	parts = n
-	for pops := 1; q.len() > 0; pops++ {
-		if pops%stopCheck == 0 && stopped(done) {
+	b := mergeBufs.Get().(*mergeBuf)
+	defer mergeBufs.Put(b)
+	b.use(ranks)
+	for s := 0; s < len(piece); {
+		if stopped(done) {
 			return parts, work, false
 		}
-		r, i := q.pop()
-		if rank[i] != r {
-			continue // stale: the part was merged away, or its pair changed
+		w := piece[s:min(len(piece), s+mergeWindow)]
+		if s+len(w) == len(piece) {
+			return parts + len(w) - b.merge(w, ranks, &work), work, true
 		}
-		j := next[i]
-		k := next[j]
-		next[i] = k
-		rank[j] = noRank
-		if int(k) < n {
-			prev[k] = i
+		if b.lastLen > 0 && string(b.last[:]) == w {
+			parts, s = parts+b.lastParts, s+b.lastLen
+			continue
 		}
-		parts--
-		if rank[i] = pairRank(i); rank[i] != noRank {
-			q.push(pairKey(int(rank[i]), int(i)))
-			work++
-		}
-		if p := prev[i]; p >= 0 {
-			if rank[p] = pairRank(p); rank[p] != noRank {
-				q.push(pairKey(int(rank[p]), int(p)))
-				work++
+		b.merge(w, ranks, &work)
+		// Count the parts ending at or before cut (at least one), stopping at the first
+		// that ends after it.
+		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
+		for i := int32(0); ; i = b.next[i] {
+			e := b.next[i]
+			if e > cut && n > 0 {
+				break
 			}
+			n, end = n+1, int(e)
 		}
+		copy(b.last[:], w)
+		b.lastParts, b.lastLen = n, end
+		parts, s = parts+n, s+end
 	}
 	return parts, work, true
 }
 
-// mergeBuf is the working memory of one long merge, reused: a megabyte-long piece needs
-// ~20 MB of it, which would otherwise be allocated, zeroed and collected every time.
+const (
+	// mergeWindow is the length of the windows a long piece is merged in: the longest
+	// piece counted exactly in all cases. Pre-tokens of ordinary text (words, numbers,
+	// runs of punctuation or white space) are far shorter. A power of 4 (merge's tree),
+	// at most 1<<12 (treeKey).
+	mergeWindow = 4096
+	// mergeMargin is the tail of a window whose parts are merged again with the next
+	// window rather than counted: a merge chain must reach back further than this from
+	// the window's end to change a count. It is longer than any token of the encodings.
+	mergeMargin = 192
+)
+
+// pairCacheBits is the log2 of the number of entries of a merge's pair cache.
+const pairCacheBits = 12
+
+// mergeBuf is the working memory of one long piece's merge (~100 KiB), reused: the arrays
+// of one window, its tree, a cache of the ranks of pairs of tokens and the last window
+// counted.
 type mergeBuf struct {
-	next, prev, rank []int32
-	q                pairQueue
+	// Part i of the window starts at byte i while it is alive; next[i] is the start of
+	// the part after it (the window's length for the last), prev[i] the start of the part
+	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
+	// tree (merge, treeInner).
+	next, prev, tok [mergeWindow]int32
+	tree            [treeInner + mergeWindow]uint32
+	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
+	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
+	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
+	owner *bpeRanks
+	pairs [1 << pairCacheBits]uint64
+	// last is the last window counted (not the final one of its piece), lastParts the
+	// number of parts counted of it and lastLen their length (0: none).
+	last               [mergeWindow]byte
+	lastParts, lastLen int
 }
 
 var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
 
-// arrays returns the buffer's three arrays of length n (contents undefined).
-func (b *mergeBuf) arrays(n int) (next, prev, rank []int32) {
-	if cap(b.next) < n {
-		b.next, b.prev, b.rank = make([]int32, n), make([]int32, n), make([]int32, n)
+// use readies the buffer for a merge under ranks.
+func (b *mergeBuf) use(ranks *bpeRanks) {
+	if b.owner != ranks {
+		b.owner = ranks
+		clear(b.pairs[:])
+		b.lastLen = 0
 	}
-	return b.next[:n], b.prev[:n], b.rank[:n]
 }
 
-// put empties the queue and returns the buffer to the pool, unless it grew past
-// maxPooledMerge (kept only for ordinary pieces).
-func (b *mergeBuf) put() {
-	if cap(b.next) > maxPooledMerge {
-		return
-	}
-	b.q.reset()
-	mergeBufs.Put(b)
+// pairTag is the cache key of the pair of tokens of ranks a and b (each < 1<<18), with a
+// bit set so that no key is 0.
+func pairTag(a, b int32) uint64 { return 1<<36 | uint64(a)<<18 | uint64(b) }
+
+// pairHash multiplies a pair cache key into its slot (Fibonacci hashing).
+const pairHash = 0x9E3779B97F4A7C15
+
+// fillPair looks up the rank of s, the bytes of a pair missing from the pair cache, and
+// stores it in the cache's slot under tag.
+func fillPair(ranks *bpeRanks, slot *uint64, tag uint64, s string) int32 {
+	r := ranks.rank(s)
+	*slot = tag<<20 | uint64(r+1)
+	return r
 }
 
-// maxPooledMerge is the longest piece whose merge buffer is kept for reuse.
-const maxPooledMerge = 4 << 20
-
-func (q *pairQueue) reset() {
-	q.last, q.n = 0, 0
-	for i := range q.buckets {
-		q.buckets[i] = q.buckets[i][:0]
-	}
-	q.low = q.low[:0]
-}
-
-// pairQueue is the merge's priority queue of pair keys: a radix heap (O(1) push, pops
-// amortised over the key's bits, memory touched in order) for keys at or above the last
-// key popped, and a heap for the rare keys below it (a merge whose new pair has a lower
-// rank than the merge itself). Keys are popped in increasing order.
-type pairQueue struct {
-	last    uint64
-	n       int
-	buckets [65][]uint64 // bucket b holds keys whose highest bit differing from last is bit b-1
-	low     pairHeap
-}
-
-func (q *pairQueue) len() int { return q.n + len(q.low) }
-
-func (q *pairQueue) push(k uint64) {
-	if k < q.last {
-		q.low.push(k)
-		return
-	}
-	b := bits.Len64(k ^ q.last)
-	q.buckets[b] = append(q.buckets[b], k)
-	q.n++
-}
-
-// pop removes the smallest key and returns its rank and start.
-func (q *pairQueue) pop() (rank, start int32) {
-	if len(q.low) > 0 {
-		return q.low.pop()
-	}
-	if len(q.buckets[0]) == 0 {
-		b := 1
-		for len(q.buckets[b]) == 0 {
-			b++
-		}
-		keys := q.buckets[b]
-		m := keys[0]
-		for _, k := range keys[1:] {
-			m = min(m, k)
-		}
-		q.last = m
-		for _, k := range keys {
-			c := bits.Len64(k ^ m)
-			q.buckets[c] = append(q.buckets[c], k)
-		}
-		q.buckets[b] = keys[:0]
-	}
-	z := q.buckets[0]
-	k := z[len(z)-1]
-	q.buckets[0] = z[:len(z)-1]
-	q.n--
-	return int32(k >> 32), int32(uint32(k))
-}
-
-// stopCheck is how many heap pops a long merge makes between checks of its done channel:
-// well under a millisecond of work.
-const stopCheck = 4096
-
-// heapArity is the pair heap's number of children per node: four keys fill half a cache
-// line, and the heap is half as deep as a binary one.
-const heapArity = 4
-
-// pairHeap is a 4-ary min-heap of pair keys: rank in the high 32 bits, the pair's start
-// in the low, so keys order by rank, then leftmost first.
-type pairHeap []uint64
-
-func pairKey(rank, start int) uint64 { return uint64(rank)<<32 | uint64(start) }
-
-func (h *pairHeap) push(k uint64) {
-	*h = append(*h, k)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if s[p] <= k {
-			break
-		}
-		s[i] = s[p]
-		i = p
-	}
-	s[i] = k
-}
-
-// pop removes the smallest key and returns its rank and start.
-func (h *pairHeap) pop() (rank, start int32) {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	*h = s[:last]
-	if last > 0 {
-		h.down(0)
-	}
-	return int32(top >> 32), int32(uint32(top))
-}
-
-func (h pairHeap) down(i int) {
-	n := len(h)
-	k := h[i]
-	for {
-		first := heapArity*i + 1
-		if first >= n {
-			break
-		}
-		c := first
-		for d := first + 1; d < min(first+heapArity, n); d++ {
-			if h[d] < h[c] {
-				c = d
+// merge merges window w (at most mergeWindow bytes) exactly, leaving its parts in b, and
+// returns the number of merges made. It adds its rank lookups and tree updates to work.
+//
+// The pairs wait in a 4-ary tournament tree: leaf i holds the key (rank, i) of merging
+// part i with the next one (noKey if none), every inner node the least key of its four
+// children, so the root is the pair to merge: the lowest-ranked, the leftmost on a tie.
+// A merge updates three neighbouring leaves and their ancestors, each once: a walk of
+// log4(mergeWindow) levels without branches on the keys.
+func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
+	n := int32(len(w))
+	next, prev, tok := b.next[:n], b.prev[:n], b.tok[:n]
+	t := &b.tree
+	leaves := t[treeInner:]
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+		tok[i] = ranks.byteRank[w[i]]
+		leaves[i] = noKey
+		if i+1 < n {
+			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
+				leaves[i] = treeKey(r, i)
 			}
 		}
-		if k <= h[c] {
-			break
-		}
-		h[i] = h[c]
-		i = c
 	}
-	h[i] = k
+	// Build the nodes over leaves [0, n) only, level by level (a short window costs
+	// O(n), not O(mergeWindow)); the other children of those nodes hold noKey.
+	cnt := int(n)
+	for i := cnt; i < (cnt+3)&^3; i++ {
+		leaves[i] = noKey
+	}
+	for size := mergeWindow / 4; size >= 1; size /= 4 {
+		off := (size - 1) / 3 // the first node of the level
+		cnt = (cnt + 3) / 4
+		for m := off; m < off+cnt; m++ {
+			t[m] = min4(t, m)
+		}
+		for m := off + cnt; size > 1 && m < off+(cnt+3)&^3; m++ {
+			t[m] = noKey
+		}
+	}
+	lookups := int(n)
+	for t[0] < noPair {
+		i := int32(t[0] & (1<<12 - 1))
+		j := next[i]
+		k := next[j]
+		next[i], tok[i] = k, int32(t[0]>>12)
+		merges++
+		leaves[j], leaves[i] = noKey, noKey
+		if k < n {
+			prev[k] = i
+			// The rank of the pair (i, k), through the pair cache (written out: a call
+			// costs more than the lookup).
+			tag := pairTag(tok[i], tok[k])
+			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+			r := int32(*slot&(1<<20-1)) - 1
+			if *slot>>20 != tag {
+				r = fillPair(ranks, slot, tag, w[i:next[k]])
+			}
+			leaves[i] = treeKey(r, i)
+			lookups++
+		}
+		p := prev[i]
+		if p >= 0 {
+			tag := pairTag(tok[p], tok[i])
+			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+			r := int32(*slot&(1<<20-1)) - 1
+			if *slot>>20 != tag {
+				r = fillPair(ranks, slot, tag, w[p:k])
+			}
+			leaves[p] = treeKey(r, p)
+			lookups++
+		} else {
+			p = i
+		}
+		// Recompute the ancestors of leaves p ≤ i < j, once each: their paths join.
+		a, c, d := (treeInner+int(p)-1)>>2, (treeInner+int(i)-1)>>2, (treeInner+int(j)-1)>>2
+		for {
+			t[a] = min4(t, a)
+			if c != a {
+				t[c] = min4(t, c)
+			}
+			if d != c {
+				t[d] = min4(t, d)
+			}
+			if a == 0 {
+				break
+			}
+			a, c, d = (a-1)>>2, (c-1)>>2, (d-1)>>2
+		}
+	}
+	*work += lookups + 3*merges
+	return merges
 }
+
+// treeInner is the number of inner nodes of mergeBuf.tree: node 0 is the root, node m's
+// children are 4m+1 to 4m+4, and leaf i is node treeInner+i.
+const treeInner = (mergeWindow - 1) / 3
+
+// min4 is the least key of node m's children.
+func min4(t *[treeInner + mergeWindow]uint32, m int) uint32 {
+	c := t[4*m+1 : 4*m+5 : 4*m+5]
+	return min(min(c[0], c[1]), min(c[2], c[3]))
+}
+
+// noKey is the key of no pair: above every pair's.
+const noKey = ^uint32(0)
+
+// noPair is above every key of a pair, and at most the key of noRank (treeKey).
+const noPair = 1 << 30
+
+// A window's positions fit the 12 bits treeKey keeps for them.
+const _ = uint(1<<12 - mergeWindow)
+
+// treeKey is the key of the pair of rank (below 1<<18) starting at byte start of a
+// window: ordered by rank, then leftmost first. The key of noRank is at least noPair.
+func treeKey(rank, start int32) uint32 { return uint32(rank)<<12 | uint32(start) }

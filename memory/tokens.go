@@ -156,7 +156,10 @@ func GetTokenizer(encoding string) (*Tokenizer, error) {
 			e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
 			return
 		}
-		e.t.ranks = newBPERanks(ranks)
+		if e.t.ranks = newBPERanks(ranks); !e.t.ranks.ids {
+			e.t.split, e.t.ranks = nil, nil // ranks this merge cannot key: count through tiktoken-go
+			return
+		}
 		e.t.pattern = regexp2.MustCompile(pattern, regexp2.None)
 	})
 	return e.t, e.err
