@@ -128,7 +128,10 @@ func TestMergeWorkIsLinear(t *testing.T) {
 			if work > 8*n {
 				t.Errorf("%s of %d bytes: %d lookups and updates, more than 8 per byte", name, n, work)
 			}
-			if prev > 0 && float64(work) > 2.1*float64(prev) {
+			// A run of one letter repeats its windows, which are counted once each (the
+			// window cache): its work may jump between sizes, bounded per byte above; DNA's
+			// windows never repeat, so its work doubles with the input at most.
+			if name == "acgt" && prev > 0 && float64(work) > 2.1*float64(prev) {
 				t.Errorf("%s: %d bytes took %d lookups and updates, half as many %d", name, n, work, prev)
 			}
 			prev = work
