@@ -19,6 +19,9 @@ const (
 	msgStreamFailed   = "EndpointWriter failed to create receive stream"
 	msgConnected      = "EndpointWriter connected"
 	msgGossipFailed   = "sendGossipForMember failed"
+	// msgTopicPruned is pubsub's (cluster/pubsub_topic.go) note that a topic dropped
+	// subscribers on a member that left: expected after any leave or death.
+	msgTopicPruned = "Topic removed subscribers, because they are dead or they are on members that left the clusterIdentity:"
 )
 
 // msgPeerUnreachable is the one INFO line a member writes when a peer's connection is
@@ -52,7 +55,8 @@ const (
 // every failed redial (ERROR, several a minute) and every failed gossip to it (WARN,
 // several a second). The first of these for a peer becomes one INFO line
 // (msgPeerUnreachable); the rest go on at DEBUG until the peer connects again or
-// quietFor passes.
+// quietFor passes. Pubsub's WARN that a topic dropped the subscribers the peer hosted
+// goes on at INFO.
 type actorLogHandler struct {
 	next    slog.Handler
 	min     slog.Level
@@ -90,6 +94,10 @@ func (h *actorLogHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 	case msgGossipFailed:
 		return h.peerUnreachable(ctx, r, "member:"+attrString(r, "MemberId"))
+	case msgTopicPruned:
+		// The cluster already reported the member gone; the topic forgetting its
+		// subscribers there is the expected consequence, not an operator's problem.
+		return h.pass(ctx, r, slog.LevelInfo, "topic dropped subscribers on members that left the cluster")
 	}
 	if r.Level < h.min || !h.next.Enabled(ctx, r.Level) {
 		return nil

@@ -97,6 +97,12 @@ func TestDeadPeerIsOneInfoLine(t *testing.T) {
 	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "peer unreachable") {
 		t.Fatalf("a peer lost again after it reconnected: %q", l)
 	}
+	// The pubsub topic forgetting the dead member's subscribers is one INFO line.
+	buf.Reset()
+	log.Warn(msgTopicPruned, slog.String("topic", "fathom.restarts"), slog.Any("subscribers", []string{"observer"}))
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "level=INFO") || !strings.Contains(l[0], "topic=fathom.restarts") {
+		t.Fatalf("a topic pruning a dead member's subscribers: %q", l)
+	}
 	// Other Proto.Actor errors pass as they are.
 	buf.Reset()
 	log.Error("something else broke", slog.String("address", addr))
