@@ -455,7 +455,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if !f.maxLLMCalls.set {
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
 	}
-	f.tenancy.apply(&scfg)
+	if err := f.tenancy.apply(&scfg, f.file); err != nil {
+		return fathomapi.Config{}, err
+	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}

@@ -487,13 +487,27 @@ func (w *wsConn) ask(frame string) (int, []byte) {
 var wsStatus = map[string]int{"invalid_argument": 400, "unauthenticated": 401, "permission_denied": 403, "not_found": 404,
 	"failed_precondition": 409, "unavailable": 503, "internal": 500, "timeout": 504, "unknown_op": 400, "unsupported": 501}
 
-// TestMembersReadOwnOnly: with --members-read-own-only a member sees only the sessions
+// TestMembersReadOwnOnly: with --members-read-own-only (set by its environment variable,
+// or by the configuration file's members_read_own_only) a member sees only the sessions
 // it started: a colleague's session is answered as a missing one and left out of the
 // list; an operator and a viewer of the tenant still read it.
 func TestMembersReadOwnOnly(t *testing.T) {
+	t.Run("env", func(t *testing.T) {
+		testMembersReadOwnOnly(t, cleanEnv("FATHOM_MEMBERS_READ_OWN_ONLY=true"))
+	})
+	t.Run("config key", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "fathom.yaml")
+		if err := os.WriteFile(file, []byte("members_read_own_only: true\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testMembersReadOwnOnly(t, cleanEnv(), "--config", file)
+	})
+}
+
+func testMembersReadOwnOnly(t *testing.T, env []string, args ...string) {
 	iss := testissuer.New(t)
-	n := startNode(t, cleanEnv("FATHOM_MEMBERS_READ_OWN_ONLY=true"), "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(),
-		"--oidc-audience", testissuer.DefaultAudience)
+	n := startNode(t, env, append(args, "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(),
+		"--oidc-audience", testissuer.DefaultAudience)...)
 	alice := iss.Sign(t, iss.Claims("alice", "acme"))
 	carol := iss.Sign(t, iss.Claims("carol", "acme", "member"))
 	op := iss.Sign(t, iss.Claims("otto", "acme", "operator"))

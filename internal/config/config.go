@@ -85,6 +85,10 @@ type File struct {
 	// when the file sets it.
 	LLMMaxConcurrent    int
 	LLMMaxConcurrentSet bool
+	// MembersReadOwnOnly is members_read_own_only (tenants.go): a member sees only the
+	// sessions it started. MembersReadOwnOnlySet is true when the file sets it.
+	MembersReadOwnOnly    bool
+	MembersReadOwnOnlySet bool
 	// Identity is the gateway's identities besides its static tokens: the OIDC keys
 	// and api_keys (identity.go).
 	Identity Identity
@@ -151,6 +155,8 @@ var sections = map[string]section{
 	"tenant_defaults":    parseTenantDefaults,
 	"tenants":            parseTenants,
 	"llm_max_concurrent": parseLLMMaxConcurrent,
+	// Tenancy policy: a member reads only its own sessions (--members-read-own-only).
+	"members_read_own_only": parseMembersReadOwnOnly,
 	// Identities besides the static tokens (identity.go).
 	"oidc_issuer":            identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
 	"jwks_url":               identityString(func(i *Identity) *string { return &i.JWKSURL }, true),

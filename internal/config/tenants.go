@@ -260,3 +260,16 @@ func parseLLMMaxConcurrent(p *parser, f *File, key string, _, v *yaml.Node) erro
 	f.LLMMaxConcurrent, f.LLMMaxConcurrentSet = int(n), true
 	return nil
 }
+
+// parseMembersReadOwnOnly parses members_read_own_only: true or false.
+func parseMembersReadOwnOnly(p *parser, f *File, key string, _, v *yaml.Node) error {
+	if v.Kind != yaml.ScalarNode {
+		return p.err(v, key, "want true or false")
+	}
+	var b bool
+	if err := v.Decode(&b); err != nil {
+		return p.err(v, key, fmt.Sprintf("want true or false, not %q", v.Value))
+	}
+	f.MembersReadOwnOnly, f.MembersReadOwnOnlySet = b, true
+	return nil
+}
