@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -135,11 +136,12 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 		// exp and nbf are checked by Authenticate, with ClockSkew.
 		SkipExpiryCheck: true,
 	}
-	client := &http.Client{
-		Timeout:   cfg.HTTPTimeout,
-		Transport: &throttledTransport{next: cfg.Transport, every: cfg.MinRefresh, now: cfg.Now, last: map[string]*fetched{}},
-	}
+	tt := &throttledTransport{next: cfg.Transport, every: cfg.MinRefresh, now: cfg.Now, last: map[string]*fetched{}}
+	client := &http.Client{Timeout: cfg.HTTPTimeout, Transport: tt}
 	octx := oidc.ClientContext(context.WithoutCancel(ctx), client)
+	remote := func(url string) oidc.KeySet {
+		return newFreshKeys(func() *oidc.RemoteKeySet { return oidc.NewRemoteKeySet(octx, url) }, &tt.gets)
+	}
 	j := &JWT{cfg: cfg}
 	switch {
 	case cfg.KeyFile != "":
@@ -152,7 +154,7 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 		if err := checkURL(cfg.JWKSURL); err != nil {
 			return nil, fmt.Errorf("jwt: JWKS URL: %w", err)
 		}
-		j.verifier = oidc.NewVerifier(cfg.Issuer, oidc.NewRemoteKeySet(octx, cfg.JWKSURL), vcfg)
+		j.verifier = oidc.NewVerifier(cfg.Issuer, remote(cfg.JWKSURL), vcfg)
 	case cfg.Issuer != "":
 		if err := checkURL(cfg.Issuer); err != nil {
 			return nil, fmt.Errorf("jwt: issuer: %w", err)
@@ -163,7 +165,13 @@ func NewJWT(ctx context.Context, cfg JWTConfig) (*JWT, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jwt: discover issuer %s: %w", cfg.Issuer, err)
 		}
-		j.verifier = p.VerifierContext(octx, vcfg)
+		var meta struct {
+			JWKSURL string `json:"jwks_uri"`
+		}
+		if err := p.Claims(&meta); err != nil || meta.JWKSURL == "" {
+			return nil, fmt.Errorf("jwt: issuer %s: its configuration names no jwks_uri", cfg.Issuer)
+		}
+		j.verifier = oidc.NewVerifier(cfg.Issuer, remote(meta.JWKSURL), vcfg)
 	default:
 		return nil, errors.New("jwt: no key source: give an issuer, a JWKS URL or a key file")
 	}
@@ -360,6 +368,8 @@ func pemPublicKey(b *pem.Block) (crypto.PublicKey, error) {
 // budget is answered with the URL's last answer, so unknown key ids cannot make the
 // node hammer the issuer.
 type throttledTransport struct {
+	// gets counts the GETs this transport has begun to answer (fetched or paced).
+	gets  atomic.Uint64
 	next  http.RoundTripper
 	every time.Duration
 	now   func() time.Time
@@ -392,6 +402,7 @@ func (t *throttledTransport) allow(f *fetched) bool {
 }
 
 func (t *throttledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.gets.Add(1)
 	key := req.URL.String()
 	t.mu.Lock()
 	f := t.last[key]
@@ -435,4 +446,40 @@ func (f fetched) response(req *http.Request) *http.Response {
 		Status: fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)), StatusCode: f.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: f.header.Clone(), Body: io.NopCloser(bytes.NewReader(f.body)), ContentLength: int64(len(f.body)), Request: req,
 	}
+}
+
+// freshKeys is go-oidc's RemoteKeySet, made to verify a token against keys fetched after
+// the token was presented. On a key id it has not cached, RemoteKeySet waits for a fetch
+// of the JWKS, but it may join a fetch that began before the call (one in flight, or one
+// that has just finished and is not yet cleared), whose keys can predate the token's key:
+// a token of a key the issuer has just published would be refused once. When a failure
+// saw no fetch begin (gets did not move), the token is tried once more on a new
+// RemoteKeySet, which has no fetch to join and so fetches (paced like every fetch); when
+// that one verifies it, it replaces the old set. A fetch that began during the call, or
+// was answered from the pacing's last JWKS, is the answer.
+type freshKeys struct {
+	cur    atomic.Pointer[oidc.RemoteKeySet]
+	newSet func() *oidc.RemoteKeySet
+	gets   *atomic.Uint64
+}
+
+func newFreshKeys(newSet func() *oidc.RemoteKeySet, gets *atomic.Uint64) *freshKeys {
+	f := &freshKeys{newSet: newSet, gets: gets}
+	f.cur.Store(newSet())
+	return f
+}
+
+// VerifySignature implements oidc.KeySet.
+func (f *freshKeys) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	ks := f.cur.Load()
+	mark := f.gets.Load()
+	payload, err := ks.VerifySignature(ctx, jwt)
+	if err == nil || f.gets.Load() != mark || ctx.Err() != nil {
+		return payload, err
+	}
+	fresh := f.newSet()
+	if payload, err = fresh.VerifySignature(ctx, jwt); err == nil {
+		f.cur.CompareAndSwap(ks, fresh)
+	}
+	return payload, err
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -192,17 +193,9 @@ func TestJWTKeyRotation(t *testing.T) {
 	fetches := iss.JWKSFetches()
 	old := iss.Rotate(t)
 	newTok := iss.Sign(t, iss.Claims("bob", "acme"))
-	// go-oidc hands a fetch that has just finished to the next caller too (its in-flight
-	// request is cleared after its waiters wake), so a call right after a fetch may verify
-	// against that fetch's keys: retry a few times, as a client would.
-	var p auth.Principal
-	var err error
-	for i := 0; i < 50; i++ {
-		if p, err = j.Authenticate(ctx, newTok); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond) // let go-oidc clear its finished fetch
-	}
+	// The first token's fetch has just finished: the new key's token is still verified
+	// against a fetch that begins after it (TestJWTNewKeyDuringAFetch).
+	p, err := j.Authenticate(ctx, newTok)
 	if err != nil || p.Subject != "bob" {
 		t.Fatalf("token of the new key: %+v, %v", p, err)
 	}
@@ -406,5 +399,77 @@ func TestJWTKeySetTooLarge(t *testing.T) {
 	j := newJWT(t, auth.JWTConfig{JWKSURL: srv.URL})
 	if _, err := j.Authenticate(context.Background(), iss.Sign(t, iss.Claims("alice", "acme"))); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("a 1 MiB JWKS: %v, want refused as too large", err)
+	}
+}
+
+// gatedTransport holds the answer of the first JWKS fetch after arm until release: the
+// issuer has answered (answered is closed) but the verifier has not got the keys yet.
+type gatedTransport struct {
+	armed    chan struct{}
+	answered chan struct{}
+	release  chan struct{}
+	once     sync.Once
+}
+
+func (g *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	select {
+	case <-g.armed:
+		if strings.HasSuffix(req.URL.Path, "/jwks") {
+			g.once.Do(func() {
+				close(g.answered)
+				<-g.release
+			})
+		}
+	default:
+	}
+	return resp, err
+}
+
+// waitersForKeys counts the goroutines waiting in go-oidc for a JWKS fetch.
+func waitersForKeys() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*RemoteKeySet).keysFromRemote(")
+}
+
+// TestJWTNewKeyDuringAFetch: a token of a key the issuer publishes while a JWKS fetch
+// is on its way (the issuer answered before the new key existed) is accepted: the
+// verifier does not judge it by the keys of a fetch that began before the token came.
+func TestJWTNewKeyDuringAFetch(t *testing.T) {
+	iss := testissuer.New(t)
+	g := &gatedTransport{armed: make(chan struct{}), answered: make(chan struct{}), release: make(chan struct{})}
+	j := newJWT(t, auth.JWTConfig{Issuer: iss.URL(), Transport: g})
+	ctx := context.Background()
+	oldTok := iss.Sign(t, iss.Claims("alice", "acme"))
+	close(g.armed)
+	first := make(chan error, 1)
+	go func() { _, err := j.Authenticate(ctx, oldTok); first <- err }()
+	select {
+	case <-g.answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first token fetched no JWKS")
+	}
+	iss.Rotate(t) // the issuer publishes a new key after it answered that fetch
+	newTok := iss.Sign(t, iss.Claims("bob", "acme"))
+	second := make(chan auth.Principal, 1)
+	secondErr := make(chan error, 1)
+	go func() {
+		p, err := j.Authenticate(ctx, newTok)
+		second <- p
+		secondErr <- err
+	}()
+	// Both tokens wait on the fetch in flight before it delivers its keys.
+	for deadline := time.Now().Add(10 * time.Second); waitersForKeys() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d verifications wait for the JWKS fetch, want 2", waitersForKeys())
+		}
+		runtime.Gosched()
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatalf("token of the old key: %v", err)
+	}
+	if p, err := <-second, <-secondErr; err != nil || p.Subject != "bob" {
+		t.Fatalf("token of the key published during the fetch: %+v, %v", p, err)
 	}
 }
