@@ -2,11 +2,13 @@ package fathom_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/bolt"
 )
 
 // BenchmarkLocalNodeStartStop is what every in-process command (fathom run, session
@@ -35,6 +37,21 @@ func BenchmarkLocalNodeStartStop(b *testing.B) {
 	}
 	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms/op")
 	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop-ms/op")
+}
+
+// BenchmarkBaselineJournalOpenClose is the floor of any in-process command: opening the
+// embedded journal in a new data dir and closing it (BenchmarkLocalNodeStartStop's
+// baseline in BENCHMARKS.md).
+func BenchmarkBaselineJournalOpenClose(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		j, err := bolt.Open(filepath.Join(b.TempDir(), "journal.db"), bolt.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkLocalNodeStopAfterASession is the stop of an in-process node whose session

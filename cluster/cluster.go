@@ -187,7 +187,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	var provider cluster.ClusterProvider
 	switch cfg.Provider {
 	case ProviderLocal:
-		provider = localProvider{test.NewTestProvider(test.NewInMemAgent())}
+		provider = &localProvider{ClusterProvider: test.NewTestProvider(test.NewInMemAgent()), registered: make(chan struct{})}
 	case ProviderConsul:
 		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
@@ -258,17 +258,38 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}
 	n.started = true
-	if err := n.startMember(); err != nil {
-		return err
+	// Proto.Actor's StartMember ends with a fixed 1 s sleep after the member registered
+	// with its provider. A local member is usable once its provider has registered it
+	// (the topology it publishes has then reached every subscriber, the identity lookup
+	// too), so its start runs on its own and is waited for only until then; startMu is
+	// held until then too, not through the sleep. A Consul member's topology comes from
+	// the agent: its start is waited for.
+	startMu.Lock()
+	defer startMu.Unlock()
+	started := make(chan error, 1)
+	go func() { started <- n.startMember() }()
+	var registered <-chan struct{}
+	if lp, ok := n.cluster.Config.ClusterProvider.(*localProvider); ok {
+		registered = lp.registered
 	}
-	self := n.memberID()
-	tick := time.NewTicker(20 * time.Millisecond)
+	select {
+	case err := <-started:
+		if err != nil {
+			return err
+		}
+	case <-registered:
+	case <-ctx.Done():
+		<-started
+		n.shutdown(false)
+		return fmt.Errorf("cluster: member %s:%d did not start: %w", n.cfg.Host, n.cfg.Port, ctx.Err())
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for !n.hasMember(self) {
+	for self := n.memberID(); !n.hasMember(self); self = n.memberID() {
 		select {
 		case <-ctx.Done():
 			n.shutdown(false)
-			return fmt.Errorf("cluster: member %s did not join the %s topology: %w", n.Address(), n.cfg.Provider, ctx.Err())
+			return fmt.Errorf("cluster: member %s:%d did not join the %s topology: %w", n.cfg.Host, n.cfg.Port, n.cfg.Provider, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -281,12 +302,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 const gossipHeartbeatExpiration = 7 * 24 * time.Hour
 
 // startMu serialises member starts in one process: Proto.Actor's remote.Start writes
-// grpc's global logger, a data race when two members start concurrently.
+// grpc's global logger, a data race when two members start concurrently. Node.Start
+// holds it until its member has started (a local member: is registered).
 var startMu sync.Mutex
 
 func (n *Node) startMember() (err error) {
-	startMu.Lock()
-	defer startMu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("cluster: start member on %s:%d: %v", n.cfg.Host, n.cfg.Port, r)
@@ -396,6 +416,12 @@ func (n *Node) shutdown(graceful bool) {
 			n.log.Warn("cluster shutdown panicked", "panic", fmt.Sprint(r))
 		}
 	}()
+	if graceful && n.cfg.Provider == ProviderLocal {
+		force := time.AfterFunc(n.cfg.DrainTimeout, n.closeServer)
+		defer force.Stop()
+		n.leaveAlone()
+		return
+	}
 	if graceful {
 		// Cluster.Shutdown's own steps before the server's drain take about 2 s.
 		force := time.AfterFunc(2*time.Second+n.cfg.DrainTimeout, n.closeServer)
@@ -407,6 +433,19 @@ func (n *Node) shutdown(graceful bool) {
 	if err := n.cluster.Config.ClusterProvider.Shutdown(graceful); err != nil {
 		n.log.Warn("stop the member provider", "error", err)
 	}
+}
+
+// leaveAlone is the graceful leave of a member of the local provider: Proto.Actor's
+// Cluster.Shutdown(true) in its order, without its fixed 2 s wait for the ownership of
+// grains to move to other members: a local member has none, and its grains were stopped
+// by Handover or are stopped here by the identity lookup.
+func (n *Node) leaveAlone() {
+	c := n.cluster
+	c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
+	c.ActorSystem.Shutdown()
+	c.IdentityLookup.Shutdown()
+	c.Gossip.Shutdown()
+	c.Remote.Shutdown(true)
 }
 
 // closeServer closes the member's gRPC server and every connection to it.
@@ -425,10 +464,24 @@ func (n *Node) closeServer() {
 // deregistration made the member list block the leaving member while the gossip loop,
 // still running, read the block list unlocked (a data race inside Proto.Actor). The
 // provider's refresh ticker is left running; it only touches the agent.
-type localProvider struct{ cluster.ClusterProvider }
+type localProvider struct {
+	cluster.ClusterProvider
+	// registered is closed once StartMember has registered the member: the agent
+	// published the topology with it, synchronously, to every subscriber.
+	registered chan struct{}
+}
+
+// StartMember implements cluster.ClusterProvider.
+func (p *localProvider) StartMember(c *cluster.Cluster) error {
+	if err := p.ClusterProvider.StartMember(c); err != nil {
+		return err
+	}
+	close(p.registered)
+	return nil
+}
 
 // Shutdown implements cluster.ClusterProvider: there is nobody to tell.
-func (localProvider) Shutdown(bool) error { return nil }
+func (*localProvider) Shutdown(bool) error { return nil }
 
 // Ready reports why this member cannot place grains, nil when it can: it must be
 // running, see itself in its own topology, and (with Consul) not have been dropped by

@@ -95,6 +95,8 @@ var tableRows = []row{
 		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/baseline=retokenize-200", Kind: "time", Max: 0.05},
 	{ID: "context-growth", What: "a step call's context as the grain builds it (history extended by a tool turn, then fitted to the budget) at 10,000 transcript messages against 200 (history-length independence)",
 		Pkg: "./actors/session", Bench: "BenchmarkStepContext/messages=10000", Base: "BenchmarkStepContext/messages=200", Kind: "time", Max: 1.2},
+	{ID: "node-start-stop", What: "start and stop of an in-process node (local cluster provider, embedded journal), what every in-process command pays; target ≤ 300 ms (bare: open and close of the embedded journal)",
+		Pkg: ".", Bench: "BenchmarkLocalNodeStartStop", Base: "BenchmarkBaselineJournalOpenClose", Extra: []string{"start-ms/op", "stop-ms/op"}, Kind: "time", BenchTime: "20x"},
 	{ID: "count-ascii", What: "token counting of ASCII text, o200k (bare: tiktoken-go `EncodeOrdinary`)",
 		Pkg: "./memory", Bench: "BenchmarkCountASCII/o200k_base/memory.Count", Base: "BenchmarkCountASCII/o200k_base/tiktoken.EncodeOrdinary", Kind: "time"},
 	{ID: "count-mixed", What: "token counting, text with non-ASCII words, cl100k (bare: tiktoken-go `EncodeOrdinary`)",

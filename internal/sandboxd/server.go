@@ -22,11 +22,13 @@ import (
 // WebSocket connections and runs their executions. Create it with New, serve it on
 // fsp.Path, stop it with Close.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	iso      *isolator
-	runtimes map[fsp.Language]runtime
-	upgrader websocket.Upgrader
+	cfg Config
+	// shellProbed: choosing bubblewrap ran the shell's probe, and it passed.
+	shellProbed bool
+	log         *slog.Logger
+	iso         *isolator
+	runtimes    map[fsp.Language]runtime
+	upgrader    websocket.Upgrader
 
 	// slots holds the free execution slots (0..MaxConcurrent-1); a slot is also the
 	// execution's uid offset.
@@ -118,9 +120,10 @@ func (s *Server) chooseIsolation() error {
 			interps = append(interps, rt.interp)
 		}
 		s.iso.bwrap, s.iso.mode, s.iso.mounts = path, IsolationBwrap, hostMounts(interps)
-		err = s.probe(fsp.LangShell)
+		err = s.probe(fsp.LangShell, 0)
 	}
 	if err == nil {
+		s.shellProbed = true
 		return nil
 	}
 	s.iso.mode = IsolationRlimits
@@ -129,16 +132,30 @@ func (s *Server) chooseIsolation() error {
 
 // probeLanguages drops the languages whose probe fails.
 func (s *Server) probeLanguages() {
+	langs := make([]fsp.Language, 0, len(s.runtimes))
 	for lang := range s.runtimes {
-		if err := s.probe(lang); err != nil {
-			s.log.Warn("language disabled: its probe failed", "language", lang, "err", err)
-			delete(s.runtimes, lang)
+		if lang != fsp.LangShell || !s.shellProbed { // the isolation's probe ran the shell's
+			langs = append(langs, lang)
+		}
+	}
+	// The probes run at once, each in a slot of its own (no execution runs yet): a
+	// start waits for the slowest interpreter, not for the sum of them.
+	errs := make([]error, len(langs))
+	var wg sync.WaitGroup
+	for i, lang := range langs {
+		wg.Go(func() { errs[i] = s.probe(lang, i%max(s.cfg.MaxConcurrent, 1)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			s.log.Warn("language disabled: its probe failed", "language", langs[i], "err", err)
+			delete(s.runtimes, langs[i])
 		}
 	}
 }
 
-// probe runs lang's probe program in slot 0 and checks that it prints "ok".
-func (s *Server) probe(lang fsp.Language) error {
+// probe runs lang's probe program in slot and checks that it prints "ok".
+func (s *Server) probe(lang fsp.Language, slot int) error {
 	rt, ok := s.runtimes[lang]
 	if !ok {
 		return fmt.Errorf("no interpreter for %s", lang)
@@ -146,7 +163,7 @@ func (s *Server) probe(lang fsp.Language) error {
 	var mu sync.Mutex
 	var out strings.Builder
 	o, err := s.iso.run(context.Background(), job{
-		rt: rt, code: probeCode[lang], slot: 0, chunk: 4096,
+		rt: rt, code: probeCode[lang], slot: slot, chunk: 4096,
 		limits: fsp.Limits{TimeoutMS: 20000, MemoryMB: 256, MaxOutputBytes: 4096},
 		output: func(_ fsp.Type, d string) bool { mu.Lock(); out.WriteString(d); mu.Unlock(); return true },
 	})
