@@ -1,10 +1,14 @@
 package cluster_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -145,25 +149,22 @@ func TestStopEndsTheServerDrainWithAPeerConnected(t *testing.T) {
 	n := startNode(t, cfg) // its cleanup's Stop is a no-op after ours
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The peer: a raw remoting client holding a stream open and never closing it.
-	conn, err := grpc.NewClient(n.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The peer: a raw remoting client holding a stream open and never closing it, in a
+	// process of its own (the test binary run again): its gRPC transport reads gRPC's
+	// global logger as it closes, which the next test's member start writes.
+	peer := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperRemotingPeer$")
+	peer.Env = append(os.Environ(), "FATHOM_TEST_REMOTING_PEER="+n.Address())
+	out, err := peer.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	sctx, scancel := context.WithCancel(context.Background())
-	defer scancel()
-	stream, err := remote.NewRemotingClient(conn).Receive(sctx)
-	if err != nil {
+	peer.Stderr = os.Stderr
+	if err := peer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
-		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{SystemId: "peer", Address: "127.0.0.1:1"}},
-	}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil { // the member's ConnectResponse: the stream is up
-		t.Fatal(err)
+	defer func() { _ = peer.Process.Kill(); _ = peer.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "up" { // the member's ConnectResponse came
+		t.Fatalf("the peer did not connect: %q %v", line, err)
 	}
 	began := time.Now()
 	if err := n.Stop(ctx); err != nil {
@@ -177,6 +178,40 @@ func TestStopEndsTheServerDrainWithAPeerConnected(t *testing.T) {
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 		if strings.Contains(g, "grpc.(*Server).GracefulStop") {
 			t.Fatalf("a GracefulStop of the member is still running after Stop returned (%s):\n%s", took, g)
+		}
+	}
+}
+
+// TestHelperRemotingPeer is the peer of TestStopEndsTheServerDrainWithAPeerConnected,
+// run in a process of its own: it opens a remoting stream to the member at
+// FATHOM_TEST_REMOTING_PEER, prints "up" once the member answered, and holds the stream
+// until it is killed. Without the variable it does nothing.
+func TestHelperRemotingPeer(t *testing.T) {
+	addr := os.Getenv("FATHOM_TEST_REMOTING_PEER")
+	if addr == "" {
+		t.Skip("a helper process of TestStopEndsTheServerDrainWithAPeerConnected")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := remote.NewRemotingClient(conn).Receive(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{SystemId: "peer", Address: "127.0.0.1:1"}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("up")
+	for {
+		if _, err := stream.Recv(); err != nil {
+			time.Sleep(time.Hour) // the member closed it; the test kills this process
 		}
 	}
 }
