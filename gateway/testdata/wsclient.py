@@ -7,10 +7,13 @@ Each scenario checks what it can on its own (exit 1 with a message on failure) a
 one JSON object on stdout for the Go test to compare with the journal.
 """
 
+import array
 import asyncio
+import fcntl
 import json
 import socket
 import sys
+import termios
 import urllib.parse
 
 import websockets
@@ -147,11 +150,35 @@ async def scenario_auth(url, token, read_token):
     return out
 
 
+def unread(sock):
+    """The bytes the kernel holds for sock that nobody has read yet (FIONREAD)."""
+    n = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, n)
+    return n[0]
+
+
+async def stalled(sock, quiet=1.0):
+    """Waits until the server's writes to sock are blocked: bytes wait unread and no more
+    have come for quiet seconds (longer than the server's slow-consumer timeout), however
+    long the server takes to fill the buffers."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    last, since = -1, loop.time()
+    while loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        n = unread(sock)
+        if n != last:
+            last, since = n, loop.time()
+        elif n > 0 and loop.time() - since >= quiet:
+            return
+    fail(f"the server never stopped writing ({last} bytes unread)")
+
+
 async def scenario_slow(url, token, stream, count):
     count = int(count)
     seqs = []
     # max_queue=1 and a small read_limit: the library stops reading the socket while
-    # we sleep, so the server's writes block. A fixed receive buffer: left to the kernel,
+    # we wait, so the server's writes block. A fixed receive buffer: left to the kernel,
     # it grows up to net.ipv4.tcp_rmem's maximum (32 MiB on some hosts), enough to hold
     # the whole stream of a client that does not read, and the server's writes never block.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -160,7 +187,7 @@ async def scenario_slow(url, token, stream, count):
     sock.connect((parts.hostname, parts.port))
     async with websockets.connect(url, sock=sock, extra_headers=auth(token), max_queue=1, read_limit=4096, write_limit=4096) as ws:
         await ws.send(json.dumps({"op": "subscribe", "session_id": stream}))
-        await asyncio.sleep(2)
+        await stalled(sock)
         try:
             while True:
                 f = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
