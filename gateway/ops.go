@@ -129,6 +129,16 @@ type SessionConfig struct {
 	ThinkingBudget  uint32 `json:"thinking_budget,omitempty"`
 }
 
+// Message is c as the session grain takes it (messages.SessionConfig); nil for nil.
+func (c *SessionConfig) Message() *messages.SessionConfig {
+	if c == nil {
+		return nil
+	}
+	return &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
+		MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
+		ReasoningEffort: c.ReasoningEffort, ThinkingBudget: c.ThinkingBudget}
+}
+
 // opResult is a successful operation's answer.
 type opResult struct {
 	sessionID string
@@ -245,11 +255,7 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 		req.CommandID = NewID("cmd")
 	}
 	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
-	if c := req.Config; c != nil {
-		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
-			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
-			ReasoningEffort: c.ReasoningEffort, ThinkingBudget: c.ThinkingBudget}
-	}
+	sreq.Config = req.Config.Message()
 	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
