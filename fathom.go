@@ -52,6 +52,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 	mcptool "github.com/fathom-agents/fathom/tools/mcp"
@@ -60,7 +61,9 @@ import (
 // LLM selects the model endpoint (node.LLMConfig): API ("openai", the default, or
 // "anthropic"), BaseURL, APIKey, Model, and the client's attempt timeout, resilience
 // (retries, rate limits, circuit breaker), fallback models and streaming. The zero value
-// uses the built-in demo model; LLMFromEnv reads the usual environment variables.
+// uses the built-in demo model, which DemoRules script for the program's own tools and
+// agents (llm/mock rules, tried before the demo's own); LLMFromEnv reads the usual
+// environment variables.
 type LLM = node.LLMConfig
 
 // Quotas are the tenants' limits (internal/quota.Config): Default for every tenant not
@@ -221,6 +224,9 @@ func (c Config) validate() error {
 	}
 	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
 		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
+	}
+	if err := (mock.Script{Rules: c.LLM.DemoRules}).Validate(); err != nil {
+		return fmt.Errorf("LLM.DemoRules: %w", err)
 	}
 	if err := c.cluster().Validate(); err != nil {
 		return err
