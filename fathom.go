@@ -21,8 +21,19 @@
 //		...
 //	}
 //
+// Node has a method for every operation of the gateway (package gateway), acting for
+// the principal its ctx carries (auth.WithPrincipal): StartSession (with per-session
+// Config), List (filters and cursor), State, Timeline, StateAt (a step or a seq), Pause,
+// Resume, SetBreakpoint, ClearBreakpoints, Fork (optionally with a modified step), Send,
+// Answer, Approve, Edit, Reject, Cancel, Delete, Artifacts and ReadArtifact. Every write
+// takes WithCommandID, which makes its retry safe. Errors are values for errors.Is:
+// ErrNotFound (another tenant's session is answered so too), ErrInvalidArgument,
+// ErrFailedPrecondition, ErrPermissionDenied, ErrResourceExhausted, ErrUnavailable,
+// ErrInternal, as the gateway's error codes.
+//
 // With no model endpoint configured (Config.LLM zero), the node answers with the built-in
-// demo model, so a program runs end to end without an API key.
+// demo model, so a program runs end to end without an API key; LLM.DemoRules script it
+// for the program's own tools and agents.
 //
 // The fathom binary is built on this package: `fathom run` and `fathom node` build a
 // Config from their flags, environment and configuration file (cluster, memory,
