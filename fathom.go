@@ -21,8 +21,19 @@
 //		...
 //	}
 //
+// Node has a method for every operation of the gateway (package gateway), acting for
+// the principal its ctx carries (auth.WithPrincipal): StartSession (with per-session
+// Config), List (filters and cursor), State, Timeline, StateAt (a step or a seq), Pause,
+// Resume, SetBreakpoint, ClearBreakpoints, Fork (optionally with a modified step), Send,
+// Answer, Approve, Edit, Reject, Cancel, Delete, Artifacts and ReadArtifact. Every write
+// takes WithCommandID, which makes its retry safe. Errors are values for errors.Is:
+// ErrNotFound (another tenant's session is answered so too), ErrInvalidArgument,
+// ErrFailedPrecondition, ErrPermissionDenied, ErrResourceExhausted, ErrUnavailable,
+// ErrInternal, as the gateway's error codes.
+//
 // With no model endpoint configured (Config.LLM zero), the node answers with the built-in
-// demo model, so a program runs end to end without an API key.
+// demo model, so a program runs end to end without an API key; LLM.DemoRules script it
+// for the program's own tools and agents.
 //
 // The fathom binary is built on this package: `fathom run` and `fathom node` build a
 // Config from their flags, environment and configuration file (cluster, memory,
@@ -45,12 +56,14 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 	mcptool "github.com/fathom-agents/fathom/tools/mcp"
@@ -59,7 +72,9 @@ import (
 // LLM selects the model endpoint (node.LLMConfig): API ("openai", the default, or
 // "anthropic"), BaseURL, APIKey, Model, and the client's attempt timeout, resilience
 // (retries, rate limits, circuit breaker), fallback models and streaming. The zero value
-// uses the built-in demo model; LLMFromEnv reads the usual environment variables.
+// uses the built-in demo model, which DemoRules script for the program's own tools and
+// agents (llm/mock rules, tried before the demo's own); LLMFromEnv reads the usual
+// environment variables.
 type LLM = node.LLMConfig
 
 // Quotas are the tenants' limits (internal/quota.Config): Default for every tenant not
@@ -221,6 +236,9 @@ func (c Config) validate() error {
 	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
 		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
 	}
+	if err := (mock.Script{Rules: c.LLM.DemoRules}).Validate(); err != nil {
+		return fmt.Errorf("LLM.DemoRules: %w", err)
+	}
 	if err := c.cluster().Validate(); err != nil {
 		return err
 	}
@@ -315,7 +333,16 @@ type SessionRequest struct {
 	Goal string
 	// UserID is recorded with the session.
 	UserID string
+	// Config overrides the node's session defaults for this session (model, budgets,
+	// max iterations and steps, reasoning), as the gateway's start takes config; nil
+	// keeps them all.
+	Config *SessionConfig
 }
+
+// SessionConfig are a session's overrides of the node's defaults (gateway.SessionConfig):
+// Model, MaxIterations, MaxSteps, the budgets MaxLLMCalls, MaxCostUSD and MaxTokens,
+// ReasoningEffort and ThinkingBudget; a zero field keeps the default.
+type SessionConfig = gateway.SessionConfig
 
 // StartSession starts a session and returns its id once its start is durable; the
 // session then runs on its own. Like every call of Node that names a session, it acts
@@ -323,21 +350,27 @@ type SessionRequest struct {
 // that principal's tenant and owner, and another tenant's session is answered as a
 // missing one (NOT_FOUND). Without one, the call is the program's own: trusted, and its
 // sessions are the default tenant's. An ID that breaks messages.ValidateSessionID is refused
-// with an error wrapping messages.ErrInvalidSessionID.
-func (n *Node) StartSession(ctx context.Context, req SessionRequest) (string, error) {
+// with an error wrapping messages.ErrInvalidSessionID (and ErrInvalidArgument). The
+// start's command id is WithCommandID's, else ID + "/start": a retry of a start with the
+// same ID is safe.
+func (n *Node) StartSession(ctx context.Context, req SessionRequest, opts ...CallOption) (string, error) {
 	if req.Goal == "" {
-		return "", errors.New("fathom: start session: the goal is empty")
+		return "", invalid("start session", "the goal is empty")
 	}
 	id := req.ID
 	if id == "" {
 		id = fmt.Sprintf("s-%d", time.Now().UnixNano())
 	}
 	if err := messages.ValidateSessionID(id); err != nil {
-		return "", fmt.Errorf("fathom: start session: %w", err)
+		return "", failed("start session", err)
 	}
-	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: id + "/start", Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx)},
-		n.callTimeout(ctx)); err != nil {
-		return "", fmt.Errorf("fathom: start session %s: %w", id, err)
+	cmd := callOpts(opts).commandID
+	if cmd == "" {
+		cmd = id + "/start"
+	}
+	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx),
+		Config: req.Config.Message()}, n.callTimeout(ctx)); err != nil {
+		return "", failed("start session "+id, err)
 	}
 	return id, nil
 }
@@ -351,20 +384,37 @@ func (n *Node) Follow(id string, afterSeq uint64) live.Subscription {
 // State returns session id's current state.
 func (n *Node) State(ctx context.Context, id string) (*messages.SessionState, error) {
 	if err := messages.ValidateSessionID(id); err != nil {
-		return nil, fmt.Errorf("fathom: state: %w", err)
+		return nil, failed("state", err)
 	}
 	res, err := n.n.Session(id).GetState(&messages.GetStateRequest{Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("fathom: state of %s: %w", id, err)
+		return nil, failed("state of "+id, err)
 	}
 	return res.GetState(), nil
 }
 
-// CallOption is an option of one write call (Send, Answer, Cancel).
+// CallOption is an option of one write call (StartSession, Send, Answer, Approve, Edit,
+// Reject, Pause, Resume, SetBreakpoint, ClearBreakpoints, Fork, Cancel).
 type CallOption func(*callOptions)
 
 type callOptions struct {
 	commandID string
+	requestID string
+}
+
+func callOpts(opts []CallOption) callOptions {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithRequestID names the human-input request an answer (Answer, Approve, Edit, Reject)
+// decides, as the gateway's request_id does: needed only when its step has several open
+// (an ask_human call's or an approval's request id is in the state's Awaiting).
+func WithRequestID(id string) CallOption {
+	return func(o *callOptions) { o.requestID = id }
 }
 
 // WithCommandID names the call's command, as the gateway's command_id does: a call
@@ -379,11 +429,7 @@ func WithCommandID(id string) CallOption {
 // commandID returns the call's command id: WithCommandID's, else a new one made of the
 // session id, the operation and the time.
 func commandID(id, op string, opts []CallOption) string {
-	var o callOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.commandID != "" {
+	if o := callOpts(opts); o.commandID != "" {
 		return o.commandID
 	}
 	return fmt.Sprintf("%s/%s/%d", id, op, time.Now().UnixNano())
@@ -393,15 +439,17 @@ func commandID(id, op string, opts []CallOption) string {
 // text; a bare string is taken as a JSON string), or decides on a call that waits for
 // approval (Config.ApprovalTools). An answer that does not satisfy the request's schema
 // (or an edit whose args do not satisfy the tool's) is refused and the request keeps
-// waiting. WithCommandID makes a retry safe.
+// waiting (ErrInvalidArgument). WithCommandID makes a retry safe; WithRequestID names
+// the request when the step has several open. Approve, Edit and Reject decide an
+// approval without writing its JSON.
 func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...CallOption) error {
 	if err := messages.ValidateSessionID(id); err != nil {
-		return fmt.Errorf("fathom: answer %s: %w", stepID, err)
+		return failed("answer "+stepID, err)
 	}
 	_, err := n.n.Session(id).ProvideInput(&messages.ProvideInputRequest{CommandId: commandID(id, "answer/"+stepID, opts), Caller: callerOf(ctx),
-		StepId: stepID, Input: input}, n.callTimeout(ctx))
+		StepId: stepID, RequestId: callOpts(opts).requestID, Input: input}, n.callTimeout(ctx))
 	if err != nil {
-		return fmt.Errorf("fathom: answer %s of %s: %w", stepID, id, err)
+		return failed("answer "+stepID+" of "+id, err)
 	}
 	return nil
 }
@@ -417,12 +465,12 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...Cal
 func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption) (afterSeq uint64, err error) {
 	st, err := n.State(ctx, id)
 	if err != nil {
-		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
+		return 0, failed("send to "+id, err)
 	}
 	cmd := commandID(id, "send", opts)
 	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
-		return 0, fmt.Errorf("fathom: send to %s: %w", id, err)
+		return 0, failed("send to "+id, err)
 	}
 	if resp.GetDuplicate() {
 		return n.messageBefore(ctx, id, cmd)
@@ -442,7 +490,7 @@ func (n *Node) messageBefore(ctx context.Context, id, cmd string) (uint64, error
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFound) {
-		return 0, fmt.Errorf("fathom: send to %s: find the message of command %s: %w", id, cmd, err)
+		return 0, failed("send to "+id+": find the message of command "+cmd, &callError{kind: ErrUnavailable, err: err})
 	}
 	if err == nil {
 		return 0, fmt.Errorf("fathom: send to %s: command %s was recorded, but not as a message", id, cmd)
@@ -454,12 +502,12 @@ func (n *Node) messageBefore(ctx context.Context, id, cmd string) (uint64, error
 // a retry of a recorded cancel succeeds and records nothing.
 func (n *Node) Cancel(ctx context.Context, id, reason string, opts ...CallOption) error {
 	if err := messages.ValidateSessionID(id); err != nil {
-		return fmt.Errorf("fathom: cancel: %w", err)
+		return failed("cancel", err)
 	}
 	_, err := n.n.Session(id).Cancel(&messages.CancelRequest{CommandId: commandID(id, "cancel", opts),
 		Reason: reason, By: "embedding program", Caller: callerOf(ctx)}, n.callTimeout(ctx))
 	if err != nil {
-		return fmt.Errorf("fathom: cancel %s: %w", id, err)
+		return failed("cancel "+id, err)
 	}
 	return nil
 }

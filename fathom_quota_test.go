@@ -16,7 +16,8 @@ import (
 
 // TestNodeQuotasRefuseAStartOverMaxRunningSessions: with Config.Quotas, a StartSession
 // of a tenant (here the default one) running its max_running_sessions fails with the
-// grain's RESOURCE_EXHAUSTED error and its retry delay; nothing is created.
+// grain's RESOURCE_EXHAUSTED error (errors.Is fathom.ErrResourceExhausted) and its retry
+// delay (fathom.RetryAfter); nothing is created.
 func TestNodeQuotasRefuseAStartOverMaxRunningSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -41,8 +42,11 @@ func TestNodeQuotasRefuseAStartOverMaxRunningSessions(t *testing.T) {
 	if !errors.As(err, &ge) || ge.Reason != messages.ErrorReason_RESOURCE_EXHAUSTED.String() || ge.GetMetadata()[messages.RetryAfterKey] != "5" {
 		t.Fatalf("second start: %v, want RESOURCE_EXHAUSTED with %s 5", err, messages.RetryAfterKey)
 	}
-	if _, err := n.State(ctx, "run-2"); err == nil {
-		t.Fatal("the refused session exists")
+	if d, ok := fathom.RetryAfter(err); !errors.Is(err, fathom.ErrResourceExhausted) || !ok || d != 5*time.Second {
+		t.Fatalf("second start: %v, RetryAfter %s %v; want ErrResourceExhausted, retry after 5s", err, d, ok)
+	}
+	if _, err := n.State(ctx, "run-2"); !errors.Is(err, fathom.ErrNotFound) {
+		t.Fatalf("the refused session: %v, want ErrNotFound", err)
 	}
 	if err := n.Cancel(ctx, "run-1", "done"); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -38,17 +39,37 @@ func (n *Node) FollowDeltas(id string, afterSeq uint64, buffer int) *feed.Subscr
 }
 
 // Delete deletes terminal session id: its events, its index entry, its embeddings and
-// its artifacts. A session that still runs is refused (gateway.ErrSessionNotTerminal).
-// With a principal in ctx (auth.WithPrincipal), another tenant's session (or one the
-// principal may not act on) is refused as the grain refuses it, before anything is
-// deleted; the tombstone names the principal.
+// its artifacts. A session that still runs is refused (ErrFailedPrecondition, wrapping
+// gateway.ErrSessionNotTerminal); an unknown one is ErrNotFound. With a principal in ctx
+// (auth.WithPrincipal), another tenant's session (or one the principal may not act on)
+// is refused as the grain refuses it, before anything is deleted; the tombstone names
+// the principal.
 func (n *Node) Delete(ctx context.Context, id string) error {
-	if c := callerOf(ctx); c != nil && !auth.FromMessage(c).Admin() {
-		if _, err := n.n.Session(id).Access(&messages.AccessRequest{Caller: c, Act: true}, n.callTimeout(ctx)); err != nil {
-			return fmt.Errorf("fathom: delete %s: %w", id, err)
-		}
+	if err := messages.ValidateSessionID(id); err != nil {
+		return failed("delete", err)
 	}
-	return n.n.DeleteSession(ctx, id)
+	if err := n.access(ctx, id, true); err != nil {
+		return failed("delete "+id, err)
+	}
+	if err := n.n.DeleteSession(ctx, id); err != nil {
+		if errcode.Of(err) == errcode.Internal { // the journal, vectors or artifacts failed: repeat the delete
+			err = &callError{kind: ErrUnavailable, err: err}
+		}
+		return failed("delete "+id, err)
+	}
+	return nil
+}
+
+// access asks session id's grain whether the principal ctx carries may read (act:
+// act on) it, as the gateway asks for the reads that do not go through the grain: the
+// program's own calls and an administrator's are not asked.
+func (n *Node) access(ctx context.Context, id string, act bool) error {
+	c := callerOf(ctx)
+	if c == nil || auth.FromMessage(c).Admin() {
+		return nil
+	}
+	_, err := n.n.Session(id).Access(&messages.AccessRequest{Caller: c, Act: act}, n.callTimeout(ctx))
+	return err
 }
 
 // Address is the node's cluster address (host:port).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/fathom-agents/fathom/internal/errcode"
 )
 
 // ArtifactReader reads session artifacts for GET /v1/sessions/{id}/artifacts/{type}/{filename}
@@ -20,9 +22,9 @@ type ArtifactReader interface {
 // Errors an ArtifactReader reports (wrapped).
 var (
 	// ErrArtifactNotFound: no artifact at the path.
-	ErrArtifactNotFound = errors.New("artifact not found")
+	ErrArtifactNotFound = errcode.ErrArtifactNotFound
 	// ErrInvalidArtifactPath: the path breaks the artifact path rules.
-	ErrInvalidArtifactPath = errors.New("invalid artifact path")
+	ErrInvalidArtifactPath = errcode.ErrInvalidArtifactPath
 )
 
 // serveArtifact answers GET /v1/sessions/{id}/artifacts/{type}/{filename}: the content

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/fathom-agents/fathom/internal/errcode"
 )
 
 // SessionDeleter removes terminal sessions for DELETE /v1/sessions/{id}
@@ -18,10 +20,10 @@ type SessionDeleter interface {
 // Errors a SessionDeleter reports (wrapped).
 var (
 	// ErrSessionNotFound: the node's journal has no such session.
-	ErrSessionNotFound = errors.New("no such session")
+	ErrSessionNotFound = errcode.ErrSessionNotFound
 	// ErrSessionNotTerminal: the session is not completed, failed or cancelled; nothing
 	// was deleted.
-	ErrSessionNotTerminal = errors.New("only a completed, failed or cancelled session can be deleted")
+	ErrSessionNotTerminal = errcode.ErrSessionNotTerminal
 )
 
 // DeletedSession is the body of a successful DELETE /v1/sessions/{id}.

@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/asynkron/protoactor-go/cluster"
-
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -15,32 +14,32 @@ import (
 // switch on them. The HTTP status of each is given in parentheses.
 const (
 	// CodeInvalidArgument: malformed JSON, a missing or bad field, a binary frame (400).
-	CodeInvalidArgument = "invalid_argument"
+	CodeInvalidArgument = errcode.InvalidArgument
 	// CodeUnknownOp: the frame's op is not one the gateway knows (400).
-	CodeUnknownOp = "unknown_op"
+	CodeUnknownOp = errcode.UnknownOp
 	// CodeUnauthenticated: no token, or a token the gateway does not know (401).
-	CodeUnauthenticated = "unauthenticated"
+	CodeUnauthenticated = errcode.Unauthenticated
 	// CodePermissionDenied: a read-only token asked for a write operation (403).
-	CodePermissionDenied = "permission_denied"
+	CodePermissionDenied = errcode.PermissionDenied
 	// CodeNotFound: no such session, subscription or route (404).
-	CodeNotFound = "not_found"
+	CodeNotFound = errcode.NotFound
 	// CodeFailedPrecondition: the operation does not fit the current state, such as a
 	// second start of a session or a second subscription to it on one connection (409).
-	CodeFailedPrecondition = "failed_precondition"
+	CodeFailedPrecondition = errcode.FailedPrecondition
 	// CodeResourceExhausted: a limit was reached: a per-connection limit, or a quota of
 	// the caller's tenant (a start while the tenant runs its max_running_sessions, with a
 	// Retry-After header in seconds) (429).
-	CodeResourceExhausted = "resource_exhausted"
+	CodeResourceExhausted = errcode.ResourceExhausted
 	// CodeUnsupported: the operation exists in the protocol but this node's session grain
 	// does not implement it yet (501).
-	CodeUnsupported = "unsupported"
+	CodeUnsupported = errcode.Unsupported
 	// CodeUnavailable: the journal or the cluster could not serve the request, or the
 	// gateway is shutting down; retry later (503).
-	CodeUnavailable = "unavailable"
+	CodeUnavailable = errcode.Unavailable
 	// CodeTimeout: the session did not answer in time (504).
-	CodeTimeout = "timeout"
+	CodeTimeout = errcode.Timeout
 	// CodeInternal: anything else; the message says what (500).
-	CodeInternal = "internal"
+	CodeInternal = errcode.Internal
 )
 
 // Close codes the gateway uses besides the standard ones (1001 going away on shutdown,
@@ -126,17 +125,6 @@ func statusOf(code string) int {
 	return http.StatusInternalServerError
 }
 
-// grainReasons maps the session grain's ErrorReason to gateway codes.
-var grainReasons = map[string]string{
-	messages.ErrorReason_INVALID_ARGUMENT.String():    CodeInvalidArgument,
-	messages.ErrorReason_NOT_FOUND.String():           CodeNotFound,
-	messages.ErrorReason_FAILED_PRECONDITION.String(): CodeFailedPrecondition,
-	messages.ErrorReason_UNAVAILABLE.String():         CodeUnavailable,
-	messages.ErrorReason_INTERNAL.String():            CodeInternal,
-	messages.ErrorReason_PERMISSION_DENIED.String():   CodePermissionDenied,
-	messages.ErrorReason_RESOURCE_EXHAUSTED.String():  CodeResourceExhausted,
-}
-
 // toAPIError turns any error of an operation into an apiError: gateway errors pass as
 // they are, grain errors map by reason, timeouts of the grain call become CodeTimeout.
 // The client-facing codes (invalid_argument, not_found, failed_precondition) keep the
@@ -150,9 +138,9 @@ func toAPIError(err error) *apiError {
 	if errors.Is(err, messages.ErrUnknownEvent) { // an event a newer Fathom wrote (the feed wraps it): upgrade
 		return &apiError{code: CodeFailedPrecondition, msg: err.Error()}
 	}
-	var ge *cluster.GrainErrorResponse
-	if errors.As(err, &ge) {
-		switch code := grainReasons[ge.Reason]; code {
+	code := errcode.Of(err) // the one classification, shared with the fathom Go API
+	if ge, ok := errcode.Grain(err); ok {
+		switch code {
 		case CodeUnavailable:
 			return hidden(code, msgUnavailable, err)
 		case CodeInvalidArgument, CodeNotFound, CodeFailedPrecondition, CodePermissionDenied:
@@ -162,8 +150,7 @@ func toAPIError(err error) *apiError {
 		}
 		return hidden(CodeInternal, msgInternal, err)
 	}
-	// Proto.Actor reports a grain call that ran out of time as a plain error.
-	if s := err.Error(); strings.Contains(s, "timeout") || strings.Contains(s, "deadline") {
+	if code == CodeTimeout {
 		return hidden(CodeTimeout, msgTimeout, err)
 	}
 	return hidden(CodeInternal, msgInternal, err)

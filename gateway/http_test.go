@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -176,5 +177,49 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	}
 	if _, _, err := g.n.Artifacts().Read(ctx, "http-fork-2/research/notes.md"); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("the deleted artifact in the second fork: err = %v, want not found", err)
+	}
+}
+
+// TestGatewayForkWithAModifiedStep: POST /v1/sessions/{id}/fork with modified_step runs
+// the fork's edited step (the writer's brief has the new description) and records the
+// merged step in session_forked; a step that already ran at the fork point is 409, an
+// id the plan lacks or a malformed step 400.
+func TestGatewayForkWithAModifiedStep(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	status, out := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"write a haiku","session_id":"fm-1"}`))
+	if status != 201 {
+		t.Fatalf("start = %d %v", status, out)
+	}
+	g.stream(t, "/v1/sessions/fm-1/events", readToken, false, nil, "session_completed")
+	for body, want := range map[string]string{
+		`{"step_index":1,"modified_step":{"id":"s1","description":"again"}}`: "409 failed_precondition",
+		`{"step_index":1,"modified_step":{"id":"s9","description":"x"}}`:     "400 invalid_argument",
+		`{"step_index":1,"modified_step":{"id":5}}`:                          "400 invalid_argument",
+	} {
+		status, out := call(t, g.srv, "POST", "/v1/sessions/fm-1/fork", token, []byte(body))
+		if got := fmt.Sprintf("%d %s", status, errCode(out)); got != want {
+			t.Fatalf("fork %s = %s %v, want %s", body, got, out, want)
+		}
+	}
+	status, out = call(t, g.srv, "POST", "/v1/sessions/fm-1/fork", token,
+		[]byte(`{"step_index":1,"new_session_id":"fm-edit","modified_step":{"id":"s3","description":"Write it as a limerick instead"}}`))
+	if status != 201 || out["session_id"] != "fm-edit" {
+		t.Fatalf("fork = %d %v", status, out)
+	}
+	g.stream(t, "/v1/sessions/fm-edit/events", readToken, false, nil, "session_completed")
+	var recorded, briefed bool
+	for _, ev := range g.journal("fm-edit") {
+		switch ev["type"] {
+		case "session_forked":
+			m, _ := ev["modified_step"].(map[string]any)
+			recorded = m["id"] == "s3" && m["description"] == "Write it as a limerick instead" && m["type"] == "write"
+		case "subagent_started":
+			if task, _ := ev["task"].(string); ev["step_id"] == "s3" {
+				briefed = strings.Contains(task, "Write it as a limerick instead")
+			}
+		}
+	}
+	if !recorded || !briefed {
+		t.Fatalf("the fork's edit: recorded in session_forked %v, in the writer's brief %v", recorded, briefed)
 	}
 }

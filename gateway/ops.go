@@ -74,7 +74,8 @@ type Request struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Input is a human's answer (any JSON value) for input.
 	Input json.RawMessage `json:"input,omitempty"`
-	// ModifiedStep optionally replaces the paused step on resume.
+	// ModifiedStep optionally replaces the paused step on resume, and a step that has
+	// yet to run at the fork point on fork (same id; the fields it sets are merged in).
 	ModifiedStep json.RawMessage `json:"modified_step,omitempty"`
 	// Position of a breakpoint: "before" or "after".
 	Position string `json:"position,omitempty"`
@@ -126,6 +127,16 @@ type SessionConfig struct {
 	// default (--reasoning-effort, --thinking-budget).
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	ThinkingBudget  uint32 `json:"thinking_budget,omitempty"`
+}
+
+// Message is c as the session grain takes it (messages.SessionConfig); nil for nil.
+func (c *SessionConfig) Message() *messages.SessionConfig {
+	if c == nil {
+		return nil
+	}
+	return &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
+		MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
+		ReasoningEffort: c.ReasoningEffort, ThinkingBudget: c.ThinkingBudget}
 }
 
 // opResult is a successful operation's answer.
@@ -244,11 +255,7 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 		req.CommandID = NewID("cmd")
 	}
 	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
-	if c := req.Config; c != nil {
-		sreq.Config = &messages.SessionConfig{Model: c.Model, MaxIterations: c.MaxIterations, MaxSteps: c.MaxSteps,
-			MaxLlmCalls: c.MaxLLMCalls, MaxCostUsd: c.MaxCostUSD, MaxTokens: c.MaxTokens,
-			ReasoningEffort: c.ReasoningEffort, ThinkingBudget: c.ThinkingBudget}
-	}
+	sreq.Config = req.Config.Message()
 	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
@@ -327,15 +334,25 @@ func (h *Handler) opCancel(req *Request) (opResult, error) {
 }
 
 func (h *Handler) opResume(req *Request) (opResult, error) {
-	r := &messages.ResumeRequest{Caller: req.caller, CommandId: h.commandID(req)}
-	if len(req.ModifiedStep) > 0 && string(req.ModifiedStep) != "null" {
-		r.ModifiedStep = &messages.PlanStep{}
-		if err := protojson.Unmarshal(req.ModifiedStep, r.ModifiedStep); err != nil {
-			return opResult{}, errorf(CodeInvalidArgument, "modified_step is not a plan step {id, type, description}: %v", err)
-		}
+	m, err := modifiedStep(req)
+	if err != nil {
+		return opResult{}, err
 	}
+	r := &messages.ResumeRequest{Caller: req.caller, CommandId: h.commandID(req), ModifiedStep: m}
 	resp, err := h.grain(req.SessionID).Resume(r, cluster.WithTimeout(h.cfg.RequestTimeout))
 	return protoResult(req.SessionID, resp, err)
+}
+
+// modifiedStep decodes the request's modified_step (resume, fork): nil when absent.
+func modifiedStep(req *Request) (*messages.PlanStep, error) {
+	if len(req.ModifiedStep) == 0 || string(req.ModifiedStep) == "null" {
+		return nil, nil
+	}
+	m := &messages.PlanStep{}
+	if err := protojson.Unmarshal(req.ModifiedStep, m); err != nil {
+		return nil, errorf(CodeInvalidArgument, "modified_step is not a plan step {id, type, description}: %v", err)
+	}
+	return m, nil
 }
 
 func (h *Handler) opSetBreakpoint(req *Request) (opResult, error) {
@@ -390,7 +407,11 @@ func (h *Handler) opFork(req *Request) (opResult, error) {
 	} else if err := checkSessionIDField("new_session_id", req.NewSessionID); err != nil {
 		return opResult{}, err
 	}
-	r := &messages.ForkRequest{Caller: req.caller, CommandId: h.commandID(req), SourceSessionId: req.SessionID}
+	m, err := modifiedStep(req)
+	if err != nil {
+		return opResult{}, err
+	}
+	r := &messages.ForkRequest{Caller: req.caller, CommandId: h.commandID(req), SourceSessionId: req.SessionID, ModifiedStep: m}
 	at := map[string]any{}
 	if req.Seq != nil {
 		r.Seq, at["source_seq"] = *req.Seq, *req.Seq

@@ -3185,7 +3185,10 @@ type SessionForked struct {
 	// source_seq is the source's last event the fork copied.
 	SourceSeq uint64 `protobuf:"varint,2,opt,name=source_seq,json=sourceSeq,proto3" json:"source_seq,omitempty"`
 	// step_index is the time-travel step index the fork was made at.
-	StepIndex     uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	StepIndex uint32 `protobuf:"varint,3,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// modified_step, when set, replaced the fork's plan step with its id before the fork
+	// went on (the fork request's modified_step merged into the step, as resume merges).
+	ModifiedStep  *PlanStep `protobuf:"bytes,6,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3253,6 +3256,13 @@ func (x *SessionForked) GetStepIndex() uint32 {
 		return x.StepIndex
 	}
 	return 0
+}
+
+func (x *SessionForked) GetModifiedStep() *PlanStep {
+	if x != nil {
+		return x.ModifiedStep
+	}
+	return nil
 }
 
 // SubagentStarted records that a plan step was delegated to a sub-agent (or that an
@@ -4353,7 +4363,7 @@ const file_events_proto_rawDesc = "" +
 	"\fsub_agent_id\x18\x05 \x01(\tR\n" +
 	"subAgentId\x12\x1a\n" +
 	"\bdecision\x18\x06 \x01(\tR\bdecision\x12\x12\n" +
-	"\x04args\x18\a \x01(\tR\x04args\"\xa7\x01\n" +
+	"\x04args\x18\a \x01(\tR\x04args\"\xe1\x01\n" +
 	"\rSessionForked\x12\x16\n" +
 	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05owner\x18\x05 \x01(\tR\x05owner\x12*\n" +
@@ -4361,7 +4371,8 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"source_seq\x18\x02 \x01(\x04R\tsourceSeq\x12\x1d\n" +
 	"\n" +
-	"step_index\x18\x03 \x01(\rR\tstepIndex\"\x96\x02\n" +
+	"step_index\x18\x03 \x01(\rR\tstepIndex\x128\n" +
+	"\rmodified_step\x18\x06 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"\x96\x02\n" +
 	"\x0fSubagentStarted\x12 \n" +
 	"\fsub_agent_id\x18\x01 \x01(\tR\n" +
 	"subAgentId\x12\x1d\n" +
@@ -4543,17 +4554,18 @@ var file_events_proto_depIdxs = []int32{
 	16, // 35: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
 	21, // 36: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
 	14, // 37: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	14, // 38: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	33, // 39: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	34, // 40: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	35, // 41: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	36, // 42: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	37, // 43: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	9,  // 38: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
+	14, // 39: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 40: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 41: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 42: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 43: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 44: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }

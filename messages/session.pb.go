@@ -361,7 +361,12 @@ type ForkRequest struct {
 	// seq, when set, is the fork point instead of step_index: the source's event seq (any
 	// turn) after which the fork goes on. It must be a boundary: plan_created, the end of
 	// a step, or a turn's session_completed.
-	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	Seq uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// modified_step, when set, replaces the step with its id that has not run at the fork
+	// point (a pending step, or the failed step the fork runs again) before the fork goes
+	// on: the fields it sets are laid over the step, as resume's modified_step is (so
+	// {id, description} changes the description only).
+	ModifiedStep  *PlanStep `protobuf:"bytes,5,opt,name=modified_step,json=modifiedStep,proto3" json:"modified_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -429,6 +434,13 @@ func (x *ForkRequest) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *ForkRequest) GetModifiedStep() *PlanStep {
+	if x != nil {
+		return x.ModifiedStep
+	}
+	return nil
 }
 
 // CommandResponse acknowledges a durable command.
@@ -1483,7 +1495,7 @@ const file_session_proto_rawDesc = "" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05input\x18\x04 \x01(\tR\x05input\"\xb7\x01\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"\xf1\x01\n" +
 	"\vForkRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
@@ -1491,7 +1503,8 @@ const file_session_proto_rawDesc = "" +
 	"\x11source_session_id\x18\x02 \x01(\tR\x0fsourceSessionId\x12\x1d\n" +
 	"\n" +
 	"step_index\x18\x03 \x01(\rR\tstepIndex\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"A\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\x128\n" +
+	"\rmodified_step\x18\x05 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\"A\n" +
 	"\x0fCommandResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"\x9a\x01\n" +
@@ -1638,8 +1651,8 @@ var file_session_proto_goTypes = []any{
 	(*StateAtRequest)(nil),          // 19: fathom.v1.StateAtRequest
 	(*StateAtResponse)(nil),         // 20: fathom.v1.StateAtResponse
 	(*Principal)(nil),               // 21: fathom.v1.Principal
-	(*Breakpoint)(nil),              // 22: fathom.v1.Breakpoint
-	(*PlanStep)(nil),                // 23: fathom.v1.PlanStep
+	(*PlanStep)(nil),                // 22: fathom.v1.PlanStep
+	(*Breakpoint)(nil),              // 23: fathom.v1.Breakpoint
 	(*SessionConfig)(nil),           // 24: fathom.v1.SessionConfig
 	(*SessionState)(nil),            // 25: fathom.v1.SessionState
 	(StepStatus)(0),                 // 26: fathom.v1.StepStatus
@@ -1651,55 +1664,56 @@ var file_session_proto_depIdxs = []int32{
 	21, // 1: fathom.v1.SendRequest.caller:type_name -> fathom.v1.Principal
 	21, // 2: fathom.v1.ProvideInputRequest.caller:type_name -> fathom.v1.Principal
 	21, // 3: fathom.v1.ForkRequest.caller:type_name -> fathom.v1.Principal
-	21, // 4: fathom.v1.SetBreakpointRequest.caller:type_name -> fathom.v1.Principal
-	22, // 5: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	21, // 6: fathom.v1.ClearBreakpointsRequest.caller:type_name -> fathom.v1.Principal
-	21, // 7: fathom.v1.CancelRequest.caller:type_name -> fathom.v1.Principal
-	21, // 8: fathom.v1.PauseRequest.caller:type_name -> fathom.v1.Principal
-	21, // 9: fathom.v1.ResumeRequest.caller:type_name -> fathom.v1.Principal
-	23, // 10: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	21, // 11: fathom.v1.StartRequest.caller:type_name -> fathom.v1.Principal
-	24, // 12: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	21, // 13: fathom.v1.GetStateRequest.caller:type_name -> fathom.v1.Principal
-	25, // 14: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	21, // 15: fathom.v1.TimelineRequest.caller:type_name -> fathom.v1.Principal
-	26, // 16: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	27, // 17: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	17, // 18: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	28, // 19: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
-	21, // 20: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
-	25, // 21: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	12, // 22: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	14, // 23: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	16, // 24: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	19, // 25: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	7,  // 26: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
-	8,  // 27: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	9,  // 28: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
-	10, // 29: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	11, // 30: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	4,  // 31: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
-	5,  // 32: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
-	3,  // 33: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
-	1,  // 34: fathom.v1.Session.Access:input_type -> fathom.v1.AccessRequest
-	13, // 35: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	15, // 36: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	18, // 37: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	20, // 38: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	6,  // 39: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	6,  // 40: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	6,  // 41: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
-	6,  // 42: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	6,  // 43: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	6,  // 44: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	13, // 45: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	6,  // 46: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
-	2,  // 47: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
-	35, // [35:48] is the sub-list for method output_type
-	22, // [22:35] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	22, // 4: fathom.v1.ForkRequest.modified_step:type_name -> fathom.v1.PlanStep
+	21, // 5: fathom.v1.SetBreakpointRequest.caller:type_name -> fathom.v1.Principal
+	23, // 6: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	21, // 7: fathom.v1.ClearBreakpointsRequest.caller:type_name -> fathom.v1.Principal
+	21, // 8: fathom.v1.CancelRequest.caller:type_name -> fathom.v1.Principal
+	21, // 9: fathom.v1.PauseRequest.caller:type_name -> fathom.v1.Principal
+	21, // 10: fathom.v1.ResumeRequest.caller:type_name -> fathom.v1.Principal
+	22, // 11: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	21, // 12: fathom.v1.StartRequest.caller:type_name -> fathom.v1.Principal
+	24, // 13: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	21, // 14: fathom.v1.GetStateRequest.caller:type_name -> fathom.v1.Principal
+	25, // 15: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	21, // 16: fathom.v1.TimelineRequest.caller:type_name -> fathom.v1.Principal
+	26, // 17: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	27, // 18: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	17, // 19: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	28, // 20: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
+	21, // 21: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
+	25, // 22: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	12, // 23: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
+	14, // 24: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
+	16, // 25: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
+	19, // 26: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
+	7,  // 27: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
+	8,  // 28: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
+	9,  // 29: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
+	10, // 30: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
+	11, // 31: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
+	4,  // 32: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
+	5,  // 33: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
+	3,  // 34: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
+	1,  // 35: fathom.v1.Session.Access:input_type -> fathom.v1.AccessRequest
+	13, // 36: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	15, // 37: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	18, // 38: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	20, // 39: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	6,  // 40: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	6,  // 41: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	6,  // 42: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
+	6,  // 43: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	6,  // 44: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	6,  // 45: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	13, // 46: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	6,  // 47: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
+	2,  // 48: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_session_proto_init() }

@@ -7,7 +7,10 @@
 //	go run ./examples/embed -goal "How many words are in 'to be or not to be'?"
 //
 // The model is the built-in demo model unless OPENAI_BASE_URL (and OPENAI_API_KEY) name
-// an OpenAI-compatible endpoint.
+// an OpenAI-compatible endpoint. The demo model knows nothing of count_words and
+// checker, so the program scripts their turns for it (fathom.LLM.DemoRules, llm/mock
+// rules): on the demo model too, a goal that quotes a text is planned as a count by the
+// researcher with count_words, then a check by checker.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -57,13 +61,32 @@ var checker = fathom.Agent{
 	},
 }
 
+// demoRules script the demo model's turns for the program's tool and agent, tried
+// before its own script: for a goal quoting a text, the plan counts its words (a
+// research step) and checks the count (a checker step); the researcher calls
+// count_words on the quoted text and hands off the count it returned; the synthesis
+// quotes the checker's hand-off. Any other goal gets the demo model's usual answers.
+var demoRules = []mock.Rule{
+	{SystemMatch: `FATHOM-ROLE: orchestrator\s+FATHOM-PHASE: synthesize`, ContextMatch: "checked: ",
+		Response: `(demo model) {{find "(checked: [^\"\n]*)" .Input}}`},
+	{SystemMatch: `FATHOM-ROLE: orchestrator\s+FATHOM-PHASE: plan[\s\S]*\| checker \|`, Match: `'[^']+'`,
+		Response: `{"steps":[{"id":"count","type":"research","description":{{json (printf "Count the words of: %s" (find "'([^']+)'" .Goal))}}},` +
+			`{"id":"check","type":"checker","description":"Check the count","dependencies":["count"]}]}`},
+	{SystemMatch: "FATHOM-ROLE: researcher", ContextMatch: "Count the words of: ", ToolMatch: `"words"`,
+		Response: "(demo model) Counted.\n\n```json\n" +
+			`{"status":"completed","summary":"count_words says {{find "(\\d+)" .Tool}} words","confidence":0.9}` + "\n```\n"},
+	{SystemMatch: "FATHOM-ROLE: researcher", ContextMatch: "Count the words of: ",
+		ToolCalls: []mock.ToolCallRule{{Name: "count_words", Arguments: `{"text":{{json (find "Count the words of: ([^\n]*)" .Input)}}}`}}},
+}
+
 func main() {
 	goal := flag.String("goal", "How many words are in 'to be or not to be'?", "the session's goal")
 	dir := flag.String("data-dir", ".fathom-embed", "the embedded journal's directory")
 	flag.Parse()
 	cfg := fathom.DefaultConfig()
 	cfg.DataDir = *dir
-	cfg.LLM = fathom.LLM{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("FATHOM_MODEL")}
+	cfg.LLM = fathom.LLM{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("FATHOM_MODEL"),
+		DemoRules: demoRules}
 	if err := run(context.Background(), cfg, *goal, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "embed:", err)
 		os.Exit(1)
@@ -71,7 +94,8 @@ func main() {
 }
 
 // run starts a node with count_words given to the researcher and the checker agent, runs
-// one session for goal and prints each event as "seq type".
+// one session for goal and prints each event as "seq type" (a tool call with its tool and
+// arguments, a sub-agent's hand-off with its agent type and summary).
 func run(ctx context.Context, cfg fathom.Config, goal string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -95,7 +119,14 @@ func run(ctx context.Context, cfg fathom.Config, goal string, out io.Writer) err
 			return err
 		}
 		ev := u.Event
-		fmt.Fprintf(out, "%d %s\n", ev.GetSeq(), ev.Type())
+		fmt.Fprintf(out, "%d %s", ev.GetSeq(), ev.Type())
+		switch {
+		case ev.GetToolCalled() != nil:
+			fmt.Fprintf(out, " %s %s", ev.GetToolCalled().GetTool(), ev.GetToolCalled().GetArgs())
+		case ev.GetSubagentCompleted() != nil:
+			fmt.Fprintf(out, " %s: %s", ev.GetSubagentCompleted().GetAgentType(), ev.GetSubagentCompleted().GetResult().GetSummary())
+		}
+		fmt.Fprintln(out)
 		switch {
 		case ev.GetSessionCompleted() != nil:
 			fmt.Fprintln(out, "result:", ev.GetSessionCompleted().GetResult())

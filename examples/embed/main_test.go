@@ -52,6 +52,30 @@ func TestEmbedPlannerDelegatesToTheProgramsAgent(t *testing.T) {
 	}
 }
 
+// TestEmbedRunsItsToolAndAgentOnTheDemoModel runs the example as `go run` does without
+// an endpoint: on the built-in demo model, scripted by the example's DemoRules, the
+// researcher calls count_words on the goal's quoted text, the checker agent (a Go
+// function) checks the count it handed off, and the result quotes the check.
+func TestEmbedRunsItsToolAndAgentOnTheDemoModel(t *testing.T) {
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.LLM = fathom.LLM{DemoRules: demoRules}
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, "How many words are in 'to be or not to be, that is the question'?", &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`tool_called count_words {"text":"to be or not to be, that is the question"}`,
+		"subagent_completed researcher: count_words says 10 words",
+		"subagent_completed checker: checked: step count's count of 10 words is right",
+		"result: (demo model) checked: step count's count of 10 words is right",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("no %q in the example's output:\n%s", want, out.String())
+		}
+	}
+}
+
 // runExample runs the example's program against a scripted OpenAI-compatible model
 // serving rules over HTTP and returns what it printed.
 func runExample(t *testing.T, rules string) string {

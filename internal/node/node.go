@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,6 +161,10 @@ type LLMConfig struct {
 	// Provider, when set, is used as is instead of an HTTP client (embedding Fathom with
 	// an in-process model, benchmarks); no resilience layer is added.
 	Provider llm.Provider
+	// DemoRules, with the built-in demo model (UsesDemo), are tried before the demo's
+	// own script (llm/mock rules): a program scripts turns for its own tools and agents,
+	// so it runs them end to end without an API key. Ignored with any other endpoint.
+	DemoRules []mock.Rule
 	// Limiters, when set, hands out the endpoint's rate limiter (keyed by base URL and
 	// API key), so nodes of one process calling the same endpoint share its budget. Nil
 	// means the node's own. Either way the sessions' client, the summarizer's and every
@@ -402,7 +407,7 @@ func (n *Node) startClient(ctx context.Context) (llm.Provider, resilient.Endpoin
 	c := n.cfg.LLM
 	baseURL := c.BaseURL
 	if c.UsesDemo() {
-		d, err := startDemo(n.log)
+		d, err := startDemo(n.log, c.DemoRules)
 		if err != nil {
 			return nil, resilient.Endpoint{}, err
 		}
@@ -619,8 +624,10 @@ type demoModel struct {
 	done    chan error
 }
 
-func startDemo(log *slog.Logger) (*demoModel, error) {
-	m := mock.New(mock.Config{Script: mock.DemoScript(), Logger: log.With("component", "demo-model")})
+func startDemo(log *slog.Logger, rules []mock.Rule) (*demoModel, error) {
+	script := mock.DemoScript()
+	script.Rules = append(slices.Clone(rules), script.Rules...)
+	m := mock.New(mock.Config{Script: script, Logger: log.With("component", "demo-model")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("start demo model: %w", err)

@@ -202,6 +202,13 @@ func cachedRegexp(pattern string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// Validate reports a rule New would refuse: a pattern that does not compile, a template
+// that does not parse.
+func (s Script) Validate() error {
+	_, err := compile(s)
+	return err
+}
+
 func compile(s Script) ([]*compiledRule, error) {
 	out := make([]*compiledRule, len(s.Rules))
 	for i, r := range s.Rules {

@@ -284,6 +284,13 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 			return fmt.Errorf("%w: session_forked on a fork", ErrBadEvent)
 		}
 		s.ForkedFrom = p.SessionForked
+		if m := p.SessionForked.GetModifiedStep(); m != nil {
+			i := slices.IndexFunc(s.Steps, func(st *messages.StepState) bool { return st.GetStep().GetId() == m.GetId() })
+			if i < 0 {
+				return fmt.Errorf("%w: session_forked modifies step %q, which the plan does not have", ErrBadEvent, m.GetId())
+			}
+			ownStep(s, i).Step = m
+		}
 		if t := p.SessionForked.GetTenant(); t != "" {
 			s.Tenant, s.Owner = t, p.SessionForked.GetOwner()
 		}

@@ -61,10 +61,14 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 	if c := req.GetCaller(); c != nil {
 		owner = c.GetSubject()
 	}
+	modified, err := forkModifiedStep(s, b.Evs, req.GetModifiedStep(), cfg)
+	if err != nil {
+		return nil, err
+	}
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionForked{SessionForked: &messages.SessionForked{
 			SourceSessionId: req.GetSourceSessionId(), SourceSeq: src[len(src)-1].GetSeq(), StepIndex: req.GetStepIndex(),
-			Tenant: tenant, Owner: owner,
+			Tenant: tenant, Owner: owner, ModifiedStep: modified,
 		}}
 	})
 	var boundary error
@@ -81,6 +85,32 @@ func DecideFork(s *messages.SessionState, req *messages.ForkRequest, src []*mess
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "source session %s cannot be forked: %v", req.GetSourceSessionId(), err)
 	}
 	return b.Evs, nil
+}
+
+// forkModifiedStep merges a fork request's modified step m (nil: none) into the step
+// with its id of the fork's plan at the fork point (s, the fork's empty state, folded
+// with the copied events evs): a step that has yet to run there, pending or failed (a
+// failed step runs again). The merged step is checked as resume checks one.
+func forkModifiedStep(s *messages.SessionState, evs []*messages.Event, m *messages.PlanStep, cfg Config) (*messages.PlanStep, error) {
+	if m == nil {
+		return nil, nil
+	}
+	f := CloneState(s)
+	for _, ev := range evs {
+		if err := Apply(f, ev); err != nil {
+			return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "fold the fork's copied events: %v", err)
+		}
+	}
+	for i, st := range f.GetSteps() {
+		if st.GetStep().GetId() != m.GetId() {
+			continue
+		}
+		if st.GetStatus() != messages.StepStatus_STEP_STATUS_PENDING && st.GetStatus() != messages.StepStatus_STEP_STATUS_FAILED {
+			return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "modified_step %q has already run at the fork point (%s): only a step that has yet to run can be modified", m.GetId(), st.GetStatus())
+		}
+		return mergeModifiedStep(planSteps(f), uint32(i), m, cfg.Registry())
+	}
+	return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "modified_step %q is not a step of the plan at the fork point", m.GetId())
 }
 
 // sourceOwner is the tenant and owner of a fork's source, from its events: its
