@@ -34,7 +34,7 @@ var md = goldmark.New(
 
 // Markdown renders markdown text to HTML safe to put in a page: raw HTML in the text is
 // omitted (goldmark's default), a link or image whose destination is not http, https,
-// mailto or relative loses its destination, and fenced code blocks are highlighted with
+// mailto or relative is shown as its text only, and fenced code blocks are highlighted with
 // chroma's CSS classes (CodeCSS styles them).
 func Markdown(src string) string {
 	var buf bytes.Buffer
@@ -46,14 +46,15 @@ func Markdown(src string) string {
 	return buf.String()
 }
 
-// safeLinks empties the destination of every link and image whose scheme is not one a
-// reader can follow safely (javascript:, data:, vbscript:, file:, anything unknown).
-// goldmark's renderer refuses a few schemes itself; this is the allowlist on top.
+// safeLinks turns every link and image whose destination is not one a reader can follow
+// safely (javascript:, data:, vbscript:, file:, anything unknown) into its text: no
+// anchor, no image is rendered for it. goldmark's renderer refuses a few schemes itself
+// (leaving an empty href); this is the allowlist on top.
 type safeLinks struct{}
 
 func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
 	src := reader.Source()
-	var unsafe []*ast.AutoLink
+	var unsafe []ast.Node
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil
@@ -61,27 +62,37 @@ func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 		switch l := n.(type) {
 		case *ast.Link:
 			if !safeURL(string(l.Destination)) {
-				l.Destination = nil
+				unsafe = append(unsafe, n)
 			}
 		case *ast.Image:
 			if !safeURL(string(l.Destination)) {
-				l.Destination = nil
+				unsafe = append(unsafe, n)
 			}
 		case *ast.AutoLink:
 			if l.AutoLinkType == ast.AutoLinkURL && !safeURL(string(l.URL(src))) {
-				unsafe = append(unsafe, l)
+				unsafe = append(unsafe, n)
 			}
 		}
 		return ast.WalkContinue, nil
 	})
-	for _, l := range unsafe { // shown as its text
-		l.Parent().ReplaceChild(l.Parent(), l, ast.NewString(l.Label(src)))
+	for _, n := range unsafe {
+		parent := n.Parent()
+		if l, ok := n.(*ast.AutoLink); ok {
+			parent.ReplaceChild(parent, n, ast.NewString(l.Label(src)))
+			continue
+		}
+		for c := n.FirstChild(); c != nil; { // the link's text (an image's: its alt text) stays
+			next := c.NextSibling()
+			parent.InsertBefore(parent, n, c)
+			c = next
+		}
+		parent.RemoveChild(parent, n)
 	}
 }
 
 // safeURL reports whether a link destination is http(s), mailto or relative (no scheme).
 func safeURL(dest string) bool {
-	dest = strings.TrimSpace(dest)
+	dest = strings.TrimSpace(html.UnescapeString(dest)) // the renderer decodes entities
 	if dest == "" {
 		return true
 	}

@@ -29,7 +29,8 @@ func TestMarkdownDropsRawHTML(t *testing.T) {
 }
 
 // TestMarkdownDropsDangerousLinks: a link or image to javascript:, data:, vbscript: or
-// file: (however spelt) is no live link; http(s), mailto and relative links are.
+// file: (however spelt) is no link at all, only its text; http(s), mailto and relative
+// links are links.
 func TestMarkdownDropsDangerousLinks(t *testing.T) {
 	for _, src := range []string{
 		"[click](javascript:alert(1))",
@@ -46,6 +47,9 @@ func TestMarkdownDropsDangerousLinks(t *testing.T) {
 		"[ref][r]\n\n[r]: javascript:alert(1)",
 	} {
 		out := strings.ToLower(transcript.Markdown(src))
+		if strings.Contains(out, "<a ") || strings.Contains(out, "<img") {
+			t.Errorf("Markdown(%q) = %q: still a link or an image", src, out)
+		}
 		if strings.Contains(out, "javascript:") && strings.Contains(out, "href=\"javascript") ||
 			strings.Contains(out, "href=\"vbscript") || strings.Contains(out, "href=\"data:") || strings.Contains(out, "href=\"file:") ||
 			strings.Contains(out, "src=\"javascript") || strings.Contains(out, "href=\"&#") || strings.Contains(out, "href=\"java") {
