@@ -78,7 +78,7 @@ try {
   step(`no script, no javascript: link (links: ${JSON.stringify(links)})`);
 
   // The tool call: arguments and result readable; the cut arguments shown whole on demand.
-  const tool = page.locator('li[data-kind="tool"][data-tool="write_artifact"]').first();
+  const tool = page.locator('li[data-entry="tool"][data-tool="write_artifact"]').first();
   await tool.waitFor();
   const toolText = await tool.innerText();
   check(toolText.includes("notes.md") && toolText.includes("research"), `the tool's arguments read ${JSON.stringify(toolText.slice(0, 300))}`);

@@ -369,16 +369,26 @@ function sessionPage(main, id) {
 
   const transcript = mountTranscript(f("transcript"), id, { api, headers: () => (token ? { Authorization: "Bearer " + token } : {}) }); // transcript.js
   const events = f("events");
-  socket.subscribe(id, (ev) => {
-    transcript.onEvent(ev);
-    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
-    const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
-    events.append(el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
-      el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || ""));
+  let pending = []; // events not yet listed: listed once per frame (a replay of thousands lays out once)
+  const listEvents = () => {
+    events.append(...pending.splice(0).slice(-1000).map((ev) => {
+      const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
+      return el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
+        el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || "");
+    }));
     while (events.children.length > 1000) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
+  };
+  let left = false;
+  // The subscription starts once the transcript has painted: its replay of the stored
+  // events would hold the page's thread first.
+  transcript.ready.then(() => left || socket.subscribe(id, (ev) => {
+    transcript.onEvent(ev);
+    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
+    if (!pending.length) requestAnimationFrame(listEvents);
+    pending.push(ev);
     scheduleRefresh();
-  }, (d) => transcript.onDelta(d));
+  }, (d) => transcript.onDelta(d)));
 
   const slider = f("slider");
   const showPast = async () => {
@@ -415,7 +425,7 @@ function sessionPage(main, id) {
   });
 
   refresh();
-  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); transcript.close(); };
+  leave = () => { left = true; socket.unsubscribe(id); clearTimeout(refreshTimer); transcript.close(); };
 }
 
 // ---- cluster ----

@@ -7,8 +7,9 @@
 
 // mountTranscript fills box with session id's transcript. deps: api(method, path) (the
 // console's authenticated JSON call) and headers() (its Authorization header, for
-// artifact downloads). It returns {onEvent(ev), onDelta(frame), close()}: the session
-// page hands it every event and delta frame of its subscription.
+// artifact downloads). It returns {ready, onEvent(ev), onDelta(frame), close()}: ready
+// settles once the first load has rendered (or failed); the session page hands it every
+// event and delta frame of its subscription.
 function mountTranscript(box, id, deps) {
   const mk = (tag, attrs = {}, ...children) => {
     const e = document.createElement(tag);
@@ -111,7 +112,7 @@ function mountTranscript(box, id, deps) {
   // entryEl renders one entry of a lane.
   const entryEl = (lane, e) => {
     const key = `${lane}/${e.seq}`;
-    const li = mk("li", { class: "entry " + e.kind, "data-kind": e.kind, "data-seq": e.seq, "data-pending": e.pending ? "true" : null, "data-call": e.call_id || null, "data-purpose": e.purpose || null });
+    const li = mk("li", { class: "entry " + e.kind, "data-entry": e.kind, "data-seq": e.seq, "data-pending": e.pending ? "true" : null, "data-call": e.call_id || null, "data-purpose": e.purpose || null });
     const head = (label) => li.append(mk("div", { class: "head" }, mk("b", {}, label), " ", meta(e)));
     switch (e.kind) {
       case "answer": {
@@ -185,16 +186,25 @@ function mountTranscript(box, id, deps) {
     } else if (t.error) {
       parts.push(mk("section", { class: "final-result failed", "data-testid": "final-error" }, mk("h2", {}, "Failed"), mk("pre", { class: "text" }, t.error)));
     }
+    // Sub-agent lanes start collapsed when there are many (a lane's entries are built
+    // when it is first opened): the page paints the result and the lanes at once.
+    const many = t.agents.length > 4;
     const lanes = t.agents.map((a) => {
       const title = a.id === "orchestrator" ? "orchestrator" : `${a.id} (${a.agent_type || "sub-agent"}${a.step_id ? ", " + a.step_id : ""})`;
       const summary = mk("span", {}, mk("b", {}, title), " ", a.status ? mk("span", { class: "badge " + a.status }, a.status) : "", ` ${a.entries.length} entries`);
-      return collapsible("lane/" + a.id, summary, true, mk("ol", { class: "entries" }, ...a.entries.map((e) => entryEl(a.id, e))));
+      const key = "lane/" + a.id;
+      const d = collapsible(key, summary, a.id === "orchestrator" || !many);
+      d.classList.add("lane");
+      d.setAttribute("data-lane", a.id);
+      const fill = () => { if (!d.dataset.filled) { d.dataset.filled = "1"; d.append(mk("ol", { class: "entries" }, ...a.entries.map((e) => entryEl(a.id, e)))); } };
+      if (d.open) fill();
+      d.addEventListener("toggle", () => { if (d.open) fill(); });
+      return d;
     });
-    for (const l of lanes) l.classList.add("lane");
-    lanes.forEach((l, i) => l.setAttribute("data-lane", t.agents[i].id));
     parts.push(mk("div", { class: "lanes", "data-testid": "lanes" }, ...lanes));
     box.replaceChildren(...parts);
     box.dataset.seq = String(t.seq);
+    performance.mark("fathom:transcript-rendered");
   };
 
   const load = async () => {
@@ -202,7 +212,7 @@ function mountTranscript(box, id, deps) {
     loading = true;
     try {
       const t = await deps.api("GET", base);
-      if (closed) return;
+      if (closed || (t.seq === shown && box.dataset.seq)) return; // nothing new
       shown = t.seq;
       for (const c of [...live.keys()]) if (!pendingCall(t, c)) live.delete(c);
       render(t);
@@ -219,8 +229,8 @@ function mountTranscript(box, id, deps) {
     timer = setTimeout(load, 150);
   };
 
-  load();
   return {
+    ready: load(),
     onEvent(ev) { if (ev.seq > shown) schedule(); },
     onDelta(f) {
       if (f.kind && f.kind !== "text") return;
