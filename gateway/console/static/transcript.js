@@ -122,7 +122,7 @@ function mountTranscript(box, id, deps) {
           const l = live.get(e.call_id);
           li.append(mk("div", { class: "live", "data-live": e.call_id, "data-testid": "live-answer" }, l ? l.text : ""));
         } else {
-          li.append(valueEl(e.text, key + "/text", "answer"));
+          if (e.text && e.text.bytes) li.append(valueEl(e.text, key + "/text", "answer"));
           if ((e.tool_calls || []).length) li.append(mk("p", { class: "meta" }, "calls " + e.tool_calls.join(", ")));
         }
         break;
