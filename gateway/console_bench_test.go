@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -113,28 +114,8 @@ func BenchmarkConsoleLoad(b *testing.B) {
 	timer := startPageTimer(b, token)
 	console := g.srv.URL + "/console/"
 
-	// The baseline page: what the console rendered, served as files.
-	dump := timer.load(b, "dump", console, sessionRows, 49)
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(dump.HTML), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	resp, err := http.Get(console + "console.css")
-	if err != nil {
-		b.Fatal(err)
-	}
-	css, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("GET console.css: %d %v", resp.StatusCode, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "console.css"), css, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	b.Cleanup(static.Close)
-
-	for _, c := range []struct{ name, url string }{{"sessions=1000", console}, {"baseline=static", static.URL + "/"}} {
+	static := staticCopy(b, timer, console, console, sessionRows, 49)
+	for _, c := range []struct{ name, url string }{{"sessions=1000", console}, {"baseline=static", static + "/"}} {
 		b.Run(c.name, func(b *testing.B) {
 			times := make([]float64, 0, b.N)
 			for i := 0; i < b.N; i++ {
@@ -143,5 +124,176 @@ func BenchmarkConsoleLoad(b *testing.B) {
 			slices.Sort(times)
 			b.ReportMetric(times[len(times)/2], "p50-ms")
 		})
+	}
+}
+
+// staticCopy loads page (a console URL) until the nth match of selector is visible and
+// serves what it rendered (its DOM without its scripts) with the console's stylesheets
+// from a plain http.FileServer: the baseline of a page's load. It returns the server's URL.
+func staticCopy(b *testing.B, timer *pageTimer, console, page, selector string, nth int) string {
+	b.Helper()
+	dump := timer.load(b, "dump", page, selector, nth)
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(dump.HTML), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"console.css", "chroma.css"} {
+		resp, err := http.Get(console + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		css, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %d %v", name, resp.StatusCode, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), css, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	b.Cleanup(static.Close)
+	return static.URL
+}
+
+// transcriptLanes is the session page's transcript lanes: the transcript has painted
+// when the last sub-agent's lane is visible.
+const transcriptLanes = `[data-testid="lanes"] > details.lane`
+
+// BenchmarkConsoleSessionLoad is the console's session page of a completed session of
+// 2,000 events with 30 sub-agents (each with its model answers, tool calls with
+// arguments and results, and hand-off), in headless Chromium: navigation until the
+// transcript has painted (the final result and the 30th sub-agent's lane visible: the
+// page fetched GET /v1/sessions/{id}/transcript and rendered it), in a fresh page each
+// time; p50-ms is the median. Its baseline, in the same run and browser, is the same
+// page as rendered, scripts removed, from a plain http.FileServer.
+func BenchmarkConsoleSessionLoad(b *testing.B) {
+	var index indexedJournal
+	g := startGW(b, gwOpts{journal: func(j persistence.Journal) persistence.Journal {
+		index = j.(indexedJournal)
+		return j
+	}})
+	const id, subAgents, events = "bench-transcript", 30, 2000
+	seedDelegatedSession(b, index, id, subAgents, events)
+	timer := startPageTimer(b, token)
+	console := g.srv.URL + "/console/"
+	page := console + "#/session/" + id
+	static := staticCopy(b, timer, console, page, transcriptLanes, subAgents)
+
+	for _, c := range []struct{ name, url string }{{"events=2000,subagents=30", page}, {"baseline=static", static + "/"}} {
+		b.Run(c.name, func(b *testing.B) {
+			times := make([]float64, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				times = append(times, timer.load(b, "load", c.url, transcriptLanes, subAgents).MS)
+			}
+			slices.Sort(times)
+			b.ReportMetric(times[len(times)/2], "p50-ms")
+		})
+	}
+}
+
+// seedDelegatedSession stores a completed session of exactly n events in which
+// subAgents sub-agents each ran one step of the plan: answers with markdown, tool calls
+// with JSON arguments and results, hand-offs; then the closing summary and the result.
+func seedDelegatedSession(tb testing.TB, j indexedJournal, id string, subAgents, n int) {
+	tb.Helper()
+	var evs []*messages.Event
+	add := func(p any) {
+		ev := &messages.Event{}
+		switch p := p.(type) {
+		case *messages.SessionStarted:
+			ev.Payload = &messages.Event_SessionStarted{SessionStarted: p}
+		case *messages.PlanCreated:
+			ev.Payload = &messages.Event_PlanCreated{PlanCreated: p}
+		case *messages.StepStarted:
+			ev.Payload = &messages.Event_StepStarted{StepStarted: p}
+		case *messages.SubagentStarted:
+			ev.Payload = &messages.Event_SubagentStarted{SubagentStarted: p}
+		case *messages.LlmRequested:
+			ev.Payload = &messages.Event_LlmRequested{LlmRequested: p}
+		case *messages.LlmResponded:
+			ev.Payload = &messages.Event_LlmResponded{LlmResponded: p}
+		case *messages.ToolCalled:
+			ev.Payload = &messages.Event_ToolCalled{ToolCalled: p}
+		case *messages.ToolResult:
+			ev.Payload = &messages.Event_ToolResult{ToolResult: p}
+		case *messages.ArtifactWritten:
+			ev.Payload = &messages.Event_ArtifactWritten{ArtifactWritten: p}
+		case *messages.SubagentCompleted:
+			ev.Payload = &messages.Event_SubagentCompleted{SubagentCompleted: p}
+		case *messages.StepCompleted:
+			ev.Payload = &messages.Event_StepCompleted{StepCompleted: p}
+		case *messages.SessionCompleted:
+			ev.Payload = &messages.Event_SessionCompleted{SessionCompleted: p}
+		}
+		evs = append(evs, ev)
+	}
+	add(&messages.SessionStarted{Goal: "Survey the actor model across 30 research threads", UserId: "bench"})
+	plan := &messages.PlanCreated{PlanId: "plan-1"}
+	for i := 1; i <= subAgents; i++ {
+		plan.Steps = append(plan.Steps, &messages.PlanStep{Id: fmt.Sprintf("step-%d", i), Type: "research", Description: fmt.Sprintf("Research thread %d", i)})
+	}
+	add(plan)
+	const closing = 3 // the closing call's request and answer, and session_completed
+	per := (n - len(evs) - closing) / subAgents
+	extra := (n - len(evs) - closing) % subAgents
+	for i := 1; i <= subAgents; i++ {
+		step, sa := fmt.Sprintf("step-%d", i), fmt.Sprintf("researcher-%d", i)
+		budget := per
+		if i <= extra {
+			budget++
+		}
+		add(&messages.StepStarted{StepId: step, StepIndex: uint32(i - 1), StepType: "research", Description: fmt.Sprintf("Research thread %d", i), Attempt: 1})
+		add(&messages.SubagentStarted{SubAgentId: sa, AgentType: "researcher", StepId: step, StepIndex: uint32(i - 1), Task: fmt.Sprintf("Goal: survey the actor model.\nStep: research thread %d.", i)})
+		inner := budget - 4      // besides step_started, subagent_started, the hand-off and step_completed
+		artifact := inner%2 == 1 // the first tool call writes an artifact (one event)
+		if artifact {
+			inner--
+		}
+		call := 0
+		for ; inner >= 6; inner -= 4 { // tool rounds, leaving room for the last answer
+			call++
+			callID, tool, key := fmt.Sprintf("%s/%s/llm-%d", step, sa, call), fmt.Sprintf("c%d", call), fmt.Sprintf("%s/%s/tool-%d", id, step, call)
+			add(&messages.LlmRequested{CallId: callID, StepId: step, Purpose: "subagent", SubAgentId: sa, Iteration: uint32(call)})
+			add(&messages.LlmResponded{CallId: callID, StepId: step, SubAgentId: sa, DurationMs: 900, CostUsd: 0.002,
+				Content: "Searching for sources.", ToolCalls: []*messages.ToolCallRequest{{Id: tool, Name: "web_search", Arguments: `{"query":"actor model thread"}`}}})
+			add(&messages.ToolCalled{StepId: step, CallId: tool, Tool: "web_search", Args: fmt.Sprintf(`{"query":"actor model thread %d call %d","max_results":5}`, i, call), IdempotencyKey: key, Index: uint32(call), SubAgentId: sa})
+			if artifact && call == 1 {
+				add(&messages.ArtifactWritten{Path: fmt.Sprintf("%s/research/thread-%d.md", id, i), ArtifactType: "research", Filename: fmt.Sprintf("thread-%d.md", i),
+					ContentType: "text/markdown", Size: 2048, StepId: step, SubAgentId: sa, CallId: tool, IdempotencyKey: key})
+			}
+			add(&messages.ToolResult{StepId: step, CallId: tool, Tool: "web_search", IdempotencyKey: key, SubAgentId: sa, DurationMs: 120,
+				Result: `{"results":[{"title":"Actors","url":"https://example.com/actors","snippet":"An actor processes one message at a time."},{"title":"Journals","url":"https://example.com/journal","snippet":"Event sourcing stores every change."}]}`})
+		}
+		for ; inner >= 2; inner -= 2 { // answers
+			call++
+			callID := fmt.Sprintf("%s/%s/llm-%d", step, sa, call)
+			add(&messages.LlmRequested{CallId: callID, StepId: step, Purpose: "subagent", SubAgentId: sa, Iteration: uint32(call)})
+			add(&messages.LlmResponded{CallId: callID, StepId: step, SubAgentId: sa, DurationMs: 800, CostUsd: 0.001,
+				Content: fmt.Sprintf("## Thread %d\n\nActors *isolate* state; see `mailbox` semantics.", i)})
+		}
+		add(&messages.SubagentCompleted{SubAgentId: sa, AgentType: "researcher", StepId: step, StepIndex: uint32(i - 1), Action: "continue",
+			Result: &messages.SubagentResult{Status: "completed", Summary: fmt.Sprintf("Thread %d: actors isolate state behind mailboxes.", i), ToolsUsed: []string{"web_search"}, Confidence: 0.8,
+				Researcher: &messages.ResearcherReport{Sources: []string{"https://example.com/actors"}, KeyFindings: []string{"one message at a time"}}}})
+		add(&messages.StepCompleted{StepId: step, StepIndex: uint32(i - 1), Output: fmt.Sprintf("Thread %d: actors isolate state behind mailboxes.", i)})
+	}
+	add(&messages.LlmRequested{CallId: "final-1", Purpose: "synthesize"})
+	add(&messages.LlmResponded{CallId: "final-1", Content: "# Survey\n\nActors isolate state.", DurationMs: 1500})
+	add(&messages.SessionCompleted{Result: "# Survey of the actor model\n\nActors isolate state behind mailboxes; journals make them durable.\n\n```go\nfunc (a *Actor) Receive(ctx actor.Context) {}\n```\n"})
+	if len(evs) != n {
+		tb.Fatalf("seeded %d events, want %d", len(evs), n)
+	}
+	recs := make([]persistence.Record, len(evs))
+	at := time.Now().Add(-time.Hour)
+	for i, ev := range evs {
+		ev.Seq, ev.SessionId, ev.AtUnixNano = uint64(i+1), id, at.Add(time.Duration(i)*time.Second).UnixNano()
+		data, err := messages.EncodeEvent(ev)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		recs[i] = persistence.Record{Type: ev.Type(), Data: data, At: ev.At()}
+	}
+	if _, err := j.AppendIndexed(context.Background(), id, 0, recs, persistence.IndexEntry{SessionID: id, Status: persistence.StatusCompleted}); err != nil {
+		tb.Fatal(err)
 	}
 }

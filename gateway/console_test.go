@@ -158,7 +158,7 @@ func seedSessions(t testing.TB, j indexedJournal, n int) {
 // token; the API it calls still needs one.
 func TestConsoleIsServed(t *testing.T) {
 	g := startGW(t, gwOpts{})
-	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root"} {
+	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root", "/console/chroma.css": ".chroma"} {
 		resp, err := http.Get(g.srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -288,5 +288,49 @@ func TestConsoleControls(t *testing.T) {
 	evs := g.journal("ctl-cancel")
 	if last := evs[len(evs)-1]; last["type"] != "session_cancelled" || last["by"] != "console" {
 		t.Errorf("ctl-cancel's last event: %v", last)
+	}
+}
+
+// TestConsoleTranscript drives the session page's transcript in headless Chromium
+// (scripts/console-transcript-e2e.mjs): a completed session's final result at the top
+// with its markdown rendered (heading, highlighted code) and an injected script and
+// javascript: link inert; a tool call's arguments and result readable, with "show all"
+// fetching arguments over the cut; and a slowly streamed answer growing on the page
+// before its llm_responded is recorded.
+func TestConsoleTranscript(t *testing.T) {
+	playwright, chromium := testenv.ConsoleBrowser(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	report := "# Findings report\n\nThe notes are saved. <script>window.__pwned = 1</script>\n\n" +
+		"[click me](javascript:window.__pwned=2)\n\n```go\nfunc main() { fmt.Println(\"hi\") }\n```\n"
+	notes := strings.Repeat("Notes on actors and journals. ", 200) + "END-OF-NOTES"
+	story := "Once upon a time" + strings.Repeat(" a grain kept its journal and replayed it", 8) + " and they lived happily ever after."
+	plan := func(id string) string { return `{"steps":[{"id":"` + id + `","type":"custom","description":"do it"}]}` }
+	sc := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "findings report", Response: plan("write")},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "findings report", ToolMatch: ".", Response: report},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "findings report", ToolCalls: []mock.ToolCallRule{{Name: "write_artifact",
+			Arguments: `{"type":"research","filename":"notes.md","content":"` + notes + `"}`}}},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "slow story", Response: plan("tell")},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "slow story", Response: story, ChunkDelayMS: 100},
+	}}
+	g := startGW(t, gwOpts{script: &sc})
+	if code, body := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"Write a findings report","session_id":"tr-md"}`)); code != 201 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	awaitCompleted(t, g, "tr-md")
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "console-transcript-e2e.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "WRITE_TOKEN="+token, "MD_SESSION=tr-md",
+		"STREAM_SESSION=tr-stream", "STORY="+story, "PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	t.Logf("console-transcript-e2e:\n%s", out)
+	if err != nil {
+		t.Fatalf("the console's transcript run failed: %v", err)
 	}
 }

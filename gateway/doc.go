@@ -12,6 +12,8 @@
 //	GET    /v1/sessions/{id}/timeline        steps with their place in the event stream
 //	GET    /v1/sessions/{id}/state?at=N      state after step N (0 = after planning)
 //	GET    /v1/sessions/{id}/events          stored then live events: NDJSON, or SSE
+//	GET    /v1/sessions/{id}/events/{seq}    one stored event; ?field=F: a transcript value whole
+//	GET    /v1/sessions/{id}/transcript      the run per agent (package transcript); ?seq=N: as at N
 //	POST   /v1/sessions/{id}/input|pause|resume|breakpoints|fork, DELETE .../breakpoints
 //
 // # WebSocket frames

@@ -268,6 +268,8 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
 	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
 	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
+	h.mux.Handle("GET /v1/sessions/{id}/events/{seq}", h.require(ScopeRead, h.serveEvent))    // transcript.go
+	h.mux.Handle("GET /v1/sessions/{id}/transcript", h.require(ScopeRead, h.serveTranscript)) // transcript.go
 	h.mux.Handle("POST /v1/sessions/{id}/input", h.httpOp(OpInput))
 	h.mux.Handle("POST /v1/sessions/{id}/pause", h.httpOp(OpPause))
 	h.mux.Handle("POST /v1/sessions/{id}/resume", h.httpOp(OpResume))

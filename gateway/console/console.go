@@ -9,15 +9,19 @@
 // to show, and the gateway refuses writes anyway.
 //
 // Pages (hash routes): #/ the sessions list (filters, live status, cost); #/session/ID
-// a session (live events, plan and sub-agent tree with hand-offs, pending human
+// a session (its transcript per agent, GET /v1/sessions/{id}/transcript, with the
+// model's text growing live from the deltas and chroma.css styling its code; live events, plan and sub-agent tree with hand-offs, pending human
 // requests answered in place, pause/resume, breakpoints, a time-travel slider over
 // state_at, fork, cancel, artifacts); #/cluster the members and the live restarts feed.
 package console
 
 import (
 	"embed"
+	"io"
 	"io/fs"
 	"net/http"
+
+	"github.com/fathom-agents/fathom/transcript"
 )
 
 //go:embed static
@@ -42,6 +46,11 @@ func Handler(prefix string, connectOrigins ...string) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", csp)
+		if r.URL.Path == prefix+"chroma.css" { // the transcript's highlighted code
+			w.Header().Set("Content-Type", "text/css; charset=utf-8")
+			_, _ = io.WriteString(w, transcript.CodeCSS())
+			return
+		}
 		fileServer.ServeHTTP(w, r)
 	})
 }

@@ -48,6 +48,8 @@ var rules = []rule{
 		why: "the wire formats are the bottom of the graph"},
 	{name: "auth imports only the wire formats", from: []string{"auth/..."}, deny: []string{"..."}, allow: []string{"auth/...", "messages/..."},
 		why: "who is asking, and what a role may do, is decided the same way by the gateway, the grains and the Go API: no side may pull the others in"},
+	{name: "transcript imports only the wire formats", from: []string{"transcript/..."}, deny: []string{"..."}, allow: []string{"transcript/...", "messages/..."},
+		why: "the transcript is a pure fold of events: any reader (the gateway, a program) renders it from events it got anywhere"},
 	{name: "the gateway imports no persistence", from: []string{"gateway/..."}, deny: []string{"persistence/..."},
 		why: "the gateway reaches sessions through grain clients and the live read side, never the journal"},
 	{name: "live imports no actors and no gateway", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/..."},

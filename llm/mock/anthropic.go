@@ -435,7 +435,7 @@ func isAnthropic(r *http.Request) bool {
 func (s *Server) anthAnswer(rule *compiledRule, d TemplateData, model string, n int64) (answer, error) {
 	ans := answer{id: fmt.Sprintf("msg_mock_%d", n), model: model, finish: "end_turn"}
 	if rule != nil {
-		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
+		ans.cut, ans.malformed, ans.chunkDelay = rule.CutStream, rule.Malformed, time.Duration(rule.ChunkDelayMS)*time.Millisecond
 	}
 	if rule != nil && len(rule.ToolCalls) > 0 {
 		ans.finish = "tool_use"
@@ -484,7 +484,8 @@ func anthInput(args string) string {
 // writeAnthStream sends the answer as Messages API events: message_start, a ping, a
 // text block in word-sized text_delta events (or, for tool calls, one tool_use block
 // per call with its input in two input_json_delta fragments), message_delta and
-// message_stop. A cut_stream rule stops after the first half of the deltas; a
+// message_stop. A chunk_delay_ms rule waits before each delta; a cut_stream rule
+// stops after the first half of the deltas; a
 // malformed rule sends an event whose data is not JSON.
 func writeAnthStream(w http.ResponseWriter, r *http.Request, a answer) {
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -563,6 +564,9 @@ func writeAnthStream(w http.ResponseWriter, r *http.Request, a answer) {
 				return // the handler returns mid-stream: the client sees the body end without message_stop
 			}
 			sent++
+			if !a.pause(r) {
+				return
+			}
 		}
 		if !send(e) {
 			return

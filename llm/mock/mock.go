@@ -85,6 +85,9 @@ type Rule struct {
 	Times int `json:"times,omitempty"`
 	// CutStream makes a streamed answer stop halfway, without "data: [DONE]".
 	CutStream bool `json:"cut_stream,omitempty"`
+	// ChunkDelayMS makes a streamed answer slow: it waits that long before each delta
+	// (to watch an answer grow).
+	ChunkDelayMS int `json:"chunk_delay_ms,omitempty"`
 	// Malformed makes the answer invalid JSON (the body, or a stream chunk).
 	Malformed bool `json:"malformed,omitempty"`
 }
@@ -623,7 +626,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	ans.inTok = promptTok
 	ans.cachedTok = s.openAICached(prefixKeys, prefixToks, promptTok)
 	if rule != nil {
-		ans.cut, ans.malformed = rule.CutStream, rule.Malformed
+		ans.cut, ans.malformed, ans.chunkDelay = rule.CutStream, rule.Malformed, time.Duration(rule.ChunkDelayMS)*time.Millisecond
 	}
 	s.cfg.Logger.Debug("mock-llm answer", "model", model, "bytes", len(ans.content), "tool_calls", len(ans.calls), "stream", req.Stream)
 	if req.Stream {
@@ -662,6 +665,7 @@ type answer struct {
 	calls                      []toolCall
 	inTok, outTok              int
 	cut, malformed             bool
+	chunkDelay                 time.Duration // before each streamed delta
 	// cachedTok and reasoningTok are OpenAI's usage details (parts of inTok, outTok).
 	cachedTok, reasoningTok int
 	// thinking is an Anthropic thinking block's text ("" for none); cacheRead and
@@ -679,7 +683,8 @@ func (a answer) usage() map[string]any {
 // writeStream sends the answer as OpenAI chat.completion.chunk events: a role chunk,
 // the text in word-sized deltas (or each tool call as an id+name chunk and two
 // argument fragments), a finish chunk, an optional usage chunk, then "data: [DONE]".
-// A cut_stream rule stops after the first half of the deltas; a malformed rule sends
+// A chunk_delay_ms rule waits before each delta; a cut_stream rule stops after the
+// first half of the deltas; a malformed rule sends
 // a chunk that is not JSON.
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, a answer, includeUsage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -721,7 +726,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, a answer, i
 		if a.cut && i >= (len(deltas)+1)/2 {
 			return // the handler returns mid-stream: the client sees the body end without [DONE]
 		}
-		if !send(chunk(d, nil)) {
+		if !a.pause(r) || !send(chunk(d, nil)) {
 			return
 		}
 	}
@@ -737,6 +742,22 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, a answer, i
 		}
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// pause waits the rule's chunk delay before a streamed delta; false when the request
+// ended meanwhile.
+func (a answer) pause(r *http.Request) bool {
+	if a.chunkDelay <= 0 {
+		return true
+	}
+	t := time.NewTimer(a.chunkDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // splitWords cuts s into deltas of one word each, keeping the spaces, so the stream

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -83,5 +84,25 @@ func TestCutAndMalformedStreams(t *testing.T) {
 	_, err = c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "bad"}}})
 	if err == nil || !strings.Contains(err.Error(), "decode") {
 		t.Fatalf("malformed body: %v", err)
+	}
+}
+
+// TestSlowStream: a chunk_delay_ms rule spaces its deltas, so a watcher sees the answer
+// grow over time.
+func TestSlowStream(t *testing.T) {
+	srv := streamServer(t, `{"rules":[{"match":".*","response":"one two three four","chunk_delay_ms":60}]}`)
+	var at []time.Time
+	resp, err := client(t, srv, "").Chat(context.Background(), llm.Request{
+		Messages: []llm.Message{{Role: "user", Content: "slow"}},
+		OnDelta:  func(string) { at = append(at, time.Now()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Content != "one two three four" || len(at) != 4 {
+		t.Fatalf("content %q, %d deltas", resp.Content, len(at))
+	}
+	if spread := at[3].Sub(at[0]); spread < 150*time.Millisecond {
+		t.Fatalf("the deltas came within %s: not spaced by the chunk delay", spread)
 	}
 }

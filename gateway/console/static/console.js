@@ -54,7 +54,7 @@ class Socket {
   constructor() {
     this.nextId = 1;
     this.waiting = new Map();
-    this.subs = new Map(); // session id -> {handler, last}
+    this.subs = new Map(); // session id -> {handler, last, deltas, onDelta}
     this.restarts = null;
     this.restartLog = []; // every restart frame of this connection, for a page opened later
     this.connect();
@@ -68,7 +68,7 @@ class Socket {
     ws.onopen = () => {
       $("#ws-state").textContent = "live";
       this.resolveReady();
-      for (const [id, s] of this.subs) this.send({ op: "subscribe", session_id: id, from_seq: s.last, deltas: false });
+      for (const [id, s] of this.subs) this.send({ op: "subscribe", session_id: id, from_seq: s.last, deltas: !!s.onDelta });
       if (this.restarts) this.send({ op: "subscribe_restarts" });
     };
     ws.onmessage = (m) => this.onFrame(JSON.parse(m.data));
@@ -89,9 +89,11 @@ class Socket {
       this.send({ op, id, ...fields });
     });
   }
-  subscribe(session, handler) {
-    this.subs.set(session, { handler, last: 0 });
-    this.ready.then(() => this.send({ op: "subscribe", session_id: session, deltas: false }));
+  // subscribe hands handler every event of session; onDelta, when given, gets its live
+  // deltas (streamed model text) too.
+  subscribe(session, handler, onDelta) {
+    this.subs.set(session, { handler, last: 0, onDelta });
+    this.ready.then(() => this.send({ op: "subscribe", session_id: session, deltas: !!onDelta }));
   }
   unsubscribe(session) {
     if (this.subs.delete(session) && this.ws.readyState === WebSocket.OPEN) this.send({ op: "unsubscribe", session_id: session });
@@ -114,6 +116,9 @@ class Socket {
     if (f.op === "event") {
       const s = this.subs.get(f.session_id);
       if (s && f.seq > s.last) { s.last = f.seq; s.handler(f); }
+    } else if (f.op === "delta") {
+      const s = this.subs.get(f.session_id);
+      if (s && s.onDelta) s.onDelta(f);
     } else if (f.op === "restart") {
       this.restartLog.push(f);
       if (this.restartLog.length > 1000) this.restartLog.shift();
@@ -362,16 +367,28 @@ function sessionPage(main, id) {
     refreshTimer = setTimeout(refresh, 250);
   };
 
+  const transcript = mountTranscript(f("transcript"), id, { api, headers: () => (token ? { Authorization: "Bearer " + token } : {}) }); // transcript.js
   const events = f("events");
-  socket.subscribe(id, (ev) => {
-    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
-    const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
-    events.append(el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
-      el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || ""));
+  let pending = []; // events not yet listed: listed once per frame (a replay of thousands lays out once)
+  const listEvents = () => {
+    events.append(...pending.splice(0).slice(-1000).map((ev) => {
+      const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
+      return el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
+        el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || "");
+    }));
     while (events.children.length > 1000) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
+  };
+  let left = false;
+  // The subscription starts once the transcript has painted: its replay of the stored
+  // events would hold the page's thread first.
+  transcript.ready.then(() => left || socket.subscribe(id, (ev) => {
+    transcript.onEvent(ev);
+    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
+    if (!pending.length) requestAnimationFrame(listEvents);
+    pending.push(ev);
     scheduleRefresh();
-  });
+  }, (d) => transcript.onDelta(d)));
 
   const slider = f("slider");
   const showPast = async () => {
@@ -408,7 +425,7 @@ function sessionPage(main, id) {
   });
 
   refresh();
-  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); };
+  leave = () => { left = true; socket.unsubscribe(id); clearTimeout(refreshTimer); transcript.close(); };
 }
 
 // ---- cluster ----
