@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// The seam of the protocol adapters (A2A, AG-UI, the MCP server, ...): each one is an
+// http.Handler mounted on the gateway behind its authentication (Mount), that runs the
+// gateway's operations for the request's principal (Do) and follows a session's
+// journal-backed live feed (Follow). They answer exactly what the gateway's own routes
+// answer, another tenant's session included (CodeNotFound, as a missing one).
+
+// Mount serves handler at pattern (a net/http ServeMux pattern such as "POST /v1/agui")
+// for principals whose scope is at least need; the handler finds the principal with
+// auth.FromContext. It must be called before the gateway serves requests.
+func (h *Handler) Mount(pattern string, need Scope, handler http.Handler) {
+	h.mux.Handle(pattern, h.require(need, handler.ServeHTTP))
+}
+
+// Do runs one request-answer operation (req.Op: OpStart, OpState, OpSend, OpInput,
+// OpCancel, ...; the same requests the WebSocket takes) for the principal in ctx, and
+// returns its JSON result (the HTTP route's body). Errors carry the gateway's codes:
+// ErrorCode reads them.
+func (h *Handler) Do(ctx context.Context, req Request) (json.RawMessage, error) {
+	if p, ok := auth.FromContext(ctx); ok {
+		req.caller = auth.ToMessage(p)
+	}
+	res, err := h.run(&req)
+	if err != nil {
+		return nil, toAPIError(err)
+	}
+	return res.body, nil
+}
+
+// Follow subscribes the principal in ctx to session id's events with seq > fromSeq, and
+// to its token deltas when deltas is true: the events stored so far first, from the
+// journal, then each one as it is stored, on any node. A session the principal may not
+// read answers CodeNotFound, as a missing one. The caller closes the subscription.
+func (h *Handler) Follow(ctx context.Context, id string, fromSeq uint64, deltas bool) (live.Subscription, error) {
+	if err := checkSessionID(id); err != nil {
+		return nil, toAPIError(err)
+	}
+	if h.cfg.Feed == nil {
+		return nil, errorf(CodeUnsupported, "this gateway has no event feed")
+	}
+	caller := callerFromContext(ctx)
+	if _, err := h.sessionHead(ctx, caller, id); err != nil {
+		return nil, err
+	}
+	buffer := 0
+	if deltas {
+		buffer = h.cfg.DeltaBuffer
+	}
+	return h.cfg.Feed.Follow(id, fromSeq, buffer), nil
+}
+
+// EventJSON is event ev of session id as the gateway's streams render it (the event
+// frame's JSON object).
+func (h *Handler) EventJSON(id string, u live.Update) (json.RawMessage, error) {
+	if u.IsDelta {
+		return deltaBytes(id, u.Delta), nil
+	}
+	b, err := h.frames.event(id, u.Event)
+	if err != nil {
+		return nil, toAPIError(err)
+	}
+	return b, nil
+}
+
+// ErrorCode returns the gateway code (CodeNotFound, CodeInvalidArgument, ...) and the
+// client-facing message of an error Do or Follow returned; CodeInternal and a plain
+// message for any other error.
+func ErrorCode(err error) (code, msg string) {
+	e := toAPIError(err)
+	return e.code, e.msg
+}
+
+func callerFromContext(ctx context.Context) *messages.Principal {
+	if p, ok := auth.FromContext(ctx); ok {
+		return auth.ToMessage(p)
+	}
+	return nil
+}

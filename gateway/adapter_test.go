@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/gateway"
+)
+
+// tenantTokens authenticates "acme" and "globex" as members of those tenants.
+type tenantTokens struct{}
+
+func (tenantTokens) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
+	switch cred {
+	case "acme", "globex":
+		return auth.Principal{Subject: cred + "-user", Tenant: cred, Roles: []auth.Role{auth.RoleMember}}, nil
+	}
+	return auth.Principal{}, auth.ErrNotMine
+}
+
+// TestAdapterSeam: a handler mounted on the gateway (as the protocol adapters are) runs
+// operations with Do and follows a session with Follow for the request's principal:
+// the session's tenant reads its state and events; another tenant gets exactly what a
+// missing session gives; a request without a credential never reaches the handler.
+func TestAdapterSeam(t *testing.T) {
+	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.Authenticator = tenantTokens{} }})
+	g.h.Mount("GET /v1/test-adapter/{id}", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		out := map[string]string{}
+		if res, err := g.h.Do(r.Context(), gateway.Request{Op: gateway.OpState, SessionID: id}); err != nil {
+			out["state_code"], out["state_msg"] = gateway.ErrorCode(err)
+		} else {
+			var st struct {
+				State struct {
+					Goal string `json:"goal"`
+				} `json:"state"`
+			}
+			_ = json.Unmarshal(res, &st)
+			out["goal"] = st.State.Goal
+		}
+		sub, err := g.h.Follow(r.Context(), id, 0, false)
+		if err != nil {
+			out["follow_code"], out["follow_msg"] = gateway.ErrorCode(err)
+		} else {
+			defer sub.Close()
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			u, err := sub.NextUpdate(ctx)
+			if err == nil {
+				b, _ := g.h.EventJSON(id, u)
+				var ev map[string]any
+				_ = json.Unmarshal(b, &ev)
+				out["first"], _ = ev["type"].(string)
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	st, out := postJSON(t, g.srv.URL+"/v1/sessions", "acme", map[string]any{"session_id": "acme-1", "goal": "Write a haiku"})
+	if st != 201 {
+		t.Fatalf("acme starts: %d %v", st, out)
+	}
+	st, mine := getJSON(t, g.srv.URL+"/v1/test-adapter/acme-1", "acme")
+	if st != 200 || mine["goal"] != "Write a haiku" || mine["first"] != "session_started" {
+		t.Fatalf("acme through the adapter: %d %v", st, mine)
+	}
+	_, theirs := getJSON(t, g.srv.URL+"/v1/test-adapter/acme-1", "globex")
+	_, missing := getJSON(t, g.srv.URL+"/v1/test-adapter/acme-9", "globex")
+	if theirs["state_code"] != gateway.CodeNotFound || theirs["follow_code"] != gateway.CodeNotFound {
+		t.Fatalf("globex reads acme's session through the adapter: %v", theirs)
+	}
+	if theirs["state_msg"] != `session "acme-1" not found` || missing["state_msg"] != `session "acme-9" not found` ||
+		theirs["follow_msg"] != `session "acme-1" not found` || missing["follow_msg"] != `session "acme-9" not found` {
+		t.Fatalf("another tenant's session is not answered as a missing one: %v vs %v", theirs, missing)
+	}
+	if st, _ := getJSON(t, g.srv.URL+"/v1/test-adapter/acme-1", "nobody"); st != http.StatusUnauthorized {
+		t.Fatalf("no credential: %d, want 401", st)
+	}
+}
