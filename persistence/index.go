@@ -190,6 +190,11 @@ type SessionIndex interface {
 	RenewLease(ctx context.Context, id, owner string, ttl time.Duration) error
 	// ReleaseLease drops session id's lease if owner holds it.
 	ReleaseLease(ctx context.Context, id, owner string) error
+	// BreakLeases ends at once every live lease owner holds (a cluster member the
+	// membership declared dead), so Due returns its sessions without waiting for the
+	// leases to lapse; it returns how many it ended. Should owner be alive after all, its
+	// next renewal takes a lease back; the journal's expected sequence keeps one writer.
+	BreakLeases(ctx context.Context, owner string) (int, error)
 	// Due returns up to limit sessions that need a live activation and have none: DueAt set
 	// and passed, and no lease or an expired one. Earliest DueAt first.
 	Due(ctx context.Context, limit int) ([]IndexEntry, error)

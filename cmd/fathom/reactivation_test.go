@@ -96,14 +96,16 @@ func auditJournal(t *testing.T, dsn, id string) []map[string]any {
 
 // TestReactivationAcrossNodesAfterKill: two `fathom node` processes (Consul, one
 // PostgreSQL journal, `fathom mock-llm` answering each step after a delay). A session
-// runs on node A; A is killed with SIGKILL mid-run. With no client request, node B's
-// reactivator finds the session's lease lapsed and activates it: its next event is
-// appended within the lease TTL + 5 s, it completes, and the journal audit finds seq
-// contiguous and nothing recorded twice.
+// runs on node A; A is killed with SIGKILL mid-run. With no client request, node B takes
+// it over once the membership drops A: it breaks A's leases and its reactivator
+// activates the session, whose next event is appended long before A's lease (60 s)
+// would have lapsed; it completes, and the journal audit finds seq contiguous and
+// nothing recorded twice.
 func TestReactivationAcrossNodesAfterKill(t *testing.T) {
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
-	const token, leaseTTL = "t", 4 * time.Second
+	// The lease is long: the session can move within takeOverBound only by the takeover.
+	const token, leaseTTL, takeOverBound = "t", 60 * time.Second, 20 * time.Second
 	model := startMockLLM(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[`+
 		`{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"},`+
@@ -154,10 +156,10 @@ func TestReactivationAcrossNodesAfterKill(t *testing.T) {
 	if typAtKill == "session_completed" {
 		t.Fatalf("session %s completed before the kill; make its steps slower", victim)
 	}
-	testenv.Eventually(t, leaseTTL+5*time.Second, func() bool {
+	testenv.Eventually(t, takeOverBound, func() bool {
 		seq, _ := journalHead(t, conn, victim)
 		return seq > seqAtKill
-	}, "no event of %s was appended within %s of killing its node (stuck at seq %d, %s)", victim, leaseTTL+5*time.Second, seqAtKill, typAtKill)
+	}, "no event of %s was appended within %s of killing its node (stuck at seq %d, %s): its lease was not taken over", victim, takeOverBound, seqAtKill, typAtKill)
 	t.Logf("session %s resumed %s after the kill (seq %d, %s)", victim, time.Since(killedAt).Round(time.Millisecond), seqAtKill, typAtKill)
 
 	for _, id := range ids {
@@ -173,6 +175,9 @@ func TestReactivationAcrossNodesAfterKill(t *testing.T) {
 	b.stop(t)
 	if !strings.Contains(b.stderr.String(), "reactivator: poked session") { // read once the process ended
 		t.Fatalf("node B's log has no reactivator poke")
+	}
+	if !strings.Contains(b.stderr.String(), "taking over the sessions of a member that left") {
+		t.Fatalf("node B's log has no takeover of node A's sessions")
 	}
 	// A member known dead is one INFO line on the survivor, then silence: no ERROR from
 	// Proto.Actor's remoting and no WARN per failed gossip (an ERROR asks an operator to act).

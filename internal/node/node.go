@@ -274,6 +274,9 @@ type Node struct {
 	reactivator *actor.PID
 	// topologySub hurries the reactivator when a member joins or leaves (reactivator.go).
 	topologySub *eventstream.Subscription
+	// takeovers are the breakings of departed members' leases in flight (reactivator.go),
+	// waited for before the journal closes.
+	takeovers sync.WaitGroup
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
 	// dropper serves the cluster-wide session-data drops of deletes (dropper.go).

@@ -51,12 +51,52 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 	// (a leaving member all of its own, disthash the ones whose identity now hashes to a
 	// new member) and releases their leases. Sweeping often for a while picks them up
 	// at once instead of at the next regular sweep.
+	//
+	// A member that left without handing its sessions over (killed, its host lost) still
+	// holds their leases until they lapse, one lease TTL after its last renewal. The
+	// membership declared it gone, so its leases are broken at once and the hurried
+	// sweeps find its sessions within a fraction of a second; the lease TTL stays the
+	// bound only for a member that is alive but cut off (it is still a member).
 	n.topologySub = system.EventStream.Subscribe(func(ev any) {
-		if t, ok := ev.(*cluster.ClusterTopology); ok && (len(t.Joined) > 0 || len(t.Left) > 0) {
-			reactivator.Hurry(system.Root, pid)
+		t, ok := ev.(*cluster.ClusterTopology)
+		if !ok || (len(t.Joined) == 0 && len(t.Left) == 0) {
+			return
 		}
+		if len(t.Left) == 0 {
+			reactivator.Hurry(system.Root, pid)
+			return
+		}
+		left := make([]string, 0, len(t.Left))
+		for _, m := range t.Left {
+			left = append(left, m.Address())
+		}
+		n.takeovers.Go(func() { n.takeOver(ix, left, func() { reactivator.Hurry(system.Root, pid) }) }) // off the event stream: it writes to the index
 	})
 	return nil
+}
+
+// takeOverTimeout bounds the breaking of a departed member's leases.
+const takeOverTimeout = 5 * time.Second
+
+// takeOver breaks the leases the members at addrs (which left the cluster) still hold,
+// then calls hurry so the reactivator sweeps at once. A failure is logged: the leases
+// then lapse on their own.
+func (n *Node) takeOver(ix persistence.SessionIndex, addrs []string, hurry func()) {
+	defer hurry()
+	ctx, cancel := context.WithTimeout(context.Background(), takeOverTimeout)
+	defer cancel()
+	for _, addr := range addrs {
+		if addr == n.member.Address() {
+			continue // this member leaving: its activations release their own leases
+		}
+		broke, err := ix.BreakLeases(ctx, addr)
+		switch {
+		case err != nil:
+			n.log.Warn("cannot take over the sessions of a member that left; they move once its leases lapse", "member", addr, "error", err)
+		case broke > 0:
+			n.log.Info("taking over the sessions of a member that left", "member", addr, "sessions", broke)
+		}
+	}
 }
 
 // stopReactivator stops the reactivator and waits for its sweep in flight, before the
@@ -69,6 +109,7 @@ func (n *Node) stopReactivator() {
 		n.member.System().EventStream.Unsubscribe(n.topologySub)
 		n.topologySub = nil
 	}
+	n.takeovers.Wait()
 	_ = n.member.Cluster().ActorSystem.Root.StopFuture(n.reactivator).Wait()
 	n.reactivator = nil
 }

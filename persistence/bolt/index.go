@@ -66,6 +66,20 @@ func (t *leaseTable) release(id, owner string) {
 	}
 }
 
+// breakOwner drops every live lease owner holds and returns how many.
+func (t *leaseTable) breakOwner(owner string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, now := 0, time.Now()
+	for id, l := range t.m {
+		if l.owner == owner && !l.expires.Before(now) {
+			delete(t.m, id)
+			n++
+		}
+	}
+	return n
+}
+
 // fill sets e's lease fields.
 func (t *leaseTable) fill(e *persistence.IndexEntry) {
 	t.mu.Lock()
@@ -211,6 +225,18 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	defer j.leave()
 	j.leases.release(id, owner)
 	return nil
+}
+
+// BreakLeases implements persistence.SessionIndex.
+func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := j.enter(); err != nil {
+		return 0, err
+	}
+	defer j.leave()
+	return j.leases.breakOwner(owner), nil
 }
 
 // indexed reports whether session id has a row in the index.

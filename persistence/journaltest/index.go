@@ -124,6 +124,37 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		}
 	})
 
+	t.Run("BreakLeasesOfADeadMember", func(t *testing.T) {
+		ix, s1, s2, s3 := index(t), stream(), stream(), stream()
+		for _, s := range []string{s1, s2, s3} {
+			_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past})
+			mustNil(t, err)
+		}
+		dead := "dead-" + s1 // unique to this run: the store may be shared
+		mustNil(t, ix.RenewLease(ctx, s1, dead, time.Hour))
+		mustNil(t, ix.RenewLease(ctx, s2, dead, time.Hour))
+		mustNil(t, ix.RenewLease(ctx, s3, "alive-"+s1, time.Hour))
+		if dueHas(t, ix, s1) || dueHas(t, ix, s2) || dueHas(t, ix, s3) {
+			t.Fatal("leased sessions are due")
+		}
+		n, err := ix.BreakLeases(ctx, dead)
+		mustNil(t, err)
+		if n != 2 || !dueHas(t, ix, s1) || !dueHas(t, ix, s2) || dueHas(t, ix, s3) {
+			t.Fatalf("broke %d leases; due: %v %v, the live member's: %v", n, dueHas(t, ix, s1), dueHas(t, ix, s2), dueHas(t, ix, s3))
+		}
+		if e := entryOf(t, ix, s3); e.LeaseOwner != "alive-"+s1 {
+			t.Fatalf("another member's lease changed: %+v", e)
+		}
+		if n, err := ix.BreakLeases(ctx, dead); err != nil || n != 0 {
+			t.Fatalf("breaking again: %d, %v", n, err)
+		}
+		// The member was alive after all: its next renewal holds the session again.
+		mustNil(t, ix.RenewLease(ctx, s1, dead, time.Hour))
+		if dueHas(t, ix, s1) {
+			t.Fatal("a renewed lease does not hide the session")
+		}
+	})
+
 	t.Run("FutureAndNoDueTimeAreNotDue", func(t *testing.T) {
 		ix := index(t)
 		future, never := stream(), stream()

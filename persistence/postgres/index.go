@@ -125,6 +125,19 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	return nil
 }
 
+// BreakLeases implements persistence.SessionIndex.
+func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
+	if err := j.check(ctx); err != nil {
+		return 0, err
+	}
+	tag, err := j.pool.Exec(ctx, `UPDATE fathom_sessions SET lease_owner = NULL, lease_expires = NULL
+		WHERE lease_owner = $1 AND lease_expires >= now()`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("break the leases of %s: %w", owner, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd, tenant, owner`
 
 // Due implements persistence.SessionIndex.
