@@ -226,11 +226,12 @@ function sessionPage(main, id) {
   main.append(page);
   const f = (name) => field(page, name);
   f("id").textContent = id;
-  const handoffs = new Map(); // step id -> sub-agent hand-off summary
   let timeline = [];
   let refreshTimer = null;
   let current = null;
 
+  // renderPlan draws state's plan with its sub-agents and their hand-offs, all from
+  // state alone: a past state shows the hand-offs the journal held then, nothing later.
   const renderPlan = (list, state) => {
     const subs = Object.values(state.sub_agents || {});
     list.replaceChildren(...(state.steps || []).map((st, i) => {
@@ -242,10 +243,13 @@ function sessionPage(main, id) {
         li.append(el("div", { class: "sub", "data-subagent": sa.id },
           `↳ ${sa.id} (${sa.agent_type}) ${sa.running ? "running" : "idle"} · ${sa.llm_calls} LLM calls · ${sa.tool_calls} tool calls · ${money(sa.cost_usd)}`));
       }
-      if (handoffs.has(step.id)) li.append(el("div", { class: "handoff", "data-handoff": step.id }, "hand-off: " + handoffs.get(step.id)));
+      for (const sa of subs.filter((s) => s.step_id === step.id && s.result && !s.running)) {
+        li.append(el("div", { class: "handoff", "data-handoff": step.id, "data-subagent": sa.id }, "hand-off: " + (sa.result.summary || sa.result.status)));
+      }
       return li;
     }));
   };
+  const view = FathomTimeline.mount({ id, page, renderPlan }); // timeline.js: Gantt, plan graph, time travel by seq, compare
 
   // approvalDeadline says what happens when nobody decides: the call is rejected (the
   // default action "continue"), or the session fails.
@@ -347,6 +351,7 @@ function sessionPage(main, id) {
       renderPlan(f("plan"), current);
       renderAwaiting(current);
       renderArtifacts(current);
+      view.refresh(current);
       const ended = timeline.filter((e) => e.ended_seq > 0).length;
       const slider = f("slider");
       const atEnd = Number(slider.value) >= Number(slider.max);
@@ -364,7 +369,6 @@ function sessionPage(main, id) {
 
   const events = f("events");
   socket.subscribe(id, (ev) => {
-    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
     const detail = ev.step_id ? ev.step_id : ev.type === "session_started" ? ev.goal : "";
     events.append(el("li", { "data-seq": ev.seq, "data-type": ev.type, title: JSON.stringify(ev) },
       el("b", {}, String(ev.seq)), el("span", { class: "type" }, ev.type), detail || ""));
@@ -380,6 +384,7 @@ function sessionPage(main, id) {
       const res = await socket.request("state_at", { session_id: id, step_index: k });
       f("slider-label").textContent = `after step ${k} of ${slider.max} (seq ${res.seq}): ${shortStatus(res.state.status)}`;
       renderPlan(f("past-plan"), res.state);
+      view.showAt(res.seq, res.state);
     } catch (e) { toast(e.message); }
   };
   slider.addEventListener("input", showPast);
@@ -408,7 +413,7 @@ function sessionPage(main, id) {
   });
 
   refresh();
-  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); };
+  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); view.leave(); };
 }
 
 // ---- cluster ----
