@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -158,7 +159,7 @@ func seedSessions(t testing.TB, j indexedJournal, n int) {
 // token; the API it calls still needs one.
 func TestConsoleIsServed(t *testing.T) {
 	g := startGW(t, gwOpts{})
-	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root"} {
+	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root", "/console/timeline.js": "FathomTimeline", "/console/timeline.css": ".plan-graph"} {
 		resp, err := http.Get(g.srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -288,5 +289,100 @@ func TestConsoleControls(t *testing.T) {
 	evs := g.journal("ctl-cancel")
 	if last := evs[len(evs)-1]; last["type"] != "session_cancelled" || last["by"] != "console" {
 		t.Errorf("ctl-cancel's last event: %v", last)
+	}
+}
+
+// TestConsoleTimeline drives the session page's timeline, plan graph, time travel and
+// comparison in headless Chromium (scripts/console-timeline-e2e.mjs) on a completed
+// demo session (four steps run by sub-agents, each with a hand-off), handing the script
+// what the journal holds: each step's duration, the plan's dependencies, the seq of
+// each hand-off and artifact. The page must draw a bar per step with that duration, a
+// graph node per step and an edge per dependency, show at a past seq (by the step
+// slider and by seq) no hand-off, artifact or bar recorded later, and list a step whose
+// status changed between two points.
+func TestConsoleTimeline(t *testing.T) {
+	playwright, chromium := testenv.ConsoleBrowser(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	g := startGW(t, gwOpts{delayMS: 20})
+	if code, body := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"Write a haiku about time","session_id":"tl-1"}`)); code != 201 {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		evs := g.journal("tl-1")
+		return len(evs) > 0 && evs[len(evs)-1]["type"] == "session_completed"
+	}, "tl-1 never completed")
+
+	type stepDur struct {
+		ID string  `json:"id"`
+		MS float64 `json:"ms"`
+	}
+	var (
+		steps                   []stepDur
+		edges                   []string
+		started                 = map[string]time.Time{}
+		handoffs, artifacts     = map[string]uint64{}, map[string]uint64{}
+		atSeq, planSeq, lastSeq uint64
+	)
+	for _, ev := range g.journal("tl-1") {
+		seq := uint64(ev["seq"].(float64))
+		at, err := time.Parse(time.RFC3339Nano, ev["at"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastSeq = seq
+		switch ev["type"] {
+		case "plan_created":
+			planSeq = seq
+			for _, s := range ev["steps"].([]any) {
+				s := s.(map[string]any)
+				deps, _ := s["dependencies"].([]any)
+				for _, d := range deps {
+					edges = append(edges, fmt.Sprint(d)+">"+fmt.Sprint(s["id"]))
+				}
+			}
+		case "step_started":
+			started[ev["step_id"].(string)] = at
+		case "step_completed":
+			id := ev["step_id"].(string)
+			steps = append(steps, stepDur{ID: id, MS: float64(at.Sub(started[id]).Nanoseconds()) / 1e6})
+			if atSeq == 0 {
+				atSeq = seq
+			}
+		case "subagent_completed":
+			handoffs[ev["step_id"].(string)] = seq
+		case "artifact_written":
+			artifacts[ev["path"].(string)] = seq
+		}
+	}
+	if len(steps) != 4 || len(edges) != 4 || len(handoffs) != 4 || atSeq == 0 || atSeq >= handoffs["s4"] {
+		t.Fatalf("the demo run: steps %v, edges %v, hand-offs %v, first step's end %d", steps, edges, handoffs, atSeq)
+	}
+	js := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	shots := os.Getenv("FATHOM_CONSOLE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "console-timeline-e2e.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+g.srv.URL+"/console/", "READ_TOKEN="+readToken, "SESSION_ID=tl-1",
+		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots,
+		"STEPS="+js(steps), "EDGES="+js(edges), "HANDOFFS="+js(handoffs), "ARTIFACTS="+js(artifacts),
+		fmt.Sprintf("AT_SEQ=%d", atSeq), fmt.Sprintf("PLAN_SEQ=%d", planSeq), fmt.Sprintf("LAST_SEQ=%d", lastSeq))
+	out, err := cmd.CombinedOutput()
+	t.Logf("console-timeline-e2e:\n%s", out)
+	if err != nil {
+		t.Fatalf("the console's timeline run failed: %v", err)
 	}
 }
