@@ -80,7 +80,9 @@ try {
   const drawn = await graph.locator("[data-edge]").evaluateAll((es) => es.map((e) => e.dataset.edge).sort());
   check(JSON.stringify(drawn) === JSON.stringify([...edges].sort()), `graph edges ${drawn}, want ${edges}`);
   step(`plan graph: nodes ${nodes.join(" ")}; edges ${drawn.join(" ")}`);
-  if (process.env.SCREENSHOTS) await page.screenshot({ path: path.join(process.env.SCREENSHOTS, "console-timeline.png"), fullPage: true });
+  await page.evaluate(() => document.getElementById("toast").classList.remove("show"));
+  await page.waitForFunction(() => getComputedStyle(document.getElementById("toast")).opacity === "0");
+  if (process.env.SCREENSHOTS) await page.locator(".timeline-section").screenshot({ path: path.join(process.env.SCREENSHOTS, "console-timeline.png") });
 
   // Time travel: at a past point the page holds only what the journal held then.
   const noFuture = async (where) => {
