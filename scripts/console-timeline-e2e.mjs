@@ -4,7 +4,10 @@
 // and hands it what the journal holds: STEPS (JSON [{id, ms}]: each step's duration
 // from its step_started to its step_completed), EDGES (JSON ["dep>step", ...]),
 // HANDOFFS (JSON {step id: seq of its subagent_completed}), ARTIFACTS (JSON {path: seq
-// of its artifact_written}), AT_SEQ (the end of the first step), PLAN_SEQ and LAST_SEQ.
+// of its artifact_written}), AT_SEQ (the end of the first step), PLAN_SEQ and LAST_SEQ;
+// WAIT_SESSION, a session that waited WAIT_MS for a human's answer; REPLAN_SESSION, a
+// session whose step f was retried and failed, and whose plan (a, f, p) was revised into
+// (a, n).
 // Environment also: CONSOLE_URL, READ_TOKEN, PLAYWRIGHT_DIR, CHROMIUM, SCREENSHOTS (a
 // directory). Exits 0 on success and prints what failed otherwise.
 import { createRequire } from "node:module";
@@ -119,6 +122,31 @@ try {
   const handed = await page.locator('[data-testid="cmp-out"] [data-change="handoff"]').count();
   check(handed === steps.length, `compare lists ${handed} hand-offs, want ${steps.length}`);
   step(`compare seq ${planSeq} with seq ${lastSeq}: ${text}; ${handed} hand-offs`);
+
+  // A wait on a human is a bar as long as the journal's, shaded across the timeline.
+  await page.goto(url + "#/session/" + encodeURIComponent(env("WAIT_SESSION")));
+  const wait = page.locator('[data-testid="gantt"] .bar[data-kind="wait"]');
+  await wait.waitFor();
+  const waited = Number(await wait.getAttribute("data-duration-ms"));
+  check(Math.abs(waited - Number(env("WAIT_MS"))) < 0.01, `the wait lasts ${waited} ms, the journal ${env("WAIT_MS")} ms`);
+  check(await page.locator('[data-testid="gantt"] .shade').count() === 1, "the wait is not shaded");
+  step(`a human's wait: a shaded bar of ${waited.toFixed(1)} ms`);
+
+  // A retried step and a re-plan: the retry marked, a graph version per plan.
+  await page.goto(url + "#/session/" + encodeURIComponent(env("REPLAN_SESSION")));
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="plan-version"] option').length === 2);
+  const graphNow = async () => graph.locator("[data-node]").evaluateAll((ns) => ns.map((n) => `${n.dataset.node}=${n.dataset.status}`).join(" "));
+  const edgesNow = async () => (await graph.locator("[data-edge]").evaluateAll((es) => es.map((e) => e.dataset.edge))).join(" ");
+  await page.waitForFunction(() => document.querySelector('[data-testid="plan-graph"] svg')?.dataset.version === "2");
+  check(await graphNow() === "a=completed n=completed" && await edgesNow() === "a>n", `version 2: ${await graphNow()} / ${await edgesNow()}`);
+  await page.getByTestId("plan-version").selectOption("0");
+  await page.waitForFunction(() => document.querySelector('[data-testid="plan-graph"] svg')?.dataset.version === "1");
+  check(await graphNow() === "a=completed f=failed p=pending" && await edgesNow() === "a>f f>p", `version 1: ${await graphNow()} / ${await edgesNow()}`);
+  const fBars = page.locator('[data-testid="gantt"] .bar[data-kind="step"][data-step="f"]');
+  check(await fBars.count() === 2 && await page.locator('[data-testid="gantt"] .bar.retry[data-step="f"]').count() === 1, "step f's attempts are not two bars, the second a retry");
+  const marks = await page.locator("[data-testid=gantt] [data-mark]").evaluateAll((ms) => ms.map((m) => m.dataset.mark).join(" "));
+  check(marks === "retry retry replan end", `marks: ${marks}`);
+  step(`re-plan: version 1 ${await graphNow()}; marks ${marks}`);
   if (failed) throw new Error("the page raised errors");
   step("ok");
 } catch (e) {
