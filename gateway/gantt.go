@@ -58,8 +58,9 @@ func (h *Handler) opGantt(req *Request) (opResult, error) {
 	return opResult{sessionID: req.SessionID, body: body}, nil
 }
 
-// addRestarts adds the kept restarts of g's session within its time axis as marks. The
-// log is the node's, best effort: a gantt without it still answers.
+// addRestarts adds the kept restarts of g's session up to its last event's time as marks
+// (one that came before the first event, while the start was handled, is drawn at the
+// start). The log is the node's, best effort: a gantt without it still answers.
 func (h *Handler) addRestarts(ctx context.Context, g *core.Gantt) {
 	if h.cfg.Restarts == nil {
 		return
@@ -71,7 +72,7 @@ func (h *Handler) addRestarts(ctx context.Context, g *core.Gantt) {
 	}
 	for _, r := range all {
 		at := r.At.UnixNano()
-		if r.SessionID != g.SessionID || at < g.StartUnixNano || at > g.EndUnixNano {
+		if r.SessionID != g.SessionID || at > g.EndUnixNano { // a restart before the first event is drawn at the start
 			continue
 		}
 		g.Marks = append(g.Marks, core.Mark{Kind: core.MarkRestart, UnixNano: at, Label: r.Kind + " " + r.Directive})

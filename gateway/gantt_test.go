@@ -141,3 +141,40 @@ func TestGanttRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestGanttMarksRestarts: a restart of a session's grain (its first journal append
+// panics; the supervisor restarts it and the start is sent again) is a restart mark on
+// the session's Gantt, on its time axis.
+func TestGanttMarksRestarts(t *testing.T) {
+	cj := &crashOnce{}
+	g := startGW(t, gwOpts{journal: func(j persistence.Journal) persistence.Journal {
+		cj.indexedJournal = j.(indexedJournal)
+		return cj
+	}})
+	cj.armed.Store(true)
+	start := []byte(`{"goal":"Write a haiku","session_id":"gantt-crash","command_id":"c1"}`)
+	if code, body := call(t, g.srv, "POST", "/v1/sessions", token, start); code < 500 {
+		t.Fatalf("start with a crashing journal: %d %v", code, body)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		code, _ := call(t, g.srv, "POST", "/v1/sessions", token, start)
+		return code == 201
+	}, "the start after the restart was refused")
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		evs := g.journal("gantt-crash")
+		return len(evs) > 0 && evs[len(evs)-1]["type"] == "session_completed"
+	}, "gantt-crash did not complete")
+	code, gt, raw := getGantt(t, g, "/v1/sessions/gantt-crash/gantt")
+	if code != 200 {
+		t.Fatalf("gantt: %d %s", code, raw)
+	}
+	var restarts []core.Mark
+	for _, m := range gt.Marks {
+		if m.Kind == core.MarkRestart {
+			restarts = append(restarts, m)
+		}
+	}
+	if len(restarts) != 1 || restarts[0].UnixNano > gt.EndUnixNano || !strings.Contains(restarts[0].Label, "restart") {
+		t.Fatalf("restart marks %+v on the axis %d..%d", restarts, gt.StartUnixNano, gt.EndUnixNano)
+	}
+}

@@ -92,7 +92,7 @@ window.FathomTimeline = (() => {
   // are shaded across every lane, marks are vertical lines.
   function renderGantt(box, g) {
     const t0 = Number(g.start_unix_nano), t1 = Math.max(Number(g.end_unix_nano), t0 + 1);
-    const x = (ns) => `${(100 * (Number(ns) - t0)) / (t1 - t0)}%`;
+    const x = (ns) => `${Math.max(0, (100 * (Number(ns) - t0)) / (t1 - t0))}%`;
     const w = (a, b) => `${Math.max((100 * (Number(b) - Number(a))) / (t1 - t0), 0)}%`;
     const rows = lanesOf(g.spans || []).map((l) => {
       const track = el("div", { class: "track" });
