@@ -98,6 +98,8 @@ try {
     for (const a of arts) check(artifacts[a] <= atSeq, `${where}: at seq ${atSeq} the page lists ${a}, written at seq ${artifacts[a]}`);
     const starts = await gantt.locator(".bar").evaluateAll((bs) => bs.map((b) => Number(b.dataset.startSeq)));
     check(starts.length > 0 && starts.every((s) => s <= atSeq), `${where}: bars starting after seq ${atSeq}: ${starts.filter((s) => s > atSeq)}`);
+    const future = await page.locator("ol.events li.future").evaluateAll((ls) => ls.map((l) => Number(l.dataset.seq)));
+    check(future.length === lastSeq - atSeq && future.every((s) => s > atSeq), `${where}: events greyed as later than seq ${atSeq}: ${future}`);
     const statuses = await graph.locator("[data-node]").evaluateAll((ns) => ns.map((n) => n.dataset.status));
     check(statuses.includes("pending") || statuses.includes("in_progress"), `${where}: graph at seq ${atSeq}: ${statuses}`);
     step(`${where}: at seq ${atSeq}: hand-offs of ${shown.join(", ")}; artifacts ${arts.join(", ") || "none"}; ${starts.length} bars, none later`);

@@ -292,6 +292,10 @@ window.FathomTimeline = (() => {
     page.querySelector('[data-field="slider"]').closest(".card").after(compare);
 
     let at = 0; // 0: now (live); else the seq the timeline and graph show
+    // markFuture greys the events list's rows recorded after the past point.
+    const markFuture = () => {
+      for (const li of page.querySelectorAll("ol.events [data-seq]")) li.classList.toggle("future", at > 0 && Number(li.dataset.seq) > at);
+    };
     let last = null; // the last gantt drawn
     let pending = false;
     let lastFetch = 0;
@@ -336,10 +340,12 @@ window.FathomTimeline = (() => {
       pastCostLine.textContent = `then: ${pastCost(state)}`;
       pastArtifacts.replaceChildren(...(state.artifacts || []).map((a) =>
         el("li", { "data-artifact": a.path }, `${a.artifact_type}/${a.filename} · ${a.size} bytes`)));
+      markFuture();
       draw();
     };
     q("now").addEventListener("click", () => {
       at = 0;
+      markFuture();
       q("at").textContent = "now";
       q("at").className = "badge";
       q("now").hidden = true;
@@ -373,6 +379,7 @@ window.FathomTimeline = (() => {
       // refresh: the session changed (live); current is its state now.
       refresh(current) {
         if (!q("cmp-b").value && current) q("cmp-b").placeholder = `seq B (now ${current.seq})`;
+        if (at > 0) markFuture();
         refresh();
       },
       showAt,
