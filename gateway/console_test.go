@@ -309,8 +309,17 @@ func TestConsoleTimeline(t *testing.T) {
 	if err != nil {
 		t.Skipf("node not found: %v", err)
 	}
-	g := startGW(t, gwOpts{delayMS: 20, script: humanScript(t)})
-	for _, s := range []string{`{"goal":"Write a haiku about time","session_id":"tl-1"}`, `{"goal":"Print copies of a haiku","session_id":"tl-wait"}`} {
+	sc := humanScript(t)
+	reuse, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: orchestrator","context_match":"twice about tides","response":` +
+		`"{\"steps\":[{\"id\":\"r1\",\"type\":\"research\",\"description\":\"tides\"},` +
+		`{\"id\":\"r2\",\"type\":\"research\",\"description\":\"more tides\",\"dependencies\":[\"r1\"],\"sub_agent_id\":\"researcher-1\"}]}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Rules = append(reuse.Rules, sc.Rules...)
+	g := startGW(t, gwOpts{delayMS: 20, script: sc})
+	for _, s := range []string{`{"goal":"Write a haiku about time","session_id":"tl-1"}`, `{"goal":"Print copies of a haiku","session_id":"tl-wait"}`,
+		`{"goal":"Research twice about tides","session_id":"tl-reuse"}`} {
 		if code, body := call(t, g.srv, "POST", "/v1/sessions", token, []byte(s)); code != 201 {
 			t.Fatalf("start: %d %v", code, body)
 		}
@@ -320,11 +329,27 @@ func TestConsoleTimeline(t *testing.T) {
 		code, _ := call(t, g.srv, "POST", "/v1/sessions/tl-wait/input", token, []byte(`{"step_id":"ask","input":{"n":2}}`))
 		return code == 200
 	}, "tl-wait never took its answer")
-	for _, id := range []string{"tl-1", "tl-wait"} {
+	for _, id := range []string{"tl-1", "tl-wait", "tl-reuse"} {
 		testenv.Eventually(t, 60*time.Second, func() bool {
 			evs := g.journal(id)
 			return len(evs) > 0 && evs[len(evs)-1]["type"] == "session_completed"
 		}, "%s never completed", id)
+	}
+	var reuseAt uint64 // the end of r1, run by researcher-1, who then runs r2
+	reused := map[string]uint64{}
+	for _, ev := range g.journal("tl-reuse") {
+		switch {
+		case ev["type"] == "subagent_completed":
+			reused[ev["step_id"].(string)] = uint64(ev["seq"].(float64))
+			if ev["sub_agent_id"] != "researcher-1" {
+				t.Fatalf("tl-reuse: %v", ev)
+			}
+		case ev["type"] == "step_completed" && ev["step_id"] == "r1":
+			reuseAt = uint64(ev["seq"].(float64))
+		}
+	}
+	if len(reused) != 2 || reuseAt == 0 {
+		t.Fatalf("tl-reuse's hand-offs %v, r1's end %d", reused, reuseAt)
 	}
 	var asked, answered time.Time
 	for _, ev := range g.journal("tl-wait") {
@@ -402,6 +427,7 @@ func TestConsoleTimeline(t *testing.T) {
 		"PLAYWRIGHT_DIR="+playwright, "CHROMIUM="+chromium, "SCREENSHOTS="+shots,
 		"STEPS="+js(steps), "EDGES="+js(edges), "HANDOFFS="+js(handoffs), "ARTIFACTS="+js(artifacts),
 		fmt.Sprintf("AT_SEQ=%d", atSeq), fmt.Sprintf("PLAN_SEQ=%d", planSeq), fmt.Sprintf("LAST_SEQ=%d", lastSeq),
+		"REUSE_SESSION=tl-reuse", "REUSE_HANDOFFS="+js(reused), fmt.Sprintf("REUSE_AT=%d", reuseAt),
 		"WAIT_SESSION=tl-wait", fmt.Sprintf("WAIT_MS=%f", float64(answered.Sub(asked).Nanoseconds())/1e6), "REPLAN_SESSION=tl-replan")
 	out, err := cmd.CombinedOutput()
 	t.Logf("console-timeline-e2e:\n%s", out)

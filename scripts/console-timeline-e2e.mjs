@@ -7,7 +7,8 @@
 // of its artifact_written}), AT_SEQ (the end of the first step), PLAN_SEQ and LAST_SEQ;
 // WAIT_SESSION, a session that waited WAIT_MS for a human's answer; REPLAN_SESSION, a
 // session whose step f was retried and failed, and whose plan (a, f, p) was revised into
-// (a, n).
+// (a, n); REUSE_SESSION, a session whose sub-agent researcher-1 ran step r1 and then r2
+// (REUSE_HANDOFFS: {step: seq of its hand-off}; REUSE_AT: the end of r1).
 // Environment also: CONSOLE_URL, READ_TOKEN, PLAYWRIGHT_DIR, CHROMIUM, SCREENSHOTS (a
 // directory). Exits 0 on success and prints what failed otherwise.
 import { createRequire } from "node:module";
@@ -124,6 +125,20 @@ try {
   const handed = await page.locator('[data-testid="cmp-out"] [data-change="handoff"]').count();
   check(handed === steps.length, `compare lists ${handed} hand-offs, want ${steps.length}`);
   step(`compare seq ${planSeq} with seq ${lastSeq}: ${text}; ${handed} hand-offs`);
+
+  // A sub-agent that ran two steps: each step shows its own hand-off, now and at the end
+  // of the first.
+  await page.goto(url + "#/session/" + encodeURIComponent(env("REUSE_SESSION")));
+  await page.getByTestId("session-status").filter({ hasText: /^completed$/ }).waitFor();
+  const reused = JSON.parse(env("REUSE_HANDOFFS"));
+  const handoffsIn = (list) => page.locator(`[data-testid="${list}"] [data-handoff]`).evaluateAll((hs) => hs.map((h) => `${h.dataset.handoff}:${h.dataset.subagent}`).join(" "));
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="plan"] [data-handoff]').length === 2);
+  check(await handoffsIn("plan") === "r1:researcher-1 r2:researcher-1", `the plan's hand-offs: ${await handoffsIn("plan")}`);
+  await page.getByTestId("tt-seq").fill(env("REUSE_AT"));
+  await page.getByTestId("tt-seq-go").click();
+  await page.getByTestId("tl-at").filter({ hasText: `at seq ${env("REUSE_AT")}` }).waitFor();
+  check(reused.r1 <= Number(env("REUSE_AT")) && await handoffsIn("past-plan") === "r1:researcher-1", `at seq ${env("REUSE_AT")}: hand-offs ${await handoffsIn("past-plan")}`);
+  step(`one sub-agent, two steps: hand-offs ${await handoffsIn("plan")}; at seq ${env("REUSE_AT")} only r1's`);
 
   // A wait on a human is a bar as long as the journal's, shaded across the timeline.
   await page.goto(url + "#/session/" + encodeURIComponent(env("WAIT_SESSION")));

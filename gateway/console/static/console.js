@@ -243,9 +243,14 @@ function sessionPage(main, id) {
         li.append(el("div", { class: "sub", "data-subagent": sa.id },
           `↳ ${sa.id} (${sa.agent_type}) ${sa.running ? "running" : "idle"} · ${sa.llm_calls} LLM calls · ${sa.tool_calls} tool calls · ${money(sa.cost_usd)}`));
       }
-      for (const sa of subs.filter((s) => s.step_id === step.id && s.result && !s.running)) {
+      const shown = subs.filter((s) => s.step_id === step.id && s.result && !s.running);
+      for (const sa of shown) {
         li.append(el("div", { class: "handoff", "data-handoff": step.id, "data-subagent": sa.id }, "hand-off: " + (sa.result.summary || sa.result.status)));
       }
+      // A sub-agent that went on to another step keeps only its last hand-off; the step's
+      // output holds its own (core.HandoffText: "[type id: status, confidence c] summary").
+      const own = !shown.length && /^\[\S+ (\S+): \S+, confidence [\d.]+\] (.*)$/.exec((st.output || "").split("\n")[0]);
+      if (own) li.append(el("div", { class: "handoff", "data-handoff": step.id, "data-subagent": own[1] }, "hand-off: " + own[2]));
       return li;
     }));
   };
