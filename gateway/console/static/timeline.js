@@ -10,8 +10,8 @@
 // window ({detail: {seq, span}}; seq is the event that opened the bar) and scrolls to the
 // element with id "seq-<N>" when the page has one. That id is the convention for
 // anchoring any view of the run (the transcript) to an event: the element that shows
-// event N carries id="seq-N". The events list's row for N (data-seq="N") is highlighted
-// too.
+// event N carries id="seq-N" (without one, the first .transcript entry with a data-seq
+// of N or more is shown). The events list's row for N (data-seq="N") is highlighted too.
 "use strict";
 
 window.FathomTimeline = (() => {
@@ -36,7 +36,10 @@ window.FathomTimeline = (() => {
   // jumpTo tells the page's other views (the transcript) where the run was at seq.
   function jumpTo(seq, span) {
     window.dispatchEvent(new CustomEvent("fathom:seq", { detail: { seq, span } }));
-    const anchor = document.getElementById(`seq-${seq}`);
+    // The id first; else the transcript's first entry from seq on (its entries carry
+    // data-seq).
+    const anchor = document.getElementById(`seq-${seq}`) ||
+      [...document.querySelectorAll(".transcript [data-seq]")].find((e) => Number(e.dataset.seq) >= seq);
     if (anchor) anchor.scrollIntoView({ block: "center", behavior: "smooth" });
     for (const li of document.querySelectorAll("[data-seq].jumped")) li.classList.remove("jumped");
     const row = document.querySelector(`ol.events [data-seq="${seq}"]`);
