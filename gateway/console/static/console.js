@@ -418,7 +418,7 @@ function sessionPage(main, id) {
   });
 
   refresh();
-  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); view.leave(); };
+  leave = () => { socket.unsubscribe(id); clearTimeout(refreshTimer); };
 }
 
 // ---- cluster ----

@@ -4,7 +4,8 @@
 // and state_at; console.js's sessionPage mounts it (FathomTimeline.mount) and hands it
 // the current state and each past point it shows. It uses console.js's helpers (el,
 // toast, money, shortStatus, socket) and declares no global of its own but
-// FathomTimeline.
+// FathomTimeline. It loads after console.js, whose first page is drawn once its start
+// has awaited the console's config.
 //
 // Jumping to a place in the run: clicking a bar dispatches a "fathom:seq" CustomEvent on
 // window ({detail: {seq, span}}; seq is the event that opened the bar) and scrolls to the
@@ -306,6 +307,7 @@ window.FathomTimeline = (() => {
 
     const draw = async () => {
       pending = false;
+      if (!page.isConnected) return; // the page was left
       lastFetch = Date.now();
       const fields = { session_id: id };
       if (at) fields.seq = at;
@@ -326,7 +328,7 @@ window.FathomTimeline = (() => {
     };
     // refresh redraws the live timeline, at most once a second.
     const refresh = () => {
-      if (at || pending) return;
+      if (at || pending || !page.isConnected) return; // a past point, a draw due, or the page left
       pending = true;
       clearTimeout(timer);
       timer = setTimeout(draw, Math.max(0, 1000 - (Date.now() - lastFetch)));
@@ -386,7 +388,6 @@ window.FathomTimeline = (() => {
         refresh();
       },
       showAt,
-      leave() { clearTimeout(timer); at = -1; },
     };
   }
 
