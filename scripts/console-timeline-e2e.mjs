@@ -51,9 +51,9 @@ try {
 
   // The timeline: one bar per step, each as long as the journal says.
   const gantt = page.getByTestId("gantt");
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="gantt"] .bar[data-kind="step"]').length === n, steps.length);
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="gantt"] .g-bar[data-kind="step"]').length === n, steps.length);
   for (const s of steps) {
-    const bars = gantt.locator(`.bar[data-kind="step"][data-step="${s.id}"]`);
+    const bars = gantt.locator(`.g-bar[data-kind="step"][data-step="${s.id}"]`);
     check(await bars.count() === 1, `step ${s.id} has ${await bars.count()} bars`);
     const got = Number(await bars.getAttribute("data-duration-ms"));
     check(Math.abs(got - s.ms) < 0.01, `step ${s.id}'s bar lasts ${got} ms, the journal ${s.ms} ms`);
@@ -61,15 +61,15 @@ try {
     check(title.startsWith(`step ${s.id}`) && /\d+(\.\d+)? (ms|s|min)/.test(title), `step ${s.id}'s bar says ${title}`);
     step(`step ${s.id}: a bar of ${got.toFixed(1)} ms (journal ${s.ms.toFixed(1)} ms)`);
   }
-  check(await gantt.locator('.bar[data-kind="subagent"]').count() >= steps.length, "no sub-agent bars");
-  check(await gantt.locator('.bar[data-kind="llm"]').count() > steps.length, "no LLM call bars");
-  check(await gantt.locator('.bar[data-kind="tool"]').count() > 0, "no tool call bars");
+  check(await gantt.locator('.g-bar[data-kind="subagent"]').count() >= steps.length, "no sub-agent bars");
+  check(await gantt.locator('.g-bar[data-kind="llm"]').count() > steps.length, "no LLM call bars");
+  check(await gantt.locator('.g-bar[data-kind="tool"]').count() > 0, "no tool call bars");
   const total = await page.locator("[data-cost-total]").textContent();
   check(/\d/.test(total), `total cost row: ${total}`);
   for (const s of steps) await page.locator(`[data-cost-step="${s.id}"]`).waitFor();
 
   // A click on a bar tells the page (the transcript) which event it starts at.
-  const first = gantt.locator(`.bar[data-kind="step"][data-step="${steps[0].id}"]`);
+  const first = gantt.locator(`.g-bar[data-kind="step"][data-step="${steps[0].id}"]`);
   const want = Number(await first.getAttribute("data-start-seq"));
   await page.evaluate(() => { window.__jumps = []; window.addEventListener("fathom:seq", (e) => window.__jumps.push(e.detail.seq)); });
   await first.click();
@@ -97,7 +97,7 @@ try {
     for (const s of shown) check(handoffs[s] <= atSeq, `${where}: at seq ${atSeq} the past plan shows ${s}'s hand-off, recorded at seq ${handoffs[s]}`);
     const arts = await page.locator('[data-testid="past-artifacts"] [data-artifact]').evaluateAll((as) => as.map((a) => a.dataset.artifact));
     for (const a of arts) check(artifacts[a] <= atSeq, `${where}: at seq ${atSeq} the page lists ${a}, written at seq ${artifacts[a]}`);
-    const starts = await gantt.locator(".bar").evaluateAll((bs) => bs.map((b) => Number(b.dataset.startSeq)));
+    const starts = await gantt.locator(".g-bar").evaluateAll((bs) => bs.map((b) => Number(b.dataset.startSeq)));
     check(starts.length > 0 && starts.every((s) => s <= atSeq), `${where}: bars starting after seq ${atSeq}: ${starts.filter((s) => s > atSeq)}`);
     const future = await page.locator("ol.events li.future").evaluateAll((ls) => ls.map((l) => Number(l.dataset.seq)));
     check(future.length === lastSeq - atSeq && future.every((s) => s > atSeq), `${where}: events greyed as later than seq ${atSeq}: ${future}`);
@@ -142,11 +142,11 @@ try {
 
   // A wait on a human is a bar as long as the journal's, shaded across the timeline.
   await page.goto(url + "#/session/" + encodeURIComponent(env("WAIT_SESSION")));
-  const wait = page.locator('[data-testid="gantt"] .bar[data-kind="wait"]');
+  const wait = page.locator('[data-testid="gantt"] .g-bar[data-kind="wait"]');
   await wait.waitFor();
   const waited = Number(await wait.getAttribute("data-duration-ms"));
   check(Math.abs(waited - Number(env("WAIT_MS"))) < 0.01, `the wait lasts ${waited} ms, the journal ${env("WAIT_MS")} ms`);
-  check(await page.locator('[data-testid="gantt"] .shade').count() === 1, "the wait is not shaded");
+  check(await page.locator('[data-testid="gantt"] .g-shade').count() === 1, "the wait is not shaded");
   step(`a human's wait: a shaded bar of ${waited.toFixed(1)} ms`);
 
   // A retried step and a re-plan: the retry marked, a graph version per plan.
@@ -159,8 +159,8 @@ try {
   await page.getByTestId("plan-version").selectOption("0");
   await page.waitForFunction(() => document.querySelector('[data-testid="plan-graph"] svg')?.dataset.version === "1");
   check(await graphNow() === "a=completed f=failed p=pending" && await edgesNow() === "a>f f>p", `version 1: ${await graphNow()} / ${await edgesNow()}`);
-  const fBars = page.locator('[data-testid="gantt"] .bar[data-kind="step"][data-step="f"]');
-  check(await fBars.count() === 2 && await page.locator('[data-testid="gantt"] .bar.retry[data-step="f"]').count() === 1, "step f's attempts are not two bars, the second a retry");
+  const fBars = page.locator('[data-testid="gantt"] .g-bar[data-kind="step"][data-step="f"]');
+  check(await fBars.count() === 2 && await page.locator('[data-testid="gantt"] .g-bar.retry[data-step="f"]').count() === 1, "step f's attempts are not two bars, the second a retry");
   const marks = await page.locator("[data-testid=gantt] [data-mark]").evaluateAll((ms) => ms.map((m) => m.dataset.mark).join(" "));
   check(marks === "retry retry replan end", `marks: ${marks}`);
   step(`re-plan: version 1 ${await graphNow()}; marks ${marks}`);

@@ -59,22 +59,22 @@ window.FathomTimeline = (() => {
       if (!lanes.has(key)) lanes.set(key, { key, label, cls, spans: [] });
       return lanes.get(key);
     };
-    lane("session", "session", "lane-session");
+    lane("session", "session", "g-lane-session");
     const stepOrder = [];
     for (const s of spans) if (s.kind === "step" && !stepOrder.includes(s.step_id)) stepOrder.push(s.step_id);
-    for (const id of stepOrder) lane(`step:${id}`, `step ${id}`, "lane-step");
+    for (const id of stepOrder) lane(`step:${id}`, `step ${id}`, "g-lane-step");
     for (const s of spans) {
       const step = s.step_id || "";
       let l;
       if (!step || !stepOrder.includes(step)) {
-        l = s.kind === "llm" || s.kind === "tool" ? lane("calls", "orchestrator calls", "lane-sub") : lane("session", "session", "lane-session");
+        l = s.kind === "llm" || s.kind === "tool" ? lane("calls", "orchestrator calls", "g-lane-sub") : lane("session", "session", "g-lane-session");
       } else if (s.kind === "step") {
         l = lane(`step:${step}`);
       } else if (s.kind === "subagent") {
-        l = lane(`agent:${step}:${s.sub_agent_id}`, `↳ ${s.sub_agent_id}`, "lane-sub");
+        l = lane(`agent:${step}:${s.sub_agent_id}`, `↳ ${s.sub_agent_id}`, "g-lane-sub");
       } else {
         const what = { llm: "LLM calls", tool: "tool calls", wait: "waits" }[s.kind] || s.kind;
-        l = lane(`${s.kind}:${step}`, `↳ ${what}`, "lane-sub");
+        l = lane(`${s.kind}:${step}`, `↳ ${what}`, "g-lane-sub");
       }
       l.spans.push(s);
     }
@@ -99,7 +99,7 @@ window.FathomTimeline = (() => {
     const x = (ns) => `${Math.max(0, (100 * (Number(ns) - t0)) / (t1 - t0))}%`;
     const w = (a, b) => `${Math.max((100 * (Number(b) - Number(a))) / (t1 - t0), 0)}%`;
     const rows = lanesOf(g.spans || []).map((l) => {
-      const track = el("div", { class: "track" });
+      const track = el("div", { class: "g-track" });
       for (const s of l.spans) {
         const end = Number(s.end_seq) ? s.end_unix_nano : g.end_unix_nano;
         const d = ms(end) - ms(s.start_unix_nano);
@@ -107,32 +107,32 @@ window.FathomTimeline = (() => {
           (s.tokens ? ` · ${tokens(s.tokens)} tokens` : "") + (s.cost_usd ? ` · ${money(s.cost_usd)}` : "") +
           ` · seq ${s.start_seq}–${Number(s.end_seq) || "…"}`;
         const bar = el("div", {
-          class: `bar kind-${s.kind} st-${String(s.status).replace(/\W+/g, "_")}${s.retry ? " retry" : ""}${Number(s.end_seq) ? "" : " open"}`,
+          class: `g-bar kind-${s.kind} st-${String(s.status).replace(/\W+/g, "_")}${s.retry ? " retry" : ""}${Number(s.end_seq) ? "" : " open"}`,
           title,
           "data-span": s.id, "data-kind": s.kind, "data-step": s.step_id || "", "data-start-seq": s.start_seq,
           "data-end-seq": s.end_seq, "data-duration-ms": d.toFixed(3), tabindex: 0, role: "button",
-        }, el("span", { class: "bar-text" }, `${s.kind === "step" || s.kind === "subagent" ? s.label + " " : ""}${fmtDuration(d)}`));
+        }, el("span", { class: "g-bar-text" }, `${s.kind === "step" || s.kind === "subagent" ? s.label + " " : ""}${fmtDuration(d)}`));
         place(bar, x(s.start_unix_nano), w(s.start_unix_nano, end));
         const go = () => jumpTo(Number(s.start_seq), s);
         bar.addEventListener("click", go);
         bar.addEventListener("keydown", (ev) => { if (ev.key === "Enter") go(); });
         track.append(bar);
       }
-      return el("div", { class: "lane " + l.cls, "data-lane": l.key }, el("div", { class: "lane-label", title: l.label }, l.label), track);
+      return el("div", { class: "g-lane " + l.cls, "data-gantt-lane": l.key }, el("div", { class: "g-lane-label", title: l.label }, l.label), track);
     });
-    const overlay = el("div", { class: "overlay" });
+    const overlay = el("div", { class: "g-overlay" });
     for (const s of g.spans || []) {
       if (s.kind !== "wait" && s.kind !== "interrupt") continue;
       const end = Number(s.end_seq) ? s.end_unix_nano : g.end_unix_nano;
-      overlay.append(place(el("div", { class: "shade", title: `waiting: ${s.label}` }), x(s.start_unix_nano), w(s.start_unix_nano, end)));
+      overlay.append(place(el("div", { class: "g-shade", title: `waiting: ${s.label}` }), x(s.start_unix_nano), w(s.start_unix_nano, end)));
     }
     for (const m of g.marks || []) {
-      overlay.append(place(el("div", { class: `mark mark-${m.kind}`, title: `${m.kind}: ${m.label}`, "data-mark": m.kind }), x(m.unix_nano)));
+      overlay.append(place(el("div", { class: `g-mark g-mark-${m.kind}`, title: `${m.kind}: ${m.label}`, "data-mark": m.kind }), x(m.unix_nano)));
     }
     const total = fmtDuration(ms(t1) - ms(t0));
     box.replaceChildren(
-      el("div", { class: "axis" }, el("span", {}, new Date(ms(t0)).toLocaleTimeString()), el("span", {}, `${total} · seq ${g.seq}`)),
-      el("div", { class: "gantt-body" }, el("div", { class: "overlay-wrap" }, overlay), ...rows),
+      el("div", { class: "g-axis" }, el("span", {}, new Date(ms(t0)).toLocaleTimeString()), el("span", {}, `${total} · seq ${g.seq}`)),
+      el("div", { class: "g-body" }, el("div", { class: "g-overlay-wrap" }, overlay), ...rows),
       ...(g.dropped_spans ? [el("p", { class: "meta" }, `${g.dropped_spans} more bars not drawn`)] : []));
   }
 
