@@ -267,6 +267,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("DELETE /v1/sessions/{id}", h.require(ScopeWrite, h.deleteSession)) // delete.go
 	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
 	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
+	h.mux.Handle("GET /v1/sessions/{id}/gantt", h.httpOp(OpGantt)) // gantt.go
 	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
 	h.mux.Handle("GET /v1/sessions/{id}/events/{seq}", h.require(ScopeRead, h.serveEvent))    // transcript.go
 	h.mux.Handle("GET /v1/sessions/{id}/transcript", h.require(ScopeRead, h.serveTranscript)) // transcript.go

@@ -43,25 +43,26 @@ func (h *Handler) httpOp(op string) http.Handler {
 			}
 			req.SessionID = id
 		}
+		if op == OpGantt || op == OpStateAt {
+			seq, err := querySeq(r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			req.Seq = seq
+		}
 		if op == OpStateAt {
-			at := r.URL.Query().Get("at")
-			if seq := r.URL.Query().Get("seq"); seq != "" && at == "" {
-				n, err := strconv.ParseUint(seq, 10, 64)
-				if err != nil {
-					writeError(w, errorf(CodeInvalidArgument, "seq must be an event's sequence number: %q", truncate(seq, 40)))
-					return
-				}
-				req.Seq = &n
-			} else if at == "" {
-				req.Op = OpState // GET /v1/sessions/{id}/state without ?at= is the current state
-			} else {
+			switch at := r.URL.Query().Get("at"); {
+			case at != "": // ?at= wins over ?seq=
 				n, err := strconv.ParseUint(at, 10, 32)
 				if err != nil {
 					writeError(w, errorf(CodeInvalidArgument, "at must be a step index (0 = after planning): %q", truncate(at, 40)))
 					return
 				}
 				idx := uint32(n)
-				req.StepIndex = &idx
+				req.Seq, req.StepIndex = nil, &idx
+			case req.Seq == nil:
+				req.Op = OpState // GET /v1/sessions/{id}/state without ?at= or ?seq= is the current state
 			}
 		}
 		res, err := h.run(req)
@@ -78,6 +79,19 @@ func (h *Handler) httpOp(op string) http.Handler {
 		_, _ = w.Write(res.body)
 		_, _ = w.Write([]byte("\n"))
 	})
+}
+
+// querySeq reads the ?seq= of state_at and gantt (nil when absent).
+func querySeq(r *http.Request) (*uint64, *apiError) {
+	seq := r.URL.Query().Get("seq")
+	if seq == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		return nil, errorf(CodeInvalidArgument, "seq must be an event's sequence number: %q", truncate(seq, 40))
+	}
+	return &n, nil
 }
 
 // decodeBody reads a JSON request body strictly; an empty body is an empty request.

@@ -34,6 +34,9 @@ const (
 	OpCancel           = "cancel"
 	// OpSend adds a follow-up message to a completed session (its next turn).
 	OpSend = "send"
+	// OpGantt answers the session's run as bars with durations, its plan's versions and
+	// its cost (core.Gantt), through seq when given.
+	OpGantt = "gantt"
 	// OpSubscribeRestarts streams the node's supervision events as restart frames.
 	OpSubscribeRestarts = "subscribe_restarts"
 )
@@ -101,6 +104,7 @@ type Request struct {
 	Content string `json:"content,omitempty"`
 	// Seq addresses any event of the session for state_at and fork instead of
 	// step_index (which names the current turn's steps): how an earlier turn is reached.
+	// For gantt it is the last event folded (default: the session's last).
 	Seq *uint64 `json:"seq,omitempty"`
 
 	// caller is the authenticated principal the request acts for (set by the transport,
@@ -168,6 +172,7 @@ var ops = map[string]opSpec{
 	OpState:             {scope: ScopeRead, session: true, call: (*Handler).opState},
 	OpTimeline:          {scope: ScopeRead, session: true, call: (*Handler).opTimeline},
 	OpStateAt:           {scope: ScopeRead, session: true, call: (*Handler).opStateAt},
+	OpGantt:             {scope: ScopeRead, session: true, call: (*Handler).opGantt},
 	OpInput:             {scope: ScopeWrite, session: true, call: (*Handler).opInput},
 	OpPause:             {scope: ScopeWrite, session: true, call: (*Handler).opPause},
 	OpResume:            {scope: ScopeWrite, session: true, call: (*Handler).opResume},

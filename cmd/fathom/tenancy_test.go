@@ -138,6 +138,9 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 	if st, _ := httpJSON(t, "GET", at.url+"/v1/sessions/"+aID+"/timeline", viewerA, nil); st != 200 {
 		t.Fatalf("vic (acme viewer) reads the timeline: %d", st)
 	}
+	if st, _ := httpJSON(t, "GET", at.url+"/v1/sessions/"+aID+"/gantt", viewerA, nil); st != 200 {
+		t.Fatalf("vic (acme viewer) reads the gantt: %d", st)
+	}
 	if st, _ := httpJSON(t, "POST", at.url+"/v1/sessions", viewerA, map[string]any{"goal": "x"}); st != 403 {
 		t.Fatalf("vic (acme viewer) starts a session: %d, want 403", st)
 	}
@@ -174,6 +177,8 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 		same(p("GET timeline"), tok, hreq("GET", "/v1/sessions/{id}/timeline", tok, ""))
 		same(p("GET state at step 0"), tok, hreq("GET", "/v1/sessions/{id}/state?at=0", tok, ""))
 		same(p("GET state at seq 1"), tok, hreq("GET", "/v1/sessions/{id}/state?seq=1", tok, ""))
+		same(p("GET gantt"), tok, hreq("GET", "/v1/sessions/{id}/gantt", tok, ""))
+		same(p("GET gantt at seq 1"), tok, hreq("GET", "/v1/sessions/{id}/gantt?seq=1", tok, ""))
 		same(p("events from seq 0"), tok, hreq("GET", "/v1/sessions/{id}/events?follow=false&from_seq=0", tok, ""))
 		same(p("events as SSE with Last-Event-ID"), tok, hreq("GET", "/v1/sessions/{id}/events?follow=false", tok, "", "Accept", "text/event-stream", "Last-Event-ID", "1"))
 		same(p("transcript"), tok, hreq("GET", "/v1/sessions/{id}/transcript", tok, ""))
@@ -213,6 +218,7 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 			`{"op":"state","session_id":"{id}"}`,
 			`{"op":"timeline","session_id":"{id}"}`,
 			`{"op":"state_at","session_id":"{id}","step_index":0}`,
+			`{"op":"gantt","session_id":"{id}","seq":1}`,
 			`{"op":"input","session_id":"{id}","step_id":"step-1","input":"yes"}`,
 			`{"op":"pause","session_id":"{id}"}`,
 			`{"op":"resume","session_id":"{id}"}`,

@@ -12,7 +12,10 @@
 // a session (its transcript per agent, GET /v1/sessions/{id}/transcript, with the
 // model's text growing live from the deltas and chroma.css styling its code; live events, plan and sub-agent tree with hand-offs, pending human
 // requests answered in place, pause/resume, breakpoints, a time-travel slider over
-// state_at, fork, cancel, artifacts); #/cluster the members and the live restarts feed.
+// state_at and a seq field, fork, cancel, artifacts; from timeline.js a Gantt of the run
+// over the gantt op with cost per step and agent, the plan's dependency graph per
+// version, and the comparison of two points); #/cluster the members and the live
+// restarts feed.
 package console
 
 import (

@@ -231,11 +231,12 @@ function sessionPage(main, id) {
   main.append(page);
   const f = (name) => field(page, name);
   f("id").textContent = id;
-  const handoffs = new Map(); // step id -> sub-agent hand-off summary
   let timeline = [];
   let refreshTimer = null;
   let current = null;
 
+  // renderPlan draws state's plan with its sub-agents and their hand-offs, all from
+  // state alone: a past state shows the hand-offs the journal held then, nothing later.
   const renderPlan = (list, state) => {
     const subs = Object.values(state.sub_agents || {});
     list.replaceChildren(...(state.steps || []).map((st, i) => {
@@ -247,10 +248,18 @@ function sessionPage(main, id) {
         li.append(el("div", { class: "sub", "data-subagent": sa.id },
           `↳ ${sa.id} (${sa.agent_type}) ${sa.running ? "running" : "idle"} · ${sa.llm_calls} LLM calls · ${sa.tool_calls} tool calls · ${money(sa.cost_usd)}`));
       }
-      if (handoffs.has(step.id)) li.append(el("div", { class: "handoff", "data-handoff": step.id }, "hand-off: " + handoffs.get(step.id)));
+      const shown = subs.filter((s) => s.step_id === step.id && s.result && !s.running);
+      for (const sa of shown) {
+        li.append(el("div", { class: "handoff", "data-handoff": step.id, "data-subagent": sa.id }, "hand-off: " + (sa.result.summary || sa.result.status)));
+      }
+      // A sub-agent that went on to another step keeps only its last hand-off; the step's
+      // output holds its own (core.HandoffText: "[type id: status, confidence c] summary").
+      const own = !shown.length && /^\[\S+ (\S+): \S+, confidence [\d.]+\] (.*)$/.exec((st.output || "").split("\n")[0]);
+      if (own) li.append(el("div", { class: "handoff", "data-handoff": step.id, "data-subagent": own[1] }, "hand-off: " + own[2]));
       return li;
     }));
   };
+  const view = FathomTimeline.mount({ id, page, renderPlan }); // timeline.js: Gantt, plan graph, time travel by seq, compare
 
   // approvalDeadline says what happens when nobody decides: the call is rejected (the
   // default action "continue"), or the session fails.
@@ -352,6 +361,7 @@ function sessionPage(main, id) {
       renderPlan(f("plan"), current);
       renderAwaiting(current);
       renderArtifacts(current);
+      view.refresh(current);
       const ended = timeline.filter((e) => e.ended_seq > 0).length;
       const slider = f("slider");
       const atEnd = Number(slider.value) >= Number(slider.max);
@@ -384,7 +394,6 @@ function sessionPage(main, id) {
   // events would hold the page's thread first.
   transcript.ready.then(() => left || socket.subscribe(id, (ev) => {
     transcript.onEvent(ev);
-    if (ev.type === "subagent_completed" && ev.result) handoffs.set(ev.step_id, ev.result.summary || ev.result.status);
     if (!pending.length) requestAnimationFrame(listEvents);
     pending.push(ev);
     scheduleRefresh();
@@ -397,6 +406,7 @@ function sessionPage(main, id) {
       const res = await socket.request("state_at", { session_id: id, step_index: k });
       f("slider-label").textContent = `after step ${k} of ${slider.max} (seq ${res.seq}): ${shortStatus(res.state.status)}`;
       renderPlan(f("past-plan"), res.state);
+      view.showAt(res.seq, res.state);
     } catch (e) { toast(e.message); }
   };
   slider.addEventListener("input", showPast);
