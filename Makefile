@@ -21,6 +21,7 @@ SOAK_SESSIONS ?= 100
 SOAK_KILLS ?= 50
 SOAK_TIMEOUT ?= 15m
 SOAK_LEASE_TTL ?= 5s
+SOAK_CONSUL_CHECK_TTL ?= 2s
 
 # with_services runs its argument in a shell where the test services are up and FATHOM_TEST_* is exported,
 # and tears the services down on every exit path.
@@ -71,7 +72,7 @@ proto: ## Regenerate the Go code in messages/ from the .proto files
 .PHONY: soak
 soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
 	@export FATHOM_PG_FAST=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
-		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
+		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_CONSUL_CHECK_TTL=$(SOAK_CONSUL_CHECK_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
 
 .PHONY: lint

@@ -75,6 +75,10 @@ type Config struct {
 	// stays in the topology while its remoting port still accepts connections (a paused
 	// process, not a dead one). Default 60s.
 	PauseGrace time.Duration
+	// ConsulCheckTTL is the TTL of the member's Consul health check, renewed every third
+	// of it: a member killed without leaving is dropped by the others about this long
+	// after its last renewal, and its sessions move then. Default 2s.
+	ConsulCheckTTL time.Duration
 	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
 	Logger *slog.Logger
 }
@@ -119,7 +123,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("cluster: unknown provider %q (want %q or %q)", c.Provider, ProviderLocal, ProviderConsul)
 	}
-	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 || c.PauseGrace < 0 {
+	if c.RequestTimeout < 0 || c.StartTimeout < 0 || c.DrainTimeout < 0 || c.PauseGrace < 0 || c.ConsulCheckTTL < 0 {
 		return errors.New("cluster: timeouts must not be negative")
 	}
 	return nil
@@ -189,7 +193,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	case ProviderLocal:
 		provider = &localProvider{ClusterProvider: test.NewTestProvider(test.NewInMemAgent()), registered: make(chan struct{})}
 	case ProviderConsul:
-		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace}, cfg.Logger.With("component", "cluster"))
+		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace, TTL: cfg.ConsulCheckTTL}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ type consulConfig struct {
 
 // Defaults of consulConfig.
 const (
-	defaultConsulTTL        = 3 * time.Second
+	defaultConsulTTL        = 2 * time.Second
 	defaultPauseGrace       = 60 * time.Second
 	defaultDeregisterAfter  = 2 * time.Minute
 	defaultConsulTimeout    = 3 * time.Second

@@ -66,6 +66,9 @@ func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError("bad --log-format %q: want text or json", f.format)
 }
 
+// defaultConsulCheckTTL is --consul-check-ttl's default (the Consul provider's own).
+const defaultConsulCheckTTL = 2 * time.Second
+
 // defaultPauseGrace is --pause-grace's default (the Consul provider's own default).
 const defaultPauseGrace = 60 * time.Second
 
@@ -110,6 +113,8 @@ type nodeFlags struct {
 	leaseTTL envDuration
 	// pauseGrace is --pause-grace: how long a paused Consul member stays in the topology.
 	pauseGrace envDuration
+	// consulCheckTTL is --consul-check-ttl: the TTL of a member's Consul health check.
+	consulCheckTTL envDuration
 	reasoning  reasoningFlags
 	retention  retentionFlags
 	toolResult toolResultFlags
@@ -240,6 +245,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.StringVar(&f.promptsDir, "prompts-dir", os.Getenv("FATHOM_PROMPTS_DIR"), "directory of prompt templates (*.md.tmpl, _shared/*.md.tmpl) that replace the built-in ones file by file; checked at start (env FATHOM_PROMPTS_DIR)")
 	f.memory.register(fs)
 	f.leaseTTL.register(fs, "lease-ttl", "FATHOM_LEASE_TTL", session.DefaultLeaseTTL, "how long a running session's lease lasts unless its node renews it; a node activates sessions whose lease lapsed (their node died) every lease-ttl/2; 0 turns leases and reactivation off")
+	f.consulCheckTTL.register(fs, "consul-check-ttl", "FATHOM_CONSUL_CHECK_TTL", defaultConsulCheckTTL, "with Consul: the TTL of this member's health check, renewed every third of it; a member killed without leaving is dropped by the others, and its sessions taken over, about this long after its last renewal (1s is the shortest that rides out ordinary scheduling hiccups; see docs/operations.md)")
 	f.pauseGrace.register(fs, "pause-grace", "FATHOM_PAUSE_GRACE", defaultPauseGrace, "with Consul: how long a member whose health check lapsed while its port still answers (paused, not dead) stays in the cluster before its sessions move elsewhere; shorter moves sessions of a frozen node sooner, longer rides out longer pauses")
 	f.reasoning.register(fs)
 	f.retention.register(fs)
@@ -393,6 +399,12 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	}
 	if ccfg.PauseGrace <= 0 {
 		return fathomapi.Config{}, usageError("--pause-grace %s must be positive", ccfg.PauseGrace)
+	}
+	if ccfg.ConsulCheckTTL, err = f.consulCheckTTL.value(); err != nil {
+		return fathomapi.Config{}, err
+	}
+	if ccfg.ConsulCheckTTL < 300*time.Millisecond {
+		return fathomapi.Config{}, usageError("--consul-check-ttl %s is shorter than 300ms: the member could not renew it in time", ccfg.ConsulCheckTTL)
 	}
 	if err := ccfg.Validate(); err != nil {
 		return fathomapi.Config{}, usageError("%v", err)

@@ -29,6 +29,7 @@ type soakConfig struct {
 	running    int           // sessions kept running at once while killing (FATHOM_SOAK_RUNNING)
 	limit      time.Duration // the whole soak's bound (FATHOM_SOAK_TIMEOUT)
 	leaseTTL   time.Duration // the nodes' --lease-ttl (FATHOM_SOAK_LEASE_TTL)
+	checkTTL   time.Duration // the nodes' --consul-check-ttl (FATHOM_SOAK_CONSUL_CHECK_TTL)
 	latency    time.Duration // the model's latency per answer
 	nodes      int
 	summaryOut string // a file the summary is also written to (FATHOM_SOAK_OUT)
@@ -36,7 +37,7 @@ type soakConfig struct {
 
 func soakConfigFromEnv(t *testing.T) soakConfig {
 	t.Helper()
-	c := soakConfig{sessions: 10, kills: 5, running: 6, limit: 3 * time.Minute, leaseTTL: 5 * time.Second,
+	c := soakConfig{sessions: 10, kills: 5, running: 6, limit: 3 * time.Minute, leaseTTL: 5 * time.Second, checkTTL: 2 * time.Second,
 		latency: 200 * time.Millisecond, nodes: 3, summaryOut: os.Getenv("FATHOM_SOAK_OUT")}
 	for name, p := range map[string]*int{"FATHOM_SOAK_SESSIONS": &c.sessions, "FATHOM_SOAK_KILLS": &c.kills, "FATHOM_SOAK_RUNNING": &c.running} {
 		if v := os.Getenv(name); v != "" {
@@ -47,7 +48,7 @@ func soakConfigFromEnv(t *testing.T) soakConfig {
 			*p = n
 		}
 	}
-	for name, p := range map[string]*time.Duration{"FATHOM_SOAK_TIMEOUT": &c.limit, "FATHOM_SOAK_LEASE_TTL": &c.leaseTTL} {
+	for name, p := range map[string]*time.Duration{"FATHOM_SOAK_TIMEOUT": &c.limit, "FATHOM_SOAK_LEASE_TTL": &c.leaseTTL, "FATHOM_SOAK_CONSUL_CHECK_TTL": &c.checkTTL} {
 		if v := os.Getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -102,7 +103,7 @@ func TestSoak(t *testing.T) {
 	r := &soakRun{t: t, cfg: cfg, conn: connectPG(t, dsn), prefix: "soak-" + freePort(t),
 		env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"),
 		common: []string{"--consul", consul, "--postgres", dsn, "--token", "t", "--lease-ttl", cfg.leaseTTL.String(),
-			"--cluster-name", "fathom-soak-" + freePort(t)}}
+			"--consul-check-ttl", cfg.checkTTL.String(), "--cluster-name", "fathom-soak-" + freePort(t)}}
 	if os.Getenv("FATHOM_SOAK_DEBUG") != "" {
 		r.common = append(r.common, "--log-level", "debug")
 	}
@@ -483,7 +484,7 @@ func percentile(ds []time.Duration, p int) time.Duration {
 func (a *soakAudit) summary(cfg soakConfig) string {
 	var b strings.Builder
 	line := func(k string, v any) { fmt.Fprintf(&b, "soak: %-40s %v\n", k, v) }
-	line("nodes / lease TTL / model latency", fmt.Sprintf("%d / %s / %s", cfg.nodes, cfg.leaseTTL, cfg.latency))
+	line("nodes / lease TTL / Consul check TTL / model latency", fmt.Sprintf("%d / %s / %s / %s", cfg.nodes, cfg.leaseTTL, cfg.checkTTL, cfg.latency))
 	line("duration", a.duration.Round(time.Second))
 	line("kill -9s (each node restarted)", a.kills)
 	line("sessions started", a.started)
