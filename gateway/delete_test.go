@@ -32,7 +32,7 @@ func TestDeleteSession(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, func() bool {
 		return len(listIDs(t, g, "status=completed")) == 1
 	}, "the session did not complete")
-	arts, err := g.n.Artifacts().List(ctx, id, "")
+	arts, err := g.n.Artifacts().List(ctx, "default", id, "")
 	if err != nil || len(arts) == 0 {
 		t.Fatalf("the completed session has no artifacts to delete: %v %v", arts, err)
 	}
@@ -51,7 +51,7 @@ func TestDeleteSession(t *testing.T) {
 	if _, ok, err := g.n.Journal().LoadSnapshot(ctx, id, ^uint64(0)); ok || err != nil {
 		t.Fatalf("snapshot left: %v %v", ok, err)
 	}
-	if arts, err := g.n.Artifacts().List(ctx, id, ""); err != nil || len(arts) != 0 {
+	if arts, err := g.n.Artifacts().List(ctx, "default", id, ""); err != nil || len(arts) != 0 {
 		t.Fatalf("artifacts left: %v %v", arts, err)
 	}
 	if hits, err := g.n.Vectors().Search(ctx, id, unitVector(g.n.Vectors().Dimensions()), 5); err != nil || len(hits) != 0 {

@@ -93,7 +93,7 @@ func TestDeleteDropsDataAcrossNodes(t *testing.T) {
 		return len(hits)
 	}
 	artifacts := func(n *Node) int {
-		infos, err := n.Artifacts().List(ctx, id, "")
+		infos, err := n.Artifacts().List(ctx, "default", id, "")
 		if err != nil {
 			t.Fatal(err)
 		}

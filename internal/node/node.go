@@ -539,11 +539,11 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 }
 
 // ReadArtifact implements gateway.ArtifactReader over the node's artifact store.
-func (n *Node) ReadArtifact(ctx context.Context, path string) ([]byte, string, string, error) {
+func (n *Node) ReadArtifact(ctx context.Context, tenant, path string) ([]byte, string, string, error) {
 	if n.artifacts == nil {
 		return nil, "", "", fmt.Errorf("%w: this node has no artifact store", gateway.ErrArtifactNotFound)
 	}
-	content, info, err := n.artifacts.Read(ctx, path)
+	content, info, err := n.artifacts.Read(ctx, tenant, path)
 	switch {
 	case errors.Is(err, artifact.ErrNotFound):
 		return nil, "", "", fmt.Errorf("%w: %v", gateway.ErrArtifactNotFound, err)

@@ -488,12 +488,12 @@ func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
 }
 
 // SessionStatus implements persistence.SessionDeleter.
-func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, string, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	if err := j.enter(); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	defer j.leave()
 	var (
@@ -515,9 +515,13 @@ func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, e
 		return nil
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("session index: %w", err)
+		return "", "", false, fmt.Errorf("session index: %w", err)
 	}
-	return e.Status, ok, nil
+	tenant := e.Tenant
+	if ok && tenant == "" {
+		tenant = persistence.DefaultTenant
+	}
+	return e.Status, tenant, ok, nil
 }
 
 // bucketTombstones holds deleted sessions' tombstones (persistence.Tombstone), by id.

@@ -342,17 +342,20 @@ func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
 }
 
 // SessionStatus implements persistence.SessionDeleter.
-func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, string, bool, error) {
 	if err := j.check(ctx); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	var status string
-	err := j.pool.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1`, id).Scan(&status)
+	var status, tenant string
+	err := j.pool.QueryRow(ctx, `SELECT status, tenant FROM fathom_sessions WHERE session_id = $1`, id).Scan(&status, &tenant)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", false, nil
+		return "", "", false, nil
 	case err != nil:
-		return "", false, fmt.Errorf("status of session %s: %w", id, err)
+		return "", "", false, fmt.Errorf("status of session %s: %w", id, err)
 	}
-	return status, true, nil
+	if tenant == "" {
+		tenant = persistence.DefaultTenant
+	}
+	return status, tenant, true, nil
 }
