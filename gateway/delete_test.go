@@ -38,7 +38,7 @@ func TestDeleteSession(t *testing.T) {
 	}
 	// Messages are embedded in the background: the last ones may land after completion.
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		hits, err := g.n.Vectors().Search(ctx, id, unitVector(g.n.Vectors().Dimensions()), 5)
+		hits, err := g.n.Vectors().Search(ctx, "default", id, unitVector(g.n.Vectors().Dimensions()), 5)
 		return err == nil && len(hits) > 0
 	}, "the completed session has no vectors to delete")
 
@@ -54,7 +54,7 @@ func TestDeleteSession(t *testing.T) {
 	if arts, err := g.n.Artifacts().List(ctx, "default", id, ""); err != nil || len(arts) != 0 {
 		t.Fatalf("artifacts left: %v %v", arts, err)
 	}
-	if hits, err := g.n.Vectors().Search(ctx, id, unitVector(g.n.Vectors().Dimensions()), 5); err != nil || len(hits) != 0 {
+	if hits, err := g.n.Vectors().Search(ctx, "default", id, unitVector(g.n.Vectors().Dimensions()), 5); err != nil || len(hits) != 0 {
 		t.Fatalf("vectors left: %v %v", hits, err)
 	}
 	if ids := listIDs(t, g, ""); len(ids) != 0 {

@@ -86,7 +86,7 @@ func TestDeleteDropsDataAcrossNodes(t *testing.T) {
 		t.Fatalf("the session runs on %s, neither member (%s, %s)", host, a.Address(), b.Address())
 	}
 	vectors := func(n *Node) int {
-		hits, err := n.Vectors().Search(ctx, id, unitVector(n.Vectors().Dimensions()), 100)
+		hits, err := n.Vectors().Search(ctx, "default", id, unitVector(n.Vectors().Dimensions()), 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,9 +84,9 @@ func (n *Node) dropLocalData(ctx context.Context, id, tenant string) error {
 	var err error
 	switch {
 	case n.embed != nil:
-		err = n.embed.DropStream(ctx, id)
+		err = n.embed.DropStream(ctx, tenant, id)
 	case n.vectors != nil:
-		err = n.vectors.DeleteStream(ctx, id)
+		err = n.vectors.DeleteStream(ctx, tenant, id)
 	}
 	if err != nil {
 		return fmt.Errorf("its vectors: %w", err)
