@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+
 	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -142,7 +144,12 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant strin
 			g.log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
 		}
 		ref := artifact.Ref{Tenant: tenant, SessionID: g.id, Type: a.GetArtifactType(), Filename: a.GetFilename()}
-		if _, err := g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType()); err != nil {
+		_, err = g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType())
+		var qe *artifact.QuotaError
+		if errors.As(err, &qe) { // the tenant's max_artifact_bytes: retrying today is no use
+			return ErrResourceExhausted(fmt.Sprintf("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err), 0)
+		}
+		if err != nil {
 			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
 		}
 	}

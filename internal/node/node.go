@@ -282,7 +282,10 @@ type Node struct {
 	// quotaMetrics counts the tenants' quota crossings and the LLM slots' waits (made
 	// once, by quotaObserver).
 	quotaMetrics *metrics.Quota
-	gauges       metric.Registration
+	// enforcer enforces the tenants' limits (quotas); nil until made, or when no tenant
+	// has one.
+	enforcer *quota.Enforcer
+	gauges   metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener

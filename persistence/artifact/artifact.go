@@ -61,7 +61,34 @@ var (
 	ErrInvalidContentType = errors.New("invalid artifact content type")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("artifact store closed")
+	// ErrQuotaExceeded: the write would take its tenant over a quota of artifact bytes
+	// (a *QuotaError says which and by how much). Stores themselves never report it;
+	// a store wrapped by the node's tenant quotas (internal/quota) does.
+	ErrQuotaExceeded = errors.New("artifact quota exceeded")
 )
+
+// QuotaError is the error of a write refused by its tenant's quota of artifact bytes.
+// It wraps ErrQuotaExceeded.
+type QuotaError struct {
+	// Quota names the limit, as the configuration file does (max_artifact_bytes).
+	Quota string
+	// Tenant is the tenant whose limit it is.
+	Tenant string
+	// Used are the bytes the tenant's artifacts already took in the limit's period,
+	// Size the refused write's and Limit the limit's.
+	Used, Size, Limit int64
+	// Period says over what Used counts, e.g. "today (UTC)".
+	Period string
+}
+
+// Error implements error.
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%v: tenant %s wrote %s of artifacts %s; this write of %s would pass its %s of %d bytes (%s)",
+		ErrQuotaExceeded, e.Tenant, FormatSize(e.Used), e.Period, FormatSize(e.Size), e.Quota, e.Limit, FormatSize(e.Limit))
+}
+
+// Unwrap returns ErrQuotaExceeded.
+func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // DefaultMaxSize is the default limit of one artifact's content: 10 MiB.
 const DefaultMaxSize int64 = 10 << 20

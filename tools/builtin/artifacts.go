@@ -252,12 +252,20 @@ func badInput(tool string, err error, ctx ...tools.Field) *tools.ToolError {
 }
 
 // storeError classifies a store failure: bad input the model can fix is a validation
-// error; a missing artifact too (it can list and pick another); an outage is a
-// retryable execution error; a timeout or cancellation goes back as is, for the
-// executor to report.
+// error; a missing artifact too (it can list and pick another); a write over the
+// tenant's quota of artifact bytes is an execution error that says so, not retryable
+// (no write succeeds until the quota's period turns); an outage is a retryable
+// execution error; a timeout or cancellation goes back as is, for the executor to
+// report.
 func storeError(ctx context.Context, tool string, err error, fields ...tools.Field) error {
 	var se *artifact.SizeError
+	var qe *artifact.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		return tools.ExecutionError(tool, fmt.Sprintf("the artifact was not saved: tenant %s has written %s of artifacts %s, and this %s would pass its %s of %d bytes. "+
+			"No artifact can be saved until the quota resets at the next UTC day (or the node's operator raises it): keep the content in your answer instead",
+			qe.Tenant, artifact.FormatSize(qe.Used), qe.Period, artifact.FormatSize(qe.Size), qe.Quota, qe.Limit),
+			false, append(fields, tools.Field{Key: "quota", Value: qe.Quota}, tools.Field{Key: "limit_bytes", Value: qe.Limit})...)
 	case errors.As(err, &se):
 		return tools.ValidationError(tool, fmt.Sprintf("content is %s; an artifact may hold at most %s: split it into several artifacts",
 			artifact.FormatSize(se.Size), artifact.FormatSize(se.Limit)), fields...)
