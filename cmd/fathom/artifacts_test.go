@@ -286,7 +286,7 @@ func TestArtifactsOnS3(t *testing.T) {
 	bucket := fmt.Sprintf("e2e-%d", os.Getpid())
 	s3env := []string{"FATHOM_S3_ENDPOINT=" + m.Endpoint, "FATHOM_S3_BUCKET=" + bucket, "FATHOM_S3_ACCESS_KEY=" + m.AccessKey, "FATHOM_S3_SECRET_KEY=" + m.SecretKey}
 	id := runArtifactSession(t, cleanEnv(append(s3env, "OPENAI_BASE_URL="+base, "OPENAI_API_KEY=k")...), "--data-dir", data)
-	if _, err := os.Stat(filepath.Join(data, "artifacts", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(data, "artifacts", "tenants")); !os.IsNotExist(err) {
 		t.Fatalf("the artifact went to the data dir, not S3 (%v)", err)
 	}
 	out := t.TempDir()
