@@ -126,9 +126,10 @@ type Config struct {
 	// are connected at start, before sessions run: one that cannot be fails the start.
 	// Their tools join the registry of Tools (the built-in one when Tools is nil).
 	MCPServers []mcptool.ServerConfig
-	// Quotas are the tenants' limits the session grains enforce (max_running_sessions,
-	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute: internal/quota,
-	// from the config file's tenant_defaults and tenants). The node fills in the index
+	// Quotas are the tenants' limits the node enforces (max_running_sessions,
+	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute: the session
+	// grains; max_artifact_bytes: the artifact store's writes; internal/quota, from the
+	// config file's tenant_defaults and tenants). The node fills in the index
 	// (the journal's, when it keeps one), the crossings counter and the logger. With no
 	// such limit set nothing is enforced.
 	Quotas quota.Config
