@@ -534,6 +534,26 @@ func RunLegacy(t *testing.T, s artifact.Store, plant Planter) {
 	if _, _, err := s.Read(ctx(t), Tenant, old.Path()); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("read after delete: %v, want ErrNotFound", err)
 	}
+
+	// A session named like the tenants' directory: its old artifacts sit beside the
+	// keys of a tenant named like their type, and neither is taken for the other.
+	named := artifact.Ref{Tenant: Tenant, SessionID: artifact.TenantsDir, Type: artifact.TypeResearch, Filename: "old.md"}
+	plant(t, named.LegacyKey(), []byte("session tenants, before tenancy"))
+	write(t, s, artifact.Ref{Tenant: artifact.TypeResearch, SessionID: sid, Type: artifact.TypeData, Filename: "x.csv"}, "tenant research's", "text/csv")
+	if got := listOf(t, s, Tenant, artifact.TenantsDir); fmt.Sprint(paths(got)) != fmt.Sprint([]string{named.Path()}) {
+		t.Fatalf("session %q lists %v", artifact.TenantsDir, paths(got))
+	}
+	if got, _ := read(t, s, Tenant, named.Path()); string(got) != "session tenants, before tenancy" {
+		t.Fatalf("session %q's legacy artifact reads %q", artifact.TenantsDir, got)
+	}
+	if got := listOf(t, s, artifact.TypeResearch, sid); len(got) != 1 || got[0].Path != sid+"/data/x.csv" {
+		t.Fatalf("tenant %q lists %v", artifact.TypeResearch, paths(got))
+	}
+	for _, ref := range []artifact.Ref{{Tenant: artifact.TypeResearch, SessionID: sid, Type: artifact.TypeData, Filename: "x.csv"}, named} {
+		if err := s.Delete(ctx(t), ref.Tenant, ref.Path()); err != nil {
+			t.Fatalf("delete %s of %s: %v", ref.Path(), ref.Tenant, err)
+		}
+	}
 }
 
 func listOf(t *testing.T, s artifact.Store, tenant, sid string) []artifact.Info {

@@ -295,11 +295,25 @@ func (s *Store) List(ctx context.Context, tenant, sessionID, typ string) ([]arti
 		prefix += typ + "/"
 	}
 	tenantPrefix := artifact.TenantsDir + "/" + tenant + "/"
-	out, err := s.list(ctx, tenant, tenantPrefix, prefix)
+	out, err := s.list(ctx, tenant, tenantPrefix, prefix, true)
 	if err != nil {
 		return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
 	}
-	legacy, err := s.list(ctx, tenant, "", prefix)
+	var legacy []artifact.Info
+	if sessionID != artifact.TenantsDir {
+		legacy, err = s.list(ctx, tenant, "", prefix, true)
+	} else { // its bare prefix holds every tenant's keys: list only each type's own level
+		for _, t := range artifact.Types {
+			if typ != "" && t != typ {
+				continue
+			}
+			var infos []artifact.Info
+			if infos, err = s.list(ctx, tenant, "", sessionID+"/"+t+"/", false); err != nil {
+				break
+			}
+			legacy = append(legacy, infos...)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
 	}
@@ -316,10 +330,11 @@ func (s *Store) List(ctx context.Context, tenant, sessionID, typ string) ([]arti
 }
 
 // list lists the artifacts of tenant whose path starts with prefix, stored under
-// keyPrefix (the tenant's, or "" for those written before tenancy).
-func (s *Store) list(ctx context.Context, tenant, keyPrefix, prefix string) ([]artifact.Info, error) {
+// keyPrefix (the tenant's, or "" for those written before tenancy): every key under it,
+// or (recursive false) only those at its level.
+func (s *Store) list(ctx context.Context, tenant, keyPrefix, prefix string, recursive bool) ([]artifact.Info, error) {
 	var out []artifact.Info
-	for oi := range s.client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: keyPrefix + prefix, Recursive: true, WithMetadata: true}) {
+	for oi := range s.client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: keyPrefix + prefix, Recursive: recursive, WithMetadata: true}) {
 		if oi.Err != nil {
 			if code := minio.ToErrorResponse(oi.Err).Code; code == "NoSuchBucket" {
 				return nil, nil // nothing written yet
