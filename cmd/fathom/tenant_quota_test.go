@@ -286,8 +286,9 @@ func TestTenantDailyCost(t *testing.T) {
 // a limit of 100: one is saved, the other's write_artifact call fails with a tool error
 // naming max_artifact_bytes, and the session goes on to complete; the refusal is a log
 // line and a crossing in fathom_quota_crossings_total. After a restart the day's bytes
-// come from the session index: a new session's writes are refused too. On the embedded
-// journal and on PostgreSQL.
+// come from the session index: a new session's writes are refused too, and so is a fork
+// of the first session, whose copy would pass the limit (429). On the embedded journal
+// and on PostgreSQL.
 func TestTenantMaxArtifactBytes(t *testing.T) {
 	content := strings.Repeat("x", 60)
 	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
@@ -303,7 +304,7 @@ func TestTenantMaxArtifactBytes(t *testing.T) {
 	cfg := quotaConfig(t, "tenant_defaults: {max_artifact_bytes: 100}\n")
 	// run starts session id on a node and waits for it to complete; it returns the
 	// session's artifacts, its tool errors that name the quota, and the node's crossings.
-	run := func(t *testing.T, args []string, id string) (artifacts []any, refused int, crossings float64) {
+	run := func(t *testing.T, args []string, id string, then func(url string)) (artifacts []any, refused int, crossings float64) {
 		t.Helper()
 		addr := "127.0.0.1:" + freePort(t)
 		p := startNode(t, env, append(args, "--config", cfg, "--metrics-listen", addr)...)
@@ -342,17 +343,25 @@ func TestTenantMaxArtifactBytes(t *testing.T) {
 			}
 		}
 		artifacts, _ = st["artifacts"].([]any)
+		if then != nil {
+			then(p.url)
+		}
 		return artifacts, refused, crossings
 	}
 	for name, store := range quotaStores(t) {
 		t.Run(name, func(t *testing.T) {
 			args := store(t)
-			arts, refused, crossings := run(t, args, "bytes-1")
+			arts, refused, crossings := run(t, args, "bytes-1", nil)
 			if len(arts) != 1 || refused != 1 || crossings != 1 {
 				t.Fatalf("under a limit of 100 bytes two writes of 60: %d artifacts saved, %d tool calls refused naming the quota, %v crossings; want 1, 1, 1", len(arts), refused, crossings)
 			}
 			// Restarted: the day's 60 bytes are the index's.
-			arts, refused, crossings = run(t, args, "bytes-2")
+			arts, refused, crossings = run(t, args, "bytes-2", func(url string) {
+				code, body := httpJSON(t, "POST", url+"/v1/sessions/bytes-1/fork", "", map[string]any{"step_index": 1, "new_session_id": "bytes-f"})
+				if code != http.StatusTooManyRequests || !strings.Contains(fmt.Sprint(body), "max_artifact_bytes") {
+					t.Errorf("a fork copying 60 bytes past the day's limit: %d %v, want 429 naming max_artifact_bytes", code, body)
+				}
+			})
 			if len(arts) != 0 || refused != 2 || crossings != 2 {
 				t.Fatalf("after a restart, with 60 of 100 bytes written today: %d artifacts saved, %d refused, %v crossings; want 0, 2, 2", len(arts), refused, crossings)
 			}
