@@ -141,9 +141,10 @@ type Config struct {
 	PostgresDSN string
 	// LLM selects the model endpoint.
 	LLM LLM
-	// Quotas are the tenants' limits the session grains enforce: max_running_sessions,
-	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute (the config file's
-	// tenant_defaults and tenants; docs/security.md). The zero value enforces none.
+	// Quotas are the tenants' limits the node enforces: max_running_sessions,
+	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute, max_artifact_bytes
+	// (the config file's tenant_defaults and tenants; docs/security.md). The zero value
+	// enforces none.
 	Quotas Quotas
 	// Tools are the program's own tools, offered beside the built-in ones (a tool is any
 	// tools.Tool; tools.New derives the JSON Schema from a typed argument struct). Give an

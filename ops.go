@@ -288,12 +288,19 @@ func (n *Node) ReadArtifact(ctx context.Context, id, path string) (Artifact, err
 	if !strings.HasPrefix(path, id+"/") {
 		return Artifact{}, invalid("read artifact "+path, "the path is not in session %s's workspace (%s/{type}/{filename})", id, id)
 	}
-	if err := n.access(ctx, id, false); err != nil {
+	// The session answers the access check and names its tenant, whose part of the
+	// store its artifacts are in (also for an admin, who may read every tenant's).
+	acc, err := n.n.Session(id).Access(&messages.AccessRequest{Caller: callerOf(ctx)}, n.callTimeout(ctx))
+	if err != nil {
 		return Artifact{}, failed("read artifact "+path, err)
+	}
+	tenant := acc.GetTenant()
+	if tenant == "" {
+		tenant = auth.DefaultTenant // a session from before tenancy
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
-	content, ct, sum, err := n.n.ReadArtifact(ctx, path)
+	content, ct, sum, err := n.n.ReadArtifact(ctx, tenant, path)
 	if err != nil {
 		if errcode.Of(err) == errcode.Internal {
 			err = &callError{kind: ErrUnavailable, err: err}

@@ -7,16 +7,20 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/internal/errcode"
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // ArtifactReader reads session artifacts for GET /v1/sessions/{id}/artifacts/{type}/{filename}
 // (internal/node.Node implements it over its artifact store).
 type ArtifactReader interface {
-	// ReadArtifact returns the content at path ("{session_id}/{type}/{filename}"), its
-	// content type and the sha256 of the content. Errors wrap ErrArtifactNotFound or
+	// ReadArtifact returns tenant's artifact at path ("{session_id}/{type}/{filename}"),
+	// its content type and the sha256 of the content. Errors wrap ErrArtifactNotFound or
 	// ErrInvalidArtifactPath where they apply.
-	ReadArtifact(ctx context.Context, path string) (content []byte, contentType, sha256 string, err error)
+	ReadArtifact(ctx context.Context, tenant, path string) (content []byte, contentType, sha256 string, err error)
 }
 
 // Errors an ArtifactReader reports (wrapped).
@@ -39,14 +43,21 @@ func (h *Handler) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnsupported, "this gateway has no artifact store"))
 		return
 	}
-	if err := h.access(callerOf(r), id, false); err != nil {
+	// The session answers the access check and names its tenant, whose part of the
+	// store its artifacts are in (also for an admin, who may read every tenant's).
+	acc, err := h.grain(id).Access(&messages.AccessRequest{Caller: callerOf(r)}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	if err != nil {
 		writeError(w, toAPIError(err))
 		return
+	}
+	tenant := acc.GetTenant()
+	if tenant == "" {
+		tenant = auth.DefaultTenant // a session from before tenancy
 	}
 	path := id + "/" + r.PathValue("type") + "/" + r.PathValue("filename")
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()
-	content, contentType, sum, err := h.cfg.Artifacts.ReadArtifact(ctx, path)
+	content, contentType, sum, err := h.cfg.Artifacts.ReadArtifact(ctx, tenant, path)
 	switch {
 	case errors.Is(err, ErrArtifactNotFound):
 		writeError(w, errorf(CodeNotFound, "no artifact %s", truncate(path, 300)))

@@ -32,13 +32,13 @@ func TestDeleteSession(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, func() bool {
 		return len(listIDs(t, g, "status=completed")) == 1
 	}, "the session did not complete")
-	arts, err := g.n.Artifacts().List(ctx, id, "")
+	arts, err := g.n.Artifacts().List(ctx, "default", id, "")
 	if err != nil || len(arts) == 0 {
 		t.Fatalf("the completed session has no artifacts to delete: %v %v", arts, err)
 	}
 	// Messages are embedded in the background: the last ones may land after completion.
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		hits, err := g.n.Vectors().Search(ctx, id, unitVector(g.n.Vectors().Dimensions()), 5)
+		hits, err := g.n.Vectors().Search(ctx, "default", id, unitVector(g.n.Vectors().Dimensions()), 5)
 		return err == nil && len(hits) > 0
 	}, "the completed session has no vectors to delete")
 
@@ -51,10 +51,10 @@ func TestDeleteSession(t *testing.T) {
 	if _, ok, err := g.n.Journal().LoadSnapshot(ctx, id, ^uint64(0)); ok || err != nil {
 		t.Fatalf("snapshot left: %v %v", ok, err)
 	}
-	if arts, err := g.n.Artifacts().List(ctx, id, ""); err != nil || len(arts) != 0 {
+	if arts, err := g.n.Artifacts().List(ctx, "default", id, ""); err != nil || len(arts) != 0 {
 		t.Fatalf("artifacts left: %v %v", arts, err)
 	}
-	if hits, err := g.n.Vectors().Search(ctx, id, unitVector(g.n.Vectors().Dimensions()), 5); err != nil || len(hits) != 0 {
+	if hits, err := g.n.Vectors().Search(ctx, "default", id, unitVector(g.n.Vectors().Dimensions()), 5); err != nil || len(hits) != 0 {
 		t.Fatalf("vectors left: %v %v", hits, err)
 	}
 	if ids := listIDs(t, g, ""); len(ids) != 0 {

@@ -142,11 +142,11 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	// The artifacts the source had by the fork point are the fork's too, under its id,
 	// and the copied artifact_written events name the fork's paths.
 	ctx := context.Background()
-	srcNotes, _, err := g.n.Artifacts().Read(ctx, "http-1/research/notes.md")
+	srcNotes, _, err := g.n.Artifacts().Read(ctx, "default", "http-1/research/notes.md")
 	if err != nil {
 		t.Fatalf("source notes: %v", err)
 	}
-	forkNotes, _, err := g.n.Artifacts().Read(ctx, "http-fork/research/notes.md")
+	forkNotes, _, err := g.n.Artifacts().Read(ctx, "default", "http-fork/research/notes.md")
 	if err != nil || string(forkNotes) != string(srcNotes) {
 		t.Fatalf("fork's copy of the research notes = %q, %v; want the source's %q", forkNotes, err, srcNotes)
 	}
@@ -168,14 +168,14 @@ func TestGatewayHTTPOperations(t *testing.T) {
 	}
 	// An artifact deleted from the store since is left out of a later fork, which is
 	// made anyway (refusing would refuse every retry too).
-	if err := g.n.Artifacts().Delete(ctx, "http-1/research/notes.md"); err != nil {
+	if err := g.n.Artifacts().Delete(ctx, "default", "http-1/research/notes.md"); err != nil {
 		t.Fatal(err)
 	}
 	status, out = call(t, g.srv, "POST", "/v1/sessions/http-1/fork", token, []byte(`{"step_index":1,"new_session_id":"http-fork-2","command_id":"f2"}`))
 	if status != 201 || out["session_id"] != "http-fork-2" {
 		t.Fatalf("fork after an artifact was deleted = %d %v", status, out)
 	}
-	if _, _, err := g.n.Artifacts().Read(ctx, "http-fork-2/research/notes.md"); !errors.Is(err, artifact.ErrNotFound) {
+	if _, _, err := g.n.Artifacts().Read(ctx, "default", "http-fork-2/research/notes.md"); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("the deleted artifact in the second fork: err = %v, want not found", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -31,6 +32,9 @@ var (
 
 // EmbedJob asks for one recorded message to be embedded and stored.
 type EmbedJob struct {
+	// Tenant is the session's tenant, under which the store keeps the stream's vectors
+	// ("" means auth.DefaultTenant).
+	Tenant string
 	// Stream is the vector store stream (the session id).
 	Stream string
 	// Seq is the message's sequence number.
@@ -112,12 +116,12 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 // queue is full and ErrWorkerClosed after Close.
 func (w *EmbedWorker) Enqueue(job EmbedJob) error { return w.send(context.Background(), job, false) }
 
-// DropStream removes stream's vectors from the store after every job queued before it,
-// and waits for the removal: a deleted session's vectors do not come back from embedding
-// jobs that were still queued when it was deleted. It blocks (unlike Enqueue) until the
-// queue has room or ctx ends.
-func (w *EmbedWorker) DropStream(ctx context.Context, stream string) error {
-	job := EmbedJob{Stream: stream, Drop: true, done: make(chan error, 1)}
+// DropStream removes tenant's stream's vectors from the store after every job queued
+// before it, and waits for the removal: a deleted session's vectors do not come back
+// from embedding jobs that were still queued when it was deleted. It blocks (unlike
+// Enqueue) until the queue has room or ctx ends.
+func (w *EmbedWorker) DropStream(ctx context.Context, tenant, stream string) error {
+	job := EmbedJob{Tenant: tenant, Stream: stream, Drop: true, done: make(chan error, 1)}
 	if err := w.send(ctx, job, true); err != nil {
 		return fmt.Errorf("drop vectors of %s: %w", stream, err)
 	}
@@ -232,7 +236,7 @@ func (w *EmbedWorker) process(batch []EmbedJob) {
 func (w *EmbedWorker) drop(job EmbedJob) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
 	defer cancel()
-	err := w.cfg.Store.DeleteStream(ctx, job.Stream)
+	err := w.cfg.Store.DeleteStream(ctx, job.tenant(), job.Stream)
 	if err != nil {
 		err = fmt.Errorf("drop vectors: %w", err)
 		w.fail([]EmbedJob{job}, err)
@@ -258,26 +262,36 @@ func (w *EmbedWorker) embed(batch []EmbedJob) {
 		w.fail(batch, fmt.Errorf("embed: %w", err))
 		return
 	}
-	// Group by stream, keeping order: one Upsert per stream.
-	byStream := map[string][]persistence.Vector{}
-	var order []string
+	// Group by tenant and stream, keeping order: one Upsert per stream.
+	type key struct{ tenant, stream string }
+	byStream := map[key][]persistence.Vector{}
+	var order []key
 	for i, j := range batch {
-		if _, ok := byStream[j.Stream]; !ok {
-			order = append(order, j.Stream)
+		k := key{j.tenant(), j.Stream}
+		if _, ok := byStream[k]; !ok {
+			order = append(order, k)
 		}
-		byStream[j.Stream] = append(byStream[j.Stream], persistence.Vector{Seq: j.Seq, Values: vecs[i], Meta: j.Meta})
+		byStream[k] = append(byStream[k], persistence.Vector{Seq: j.Seq, Values: vecs[i], Meta: j.Meta})
 	}
-	for _, s := range order {
-		if err := w.cfg.Store.Upsert(ctx, s, byStream[s]); err != nil {
+	for _, k := range order {
+		if err := w.cfg.Store.Upsert(ctx, k.tenant, k.stream, byStream[k]); err != nil {
 			var failed []EmbedJob
 			for _, j := range batch {
-				if j.Stream == s {
+				if (key{j.tenant(), j.Stream}) == k {
 					failed = append(failed, j)
 				}
 			}
 			w.fail(failed, fmt.Errorf("store vectors: %w", err))
 		}
 	}
+}
+
+// tenant is the job's tenant, auth.DefaultTenant when it names none.
+func (j EmbedJob) tenant() string {
+	if j.Tenant == "" {
+		return auth.DefaultTenant
+	}
+	return j.Tenant
 }
 
 func (w *EmbedWorker) fail(jobs []EmbedJob, err error) {

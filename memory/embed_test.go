@@ -44,7 +44,7 @@ func TestEmbedWorker(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 	q, _ := emb.Embed(context.Background(), []string{"where is the staging database password?"})
-	hits, err := store.Search(context.Background(), "sess", q[0], 20)
+	hits, err := store.Search(context.Background(), "default", "sess", q[0], 20)
 	if err != nil || len(hits) != 20 {
 		t.Fatalf("%v %d", err, len(hits))
 	}
@@ -143,7 +143,7 @@ func TestEmbedWorkerDropIsOrdered(t *testing.T) {
 	}
 	seqs := func(stream string) []uint64 {
 		q, _ := emb.Embed(context.Background(), []string{"anything"})
-		hits, err := store.Search(context.Background(), stream, q[0], 10)
+		hits, err := store.Search(context.Background(), "default", stream, q[0], 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,15 +197,15 @@ func TestEmbedWorkerDropStreamWaits(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := w.DropStream(short, "gone"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := w.DropStream(short, "default", "gone"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("drop behind a held embedder with a short ctx = %v, want its deadline", err)
 	}
 	close(emb.gate)
-	if err := w.DropStream(context.Background(), "gone"); err != nil {
+	if err := w.DropStream(context.Background(), "default", "gone"); err != nil {
 		t.Fatal(err)
 	}
 	q, _ := emb.Embed(context.Background(), []string{"message"})
-	if hits, err := store.Search(context.Background(), "gone", q[0], 30); err != nil || len(hits) != 0 {
+	if hits, err := store.Search(context.Background(), "default", "gone", q[0], 30); err != nil || len(hits) != 0 {
 		t.Fatalf("after DropStream the stream holds %d vectors (%v), want none", len(hits), err)
 	}
 }

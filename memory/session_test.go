@@ -115,7 +115,7 @@ func TestLongSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := store.Search(ctx, "s", q[0], 20)
+	found, err := store.Search(ctx, "default", "s", q[0], 20)
 	if err != nil {
 		t.Fatal(err)
 	}

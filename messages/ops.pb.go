@@ -150,7 +150,9 @@ func (x *RestartRecord) GetAtUnixNano() int64 {
 type DropSessionDataRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// session_id is the deleted session.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// tenant is its tenant: the stores keep its artifacts and vectors under it.
+	Tenant        string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,6 +190,13 @@ func (*DropSessionDataRequest) Descriptor() ([]byte, []int) {
 func (x *DropSessionDataRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DropSessionDataRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
 	}
 	return ""
 }
@@ -254,10 +263,11 @@ const file_ops_proto_rawDesc = "" +
 	"\tdirective\x18\a \x01(\tR\tdirective\x12\x14\n" +
 	"\x05count\x18\b \x01(\x05R\x05count\x12 \n" +
 	"\fat_unix_nano\x18\t \x01(\x03R\n" +
-	"atUnixNano\"7\n" +
+	"atUnixNano\"O\n" +
 	"\x16DropSessionDataRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"/\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\"/\n" +
 	"\x17DropSessionDataResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05errorB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 

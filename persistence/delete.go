@@ -24,9 +24,9 @@ func TerminalStatus(s string) bool {
 // SessionDeleter is implemented by journals that keep the session index and can remove
 // a session for DELETE /v1/sessions/{id} and the retention janitor.
 type SessionDeleter interface {
-	// SessionStatus returns session id's index status; ok is false when it has no index
-	// row.
-	SessionStatus(ctx context.Context, id string) (status string, ok bool, err error)
+	// SessionStatus returns session id's index status and tenant (DefaultTenant for a
+	// row from before tenancy); ok is false when it has no index row.
+	SessionStatus(ctx context.Context, id string) (status, tenant string, ok bool, err error)
 	// DeleteSession removes session id's events, snapshots and index row in one
 	// transaction, and only when its index row is terminal; otherwise it deletes
 	// nothing and returns an error wrapping ErrNotTerminal (or ErrNotFound). In the same

@@ -69,6 +69,9 @@ type IndexEntry struct {
 	// Tokens is input only (AppendIndexed, from the facts): the tokens the batch adds to
 	// its tenant's daily usage.
 	Tokens uint64
+	// ArtifactBytes is input only (AppendIndexed, from the facts): the artifact bytes
+	// the batch adds to its tenant's daily usage.
+	ArtifactBytes uint64
 }
 
 // DefaultTenant is the tenant of index rows written before tenancy and of sessions
@@ -93,6 +96,9 @@ type SessionFacts struct {
 	// Tokens are the model tokens the batch adds (each llm_responded usage's total, or
 	// input + output when larger), counted in the tenant's daily usage.
 	Tokens uint64
+	// ArtifactBytes are the bytes of the artifacts the batch records (each
+	// artifact_written's size), counted in the tenant's daily usage.
+	ArtifactBytes uint64
 }
 
 // FactsFunc reads a batch's SessionFacts. Journals that keep the session index call
@@ -206,12 +212,15 @@ type SessionIndex interface {
 // max_running_sessions counts.
 var RunningStatuses = []string{StatusRunning, StatusAwaitingHuman, StatusInterrupted}
 
-// TenantUsage is a tenant's model usage over one UTC day.
+// TenantUsage is a tenant's usage over one UTC day.
 type TenantUsage struct {
 	// Tokens are the tokens of the day's llm_responded events (SessionFacts.Tokens).
 	Tokens uint64
 	// CostUSD is their cost in US dollars.
 	CostUSD float64
+	// ArtifactBytes are the bytes of the day's artifact_written events
+	// (SessionFacts.ArtifactBytes).
+	ArtifactBytes uint64
 }
 
 // TenantIndex is implemented by session indexes that answer the tenants' quotas

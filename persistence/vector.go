@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/fathom-agents/fathom/auth"
 )
 
 // ErrDimension is returned (wrapped) when a vector's length is not the store's
@@ -34,24 +36,32 @@ type VectorHit struct {
 	Meta map[string]string
 }
 
-// VectorStore keeps embeddings per stream (a session) and finds the nearest ones by
-// cosine similarity. Implementations are safe for concurrent use and validate vectors the
-// way ValidateVector does.
+// VectorStore keeps embeddings per tenant and stream (a session of the tenant) and finds
+// the nearest ones by cosine similarity. The tenant is part of every vector's key (a key
+// column, a map key), so a stream of one tenant never reaches another tenant's vectors,
+// even under the same stream id. Implementations are safe for concurrent use and
+// validate tenants and vectors the way ValidateUpsert and ValidateSearch do.
+//
+// A store that kept vectors before tenancy keeps those without a tenant; it finds them
+// for their stream under any tenant (a stream id is a session id, which belongs to one
+// tenant), and DeleteStream removes them with the tenant's.
 type VectorStore interface {
 	// Dimensions returns the length of every vector in the store.
 	Dimensions() int
 
-	// Upsert stores vecs in stream, replacing vectors with the same Seq, atomically.
-	Upsert(ctx context.Context, stream string, vecs []Vector) error
+	// Upsert stores vecs in tenant's stream, replacing vectors with the same Seq,
+	// atomically.
+	Upsert(ctx context.Context, tenant, stream string, vecs []Vector) error
 
-	// Search returns the k vectors of stream closest to query by cosine similarity, best
-	// first (equal scores in increasing Seq order). An unknown stream has no vectors.
-	// Approximate implementations (an HNSW index) may miss some of the true top k.
-	Search(ctx context.Context, stream string, query []float32, k int) ([]VectorHit, error)
+	// Search returns the k vectors of tenant's stream closest to query by cosine
+	// similarity, best first (equal scores in increasing Seq order). An unknown stream
+	// has no vectors. Approximate implementations (an HNSW index) may miss some of the
+	// true top k.
+	Search(ctx context.Context, tenant, stream string, query []float32, k int) ([]VectorHit, error)
 
-	// DeleteStream removes every vector of stream. Deleting an unknown stream is not an
-	// error.
-	DeleteStream(ctx context.Context, stream string) error
+	// DeleteStream removes every vector of tenant's stream. Deleting an unknown stream is
+	// not an error.
+	DeleteStream(ctx context.Context, tenant, stream string) error
 
 	// Close releases the store's resources. Calls after Close return ErrClosed.
 	Close() error
@@ -79,8 +89,21 @@ func ValidateVector(v []float32, dims int) error {
 	return nil
 }
 
-// ValidateSearch checks Search arguments: a non-empty stream, k ≥ 1 and a valid query.
-func ValidateSearch(stream string, query []float32, k, dims int) error {
+// ValidateTenant checks a vector store's tenant: a tenant name (auth.CheckTenant).
+// Errors wrap ErrInvalid.
+func ValidateTenant(tenant string) error {
+	if err := auth.CheckTenant(tenant); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// ValidateSearch checks Search arguments: a valid tenant, a non-empty stream, k ≥ 1 and
+// a valid query.
+func ValidateSearch(tenant, stream string, query []float32, k, dims int) error {
+	if err := ValidateTenant(tenant); err != nil {
+		return err
+	}
 	if stream == "" {
 		return fmt.Errorf("%w: empty stream id", ErrInvalid)
 	}
@@ -90,8 +113,12 @@ func ValidateSearch(stream string, query []float32, k, dims int) error {
 	return ValidateVector(query, dims)
 }
 
-// ValidateUpsert checks Upsert arguments: a non-empty stream and valid vectors.
-func ValidateUpsert(stream string, vecs []Vector, dims int) error {
+// ValidateUpsert checks Upsert arguments: a valid tenant, a non-empty stream and valid
+// vectors.
+func ValidateUpsert(tenant, stream string, vecs []Vector, dims int) error {
+	if err := ValidateTenant(tenant); err != nil {
+		return err
+	}
 	if stream == "" {
 		return fmt.Errorf("%w: empty stream id", ErrInvalid)
 	}

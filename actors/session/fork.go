@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+
 	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -54,7 +56,7 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 		return nil, err
 	}
 	stampBy(evs, req.GetCommandId(), req.GetCaller())
-	if err := g.copyArtifacts(req.GetSourceSessionId(), src); err != nil {
+	if err := g.copyArtifacts(req.GetSourceSessionId(), src, tenantIn(evs)); err != nil {
 		return nil, err
 	}
 	if err := g.commit(ctx, evs); err != nil {
@@ -107,11 +109,13 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 // the fork's steps read them under their own id. The store keeps an artifact's newest
 // content only, so one the source rewrote after the fork point is copied as it is now
 // (logged); one no longer in the store is left out (logged). Any other failed copy
-// refuses the fork with UNAVAILABLE; a retry copies again.
-func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
+// refuses the fork with UNAVAILABLE; a retry copies again. The copies are read from the
+// source's tenant and written to the fork's, tenant.
+func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant string) error {
 	if g.deps.Artifacts == nil {
 		return nil
 	}
+	srcTenant := tenantIn(src)
 	latest := map[string]*messages.ArtifactWritten{}
 	var paths []string
 	for _, ev := range src {
@@ -126,7 +130,7 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
 	defer cancel()
 	for _, p := range paths {
 		a := latest[p]
-		content, info, err := g.deps.Artifacts.Read(ctx, p)
+		content, info, err := g.deps.Artifacts.Read(ctx, srcTenant, p)
 		if errors.Is(err, artifact.ErrNotFound) {
 			// Deleted from the store since (by an operator): there is nothing to copy, and
 			// refusing would refuse every retry too.
@@ -139,10 +143,43 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event) error {
 		if a.GetSha256() != "" && info.SHA256 != a.GetSha256() {
 			g.log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
 		}
-		ref := artifact.Ref{SessionID: g.id, Type: a.GetArtifactType(), Filename: a.GetFilename()}
-		if _, err := g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType()); err != nil {
+		ref := artifact.Ref{Tenant: tenant, SessionID: g.id, Type: a.GetArtifactType(), Filename: a.GetFilename()}
+		_, err = g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType())
+		var qe *artifact.QuotaError
+		if errors.As(err, &qe) { // the tenant's max_artifact_bytes: retrying today is no use
+			return ErrResourceExhausted(fmt.Sprintf("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err), 0)
+		}
+		if err != nil {
 			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
 		}
 	}
 	return nil
+}
+
+// tenantIn returns the tenant a session's events name: session_started's, or a later
+// session_forked's (a fork's own); auth.DefaultTenant when they name none (sessions from
+// before tenancy).
+func tenantIn(evs []*messages.Event) string {
+	tenant := ""
+	for _, ev := range evs {
+		if s := ev.GetSessionStarted(); s != nil {
+			tenant = s.GetTenant()
+		}
+		if f := ev.GetSessionForked(); f != nil && f.GetTenant() != "" {
+			tenant = f.GetTenant()
+		}
+	}
+	if tenant == "" {
+		return auth.DefaultTenant
+	}
+	return tenant
+}
+
+// tenantOf returns session s's tenant, auth.DefaultTenant for a session from before
+// tenancy: the stores keep its artifacts and vectors under it.
+func tenantOf(s *messages.SessionState) string {
+	if t := s.GetTenant(); t != "" {
+		return t
+	}
+	return auth.DefaultTenant
 }

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,7 +10,11 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 )
 
@@ -183,5 +188,56 @@ func TestForkSeesOnlyItsOwnPaths(t *testing.T) {
 	}
 	if review.GetResult().GetStatus() != "completed" || !strings.Contains(review.GetResult().GetSummary(), "demo-fork/drafts/draft.md") {
 		t.Fatalf("the fork's review %v", review.GetResult())
+	}
+}
+
+// TestTenantKeysArtifactsAndVectors: a session of tenant acme writes its artifacts and
+// embeds its messages under acme's keys of the stores, not the default tenant's, and a
+// fork of it copies the artifacts into acme's keys of the fork.
+func TestTenantKeysArtifactsAndVectors(t *testing.T) {
+	store, err := local.Open(t.TempDir(), local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	h := startHarness(t, harnessOpts{artifacts: store, tools: testToolsOn(t, &executions{}, nil, store)})
+	alice := &messages.Principal{Subject: "alice", Tenant: "acme"}
+	if _, err := h.node.Session("acme-src").Start(&messages.StartRequest{CommandId: "c1", Goal: "Write a haiku about event sourcing", Caller: alice}, call()); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "acme-src", 30*time.Second))
+	ctx := context.Background()
+	list := func(tenant, id string) []artifact.Info {
+		t.Helper()
+		infos, err := store.List(ctx, tenant, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return infos
+	}
+	if got := list("acme", "acme-src"); len(got) == 0 {
+		t.Fatal("acme's session has no artifacts under acme")
+	}
+	if got := list(auth.DefaultTenant, "acme-src"); len(got) != 0 {
+		t.Fatalf("acme's session wrote under the default tenant: %v", got)
+	}
+	vecs := h.node.Vectors()
+	q := hashembed.Vector("haiku about event sourcing", vecs.Dimensions())
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		hits, err := vecs.Search(ctx, "acme", "acme-src", q, 5)
+		return err == nil && len(hits) > 0
+	}, "acme's session's messages are not embedded under acme")
+	if hits, err := vecs.Search(ctx, auth.DefaultTenant, "acme-src", q, 5); err != nil || len(hits) != 0 {
+		t.Fatalf("acme's session's vectors are found under the default tenant: %v %v", hits, err)
+	}
+	if _, err := h.node.Session("acme-fork").Fork(&messages.ForkRequest{CommandId: "f", SourceSessionId: "acme-src", StepIndex: 3, Caller: alice}, call()); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, waitTerminal(t, h.j, "acme-fork", 30*time.Second))
+	if got := list("acme", "acme-fork"); len(got) == 0 {
+		t.Fatal("the fork's copies are not under acme")
+	}
+	if got := list(auth.DefaultTenant, "acme-fork"); len(got) != 0 {
+		t.Fatalf("the fork wrote under the default tenant: %v", got)
 	}
 }

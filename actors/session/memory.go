@@ -37,7 +37,7 @@ func (g *Grain) reembed() {
 		if m.Content == "" {
 			continue
 		}
-		err := g.deps.Embed.Enqueue(memory.EmbedJob{Stream: g.id, Seq: m.Seq, Text: m.Content, Meta: map[string]string{"role": m.Role}})
+		err := g.deps.Embed.Enqueue(memory.EmbedJob{Tenant: tenantOf(g.state), Stream: g.id, Seq: m.Seq, Text: m.Content, Meta: map[string]string{"role": m.Role}})
 		if err != nil {
 			if !errors.Is(err, memory.ErrWorkerClosed) {
 				g.log.Warn("history not re-embedded", "seq", m.Seq, "error", err)
@@ -56,7 +56,7 @@ func (g *Grain) forget() {
 	if g.deps == nil || !g.deps.Reembed || g.deps.Embed == nil || g.state.GetSeq() == 0 {
 		return
 	}
-	if err := g.deps.Embed.Enqueue(memory.EmbedJob{Stream: g.id, Drop: true}); err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
+	if err := g.deps.Embed.Enqueue(memory.EmbedJob{Tenant: tenantOf(g.state), Stream: g.id, Drop: true}); err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
 		g.log.Debug("vectors not dropped at passivation", "error", err)
 	}
 }
@@ -100,7 +100,7 @@ func (g *Grain) embed(ev *messages.Event) {
 	if text == "" {
 		return
 	}
-	err := g.deps.Embed.Enqueue(memory.EmbedJob{Stream: g.id, Seq: ev.GetSeq(), Text: text, Meta: map[string]string{"role": role}})
+	err := g.deps.Embed.Enqueue(memory.EmbedJob{Tenant: tenantOf(g.state), Stream: g.id, Seq: ev.GetSeq(), Text: text, Meta: map[string]string{"role": role}})
 	if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
 		g.log.Warn("message not embedded", "seq", ev.GetSeq(), "error", err)
 	}

@@ -328,14 +328,14 @@ func TestActivationReembedsAndSummarizes(t *testing.T) {
 	// Node 2: activating the session re-embeds its history and regenerates its summary.
 	h2 := startHarness(t, harnessOpts{journal: j, cfg: cfg, tools: &tools.Executor{Registry: reg},
 		script: mkScript(`{"system_match":"FATHOM-ROLE: summarizer","response":"Summary: the agent probed the sensors many times."}`)})
-	if hits, err := h2.node.Vectors().Search(ctx, "act", hashembed.Vector("What is the vault code?", hashembed.DefaultDimensions), 20); err != nil || len(hits) != 0 {
+	if hits, err := h2.node.Vectors().Search(ctx, "default", "act", hashembed.Vector("What is the vault code?", hashembed.DefaultDimensions), 20); err != nil || len(hits) != 0 {
 		t.Fatalf("the new node's store already has %v (%v)", hits, err)
 	}
 	if _, err := h2.state("act"); err != nil { // activates the session
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		hits, err := h2.node.Vectors().Search(ctx, "act", hashembed.Vector("What is the vault code?", hashembed.DefaultDimensions), 20)
+		hits, err := h2.node.Vectors().Search(ctx, "default", "act", hashembed.Vector("What is the vault code?", hashembed.DefaultDimensions), 20)
 		return err == nil && len(hits) > 0 && hits[0].Seq == factSeq
 	}, "the re-embedded history does not bring back the fact (seq %d) first", factSeq)
 	var sum *messages.SummaryUpdated

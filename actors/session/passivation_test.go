@@ -48,7 +48,7 @@ func TestFinishedSessionPassivates(t *testing.T) {
 	query := make([]float32, vecs.Dimensions())
 	query[0] = 1
 	hits := func() int {
-		hs, err := vecs.Search(context.Background(), "done-1", query, 1000)
+		hs, err := vecs.Search(context.Background(), "default", "done-1", query, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		SystemTokens: d.templateTokens(model, tmpl) + d.Config.CountText(model, rest) +
 			int(d.Config.CountMessage(model, llm.Message{Role: "system", Content: task})),
 		Messages: hist,
-		Hits:     searchHits(ctx, d, s.GetSessionId(), st.GetStep().GetDescription()),
+		Hits:     searchHits(ctx, d, s, st.GetStep().GetDescription()),
 		Now:      d.Now(),
 	}
 	if sum := s.GetSummary(); sum.GetContent() != "" {
@@ -88,9 +88,11 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.toolSpecs()}, info, nil
 }
 
-// searchHits embeds query and searches the session's vectors. Any failure means no
-// hits (logged): the semantic tier is an aid, never a reason to fail a call.
-func searchHits(ctx context.Context, d *Deps, sessionID, query string) []memory.Hit {
+// searchHits embeds query and searches session s's vectors (under its tenant). Any
+// failure means no hits (logged): the semantic tier is an aid, never a reason to fail a
+// call.
+func searchHits(ctx context.Context, d *Deps, s *messages.SessionState, query string) []memory.Hit {
+	sessionID := s.GetSessionId()
 	if d.Embedder == nil || d.Vectors == nil || strings.TrimSpace(query) == "" {
 		return nil
 	}
@@ -100,7 +102,7 @@ func searchHits(ctx context.Context, d *Deps, sessionID, query string) []memory.
 	}
 	var hits []persistence.VectorHit
 	if err == nil {
-		hits, err = d.Vectors.Search(ctx, sessionID, vecs[0], d.Config.TopK())
+		hits, err = d.Vectors.Search(ctx, tenantOf(s), sessionID, vecs[0], d.Config.TopK())
 	}
 	if err != nil {
 		d.Logger.Warn("semantic search failed; no semantic hits", "session_id", sessionID, "error", err)
@@ -151,7 +153,7 @@ func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState
 	in := memory.Input{
 		Task: seq, Origin: "session " + s.GetSessionId(), SystemPrompt: sys,
 		SystemTokens: d.Config.CountText(model, sys), Messages: hist,
-		Hits: searchHits(ctx, d, s.GetSessionId(), msg), Now: d.Now(),
+		Hits: searchHits(ctx, d, s, msg), Now: d.Now(),
 	}
 	if sum := s.GetSummary(); sum.GetContent() != "" {
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}

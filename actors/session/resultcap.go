@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -36,7 +37,7 @@ func capResult(ctx context.Context, d *Deps, sessionID, callID string, res tools
 	if d.Artifacts == nil {
 		return core.TruncateToolResult(res, max, fmt.Sprintf("%d bytes; the full result was not kept (this node has no artifact store)", len(full)))
 	}
-	ref := artifact.Ref{SessionID: sessionID, Type: artifact.TypeResults, Filename: resultFilename(callID)}
+	ref := artifact.Ref{Tenant: auth.TenantOf(ctx), SessionID: sessionID, Type: artifact.TypeResults, Filename: resultFilename(callID)}
 	wctx, cancel := context.WithTimeout(ctx, resultStoreTimeout)
 	defer cancel()
 	info, err := d.Artifacts.Write(wctx, ref, []byte(full), resultContentType)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/internal/testissuer"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
 
@@ -173,7 +174,7 @@ func TestArtifactsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(st.stdout), &state); err != nil || len(state.Artifacts) != 1 || state.Artifacts[0]["path"] != id+"/research/findings.md" {
 		t.Fatalf("state.artifacts (exit %d, %v): %s", st.code, err, st.stdout)
 	}
-	if b, err := os.ReadFile(filepath.Join(data, "artifacts", id, "research", "findings.md")); err != nil || string(b) != findings {
+	if b, err := os.ReadFile(filepath.Join(data, "artifacts", "tenants", "default", id, "research", "findings.md")); err != nil || string(b) != findings {
 		t.Fatalf("the local store holds %q (%v)", b, err)
 	}
 	checkArtifactsCommand(t, id, "--data-dir", data)
@@ -213,6 +214,69 @@ func TestArtifactsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestArtifactsKeyedByTenant: a session's artifacts are stored under its tenant's
+// prefix of the artifact directory (DATA_DIR/artifacts/tenants/{tenant}/...), and the
+// gateway serves a session's artifacts from its tenant's keys only: a file of the same
+// session id and path under another tenant's prefix is not the session's. An artifact
+// stored before tenancy (no prefix) is still served for its session, and a delete of
+// the session removes its files, those from before tenancy too, and nothing of the
+// other tenant's.
+func TestArtifactsKeyedByTenant(t *testing.T) {
+	iss := testissuer.New(t)
+	data := t.TempDir()
+	n := startNode(t, cleanEnv(), "--data-dir", data, "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
+	alice := iss.Sign(t, iss.Claims("alice", "acme"))
+	const id = "shared-1"
+	if st, out := httpJSON(t, "POST", n.url+"/v1/sessions", alice, map[string]any{"session_id": id, "goal": "Write a haiku about tenants"}); st != 201 {
+		t.Fatalf("alice starts %s: %d %v", id, st, out)
+	}
+	awaitStatus(t, n, alice, id, "SESSION_STATUS_COMPLETED")
+	written := snapshotSession(t, n, alice, id).artifact
+	if written == "" {
+		t.Fatalf("%s wrote no artifact (the demo model writes one)", id)
+	}
+	arts := filepath.Join(data, "artifacts")
+	if _, err := os.Stat(filepath.Join(arts, "tenants", "acme", filepath.FromSlash(written))); err != nil {
+		t.Fatalf("acme's artifact %s is not under tenants/acme: %v", written, err)
+	}
+	if _, err := os.Stat(filepath.Join(arts, id)); !os.IsNotExist(err) {
+		t.Fatalf("acme's session has a directory outside its tenant's prefix: %v", err)
+	}
+	plant := func(rel, content string) string {
+		p := filepath.Join(arts, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	get := func(rel string) (int, string) {
+		st, b := rawHTTP(t, "GET", n.url+"/v1/sessions/"+id+"/artifacts/"+rel, alice, "")
+		return st, string(b)
+	}
+	globex := plant("tenants/globex/"+id+"/research/planted.md", "globex's file")
+	if st, body := get("research/planted.md"); st != 404 {
+		t.Fatalf("another tenant's key of the session's id and path served: %d %s", st, body)
+	}
+	legacy := plant(id+"/research/old.md", "stored before tenancy")
+	if st, body := get("research/old.md"); st != 200 || body != "stored before tenancy" {
+		t.Fatalf("an artifact from before tenancy: %d %s", st, body)
+	}
+	if st, out := httpJSON(t, "DELETE", n.url+"/v1/sessions/"+id, alice, nil); st != 200 {
+		t.Fatalf("alice deletes %s: %d %v", id, st, out)
+	}
+	for _, gone := range []string{filepath.Join(arts, "tenants", "acme", id), legacy} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("%s is left after the session's delete (%v)", gone, err)
+		}
+	}
+	if _, err := os.Stat(globex); err != nil {
+		t.Errorf("the delete of acme's session removed another tenant's file: %v", err)
+	}
+}
+
 // TestArtifactsOnS3: the same session with the artifact store in MinIO, configured by
 // the FATHOM_S3_* environment; the data dir holds no artifact.
 func TestArtifactsOnS3(t *testing.T) {
@@ -222,7 +286,7 @@ func TestArtifactsOnS3(t *testing.T) {
 	bucket := fmt.Sprintf("e2e-%d", os.Getpid())
 	s3env := []string{"FATHOM_S3_ENDPOINT=" + m.Endpoint, "FATHOM_S3_BUCKET=" + bucket, "FATHOM_S3_ACCESS_KEY=" + m.AccessKey, "FATHOM_S3_SECRET_KEY=" + m.SecretKey}
 	id := runArtifactSession(t, cleanEnv(append(s3env, "OPENAI_BASE_URL="+base, "OPENAI_API_KEY=k")...), "--data-dir", data)
-	if _, err := os.Stat(filepath.Join(data, "artifacts", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(data, "artifacts", "tenants")); !os.IsNotExist(err) {
 		t.Fatalf("the artifact went to the data dir, not S3 (%v)", err)
 	}
 	out := t.TempDir()

@@ -162,7 +162,7 @@ func TestNodeQuotaMetrics(t *testing.T) {
 	slices.Sort(series)
 	var want []string
 	for _, tenant := range []string{"acme", "default", "other"} {
-		for _, q := range []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day"} {
+		for _, q := range []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day", "max_artifact_bytes"} {
 			want = append(want, tenant+"/"+q)
 		}
 	}

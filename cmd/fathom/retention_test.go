@@ -20,7 +20,7 @@ func TestRetentionJanitorDeletesEndedSessions(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	id := checkCompletedRun(t, jsonEvents(t, r.stdout))
-	arts := filepath.Join(data, "artifacts", id)
+	arts := filepath.Join(data, "artifacts", "tenants", "default", id)
 	if files, err := filepath.Glob(filepath.Join(arts, "*", "*")); err != nil || len(files) == 0 {
 		t.Fatalf("the run left no artifacts to delete: %v %v", files, err)
 	}
@@ -81,7 +81,7 @@ func TestSessionDelete(t *testing.T) {
 		}
 		ids = append(ids, checkCompletedRun(t, jsonEvents(t, r.stdout)))
 	}
-	artDir := func(id string) string { return filepath.Join(data, "artifacts", id) }
+	artDir := func(id string) string { return filepath.Join(data, "artifacts", "tenants", "default", id) }
 	for _, id := range ids {
 		if files, err := filepath.Glob(filepath.Join(artDir(id), "*", "*")); err != nil || len(files) == 0 {
 			t.Fatalf("the run of %s left no artifacts to delete: %v %v", id, files, err)

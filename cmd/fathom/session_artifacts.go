@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -44,11 +45,14 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 		return usageError("session artifacts needs exactly one session ID")
 	}
 	id := pos[0]
-	var list []*messages.ArtifactWritten
+	var (
+		list   []*messages.ArtifactWritten
+		tenant string
+	)
 	if *addr != "" {
 		list, err = remoteArtifacts(ctx, *addr, *token, id)
 	} else {
-		list, err = journalArtifacts(ctx, store, id)
+		list, tenant, err = journalArtifacts(ctx, store, id)
 	}
 	if err != nil {
 		return err
@@ -80,27 +84,32 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 		return usageError("--out needs the artifact store: --data-dir or --s3-endpoint")
 	}
 	defer st.Close()
-	return downloadArtifacts(ctx, storeArtifactReader(st), list, *out, report)
+	return downloadArtifacts(ctx, storeArtifactReader(st, tenant), list, *out, report)
 }
 
-// journalArtifacts reads session id's artifact projection from the journal.
-func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*messages.ArtifactWritten, error) {
+// journalArtifacts reads session id's artifact projection and tenant (whose part of
+// the artifact store holds them) from the journal.
+func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*messages.ArtifactWritten, string, error) {
 	j, err := openJournalReadOnly(ctx, store)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("session %q not found: %v", id, err)}
+		return nil, "", &exitError{code: 1, msg: fmt.Sprintf("session %q not found: %v", id, err)}
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer j.Close()
 	s, _, err := core.Load(ctx, j, id, 0)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if s.GetSeq() == 0 {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
+		return nil, "", &exitError{code: 1, msg: fmt.Sprintf("session %q not found", id)}
 	}
-	return s.GetArtifacts(), nil
+	tenant := s.GetTenant()
+	if tenant == "" {
+		tenant = auth.DefaultTenant // a session from before tenancy
+	}
+	return s.GetArtifacts(), tenant, nil
 }
 
 // remoteArtifacts reads session id's artifact projection from its state on a node.
@@ -184,10 +193,11 @@ func printArtifactsJSON(list []*messages.ArtifactWritten, w io.Writer) error {
 // artifactReader reads an artifact's content and its sha256 from wherever it is kept.
 type artifactReader func(ctx context.Context, path string) (content []byte, sha256 string, err error)
 
-// storeArtifactReader reads from an artifact store (the data dir's, or S3).
-func storeArtifactReader(st artifact.Store) artifactReader {
+// storeArtifactReader reads tenant's artifacts from an artifact store (the data dir's,
+// or S3).
+func storeArtifactReader(st artifact.Store, tenant string) artifactReader {
 	return func(ctx context.Context, path string) ([]byte, string, error) {
-		content, info, err := st.Read(ctx, path)
+		content, info, err := st.Read(ctx, tenant, path)
 		return content, info.SHA256, err
 	}
 }

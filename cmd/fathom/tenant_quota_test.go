@@ -280,3 +280,91 @@ func TestTenantDailyCost(t *testing.T) {
 		t.Fatalf("%v LLM calls, want only the plan's", st["llm_calls"])
 	}
 }
+
+// TestTenantMaxArtifactBytes: max_artifact_bytes bounds the bytes of artifacts a
+// tenant's sessions write per UTC day. The model writes two artifacts of 60 bytes under
+// a limit of 100: one is saved, the other's write_artifact call fails with a tool error
+// naming max_artifact_bytes, and the session goes on to complete; the refusal is a log
+// line and a crossing in fathom_quota_crossings_total. After a restart the day's bytes
+// come from the session index: a new session's writes are refused too, and so is a fork
+// of the first session, whose copy would pass the limit (429). On the embedded journal
+// and on PostgreSQL.
+func TestTenantMaxArtifactBytes(t *testing.T) {
+	content := strings.Repeat("x", 60)
+	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"s","type":"custom","description":"save the notes"}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: ".", Response: "saved what I could"},
+		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{
+			{Name: "write_artifact", Arguments: `{"type":"research","filename":"a.md","content":"` + content + `"}`},
+			{Name: "write_artifact", Arguments: `{"type":"research","filename":"b.md","content":"` + content + `"}`},
+		}},
+	}, Default: "done"}}).Handler())
+	defer srv.Close()
+	env := cleanEnv("OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k")
+	cfg := quotaConfig(t, "tenant_defaults: {max_artifact_bytes: 100}\n")
+	// run starts session id on a node and waits for it to complete; it returns the
+	// session's artifacts, its tool errors that name the quota, and the node's crossings.
+	run := func(t *testing.T, args []string, id string, then func(url string)) (artifacts []any, refused int, crossings float64) {
+		t.Helper()
+		addr := "127.0.0.1:" + freePort(t)
+		p := startNode(t, env, append(args, "--config", cfg, "--metrics-listen", addr)...)
+		defer p.stop(t)
+		if code, _, body := startAt(t, p.url, id, "save notes"); code/100 != 2 {
+			t.Fatalf("start %s: %d %v", id, code, body)
+		}
+		var st map[string]any
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			st = quotaState(t, p.url, id)
+			s, _ := st["status"].(string)
+			return s == "SESSION_STATUS_COMPLETED" || s == "SESSION_STATUS_FAILED"
+		}, "session %s ends", id)
+		if st["status"] != "SESSION_STATUS_COMPLETED" {
+			t.Fatalf("session %s ended with %v, want it completed (a refused write fails the tool call, not the session)", id, st)
+		}
+		code, events := rawHTTP(t, "GET", p.url+"/v1/sessions/"+id+"/events?follow=false", "", "")
+		if code != 200 {
+			t.Fatalf("events of %s: %d", id, code)
+		}
+		for _, line := range strings.Split(string(events), "\n") {
+			if strings.Contains(line, `"tool_result"`) && strings.Contains(line, "max_artifact_bytes of 100 bytes") {
+				refused++
+			}
+		}
+		if !strings.Contains(p.stderr.String(), "tenant quota crossed: an artifact write was refused") || !strings.Contains(p.stderr.String(), "quota=max_artifact_bytes") {
+			t.Errorf("no log line of the crossing:\n%s", p.stderr.String())
+		}
+		for _, m := range scrape(t, "http://"+addr+"/metrics")["fathom_quota_crossings_total"].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["tenant"] == "default" && l["quota"] == "max_artifact_bytes" {
+				crossings = m.GetCounter().GetValue()
+			}
+		}
+		artifacts, _ = st["artifacts"].([]any)
+		if then != nil {
+			then(p.url)
+		}
+		return artifacts, refused, crossings
+	}
+	for name, store := range quotaStores(t) {
+		t.Run(name, func(t *testing.T) {
+			args := store(t)
+			arts, refused, crossings := run(t, args, "bytes-1", nil)
+			if len(arts) != 1 || refused != 1 || crossings != 1 {
+				t.Fatalf("under a limit of 100 bytes two writes of 60: %d artifacts saved, %d tool calls refused naming the quota, %v crossings; want 1, 1, 1", len(arts), refused, crossings)
+			}
+			// Restarted: the day's 60 bytes are the index's.
+			arts, refused, crossings = run(t, args, "bytes-2", func(url string) {
+				code, body := httpJSON(t, "POST", url+"/v1/sessions/bytes-1/fork", "", map[string]any{"step_index": 1, "new_session_id": "bytes-f"})
+				if code != http.StatusTooManyRequests || !strings.Contains(fmt.Sprint(body), "max_artifact_bytes") {
+					t.Errorf("a fork copying 60 bytes past the day's limit: %d %v, want 429 naming max_artifact_bytes", code, body)
+				}
+			})
+			if len(arts) != 0 || refused != 2 || crossings != 2 {
+				t.Fatalf("after a restart, with 60 of 100 bytes written today: %d artifacts saved, %d refused, %v crossings; want 0, 2, 2", len(arts), refused, crossings)
+			}
+		})
+	}
+}

@@ -37,7 +37,8 @@ type TenantLimits struct {
 	MaxTokensPerDay uint64
 	// MaxCostUSDPerDay bounds the tenant's model cost per UTC day, in US dollars.
 	MaxCostUSDPerDay float64
-	// MaxArtifactBytes bounds the bytes of the tenant's artifacts.
+	// MaxArtifactBytes bounds the bytes of artifacts the tenant's sessions write per UTC
+	// day (every write counts).
 	MaxArtifactBytes uint64
 	// Line is where the entry starts in the file (0 for the built-in default).
 	Line int

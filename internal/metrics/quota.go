@@ -14,7 +14,7 @@ const OtherTenant = "other"
 
 // Quotas are the values of fathom_quota_crossings_total's quota label: the quota names
 // of llm/resilient and of internal/quota.
-var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day"}
+var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions", "tool_calls_per_minute", "max_tokens_per_day", "max_cost_usd_per_day", "max_artifact_bytes"}
 
 // Quota records the tenants' use of the model endpoints' call slots and their quota
 // crossings (Prometheus names in parentheses):
@@ -26,7 +26,8 @@ var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions
 //     refused because the tenant's queue for the slots was full (llm_queue); a start
 //     was refused by its max_running_sessions; its tool calls started being delayed by
 //     its tool_calls_per_minute; it reached its max_tokens_per_day or
-//     max_cost_usd_per_day (once a day per node)
+//     max_cost_usd_per_day (once a day per node); an artifact write was refused by its
+//     max_artifact_bytes
 //
 // The slots in use and the calls waiting are gauges (Sources.LLMSlots). The tenant label
 // is the tenant's name for the tenants the node was configured with, OtherTenant for

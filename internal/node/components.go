@@ -237,10 +237,25 @@ func (n *Node) loadPrompts(b *boot) (err error) {
 	return nil
 }
 
-// openArtifacts opens the artifact store (Config.Artifacts.Store when given).
+// openArtifacts opens the artifact store (Config.Artifacts.Store when given), its
+// writes admitted by the tenants' max_artifact_bytes (quota.Enforcer.Artifacts).
 func (n *Node) openArtifacts(b *boot) (err error) {
 	cfg := n.cfg
 	b.artifactsAt = "none"
+	defer func() {
+		if err != nil || n.artifacts == nil {
+			return
+		}
+		q, qerr := n.quotas()
+		if qerr != nil {
+			err = errors.Join(qerr, n.artifacts.Close())
+			n.artifacts = nil
+			return
+		}
+		if q != nil {
+			n.artifacts = q.Artifacts(n.artifacts)
+		}
+	}()
 	if n.artifacts = cfg.Artifacts.Store; n.artifacts != nil {
 		b.artifactsAt = fmt.Sprintf("%T", n.artifacts)
 		return nil

@@ -25,7 +25,7 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("%w: the node's journal cannot delete sessions", gateway.ErrNoIndex)
 	}
-	status, _, err := del.SessionStatus(ctx, id)
+	status, tenant, _, err := del.SessionStatus(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete session %s: read its index row: %w", id, err)
 	}
@@ -33,7 +33,7 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: session %s is %s", gateway.ErrSessionNotTerminal, id, status)
 	}
 	if status != "" {
-		if err := n.deleteSessionData(ctx, id); err != nil {
+		if err := n.deleteSessionData(ctx, id, tenant); err != nil {
 			return err
 		}
 	}
@@ -79,10 +79,10 @@ func (n *Node) evict(id string) {
 // sessionKind is the session grain's cluster kind (messages.NewSessionKind).
 const sessionKind = "Session"
 
-// deleteSessionData removes session id's artifacts and vectors on every member this
-// node sees (dropSessionData), before the journal's delete.
-func (n *Node) deleteSessionData(ctx context.Context, id string) error {
-	if err := n.dropSessionData(ctx, id); err != nil {
+// deleteSessionData removes session id's artifacts and vectors, kept under tenant, on
+// every member this node sees (dropSessionData), before the journal's delete.
+func (n *Node) deleteSessionData(ctx context.Context, id, tenant string) error {
+	if err := n.dropSessionData(ctx, id, tenant); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil

@@ -86,14 +86,14 @@ func TestDeleteDropsDataAcrossNodes(t *testing.T) {
 		t.Fatalf("the session runs on %s, neither member (%s, %s)", host, a.Address(), b.Address())
 	}
 	vectors := func(n *Node) int {
-		hits, err := n.Vectors().Search(ctx, id, unitVector(n.Vectors().Dimensions()), 100)
+		hits, err := n.Vectors().Search(ctx, "default", id, unitVector(n.Vectors().Dimensions()), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(hits)
 	}
 	artifacts := func(n *Node) int {
-		infos, err := n.Artifacts().List(ctx, id, "")
+		infos, err := n.Artifacts().List(ctx, "default", id, "")
 		if err != nil {
 			t.Fatal(err)
 		}

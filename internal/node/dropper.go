@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 )
@@ -34,7 +35,11 @@ func (n *Node) startDropper(system *actor.ActorSystem) error {
 		ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
 		defer cancel()
 		res := &messages.DropSessionDataResponse{}
-		if err := n.dropLocalData(ctx, req.GetSessionId()); err != nil {
+		tenant := req.GetTenant()
+		if tenant == "" { // a member of the version before tenant-keyed stores
+			tenant = auth.DefaultTenant
+		}
+		if err := n.dropLocalData(ctx, req.GetSessionId(), tenant); err != nil {
 			res.Error = err.Error()
 		}
 		if c.Sender() != nil {
@@ -61,15 +66,17 @@ func (n *Node) stopDropper() {
 
 // dropLocalData removes session id's artifacts from this member's artifact store and
 // its vectors from this member's vector store, the latter after this member's embedding
-// jobs queued for the session (which would otherwise put them back).
-func (n *Node) dropLocalData(ctx context.Context, id string) error {
+// jobs queued for the session (which would otherwise put them back). Both are kept under
+// the session's tenant (and, from before tenancy, without one: the stores delete those
+// too).
+func (n *Node) dropLocalData(ctx context.Context, id, tenant string) error {
 	if n.artifacts != nil {
-		infos, err := n.artifacts.List(ctx, id, "")
+		infos, err := n.artifacts.List(ctx, tenant, id, "")
 		if err != nil {
 			return fmt.Errorf("list its artifacts: %w", err)
 		}
 		for _, a := range infos {
-			if err := n.artifacts.Delete(ctx, a.Path); err != nil && !errors.Is(err, artifact.ErrNotFound) {
+			if err := n.artifacts.Delete(ctx, tenant, a.Path); err != nil && !errors.Is(err, artifact.ErrNotFound) {
 				return fmt.Errorf("artifact %s: %w", a.Path, err)
 			}
 		}
@@ -77,9 +84,9 @@ func (n *Node) dropLocalData(ctx context.Context, id string) error {
 	var err error
 	switch {
 	case n.embed != nil:
-		err = n.embed.DropStream(ctx, id)
+		err = n.embed.DropStream(ctx, tenant, id)
 	case n.vectors != nil:
-		err = n.vectors.DeleteStream(ctx, id)
+		err = n.vectors.DeleteStream(ctx, tenant, id)
 	}
 	if err != nil {
 		return fmt.Errorf("its vectors: %w", err)
@@ -94,8 +101,8 @@ func (n *Node) dropLocalData(ctx context.Context, id string) error {
 // shared stores (pgvector, S3) the members' deletes overlap, which is harmless. It fails,
 // naming the members, if any member did not confirm: the delete is then refused before
 // the journal is touched, and can be repeated.
-func (n *Node) dropSessionData(ctx context.Context, id string) error {
-	if err := n.dropLocalData(ctx, id); err != nil {
+func (n *Node) dropSessionData(ctx context.Context, id, tenant string) error {
+	if err := n.dropLocalData(ctx, id, tenant); err != nil {
 		return err
 	}
 	if n.member == nil {
@@ -122,7 +129,7 @@ func (n *Node) dropSessionData(ctx context.Context, id string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := askDrop(root, addr, id, timeout); err != nil {
+			if err := askDrop(root, addr, id, tenant, timeout); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("member %s: %w", addr, err))
 				mu.Unlock()
@@ -134,8 +141,8 @@ func (n *Node) dropSessionData(ctx context.Context, id string) error {
 }
 
 // askDrop sends one member's dropper a DropSessionDataRequest and waits for its answer.
-func askDrop(root *actor.RootContext, addr, id string, timeout time.Duration) error {
-	res, err := root.RequestFuture(actor.NewPID(addr, dropperName), &messages.DropSessionDataRequest{SessionId: id}, timeout).Result()
+func askDrop(root *actor.RootContext, addr, id, tenant string, timeout time.Duration) error {
+	res, err := root.RequestFuture(actor.NewPID(addr, dropperName), &messages.DropSessionDataRequest{SessionId: id, Tenant: tenant}, timeout).Result()
 	if err != nil {
 		return err
 	}

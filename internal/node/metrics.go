@@ -182,8 +182,12 @@ func (n *Node) ClusterInfo(context.Context) (gateway.ClusterInfo, error) {
 }
 
 // quotas returns the enforcer of the tenants' limits (Config.Quotas), nil when no
-// tenant has a limit the session grains enforce.
+// tenant has a limit the node enforces. It is made once: the artifact store's writes
+// and the session grains share it.
 func (n *Node) quotas() (*quota.Enforcer, error) {
+	if n.enforcer != nil {
+		return n.enforcer, nil
+	}
 	qc := n.cfg.Quotas
 	if !quota.Limited(qc) {
 		return nil, nil
@@ -192,7 +196,7 @@ func (n *Node) quotas() (*quota.Enforcer, error) {
 		if ix, ok := n.journal.(persistence.TenantIndex); ok {
 			qc.Index = ix
 		} else {
-			n.log.Warn("the journal keeps no session index: max_running_sessions, max_tokens_per_day and max_cost_usd_per_day are not enforced")
+			n.log.Warn("the journal keeps no session index: max_running_sessions, max_tokens_per_day and max_cost_usd_per_day are not enforced, max_artifact_bytes counts this node's writes only")
 		}
 	}
 	if qc.Observer == nil && n.tel != nil {
@@ -205,5 +209,6 @@ func (n *Node) quotas() (*quota.Enforcer, error) {
 	if qc.Logger == nil {
 		qc.Logger = n.log.With("component", "quota")
 	}
-	return quota.New(qc), nil
+	n.enforcer = quota.New(qc)
+	return n.enforcer, nil
 }

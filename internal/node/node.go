@@ -127,9 +127,10 @@ type Config struct {
 	// are connected at start, before sessions run: one that cannot be fails the start.
 	// Their tools join the registry of Tools (the built-in one when Tools is nil).
 	MCPServers []mcptool.ServerConfig
-	// Quotas are the tenants' limits the session grains enforce (max_running_sessions,
-	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute: internal/quota,
-	// from the config file's tenant_defaults and tenants). The node fills in the index
+	// Quotas are the tenants' limits the node enforces (max_running_sessions,
+	// max_tokens_per_day, max_cost_usd_per_day, tool_calls_per_minute: the session
+	// grains; max_artifact_bytes: the artifact store's writes; internal/quota, from the
+	// config file's tenant_defaults and tenants). The node fills in the index
 	// (the journal's, when it keeps one), the crossings counter and the logger. With no
 	// such limit set nothing is enforced.
 	Quotas quota.Config
@@ -290,7 +291,10 @@ type Node struct {
 	// quotaMetrics counts the tenants' quota crossings and the LLM slots' waits (made
 	// once, by quotaObserver).
 	quotaMetrics *metrics.Quota
-	gauges       metric.Registration
+	// enforcer enforces the tenants' limits (quotas); nil until made, or when no tenant
+	// has one.
+	enforcer *quota.Enforcer
+	gauges   metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -547,11 +551,11 @@ func (n *Node) Session(id string) *messages.SessionGrainClient {
 }
 
 // ReadArtifact implements gateway.ArtifactReader over the node's artifact store.
-func (n *Node) ReadArtifact(ctx context.Context, path string) ([]byte, string, string, error) {
+func (n *Node) ReadArtifact(ctx context.Context, tenant, path string) ([]byte, string, string, error) {
 	if n.artifacts == nil {
 		return nil, "", "", fmt.Errorf("%w: this node has no artifact store", gateway.ErrArtifactNotFound)
 	}
-	content, info, err := n.artifacts.Read(ctx, path)
+	content, info, err := n.artifacts.Read(ctx, tenant, path)
 	switch {
 	case errors.Is(err, artifact.ErrNotFound):
 		return nil, "", "", fmt.Errorf("%w: %v", gateway.ErrArtifactNotFound, err)

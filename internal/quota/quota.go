@@ -17,6 +17,14 @@
 //     and cost to the tenant's row of the day), read at most once per UsageTTL per
 //     tenant and node, plus the answers this node stored since.
 //   - tool_calls_per_minute: a tool call over the tenant's rate waits; it never fails.
+//   - max_artifact_bytes: the bytes of artifacts the tenant's sessions may write per UTC
+//     day (Artifacts wraps the node's artifact store). A write that would take the day's
+//     bytes over the limit is refused with an *artifact.QuotaError: the tool call that
+//     made it fails (write_artifact), a tool result over the session's cap is kept
+//     truncated, a fork is refused; the session goes on. The day's bytes are the index's
+//     (every indexed append adds its artifact_written sizes to the tenant's row of the
+//     day, with the tokens), read at most once per UsageTTL per tenant and node, plus the
+//     writes this node admitted since. Every write counts, a rewrite of a path too.
 //
 // Each crossing is a warn log line and a count in fathom_quota_crossings_total
 // (Observer). A failure to read the index admits (and is logged): the limits never stop
@@ -115,6 +123,27 @@ type usageEntry struct {
 	day  time.Time
 	u    persistence.TenantUsage
 	over [2]bool // the tokens and the cost limit were found crossed this day
+}
+
+// today brings u (locked by the caller) to now's UTC date, reading tenant's usage from
+// the index when it is older than UsageTTL.
+func (e *Enforcer) today(u *usageEntry, tenant string) {
+	now := e.cfg.Now()
+	day := persistence.UsageDay(now)
+	if !u.day.Equal(day) {
+		u.day, u.at, u.u, u.over = day, time.Time{}, persistence.TenantUsage{}, [2]bool{}
+	}
+	if e.cfg.Index == nil || (!u.at.IsZero() && now.Sub(u.at) < e.cfg.UsageTTL) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	got, err := e.cfg.Index.TenantUsage(ctx, tenant, day)
+	cancel()
+	if err != nil {
+		e.log.Warn("tenant quota: cannot read the tenant's usage of the day; its calls go on", "tenant", tenant, "error", err)
+		return
+	}
+	u.at, u.u = now, got
 }
 
 // toolRate is a tenant's tool-call rate.
@@ -222,21 +251,7 @@ func (e *Enforcer) DailyBudget(tenant string, tokens uint64, cost float64) strin
 	u := entry(e, e.usage, tenant, func() *usageEntry { return &usageEntry{} })
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	now := e.cfg.Now()
-	day := persistence.UsageDay(now)
-	if !u.day.Equal(day) {
-		u.day, u.at, u.u, u.over = day, time.Time{}, persistence.TenantUsage{}, [2]bool{}
-	}
-	if u.at.IsZero() || now.Sub(u.at) >= e.cfg.UsageTTL {
-		ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
-		got, err := e.cfg.Index.TenantUsage(ctx, tenant, day)
-		cancel()
-		if err != nil {
-			e.log.Warn("tenant quota: cannot read the tenant's usage of the day; its calls go on", "tenant", tenant, "error", err)
-		} else {
-			u.at, u.u = now, got
-		}
-	}
+	e.today(u, tenant)
 	used, spent := u.u.Tokens+tokens, u.u.CostUSD+cost
 	if limit := l.MaxTokensPerDay; limit > 0 && used >= limit {
 		if !u.over[0] {
@@ -332,7 +347,7 @@ func (e *Enforcer) WaitToolCall(ctx context.Context, tenant string) error {
 // Limited reports whether cfg sets a limit the Enforcer enforces for some tenant.
 func Limited(cfg Config) bool {
 	limited := func(l config.TenantLimits) bool {
-		return l.MaxRunningSessions > 0 || l.ToolCallsPerMinute > 0 || l.MaxTokensPerDay > 0 || l.MaxCostUSDPerDay > 0
+		return l.MaxRunningSessions > 0 || l.ToolCallsPerMinute > 0 || l.MaxTokensPerDay > 0 || l.MaxCostUSDPerDay > 0 || l.MaxArtifactBytes > 0
 	}
 	if limited(cfg.Default) {
 		return true

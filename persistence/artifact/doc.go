@@ -5,7 +5,9 @@
 // # Paths
 //
 // Every artifact lives at "{session_id}/{type}/{filename}" where type is one of
-// research, code, drafts, data, logs. ParsePath and Ref.Validate enforce the rules every
+// research, code, drafts, data, logs (and results, stored by the node), within the
+// tenant of its session: stores keep it at "tenants/{tenant}/{session_id}/{type}/{filename}"
+// (Ref.Key), so the same path under another tenant is another artifact. ParsePath and Ref.Validate enforce the rules every
 // Store applies and the artifact tools check first: no absolute paths, no backslashes,
 // no ".." (traversal), no empty, "." or hidden (leading ".") names, no control
 // characters, names of at most 255 bytes, no directories inside a type (a filename is
@@ -28,9 +30,9 @@
 //	s, err := local.Open(filepath.Join(dataDir, "artifacts"), local.DefaultConfig())
 //	if err != nil { ... }
 //	defer s.Close()
-//	ref := artifact.Ref{SessionID: "s-1", Type: artifact.TypeResearch, Filename: "notes.md"}
+//	ref := artifact.Ref{Tenant: "acme", SessionID: "s-1", Type: artifact.TypeResearch, Filename: "notes.md"}
 //	info, err := s.Write(ctx, ref, []byte("# Notes"), "text/markdown")
 //	if errors.Is(err, artifact.ErrTooLarge) { ... }
-//	content, info, err := s.Read(ctx, info.Path)
+//	content, info, err := s.Read(ctx, "acme", info.Path)
 //	if errors.Is(err, artifact.ErrNotFound) { ... }
 package artifact

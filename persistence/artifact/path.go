@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/fathom-agents/fathom/auth"
 )
 
 // The artifact types: the second segment of every path.
@@ -35,8 +37,16 @@ const MaxNameBytes = 255
 // MaxContentTypeBytes bounds a content type.
 const MaxContentTypeBytes = 255
 
-// Ref names one artifact: the parts of its path.
+// TenantsDir is the first segment of every tenant's keys: a tenant's artifacts live
+// under "tenants/{tenant}/" in a directory or bucket (Ref.Key).
+const TenantsDir = "tenants"
+
+// Ref names one artifact: its tenant and the parts of its path.
 type Ref struct {
+	// Tenant is the tenant of the session that owns the artifact (the session's tenant,
+	// auth.DefaultTenant for sessions from before tenancy). It is part of the artifact's
+	// key, not of its path.
+	Tenant string `json:"tenant"`
 	// SessionID is the session that owns the artifact.
 	SessionID string `json:"session_id"`
 	// Type is one of Types.
@@ -45,8 +55,17 @@ type Ref struct {
 	Filename string `json:"filename"`
 }
 
-// Path returns "{session_id}/{type}/{filename}".
+// Path returns "{session_id}/{type}/{filename}": how sessions, events and the gateway
+// name the artifact (within its tenant).
 func (r Ref) Path() string { return r.SessionID + "/" + r.Type + "/" + r.Filename }
+
+// Key returns the artifact's physical key in a store:
+// "tenants/{tenant}/{session_id}/{type}/{filename}".
+func (r Ref) Key() string { return TenantsDir + "/" + r.Tenant + "/" + r.Path() }
+
+// LegacyKey returns the key the artifact had before tenancy: its path, without a tenant
+// prefix. Stores still read (and delete) artifacts found there.
+func (r Ref) LegacyKey() string { return r.Path() }
 
 // PathError is the error of a path (or session id, type, filename) that breaks a rule.
 // It wraps ErrInvalidPath.
@@ -65,8 +84,9 @@ func (e *PathError) Error() string {
 // Unwrap returns ErrInvalidPath.
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
 
-// Validate checks the three parts of r:
+// Validate checks the four parts of r:
 //
+//   - Tenant is a tenant name (ValidateTenant).
 //   - Type is one of Types (research, code, drafts, data, logs).
 //   - SessionID and Filename are each one non-empty segment of at most MaxNameBytes bytes
 //     of valid UTF-8, without control characters, "/" or "\", not "." or "..", and not
@@ -75,6 +95,14 @@ func (e *PathError) Unwrap() error { return ErrInvalidPath }
 // Artifacts are flat within their type: a filename has no directories, so "a/b.md" is
 // rejected (name it "a_b.md"); this keeps every backend free of file/directory clashes.
 func (r Ref) Validate() error {
+	if err := ValidateTenant(r.Tenant); err != nil {
+		return err
+	}
+	return r.validatePath()
+}
+
+// validatePath checks the parts of r's path (not its tenant).
+func (r Ref) validatePath() error {
 	if err := ValidateType(r.Type); err != nil {
 		return err
 	}
@@ -90,6 +118,22 @@ func ValidateType(typ string) error {
 		return nil
 	}
 	return &PathError{Path: typ, Reason: "unknown artifact type; use one of " + strings.Join(Types, ", ")}
+}
+
+// ValidateTenant checks a tenant as a key segment: a tenant name as auth.CheckTenant
+// accepts it (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or
+// digit). Errors are *PathError.
+func ValidateTenant(tenant string) error {
+	if err := auth.CheckTenant(tenant); err != nil {
+		return &PathError{Path: tenant, Reason: "is not a tenant name: " + err.Error()}
+	}
+	return nil
+}
+
+// WithTenant returns r under tenant.
+func (r Ref) WithTenant(tenant string) Ref {
+	r.Tenant = tenant
+	return r
 }
 
 // ValidateSessionID checks a session id as a path segment (see Ref.Validate).
@@ -129,7 +173,8 @@ func checkSegment(what, s string) error {
 
 // ParsePath splits and validates "{session_id}/{type}/{filename}". It rejects absolute
 // paths, backslashes, ".." segments, empty segments, nested directories and everything
-// Ref.Validate rejects, with a *PathError wrapping ErrInvalidPath.
+// Ref.Validate rejects, with a *PathError wrapping ErrInvalidPath. The Ref it returns
+// has no Tenant: the caller names it (WithTenant).
 func ParsePath(path string) (Ref, error) {
 	parts, err := splitPath(path)
 	if err != nil {
@@ -139,7 +184,7 @@ func ParsePath(path string) (Ref, error) {
 		return Ref{}, &PathError{Path: path, Reason: fmt.Sprintf("has %d parts; artifact paths are exactly {session_id}/{type}/{filename} (no directories inside a type)", len(parts))}
 	}
 	r := Ref{SessionID: parts[0], Type: parts[1], Filename: parts[2]}
-	if err := r.Validate(); err != nil {
+	if err := r.validatePath(); err != nil {
 		return Ref{}, err
 	}
 	return r, nil
@@ -163,7 +208,7 @@ func ResolvePath(sessionID, path string) (Ref, error) {
 	default:
 		return Ref{}, &PathError{Path: path, Reason: fmt.Sprintf("has %d parts; give {type}/{filename} or {session_id}/{type}/{filename} (no directories inside a type)", len(parts))}
 	}
-	if err := r.Validate(); err != nil {
+	if err := r.validatePath(); err != nil {
 		return Ref{}, err
 	}
 	return r, nil

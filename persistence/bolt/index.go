@@ -94,10 +94,10 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner, entry.Tokens = "", "", 0, time.Time{}, "", "", 0
+	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes = "", "", 0, time.Time{}, "", "", 0, 0
 	if j.facts != nil {
 		f := j.facts(recs)
-		entry.CostUSD, entry.Tokens = f.CostUSD, f.Tokens
+		entry.CostUSD, entry.Tokens, entry.ArtifactBytes = f.CostUSD, f.Tokens, f.ArtifactBytes
 		if f.Started {
 			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
 		}
@@ -112,8 +112,8 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 // putIndex writes e (at seq, written at, of a stream created at created). It runs inside
 // the append's transaction. e carries the batch's facts (AppendIndexed): a batch that
 // starts the session sets the user and goal (a start's goal is never empty), any other
-// keeps the stored ones; the cost adds up. The batch's tokens and cost are added to its
-// tenant's usage of at's UTC date (bucketUsage).
+// keeps the stored ones; the cost adds up. The batch's tokens, cost and artifact bytes
+// are added to its tenant's usage of at's UTC date (bucketUsage).
 func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketIndex)
 	if err != nil {
@@ -130,8 +130,8 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created ti
 		}
 		e.CostUSD += old.CostUSD
 	}
-	if e.Tokens > 0 || added > 0 {
-		if err := addUsage(tx, e.Tenant, at, e.Tokens, added); err != nil {
+	if e.Tokens > 0 || added > 0 || e.ArtifactBytes > 0 {
+		if err := addUsage(tx, e.Tenant, at, persistence.TenantUsage{Tokens: e.Tokens, CostUSD: added, ArtifactBytes: e.ArtifactBytes}); err != nil {
 			return err
 		}
 	}
@@ -147,25 +147,33 @@ func usageKey(tenant string, at time.Time) []byte {
 	return append([]byte(tenant+"\x00"), persistence.UsageDay(at).Format(time.DateOnly)...)
 }
 
-// addUsage adds tokens and cost to tenant's usage of at's UTC date.
-func addUsage(tx *bbolt.Tx, tenant string, at time.Time, tokens uint64, cost float64) error {
+// addUsage adds add to tenant's usage of at's UTC date: tokens, cost and artifact
+// bytes, 8 bytes each (a 16-byte value, written before artifact bytes were counted,
+// has none).
+func addUsage(tx *bbolt.Tx, tenant string, at time.Time, add persistence.TenantUsage) error {
 	b, err := tx.CreateBucketIfNotExists(bucketUsage)
 	if err != nil {
 		return err
 	}
 	key := usageKey(tenant, at)
 	u := decodeUsage(b.Get(key))
-	u.Tokens += tokens
-	u.CostUSD += cost
-	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), u.Tokens)
-	return b.Put(key, binary.BigEndian.AppendUint64(v, math.Float64bits(u.CostUSD)))
+	u.Tokens += add.Tokens
+	u.CostUSD += add.CostUSD
+	u.ArtifactBytes += add.ArtifactBytes
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 24), u.Tokens)
+	v = binary.BigEndian.AppendUint64(v, math.Float64bits(u.CostUSD))
+	return b.Put(key, binary.BigEndian.AppendUint64(v, u.ArtifactBytes))
 }
 
 func decodeUsage(v []byte) persistence.TenantUsage {
-	if len(v) != 16 {
+	if len(v) != 16 && len(v) != 24 {
 		return persistence.TenantUsage{}
 	}
-	return persistence.TenantUsage{Tokens: binary.BigEndian.Uint64(v), CostUSD: math.Float64frombits(binary.BigEndian.Uint64(v[8:]))}
+	u := persistence.TenantUsage{Tokens: binary.BigEndian.Uint64(v), CostUSD: math.Float64frombits(binary.BigEndian.Uint64(v[8:]))}
+	if len(v) == 24 {
+		u.ArtifactBytes = binary.BigEndian.Uint64(v[16:])
+	}
+	return u
 }
 
 var _ persistence.TenantIndex = (*Journal)(nil)
@@ -514,12 +522,12 @@ func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
 }
 
 // SessionStatus implements persistence.SessionDeleter.
-func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, string, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	if err := j.enter(); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	defer j.leave()
 	var (
@@ -541,9 +549,13 @@ func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, e
 		return nil
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("session index: %w", err)
+		return "", "", false, fmt.Errorf("session index: %w", err)
 	}
-	return e.Status, ok, nil
+	tenant := e.Tenant
+	if ok && tenant == "" {
+		tenant = persistence.DefaultTenant
+	}
+	return e.Status, tenant, ok, nil
 }
 
 // bucketTombstones holds deleted sessions' tombstones (persistence.Tombstone), by id.

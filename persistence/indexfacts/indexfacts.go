@@ -1,5 +1,6 @@
 // Package indexfacts reads the session index's facts from a batch of a session's event
-// records: the user and goal of session_started and the cost and tokens of llm_responded. It is the
+// records: the user and goal of session_started, the cost and tokens of llm_responded
+// and the size of artifact_written. It is the
 // persistence.FactsFunc the node gives its journal (bolt.Options.Facts,
 // postgres.Options.Facts); the journal packages themselves never decode events.
 //
@@ -27,6 +28,9 @@ const (
 	fieldInputTokens  = 1  // Usage.input_tokens
 	fieldOutputTokens = 2  // Usage.output_tokens
 	fieldTotalTokens  = 3  // Usage.total_tokens
+
+	fieldArtifactWritten = 42 // Event.artifact_written
+	fieldArtifactSize    = 5  // ArtifactWritten.size
 )
 
 // Of returns the facts of recs. Records that do not decode add nothing: the journal's
@@ -57,6 +61,8 @@ func Of(recs []persistence.Record) persistence.SessionFacts {
 		case "llm_responded":
 			f.CostUSD += costOf(r.Data)
 			f.Tokens += tokensOf(r.Data)
+		case "artifact_written":
+			f.ArtifactBytes += artifactSizeOf(r.Data)
 		}
 	}
 	return f
@@ -103,6 +109,24 @@ func tokensOf(b []byte) uint64 {
 		return n
 	}
 	return max(varint(fieldTotalTokens), varint(fieldInputTokens)+varint(fieldOutputTokens))
+}
+
+// artifactSizeOf reads Event.artifact_written.size from an encoded event (0 when absent
+// or malformed).
+func artifactSizeOf(b []byte) uint64 {
+	msg := field(b, fieldArtifactWritten, protowire.BytesType)
+	if msg == nil {
+		return 0
+	}
+	v := field(msg, fieldArtifactSize, protowire.VarintType)
+	if v == nil {
+		return 0
+	}
+	n, l := protowire.ConsumeVarint(v)
+	if l < 0 {
+		return 0
+	}
+	return n
 }
 
 // field returns the last occurrence of field num of type typ in the message b: the

@@ -32,6 +32,9 @@ func TestFactsOfEvents(t *testing.T) {
 		{Type: "llm_responded", Data: []byte{0xff, 0xff}},
 		record(t, &messages.Event{Seq: 4, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CostUsd: 0.5,
 			Usage: &messages.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 110}}}}),
+		record(t, &messages.Event{Seq: 5, Payload: &messages.Event_ArtifactWritten{ArtifactWritten: &messages.ArtifactWritten{Path: "s/research/a.md", Size: 1500, Sha256: "ab"}}}),
+		record(t, &messages.Event{Seq: 6, Payload: &messages.Event_ArtifactWritten{ArtifactWritten: &messages.ArtifactWritten{Path: "s/results/c1", Size: 70000}}}),
+		{Type: "artifact_written", Data: []byte{0xff}},
 	}
 	f := indexfacts.Of(recs)
 	if !f.Started || f.UserID != "ann" || len(f.Goal) != persistence.MaxIndexedGoalBytes || f.CostUSD != 0.75 {
@@ -39,6 +42,9 @@ func TestFactsOfEvents(t *testing.T) {
 	}
 	if f.Tokens != 9+120 { // input only; input + output over a smaller total
 		t.Fatalf("facts count %d tokens, want 129", f.Tokens)
+	}
+	if f.ArtifactBytes != 1500+70000 {
+		t.Fatalf("facts count %d artifact bytes, want 71500", f.ArtifactBytes)
 	}
 	if f := indexfacts.Of(recs[1:]); f.Started || f.Goal != "" || f.CostUSD != 0.75 {
 		t.Fatalf("facts without a start = %+v", f)

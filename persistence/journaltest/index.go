@@ -266,10 +266,10 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		_, err = j.Append(ctx, bare, 0, recs("a", 1)) // a stream with no index row
 		mustNil(t, err)
 
-		if st, ok, err := del.SessionStatus(ctx, running); err != nil || !ok || st != persistence.StatusRunning {
-			t.Fatalf("SessionStatus(running) = %q %v %v", st, ok, err)
+		if st, tenant, ok, err := del.SessionStatus(ctx, running); err != nil || !ok || st != persistence.StatusRunning || tenant == "" {
+			t.Fatalf("SessionStatus(running) = %q %q %v %v", st, tenant, ok, err)
 		}
-		if st, ok, err := del.SessionStatus(ctx, bare); err != nil || ok || st != "" {
+		if st, _, ok, err := del.SessionStatus(ctx, bare); err != nil || ok || st != "" {
 			t.Fatalf("SessionStatus of a stream without a row = %q %v %v", st, ok, err)
 		}
 		if err := del.DeleteSession(ctx, running, "alice@acme"); !errors.Is(err, persistence.ErrNotTerminal) {

@@ -41,7 +41,7 @@ func BenchmarkHNSWQuery100k(b *testing.B) {
 		for i, v := range vecs {
 			batch[i] = persistence.Vector{Seq: uint64(off + i + 1), Values: v}
 		}
-		if err := loader.Import(ctx, "bench", batch); err != nil {
+		if err := loader.Import(ctx, "default", "bench", batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func BenchmarkHNSWQuery100k(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			t0 := time.Now()
-			hits, err := s.Search(ctx, "bench", queries[i%len(queries)], k)
+			hits, err := s.Search(ctx, "default", "bench", queries[i%len(queries)], k)
 			if err != nil || len(hits) != k {
 				b.Fatalf("%v, %d hits", err, len(hits))
 			}

@@ -14,9 +14,18 @@
 // expression index (fathom_vectors_hnsw_<dims>), so changing the embedding model needs
 // no schema change, and queries use the same expression.
 //
+// # Tenants
+//
+// The tenant is a column of the primary key (tenant, stream_id, seq), added by
+// 0011_vector_tenants.sql, which Open also runs again after 0004. Every statement names
+// the tenant. Vectors stored before tenancy took their session's tenant from the
+// session index in that migration; those of streams without an index row have the
+// tenant ” and are found (and deleted) under the stream's tenant, whichever it is. An
+// upsert under the tenant replaces such a vector of the same stream and seq.
+//
 // # Search
 //
-// A search filters by stream and orders by cosine distance. For a session of a few
+// A search filters by tenant and stream and orders by cosine distance. For a session of a few
 // thousand messages the planner scans the stream's rows by primary key and sorts them
 // (exact); for big streams it walks the HNSW index. hnsw.ef_search is set on every
 // connection (Config.EfSearch), and hnsw.iterative_scan = relaxed_order lets filtered
@@ -73,8 +82,13 @@ const (
 // MaxEfSearch is the largest hnsw.ef_search pgvector accepts.
 const MaxEfSearch = 1000
 
-// migrationFile is the migration that creates the table; Open runs it again.
-const migrationFile = "0004_vectors.sql"
+// migrationFiles are the migrations that create the table and key it by tenant; Open
+// runs them again, in order.
+var migrationFiles = []string{"0004_vectors.sql", "0011_vector_tenants.sql"}
+
+// legacyTenant is the tenant of vectors stored before tenancy whose session the
+// migration could not find.
+const legacyTenant = ""
 
 // schemaLock is the advisory lock key held while Open creates the extension, table and
 // index ("fvec" in ASCII), so nodes starting together do not race.
@@ -187,12 +201,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	dims := strconv.Itoa(cfg.Dimensions)
 	expr := "(embedding::vector(" + dims + "))"
 	s := &Store{cfg: cfg, pool: pool,
-		searchSQL: "SELECT seq, 1 - (" + expr + " <=> $2), meta FROM fathom_vectors WHERE stream_id = $1 AND dims = " + dims +
-			" ORDER BY " + expr + " <=> $2 LIMIT $3"}
+		searchSQL: "SELECT seq, 1 - (" + expr + " <=> $3), meta FROM fathom_vectors WHERE tenant IN ($1, '') AND stream_id = $2 AND dims = " + dims +
+			" ORDER BY " + expr + " <=> $3 LIMIT $4"}
 	return s, nil
 }
 
-// prepareSchema applies the migrations, re-runs 0004 and creates the dimension's index,
+// prepareSchema applies the migrations, re-runs 0004 and 0011 and creates the
+// dimension's index,
 // on a short-lived pool of its own (the store's pool registers the vector type on
 // connect, which needs the extension first).
 func prepareSchema(ctx context.Context, cfg Config) error {
@@ -210,9 +225,13 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 	if err := postgres.Migrate(ctx, pool); err != nil {
 		return fmt.Errorf("pgvector: %w", err)
 	}
-	sql, err := fs.ReadFile(migrations.FS, migrationFile)
-	if err != nil {
-		return fmt.Errorf("pgvector: %w", err)
+	var sqls []string
+	for _, f := range migrationFiles {
+		sql, err := fs.ReadFile(migrations.FS, f)
+		if err != nil {
+			return fmt.Errorf("pgvector: %w", err)
+		}
+		sqls = append(sqls, string(sql))
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -223,8 +242,10 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 			return fmt.Errorf("pgvector: take schema lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, string(sql)); err != nil {
-			return fmt.Errorf("pgvector: %s: %w", migrationFile, err)
+		for i, sql := range sqls {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("pgvector: %s: %w", migrationFiles[i], err)
+			}
 		}
 		var ok bool
 		if err := tx.QueryRow(ctx, "SELECT to_regclass('fathom_vectors') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')").Scan(&ok); err != nil {
@@ -295,26 +316,32 @@ func encodeMeta(m map[string]string) ([]byte, error) {
 }
 
 // Upsert implements persistence.VectorStore: one transaction, one batch of
-// INSERT ... ON CONFLICT DO UPDATE. Vectors are stored normalised.
-func (s *Store) Upsert(ctx context.Context, stream string, vecs []persistence.Vector) error {
+// INSERT ... ON CONFLICT DO UPDATE, which also drops the stream's vectors of the same
+// seqs stored before tenancy. Vectors are stored normalised.
+func (s *Store) Upsert(ctx context.Context, tenant, stream string, vecs []persistence.Vector) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("pgvector: upsert: %w", err)
 	}
-	if err := persistence.ValidateUpsert(stream, vecs, s.cfg.Dimensions); err != nil {
+	if err := persistence.ValidateUpsert(tenant, stream, vecs, s.cfg.Dimensions); err != nil {
 		return fmt.Errorf("pgvector: upsert: %w", err)
 	}
 	if len(vecs) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
+	seqs := make([]int64, len(vecs))
+	for i, v := range vecs {
+		seqs[i] = int64(v.Seq)
+	}
+	b.Queue(`DELETE FROM fathom_vectors WHERE tenant = $1 AND stream_id = $2 AND seq = ANY($3)`, legacyTenant, stream, seqs)
 	for _, v := range vecs {
 		meta, err := encodeMeta(v.Meta)
 		if err != nil {
 			return fmt.Errorf("pgvector: upsert: encode meta: %w", err)
 		}
-		b.Queue(`INSERT INTO fathom_vectors (stream_id, seq, dims, embedding, meta) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (stream_id, seq) DO UPDATE SET dims = EXCLUDED.dims, embedding = EXCLUDED.embedding, meta = EXCLUDED.meta`,
-			stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta)
+		b.Queue(`INSERT INTO fathom_vectors (tenant, stream_id, seq, dims, embedding, meta) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (tenant, stream_id, seq) DO UPDATE SET dims = EXCLUDED.dims, embedding = EXCLUDED.embedding, meta = EXCLUDED.meta`,
+			tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 	if err != nil {
@@ -323,13 +350,14 @@ func (s *Store) Upsert(ctx context.Context, stream string, vecs []persistence.Ve
 	return nil
 }
 
-// Import bulk-loads vecs into stream with COPY, far faster than Upsert for rebuilding a
-// projection. The seqs must be new to the stream (DeleteStream first to rebuild it).
-func (s *Store) Import(ctx context.Context, stream string, vecs []persistence.Vector) error {
+// Import bulk-loads vecs into tenant's stream with COPY, far faster than Upsert for
+// rebuilding a projection. The seqs must be new to the stream (DeleteStream first to
+// rebuild it).
+func (s *Store) Import(ctx context.Context, tenant, stream string, vecs []persistence.Vector) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("pgvector: import: %w", err)
 	}
-	if err := persistence.ValidateUpsert(stream, vecs, s.cfg.Dimensions); err != nil {
+	if err := persistence.ValidateUpsert(tenant, stream, vecs, s.cfg.Dimensions); err != nil {
 		return fmt.Errorf("pgvector: import: %w", err)
 	}
 	i := 0
@@ -345,9 +373,9 @@ func (s *Store) Import(ctx context.Context, stream string, vecs []persistence.Ve
 			rowErr = err
 			return nil, err
 		}
-		return []any{stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta}, nil
+		return []any{tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta}, nil
 	})
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"fathom_vectors"}, []string{"stream_id", "seq", "dims", "embedding", "meta"}, src)
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"fathom_vectors"}, []string{"tenant", "stream_id", "seq", "dims", "embedding", "meta"}, src)
 	if err != nil {
 		if rowErr != nil {
 			err = rowErr
@@ -358,14 +386,14 @@ func (s *Store) Import(ctx context.Context, stream string, vecs []persistence.Ve
 }
 
 // Search implements persistence.VectorStore.
-func (s *Store) Search(ctx context.Context, stream string, query []float32, k int) ([]persistence.VectorHit, error) {
+func (s *Store) Search(ctx context.Context, tenant, stream string, query []float32, k int) ([]persistence.VectorHit, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("pgvector: search: %w", err)
 	}
-	if err := persistence.ValidateSearch(stream, query, k, s.cfg.Dimensions); err != nil {
+	if err := persistence.ValidateSearch(tenant, stream, query, k, s.cfg.Dimensions); err != nil {
 		return nil, fmt.Errorf("pgvector: search: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, s.searchSQL, stream, pgv.NewVector(persistence.Normalize(query)), k)
+	rows, err := s.pool.Query(ctx, s.searchSQL, tenant, stream, pgv.NewVector(persistence.Normalize(query)), k)
 	if err != nil {
 		return nil, fmt.Errorf("pgvector: search: %w", err)
 	}
@@ -401,13 +429,16 @@ func (s *Store) Search(ctx context.Context, stream string, query []float32, k in
 	return out, nil
 }
 
-// DeleteStream implements persistence.VectorStore. It removes the stream's vectors of
-// every dimension.
-func (s *Store) DeleteStream(ctx context.Context, stream string) error {
+// DeleteStream implements persistence.VectorStore. It removes the tenant's stream's
+// vectors of every dimension, and the stream's from before tenancy.
+func (s *Store) DeleteStream(ctx context.Context, tenant, stream string) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("pgvector: delete stream: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, "DELETE FROM fathom_vectors WHERE stream_id = $1", stream); err != nil {
+	if err := persistence.ValidateTenant(tenant); err != nil {
+		return fmt.Errorf("pgvector: delete stream: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, "DELETE FROM fathom_vectors WHERE tenant IN ($1, '') AND stream_id = $2", tenant, stream); err != nil {
 		return fmt.Errorf("pgvector: delete stream: %w", err)
 	}
 	return nil

@@ -73,7 +73,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	if _, err := loader.Pool().Exec(ctx, fmt.Sprintf("DROP INDEX fathom_vectors_hnsw_%d", dims)); err != nil {
 		t.Fatal(err)
 	}
-	if err := loader.Import(ctx, "big", batch); err != nil {
+	if err := loader.Import(ctx, "default", "big", batch); err != nil {
 		t.Fatal(err)
 	}
 	// At 10,000 rows and a high ef_search the planner rightly prefers an exact scan and
@@ -88,7 +88,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	if s.EfSearch() != pgvector.DefaultEfSearch {
 		t.Fatalf("store opened with ef_search %d, want the default %d", s.EfSearch(), pgvector.DefaultEfSearch)
 	}
-	if err := exact.Upsert(ctx, "big", batch); err != nil {
+	if err := exact.Upsert(ctx, "default", "big", batch); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, "ANALYZE fathom_vectors"); err != nil {
@@ -115,11 +115,11 @@ func TestRecallAgainstExact(t *testing.T) {
 	found := 0
 	start = time.Now()
 	for _, q := range vectortest.RandomUnit(r, queries, dims) {
-		got, err := s.Search(ctx, "big", q, k)
+		got, err := s.Search(ctx, "default", "big", q, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := exact.Search(ctx, "big", q, k)
+		want, _ := exact.Search(ctx, "default", "big", q, k)
 		set := map[uint64]bool{}
 		for _, h := range got {
 			set[h.Seq] = true
@@ -216,7 +216,7 @@ func TestJournalWithoutExtension(t *testing.T) {
 		t.Fatalf("Open after the extension was created: %v", err)
 	}
 	defer s.Close()
-	if err := s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 2, 3, 4}}}); err != nil {
+	if err := s.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 2, 3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -229,13 +229,13 @@ func TestTwoDimensions(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	ctx := context.Background()
-	if err := a.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}); err != nil {
+	if err := a.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Upsert(ctx, "s", []persistence.Vector{{Seq: 2, Values: []float32{1, 0, 0, 0, 0}}}); err != nil {
+	if err := b.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: 2, Values: []float32{1, 0, 0, 0, 0}}}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := a.Search(ctx, "s", []float32{1, 0, 0}, 5); err != nil || len(hits) != 1 || hits[0].Seq != 1 {
+	if hits, err := a.Search(ctx, "default", "s", []float32{1, 0, 0}, 5); err != nil || len(hits) != 1 || hits[0].Seq != 1 {
 		t.Fatalf("3-d store: %+v %v", hits, err)
 	}
 	if _, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 3000}); !errors.Is(err, persistence.ErrInvalid) {
@@ -302,5 +302,68 @@ func TestEfSearchOnEveryPooledConnection(t *testing.T) {
 	}
 	if _, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 4, EfSearch: 1001}); !errors.Is(err, persistence.ErrInvalid) || !strings.Contains(err.Error(), "ef_search") {
 		t.Fatalf("ef_search 1001: %v", err)
+	}
+}
+
+// TestVectorsFromBeforeTenancy: a table of vectors stored before tenancy (no tenant
+// column) is migrated by Open (0011_vector_tenants.sql): a stream with a session index
+// row takes its session's tenant and is found only under it; a stream without one keeps
+// no tenant and is still found for the stream, replaced by an upsert under a tenant and
+// removed by a delete.
+func TestVectorsFromBeforeTenancy(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	ctx := context.Background()
+	s := open(t, dsn, 2, 0)
+	for _, q := range []string{ // back to the schema of 0004
+		"ALTER TABLE fathom_vectors DROP COLUMN tenant",
+		"ALTER TABLE fathom_vectors ADD PRIMARY KEY (stream_id, seq)",
+		"DELETE FROM fathom_schema_migrations WHERE name = '0011_vector_tenants.sql'",
+		`INSERT INTO fathom_vectors (stream_id, seq, dims, embedding, meta) VALUES
+			('acme-1', 1, 2, '[1,0]', '{"who":"acme"}'), ('orphan', 1, 2, '[0,1]', '{"who":"old"}')`,
+		`INSERT INTO fathom_sessions (session_id, status, seq, updated_at, created_at, tenant) VALUES ('acme-1', 'completed', 1, now(), now(), 'acme')`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s = open(t, dsn, 2, 0) // migrates
+	defer s.Close()
+	var tenant string
+	if err := s.Pool().QueryRow(ctx, "SELECT tenant FROM fathom_vectors WHERE stream_id = 'acme-1'").Scan(&tenant); err != nil || tenant != "acme" {
+		t.Fatalf("acme-1's vector has tenant %q (%v), want its session's, acme", tenant, err)
+	}
+	find := func(tenant, stream string) []persistence.VectorHit {
+		t.Helper()
+		hits, err := s.Search(ctx, tenant, stream, []float32{1, 1}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	if hits := find("acme", "acme-1"); len(hits) != 1 || hits[0].Meta["who"] != "acme" {
+		t.Fatalf("acme's migrated stream: %+v", hits)
+	}
+	if hits := find("globex", "acme-1"); len(hits) != 0 {
+		t.Fatalf("globex finds acme's migrated stream: %+v", hits)
+	}
+	if hits := find("default", "orphan"); len(hits) != 1 || hits[0].Meta["who"] != "old" {
+		t.Fatalf("a stream from before tenancy without an index row: %+v", hits)
+	}
+	if err := s.Upsert(ctx, "default", "orphan", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}, Meta: map[string]string{"who": "new"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := find("default", "orphan"); len(hits) != 1 || hits[0].Meta["who"] != "new" {
+		t.Fatalf("after an upsert under its tenant: %+v", hits)
+	}
+	if _, err := s.Pool().Exec(ctx, "INSERT INTO fathom_vectors (tenant, stream_id, seq, dims, embedding) VALUES ('', 'orphan', 2, 2, '[0,1]')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteStream(ctx, "default", "orphan"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := s.Pool().QueryRow(ctx, "SELECT count(*) FROM fathom_vectors WHERE stream_id = 'orphan'").Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d vectors of the deleted stream left (%v)", left, err)
 	}
 }

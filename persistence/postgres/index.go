@@ -26,20 +26,22 @@ var _ persistence.SessionIndex = (*Journal)(nil)
 // user_id and $12 goal (NULL: keep the stored ones; set by the batch that starts the
 // session), $13 the cost the batch adds, $14 tenant and $15 owner (NULL: keep the
 // stored ones; set by the batch that starts or forks the session, migration 0008), $16
-// the tokens the batch adds. A batch with tokens or cost also adds them to its tenant's
-// usage of the server's UTC date (fathom_tenant_usage, migration 0009; the tenant is
-// the row's, or $14 for the batch that starts it), in the same statement: one data-modifying
-// CTE that only runs its insert when the batch was stored.
+// the tokens and $17 the artifact bytes the batch adds. A batch with tokens, cost or
+// artifact bytes also adds them to its tenant's usage of the server's UTC date
+// (fathom_tenant_usage, migrations 0009 and 0012; the tenant is the row's, or $14 for
+// the batch that starts it), in the same statement: one data-modifying CTE that only
+// runs its insert when the batch was stored.
 var appendIndexedSQL = `
 WITH batch AS (` + appendSQL + `
     RETURNING last_seq),
 usage AS (
-    INSERT INTO fathom_tenant_usage (tenant, day, tokens, cost_usd)
+    INSERT INTO fathom_tenant_usage (tenant, day, tokens, cost_usd, artifact_bytes)
     SELECT coalesce($14::text, (SELECT tenant FROM fathom_sessions WHERE session_id = $1), 'default'),
-           (now() AT TIME ZONE 'UTC')::date, $16::bigint, $13::double precision
-    FROM batch WHERE $16::bigint > 0 OR $13::double precision > 0
+           (now() AT TIME ZONE 'UTC')::date, $16::bigint, $13::double precision, $17::bigint
+    FROM batch WHERE $16::bigint > 0 OR $13::double precision > 0 OR $17::bigint > 0
     ON CONFLICT (tenant, day) DO UPDATE
-    SET tokens = fathom_tenant_usage.tokens + EXCLUDED.tokens, cost_usd = fathom_tenant_usage.cost_usd + EXCLUDED.cost_usd)
+    SET tokens = fathom_tenant_usage.tokens + EXCLUDED.tokens, cost_usd = fathom_tenant_usage.cost_usd + EXCLUDED.cost_usd,
+        artifact_bytes = fathom_tenant_usage.artifact_bytes + EXCLUDED.artifact_bytes)
 INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd, tenant, owner)
 SELECT $1, $7, $8, last_seq, now(), $9::text,
        CASE WHEN $9::text IS NULL THEN NULL ELSE now() + $10::bigint * interval '1 microsecond' END,
@@ -60,10 +62,10 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner, entry.Tokens = "", "", 0, "", "", 0
+	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes = "", "", 0, "", "", 0, 0
 	if j.facts != nil {
 		f := j.facts(recs)
-		entry.CostUSD, entry.Tokens = f.CostUSD, f.Tokens
+		entry.CostUSD, entry.Tokens, entry.ArtifactBytes = f.CostUSD, f.Tokens, f.ArtifactBytes
 		if f.Started {
 			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
 		}
@@ -252,18 +254,18 @@ func (j *Journal) TenantUsage(ctx context.Context, tenant string, day time.Time)
 		return persistence.TenantUsage{}, err
 	}
 	var (
-		tokens int64
-		u      persistence.TenantUsage
+		tokens, bytes int64
+		u             persistence.TenantUsage
 	)
-	err := j.pool.QueryRow(ctx, `SELECT tokens, cost_usd FROM fathom_tenant_usage WHERE tenant = $1 AND day = $2::date`,
-		tenant, persistence.UsageDay(day).Format(time.DateOnly)).Scan(&tokens, &u.CostUSD)
+	err := j.pool.QueryRow(ctx, `SELECT tokens, cost_usd, artifact_bytes FROM fathom_tenant_usage WHERE tenant = $1 AND day = $2::date`,
+		tenant, persistence.UsageDay(day).Format(time.DateOnly)).Scan(&tokens, &u.CostUSD, &bytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return persistence.TenantUsage{}, nil
 	}
 	if err != nil {
 		return persistence.TenantUsage{}, fmt.Errorf("usage of tenant %s: %w", tenant, err)
 	}
-	u.Tokens = uint64(max(tokens, 0))
+	u.Tokens, u.ArtifactBytes = uint64(max(tokens, 0)), uint64(max(bytes, 0))
 	return u, nil
 }
 
@@ -355,17 +357,20 @@ func (j *Journal) CountByStatus(ctx context.Context) (map[string]int64, error) {
 }
 
 // SessionStatus implements persistence.SessionDeleter.
-func (j *Journal) SessionStatus(ctx context.Context, id string) (string, bool, error) {
+func (j *Journal) SessionStatus(ctx context.Context, id string) (string, string, bool, error) {
 	if err := j.check(ctx); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	var status string
-	err := j.pool.QueryRow(ctx, `SELECT status FROM fathom_sessions WHERE session_id = $1`, id).Scan(&status)
+	var status, tenant string
+	err := j.pool.QueryRow(ctx, `SELECT status, tenant FROM fathom_sessions WHERE session_id = $1`, id).Scan(&status, &tenant)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", false, nil
+		return "", "", false, nil
 	case err != nil:
-		return "", false, fmt.Errorf("status of session %s: %w", id, err)
+		return "", "", false, fmt.Errorf("status of session %s: %w", id, err)
 	}
-	return status, true, nil
+	if tenant == "" {
+		tenant = persistence.DefaultTenant
+	}
+	return status, tenant, true, nil
 }

@@ -1,5 +1,5 @@
 // Package vectormem is the exact in-process persistence.VectorStore, the embedded
-// default: per stream, the vectors are kept normalised, one []float32 each, and a
+// default: per tenant and stream (keyed by both), the vectors are kept normalised, one []float32 each, and a
 // search is a full scan (dot products, which equal cosine similarities on unit vectors)
 // through a bounded min-heap of the best k. Exact, no index to build or tune; a scan of
 // 10,000 × 1,536 floats takes a few milliseconds, far more than a session holds.
@@ -25,9 +25,12 @@ type Store struct {
 	dims int
 
 	mu      sync.RWMutex
-	streams map[string]*stream
+	streams map[streamKey]*stream
 	closed  bool
 }
+
+// streamKey names a stream of a tenant.
+type streamKey struct{ tenant, stream string }
 
 var _ persistence.VectorStore = (*Store)(nil)
 
@@ -49,18 +52,18 @@ func New(dims int) (*Store, error) {
 	if dims < 1 {
 		return nil, fmt.Errorf("vectormem: %w: dimensions must be positive, got %d", persistence.ErrInvalid, dims)
 	}
-	return &Store{dims: dims, streams: map[string]*stream{}}, nil
+	return &Store{dims: dims, streams: map[streamKey]*stream{}}, nil
 }
 
 // Dimensions implements persistence.VectorStore.
 func (s *Store) Dimensions() int { return s.dims }
 
 // Upsert implements persistence.VectorStore. Vectors are copied and normalised.
-func (s *Store) Upsert(ctx context.Context, name string, vecs []persistence.Vector) error {
+func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persistence.Vector) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := persistence.ValidateUpsert(name, vecs, s.dims); err != nil {
+	if err := persistence.ValidateUpsert(tenant, name, vecs, s.dims); err != nil {
 		return fmt.Errorf("vectormem: upsert: %w", err)
 	}
 	s.mu.Lock()
@@ -68,10 +71,11 @@ func (s *Store) Upsert(ctx context.Context, name string, vecs []persistence.Vect
 	if s.closed {
 		return fmt.Errorf("vectormem: upsert: %w", persistence.ErrClosed)
 	}
-	st := s.streams[name]
+	key := streamKey{tenant, name}
+	st := s.streams[key]
 	if st == nil {
 		st = &stream{rows: map[uint64]int{}}
-		s.streams[name] = st
+		s.streams[key] = st
 	}
 	for _, v := range vecs {
 		row, ok := st.rows[v.Seq]
@@ -89,11 +93,11 @@ func (s *Store) Upsert(ctx context.Context, name string, vecs []persistence.Vect
 }
 
 // Search implements persistence.VectorStore: an exact scan.
-func (s *Store) Search(ctx context.Context, name string, query []float32, k int) ([]persistence.VectorHit, error) {
+func (s *Store) Search(ctx context.Context, tenant, name string, query []float32, k int) ([]persistence.VectorHit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := persistence.ValidateSearch(name, query, k, s.dims); err != nil {
+	if err := persistence.ValidateSearch(tenant, name, query, k, s.dims); err != nil {
 		return nil, fmt.Errorf("vectormem: search: %w", err)
 	}
 	q := persistence.Normalize(query)
@@ -102,7 +106,7 @@ func (s *Store) Search(ctx context.Context, name string, query []float32, k int)
 	if s.closed {
 		return nil, fmt.Errorf("vectormem: search: %w", persistence.ErrClosed)
 	}
-	st := s.streams[name]
+	st := s.streams[streamKey{tenant, name}]
 	if st == nil {
 		return nil, nil
 	}
@@ -128,16 +132,19 @@ func (s *Store) Search(ctx context.Context, name string, query []float32, k int)
 }
 
 // DeleteStream implements persistence.VectorStore.
-func (s *Store) DeleteStream(ctx context.Context, name string) error {
+func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := persistence.ValidateTenant(tenant); err != nil {
+		return fmt.Errorf("vectormem: delete stream: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return fmt.Errorf("vectormem: delete stream: %w", persistence.ErrClosed)
 	}
-	delete(s.streams, name)
+	delete(s.streams, streamKey{tenant, name})
 	return nil
 }
 

@@ -72,13 +72,13 @@ func TestSearchEqualsTopK(t *testing.T) {
 	}
 	vecs := vectortest.RandomUnit(r, n, dims)
 	for i, v := range vecs {
-		if err := s.Upsert(ctx, "st", []persistence.Vector{{Seq: uint64(i + 1), Values: v, Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
+		if err := s.Upsert(ctx, "default", "st", []persistence.Vector{{Seq: uint64(i + 1), Values: v, Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, i := range []int{0, 63, 64, 200, n - 1} { // replaced in place
 		vecs[i] = vectortest.RandomUnit(r, 1, dims)[0]
-		if err := s.Upsert(ctx, "st", []persistence.Vector{{Seq: uint64(i + 1), Values: vecs[i], Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
+		if err := s.Upsert(ctx, "default", "st", []persistence.Vector{{Seq: uint64(i + 1), Values: vecs[i], Meta: map[string]string{"i": strconv.Itoa(i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestSearchEqualsTopK(t *testing.T) {
 	for _, k := range []int{1, 10, n} {
 		for range 5 {
 			q := vectortest.RandomUnit(r, 1, dims)[0]
-			hits, err := s.Search(ctx, "st", q, k)
+			hits, err := s.Search(ctx, "default", "st", q, k)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,13 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
+// Tenant is the tenant of the suite's vectors; OtherTenant is another one, whose
+// vectors must never be reachable through Tenant's keys (nor the reverse).
+const (
+	Tenant      = "acme"
+	OtherTenant = "globex"
+)
+
 // Opener returns a fresh, empty store of dims-dimensional vectors. The suite closes it.
 type Opener func(t *testing.T, dims int) persistence.VectorStore
 
@@ -36,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"TopKMatchesBruteForce", testBruteForce},
 		{"Concurrent", testConcurrent},
 		{"Close", testClose},
+		{"TenantsAreIsolated", testTenants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -54,14 +62,14 @@ func openStore(t *testing.T, open Opener, dims int) persistence.VectorStore {
 
 func upsert(t *testing.T, s persistence.VectorStore, stream string, vecs ...persistence.Vector) {
 	t.Helper()
-	if err := s.Upsert(context.Background(), stream, vecs); err != nil {
+	if err := s.Upsert(context.Background(), Tenant, stream, vecs); err != nil {
 		t.Fatalf("upsert %s: %v", stream, err)
 	}
 }
 
 func search(t *testing.T, s persistence.VectorStore, stream string, q []float32, k int) []persistence.VectorHit {
 	t.Helper()
-	hits, err := s.Search(context.Background(), stream, q, k)
+	hits, err := s.Search(context.Background(), Tenant, stream, q, k)
 	if err != nil {
 		t.Fatalf("search %s: %v", stream, err)
 	}
@@ -115,7 +123,7 @@ func testUpsertReplaces(t *testing.T, open Opener) {
 	if len(hits) != 2 || hits[0].Seq != 7 || hits[0].Meta["v"] != "2" || math.Abs(float64(hits[0].Score)-1) > 1e-4 {
 		t.Fatalf("after replace: %+v", hits)
 	}
-	if err := s.Upsert(context.Background(), "s", nil); err != nil {
+	if err := s.Upsert(context.Background(), Tenant, "s", nil); err != nil {
 		t.Fatalf("empty upsert: %v", err)
 	}
 }
@@ -139,10 +147,10 @@ func testDelete(t *testing.T, open Opener) {
 	s := openStore(t, open, 2)
 	upsert(t, s, "a", persistence.Vector{Seq: 1, Values: []float32{1, 0}})
 	upsert(t, s, "b", persistence.Vector{Seq: 1, Values: []float32{1, 0}})
-	if err := s.DeleteStream(context.Background(), "a"); err != nil {
+	if err := s.DeleteStream(context.Background(), Tenant, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteStream(context.Background(), "never"); err != nil {
+	if err := s.DeleteStream(context.Background(), Tenant, "never"); err != nil {
 		t.Fatalf("delete unknown: %v", err)
 	}
 	if hits := search(t, s, "a", []float32{1, 0}, 5); len(hits) != 0 {
@@ -165,20 +173,24 @@ func testValidation(t *testing.T, open Opener) {
 		err  error
 		want error
 	}{
-		{"short vector", s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}}}), persistence.ErrDimension},
-		{"zero vector", s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{0, 0, 0}}}), persistence.ErrInvalid},
-		{"NaN", s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{float32(math.NaN()), 0, 1}}}), persistence.ErrInvalid},
-		{"empty stream", s.Upsert(ctx, "", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}), persistence.ErrInvalid},
-		{"long query", func() error { _, err := s.Search(ctx, "s", []float32{1, 0, 0, 0}, 1); return err }(), persistence.ErrDimension},
-		{"k 0", func() error { _, err := s.Search(ctx, "s", []float32{1, 0, 0}, 0); return err }(), persistence.ErrInvalid},
-		{"zero query", func() error { _, err := s.Search(ctx, "s", []float32{0, 0, 0}, 1); return err }(), persistence.ErrInvalid},
+		{"short vector", s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}}}), persistence.ErrDimension},
+		{"zero vector", s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{0, 0, 0}}}), persistence.ErrInvalid},
+		{"NaN", s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{float32(math.NaN()), 0, 1}}}), persistence.ErrInvalid},
+		{"empty stream", s.Upsert(ctx, Tenant, "", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}), persistence.ErrInvalid},
+		{"empty tenant", s.Upsert(ctx, "", "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}), persistence.ErrInvalid},
+		{"bad tenant", s.Upsert(ctx, "../x", "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}}), persistence.ErrInvalid},
+		{"search empty tenant", func() error { _, err := s.Search(ctx, "", "s", []float32{1, 0, 0}, 1); return err }(), persistence.ErrInvalid},
+		{"delete empty tenant", s.DeleteStream(ctx, "", "s"), persistence.ErrInvalid},
+		{"long query", func() error { _, err := s.Search(ctx, Tenant, "s", []float32{1, 0, 0, 0}, 1); return err }(), persistence.ErrDimension},
+		{"k 0", func() error { _, err := s.Search(ctx, Tenant, "s", []float32{1, 0, 0}, 0); return err }(), persistence.ErrInvalid},
+		{"zero query", func() error { _, err := s.Search(ctx, Tenant, "s", []float32{0, 0, 0}, 1); return err }(), persistence.ErrInvalid},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
 		}
 	}
 	// A batch with one bad vector stores nothing.
-	err := s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}, {Seq: 2, Values: []float32{1}}})
+	err := s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0}}, {Seq: 2, Values: []float32{1}}})
 	if !errors.Is(err, persistence.ErrDimension) {
 		t.Fatalf("bad batch: %v", err)
 	}
@@ -273,7 +285,7 @@ func testConcurrent(t *testing.T, open Opener) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(vecs); i += 4 {
-				if err := s.Upsert(context.Background(), "s", []persistence.Vector{{Seq: uint64(i + 1), Values: vecs[i]}}); err != nil {
+				if err := s.Upsert(context.Background(), Tenant, "s", []persistence.Vector{{Seq: uint64(i + 1), Values: vecs[i]}}); err != nil {
 					errs <- err
 					return
 				}
@@ -282,7 +294,7 @@ func testConcurrent(t *testing.T, open Opener) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				if _, err := s.Search(context.Background(), "s", vecs[i], 5); err != nil {
+				if _, err := s.Search(context.Background(), Tenant, "s", vecs[i], 5); err != nil {
 					errs <- err
 					return
 				}
@@ -305,13 +317,43 @@ func testClose(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := s.Upsert(ctx, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}}}); !errors.Is(err, persistence.ErrClosed) {
+	if err := s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}}}); !errors.Is(err, persistence.ErrClosed) {
 		t.Errorf("upsert after close: %v", err)
 	}
-	if _, err := s.Search(ctx, "s", []float32{1, 0}, 1); !errors.Is(err, persistence.ErrClosed) {
+	if _, err := s.Search(ctx, Tenant, "s", []float32{1, 0}, 1); !errors.Is(err, persistence.ErrClosed) {
 		t.Errorf("search after close: %v", err)
 	}
-	if err := s.DeleteStream(ctx, "s"); !errors.Is(err, persistence.ErrClosed) {
+	if err := s.DeleteStream(ctx, Tenant, "s"); !errors.Is(err, persistence.ErrClosed) {
 		t.Errorf("delete after close: %v", err)
+	}
+}
+
+// testTenants: two tenants' streams of the same id (and seqs) are two streams: neither
+// is searched, replaced or deleted through the other's key.
+func testTenants(t *testing.T, open Opener) {
+	s := openStore(t, open, 2)
+	ctx := context.Background()
+	if err := s.Upsert(ctx, Tenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{1, 0}, Meta: map[string]string{"who": "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Search(ctx, OtherTenant, "s", []float32{1, 0}, 5); err != nil || len(hits) != 0 {
+		t.Fatalf("tenant %s searches tenant %s's stream: %+v %v", OtherTenant, Tenant, hits, err)
+	}
+	// The other tenant's stream of the same id and seq.
+	if err := s.Upsert(ctx, OtherTenant, "s", []persistence.Vector{{Seq: 1, Values: []float32{0, 1}, Meta: map[string]string{"who": "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Search(ctx, Tenant, "s", []float32{1, 0}, 5)
+	if err != nil || len(a) != 1 || a[0].Meta["who"] != "a" || a[0].Score < 0.99 {
+		t.Fatalf("tenant %s's stream after tenant %s's upsert: %+v %v", Tenant, OtherTenant, a, err)
+	}
+	if err := s.DeleteStream(ctx, OtherTenant, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.Search(ctx, Tenant, "s", []float32{1, 0}, 5); err != nil || len(a) != 1 || a[0].Meta["who"] != "a" {
+		t.Fatalf("tenant %s's stream after tenant %s's delete: %+v %v", Tenant, OtherTenant, a, err)
+	}
+	if b, err := s.Search(ctx, OtherTenant, "s", []float32{0, 1}, 5); err != nil || len(b) != 0 {
+		t.Fatalf("tenant %s's deleted stream: %+v %v", OtherTenant, b, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -68,11 +69,11 @@ func WriteArtifact(store artifact.Store) tools.Tool {
 			"results the user should get as a file. Then refer to the artifact by the path it returns instead of "+
 			"repeating its content. Writing the same type and filename again replaces the file.",
 		tools.SandboxNone, func(ctx context.Context, a WriteArtifactArgs) (any, error) {
-			sid, terr := sessionOf(ctx, name)
+			tenant, sid, terr := sessionOf(ctx, name)
 			if terr != nil {
 				return nil, terr
 			}
-			ref := artifact.Ref{SessionID: sid, Type: a.Type, Filename: a.Filename}
+			ref := artifact.Ref{Tenant: tenant, SessionID: sid, Type: a.Type, Filename: a.Filename}
 			if err := artifact.ValidateType(a.Type); err != nil {
 				return nil, badInput(name, err, tools.Field{Key: "type", Value: a.Type})
 			}
@@ -105,7 +106,7 @@ func ReadArtifact(store artifact.Store, limit int) tools.Tool {
 		"Read a file from this session's workspace, by the path write_artifact or list_artifacts gave, or by type "+
 			"and filename. Long files come back in parts: the answer says where it was cut and which offset continues it.",
 		tools.SandboxNone, func(ctx context.Context, a ReadArtifactArgs) (any, error) {
-			sid, terr := sessionOf(ctx, name)
+			tenant, sid, terr := sessionOf(ctx, name)
 			if terr != nil {
 				return nil, terr
 			}
@@ -113,7 +114,7 @@ func ReadArtifact(store artifact.Store, limit int) tools.Tool {
 			if terr != nil {
 				return nil, terr
 			}
-			content, info, err := store.Read(ctx, ref.Path())
+			content, info, err := store.Read(ctx, tenant, ref.Path())
 			if err != nil {
 				return nil, storeError(ctx, name, err, tools.Field{Key: "path", Value: ref.Path()})
 			}
@@ -189,7 +190,7 @@ func ListArtifacts(store artifact.Store) tools.Tool {
 		"List the files in this session's workspace (written by you or by earlier steps), with their paths, sizes "+
 			"and content types. Check it before writing, to build on existing artifacts instead of duplicating them.",
 		tools.SandboxNone, func(ctx context.Context, a ListArtifactsArgs) (any, error) {
-			sid, terr := sessionOf(ctx, name)
+			tenant, sid, terr := sessionOf(ctx, name)
 			if terr != nil {
 				return nil, terr
 			}
@@ -198,7 +199,7 @@ func ListArtifacts(store artifact.Store) tools.Tool {
 					return nil, badInput(name, err, tools.Field{Key: "type", Value: a.Type})
 				}
 			}
-			infos, err := store.List(ctx, sid, a.Type)
+			infos, err := store.List(ctx, tenant, sid, a.Type)
 			if err != nil {
 				return nil, storeError(ctx, name, err)
 			}
@@ -222,16 +223,22 @@ func ListArtifacts(store artifact.Store) tools.Tool {
 		})
 }
 
-// sessionOf returns the calling session's id: the artifact tools work only inside one.
-func sessionOf(ctx context.Context, tool string) (string, *tools.ToolError) {
+// sessionOf returns the calling session's tenant (auth.TenantOf: the session's tool
+// runner names it) and id: the artifact tools work only inside a session, and only in
+// its tenant's part of the store.
+func sessionOf(ctx context.Context, tool string) (tenant, sid string, terr *tools.ToolError) {
 	c, _ := tools.CallInfo(ctx)
 	if c.SessionID == "" {
-		return "", tools.ExecutionError(tool, "artifacts belong to a session, and this call was made outside one", false)
+		return "", "", tools.ExecutionError(tool, "artifacts belong to a session, and this call was made outside one", false)
 	}
 	if err := artifact.ValidateSessionID(c.SessionID); err != nil {
-		return "", tools.ExecutionError(tool, fmt.Sprintf("this session's id cannot name an artifact directory: %v", err), false)
+		return "", "", tools.ExecutionError(tool, fmt.Sprintf("this session's id cannot name an artifact directory: %v", err), false)
 	}
-	return c.SessionID, nil
+	tenant = auth.TenantOf(ctx)
+	if err := artifact.ValidateTenant(tenant); err != nil {
+		return "", "", tools.ExecutionError(tool, fmt.Sprintf("this session's tenant cannot name an artifact directory: %v", err), false)
+	}
+	return tenant, c.SessionID, nil
 }
 
 // badInput is the validation error of an argument that breaks the path rules.
@@ -245,12 +252,20 @@ func badInput(tool string, err error, ctx ...tools.Field) *tools.ToolError {
 }
 
 // storeError classifies a store failure: bad input the model can fix is a validation
-// error; a missing artifact too (it can list and pick another); an outage is a
-// retryable execution error; a timeout or cancellation goes back as is, for the
-// executor to report.
+// error; a missing artifact too (it can list and pick another); a write over the
+// tenant's quota of artifact bytes is an execution error that says so, not retryable
+// (no write succeeds until the quota's period turns); an outage is a retryable
+// execution error; a timeout or cancellation goes back as is, for the executor to
+// report.
 func storeError(ctx context.Context, tool string, err error, fields ...tools.Field) error {
 	var se *artifact.SizeError
+	var qe *artifact.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		return tools.ExecutionError(tool, fmt.Sprintf("the artifact was not saved: tenant %s has written %s of artifacts %s, and this %s would pass its %s of %d bytes. "+
+			"No artifact can be saved until the quota resets at the next UTC day (or the node's operator raises it): keep the content in your answer instead",
+			qe.Tenant, artifact.FormatSize(qe.Used), qe.Period, artifact.FormatSize(qe.Size), qe.Quota, qe.Limit),
+			false, append(fields, tools.Field{Key: "quota", Value: qe.Quota}, tools.Field{Key: "limit_bytes", Value: qe.Limit})...)
 	case errors.As(err, &se):
 		return tools.ValidationError(tool, fmt.Sprintf("content is %s; an artifact may hold at most %s: split it into several artifacts",
 			artifact.FormatSize(se.Size), artifact.FormatSize(se.Limit)), fields...)

@@ -237,7 +237,7 @@ func TestReadArtifactIsBounded(t *testing.T) {
 		t.Fatalf("reassembled %q", got.String())
 	}
 	// Binary data is described, not dumped.
-	if _, err := store.Write(context.Background(), artifact.Ref{SessionID: "s1", Type: "data", Filename: "blob.bin"}, []byte{0xff, 0xfe, 0}, ""); err != nil {
+	if _, err := store.Write(context.Background(), artifact.Ref{Tenant: "default", SessionID: "s1", Type: "data", Filename: "blob.bin"}, []byte{0xff, 0xfe, 0}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := call(e, "s1", "read_artifact", `{"path":"data/blob.bin"}`); r.Err != nil || !strings.HasSuffix(r.Output, "holds binary data; it cannot be shown as text.") {

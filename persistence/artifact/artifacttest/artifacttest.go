@@ -22,6 +22,13 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact"
 )
 
+// Tenant is the tenant of the suite's artifacts; OtherTenant is another one, whose
+// artifacts must never be reachable through Tenant's keys (nor the reverse).
+const (
+	Tenant      = "acme"
+	OtherTenant = "globex"
+)
+
 // Opener returns a fresh, empty store whose size limit is maxSize bytes (0 = the
 // default). The suite closes it.
 type Opener func(t *testing.T, maxSize int64) artifact.Store
@@ -41,6 +48,8 @@ func Run(t *testing.T, open Opener) {
 		{"ContextCancelled", testCancelled},
 		{"ConcurrentWriters", testConcurrent},
 		{"Close", testClose},
+		{"TenantIsolation", testTenantIsolation},
+		{"InvalidTenants", testInvalidTenants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -88,9 +97,9 @@ func write(t *testing.T, s artifact.Store, ref artifact.Ref, content, ct string)
 	return info
 }
 
-func read(t *testing.T, s artifact.Store, path string) ([]byte, artifact.Info) {
+func read(t *testing.T, s artifact.Store, tenant, path string) ([]byte, artifact.Info) {
 	t.Helper()
-	b, info, err := s.Read(ctx(t), path)
+	b, info, err := s.Read(ctx(t), tenant, path)
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
@@ -110,7 +119,7 @@ func paths(infos []artifact.Info) []string {
 
 func list(t *testing.T, s artifact.Store, sessionID, typ string) []artifact.Info {
 	t.Helper()
-	infos, err := s.List(ctx(t), sessionID, typ)
+	infos, err := s.List(ctx(t), Tenant, sessionID, typ)
 	if err != nil {
 		t.Fatalf("list %s %q: %v", sessionID, typ, err)
 	}
@@ -123,9 +132,9 @@ func testRoundTrip(t *testing.T, open Opener) {
 	if got := list(t, s, sid, ""); len(got) != 0 {
 		t.Fatalf("a fresh store lists %v", paths(got))
 	}
-	notes := artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "notes.md"}
-	code := artifact.Ref{SessionID: sid, Type: artifact.TypeCode, Filename: "main.py"}
-	data := artifact.Ref{SessionID: sid, Type: artifact.TypeData, Filename: "résumé données.csv"}
+	notes := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "notes.md"}
+	code := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeCode, Filename: "main.py"}
+	data := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "résumé données.csv"}
 	write(t, s, notes, "# Notes\nfound it", "text/markdown")
 	write(t, s, code, "print('hi')\n", "text/x-python")
 	bin := make([]byte, 256)
@@ -135,12 +144,12 @@ func testRoundTrip(t *testing.T, open Opener) {
 	if _, err := s.Write(ctx(t), data, bin, "application/octet-stream"); err != nil {
 		t.Fatal(err)
 	}
-	write(t, s, artifact.Ref{SessionID: other, Type: artifact.TypeResearch, Filename: "notes.md"}, "someone else's", "text/plain")
+	write(t, s, artifact.Ref{Tenant: Tenant, SessionID: other, Type: artifact.TypeResearch, Filename: "notes.md"}, "someone else's", "text/plain")
 
-	if b, _ := read(t, s, notes.Path()); string(b) != "# Notes\nfound it" {
+	if b, _ := read(t, s, Tenant, notes.Path()); string(b) != "# Notes\nfound it" {
 		t.Fatalf("read back %q", b)
 	}
-	if b, _ := read(t, s, data.Path()); !bytes.Equal(b, bin) {
+	if b, _ := read(t, s, Tenant, data.Path()); !bytes.Equal(b, bin) {
 		t.Fatalf("binary content changed: %v", b)
 	}
 	all := list(t, s, sid, "")
@@ -163,27 +172,27 @@ func testRoundTrip(t *testing.T, open Opener) {
 		t.Fatalf("other session lists %+v", got)
 	}
 
-	if err := s.Delete(ctx(t), notes.Path()); err != nil {
+	if err := s.Delete(ctx(t), Tenant, notes.Path()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Read(ctx(t), notes.Path()); !errors.Is(err, artifact.ErrNotFound) {
+	if _, _, err := s.Read(ctx(t), Tenant, notes.Path()); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("read after delete: %v, want ErrNotFound", err)
 	}
-	if err := s.Delete(ctx(t), notes.Path()); !errors.Is(err, artifact.ErrNotFound) {
+	if err := s.Delete(ctx(t), Tenant, notes.Path()); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("second delete: %v, want ErrNotFound", err)
 	}
 	if got := list(t, s, sid, ""); fmt.Sprint(paths(got)) != fmt.Sprint([]string{code.Path(), data.Path()}) {
 		t.Fatalf("list after delete = %v", paths(got))
 	}
 	// The other session's artifact of the same name is untouched.
-	if b, _ := read(t, s, other+"/research/notes.md"); string(b) != "someone else's" {
+	if b, _ := read(t, s, Tenant, other+"/research/notes.md"); string(b) != "someone else's" {
 		t.Fatalf("other session's artifact: %q", b)
 	}
 }
 
 func testOverwrite(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
-	ref := artifact.Ref{SessionID: session(t), Type: artifact.TypeDrafts, Filename: "report.md"}
+	ref := artifact.Ref{Tenant: Tenant, SessionID: session(t), Type: artifact.TypeDrafts, Filename: "report.md"}
 	first := write(t, s, ref, "draft one", "text/markdown")
 	if first.Overwrote {
 		t.Fatal("first write reports Overwrote")
@@ -192,7 +201,7 @@ func testOverwrite(t *testing.T, open Opener) {
 	if !second.Overwrote {
 		t.Fatal("second write does not report Overwrote")
 	}
-	b, info := read(t, s, ref.Path())
+	b, info := read(t, s, Tenant, ref.Path())
 	if string(b) != "draft two, longer" || info.SHA256 != second.SHA256 || info.SHA256 == first.SHA256 || !strings.HasPrefix(info.ContentType, "text/plain") {
 		t.Fatalf("after overwrite: %q %+v", b, info)
 	}
@@ -205,15 +214,15 @@ func testOverwrite(t *testing.T, open Opener) {
 func testMetadata(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
 	sid := session(t)
-	md := write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "a.md"}, "# A", "text/markdown; charset=UTF-8")
+	md := write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "a.md"}, "# A", "text/markdown; charset=UTF-8")
 	if md.ContentType != "text/markdown; charset=utf-8" {
 		t.Fatalf("content type %q, want it normalised", md.ContentType)
 	}
-	raw := write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeData, Filename: "blob"}, "xyz", "")
+	raw := write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "blob"}, "xyz", "")
 	if raw.ContentType != artifact.DefaultContentType {
 		t.Fatalf("default content type %q", raw.ContentType)
 	}
-	empty := write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeLogs, Filename: "empty.log"}, "", "text/plain")
+	empty := write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeLogs, Filename: "empty.log"}, "", "text/plain")
 	if empty.Size != 0 || empty.SHA256 != digest(nil) {
 		t.Fatalf("empty artifact %+v", empty)
 	}
@@ -222,7 +231,7 @@ func testMetadata(t *testing.T, open Opener) {
 		return a.Ref == b.Ref && a.ContentType == b.ContentType && a.SHA256 == b.SHA256 && a.Size == b.Size
 	}
 	for p, w := range written {
-		if _, info := read(t, s, p); !same(info, w) {
+		if _, info := read(t, s, Tenant, p); !same(info, w) {
 			t.Fatalf("read %s: %+v, wrote %+v", p, info, w)
 		}
 	}
@@ -235,7 +244,7 @@ func testMetadata(t *testing.T, open Opener) {
 			t.Fatalf("listed %+v, wrote %+v", in, written[in.Path])
 		}
 	}
-	_, err := s.Write(ctx(t), artifact.Ref{SessionID: sid, Type: artifact.TypeData, Filename: "x"}, []byte("x"), "not a type")
+	_, err := s.Write(ctx(t), artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "x"}, []byte("x"), "not a type")
 	if !errors.Is(err, artifact.ErrInvalidContentType) {
 		t.Fatalf("bad content type: %v", err)
 	}
@@ -244,10 +253,10 @@ func testMetadata(t *testing.T, open Opener) {
 func testNotFound(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
 	p := session(t) + "/research/missing.md"
-	if _, _, err := s.Read(ctx(t), p); !errors.Is(err, artifact.ErrNotFound) {
+	if _, _, err := s.Read(ctx(t), Tenant, p); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("read: %v, want ErrNotFound", err)
 	}
-	if err := s.Delete(ctx(t), p); !errors.Is(err, artifact.ErrNotFound) {
+	if err := s.Delete(ctx(t), Tenant, p); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("delete: %v, want ErrNotFound", err)
 	}
 }
@@ -263,59 +272,59 @@ var BadPaths = []string{
 func testInvalidPaths(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
 	for _, p := range BadPaths {
-		if _, _, err := s.Read(ctx(t), p); !errors.Is(err, artifact.ErrInvalidPath) {
+		if _, _, err := s.Read(ctx(t), Tenant, p); !errors.Is(err, artifact.ErrInvalidPath) {
 			t.Errorf("read %q: %v, want ErrInvalidPath", p, err)
 		}
-		if err := s.Delete(ctx(t), p); !errors.Is(err, artifact.ErrInvalidPath) {
+		if err := s.Delete(ctx(t), Tenant, p); !errors.Is(err, artifact.ErrInvalidPath) {
 			t.Errorf("delete %q: %v, want ErrInvalidPath", p, err)
 		}
 	}
 	sid := session(t)
 	badNames := []string{"", ".", "..", "../x", "a/../../b", "/abs", `a\b`, ".env", "a/b", "tab\there", strings.Repeat("é", 128)}
 	for _, name := range badNames {
-		ref := artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: name}
+		ref := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: name}
 		_, err := s.Write(ctx(t), ref, []byte("x"), "")
 		var pe *artifact.PathError
 		if !errors.Is(err, artifact.ErrInvalidPath) || !errors.As(err, &pe) || pe.Reason == "" {
 			t.Errorf("write filename %q: %v, want a *PathError", name, err)
 		}
 	}
-	if _, err := s.Write(ctx(t), artifact.Ref{SessionID: sid, Type: "secrets", Filename: "x"}, []byte("x"), ""); !errors.Is(err, artifact.ErrInvalidPath) {
+	if _, err := s.Write(ctx(t), artifact.Ref{Tenant: Tenant, SessionID: sid, Type: "secrets", Filename: "x"}, []byte("x"), ""); !errors.Is(err, artifact.ErrInvalidPath) {
 		t.Errorf("write unknown type: %v", err)
 	}
 	for _, id := range []string{"", "..", "a/b", "/abs", ".hidden"} {
-		if _, err := s.Write(ctx(t), artifact.Ref{SessionID: id, Type: artifact.TypeResearch, Filename: "x"}, []byte("x"), ""); !errors.Is(err, artifact.ErrInvalidPath) {
+		if _, err := s.Write(ctx(t), artifact.Ref{Tenant: Tenant, SessionID: id, Type: artifact.TypeResearch, Filename: "x"}, []byte("x"), ""); !errors.Is(err, artifact.ErrInvalidPath) {
 			t.Errorf("write session %q: %v", id, err)
 		}
-		if _, err := s.List(ctx(t), id, ""); !errors.Is(err, artifact.ErrInvalidPath) {
+		if _, err := s.List(ctx(t), Tenant, id, ""); !errors.Is(err, artifact.ErrInvalidPath) {
 			t.Errorf("list session %q: %v", id, err)
 		}
 	}
-	if _, err := s.List(ctx(t), sid, "secrets"); !errors.Is(err, artifact.ErrInvalidPath) {
+	if _, err := s.List(ctx(t), Tenant, sid, "secrets"); !errors.Is(err, artifact.ErrInvalidPath) {
 		t.Errorf("list unknown type: %v", err)
 	}
 	if got := list(t, s, sid, ""); len(got) != 0 {
 		t.Fatalf("rejected writes stored %v", paths(got))
 	}
 	// A 255-byte name is fine.
-	write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: strings.Repeat("n", 255)}, "long name", "")
+	write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: strings.Repeat("n", 255)}, "long name", "")
 }
 
 func testSizeLimit(t *testing.T, open Opener) {
 	const limit = 1024
 	s := openStore(t, open, limit)
 	sid := session(t)
-	ok := artifact.Ref{SessionID: sid, Type: artifact.TypeData, Filename: "full.bin"}
+	ok := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "full.bin"}
 	if _, err := s.Write(ctx(t), ok, bytes.Repeat([]byte{'x'}, limit), ""); err != nil {
 		t.Fatalf("write of exactly the limit: %v", err)
 	}
-	big := artifact.Ref{SessionID: sid, Type: artifact.TypeData, Filename: "big.bin"}
+	big := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "big.bin"}
 	_, err := s.Write(ctx(t), big, bytes.Repeat([]byte{'x'}, limit+1), "")
 	var se *artifact.SizeError
 	if !errors.Is(err, artifact.ErrTooLarge) || !errors.As(err, &se) || se.Size != limit+1 || se.Limit != limit {
 		t.Fatalf("oversize write: %v, want a *SizeError", err)
 	}
-	if _, _, err := s.Read(ctx(t), big.Path()); !errors.Is(err, artifact.ErrNotFound) {
+	if _, _, err := s.Read(ctx(t), Tenant, big.Path()); !errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("the oversize artifact was stored: %v", err)
 	}
 }
@@ -323,20 +332,20 @@ func testSizeLimit(t *testing.T, open Opener) {
 func testCancelled(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
 	sid := session(t)
-	ref := artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "x.md"}
-	write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "kept.md"}, "kept", "")
+	ref := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "x.md"}
+	write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "kept.md"}, "kept", "")
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Write(c, ref, []byte("x"), ""); !errors.Is(err, context.Canceled) {
 		t.Fatalf("write: %v, want context.Canceled", err)
 	}
-	if _, _, err := s.Read(c, sid+"/research/kept.md"); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Read(c, Tenant, sid+"/research/kept.md"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("read: %v, want context.Canceled", err)
 	}
-	if _, err := s.List(c, sid, ""); !errors.Is(err, context.Canceled) {
+	if _, err := s.List(c, Tenant, sid, ""); !errors.Is(err, context.Canceled) {
 		t.Fatalf("list: %v, want context.Canceled", err)
 	}
-	if err := s.Delete(c, sid+"/research/kept.md"); !errors.Is(err, context.Canceled) {
+	if err := s.Delete(c, Tenant, sid+"/research/kept.md"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("delete: %v, want context.Canceled", err)
 	}
 	if got := list(t, s, sid, ""); fmt.Sprint(paths(got)) != fmt.Sprint([]string{sid + "/research/kept.md"}) {
@@ -348,12 +357,12 @@ func testConcurrent(t *testing.T, open Opener) {
 	s := openStore(t, open, 0)
 	sid := session(t)
 	const writers = 8
-	shared := artifact.Ref{SessionID: sid, Type: artifact.TypeLogs, Filename: "shared.log"}
+	shared := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeLogs, Filename: "shared.log"}
 	contents := map[string]bool{}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*writers)
 	for i := range writers {
-		own := artifact.Ref{SessionID: sid, Type: artifact.TypeCode, Filename: fmt.Sprintf("w%d.py", i)}
+		own := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeCode, Filename: fmt.Sprintf("w%d.py", i)}
 		body := strings.Repeat(fmt.Sprintf("writer %d\n", i), 100+i)
 		contents[body] = true
 		wg.Add(2)
@@ -379,13 +388,13 @@ func testConcurrent(t *testing.T, open Opener) {
 		t.Fatalf("%d of %d writers' artifacts listed", len(got), writers)
 	}
 	for i := range writers {
-		b, _ := read(t, s, fmt.Sprintf("%s/code/w%d.py", sid, i))
+		b, _ := read(t, s, Tenant, fmt.Sprintf("%s/code/w%d.py", sid, i))
 		if !strings.HasPrefix(string(b), fmt.Sprintf("writer %d\n", i)) {
 			t.Fatalf("w%d.py holds %q", i, b[:20])
 		}
 	}
 	// The shared path holds one writer's content whole, and its metadata matches it.
-	b, info := read(t, s, shared.Path())
+	b, info := read(t, s, Tenant, shared.Path())
 	if !contents[string(b)] {
 		t.Fatalf("shared path holds a mix of writes (%d bytes)", len(b))
 	}
@@ -398,23 +407,160 @@ func testConcurrent(t *testing.T, open Opener) {
 func testClose(t *testing.T, open Opener) {
 	s := open(t, 0)
 	sid := session(t)
-	write(t, s, artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "x.md"}, "x", "")
+	write(t, s, artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "x.md"}, "x", "")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Write(ctx(t), artifact.Ref{SessionID: sid, Type: artifact.TypeResearch, Filename: "y.md"}, []byte("y"), ""); !errors.Is(err, artifact.ErrClosed) {
+	if _, err := s.Write(ctx(t), artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "y.md"}, []byte("y"), ""); !errors.Is(err, artifact.ErrClosed) {
 		t.Fatalf("write after close: %v", err)
 	}
-	if _, _, err := s.Read(ctx(t), sid+"/research/x.md"); !errors.Is(err, artifact.ErrClosed) {
+	if _, _, err := s.Read(ctx(t), Tenant, sid+"/research/x.md"); !errors.Is(err, artifact.ErrClosed) {
 		t.Fatalf("read after close: %v", err)
 	}
-	if _, err := s.List(ctx(t), sid, ""); !errors.Is(err, artifact.ErrClosed) {
+	if _, err := s.List(ctx(t), Tenant, sid, ""); !errors.Is(err, artifact.ErrClosed) {
 		t.Fatalf("list after close: %v", err)
 	}
-	if err := s.Delete(ctx(t), sid+"/research/x.md"); !errors.Is(err, artifact.ErrClosed) {
+	if err := s.Delete(ctx(t), Tenant, sid+"/research/x.md"); !errors.Is(err, artifact.ErrClosed) {
 		t.Fatalf("delete after close: %v", err)
 	}
+}
+
+// testTenantIsolation: two tenants' artifacts at the same session id and path are two
+// artifacts; neither is read, listed, overwritten or deleted through the other's key.
+func testTenantIsolation(t *testing.T, open Opener) {
+	s := openStore(t, open, 0)
+	sid := session(t)
+	a := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "notes.md"}
+	b := a.WithTenant(OtherTenant)
+	if a.Key() == b.Key() || !strings.Contains(a.Key(), Tenant) {
+		t.Fatalf("keys %q and %q do not hold their tenant", a.Key(), b.Key())
+	}
+	write(t, s, a, "A's secret", "text/markdown")
+	if _, _, err := s.Read(ctx(t), OtherTenant, a.Path()); !errors.Is(err, artifact.ErrNotFound) {
+		t.Fatalf("tenant %s read %s of tenant %s: %v, want ErrNotFound", OtherTenant, a.Path(), Tenant, err)
+	}
+	if got, err := s.List(ctx(t), OtherTenant, sid, ""); err != nil || len(got) != 0 {
+		t.Fatalf("tenant %s lists session %s of tenant %s: %v %v", OtherTenant, sid, Tenant, paths(got), err)
+	}
+	if err := s.Delete(ctx(t), OtherTenant, a.Path()); !errors.Is(err, artifact.ErrNotFound) {
+		t.Fatalf("tenant %s deleted %s of tenant %s: %v, want ErrNotFound", OtherTenant, a.Path(), Tenant, err)
+	}
+	// The other tenant writes the same session id and path: a second artifact.
+	if info := write(t, s, b, "B's own", "text/plain"); info.Overwrote {
+		t.Fatal("tenant B's first write reports it overwrote tenant A's artifact")
+	}
+	if got, _ := read(t, s, Tenant, a.Path()); string(got) != "A's secret" {
+		t.Fatalf("tenant A reads %q", got)
+	}
+	if got, info := read(t, s, OtherTenant, b.Path()); string(got) != "B's own" || info.Tenant != OtherTenant {
+		t.Fatalf("tenant B reads %q %+v", got, info)
+	}
+	if got := listOf(t, s, Tenant, sid); len(got) != 1 || got[0].Tenant != Tenant || got[0].Size != int64(len("A's secret")) {
+		t.Fatalf("tenant A lists %+v", got)
+	}
+	if err := s.Delete(ctx(t), OtherTenant, b.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, s, Tenant, a.Path()); string(got) != "A's secret" {
+		t.Fatalf("after tenant B's delete, tenant A reads %q", got)
+	}
+}
+
+// BadTenants are tenant names every store rejects with ErrInvalidPath.
+var BadTenants = []string{"", "..", ".", "a/b", "/abs", `a\b`, ".hidden", "-x", "tab\there", strings.Repeat("t", 65)}
+
+func testInvalidTenants(t *testing.T, open Opener) {
+	s := openStore(t, open, 0)
+	sid := session(t)
+	for _, tenant := range BadTenants {
+		ref := artifact.Ref{Tenant: tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "x.md"}
+		if _, err := s.Write(ctx(t), ref, []byte("x"), ""); !errors.Is(err, artifact.ErrInvalidPath) {
+			t.Errorf("write tenant %q: %v, want ErrInvalidPath", tenant, err)
+		}
+		if _, _, err := s.Read(ctx(t), tenant, ref.Path()); !errors.Is(err, artifact.ErrInvalidPath) {
+			t.Errorf("read tenant %q: %v, want ErrInvalidPath", tenant, err)
+		}
+		if _, err := s.List(ctx(t), tenant, sid, ""); !errors.Is(err, artifact.ErrInvalidPath) {
+			t.Errorf("list tenant %q: %v, want ErrInvalidPath", tenant, err)
+		}
+		if err := s.Delete(ctx(t), tenant, ref.Path()); !errors.Is(err, artifact.ErrInvalidPath) {
+			t.Errorf("delete tenant %q: %v, want ErrInvalidPath", tenant, err)
+		}
+	}
+}
+
+// Planter stores content at key in the store's backing directory or bucket, behind the
+// store's back (as a store from before tenancy did, at the bare path).
+type Planter func(t *testing.T, key string, content []byte)
+
+// RunLegacy checks that artifacts stored before tenancy (at their bare path, no tenant
+// prefix; planted with plant into s) stay readable for their session: read and listed
+// under the session's tenant, shadowed once rewritten, and removed by a delete.
+func RunLegacy(t *testing.T, s artifact.Store, plant Planter) {
+	t.Helper()
+	sid := session(t)
+	old := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeResearch, Filename: "old.md"}
+	kept := artifact.Ref{Tenant: Tenant, SessionID: sid, Type: artifact.TypeData, Filename: "kept.csv"}
+	plant(t, old.LegacyKey(), []byte("written before tenancy"))
+	plant(t, kept.LegacyKey(), []byte("a,b\n"))
+	if got, info := read(t, s, Tenant, old.Path()); string(got) != "written before tenancy" || info.Tenant != Tenant {
+		t.Fatalf("legacy artifact reads %q %+v", got, info)
+	}
+	if got := listOf(t, s, Tenant, sid); fmt.Sprint(paths(got)) != fmt.Sprint([]string{kept.Path(), old.Path()}) {
+		t.Fatalf("legacy artifacts list %v", paths(got))
+	}
+	// A new write goes under the tenant and shadows the old content.
+	if info := write(t, s, old, "rewritten", "text/markdown"); !info.Overwrote {
+		t.Fatal("rewriting a legacy artifact does not report Overwrote")
+	}
+	if got, _ := read(t, s, Tenant, old.Path()); string(got) != "rewritten" {
+		t.Fatalf("rewritten legacy artifact reads %q", got)
+	}
+	if got := listOf(t, s, Tenant, sid); len(got) != 2 || got[1].SHA256 != digest([]byte("rewritten")) {
+		t.Fatalf("after the rewrite the list is %+v", got)
+	}
+	// A delete (as a session's delete does, per listed path) removes both copies.
+	for _, in := range listOf(t, s, Tenant, sid) {
+		if err := s.Delete(ctx(t), Tenant, in.Path); err != nil {
+			t.Fatalf("delete %s: %v", in.Path, err)
+		}
+	}
+	if got := listOf(t, s, Tenant, sid); len(got) != 0 {
+		t.Fatalf("after deleting the session's artifacts it lists %v", paths(got))
+	}
+	if _, _, err := s.Read(ctx(t), Tenant, old.Path()); !errors.Is(err, artifact.ErrNotFound) {
+		t.Fatalf("read after delete: %v, want ErrNotFound", err)
+	}
+
+	// A session named like the tenants' directory: its old artifacts sit beside the
+	// keys of a tenant named like their type, and neither is taken for the other.
+	named := artifact.Ref{Tenant: Tenant, SessionID: artifact.TenantsDir, Type: artifact.TypeResearch, Filename: "old.md"}
+	plant(t, named.LegacyKey(), []byte("session tenants, before tenancy"))
+	write(t, s, artifact.Ref{Tenant: artifact.TypeResearch, SessionID: sid, Type: artifact.TypeData, Filename: "x.csv"}, "tenant research's", "text/csv")
+	if got := listOf(t, s, Tenant, artifact.TenantsDir); fmt.Sprint(paths(got)) != fmt.Sprint([]string{named.Path()}) {
+		t.Fatalf("session %q lists %v", artifact.TenantsDir, paths(got))
+	}
+	if got, _ := read(t, s, Tenant, named.Path()); string(got) != "session tenants, before tenancy" {
+		t.Fatalf("session %q's legacy artifact reads %q", artifact.TenantsDir, got)
+	}
+	if got := listOf(t, s, artifact.TypeResearch, sid); len(got) != 1 || got[0].Path != sid+"/data/x.csv" {
+		t.Fatalf("tenant %q lists %v", artifact.TypeResearch, paths(got))
+	}
+	for _, ref := range []artifact.Ref{{Tenant: artifact.TypeResearch, SessionID: sid, Type: artifact.TypeData, Filename: "x.csv"}, named} {
+		if err := s.Delete(ctx(t), ref.Tenant, ref.Path()); err != nil {
+			t.Fatalf("delete %s of %s: %v", ref.Path(), ref.Tenant, err)
+		}
+	}
+}
+
+func listOf(t *testing.T, s artifact.Store, tenant, sid string) []artifact.Info {
+	t.Helper()
+	infos, err := s.List(ctx(t), tenant, sid, "")
+	if err != nil {
+		t.Fatalf("list %s of %s: %v", sid, tenant, err)
+	}
+	return infos
 }

@@ -1,14 +1,16 @@
 // Package local is an artifact.Store in a directory: the embedded default
-// (DATA_DIR/artifacts). Each artifact is a plain file at its path, so the workspace can
-// be browsed with ls; its metadata (content type, size, sha256) is a small JSON file
-// beside it in a hidden ".meta" directory:
+// (DATA_DIR/artifacts). Each artifact is a plain file at its key (its tenant's prefix
+// and its path), so the workspace can be browsed with ls; its metadata (content type,
+// size, sha256) is a small JSON file beside it in a hidden ".meta" directory:
 //
-//	DIR/{session_id}/{type}/{filename}          the content
-//	DIR/{session_id}/{type}/.meta/{filename}    {"content_type":..., "size":..., "sha256":...}
-//	DIR/.tmp/                                   files being written
+//	DIR/tenants/{tenant}/{session_id}/{type}/{filename}          the content
+//	DIR/tenants/{tenant}/{session_id}/{type}/.meta/{filename}    {"content_type":..., "size":..., "sha256":...}
+//	DIR/.tmp/                                                    files being written
 //
-// Deleting a session's last artifact of a type removes the type's directory, and its
-// last artifact at all the session's directory.
+// Artifacts written before tenancy are at DIR/{session_id}/{type}/{filename}: reads and
+// lists fall back to them, deletes remove them (artifact.Store). Deleting a session's
+// last artifact of a type removes the type's directory, and its last artifact at all
+// the session's directory.
 //
 // Writes go to a temporary file that is synced and renamed over the target (content
 // first, then metadata), so readers never see partial content. If a crash falls between
@@ -31,9 +33,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -139,36 +143,39 @@ func (s *Store) Write(ctx context.Context, ref artifact.Ref, content []byte, con
 	if err != nil {
 		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", ref.Path(), err)
 	}
-	p := ref.Path()
-	dir := path.Join(ref.SessionID, ref.Type)
+	p, key := ref.Path(), ref.Key()
+	dir := path.Dir(key)
 	mu := s.lock(p)
 	mu.Lock()
 	defer mu.Unlock()
 	s.dirs.RLock()
 	defer s.dirs.RUnlock()
 	if err := s.root.MkdirAll(path.Join(dir, metaDir), dirPerm); err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
-	_, statErr := s.root.Lstat(p)
-	overwrote := statErr == nil
-	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, statErr)
+	overwrote := false
+	for _, k := range []string{key, ref.LegacyKey()} {
+		_, statErr := s.root.Lstat(k)
+		overwrote = overwrote || statErr == nil
+		if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) && !errors.Is(statErr, syscall.ENOTDIR) {
+			return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, statErr)
+		}
 	}
 	if err := ctx.Err(); err != nil { // the last point where nothing has changed yet
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
-	if err := s.replace(p, content); err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	if err := s.replace(key, content); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
-	if err := s.replace(path.Join(dir, metaDir, ref.Filename), mb); err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s metadata: %w", p, err)
+	if err := s.replace(metaPath(key), mb); err != nil {
+		return artifact.Info{}, fmt.Errorf("write artifact %s metadata: %w", key, err)
 	}
 	if err := s.syncDir(dir); err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
-	fi, err := s.root.Stat(p)
+	fi, err := s.root.Stat(key)
 	if err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
 	return artifact.Info{Ref: ref, Path: p, Size: m.Size, ContentType: ct, SHA256: m.SHA256, ModTime: fi.ModTime(), Overwrote: overwrote}, nil
 }
@@ -229,15 +236,20 @@ func (s *Store) syncDir(dir string) error {
 }
 
 // Read implements artifact.Store.
-func (s *Store) Read(ctx context.Context, p string) ([]byte, artifact.Info, error) {
+func (s *Store) Read(ctx context.Context, tenant, p string) ([]byte, artifact.Info, error) {
 	if err := s.check(ctx, "read artifact"); err != nil {
 		return nil, artifact.Info{}, err
 	}
-	ref, err := artifact.ParsePath(p)
+	ref, err := parse(tenant, p)
 	if err != nil {
 		return nil, artifact.Info{}, err
 	}
-	f, err := s.root.Open(p)
+	key := ref.Key()
+	f, err := s.root.Open(key)
+	if errors.Is(err, fs.ErrNotExist) { // written before tenancy?
+		key = ref.LegacyKey()
+		f, err = s.root.Open(key)
+	}
 	if err != nil {
 		return nil, artifact.Info{}, s.notFound("read", p, err)
 	}
@@ -260,17 +272,33 @@ func (s *Store) Read(ctx context.Context, p string) ([]byte, artifact.Info, erro
 	}
 	sum := sha256.Sum256(content)
 	info := artifact.Info{Ref: ref, Path: p, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), ModTime: fi.ModTime()}
-	info.ContentType = s.readMeta(ref).ContentType
+	info.ContentType = s.readMeta(key).ContentType
 	if info.ContentType == "" {
 		info.ContentType = artifact.DefaultContentType
 	}
 	return content, info, nil
 }
 
-// readMeta returns ref's sidecar, or a zero meta when it is missing or unreadable.
-func (s *Store) readMeta(ref artifact.Ref) meta {
+// parse validates tenant and path and returns the artifact's Ref.
+func parse(tenant, p string) (artifact.Ref, error) {
+	if err := artifact.ValidateTenant(tenant); err != nil {
+		return artifact.Ref{}, err
+	}
+	ref, err := artifact.ParsePath(p)
+	if err != nil {
+		return artifact.Ref{}, err
+	}
+	return ref.WithTenant(tenant), nil
+}
+
+// metaPath is the sidecar of the artifact at key.
+func metaPath(key string) string { return path.Join(path.Dir(key), metaDir, path.Base(key)) }
+
+// readMeta returns the sidecar of the artifact at key, or a zero meta when it is
+// missing or unreadable.
+func (s *Store) readMeta(key string) meta {
 	var m meta
-	b, err := s.root.ReadFile(path.Join(ref.SessionID, ref.Type, metaDir, ref.Filename))
+	b, err := s.root.ReadFile(metaPath(key))
 	if err != nil || json.Unmarshal(b, &m) != nil {
 		return meta{}
 	}
@@ -278,8 +306,11 @@ func (s *Store) readMeta(ref artifact.Ref) meta {
 }
 
 // List implements artifact.Store.
-func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Info, error) {
+func (s *Store) List(ctx context.Context, tenant, sessionID, typ string) ([]artifact.Info, error) {
 	if err := s.check(ctx, "list artifacts"); err != nil {
+		return nil, err
+	}
+	if err := artifact.ValidateTenant(tenant); err != nil {
 		return nil, err
 	}
 	if err := artifact.ValidateSessionID(sessionID); err != nil {
@@ -297,20 +328,36 @@ func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Inf
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
 		}
-		infos, err := s.listDir(artifact.Ref{SessionID: sessionID, Type: t})
+		dir := artifact.Ref{Tenant: tenant, SessionID: sessionID, Type: t}
+		infos, err := s.listDir(dir, true)
+		if err != nil {
+			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
+		}
+		legacy, err := s.listDir(dir, false)
 		if err != nil {
 			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
 		}
 		out = append(out, infos...)
+		for _, in := range legacy { // written before tenancy, unless rewritten since
+			if !slices.ContainsFunc(infos, func(x artifact.Info) bool { return x.Filename == in.Filename }) {
+				out = append(out, in)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 
-// listDir lists the artifacts of one session and type (dir.Filename is ignored).
-func (s *Store) listDir(dir artifact.Ref) ([]artifact.Info, error) {
-	d, err := s.root.Open(path.Join(dir.SessionID, dir.Type))
-	if errors.Is(err, fs.ErrNotExist) {
+// listDir lists the artifacts of one tenant, session and type (dir.Filename is
+// ignored): under the tenant's prefix, or (tenanted false) where they were before
+// tenancy.
+func (s *Store) listDir(dir artifact.Ref, tenanted bool) ([]artifact.Info, error) {
+	base := path.Join(dir.SessionID, dir.Type)
+	if tenanted {
+		base = path.Dir(dir.Key())
+	}
+	d, err := s.root.Open(base)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}
 	if err != nil {
@@ -326,8 +373,8 @@ func (s *Store) listDir(dir artifact.Ref) ([]artifact.Info, error) {
 		if !e.Type().IsRegular() || artifact.ValidateFilename(e.Name()) != nil {
 			continue // .meta, anything hidden or not ours
 		}
-		ref := artifact.Ref{SessionID: dir.SessionID, Type: dir.Type, Filename: e.Name()}
-		info, err := s.stat(ref)
+		ref := artifact.Ref{Tenant: dir.Tenant, SessionID: dir.SessionID, Type: dir.Type, Filename: e.Name()}
+		info, err := s.stat(ref, path.Join(base, e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // deleted since ReadDir
 		}
@@ -339,18 +386,18 @@ func (s *Store) listDir(dir artifact.Ref) ([]artifact.Info, error) {
 	return out, nil
 }
 
-// stat describes one artifact from its file and sidecar, recomputing the digest when
-// the sidecar does not describe the file (a crash between the two renames of a write).
-func (s *Store) stat(ref artifact.Ref) (artifact.Info, error) {
-	p := ref.Path()
-	fi, err := s.root.Stat(p)
+// stat describes one artifact, stored at key, from its file and sidecar, recomputing
+// the digest when the sidecar does not describe the file (a crash between the two
+// renames of a write).
+func (s *Store) stat(ref artifact.Ref, key string) (artifact.Info, error) {
+	fi, err := s.root.Stat(key)
 	if err != nil {
 		return artifact.Info{}, err
 	}
-	m := s.readMeta(ref)
-	info := artifact.Info{Ref: ref, Path: p, Size: fi.Size(), ContentType: m.ContentType, SHA256: m.SHA256, ModTime: fi.ModTime()}
+	m := s.readMeta(key)
+	info := artifact.Info{Ref: ref, Path: ref.Path(), Size: fi.Size(), ContentType: m.ContentType, SHA256: m.SHA256, ModTime: fi.ModTime()}
 	if m.Size != fi.Size() || len(m.SHA256) != sha256.Size*2 {
-		b, err := s.root.ReadFile(p)
+		b, err := s.root.ReadFile(key)
 		if err != nil {
 			return artifact.Info{}, err
 		}
@@ -363,36 +410,52 @@ func (s *Store) stat(ref artifact.Ref) (artifact.Info, error) {
 	return info, nil
 }
 
-// Delete implements artifact.Store.
-func (s *Store) Delete(ctx context.Context, p string) error {
+// Delete implements artifact.Store: it removes the tenant's artifact at p and the one
+// stored there before tenancy, if any.
+func (s *Store) Delete(ctx context.Context, tenant, p string) error {
 	if err := s.check(ctx, "delete artifact"); err != nil {
 		return err
 	}
-	ref, err := artifact.ParsePath(p)
+	ref, err := parse(tenant, p)
 	if err != nil {
 		return err
 	}
 	mu := s.lock(p)
 	mu.Lock()
 	defer mu.Unlock()
-	if err := s.root.Remove(p); err != nil {
-		return s.notFound("delete", p, err)
+	found := false
+	for _, key := range []string{ref.Key(), ref.LegacyKey()} {
+		fi, err := s.root.Lstat(key)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && fi.IsDir()) {
+			continue
+		}
+		if err := s.root.Remove(key); err != nil {
+			return s.notFound("delete", p, err)
+		}
+		found = true
+		if err := s.root.Remove(metaPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete artifact %s metadata: %w", key, err)
+		}
+		s.pruneDirs(key)
 	}
-	if err := s.root.Remove(path.Join(ref.SessionID, ref.Type, metaDir, ref.Filename)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete artifact %s metadata: %w", p, err)
+	if !found {
+		return fmt.Errorf("delete artifact %s: %w", p, artifact.ErrNotFound)
 	}
-	s.pruneDirs(ref)
 	return nil
 }
 
-// pruneDirs removes the directories of ref's type and session that its delete left
-// empty (the last artifact of a deleted or expired session takes its directory with
-// it). A directory that is not empty stays: Remove only removes empty ones.
-func (s *Store) pruneDirs(ref artifact.Ref) {
+// pruneDirs removes the directories of the artifact at key that its delete left empty
+// (the last artifact of a deleted or expired session takes its directories with it, up
+// to its tenant's). A directory that is not empty stays: Remove only removes empty ones.
+func (s *Store) pruneDirs(key string) {
 	s.dirs.Lock()
 	defer s.dirs.Unlock()
-	for _, d := range []string{path.Join(ref.SessionID, ref.Type, metaDir), path.Join(ref.SessionID, ref.Type), ref.SessionID} {
-		if err := s.root.Remove(d); err != nil {
+	dir := path.Dir(key)
+	for _, d := range []string{path.Join(dir, metaDir), dir, path.Dir(dir), path.Dir(path.Dir(dir))} {
+		if d == "." || d == artifact.TenantsDir {
+			return
+		}
+		if err := s.root.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return
 		}
 	}

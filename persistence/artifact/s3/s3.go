@@ -1,6 +1,8 @@
 // Package s3 is an artifact.Store in an S3-compatible bucket (AWS S3, MinIO, ...)
-// through minio-go. The object key is the artifact path "{session_id}/{type}/{filename}";
-// the content type is the object's Content-Type and the sha256 digest is user metadata
+// through minio-go. The object key is the artifact's key (artifact.Ref.Key),
+// "tenants/{tenant}/{session_id}/{type}/{filename}"; objects written before tenancy, at
+// "{session_id}/{type}/{filename}", are still read, listed and deleted (artifact.Store).
+// The content type is the object's Content-Type and the sha256 digest is user metadata
 // (x-amz-meta-sha256). The bucket is created on first use (concurrent creators and an
 // existing bucket are both fine). Every call to the server runs under the configured
 // timeout.
@@ -20,6 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -181,25 +184,28 @@ func (s *Store) Write(ctx context.Context, ref artifact.Ref, content []byte, con
 	if err != nil {
 		return artifact.Info{}, err
 	}
-	p := ref.Path()
+	p, key := ref.Path(), ref.Key()
 	if err := s.ensureBucket(ctx); err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
-	overwrote := true
-	if _, err := s.client.StatObject(ctx, s.cfg.Bucket, p, minio.StatObjectOptions{}); err != nil {
-		if !isNotFound(err) {
-			return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+	overwrote := false
+	for _, k := range []string{key, ref.LegacyKey()} {
+		_, err := s.client.StatObject(ctx, s.cfg.Bucket, k, minio.StatObjectOptions{})
+		if err != nil && !isNotFound(err) {
+			return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 		}
-		overwrote = false
+		if overwrote = err == nil; overwrote {
+			break
+		}
 	}
 	sum := sha256.Sum256(content)
 	digest := hex.EncodeToString(sum[:])
-	up, err := s.client.PutObject(ctx, s.cfg.Bucket, p, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{
+	up, err := s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{
 		ContentType:  ct,
 		UserMetadata: map[string]string{metaSHA256: digest},
 	})
 	if err != nil {
-		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", p, err)
+		return artifact.Info{}, fmt.Errorf("write artifact %s: %w", key, err)
 	}
 	mod := up.LastModified
 	if mod.IsZero() {
@@ -209,47 +215,75 @@ func (s *Store) Write(ctx context.Context, ref artifact.Ref, content []byte, con
 }
 
 // Read implements artifact.Store.
-func (s *Store) Read(ctx context.Context, p string) ([]byte, artifact.Info, error) {
+func (s *Store) Read(ctx context.Context, tenant, p string) ([]byte, artifact.Info, error) {
 	ctx, cancel, err := s.begin(ctx, "read artifact")
 	if err != nil {
 		return nil, artifact.Info{}, err
 	}
 	defer cancel()
-	ref, err := artifact.ParsePath(p)
+	ref, err := parse(tenant, p)
 	if err != nil {
 		return nil, artifact.Info{}, err
 	}
-	obj, err := s.client.GetObject(ctx, s.cfg.Bucket, p, minio.GetObjectOptions{})
+	content, info, err := s.read(ctx, ref, ref.Key())
+	if isNotFound(err) { // written before tenancy?
+		content, info, err = s.read(ctx, ref, ref.LegacyKey())
+	}
 	if err != nil {
 		return nil, artifact.Info{}, s.wrap("read", p, err)
+	}
+	return content, info, nil
+}
+
+// read reads ref's object at key. Errors are the server's (for isNotFound), or a
+// *artifact.SizeError.
+func (s *Store) read(ctx context.Context, ref artifact.Ref, key string) ([]byte, artifact.Info, error) {
+	obj, err := s.client.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, artifact.Info{}, err
 	}
 	defer obj.Close()
 	oi, err := obj.Stat()
 	if err != nil {
-		return nil, artifact.Info{}, s.wrap("read", p, err)
+		return nil, artifact.Info{}, err
 	}
 	if err := artifact.CheckSize(oi.Size, s.cfg.MaxSize); err != nil {
-		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, err)
+		return nil, artifact.Info{}, err
 	}
 	content, err := io.ReadAll(io.LimitReader(obj, s.cfg.MaxSize+1))
 	if err != nil {
-		return nil, artifact.Info{}, s.wrap("read", p, err)
+		return nil, artifact.Info{}, err
 	}
 	if err := artifact.CheckSize(int64(len(content)), s.cfg.MaxSize); err != nil {
-		return nil, artifact.Info{}, fmt.Errorf("read artifact %s: %w", p, err)
+		return nil, artifact.Info{}, err
 	}
 	sum := sha256.Sum256(content)
-	return content, artifact.Info{Ref: ref, Path: p, Size: int64(len(content)), ContentType: contentTypeOr(oi.ContentType),
+	return content, artifact.Info{Ref: ref, Path: ref.Path(), Size: int64(len(content)), ContentType: contentTypeOr(oi.ContentType),
 		SHA256: hex.EncodeToString(sum[:]), ModTime: oi.LastModified}, nil
 }
 
+// parse validates tenant and path and returns the artifact's Ref.
+func parse(tenant, p string) (artifact.Ref, error) {
+	if err := artifact.ValidateTenant(tenant); err != nil {
+		return artifact.Ref{}, err
+	}
+	ref, err := artifact.ParsePath(p)
+	if err != nil {
+		return artifact.Ref{}, err
+	}
+	return ref.WithTenant(tenant), nil
+}
+
 // List implements artifact.Store.
-func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Info, error) {
+func (s *Store) List(ctx context.Context, tenant, sessionID, typ string) ([]artifact.Info, error) {
 	ctx, cancel, err := s.begin(ctx, "list artifacts")
 	if err != nil {
 		return nil, err
 	}
-	defer cancel() // also stops the listing goroutine when we return early
+	defer cancel() // also stops the listing goroutines when we return early
+	if err := artifact.ValidateTenant(tenant); err != nil {
+		return nil, err
+	}
 	if err := artifact.ValidateSessionID(sessionID); err != nil {
 		return nil, err
 	}
@@ -260,32 +294,33 @@ func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Inf
 		}
 		prefix += typ + "/"
 	}
-	var out []artifact.Info
-	for oi := range s.client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
-		if oi.Err != nil {
-			if code := minio.ToErrorResponse(oi.Err).Code; code == "NoSuchBucket" {
-				return nil, nil // nothing written yet
+	tenantPrefix := artifact.TenantsDir + "/" + tenant + "/"
+	out, err := s.list(ctx, tenant, tenantPrefix, prefix, true)
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
+	}
+	var legacy []artifact.Info
+	if sessionID != artifact.TenantsDir {
+		legacy, err = s.list(ctx, tenant, "", prefix, true)
+	} else { // its bare prefix holds every tenant's keys: list only each type's own level
+		for _, t := range artifact.Types {
+			if typ != "" && t != typ {
+				continue
 			}
-			return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, oi.Err)
-		}
-		ref, err := artifact.ParsePath(oi.Key)
-		if err != nil {
-			continue // not an artifact (written by something else)
-		}
-		info := artifact.Info{Ref: ref, Path: oi.Key, Size: oi.Size, ModTime: oi.LastModified,
-			SHA256: lookup(oi.UserMetadataStripped, metaSHA256), ContentType: lookup(oi.UserMetadata, "Content-Type")}
-		if info.SHA256 == "" || info.ContentType == "" { // not MinIO: metadata only from a HEAD
-			st, err := s.client.StatObject(ctx, s.cfg.Bucket, oi.Key, minio.StatObjectOptions{})
-			if isNotFound(err) {
-				continue // deleted since listed
+			var infos []artifact.Info
+			if infos, err = s.list(ctx, tenant, "", sessionID+"/"+t+"/", false); err != nil {
+				break
 			}
-			if err != nil {
-				return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
-			}
-			info.SHA256, info.ContentType, info.Size = lookup(st.UserMetadata, metaSHA256), st.ContentType, st.Size
+			legacy = append(legacy, infos...)
 		}
-		info.ContentType = contentTypeOr(info.ContentType)
-		out = append(out, info)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
+	}
+	for _, in := range legacy { // written before tenancy, unless rewritten since
+		if !slices.ContainsFunc(out, func(x artifact.Info) bool { return x.Path == in.Path }) {
+			out = append(out, in)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list artifacts of %s: %w", sessionID, err)
@@ -294,21 +329,68 @@ func (s *Store) List(ctx context.Context, sessionID, typ string) ([]artifact.Inf
 	return out, nil
 }
 
-// Delete implements artifact.Store.
-func (s *Store) Delete(ctx context.Context, p string) error {
+// list lists the artifacts of tenant whose path starts with prefix, stored under
+// keyPrefix (the tenant's, or "" for those written before tenancy): every key under it,
+// or (recursive false) only those at its level.
+func (s *Store) list(ctx context.Context, tenant, keyPrefix, prefix string, recursive bool) ([]artifact.Info, error) {
+	var out []artifact.Info
+	for oi := range s.client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: keyPrefix + prefix, Recursive: recursive, WithMetadata: true}) {
+		if oi.Err != nil {
+			if code := minio.ToErrorResponse(oi.Err).Code; code == "NoSuchBucket" {
+				return nil, nil // nothing written yet
+			}
+			return nil, oi.Err
+		}
+		ref, err := artifact.ParsePath(strings.TrimPrefix(oi.Key, keyPrefix))
+		if err != nil {
+			continue // not an artifact (written by something else)
+		}
+		ref.Tenant = tenant
+		info := artifact.Info{Ref: ref, Path: ref.Path(), Size: oi.Size, ModTime: oi.LastModified,
+			SHA256: lookup(oi.UserMetadataStripped, metaSHA256), ContentType: lookup(oi.UserMetadata, "Content-Type")}
+		if info.SHA256 == "" || info.ContentType == "" { // not MinIO: metadata only from a HEAD
+			st, err := s.client.StatObject(ctx, s.cfg.Bucket, oi.Key, minio.StatObjectOptions{})
+			if isNotFound(err) {
+				continue // deleted since listed
+			}
+			if err != nil {
+				return nil, err
+			}
+			info.SHA256, info.ContentType, info.Size = lookup(st.UserMetadata, metaSHA256), st.ContentType, st.Size
+		}
+		info.ContentType = contentTypeOr(info.ContentType)
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Delete implements artifact.Store: it removes the tenant's object at p and the one
+// written there before tenancy, if any.
+func (s *Store) Delete(ctx context.Context, tenant, p string) error {
 	ctx, cancel, err := s.begin(ctx, "delete artifact")
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	if _, err := artifact.ParsePath(p); err != nil {
+	ref, err := parse(tenant, p)
+	if err != nil {
 		return err
 	}
-	if _, err := s.client.StatObject(ctx, s.cfg.Bucket, p, minio.StatObjectOptions{}); err != nil {
-		return s.wrap("delete", p, err)
+	found := false
+	for _, key := range []string{ref.Key(), ref.LegacyKey()} {
+		if _, err := s.client.StatObject(ctx, s.cfg.Bucket, key, minio.StatObjectOptions{}); err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return s.wrap("delete", p, err)
+		}
+		if err := s.client.RemoveObject(ctx, s.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
+			return s.wrap("delete", p, err)
+		}
+		found = true
 	}
-	if err := s.client.RemoveObject(ctx, s.cfg.Bucket, p, minio.RemoveObjectOptions{}); err != nil {
-		return s.wrap("delete", p, err)
+	if !found {
+		return fmt.Errorf("delete artifact %s: %w", p, artifact.ErrNotFound)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package s3_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,6 +63,32 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestLegacyArtifacts: objects written before tenancy, at {session_id}/{type}/{filename}
+// with no tenant prefix, stay readable for their session and go with its delete.
+func TestLegacyArtifacts(t *testing.T) {
+	m := testenv.MinIOServer(t)
+	name := bucket(t, m)
+	s := open(t, m, name, 0)
+	defer s.Close()
+	c, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	artifacttest.RunLegacy(t, s, func(t *testing.T, key string, content []byte) {
+		if _, err := c.PutObject(ctx, name, key, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{ContentType: "text/plain"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for o := range c.ListObjects(ctx, name, minio.ListObjectsOptions{Recursive: true}) {
+		t.Errorf("object left after the session's delete: %s %v", o.Key, o.Err)
+	}
+}
+
 // TestBucketCreatedOnceByRacingStores: stores (as on several nodes) racing to create the
 // same bucket all succeed, and see each other's artifacts.
 func TestBucketCreatedOnceByRacingStores(t *testing.T) {
@@ -76,7 +103,7 @@ func TestBucketCreatedOnceByRacingStores(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ref := artifact.Ref{SessionID: "s1", Type: artifact.TypeLogs, Filename: string(rune('a'+i)) + ".log"}
+			ref := artifact.Ref{Tenant: "acme", SessionID: "s1", Type: artifact.TypeLogs, Filename: string(rune('a'+i)) + ".log"}
 			if _, err := stores[i].Write(context.Background(), ref, []byte("x"), "text/plain"); err != nil {
 				errs <- err
 			}
@@ -87,7 +114,7 @@ func TestBucketCreatedOnceByRacingStores(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	infos, err := stores[0].List(context.Background(), "s1", artifact.TypeLogs)
+	infos, err := stores[0].List(context.Background(), "acme", "s1", artifact.TypeLogs)
 	if err != nil || len(infos) != 4 {
 		t.Fatalf("list: %v %v", infos, err)
 	}
@@ -102,11 +129,11 @@ func TestUnreachable(t *testing.T) {
 	}
 	defer s.Close()
 	start := time.Now()
-	_, err = s.Write(context.Background(), artifact.Ref{SessionID: "s1", Type: artifact.TypeData, Filename: "x"}, []byte("x"), "")
+	_, err = s.Write(context.Background(), artifact.Ref{Tenant: "acme", SessionID: "s1", Type: artifact.TypeData, Filename: "x"}, []byte("x"), "")
 	if err == nil || errors.Is(err, artifact.ErrNotFound) || time.Since(start) > 10*time.Second {
 		t.Fatalf("write to a dead server: %v after %s", err, time.Since(start))
 	}
-	if _, _, err := s.Read(context.Background(), "s1/data/x"); err == nil || errors.Is(err, artifact.ErrNotFound) {
+	if _, _, err := s.Read(context.Background(), "acme", "s1/data/x"); err == nil || errors.Is(err, artifact.ErrNotFound) {
 		t.Fatalf("read from a dead server: %v", err)
 	}
 }
