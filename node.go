@@ -7,6 +7,7 @@ import (
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
@@ -111,6 +112,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Ready = func() error { return n.Ready(ctx) }
 	cfg.Tenancy = nn.Tenancy()
+	cfg.Gantt = node.GanttJSON
 	h, err := gateway.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fathom: gateway: %w", err)

@@ -79,6 +79,10 @@ type Config struct {
 	// Restarts, when set, lists the node's kept supervision events (oldest first) for
 	// GET /v1/restarts (read scope).
 	Restarts func(ctx context.Context) ([]observer.Restart, error)
+	// Gantt folds a session's events (seq 1 to the point asked) into its Gantt's JSON,
+	// with restarts of its grain as marks: the gantt op (the node's GanttJSON, over the
+	// session core's fold). Nil: the op answers unsupported.
+	Gantt func(id string, events []*messages.Event, restarts []GanttRestart) ([]byte, error)
 	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
 	// it sees (the console's cluster page).
 	Cluster func(ctx context.Context) (ClusterInfo, error)
