@@ -7,8 +7,8 @@ import (
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/errcode"
+	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 )
