@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/errcode"
