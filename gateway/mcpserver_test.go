@@ -122,7 +122,8 @@ func (g *gw) eventTypes(id string) []string {
 // built-ins and a configured one), with goal required; run_agent and an agent's tool
 // run a session to its end and answer its result (text, and structured content with
 // the session id, status and cost), with a progress notification per step carrying the
-// event; bad arguments are tool errors that say what is wrong; no token is 401; and
+// event; bad arguments are tool errors that say what is wrong; no token is 401, a
+// read-only token's call is refused as a tool error; and
 // cancelling a call cancels its session (session_cancelled in the journal).
 func TestMCPServer(t *testing.T) {
 	auditor := core.AgentSpec{Name: "auditor", Description: "checks the goal, in Go",
@@ -229,6 +230,12 @@ func TestMCPServer(t *testing.T) {
 		if !l.Result.IsError || !strings.Contains(l.text(), want) || l.Result.StructuredContent != nil {
 			t.Fatalf("%s: %+v, want a tool error saying %q", s, l, want)
 		}
+	}
+
+	// A read-only credential lists the tools, and a call is refused as the gateway refuses it.
+	ro := runMCPClient(t, url, readToken, "list", `bad:run_agent:{"goal":"x"}`)
+	if l := ro[`bad:run_agent:{"goal":"x"}`]; len(ro["list"].Tools) != len(names) || !l.Result.IsError || !strings.Contains(l.text(), "may only read") {
+		t.Fatalf("read-only credential: %+v", ro)
 	}
 
 	l = out[cancel]
