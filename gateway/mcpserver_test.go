@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -123,14 +125,16 @@ func (g *gw) eventTypes(id string) []string {
 // run a session to its end and answer its result (text, and structured content with
 // the session id, status and cost), with a progress notification per step carrying the
 // event; bad arguments are tool errors that say what is wrong; no token is 401, a
-// read-only token's call is refused as a tool error; and
+// read-only token's call is refused as a tool error, another principal may not use an
+// MCP session; and
 // cancelling a call cancels its session (session_cancelled in the journal).
 func TestMCPServer(t *testing.T) {
 	auditor := core.AgentSpec{Name: "auditor", Description: "checks the goal, in Go",
 		Run: func(context.Context, core.Brief) (*messages.SubagentResult, error) {
 			return &messages.SubagentResult{Status: "completed", Summary: "audited: nothing to add", Confidence: 1}, nil
 		}}
-	g := startGW(t, gwOpts{delayMS: 150, script: mcpScript(), session: func(c *session.Config) { c.Agents = append(c.Agents, auditor) }})
+	g := startGW(t, gwOpts{delayMS: 150, script: mcpScript(), session: func(c *session.Config) { c.Agents = append(c.Agents, auditor) },
+		cfg: func(c *gateway.Config) { c.Authenticator = tenantTokens{} }})
 	var agents []mcpserver.Agent
 	for _, a := range g.n.Agents() {
 		agents = append(agents, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType()})
@@ -148,6 +152,35 @@ func TestMCPServer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("POST /mcp without a token: %d, want 401", resp.StatusCode)
+	}
+
+	// An MCP session belongs to the principal that opened it.
+	mcpPost := func(tok, sid, body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp = mcpPost("acme", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize as acme: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp := mcpPost("globex", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("globex on acme's MCP session: %d, want 403", resp.StatusCode)
+	}
+	if resp := mcpPost("acme", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("acme on its MCP session: %d, want 202", resp.StatusCode)
 	}
 
 	const (
