@@ -32,19 +32,12 @@ func corsDo(t *testing.T, method, url string, hdr map[string]string) *http.Respo
 // listed origin is answered (204, the origin echoed, credentials allowed, the methods and
 // headers the routes take) without a credential; the actual request's answer carries the
 // echoed origin; an origin allowed only through "*" is echoed too but never told it may
-// send credentials (and never gets "*"); any other origin gets no CORS header, and its
-// preflight 403.
+// send credentials (and never gets "*", TestGatewayCORSWildcard); any other origin gets
+// no CORS header, and its preflight 403.
 func TestGatewayCORS(t *testing.T) {
 	listed := "https://console.example"
 	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{listed} }})
-	wild := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"*"} }})
-
-	preflight := func(base, origin string) *http.Response {
-		return corsDo(t, http.MethodOptions, base+"/v1/sessions", map[string]string{
-			"Origin": origin, "Access-Control-Request-Method": "POST",
-			"Access-Control-Request-Headers": "authorization, content-type"})
-	}
-	r := preflight(g.srv.URL, listed)
+	r := preflight(t, g.srv.URL, listed)
 	if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != listed ||
 		r.Header.Get("Access-Control-Allow-Credentials") != "true" {
 		t.Fatalf("preflight from a listed origin: %d %v", r.StatusCode, r.Header)
@@ -68,7 +61,7 @@ func TestGatewayCORS(t *testing.T) {
 	}
 
 	evil := "https://evil.example"
-	if r := preflight(g.srv.URL, evil); r.StatusCode != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
+	if r := preflight(t, g.srv.URL, evil); r.StatusCode != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("preflight from another origin: %d %v", r.StatusCode, r.Header)
 	}
 	r = corsDo(t, http.MethodGet, g.srv.URL+"/v1/sessions", map[string]string{"Origin": evil, "Authorization": "Bearer " + token})
@@ -78,7 +71,19 @@ func TestGatewayCORS(t *testing.T) {
 		}
 	}
 
-	r = preflight(wild.srv.URL, evil)
+	// No Origin (not a browser): nothing added, the route answers as always.
+	r = corsDo(t, http.MethodGet, g.srv.URL+"/v1/sessions", map[string]string{"Authorization": "Bearer " + token})
+	if r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("a request without an Origin: %d %v", r.StatusCode, r.Header)
+	}
+}
+
+// TestGatewayCORSWildcard: with --allowed-origins *, any origin is echoed (never "*")
+// and never told it may send credentials.
+func TestGatewayCORSWildcard(t *testing.T) {
+	wild := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"*"} }})
+	evil := "https://evil.example"
+	r := preflight(t, wild.srv.URL, evil)
 	if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != evil ||
 		r.Header.Get("Access-Control-Allow-Credentials") != "" {
 		t.Fatalf("preflight with *: %d %v (the origin echoed, never credentials)", r.StatusCode, r.Header)
@@ -87,10 +92,11 @@ func TestGatewayCORS(t *testing.T) {
 	if r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != evil || r.Header.Get("Access-Control-Allow-Credentials") != "" {
 		t.Fatalf("a request with *: %d %v", r.StatusCode, r.Header)
 	}
+}
 
-	// No Origin (not a browser): nothing added, the route answers as always.
-	r = corsDo(t, http.MethodGet, g.srv.URL+"/v1/sessions", map[string]string{"Authorization": "Bearer " + token})
-	if r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != "" {
-		t.Fatalf("a request without an Origin: %d %v", r.StatusCode, r.Header)
-	}
+func preflight(t *testing.T, base, origin string) *http.Response {
+	t.Helper()
+	return corsDo(t, http.MethodOptions, base+"/v1/sessions", map[string]string{
+		"Origin": origin, "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": "authorization, content-type"})
 }
