@@ -31,6 +31,7 @@ func mcpScript() *mock.Script {
 	s := mock.DemoScript()
 	s.Rules = append([]mock.Rule{
 		{SystemMatch: plan, ContextMatch: `Have the auditor agent`, Response: `{"steps":[{"id":"a1","type":"auditor","description":"Audit the goal","dependencies":[]}]}`},
+		{SystemMatch: plan, ContextMatch: `ask me first`, Response: `{"steps":[{"id":"h1","type":"human_input","description":"Which colour should it be?","dependencies":[]}]}`},
 		{SystemMatch: plan, ContextMatch: `in two steps`, Response: `{"steps":[` +
 			`{"id":"r1","type":"research","description":"Research it. Save the notes as research/notes.md.","dependencies":[]},` +
 			`{"id":"w1","type":"write","description":"Write it. Save it as drafts/draft.md.","dependencies":["r1"]}]}`},
@@ -125,7 +126,8 @@ func (g *gw) eventTypes(id string) []string {
 // run a session to its end and answer its result (text, and structured content with
 // the session id, status and cost), with a progress notification per step carrying the
 // event; bad arguments are tool errors that say what is wrong; no token is 401, a
-// read-only token's call is refused as a tool error, another principal may not use an
+// read-only token's call is refused as a tool error, a session that asks a human ends
+// the call with the question, another principal may not use an
 // MCP session; and
 // cancelling a call cancels its session (session_cancelled in the journal).
 func TestMCPServer(t *testing.T) {
@@ -187,10 +189,11 @@ func TestMCPServer(t *testing.T) {
 		run    = "call:run_agent:mcp-run-1:Write a haiku about journals in two steps"
 		agent  = "call:auditor:mcp-audit-1:Check the haiku"
 		cancel = "cancel:mcp-cancel-1:A long one in two steps"
+		human  = "call:run_agent:mcp-human-1:Paint it, but ask me first"
 	)
 	bad := []string{`bad:run_agent:{}`, `bad:run_agent:{"goal":"   "}`, `bad:run_agent:{"goal":"x","session_id":"no spaces allowed"}`,
 		`bad:auditor:{"goal":5}`, `bad:run_agent:{"goal":"x","extra":true}`}
-	out := runMCPClient(t, url, token, append([]string{"notoken", "list", run, agent, cancel}, bad...)...)
+	out := runMCPClient(t, url, token, append([]string{"notoken", "list", run, agent, human, cancel}, bad...)...)
 
 	if l := out["notoken"]; l.Code != 401.0 || !strings.Contains(l.Error, "missing or invalid bearer token") {
 		t.Fatalf("the SDK client without a token: %+v, want a 401 error", l)
@@ -255,6 +258,16 @@ func TestMCPServer(t *testing.T) {
 	}
 	if !planned {
 		t.Fatalf("the auditor tool's session was not planned as the auditor's step: %v", g.journal("mcp-audit-1"))
+	}
+
+	// A session that asks a human ends the call with the question; it keeps waiting.
+	l = out[human]
+	if sc := l.Result.StructuredContent; l.Result.IsError || sc == nil || sc.Status != mcpserver.StatusAwaitingInput ||
+		sc.Question != "Which colour should it be?" || sc.RequestID != "h1" || !strings.Contains(l.text(), "/v1/sessions/mcp-human-1/input") {
+		t.Fatalf("a session that asks a human: %+v", l)
+	}
+	if st, state := getJSON(t, g.srv.URL+"/v1/sessions/mcp-human-1", token); st != 200 || state["state"].(map[string]any)["status"] != "SESSION_STATUS_AWAITING_HUMAN" {
+		t.Fatalf("mcp-human-1 after the call: %d %v", st, state["state"])
 	}
 
 	for s, want := range map[string]string{bad[0]: "goal", bad[1]: "goal must not be empty", bad[2]: "session_id",
