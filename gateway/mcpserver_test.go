@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/gateway"
@@ -300,5 +302,42 @@ func TestMCPServer(t *testing.T) {
 				t.Fatalf("session_cancelled: %s", b)
 			}
 		}
+	}
+}
+
+// bearerTransport adds a bearer credential to every request.
+type bearerTransport struct{ tok string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPServerShutdown: the gateway's Shutdown closes the open MCP sessions, so that
+// the HTTP server's own Shutdown is not held by a client's standing event stream.
+func TestMCPServerShutdown(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	if _, err := mcpserver.Mount(mcpserver.Config{Gateway: g.h}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: g.srv.URL + mcpserver.Path, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.h.Shutdown(ctx); err != nil {
+		t.Fatalf("gateway shutdown: %v", err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	if err := g.srv.Config.Shutdown(sctx); err != nil {
+		t.Fatalf("the HTTP server's shutdown after the gateway's: %v (an MCP stream holds it)", err)
 	}
 }

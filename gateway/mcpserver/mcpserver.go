@@ -78,6 +78,9 @@ type Server struct {
 	server *mcp.Server
 	plain  http.Handler // the streamable HTTP handler
 	bearer http.Handler // plain, told the principal of a bearer credential
+	// stopping is done once the gateway's Shutdown has begun: the MCP sessions are
+	// closed then, and new requests refused.
+	stopping context.Context
 }
 
 // Mount serves a new Server at Path on cfg.Gateway, for principals that may at least
@@ -92,7 +95,9 @@ func Mount(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// New returns the MCP server of cfg's agents over cfg.Gateway.
+// New returns the MCP server of cfg's agents over cfg.Gateway. When the gateway's
+// Shutdown begins, the server closes its MCP sessions (Shutdown waits for that) and
+// answers new requests 503.
 func New(cfg Config) (*Server, error) {
 	if cfg.Gateway == nil {
 		return nil, errors.New("mcpserver: Gateway is required")
@@ -149,6 +154,19 @@ func New(cfg Config) (*Server, error) {
 		// its Mcp-Session-Id to anyone else.
 		return &mcpauth.TokenInfo{UserID: p.Tenant + "\x00" + p.Subject, Extra: map[string]any{principalKey: p}}, nil
 	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.plain)
+	// The gateway's Shutdown closes the MCP sessions (their standing event streams
+	// would hold the HTTP server's Shutdown) and waits for that.
+	stopping, done, err := cfg.Gateway.Stream(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	s.stopping = stopping
+	context.AfterFunc(stopping, func() {
+		defer done()
+		for ss := range s.server.Sessions() {
+			_ = ss.Close()
+		}
+	})
 	return s, nil
 }
 
@@ -159,6 +177,11 @@ const principalKey = "fathom.principal"
 // request (its principal is in the context); a bearer credential's principal is handed
 // to the SDK so that each call acts for the principal of its own request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.stopping.Err() != nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		return
+	}
 	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		s.bearer.ServeHTTP(w, r)
 		return
