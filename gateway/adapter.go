@@ -81,6 +81,24 @@ func (h *Handler) Stream(parent context.Context) (ctx context.Context, done func
 	}, nil
 }
 
+// OnShutdown registers f to run once the gateway's Shutdown begins (a mounted handler
+// closes its standing connections there); Shutdown waits for f to return. Registered
+// after Shutdown has begun, f runs at once.
+func (h *Handler) OnShutdown(f func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		f()
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	context.AfterFunc(h.base, func() {
+		defer h.wg.Done()
+		f()
+	})
+}
+
 // EventJSON is event ev of session id as the gateway's streams render it (the event
 // frame's JSON object).
 func (h *Handler) EventJSON(id string, u live.Update) (json.RawMessage, error) {

@@ -130,3 +130,34 @@ func TestAdapterStream(t *testing.T) {
 		t.Fatalf("Stream after Shutdown: %q, want %s", s, gateway.CodeUnavailable)
 	}
 }
+
+// TestAdapterOnShutdown: a function registered with OnShutdown runs when Shutdown
+// begins, and Shutdown returns only after it did; registered later, it runs at once.
+func TestAdapterOnShutdown(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	ran := make(chan struct{})
+	g.h.OnShutdown(func() {
+		time.Sleep(100 * time.Millisecond) // closing connections: Shutdown must wait for it
+		close(ran)
+	})
+	select {
+	case <-ran:
+		t.Fatal("OnShutdown's function ran before Shutdown")
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	default:
+		t.Fatal("Shutdown returned before OnShutdown's function did")
+	}
+	late := false
+	g.h.OnShutdown(func() { late = true })
+	if !late {
+		t.Fatal("a function registered after Shutdown did not run at once")
+	}
+}
