@@ -156,13 +156,10 @@ func New(cfg Config) (*Server, error) {
 	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.plain)
 	// The gateway's Shutdown closes the MCP sessions (their standing event streams
 	// would hold the HTTP server's Shutdown) and waits for that.
-	stopping, done, err := cfg.Gateway.Stream(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: %w", err)
-	}
+	stopping, stop := context.WithCancel(context.Background())
 	s.stopping = stopping
-	context.AfterFunc(stopping, func() {
-		defer done()
+	cfg.Gateway.OnShutdown(func() {
+		stop()
 		for ss := range s.server.Sessions() {
 			_ = ss.Close()
 		}
