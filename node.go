@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -104,7 +106,8 @@ func (n *Node) Ready(ctx context.Context) error {
 // Gateway returns the HTTP + WebSocket gateway (package gateway) serving this node:
 // cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
 // feed, metrics, supervision events, session index, artifacts, deletion, cluster view
-// and readiness filled in. Serve it with an http.Server; call its Shutdown before Close.
+// and readiness filled in, and the MCP server of the node's agents at /mcp (package
+// gateway/mcpserver). Serve it with an http.Server; call its Shutdown before Close.
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
@@ -117,5 +120,17 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	if err != nil {
 		return nil, fmt.Errorf("fathom: gateway: %w", err)
 	}
+	if _, err := mcpserver.Mount(mcpserver.Config{Gateway: h, Agents: mcpAgents(nn.Agents()), Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("fathom: gateway: mcp server: %w", err)
+	}
 	return h, nil
+}
+
+// mcpAgents are agents as the MCP server serves them (a tool each).
+func mcpAgents(specs []core.AgentSpec) []mcpserver.Agent {
+	out := make([]mcpserver.Agent, 0, len(specs))
+	for _, a := range specs {
+		out = append(out, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType()})
+	}
+	return out
 }

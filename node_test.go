@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/mcpserver"
 )
 
 // TestValidateNodeSettings: the settings the binary's flags set are checked by Validate,
@@ -42,7 +46,7 @@ func TestValidateNodeSettings(t *testing.T) {
 
 // TestNodeServesGatewayAndMetrics: what fathom node uses of a Node: the gateway on the
 // node's sessions (a session started through the Go API is read through it), the metrics
-// listener's address, the cluster address and readiness.
+// listener's address, the cluster address and readiness, the MCP server at /mcp.
 func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -82,6 +86,24 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	if code, body := get(srv.URL + "/readyz"); code != http.StatusOK {
 		t.Fatalf("GET /readyz: %d %s", code, body)
+	}
+	// The MCP server of the node's agents is mounted at /mcp.
+	mc, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + mcpserver.Path}, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	tools, err := mc.ListTools(ctx, nil)
+	_ = mc.Close()
+	if err != nil || len(tools.Tools) < 5 || tools.Tools[0].Name == "" {
+		t.Fatalf("the tools of /mcp: %v %v", tools, err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, mcpserver.RunAgentTool) || !slices.Contains(names, "researcher") {
+		t.Fatalf("the tools of /mcp: %v", names)
 	}
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "gw-1", Goal: "Explain event sourcing in one sentence"})
 	if err != nil {

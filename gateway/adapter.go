@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
@@ -58,6 +59,44 @@ func (h *Handler) Follow(ctx context.Context, id string, fromSeq uint64, deltas 
 		buffer = h.cfg.DeltaBuffer
 	}
 	return h.cfg.Feed.Follow(id, fromSeq, buffer), nil
+}
+
+// Stream registers a long-running answer of a mounted handler (an event stream, a tool
+// call that waits for its session): ctx is parent, also done once the gateway's Shutdown
+// begins (the answer ends then; the session goes on), and Shutdown waits until done is
+// called. After Shutdown has begun it answers CodeUnavailable and nothing is registered.
+func (h *Handler) Stream(parent context.Context) (ctx context.Context, done func(), err error) {
+	if !h.track(nil) {
+		return nil, nil, errorf(CodeUnavailable, "the gateway is shutting down")
+	}
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(h.base, cancel)
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			stop()
+			cancel()
+			h.untrack(nil)
+		})
+	}, nil
+}
+
+// OnShutdown registers f to run once the gateway's Shutdown begins (a mounted handler
+// closes its standing connections there); Shutdown waits for f to return. Registered
+// after Shutdown has begun, f runs at once.
+func (h *Handler) OnShutdown(f func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		f()
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	context.AfterFunc(h.base, func() {
+		defer h.wg.Done()
+		f()
+	})
 }
 
 // EventJSON is event ev of session id as the gateway's streams render it (the event

@@ -80,3 +80,84 @@ func TestAdapterSeam(t *testing.T) {
 		t.Fatalf("no credential: %d, want 401", st)
 	}
 }
+
+// TestAdapterStream: a mounted handler's long-running answer registered with Stream ends
+// when the gateway's Shutdown begins, Shutdown waits for it, and once Shutdown has begun
+// Stream refuses with CodeUnavailable.
+func TestAdapterStream(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	ended := make(chan string, 2)
+	g.h.Mount("GET /v1/test-stream", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, done, err := g.h.Stream(r.Context())
+		if err != nil {
+			code, _ := gateway.ErrorCode(err)
+			ended <- code
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond) // finishing the answer: Shutdown must wait for it
+		ended <- "ended"
+		done()
+	}))
+	req, _ := http.NewRequest(http.MethodGet, g.srv.URL+"/v1/test-stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.h.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	select {
+	case s := <-ended:
+		if s != "ended" {
+			t.Fatalf("the stream answered %q", s)
+		}
+	default:
+		t.Fatal("Shutdown returned before the stream ended")
+	}
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if s := <-ended; s != gateway.CodeUnavailable {
+		t.Fatalf("Stream after Shutdown: %q, want %s", s, gateway.CodeUnavailable)
+	}
+}
+
+// TestAdapterOnShutdown: a function registered with OnShutdown runs when Shutdown
+// begins, and Shutdown returns only after it did; registered later, it runs at once.
+func TestAdapterOnShutdown(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	ran := make(chan struct{})
+	g.h.OnShutdown(func() {
+		time.Sleep(100 * time.Millisecond) // closing connections: Shutdown must wait for it
+		close(ran)
+	})
+	select {
+	case <-ran:
+		t.Fatal("OnShutdown's function ran before Shutdown")
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	default:
+		t.Fatal("Shutdown returned before OnShutdown's function did")
+	}
+	late := false
+	g.h.OnShutdown(func() { late = true })
+	if !late {
+		t.Fatal("a function registered after Shutdown did not run at once")
+	}
+}

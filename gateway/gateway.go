@@ -95,7 +95,9 @@ type Config struct {
 	// console signs in with a pasted token only.
 	ConsoleOIDC *ConsoleOIDC
 	// AllowedOrigins are the browser origins ("https://console.example.com", or "*" for
-	// any) allowed to open WebSockets besides the gateway's own host. Requests without an
+	// any) allowed to open WebSockets and to call the HTTP routes (CORS: preflights
+	// answered, Access-Control-Allow-Origin echoing the origin, credentials allowed only
+	// to an origin listed by name) besides the gateway's own host. Requests without an
 	// Origin header (non-browser clients) are always allowed.
 	AllowedOrigins []string
 	// RequestTimeout bounds one grain call. Default 10s.
@@ -296,8 +298,18 @@ func (h *Handler) routes() {
 	})
 }
 
-// ServeHTTP implements http.Handler; every request gets an access log line.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.accessLog(h.mux, w, r) }
+// ServeHTTP implements http.Handler; every request gets an access log line, and the
+// CORS headers of its origin (cors.go).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.accessLog(http.HandlerFunc(h.serve), w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	if h.cors(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
 
 func (h *Handler) checkOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")

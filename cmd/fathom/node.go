@@ -37,7 +37,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", envOr("FATHOM_LISTEN", "127.0.0.1:8080"), "HTTP address of the gateway, :0 for any free port (env FATHOM_LISTEN)")
 	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token allowing every operation on /v1 routes (env FATHOM_TOKEN; with no token and no read token: no auth)")
 	readToken := fs.String("read-token", os.Getenv("FATHOM_READ_TOKEN"), "bearer token allowing only reads: state, timeline, state_at, subscribe, events (env FATHOM_READ_TOKEN)")
-	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
+	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets and call the HTTP routes (CORS) besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
 	insecure := fs.Bool("insecure", os.Getenv("FATHOM_INSECURE") == "true" || os.Getenv("FATHOM_INSECURE") == "1",
 		"serve without --token, --read-token, a JWT issuer or api_keys on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")

@@ -27,6 +27,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
@@ -710,3 +711,7 @@ func (l *localSandbox) stop(ctx context.Context) error {
 // Tenancy is the tenancy policy the node's session grains enforce (its gateway must
 // list sessions by the same one).
 func (n *Node) Tenancy() auth.Policy { return n.cfg.Session.Tenancy }
+
+// Agents are the agents the node's sessions delegate to: the built-ins, then the
+// configuration's own, in order.
+func (n *Node) Agents() []core.AgentSpec { return n.cfg.Session.Registry().All() }
