@@ -59,6 +59,7 @@ import (
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -369,8 +370,14 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest, opts ...Cal
 	if cmd == "" {
 		cmd = id + "/start"
 	}
-	if _, err := n.n.Session(id).Start(&messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx),
-		Config: req.Config.Message()}, n.callTimeout(ctx)); err != nil {
+	sreq := &messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx), Config: req.Config.Message()}
+	// A start over the tenant's max_running_sessions waits in its start queue, when the
+	// tenant has one (start_queue_timeout), for a session of the tenant to end.
+	err := errcode.WaitStart(ctx, func() error {
+		_, err := n.n.Session(id).Start(sreq, n.callTimeout(ctx))
+		return err
+	})
+	if err != nil {
 		return "", failed("start session "+id, err)
 	}
 	return id, nil

@@ -1,15 +1,21 @@
 package fathom_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -53,5 +59,93 @@ func TestNodeQuotasRefuseAStartOverMaxRunningSessions(t *testing.T) {
 	}
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-3", Goal: "after the first ended"}); err != nil {
 		t.Fatalf("a start after the running session ended: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStartQueueWaitsForARunningSessionToEnd: a tenant with start_queue_timeout whose
+// max_running_sessions are running does not get its start refused at once: the start
+// waits, and goes through when one of its sessions ends; a start still over the limit
+// when the queue time is up is refused (ErrResourceExhausted), after that time.
+func TestStartQueueWaitsForARunningSessionToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	model := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
+	}, Default: "done"}}).Handler())
+	defer model.Close()
+	var logs syncBuffer
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg.Quotas = fathom.Quotas{Default: fathom.TenantLimits{Weight: 1, MaxRunningSessions: 1},
+		Named: map[string]fathom.TenantLimits{
+			auth.DefaultTenant: {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 60 * time.Second},
+			"brief":            {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 700 * time.Millisecond},
+		}}
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-1", Goal: "a slow one"}); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		_, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-2", Goal: "waits its turn"})
+		queued <- err
+	}()
+	// The second start was refused once (the quota's crossing is logged) and is waiting.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "a start was refused")
+	}, "the second start was never refused by max_running_sessions")
+	select {
+	case err := <-queued:
+		t.Fatalf("the queued start returned while the first session runs: %v", err)
+	default:
+	}
+	if err := n.Cancel(ctx, "run-1", "make room"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-queued:
+		if err != nil {
+			t.Fatalf("the queued start after the first session ended: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the queued start did not go through after the first session ended")
+	}
+	if st, err := n.State(ctx, "run-2"); err != nil || st.GetGoal() != "waits its turn" {
+		t.Fatalf("the queued session: %v, %v", st, err)
+	}
+
+	// A tenant whose queue time runs out is refused after it.
+	brief := auth.WithPrincipal(ctx, auth.Principal{Subject: "b", Tenant: "brief", Roles: []auth.Role{auth.RoleMember}})
+	if _, err := n.StartSession(brief, fathom.SessionRequest{ID: "brief-1", Goal: "a slow one"}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err = n.StartSession(brief, fathom.SessionRequest{ID: "brief-2", Goal: "gives up"})
+	if !errors.Is(err, fathom.ErrResourceExhausted) || time.Since(began) < 700*time.Millisecond {
+		t.Fatalf("a start past the queue time: %v after %s, want ErrResourceExhausted after 700ms", err, time.Since(began))
 	}
 }

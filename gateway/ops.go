@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -261,7 +262,13 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	}
 	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	sreq.Config = req.Config.Message()
-	resp, err := h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
+	var resp *messages.StartResponse
+	// A start over the tenant's max_running_sessions waits in its start queue, when the
+	// tenant has one (start_queue_timeout), for a session of the tenant to end.
+	err := errcode.WaitStart(h.base, func() (err error) {
+		resp, err = h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
+		return err
+	})
 	if err != nil {
 		return opResult{}, err
 	}

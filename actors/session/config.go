@@ -155,6 +155,9 @@ type Quotas interface {
 	// otherwise the refusal's message (max_running_sessions) and how long the caller
 	// should wait before it retries.
 	AdmitStart(ctx context.Context, tenant string) (refusal string, retryAfter time.Duration)
+	// StartQueue is how long a start of tenant refused by AdmitStart may wait for a
+	// session of the tenant to end (its start_queue_timeout; 0: refused at once).
+	StartQueue(tenant string) time.Duration
 	// DailyBudget returns why tenant may make no more LLM calls today, counting tokens
 	// and cost not stored yet, or "" when it may (core.Config.TenantBudget).
 	DailyBudget(tenant string, tokens uint64, cost float64) string

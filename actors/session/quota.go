@@ -15,7 +15,8 @@ const admitTimeout = 3 * time.Second
 
 // admitStart asks the node's quotas whether the session evs start (session_started, or
 // a fork's session_forked) may run: a tenant running its max_running_sessions is
-// refused with RESOURCE_EXHAUSTED and a retry delay.
+// refused with RESOURCE_EXHAUSTED and a retry delay, and, when the tenant has a
+// start_queue_timeout, how long the caller may keep retrying (messages.StartQueueKey).
 func (g *Grain) admitStart(evs []*messages.Event) error {
 	if g.deps.Quotas == nil {
 		return nil
@@ -38,7 +39,14 @@ func (g *Grain) admitStart(evs []*messages.Event) error {
 	if refusal == "" {
 		return nil
 	}
-	return ErrResourceExhausted(refusal, after)
+	e := ErrResourceExhausted(refusal, after)
+	if q := g.deps.Quotas.StartQueue(tenant); q > 0 {
+		if e.Metadata == nil {
+			e.Metadata = map[string]string{}
+		}
+		e.Metadata[messages.StartQueueKey] = strconv.FormatInt(q.Milliseconds(), 10)
+	}
+	return e
 }
 
 // ErrResourceExhausted is the grain error of a refusal by a tenant's quota: reason

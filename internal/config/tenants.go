@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -40,9 +41,15 @@ type TenantLimits struct {
 	// MaxArtifactBytes bounds the bytes of artifacts the tenant's sessions write per UTC
 	// day (every write counts).
 	MaxArtifactBytes uint64
+	// StartQueueTimeout is how long a start over MaxRunningSessions waits for one of the
+	// tenant's sessions to end before it is refused (0: refused at once).
+	StartQueueTimeout time.Duration
 	// Line is where the entry starts in the file (0 for the built-in default).
 	Line int
 }
+
+// MaxStartQueueTimeout bounds start_queue_timeout.
+const MaxStartQueueTimeout = 10 * time.Minute
 
 // MaxTenantWeight is the largest weight a tenant may have.
 const MaxTenantWeight = 1000
@@ -59,33 +66,40 @@ const OtherTenant = "other"
 var DefaultTenantLimits = TenantLimits{Weight: 1}
 
 // tenantKeys are an entry's keys, each setting one field.
-var tenantKeys = map[string]func(p *parser, l *TenantLimits, v *yaml.Node, path string) error{
-	"weight": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+// tenantKey is one key of a tenant entry: how to parse it into its field, and the field
+// (overlay copies it from an entry that sets the key).
+type tenantKey struct {
+	field func(l *TenantLimits) any
+	parse func(p *parser, l *TenantLimits, v *yaml.Node, path string) error
+}
+
+var tenantKeys = map[string]tenantKey{
+	"weight": {field: func(l *TenantLimits) any { return &l.Weight }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 1, MaxTenantWeight)
 		l.Weight = int(n)
 		return err
-	},
-	"llm_calls_per_minute": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"llm_calls_per_minute": {field: func(l *TenantLimits) any { return &l.LLMCallsPerMinute }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 0, math.MaxInt32)
 		l.LLMCallsPerMinute = int(n)
 		return err
-	},
-	"max_running_sessions": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"max_running_sessions": {field: func(l *TenantLimits) any { return &l.MaxRunningSessions }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 0, math.MaxInt32)
 		l.MaxRunningSessions = int(n)
 		return err
-	},
-	"tool_calls_per_minute": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"tool_calls_per_minute": {field: func(l *TenantLimits) any { return &l.ToolCallsPerMinute }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 0, math.MaxInt32)
 		l.ToolCallsPerMinute = int(n)
 		return err
-	},
-	"max_tokens_per_day": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"max_tokens_per_day": {field: func(l *TenantLimits) any { return &l.MaxTokensPerDay }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 0, math.MaxInt64)
 		l.MaxTokensPerDay = n
 		return err
-	},
-	"max_cost_usd_per_day": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"max_cost_usd_per_day": {field: func(l *TenantLimits) any { return &l.MaxCostUSDPerDay }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		s, err := p.str(v, path)
 		if err != nil {
 			return err
@@ -96,12 +110,23 @@ var tenantKeys = map[string]func(p *parser, l *TenantLimits, v *yaml.Node, path 
 		}
 		l.MaxCostUSDPerDay = f
 		return nil
-	},
-	"max_artifact_bytes": func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+	}},
+	"max_artifact_bytes": {field: func(l *TenantLimits) any { return &l.MaxArtifactBytes }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
 		n, err := p.uintIn(v, path, 0, math.MaxInt64)
 		l.MaxArtifactBytes = n
 		return err
-	},
+	}}, "start_queue_timeout": {field: func(l *TenantLimits) any { return &l.StartQueueTimeout }, parse: func(p *parser, l *TenantLimits, v *yaml.Node, path string) error {
+		s, err := p.str(v, path)
+		if err != nil {
+			return err
+		}
+		d, perr := time.ParseDuration(s)
+		if perr != nil || d < 0 || d > MaxStartQueueTimeout {
+			return p.err(v, path, fmt.Sprintf("%q is not a duration from 0s to %s", s, MaxStartQueueTimeout))
+		}
+		l.StartQueueTimeout = d
+		return nil
+	}},
 }
 
 // tenantEntry is a parsed entry: its limits and the keys it set.
@@ -166,12 +191,12 @@ func (p *parser) tenantEntry(v *yaml.Node, path string) (*tenantEntry, error) {
 		return e, nil
 	}
 	err := p.mapping(v, path, func(k string, kn, vn *yaml.Node) error {
-		set, ok := tenantKeys[k]
+		key, ok := tenantKeys[k]
 		if !ok {
 			return p.err(kn, join(path, k), "unknown key (want "+keyList(tenantKeys)+")")
 		}
 		e.set[k] = true
-		return set(p, &e.limits, vn, join(path, k))
+		return key.parse(p, &e.limits, vn, join(path, k))
 	})
 	return e, err
 }
@@ -210,24 +235,25 @@ func overlay(base TenantLimits, e *tenantEntry) TenantLimits {
 	out := base
 	out.Line = e.limits.Line
 	for k := range e.set {
-		switch k {
-		case "weight":
-			out.Weight = e.limits.Weight
-		case "llm_calls_per_minute":
-			out.LLMCallsPerMinute = e.limits.LLMCallsPerMinute
-		case "max_running_sessions":
-			out.MaxRunningSessions = e.limits.MaxRunningSessions
-		case "tool_calls_per_minute":
-			out.ToolCallsPerMinute = e.limits.ToolCallsPerMinute
-		case "max_tokens_per_day":
-			out.MaxTokensPerDay = e.limits.MaxTokensPerDay
-		case "max_cost_usd_per_day":
-			out.MaxCostUSDPerDay = e.limits.MaxCostUSDPerDay
-		case "max_artifact_bytes":
-			out.MaxArtifactBytes = e.limits.MaxArtifactBytes
-		}
+		copyField(tenantKeys[k].field(&out), tenantKeys[k].field(&e.limits))
 	}
 	return out
+}
+
+// copyField sets *dst to *src; both point at the same field of two TenantLimits.
+func copyField(dst, src any) {
+	switch d := dst.(type) {
+	case *int:
+		*d = *src.(*int)
+	case *uint64:
+		*d = *src.(*uint64)
+	case *float64:
+		*d = *src.(*float64)
+	case *time.Duration:
+		*d = *src.(*time.Duration)
+	default:
+		panic(fmt.Sprintf("config: tenant limit field of type %T", dst))
+	}
 }
 
 // TenantLimitsOf returns tenant's limits: its entry under tenants, else

@@ -240,6 +240,13 @@ func (e *Enforcer) AdmitStart(ctx context.Context, tenant string) (refusal strin
 	return "", 0
 }
 
+// StartQueue returns tenant's start_queue_timeout: how long a start AdmitStart refused
+// may wait, retried by the caller (the gateway, the Go API), for one of the tenant's
+// sessions to end.
+func (e *Enforcer) StartQueue(tenant string) time.Duration {
+	return e.Limits(tenant).StartQueueTimeout
+}
+
 // DailyBudget returns why tenant may make no more LLM calls today (its usage of the UTC
 // day, plus tokens and cost not stored yet, has reached max_tokens_per_day or
 // max_cost_usd_per_day), or "" when it may.
