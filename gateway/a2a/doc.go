@@ -19,5 +19,6 @@
 // session_completed also the result as the "result" artifact); SSE frames carry the seq
 // as their id, and SubscribeToTask honours Last-Event-ID, so a client that lost its
 // stream (or whose node died) resumes from the journal with every event exactly once.
+// A2A 0.3's methods (message/send, ...) are served too, translated (compat.go).
 // docs/a2a.md is the reference.
 package a2a

@@ -108,11 +108,15 @@ func (s *Server) Card(base string) AgentCard {
 		skills = append(skills, Skill{ID: a.Name, Name: a.Name, Description: a.Description, Tags: []string{"agent"}})
 	}
 	return AgentCard{
-		Name:                s.cfg.Name,
-		Description:         s.cfg.Description,
-		SupportedInterfaces: []AgentInterface{{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: ProtocolVersion}},
-		Version:             s.cfg.Version,
-		Capabilities:        AgentCapabilities{Streaming: true},
+		Name:        s.cfg.Name,
+		Description: s.cfg.Description,
+		SupportedInterfaces: []AgentInterface{{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: ProtocolVersion},
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: LegacyProtocolVersion}},
+		URL:                url,
+		PreferredTransport: "JSONRPC",
+		ProtocolVersion:    LegacyProtocolVersion + ".0",
+		Version:            s.cfg.Version,
+		Capabilities:       AgentCapabilities{Streaming: true},
 		SecuritySchemes: map[string]SecurityScheme{"bearer": {HTTPAuth: &HTTPAuthSecurityScheme{Scheme: "Bearer",
 			Description: "the gateway's bearer token, JWT or API key (Authorization: Bearer <token>)"}}},
 		SecurityRequirements: []SecurityRequirement{{Schemes: map[string]StringList{"bearer": {List: []string{}}}}},
@@ -217,32 +221,58 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, req.ID, nil, rpcErr(CodeInvalidRequest, "not a JSON-RPC 2.0 request (jsonrpc \"2.0\", a method, a string or number id)"))
 		return
 	}
-	if v := requestedVersion(r); v != "" && v != ProtocolVersion && v != "1" {
-		writeRPC(w, req.ID, nil, rpcErr(CodeVersionNotSupported, "A2A version %q is not supported: this agent speaks %s", v, ProtocolVersion))
+	method, legacy := req.Method, false
+	if m, ok := legacyMethods[method]; ok {
+		method, legacy = m, true
+	}
+	if v := requestedVersion(r); legacy && !isLegacyVersion(v) || !legacy && v != "" && v != ProtocolVersion && v != "1" {
+		writeRPC(w, req.ID, nil, rpcErr(CodeVersionNotSupported, "A2A version %q does not serve %s: this agent speaks %s (and %s's methods)",
+			truncate(v, 16), truncate(req.Method, 64), ProtocolVersion, LegacyProtocolVersion))
 		return
 	}
+	// taskResult is a task as the method's version answers it.
+	taskResult := func(t *Task) any {
+		if legacy {
+			return legacyTask(t)
+		}
+		return t
+	}
+	sendParams := func() (*SendMessageRequest, *rpcError) {
+		if legacy {
+			return fromLegacySend(req.Params)
+		}
+		var p SendMessageRequest
+		if e := decodeParams(req.Params, &p); e != nil {
+			return nil, e
+		}
+		return &p, nil
+	}
 	ctx := r.Context()
-	switch req.Method {
+	switch method {
 	case "SendMessage":
-		var p SendMessageRequest
-		if e := decodeParams(req.Params, &p); e != nil {
+		p, e := sendParams()
+		if e != nil {
 			writeRPC(w, req.ID, nil, e)
 			return
 		}
-		task, err := s.sendMessage(ctx, &p)
-		writeRPC(w, req.ID, map[string]any{"task": task}, err)
+		task, err := s.sendMessage(ctx, p)
+		if err != nil || legacy {
+			writeRPC(w, req.ID, taskResult(task), err)
+			return
+		}
+		writeRPC(w, req.ID, map[string]any{"task": task}, nil)
 	case "SendStreamingMessage":
-		var p SendMessageRequest
-		if e := decodeParams(req.Params, &p); e != nil {
+		p, e := sendParams()
+		if e != nil {
 			writeRPC(w, req.ID, nil, e)
 			return
 		}
-		id, from, err := s.deliver(ctx, &p)
+		id, from, err := s.deliver(ctx, p)
 		if err != nil {
 			writeRPC(w, req.ID, nil, err)
 			return
 		}
-		s.stream(w, r, req.ID, id, from)
+		s.stream(w, r, req.ID, id, from, legacy)
 	case "GetTask":
 		var p TaskRequest
 		if e := decodeTaskParams(req.Params, &p); e != nil {
@@ -250,7 +280,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		task, _, err := s.task(ctx, p.ID, p.HistoryLength)
-		writeRPC(w, req.ID, task, err)
+		writeRPC(w, req.ID, taskResult(task), err)
 	case "CancelTask":
 		var p TaskRequest
 		if e := decodeTaskParams(req.Params, &p); e != nil {
@@ -258,7 +288,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		task, err := s.cancel(ctx, p.ID)
-		writeRPC(w, req.ID, task, err)
+		writeRPC(w, req.ID, taskResult(task), err)
 	case "SubscribeToTask":
 		var p TaskRequest
 		if e := decodeTaskParams(req.Params, &p); e != nil {
@@ -273,14 +303,16 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		if !resume {
 			from = 0
 		}
-		s.subscribe(w, r, req.ID, p.ID, from, resume)
-	case "ListTasks", "GetExtendedAgentCard":
+		s.subscribe(w, r, req.ID, p.ID, from, resume, legacy)
+	case "ListTasks", "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
 		writeRPC(w, req.ID, nil, rpcErr(CodeUnsupportedOperation, "%s is not served by this agent", req.Method))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
 		writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
-	case "message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe":
-		writeRPC(w, req.ID, nil, rpcErr(CodeVersionNotSupported, "%s is an A2A 0.3 method: this agent speaks %s (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask)", req.Method, ProtocolVersion))
 	default:
+		if strings.HasPrefix(req.Method, "tasks/pushNotificationConfig/") {
+			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
+			return
+		}
 		writeRPC(w, req.ID, nil, rpcErr(CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)))
 	}
 }

@@ -394,7 +394,7 @@ func lastEventID(r *http.Request) (uint64, bool, error) {
 // refused (UnsupportedOperation, as the spec says); with it the events after that seq
 // are replayed from the journal whatever the task's state, so a client that lost its
 // stream gets each event once.
-func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, rpcID json.RawMessage, id string, from uint64, resume bool) {
+func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, rpcID json.RawMessage, id string, from uint64, resume, legacy bool) {
 	if !resume {
 		st, err := s.state(r.Context(), id)
 		if err != nil {
@@ -407,13 +407,15 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, rpcID json.Ra
 		}
 		from = st.GetSeq()
 	}
-	s.stream(w, r, rpcID, id, from)
+	s.stream(w, r, rpcID, id, from, legacy)
 }
 
 // stream answers SSE: the task first, then the stream responses of each event after
 // from, until the task settles (a terminal state, or input-required) after the task's
 // snapshot. Each frame's SSE id is its event's seq.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMessage, id string, from uint64) {
+//
+// legacy streams A2A 0.3's results (legacyStream).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMessage, id string, from uint64, legacy bool) {
 	ctx, end, ok := s.gw.BeginStream(r.Context())
 	if !ok {
 		writeRPC(w, rpcID, nil, rpcErr(CodeInternalError, "the gateway is shutting down; retry"))
@@ -436,8 +438,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	write := func(seq uint64, resp StreamResponse) error {
-		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nullID(rpcID), "result": resp})
+	write := func(seq uint64, resp StreamResponse, final bool) error {
+		var result any = resp
+		if legacy {
+			result = legacyStream(resp, final)
+		}
+		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nullID(rpcID), "result": result})
 		if err != nil {
 			return fmt.Errorf("encode a stream response: %w", err)
 		}
@@ -451,7 +457,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 		}
 		return rc.Flush()
 	}
-	if err := write(0, StreamResponse{Task: snap}); err != nil {
+	if err := write(0, StreamResponse{Task: snap}, false); err != nil {
 		return
 	}
 	if from >= snapSeq && settled(snap.Status.State) {
@@ -491,16 +497,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 			s.cfg.Logger.Warn("a2a stream", "task", id, "error", err)
 			return
 		}
+		last := ev.GetSeq() == snapSeq && settled(snap.Status.State) || ev.GetSeq() > snapSeq && settles(ev)
 		for i, resp := range resps {
 			seq := uint64(0)
 			if i == len(resps)-1 {
 				seq = ev.GetSeq()
 			}
-			if err := write(seq, resp); err != nil {
+			if err := write(seq, resp, last && seq > 0); err != nil {
 				return
 			}
 		}
-		if ev.GetSeq() == snapSeq && settled(snap.Status.State) || ev.GetSeq() > snapSeq && settles(ev) {
+		if last {
 			return
 		}
 	}

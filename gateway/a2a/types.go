@@ -137,6 +137,11 @@ type AgentCard struct {
 	DefaultInputModes    []string                  `json:"defaultInputModes"`
 	DefaultOutputModes   []string                  `json:"defaultOutputModes"`
 	Skills               []Skill                   `json:"skills"`
+	// URL, PreferredTransport and ProtocolVersion are the 0.3 card's (its JSON-RPC URL,
+	// "JSONRPC", "0.3.0"): a 0.3 client reads them, a 1.0 client SupportedInterfaces.
+	URL                string `json:"url,omitempty"`
+	PreferredTransport string `json:"preferredTransport,omitempty"`
+	ProtocolVersion    string `json:"protocolVersion,omitempty"`
 }
 
 // AgentInterface is a URL, binding and protocol version the agent is served at.

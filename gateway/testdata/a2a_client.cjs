@@ -29,6 +29,18 @@ async function client(tok) {
   return new ClientFactory(opts).createFromUrl(base);
 }
 
+// legacyClient speaks A2A 0.3 (the SDK's compat layer) to the card's 0.3 interface.
+async function legacyClient(tok, card) {
+  const fetchImpl = (url, init) => fetch(url, { ...init, headers: { ...(init && init.headers), Authorization: `Bearer ${tok}` } });
+  const opts = ClientFactoryOptions.createFrom(ClientFactoryOptions.default,
+    { transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })] });
+  const factory = new ClientFactory(opts);
+  const v1 = await factory.createFromUrl(base); // the card as the SDK parses it
+  const legacy = v1.agentCard || card;
+  legacy.supportedInterfaces = legacy.supportedInterfaces.filter((i) => i.protocolVersion === '0.3');
+  return factory.createFromAgentCard(legacy);
+}
+
 async function fails(p) {
   try {
     await p;
@@ -154,6 +166,28 @@ async function main() {
   check(e9 && /401/.test(e9.message), 'no token: 401', e9 && e9.message);
   const e10 = await fails(anon.getTask({ id: t1.id }));
   check(e10 && /401/.test(e10.message), 'no token: get 401', e10 && e10.message);
+  // A2A 0.3, through the SDK's compat layer: send, stream, get, unknown task.
+  const old = await legacyClient(token, card);
+  check(old.protocolVersion === '0.3', 'legacy client speaks 0.3', old.protocolVersion);
+  const l1 = await old.sendMessage({ message: msg('Write a haiku about the rain') });
+  check(l1.status.state === TaskState.TASK_STATE_COMPLETED && text(l1.artifacts[0].parts) === 'An old silent pond' &&
+    text(l1.history[0].parts) === 'Write a haiku about the rain', '0.3 send', l1);
+  const ls = await collect(old.sendMessageStream({ message: msg('Write a haiku about the snow') }));
+  const lseqs = statusSeqs(ls);
+  check(ls[0].$case === 'task' && lseqs.length > 2 && lseqs.every((x, i) => x === i + 1), '0.3 stream', lseqs);
+  check(ls[ls.length - 1].value.status.state === TaskState.TASK_STATE_COMPLETED, '0.3 stream ends completed', ls[ls.length - 1]);
+  const lg = await old.getTask({ id: l1.id });
+  check(lg.status.state === TaskState.TASK_STATE_COMPLETED && lg.id === l1.id, '0.3 get', lg);
+  const le = await fails(old.getTask({ id: 'no-such-task' }));
+  check(le && le.envelopeCode === -32001, '0.3 unknown task', le && { name: le.name, code: le.envelopeCode, msg: le.message });
+  // 0.3 on the wire: results not wrapped, kind discriminators, final on the last update.
+  const raw = await fetch(`${base}/a2a`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream',
+    Authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 'r1', method: 'message/stream',
+    params: { message: { kind: 'message', messageId: 'raw-1', role: 'user', parts: [{ kind: 'text', text: 'Write a haiku about fog' }] } } }) });
+  const frames = (await raw.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)).result);
+  const lastFrame = frames[frames.length - 1];
+  check(frames[0].kind === 'task' && lastFrame.kind === 'status-update' && lastFrame.final === true && lastFrame.status.state === 'completed' &&
+    frames.slice(1, -1).every((f) => f.final === false || f.kind === 'artifact-update'), '0.3 wire frames', frames.map((f) => [f.kind, f.final]));
   console.log('ok');
 }
 
