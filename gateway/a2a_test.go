@@ -34,8 +34,9 @@ func a2aScript() *mock.Script {
 // artifact), a follow-up turn, input-required and the answer, a stream (one status
 // update per journaled event), get, cancel (and the refused second cancel), a
 // resubscribe with Last-Event-ID after dropping the stream (every event exactly once),
-// an unknown task and another tenant's task (the same -32001), invalid params, and no
-// token (401).
+// an unknown task and another tenant's task (the same -32001), a message to a working
+// task (-32004), invalid params, a read-only token's send (-32000, permission_denied), no
+// token (401), and A2A 0.3 through the SDK's compat layer.
 func TestA2AWithTheOfficialClient(t *testing.T) {
 	dir := testenv.NodeA2A(t)
 	if _, err := exec.LookPath("node"); err != nil {
@@ -49,7 +50,7 @@ func TestA2AWithTheOfficialClient(t *testing.T) {
 	a2a.Mount(g.h, a2a.Config{Agents: agents})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "a2a_client.cjs"), g.srv.URL, "acme", "globex")
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "a2a_client.cjs"), g.srv.URL, "acme", "globex", readToken)
 	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {

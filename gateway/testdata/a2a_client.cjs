@@ -2,13 +2,13 @@
 // through NODE_PATH): agent card, send, follow-up, input-required, stream, get, cancel,
 // resubscribe after dropping the stream (every event once), unknown task, another
 // tenant's task, invalid params, no token. Usage: node a2a_client.cjs BASE_URL TOKEN
-// OTHER_TENANT_TOKEN. Prints "ok" and exits 0 when every check holds; else prints the
+// OTHER_TENANT_TOKEN READ_ONLY_TOKEN. Prints "ok" and exits 0 when every check holds; else prints the
 // failure and exits 1.
 'use strict';
 const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = require('@a2a-js/sdk/client');
 const { TaskState, Role } = require('@a2a-js/sdk');
 
-const [base, token, otherToken] = process.argv.slice(2);
+const [base, token, otherToken, readToken] = process.argv.slice(2);
 let n = 0;
 
 function check(cond, what, detail) {
@@ -121,6 +121,8 @@ async function main() {
   // Cancel: a working task is canceled (the session is cancelled); twice is refused.
   const t3 = await a2a.sendMessage({ message: msg('A long job with many steps'), configuration: { acceptedOutputModes: [], returnImmediately: true } });
   check(t3.status.state === TaskState.TASK_STATE_WORKING, 'return immediately: working', t3);
+  const e3w = await fails(a2a.sendMessage({ message: msg('and another thing', { taskId: t3.id }) }));
+  check(e3w && e3w.envelopeCode === -32004, 'a message to a working task: unsupported operation', e3w && { code: e3w.envelopeCode, msg: e3w.message });
   const c3 = await a2a.cancelTask({ id: t3.id });
   check(c3.status.state === TaskState.TASK_STATE_CANCELED, 'cancel: canceled', c3);
   const g3 = await a2a.getTask({ id: t3.id });
@@ -159,6 +161,12 @@ async function main() {
   // Invalid params: a message without parts.
   const e8 = await fails(a2a.sendMessage({ message: { ...msg(''), parts: [] } }));
   check(e8 && e8.envelopeCode === -32602, 'no parts: invalid params', e8 && { name: e8.name, code: e8.envelopeCode, msg: e8.message });
+
+  // A read-only credential reads but may not send.
+  const viewer = await client(readToken);
+  const e11 = await fails(viewer.sendMessage({ message: msg('Write a haiku') }));
+  check(e11 && e11.envelopeCode === -32000 && e11.data && e11.data[0].reason === 'permission_denied', 'read-only token: refused',
+    e11 && { code: e11.envelopeCode, msg: e11.message, data: e11.data });
 
   // No token: refused with 401 (the card stays public).
   const anon = await client(null);
