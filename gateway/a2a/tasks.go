@@ -416,9 +416,9 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, rpcID json.Ra
 //
 // legacy streams A2A 0.3's results (legacyStream).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMessage, id string, from uint64, legacy bool) {
-	ctx, end, ok := s.gw.BeginStream(r.Context())
-	if !ok {
-		writeRPC(w, rpcID, nil, rpcErr(CodeInternalError, "the gateway is shutting down; retry"))
+	ctx, end, err := s.gw.Stream(r.Context())
+	if err != nil {
+		writeRPC(w, rpcID, nil, fromGateway(err, id))
 		return
 	}
 	defer end()
