@@ -57,6 +57,7 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/errcode"
@@ -540,4 +541,15 @@ func (n *Node) callTimeout(ctx context.Context) cluster.GrainCallOption {
 		d = time.Until(dl)
 	}
 	return cluster.WithTimeout(max(d, time.Millisecond))
+}
+
+// A2AAgent is a remote A2A agent as an agent of the node's own (config a2a_agents): a
+// plan step of type name is sent to it as a new task (the step's task brief as the
+// message's text, a blocking SendMessage) and its result artifact's text is the step's
+// hand-off; a task that does not complete fails the step. The run is journaled as the
+// step's sub-agent run, like any Go-function agent's.
+func A2AAgent(name, description string, c *a2a.Client) Agent {
+	return Agent{Name: name, Description: description, Run: func(ctx context.Context, b Brief) (*Handoff, error) {
+		return c.Handoff(ctx, fmt.Sprintf("%s-%s-%d", b.SessionID, b.Step.GetId(), b.Attempt), b.Task)
+	}}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
@@ -106,8 +107,10 @@ func (n *Node) Ready(ctx context.Context) error {
 // Gateway returns the HTTP + WebSocket gateway (package gateway) serving this node:
 // cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
 // feed, metrics, supervision events, session index, artifacts, deletion, cluster view
-// and readiness filled in, and the MCP server of the node's agents at /mcp (package
-// gateway/mcpserver). Serve it with an http.Server; call its Shutdown before Close.
+// and readiness filled in, the MCP server of the node's agents at /mcp (package
+// gateway/mcpserver) and the A2A server (package gateway/a2a: the agent card and the
+// JSON-RPC binding at /a2a, docs/a2a.md). Serve it with an http.Server; call its
+// Shutdown before Close.
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
@@ -123,6 +126,11 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	if _, err := mcpserver.Mount(mcpserver.Config{Gateway: h, Agents: mcpAgents(nn.Agents()), Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("fathom: gateway: mcp server: %w", err)
 	}
+	agents := make([]a2a.AgentInfo, 0, len(nn.Agents()))
+	for _, a := range nn.Agents() {
+		agents = append(agents, a2a.AgentInfo{Name: a.Name, Description: a.Description})
+	}
+	a2a.Mount(h, a2a.Config{Agents: agents, Logger: cfg.Logger})
 	return h, nil
 }
 

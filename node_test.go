@@ -123,5 +123,19 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 			t.Fatal(ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
+	} // The A2A server is mounted: the agent card names the node's agents as skills, and
+	// the session is a task of the JSON-RPC binding.
+	if code, body := get(srv.URL + "/.well-known/agent-card.json"); code != http.StatusOK || !strings.Contains(body, `"id":"researcher"`) ||
+		!strings.Contains(body, `"url":"`+srv.URL+`/a2a"`) {
+		t.Fatalf("GET the agent card: %d %.400s", code, body)
+	}
+	rpc := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"` + id + `"}}`
+	res, err := http.Post(srv.URL+"/a2a", "application/json", strings.NewReader(rpc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if b, _ := io.ReadAll(res.Body); res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"state":"TASK_STATE_COMPLETED"`) {
+		t.Fatalf("A2A GetTask: %d %.400s", res.StatusCode, b)
 	}
 }

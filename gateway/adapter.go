@@ -24,10 +24,18 @@ func (h *Handler) Mount(pattern string, need Scope, handler http.Handler) {
 	h.mux.Handle(pattern, h.require(need, handler.ServeHTTP))
 }
 
+// MountPublic serves handler at pattern with no credential check (the A2A agent card,
+// which clients read before they have a token). It must be called before the gateway
+// serves requests.
+func (h *Handler) MountPublic(pattern string, handler http.Handler) {
+	h.mux.Handle(pattern, handler)
+}
+
 // Do runs one request-answer operation (req.Op: OpStart, OpState, OpSend, OpInput,
 // OpCancel, ...; the same requests the WebSocket takes) for the principal in ctx, and
-// returns its JSON result (the HTTP route's body). Errors carry the gateway's codes:
-// ErrorCode reads them.
+// returns its JSON result (the HTTP route's body). A principal the session grain does
+// not let act (a viewer starting a session) gets CodePermissionDenied, as on the HTTP
+// route. Errors carry the gateway's codes: ErrorCode reads them.
 func (h *Handler) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if p, ok := auth.FromContext(ctx); ok {
 		req.caller = auth.ToMessage(p)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
@@ -264,6 +266,29 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 		"continue sessions started on another model endpoint (provider or base URL) here; by default they are refused (env FATHOM_ALLOW_ENDPOINT_CHANGE=true)")
 }
 
+// a2aAgents are the config file's a2a_agents as agents of the node's own; one without a
+// description gets its agent card's (fetched now: an unreachable agent fails the start).
+func a2aAgents(entries []config.A2AAgent) ([]fathomapi.Agent, error) {
+	out := make([]fathomapi.Agent, 0, len(entries))
+	for i, e := range entries {
+		c := &a2a.Client{URL: e.URL, Token: e.Token}
+		desc := e.Description
+		if desc == "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			card, err := c.Card(ctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("a2a_agents[%d] (%s): %w", i, e.Name, err)
+			}
+			if desc = card.Description; strings.TrimSpace(desc) == "" {
+				desc = card.Name
+			}
+		}
+		out = append(out, fathomapi.A2AAgent(e.Name, desc, c))
+	}
+	return out, nil
+}
+
 // defaultMaxLLMCalls is --max-llm-calls when neither the flag nor its variable is set:
 // room for the orchestrator's --max-iterations and a full plan of --max-steps steps, each
 // run by the deepest agent to its last iteration, and never less than
@@ -460,6 +485,11 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		}
 		mcpServers = file.MCP()
 		scfg.Agents = append(scfg.Agents, file.AgentSpecs()...)
+		remote, err := a2aAgents(file.A2AAgents)
+		if err != nil {
+			return fathomapi.Config{}, usageError("--config: %v", err)
+		}
+		scfg.Agents = append(scfg.Agents, remote...)
 		scfg.ApprovalTools, scfg.ApprovalDecisions = file.Approval.Tools, file.Approval.Decisions
 		f.file = file
 	}

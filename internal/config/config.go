@@ -71,6 +71,8 @@ type File struct {
 	MCPServers []MCPServer
 	// Agents are the agents entries, in file order.
 	Agents []Agent
+	// A2AAgents are the a2a_agents entries, in file order.
+	A2AAgents []A2AAgent
 	// Approval is the approval section (approval.go).
 	Approval Approval
 	// MaxToolResultBytes is max_tool_result_bytes, the cap of one tool call's result
@@ -166,6 +168,8 @@ var sections = map[string]section{
 	"roles_claim":            identityString(func(i *Identity) *string { return &i.RolesClaim }, false),
 	"console_oidc_client_id": identityString(func(i *Identity) *string { return &i.ConsoleOIDCClientID }, false),
 	"api_keys":               parseAPIKeys,
+	// Remote A2A agents the planner may delegate to (a2aagents.go).
+	"a2a_agents": parseA2AAgents,
 }
 
 // Load reads and checks the file at path.

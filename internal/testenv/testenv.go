@@ -45,6 +45,9 @@ const (
 	// EnvNodeMCP is a directory whose node_modules holds the official MCP TypeScript SDK
 	// (@modelcontextprotocol/sdk) and zod.
 	EnvNodeMCP = "FATHOM_TEST_NODE_MCP"
+	// EnvNodeA2A is a directory whose node_modules holds the official A2A JavaScript SDK
+	// (@a2a-js/sdk).
+	EnvNodeA2A = "FATHOM_TEST_NODE_A2A"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -154,6 +157,13 @@ func ConsoleBrowser(t testing.TB) (playwrightDir, chromium string) {
 func NodeMCP(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeMCP, "the @modelcontextprotocol/sdk npm package")
+}
+
+// NodeA2A returns the directory whose node_modules holds the official A2A JavaScript SDK
+// (@a2a-js/sdk; scripts/install-node-a2a.sh).
+func NodeA2A(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeA2A, "the @a2a-js/sdk npm package")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails
