@@ -45,6 +45,9 @@ const (
 	// EnvNodeMCP is a directory whose node_modules holds the official MCP TypeScript SDK
 	// (@modelcontextprotocol/sdk) and zod.
 	EnvNodeMCP = "FATHOM_TEST_NODE_MCP"
+	// EnvNodeAGUI is a directory whose node_modules holds the official AG-UI client
+	// (@ag-ui/client) and its @ag-ui/core.
+	EnvNodeAGUI = "FATHOM_TEST_NODE_AGUI"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -154,6 +157,13 @@ func ConsoleBrowser(t testing.TB) (playwrightDir, chromium string) {
 func NodeMCP(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeMCP, "the @modelcontextprotocol/sdk npm package")
+}
+
+// NodeAGUI returns the directory whose node_modules holds the official AG-UI client
+// (@ag-ui/client, @ag-ui/core; scripts/install-node-agui.sh).
+func NodeAGUI(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeAGUI, "the @ag-ui/client npm package")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails
