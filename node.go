@@ -8,6 +8,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/agui"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
@@ -106,8 +107,9 @@ func (n *Node) Ready(ctx context.Context) error {
 // Gateway returns the HTTP + WebSocket gateway (package gateway) serving this node:
 // cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
 // feed, metrics, supervision events, session index, artifacts, deletion, cluster view
-// and readiness filled in, and the MCP server of the node's agents at /mcp (package
-// gateway/mcpserver). Serve it with an http.Server; call its Shutdown before Close.
+// and readiness filled in, the MCP server of the node's agents at /mcp (package
+// gateway/mcpserver) and the AG-UI endpoint (POST /v1/agui, package gateway/agui). Serve
+// it with an http.Server; call its Shutdown before Close.
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
@@ -123,6 +125,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	if _, err := mcpserver.Mount(mcpserver.Config{Gateway: h, Agents: mcpAgents(nn.Agents()), Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("fathom: gateway: mcp server: %w", err)
 	}
+	agui.Mount(h, cfg.Logger) // POST /v1/agui: the AG-UI endpoint
 	return h, nil
 }
 

@@ -1,0 +1,337 @@
+package agui_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/agui"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/tools"
+)
+
+const token = "agui-admin-token"
+
+// script is the model: a weather thread (a lookup tool call, then a streamed answer; a
+// follow-up answered directly) and a refund thread (ask_human, then a refund call that
+// needs approval, then the answer).
+const script = `{"rules":[
+ {"system_match":"FATHOM-ROLE: orchestrator[\\s\\S]*FATHOM-FOLLOW-UP","response":"Tomorrow it rains in Paris."},
+ {"system_match":"FATHOM-ROLE: orchestrator","context_match":"Refund","response":"{\"steps\":[{\"id\":\"r\",\"type\":\"custom\",\"description\":\"Refund the order\"}]}"},
+ {"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"w\",\"type\":\"custom\",\"description\":\"Look up the weather\"}]}"},
+ {"system_match":"FATHOM-ROLE: executor","tool_match":"refunded","response":"Refunded order 42."},
+ {"system_match":"FATHOM-ROLE: executor","tool_match":"42","tool_calls":[{"name":"refund","arguments":"{\"order\":\"42\"}"}]},
+ {"system_match":"FATHOM-ROLE: executor","context_match":"Refund","tool_calls":[{"name":"ask_human","arguments":"{\"question\":\"Which order?\"}"}]},
+ {"system_match":"FATHOM-ROLE: executor","tool_match":"sunny","response":"It is sunny in Paris today, with a light breeze from the west.","chunk_delay_ms":20},
+ {"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"lookup","arguments":"{\"city\":\"Paris\"}"}]}
+]}`
+
+// tenants authenticates "acme" and "globex" as members of those tenants.
+type tenants struct{}
+
+func (tenants) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
+	switch cred {
+	case "acme", "globex":
+		return auth.Principal{Subject: cred + "-user", Tenant: cred, Roles: []auth.Role{auth.RoleMember}}, nil
+	}
+	return auth.Principal{}, auth.ErrNotMine
+}
+
+type env struct {
+	url     string
+	n       *node.Node
+	refunds *atomic.Int32
+}
+
+// start runs a node (embedded journal, the scripted model) behind a gateway with the
+// AG-UI endpoint mounted, as Node.Gateway mounts it.
+func start(t *testing.T) *env {
+	t.Helper()
+	sc, err := mock.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
+	t.Cleanup(model.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	refunds := &atomic.Int32{}
+	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(), Logger: log,
+		LLM: node.LLMConfig{BaseURL: model.URL + "/v1", APIKey: "test"},
+		ExtraTools: []tools.Tool{
+			tools.MustNew("lookup", "Looks up the weather of a city.", tools.SandboxNone, func(_ context.Context, a struct {
+				City string `json:"city"`
+			}) (any, error) {
+				return "sunny in " + a.City, nil
+			}),
+			tools.MustNew("refund", "Refunds an order.", tools.SandboxNone, func(_ context.Context, a struct {
+				Order string `json:"order"`
+			}) (any, error) {
+				refunds.Add(1)
+				return "refunded " + a.Order, nil
+			}),
+		}}
+	cfg.Session.ApprovalTools = []string{"refund"}
+	cfg.Cluster.Provider, cfg.Cluster.Logger, cfg.Cluster.Name = "local", log, "agui-"+gateway.NewID("t")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	h, err := gateway.New(gateway.Config{Token: token, Authenticator: tenants{}, Sessions: n, Feed: n.Feed(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agui.Mount(h, log)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("gateway shutdown: %v", err)
+		}
+		srv.Close()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	return &env{url: srv.URL + agui.Path, n: n, refunds: refunds}
+}
+
+// post sends body to the endpoint and returns the status and, for a stream, its events
+// (else the JSON body as one element).
+func (e *env) post(t *testing.T, tok string, body string) (int, []map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, []map[string]any{m}
+	}
+	var evs []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			evs = append(evs, m)
+		}
+	}
+	return resp.StatusCode, evs
+}
+
+func types(evs []map[string]any) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i], _ = e["type"].(string)
+	}
+	return out
+}
+
+func count(evs []map[string]any, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e["type"] == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func last(evs []map[string]any) map[string]any {
+	if len(evs) == 0 {
+		return nil
+	}
+	return evs[len(evs)-1]
+}
+
+func input(thread, run, text string, resume ...map[string]any) string {
+	in := map[string]any{"threadId": thread, "runId": run, "messages": []any{}, "tools": []any{}, "context": []any{}, "state": map[string]any{}}
+	if text != "" {
+		in["messages"] = []any{map[string]any{"id": "m-" + run, "role": "user", "content": text}}
+	}
+	if len(resume) > 0 {
+		in["resume"] = resume
+	}
+	b, _ := json.Marshal(in)
+	return string(b)
+}
+
+type run struct {
+	Events   []map[string]any `json:"events"`
+	Wire     int              `json:"wire"`
+	Invalid  []any            `json:"invalid"`
+	Error    *string          `json:"error"`
+	Result   any              `json:"result"`
+	Pending  []map[string]any `json:"pending"`
+	Messages []map[string]any `json:"messages"`
+	State    map[string]any   `json:"state"`
+}
+
+// TestAGUIOfficialClient drives POST /v1/agui with @ag-ui/client's HttpAgent: a run with
+// a tool call and the model's text as it streams, a second run on the thread (a
+// follow-up turn), the first run posted again (replayed from the journal), and a thread
+// whose runs end with interrupts (a question, then an approval) that the next runs'
+// resume answers. Every event validates against @ag-ui/core's EventSchemas, as the
+// client received it and on the wire.
+func TestAGUIOfficialClient(t *testing.T) {
+	dir := testenv.NodeAGUI(t)
+	e := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/agui-client.cjs", e.url, token)
+	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"), "SUPPRESS_TRANSFORMATION_WARNINGS=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("agui-client.cjs: %v\n%s", err, stderr.String())
+	}
+	var out map[string]run
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("agui-client.cjs printed %q: %v\n%s", stdout.String(), err, stderr.String())
+	}
+	for name, r := range out {
+		if r.Error != nil || len(r.Invalid) > 0 || r.Wire != len(r.Events) || len(r.Events) == 0 {
+			t.Fatalf("run %s: error %v, invalid events %v, %d on the wire, %d received: %v", name, deref(r.Error), r.Invalid, r.Wire, len(r.Events), types(r.Events))
+		}
+		if r.Events[0]["type"] != "RUN_STARTED" {
+			t.Fatalf("run %s starts with %v", name, r.Events[0])
+		}
+	}
+
+	first := out["first"]
+	ts := types(first.Events)
+	if fin := last(first.Events); fin["type"] != "RUN_FINISHED" || fin["result"] != "It is sunny in Paris today, with a light breeze from the west." ||
+		fin["outcome"].(map[string]any)["type"] != "success" {
+		t.Fatalf("first run ends with %v (%v)", fin, ts)
+	}
+	for _, want := range []string{"STATE_SNAPSHOT", "STATE_DELTA", "STEP_STARTED", "STEP_FINISHED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END"} {
+		if count(first.Events, want) == 0 {
+			t.Fatalf("first run has no %s: %v", want, ts)
+		}
+	}
+	if n := count(first.Events, "TEXT_MESSAGE_CONTENT"); n < 3 {
+		t.Fatalf("the answer came in %d TEXT_MESSAGE_CONTENT events, want it as it streams (several): %v", n, ts)
+	}
+	var call, result map[string]any
+	for _, ev := range first.Events {
+		switch ev["type"] {
+		case "TOOL_CALL_START":
+			call = ev
+		case "TOOL_CALL_RESULT":
+			result = ev
+		}
+	}
+	if call["toolCallName"] != "lookup" || result["toolCallId"] != call["toolCallId"] || result["content"] != "sunny in Paris" {
+		t.Fatalf("tool call %v, result %v", call, result)
+	}
+	if plan, _ := first.State["plan"].(map[string]any); plan == nil || first.State["status"] != "completed" ||
+		plan["steps"].([]any)[0].(map[string]any)["status"] != "completed" {
+		t.Fatalf("the client's state after the first run: %v", first.State)
+	}
+
+	followup := out["followup"]
+	if fin := last(followup.Events); fin["type"] != "RUN_FINISHED" || fin["result"] != "Tomorrow it rains in Paris." {
+		t.Fatalf("follow-up run ends with %v (%v)", fin, types(followup.Events))
+	}
+	if m := followup.Messages[len(followup.Messages)-1]; m["role"] != "assistant" || m["content"] != "Tomorrow it rains in Paris." {
+		t.Fatalf("the client's last message after the follow-up: %v", m)
+	}
+	if st := stateOf(t, e, auth.DefaultTenant, "weather-thread", token); st["turn"] != float64(2) {
+		t.Fatalf("the thread's session after two runs: %v", st)
+	}
+
+	replay := out["replay"]
+	if fin := last(replay.Events); fin["type"] != "RUN_FINISHED" || fin["result"] != last(first.Events)["result"] {
+		t.Fatalf("the replayed run ends with %v (%v)", fin, types(replay.Events))
+	}
+	if count(replay.Events, "TOOL_CALL_RESULT") != 1 || count(replay.Events, "STEP_STARTED") != 1 {
+		t.Fatalf("the replayed run: %v", types(replay.Events))
+	}
+
+	ask := out["ask"]
+	fin := last(ask.Events)
+	oc, _ := fin["outcome"].(map[string]any)
+	if fin["type"] != "RUN_FINISHED" || oc["type"] != "interrupt" || len(ask.Pending) != 1 || ask.Pending[0]["reason"] != "input_required" ||
+		ask.Pending[0]["message"] != "Which order?" {
+		t.Fatalf("the question's run ends with %v; pending %v (%v)", fin, ask.Pending, types(ask.Events))
+	}
+	approve := out["approve"]
+	if len(approve.Pending) != 1 || approve.Pending[0]["reason"] != "tool_call" || approve.Pending[0]["toolCallId"] == nil {
+		t.Fatalf("the approval's run: pending %v (%v)", approve.Pending, types(approve.Events))
+	}
+	for _, ev := range approve.Events {
+		if ev["type"] == "TOOL_CALL_RESULT" && ev["toolCallId"] == approve.Pending[0]["toolCallId"] {
+			t.Fatalf("the refund ran before its approval: %v", ev)
+		}
+	}
+	done := out["done"]
+	if fin := last(done.Events); fin["type"] != "RUN_FINISHED" || fin["result"] != "Refunded order 42." || len(done.Pending) != 0 {
+		t.Fatalf("the approved run ends with %v; pending %v (%v)", fin, done.Pending, types(done.Events))
+	}
+	var refunded bool
+	for _, ev := range done.Events {
+		if ev["type"] == "TOOL_CALL_RESULT" && ev["toolCallId"] == approve.Pending[0]["toolCallId"] && ev["content"] == "refunded 42" {
+			refunded = true
+		}
+	}
+	if !refunded || e.refunds.Load() != 1 {
+		t.Fatalf("the approved call's result (%d refunds): %v", e.refunds.Load(), done.Events)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// stateOf is the state of thread's session, read through the gateway's own route.
+func stateOf(t *testing.T, e *env, tenant, thread, tok string) map[string]any {
+	t.Helper()
+	url := strings.TrimSuffix(e.url, agui.Path) + "/v1/sessions/" + agui.SessionID(tenant, thread)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		State map[string]any `json:"state"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return out.State
+}
