@@ -335,3 +335,72 @@ func stateOf(t *testing.T, e *env, tenant, thread, tok string) map[string]any {
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return out.State
 }
+
+// TestAGUIErrors: no credential is 401; a malformed RunAgentInput is 400 with a message
+// naming what is wrong; another tenant's thread is answered as an unknown one (its
+// interrupts are not open for them, and a run there starts a thread of their own); a
+// run without resume on a thread with open interrupts ends with RUN_ERROR.
+func TestAGUIErrors(t *testing.T) {
+	e := start(t)
+	if st, _ := e.post(t, "", input("t", "r", "hello")); st != http.StatusUnauthorized {
+		t.Fatalf("no credential: %d, want 401", st)
+	}
+	if st, _ := e.post(t, "nobody", input("t", "r", "hello")); st != http.StatusUnauthorized {
+		t.Fatalf("an unknown credential: %d, want 401", st)
+	}
+	for body, want := range map[string]string{
+		`{"threadId":`:                               "malformed RunAgentInput",
+		`{"runId":"r","messages":[]}`:                "RunAgentInput.threadId is required",
+		`{"threadId":"t","messages":[]}`:             "RunAgentInput.runId is required",
+		`{"threadId":7,"runId":"r","messages":[]}`:   "malformed RunAgentInput",
+		`{"threadId":"t","runId":"r"}`:               "RunAgentInput.messages is required",
+		`{"threadId":"t","runId":"r","messages":[]}`: "must end with a user message",
+		`{"threadId":"t","runId":"r","messages":[{"id":"a","role":"robot","content":"x"}]}`:               "messages[0] needs an id and a role",
+		`{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}`:      "resume[0] needs an interruptId and a status",
+		`{"threadId":"t","runId":"r","messages":[{"id":"a","role":"user","content":[{"type":"image"}]}]}`: "has no text",
+	} {
+		st, out := e.post(t, "acme", body)
+		msg, _ := out[0]["error"].(map[string]any)["message"].(string)
+		if st != http.StatusBadRequest || out[0]["error"].(map[string]any)["code"] != gateway.CodeInvalidArgument || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %v, want 400 invalid_argument with %q", body, st, out, want)
+		}
+	}
+
+	// acme's thread waits for an answer (ask_human).
+	st, evs := e.post(t, "acme", input("shared", "acme-1", "Refund order 42"))
+	fin := last(evs)
+	oc, _ := fin["outcome"].(map[string]any)
+	if st != http.StatusOK || oc["type"] != "interrupt" {
+		t.Fatalf("acme's first run: %d %v", st, types(evs))
+	}
+	open := oc["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+	resume := map[string]any{"interruptId": open, "status": "resolved", "payload": "42"}
+
+	// A run without resume while interrupts are open.
+	_, evs = e.post(t, "acme", input("shared", "acme-2", "Anything new?"))
+	if fin := last(evs); fin["type"] != "RUN_ERROR" || fin["code"] != agui.CodeInterruptsPending || !strings.Contains(fin["message"].(string), open) {
+		t.Fatalf("a run on a thread with open interrupts: %v", evs)
+	}
+
+	// globex, on acme's thread and on an unknown one: the same answers.
+	_, theirs := e.post(t, "globex", input("shared", "globex-1", "", resume))
+	_, unknown := e.post(t, "globex", input("nowhere", "globex-2", "", resume))
+	if fin := last(theirs); fin["type"] != "RUN_ERROR" || fin["code"] != agui.CodeInterruptNotOpen ||
+		fin["message"] != strings.ReplaceAll(last(unknown)["message"].(string), "nowhere", "shared") || len(theirs) != len(unknown) {
+		t.Fatalf("globex resumes acme's thread: %v; an unknown thread: %v", theirs, unknown)
+	}
+	before := stateOf(t, e, "acme", "shared", "acme")["seq"]
+	_, own := e.post(t, "globex", input("shared", "globex-3", "Weather in Paris?"))
+	if fin := last(own); fin["type"] != "RUN_FINISHED" || fin["result"] != "It is sunny in Paris today, with a light breeze from the west." {
+		t.Fatalf("globex's run on a thread id acme uses: %v", types(own))
+	}
+	if after := stateOf(t, e, "acme", "shared", "acme"); after["seq"] != before || after["status"] != "SESSION_STATUS_AWAITING_HUMAN" {
+		t.Fatalf("acme's session changed under globex's run: seq %v → %v, %v", before, after["seq"], after["status"])
+	}
+
+	// acme answers: the run goes on to the approval.
+	_, evs = e.post(t, "acme", input("shared", "acme-3", "", resume))
+	if oc, _ := last(evs)["outcome"].(map[string]any); oc["type"] != "interrupt" || oc["interrupts"].([]any)[0].(map[string]any)["reason"] != "tool_call" {
+		t.Fatalf("acme's resume: %v", evs)
+	}
+}
