@@ -46,7 +46,8 @@ func TestValidateNodeSettings(t *testing.T) {
 
 // TestNodeServesGatewayAndMetrics: what fathom node uses of a Node: the gateway on the
 // node's sessions (a session started through the Go API is read through it), the metrics
-// listener's address, the cluster address and readiness, the MCP server at /mcp.
+// listener's address, the cluster address and readiness, the MCP server at /mcp, the
+// AG-UI endpoint at /v1/agui.
 func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -104,6 +105,15 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	}
 	if !slices.Contains(names, mcpserver.RunAgentTool) || !slices.Contains(names, "researcher") {
 		t.Fatalf("the tools of /mcp: %v", names)
+	}
+	res, err := http.Post(srv.URL+"/v1/agui", "application/json", strings.NewReader(`{"runId":"r","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "threadId is required") {
+		t.Fatalf("POST /v1/agui (the AG-UI endpoint) on the node's gateway: %d %s", res.StatusCode, b)
 	}
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "gw-1", Goal: "Explain event sourcing in one sentence"})
 	if err != nil {
