@@ -404,3 +404,34 @@ func TestAGUIErrors(t *testing.T) {
 		t.Fatalf("acme's resume: %v", evs)
 	}
 }
+
+// TestAGUIRejectAndCancel: an approval resumed with approved false rejects the call (it
+// never runs; the model reads the message as its result), and a question resumed as
+// cancelled cancels the session: the run ends with the cancelled outcome.
+func TestAGUIRejectAndCancel(t *testing.T) {
+	e := start(t)
+	_, evs := e.post(t, "acme", input("t", "1", "Refund order 42"))
+	ask := last(evs)["outcome"].(map[string]any)["interrupts"].([]any)[0].(map[string]any)
+	_, evs = e.post(t, "acme", input("t", "2", "", map[string]any{"interruptId": ask["id"], "status": "resolved", "payload": "42"}))
+	approval := last(evs)["outcome"].(map[string]any)["interrupts"].([]any)[0].(map[string]any)
+	_, evs = e.post(t, "acme", input("t", "3", "", map[string]any{"interruptId": approval["id"], "status": "resolved",
+		"payload": map[string]any{"approved": false, "message": "not today"}}))
+	var rejected bool
+	for _, ev := range evs {
+		if ev["type"] == "TOOL_CALL_RESULT" && ev["toolCallId"] == approval["toolCallId"] && strings.Contains(ev["content"].(string), "not today") {
+			rejected = true
+		}
+	}
+	again, _ := last(evs)["outcome"].(map[string]any)
+	if !rejected || e.refunds.Load() != 0 || again["type"] != "interrupt" {
+		t.Fatalf("a rejected approval (%d refunds): %v", e.refunds.Load(), evs)
+	}
+	asked := again["interrupts"].([]any)[0].(map[string]any)
+	_, evs = e.post(t, "acme", input("t", "4", "", map[string]any{"interruptId": asked["id"], "status": "cancelled"}))
+	if fin := last(evs); fin["type"] != "RUN_FINISHED" || fin["outcome"].(map[string]any)["type"] != "cancelled" {
+		t.Fatalf("a cancelled question: %v", evs)
+	}
+	if st := stateOf(t, e, "acme", "t", "acme"); st["status"] != "SESSION_STATUS_CANCELLED" {
+		t.Fatalf("the session after a cancelled question: %v", st)
+	}
+}
