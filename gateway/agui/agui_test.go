@@ -61,13 +61,19 @@ type env struct {
 
 // start runs a node (embedded journal, the scripted model) behind a gateway with the
 // AG-UI endpoint mounted, as Node.Gateway mounts it.
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWith(t, nil) }
+
+// startWith is start with the model's script sc (nil: script).
+func startWith(t *testing.T, sc *mock.Script) *env {
 	t.Helper()
-	sc, err := mock.ParseScript([]byte(script))
-	if err != nil {
-		t.Fatal(err)
+	if sc == nil {
+		s, err := mock.ParseScript([]byte(script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = &s
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
+	model := httptest.NewServer(mock.New(mock.Config{Script: *sc}).Handler())
 	t.Cleanup(model.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	refunds := &atomic.Int32{}
@@ -208,28 +214,7 @@ type run struct {
 func TestAGUIOfficialClient(t *testing.T) {
 	dir := testenv.NodeAGUI(t)
 	e := start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "testdata/agui-client.cjs", e.url, token)
-	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"), "SUPPRESS_TRANSFORMATION_WARNINGS=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("agui-client.cjs: %v\n%s", err, stderr.String())
-	}
-	var out map[string]run
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("agui-client.cjs printed %q: %v\n%s", stdout.String(), err, stderr.String())
-	}
-	for name, r := range out {
-		if r.Error != nil || len(r.Invalid) > 0 || r.Wire != len(r.Events) || len(r.Events) == 0 {
-			t.Fatalf("run %s: error %v, invalid events %v, %d on the wire, %d received: %v", name, deref(r.Error), r.Invalid, r.Wire, len(r.Events), types(r.Events))
-		}
-		if r.Events[0]["type"] != "RUN_STARTED" {
-			t.Fatalf("run %s starts with %v", name, r.Events[0])
-		}
-	}
-
+	out := client(t, dir, e)
 	first := out["first"]
 	ts := types(first.Events)
 	if fin := last(first.Events); fin["type"] != "RUN_FINISHED" || fin["result"] != "It is sunny in Paris today, with a light breeze from the west." ||
@@ -308,6 +293,65 @@ func TestAGUIOfficialClient(t *testing.T) {
 	}
 	if !refunded || e.refunds.Load() != 1 {
 		t.Fatalf("the approved call's result (%d refunds): %v", e.refunds.Load(), done.Events)
+	}
+}
+
+// client runs testdata/agui-client.cjs (args after the URL and token: its mode) against
+// e and checks every run: no client error, every event valid against the schemas (as
+// received and on the wire), RUN_STARTED first.
+func client(t *testing.T, dir string, e *env, args ...string) map[string]run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/agui-client.cjs", e.url, token}, args...)...)
+	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"), "SUPPRESS_TRANSFORMATION_WARNINGS=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("agui-client.cjs: %v\n%s", err, stderr.String())
+	}
+	var out map[string]run
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("agui-client.cjs printed %q: %v\n%s", stdout.String(), err, stderr.String())
+	}
+	for name, r := range out {
+		if r.Error != nil || len(r.Invalid) > 0 || r.Wire != len(r.Events) || len(r.Events) == 0 {
+			t.Fatalf("run %s: error %v, invalid events %v, %d on the wire, %d received: %v", name, deref(r.Error), r.Invalid, r.Wire, len(r.Events), types(r.Events))
+		}
+		if r.Events[0]["type"] != "RUN_STARTED" {
+			t.Fatalf("run %s starts with %v", name, r.Events[0])
+		}
+	}
+	return out
+}
+
+// TestAGUIDemoPlan: the demo model's plan (a researcher, then a coder and a writer in
+// parallel, then a reviewer: sub-agents with tool calls, their text interleaved) is one
+// valid AG-UI run for the official client: every step started and finished, every
+// message and tool call closed, the summary as the result.
+func TestAGUIDemoPlan(t *testing.T) {
+	dir := testenv.NodeAGUI(t)
+	demo := mock.DemoScript()
+	e := startWith(t, &demo)
+	r := client(t, dir, e, "demo")["demo"]
+	fin := last(r.Events)
+	if fin["type"] != "RUN_FINISHED" || !strings.Contains(fin["result"].(string), "Summary for: Write a haiku about rain") {
+		t.Fatalf("the demo run ends with %v (%v)", fin, types(r.Events))
+	}
+	started := map[string]bool{}
+	for _, ev := range r.Events {
+		if ev["type"] == "STEP_STARTED" {
+			started[ev["stepName"].(string)] = true
+		}
+	}
+	if len(started) != 4 || count(r.Events, "STEP_FINISHED") < 4 || count(r.Events, "TOOL_CALL_RESULT") < 4 {
+		t.Fatalf("the demo run's steps %v: %v", started, types(r.Events))
+	}
+	steps := r.State["plan"].(map[string]any)["steps"].([]any)
+	for _, s := range steps {
+		if s.(map[string]any)["status"] != "completed" {
+			t.Fatalf("the client's plan after the run: %v", steps)
+		}
 	}
 }
 

@@ -2,15 +2,16 @@
 // checks every event the server sent against @ag-ui/core's schemas (EventSchemas): the
 // events as the client received them, and each `data:` line of the raw SSE body.
 //
-//   NODE_PATH=<dir>/node_modules node agui-client.cjs URL TOKEN
+//   NODE_PATH=<dir>/node_modules node agui-client.cjs URL TOKEN [demo]
 //
+// With "demo", one run on a new thread (the demo model's plan: sub-agents in parallel).
 // Prints one JSON object: per scenario, each run's events, schema failures, error,
 // result and the client's pending interrupts, messages and state.
 "use strict";
 const { HttpAgent } = require("@ag-ui/client");
 const { EventSchemas } = require("@ag-ui/core/schemas");
 
-const [url, token] = process.argv.slice(2);
+const [url, token, mode] = process.argv.slice(2);
 
 // agent is an HttpAgent on thread threadId that keeps the raw body of each response.
 function agent(threadId) {
@@ -73,6 +74,13 @@ const user = (id, content) => ({ id, role: "user", content });
 
 async function main() {
   const out = {};
+  if (mode === "demo") {
+    const d = agent("demo-thread");
+    d.addMessage(user("u1", "Write a haiku about rain"));
+    out.demo = await run(d, { runId: "demo-1" });
+    process.stdout.write(JSON.stringify(out));
+    return;
+  }
 
   // A run with a tool call, then a second run on the thread: a follow-up turn.
   const w = agent("weather-thread");
