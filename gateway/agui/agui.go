@@ -136,7 +136,8 @@ type agError struct{ code, msg string }
 func (e *agError) Error() string { return e.code + ": " + e.msg }
 
 func runError(err error) (code, msg string, ok bool) {
-	if e, isAG := err.(*agError); isAG {
+	var e *agError
+	if errors.As(err, &e) {
 		return e.code, e.msg, true
 	}
 	return "", "", false
@@ -194,7 +195,8 @@ func (h *Handler) resume(ctx context.Context, in *RunAgentInput, sid string, st 
 		return 0, "", &agError{CodeInterruptsPending, fmt.Sprintf("resume must answer every open interrupt; not answered: %s", strings.Join(missing, ", "))}
 	}
 	from := st.GetSeq()
-	for _, e := range in.Resume {
+	inputs := make([]json.RawMessage, len(in.Resume))
+	for i, e := range in.Resume { // every answer is checked before any is given
 		req := open[e.InterruptID]
 		if e.Status == StatusCancelled && req.GetKind() != "approval" {
 			// Nobody will answer: the session is cancelled, and the run ends so.
@@ -206,8 +208,12 @@ func (h *Handler) resume(ctx context.Context, in *RunAgentInput, sid string, st 
 		if err != nil {
 			return 0, "", err
 		}
+		inputs[i] = input
+	}
+	for i, e := range in.Resume {
+		req := open[e.InterruptID]
 		if _, err := h.g.Do(ctx, gateway.Request{Op: gateway.OpInput, SessionID: sid, StepID: req.GetStepId(), RequestID: req.GetRequestId(),
-			Input: input, CommandID: commandID(in.RunID, e.InterruptID)}); err != nil {
+			Input: inputs[i], CommandID: commandID(in.RunID, e.InterruptID)}); err != nil {
 			return 0, "", err
 		}
 	}
