@@ -305,11 +305,12 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 		if s.update(u) != interrupted {
 			continue
 		}
-		// The events decided with the request (another request of the same answer) are
-		// ready now: fold them before the run ends.
+		// The other calls and requests decided with this one (one answer may ask
+		// several questions) are ready now: fold them before the run ends. Anything else
+		// (an answer, in a replay) is the next run's.
 		for s.err == nil && !s.done {
 			u, ok, err := sub.TryNextUpdate(ctx)
-			if err != nil || !ok {
+			if err != nil || !ok || !u.IsDelta && !decidedWithRequest(u.Event) {
 				break
 			}
 			s.update(u)
@@ -319,6 +320,16 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 		}
 	}
 	return nil
+}
+
+// decidedWithRequest reports the events that come with a human-input request in one
+// decision: other tool calls and requests.
+func decidedWithRequest(ev *messages.Event) bool {
+	switch ev.GetPayload().(type) {
+	case *messages.Event_ToolCalled, *messages.Event_HitlRequested:
+		return true
+	}
+	return false
 }
 
 // next waits for the subscription's next update, with an SSE comment every keepalive.

@@ -450,8 +450,10 @@ func TestAGUIErrors(t *testing.T) {
 }
 
 // TestAGUIRejectAndCancel: an approval resumed with approved false rejects the call (it
-// never runs; the model reads the message as its result), and a question resumed as
-// cancelled cancels the session: the run ends with the cancelled outcome.
+// never runs; the model reads the message as its result); a run that ended with an
+// interrupt, posted again after it was answered, is replayed to that interrupt; a
+// question resumed as cancelled cancels the session: the run ends with the cancelled
+// outcome.
 func TestAGUIRejectAndCancel(t *testing.T) {
 	e := start(t)
 	_, evs := e.post(t, "acme", input("t", "1", "Refund order 42"))
@@ -471,6 +473,15 @@ func TestAGUIRejectAndCancel(t *testing.T) {
 		t.Fatalf("a rejected approval (%d refunds): %v", e.refunds.Load(), evs)
 	}
 	asked := again["interrupts"].([]any)[0].(map[string]any)
+
+	// The question's run posted again after it was answered: the same run, from the
+	// journal, ending with the same interrupt.
+	_, replay := e.post(t, "acme", input("t", "1", "Refund order 42"))
+	if oc, _ := last(replay)["outcome"].(map[string]any); oc["type"] != "interrupt" ||
+		oc["interrupts"].([]any)[0].(map[string]any)["id"] != ask["id"] || len(oc["interrupts"].([]any)) != 1 {
+		t.Fatalf("the first run replayed: %v", replay)
+	}
+
 	_, evs = e.post(t, "acme", input("t", "4", "", map[string]any{"interruptId": asked["id"], "status": "cancelled"}))
 	if fin := last(evs); fin["type"] != "RUN_FINISHED" || fin["outcome"].(map[string]any)["type"] != "cancelled" {
 		t.Fatalf("a cancelled question: %v", evs)
