@@ -93,7 +93,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gateway.WriteError(w, code, msg)
 		return
 	}
-	s := newStream(w, in, sid)
+	var resume *Position
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if resume, err = ParsePosition(last); err != nil {
+			gateway.WriteError(w, gateway.CodeInvalidArgument, err.Error())
+			return
+		}
+	}
+	s := newStream(w, in, sid, resume)
 	s.start()
 	from, replay, err := h.apply(ctx, in, sid, st)
 	if err != nil {

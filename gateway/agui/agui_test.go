@@ -490,3 +490,114 @@ func TestAGUIRejectAndCancel(t *testing.T) {
 		t.Fatalf("the session after a cancelled question: %v", st)
 	}
 }
+
+// sse reads a run's stream posted with Last-Event-ID lastID (none when empty) until
+// stop says so after an event (nil: to its end), and returns the events and their ids.
+func (e *env) sse(t *testing.T, body, lastID string, stop func(n int, ev map[string]any) bool) ([]map[string]any, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer acme")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var evs []map[string]any
+	var ids []string
+	id := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id = v
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			evs, ids = append(evs, m), append(ids, id)
+			if stop != nil && stop(len(evs), m) {
+				return evs, ids
+			}
+		}
+	}
+	return evs, ids
+}
+
+// TestAGUIResumeWithLastEventID: a client whose stream broke (before any text, between
+// the deltas of an answer while it streams) posts the run again with the last event id
+// it had as Last-Event-ID: it gets every event it lacks exactly once, so what it has is
+// the whole run: the same events as the run replayed from the journal, each message's
+// text whole. A Last-Event-ID that is no event id of a run is 400.
+func TestAGUIResumeWithLastEventID(t *testing.T) {
+	e := start(t)
+	req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader(input("t", "r", "hello")))
+	req.Header.Set("Authorization", "Bearer acme")
+	req.Header.Set("Last-Event-ID", "seven")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a Last-Event-ID that is no event id: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	contents := 0
+	cuts := map[string]func(int, map[string]any) bool{
+		"after RUN_STARTED": func(n int, _ map[string]any) bool { return n == 1 },
+		"after a tool call": func(_ int, ev map[string]any) bool { return ev["type"] == "TOOL_CALL_END" },
+		"in a streaming text": func(_ int, ev map[string]any) bool {
+			contents += count([]map[string]any{ev}, "TEXT_MESSAGE_CONTENT")
+			return contents == 3
+		},
+	}
+	for name, stop := range cuts {
+		t.Run(name, func(t *testing.T) {
+			body := input("resume-"+strings.ReplaceAll(name, " ", "-"), "r1", "Weather in Paris?")
+			head, ids := e.sse(t, body, "", stop)
+			tail, _ := e.sse(t, body, ids[len(ids)-1], nil)
+			got := append(head, tail...)
+			whole, _ := e.sse(t, body, "", nil) // the run replayed, from the journal
+			if last(got)["type"] != "RUN_FINISHED" || last(whole)["type"] != "RUN_FINISHED" {
+				t.Fatalf("resumed: %v; replayed: %v", types(got), types(whole))
+			}
+			if a, b := withoutContent(got), withoutContent(whole); !equalJSON(a, b) {
+				t.Fatalf("the resumed stream's events\n%v\nare not the run's\n%v", a, b)
+			}
+			if a, b := texts(got), texts(whole); !equalJSON(a, b) || len(a) == 0 {
+				t.Fatalf("the resumed stream's texts %v, the run's %v", a, b)
+			}
+		})
+	}
+}
+
+func withoutContent(evs []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, ev := range evs {
+		if ev["type"] != "TEXT_MESSAGE_CONTENT" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// texts is each message's text, its TEXT_MESSAGE_CONTENT deltas joined.
+func texts(evs []map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, ev := range evs {
+		if ev["type"] == "TEXT_MESSAGE_CONTENT" {
+			out[ev["messageId"].(string)] += ev["delta"].(string)
+		}
+	}
+	return out
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}

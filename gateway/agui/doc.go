@@ -15,5 +15,7 @@
 // STEP_FINISHED per plan step, TEXT_MESSAGE_START / CONTENT / END with the model's
 // text, TOOL_CALL_START / ARGS / END / RESULT, then RUN_FINISHED or RUN_ERROR. Posting
 // the same RunAgentInput again (same runId) replays that run from the journal and
-// follows it live to its end. docs/agui.md is the reference.
+// follows it live to its end; with the last SSE id the client received as Last-Event-ID
+// (a Position) it resumes right after that event, so no event comes twice.
+// docs/agui.md is the reference.
 package agui

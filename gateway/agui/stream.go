@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +63,11 @@ type call struct {
 	open    bool
 	attempt uint32
 	text    strings.Builder
+	// sent is how much of the text the client has (bytes); resumed is set for a
+	// message a resumed stream continues: its deltas are not streamed again, the rest
+	// of the text comes with the answer.
+	sent    int
+	resumed bool
 }
 
 // end says how an update left the run.
@@ -88,10 +95,18 @@ type stream struct {
 	steps    []string          // STEP_STARTED and not yet finished, in order
 	lastText string            // the last text message's content
 	done     bool
+
+	// pos is the position of the event being written: the seq of the session event it
+	// comes from (0 before the first) and its place among that event's AG-UI events.
+	// Each SSE event's id is its position with the text of the messages still open
+	// (see Position): a stream posted again with it as Last-Event-ID resumes after it.
+	pos    position
+	delta  bool      // the update being folded is a token delta
+	resume *Position // where a resumed stream starts (nil: from the run's start)
 }
 
-func newStream(w http.ResponseWriter, in *RunAgentInput, sid string) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w), in: in, sid: sid,
+func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
+	return &stream{w: w, rc: http.NewResponseController(w), in: in, sid: sid, resume: resume,
 		state: State{SessionID: sid, Plan: Plan{Steps: []Step{}}}, calls: map[string]*call{}, parent: map[string]string{}}
 }
 
@@ -110,17 +125,42 @@ func (s *stream) send(ev map[string]any) {
 	if s.err != nil || s.done {
 		return
 	}
+	if !s.delta {
+		s.pos.k++
+	}
+	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
+		return // the client has it
+	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		s.err = fmt.Errorf("encode %v: %w", ev["type"], err)
 		return
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+	if _, err := fmt.Fprintf(s.w, "id: %s\ndata: %s\n\n", s.id(), b); err != nil {
 		s.err = err
 		return
 	}
 	s.err = s.rc.Flush()
+}
+
+// slot places the next event of the current session event at k: an answer's START,
+// CONTENT and END keep their places whether or not deltas came before.
+func (s *stream) slot(k int) {
+	if !s.delta {
+		s.pos.k = k - 1
+	}
+}
+
+// id is the SSE id of the event being written.
+func (s *stream) id() string {
+	p := Position{Seq: s.pos.seq, K: s.pos.k, Sent: map[string]int{}}
+	for _, c := range s.calls {
+		if c.open {
+			p.Sent[c.msgID] = c.sent
+		}
+	}
+	return p.String()
 }
 
 func (s *stream) comment() {
@@ -137,6 +177,7 @@ func (s *stream) comment() {
 
 // runError ends the run with RUN_ERROR.
 func (s *stream) runError(code, msg string) {
+	s.delta, s.resume = false, nil // an error is news wherever the stream resumed
 	s.send(map[string]any{"type": evRunError, "message": msg, "code": code})
 	s.done = true
 }
@@ -144,6 +185,7 @@ func (s *stream) runError(code, msg string) {
 // snapshot sets the run's state from the session's (nil: none yet) and sends it, with
 // STEP_STARTED for the steps running (they go on in this run).
 func (s *stream) snapshot(st *messages.SessionState) {
+	s.delta = false
 	s.state = State{SessionID: s.sid, Status: "planning", Plan: Plan{Steps: []Step{}}}
 	s.awaiting = nil
 	if st != nil {
@@ -212,11 +254,18 @@ func (s *stream) stepFinished(id string) {
 
 // closeAll ends the open text messages and steps: nothing may stay open at the run's end.
 func (s *stream) closeAll() {
-	for id, c := range s.calls {
+	ids := make([]string, 0, len(s.calls))
+	for id := range s.calls {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		c := s.calls[id]
+		delete(s.calls, id)
 		if c.open {
+			c.open = false
 			s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
 		}
-		delete(s.calls, id)
 	}
 	for len(s.steps) > 0 {
 		s.stepFinished(s.steps[0])
@@ -240,32 +289,38 @@ func (s *stream) text(c *call, attempt uint32, t string) {
 		s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
 		c.open = false
 		c.text.Reset()
+		c.sent = 0
 		c.msgID = fmt.Sprintf("%s.%d", strings.SplitN(c.msgID, ".", 2)[0], attempt)
 	}
 	if !c.open {
 		c.open, c.attempt = true, attempt
+		s.slot(1)
 		s.send(map[string]any{"type": evTextStart, "messageId": c.msgID, "role": "assistant"})
 	}
 	if t != "" {
 		c.text.WriteString(t)
+		c.sent += len(t)
+		s.slot(2)
 		s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": t})
 	}
 }
 
 // update folds one update of the session into the run's events.
 func (s *stream) update(u live.Update) end {
+	s.delta = u.IsDelta
 	if u.IsDelta {
 		d := u.Delta
 		if d.Kind != "" && d.Kind != live.KindText {
 			return going
 		}
-		if c := s.calls[d.CallID]; c != nil && streamed(c.purpose) {
+		if c := s.calls[d.CallID]; c != nil && streamed(c.purpose) && !c.resumed {
 			s.text(c, d.Attempt, d.Text)
 		}
 		return going
 	}
 	ev := u.Event
 	seq := ev.GetSeq()
+	s.pos = position{seq: seq}
 	switch p := ev.GetPayload().(type) {
 	case *messages.Event_SessionStarted:
 		s.setStatus("planning")
@@ -300,7 +355,18 @@ func (s *stream) update(u live.Update) end {
 		if old := s.calls[r.GetCallId()]; old != nil && old.open {
 			s.send(map[string]any{"type": evTextEnd, "messageId": old.msgID})
 		}
-		s.calls[r.GetCallId()] = &call{purpose: r.GetPurpose(), msgID: fmt.Sprintf("%s:%d", s.sid, seq)}
+		c := &call{purpose: r.GetPurpose(), msgID: fmt.Sprintf("%s:%d", s.sid, seq)}
+		if res := s.resume; res != nil && seq <= res.Seq {
+			// Requested before the point the stream resumes from: its text comes whole (or
+			// what the client lacks of it) with the answer, not from the deltas to come.
+			c.resumed = true
+			for id, n := range res.Sent {
+				if id == c.msgID || strings.HasPrefix(id, c.msgID+".") {
+					c.msgID, c.open, c.sent = id, true, n
+				}
+			}
+		}
+		s.calls[r.GetCallId()] = c
 	case *messages.Event_LlmResponded:
 		s.responded(p.LlmResponded, seq)
 	case *messages.Event_ToolCalled:
@@ -381,23 +447,35 @@ func (s *stream) responded(r *messages.LlmResponded, seq uint64) {
 		return
 	}
 	content := r.GetContent()
-	if c.open {
-		if rest, ok := strings.CutPrefix(content, c.text.String()); ok && rest != "" {
+	switch {
+	case c.open:
+		rest, ok := strings.CutPrefix(content, c.text.String())
+		if c.resumed {
+			rest, ok = "", c.sent <= len(content)
+			if ok {
+				rest = content[c.sent:]
+			}
+		}
+		if ok && rest != "" {
+			c.sent += len(rest)
+			s.slot(2)
 			s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": rest})
 		}
-		s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
-	} else if content != "" {
+	case content != "":
 		s.text(c, 0, content)
-		s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
-	} else {
+	default:
 		return
 	}
+	c.open = false
+	s.slot(3)
+	s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
 	s.parent[r.GetStepId()+"/"+r.GetSubAgentId()] = c.msgID
 	s.lastText = content
 }
 
 // interrupt ends the run with the interrupt outcome: one interrupt per open request.
 func (s *stream) interrupt() {
+	s.delta = false
 	s.closeAll()
 	s.sendSnapshot()
 	list := make([]map[string]any, 0, len(s.awaiting))
@@ -470,4 +548,62 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// position is an event's place in a run: the session event it comes from (seq, 0 for
+// the run's opening events) and its place k among that event's AG-UI events.
+type position struct {
+	seq uint64
+	k   int
+}
+
+// Position is a run's SSE event id: the place of the event (Seq, K: see position) and,
+// for each text message still open, how much of its text (bytes) the client has.
+// Written "SEQ.K" then "|MESSAGE_ID=BYTES" per open message.
+type Position struct {
+	Seq  uint64
+	K    int
+	Sent map[string]int
+}
+
+// String is p as an SSE id.
+func (p Position) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d.%d", p.Seq, p.K)
+	ids := make([]string, 0, len(p.Sent))
+	for id := range p.Sent {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, "|%s=%d", id, p.Sent[id])
+	}
+	return b.String()
+}
+
+// ParsePosition reads an SSE id of a run (a Last-Event-ID).
+func ParsePosition(s string) (*Position, error) {
+	parts := strings.Split(s, "|")
+	seq, k, ok := strings.Cut(parts[0], ".")
+	p := &Position{Sent: map[string]int{}}
+	var err1, err2 error
+	p.Seq, err1 = strconv.ParseUint(seq, 10, 64)
+	p.K, err2 = strconv.Atoi(k)
+	if !ok || err1 != nil || err2 != nil || p.K < 0 {
+		return nil, fmt.Errorf("Last-Event-ID %q is not an event id of an AG-UI run (SEQ.K[|MESSAGE=BYTES...])", truncate(s, 80))
+	}
+	for _, m := range parts[1:] {
+		id, n, ok := strings.Cut(m, "=")
+		sent, err := strconv.Atoi(n)
+		if !ok || id == "" || err != nil || sent < 0 {
+			return nil, fmt.Errorf("Last-Event-ID %q is not an event id of an AG-UI run (SEQ.K[|MESSAGE=BYTES...])", truncate(s, 80))
+		}
+		p.Sent[id] = sent
+	}
+	return p, nil
+}
+
+// before reports whether at comes after p: the client, which has p, lacks it.
+func (p *Position) before(at position) bool {
+	return at.seq > p.Seq || at.seq == p.Seq && at.k > p.K
 }
