@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,10 +62,11 @@ type env struct {
 
 // start runs a node (embedded journal, the scripted model) behind a gateway with the
 // AG-UI endpoint mounted, as Node.Gateway mounts it.
-func start(t *testing.T) *env { return startWith(t, nil) }
+func start(t *testing.T) *env { return startWith(t, nil, nil) }
 
-// startWith is start with the model's script sc (nil: script).
-func startWith(t *testing.T, sc *mock.Script) *env {
+// startWith is start with the model's script sc (nil: script) and the gateway's
+// configuration edited by gw (nil: as it is).
+func startWith(t *testing.T, sc *mock.Script, gw func(*gateway.Config)) *env {
 	t.Helper()
 	if sc == nil {
 		s, err := mock.ParseScript([]byte(script))
@@ -100,7 +102,11 @@ func startWith(t *testing.T, sc *mock.Script) *env {
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	h, err := gateway.New(gateway.Config{Token: token, Authenticator: tenants{}, Sessions: n, Feed: n.Feed(), Logger: log})
+	gcfg := gateway.Config{Token: token, Authenticator: tenants{}, Sessions: n, Feed: n.Feed(), Logger: log}
+	if gw != nil {
+		gw(&gcfg)
+	}
+	h, err := gateway.New(gcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +338,7 @@ func client(t *testing.T, dir string, e *env, args ...string) map[string]run {
 func TestAGUIDemoPlan(t *testing.T) {
 	dir := testenv.NodeAGUI(t)
 	demo := mock.DemoScript()
-	e := startWith(t, &demo)
+	e := startWith(t, &demo, nil)
 	r := client(t, dir, e, "demo")["demo"]
 	fin := last(r.Events)
 	if fin["type"] != "RUN_FINISHED" || !strings.Contains(fin["result"].(string), "Summary for: Write a haiku about rain") {
@@ -600,4 +606,27 @@ func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// TestAGUILaggingStream: a run whose reader lags behind a fast answer (the feed keeps
+// one delta per subscriber and drops older ones) still gets each message's text whole
+// and in order: the stream stops at the first lost delta and the answer brings the rest.
+func TestAGUILaggingStream(t *testing.T) {
+	words := strings.Repeat("rain falls on the journal and every drop is kept ", 60)
+	sc := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"w","type":"custom","description":"Write"}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", Response: words},
+	}}
+	e := startWith(t, &sc, func(c *gateway.Config) { c.DeltaBuffer = 1 })
+	for i := 0; i < 3; i++ {
+		_, evs := e.post(t, "acme", input(fmt.Sprintf("lag-%d", i), "r", "Write"))
+		if fin := last(evs); fin["type"] != "RUN_FINISHED" || fin["result"] != words {
+			t.Fatalf("run %d ends with %v", i, fin)
+		}
+		for id, text := range texts(evs) {
+			if text != words {
+				t.Fatalf("run %d: message %s's text is %d bytes, not the answer's %d: %q", i, id, len(text), len(words), text)
+			}
+		}
+	}
 }

@@ -63,11 +63,12 @@ type call struct {
 	open    bool
 	attempt uint32
 	text    strings.Builder
-	// sent is how much of the text the client has (bytes); resumed is set for a
-	// message a resumed stream continues: its deltas are not streamed again, the rest
-	// of the text comes with the answer.
+	// sent is how much of the text the client has (bytes); resumed is set when the
+	// deltas to come do not continue it (a resumed stream, a lost delta): they are not
+	// streamed, the rest of the text comes with the answer.
 	sent    int
 	resumed bool
+	last    uint32 // the index of the last delta streamed
 }
 
 // end says how an update left the run.
@@ -314,6 +315,15 @@ func (s *stream) update(u live.Update) end {
 			return going
 		}
 		if c := s.calls[d.CallID]; c != nil && streamed(c.purpose) && !c.resumed {
+			// Deltas are numbered from 1 (across attempts). One that did not come (the
+			// feed drops the oldest of a subscriber that lags) ends the streaming: the
+			// client has the text before it, the rest comes with the answer.
+			newAttempt := c.open && d.Attempt != 0 && d.Attempt != c.attempt
+			if d.Index != 0 && !newAttempt && d.Index != c.last+1 {
+				c.resumed = true
+				return going
+			}
+			c.last = d.Index
 			s.text(c, d.Attempt, d.Text)
 		}
 		return going
