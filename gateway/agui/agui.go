@@ -81,7 +81,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gateway.WriteError(w, gateway.CodeInvalidArgument, err.Error())
 		return
 	}
-	ctx := r.Context()
+	// The run is a long answer: it ends when the gateway shuts down (the session goes on;
+	// the client posts the run again to any node), and Shutdown waits for it.
+	ctx, done, err := h.g.Stream(r.Context())
+	if err != nil {
+		code, msg := gateway.ErrorCode(err)
+		gateway.WriteError(w, code, msg)
+		return
+	}
+	defer done()
 	tenant := ""
 	if p, ok := auth.FromContext(ctx); ok {
 		tenant = p.Tenant

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,7 @@ func (tenants) Authenticate(_ context.Context, cred string) (auth.Principal, err
 type env struct {
 	url     string
 	n       *node.Node
+	h       *gateway.Handler
 	refunds *atomic.Int32
 }
 
@@ -123,7 +125,7 @@ func startWith(t *testing.T, sc *mock.Script, gw func(*gateway.Config)) *env {
 			t.Errorf("stop node: %v", err)
 		}
 	})
-	return &env{url: srv.URL + agui.Path, n: n, refunds: refunds}
+	return &env{url: srv.URL + agui.Path, n: n, h: h, refunds: refunds}
 }
 
 // post sends body to the endpoint and returns the status and, for a stream, its events
@@ -628,5 +630,62 @@ func TestAGUILaggingStream(t *testing.T) {
 				t.Fatalf("run %d: message %s's text is %d bytes, not the answer's %d: %q", i, id, len(text), len(words), text)
 			}
 		}
+	}
+}
+
+// TestAGUIShutdownEndsRuns: a run still streaming when the gateway shuts down ends (the
+// session goes on), so Shutdown does not wait for it to its deadline; a run posted then
+// is 503.
+func TestAGUIShutdownEndsRuns(t *testing.T) {
+	sc := mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"w","type":"custom","description":"Write"}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", Response: "slow", DelayMS: 30000},
+	}}
+	e := startWith(t, &sc, nil)
+	req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader(input("slow", "r", "Write")))
+	req.Header.Set("Authorization", "Bearer acme")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan []string, 1)
+	started := make(chan struct{})
+	go func() { // reads the stream: the lines' event types, until it ends
+		var seen []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"type":"STEP_STARTED"`) {
+				close(started)
+			}
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var ev map[string]any
+				_ = json.Unmarshal([]byte(data), &ev)
+				typ, _ := ev["type"].(string)
+				seen = append(seen, typ)
+			}
+		}
+		ended <- seen
+	}()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run never started its step")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a run streaming: %v", err)
+	}
+	select {
+	case seen := <-ended:
+		if slices.Contains(seen, "RUN_FINISHED") {
+			t.Fatalf("the run finished: %v", seen)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's stream kept going after Shutdown")
+	}
+	if st, out := e.post(t, "acme", input("late", "r", "Write")); st != http.StatusServiceUnavailable {
+		t.Fatalf("a run posted after Shutdown: %d %v", st, out)
 	}
 }
