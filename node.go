@@ -9,6 +9,7 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/a2a"
+	"github.com/fathom-agents/fathom/gateway/agui"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
@@ -108,9 +109,9 @@ func (n *Node) Ready(ctx context.Context) error {
 // cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
 // feed, metrics, supervision events, session index, artifacts, deletion, cluster view
 // and readiness filled in, the MCP server of the node's agents at /mcp (package
-// gateway/mcpserver) and the A2A server (package gateway/a2a: the agent card and the
-// JSON-RPC binding at /a2a, docs/a2a.md). Serve it with an http.Server; call its
-// Shutdown before Close.
+// gateway/mcpserver), the A2A server (package gateway/a2a: the agent card and the
+// JSON-RPC binding at /a2a, docs/a2a.md) and the AG-UI endpoint (POST /v1/agui, package
+// gateway/agui). Serve it with an http.Server; call its Shutdown before Close.
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
@@ -131,6 +132,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 		agents = append(agents, a2a.AgentInfo{Name: a.Name, Description: a.Description})
 	}
 	a2a.Mount(h, a2a.Config{Agents: agents, Logger: cfg.Logger})
+	agui.Mount(h, cfg.Logger) // POST /v1/agui: the AG-UI endpoint
 	return h, nil
 }
 

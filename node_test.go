@@ -46,7 +46,8 @@ func TestValidateNodeSettings(t *testing.T) {
 
 // TestNodeServesGatewayAndMetrics: what fathom node uses of a Node: the gateway on the
 // node's sessions (a session started through the Go API is read through it), the metrics
-// listener's address, the cluster address and readiness, the MCP server at /mcp.
+// listener's address, the cluster address and readiness, the MCP server at /mcp, the
+// AG-UI endpoint at /v1/agui.
 func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -105,6 +106,15 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	if !slices.Contains(names, mcpserver.RunAgentTool) || !slices.Contains(names, "researcher") {
 		t.Fatalf("the tools of /mcp: %v", names)
 	}
+	res, err := http.Post(srv.URL+"/v1/agui", "application/json", strings.NewReader(`{"runId":"r","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "threadId is required") {
+		t.Fatalf("POST /v1/agui (the AG-UI endpoint) on the node's gateway: %d %s", res.StatusCode, b)
+	}
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "gw-1", Goal: "Explain event sourcing in one sentence"})
 	if err != nil {
 		t.Fatal(err)
@@ -123,19 +133,20 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 			t.Fatal(ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
-	} // The A2A server is mounted: the agent card names the node's agents as skills, and
+	}
+	// The A2A server is mounted: the agent card names the node's agents as skills, and
 	// the session is a task of the JSON-RPC binding.
 	if code, body := get(srv.URL + "/.well-known/agent-card.json"); code != http.StatusOK || !strings.Contains(body, `"id":"researcher"`) ||
 		!strings.Contains(body, `"url":"`+srv.URL+`/a2a"`) {
 		t.Fatalf("GET the agent card: %d %.400s", code, body)
 	}
 	rpc := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"` + id + `"}}`
-	res, err := http.Post(srv.URL+"/a2a", "application/json", strings.NewReader(rpc))
+	ares, err := http.Post(srv.URL+"/a2a", "application/json", strings.NewReader(rpc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	if b, _ := io.ReadAll(res.Body); res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"state":"TASK_STATE_COMPLETED"`) {
-		t.Fatalf("A2A GetTask: %d %.400s", res.StatusCode, b)
+	defer ares.Body.Close()
+	if b, _ := io.ReadAll(ares.Body); ares.StatusCode != http.StatusOK || !strings.Contains(string(b), `"state":"TASK_STATE_COMPLETED"`) {
+		t.Fatalf("A2A GetTask: %d %.400s", ares.StatusCode, b)
 	}
 }

@@ -128,6 +128,13 @@ func ErrorCode(err error) (code, msg string) {
 	return e.code, e.msg
 }
 
+// WriteError answers an adapter's request with the gateway's JSON error body
+// ({"error": {code, message, request_id}}) and code's HTTP status (CodeInvalidArgument:
+// 400, CodeNotFound: 404, ...).
+func WriteError(w http.ResponseWriter, code, msg string) {
+	writeError(w, &apiError{code: code, msg: msg})
+}
+
 func callerFromContext(ctx context.Context) *messages.Principal {
 	if p, ok := auth.FromContext(ctx); ok {
 		return auth.ToMessage(p)

@@ -161,3 +161,17 @@ func TestAdapterOnShutdown(t *testing.T) {
 		t.Fatal("a function registered after Shutdown did not run at once")
 	}
 }
+
+// TestAdapterWriteError: WriteError answers a mounted handler's request in the gateway's
+// error format, with the code's status.
+func TestAdapterWriteError(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	g.h.Mount("POST /v1/test-adapter/bad", gateway.ScopeWrite, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gateway.WriteError(w, gateway.CodeInvalidArgument, "threadId is required")
+	}))
+	st, out := postJSON(t, g.srv.URL+"/v1/test-adapter/bad", token, map[string]any{})
+	e, _ := out["error"].(map[string]any)
+	if st != http.StatusBadRequest || e["code"] != gateway.CodeInvalidArgument || e["message"] != "threadId is required" || e["request_id"] == "" {
+		t.Fatalf("WriteError: %d %v", st, out)
+	}
+}

@@ -4,6 +4,7 @@
 # `openai` (4.x and 6.x) and `@anthropic-ai/sdk` npm clients (for mock-llm's protocol-fidelity tests); Debian's python3-websockets (the gateway's independent
 # WebSocket client); the official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, MCP servers for the MCP client's tests);
 # the official A2A JavaScript SDK (`@a2a-js/sdk`, the client of the A2A server's test);
+# the official AG-UI client (`@ag-ui/client` and `@ag-ui/core`, the AG-UI endpoint's test);
 # Debian's chromium and the npm playwright-core (the web console's end-to-end test).
 #
 #   scripts/test-env.sh up DIR     installs what is missing, starts the services, writes DIR/env and prints its
@@ -66,6 +67,8 @@ up() {
   node_mcp=$("$HERE/install-node-mcp.sh") || die "installing the @modelcontextprotocol/sdk npm package failed"
   local node_a2a
   node_a2a=$("$HERE/install-node-a2a.sh") || die "installing the @a2a-js/sdk npm package failed"
+  local node_agui
+  node_agui=$("$HERE/install-node-agui.sh") || die "installing the @ag-ui/client npm package failed"
   local python_websockets
   python_websockets=$("$HERE/install-python-websockets.sh") || die "installing python3-websockets failed"
   local console_browser
@@ -79,6 +82,7 @@ up() {
     printf "export FATHOM_TEST_CHROMIUM='%s'\n" "$(sed -n 2p <<<"$console_browser")"
     printf "export FATHOM_TEST_NODE_MCP='%s'\n" "$node_mcp"
     printf "export FATHOM_TEST_NODE_A2A='%s'\n" "$node_a2a"
+    printf "export FATHOM_TEST_NODE_AGUI='%s'\n" "$node_agui"
     for s in "${SERVICES[@]}"; do cat "$DIR/$s/$s.env"; done
   } >"$DIR/env.tmp"
   chmod 600 "$DIR/env.tmp"

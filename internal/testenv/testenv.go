@@ -48,6 +48,9 @@ const (
 	// EnvNodeA2A is a directory whose node_modules holds the official A2A JavaScript SDK
 	// (@a2a-js/sdk).
 	EnvNodeA2A = "FATHOM_TEST_NODE_A2A"
+	// EnvNodeAGUI is a directory whose node_modules holds the official AG-UI client
+	// (@ag-ui/client) and its @ag-ui/core.
+	EnvNodeAGUI = "FATHOM_TEST_NODE_AGUI"
 )
 
 // lookup returns the variable or skips (or fails, under make test) the test.
@@ -164,6 +167,13 @@ func NodeMCP(t testing.TB) string {
 func NodeA2A(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeA2A, "the @a2a-js/sdk npm package")
+}
+
+// NodeAGUI returns the directory whose node_modules holds the official AG-UI client
+// (@ag-ui/client, @ag-ui/core; scripts/install-node-agui.sh).
+func NodeAGUI(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvNodeAGUI, "the @ag-ui/client npm package")
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails

@@ -1,0 +1,619 @@
+package agui
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// AG-UI event types the endpoint sends.
+const (
+	evRunStarted    = "RUN_STARTED"
+	evRunFinished   = "RUN_FINISHED"
+	evRunError      = "RUN_ERROR"
+	evStepStarted   = "STEP_STARTED"
+	evStepFinished  = "STEP_FINISHED"
+	evTextStart     = "TEXT_MESSAGE_START"
+	evTextContent   = "TEXT_MESSAGE_CONTENT"
+	evTextEnd       = "TEXT_MESSAGE_END"
+	evToolStart     = "TOOL_CALL_START"
+	evToolArgs      = "TOOL_CALL_ARGS"
+	evToolEnd       = "TOOL_CALL_END"
+	evToolResult    = "TOOL_CALL_RESULT"
+	evStateSnapshot = "STATE_SNAPSHOT"
+	evStateDelta    = "STATE_DELTA"
+)
+
+// State is the agent state a run's STATE_SNAPSHOT carries and its STATE_DELTAs patch:
+// the session's status and its current turn's plan.
+type State struct {
+	SessionID string `json:"session_id"`
+	// Status is the session's: planning, executing, awaiting_human, interrupted,
+	// completed, failed or cancelled.
+	Status string `json:"status"`
+	Plan   Plan   `json:"plan"`
+}
+
+// Plan is the current turn's plan (no steps while planning, or for a turn answered
+// directly).
+type Plan struct {
+	ID    string `json:"id"`
+	Steps []Step `json:"steps"`
+}
+
+// Step is a plan step; Status is pending, in_progress, completed or failed.
+type Step struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+	Status      string `json:"status"`
+}
+
+// call is an LLM call of the session seen on the stream.
+type call struct {
+	purpose string
+	msgID   string // its text message's id (opened on the first delta)
+	open    bool
+	attempt uint32
+	text    strings.Builder
+	// sent is how much of the text the client has (bytes); resumed is set when the
+	// deltas to come do not continue it (a resumed stream, a lost delta): they are not
+	// streamed, the rest of the text comes with the answer.
+	sent    int
+	resumed bool
+	last    uint32 // the index of the last delta streamed
+}
+
+// end says how an update left the run.
+type end int
+
+const (
+	going end = iota
+	interrupted
+	finished
+)
+
+// stream writes one run's AG-UI events as server-sent events, folding the session's
+// events into them.
+type stream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	in  *RunAgentInput
+	sid string
+	err error // the first write error: the client is gone
+
+	state    State
+	awaiting []*messages.HitlRequested
+	calls    map[string]*call  // by call id
+	parent   map[string]string // text message id of the last answer, by step and sub-agent
+	steps    []string          // STEP_STARTED and not yet finished, in order
+	lastText string            // the last text message's content
+	done     bool
+
+	// pos is the position of the event being written: the seq of the session event it
+	// comes from (0 before the first) and its place among that event's AG-UI events.
+	// Each SSE event's id is its position with the text of the messages still open
+	// (see Position): a stream posted again with it as Last-Event-ID resumes after it.
+	pos    position
+	delta  bool      // the update being folded is a token delta
+	resume *Position // where a resumed stream starts (nil: from the run's start)
+}
+
+func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
+	return &stream{w: w, rc: http.NewResponseController(w), in: in, sid: sid, resume: resume,
+		state: State{SessionID: sid, Plan: Plan{Steps: []Step{}}}, calls: map[string]*call{}, parent: map[string]string{}}
+}
+
+// start answers 200 with the SSE headers and RUN_STARTED.
+func (s *stream) start() {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+	s.send(map[string]any{"type": evRunStarted, "threadId": s.in.ThreadID, "runId": s.in.RunID,
+		"metadata": map[string]any{"fathom": map[string]any{"session_id": s.sid}}})
+}
+
+func (s *stream) send(ev map[string]any) {
+	if s.err != nil || s.done {
+		return
+	}
+	if !s.delta {
+		s.pos.k++
+	}
+	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
+		return // the client has it
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.err = fmt.Errorf("encode %v: %w", ev["type"], err)
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := fmt.Fprintf(s.w, "id: %s\ndata: %s\n\n", s.id(), b); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.rc.Flush()
+}
+
+// slot places the next event of the current session event at k: an answer's START,
+// CONTENT and END keep their places whether or not deltas came before.
+func (s *stream) slot(k int) {
+	if !s.delta {
+		s.pos.k = k - 1
+	}
+}
+
+// id is the SSE id of the event being written.
+func (s *stream) id() string {
+	p := Position{Seq: s.pos.seq, K: s.pos.k, Sent: map[string]int{}}
+	for _, c := range s.calls {
+		if c.open {
+			p.Sent[c.msgID] = c.sent
+		}
+	}
+	return p.String()
+}
+
+func (s *stream) comment() {
+	if s.err != nil {
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := fmt.Fprint(s.w, ": keepalive\n\n"); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.rc.Flush()
+}
+
+// runError ends the run with RUN_ERROR.
+func (s *stream) runError(code, msg string) {
+	s.delta, s.resume = false, nil // an error is news wherever the stream resumed
+	s.send(map[string]any{"type": evRunError, "message": msg, "code": code})
+	s.done = true
+}
+
+// snapshot sets the run's state from the session's (nil: none yet) and sends it, with
+// STEP_STARTED for the steps running (they go on in this run).
+func (s *stream) snapshot(st *messages.SessionState) {
+	s.delta = false
+	s.state = State{SessionID: s.sid, Status: "planning", Plan: Plan{Steps: []Step{}}}
+	s.awaiting = nil
+	if st != nil {
+		s.state.Status = sessionStatus(st.GetStatus())
+		s.state.Plan.ID = st.GetPlanId()
+		for _, ss := range st.GetSteps() {
+			s.state.Plan.Steps = append(s.state.Plan.Steps, Step{ID: ss.GetStep().GetId(), Type: ss.GetStep().GetType(),
+				Description: ss.GetStep().GetDescription(), Status: stepStatus(ss.GetStatus())})
+		}
+		s.awaiting = append(s.awaiting, st.GetAwaiting()...)
+	}
+	s.sendSnapshot()
+	for _, st := range s.state.Plan.Steps {
+		if st.Status == "in_progress" {
+			s.stepStarted(st.ID)
+		}
+	}
+}
+
+func (s *stream) sendSnapshot() {
+	b, _ := json.Marshal(s.state)
+	s.send(map[string]any{"type": evStateSnapshot, "snapshot": json.RawMessage(b)})
+}
+
+func (s *stream) patch(ops ...map[string]any) {
+	if len(ops) > 0 {
+		s.send(map[string]any{"type": evStateDelta, "delta": ops})
+	}
+}
+
+func (s *stream) setStatus(status string) {
+	if s.state.Status != status {
+		s.state.Status = status
+		s.patch(map[string]any{"op": "replace", "path": "/status", "value": status})
+	}
+}
+
+func (s *stream) setStepStatus(id, status string) {
+	for i := range s.state.Plan.Steps {
+		if s.state.Plan.Steps[i].ID == id && s.state.Plan.Steps[i].Status != status {
+			s.state.Plan.Steps[i].Status = status
+			s.patch(map[string]any{"op": "replace", "path": fmt.Sprintf("/plan/steps/%d/status", i), "value": status})
+		}
+	}
+}
+
+func (s *stream) stepStarted(id string) {
+	for _, open := range s.steps {
+		if open == id {
+			return
+		}
+	}
+	s.steps = append(s.steps, id)
+	s.send(map[string]any{"type": evStepStarted, "stepName": id})
+}
+
+func (s *stream) stepFinished(id string) {
+	for i, open := range s.steps {
+		if open == id {
+			s.steps = append(s.steps[:i], s.steps[i+1:]...)
+			s.send(map[string]any{"type": evStepFinished, "stepName": id})
+			return
+		}
+	}
+}
+
+// closeAll ends the open text messages and steps: nothing may stay open at the run's end.
+func (s *stream) closeAll() {
+	ids := make([]string, 0, len(s.calls))
+	for id := range s.calls {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		c := s.calls[id]
+		delete(s.calls, id)
+		if c.open {
+			c.open = false
+			s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+		}
+	}
+	for len(s.steps) > 0 {
+		s.stepFinished(s.steps[0])
+	}
+}
+
+// streamed reports whether an LLM call's text is shown as an assistant message: a step's,
+// a sub-agent's and the closing summary; a plan is the state, and a follow-up turn's
+// direct answer is the turn's result.
+func streamed(purpose string) bool {
+	switch purpose {
+	case "plan", "replan", "message":
+		return false
+	}
+	return true
+}
+
+// text adds a model's text to call c, opening its message.
+func (s *stream) text(c *call, attempt uint32, t string) {
+	if c.open && attempt != 0 && attempt != c.attempt {
+		s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+		c.open = false
+		c.text.Reset()
+		c.sent = 0
+		c.msgID = fmt.Sprintf("%s.%d", strings.SplitN(c.msgID, ".", 2)[0], attempt)
+	}
+	if !c.open {
+		c.open, c.attempt = true, attempt
+		s.slot(1)
+		s.send(map[string]any{"type": evTextStart, "messageId": c.msgID, "role": "assistant"})
+	}
+	if t != "" {
+		c.text.WriteString(t)
+		c.sent += len(t)
+		s.slot(2)
+		s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": t})
+	}
+}
+
+// update folds one update of the session into the run's events.
+func (s *stream) update(u live.Update) end {
+	s.delta = u.IsDelta
+	if u.IsDelta {
+		d := u.Delta
+		if d.Kind != "" && d.Kind != live.KindText {
+			return going
+		}
+		if c := s.calls[d.CallID]; c != nil && streamed(c.purpose) && !c.resumed {
+			// Deltas are numbered from 1 (across attempts). One that did not come (the
+			// feed drops the oldest of a subscriber that lags) ends the streaming: the
+			// client has the text before it, the rest comes with the answer.
+			newAttempt := c.open && d.Attempt != 0 && d.Attempt != c.attempt
+			if d.Index != 0 && !newAttempt && d.Index != c.last+1 {
+				c.resumed = true
+				return going
+			}
+			c.last = d.Index
+			s.text(c, d.Attempt, d.Text)
+		}
+		return going
+	}
+	ev := u.Event
+	seq := ev.GetSeq()
+	s.pos = position{seq: seq}
+	switch p := ev.GetPayload().(type) {
+	case *messages.Event_SessionStarted:
+		s.setStatus("planning")
+	case *messages.Event_MessageReceived:
+		s.state.Status, s.state.Plan = "planning", Plan{Steps: []Step{}}
+		s.sendSnapshot()
+	case *messages.Event_PlanCreated:
+		s.state.Status = "executing"
+		s.state.Plan = Plan{ID: p.PlanCreated.GetPlanId(), Steps: planSteps(p.PlanCreated.GetSteps())}
+		s.sendSnapshot()
+	case *messages.Event_PlanRevised:
+		r := p.PlanRevised
+		kept := []Step{}
+		for _, st := range s.state.Plan.Steps {
+			if !contains(r.GetReplacedStepIds(), st.ID) {
+				kept = append(kept, st)
+			}
+		}
+		s.state.Plan = Plan{ID: r.GetPlanId(), Steps: append(kept, planSteps(r.GetSteps())...)}
+		s.sendSnapshot()
+	case *messages.Event_StepStarted:
+		s.setStepStatus(p.StepStarted.GetStepId(), "in_progress")
+		s.stepStarted(p.StepStarted.GetStepId())
+	case *messages.Event_StepCompleted:
+		s.setStepStatus(p.StepCompleted.GetStepId(), "completed")
+		s.stepFinished(p.StepCompleted.GetStepId())
+	case *messages.Event_StepFailed:
+		s.setStepStatus(p.StepFailed.GetStepId(), "failed")
+		s.stepFinished(p.StepFailed.GetStepId())
+	case *messages.Event_LlmRequested:
+		r := p.LlmRequested
+		if old := s.calls[r.GetCallId()]; old != nil && old.open {
+			s.send(map[string]any{"type": evTextEnd, "messageId": old.msgID})
+		}
+		c := &call{purpose: r.GetPurpose(), msgID: fmt.Sprintf("%s:%d", s.sid, seq)}
+		if res := s.resume; res != nil && seq <= res.Seq {
+			// Requested before the point the stream resumes from: its text comes whole (or
+			// what the client lacks of it) with the answer, not from the deltas to come.
+			c.resumed = true
+			for id, n := range res.Sent {
+				if id == c.msgID || strings.HasPrefix(id, c.msgID+".") {
+					c.msgID, c.open, c.sent = id, true, n
+				}
+			}
+		}
+		s.calls[r.GetCallId()] = c
+	case *messages.Event_LlmResponded:
+		s.responded(p.LlmResponded, seq)
+	case *messages.Event_ToolCalled:
+		c := p.ToolCalled
+		ev := map[string]any{"type": evToolStart, "toolCallId": c.GetIdempotencyKey(), "toolCallName": c.GetTool()}
+		if m := s.parent[c.GetStepId()+"/"+c.GetSubAgentId()]; m != "" {
+			ev["parentMessageId"] = m
+		}
+		s.send(ev)
+		if c.GetArgs() != "" {
+			s.send(map[string]any{"type": evToolArgs, "toolCallId": c.GetIdempotencyKey(), "delta": c.GetArgs()})
+		}
+		s.send(map[string]any{"type": evToolEnd, "toolCallId": c.GetIdempotencyKey()})
+	case *messages.Event_ToolResult:
+		r := p.ToolResult
+		content := r.GetResult()
+		if r.GetError() != nil {
+			content = firstNonEmpty(r.GetError().GetLlmText(), r.GetError().GetMessage())
+		}
+		s.send(map[string]any{"type": evToolResult, "messageId": fmt.Sprintf("%s:%d", s.sid, seq), "toolCallId": r.GetIdempotencyKey(),
+			"content": content, "role": "tool"})
+	case *messages.Event_HitlRequested:
+		s.awaiting = append(s.awaiting, p.HitlRequested)
+		s.setStatus("awaiting_human")
+		return interrupted
+	case *messages.Event_HitlReceived:
+		for i, r := range s.awaiting {
+			if r.GetRequestId() == p.HitlReceived.GetRequestId() {
+				s.awaiting = append(s.awaiting[:i], s.awaiting[i+1:]...)
+				break
+			}
+		}
+		if len(s.awaiting) == 0 {
+			s.setStatus("executing")
+		}
+	case *messages.Event_SessionCompleted:
+		s.closeAll()
+		if res := p.SessionCompleted.GetResult(); res != "" && res != s.lastText {
+			id := fmt.Sprintf("%s:%d", s.sid, seq)
+			s.send(map[string]any{"type": evTextStart, "messageId": id, "role": "assistant"})
+			s.send(map[string]any{"type": evTextContent, "messageId": id, "delta": res})
+			s.send(map[string]any{"type": evTextEnd, "messageId": id})
+		}
+		s.setStatus("completed")
+		s.send(map[string]any{"type": evRunFinished, "threadId": s.in.ThreadID, "runId": s.in.RunID,
+			"result": p.SessionCompleted.GetResult(), "outcome": map[string]any{"type": "success"}})
+		s.done = true
+		return finished
+	case *messages.Event_SessionFailed:
+		s.closeAll()
+		s.setStatus("failed")
+		s.runError(CodeSessionFailed, firstNonEmpty(p.SessionFailed.GetError(), "the session failed"))
+		return finished
+	case *messages.Event_SessionCancelled:
+		s.closeAll()
+		s.setStatus("cancelled")
+		s.send(map[string]any{"type": evRunFinished, "threadId": s.in.ThreadID, "runId": s.in.RunID,
+			"outcome": map[string]any{"type": "cancelled"}})
+		s.done = true
+		return finished
+	}
+	return going
+}
+
+// responded ends an LLM call's text message with the rest of its answer (all of it when
+// no delta came: a replay from the journal, or a provider that did not stream).
+func (s *stream) responded(r *messages.LlmResponded, seq uint64) {
+	c := s.calls[r.GetCallId()]
+	if c == nil {
+		purpose := "step"
+		if r.GetStepId() == "" {
+			purpose = "plan"
+		}
+		c = &call{purpose: purpose, msgID: fmt.Sprintf("%s:%d", s.sid, seq)}
+	}
+	delete(s.calls, r.GetCallId())
+	if !streamed(c.purpose) {
+		return
+	}
+	content := r.GetContent()
+	switch {
+	case c.open:
+		rest, ok := strings.CutPrefix(content, c.text.String())
+		if c.resumed {
+			rest, ok = "", c.sent <= len(content)
+			if ok {
+				rest = content[c.sent:]
+			}
+		}
+		if ok && rest != "" {
+			c.sent += len(rest)
+			s.slot(2)
+			s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": rest})
+		}
+	case content != "":
+		s.text(c, 0, content)
+	default:
+		return
+	}
+	c.open = false
+	s.slot(3)
+	s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+	s.parent[r.GetStepId()+"/"+r.GetSubAgentId()] = c.msgID
+	s.lastText = content
+}
+
+// interrupt ends the run with the interrupt outcome: one interrupt per open request.
+func (s *stream) interrupt() {
+	s.delta = false
+	s.closeAll()
+	s.sendSnapshot()
+	list := make([]map[string]any, 0, len(s.awaiting))
+	for _, r := range s.awaiting {
+		list = append(list, interruptOf(r))
+	}
+	s.send(map[string]any{"type": evRunFinished, "threadId": s.in.ThreadID, "runId": s.in.RunID,
+		"outcome": map[string]any{"type": "interrupt", "interrupts": list}})
+	s.done = true
+}
+
+// interruptOf is the AG-UI interrupt of request r: reason "tool_call" for an approval
+// (toolCallId its call), "input_required" for a question (a human_input step, an
+// ask_human call: toolCallId the call).
+func interruptOf(r *messages.HitlRequested) map[string]any {
+	in := map[string]any{"id": r.GetRequestId(), "reason": "input_required", "message": r.GetQuestion()}
+	meta := map[string]any{"kind": r.GetKind(), "step_id": r.GetStepId()}
+	switch r.GetKind() {
+	case "approval":
+		in["reason"], in["toolCallId"] = "tool_call", r.GetRequestId()
+		in["responseSchema"] = map[string]any{"type": "object", "required": []string{"approved"}, "properties": map[string]any{
+			"approved": map[string]any{"type": "boolean"}, "editedArgs": map[string]any{"type": "object", "description": "Full replacement of the tool's arguments."},
+			"message": map[string]any{"type": "string", "description": "Why the call is declined (approved false)."}}}
+		meta["tool"], meta["args"] = r.GetTool(), r.GetArgs()
+	case "tool":
+		in["toolCallId"] = r.GetRequestId()
+	}
+	var schema map[string]any
+	if r.GetInputSchema() != "" && json.Unmarshal([]byte(r.GetInputSchema()), &schema) == nil && schema != nil {
+		in["responseSchema"] = schema
+	} else if len(r.GetOptions()) > 0 {
+		in["responseSchema"] = map[string]any{"enum": r.GetOptions()}
+	}
+	if d := r.GetDeadlineUnixNano(); d > 0 {
+		in["expiresAt"] = time.Unix(0, d).UTC().Format(time.RFC3339Nano)
+	}
+	in["metadata"] = map[string]any{"fathom": meta}
+	return in
+}
+
+func planSteps(ps []*messages.PlanStep) []Step {
+	out := make([]Step, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Step{ID: p.GetId(), Type: p.GetType(), Description: p.GetDescription(), Status: "pending"})
+	}
+	return out
+}
+
+func sessionStatus(s messages.SessionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "SESSION_STATUS_"))
+}
+
+func stepStatus(s messages.StepStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "STEP_STATUS_"))
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// position is an event's place in a run: the session event it comes from (seq, 0 for
+// the run's opening events) and its place k among that event's AG-UI events.
+type position struct {
+	seq uint64
+	k   int
+}
+
+// Position is a run's SSE event id: the place of the event (Seq, K: see position) and,
+// for each text message still open, how much of its text (bytes) the client has.
+// Written "SEQ.K" then "|MESSAGE_ID=BYTES" per open message.
+type Position struct {
+	Seq  uint64
+	K    int
+	Sent map[string]int
+}
+
+// String is p as an SSE id.
+func (p Position) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d.%d", p.Seq, p.K)
+	ids := make([]string, 0, len(p.Sent))
+	for id := range p.Sent {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, "|%s=%d", id, p.Sent[id])
+	}
+	return b.String()
+}
+
+// ParsePosition reads an SSE id of a run (a Last-Event-ID).
+func ParsePosition(s string) (*Position, error) {
+	parts := strings.Split(s, "|")
+	seq, k, ok := strings.Cut(parts[0], ".")
+	p := &Position{Sent: map[string]int{}}
+	var err1, err2 error
+	p.Seq, err1 = strconv.ParseUint(seq, 10, 64)
+	p.K, err2 = strconv.Atoi(k)
+	if !ok || err1 != nil || err2 != nil || p.K < 0 {
+		return nil, fmt.Errorf("Last-Event-ID %q is not an event id of an AG-UI run (SEQ.K[|MESSAGE=BYTES...])", truncate(s, 80))
+	}
+	for _, m := range parts[1:] {
+		id, n, ok := strings.Cut(m, "=")
+		sent, err := strconv.Atoi(n)
+		if !ok || id == "" || err != nil || sent < 0 {
+			return nil, fmt.Errorf("Last-Event-ID %q is not an event id of an AG-UI run (SEQ.K[|MESSAGE=BYTES...])", truncate(s, 80))
+		}
+		p.Sent[id] = sent
+	}
+	return p, nil
+}
+
+// before reports whether at comes after p: the client, which has p, lacks it.
+func (p *Position) before(at position) bool {
+	return at.seq > p.Seq || at.seq == p.Seq && at.k > p.K
+}
