@@ -98,7 +98,7 @@ func (p *pageTimer) load(tb testing.TB, op, url, selector string, nth int) pageL
 	return res
 }
 
-// BenchmarkConsoleLoad is the console's page load with 1,000 sessions in the index, in
+// BenchmarkConsoleLoad is the console's page load with 10,000 sessions in the index, in
 // headless Chromium: navigation until the sessions page shows its first 50 rows (the
 // page's script fetches the list from the gateway and renders it), in a fresh page each
 // time; p50-ms is the median. Its baseline, in the same run and browser, is the same
@@ -110,12 +110,12 @@ func BenchmarkConsoleLoad(b *testing.B) {
 		index = j.(indexedJournal)
 		return j
 	}})
-	seedSessions(b, index, 1000)
+	seedSessions(b, index, 10000)
 	timer := startPageTimer(b, token)
 	console := g.srv.URL + "/console/"
 
 	static := staticCopy(b, timer, console, console, sessionRows, 49)
-	for _, c := range []struct{ name, url string }{{"sessions=1000", console}, {"baseline=static", static + "/"}} {
+	for _, c := range []struct{ name, url string }{{"sessions=10000", console}, {"baseline=static", static + "/"}} {
 		b.Run(c.name, func(b *testing.B) {
 			times := make([]float64, 0, b.N)
 			for i := 0; i < b.N; i++ {
