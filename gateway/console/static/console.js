@@ -90,10 +90,13 @@ class Socket {
     });
   }
   // subscribe hands handler every event of session; onDelta, when given, gets its live
-  // deltas (streamed model text) too.
+  // deltas (streamed model text) too. The subscriptions are the socket's state: one
+  // subscribe frame per subscription and connection, sent here when the connection is
+  // open and by onopen otherwise (never both: the gateway refuses a second one).
   subscribe(session, handler, onDelta) {
+    if (this.subs.has(session)) this.unsubscribe(session);
     this.subs.set(session, { handler, last: 0, onDelta });
-    this.ready.then(() => this.send({ op: "subscribe", session_id: session, deltas: !!onDelta }));
+    if (this.ws.readyState === WebSocket.OPEN) this.send({ op: "subscribe", session_id: session, deltas: !!onDelta });
   }
   unsubscribe(session) {
     if (this.subs.delete(session) && this.ws.readyState === WebSocket.OPEN) this.send({ op: "unsubscribe", session_id: session });
@@ -104,7 +107,7 @@ class Socket {
     const first = !this.restarts;
     this.restarts = handler;
     for (const r of this.restartLog) handler(r);
-    if (first) this.ready.then(() => this.send({ op: "subscribe_restarts" }));
+    if (first && this.ws.readyState === WebSocket.OPEN) this.send({ op: "subscribe_restarts" }); // else onopen sends it
   }
   onFrame(f) {
     if ((f.op === "ack" || f.op === "error") && f.id !== undefined && this.waiting.has(String(f.id))) {
