@@ -72,8 +72,13 @@ try {
       return b && b.disabled === !on;
     }), want);
   };
-  const shot = async (name) => {
-    if (process.env.SCREENSHOTS) await page.screenshot({ path: path.join(process.env.SCREENSHOTS, name), fullPage: true });
+  // shot keeps a picture of the part of the page a test is about (SCREENSHOTS; docs/
+  // holds them).
+  const shot = async (name, locator) => {
+    if (!process.env.SCREENSHOTS) return;
+    const to = path.join(process.env.SCREENSHOTS, name);
+    if (locator) await locator.screenshot({ path: to });
+    else await page.screenshot({ path: to, clip: { x: 0, y: 0, width: 1360, height: 560 } });
   };
 
   if (part === "deeplink") {
@@ -192,7 +197,8 @@ try {
     await page.getByTestId("session-cost").filter({ hasText: `$${then.toFixed(4)} then` }).waitFor();
     await page.getByTestId("session-seq").filter({ hasText: `at seq ${at} of ${last}` }).waitFor();
     step(`at seq ${at}: transcript, plan (hand-offs ${planHandoffs}), artifacts (${arts.length}) and cost ($${then.toFixed(4)}) are the past's`);
-    await shot("console-time-travel.png");
+    await page.locator(".columns").evaluate((e) => e.scrollIntoView());
+    await shot("console-time-travel.png", page.locator(".columns > div").first());
 
     // The seq field: another point, the transcript follows.
     const mid = at + 2;
@@ -235,7 +241,7 @@ try {
     check(await page.getByTestId("fork-description").inputValue() === "write the second line", "the step's description is not offered to edit");
     await page.getByTestId("fork-description").fill(env("EDITED"));
     await page.getByTestId("fork-id").fill(forkID);
-    await shot("console-fork.png");
+    await shot("console-fork.png", page.getByTestId("slider").locator("xpath=.."));
     await page.getByTestId("fork").click();
     await page.waitForURL(new RegExp(`#/session/${forkID}$`));
     await page.getByTestId("session-id").filter({ hasText: forkID }).waitFor();
@@ -296,7 +302,7 @@ try {
       return i && i.complete && i.naturalWidth === 40;
     });
     step("image: shown");
-    await shot("console-artifacts.png");
+    await shot("console-artifacts.png", page.getByTestId("artifacts"));
     const [download] = await Promise.all([page.waitForEvent("download"), item("tides.json").getByTestId("artifact-download").click()]);
     check(download.suggestedFilename() === "tides.json", `downloaded ${download.suggestedFilename()}`);
     const file = await download.path();
