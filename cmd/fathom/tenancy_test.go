@@ -194,6 +194,7 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 		same(p("one event"), tok, hreq("GET", "/v1/sessions/{id}/events/1", tok, ""))
 		same(p("one event's full value"), tok, hreq("GET", "/v1/sessions/{id}/events/1?field=goal", tok, ""))
 		same(p("artifact by path"), tok, hreq("GET", "/v1/sessions/{id}/artifacts/"+strings.TrimPrefix(artifact, aID+"/"), tok, ""))
+		same(p("artifact preview"), tok, hreq("GET", "/v1/sessions/{id}/artifacts/"+strings.TrimPrefix(artifact, aID+"/")+"?preview=1", tok, ""))
 		same(p("input"), tok, hreq("POST", "/v1/sessions/{id}/input", tok, `{"step_id":"step-1","input":"yes"}`))
 		same(p("approve a tool call"), tok, hreq("POST", "/v1/sessions/{id}/input", tok, `{"request_id":"call-1","input":{"decision":"approve"}}`))
 		same(p("pause"), tok, hreq("POST", "/v1/sessions/{id}/pause", tok, `{}`))
