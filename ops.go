@@ -32,6 +32,8 @@ type ListOptions struct {
 	// GoalContains: only sessions whose goal contains this text, ignoring case (at most
 	// 200 bytes).
 	GoalContains string
+	// ForkedFrom: only the forks of this session ("" for any).
+	ForkedFrom string
 	// Since, Until: only sessions created at or after Since and before Until (zero: open).
 	Since, Until time.Time
 	// Tenant: only this tenant's sessions, for the program's own calls and an
@@ -57,7 +59,7 @@ type SessionList = gateway.SessionList
 // A bad option is ErrInvalidArgument; a journal without a session index
 // errors.ErrUnsupported; an index that does not answer ErrUnavailable.
 func (n *Node) List(ctx context.Context, o ListOptions) (SessionList, error) {
-	q := listing.Query{Status: o.Status, UserID: o.UserID, GoalContains: o.GoalContains, Since: o.Since, Until: o.Until, Limit: o.Limit}
+	q := listing.Query{Status: o.Status, UserID: o.UserID, GoalContains: o.GoalContains, ForkedFrom: o.ForkedFrom, Since: o.Since, Until: o.Until, Limit: o.Limit}
 	if err := listing.Check(q); err != nil {
 		return SessionList{}, invalid("list", "%v", err)
 	}

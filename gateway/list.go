@@ -28,7 +28,7 @@ const (
 type SessionIndex = listing.Index
 
 // ListQuery is what GET /v1/sessions asks the index for: Status, UserID, Since, Until,
-// GoalContains, the caller's Tenant and Owner (set from its principal: a principal's
+// GoalContains, ForkedFrom, the caller's Tenant and Owner (set from its principal: a principal's
 // listing, its pages and its cursors never reach another tenant's rows), the cursor's
 // AfterCreated and AfterID, and Limit.
 type ListQuery = listing.Query
@@ -41,15 +41,15 @@ var Statuses = listing.Statuses
 
 // SessionSummary is one session of GET /v1/sessions, read from the session index:
 // session_id, status, seq, updated_at, due_at, lease_owner, user_id, tenant, owner,
-// goal, created_at, cost_usd.
+// goal, forked_from, created_at, cost_usd.
 type SessionSummary = listing.Summary
 
 // SessionList is the body of GET /v1/sessions: the sessions and, when there are more,
 // the next page's ?cursor= (next_cursor).
 type SessionList = listing.Page
 
-// listSessions serves GET /v1/sessions?status=&user_id=&since=&until=&goal=&limit=&cursor=
-// from the session index, newest first.
+// listSessions serves GET /v1/sessions?status=&user_id=&since=&until=&goal=&forked_from=&limit=&cursor=
+// from the session index, newest first (forked_from=ID: the forks of session ID).
 func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	ix := h.cfg.Index
 	if ix == nil {
@@ -84,7 +84,12 @@ const MaxGoalFilterBytes = listing.MaxGoalFilterBytes
 
 // parseListQuery reads GET /v1/sessions's parameters; a bad one is a clear 400.
 func parseListQuery(q url.Values) (ListQuery, *apiError) {
-	lq := ListQuery{Status: q.Get("status"), UserID: q.Get("user_id"), GoalContains: q.Get("goal"), Limit: DefaultListLimit}
+	lq := ListQuery{Status: q.Get("status"), UserID: q.Get("user_id"), GoalContains: q.Get("goal"), ForkedFrom: q.Get("forked_from"), Limit: DefaultListLimit}
+	if lq.ForkedFrom != "" {
+		if err := checkSessionIDField("forked_from", lq.ForkedFrom); err != nil {
+			return lq, toAPIError(err)
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

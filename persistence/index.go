@@ -62,6 +62,9 @@ type IndexEntry struct {
 	Tenant, Owner string
 	// Goal is session_started's goal, cut to MaxIndexedGoalBytes.
 	Goal string
+	// ForkedFrom is the session a fork was forked from (its session_forked's
+	// source_session_id; "" for a session that is no fork).
+	ForkedFrom string
 	// CreatedAt is when the session's first event was stored.
 	CreatedAt time.Time
 	// CostUSD is the sum of the session's llm_responded cost_usd.
@@ -91,6 +94,9 @@ type SessionFacts struct {
 	// Tenant and Owner are whose session it is (when Started): session_started's, or
 	// the session_forked's of a fork's first batch.
 	Tenant, Owner string
+	// ForkedFrom is the source of a fork (when Started: the session_forked of a fork's
+	// first batch).
+	ForkedFrom string
 	// CostUSD is the model cost the batch adds.
 	CostUSD float64
 	// Tokens are the model tokens the batch adds (each llm_responded usage's total, or
@@ -122,6 +128,8 @@ type ListQuery struct {
 	GoalContains string
 	// IDPrefix keeps rows whose session id starts with this ("" for any).
 	IDPrefix string
+	// ForkedFrom keeps the forks of this session ("" for any).
+	ForkedFrom string
 	// After continues a listing after this row (its CreatedAt and SessionID); nil starts
 	// from the newest.
 	After *ListPosition
@@ -160,6 +168,7 @@ func (q ListQuery) Matches(e IndexEntry) bool {
 		!q.Since.IsZero() && e.CreatedAt.Before(q.Since),
 		!q.Until.IsZero() && !e.CreatedAt.Before(q.Until),
 		q.IDPrefix != "" && !strings.HasPrefix(e.SessionID, q.IDPrefix),
+		q.ForkedFrom != "" && e.ForkedFrom != q.ForkedFrom,
 		q.GoalContains != "" && !strings.Contains(strings.ToLower(e.Goal), strings.ToLower(q.GoalContains)):
 		return false
 	}

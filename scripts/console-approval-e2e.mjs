@@ -42,6 +42,9 @@ try {
   if (args.filename !== "notes.md") throw new Error(`the card shows args ${JSON.stringify(args)}`);
   const deadline = await card.getByTestId("approval-deadline").textContent();
   if (!deadline.includes("the call is rejected")) throw new Error(`the card's deadline says ${JSON.stringify(deadline)}`);
+  // The deadline counts down.
+  const left = await card.getByTestId("approval-deadline-left").textContent();
+  if (!/^\d+:\d\d left$/.test(left)) throw new Error(`the card's countdown says ${JSON.stringify(left)}`);
   step(`approval card for write_artifact ${JSON.stringify(args)}; ${deadline}`);
   args.filename = edited;
   await card.getByTestId("approval-args").fill(JSON.stringify(args));

@@ -36,7 +36,11 @@ const { chromium } = require("playwright-core");
 const timeout = 60_000;
 const step = (msg) => console.log(`console-e2e: ${msg}`);
 const shot = async (page, name) => {
-  if (shots) await page.screenshot({ path: path.join(shots, name), fullPage: true });
+  // The page's first 1,600 px: the session page with its transcript and timeline runs
+  // to many screens.
+  if (!shots) return;
+  const height = Math.min(1600, await page.evaluate(() => document.documentElement.scrollHeight));
+  await page.screenshot({ path: path.join(shots, name), fullPage: true, clip: { x: 0, y: 0, width: 1360, height } });
 };
 
 const browser = await chromium.launch({ executablePath: env("CHROMIUM"), args: ["--no-sandbox"] });

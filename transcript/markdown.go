@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bufio"
 	"bytes"
 	"html"
 	"net/url"
@@ -135,20 +136,48 @@ func renderFenced(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.
 	if lexer == nil {
 		lexer = lexers.Analyse(code.String())
 	}
+	writeCode(w, code.String(), lang, lexer)
+	return ast.WalkSkipChildren, nil
+}
+
+// writeCode writes code highlighted by lexer (nil, or a failure: as escaped text).
+func writeCode(w util.BufWriter, code, lang string, lexer chroma.Lexer) {
 	if lexer != nil {
-		if it, err := chroma.Coalesce(lexer).Tokenise(nil, code.String()); err == nil {
+		if it, err := chroma.Coalesce(lexer).Tokenise(nil, code); err == nil {
 			_, _ = w.WriteString(`<div class="code" data-lang="` + escape(lang) + `">`)
 			if err := formatter.Format(w, styles.Get(codeStyle), it); err == nil {
 				_, _ = w.WriteString("</div>\n")
-				return ast.WalkSkipChildren, nil
+				return
 			}
 			_, _ = w.WriteString("</div>\n")
 		}
 	}
 	_, _ = w.WriteString(`<pre class="chroma"><code>`)
-	_, _ = w.WriteString(escape(code.String()))
+	_, _ = w.WriteString(escape(code))
 	_, _ = w.WriteString("</code></pre>\n")
-	return ast.WalkSkipChildren, nil
+}
+
+// CodeLexer reports whether filename names source code Code highlights (by its
+// extension or name; plain text is not code).
+func CodeLexer(filename string) bool {
+	l := lexers.Match(filename)
+	return l != nil && l.Config().Name != "plaintext"
+}
+
+// Code renders the source text of file filename as HTML safe to put in a page,
+// highlighted as fenced code is in Markdown (chroma's CSS classes; the lexer chosen by
+// the file name, plain escaped text when none matches).
+func Code(src, filename string) string {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	lexer := lexers.Match(filename)
+	lang := ""
+	if lexer != nil {
+		lang = strings.ToLower(lexer.Config().Name)
+	}
+	writeCode(w, src, lang, lexer)
+	_ = w.Flush() // a bytes.Buffer takes every write
+	return buf.String()
 }
 
 var codeCSS = sync.OnceValue(func() string {

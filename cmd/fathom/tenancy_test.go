@@ -127,6 +127,14 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 	if artifact == "" {
 		t.Fatalf("%s wrote no artifact (the demo model writes one)", aID)
 	}
+	// A fork of acme's session (at its end: it runs nothing), so that listing a session's
+	// forks has a row to leak; its owner's listing finds it.
+	if st, out := httpJSON(t, "POST", via.url+"/v1/sessions/"+aID+"/fork", alice, map[string]any{"seq": before.seq, "new_session_id": "acme-fork-1"}); st != 201 {
+		t.Fatalf("alice forks %s: %d %v", aID, st, out)
+	}
+	if st, b := rawHTTP(t, "GET", via.url+"/v1/sessions?forked_from="+aID, alice, ""); st != 200 || !bytes.Contains(b, []byte(`"session_id":"acme-fork-1"`)) {
+		t.Fatalf("alice lists the forks of %s: %d %s", aID, st, b)
+	}
 
 	// Within acme: a member reads a colleague's session but may not act on it; a viewer reads.
 	if st, _ := httpJSON(t, "GET", at.url+"/v1/sessions/"+aID, carol, nil); st != 200 {
@@ -186,6 +194,7 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 		same(p("one event"), tok, hreq("GET", "/v1/sessions/{id}/events/1", tok, ""))
 		same(p("one event's full value"), tok, hreq("GET", "/v1/sessions/{id}/events/1?field=goal", tok, ""))
 		same(p("artifact by path"), tok, hreq("GET", "/v1/sessions/{id}/artifacts/"+strings.TrimPrefix(artifact, aID+"/"), tok, ""))
+		same(p("artifact preview"), tok, hreq("GET", "/v1/sessions/{id}/artifacts/"+strings.TrimPrefix(artifact, aID+"/")+"?preview=1", tok, ""))
 		same(p("input"), tok, hreq("POST", "/v1/sessions/{id}/input", tok, `{"step_id":"step-1","input":"yes"}`))
 		same(p("approve a tool call"), tok, hreq("POST", "/v1/sessions/{id}/input", tok, `{"request_id":"call-1","input":{"decision":"approve"}}`))
 		same(p("pause"), tok, hreq("POST", "/v1/sessions/{id}/pause", tok, `{}`))
@@ -251,7 +260,8 @@ func hostileSuite(t *testing.T, iss *testissuer.Issuer, via, at *nodeProc) strin
 
 		// Listing: with and without filters, and with a cursor crafted from acme's row.
 		crafted := base64.RawURLEncoding.EncodeToString([]byte("c1." + strconv.FormatInt(before.created.Add(time.Second).UnixNano(), 10) + "." + aID))
-		for _, q := range []string{"", "?user_id=", "?goal=event+sourcing", "?status=completed", "?tenant=acme", "?cursor=" + crafted, "?limit=1000&since=2000-01-01T00:00:00Z"} {
+		for _, q := range []string{"", "?user_id=", "?goal=event+sourcing", "?status=completed", "?tenant=acme", "?cursor=" + crafted, "?limit=1000&since=2000-01-01T00:00:00Z",
+			"?forked_from=" + aID, "?forked_from=" + aID + "&tenant=acme"} {
 			attempts++
 			st, b := rawHTTP(t, "GET", at.url+"/v1/sessions"+q, tok, "")
 			if st != 200 || bytes.Contains(b, []byte("acme")) || bytes.Contains(b, []byte(genID)) || bytes.Contains(b, []byte("event sourcing")) {

@@ -46,6 +46,8 @@ type Query struct {
 	Since, Until time.Time
 	// GoalContains: only sessions whose goal contains this text, ignoring case.
 	GoalContains string
+	// ForkedFrom: only the forks of this session ("" for any).
+	ForkedFrom string
 	// Tenant, Owner: only sessions of this tenant, of this owner ("" for any). Scope sets
 	// them from the caller's principal: a principal's listing, its pages and its cursors
 	// never reach another tenant's rows.
@@ -79,6 +81,8 @@ type Summary struct {
 	Owner  string `json:"owner,omitempty"`
 	// Goal is its goal, cut to 1,000 bytes.
 	Goal string `json:"goal"`
+	// ForkedFrom is the session it was forked from (absent: no fork).
+	ForkedFrom string `json:"forked_from,omitempty"`
 	// CreatedAt is when its first event was stored.
 	CreatedAt time.Time `json:"created_at"`
 	// CostUSD is its model cost so far (the node's price table).

@@ -127,7 +127,7 @@ func (n *Node) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway
 		return nil, gateway.ErrNoIndex
 	}
 	pq := persistence.ListQuery{Status: q.Status, UserID: q.UserID, Since: q.Since, Until: q.Until, GoalContains: q.GoalContains, Limit: q.Limit,
-		Tenant: q.Tenant, Owner: q.Owner}
+		Tenant: q.Tenant, Owner: q.Owner, ForkedFrom: q.ForkedFrom}
 	if q.AfterID != "" {
 		pq.After = &persistence.ListPosition{CreatedAt: q.AfterCreated, SessionID: q.AfterID}
 	}
@@ -139,7 +139,7 @@ func (n *Node) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway
 	now := time.Now()
 	for _, e := range es {
 		s := gateway.SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt,
-			UserID: e.UserID, Goal: e.Goal, CreatedAt: e.CreatedAt, CostUSD: e.CostUSD, Tenant: e.Tenant, Owner: e.Owner}
+			UserID: e.UserID, Goal: e.Goal, CreatedAt: e.CreatedAt, CostUSD: e.CostUSD, Tenant: e.Tenant, Owner: e.Owner, ForkedFrom: e.ForkedFrom}
 		if !e.DueAt.IsZero() {
 			due := e.DueAt
 			s.DueAt = &due

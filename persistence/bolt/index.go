@@ -95,11 +95,12 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 		return 0, err
 	}
 	entry.UserID, entry.Goal, entry.CostUSD, entry.CreatedAt, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes = "", "", 0, time.Time{}, "", "", 0, 0
+	entry.ForkedFrom = ""
 	if j.facts != nil {
 		f := j.facts(recs)
 		entry.CostUSD, entry.Tokens, entry.ArtifactBytes = f.CostUSD, f.Tokens, f.ArtifactBytes
 		if f.Started {
-			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
+			entry.UserID, entry.Goal, entry.Tenant, entry.Owner, entry.ForkedFrom = f.UserID, f.Goal, f.Tenant, f.Owner, f.ForkedFrom
 		}
 	}
 	last, err := j.append(ctx, stream, expectedSeq, recs, &entry)
@@ -126,7 +127,7 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created ti
 			return fmt.Errorf("session index row %q: %w", e.SessionID, persistence.ErrCorrupt)
 		}
 		if e.Goal == "" {
-			e.UserID, e.Goal, e.Tenant, e.Owner = old.UserID, old.Goal, old.Tenant, old.Owner
+			e.UserID, e.Goal, e.Tenant, e.Owner, e.ForkedFrom = old.UserID, old.Goal, old.Tenant, old.Owner, old.ForkedFrom
 		}
 		e.CostUSD += old.CostUSD
 	}
@@ -343,15 +344,21 @@ func (j *Journal) scanIndex(ctx context.Context, from []byte, keep func(persiste
 
 // encodeIndex lays a row out as len(status)|0x80 (1) | status | due(8) | seq(8) |
 // updated(8) | created(8) | cost(8, float64 bits) | len(user)(2) | user | len(tenant)(2)
-// | tenant | len(owner)(2) | owner | goal. Times are Unix nanoseconds, 0 for none. Rows
-// written before the facts were kept end after updated; rows written before tenancy
-// lack the 0x80 flag and the tenant and owner (they are the default tenant's).
+// | tenant | len(owner)(2) | owner | [len(forked from)(2) | forked from] | goal. Times are
+// Unix nanoseconds, 0 for none. Rows written before the facts were kept end after
+// updated; rows written before tenancy lack the 0x80 flag and the tenant and owner (they
+// are the default tenant's); only a fork's row has the 0x40 flag and its source.
 func encodeIndex(e persistence.IndexEntry) []byte {
 	user := e.UserID[:min(len(e.UserID), math.MaxUint16)]
 	tenant := e.Tenant[:min(len(e.Tenant), math.MaxUint16)]
 	owner := e.Owner[:min(len(e.Owner), math.MaxUint16)]
-	b := make([]byte, 0, 1+len(e.Status)+46+len(user)+len(tenant)+len(owner)+len(e.Goal))
-	b = append(b, byte(len(e.Status))|rowTenancy)
+	src := e.ForkedFrom[:min(len(e.ForkedFrom), math.MaxUint16)]
+	flags := byte(rowTenancy)
+	if src != "" {
+		flags |= rowForked
+	}
+	b := make([]byte, 0, 1+len(e.Status)+48+len(user)+len(tenant)+len(owner)+len(src)+len(e.Goal))
+	b = append(b, byte(len(e.Status))|flags)
 	b = append(b, e.Status...)
 	b = binary.BigEndian.AppendUint64(b, nanos(e.DueAt))
 	b = binary.BigEndian.AppendUint64(b, e.Seq)
@@ -364,12 +371,20 @@ func encodeIndex(e persistence.IndexEntry) []byte {
 	b = append(b, tenant...)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(owner)))
 	b = append(b, owner...)
+	if src != "" {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(src)))
+		b = append(b, src...)
+	}
 	return append(b, e.Goal...)
 }
 
-// rowTenancy flags an index row that holds its tenant and owner (statuses are shorter
-// than 0x80 bytes).
-const rowTenancy = 0x80
+// rowTenancy flags an index row that holds its tenant and owner, rowForked one that
+// holds the source it was forked from (statuses are shorter than 0x40 bytes).
+const (
+	rowTenancy = 0x80
+	rowForked  = 0x40
+	rowFlags   = rowTenancy | rowForked
+)
 
 // cutString reads a len(2)-prefixed string off v.
 func cutString(v []byte) (string, []byte, bool) {
@@ -384,10 +399,10 @@ func cutString(v []byte) (string, []byte, bool) {
 }
 
 func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
-	if len(v) < 1 || len(v) < 1+int(v[0]&^rowTenancy)+24 {
+	if len(v) < 1 || len(v) < 1+int(v[0]&^rowFlags)+24 {
 		return persistence.IndexEntry{}, false
 	}
-	n, tenancy := int(v[0]&^rowTenancy), v[0]&rowTenancy != 0
+	n, tenancy, forked := int(v[0]&^rowFlags), v[0]&rowTenancy != 0, v[0]&rowForked != 0
 	e := persistence.IndexEntry{SessionID: id, Status: string(v[1 : 1+n]), Tenant: persistence.DefaultTenant}
 	v = v[1+n:]
 	e.DueAt = fromNanos(binary.BigEndian.Uint64(v))
@@ -417,6 +432,11 @@ func decodeIndex(id string, v []byte) (persistence.IndexEntry, bool) {
 		}
 		if tenant != "" {
 			e.Tenant = tenant
+		}
+	}
+	if forked {
+		if e.ForkedFrom, v, ok = cutString(v); !ok {
+			return persistence.IndexEntry{}, false
 		}
 	}
 	e.Goal = string(v)

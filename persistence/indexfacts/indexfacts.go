@@ -55,9 +55,11 @@ func Of(recs []persistence.Record) persistence.SessionFacts {
 			if err := proto.Unmarshal(r.Data, ev); err != nil {
 				continue
 			}
-			if s := ev.GetSessionForked(); s.GetTenant() != "" {
+			s := ev.GetSessionForked()
+			if s.GetTenant() != "" {
 				f.Tenant, f.Owner = s.GetTenant(), s.GetOwner()
 			}
+			f.ForkedFrom = s.GetSourceSessionId()
 		case "llm_responded":
 			f.CostUSD += costOf(r.Data)
 			f.Tokens += tokensOf(r.Data)

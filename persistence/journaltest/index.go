@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -250,6 +251,42 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		}
 	})
 
+	t.Run("ForkedFrom", func(t *testing.T) {
+		ix := index(t)
+		src := stream()
+		_, err := ix.AppendIndexed(ctx, src, 0, []persistence.Record{StartRecord("ann", "the source")}, persistence.IndexEntry{SessionID: src, Status: persistence.StatusCompleted})
+		mustNil(t, err)
+		var forks []string
+		for range 2 {
+			f := stream()
+			last, err := ix.AppendIndexed(ctx, f, 0, []persistence.Record{StartRecord("ann", "the source"), ForkRecord(src)},
+				persistence.IndexEntry{SessionID: f, Status: persistence.StatusRunning})
+			mustNil(t, err)
+			// A later batch keeps the fork's source.
+			_, err = ix.AppendIndexed(ctx, f, last, []persistence.Record{CostRecord(0.5)}, persistence.IndexEntry{SessionID: f, Status: persistence.StatusCompleted})
+			mustNil(t, err)
+			forks = append(forks, f)
+		}
+		if e := entryOf(t, ix, src); e.ForkedFrom != "" {
+			t.Fatalf("the source's row: %+v, want no fork source", e)
+		}
+		var got []string
+		for _, e := range listQ(t, ix, persistence.ListQuery{ForkedFrom: src}) {
+			if e.ForkedFrom != src || e.Goal != "the source" || e.Status != persistence.StatusCompleted {
+				t.Fatalf("fork row %+v", e)
+			}
+			got = append(got, e.SessionID)
+		}
+		slices.Sort(got)
+		slices.Sort(forks)
+		if strings.Join(got, ",") != strings.Join(forks, ",") {
+			t.Fatalf("forks of %s: %v, want %v", src, got, forks)
+		}
+		if es := listQ(t, ix, persistence.ListQuery{ForkedFrom: forks[0]}); len(es) != 0 {
+			t.Fatalf("forks of a fork with none: %v", es)
+		}
+	})
+
 	t.Run("DeleteOnlyTerminalSessions", func(t *testing.T) {
 		ix := index(t)
 		del, ok := ix.(persistence.SessionDeleter)
@@ -324,6 +361,12 @@ func StartRecord(user, goal string) persistence.Record {
 	return persistence.Record{Type: "test_started", Data: []byte(user + "\n" + goal)}
 }
 
+// ForkRecord is the record Facts reads as a fork's session_forked of source (in the
+// fork's first batch, after its StartRecord).
+func ForkRecord(source string) persistence.Record {
+	return persistence.Record{Type: "test_forked", Data: []byte(source)}
+}
+
 // CostRecord is the record Facts reads as a model call costing usd.
 func CostRecord(usd float64) persistence.Record {
 	return persistence.Record{Type: "test_cost", Data: []byte(strconv.FormatFloat(usd, 'g', -1, 64))}
@@ -342,6 +385,8 @@ func Facts(recs []persistence.Record) persistence.SessionFacts {
 		case "test_cost":
 			usd, _ := strconv.ParseFloat(string(r.Data), 64)
 			f.CostUSD += usd
+		case "test_forked":
+			f.ForkedFrom = string(r.Data)
 		}
 	}
 	return f

@@ -26,8 +26,9 @@ var _ persistence.SessionIndex = (*Journal)(nil)
 // user_id and $12 goal (NULL: keep the stored ones; set by the batch that starts the
 // session), $13 the cost the batch adds, $14 tenant and $15 owner (NULL: keep the
 // stored ones; set by the batch that starts or forks the session, migration 0008), $16
-// the tokens and $17 the artifact bytes the batch adds. A batch with tokens, cost or
-// artifact bytes also adds them to its tenant's usage of the server's UTC date
+// the tokens, $17 the artifact bytes the batch adds and $18 the source of a fork (NULL:
+// keep; set by the batch that starts the session, migration 0014). A batch with tokens,
+// cost or artifact bytes also adds them to its tenant's usage of the server's UTC date
 // (fathom_tenant_usage, migrations 0009 and 0012; the tenant is the row's, or $14 for
 // the batch that starts it), in the same statement: one data-modifying CTE that only
 // runs its insert when the batch was stored.
@@ -42,11 +43,11 @@ usage AS (
     ON CONFLICT (tenant, day) DO UPDATE
     SET tokens = fathom_tenant_usage.tokens + EXCLUDED.tokens, cost_usd = fathom_tenant_usage.cost_usd + EXCLUDED.cost_usd,
         artifact_bytes = fathom_tenant_usage.artifact_bytes + EXCLUDED.artifact_bytes)
-INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd, tenant, owner)
+INSERT INTO fathom_sessions (session_id, status, due_at, seq, updated_at, lease_owner, lease_expires, user_id, goal, created_at, cost_usd, tenant, owner, forked_from)
 SELECT $1, $7, $8, last_seq, now(), $9::text,
        CASE WHEN $9::text IS NULL THEN NULL ELSE now() + $10::bigint * interval '1 microsecond' END,
        coalesce($11::text, ''), coalesce($12::text, ''), now(), $13::double precision,
-       coalesce($14::text, 'default'), coalesce($15::text, '') FROM batch
+       coalesce($14::text, 'default'), coalesce($15::text, ''), coalesce($18::text, '') FROM batch
 ON CONFLICT (session_id) DO UPDATE
 SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
     lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
@@ -55,6 +56,7 @@ SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, upda
     goal = coalesce($12::text, fathom_sessions.goal),
     tenant = coalesce($14::text, fathom_sessions.tenant),
     owner = coalesce($15::text, fathom_sessions.owner),
+    forked_from = coalesce($18::text, fathom_sessions.forked_from),
     cost_usd = fathom_sessions.cost_usd + EXCLUDED.cost_usd`
 
 // AppendIndexed implements persistence.SessionIndex.
@@ -62,27 +64,27 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
 		return 0, err
 	}
-	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes = "", "", 0, "", "", 0, 0
+	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes, entry.ForkedFrom = "", "", 0, "", "", 0, 0, ""
 	if j.facts != nil {
 		f := j.facts(recs)
 		entry.CostUSD, entry.Tokens, entry.ArtifactBytes = f.CostUSD, f.Tokens, f.ArtifactBytes
 		if f.Started {
-			entry.UserID, entry.Goal, entry.Tenant, entry.Owner = f.UserID, f.Goal, f.Tenant, f.Owner
+			entry.UserID, entry.Goal, entry.Tenant, entry.Owner, entry.ForkedFrom = f.UserID, f.Goal, f.Tenant, f.Owner, f.ForkedFrom
 		}
 	}
 	return j.append(ctx, stream, expectedSeq, recs, &entry)
 }
 
-// factArgs are appendIndexedSQL's $11 to $15 for e: user, goal, tenant and owner only
-// with a start's (never empty) goal.
-func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64, tenant, owner *string) {
+// factArgs are appendIndexedSQL's $11 to $15 and $18 for e: user, goal, tenant, owner
+// and fork source only with a start's (never empty) goal.
+func factArgs(e persistence.IndexEntry) (user, goal *string, cost float64, tenant, owner, forkedFrom *string) {
 	if e.Goal == "" {
-		return nil, nil, e.CostUSD, nil, nil
+		return nil, nil, e.CostUSD, nil, nil, nil
 	}
 	if e.Tenant == "" {
 		e.Tenant = persistence.DefaultTenant
 	}
-	return &e.UserID, &e.Goal, e.CostUSD, &e.Tenant, &e.Owner
+	return &e.UserID, &e.Goal, e.CostUSD, &e.Tenant, &e.Owner, &e.ForkedFrom
 }
 
 // leaseArgs are appendIndexedSQL's $9 and $10 for e.
@@ -140,7 +142,7 @@ func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd, tenant, owner`
+const indexColumns = `session_id, status, due_at, seq, updated_at, coalesce(lease_owner, ''), lease_expires, user_id, goal, created_at, cost_usd, tenant, owner, forked_from`
 
 // Due implements persistence.SessionIndex.
 func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry, error) {
@@ -158,14 +160,14 @@ func (j *Journal) Due(ctx context.Context, limit int) ([]persistence.IndexEntry,
 
 // listSQL is ListSessions's query: $1 status, $2 user, $3 since, $4 until, $5 goal text,
 // $6 id prefix ("" or NULL: any), $7/$8 the position to continue after (NULL: the
-// newest), $9 the limit, $10 tenant and $11 owner ("": any).
+// newest), $9 the limit, $10 tenant, $11 owner and $12 fork source ("": any).
 const listSQL = `SELECT ` + indexColumns + ` FROM fathom_sessions
 WHERE ($1 = '' OR status = $1) AND ($2 = '' OR user_id = $2)
   AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
   AND ($5 = '' OR strpos(lower(goal), lower($5)) > 0)
   AND ($6 = '' OR left(session_id, length($6)) = $6)
   AND ($7::timestamptz IS NULL OR (created_at, session_id) < ($7, $8::text))
-  AND ($10 = '' OR tenant = $10) AND ($11 = '' OR owner = $11)
+  AND ($10 = '' OR tenant = $10) AND ($11 = '' OR owner = $11) AND ($12 = '' OR forked_from = $12)
 ORDER BY created_at DESC, session_id DESC LIMIT $9`
 
 // ListSessions implements persistence.SessionIndex.
@@ -180,7 +182,7 @@ func (j *Journal) ListSessions(ctx context.Context, q persistence.ListQuery) ([]
 		afterAt, afterID = &t, q.After.SessionID
 	}
 	rows, err := j.pool.Query(ctx, listSQL, q.Status, q.UserID, optTime(q.Since), optTime(q.Until), q.GoalContains,
-		q.IDPrefix, afterAt, afterID, limitOrAll(q.Limit), q.Tenant, q.Owner)
+		q.IDPrefix, afterAt, afterID, limitOrAll(q.Limit), q.Tenant, q.Owner, q.ForkedFrom)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -213,7 +215,7 @@ func collectIndex(rows pgx.Rows, what string) ([]persistence.IndexEntry, error) 
 		createdAt time.Time
 	)
 	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Status, &due, &seq, &updatedAt, &e.LeaseOwner, &exp,
-		&e.UserID, &e.Goal, &createdAt, &e.CostUSD, &e.Tenant, &e.Owner}, func() error {
+		&e.UserID, &e.Goal, &createdAt, &e.CostUSD, &e.Tenant, &e.Owner, &e.ForkedFrom}, func() error {
 		r := e
 		r.Seq, r.UpdatedAt, r.CreatedAt = uint64(seq), updatedAt.UTC(), createdAt.UTC()
 		if due != nil {

@@ -299,9 +299,9 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
-		user, goal, cost, tenant, sowner := factArgs(*entry)
+		user, goal, cost, tenant, sowner, forkedFrom := factArgs(*entry)
 		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
-			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)))
+			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)), forkedFrom)
 	case len(recs) == 1:
 		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0])
 	default:

@@ -18,6 +18,21 @@ const el = (tag, attrs = {}, ...children) => {
 const shortStatus = (s) => String(s || "").replace(/^SESSION_STATUS_|^STEP_STATUS_/, "").toLowerCase();
 const money = (v) => "$" + Number(v || 0).toFixed(4);
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+const MAX_PREVIEW_KIB = 256; // gateway.MaxPreviewBytes
+
+// timeLeft says how long until a deadline (unix nanoseconds): "4:59 left", or "due now".
+const timeLeft = (ns) => {
+  const s = Math.ceil((Number(ns) / 1e6 - Date.now()) / 1000);
+  if (s <= 0) return "due now";
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = String(s % 60).padStart(2, "0");
+  return (h ? `${h}:${String(m).padStart(2, "0")}:${sec}` : `${m}:${sec}`) + " left";
+};
+// deadlineEl says what happens at a deadline and counts down to it (the session page
+// ticks every [data-deadline] once a second).
+const deadlineEl = (ns, text, testid) => {
+  const count = el("b", { class: "countdown", "data-deadline": String(ns), "data-testid": testid + "-left" }, timeLeft(ns));
+  return el("p", { class: "deadline", "data-testid": testid }, text, " ", count);
+};
 
 let token = sessionStorage.getItem("fathom.token") || "";
 let scope = "none"; // none | read | write | admin (GET /v1/whoami)
@@ -90,10 +105,13 @@ class Socket {
     });
   }
   // subscribe hands handler every event of session; onDelta, when given, gets its live
-  // deltas (streamed model text) too.
+  // deltas (streamed model text) too. The subscriptions are the socket's state: one
+  // subscribe frame per subscription and connection, sent here when the connection is
+  // open and by onopen otherwise (never both: the gateway refuses a second one).
   subscribe(session, handler, onDelta) {
+    if (this.subs.has(session)) this.unsubscribe(session);
     this.subs.set(session, { handler, last: 0, onDelta });
-    this.ready.then(() => this.send({ op: "subscribe", session_id: session, deltas: !!onDelta }));
+    if (this.ws.readyState === WebSocket.OPEN) this.send({ op: "subscribe", session_id: session, deltas: !!onDelta });
   }
   unsubscribe(session) {
     if (this.subs.delete(session) && this.ws.readyState === WebSocket.OPEN) this.send({ op: "unsubscribe", session_id: session });
@@ -104,7 +122,7 @@ class Socket {
     const first = !this.restarts;
     this.restarts = handler;
     for (const r of this.restartLog) handler(r);
-    if (first) this.ready.then(() => this.send({ op: "subscribe_restarts" }));
+    if (first && this.ws.readyState === WebSocket.OPEN) this.send({ op: "subscribe_restarts" }); // else onopen sends it
   }
   onFrame(f) {
     if ((f.op === "ack" || f.op === "error") && f.id !== undefined && this.waiting.has(String(f.id))) {
@@ -259,7 +277,19 @@ function sessionPage(main, id) {
       return li;
     }));
   };
-  const view = FathomTimeline.mount({ id, page, renderPlan }); // timeline.js: Gantt, plan graph, time travel by seq, compare
+  // past is the point in the run the page shows ({seq, state, stepIndex}), null for now:
+  // the timeline's time travel (step slider, seq field) sets it and "Back to now" clears it.
+  let past = null;
+  const showPoint = (seq, state) => {
+    past = seq ? { seq, state, stepIndex: pendingStep && pendingStep.seq === seq ? pendingStep.k : null } : null;
+    pendingStep = null;
+    page.classList.toggle("at-past", !!past);
+    transcript.showAt(past ? seq : 0);
+    renderFork();
+    if (current) renderHeader();
+  };
+  let pendingStep = null; // the slider's step, while state_at answers
+  const view = FathomTimeline.mount({ id, page, renderPlan, onPoint: showPoint }); // timeline.js: Gantt, plan graph, time travel by seq, compare
 
   // approvalDeadline says what happens when nobody decides: the call is rejected (the
   // default action "continue"), or the session fails.
@@ -288,7 +318,8 @@ function sessionPage(main, id) {
       el("p", { "data-testid": "question" }, `${r.sub_agent_id ? r.sub_agent_id + " calls" : "The model calls"} ${r.tool} in step ${r.step_id}:`),
       el("div", { class: "write" }, args),
       el("div", { class: "write" }, message),
-      el("p", { "data-testid": "approval-deadline" }, approvalDeadline(r)),
+      Number(r.deadline_unix_nano || 0) ? deadlineEl(r.deadline_unix_nano, approvalDeadline(r), "approval-deadline")
+        : el("p", { "data-testid": "approval-deadline" }, approvalDeadline(r)),
       el("div", { class: "row write" },
         ...[
           ["approve", el("button", { onclick: () => send({ decision: "approve" }), "data-testid": "approve" }, "Approve")],
@@ -316,6 +347,10 @@ function sessionPage(main, id) {
       const card = el("div", { class: "card awaiting", "data-request": r.request_id },
         el("h2", {}, "Waiting for a human"), el("p", { "data-testid": "question" }, r.question || ""));
       if (r.input_schema) card.append(el("pre", {}, r.input_schema));
+      if (Number(r.deadline_unix_nano || 0)) {
+        const outcome = r.default_action === "fail" ? "the session fails" : "the step goes on with an empty answer";
+        card.append(deadlineEl(r.deadline_unix_nano, `No answer by ${new Date(Number(r.deadline_unix_nano) / 1e6).toLocaleString()}: ${outcome}.`, "deadline"));
+      }
       const row = el("div", { class: "row write" });
       for (const o of r.options || []) row.append(el("button", { onclick: () => send(o), "data-option": o }, o));
       if (!(r.options || []).length) {
@@ -327,23 +362,174 @@ function sessionPage(main, id) {
     }));
   };
 
+  // renderArtifacts lists state's artifacts: each downloads, and previews in place (GET
+  // ...?preview=1: markdown and code rendered by the gateway, JSON pretty-printed, text,
+  // images).
+  const artifactURL = (a) => `/v1/sessions/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(a.artifact_type)}/${encodeURIComponent(a.filename)}`;
+  const authHeaders = () => (token ? { Authorization: "Bearer " + token } : {});
+  const openPreviews = new Set(); // the paths whose preview is open, across refreshes
+  const preview = async (a, box) => {
+    box.replaceChildren(el("p", { class: "meta" }, "loading…"));
+    try {
+      const p = await api("GET", artifactURL(a) + "?preview=1");
+      let body;
+      if (p.kind === "image") {
+        const resp = await fetch(artifactURL(a), { headers: authHeaders() });
+        if (!resp.ok) throw new Error(`image: ${resp.status}`);
+        const img = el("img", { alt: a.filename, "data-testid": "artifact-image" });
+        img.src = URL.createObjectURL(await resp.blob());
+        img.addEventListener("load", () => URL.revokeObjectURL(img.src), { once: true });
+        body = img;
+      } else if (p.html) {
+        body = el("div", { class: "md", "data-testid": "artifact-html" });
+        body.innerHTML = p.html; // the gateway's safe rendering (no raw HTML, no unsafe links)
+      } else if (p.kind === "json") {
+        let pretty = p.text;
+        try { pretty = JSON.stringify(JSON.parse(p.text), null, 2); } catch { /* cut: as stored */ }
+        body = el("pre", { class: "json", "data-testid": "artifact-json" }, pretty);
+      } else if (p.kind === "text") {
+        body = el("pre", { class: "text", "data-testid": "artifact-text" }, p.text);
+      } else {
+        body = el("p", { class: "meta" }, `no preview for ${p.content_type}: download it`);
+      }
+      box.replaceChildren(body, ...(p.cut ? [el("p", { class: "cut" }, `preview cut at ${MAX_PREVIEW_KIB} KiB of ${p.size} bytes: download for all`)] : []));
+    } catch (e) { box.replaceChildren(el("p", { class: "meta" }, "preview: " + e.message)); }
+  };
+  const download = async (a) => {
+    const resp = await fetch(artifactURL(a), { headers: authHeaders() });
+    if (!resp.ok) return toast(`download: ${resp.status}`);
+    const url = URL.createObjectURL(await resp.blob());
+    const dl = el("a", { href: url, download: a.filename });
+    document.body.append(dl);
+    dl.click();
+    dl.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  };
   const renderArtifacts = (state) => {
-    f("artifacts").replaceChildren(...(state.artifacts || []).map((a) => {
+    const list = f("artifacts");
+    const key = (state.artifacts || []).map((a) => a.path + "@" + a.sha256).join("\n");
+    if (list.dataset.key === key) return; // the same artifacts: keep the previews open
+    list.dataset.key = key;
+    list.replaceChildren(...(state.artifacts || []).map((a) => {
       const link = el("a", { href: "#", "data-artifact": a.path }, `${a.artifact_type}/${a.filename}`);
-      link.addEventListener("click", async (ev) => {
-        ev.preventDefault();
-        const resp = await fetch(`/v1/sessions/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(a.artifact_type)}/${encodeURIComponent(a.filename)}`,
-          { headers: token ? { Authorization: "Bearer " + token } : {} });
-        if (!resp.ok) return toast(`download: ${resp.status}`);
-        const url = URL.createObjectURL(await resp.blob());
-        const dl = el("a", { href: url, download: a.filename });
-        document.body.append(dl);
-        dl.click();
-        dl.remove();
-        setTimeout(() => URL.revokeObjectURL(url), 10000);
+      link.addEventListener("click", (ev) => { ev.preventDefault(); download(a); });
+      const box = el("div", { class: "artifact-preview", "data-testid": "artifact-preview" });
+      const toggle = el("button", { type: "button", class: "link", "data-testid": "artifact-preview-toggle" }, "preview");
+      const show = () => { openPreviews.add(a.path); toggle.textContent = "hide"; box.hidden = false; preview(a, box); };
+      toggle.addEventListener("click", () => {
+        if (box.hidden || !box.childElementCount) return show();
+        openPreviews.delete(a.path);
+        toggle.textContent = "preview";
+        box.hidden = true;
       });
-      return el("li", {}, link, ` · ${a.size} bytes · ${a.content_type}`);
+      const dl = el("button", { type: "button", class: "link", "data-testid": "artifact-download" }, "download");
+      dl.addEventListener("click", () => download(a));
+      const li = el("li", { "data-artifact-item": a.path }, link, ` · ${a.size} bytes · ${a.content_type} `, toggle, " ", dl, box);
+      if (openPreviews.has(a.path)) show();
+      return li;
     }));
+  };
+
+  // renderInterrupt shows where a paused or stopped session waits and what its deadline
+  // does when nobody resumes it.
+  const renderInterrupt = (state) => {
+    const it = state.interrupt;
+    const box = f("interrupt");
+    const key = it ? `${it.breakpoint_id}/${it.step_id}/${it.deadline_unix_nano || 0}` : "";
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
+    if (!it) return box.replaceChildren();
+    const why = it.reason === "pause" ? "Paused" : `Stopped at breakpoint ${it.breakpoint_id}`;
+    const card = el("div", { class: "card awaiting", "data-kind": "interrupt" },
+      el("h2", {}, why), el("p", {}, `${it.position || "before"} step ${it.step_id || it.step_index}: resume to go on.`));
+    if (Number(it.deadline_unix_nano || 0)) {
+      const outcome = it.default_action === "fail" ? "the session fails" : "the session goes on";
+      card.append(deadlineEl(it.deadline_unix_nano, `No resume by ${new Date(Number(it.deadline_unix_nano) / 1e6).toLocaleString()}: ${outcome}.`, "interrupt-deadline"));
+    }
+    box.replaceChildren(card);
+  };
+
+  // applyControls enables the controls that apply to state: pause while the session runs
+  // or waits for a human (and no pause is pending), resume while it is stopped, set
+  // breakpoints and cancel until it ends, clear breakpoints when it has some.
+  const applyControls = (state) => {
+    const status = shortStatus(state.status);
+    const live = !TERMINAL.has(status);
+    const stopped = status === "interrupted" || !!state.interrupt;
+    const bps = state.breakpoints || [];
+    const pausing = bps.some((b) => b.id === "pause");
+    const set = (action, on, why) => {
+      const b = page.querySelector(`.controls [data-action="${action}"]`);
+      b.disabled = !on;
+      b.title = on ? "" : why;
+    };
+    const ended = `the session has ended (${status})`;
+    set("pause", live && !stopped && !pausing, !live ? ended : stopped ? "the session is stopped already" : "a pause is pending: it stops before its next step");
+    set("resume", live && stopped, !live ? ended : "the session is not stopped");
+    set("cancel", live, ended);
+    set("breakpoint", live, ended);
+    set("clear-breakpoints", live && bps.length > 0, !live ? ended : "no breakpoints");
+    f("bp-type").disabled = !live;
+    f("breakpoints").textContent = bps.length ? "breakpoints: " + bps.map((b) => b.id === "pause" ? "pause (pending)" :
+      `${b.position} ${b.tool ? "call of " + b.tool : b.step_type || b.step_id || "every step"}`).join(", ") : "";
+  };
+
+  // renderHeader shows the session's cost and seq now, or the past point's while one is
+  // selected.
+  const renderHeader = () => {
+    const shown = past ? past.state : current;
+    f("cost").textContent = money(shown.cost_usd) + (past ? " then" : "");
+    f("seq").textContent = past ? `at seq ${past.seq} of ${current.seq}` : `seq ${current.seq}`;
+    f("seq").className = past ? "badge past" : "";
+    renderPlan(f("plan"), shown);
+    renderArtifacts(shown);
+  };
+
+  // renderFork offers the steps a fork at the selected point may edit: those yet to run
+  // there (pending, or failed: a failed step runs again).
+  const renderFork = () => {
+    const state = past ? past.state : current;
+    const sel = f("fork-step");
+    const keep = sel.value;
+    const steps = ((state && state.steps) || []).filter((st) => ["pending", "failed"].includes(shortStatus(st.status)));
+    sel.replaceChildren(el("option", { value: "" }, "no step edited"),
+      ...steps.map((st) => el("option", { value: st.step.id }, `${st.step.id} (${st.step.type})`)));
+    sel.value = steps.some((st) => st.step.id === keep) ? keep : "";
+    if (sel.value !== keep || !keep) fillForkStep(); // else keep what is being typed
+  };
+  const fillForkStep = () => {
+    const state = past ? past.state : current;
+    const st = f("fork-step").value && state.steps.find((x) => x.step.id === f("fork-step").value);
+    f("fork-edit").hidden = !st;
+    if (!st) return;
+    f("fork-type").value = st.step.type;
+    f("fork-description").value = st.step.description || "";
+  };
+  f("fork-step").addEventListener("change", fillForkStep);
+
+  // renderForkedFrom says what a fork was forked from and where.
+  const renderForkedFrom = (state) => {
+    const src = state.forked_from;
+    const box = f("forked-from");
+    if (!src || !src.source_session_id || box.dataset.shown) return;
+    box.dataset.shown = "1";
+    const m = src.modified_step;
+    box.replaceChildren("Forked from ",
+      el("a", { href: "#/session/" + encodeURIComponent(src.source_session_id), "data-testid": "forked-from-link" }, src.source_session_id),
+      ` at seq ${src.source_seq}` + (src.step_index ? ` (after step ${src.step_index})` : ""),
+      m ? ` with step ${m.id} edited (${m.type}): ${m.description || ""}` : "");
+    box.hidden = false;
+  };
+
+  // loadForks lists the sessions forked from this one (GET /v1/sessions?forked_from=).
+  const loadForks = async () => {
+    try {
+      const res = await api("GET", "/v1/sessions?limit=50&forked_from=" + encodeURIComponent(id));
+      f("forks").replaceChildren(...(res.sessions || []).map((s) => el("li", { "data-fork": s.session_id },
+        el("a", { href: "#/session/" + encodeURIComponent(s.session_id) }, s.session_id), " ",
+        el("span", { class: "badge " + s.status }, s.status), ` · ${new Date(s.created_at).toLocaleString()}`)));
+      f("forks-box").hidden = !(res.sessions || []).length;
+    } catch (e) { /* a gateway without the filter: no list */ }
   };
 
   const refresh = async () => {
@@ -355,19 +541,19 @@ function sessionPage(main, id) {
       f("status").textContent = status;
       f("status").className = "badge " + status;
       f("goal").textContent = current.goal;
-      f("cost").textContent = money(current.cost_usd);
-      f("seq").textContent = `seq ${current.seq}`;
       f("host").textContent = `on ${st.host}`;
-      renderPlan(f("plan"), current);
+      renderHeader();
+      renderForkedFrom(current);
       renderAwaiting(current);
-      renderArtifacts(current);
+      renderInterrupt(current);
+      applyControls(current);
       view.refresh(current);
+      if (!f("fork-step").options.length || !past) renderFork();
       const ended = timeline.filter((e) => e.ended_seq > 0).length;
       const slider = f("slider");
       const atEnd = Number(slider.value) >= Number(slider.max);
       slider.max = String(ended);
       if (atEnd) slider.value = String(ended);
-      for (const b of page.querySelectorAll(".controls button")) b.disabled = TERMINAL.has(status);
     } catch (e) {
       if (!String(e.message).startsWith("not_found")) toast(e.message);
     }
@@ -389,10 +575,10 @@ function sessionPage(main, id) {
     while (events.children.length > 1000) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
   };
-  let left = false;
+  let gone = false;
   // The subscription starts once the transcript has painted: its replay of the stored
   // events would hold the page's thread first.
-  transcript.ready.then(() => left || socket.subscribe(id, (ev) => {
+  transcript.ready.then(() => gone || socket.subscribe(id, (ev) => {
     transcript.onEvent(ev);
     if (!pending.length) requestAnimationFrame(listEvents);
     pending.push(ev);
@@ -404,6 +590,7 @@ function sessionPage(main, id) {
     const k = Number(slider.value);
     try {
       const res = await socket.request("state_at", { session_id: id, step_index: k });
+      pendingStep = { k, seq: res.seq };
       f("slider-label").textContent = `after step ${k} of ${slider.max} (seq ${res.seq}): ${shortStatus(res.state.status)}`;
       renderPlan(f("past-plan"), res.state);
       view.showAt(res.seq, res.state);
@@ -428,14 +615,52 @@ function sessionPage(main, id) {
   });
   page.querySelector('[data-action="clear-breakpoints"]').addEventListener("click", () => act("clear_breakpoints"));
   page.querySelector('[data-action="fork"]').addEventListener("click", async () => {
-    const fields = { step_index: Number(slider.value) };
+    // At the selected point (by step when the slider chose it, else by seq), with the
+    // edited step merged in and the changed answer given to the fork's first question.
+    const fields = past && past.stepIndex === null ? { seq: past.seq } : { step_index: past ? past.stepIndex : Number(slider.value) };
     if (f("fork-id").value.trim()) fields.new_session_id = f("fork-id").value.trim();
+    const stepID = f("fork-step").value;
+    if (stepID) {
+      const m = { id: stepID };
+      const st = ((past || {}).state || current).steps.find((x) => x.step.id === stepID).step;
+      if (f("fork-type").value.trim() && f("fork-type").value.trim() !== st.type) m.type = f("fork-type").value.trim();
+      if (f("fork-description").value !== st.description) m.description = f("fork-description").value;
+      fields.modified_step = m;
+    }
+    const answer = f("fork-answer").value.trim();
     const res = await act("fork", fields);
-    if (res) location.hash = "#/session/" + encodeURIComponent(res.session_id);
+    if (!res) return;
+    if (answer) await answerFork(res.session_id, answer);
+    location.hash = "#/session/" + encodeURIComponent(res.session_id);
   });
 
+  // answerFork gives the fork's first open question the changed answer (JSON or text),
+  // once the fork asks it.
+  const answerFork = async (fork, text) => {
+    let value = text;
+    try { value = JSON.parse(text); } catch { /* text */ }
+    const until = Date.now() + 30000;
+    while (Date.now() < until) {
+      try {
+        const st = (await socket.request("state", { session_id: fork })).state;
+        const r = (st.awaiting || [])[0];
+        if (r) {
+          await socket.request("input", { session_id: fork, step_id: r.step_id, request_id: r.request_id, input: value });
+          return toast(`fork: answered ${r.step_id}`);
+        }
+        if (TERMINAL.has(shortStatus(st.status))) break;
+      } catch (e) { return toast(e.message); }
+      await new Promise((ok) => setTimeout(ok, 250));
+    }
+    toast("fork: it asked no question to answer");
+  };
+
+  const ticker = setInterval(() => {
+    for (const c of page.querySelectorAll("[data-deadline]")) c.textContent = timeLeft(c.dataset.deadline);
+  }, 1000);
   refresh();
-  leave = () => { left = true; socket.unsubscribe(id); clearTimeout(refreshTimer); transcript.close(); };
+  loadForks();
+  leave = () => { gone = true; socket.unsubscribe(id); clearTimeout(refreshTimer); clearInterval(ticker); transcript.close(); };
 }
 
 // ---- cluster ----

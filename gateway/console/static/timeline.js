@@ -261,9 +261,12 @@ window.FathomTimeline = (() => {
   const pastCost = (s) => `${shortStatus(s.status)} · ${money(s.cost_usd)} · ${tokens((s.usage || {}).total_tokens)} tokens · ${s.llm_calls || 0} LLM calls`;
 
   // mount adds the timeline, the plan graph, the seq field of time travel and the
-  // comparison to a session page. ctx: {id, page, renderPlan(list, state)}.
+  // comparison to a session page. ctx: {id, page, renderPlan(list, state), onPoint(seq,
+  // state)}: onPoint hears each past point shown (seq 0, state null: back to now), so the
+  // rest of the page (transcript, plan, artifacts, cost) shows it too.
   function mount(ctx) {
     const { id, page, renderPlan } = ctx;
+    const onPoint = ctx.onPoint || (() => {});
     const q = (name) => page.querySelector(`[data-tl="${name}"]`);
     const section = el("div", { class: "timeline-section" },
       el("div", { class: "row tl-head" }, el("h2", {}, "Timeline"),
@@ -347,9 +350,11 @@ window.FathomTimeline = (() => {
         el("li", { "data-artifact": a.path }, `${a.artifact_type}/${a.filename} · ${a.size} bytes`)));
       markFuture();
       draw();
+      onPoint(at, state);
     };
     q("now").addEventListener("click", () => {
       at = 0;
+      onPoint(0, null);
       markFuture();
       q("at").textContent = "now";
       q("at").className = "badge";

@@ -7,9 +7,14 @@
 
 // mountTranscript fills box with session id's transcript. deps: api(method, path) (the
 // console's authenticated JSON call) and headers() (its Authorization header, for
-// artifact downloads). It returns {ready, onEvent(ev), onDelta(frame), close()}: ready
-// settles once the first load has rendered (or failed); the session page hands it every
-// event and delta frame of its subscription.
+// artifact downloads). It returns {ready, onEvent(ev), onDelta(frame), showAt(seq),
+// close()}: ready settles once the first load has rendered (or failed); the session page
+// hands it every event and delta frame of its subscription; showAt(seq) shows the
+// transcript as the journal held it at seq (GET ...?seq=N; 0: now, live again).
+//
+// The element showing event N has id="seq-N" (timeline.js's convention); the transcript
+// hears the timeline's "fathom:seq" window event and opens, marks and shows the entry of
+// that seq (the first entry from it on).
 function mountTranscript(box, id, deps) {
   const mk = (tag, attrs = {}, ...children) => {
     const e = document.createElement(tag);
@@ -26,6 +31,9 @@ function mountTranscript(box, id, deps) {
   const open = new Map(); // data-key -> open? (what the reader expanded or collapsed)
   const full = new Map(); // a cut value's full path -> its whole value, once fetched
   let shown = 0; // seq of the transcript on the page
+  let at = 0; // the past seq shown (0: now)
+  let ids = new Set(); // the seq-N ids given in this rendering
+  let laneOf = new Map(); // agent id -> {d, fill, entries}: to open a lane at a seq
   let timer = null;
   let closed = false;
   let loading = false;
@@ -112,7 +120,9 @@ function mountTranscript(box, id, deps) {
   // entryEl renders one entry of a lane.
   const entryEl = (lane, e) => {
     const key = `${lane}/${e.seq}`;
-    const li = mk("li", { class: "entry " + e.kind, "data-entry": e.kind, "data-seq": e.seq, "data-pending": e.pending ? "true" : null, "data-call": e.call_id || null, "data-purpose": e.purpose || null });
+    const anchor = ids.has(e.seq) ? null : `seq-${e.seq}`;
+    ids.add(e.seq);
+    const li = mk("li", { id: anchor, class: "entry " + e.kind, "data-entry": e.kind, "data-seq": e.seq, "data-pending": e.pending ? "true" : null, "data-call": e.call_id || null, "data-purpose": e.purpose || null });
     const head = (label) => li.append(mk("div", { class: "head" }, mk("b", {}, label), " ", meta(e)));
     switch (e.kind) {
       case "answer": {
@@ -179,6 +189,8 @@ function mountTranscript(box, id, deps) {
   };
 
   const render = (t) => {
+    ids = new Set();
+    laneOf = new Map();
     const parts = [];
     if (t.result) {
       parts.push(mk("section", { class: "final-result", "data-testid": "final-result" },
@@ -199,11 +211,13 @@ function mountTranscript(box, id, deps) {
       const fill = () => { if (!d.dataset.filled) { d.dataset.filled = "1"; d.append(mk("ol", { class: "entries" }, ...a.entries.map((e) => entryEl(a.id, e)))); } };
       if (d.open) fill();
       d.addEventListener("toggle", () => { if (d.open) fill(); });
+      laneOf.set(a.id, { d, fill, entries: a.entries });
       return d;
     });
     parts.push(mk("div", { class: "lanes", "data-testid": "lanes" }, ...lanes));
     box.replaceChildren(...parts);
     box.dataset.seq = String(t.seq);
+    box.dataset.at = String(at);
     performance.mark("fathom:transcript-rendered");
   };
 
@@ -211,8 +225,10 @@ function mountTranscript(box, id, deps) {
     if (loading) { again = true; return; }
     loading = true;
     try {
-      const t = await deps.api("GET", base);
-      if (closed || (t.seq === shown && box.dataset.seq)) return; // nothing new
+      const want = at;
+      const t = await deps.api("GET", at ? `${base}?seq=${at}` : base);
+      if (closed || want !== at) return; // left, or moved to another point meanwhile
+      if (t.seq === shown && box.dataset.seq && box.dataset.at === String(at)) return; // nothing new
       shown = t.seq;
       for (const c of [...live.keys()]) if (!pendingCall(t, c)) live.delete(c);
       render(t);
@@ -229,9 +245,35 @@ function mountTranscript(box, id, deps) {
     timer = setTimeout(load, 150);
   };
 
+  // jump opens the lane holding the first entry at or after seq, marks it and shows it.
+  const jump = (ev) => {
+    const seq = Number(ev.detail && ev.detail.seq);
+    if (!seq) return;
+    let best = null;
+    for (const [lane, l] of laneOf) {
+      for (const e of l.entries) if (e.seq >= seq && (!best || e.seq < best.seq)) best = { seq: e.seq, lane, l };
+    }
+    if (!best) return;
+    best.l.fill();
+    best.l.d.open = true;
+    for (const j of box.querySelectorAll(".entry.marked")) j.classList.remove("marked");
+    const li = [...best.l.d.querySelectorAll(".entry")].find((x) => Number(x.dataset.seq) === best.seq);
+    if (li) {
+      li.classList.add("marked");
+      li.scrollIntoView({ block: "center" });
+    }
+  };
+  window.addEventListener("fathom:seq", jump);
+
   return {
     ready: load(),
-    onEvent(ev) { if (ev.seq > shown) schedule(); },
+    onEvent(ev) { if (!at && ev.seq > shown) schedule(); },
+    showAt(seq) {
+      if (Number(seq) === at) return;
+      at = Number(seq) || 0;
+      clearTimeout(timer);
+      load();
+    },
     onDelta(f) {
       if (f.kind && f.kind !== "text") return;
       let l = live.get(f.call_id);
@@ -240,6 +282,6 @@ function mountTranscript(box, id, deps) {
       const target = box.querySelector(`[data-live="${CSS.escape(f.call_id)}"]`);
       if (target) target.textContent = l.text;
     },
-    close() { closed = true; clearTimeout(timer); },
+    close() { closed = true; clearTimeout(timer); window.removeEventListener("fathom:seq", jump); },
   };
 }
