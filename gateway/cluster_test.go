@@ -32,7 +32,7 @@ func TestClusterDescribesItsMembers(t *testing.T) {
 		}
 		self = ds[0].(map[string]any)
 		return self["sessions_hosted"] == 1.0 && self["leases_held"] == 1.0
-	}, "the member never showed the running session hosted and its lease held: %v", out)
+	}, "the member never showed the running session hosted and its lease held: %v", &out)
 	if ms := out["members"].([]any); len(ms) != 1 || ms[0] != out["node"] || self["address"] != out["node"] {
 		t.Fatalf("members %v / node %v / the member's address %v", ms, out["node"], self["address"])
 	}

@@ -62,7 +62,7 @@ func TestClusterViewShowsADeadMember(t *testing.T) {
 		_, view = httpJSON(t, "GET", b.url+"/v1/cluster", token, nil)
 		ma, mb := clusterMember(view, a.member), clusterMember(view, b.member)
 		return ma != nil && mb != nil && ma["sessions_hosted"].(float64) >= 1 && ma["leases_held"].(float64) >= 1
-	}, "B's cluster view never showed A hosting its session: %v", view)
+	}, "B's cluster view never showed A hosting its session: %v", &view)
 	for _, addr := range []string{a.member, b.member} {
 		m := clusterMember(view, addr)
 		if !strings.HasPrefix(fmt.Sprint(m["version"]), testVersion) || m["journal_format"] != 2.0 || m["started_at"] == nil || m["health"] != "passing" {
@@ -75,7 +75,7 @@ func TestClusterViewShowsADeadMember(t *testing.T) {
 	}
 	_ = a.cmd.Wait()
 	var dep map[string]any
-	testenv.Eventually(t, 30*time.Second, func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		_, view = httpJSON(t, "GET", b.url+"/v1/cluster", token, nil)
 		ds, _ := view["departed"].([]any)
 		for _, d := range ds {
@@ -84,7 +84,7 @@ func TestClusterViewShowsADeadMember(t *testing.T) {
 			}
 		}
 		return dep != nil && clusterMember(view, a.member) == nil
-	}, "B's cluster view never listed A as departed with its sessions moved: %v", view)
+	}, "B's cluster view never listed A as departed with its sessions moved: %v", &view)
 	if dep["how"] != "dead" || dep["left_at"] == nil || dep["moved_at"] == nil || !strings.HasPrefix(fmt.Sprint(dep["version"]), testVersion) {
 		t.Fatalf("A departed as %v: want dropped as dead, when, its sessions' move and its version", dep)
 	}
