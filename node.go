@@ -11,6 +11,7 @@ import (
 	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/gateway/agui"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
+	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -118,6 +119,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Ready = func() error { return n.Ready(ctx) }
+	cfg.Version, cfg.JournalFormat = buildinfo.String(), buildinfo.Format
 	cfg.Tenancy = nn.Tenancy()
 	cfg.Gantt = node.GanttJSON
 	h, err := gateway.New(cfg)

@@ -2,11 +2,13 @@ package fathom_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
@@ -93,5 +96,53 @@ func TestDeadSandboxMakesTheNodeNotReady(t *testing.T) {
 	}
 	if loud != 1 {
 		t.Errorf("%d WARN/ERROR lines about the sandbox, want 1:\n%s", loud, logs.String())
+	}
+}
+
+// TestReadyzTellsTheBuild: GET /readyz still answers the plain "ready" probes expect,
+// with the node's build version and journal format in the Fathom-Version and
+// Fathom-Journal-Format headers, and as JSON to a request that accepts it.
+func TestReadyzTellsTheBuild(t *testing.T) {
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	h, err := n.Gateway(ctx, gateway.Config{Token: "write-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Shutdown(context.Background())
+	get := func(accept string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/readyz", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	want, format := buildinfo.String(), strconv.Itoa(buildinfo.Format)
+	res, body := get("")
+	if res.StatusCode != 200 || body != "ready\n" || res.Header.Get("Fathom-Version") != want || res.Header.Get("Fathom-Journal-Format") != format {
+		t.Fatalf("GET /readyz = %d %q, Fathom-Version %q, Fathom-Journal-Format %q; want ready, %q, %s",
+			res.StatusCode, body, res.Header.Get("Fathom-Version"), res.Header.Get("Fathom-Journal-Format"), want, format)
+	}
+	res, body = get("text/html, application/json;q=0.9")
+	var r gateway.Readiness
+	if err := json.Unmarshal([]byte(body), &r); err != nil || res.StatusCode != 200 || r != (gateway.Readiness{Status: "ready", Version: want, JournalFormat: buildinfo.Format}) {
+		t.Fatalf("GET /readyz as JSON = %d %q (%v)", res.StatusCode, body, err)
 	}
 }

@@ -81,6 +81,11 @@ type Config struct {
 	ConsulCheckTTL time.Duration
 	// Logger receives the member's logs; Proto.Actor's own are passed on at Warn and above.
 	Logger *slog.Logger
+	// Meta are labels this member advertises to the others (its build version, journal
+	// format, start time): with Consul, in its service meta (the key "id" is the
+	// provider's). The local provider has no other member to tell; Members reports them
+	// for this member either way.
+	Meta map[string]string
 }
 
 // DefaultConfig is a local single-node member on a free loopback port.
@@ -193,7 +198,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	case ProviderLocal:
 		provider = &localProvider{ClusterProvider: test.NewTestProvider(test.NewInMemAgent()), registered: make(chan struct{})}
 	case ProviderConsul:
-		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace, TTL: cfg.ConsulCheckTTL}, cfg.Logger.With("component", "cluster"))
+		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace, TTL: cfg.ConsulCheckTTL, Meta: cfg.Meta}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
 			return nil, err
 		}
@@ -531,4 +536,54 @@ func (n *Node) MemberAddresses() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// MemberInfo is a member of the topology as this member sees it.
+type MemberInfo struct {
+	// ID is the member id; Address its host:port.
+	ID, Address string
+	// Self is true for this member.
+	Self bool
+	// Meta are the labels the member advertises (Config.Meta); empty for another member
+	// of the local provider (there is none) or one the provider has not described yet.
+	Meta map[string]string
+	// Passing is false for a member whose Consul check stopped passing but which is kept
+	// within the pause grace while its port still answers (a paused process).
+	Passing bool
+}
+
+// Members describes the members of the topology this node sees, sorted by address.
+func (n *Node) Members() []MemberInfo {
+	n.topoMu.Lock()
+	ms := n.members
+	n.topoMu.Unlock()
+	var view map[string]memberView
+	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
+		view, _ = p.snapshot()
+	}
+	self := n.memberID()
+	out := make([]MemberInfo, 0, len(ms))
+	for _, m := range ms {
+		mi := MemberInfo{ID: m.Id, Address: memberAddr(m), Passing: true}
+		if v, ok := view[m.Id]; ok {
+			mi.Meta, mi.Passing = v.meta, v.passing
+		}
+		if m.Id == self {
+			mi.Self, mi.Meta = true, n.cfg.Meta
+		}
+		out = append(out, mi)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Address < out[b].Address })
+	return out
+}
+
+// Departures lists the members that left this node's topology since it started (with
+// Consul; the local provider has no other member), oldest first; the provider keeps the
+// last 64.
+func (n *Node) Departures() []Departure {
+	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
+		_, d := p.snapshot()
+		return d
+	}
+	return nil
 }

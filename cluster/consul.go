@@ -63,7 +63,21 @@ type consulProvider struct {
 	rejoined string    // the new id of the pending rejoin ("" when none is pending)
 	retry    bool      // the last rejoin failed to register: try again
 	c        *cluster.Cluster
+
+	viewMu   sync.Mutex
+	view     map[string]memberView // the members of the last topology, by id
+	departed []Departure           // members that left the topology, oldest first (bounded)
 }
+
+// memberView is what the catalog says of a member of the topology.
+type memberView struct {
+	addr    string // host:port
+	meta    map[string]string
+	passing bool // its check passed at the last look (else it is kept within the grace)
+}
+
+// maxDepartures bounds the departures the provider remembers.
+const maxDepartures = 64
 
 // consulConfig configures consulProvider.
 type consulConfig struct {
@@ -79,6 +93,8 @@ type consulConfig struct {
 	DeregisterAfter time.Duration
 	// Timeout bounds every agent call but the blocking health query.
 	Timeout time.Duration
+	// Meta is advertised in the service's meta beside the member id (Config.Meta).
+	Meta map[string]string
 }
 
 // Defaults of consulConfig.
@@ -209,7 +225,7 @@ func (p *consulProvider) registerAs(id string) error {
 	defer cancel()
 	s := &api.AgentServiceRegistration{
 		ID: id, Name: p.name, Tags: p.kinds, Address: p.host, Port: p.port,
-		Meta: map[string]string{"id": id},
+		Meta: p.meta(id),
 		Check: &api.AgentServiceCheck{
 			CheckID: "service:" + id, TTL: p.cfg.TTL.String(), Status: api.HealthPassing,
 			DeregisterCriticalServiceAfter: p.cfg.DeregisterAfter.String(),
@@ -219,6 +235,16 @@ func (p *consulProvider) registerAs(id string) error {
 		return fmt.Errorf("consul provider: register %s at %s: %w", id, p.cfg.Addr, err)
 	}
 	return nil
+}
+
+// meta is the service meta of member id: Config.Meta and the id.
+func (p *consulProvider) meta(id string) map[string]string {
+	m := make(map[string]string, len(p.cfg.Meta)+1)
+	for k, v := range p.cfg.Meta {
+		m[k] = v
+	}
+	m["id"] = id
+	return m
 }
 
 // rejoin registers this member under a new id after the others dropped (and blocked)
@@ -369,6 +395,7 @@ func (p *consulProvider) rejoinDone(members []*cluster.Member) {
 // seenMember is a member as the catalog last listed it, and when its check last passed.
 type seenMember struct {
 	m       *cluster.Member
+	meta    map[string]string
 	passing time.Time
 }
 
@@ -377,6 +404,7 @@ type seenMember struct {
 // (a member missing from the catalog because the agent restarted may well be alive).
 // seen is updated with the listed members and forgets the ones past the grace.
 func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*seenMember, now time.Time) []*cluster.Member {
+	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		id := e.Service.Meta["id"]
 		if id == "" {
@@ -388,25 +416,73 @@ func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*s
 			s = &seenMember{}
 			seen[id] = s
 		}
-		s.m = m
+		s.m, s.meta = m, e.Service.Meta
+		listed[id] = true
 		if e.Checks.AggregatedStatus() == api.HealthPassing {
 			s.passing = now
 		}
 	}
 	var out []*cluster.Member
+	view := make(map[string]memberView, len(seen))
 	for id, s := range seen {
 		switch {
 		case p.leftGracefully(id):
 			delete(seen, id) // its gossip said so: do not wait for the catalog or the grace
 		case s.passing.Equal(now):
 			out = append(out, s.m)
+			view[id] = memberView{addr: memberAddr(s.m), meta: s.meta, passing: true}
 		case s.passing.IsZero() || now.Sub(s.passing) > p.cfg.PauseGrace:
 			delete(seen, id) // listed again, it is added again
 		case reachable(s.m):
 			out = append(out, s.m)
+			view[id] = memberView{addr: memberAddr(s.m), meta: s.meta}
 		}
 	}
+	p.noteView(view, listed, now)
 	return out
+}
+
+// Departure is a member that left the topology: when, and how.
+type Departure struct {
+	// ID and Address are the member's id and host:port.
+	ID, Address string
+	// Meta is the service meta the member advertised.
+	Meta map[string]string
+	// At is when this member dropped it from its topology.
+	At time.Time
+	// How is DepartureLeft (it deregistered, or its gossip announced the leave) or
+	// DepartureDead (its check failed and its port stopped answering, or the grace ran out).
+	How string
+}
+
+// How a member left the topology (Departure.How).
+const (
+	// DepartureLeft is a member that left gracefully.
+	DepartureLeft = "left"
+	// DepartureDead is a member dropped as dead.
+	DepartureDead = "dead"
+)
+
+// noteView replaces the view of the topology and records the members that left it since
+// the last one: gracefully when the catalog no longer lists it (a leaving member
+// deregisters) or gossip announced its leave, as dead otherwise (still listed, failing).
+func (p *consulProvider) noteView(view map[string]memberView, listed map[string]bool, now time.Time) {
+	p.viewMu.Lock()
+	defer p.viewMu.Unlock()
+	for id, old := range p.view {
+		if _, ok := view[id]; ok {
+			continue
+		}
+		how := DepartureDead
+		if !listed[id] || p.leftGracefully(id) {
+			how = DepartureLeft
+		}
+		p.departed = append(p.departed, Departure{ID: id, Address: old.addr, Meta: old.meta, At: now, How: how})
+		if len(p.departed) > maxDepartures {
+			p.departed = p.departed[len(p.departed)-maxDepartures:]
+		}
+	}
+	p.view = view
 }
 
 // leftGracefully reports whether member id's actor system left the cluster gracefully:
@@ -432,4 +508,20 @@ func reachable(m *cluster.Member) bool {
 	}
 	_ = conn.Close()
 	return true
+}
+
+// memberAddr is m's host:port.
+func memberAddr(m *cluster.Member) string {
+	return net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port)))
+}
+
+// snapshot returns the view of the last topology (by id) and the departures, copied.
+func (p *consulProvider) snapshot() (map[string]memberView, []Departure) {
+	p.viewMu.Lock()
+	defer p.viewMu.Unlock()
+	view := make(map[string]memberView, len(p.view))
+	for id, v := range p.view {
+		view[id] = v
+	}
+	return view, append([]Departure(nil), p.departed...)
 }

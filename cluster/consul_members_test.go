@@ -100,3 +100,51 @@ func TestProviderShutdownEndsHungAgentCalls(t *testing.T) {
 		t.Fatalf("Shutdown took %s with the heartbeat's call hung; want about the deregistration's %s", took.Round(time.Millisecond), timeout)
 	}
 }
+
+// TestProviderRecordsHowMembersLeft: a member that leaves the topology is recorded once,
+// with its address, the meta it advertised and how: dropped as dead while the catalog
+// still lists it failing (its port refuses, or the grace ran out), left gracefully once
+// the catalog no longer lists it (a leaving member deregisters).
+func TestProviderRecordsHowMembersLeft(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	withVersion := func(e *api.ServiceEntry) *api.ServiceEntry {
+		e.Service.Meta["version"] = "v9 " + e.Service.ID
+		return e
+	}
+	p := &consulProvider{cfg: consulConfig{PauseGrace: 10 * time.Second}}
+	seen := map[string]*seenMember{}
+	t0 := time.Now()
+	p.members([]*api.ServiceEntry{withVersion(entry(t, "paused", ln.Addr().String(), api.HealthPassing)),
+		withVersion(entry(t, "dead", deadAddr, api.HealthPassing)), withVersion(entry(t, "leaving", ln.Addr().String(), api.HealthPassing))}, seen, t0)
+	if view, d := p.snapshot(); len(view) != 3 || len(d) != 0 || !view["dead"].passing || view["dead"].meta["version"] != "v9 dead" {
+		t.Fatalf("all passing: view %v, departed %v", view, d)
+	}
+	later := []*api.ServiceEntry{withVersion(entry(t, "paused", ln.Addr().String(), api.HealthCritical)), withVersion(entry(t, "dead", deadAddr, api.HealthCritical))}
+	p.members(later, seen, t0.Add(5*time.Second))
+	view, d := p.snapshot()
+	if len(d) != 1 || d[0].ID != "dead" || d[0].How != DepartureDead || d[0].Address != deadAddr || d[0].Meta["version"] != "v9 dead" || !d[0].At.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("within the grace: departed %+v, want dead dropped as dead", d)
+	}
+	if view["paused"].passing || view["leaving"].addr != ln.Addr().String() {
+		t.Fatalf("within the grace: view %v, want paused failing and leaving kept", view)
+	}
+	p.members(later, seen, t0.Add(11*time.Second))
+	_, d = p.snapshot()
+	how := map[string]string{}
+	for _, x := range d {
+		how[x.ID] += x.How
+	}
+	if len(d) != 3 || how["paused"] != DepartureDead || how["leaving"] != DepartureLeft {
+		t.Fatalf("after the grace: departed %+v, want paused dead (listed, failing) and leaving left (deregistered)", d)
+	}
+}

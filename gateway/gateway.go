@@ -86,6 +86,11 @@ type Config struct {
 	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
 	// it sees (the console's cluster page).
 	Cluster func(ctx context.Context) (ClusterInfo, error)
+	// Version and JournalFormat are the node's build version and journal format, told by
+	// GET /readyz (headers Fathom-Version and Fathom-Journal-Format, and the JSON body).
+	// The node's Gateway fills them in.
+	Version       string
+	JournalFormat int
 	// Ready reports whether the node can serve (nil error) for /readyz. A part that is not
 	// ready is a *NotReadyError: /readyz names the part to anyone and shows the error
 	// only to a caller with a token.

@@ -217,6 +217,22 @@ type SessionIndex interface {
 	ListSessions(ctx context.Context, q ListQuery) ([]IndexEntry, error)
 }
 
+// LeaseCount is what one cluster member holds in the session index (LeaseCounter).
+type LeaseCount struct {
+	// Leases are its live leases (not expired, not released).
+	Leases int
+	// Running are those of sessions that have not ended (RunningStatuses): the sessions
+	// it hosts.
+	Running int
+}
+
+// LeaseCounter is implemented by session indexes that count the live leases per owner
+// (GET /v1/cluster). Callers check for it with a type assertion.
+type LeaseCounter interface {
+	// LeaseCounts returns, per lease owner, its live leases; owners without one are absent.
+	LeaseCounts(ctx context.Context) (map[string]LeaseCount, error)
+}
+
 // RunningStatuses are the statuses of a session that has not ended: what a tenant's
 // max_running_sessions counts.
 var RunningStatuses = []string{StatusRunning, StatusAwaitingHuman, StatusInterrupted}

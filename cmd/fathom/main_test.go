@@ -28,6 +28,9 @@ import (
 // real command line, as a user would.
 var fathomBin string
 
+// testVersion is the version the tests' binary is built with (-ldflags -X main.version).
+const testVersion = "v0.0.0-test"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fathom-bin-")
 	if err != nil {
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fathomBin = filepath.Join(dir, "fathom")
-	build := exec.Command("go", "build", "-o", fathomBin, ".")
+	build := exec.Command("go", "build", "-ldflags=-X main.version="+testVersion, "-o", fathomBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build fathom:", err)
@@ -461,7 +464,7 @@ func TestHelpAndVersion(t *testing.T) {
 	if r := fathom(t, cleanEnv(), "run", "-h"); r.code != 0 || !strings.Contains(r.stderr, "--data-dir") && !strings.Contains(r.stderr, "-data-dir") {
 		t.Fatalf("run -h (exit %d): %s", r.code, r.stderr)
 	}
-	if r := fathom(t, cleanEnv(), "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "fathom ") {
+	if r := fathom(t, cleanEnv(), "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "fathom "+testVersion) {
 		t.Fatalf("version (exit %d): %s", r.code, r.stdout)
 	}
 }

@@ -5,11 +5,20 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/fathom-agents/fathom/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..." (kept for existing
+// build scripts; -X github.com/fathom-agents/fathom/internal/buildinfo.Version=... is the
+// same and what the members advertise).
 var version = "dev"
+
+func init() {
+	if version != "dev" {
+		buildinfo.Version = version
+	}
+}
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", "", stderr)
@@ -17,13 +26,9 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rev := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = " (" + s.Value[:min(12, len(s.Value))] + ")"
-			}
-		}
+	if r := buildinfo.Revision(); r != "" {
+		rev = " (" + r + ")"
 	}
-	fmt.Fprintf(stdout, "fathom %s%s %s %s/%s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "fathom %s%s %s %s/%s\n", buildinfo.Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }

@@ -147,7 +147,7 @@ func (n *Node) components(b *boot) []component {
 			start: func(context.Context) error { return n.registerSessions(b) }},
 		{name: "cluster member", why: "joins the cluster (local or Consul): grains are placed from here on",
 			start: func(ctx context.Context) (err error) {
-				if n.member, err = fcluster.New(cfg.Cluster, b.system, session.Kind()); err != nil {
+				if n.member, err = fcluster.New(n.clusterConfig(cfg.Cluster), b.system, session.Kind()); err != nil {
 					return err
 				}
 				return n.member.Start(ctx)

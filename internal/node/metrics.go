@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/auth"
-	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -171,14 +169,6 @@ func (n *Node) addBreaker(name string, p *resilient.Provider) *resilient.Provide
 	}
 	n.breakers[name] = p
 	return p
-}
-
-// ClusterInfo answers GET /v1/cluster: this member's address and the members it sees.
-func (n *Node) ClusterInfo(context.Context) (gateway.ClusterInfo, error) {
-	if n.member == nil {
-		return gateway.ClusterInfo{}, errors.New("the node has not joined a cluster")
-	}
-	return gateway.ClusterInfo{Node: n.member.Address(), Members: n.member.MemberAddresses()}, nil
 }
 
 // quotas returns the enforcer of the tenants' limits (Config.Quotas), nil when no

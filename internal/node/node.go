@@ -279,6 +279,10 @@ type Node struct {
 	// takeovers are the breakings of departed members' leases in flight (reactivator.go),
 	// waited for before the journal closes.
 	takeovers sync.WaitGroup
+	// startedAt is when the node started (advertised in its membership, clusterinfo.go).
+	startedAt time.Time
+	// moves are the takeovers of departed members' sessions, by address (clusterinfo.go).
+	moves moveLog
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
 	// dropper serves the cluster-wide session-data drops of deletes (dropper.go).
@@ -313,7 +317,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	// A line logged with a context that carries a span gets its trace_id and span_id.
 	cfg.Logger = slog.New(telemetry.LogHandler(cfg.Logger.Handler()))
-	n = &Node{cfg: cfg, log: cfg.Logger}
+	n = &Node{cfg: cfg, log: cfg.Logger, startedAt: time.Now().UTC()}
 	started := n // the named result is nil by the time a failing return reaches the defer
 	defer func() {
 		if err != nil {

@@ -95,6 +95,7 @@ func (n *Node) takeOver(ix persistence.SessionIndex, addrs []string, hurry func(
 			n.log.Warn("cannot take over the sessions of a member that left; they move once its leases lapse", "member", addr, "error", err)
 		case broke > 0:
 			n.log.Info("taking over the sessions of a member that left", "member", addr, "sessions", broke)
+			n.moves.note(addr, broke, time.Now())
 		}
 	}
 }

@@ -80,6 +80,19 @@ func (t *leaseTable) breakOwner(owner string) int {
 	return n
 }
 
+// live returns the owner of each live lease, by session id.
+func (t *leaseTable) live() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out, now := make(map[string]string, len(t.m)), time.Now()
+	for id, l := range t.m {
+		if !l.expires.Before(now) {
+			out[id] = l.owner
+		}
+	}
+	return out
+}
+
 // fill sets e's lease fields.
 func (t *leaseTable) fill(e *persistence.IndexEntry) {
 	t.mu.Lock()
@@ -246,6 +259,42 @@ func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
 	}
 	defer j.leave()
 	return j.leases.breakOwner(owner), nil
+}
+
+var _ persistence.LeaseCounter = (*Journal)(nil)
+
+// LeaseCounts implements persistence.LeaseCounter over the live leases and their rows'
+// statuses.
+func (j *Journal) LeaseCounts(ctx context.Context) (map[string]persistence.LeaseCount, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := j.enter(); err != nil {
+		return nil, err
+	}
+	defer j.leave()
+	live := j.leases.live()
+	out := map[string]persistence.LeaseCount{}
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketIndex)
+		for id, owner := range live {
+			c := out[owner]
+			c.Leases++
+			if b != nil {
+				if v := b.Get([]byte(id)); v != nil {
+					if e, ok := decodeIndex(id, v); ok && slices.Contains(persistence.RunningStatuses, e.Status) {
+						c.Running++
+					}
+				}
+			}
+			out[owner] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count leases: %w", err)
+	}
+	return out, nil
 }
 
 // indexed reports whether session id has a row in the index.

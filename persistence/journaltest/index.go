@@ -156,6 +156,53 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		}
 	})
 
+	t.Run("LeaseCountsPerOwner", func(t *testing.T) {
+		ix := index(t)
+		lc, ok := ix.(persistence.LeaseCounter)
+		if !ok {
+			t.Fatal("the session index implements no persistence.LeaseCounter")
+		}
+		s1, s2, s3, s4 := stream(), stream(), stream(), stream()
+		statuses := []string{persistence.StatusRunning, persistence.StatusAwaitingHuman, persistence.StatusCompleted, persistence.StatusRunning}
+		for i, s := range []string{s1, s2, s3, s4} {
+			_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 1), persistence.IndexEntry{SessionID: s, Status: statuses[i]})
+			mustNil(t, err)
+		}
+		a, b := "a-"+s1, "b-"+s1 // unique to this run: the store may be shared
+		mustNil(t, ix.RenewLease(ctx, s1, a, time.Hour))
+		mustNil(t, ix.RenewLease(ctx, s2, a, time.Hour))
+		mustNil(t, ix.RenewLease(ctx, s3, a, time.Hour)) // completed: a lease, not a hosted session
+		mustNil(t, ix.RenewLease(ctx, s4, b, time.Hour))
+		counts, err := lc.LeaseCounts(ctx)
+		mustNil(t, err)
+		if got := counts[a]; got != (persistence.LeaseCount{Leases: 3, Running: 2}) {
+			t.Fatalf("owner a holds %+v, want 3 leases, 2 running", got)
+		}
+		if got := counts[b]; got != (persistence.LeaseCount{Leases: 1, Running: 1}) {
+			t.Fatalf("owner b holds %+v, want 1 lease, 1 running", got)
+		}
+		// Released, broken and expired leases are not counted.
+		mustNil(t, ix.ReleaseLease(ctx, s1, a))
+		_, err = ix.BreakLeases(ctx, b)
+		mustNil(t, err)
+		mustNil(t, ix.RenewLease(ctx, s2, a, time.Nanosecond))
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			counts, err = lc.LeaseCounts(ctx)
+			mustNil(t, err)
+			if counts[a] == (persistence.LeaseCount{Leases: 1}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after release, expiry: owner a holds %+v, want 1 lease (the completed session's)", counts[a])
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, ok := counts[b]; ok {
+			t.Fatalf("owner b with its leases broken is listed: %+v", counts[b])
+		}
+	})
+
 	t.Run("FutureAndNoDueTimeAreNotDue", func(t *testing.T) {
 		ix := index(t)
 		future, never := stream(), stream()

@@ -250,6 +250,34 @@ func (j *Journal) CountSessions(ctx context.Context, tenant string, statuses []s
 	return int(n), nil
 }
 
+var _ persistence.LeaseCounter = (*Journal)(nil)
+
+// LeaseCounts implements persistence.LeaseCounter: one GROUP BY over the live leases.
+func (j *Journal) LeaseCounts(ctx context.Context) (map[string]persistence.LeaseCount, error) {
+	if err := j.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, `SELECT lease_owner, count(*), count(*) FILTER (WHERE status = ANY($1::text[]))
+		FROM fathom_sessions WHERE lease_owner IS NOT NULL AND lease_expires >= now() GROUP BY lease_owner`, persistence.RunningStatuses)
+	if err != nil {
+		return nil, fmt.Errorf("count leases: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]persistence.LeaseCount{}
+	for rows.Next() {
+		var owner string
+		var leases, running int64
+		if err := rows.Scan(&owner, &leases, &running); err != nil {
+			return nil, fmt.Errorf("count leases: %w", err)
+		}
+		out[owner] = persistence.LeaseCount{Leases: int(leases), Running: int(running)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count leases: %w", err)
+	}
+	return out, nil
+}
+
 // TenantUsage implements persistence.TenantIndex.
 func (j *Journal) TenantUsage(ctx context.Context, tenant string, day time.Time) (persistence.TenantUsage, error) {
 	if err := j.check(ctx); err != nil {

@@ -668,23 +668,69 @@ function sessionPage(main, id) {
 function clusterPage(main) {
   const page = $("#tpl-cluster").content.cloneNode(true).firstElementChild;
   main.append(page);
+  const since = (t) => {
+    if (!t) return "";
+    const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
+    if (s < 120) return s + " s";
+    if (s < 7200) return Math.round(s / 60) + " min";
+    if (s < 172800) return Math.round(s / 3600) + " h";
+    return Math.round(s / 86400) + " d";
+  };
   const load = async () => {
     try {
       const c = await api("GET", "/v1/cluster");
       field(page, "node").textContent = c.node;
-      field(page, "members").replaceChildren(...c.members.map((m) => el("tr", {}, el("td", {}, m + (m === c.node ? " (this node)" : "")))));
+      field(page, "build").textContent = c.version ? `version ${c.version}, journal format ${c.journal_format}` : "";
+      // member_details describes each member; an older gateway sends addresses only.
+      const ms = c.member_details || c.members.map((address) => ({ address, self: address === c.node }));
+      field(page, "members").replaceChildren(...ms.map((m) => el("tr", { "data-member": m.address, class: m.health === "failing" ? "failing" : "" },
+        el("td", {}, m.address + (m.self ? " (this node)" : "")), el("td", { "data-col": "version" }, m.version || "?"),
+        el("td", {}, m.journal_format ? String(m.journal_format) : "?"),
+        el("td", { title: m.started_at ? "started " + new Date(m.started_at).toLocaleString() : "" }, since(m.started_at)),
+        el("td", { "data-col": "sessions" }, String(m.sessions_hosted ?? "")), el("td", { "data-col": "leases" }, String(m.leases_held ?? "")),
+        el("td", {}, m.health || ""))));
+      const ds = c.departed || [];
+      field(page, "no-departed").hidden = ds.length > 0;
+      field(page, "departed").replaceChildren(...ds.map((d) => el("tr", { class: "departed", "data-departed": d.address },
+        el("td", {}, d.address), el("td", {}, d.version || "?"),
+        el("td", { title: new Date(d.left_at).toLocaleString() }, since(d.left_at) + " ago"),
+        el("td", {}, d.how === "dead" ? "dropped as dead" : "left gracefully"),
+        el("td", { title: d.moved_at ? "taken over " + new Date(d.moved_at).toLocaleString() : "" },
+          d.sessions_moved ? `${d.sessions_moved} taken over by this node` : "none taken over by this node"))));
+      addOptions(fNode, ms.map((m) => m.address));
     } catch (e) { toast(e.message); }
   };
   const rows = field(page, "restarts");
   rows.replaceChildren();
+  const fNode = field(page, "f-node"), fKind = field(page, "f-kind"), fSession = field(page, "f-session");
+  const addOptions = (sel, values) => {
+    const have = new Set([...sel.options].map((o) => o.value));
+    for (const v of values) if (v && !have.has(v)) { sel.append(el("option", { value: v }, v)); have.add(v); }
+  };
+  // shows matches the restart r against the filters (member, kind, session id contains).
+  const shows = (r) => (!fNode.value || r.node === fNode.value) && (!fKind.value || r.kind === fKind.value) &&
+    (!fSession.value.trim() || (r.session_id || "").includes(fSession.value.trim()));
+  const all = [];
+  const filter = () => {
+    let n = 0;
+    for (const { r, tr } of all) { tr.hidden = !shows(r); if (!tr.hidden) n++; }
+    field(page, "f-count").textContent = `${n} of ${all.length}`;
+  };
+  for (const f of [fNode, fKind]) f.addEventListener("change", filter);
+  fSession.addEventListener("input", filter);
   const seen = new Set();
   socket.followRestarts((r) => {
     const key = `${r.node}/${r.node_seq ?? r.seq}`; // node_seq numbers a member's own records
     if (seen.has(key)) return;
     seen.add(key);
-    rows.prepend(el("tr", { "data-restart": r.seq },
+    const tr = el("tr", { "data-restart": r.seq },
       el("td", {}, String(r.seq)), el("td", {}, new Date(r.at).toLocaleTimeString()), el("td", {}, r.node),
-      el("td", {}, r.kind), el("td", {}, r.actor), el("td", {}, r.session_id || ""), el("td", {}, r.reason), el("td", {}, r.directive)));
+      el("td", {}, r.kind), el("td", {}, r.actor), el("td", {}, r.session_id || ""), el("td", {}, r.reason), el("td", {}, r.directive));
+    rows.prepend(tr);
+    all.push({ r, tr });
+    addOptions(fNode, [r.node]);
+    addOptions(fKind, [r.kind]);
+    filter();
   });
   load();
   const timer = setInterval(load, 5000);
