@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -289,4 +291,21 @@ func Fuse(k, rrfK int, weights []float64, rankings ...[]VectorHit) []VectorHit {
 		out = out[:k]
 	}
 	return out
+}
+
+// ParseRetrievalWeights reads the fusion weights "VECTOR/TEXT", e.g. "1/1" or "1/2"
+// (non-negative numbers, not both 0): --memory-retrieval-weights and the config key
+// memory.retrieval_weights.
+func ParseRetrievalWeights(s string) (vector, text float64, err error) {
+	v, t, ok := strings.Cut(s, "/")
+	if ok {
+		vector, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	}
+	if ok && err == nil {
+		text, err = strconv.ParseFloat(strings.TrimSpace(t), 64)
+	}
+	if !ok || err != nil || vector < 0 || text < 0 || math.IsNaN(vector) || math.IsNaN(text) || math.IsInf(vector, 0) || math.IsInf(text, 0) || vector+text == 0 {
+		return 0, 0, fmt.Errorf("%w: retrieval weights %q: want VECTOR/TEXT, two non-negative numbers not both 0, e.g. 1/1", ErrInvalid, s)
+	}
+	return vector, text, nil
 }

@@ -115,11 +115,11 @@ type nodeFlags struct {
 	pauseGrace envDuration
 	// consulCheckTTL is --consul-check-ttl: the TTL of a member's Consul health check.
 	consulCheckTTL envDuration
-	reasoning  reasoningFlags
-	retention  retentionFlags
-	toolResult toolResultFlags
-	tenancy    tenancyFlags
-	quota      quotaFlags
+	reasoning      reasoningFlags
+	retention      retentionFlags
+	toolResult     toolResultFlags
+	tenancy        tenancyFlags
+	quota          quotaFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
 	maxLLMCalls         optionalUint
@@ -471,6 +471,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		return fathomapi.Config{}, err
 	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {
+		return fathomapi.Config{}, err
+	}
+	if err := f.memory.applyRetrieval(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
 	if err := f.quota.apply(&llmCfg.Resilience, f.file); err != nil {
