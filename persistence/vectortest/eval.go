@@ -124,3 +124,66 @@ func Percentile(lat []time.Duration, p float64) time.Duration {
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
 	return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 }
+
+// Stream is one stream of a scaled corpus: its id and its messages with embeddings and
+// text.
+type Stream struct {
+	ID   string
+	Vecs []persistence.Vector
+}
+
+// Scaled returns a corpus of streams × perStream messages for latency benchmarks: the
+// set's messages in turn, each with a reference of its own appended (an order id), so
+// every stream has the set's vocabulary and identifiers that differ. Stream i is
+// "scaled-i".
+func (e EvalSet) Scaled(ctx context.Context, embed Embed, streams, perStream int) ([]Stream, error) {
+	var all []string
+	for _, s := range e.Sessions {
+		all = append(all, s.Messages...)
+	}
+	out := make([]Stream, streams)
+	for i := range out {
+		texts := make([]string, perStream)
+		for j := range texts {
+			texts[j] = fmt.Sprintf("%s (ref ORD-%d-%05d)", all[(i*7+j)%len(all)], 2000+i, j)
+		}
+		vecs, err := embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
+		}
+		st := Stream{ID: fmt.Sprintf("scaled-%d", i), Vecs: make([]persistence.Vector, perStream)}
+		for j, v := range vecs {
+			st.Vecs[j] = persistence.Vector{Seq: uint64(j + 1), Values: v, Text: texts[j]}
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// BenchLatency measures retrieval of the set's queries (their embedding included) in
+// mode r against streams of a corpus s holds (Scaled's), k = 5, one stream per query in
+// turn, and reports p50-µs and p99-µs.
+func (e EvalSet) BenchLatency(b interface {
+	Loop() bool
+	Fatal(...any)
+	ReportMetric(float64, string)
+}, s persistence.VectorStore, embed Embed, r persistence.Retrieval, streams int) {
+	ctx := context.Background()
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		q := e.Queries[i%len(e.Queries)]
+		t0 := time.Now()
+		vecs, err := embed(ctx, []string{q.Query})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := persistence.HybridSearch(ctx, s, r, Tenant, fmt.Sprintf("scaled-%d", i%streams), q.Query, vecs[0], 5); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		i++
+	}
+	b.ReportMetric(float64(Percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(Percentile(lat, 0.99).Microseconds()), "p99-µs")
+}

@@ -4,7 +4,8 @@
 // incident, debugging code, data analysis), each with facts that carry identifiers
 // (order ids, error codes, hosts, files, functions, tables) among filler turns and
 // distractors (other identifiers of the same kind), and for each fact three queries
-// asked later in the session: by its identifier, by a paraphrase without it, and mixed.
+// asked later in the session: by its identifier, by a paraphrase without it (in other
+// words, beside a near miss that shares some of them), and mixed.
 // It is deterministic (a fixed seed):
 //
 //	go run ./persistence/vectortest/evalgen > persistence/vectortest/testdata/retrieval-eval.json
@@ -40,8 +41,11 @@ type query struct {
 // Placeholders: {id} the identifier, {x} a second value.
 type fact struct {
 	msg, ident, para, mixed string
-	id                      func(r *rand.Rand) string
-	x                       []string
+	// near is a near miss: a message of the same session sharing words with para but
+	// not answering it.
+	near string
+	id   func(r *rand.Rand) string
+	x    []string
 }
 
 type domain struct {
@@ -94,22 +98,22 @@ var domains = []domain{
 	{name: "support",
 		facts: []fact{
 			{msg: "Order {id} was shipped with {x} on Monday, but tracking shows it stuck at the Rotterdam depot since Wednesday.",
-				ident: "What is the status of {id}?", para: "Which parcel got stuck at the depot in Rotterdam?", mixed: "Is {id} still stuck at a depot?",
+				ident: "What is the status of {id}?", para: "Which package has been sitting in Rotterdam for days?", near: "Our Rotterdam office is closed on Sundays, so replies may take a day.", mixed: "Is {id} still stuck at a depot?",
 				id: orderID, x: []string{"DHL", "UPS", "PostNL", "FedEx"}},
 			{msg: "The customer wants a refund for order {id}: the blender arrived with a cracked jug and they sent photos.",
-				ident: "Why does the customer want money back for {id}?", para: "Who sent photos of a cracked blender jug?", mixed: "Refund reason for {id}, the broken blender?",
+				ident: "Why does the customer want money back for {id}?", para: "Who got a broken kitchen appliance and wants their money back?", near: "Please send photos if anything arrives damaged.", mixed: "Refund reason for {id}, the broken blender?",
 				id: orderID},
 			{msg: "Ticket {id} is about a double charge: the card was billed twice, 49.90 each, on the same day.",
-				ident: "What is ticket {id} about?", para: "Was anyone billed twice for the same purchase?", mixed: "Ticket {id} double charge amount",
+				ident: "What is ticket {id} about?", para: "Did the customer get charged two times for one purchase?", near: "The card on file expires next month; the customer may want to update it.", mixed: "Ticket {id} double charge amount",
 				id: ticket},
 			{msg: "Item {id} is out of stock in the Berlin warehouse until the 14th; the replacement colour is {x}.",
-				ident: "When is {id} back in stock?", para: "Which product is unavailable in the Berlin warehouse?", mixed: "Berlin stock for {id}",
+				ident: "When is {id} back in stock?", para: "Which item can't be sent from Germany right now?", near: "The Berlin warehouse handles returns for all of Europe.", mixed: "Berlin stock for {id}",
 				id: sku, x: []string{"navy", "graphite", "sand", "olive"}},
 			{msg: "Tracking number {id} belongs to the replacement shipment, sent express after the first one was lost.",
-				ident: "What is {id}?", para: "Which tracking number is the express replacement for the lost shipment?", mixed: "Was {id} the express replacement?",
+				ident: "What is {id}?", para: "What's the tracking code of the package we re-sent after the first went missing?", near: "Express delivery costs 9.95 extra and arrives the next day.", mixed: "Was {id} the express replacement?",
 				id: tracking},
 			{msg: "The customer changed the delivery address of {id} to their office, Keizersgracht 12, before it left the warehouse.",
-				ident: "Where does {id} get delivered now?", para: "Who moved delivery to their office address?", mixed: "New address for {id}",
+				ident: "Where does {id} get delivered now?", para: "Where is the parcel being redirected to, the workplace?", near: "You can change the delivery address until the order leaves the warehouse.", mixed: "New address for {id}",
 				id: orderID},
 		},
 		filler: []string{
@@ -135,22 +139,22 @@ var domains = []domain{
 	{name: "incident",
 		facts: []fact{
 			{msg: "The checkout service started failing at 02:14 UTC with {id} on every call to the payment provider.",
-				ident: "When did we first see {id}?", para: "What broke checkout calls to the payment provider overnight?", mixed: "{id} errors at checkout, what time?",
+				ident: "When did we first see {id}?", para: "Why were payments failing in the middle of the night?", near: "The payment provider announced maintenance for next weekend.", mixed: "{id} errors at checkout, what time?",
 				id: errCode},
 			{msg: "Host {id} ran out of memory; the kernel killed postgres and the replica took over after 40 seconds.",
-				ident: "What happened on {id}?", para: "Which machine ran out of memory so the replica took over?", mixed: "Did the replica take over from {id}?",
+				ident: "What happened on {id}?", para: "Which database server crashed and failed over to the standby?", near: "Memory usage on the cache nodes is at 60 percent, which is normal.", mixed: "Did the replica take over from {id}?",
 				id: host},
 			{msg: "Pod {id} is in CrashLoopBackOff because the config map is missing the REDIS_URL variable.",
-				ident: "Why is {id} crashing?", para: "Which pod keeps restarting because of a missing Redis setting?", mixed: "{id} missing config variable",
+				ident: "Why is {id} crashing?", para: "Which container is crash looping over a missing environment variable?", near: "Redis latency is fine, about 2 ms at p99.", mixed: "{id} missing config variable",
 				id: pod},
 			{msg: "Rolling back to commit {id} fixed the latency spike; p99 went from 2.3 s back to 180 ms.",
-				ident: "What did rolling back to {id} do?", para: "Which rollback brought the latency spike down?", mixed: "p99 after reverting to {id}",
+				ident: "What did rolling back to {id} do?", para: "What did we revert to get response times back to normal?", near: "Latency on the search API has a small spike every hour from the cron job.", mixed: "p99 after reverting to {id}",
 				id: commit},
 			{msg: "The disk on {id} filled up with WAL segments because the archive command kept failing.",
-				ident: "Why did {id} run out of disk?", para: "Where did write-ahead log files fill the disk?", mixed: "WAL on {id}",
+				ident: "Why did {id} run out of disk?", para: "Which server had its storage fill up with log files?", near: "Log retention is 14 days for the application logs.", mixed: "WAL on {id}",
 				id: host},
 			{msg: "We saw {id} from the load balancer for 6 minutes while the certificate rotated.",
-				ident: "How long did {id} last?", para: "What errors happened during the certificate rotation?", mixed: "{id} during cert rotation",
+				ident: "How long did {id} last?", para: "What did users see while the TLS cert was being replaced?", near: "The certificate for the staging domain expires in 30 days.", mixed: "{id} during cert rotation",
 				id: errCode},
 		},
 		filler: []string{
@@ -176,22 +180,22 @@ var domains = []domain{
 	{name: "code",
 		facts: []fact{
 			{msg: "The rounding bug is in {id}: it converts cents to float64 before multiplying by the tax rate.",
-				ident: "What is wrong in {id}?", para: "Where do we convert cents to floating point before applying tax?", mixed: "float conversion bug in {id}",
+				ident: "What is wrong in {id}?", para: "Which file has the tax rounding problem?", near: "Tax rates are loaded from the config at startup.", mixed: "float conversion bug in {id}",
 				id: file},
 			{msg: "{id} holds the mutex while it calls the identity provider, so concurrent refreshes deadlock under load.",
-				ident: "What's the problem with {id}?", para: "Which function deadlocks because it holds a lock during a network call?", mixed: "does {id} hold the mutex during the call?",
+				ident: "What's the problem with {id}?", para: "What hangs when many token refreshes happen at once?", near: "The lock around the cache is held only for map updates.", mixed: "does {id} hold the mutex during the call?",
 				id: fn},
 			{msg: "{id} fails only with -race: two goroutines append to the same slice without synchronisation.",
-				ident: "Why does {id} fail?", para: "Which test only fails under the race detector?", mixed: "{id} race on the slice",
+				ident: "Why does {id} fail?", para: "Which test is broken by a data race?", near: "Running the whole suite with -race takes about six minutes.", mixed: "{id} race on the slice",
 				id: testName},
 			{msg: "The panic was 'index out of range [5] with length 5' in {id}, when the cursor points past the last page.",
-				ident: "Where did the index out of range panic happen, in {id}?", para: "What panics when the cursor points past the last page?", mixed: "{id} panic past last page",
+				ident: "Where did the index out of range panic happen, in {id}?", para: "What crashes when paginating beyond the final page?", near: "The last page of results can have fewer items than the page size.", mixed: "{id} panic past last page",
 				id: fn},
 			{msg: "Commit {id} introduced the regression: it changed the retry loop to reuse the request body after it was read.",
-				ident: "What did commit {id} change?", para: "Which change broke retries by reusing a request body that was already read?", mixed: "regression from {id} in retries",
+				ident: "What did commit {id} change?", para: "Which commit caused the retry regression?", near: "Retries use exponential backoff starting at 100 ms.", mixed: "regression from {id} in retries",
 				id: commit},
 			{msg: "The flaky behaviour comes from {id} reading the clock twice; the fix injects a fixed clock in tests.",
-				ident: "Why is {id} flaky?", para: "Where does reading the clock twice make tests flaky?", mixed: "clock fix for {id}",
+				ident: "Why is {id} flaky?", para: "Why do the tests pass sometimes and fail other times?", near: "The clock on the CI runners is synchronised with NTP.", mixed: "clock fix for {id}",
 				id: file},
 		},
 		filler: []string{
@@ -217,22 +221,22 @@ var domains = []domain{
 	{name: "data",
 		facts: []fact{
 			{msg: "The table {id} double counts users who log in from two devices on the same day.",
-				ident: "What is wrong with {id}?", para: "Which table counts a user twice when they use two devices?", mixed: "double counting in {id}",
+				ident: "What is wrong with {id}?", para: "Where are people who use a phone and a laptop counted twice?", near: "Most users log in from one device per day.", mixed: "double counting in {id}",
 				id: table},
 			{msg: "Query {id} takes 14 minutes because it scans the whole events table without a date filter.",
-				ident: "Why is {id} slow?", para: "Which query scans every event because it has no date filter?", mixed: "date filter for {id}",
+				ident: "Why is {id} slow?", para: "Which report query is painfully slow?", near: "The events table has about four billion rows.", mixed: "date filter for {id}",
 				id: queryID},
 			{msg: "Dashboard {id} shows revenue in dollars but the source column is in euros, so March looks 8% too high.",
-				ident: "What is wrong on {id}?", para: "Which dashboard mixes up euros and dollars for revenue?", mixed: "{id} currency problem",
+				ident: "What is wrong on {id}?", para: "Why is March revenue overstated?", near: "Revenue for March was discussed in the finance meeting.", mixed: "{id} currency problem",
 				id: dash},
 			{msg: "Churn in {id} jumped in week 12 because the trial accounts were included by mistake.",
-				ident: "Why did churn jump in {id}?", para: "Why did churn go up when trial accounts were counted?", mixed: "trial accounts in {id}",
+				ident: "Why did churn jump in {id}?", para: "What caused the spike in cancellations in week 12?", near: "Trial accounts convert at about 18 percent.", mixed: "trial accounts in {id}",
 				id: table},
 			{msg: "Query {id} returns negative refunds since the amounts are stored as signed integers from the payment export.",
-				ident: "Why does {id} return negative values?", para: "Which query gives negative refund amounts from the payment export?", mixed: "{id} signed refund amounts",
+				ident: "Why does {id} return negative values?", para: "Why are some refunds below zero?", near: "Refund requests spiked after the price change.", mixed: "{id} signed refund amounts",
 				id: queryID},
 			{msg: "Dashboard {id} stopped refreshing after the warehouse credentials were rotated on Tuesday.",
-				ident: "Why is {id} not refreshing?", para: "What stopped refreshing after the credentials rotation?", mixed: "credentials and {id}",
+				ident: "Why is {id} not refreshing?", para: "Which dashboard has stale data since Tuesday?", near: "We rotate the warehouse credentials every 90 days.", mixed: "credentials and {id}",
 				id: dash},
 		},
 		filler: []string{
@@ -291,6 +295,9 @@ func main() {
 				other = f.id(r)
 			}
 			add(strings.ReplaceAll(d.distract[r.Intn(len(d.distract))], "{id}", other))
+			if f.near != "" {
+				add(f.near)
+			}
 			msg := strings.ReplaceAll(f.msg, "{id}", ident)
 			if len(f.x) > 0 {
 				msg = strings.ReplaceAll(msg, "{x}", f.x[r.Intn(len(f.x))])
