@@ -91,6 +91,26 @@ func testTextIdentifiers(t *testing.T, open Opener) {
 			t.Errorf("search text %q: meta %v", tc.query, hits[0].Meta)
 		}
 	}
+	// Decoys that share an identifier's parts: the whole identifier decides.
+	upsertTexts(t, s, Tenant, "ids", []string{
+		"ORD-2024-0043 and ORD-2023-0042, both 2024 orders.",
+		"ORD-2024-0042 is the one stuck in customs at the border since the paperwork for the shipment was incomplete and the broker is away.",
+		"The handler is processWebhookRetry in internal/sync/client.go.",
+		"E_CONN_TIMEOUT after a reset of the conn pool.",
+		"The gateway logged E_CONN_RESET twice while the upstream restarted and the health checks flapped for about a minute.",
+	})
+	for _, tc := range []struct {
+		query string
+		want  uint64
+	}{
+		{"ORD-2024-0042", 2},
+		{"webhook", 3},
+		{"E_CONN_RESET", 5},
+	} {
+		if hits := searchText(t, s, Tenant, "ids", tc.query, 3); len(hits) == 0 || hits[0].Seq != tc.want {
+			t.Errorf("search text %q among look-alikes: want message %d first, got %+v", tc.query, tc.want, hits)
+		}
+	}
 	if hits := searchText(t, s, Tenant, "s", "zebra quantum", 8); len(hits) != 0 {
 		t.Errorf("no message has the terms, got %+v", hits)
 	}
