@@ -30,7 +30,8 @@
 // (persistence.Tokenize, with positions), not with a PostgreSQL text search
 // configuration, so both stores index the same terms and identifiers stay whole.
 // SearchText ORs the query's terms into a tsquery and ranks the stream's matching rows
-// by ts_rank_cd (normalised by document length: option 1).
+// by ts_rank_cd (normalised by document length: option 1). Whole identifiers are
+// weighted A, other terms D (textVector).
 //
 // # Search
 //
@@ -497,14 +498,25 @@ const (
 	maxPositions = 255
 )
 
+// identifierJoiners are the runes only a whole identifier's term holds (its parts and
+// plain words never do).
+const identifierJoiners = "-_./:#"
+
 // textVector is the tsvector of text's terms (persistence.Tokenize) with their
-// positions.
+// positions. A whole identifier's term (ORD-2024-0042, E_CONN_RESET) has weight A, every
+// other term the default D: ts_rank_cd, which knows no term rarity, counts an exact
+// identifier ten times a word (weights {0.1, 0.2, 0.4, 1.0}), so a message that names
+// it outranks one that shares only its parts.
 func textVector(text string) pgtype.TSVector {
 	terms := persistence.Tokenize(text)
 	pos := map[string][]pgtype.TSVectorPosition{}
 	for i, t := range terms {
 		if len(pos[t]) < maxPositions {
-			pos[t] = append(pos[t], pgtype.TSVectorPosition{Position: uint16(min(i+1, maxPosition))})
+			p := pgtype.TSVectorPosition{Position: uint16(min(i+1, maxPosition))}
+			if strings.ContainsAny(t, identifierJoiners) {
+				p.Weight = pgtype.TSVectorWeightA
+			}
+			pos[t] = append(pos[t], p)
 		}
 	}
 	v := pgtype.TSVector{Valid: true, Lexemes: make([]pgtype.TSVectorLexeme, 0, len(pos))}
