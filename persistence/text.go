@@ -241,13 +241,22 @@ func HybridSearch(ctx context.Context, s VectorStore, r Retrieval, tenant, strea
 	if depth == 0 {
 		depth = max(4*k, 20)
 	}
+	// The two rankings are independent: the text one runs on a goroutine of its own
+	// (a round trip of its own on PostgreSQL), awaited before returning.
+	var th []VectorHit
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		th, terr = ts.SearchText(ctx, tenant, stream, text, depth)
+	}()
 	vh, err := s.Search(ctx, tenant, stream, vec, depth)
+	<-done
 	if err != nil {
 		return nil, err
 	}
-	th, err := ts.SearchText(ctx, tenant, stream, text, depth)
-	if err != nil {
-		return nil, err
+	if terr != nil {
+		return nil, terr
 	}
 	// A vector at a right angle to the query, or further, is unrelated: no rank for it.
 	vh = slices.DeleteFunc(vh, func(h VectorHit) bool { return h.Score <= 0 })
