@@ -39,7 +39,8 @@ type EmbedJob struct {
 	Stream string
 	// Seq is the message's sequence number.
 	Seq uint64
-	// Text is what to embed (the message content).
+	// Text is what to embed (the message content); it is also indexed for text search
+	// (persistence.Vector.Text).
 	Text string
 	// Meta is stored with the vector.
 	Meta map[string]string
@@ -271,7 +272,7 @@ func (w *EmbedWorker) embed(batch []EmbedJob) {
 		if _, ok := byStream[k]; !ok {
 			order = append(order, k)
 		}
-		byStream[k] = append(byStream[k], persistence.Vector{Seq: j.Seq, Values: vecs[i], Meta: j.Meta})
+		byStream[k] = append(byStream[k], persistence.Vector{Seq: j.Seq, Values: vecs[i], Meta: j.Meta, Text: j.Text})
 	}
 	for _, k := range order {
 		if err := w.cfg.Store.Upsert(ctx, k.tenant, k.stream, byStream[k]); err != nil {

@@ -23,6 +23,9 @@ type Vector struct {
 	Values []float32
 	// Meta is small free-form metadata returned with search hits (e.g. the role).
 	Meta map[string]string
+	// Text is the message's text, indexed for text search by a TextSearcher (its
+	// Tokenize terms; the text itself is not kept). Empty: the message has no terms.
+	Text string
 }
 
 // VectorHit is one search result.

@@ -88,7 +88,8 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 	return llm.Request{Model: s.GetConfig().GetModel(), Messages: c.Messages(), Tools: d.toolSpecs()}, info, nil
 }
 
-// searchHits embeds query and searches session s's vectors (under its tenant). Any
+// searchHits ranks session s's messages (under its tenant) for query as
+// Config.Retrieval says: by the query's embedding, its text, or both fused. Any
 // failure means no hits (logged): the semantic tier is an aid, never a reason to fail a
 // call.
 func searchHits(ctx context.Context, d *Deps, s *messages.SessionState, query string) []memory.Hit {
@@ -96,13 +97,21 @@ func searchHits(ctx context.Context, d *Deps, s *messages.SessionState, query st
 	if d.Embedder == nil || d.Vectors == nil || strings.TrimSpace(query) == "" {
 		return nil
 	}
-	vecs, err := d.Embedder.Embed(ctx, []string{query})
-	if err == nil && len(vecs) != 1 {
-		err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+	var vec []float32
+	var err error
+	if _, text := d.Vectors.(persistence.TextSearcher); !text || d.Config.Retrieval.Mode != persistence.RetrievalText {
+		var vecs [][]float32
+		vecs, err = d.Embedder.Embed(ctx, []string{query})
+		if err == nil && len(vecs) != 1 {
+			err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+		}
+		if err == nil {
+			vec = vecs[0]
+		}
 	}
 	var hits []persistence.VectorHit
 	if err == nil {
-		hits, err = d.Vectors.Search(ctx, tenantOf(s), sessionID, vecs[0], d.Config.TopK())
+		hits, err = persistence.HybridSearch(ctx, d.Vectors, d.Config.Retrieval, tenantOf(s), sessionID, query, vec, d.Config.TopK())
 	}
 	if err != nil {
 		d.Logger.Warn("semantic search failed; no semantic hits", "session_id", sessionID, "error", err)

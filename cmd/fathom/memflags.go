@@ -10,7 +10,9 @@ import (
 
 	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/pgvector"
 )
 
@@ -26,6 +28,11 @@ type memoryFlags struct {
 	contextRatios    string
 	summaryThreshold uint
 	summaryTarget    uint
+	// retrieval and retrievalWeights are --memory-retrieval and
+	// --memory-retrieval-weights; "" when neither the flag nor its environment variable
+	// gives one (then the config file's memory section, else the defaults).
+	retrieval        string
+	retrievalWeights string
 }
 
 func (f *memoryFlags) register(fs *flag.FlagSet) {
@@ -38,6 +45,8 @@ func (f *memoryFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&f.contextBudget, "context-budget", uint(envUint("FATHOM_CONTEXT_BUDGET", session.DefaultContextBudget)), "most prompt tokens one step call may use: system prompt, summary, semantic hits and recent messages (env FATHOM_CONTEXT_BUDGET)")
 	fs.StringVar(&f.contextRatios, "context-ratios", envOr("FATHOM_CONTEXT_RATIOS", "50/30/20"), "split of the context budget in percent: recent/summary/semantic, adding up to 100 (env FATHOM_CONTEXT_RATIOS)")
 	fs.UintVar(&f.summaryThreshold, "summary-threshold", uint(envUint("FATHOM_SUMMARY_THRESHOLD", uint64(sd.Threshold))), "regenerate a session's summary when its unsummarized messages pass this many tokens (env FATHOM_SUMMARY_THRESHOLD)")
+	fs.StringVar(&f.retrieval, "memory-retrieval", os.Getenv("FATHOM_MEMORY_RETRIEVAL"), "how the context's semantic slice ranks a session's older messages: hybrid (text search and vector similarity fused by reciprocal rank fusion), vector or text; default hybrid (env FATHOM_MEMORY_RETRIEVAL, config key memory.retrieval)")
+	fs.StringVar(&f.retrievalWeights, "memory-retrieval-weights", os.Getenv("FATHOM_MEMORY_RETRIEVAL_WEIGHTS"), "weights VECTOR/TEXT of the two rankings in hybrid retrieval; default 1/1 (env FATHOM_MEMORY_RETRIEVAL_WEIGHTS, config key memory.retrieval_weights)")
 	fs.UintVar(&f.summaryTarget, "summary-target", uint(envUint("FATHOM_SUMMARY_TARGET", uint64(sd.TargetTokens))), "tokens the summarizer aims for (env FATHOM_SUMMARY_TARGET)")
 }
 
@@ -74,6 +83,33 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (fathomapi
 		return fathomapi.Memory{}, usageError("%v", err)
 	}
 	return mc, nil
+}
+
+// applyRetrieval sets scfg's retrieval from the flags, else the config file's memory
+// section (file nil: none), else the defaults (hybrid, 1/1).
+func (f *memoryFlags) applyRetrieval(scfg *session.Config, file *config.File) error {
+	mode, weights := f.retrieval, f.retrievalWeights
+	if file != nil {
+		if mode == "" {
+			mode = file.Memory.Retrieval
+		}
+		if weights == "" {
+			weights = file.Memory.RetrievalWeights
+		}
+	}
+	r := persistence.Retrieval{Mode: mode}
+	if weights != "" {
+		v, t, err := persistence.ParseRetrievalWeights(weights)
+		if err != nil {
+			return usageError("bad --memory-retrieval-weights: %v", err)
+		}
+		r.VectorWeight, r.TextWeight = v, t
+	}
+	if err := r.Validate(); err != nil {
+		return usageError("bad --memory-retrieval: %v", err)
+	}
+	scfg.Retrieval = r
+	return nil
 }
 
 // parseRatios reads "recent/summary/semantic" percentages adding up to 100, e.g.

@@ -111,6 +111,20 @@ var tableRows = []row{
 		Pkg: "./memory", Bench: "BenchmarkCount/base64", Base: "BenchmarkCount/prose", Kind: "time", Max: 2},
 	{ID: "topk", What: "exact top-10 over 10k × 1536 float32 (bare: summing the same slice)",
 		Pkg: "./persistence/vectormem", Bench: "BenchmarkTopK/exact-top10", Base: "BenchmarkTopK/baseline=sum", Kind: "time", Max: 2},
+	{ID: "recall-embedded", What: "hybrid retrieval recall@5 on the evaluation set (216 queries: identifiers, paraphrases, mixed; hash embedder), embedded store: BM25 + vectors fused (bare: the better single ranking, text-only BM25; vector-only is its own column); target hybrid ≥ better + 0.05, identifiers ≥ 0.95",
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/text", Unit: "recall@5",
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x"},
+	{ID: "recall-embedded-vector", What: "the same, embedded store, against vector-only",
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+	{ID: "recall-postgres", What: "hybrid retrieval recall@5 on the evaluation set, PostgreSQL store: ts_rank_cd + pgvector fused (bare: text-only ts_rank_cd)",
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/text", Unit: "recall@5",
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x"},
+	{ID: "recall-postgres-vector", What: "the same, PostgreSQL store, against vector-only",
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+	{ID: "retrieval-latency-embedded", What: "hybrid retrieval of one query (embedding included, k 5) with 100,000 messages stored (100 sessions × 1,000), embedded store; target p99 ≤ 5 ms (bare: vector-only)",
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "2000x"},
+	{ID: "retrieval-latency-postgres", What: "the same, PostgreSQL store (ts_rank_cd over a GIN-indexed tsvector, HNSW vectors); target p99 ≤ 20 ms (bare: vector-only)",
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "1000x", Timeout: 30 * time.Minute},
 }
 
 func (r row) unit() string {

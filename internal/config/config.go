@@ -28,6 +28,7 @@
 //	tenant_defaults: {weight: 1, llm_calls_per_minute: 120}
 //	tenants:
 //	  acme: {weight: 3, llm_calls_per_minute: 600}
+//	memory: {retrieval: hybrid, retrieval_weights: 1/1}
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
@@ -94,6 +95,8 @@ type File struct {
 	// Identity is the gateway's identities besides its static tokens: the OIDC keys
 	// and api_keys (identity.go).
 	Identity Identity
+	// Memory is the memory section (memory.go).
+	Memory Memory
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -159,6 +162,8 @@ var sections = map[string]section{
 	"llm_max_concurrent": parseLLMMaxConcurrent,
 	// Tenancy policy: a member reads only its own sessions (--members-read-own-only).
 	"members_read_own_only": parseMembersReadOwnOnly,
+	// How the context's semantic slice is retrieved (memory.go).
+	"memory": parseMemory,
 	// Identities besides the static tokens (identity.go).
 	"oidc_issuer":            identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
 	"jwks_url":               identityString(func(i *Identity) *string { return &i.JWKSURL }, true),

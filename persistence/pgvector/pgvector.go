@@ -23,6 +23,16 @@
 // tenant ” and are found (and deleted) under the stream's tenant, whichever it is. An
 // upsert under the tenant replaces such a vector of the same stream and seq.
 //
+// # Text search
+//
+// The store is a persistence.TextSearcher: 0013_vector_text.sql adds a tsvector column
+// (tsv) with a GIN index. Upsert and Import fill it with the terms of Vector.Text
+// (persistence.Tokenize, with positions), not with a PostgreSQL text search
+// configuration, so both stores index the same terms and identifiers stay whole.
+// SearchText ORs the query's terms into a tsquery and ranks the stream's matching rows
+// by ts_rank_cd (normalised by document length: option 1). Whole identifiers are
+// weighted A, other terms D (textVector).
+//
 // # Search
 //
 // A search filters by tenant and stream and orders by cosine distance. For a session of a few
@@ -41,10 +51,12 @@ import (
 	"io/fs"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgv "github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
@@ -84,7 +96,7 @@ const MaxEfSearch = 1000
 
 // migrationFiles are the migrations that create the table and key it by tenant; Open
 // runs them again, in order.
-var migrationFiles = []string{"0004_vectors.sql", "0011_vector_tenants.sql"}
+var migrationFiles = []string{"0004_vectors.sql", "0011_vector_tenants.sql", "0013_vector_text.sql"}
 
 // legacyTenant is the tenant of vectors stored before tenancy whose session the
 // migration could not find.
@@ -145,7 +157,7 @@ type Store struct {
 	searchSQL string
 }
 
-var _ persistence.VectorStore = (*Store)(nil)
+var _ persistence.TextSearcher = (*Store)(nil)
 
 // Open prepares the schema (see the package doc) and connects. Zero fields of cfg other
 // than DSN and Dimensions take DefaultConfig's values.
@@ -339,9 +351,9 @@ func (s *Store) Upsert(ctx context.Context, tenant, stream string, vecs []persis
 		if err != nil {
 			return fmt.Errorf("pgvector: upsert: encode meta: %w", err)
 		}
-		b.Queue(`INSERT INTO fathom_vectors (tenant, stream_id, seq, dims, embedding, meta) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (tenant, stream_id, seq) DO UPDATE SET dims = EXCLUDED.dims, embedding = EXCLUDED.embedding, meta = EXCLUDED.meta`,
-			tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta)
+		b.Queue(`INSERT INTO fathom_vectors (tenant, stream_id, seq, dims, embedding, meta, tsv) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (tenant, stream_id, seq) DO UPDATE SET dims = EXCLUDED.dims, embedding = EXCLUDED.embedding, meta = EXCLUDED.meta, tsv = EXCLUDED.tsv`,
+			tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta, textVector(v.Text))
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 	if err != nil {
@@ -373,9 +385,9 @@ func (s *Store) Import(ctx context.Context, tenant, stream string, vecs []persis
 			rowErr = err
 			return nil, err
 		}
-		return []any{tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta}, nil
+		return []any{tenant, stream, int64(v.Seq), s.cfg.Dimensions, pgv.NewVector(persistence.Normalize(v.Values)), meta, textVector(v.Text)}, nil
 	})
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"fathom_vectors"}, []string{"tenant", "stream_id", "seq", "dims", "embedding", "meta"}, src)
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"fathom_vectors"}, []string{"tenant", "stream_id", "seq", "dims", "embedding", "meta", "tsv"}, src)
 	if err != nil {
 		if rowErr != nil {
 			err = rowErr
@@ -427,6 +439,110 @@ func (s *Store) Search(ctx context.Context, tenant, stream string, query []float
 		return out[a].Seq < out[b].Seq
 	})
 	return out, nil
+}
+
+// textSearchSQL ranks a stream's rows matching the query's terms ($3, a tsquery) by
+// ts_rank_cd.
+const textSearchSQL = `SELECT seq, ts_rank_cd(tsv, q, 1), meta FROM fathom_vectors, CAST($3::text AS tsquery) AS q
+	WHERE tenant IN ($1, '') AND stream_id = $2 AND tsv @@ q ORDER BY 2 DESC, seq LIMIT $4`
+
+// SearchText implements persistence.TextSearcher (see the package doc).
+func (s *Store) SearchText(ctx context.Context, tenant, stream, query string, k int) ([]persistence.VectorHit, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgvector: search text: %w", err)
+	}
+	if err := persistence.ValidateTextSearch(tenant, stream, k); err != nil {
+		return nil, fmt.Errorf("pgvector: search text: %w", err)
+	}
+	q := textQuery(query)
+	if q == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, textSearchSQL, tenant, stream, q, k)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: search text: %w", err)
+	}
+	out, err := scanHits(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: search text: %w", err)
+	}
+	return out, nil
+}
+
+// scanHits reads (seq, score, meta) rows.
+func scanHits(rows pgx.Rows) ([]persistence.VectorHit, error) {
+	defer rows.Close()
+	var out []persistence.VectorHit
+	for rows.Next() {
+		var seq int64
+		var score float64
+		var meta []byte
+		if err := rows.Scan(&seq, &score, &meta); err != nil {
+			return nil, err
+		}
+		h := persistence.VectorHit{Seq: uint64(seq), Score: float32(score)}
+		if len(meta) > 2 {
+			if err := json.Unmarshal(meta, &h.Meta); err != nil {
+				return nil, fmt.Errorf("%w: meta of %d: %v", persistence.ErrCorrupt, seq, err)
+			}
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// The limits of a tsvector: positions above maxPosition count as maxPosition, and a
+// lexeme keeps at most maxPositions of them.
+const (
+	maxPosition  = 16383
+	maxPositions = 255
+)
+
+// identifierJoiners are the runes only a whole identifier's term holds (its parts and
+// plain words never do).
+const identifierJoiners = "-_./:#"
+
+// textVector is the tsvector of text's terms (persistence.Tokenize) with their
+// positions. A whole identifier's term (ORD-2024-0042, E_CONN_RESET) has weight A, every
+// other term the default D: ts_rank_cd, which knows no term rarity, counts an exact
+// identifier ten times a word (weights {0.1, 0.2, 0.4, 1.0}), so a message that names
+// it outranks one that shares only its parts.
+func textVector(text string) pgtype.TSVector {
+	terms := persistence.Tokenize(text)
+	pos := map[string][]pgtype.TSVectorPosition{}
+	for i, t := range terms {
+		if len(pos[t]) < maxPositions {
+			p := pgtype.TSVectorPosition{Position: uint16(min(i+1, maxPosition))}
+			if strings.ContainsAny(t, identifierJoiners) {
+				p.Weight = pgtype.TSVectorWeightA
+			}
+			pos[t] = append(pos[t], p)
+		}
+	}
+	v := pgtype.TSVector{Valid: true, Lexemes: make([]pgtype.TSVectorLexeme, 0, len(pos))}
+	for t, p := range pos {
+		v.Lexemes = append(v.Lexemes, pgtype.TSVectorLexeme{Word: t, Positions: p})
+	}
+	sort.Slice(v.Lexemes, func(a, b int) bool { return v.Lexemes[a].Word < v.Lexemes[b].Word })
+	return v
+}
+
+// textQuery is the tsquery of query's terms, ORed ("" when it has none). Terms hold
+// only letters, digits and joiners; quoting keeps the joiners literal.
+func textQuery(query string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, t := range persistence.Tokenize(query) {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		if b.Len() > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString("'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(t) + "'")
+	}
+	return b.String()
 }
 
 // DeleteStream implements persistence.VectorStore. It removes the tenant's stream's

@@ -1,5 +1,6 @@
-// Package vectormem is the exact in-process persistence.VectorStore, the embedded
-// default: per tenant and stream (keyed by both), the vectors are kept normalised, one []float32 each, and a
+// Package vectormem is the exact in-process persistence.VectorStore (and
+// persistence.TextSearcher: a BM25 inverted index per stream, textindex.go), the
+// embedded default: per tenant and stream (keyed by both), the vectors are kept normalised, one []float32 each, and a
 // search is a full scan (dot products, which equal cosine similarities on unit vectors)
 // through a bounded min-heap of the best k. Exact, no index to build or tune; a scan of
 // 10,000 × 1,536 floats takes a few milliseconds, far more than a session holds.
@@ -32,7 +33,7 @@ type Store struct {
 // streamKey names a stream of a tenant.
 type streamKey struct{ tenant, stream string }
 
-var _ persistence.VectorStore = (*Store)(nil)
+var _ persistence.TextSearcher = (*Store)(nil)
 
 // stream holds one stream's vectors: row i is vecs[i], for seqs[i].
 //
@@ -45,6 +46,7 @@ type stream struct {
 	vecs [][]float32
 	meta []map[string]string
 	rows map[uint64]int
+	text textIndex
 }
 
 // New returns an empty store of dims-dimensional vectors.
@@ -88,6 +90,7 @@ func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persiste
 		}
 		persistence.NormalizeInto(st.vecs[row], v.Values)
 		st.meta[row] = maps.Clone(v.Meta)
+		st.text.set(row, v.Text)
 	}
 	return nil
 }
@@ -122,6 +125,39 @@ func (s *Store) Search(ctx context.Context, tenant, name string, query []float32
 		out[i] = persistence.VectorHit{Seq: st.seqs[h.Row], Score: h.Score, Meta: st.meta[h.Row]}
 	}
 	// TopK breaks ties by row; the contract breaks them by Seq.
+	slices.SortStableFunc(out, func(a, b persistence.VectorHit) int {
+		if a.Score != b.Score {
+			return cmp.Compare(b.Score, a.Score)
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return out, nil
+}
+
+// SearchText implements persistence.TextSearcher: BM25 over the stream's inverted
+// index (textIndex).
+func (s *Store) SearchText(ctx context.Context, tenant, name, query string, k int) ([]persistence.VectorHit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := persistence.ValidateTextSearch(tenant, name, k); err != nil {
+		return nil, fmt.Errorf("vectormem: search text: %w", err)
+	}
+	terms := persistence.Tokenize(query)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("vectormem: search text: %w", persistence.ErrClosed)
+	}
+	st := s.streams[streamKey{tenant, name}]
+	if st == nil || len(terms) == 0 {
+		return nil, nil
+	}
+	top := st.text.search(terms, k)
+	out := make([]persistence.VectorHit, len(top))
+	for i, h := range top {
+		out[i] = persistence.VectorHit{Seq: st.seqs[h.Row], Score: h.Score, Meta: st.meta[h.Row]}
+	}
 	slices.SortStableFunc(out, func(a, b persistence.VectorHit) int {
 		if a.Score != b.Score {
 			return cmp.Compare(b.Score, a.Score)

@@ -1,5 +1,6 @@
-// Package vectortest is the conformance suite every persistence.VectorStore passes: run
-// it from each implementation's tests with a constructor of fresh, empty stores.
+// Package vectortest is the conformance suite every persistence.VectorStore passes (and
+// its text search: the stores are persistence.TextSearchers, text.go): run it from
+// each implementation's tests with a constructor of fresh, empty stores.
 //
 //	func TestConformance(t *testing.T) {
 //		vectortest.Run(t, func(t *testing.T, dims int) persistence.VectorStore { ... })
@@ -44,6 +45,11 @@ func Run(t *testing.T, open Opener) {
 		{"Concurrent", testConcurrent},
 		{"Close", testClose},
 		{"TenantsAreIsolated", testTenants},
+		{"TextIdentifiers", testTextIdentifiers},
+		{"TextUpsertAndDelete", testTextDelete},
+		{"TextTenantsAreIsolated", testTextTenants},
+		{"TextValidation", testTextValidation},
+		{"RetrievalModes", testRetrievalModes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -78,6 +79,11 @@ type Config struct {
 	// SemanticTopK is how many semantic hits a step call asks the vector store for.
 	// Default 20; 0 means the default.
 	SemanticTopK int
+	// Retrieval is how the semantic hits are ranked (config key memory.retrieval, flag
+	// --memory-retrieval): hybrid (the default: the vector and the text ranking fused by
+	// reciprocal rank fusion, with its weights), vector or text. A vector store that is
+	// not a persistence.TextSearcher ranks by vector.
+	Retrieval persistence.Retrieval
 	// Summary is when the rolling summary is regenerated (threshold of unsummarized
 	// tokens). Zero means memory.DefaultSummaryConfig().
 	Summary memory.SummaryConfig
@@ -390,6 +396,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("session config: %w", err)
 	}
 	if err := c.SummaryConfig().Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	if err := c.Retrieval.Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)
 	}
 	return nil

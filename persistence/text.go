@@ -1,0 +1,325 @@
+package persistence
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// TextSearcher is a VectorStore that also ranks its stream's messages by text: the
+// Text of each stored Vector is indexed (Tokenize's terms) beside the embedding, under
+// the same tenant and stream keys, and DeleteStream removes it with the vector. Both
+// stores of the project implement it: persistence/vectormem with an in-process BM25
+// index, persistence/pgvector with PostgreSQL full text (a tsvector column, a GIN
+// index, ts_rank_cd).
+type TextSearcher interface {
+	VectorStore
+	// SearchText returns the k messages of tenant's stream whose text best matches
+	// query, best first (equal scores in increasing Seq order). A message matches when it
+	// shares at least one of the query's terms; Score is the store's text rank (BM25,
+	// ts_rank_cd: higher is better, comparable only within one result). A query without
+	// terms, or an unknown stream, has no hits.
+	SearchText(ctx context.Context, tenant, stream, query string, k int) ([]VectorHit, error)
+}
+
+// ValidateTextSearch checks SearchText arguments: a valid tenant, a non-empty stream
+// and k ≥ 1.
+func ValidateTextSearch(tenant, stream string, k int) error {
+	if err := ValidateTenant(tenant); err != nil {
+		return err
+	}
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", ErrInvalid)
+	}
+	if k < 1 {
+		return fmt.Errorf("%w: k must be at least 1, got %d", ErrInvalid, k)
+	}
+	return nil
+}
+
+// MaxTermLen bounds one term of Tokenize, in bytes: longer runs (a base64 blob) are
+// left out of the text index.
+const MaxTermLen = 64
+
+// Tokenize returns the text-search terms of text, in order, the same for documents and
+// queries in every store. It keeps identifiers whole: a run of letters and digits
+// joined by '-', '_', '.', '/', ':' or '#' (an order id ORD-2024-0042, an error code
+// E_CONN_RESET, a file internal/node/memory.go, a call Store.Search) is one term,
+// lower-cased, followed by its parts: the alphanumeric pieces and the words of a
+// camelCase or PascalCase name (handleRetry → handle, retry). Plain words lose a common
+// English suffix (-s, -es, -ed, -ing) so "failing" finds "failed", and the commonest
+// English words are dropped. Terms longer than MaxTermLen bytes are dropped.
+func Tokenize(text string) []string {
+	var out []string
+	i := 0
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !isWordRune(r) {
+			i += n
+			continue
+		}
+		// A run of word runes and joiners, trimmed of trailing joiners.
+		j := i
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !isWordRune(r) && !isJoiner(r) {
+				break
+			}
+			j += n
+		}
+		run := strings.TrimRightFunc(text[i:j], isJoiner)
+		i = j
+		out = appendRun(out, run)
+	}
+	return out
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isJoiner(r rune) bool {
+	switch r {
+	case '-', '_', '.', '/', ':', '#':
+		return true
+	}
+	return false
+}
+
+// appendRun appends the terms of one run (a word or an identifier).
+func appendRun(out []string, run string) []string {
+	parts := strings.FieldsFunc(run, isJoiner)
+	compound := len(parts) > 1
+	if compound {
+		if t := strings.ToLower(run); len(t) <= MaxTermLen {
+			out = append(out, t)
+		}
+	}
+	for _, p := range parts {
+		words := camelWords(p)
+		if len(words) > 1 || compound {
+			// An identifier's piece: keep it as it is, and its camel words.
+			if t := strings.ToLower(p); len(t) <= MaxTermLen {
+				out = append(out, t)
+			}
+			if len(words) > 1 {
+				for _, w := range words {
+					out = appendWord(out, w)
+				}
+			}
+			continue
+		}
+		out = appendWord(out, p)
+	}
+	return out
+}
+
+// appendWord appends a plain word's term: lower-cased, stemmed, not a stop word.
+func appendWord(out []string, w string) []string {
+	t := strings.ToLower(w)
+	if len(t) > MaxTermLen || stopWords[t] {
+		return out
+	}
+	return append(out, stem(t))
+}
+
+// camelWords splits a camelCase or PascalCase name at its case changes (HTTPServer →
+// HTTP, Server); other words are one word.
+func camelWords(s string) []string {
+	var words []string
+	start := 0
+	rs := []rune(s)
+	for i := 1; i < len(rs); i++ {
+		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
+		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
+		if lowerToUpper || acronymEnd {
+			words = append(words, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(words, string(rs[start:]))
+}
+
+// stem strips one common English suffix from a lower-case word of letters.
+func stem(w string) string {
+	if len(w) < 5 {
+		return w
+	}
+	for _, r := range w {
+		if r < 'a' || r > 'z' {
+			return w
+		}
+	}
+	for _, suf := range []string{"ing", "ed", "es", "s"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 4 && !strings.HasSuffix(w, "ss") {
+			return w[:len(w)-len(suf)]
+		}
+	}
+	return w
+}
+
+// stopWords are dropped from documents and queries: they match everything.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be been but by can could did do does for from had has have he her
+		him his how i if in into is it its just me my no not of on or our she so than that the their them then there these
+		they this to too us was we were what when where which who why will with would you your yes ok okay please`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// The retrieval modes of HybridSearch (config key memory.retrieval).
+const (
+	// RetrievalHybrid fuses the vector and the text ranking by reciprocal rank fusion.
+	RetrievalHybrid = "hybrid"
+	// RetrievalVector ranks by embedding similarity only.
+	RetrievalVector = "vector"
+	// RetrievalText ranks by text only.
+	RetrievalText = "text"
+)
+
+// Retrieval selects how HybridSearch ranks a stream's messages.
+type Retrieval struct {
+	// Mode is RetrievalHybrid ("" means it), RetrievalVector or RetrievalText.
+	Mode string
+	// VectorWeight and TextWeight weigh the two rankings in the fusion; both 0 means 1
+	// each. Only for RetrievalHybrid.
+	VectorWeight, TextWeight float64
+	// RRFK is the rank constant of reciprocal rank fusion (a hit at rank r, from 1,
+	// scores weight/(RRFK+r)); 0 means DefaultRRFK.
+	RRFK int
+	// Depth is how many hits of each ranking the fusion considers; 0 means max(4k, 20).
+	Depth int
+}
+
+// DefaultRRFK is the rank constant of reciprocal rank fusion. It is lower than the 60
+// of web search: a session is a small corpus whose one exact match of a rare identifier
+// (text rank 1, absent from the vector ranking: 1/11) must outrank messages that are
+// middling in both rankings (two ranks of 12 or worse: at most 2/22), so that an order
+// id or an error code asked for is found whatever the embedding makes of it. On the
+// evaluation set (vectortest.LoadEval) 10 and 60 score the same.
+const DefaultRRFK = 10
+
+// Validate reports a mode or weights that cannot work.
+func (r Retrieval) Validate() error {
+	switch r.Mode {
+	case "", RetrievalHybrid, RetrievalVector, RetrievalText:
+	default:
+		return fmt.Errorf("%w: retrieval %q: want hybrid, vector or text", ErrInvalid, r.Mode)
+	}
+	if r.VectorWeight < 0 || r.TextWeight < 0 || r.RRFK < 0 || r.Depth < 0 {
+		return fmt.Errorf("%w: retrieval weights, rank constant and depth must not be negative", ErrInvalid)
+	}
+	return nil
+}
+
+// HybridSearch ranks tenant's stream's messages for a query given as text and as its
+// embedding, as r selects: by vector similarity, by text (the store must be a
+// TextSearcher; a store that is not falls back to the vectors), or both fused by
+// reciprocal rank fusion (Fuse; vector hits of similarity ≤ 0 are left out). Hits of a fused ranking carry the fused score.
+func HybridSearch(ctx context.Context, s VectorStore, r Retrieval, tenant, stream, text string, vec []float32, k int) ([]VectorHit, error) {
+	ts, ok := s.(TextSearcher)
+	mode := r.Mode
+	if mode == "" {
+		mode = RetrievalHybrid
+	}
+	if !ok {
+		mode = RetrievalVector
+	}
+	switch mode {
+	case RetrievalVector:
+		return s.Search(ctx, tenant, stream, vec, k)
+	case RetrievalText:
+		return ts.SearchText(ctx, tenant, stream, text, k)
+	}
+	depth := r.Depth
+	if depth == 0 {
+		depth = max(4*k, 20)
+	}
+	// The two rankings are independent: the text one runs on a goroutine of its own
+	// (a round trip of its own on PostgreSQL), awaited before returning.
+	var th []VectorHit
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		th, terr = ts.SearchText(ctx, tenant, stream, text, depth)
+	}()
+	vh, err := s.Search(ctx, tenant, stream, vec, depth)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if terr != nil {
+		return nil, terr
+	}
+	// A vector at a right angle to the query, or further, is unrelated: no rank for it.
+	vh = slices.DeleteFunc(vh, func(h VectorHit) bool { return h.Score <= 0 })
+	vw, tw := r.VectorWeight, r.TextWeight
+	if vw == 0 && tw == 0 {
+		vw, tw = 1, 1
+	}
+	return Fuse(k, r.RRFK, []float64{vw, tw}, vh, th), nil
+}
+
+// Fuse merges rankings by reciprocal rank fusion: a hit at rank r (from 1) of ranking i
+// adds weights[i]/(rrfK+r) to its message's score (rrfK 0 means DefaultRRFK). It
+// returns the k best, best first (ties by Seq), each with its fused score and the meta
+// of its first ranking that has it.
+func Fuse(k, rrfK int, weights []float64, rankings ...[]VectorHit) []VectorHit {
+	if rrfK <= 0 {
+		rrfK = DefaultRRFK
+	}
+	scores := map[uint64]float64{}
+	meta := map[uint64]map[string]string{}
+	for i, hits := range rankings {
+		w := 1.0
+		if i < len(weights) {
+			w = weights[i]
+		}
+		for r, h := range hits {
+			scores[h.Seq] += w / float64(rrfK+r+1)
+			if _, ok := meta[h.Seq]; !ok {
+				meta[h.Seq] = h.Meta
+			}
+		}
+	}
+	out := make([]VectorHit, 0, len(scores))
+	for seq, sc := range scores {
+		if sc > 0 {
+			out = append(out, VectorHit{Seq: seq, Score: float32(sc), Meta: meta[seq]})
+		}
+	}
+	slices.SortFunc(out, func(a, b VectorHit) int {
+		if a.Score != b.Score {
+			return cmp.Compare(b.Score, a.Score)
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+// ParseRetrievalWeights reads the fusion weights "VECTOR/TEXT", e.g. "1/1" or "1/2"
+// (non-negative numbers, not both 0): --memory-retrieval-weights and the config key
+// memory.retrieval_weights.
+func ParseRetrievalWeights(s string) (vector, text float64, err error) {
+	v, t, ok := strings.Cut(s, "/")
+	if ok {
+		vector, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	}
+	if ok && err == nil {
+		text, err = strconv.ParseFloat(strings.TrimSpace(t), 64)
+	}
+	if !ok || err != nil || vector < 0 || text < 0 || math.IsNaN(vector) || math.IsNaN(text) || math.IsInf(vector, 0) || math.IsInf(text, 0) || vector+text == 0 {
+		return 0, 0, fmt.Errorf("%w: retrieval weights %q: want VECTOR/TEXT, two non-negative numbers not both 0, e.g. 1/1", ErrInvalid, s)
+	}
+	return vector, text, nil
+}
