@@ -176,6 +176,12 @@ type EventObserver interface {
 	Event(ev *messages.Event)
 }
 
+// TenantEventObserver is an EventObserver told the session's tenant with each event
+// (the node's metrics count sessions by tenant); the grain prefers it when Metrics has it.
+type TenantEventObserver interface {
+	TenantEvent(tenant string, ev *messages.Event)
+}
+
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not
 // journaled (the whole answer is, in llm_responded).
 type DeltaPublisher interface {

@@ -8,7 +8,9 @@ import (
 // session's lifecycle (started, completed, failed, awaiting a human), and the event to the
 // node's metrics.
 func (g *Grain) observe(ev *messages.Event) {
-	if g.deps.Metrics != nil {
+	if m, ok := g.deps.Metrics.(TenantEventObserver); ok {
+		m.TenantEvent(g.state.GetTenant(), ev)
+	} else if g.deps.Metrics != nil {
 		g.deps.Metrics.Event(ev)
 	}
 	switch {

@@ -163,13 +163,17 @@ func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		families = scrape(t, "http://"+addr+"/metrics")
-		if c := families["fathom_sessions_completed_total"]; c != nil && c.GetMetric()[0].GetCounter().GetValue() >= 1 {
+		// The session's tenant is the default one (no credentials): its own series.
+		if counterWith(families["fathom_sessions_completed_total"], "tenant", "default") >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fathom_sessions_completed_total never reached 1; last scrape had %d families", len(families))
+			t.Fatalf("fathom_sessions_completed_total{tenant=\"default\"} never reached 1; last scrape had %d families", len(families))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if n := counterWith(families["fathom_sessions_completed_total"], "tenant", "other"); n != 0 {
+		t.Errorf("fathom_sessions_completed_total{tenant=\"other\"} = %v, want 0 (the session is the default tenant's)", n)
 	}
 	for _, name := range []string{"fathom_sessions_started_total", "fathom_llm_tokens_total", "fathom_llm_call_duration_seconds",
 		"fathom_step_duration_seconds", "gen_ai_client_token_usage", "gen_ai_client_operation_duration_seconds", "fathom_tool_calls_total"} {
@@ -286,4 +290,17 @@ func TestNodeWithoutSandboxDoesNotOfferCodeExecute(t *testing.T) {
 	if s := p.stderr.String(); !strings.Contains(s, "not offered") || !strings.Contains(s, "code_execute") || !strings.Contains(s, "bubblewrap") {
 		t.Fatalf("no start-up warning that code_execute is not offered; stderr:\n%s", s)
 	}
+}
+
+// counterWith is the value of the counter series of family f whose label name is value
+// (0 when there is none).
+func counterWith(f *dto.MetricFamily, name, value string) float64 {
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name && l.GetValue() == value {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

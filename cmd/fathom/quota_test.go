@@ -122,7 +122,7 @@ func TestNodeQuotaMetrics(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		families = scrape(t, "http://"+addr+"/metrics")
-		if c := families["fathom_sessions_completed_total"]; c != nil && c.GetMetric()[0].GetCounter().GetValue() >= 1 {
+		if counterWith(families["fathom_sessions_completed_total"], "tenant", "default") >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {

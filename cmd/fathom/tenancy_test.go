@@ -579,8 +579,18 @@ func TestSessionsCallTheModelAsTheirTenant(t *testing.T) {
 	}
 	awaitStatus(t, n, alice, "acme-q", "SESSION_STATUS_COMPLETED")
 	awaitStatus(t, n, bob, "globex-q", "SESSION_STATUS_COMPLETED")
+	families := scrape(t, "http://"+addr+"/metrics")
+	// The session counters are by tenant too: acme's own series, globex counted as other.
+	for _, tenant := range []string{"acme", "other"} {
+		if n := counterWith(families["fathom_sessions_completed_total"], "tenant", tenant); n != 1 {
+			t.Errorf("fathom_sessions_completed_total{tenant=%q} = %v, want 1", tenant, n)
+		}
+	}
+	if n := counterWith(families["fathom_sessions_started_total"], "tenant", "default"); n != 0 {
+		t.Errorf("fathom_sessions_started_total{tenant=\"default\"} = %v, want 0", n)
+	}
 	calls := map[string]uint64{}
-	for _, m := range scrape(t, "http://"+addr+"/metrics")["fathom_llm_queue_wait_seconds"].GetMetric() {
+	for _, m := range families["fathom_llm_queue_wait_seconds"].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "tenant" {
 				calls[l.GetValue()] += m.GetHistogram().GetSampleCount()

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -19,6 +22,13 @@ const (
 	// OtherErrorType is the error_type label of a tool error of no known type.
 	OtherErrorType = "other"
 )
+
+// DefaultTenant is the tenant of sessions started without tenancy (the static tokens'),
+// a label value of the session counters whatever the configuration names.
+const DefaultTenant = "default"
+
+// maxTenantLabels bounds the session counters' tenant label values.
+const maxTenantLabels = 1002
 
 // ToolErrorTypes are the values of fathom_tool_errors_total's error_type label, besides
 // OtherErrorType.
@@ -44,11 +54,17 @@ type Labels struct {
 	// tool's name (its counters start at zero), any other under UnknownTool. Nil means
 	// every tool is unknown.
 	Tools *tools.Registry
+	// Tenants are the tenants the node is configured with: the session counters of a
+	// session of one of them (and of DefaultTenant) carry its name as their tenant label,
+	// of any other tenant OtherTenant, as the quota metrics do.
+	Tenants []string
 }
 
 // labelSet is the recorder's view of Labels.
 type labelSet struct {
-	models map[string]bool
+	// tenants are the session counters' tenant label options, by tenant.
+	tenants map[string]metric.MeasurementOption
+	models  map[string]bool
 	inits  []string // the models whose counters start at zero, OtherModel included
 	tools  *tools.Registry
 	// toolsSeen is the registry version + 1 whose tools' counters were started at zero.
@@ -56,7 +72,12 @@ type labelSet struct {
 }
 
 func newLabelSet(l Labels) *labelSet {
-	s := &labelSet{models: map[string]bool{}, tools: l.Tools}
+	s := &labelSet{models: map[string]bool{}, tools: l.Tools, tenants: map[string]metric.MeasurementOption{}}
+	for _, t := range append([]string{DefaultTenant, OtherTenant}, l.Tenants...) {
+		if len(s.tenants) < maxTenantLabels || t == OtherTenant {
+			s.tenants[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("tenant", t)))
+		}
+	}
 	for _, m := range l.Models {
 		if m != "" && !s.models[m] {
 			s.models[m] = true
@@ -78,6 +99,18 @@ func (s *labelSet) model(model string) string {
 		return model
 	}
 	return OtherModel
+}
+
+// tenant is the session counters' option for a session of tenant ("" is a session from
+// before tenancy: DefaultTenant's).
+func (s *labelSet) tenant(tenant string) metric.MeasurementOption {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if o, ok := s.tenants[tenant]; ok {
+		return o
+	}
+	return s.tenants[OtherTenant]
 }
 
 // tool is the tool label of name.
@@ -102,10 +135,12 @@ func errorType(typ string) string {
 // each is an increase a query sees (increase() over a series born at 1 reads 0).
 func (r *Recorder) zero() {
 	ctx := context.Background()
-	r.started.Add(ctx, 0)
-	r.completed.Add(ctx, 0)
-	r.failed.Add(ctx, 0)
-	r.cancelled.Add(ctx, 0)
+	for _, o := range r.labels.tenants {
+		r.started.Add(ctx, 0, o)
+		r.completed.Add(ctx, 0, o)
+		r.failed.Add(ctx, 0, o)
+		r.cancelled.Add(ctx, 0, o)
+	}
 	r.stepRetries.Add(ctx, 0)
 	for _, m := range r.labels.inits {
 		r.llmTokens.Add(ctx, 0, r.attrs(attrKey{"model_type", m, "input"}, modelTypeAttrs))

@@ -6,7 +6,9 @@
 // [Recorder.Event]; the node builds one Recorder on its meter, which the telemetry package
 // serves at GET /metrics (Prometheus names in parentheses):
 //
-//   - fathom.sessions.started / .completed / .failed / .cancelled (fathom_sessions_started_total, ...)
+//   - fathom.sessions.started / .completed / .failed / .cancelled, by tenant
+//     (fathom_sessions_started_total, ...; the tenant label bounded as the quota metrics'
+//     are: a tenant the node is not configured with is "other")
 //   - fathom.step.duration, by step_type and outcome (fathom_step_duration_seconds)
 //   - fathom.step.retries (fathom_step_retries_total)
 //   - fathom.llm.call.duration, by model (fathom_llm_call_duration_seconds)
@@ -179,8 +181,13 @@ func New(meter metric.Meter, labels Labels) (*Recorder, error) {
 	return r, nil
 }
 
-// Event records the metrics of one stored event of a session.
-func (r *Recorder) Event(ev *messages.Event) {
+// Event records the metrics of one stored event of a session of DefaultTenant (or
+// from before tenancy); TenantEvent names the session's tenant.
+func (r *Recorder) Event(ev *messages.Event) { r.TenantEvent("", ev) }
+
+// TenantEvent records the metrics of one stored event of a session of tenant: the
+// session counters carry the tenant label (Labels.Tenants), the rest do not.
+func (r *Recorder) TenantEvent(tenant string, ev *messages.Event) {
 	if r == nil || ev == nil {
 		return
 	}
@@ -188,13 +195,13 @@ func (r *Recorder) Event(ev *messages.Event) {
 	at := time.Unix(0, ev.GetAtUnixNano())
 	switch {
 	case ev.GetSessionStarted() != nil:
-		r.started.Add(ctx, 1)
+		r.started.Add(ctx, 1, r.labels.tenant(tenant))
 	case ev.GetSessionCompleted() != nil:
-		r.completed.Add(ctx, 1)
+		r.completed.Add(ctx, 1, r.labels.tenant(tenant))
 	case ev.GetSessionFailed() != nil:
-		r.failed.Add(ctx, 1)
+		r.failed.Add(ctx, 1, r.labels.tenant(tenant))
 	case ev.GetSessionCancelled() != nil:
-		r.cancelled.Add(ctx, 1)
+		r.cancelled.Add(ctx, 1, r.labels.tenant(tenant))
 	case ev.GetStepStarted() != nil:
 		s := ev.GetStepStarted()
 		r.mu.Lock()

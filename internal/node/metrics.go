@@ -48,7 +48,8 @@ func telemetryConfig(cfg Config) telemetry.Config {
 // sessions' default, the fallbacks, the agents' models), the priced models and the
 // registered tools.
 func (n *Node) metricLabels(b *boot) metrics.Labels {
-	l := metrics.Labels{Models: append([]string{b.session.Model}, n.cfg.LLM.FallbackModels...)}
+	l := metrics.Labels{Models: append([]string{b.session.Model}, n.cfg.LLM.FallbackModels...),
+		Tenants: tenantLabels(n.cfg.LLM.Resilience.Tenants, n.cfg.Quotas)}
 	for _, a := range b.session.Agents {
 		l.Models = append(l.Models, a.Model)
 	}

@@ -24,8 +24,13 @@ type eventObservers struct {
 }
 
 // Event implements session.EventObserver.
-func (o *eventObservers) Event(ev *messages.Event) {
-	if o.metrics != nil {
+func (o *eventObservers) Event(ev *messages.Event) { o.TenantEvent("", ev) }
+
+// TenantEvent implements session.TenantEventObserver.
+func (o *eventObservers) TenantEvent(tenant string, ev *messages.Event) {
+	if m, ok := o.metrics.(session.TenantEventObserver); ok {
+		m.TenantEvent(tenant, ev)
+	} else if o.metrics != nil {
 		o.metrics.Event(ev)
 	}
 	if p := o.topics.Load(); p != nil {
