@@ -65,8 +65,8 @@ type labelSet struct {
 	// tenants are the session counters' tenant label options, by tenant.
 	tenants map[string]metric.MeasurementOption
 	models  map[string]bool
-	inits  []string // the models whose counters start at zero, OtherModel included
-	tools  *tools.Registry
+	inits   []string // the models whose counters start at zero, OtherModel included
+	tools   *tools.Registry
 	// toolsSeen is the registry version + 1 whose tools' counters were started at zero.
 	toolsSeen atomic.Uint64
 }
