@@ -1,12 +1,16 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/gateway/agui"
@@ -107,5 +111,122 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 				t.Errorf("openapi.json documents %s %s, which the gateway does not serve", m, path)
 			}
 		}
+	}
+}
+
+// openAPISchemas compiles the response schemas of the served document.
+type openAPISchemas struct {
+	t   *testing.T
+	c   *jsv.Compiler
+	doc map[string]any
+}
+
+const openAPIURL = "mem://openapi.json"
+
+func loadOpenAPISchemas(t *testing.T, g *gw) *openAPISchemas {
+	t.Helper()
+	_, _, raw := fetch(t, g, "GET", "/v1/openapi.json", "", "")
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsv.NewCompiler()
+	c.DefaultDraft(jsv.Draft2020)
+	if err := c.AddResource(openAPIURL, doc); err != nil {
+		t.Fatal(err)
+	}
+	return &openAPISchemas{t: t, c: c, doc: doc.(map[string]any)}
+}
+
+// check validates body, the answer of method path (the documented path, e.g.
+// /v1/sessions/{id}) with status, against the schema openapi.json documents for it.
+func (s *openAPISchemas) check(method, path string, status int, ctype string, body []byte) {
+	s.t.Helper()
+	esc := strings.NewReplacer("~", "~0", "/", "~1").Replace
+	resp, ok := s.doc["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)].(map[string]any)["responses"].(map[string]any)[itoa(status)].(map[string]any)
+	if !ok {
+		s.t.Fatalf("openapi.json documents no %d answer of %s %s", status, method, path)
+	}
+	ptr := "#/paths/" + esc(path) + "/" + strings.ToLower(method) + "/responses/" + itoa(status)
+	if ref, ok := resp["$ref"].(string); ok { // a shared response (components/responses/Error)
+		ptr = ref
+	}
+	if !strings.HasPrefix(ctype, "application/json") {
+		s.t.Fatalf("%s %s answered Content-Type %q, want application/json", method, path, ctype)
+	}
+	sch, err := s.c.Compile(openAPIURL + ptr + "/content/application~1json/schema")
+	if err != nil {
+		s.t.Fatalf("compile the schema of %s %s %d: %v", method, path, status, err)
+	}
+	inst, err := jsv.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		s.t.Errorf("%s %s %d does not match openapi.json: %v\nbody: %.600s", method, path, status, err, body)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestOpenAPIResponseSchemas: the main routes' real answers (start, list, state,
+// timeline, whoami, errors) match the schemas GET /v1/openapi.json documents for them,
+// which list every field these answers carry (additionalProperties false).
+func TestOpenAPIResponseSchemas(t *testing.T) {
+	g := openAPIGW(t)
+	s := loadOpenAPISchemas(t, g)
+
+	status, ctype, body := fetch(t, g, "POST", "/v1/sessions", token, `{"goal":"document the gateway","user_id":"u1"}`)
+	s.check("POST", "/v1/sessions", status, ctype, body)
+	var started struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(body, &started); err != nil || started.SessionID == "" {
+		t.Fatalf("start = %d %s", status, body)
+	}
+	id := started.SessionID
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, ctype, body = fetch(t, g, "GET", "/v1/sessions/"+id, readToken, "")
+		if status == 200 && bytes.Contains(body, []byte(`"SESSION_STATUS_COMPLETED"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s did not complete: %d %.300s", id, status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.check("GET", "/v1/sessions/{id}", status, ctype, body)
+
+	status, ctype, body = fetch(t, g, "GET", "/v1/sessions?limit=10", readToken, "")
+	if !bytes.Contains(body, []byte(id)) {
+		t.Fatalf("list = %d %s, want %s in it", status, body, id)
+	}
+	s.check("GET", "/v1/sessions", status, ctype, body)
+
+	status, ctype, body = fetch(t, g, "GET", "/v1/sessions/"+id+"/timeline", readToken, "")
+	s.check("GET", "/v1/sessions/{id}/timeline", status, ctype, body)
+
+	for _, tok := range []string{token, readToken} {
+		status, ctype, body = fetch(t, g, "GET", "/v1/whoami", tok, "")
+		s.check("GET", "/v1/whoami", status, ctype, body)
+	}
+
+	// Errors: an unknown session, no token, a bad body.
+	status, ctype, body = fetch(t, g, "GET", "/v1/sessions/s-missing", readToken, "")
+	s.check("GET", "/v1/sessions/{id}", status, ctype, body)
+	if status != 404 {
+		t.Fatalf("unknown session = %d %s", status, body)
+	}
+	status, ctype, body = fetch(t, g, "GET", "/v1/sessions", "", "")
+	s.check("GET", "/v1/sessions", status, ctype, body)
+	if status != 401 {
+		t.Fatalf("list without a token = %d %s", status, body)
+	}
+	status, ctype, body = fetch(t, g, "POST", "/v1/sessions", token, `{"goal":`)
+	s.check("POST", "/v1/sessions", status, ctype, body)
+	if status != 400 {
+		t.Fatalf("start with a bad body = %d %s", status, body)
 	}
 }
