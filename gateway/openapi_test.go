@@ -15,13 +15,14 @@ import (
 	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/gateway/agui"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
+	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
 // openAPIGW is a gateway with the adapters Node.Gateway mounts (the MCP server, A2A,
 // AG-UI), as a node serves it.
-func openAPIGW(t *testing.T) *gw {
+func openAPIGW(t *testing.T, o gwOpts) *gw {
 	t.Helper()
-	g := startGW(t, gwOpts{})
+	g := startGW(t, o)
 	var mcpAgents []mcpserver.Agent
 	var a2aAgents []a2a.AgentInfo
 	for _, a := range g.n.Agents() {
@@ -68,7 +69,7 @@ type openAPIDoc struct {
 // routes and the adapters' mounts) has its path and method, and that documents no
 // route the gateway does not serve.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
-	g := openAPIGW(t)
+	g := openAPIGW(t, gwOpts{})
 	status, ctype, raw := fetch(t, g, "GET", "/v1/openapi.json", "", "")
 	if status != 200 || ctype != "application/json" {
 		t.Fatalf("GET /v1/openapi.json = %d %q %.200s", status, ctype, raw)
@@ -173,7 +174,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // timeline, whoami, errors) match the schemas GET /v1/openapi.json documents for them,
 // which list every field these answers carry (additionalProperties false).
 func TestOpenAPIResponseSchemas(t *testing.T) {
-	g := openAPIGW(t)
+	g := openAPIGW(t, gwOpts{})
 	s := loadOpenAPISchemas(t, g)
 
 	status, ctype, body := fetch(t, g, "POST", "/v1/sessions", token, `{"goal":"document the gateway","user_id":"u1"}`)
@@ -228,5 +229,64 @@ func TestOpenAPIResponseSchemas(t *testing.T) {
 	s.check("POST", "/v1/sessions", status, ctype, body)
 	if status != 400 {
 		t.Fatalf("start with a bad body = %d %s", status, body)
+	}
+}
+
+// waitSessionStatus polls session id's state until its status is want.
+func waitSessionStatus(t *testing.T, g *gw, id, want string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		status, _, body := fetch(t, g, "GET", "/v1/sessions/"+id, readToken, "")
+		return status == 200 && bytes.Contains(body, []byte(`"status":"`+want+`"`))
+	}, "session %s never reached %s", id, want)
+}
+
+// TestOpenAPICommandSchemas: the commands' real answers (set and clear breakpoints, a
+// follow-up message, cancel, delete) match the schemas GET /v1/openapi.json documents.
+func TestOpenAPICommandSchemas(t *testing.T) {
+	g := openAPIGW(t, gwOpts{delayMS: 100}) // a session runs long enough to cancel it
+	s := loadOpenAPISchemas(t, g)
+	start := func(goal string) string {
+		t.Helper()
+		status, _, body := fetch(t, g, "POST", "/v1/sessions", token, `{"goal":"`+goal+`"}`)
+		var started struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := json.Unmarshal(body, &started); err != nil || status != 201 {
+			t.Fatalf("start = %d %s", status, body)
+		}
+		return started.SessionID
+	}
+	id := start("document the commands")
+	waitSessionStatus(t, g, id, "SESSION_STATUS_COMPLETED")
+
+	status, ctype, body := fetch(t, g, "POST", "/v1/sessions/"+id+"/messages", token, `{"content":"and once more"}`)
+	if status != 202 {
+		t.Fatalf("send = %d %s", status, body)
+	}
+	s.check("POST", "/v1/sessions/{id}/messages", status, ctype, body)
+	waitSessionStatus(t, g, id, "SESSION_STATUS_COMPLETED")
+
+	other := start("to be cancelled") // still running: every model answer takes 100ms
+	status, ctype, body = fetch(t, g, "POST", "/v1/sessions/"+other+"/breakpoints", token, `{"position":"before","step_type":"write"}`)
+	if status != 200 {
+		t.Fatalf("set breakpoint = %d %s", status, body)
+	}
+	s.check("POST", "/v1/sessions/{id}/breakpoints", status, ctype, body)
+	status, ctype, body = fetch(t, g, "DELETE", "/v1/sessions/"+other+"/breakpoints", token, "")
+	if status != 200 {
+		t.Fatalf("clear breakpoints = %d %s", status, body)
+	}
+	s.check("DELETE", "/v1/sessions/{id}/breakpoints", status, ctype, body)
+	status, ctype, body = fetch(t, g, "POST", "/v1/sessions/"+other+"/cancel", token, `{"reason":"test"}`)
+	if status != 200 {
+		t.Fatalf("cancel = %d %s", status, body)
+	}
+	s.check("POST", "/v1/sessions/{id}/cancel", status, ctype, body)
+
+	status, ctype, body = fetch(t, g, "DELETE", "/v1/sessions/"+id, token, "")
+	s.check("DELETE", "/v1/sessions/{id}", status, ctype, body)
+	if status != 200 {
+		t.Fatalf("delete = %d %s", status, body)
 	}
 }
