@@ -112,7 +112,8 @@ func (n *Node) Ready(ctx context.Context) error {
 // and readiness filled in, the MCP server of the node's agents at /mcp (package
 // gateway/mcpserver), the A2A server (package gateway/a2a: the agent card and the
 // JSON-RPC binding at /a2a, docs/a2a.md) and the AG-UI endpoint (POST /v1/agui, package
-// gateway/agui). Serve it with an http.Server; call its Shutdown before Close.
+// gateway/agui); GET /v1/openapi.json documents every route. Serve it with an http.Server;
+// call its Shutdown before Close.
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()

@@ -21,14 +21,14 @@ import (
 // for principals whose scope is at least need; the handler finds the principal with
 // auth.FromContext. It must be called before the gateway serves requests.
 func (h *Handler) Mount(pattern string, need Scope, handler http.Handler) {
-	h.mux.Handle(pattern, h.require(need, handler.ServeHTTP))
+	h.handle(pattern, h.require(need, handler.ServeHTTP))
 }
 
 // MountPublic serves handler at pattern with no credential check (the A2A agent card,
 // which clients read before they have a token). It must be called before the gateway
 // serves requests.
 func (h *Handler) MountPublic(pattern string, handler http.Handler) {
-	h.mux.Handle(pattern, handler)
+	h.handle(pattern, handler)
 }
 
 // Do runs one request-answer operation (req.Op: OpStart, OpState, OpSend, OpInput,

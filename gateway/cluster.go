@@ -123,7 +123,7 @@ func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
 
 // consoleRoutes serves the web console (package console) at /console/.
 func (h *Handler) consoleRoutes() {
-	h.mux.Handle("GET /console/", h.consoleHandler())           // consoleconfig.go
-	h.mux.HandleFunc("GET /v1/console/config", h.consoleConfig) // consoleconfig.go
-	h.mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+	h.handle("GET /console/", h.consoleHandler())                         // consoleconfig.go
+	h.handle("GET /v1/console/config", http.HandlerFunc(h.consoleConfig)) // consoleconfig.go
+	h.handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 }

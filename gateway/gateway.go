@@ -219,6 +219,7 @@ type Handler struct {
 	cfg      Config
 	authn    auth.Chain // the static tokens, then Config.Authenticator
 	mux      *http.ServeMux
+	patterns []string // every pattern registered on mux (handle), in order: openapi.json documents each
 	upgrader websocket.Upgrader
 	frames   *frameCache
 
@@ -269,38 +270,46 @@ func New(cfg Config) (*Handler, error) {
 }
 
 func (h *Handler) routes() {
-	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.Handle("GET /v1/ws", h.serveWSRoute()) // wsauth.go
-	h.mux.Handle("POST /v1/sessions", h.httpOp(OpStart))
-	h.mux.Handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
-	h.mux.Handle("GET /v1/sessions/{id}", h.httpOp(OpState))
-	h.mux.Handle("DELETE /v1/sessions/{id}", h.require(ScopeWrite, h.deleteSession)) // delete.go
-	h.mux.Handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
-	h.mux.Handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
-	h.mux.Handle("GET /v1/sessions/{id}/gantt", h.httpOp(OpGantt)) // gantt.go
-	h.mux.Handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
-	h.mux.Handle("GET /v1/sessions/{id}/events/{seq}", h.require(ScopeRead, h.serveEvent))    // transcript.go
-	h.mux.Handle("GET /v1/sessions/{id}/transcript", h.require(ScopeRead, h.serveTranscript)) // transcript.go
-	h.mux.Handle("POST /v1/sessions/{id}/input", h.httpOp(OpInput))
-	h.mux.Handle("POST /v1/sessions/{id}/pause", h.httpOp(OpPause))
-	h.mux.Handle("POST /v1/sessions/{id}/resume", h.httpOp(OpResume))
-	h.mux.Handle("POST /v1/sessions/{id}/breakpoints", h.httpOp(OpSetBreakpoint))
-	h.mux.Handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
-	h.mux.Handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
-	h.mux.Handle("POST /v1/sessions/{id}/cancel", h.httpOp(OpCancel))
-	h.mux.Handle("POST /v1/sessions/{id}/messages", h.httpOp(OpSend))
-	h.mux.Handle("GET /v1/sessions/{id}/artifacts/{type}/{filename}", h.require(ScopeRead, h.serveArtifact))
+	h.handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }))
+	h.handle("GET /readyz", http.HandlerFunc(h.readyz))
+	h.handle("GET /v1/ws", h.serveWSRoute()) // wsauth.go
+	h.handle("POST /v1/sessions", h.httpOp(OpStart))
+	h.handle("GET /v1/sessions", h.require(ScopeRead, h.listSessions)) // list.go
+	h.handle("GET /v1/sessions/{id}", h.httpOp(OpState))
+	h.handle("DELETE /v1/sessions/{id}", h.require(ScopeWrite, h.deleteSession)) // delete.go
+	h.handle("GET /v1/sessions/{id}/timeline", h.httpOp(OpTimeline))
+	h.handle("GET /v1/sessions/{id}/state", h.httpOp(OpStateAt))
+	h.handle("GET /v1/sessions/{id}/gantt", h.httpOp(OpGantt)) // gantt.go
+	h.handle("GET /v1/sessions/{id}/events", h.require(ScopeRead, h.streamEvents))
+	h.handle("GET /v1/sessions/{id}/events/{seq}", h.require(ScopeRead, h.serveEvent))    // transcript.go
+	h.handle("GET /v1/sessions/{id}/transcript", h.require(ScopeRead, h.serveTranscript)) // transcript.go
+	h.handle("POST /v1/sessions/{id}/input", h.httpOp(OpInput))
+	h.handle("POST /v1/sessions/{id}/pause", h.httpOp(OpPause))
+	h.handle("POST /v1/sessions/{id}/resume", h.httpOp(OpResume))
+	h.handle("POST /v1/sessions/{id}/breakpoints", h.httpOp(OpSetBreakpoint))
+	h.handle("DELETE /v1/sessions/{id}/breakpoints", h.httpOp(OpClearBreakpoints))
+	h.handle("POST /v1/sessions/{id}/fork", h.httpOp(OpFork))
+	h.handle("POST /v1/sessions/{id}/cancel", h.httpOp(OpCancel))
+	h.handle("POST /v1/sessions/{id}/messages", h.httpOp(OpSend))
+	h.handle("GET /v1/sessions/{id}/artifacts/{type}/{filename}", h.require(ScopeRead, h.serveArtifact))
 	if h.cfg.Metrics != nil {
-		h.mux.Handle("GET /metrics", h.cfg.Metrics)
+		h.handle("GET /metrics", h.cfg.Metrics)
 	}
-	h.mux.Handle("GET /v1/restarts", h.require(ScopeAdmin, h.streamRestarts))
-	h.mux.Handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))    // cluster.go
-	h.mux.Handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster)) // cluster.go
+	h.handle("GET /v1/restarts", h.require(ScopeAdmin, h.streamRestarts))
+	h.handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))    // cluster.go
+	h.handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster)) // cluster.go
 	h.consoleRoutes()
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	h.handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI)) // openapi.go
+	h.handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
+	}))
+}
+
+// handle registers handler at pattern on the mux and records the pattern (the OpenAPI
+// document's test checks that each one is documented).
+func (h *Handler) handle(pattern string, handler http.Handler) {
+	h.patterns = append(h.patterns, pattern)
+	h.mux.Handle(pattern, handler)
 }
 
 // ServeHTTP implements http.Handler; every request gets an access log line, and the
