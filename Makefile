@@ -52,7 +52,7 @@ run: ## Run one session on embedded defaults (mock LLM, no services): make run G
 test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race, stop the services
 	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS) && \
 		echo "== multi-member tests excluded from -race (Proto.Actor remoting races upstream)" && \
-		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' ./cluster/... ./actors/session/ ./internal/node/)
+		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' . ./cluster/... ./actors/session/ ./internal/node/)
 
 .PHONY: test-unit
 test-unit: ## Run the tests without services (integration tests skip)
