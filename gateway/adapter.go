@@ -69,6 +69,20 @@ func (h *Handler) Follow(ctx context.Context, id string, fromSeq uint64, deltas 
 	return h.cfg.Feed.Follow(id, fromSeq, buffer), nil
 }
 
+// Events hands fn the stored events of session id after seq from through seq until (0:
+// through its last), in order, for the principal in ctx: an adapter's read of a session's
+// past (a task's history). A session the principal may not read answers CodeNotFound, as
+// a missing one; an until past the session's last event CodeFailedPrecondition.
+func (h *Handler) Events(ctx context.Context, id string, from, until uint64, fn func(*messages.Event)) error {
+	if err := checkSessionID(id); err != nil {
+		return toAPIError(err)
+	}
+	if err := h.readThrough(ctx, callerFromContext(ctx), id, from, until, fn); err != nil {
+		return toAPIError(err)
+	}
+	return nil
+}
+
 // Stream registers a long-running answer of a mounted handler (an event stream, a tool
 // call that waits for its session): ctx is parent, also done once the gateway's Shutdown
 // begins (the answer ends then; the session goes on), and Shutdown waits until done is

@@ -22,28 +22,13 @@ func (h *Handler) opGantt(req *Request) (opResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(h.base, h.cfg.RequestTimeout)
 	defer cancel()
-	head, err := h.sessionHead(ctx, req.caller, req.SessionID)
-	if err != nil {
-		return opResult{}, err
-	}
-	upTo := head
+	var upTo uint64
 	if req.Seq != nil {
-		if *req.Seq > head {
-			return opResult{}, errorf(CodeFailedPrecondition, "seq %d is past the session's last event (seq %d)", *req.Seq, head)
-		}
 		upTo = *req.Seq
 	}
 	var evs []*messages.Event
-	sub := h.cfg.Feed.Follow(req.SessionID, 0, 0)
-	defer sub.Close()
-	for sub.Last() < upTo {
-		u, err := sub.NextUpdate(ctx)
-		if err != nil {
-			return opResult{}, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read the events of %s: %w", req.SessionID, err))
-		}
-		if !u.IsDelta {
-			evs = append(evs, u.Event)
-		}
+	if err := h.readThrough(ctx, req.caller, req.SessionID, 0, upTo, func(ev *messages.Event) { evs = append(evs, ev) }); err != nil {
+		return opResult{}, err
 	}
 	body, err := h.cfg.Gantt(req.SessionID, evs, h.restartsOf(ctx, req.SessionID))
 	if err != nil {

@@ -24,25 +24,9 @@ func (h *Handler) serveTranscript(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeInvalidArgument, "seq must be an event's sequence number: %q", truncate(r.URL.Query().Get("seq"), 40)))
 		return
 	}
-	if h.cfg.Feed == nil {
-		writeError(w, errorf(CodeUnsupported, "this gateway has no event feed"))
-		return
-	}
-	head, err := h.sessionHead(r.Context(), callerOf(r), id)
-	if err != nil {
-		writeError(w, toAPIError(err))
-		return
-	}
-	until := head
-	if at > 0 && at < head {
-		until = at
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
-	defer cancel()
 	b := transcript.New(id, transcript.Options{})
-	err = h.readEvents(ctx, id, 0, until, func(ev *messages.Event) { b.Add(ev) })
-	if err != nil {
-		writeError(w, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read the transcript of %s: %w", id, err)))
+	if err := h.readThrough(r.Context(), callerOf(r), id, 0, at, b.Add); err != nil {
+		writeError(w, toAPIError(err))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -63,24 +47,18 @@ func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeInvalidArgument, "seq must be an event's sequence number (from 1): %q", truncate(r.PathValue("seq"), 40)))
 		return
 	}
-	if h.cfg.Feed == nil {
-		writeError(w, errorf(CodeUnsupported, "this gateway has no event feed"))
+	var ev *messages.Event
+	err = h.readThrough(r.Context(), callerOf(r), id, seq-1, seq, func(e *messages.Event) { ev = e })
+	if code, msg := ErrorCode(err); code == CodeFailedPrecondition {
+		writeError(w, errorf(CodeNotFound, "session %q has no event %d: %s", truncate(id, 200), seq, msg))
 		return
 	}
-	head, err := h.sessionHead(r.Context(), callerOf(r), id)
 	if err != nil {
 		writeError(w, toAPIError(err))
 		return
 	}
-	if seq > head {
-		writeError(w, errorf(CodeNotFound, "session %q has no event %d (its last is %d)", truncate(id, 200), seq, head))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
-	defer cancel()
-	var ev *messages.Event
-	if err := h.readEvents(ctx, id, seq-1, seq, func(e *messages.Event) { ev = e }); err != nil || ev == nil {
-		writeError(w, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read event %d of %s: %w", seq, id, err)))
+	if ev == nil {
+		writeError(w, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read event %d of %s: not delivered", seq, id)))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -112,18 +90,37 @@ func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// readEvents hands fn session id's stored events after seq from, up to seq until, in
-// order (from the live feed, which reads the journal).
-func (h *Handler) readEvents(ctx context.Context, id string, from, until uint64, fn func(*messages.Event)) error {
+// readThrough checks that caller may read session id (another tenant's session answers
+// CodeNotFound, as a missing one) and hands fn its stored events after seq from, through
+// seq until, in order (from the live feed, which reads the journal). until 0 means the
+// session's last event; an until past it is CodeFailedPrecondition. It is the one read of
+// a session's past that the transcript, the gantt, one stored event and the protocol
+// adapters' task histories share.
+func (h *Handler) readThrough(ctx context.Context, caller *messages.Principal, id string, from, until uint64, fn func(*messages.Event)) error {
+	if h.cfg.Feed == nil {
+		return errorf(CodeUnsupported, "this gateway has no event feed")
+	}
+	head, err := h.sessionHead(ctx, caller, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case until == 0:
+		until = head
+	case until > head:
+		return errorf(CodeFailedPrecondition, "seq %d is past the session's last event (seq %d)", until, head)
+	}
 	if until <= from {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
 	sub := h.cfg.Feed.Follow(id, from, 0)
 	defer sub.Close()
 	for {
 		u, err := sub.NextUpdate(ctx)
 		if err != nil {
-			return fmt.Errorf("read events %d..%d: %w", from+1, until, err)
+			return hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read events %d..%d of %s: %w", from+1, until, id, err))
 		}
 		if u.IsDelta || u.Event == nil {
 			continue

@@ -122,6 +122,9 @@ func TestTranscriptRoute(t *testing.T) {
 		{"/v1/sessions/tr-demo/events/0", 400, "invalid_argument"},
 		{"/v1/sessions/tr-demo/events/1?field=plan", 400, "invalid_argument"},
 		{"/v1/sessions/tr-demo/transcript?seq=x", 400, "invalid_argument"},
+		{fmt.Sprintf("/v1/sessions/tr-demo/transcript?seq=%d", head+1), 409, "failed_precondition"},
+		{fmt.Sprintf("/v1/sessions/tr-demo/gantt?seq=%d", head+1), 409, "failed_precondition"},
+		{"/v1/sessions/nope/gantt", 404, "not_found"},
 	} {
 		if code, body := call(t, g.srv, "GET", c.path, token, nil); code != c.code || errCode(body) != c.err {
 			t.Errorf("GET %s: %d %v, want %d %s", c.path, code, body, c.code, c.err)

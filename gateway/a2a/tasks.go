@@ -228,22 +228,8 @@ func (s *Server) task(ctx context.Context, id string, historyLength *int32) (*Ta
 	case StateFailed:
 		t.Status.Message = agentMessage(id, fmt.Sprintf("%s-%d-status", id, st.GetSeq()), st.GetError())
 	}
-	sub, err := s.gw.Follow(ctx, id, 0, false)
-	if err != nil {
-		return nil, 0, fromGateway(err, id)
-	}
-	defer sub.Close()
-	for seq := uint64(0); seq < st.GetSeq(); {
-		u, err := sub.NextUpdate(ctx)
-		if err != nil {
-			return nil, 0, fmt.Errorf("read the journal of task %s: %w", id, err)
-		}
-		if u.IsDelta || u.Event == nil {
-			continue
-		}
-		ev := u.Event
-		seq = ev.GetSeq()
-		msgID := fmt.Sprintf("%s-%d", id, seq)
+	err = s.gw.Events(ctx, id, 0, st.GetSeq(), func(ev *messages.Event) {
+		msgID := fmt.Sprintf("%s-%d", id, ev.GetSeq())
 		switch ev.Type() {
 		case "session_started":
 			t.History = append(t.History, userMessage(id, msgID, ev.GetSessionStarted().GetGoal()))
@@ -258,6 +244,9 @@ func (s *Server) task(ctx context.Context, id string, historyLength *int32) (*Ta
 			t.History = append(t.History, *agentMessage(id, msgID, res))
 			t.Artifacts = []Artifact{resultArtifact(res)}
 		}
+	})
+	if err != nil {
+		return nil, 0, fromGateway(err, id)
 	}
 	if historyLength != nil {
 		if n := int(*historyLength); n < len(t.History) {
