@@ -15,31 +15,9 @@ import (
 // set (vectortest.LoadEval, 216 queries), with the local hash embedder, per retrieval
 // mode: recall@5 overall and by query kind.
 func BenchmarkRetrievalEval(b *testing.B) {
-	ctx := context.Background()
 	s := open(b, testenv.PostgresDSN(b), hashembed.DefaultDimensions, 0)
 	defer s.Close()
-	set, err := vectortest.LoadEval()
-	if err != nil {
-		b.Fatal(err)
-	}
-	embed := hashembed.New(s.Dimensions()).Embed
-	if err := set.Load(ctx, s, embed); err != nil {
-		b.Fatal(err)
-	}
-	for _, mode := range []string{persistence.RetrievalHybrid, persistence.RetrievalVector, persistence.RetrievalText} {
-		b.Run(mode, func(b *testing.B) {
-			var rec vectortest.Recall
-			for b.Loop() {
-				if rec, err = set.Recall(ctx, s, embed, persistence.Retrieval{Mode: mode}, 5); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(rec.All, "recall@5")
-			b.ReportMetric(rec.ByKind["identifier"], "recall@5-identifier")
-			b.ReportMetric(rec.ByKind["paraphrase"], "recall@5-paraphrase")
-			b.ReportMetric(rec.ByKind["mixed"], "recall@5-mixed")
-		})
-	}
+	vectortest.BenchRecall(b, s, hashembed.New(s.Dimensions()).Embed)
 }
 
 // BenchmarkRetrievalLatency100k: retrieval of the evaluation set's queries (embedding
@@ -81,7 +59,7 @@ func BenchmarkRetrievalLatency100k(b *testing.B) {
 	if _, err := s.Pool().Exec(ctx, "ANALYZE fathom_vectors"); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{persistence.RetrievalHybrid, persistence.RetrievalVector, persistence.RetrievalText} {
+	for _, mode := range vectortest.Modes {
 		b.Run(mode, func(b *testing.B) { set.BenchLatency(b, s, embed, persistence.Retrieval{Mode: mode}, streams) })
 	}
 }
