@@ -26,7 +26,9 @@
 // # Text search
 //
 // The store is a persistence.TextSearcher: 0013_vector_text.sql adds a tsvector column
-// (tsv) with a GIN index. Upsert and Import fill it with the terms of Vector.Text
+// (tsv) with a GIN index, which 0016_vector_text_by_stream.sql replaces by a GIN index
+// on (stream_id, tsv) where btree_gin can be created, so a search reads its stream's
+// postings only. Upsert and Import fill it with the terms of Vector.Text
 // (persistence.Tokenize, with positions), not with a PostgreSQL text search
 // configuration, so both stores index the same terms and identifiers stay whole.
 // SearchText ORs the query's terms into a tsquery and ranks the stream's matching rows
@@ -94,9 +96,17 @@ const (
 // MaxEfSearch is the largest hnsw.ef_search pgvector accepts.
 const MaxEfSearch = 1000
 
-// migrationFiles are the migrations that create the table and key it by tenant; Open
-// runs them again, in order.
-var migrationFiles = []string{"0004_vectors.sql", "0011_vector_tenants.sql", "0013_vector_text.sql"}
+// migrationFiles are the migrations that create the table, key it by tenant and index
+// its text; Open runs them again, in order (they do nothing where the extension was
+// missing when they were applied), except a file whose done query answers true: 0013
+// once the text column exists, so its all-streams index, which 0016 replaces, is not
+// built again on every start.
+var migrationFiles = []struct{ name, done string }{
+	{name: "0004_vectors.sql"},
+	{name: "0011_vector_tenants.sql"},
+	{name: "0013_vector_text.sql", done: "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fathom_vectors') AND attname = 'tsv')"},
+	{name: "0016_vector_text_by_stream.sql"},
+}
 
 // legacyTenant is the tenant of vectors stored before tenancy whose session the
 // migration could not find.
@@ -218,7 +228,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// prepareSchema applies the migrations, re-runs 0004 and 0011 and creates the
+// prepareSchema applies the migrations, re-runs migrationFiles and creates the
 // dimension's index,
 // on a short-lived pool of its own (the store's pool registers the vector type on
 // connect, which needs the extension first).
@@ -239,7 +249,7 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 	}
 	var sqls []string
 	for _, f := range migrationFiles {
-		sql, err := fs.ReadFile(migrations.FS, f)
+		sql, err := fs.ReadFile(migrations.FS, f.name)
 		if err != nil {
 			return fmt.Errorf("pgvector: %w", err)
 		}
@@ -255,8 +265,17 @@ func prepareSchema(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("pgvector: take schema lock: %w", err)
 		}
 		for i, sql := range sqls {
+			if q := migrationFiles[i].done; q != "" {
+				var done bool
+				if err := tx.QueryRow(ctx, q).Scan(&done); err != nil {
+					return fmt.Errorf("pgvector: %s: check: %w", migrationFiles[i].name, err)
+				}
+				if done {
+					continue
+				}
+			}
 			if _, err := tx.Exec(ctx, sql); err != nil {
-				return fmt.Errorf("pgvector: %s: %w", migrationFiles[i], err)
+				return fmt.Errorf("pgvector: %s: %w", migrationFiles[i].name, err)
 			}
 		}
 		var ok bool

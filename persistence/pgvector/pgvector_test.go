@@ -367,3 +367,22 @@ func TestVectorsFromBeforeTenancy(t *testing.T) {
 		t.Fatalf("%d vectors of the deleted stream left (%v)", left, err)
 	}
 }
+
+// TestTextIndexByStream: Open leaves text search one GIN index on (stream_id, tsv)
+// (0016), not 0013's index of every stream's terms, and a second Open does not build
+// that one again (BenchmarkRetrievalLatency100k measures what it buys).
+func TestTextIndexByStream(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.PostgresDSN(t)
+	for range 2 {
+		s := open(t, dsn, 8, 0)
+		var byStream, all bool
+		if err := s.Pool().QueryRow(ctx, "SELECT to_regclass('fathom_vectors_stream_tsv') IS NOT NULL, to_regclass('fathom_vectors_tsv') IS NOT NULL").Scan(&byStream, &all); err != nil {
+			t.Fatal(err)
+		}
+		if !byStream || all {
+			t.Fatalf("indexes after Open: by stream %v, all streams %v; want only by stream", byStream, all)
+		}
+		s.Close()
+	}
+}
