@@ -64,10 +64,10 @@ bench: ## Run the benchmark rows interleaved against the real services (durable 
 		$(GO) run ./internal/benchtable -table load -rounds 1 -out BENCHMARKS.md -raw bench-load.out)
 
 .PHONY: proto
-proto: ## Regenerate the Go code in messages/ from the .proto files
+proto: ## Regenerate the Go code in messages/ (wire types) and messages/sessiongrain (the grain) from the .proto files
 	@bin=$$(scripts/install-protoc.sh); \
-	PATH="$$bin:$$PATH" protoc -I messages --go_out=. --go_opt=module=github.com/fathom-agents/fathom messages/*.proto; \
-	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/session.proto
+	PATH="$$bin:$$PATH" protoc -I messages --go_out=. --go_opt=module=github.com/fathom-agents/fathom messages/*.proto messages/sessiongrain/*.proto; \
+	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/sessiongrain/grain.proto
 
 .PHONY: soak
 soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)

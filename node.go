@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // Error is an error of Start: Op is "config" (Validate refused the configuration;
@@ -34,8 +35,8 @@ func (e *Error) Error() string { return "fathom: " + e.Op + ": " + e.Err.Error()
 func (e *Error) Unwrap() error { return e.Err }
 
 // Session returns a grain client for session id: the node's own way to reach a
-// session's grain, as any service in the cluster would (messages.SessionGrainClient).
-func (n *Node) Session(id string) *messages.SessionGrainClient { return n.n.Session(id) }
+// session's grain, as any service in the cluster would (sessiongrain.SessionGrainClient).
+func (n *Node) Session(id string) *sessiongrain.SessionGrainClient { return n.n.Session(id) }
 
 // FollowDeltas is Follow with the live deltas too (streamed model text, tool output
 // chunks), which are never journaled; buffer bounds the deltas kept for a slow reader

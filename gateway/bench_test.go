@@ -22,6 +22,7 @@ import (
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -242,7 +243,7 @@ type gatewayFanout struct {
 
 type noSessions struct{}
 
-func (noSessions) Session(string) *messages.SessionGrainClient { return nil }
+func (noSessions) Session(string) *sessiongrain.SessionGrainClient { return nil }
 
 func newGatewayFanout(b *testing.B) *gatewayFanout {
 	g := &gatewayFanout{j: &memJournal{}}

@@ -22,6 +22,7 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // MaxBodyBytes bounds a request body, and by default a WebSocket frame.
@@ -29,7 +30,7 @@ const MaxBodyBytes = 1 << 20
 
 // Sessions gives the gateway grain clients. internal/node.Node implements it.
 type Sessions interface {
-	Session(id string) *messages.SessionGrainClient
+	Session(id string) *sessiongrain.SessionGrainClient
 }
 
 // Feed is where the gateway subscribes to sessions' events: stored ones first, then live

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // The operations of the protocol: the `op` of a client frame, and the HTTP routes that
@@ -246,7 +247,9 @@ func (h *Handler) run(req *Request) (opResult, error) {
 	return spec.call(h, req)
 }
 
-func (h *Handler) grain(id string) *messages.SessionGrainClient { return h.cfg.Sessions.Session(id) }
+func (h *Handler) grain(id string) *sessiongrain.SessionGrainClient {
+	return h.cfg.Sessions.Session(id)
+}
 
 func (h *Handler) opStart(req *Request) (opResult, error) {
 	if strings.TrimSpace(req.Goal) == "" {

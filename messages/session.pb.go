@@ -1598,21 +1598,7 @@ const file_session_proto_rawDesc = "" +
 	"\vUNAVAILABLE\x10\x04\x12\f\n" +
 	"\bINTERNAL\x10\x05\x12\x15\n" +
 	"\x11PERMISSION_DENIED\x10\x06\x12\x16\n" +
-	"\x12RESOURCE_EXHAUSTED\x10\a2\xf2\x06\n" +
-	"\aSession\x12:\n" +
-	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
-	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
-	"\bTimeline\x12\x1a.fathom.v1.TimelineRequest\x1a\x1b.fathom.v1.TimelineResponse\x12@\n" +
-	"\aStateAt\x12\x19.fathom.v1.StateAtRequest\x1a\x1a.fathom.v1.StateAtResponse\x12L\n" +
-	"\rSetBreakpoint\x12\x1f.fathom.v1.SetBreakpointRequest\x1a\x1a.fathom.v1.CommandResponse\x12R\n" +
-	"\x10ClearBreakpoints\x12\".fathom.v1.ClearBreakpointsRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
-	"\x06Cancel\x12\x18.fathom.v1.CancelRequest\x1a\x1a.fathom.v1.CommandResponse\x12<\n" +
-	"\x05Pause\x12\x17.fathom.v1.PauseRequest\x1a\x1a.fathom.v1.CommandResponse\x12>\n" +
-	"\x06Resume\x12\x18.fathom.v1.ResumeRequest\x1a\x1a.fathom.v1.CommandResponse\x12J\n" +
-	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
-	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponse\x12:\n" +
-	"\x04Send\x12\x16.fathom.v1.SendRequest\x1a\x1a.fathom.v1.CommandResponse\x12=\n" +
-	"\x06Access\x12\x18.fathom.v1.AccessRequest\x1a\x19.fathom.v1.AccessResponseB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x12RESOURCE_EXHAUSTED\x10\aB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -1683,34 +1669,8 @@ var file_session_proto_depIdxs = []int32{
 	28, // 20: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
 	21, // 21: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
 	25, // 22: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	12, // 23: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
-	14, // 24: fathom.v1.Session.GetState:input_type -> fathom.v1.GetStateRequest
-	16, // 25: fathom.v1.Session.Timeline:input_type -> fathom.v1.TimelineRequest
-	19, // 26: fathom.v1.Session.StateAt:input_type -> fathom.v1.StateAtRequest
-	7,  // 27: fathom.v1.Session.SetBreakpoint:input_type -> fathom.v1.SetBreakpointRequest
-	8,  // 28: fathom.v1.Session.ClearBreakpoints:input_type -> fathom.v1.ClearBreakpointsRequest
-	9,  // 29: fathom.v1.Session.Cancel:input_type -> fathom.v1.CancelRequest
-	10, // 30: fathom.v1.Session.Pause:input_type -> fathom.v1.PauseRequest
-	11, // 31: fathom.v1.Session.Resume:input_type -> fathom.v1.ResumeRequest
-	4,  // 32: fathom.v1.Session.ProvideInput:input_type -> fathom.v1.ProvideInputRequest
-	5,  // 33: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
-	3,  // 34: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
-	1,  // 35: fathom.v1.Session.Access:input_type -> fathom.v1.AccessRequest
-	13, // 36: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	15, // 37: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	18, // 38: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	20, // 39: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	6,  // 40: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	6,  // 41: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	6,  // 42: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
-	6,  // 43: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	6,  // 44: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	6,  // 45: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	13, // 46: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	6,  // 47: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
-	2,  // 48: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -1731,7 +1691,7 @@ func file_session_proto_init() {
 			NumEnums:      1,
 			NumMessages:   20,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_session_proto_goTypes,
 		DependencyIndexes: file_session_proto_depIdxs,

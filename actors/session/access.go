@@ -5,6 +5,7 @@ import (
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // request is what every session grain request carries: its caller, and (commands) its
@@ -31,7 +32,7 @@ func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
 	}
 	p := auth.FromMessage(caller)
 	if a == auth.Act && !p.CanWrite() { // decided by the role alone: says nothing of the session
-		return messages.ErrPermissionDenied("%s may only read", p)
+		return sessiongrain.ErrPermissionDenied("%s may only read", p)
 	}
 	if g.state.GetSeq() == 0 {
 		return nil
@@ -40,7 +41,7 @@ func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
 	case auth.Hidden:
 		return g.notFound()
 	case auth.Denied:
-		return messages.ErrPermissionDenied("%s may not act on session %q (its owner or an operator of its tenant may)", p, g.id)
+		return sessiongrain.ErrPermissionDenied("%s may not act on session %q (its owner or an operator of its tenant may)", p, g.id)
 	}
 	return nil
 }
@@ -51,13 +52,13 @@ func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
 func (g *Grain) authorizeNew(caller *messages.Principal) error {
 	err := g.authorize(caller, auth.Act)
 	if ge, ok := err.(*cluster.GrainErrorResponse); ok && ge.Reason == messages.ErrorReason_NOT_FOUND.String() {
-		return messages.ErrFailedPrecondition("session id %q is taken: choose another, or leave it empty for a generated one", g.id)
+		return sessiongrain.ErrFailedPrecondition("session id %q is taken: choose another, or leave it empty for a generated one", g.id)
 	}
 	return err
 }
 
 // notFound is the one answer for a session that does not exist or is not the caller's.
-func (g *Grain) notFound() error { return messages.ErrNotFound("session %q not found", g.id) }
+func (g *Grain) notFound() error { return sessiongrain.ErrNotFound("session %q not found", g.id) }
 
 // stampBy records caller on the events of command cmdID: the audit trail (Event.by).
 func stampBy(evs []*messages.Event, cmdID string, caller *messages.Principal) {

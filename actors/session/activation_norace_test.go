@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // TestTwoActivationsOneWins runs two independent single-node clusters on one journal:
@@ -21,20 +21,20 @@ func TestTwoActivationsOneWins(t *testing.T) {
 	j := openJournal(t)
 	a := startHarness(t, harnessOpts{journal: j})
 	b := startHarness(t, harnessOpts{journal: j})
-	if _, err := b.state("s1"); !messages.IsNotFound(err) { // b activates with an empty state
+	if _, err := b.state("s1"); !sessiongrain.IsNotFound(err) { // b activates with an empty state
 		t.Fatalf("b: err = %v, want NOT_FOUND", err)
 	}
 	if _, err := a.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := b.start("s1", "c2", "other goal")
-	if !messages.IsUnavailable(err) {
+	if !sessiongrain.IsUnavailable(err) {
 		t.Fatalf("stale activation: err = %v, want UNAVAILABLE (fenced)", err)
 	}
 	// b's next activation loads the journal and sees the session a started.
 	testenv.Eventually(t, 5*time.Second, func() bool {
 		_, err = b.start("s1", "c2", "other goal")
-		return messages.IsFailedPrecondition(err)
+		return sessiongrain.IsFailedPrecondition(err)
 	}, "b never reloaded: last err %v", err)
 	evs := waitTerminal(t, j, "s1", 30*time.Second)
 	for _, typ := range []string{"session_started", "plan_created", "session_completed"} {

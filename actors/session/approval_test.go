@@ -10,6 +10,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // approvalScript plans one step (extra: JSON fields of the step) whose model calls
@@ -104,7 +105,7 @@ func TestApprovalEditRunsWithTheEditedArgs(t *testing.T) {
 		{`{"decision":"approve","args":{"key":"x"}}`, `takes no args`},
 	}
 	for i, c := range bad {
-		if err := provide(t, h, "ed", "bad"+c.input, c.input); !messages.IsInvalidArgument(err) || !strings.Contains(err.Error(), c.want) {
+		if err := provide(t, h, "ed", "bad"+c.input, c.input); !sessiongrain.IsInvalidArgument(err) || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("bad decision %d %s: err = %v, want INVALID_ARGUMENT mentioning %q", i, c.input, err, c.want)
 		}
 	}
@@ -190,7 +191,7 @@ func TestApprovalAllowedDecisions(t *testing.T) {
 		t.Fatalf("allowed_decisions %q, want approve,reject", got)
 	}
 	err := provide(t, h, "ad", "c2", `{"decision":"edit","args":{"key":"z"}}`)
-	if !messages.IsInvalidArgument(err) || !strings.Contains(err.Error(), `decision "edit" is not allowed on calls of lookup (allowed: approve, reject)`) {
+	if !sessiongrain.IsInvalidArgument(err) || !strings.Contains(err.Error(), `decision "edit" is not allowed on calls of lookup (allowed: approve, reject)`) {
 		t.Fatalf("edit: err = %v, want INVALID_ARGUMENT naming the allowed decisions", err)
 	}
 	after, err := h.state("ad")

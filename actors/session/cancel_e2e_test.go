@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -53,7 +54,7 @@ func TestCancelStopsARunningSession(t *testing.T) {
 	if err != nil || !again.GetDuplicate() || again.GetSeq() != resp.GetSeq() {
 		t.Fatalf("the same cancel again: %v %v, want a duplicate of seq %d", again, err, resp.GetSeq())
 	}
-	if _, err := h.node.Session("s1").Cancel(&messages.CancelRequest{CommandId: "c3"}, call); !messages.IsFailedPrecondition(err) {
+	if _, err := h.node.Session("s1").Cancel(&messages.CancelRequest{CommandId: "c3"}, call); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("cancel of a cancelled session: %v, want FAILED_PRECONDITION", err)
 	}
 	st, err := h.state("s1")
@@ -66,7 +67,7 @@ func TestCancelStopsARunningSession(t *testing.T) {
 	if c == nil || c.GetReason() != "operator stop" || c.GetBy() != "ops" || last.GetCommandId() != "c2" || last.GetSeq() != resp.GetSeq() {
 		t.Fatalf("last event %v, want session_cancelled by ops at seq %d", last, resp.GetSeq())
 	}
-	if _, err := h.node.Session("nope").Cancel(&messages.CancelRequest{CommandId: "c4"}, call); !messages.IsNotFound(err) {
+	if _, err := h.node.Session("nope").Cancel(&messages.CancelRequest{CommandId: "c4"}, call); !sessiongrain.IsNotFound(err) {
 		t.Fatalf("cancel of an unknown session: %v, want NOT_FOUND", err)
 	}
 }

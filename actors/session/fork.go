@@ -11,6 +11,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 )
 
@@ -39,7 +40,7 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 		return dup, nil
 	}
 	if err := messages.ValidateSessionID(g.id); err != nil {
-		return nil, messages.ErrInvalidArgument("%v", err)
+		return nil, sessiongrain.ErrInvalidArgument("%v", err)
 	}
 	if err := core.CheckFork(g.state, req); err != nil {
 		return nil, grainError(err)
@@ -77,15 +78,15 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 	defer cancel()
 	cur, _, err := core.Load(jctx, g.deps.Journal, id, 0)
 	if err != nil {
-		return nil, messages.ErrUnavailable("fork %s: load source session %s: %v", g.id, id, err)
+		return nil, sessiongrain.ErrUnavailable("fork %s: load source session %s: %v", g.id, id, err)
 	}
 	if cur.GetSeq() == 0 || (req.GetCaller() != nil &&
 		g.deps.Config.Tenancy.Allowed(auth.FromMessage(req.GetCaller()), auth.Read, cur.GetTenant(), cur.GetOwner()) != auth.Allow) {
-		return nil, messages.ErrNotFound("fork %s: source session %q not found", g.id, id)
+		return nil, sessiongrain.ErrNotFound("fork %s: source session %q not found", g.id, id)
 	}
 	seq, err := core.ForkSeq(cur, req)
 	if err != nil {
-		return nil, messages.ErrFailedPrecondition("fork %s: source session %s: %v", g.id, id, err)
+		return nil, sessiongrain.ErrFailedPrecondition("fork %s: source session %s: %v", g.id, id, err)
 	}
 	evs := make([]*messages.Event, 0, seq)
 	err = core.Events(jctx, g.deps.Journal, id, 0, func(ev *messages.Event) error {
@@ -96,10 +97,10 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopRead) {
-		return nil, messages.ErrUnavailable("fork %s: read source session %s: %v", g.id, id, err)
+		return nil, sessiongrain.ErrUnavailable("fork %s: read source session %s: %v", g.id, id, err)
 	}
 	if uint64(len(evs)) != seq {
-		return nil, messages.ErrInternal("fork %s: source session %s has %d events through seq %d", g.id, id, len(evs), seq)
+		return nil, sessiongrain.ErrInternal("fork %s: source session %s has %d events through seq %d", g.id, id, len(evs), seq)
 	}
 	return evs, nil
 }
@@ -138,7 +139,7 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant strin
 			continue
 		}
 		if err != nil {
-			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
 		}
 		if a.GetSha256() != "" && info.SHA256 != a.GetSha256() {
 			g.log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
@@ -150,7 +151,7 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant strin
 			return ErrResourceExhausted(fmt.Sprintf("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err), 0)
 		}
 		if err != nil {
-			return messages.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
 )
@@ -41,10 +42,10 @@ func TestForkContinuesIndependently(t *testing.T) {
 	}
 
 	f := h.node.Session("fork")
-	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 4}, call()); !messages.IsFailedPrecondition(err) {
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 4}, call()); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("fork past the plan: err = %v, want FAILED_PRECONDITION", err)
 	}
-	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "nobody", StepIndex: 1}, call()); !messages.IsNotFound(err) {
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "nobody", StepIndex: 1}, call()); !sessiongrain.IsNotFound(err) {
 		t.Fatalf("fork of an unknown session: err = %v, want NOT_FOUND", err)
 	}
 	resp, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 1}, call())
@@ -57,7 +58,7 @@ func TestForkContinuesIndependently(t *testing.T) {
 	if again, err := f.Fork(&messages.ForkRequest{CommandId: "f1", SourceSessionId: "src", StepIndex: 1}, call()); err != nil || !again.GetDuplicate() {
 		t.Fatalf("retried fork: %v, %v; want a duplicate", again, err)
 	}
-	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f2", SourceSessionId: "src", StepIndex: 0}, call()); !messages.IsFailedPrecondition(err) {
+	if _, err := f.Fork(&messages.ForkRequest{CommandId: "f2", SourceSessionId: "src", StepIndex: 0}, call()); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("fork into an existing session: err = %v, want FAILED_PRECONDITION", err)
 	}
 

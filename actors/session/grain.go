@@ -19,6 +19,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -31,7 +32,7 @@ func Kind() *cluster.Kind {
 	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
 	// step is in flight). Its children are its agent actors: a crashed one restarts and
 	// asks for Work again (agent.Supervisor).
-	return messages.NewSessionKind(func() messages.Session { return &Grain{} }, 0,
+	return sessiongrain.NewSessionKind(func() sessiongrain.Session { return &Grain{} }, 0,
 		actor.WithSupervisor(agent.Supervisor()), dispatch.Props())
 }
 
@@ -261,7 +262,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 		return &messages.StartResponse{SessionId: g.id, Seq: seq, Duplicate: true}, nil
 	}
 	if err := messages.ValidateSessionID(g.id); err != nil {
-		return nil, messages.ErrInvalidArgument("%v", err)
+		return nil, sessiongrain.ErrInvalidArgument("%v", err)
 	}
 	evs, err := core.DecideStart(g.state, req, g.deps.Config, g.deps.Now())
 	if err != nil {
@@ -289,7 +290,7 @@ func (g *Grain) GetState(req *messages.GetStateRequest, ctx cluster.GrainContext
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
-		return nil, messages.ErrNotFound("session %q not found", g.id)
+		return nil, sessiongrain.ErrNotFound("session %q not found", g.id)
 	}
 	// g.state is never mutated once installed (commit folds events into a clone and
 	// swaps it in), so it is handed out without a copy. In-process callers must treat
@@ -310,7 +311,7 @@ func (g *Grain) guard(ctx cluster.GrainContext, method string) {
 		if g.log != nil {
 			g.log.Error("session grain crashed; restarting and reloading from the journal", "method", method, "panic", p)
 		}
-		ctx.Respond(messages.ErrInternal("session %s: %s crashed and was reloaded from the journal; retry with the same command_id", g.id, method))
+		ctx.Respond(sessiongrain.ErrInternal("session %s: %s crashed and was reloaded from the journal; retry with the same command_id", g.id, method))
 		panic(p)
 	}
 }
@@ -321,7 +322,7 @@ func grainError(err error) error {
 	if errors.As(err, &ce) {
 		return cluster.NewGrainErrorResponse(ce.Reason.String(), ce.Msg)
 	}
-	return messages.ErrInternal("%v", err)
+	return sessiongrain.ErrInternal("%v", err)
 }
 
 // ready makes sure the in-memory state is the journal's: the pipeline is drained
@@ -330,20 +331,20 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 	g.settle(ctx)
 	switch {
 	case g.fenced:
-		return messages.ErrUnavailable("session %s moved to another activation; retry", g.id)
+		return sessiongrain.ErrUnavailable("session %s moved to another activation; retry", g.id)
 	case g.deps == nil:
-		return messages.ErrInternal("session %s: %v", g.id, errNoDeps)
+		return sessiongrain.ErrInternal("session %s: %v", g.id, errNoDeps)
 	case g.loadErr == nil:
 		return nil
 	}
 	if err := g.load(); err != nil {
 		if errors.Is(err, persistence.ErrNewerFormat) {
-			return messages.ErrFailedPrecondition("session %s cannot be loaded: %v", g.id, err)
+			return sessiongrain.ErrFailedPrecondition("session %s cannot be loaded: %v", g.id, err)
 		}
 		if errors.Is(err, persistence.ErrCorrupt) || errors.Is(err, core.ErrBadEvent) {
-			return messages.ErrInternal("session %s cannot be loaded: %v", g.id, err)
+			return sessiongrain.ErrInternal("session %s cannot be loaded: %v", g.id, err)
 		}
-		return messages.ErrUnavailable("session %s is unavailable: %v", g.id, err)
+		return sessiongrain.ErrUnavailable("session %s is unavailable: %v", g.id, err)
 	}
 	g.log.Info("session reloaded from the journal", "seq", g.state.GetSeq())
 	return nil
@@ -381,16 +382,16 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	switch {
 	case errors.Is(err, persistence.ErrConflict):
 		g.fence(ctx, err)
-		return messages.ErrUnavailable("session %s was written by another activation; retry", g.id)
+		return sessiongrain.ErrUnavailable("session %s was written by another activation; retry", g.id)
 	case err != nil:
 		g.log.Error("append events failed; reloading from the journal", "events", len(evs), "expected_seq", g.state.GetSeq(), "error", err)
 		g.loadErr = err
 		g.scheduleRetry(ctx)
-		return messages.ErrUnavailable("session %s: events not stored: %v", g.id, err)
+		return sessiongrain.ErrUnavailable("session %s: events not stored: %v", g.id, err)
 	case last != next.GetSeq():
 		g.loadErr = fmt.Errorf("journal stored through seq %d, expected %d", last, next.GetSeq())
 		g.scheduleRetry(ctx)
-		return messages.ErrInternal("session %s: %v", g.id, g.loadErr)
+		return sessiongrain.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
 	if g.published(evs, recs, next) {
@@ -441,13 +442,13 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 		next = core.CloneState(g.state)
 		for _, ev := range evs {
 			if err := core.Apply(next, ev); err != nil {
-				return nil, nil, messages.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+				return nil, nil, sessiongrain.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
 			}
 		}
 	}
 	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return nil, nil, messages.ErrInternal("session %s: %v", g.id, err)
+		return nil, nil, sessiongrain.ErrInternal("session %s: %v", g.id, err)
 	}
 	return next, recs, nil
 }
@@ -658,4 +659,4 @@ func resetTimer(t *time.Timer, d time.Duration, f func()) *time.Timer {
 	return time.AfterFunc(d, f)
 }
 
-var _ messages.Session = (*Grain)(nil)
+var _ sessiongrain.Session = (*Grain)(nil)

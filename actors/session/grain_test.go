@@ -24,6 +24,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/bolt"
@@ -255,7 +256,7 @@ func TestSessionRunsToCompletion(t *testing.T) {
 func TestUnknownSessionIsNotFound(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
 	_, err := h.state("nope")
-	if !messages.IsNotFound(err) {
+	if !sessiongrain.IsNotFound(err) {
 		t.Fatalf("err = %v, want NOT_FOUND", err)
 	}
 }
@@ -263,11 +264,11 @@ func TestUnknownSessionIsNotFound(t *testing.T) {
 func TestBadStartIsRefusedAndStoresNothing(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
 	_, err := h.start("s1", "c1", "   ")
-	if !messages.IsInvalidArgument(err) {
+	if !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("err = %v, want INVALID_ARGUMENT", err)
 	}
 	_, err = h.start("s1", "", "goal")
-	if !messages.IsInvalidArgument(err) {
+	if !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("err = %v, want INVALID_ARGUMENT for a missing command id", err)
 	}
 	if evs := storedEvents(t, h.j, "s1"); len(evs) != 0 {
@@ -289,7 +290,7 @@ func TestDuplicateCommandAppliesOnce(t *testing.T) {
 		t.Fatalf("retry answered %v, want duplicate of %v", again, first)
 	}
 	_, err = h.start("s1", "c2", "another goal")
-	if !messages.IsFailedPrecondition(err) {
+	if !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("a second start: err = %v, want FAILED_PRECONDITION", err)
 	}
 	evs := waitTerminal(t, h.j, "s1", 20*time.Second)
@@ -342,7 +343,7 @@ func TestPanicMidCommandReloadsAndAnswersWithError(t *testing.T) {
 	pj.armed.Store(true)
 	began := time.Now()
 	_, err := h.start("s1", "c1", "goal")
-	if !messages.IsInternal(err) {
+	if !sessiongrain.IsInternal(err) {
 		t.Fatalf("err = %v, want INTERNAL from the crashed grain", err)
 	}
 	if d := time.Since(began); d > 5*time.Second {
@@ -393,7 +394,7 @@ func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
 	}
 	h := startHarness(t, harnessOpts{journal: fj, script: &script})
 	fj.down.Store(true)
-	if _, err := h.start("s1", "c1", "goal"); !messages.IsUnavailable(err) {
+	if _, err := h.start("s1", "c1", "goal"); !sessiongrain.IsUnavailable(err) {
 		t.Fatalf("start while the journal is down: err = %v, want UNAVAILABLE", err)
 	}
 	fj.down.Store(false)

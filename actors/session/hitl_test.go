@@ -9,6 +9,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // rawScript parses a mock script given whole.
@@ -67,11 +68,11 @@ func TestHumanInputStepValidatesAndContinues(t *testing.T) {
 	}
 	for i, c := range bad {
 		_, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "bad" + c.input, StepId: "ask", Input: c.input}, call())
-		if !messages.IsInvalidArgument(err) || !strings.Contains(err.Error(), c.want) {
+		if !sessiongrain.IsInvalidArgument(err) || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("bad input %d %s: err = %v, want INVALID_ARGUMENT mentioning %q", i, c.input, err, c.want)
 		}
 	}
-	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "other", StepId: "use", Input: "1"}, call()); !messages.IsFailedPrecondition(err) {
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "other", StepId: "use", Input: "1"}, call()); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("input for a step that asks nothing: err = %v, want FAILED_PRECONDITION", err)
 	}
 	r, err := h.state("hi")
@@ -169,10 +170,10 @@ func TestAskHumanIsAnsweredByTheHuman(t *testing.T) {
 	// The other call of the turn runs; the ask_human call waits for its human.
 	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get("ask/s/tool-2") == 1 }, "lookup never ran")
 	g := h.node.Session("ask")
-	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "c2", StepId: "s", Input: "green"}, call()); !messages.IsInvalidArgument(err) || !strings.Contains(err.Error(), "one of the options") {
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "c2", StepId: "s", Input: "green"}, call()); !sessiongrain.IsInvalidArgument(err) || !strings.Contains(err.Error(), "one of the options") {
 		t.Fatalf("answer outside the options: err = %v", err)
 	}
-	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "c3", StepId: "s", RequestId: "nope", Input: "blue"}, call()); !messages.IsFailedPrecondition(err) {
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "c3", StepId: "s", RequestId: "nope", Input: "blue"}, call()); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("unknown request: err = %v, want FAILED_PRECONDITION", err)
 	}
 	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "c4", StepId: "s", RequestId: "ask/s/tool-1", Input: "blue"}, call()); err != nil {
@@ -267,7 +268,7 @@ func TestToolBreakpointHoldsTheCallUntilResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := h.node.Session("tb")
-	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "x", Tool: "lookup", Position: "after"}}, call()); !messages.IsInvalidArgument(err) {
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "x", Tool: "lookup", Position: "after"}}, call()); !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("tool breakpoint after: err = %v, want INVALID_ARGUMENT", err)
 	}
 	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c3", Breakpoint: &messages.Breakpoint{Id: "x", Tool: "lookup"}}, call()); err != nil {
@@ -282,7 +283,7 @@ func TestToolBreakpointHoldsTheCallUntilResume(t *testing.T) {
 	if n := ex.get("tb/s/tool-1"); n != 0 {
 		t.Fatalf("held call ran %d times", n)
 	}
-	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c4", ModifiedStep: &messages.PlanStep{Id: "s", Description: "x"}}, call()); !messages.IsInvalidArgument(err) {
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c4", ModifiedStep: &messages.PlanStep{Id: "s", Description: "x"}}, call()); !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("modified step at a tool interrupt: err = %v, want INVALID_ARGUMENT", err)
 	}
 	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c5"}, call()); err != nil {

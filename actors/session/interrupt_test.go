@@ -11,6 +11,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // slowSteps plans research step "a" then write step "b"; each step answer takes 300 ms
@@ -44,10 +45,10 @@ func TestBreakpointBeforeStepAndResumeWithModifiedStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := h.node.Session("bp")
-	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "w", Position: "sideways"}}, call()); !messages.IsInvalidArgument(err) {
+	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c2", Breakpoint: &messages.Breakpoint{Id: "w", Position: "sideways"}}, call()); !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("bad position: err = %v, want INVALID_ARGUMENT", err)
 	}
-	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c2"}, call()); !messages.IsFailedPrecondition(err) {
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c2"}, call()); !sessiongrain.IsFailedPrecondition(err) {
 		t.Fatalf("resume while running: err = %v, want FAILED_PRECONDITION", err)
 	}
 	if _, err := g.SetBreakpoint(&messages.SetBreakpointRequest{CommandId: "c3", Breakpoint: &messages.Breakpoint{Id: "w", StepType: "write"}}, call()); err != nil {
@@ -61,7 +62,7 @@ func TestBreakpointBeforeStepAndResumeWithModifiedStep(t *testing.T) {
 		st.GetSteps()[1].GetStatus() != messages.StepStatus_STEP_STATUS_PENDING || st.GetPending() != nil {
 		t.Fatalf("interrupted state %v", st)
 	}
-	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c4", ModifiedStep: &messages.PlanStep{Id: "zzz", Description: "x"}}, call()); !messages.IsInvalidArgument(err) {
+	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c4", ModifiedStep: &messages.PlanStep{Id: "zzz", Description: "x"}}, call()); !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("modified step with another id: err = %v, want INVALID_ARGUMENT", err)
 	}
 	if _, err := g.Resume(&messages.ResumeRequest{CommandId: "c5", ModifiedStep: &messages.PlanStep{Id: "b", Description: "two, revised"}}, call()); err != nil {
@@ -176,7 +177,7 @@ func TestResumeModifiedStepMergesIntoTheStep(t *testing.T) {
 		{Id: "b", Dependencies: []string{"b"}},
 	}
 	for i, m := range bad {
-		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "bad" + string(rune('0'+i)), ModifiedStep: m}, call()); !messages.IsInvalidArgument(err) {
+		if _, err := g.Resume(&messages.ResumeRequest{CommandId: "bad" + string(rune('0'+i)), ModifiedStep: m}, call()); !sessiongrain.IsInvalidArgument(err) {
 			t.Fatalf("modified_step %v: err = %v, want INVALID_ARGUMENT", m, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // admitTimeout bounds the quota check of a start (it may read the session index).
@@ -52,7 +53,7 @@ func (g *Grain) admitStart(evs []*messages.Event) error {
 // ErrResourceExhausted is the grain error of a refusal by a tenant's quota: reason
 // RESOURCE_EXHAUSTED, msg, and the seconds to wait under messages.RetryAfterKey.
 func ErrResourceExhausted(msg string, retryAfter time.Duration) *cluster.GrainErrorResponse {
-	e := messages.ErrResourceExhausted("%s", msg)
+	e := sessiongrain.ErrResourceExhausted("%s", msg)
 	if secs := int64((retryAfter + time.Second - 1) / time.Second); secs > 0 {
 		e.Metadata = map[string]string{messages.RetryAfterKey: strconv.FormatInt(secs, 10)}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // planRule answers the orchestrator's planning call with steps (JSON, escaped for a rule).
@@ -260,7 +261,7 @@ func TestSubAgentAsksAHuman(t *testing.T) {
 		t.Fatalf("request %v", req)
 	}
 	g := h.node.Session("s1")
-	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "i1", StepId: "r", Input: "green"}, call()); !messages.IsInvalidArgument(err) {
+	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "i1", StepId: "r", Input: "green"}, call()); !sessiongrain.IsInvalidArgument(err) {
 		t.Fatalf("an answer that is not an option: err = %v, want INVALID_ARGUMENT", err)
 	}
 	if _, err := g.ProvideInput(&messages.ProvideInputRequest{CommandId: "i2", StepId: "r", Input: "blue"}, call()); err != nil {

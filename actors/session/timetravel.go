@@ -8,6 +8,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // Time travel addresses a session's past by step: StateAt(0) is the state right after
@@ -40,7 +41,7 @@ func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
-		return nil, messages.ErrNotFound("session %q not found", g.id)
+		return nil, sessiongrain.ErrNotFound("session %q not found", g.id)
 	}
 	return core.TimelineOf(g.state), nil
 }
@@ -58,17 +59,17 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
-		return nil, messages.ErrNotFound("session %q not found", g.id)
+		return nil, sessiongrain.ErrNotFound("session %q not found", g.id)
 	}
 	seq, err := core.StateAtSeq(g.state, req)
 	if err != nil {
-		return nil, messages.ErrFailedPrecondition("session %s: %v", g.id, err)
+		return nil, sessiongrain.ErrFailedPrecondition("session %s: %v", g.id, err)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	defer cancel()
 	s, _, err := core.Load(jctx, g.deps.Journal, g.id, seq)
 	if err != nil {
-		return nil, messages.ErrUnavailable("session %s: state at step %d: %v", g.id, req.GetStepIndex(), err)
+		return nil, sessiongrain.ErrUnavailable("session %s: state at step %d: %v", g.id, req.GetStepIndex(), err)
 	}
 	return &messages.StateAtResponse{State: s, Seq: s.GetSeq(), StepIndex: req.GetStepIndex()}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // TestStateAtEqualsTheStateAfterEachStep checks, for several snapshot intervals, that
@@ -74,13 +75,13 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 					t.Fatalf("StateAtStep(%d) = %v, %v", n, direct, err)
 				}
 			}
-			if _, err := g.StateAt(&messages.StateAtRequest{StepIndex: uint32(len(want))}, cluster.WithTimeout(10*time.Second)); !messages.IsFailedPrecondition(err) {
+			if _, err := g.StateAt(&messages.StateAtRequest{StepIndex: uint32(len(want))}, cluster.WithTimeout(10*time.Second)); !sessiongrain.IsFailedPrecondition(err) {
 				t.Fatalf("StateAt past the plan: err = %v, want FAILED_PRECONDITION", err)
 			}
 		})
 	}
 	h := startHarness(t, harnessOpts{})
-	if _, err := h.node.Session("nobody").StateAt(&messages.StateAtRequest{}, cluster.WithTimeout(10*time.Second)); !messages.IsNotFound(err) {
+	if _, err := h.node.Session("nobody").StateAt(&messages.StateAtRequest{}, cluster.WithTimeout(10*time.Second)); !sessiongrain.IsNotFound(err) {
 		t.Fatalf("StateAt of an unknown session: err = %v, want NOT_FOUND", err)
 	}
 }

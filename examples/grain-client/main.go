@@ -19,6 +19,7 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 func main() {
@@ -58,7 +59,7 @@ func run(cfg fcluster.Config, id, goal, answer string) error {
 	if _, err := c.SubscribeByPid(topics.Session(id), sub, cluster.WithTimeout(10*time.Second)); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
-	session := messages.GetSessionGrainClient(c, id)
+	session := sessiongrain.GetSessionGrainClient(c, id)
 	if _, err := session.Start(&messages.StartRequest{CommandId: "start", Goal: goal}, cluster.WithTimeout(10*time.Second)); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}

@@ -29,8 +29,8 @@ type rule struct {
 	deny  []string
 	allow []string
 	// opaque are packages the rule does not look through: their own imports are not
-	// followed (for the core: messages, whose generated grain client imports Proto.Actor
-	// for the grain's callers, never for the core).
+	// followed (for the agent actor: the wire types and the core it may use, whatever
+	// they import).
 	opaque []string
 	// pending marks a rule for a part that does not exist yet: skipped (not failed)
 	// while no package matches from.
@@ -55,8 +55,9 @@ var rules = []rule{
 	{name: "live imports no actors and no gateway", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/..."},
 		why: "the live read side serves readers; the grains publish to it"},
 	{name: "the session core imports no Proto.Actor", from: []string{"actors/session/core/..."}, deny: []string{protoActor},
-		opaque: []string{"messages"},
-		why:    "the core is pure: (state, input) -> events, testable without an actor system"},
+		why: "the core is pure: (state, input) -> events, testable without an actor system"},
+	{name: "the wire types link no actor framework", from: []string{"messages", "messages/fsp"}, deny: []string{protoActor},
+		why: "a program that only reads events links no Proto.Actor: the grain's binding is messages/sessiongrain"},
 	{name: "the binary starts its node through the public package", from: []string{"cmd/fathom"}, deny: []string{"internal/node/..."},
 		opaque: []string{"."},
 		why:    "fathom run and fathom node are built on package fathom (fathom.Start): there is no second way to assemble a node"},

@@ -76,7 +76,7 @@ func (n *Node) evict(id string) {
 	}
 }
 
-// sessionKind is the session grain's cluster kind (messages.NewSessionKind).
+// sessionKind is the session grain's cluster kind (sessiongrain.NewSessionKind).
 const sessionKind = "Session"
 
 // deleteSessionData removes session id's artifacts and vectors, kept under tenant, on

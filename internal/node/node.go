@@ -44,8 +44,8 @@ import (
 	"github.com/fathom-agents/fathom/llm/openai"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/memory"
-	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/fsp"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/tools"
@@ -551,8 +551,8 @@ func (n *Node) Feed() *feed.Feed { return n.feed }
 func (n *Node) Cluster() *fcluster.Node { return n.member }
 
 // Session returns a grain client for session id, as any service would use.
-func (n *Node) Session(id string) *messages.SessionGrainClient {
-	return messages.GetSessionGrainClient(n.member.Cluster(), id)
+func (n *Node) Session(id string) *sessiongrain.SessionGrainClient {
+	return sessiongrain.GetSessionGrainClient(n.member.Cluster(), id)
 }
 
 // ReadArtifact implements gateway.ArtifactReader over the node's artifact store.

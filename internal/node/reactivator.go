@@ -10,6 +10,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/reactivator"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -39,7 +40,7 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 		if d, ok := ctx.Deadline(); ok {
 			timeout = time.Until(d)
 		}
-		_, err := messages.GetSessionGrainClient(c, id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(timeout))
+		_, err := sessiongrain.GetSessionGrainClient(c, id).GetState(&messages.GetStateRequest{}, cluster.WithTimeout(timeout))
 		return err
 	}
 	pid, err := reactivator.Spawn(system.Root, reactivatorName, cfg)

@@ -2,132 +2,19 @@
 // versions:
 //  protoc-gen-grain v0.7.0
 //  protoc           v3.21.12
-// source: session.proto
+// source: sessiongrain/grain.proto
 
-package messages
+package sessiongrain
 
 import (
 	fmt "fmt"
 	actor "github.com/asynkron/protoactor-go/actor"
 	cluster "github.com/asynkron/protoactor-go/cluster"
+	messages "github.com/fathom-agents/fathom/messages"
 	proto "google.golang.org/protobuf/proto"
 	slog "log/slog"
 	time "time"
 )
-
-func ErrErrorReasonUnspecified(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_ERROR_REASON_UNSPECIFIED.String(), fmt.Sprintf(format, args...))
-}
-
-func IsErrorReasonUnspecified(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_ERROR_REASON_UNSPECIFIED.String()
-}
-
-// INVALID_ARGUMENT: the request is malformed (empty goal, missing command id).
-func ErrInvalidArgument(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_INVALID_ARGUMENT.String(), fmt.Sprintf(format, args...))
-}
-
-// INVALID_ARGUMENT: the request is malformed (empty goal, missing command id).
-func IsInvalidArgument(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_INVALID_ARGUMENT.String()
-}
-
-// NOT_FOUND: the session does not exist.
-func ErrNotFound(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_NOT_FOUND.String(), fmt.Sprintf(format, args...))
-}
-
-// NOT_FOUND: the session does not exist.
-func IsNotFound(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_NOT_FOUND.String()
-}
-
-// FAILED_PRECONDITION: the command does not fit the session's state (already started).
-func ErrFailedPrecondition(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_FAILED_PRECONDITION.String(), fmt.Sprintf(format, args...))
-}
-
-// FAILED_PRECONDITION: the command does not fit the session's state (already started).
-func IsFailedPrecondition(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_FAILED_PRECONDITION.String()
-}
-
-// UNAVAILABLE: the journal could not store the events; nothing was acknowledged.
-func ErrUnavailable(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_UNAVAILABLE.String(), fmt.Sprintf(format, args...))
-}
-
-// UNAVAILABLE: the journal could not store the events; nothing was acknowledged.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_UNAVAILABLE.String()
-}
-
-// INTERNAL: the grain crashed while handling the command; it reloaded from the journal.
-func ErrInternal(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_INTERNAL.String(), fmt.Sprintf(format, args...))
-}
-
-// INTERNAL: the grain crashed while handling the command; it reloaded from the journal.
-func IsInternal(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_INTERNAL.String()
-}
-
-// PERMISSION_DENIED: the caller sees the session but its role may not do this.
-func ErrPermissionDenied(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_PERMISSION_DENIED.String(), fmt.Sprintf(format, args...))
-}
-
-// PERMISSION_DENIED: the caller sees the session but its role may not do this.
-func IsPermissionDenied(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_PERMISSION_DENIED.String()
-}
-
-// RESOURCE_EXHAUSTED: a quota of the session's tenant refuses the command (a start of
-// a tenant running its max_running_sessions); the error's metadata
-// retry_after_seconds says when to try again.
-func ErrResourceExhausted(format string, args ...interface{}) *cluster.GrainErrorResponse {
-	return cluster.NewGrainErrorResponse(ErrorReason_RESOURCE_EXHAUSTED.String(), fmt.Sprintf(format, args...))
-}
-
-// RESOURCE_EXHAUSTED: a quota of the session's tenant refuses the command (a start of
-// a tenant running its max_running_sessions); the error's metadata
-// retry_after_seconds says when to try again.
-func IsResourceExhausted(err error) bool {
-	if err == nil {
-		return false
-	}
-	e := cluster.FromError(err)
-	return e.Reason == ErrorReason_RESOURCE_EXHAUSTED.String()
-}
 
 var xSessionFactory func() Session
 
@@ -175,19 +62,19 @@ type Session interface {
 	Init(ctx cluster.GrainContext)
 	Terminate(ctx cluster.GrainContext)
 	ReceiveDefault(ctx cluster.GrainContext)
-	Start(req *StartRequest, ctx cluster.GrainContext) (*StartResponse, error)
-	GetState(req *GetStateRequest, ctx cluster.GrainContext) (*GetStateResponse, error)
-	Timeline(req *TimelineRequest, ctx cluster.GrainContext) (*TimelineResponse, error)
-	StateAt(req *StateAtRequest, ctx cluster.GrainContext) (*StateAtResponse, error)
-	SetBreakpoint(req *SetBreakpointRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	ClearBreakpoints(req *ClearBreakpointsRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	Cancel(req *CancelRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	Pause(req *PauseRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	Resume(req *ResumeRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	ProvideInput(req *ProvideInputRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	Fork(req *ForkRequest, ctx cluster.GrainContext) (*StartResponse, error)
-	Send(req *SendRequest, ctx cluster.GrainContext) (*CommandResponse, error)
-	Access(req *AccessRequest, ctx cluster.GrainContext) (*AccessResponse, error)
+	Start(req *messages.StartRequest, ctx cluster.GrainContext) (*messages.StartResponse, error)
+	GetState(req *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error)
+	Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error)
+	StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) (*messages.StateAtResponse, error)
+	SetBreakpoint(req *messages.SetBreakpointRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	ClearBreakpoints(req *messages.ClearBreakpointsRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	Pause(req *messages.PauseRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	Resume(req *messages.ResumeRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	ProvideInput(req *messages.ProvideInputRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*messages.StartResponse, error)
+	Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
+	Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*messages.AccessResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -197,7 +84,7 @@ type SessionGrainClient struct {
 }
 
 // Start requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Start(r *StartRequest, opts ...cluster.GrainCallOption) (*StartResponse, error) {
+func (g *SessionGrainClient) Start(r *messages.StartRequest, opts ...cluster.GrainCallOption) (*messages.StartResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Start"), slog.Any("request", r))
 	}
@@ -211,7 +98,7 @@ func (g *SessionGrainClient) Start(r *StartRequest, opts ...cluster.GrainCallOpt
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *StartResponse:
+	case *messages.StartResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -224,7 +111,7 @@ func (g *SessionGrainClient) Start(r *StartRequest, opts ...cluster.GrainCallOpt
 }
 
 // GetState requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) GetState(r *GetStateRequest, opts ...cluster.GrainCallOption) (*GetStateResponse, error) {
+func (g *SessionGrainClient) GetState(r *messages.GetStateRequest, opts ...cluster.GrainCallOption) (*messages.GetStateResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "GetState"), slog.Any("request", r))
 	}
@@ -238,7 +125,7 @@ func (g *SessionGrainClient) GetState(r *GetStateRequest, opts ...cluster.GrainC
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *GetStateResponse:
+	case *messages.GetStateResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -251,7 +138,7 @@ func (g *SessionGrainClient) GetState(r *GetStateRequest, opts ...cluster.GrainC
 }
 
 // Timeline requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Timeline(r *TimelineRequest, opts ...cluster.GrainCallOption) (*TimelineResponse, error) {
+func (g *SessionGrainClient) Timeline(r *messages.TimelineRequest, opts ...cluster.GrainCallOption) (*messages.TimelineResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Timeline"), slog.Any("request", r))
 	}
@@ -265,7 +152,7 @@ func (g *SessionGrainClient) Timeline(r *TimelineRequest, opts ...cluster.GrainC
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *TimelineResponse:
+	case *messages.TimelineResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -278,7 +165,7 @@ func (g *SessionGrainClient) Timeline(r *TimelineRequest, opts ...cluster.GrainC
 }
 
 // StateAt requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) StateAt(r *StateAtRequest, opts ...cluster.GrainCallOption) (*StateAtResponse, error) {
+func (g *SessionGrainClient) StateAt(r *messages.StateAtRequest, opts ...cluster.GrainCallOption) (*messages.StateAtResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "StateAt"), slog.Any("request", r))
 	}
@@ -292,7 +179,7 @@ func (g *SessionGrainClient) StateAt(r *StateAtRequest, opts ...cluster.GrainCal
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *StateAtResponse:
+	case *messages.StateAtResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -305,7 +192,7 @@ func (g *SessionGrainClient) StateAt(r *StateAtRequest, opts ...cluster.GrainCal
 }
 
 // SetBreakpoint requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) SetBreakpoint(r *SetBreakpointRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) SetBreakpoint(r *messages.SetBreakpointRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "SetBreakpoint"), slog.Any("request", r))
 	}
@@ -319,7 +206,7 @@ func (g *SessionGrainClient) SetBreakpoint(r *SetBreakpointRequest, opts ...clus
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -332,7 +219,7 @@ func (g *SessionGrainClient) SetBreakpoint(r *SetBreakpointRequest, opts ...clus
 }
 
 // ClearBreakpoints requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) ClearBreakpoints(r *ClearBreakpointsRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) ClearBreakpoints(r *messages.ClearBreakpointsRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "ClearBreakpoints"), slog.Any("request", r))
 	}
@@ -346,7 +233,7 @@ func (g *SessionGrainClient) ClearBreakpoints(r *ClearBreakpointsRequest, opts .
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -359,7 +246,7 @@ func (g *SessionGrainClient) ClearBreakpoints(r *ClearBreakpointsRequest, opts .
 }
 
 // Cancel requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Cancel(r *CancelRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) Cancel(r *messages.CancelRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Cancel"), slog.Any("request", r))
 	}
@@ -373,7 +260,7 @@ func (g *SessionGrainClient) Cancel(r *CancelRequest, opts ...cluster.GrainCallO
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -386,7 +273,7 @@ func (g *SessionGrainClient) Cancel(r *CancelRequest, opts ...cluster.GrainCallO
 }
 
 // Pause requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) Pause(r *messages.PauseRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Pause"), slog.Any("request", r))
 	}
@@ -400,7 +287,7 @@ func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOpt
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -413,7 +300,7 @@ func (g *SessionGrainClient) Pause(r *PauseRequest, opts ...cluster.GrainCallOpt
 }
 
 // Resume requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) Resume(r *messages.ResumeRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Resume"), slog.Any("request", r))
 	}
@@ -427,7 +314,7 @@ func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallO
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -440,7 +327,7 @@ func (g *SessionGrainClient) Resume(r *ResumeRequest, opts ...cluster.GrainCallO
 }
 
 // ProvideInput requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) ProvideInput(r *ProvideInputRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) ProvideInput(r *messages.ProvideInputRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "ProvideInput"), slog.Any("request", r))
 	}
@@ -454,7 +341,7 @@ func (g *SessionGrainClient) ProvideInput(r *ProvideInputRequest, opts ...cluste
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -467,7 +354,7 @@ func (g *SessionGrainClient) ProvideInput(r *ProvideInputRequest, opts ...cluste
 }
 
 // Fork requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOption) (*StartResponse, error) {
+func (g *SessionGrainClient) Fork(r *messages.ForkRequest, opts ...cluster.GrainCallOption) (*messages.StartResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Fork"), slog.Any("request", r))
 	}
@@ -481,7 +368,7 @@ func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOptio
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *StartResponse:
+	case *messages.StartResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -494,7 +381,7 @@ func (g *SessionGrainClient) Fork(r *ForkRequest, opts ...cluster.GrainCallOptio
 }
 
 // Send requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Send(r *SendRequest, opts ...cluster.GrainCallOption) (*CommandResponse, error) {
+func (g *SessionGrainClient) Send(r *messages.SendRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Send"), slog.Any("request", r))
 	}
@@ -508,7 +395,7 @@ func (g *SessionGrainClient) Send(r *SendRequest, opts ...cluster.GrainCallOptio
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *CommandResponse:
+	case *messages.CommandResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -521,7 +408,7 @@ func (g *SessionGrainClient) Send(r *SendRequest, opts ...cluster.GrainCallOptio
 }
 
 // Access requests the execution on to the cluster with CallOptions
-func (g *SessionGrainClient) Access(r *AccessRequest, opts ...cluster.GrainCallOption) (*AccessResponse, error) {
+func (g *SessionGrainClient) Access(r *messages.AccessRequest, opts ...cluster.GrainCallOption) (*messages.AccessResponse, error) {
 	if g.cluster.Config.RequestLog {
 		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "Access"), slog.Any("request", r))
 	}
@@ -535,7 +422,7 @@ func (g *SessionGrainClient) Access(r *AccessRequest, opts ...cluster.GrainCallO
 		return nil, fmt.Errorf("error request: %w", err)
 	}
 	switch msg := resp.(type) {
-	case *AccessResponse:
+	case *messages.AccessResponse:
 		return msg, nil
 	case *cluster.GrainErrorResponse:
 		if msg == nil {
@@ -576,10 +463,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 	case *cluster.GrainRequest:
 		switch msg.MethodIndex {
 		case 0:
-			req := &StartRequest{}
+			req := &messages.StartRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Start(StartRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Start(messages.StartRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -596,10 +483,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 1:
-			req := &GetStateRequest{}
+			req := &messages.GetStateRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] GetState(GetStateRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] GetState(messages.GetStateRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -616,10 +503,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 2:
-			req := &TimelineRequest{}
+			req := &messages.TimelineRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Timeline(TimelineRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Timeline(messages.TimelineRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -636,10 +523,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 3:
-			req := &StateAtRequest{}
+			req := &messages.StateAtRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] StateAt(StateAtRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] StateAt(messages.StateAtRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -656,10 +543,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 4:
-			req := &SetBreakpointRequest{}
+			req := &messages.SetBreakpointRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] SetBreakpoint(SetBreakpointRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] SetBreakpoint(messages.SetBreakpointRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -676,10 +563,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 5:
-			req := &ClearBreakpointsRequest{}
+			req := &messages.ClearBreakpointsRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] ClearBreakpoints(ClearBreakpointsRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] ClearBreakpoints(messages.ClearBreakpointsRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -696,10 +583,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 6:
-			req := &CancelRequest{}
+			req := &messages.CancelRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Cancel(CancelRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Cancel(messages.CancelRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -716,10 +603,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 7:
-			req := &PauseRequest{}
+			req := &messages.PauseRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Pause(PauseRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Pause(messages.PauseRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -736,10 +623,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 8:
-			req := &ResumeRequest{}
+			req := &messages.ResumeRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Resume(ResumeRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Resume(messages.ResumeRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -756,10 +643,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 9:
-			req := &ProvideInputRequest{}
+			req := &messages.ProvideInputRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] ProvideInput(ProvideInputRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] ProvideInput(messages.ProvideInputRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -776,10 +663,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 10:
-			req := &ForkRequest{}
+			req := &messages.ForkRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Fork(ForkRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Fork(messages.ForkRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -796,10 +683,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 11:
-			req := &SendRequest{}
+			req := &messages.SendRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Send(SendRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Send(messages.SendRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
@@ -816,10 +703,10 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(r0)
 		case 12:
-			req := &AccessRequest{}
+			req := &messages.AccessRequest{}
 			err := proto.Unmarshal(msg.MessageData, req)
 			if err != nil {
-				ctx.Logger().Error("[Grain] Access(AccessRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				ctx.Logger().Error("[Grain] Access(messages.AccessRequest) proto.Unmarshal failed.", slog.Any("error", err))
 				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
 					WithMetadata(map[string]string{
 						"argument": req.String(),
