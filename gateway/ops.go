@@ -117,8 +117,8 @@ type Request struct {
 	ctx context.Context
 }
 
-// requestContext returns the request's context, also done once the gateway's Shutdown begins,
-// and its cancel function.
+// requestContext returns the request's context, also done once the gateway's Shutdown
+// begins, and its cancel function.
 func (h *Handler) requestContext(req *Request) (context.Context, context.CancelFunc) {
 	parent := req.ctx
 	if parent == nil {
