@@ -60,7 +60,6 @@ import (
 	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
-	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -373,8 +372,13 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest, opts ...Cal
 	}
 	sreq := &messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx), Config: req.Config.Message()}
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
-	// tenant has one (start_queue_timeout), for a session of the tenant to end.
-	err := errcode.WaitStart(ctx, func() error {
+	// tenant has one (start_queue_timeout), for a session of the tenant to end: first
+	// come, first served with the gateway's starts; it leaves the queue when ctx ends.
+	tenant := auth.DefaultTenant
+	if t := sreq.GetCaller().GetTenant(); t != "" {
+		tenant = t
+	}
+	err := n.n.StartQueue().Wait(ctx, tenant, func() error {
 		_, err := n.n.Session(id).Start(sreq, n.callTimeout(ctx))
 		return err
 	})

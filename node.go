@@ -118,6 +118,9 @@ func (n *Node) Ready(ctx context.Context) error {
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
+	if q := nn.StartQueue(); q != nil {
+		cfg.StartQueue = q // one queue per tenant for the gateway's and the Go API's starts
+	}
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Ready = func() error { return n.Ready(ctx) }

@@ -35,11 +35,13 @@ func (h *Handler) MountPublic(pattern string, handler http.Handler) {
 // OpCancel, ...; the same requests the WebSocket takes) for the principal in ctx, and
 // returns its JSON result (the HTTP route's body). A principal the session grain does
 // not let act (a viewer starting a session) gets CodePermissionDenied, as on the HTTP
-// route. Errors carry the gateway's codes: ErrorCode reads them.
+// route. A start waiting in its tenant's start queue leaves it when ctx ends. Errors
+// carry the gateway's codes: ErrorCode reads them.
 func (h *Handler) Do(ctx context.Context, req Request) (json.RawMessage, error) {
 	if p, ok := auth.FromContext(ctx); ok {
 		req.caller = auth.ToMessage(p)
 	}
+	req.ctx = ctx
 	res, err := h.run(&req)
 	if err != nil {
 		return nil, toAPIError(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
@@ -45,6 +46,15 @@ type Feed interface {
 	LastSeq(ctx context.Context, session string) (uint64, error)
 }
 
+// StartQueue orders the starts that a tenant's max_running_sessions refuses while the
+// tenant has a start_queue_timeout: Wait runs start (a Start request of a principal of
+// tenant) and, while it is refused so, waits in the tenant's first-come first-served
+// queue and runs it again, until it is admitted, its queue time is up, or ctx ends (the
+// client is gone: it leaves the queue and nothing is started).
+type StartQueue interface {
+	Wait(ctx context.Context, tenant string, start func() error) error
+}
+
 // Config configures the gateway. Zero durations and sizes take DefaultConfig's values.
 type Config struct {
 	// Token is the read+write bearer token. With neither Token nor ReadToken set, every
@@ -62,6 +72,10 @@ type Config struct {
 	Tenancy auth.Policy
 	// Sessions reaches session grains. Required.
 	Sessions Sessions
+	// StartQueue, when set, orders the starts that wait for a tenant's running session to
+	// end (start_queue_timeout): the node's queue (internal/node.Node.StartQueue), which
+	// the Go API's starts share. Nil: the gateway keeps a queue of its own.
+	StartQueue StartQueue
 	// Feed serves subscriptions (a node's: internal/node.Node.Feed). Nil means subscribe
 	// and the event stream answer CodeUnsupported.
 	Feed Feed
@@ -162,6 +176,9 @@ func DefaultConfig() Config {
 // withDefaults fills zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.StartQueue == nil {
+		c.StartQueue = errcode.NewStartQueue(nil)
+	}
 	setDur := func(v *time.Duration, def time.Duration) {
 		if *v <= 0 {
 			*v = def

@@ -35,7 +35,7 @@ func (h *Handler) httpOp(op string) http.Handler {
 			return
 		}
 		req.Op = op
-		req.caller = callerOf(r)
+		req.caller, req.ctx = callerOf(r), r.Context()
 		if id := r.PathValue("id"); id != "" {
 			if req.SessionID != "" && req.SessionID != id {
 				writeError(w, errorf(CodeInvalidArgument, "body session_id %q differs from the path's %q", truncate(req.SessionID, 40), truncate(id, 40)))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/internal/errcode"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
@@ -112,6 +113,32 @@ type Request struct {
 	// caller is the authenticated principal the request acts for (set by the transport,
 	// never read from the client's JSON); every grain request carries it.
 	caller *messages.Principal
+	// ctx is the client's: the HTTP request's, the WebSocket connection's, Do's. It ends
+	// when the client is gone; a start waiting in its tenant's start queue leaves it then.
+	ctx context.Context
+}
+
+// requestContext returns the request's context, also done once the gateway's Shutdown
+// begins, and its cancel function.
+func (h *Handler) requestContext(req *Request) (context.Context, context.CancelFunc) {
+	parent := req.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(h.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// tenantOf is the tenant caller's sessions belong to (auth.DefaultTenant without one).
+func tenantOf(caller *messages.Principal) string {
+	if t := caller.GetTenant(); t != "" {
+		return t
+	}
+	return auth.DefaultTenant
 }
 
 // SessionConfig are the per-session overrides of start.
@@ -267,8 +294,11 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	sreq.Config = req.Config.Message()
 	var resp *messages.StartResponse
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
-	// tenant has one (start_queue_timeout), for a session of the tenant to end.
-	err := errcode.WaitStart(h.base, func() (err error) {
+	// tenant has one (start_queue_timeout), for a session of the tenant to end; it leaves
+	// the queue when its client is gone.
+	ctx, cancel := h.requestContext(req)
+	defer cancel()
+	err := h.cfg.StartQueue.Wait(ctx, tenantOf(req.caller), func() (err error) {
 		resp, err = h.grain(req.SessionID).Start(sreq, cluster.WithTimeout(h.cfg.RequestTimeout))
 		return err
 	})

@@ -458,7 +458,7 @@ func (c *conn) dispatch(data []byte) {
 		c.replyError(req, "", err)
 		return
 	}
-	req.caller = c.caller
+	req.caller, req.ctx = c.caller, c.ctx
 	spec, ok := ops[req.Op]
 	switch {
 	case req.Op == "":

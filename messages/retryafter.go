@@ -9,5 +9,5 @@ const RetryAfterKey = "retry_after_seconds"
 // tenant's max_running_sessions when the tenant has a start queue: how many
 // milliseconds (its start_queue_timeout) the caller may keep retrying the start, the
 // same request with the same command id, while it waits for one of the tenant's
-// sessions to end (internal/errcode.WaitStart).
+// sessions to end (internal/errcode.StartQueue).
 const StartQueueKey = "start_queue_ms"

@@ -28,6 +28,8 @@ var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions
 //     its tool_calls_per_minute; it reached its max_tokens_per_day or
 //     max_cost_usd_per_day (once a day per node); an artifact write was refused by its
 //     max_artifact_bytes
+//   - fathom.start_queue.waiting, by tenant (fathom_start_queue_waiting): the starts
+//     waiting in the tenant's start queue of this node (start_queue_timeout)
 //
 // The slots in use and the calls waiting are gauges (Sources.LLMSlots). The tenant label
 // is the tenant's name for the tenants the node was configured with, OtherTenant for
@@ -36,6 +38,7 @@ var Quotas = []string{"llm_calls_per_minute", "llm_queue", "max_running_sessions
 type Quota struct {
 	wait      metric.Float64Histogram
 	crossings metric.Int64Counter
+	waiting   metric.Int64UpDownCounter
 	tenants   map[string]metric.MeasurementOption
 	other     metric.MeasurementOption
 	// crossed holds the option of each tenant label and quota.
@@ -52,6 +55,9 @@ func NewQuota(meter metric.Meter, tenants []string) (*Quota, error) {
 	if err == nil {
 		q.crossings, err = meter.Int64Counter("fathom.quota.crossings", metric.WithDescription("Times a tenant crossed a quota, by tenant and quota."), metric.WithUnit("{crossing}"))
 	}
+	if err == nil {
+		q.waiting, err = meter.Int64UpDownCounter("fathom.start_queue.waiting", metric.WithDescription("Starts waiting in a tenant's start queue (start_queue_timeout) on this node, by tenant."), metric.WithUnit("{start}"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -61,6 +67,7 @@ func NewQuota(meter metric.Meter, tenants []string) (*Quota, error) {
 			continue
 		}
 		q.tenants[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("tenant", t)))
+		q.waiting.Add(context.Background(), 0, q.tenants[t])
 		for _, quota := range Quotas {
 			o := metric.WithAttributeSet(attribute.NewSet(attribute.String("tenant", t), attribute.String("quota", quota)))
 			q.crossed[[2]string{t, quota}] = o
@@ -86,6 +93,12 @@ func (q *Quota) Granted(tenant string, d time.Duration) {
 		o = q.other
 	}
 	q.wait.Record(context.Background(), d.Seconds(), o)
+}
+
+// StartWaiting adds delta to tenant's count of starts waiting in its start queue
+// (errcode.StartQueueObserver).
+func (q *Quota) StartWaiting(tenant string, delta int) {
+	q.waiting.Add(context.Background(), int64(delta), q.tenants[q.label(tenant)])
 }
 
 // Refused does nothing: a refusal is also a crossing of the llm_queue quota (Crossed).

@@ -13,7 +13,8 @@ import (
 )
 
 // TestQuotaTenantLabelIsBounded: a tenant the node was not configured with is recorded
-// as "other", so callers cannot add series; crossings count by tenant and quota.
+// as "other", so callers cannot add series; crossings count by tenant and quota, the
+// starts waiting in a start queue by tenant.
 func TestQuotaTenantLabelIsBounded(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	q, err := metrics.NewQuota(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"), []string{"default", "acme"})
@@ -26,11 +27,15 @@ func TestQuotaTenantLabelIsBounded(t *testing.T) {
 		q.Crossed("stranger-"+string(rune('a'+i%26)), "llm_calls_per_minute")
 	}
 	q.Crossed("acme", "llm_queue")
+	q.StartWaiting("acme", 1)
+	q.StartWaiting("acme", 1)
+	q.StartWaiting("acme", -1)
+	q.StartWaiting("stranger-z", 1)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	waits, crossings := map[string]uint64{}, map[string]int64{}
+	waits, crossings, waiting := map[string]uint64{}, map[string]int64{}, map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
@@ -40,6 +45,13 @@ func TestQuotaTenantLabelIsBounded(t *testing.T) {
 					waits[v.AsString()] = dp.Count
 				}
 			case metricdata.Sum[int64]:
+				if m.Name == "fathom.start_queue.waiting" {
+					for _, dp := range d.DataPoints {
+						tn, _ := dp.Attributes.Value("tenant")
+						waiting[tn.AsString()] = dp.Value
+					}
+					continue
+				}
 				for _, dp := range d.DataPoints {
 					tn, _ := dp.Attributes.Value("tenant")
 					qn, _ := dp.Attributes.Value("quota")
@@ -50,6 +62,9 @@ func TestQuotaTenantLabelIsBounded(t *testing.T) {
 	}
 	if len(waits) != 2 || waits["acme"] != 1 || waits["other"] != 50 {
 		t.Fatalf("queue waits by tenant %v, want acme 1, other 50", waits)
+	}
+	if len(waiting) != 3 || waiting["acme"] != 1 || waiting["other"] != 1 || waiting["default"] != 0 {
+		t.Fatalf("waiting starts by tenant %v, want acme 1, other 1, default 0", waiting)
 	}
 	var keys []string
 	for k := range crossings {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -173,8 +174,8 @@ func (n *Node) addBreaker(name string, p *resilient.Provider) *resilient.Provide
 }
 
 // quotas returns the enforcer of the tenants' limits (Config.Quotas), nil when no
-// tenant has a limit the node enforces. It is made once: the artifact store's writes
-// and the session grains share it.
+// tenant has a limit the node enforces. It is made once, with the node's start queue:
+// the artifact store's writes and the session grains share it.
 func (n *Node) quotas() (*quota.Enforcer, error) {
 	if n.enforcer != nil {
 		return n.enforcer, nil
@@ -200,6 +201,25 @@ func (n *Node) quotas() (*quota.Enforcer, error) {
 	if qc.Logger == nil {
 		qc.Logger = n.log.With("component", "quota")
 	}
+	var obs errcode.StartQueueObserver
+	if o, ok := qc.Observer.(*metrics.Quota); ok {
+		obs = o
+	}
+	n.startQueue = errcode.NewStartQueue(obs)
+	if ended := qc.OnEnded; ended != nil {
+		qc.OnEnded = func(tenant string) {
+			ended(tenant)
+			n.startQueue.Kick(tenant)
+		}
+	} else {
+		qc.OnEnded = n.startQueue.Kick
+	}
 	n.enforcer = quota.New(qc)
 	return n.enforcer, nil
 }
+
+// StartQueue is the node's queues of starts waiting for one of their tenant's
+// max_running_sessions to end (start_queue_timeout; internal/errcode.StartQueue), which
+// the gateway's starts and the Go API's share; nil (no queue: a start runs once) when no
+// tenant has a limit the node enforces.
+func (n *Node) StartQueue() *errcode.StartQueue { return n.startQueue }

@@ -33,6 +33,7 @@ import (
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
+	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
@@ -299,7 +300,10 @@ type Node struct {
 	// enforcer enforces the tenants' limits (quotas); nil until made, or when no tenant
 	// has one.
 	enforcer *quota.Enforcer
-	gauges   metric.Registration
+	// startQueue orders the starts waiting for a tenant's running session to end; made
+	// with enforcer (nil without it).
+	startQueue *errcode.StartQueue
+	gauges     metric.Registration
 	// metricsSrv serves /metrics on Config.MetricsListen; nil when not configured.
 	metricsSrv *http.Server
 	metricsLn  net.Listener

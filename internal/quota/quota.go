@@ -96,6 +96,10 @@ type Config struct {
 	RetryAfter time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnEnded, when set, is told each session of a tenant with a max_running_sessions
+	// that ends (Ended): the node's start queue tries the tenant's first waiting start at
+	// once (internal/errcode.StartQueue.Kick).
+	OnEnded func(tenant string)
 }
 
 // Enforcer enforces the limits. It is safe for concurrent use.
@@ -297,9 +301,9 @@ func (e *Enforcer) Used(tenant string, tokens uint64, cost float64) {
 }
 
 // Ended takes a session of tenant that has just ended off the tenant's count until the
-// next read of the index (which no longer counts it). A session whose end this node
-// stores after that read is taken off twice: one start more may be admitted until the
-// next read.
+// next read of the index (which no longer counts it), and tells Config.OnEnded. A
+// session whose end this node stores after that read is taken off twice: one start more
+// may be admitted until the next read.
 func (e *Enforcer) Ended(tenant string) {
 	if e.Limits(tenant).MaxRunningSessions <= 0 {
 		return
@@ -307,13 +311,15 @@ func (e *Enforcer) Ended(tenant string) {
 	e.mu.Lock()
 	c := e.running[tenant]
 	e.mu.Unlock()
-	if c == nil {
-		return
+	if c != nil {
+		c.mu.Lock()
+		if c.n > 0 {
+			c.n--
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n > 0 {
-		c.n--
+	if e.cfg.OnEnded != nil {
+		e.cfg.OnEnded(tenant)
 	}
 }
 
