@@ -9,6 +9,7 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // tenantSlots plays a tenant's max_running_sessions as the session grains answer it: a
@@ -28,7 +29,7 @@ func (s *tenantSlots) start(name string) func() error {
 			s.free--
 			return nil
 		}
-		e := messages.ErrResourceExhausted("tenant t runs its max_running_sessions")
+		e := sessiongrain.ErrResourceExhausted("tenant t runs its max_running_sessions")
 		e.Metadata = map[string]string{messages.StartQueueKey: "60000"}
 		return e
 	}
