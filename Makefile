@@ -22,6 +22,11 @@ SOAK_KILLS ?= 50
 SOAK_TIMEOUT ?= 15m
 SOAK_LEASE_TTL ?= 5s
 SOAK_CONSUL_CHECK_TTL ?= 2s
+# make upgrade-soak FROM=<tag or commit>: the predecessor build (default: the newest v* tag, else 22f16bd)
+FROM ?=
+UPGRADE_SESSIONS ?= 90
+UPGRADE_RUNNING ?= 60
+UPGRADE_TIMEOUT ?= 15m
 
 # with_services runs its argument in a shell where the test services are up and FATHOM_TEST_* is exported,
 # and tears the services down on every exit path.
@@ -74,6 +79,12 @@ soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 
 	@export FATHOM_PG_FAST=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
 		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_CONSUL_CHECK_TTL=$(SOAK_CONSUL_CHECK_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
+
+.PHONY: upgrade-soak
+upgrade-soak: ## Rolling upgrade with sessions running (not in make test; a short variant is): 3 members of FROM replaced one by one by this tree; figures in upgrade.out (see RELIABILITY.md)
+	@$(call with_services,FATHOM_UPGRADE_FROM=$(FROM) FATHOM_UPGRADE_SESSIONS=$(UPGRADE_SESSIONS) FATHOM_UPGRADE_RUNNING=$(UPGRADE_RUNNING) \
+		FATHOM_UPGRADE_TIMEOUT=$(UPGRADE_TIMEOUT) FATHOM_UPGRADE_OUT=$(CURDIR)/upgrade.out \
+		$(GO) test -count=1 -timeout 25m -v -run '^TestUpgradeSoak$$' ./cmd/fathom/ | grep -E '^(upgrade:|--- |\s+upgradesoak_test|FAIL|ok)')
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

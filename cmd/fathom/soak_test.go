@@ -320,7 +320,14 @@ type soakNode struct {
 // startSoakNode starts a node and returns at once; await waits for its banner.
 func startSoakNode(t *testing.T, env []string, args ...string) *soakNode {
 	t.Helper()
-	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
+	return startSoakNodeBin(t, fathomBin, env, args...)
+}
+
+// startSoakNodeBin is startSoakNode of binary bin (another build: the upgrade soak's
+// predecessor).
+func startSoakNodeBin(t *testing.T, bin string, env []string, args ...string) *soakNode {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
 	n := &soakNode{nodeProc: &nodeProc{cmd: cmd}, logs: &testenv.Buffer{}, ready: make(chan error, 2)}
 	cmd.Stderr = n.logs
@@ -396,6 +403,8 @@ type soakAudit struct {
 	kills, unresumed                  int
 	resume                            []time.Duration
 	duration                          time.Duration
+	stall                             time.Duration // the longest gap between two events of a session
+	stalled                           string        // the session and event after that gap
 	problems                          []string
 }
 
@@ -419,6 +428,7 @@ func (a *soakAudit) session(id, timeline string) {
 	seen := map[string]bool{}
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
+	var prevAt int64 // the previous event's time, in ns
 	sc := bufio.NewScanner(strings.NewReader(timeline))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -435,6 +445,17 @@ func (a *soakAudit) session(id, timeline string) {
 		want = int(seq) + 1
 		typ, _ := ev["type"].(string)
 		last = typ
+		if s, _ := ev["at"].(string); s != "" {
+			at, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
+			} else {
+				if gap := time.Duration(at.UnixNano() - prevAt); prevAt > 0 && gap > a.stall {
+					a.stall, a.stalled = gap, fmt.Sprintf("%s before seq %d (%s)", id, int(seq), typ)
+				}
+				prevAt = at.UnixNano()
+			}
+		}
 		for _, k := range []string{"command_id", "call_id", "idempotency_key"} {
 			v, _ := ev[k].(string)
 			if v == "" || (k == "command_id" && typ != "session_started") {

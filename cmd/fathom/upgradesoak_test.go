@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
+)
+
+// firstRelease is the predecessor an upgrade soak starts from until the repository has a
+// release tag: main as the upgrade issue was filed, whose journals every later build
+// must read.
+const firstRelease = "22f16bd"
+
+// upgradeConfig sizes TestUpgradeSoak. The defaults are the short variant `make test`
+// runs; `make upgrade-soak` sets the FATHOM_UPGRADE_* variables to the full one.
+type upgradeConfig struct {
+	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else firstRelease)
+	sessions int           // sessions to start in all (FATHOM_UPGRADE_SESSIONS)
+	running  int           // sessions kept running while members are replaced (FATHOM_UPGRADE_RUNNING)
+	limit    time.Duration // the whole soak's bound (FATHOM_UPGRADE_TIMEOUT)
+	out      string        // a file the summary is also written to (FATHOM_UPGRADE_OUT)
+}
+
+func upgradeConfigFromEnv(t *testing.T) upgradeConfig {
+	t.Helper()
+	c := upgradeConfig{from: os.Getenv("FATHOM_UPGRADE_FROM"), sessions: 12, running: 8, limit: 4 * time.Minute, out: os.Getenv("FATHOM_UPGRADE_OUT")}
+	for name, p := range map[string]*int{"FATHOM_UPGRADE_SESSIONS": &c.sessions, "FATHOM_UPGRADE_RUNNING": &c.running} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive integer", name, v)
+			}
+			*p = n
+		}
+	}
+	if v := os.Getenv("FATHOM_UPGRADE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("FATHOM_UPGRADE_TIMEOUT=%q: want a positive duration", v)
+		}
+		c.limit = d
+	}
+	return c
+}
+
+// repoRoot is the repository holding this package (cmd/fathom).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// git runs git in the repository and returns its trimmed output.
+func git(root string, args ...string) (string, error) {
+	out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
+// buildRelease builds the fathom binary of git revision rev (a tag or commit of this
+// repository) from its own tree (git archive, so nothing of the working tree leaks in)
+// and returns its path. Binaries are kept in the user's cache by commit, so a second
+// soak reuses them. A revision this clone does not hold (a shallow clone) skips the test.
+func buildRelease(t *testing.T, rev string) (path, commit string) {
+	t.Helper()
+	root := repoRoot(t)
+	commit, err := git(root, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err != nil || commit == "" {
+		t.Skipf("the predecessor %q is not in this clone (a shallow clone?): %v", rev, err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "fathom", "releases")
+	path = filepath.Join(dir, "fathom-"+commit)
+	if _, err := os.Stat(path); err == nil {
+		return path, commit
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("unpack %s: %v\n%s", rev, err, out)
+	}
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	build := exec.Command("go", "build", "-ldflags=-X main.version="+rev, "-o", tmp, "./cmd/fathom")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", rev, err, out)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	return path, commit
+}
+
+// predecessor is the revision an upgrade soak starts from: FATHOM_UPGRADE_FROM, else the
+// newest release tag (v*) that is not this commit, else firstRelease.
+func predecessor(t *testing.T, from string) string {
+	t.Helper()
+	if from != "" {
+		return from
+	}
+	root := repoRoot(t)
+	if tag, err := git(root, "describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD^"); err == nil && tag != "" {
+		return tag
+	}
+	return firstRelease
+}
+
+// TestUpgradeSoak is a rolling upgrade with sessions running: three members of the
+// predecessor build (PostgreSQL, Consul, `fathom mock-llm` with 200 ms latency,
+// code_execute in each member's sandbox) run sessions; each member in turn is drained
+// (`POST /v1/node/drain`; a predecessor without it gets SIGTERM, its graceful leave) and
+// replaced by a member of this build, while new sessions keep starting; then every
+// session's journal is audited as TestSoak's are, with the longest stall of any session
+// (the longest gap between two of its events). Last, the predecessor is started on the
+// upgraded journal: a predecessor that knows journal formats must refuse with a clear
+// message. The short variant runs in `make test`; `make upgrade-soak` the full one.
+func TestUpgradeSoak(t *testing.T) {
+	cfg := upgradeConfigFromEnv(t)
+	consul := testenv.ConsulAddr(t)
+	dsn := testenv.PostgresDSN(t)
+	from := predecessor(t, cfg.from)
+	oldBin, commit := buildRelease(t, from)
+	began := time.Now()
+	deadline := began.Add(cfg.limit)
+	latency := 200 * time.Millisecond
+	model := startMockLLM(t, soakScript(latency))
+	// The flags both builds take; this build's members also check in with Consul every 2 s.
+	common := []string{"--consul", consul, "--postgres", dsn, "--token", "t", "--lease-ttl", "5s", "--cluster-name", "fathom-upgrade-" + freePort(t)}
+	r := &soakRun{t: t, cfg: soakConfig{sessions: cfg.sessions, running: cfg.running, nodes: 3}, conn: connectPG(t, dsn),
+		prefix: "upgrade-" + freePort(t), env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"), common: common}
+	for range 3 {
+		r.nodes = append(r.nodes, startSoakNodeBin(t, oldBin, r.env, common...))
+	}
+	r.awaitAll()
+	oldFormat := journalFormatOf(t, r.nodes[0].url)
+	r.topUp()
+	var ways []string
+	for i := range r.nodes {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upgrade ran out of time (%s) after %d of 3 members", cfg.limit, i)
+		}
+		// Sessions run on every member before it goes: each replacement moves some.
+		testenv.Eventually(t, time.Minute, func() bool {
+			r.topUp()
+			return len(r.leased(r.nodes[i].member)) > 0 || len(r.ids) >= cfg.sessions
+		}, "member %s hosts no running session", r.nodes[i].member)
+		ways = append(ways, retire(t, r.nodes[i]))
+		r.nodes[i] = startSoakNodeBin(t, fathomBin, r.env, append(common, "--consul-check-ttl", "2s")...)
+		r.nodes[i].await(t)
+		r.topUp()
+	}
+	for len(r.ids) < cfg.sessions && time.Now().Before(deadline) {
+		r.topUp()
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitUntil := deadline
+	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
+		waitUntil = least
+	}
+	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	a := r.audit(dsn)
+	a.duration = time.Since(began)
+	downgrade := tryDowngrade(t, oldBin, oldFormat, r.env, common)
+	var b strings.Builder
+	line := func(k string, v any) { fmt.Fprintf(&b, "upgrade: %-40s %v\n", k, v) }
+	line("from", fmt.Sprintf("%s (%s) to this tree", from, commit[:12]))
+	line("members replaced", strings.Join(ways, ", "))
+	line("duration", a.duration.Round(time.Second))
+	line("sessions started", a.started)
+	line("sessions completed", a.completed)
+	line("sessions failed", a.failed)
+	line("sessions stuck", a.stuck)
+	line("events lost", a.lost)
+	line("events duplicated", a.duplicated)
+	line("tool calls re-executed after a result", a.reexecuted)
+	line("longest stall of any session", fmt.Sprintf("%s (%s)", a.stall.Round(time.Millisecond), a.stalled))
+	line("downgrade to the predecessor", downgrade)
+	for i, p := range a.problems {
+		if i == 20 {
+			line("…", fmt.Sprintf("%d more problems", len(a.problems)-i))
+			break
+		}
+		line("problem", p)
+	}
+	summary := b.String()
+	fmt.Print(summary)
+	t.Log("\n" + summary)
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(summary), 0o644); err != nil {
+			t.Errorf("write %s: %v", cfg.out, err)
+		}
+	}
+	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
+		t.Fatalf("the upgrade found problems:\n%s", summary)
+	}
+	if a.stall > 5*time.Second {
+		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.Round(time.Millisecond))
+	}
+	if strings.HasPrefix(downgrade, "started") {
+		t.Errorf("the predecessor knows journal formats but ran on the upgraded journal: %s", downgrade)
+	}
+	for _, n := range r.nodes {
+		n.stop(t)
+	}
+}
+
+// journalFormatOf reads the journal format a member advertises on /readyz (0: a build
+// from before format versions).
+func journalFormatOf(t *testing.T, url string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("readyz of %s: %v", url, err)
+	}
+	res.Body.Close()
+	n, _ := strconv.Atoi(res.Header.Get("Fathom-Journal-Format"))
+	return n
+}
+
+// retire takes a member out of the cluster as an operator would before replacing it:
+// drain (POST /v1/node/drain) where its build has it, else SIGTERM; it returns which.
+func retire(t *testing.T, n *soakNode) string {
+	t.Helper()
+	code, body := httpJSON(t, "POST", n.url+"/v1/node/drain", "t", map[string]any{})
+	how := "drain"
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		how = "SIGTERM (no drain in that build)"
+	} else if code/100 != 2 {
+		t.Fatalf("drain %s: %d %v", n.member, code, body)
+	}
+	n.stop(t)
+	return how
+}
+
+// tryDowngrade starts the predecessor on the upgraded journal and says what happened: a
+// build that knows journal formats (format > 0) must exit with a clear message.
+func tryDowngrade(t *testing.T, oldBin string, oldFormat int, env, common []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, oldBin, append([]string{"node", "--listen", "127.0.0.1:0"}, common...)...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	banner := regexp.MustCompile(`listening on http://`)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			msg := strings.TrimSpace(out.String())
+			if i := strings.LastIndex(msg, "\n"); i >= 0 {
+				msg = msg[i+1:]
+			}
+			return fmt.Sprintf("refused (%v): %s", err, msg)
+		case <-tick.C:
+			if banner.MatchString(out.String()) {
+				_ = cmd.Process.Kill()
+				<-done
+				if oldFormat == 0 {
+					return "not refused: the predecessor predates journal format versions (it reads every schema)"
+				}
+				return fmt.Sprintf("started: journal format %d build ran on the upgraded journal", oldFormat)
+			}
+		case <-ctx.Done():
+			<-done
+			return "neither refused nor started within 60s:\n" + out.String()
+		}
+	}
+}
