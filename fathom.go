@@ -179,6 +179,9 @@ type Config struct {
 	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which
 	// the node serves GET /metrics in the Prometheus text format (Node.MetricsAddr).
 	MetricsListen string
+	// Pprof also serves net/http/pprof's profiles under /debug/pprof/ on MetricsListen
+	// (off by default).
+	Pprof bool
 	// Retention, when positive, is how long terminal sessions are kept after their last
 	// event before the node deletes them.
 	Retention time.Duration
@@ -315,7 +318,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n, err := node.Start(ctx, node.Config{
 		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
 		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
-		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
+		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Pprof: cfg.Pprof, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
 		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll, Quotas: cfg.Quotas,
 	})
 	if err != nil {

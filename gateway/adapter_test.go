@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/live"
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // tenantTokens authenticates "acme" and "globex" as members of those tenants.
@@ -173,5 +177,68 @@ func TestAdapterWriteError(t *testing.T) {
 	e, _ := out["error"].(map[string]any)
 	if st != http.StatusBadRequest || e["code"] != gateway.CodeInvalidArgument || e["message"] != "threadId is required" || e["request_id"] == "" {
 		t.Fatalf("WriteError: %d %v", st, out)
+	}
+}
+
+// TestEventJSONSharesOneEncoding: every subscriber and adapter of a session gets the one
+// encoding of each event: two subscriptions' EventJSON of an event are the same bytes,
+// the event frame of the session's journal (messages.MarshalEventJSON with "op" first).
+func TestEventJSONSharesOneEncoding(t *testing.T) {
+	g := startGW(t, gwOpts{})
+	type result struct {
+		Events int    `json:"events"`
+		Fault  string `json:"fault"`
+	}
+	g.h.Mount("GET /v1/test-frames/{id}", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+		defer cancel()
+		var res result
+		defer func() { _ = json.NewEncoder(w).Encode(res) }()
+		var subs [2]live.Subscription
+		for i := range subs {
+			sub, err := g.h.Follow(ctx, id, 0, false)
+			if err != nil {
+				res.Fault = err.Error()
+				return
+			}
+			defer sub.Close()
+			subs[i] = sub
+		}
+		for {
+			var frames [2][]byte
+			var last *messages.Event
+			for i, sub := range subs {
+				u, err := sub.NextUpdate(ctx)
+				if err != nil {
+					res.Fault = err.Error()
+					return
+				}
+				if frames[i], err = g.h.EventJSON(id, u); err != nil {
+					res.Fault = err.Error()
+					return
+				}
+				last = u.Event
+			}
+			want, _ := messages.MarshalEventJSON(last)
+			if !bytes.Equal(frames[1], append([]byte(`{"op":"event",`), want[1:]...)) {
+				res.Fault = fmt.Sprintf("frame %s, want the event's rendering %s", frames[1], want)
+				return
+			}
+			if &frames[0][0] != &frames[1][0] {
+				res.Fault = fmt.Sprintf("seq %d was encoded once per subscriber", last.GetSeq())
+				return
+			}
+			if res.Events++; last.Type() == "session_completed" {
+				return
+			}
+		}
+	}))
+	if st, out := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": "frames-1", "goal": "Write a haiku"}); st != 201 {
+		t.Fatalf("start: %d %v", st, out)
+	}
+	st, out := getJSON(t, g.srv.URL+"/v1/test-frames/frames-1", token)
+	if st != 200 || out["fault"] != "" || out["events"].(float64) < 3 {
+		t.Fatalf("%d %v", st, out)
 	}
 }

@@ -85,16 +85,17 @@ func deltaBytes(session string, d live.Delta) []byte {
 }
 
 // eventFrame renders a stored event as an event frame: {"op":"event"} followed by the
-// event's one JSON rendering (messages.MarshalEventJSON).
+// event's one JSON rendering (messages.AppendEventJSON), encoded once into the frame's
+// own buffer.
 func eventFrame(ev *messages.Event) ([]byte, error) {
-	js, err := messages.MarshalEventJSON(ev)
+	const head = `{"op":"event"`
+	out := append(make([]byte, 0, 512), head...)
+	out, err := messages.AppendEventJSON(out, ev)
 	if err != nil {
 		return nil, fmt.Errorf("render event %d: %w", ev.GetSeq(), err)
 	}
-	const head = `{"op":"event",`
-	out := make([]byte, 0, len(head)+len(js)-1)
-	out = append(out, head...)
-	return append(out, js[1:]...), nil
+	out[len(head)] = ',' // the event object's '{' joins it to the head
+	return out, nil
 }
 
 // frameCache renders each event once however many subscribers it goes to: events are

@@ -1,10 +1,10 @@
 package messages
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,50 +51,76 @@ func (e *Event) payloadField() protoreflect.FieldDescriptor {
 	return e.ProtoReflect().WhichOneof(payloadOneof())
 }
 
+// payloadJSON is the proto3 JSON mapping of the dialect: proto names, unpopulated fields
+// included, enums by name. protojson quotes 64-bit integers and may put a space after a
+// comma; dialect64 undoes both in the same buffer.
 var payloadJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
 
 // MarshalEventJSON renders ev as Fathom's flat JSON event object (see the package doc).
 func MarshalEventJSON(ev *Event) ([]byte, error) {
-	fields, err := EventJSONFields(ev)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	head := []struct {
-		k string
-		v any
-	}{{"type", ev.Type()}, {"seq", ev.GetSeq()}, {"session_id", ev.GetSessionId()}, {"at", ev.At().Format(time.RFC3339Nano)}}
-	if ev.GetCommandId() != "" {
-		head = append(head, struct {
-			k string
-			v any
-		}{"command_id", ev.GetCommandId()})
-	}
-	for i, h := range head {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeKV(&buf, h.k, h.v)
-	}
-	for _, k := range fields.order {
-		buf.WriteByte(',')
-		writeKV(&buf, k, fields.values[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return AppendEventJSON(make([]byte, 0, 512), ev)
 }
 
-func writeKV(buf *bytes.Buffer, k string, v any) {
-	kb, _ := json.Marshal(k)
-	buf.Write(kb)
-	buf.WriteByte(':')
-	if raw, ok := v.(json.RawMessage); ok {
-		buf.Write(raw)
-		return
+// AppendEventJSON appends ev's flat JSON object (MarshalEventJSON's rendering) to dst and
+// returns the extended buffer. The payload is encoded once, by protojson, straight into
+// dst, after the envelope fields.
+func AppendEventJSON(dst []byte, ev *Event) ([]byte, error) {
+	out, _, err := appendEvent(dst, ev, false)
+	return out, err
+}
+
+// appendEvent appends ev's flat JSON object to dst; with spans it also returns where
+// each payload field's name and value are in the result.
+func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error) {
+	msg := ev.PayloadMessage()
+	if msg == nil {
+		return dst, nil, ErrNoPayload
 	}
-	vb, _ := json.Marshal(v)
-	buf.Write(vb)
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, ev.Type()...) // a proto field name: [a-z0-9_]
+	dst = append(dst, `","seq":`...)
+	dst = strconv.AppendUint(dst, ev.GetSeq(), 10)
+	dst = append(dst, `,"session_id":`...)
+	dst = appendJSONString(dst, ev.GetSessionId())
+	dst = append(dst, `,"at":"`...)
+	dst = ev.At().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, '"')
+	if id := ev.GetCommandId(); id != "" {
+		dst = append(dst, `,"command_id":`...)
+		dst = appendJSONString(dst, id)
+	}
+	start := len(dst)
+	dst, err := payloadJSON.MarshalAppend(dst, msg)
+	if err != nil {
+		return dst[:start], nil, fmt.Errorf("marshal %s payload: %w", ev.Type(), err)
+	}
+	d := dialect64{b: dst, r: start, w: start, spans: spans}
+	if err := d.rewrite(msg.ProtoReflect().Descriptor()); err != nil {
+		return dst[:start], nil, fmt.Errorf("render %s payload: %w", ev.Type(), err)
+	}
+	dst = dst[:d.w]
+	// Splice the payload's members into the envelope object: its '{' becomes the
+	// separator after the envelope, or goes when the payload has no fields.
+	if len(dst)-start == 2 {
+		dst = append(dst[:start], '}')
+	} else {
+		dst[start] = ','
+	}
+	return dst, d.fields, nil
+}
+
+// appendJSONString appends s as a JSON string. Envelope strings (session and command
+// ids) are plain ASCII; anything else is left to encoding/json.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // PayloadFields is an event payload rendered to JSON values, in proto field order.
@@ -106,36 +132,15 @@ type PayloadFields struct {
 // EventJSONFields renders the payload's fields (without the envelope) for callers that
 // embed them in their own frames, such as the gateway's event frames.
 func EventJSONFields(ev *Event) (PayloadFields, error) {
-	msg := ev.PayloadMessage()
-	if msg == nil {
-		return PayloadFields{}, ErrNoPayload
-	}
-	b, err := payloadJSON.Marshal(msg)
+	b, spans, err := appendEvent(nil, ev, true)
 	if err != nil {
-		return PayloadFields{}, fmt.Errorf("marshal %s payload: %w", ev.Type(), err)
+		return PayloadFields{}, err
 	}
-	var generic any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return PayloadFields{}, fmt.Errorf("decode %s payload: %w", ev.Type(), err)
-	}
-	obj, _ := generic.(map[string]any)
-	numberize(msg.ProtoReflect().Descriptor(), obj)
-	out := PayloadFields{values: make(map[string]json.RawMessage, len(obj))}
-	fds := msg.ProtoReflect().Descriptor().Fields()
-	for i := 0; i < fds.Len(); i++ {
-		name := string(fds.Get(i).Name())
-		v, ok := obj[name]
-		if !ok {
-			continue
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return PayloadFields{}, fmt.Errorf("encode %s.%s: %w", ev.Type(), name, err)
-		}
-		out.order = append(out.order, name)
-		out.values[name] = raw
+	out := PayloadFields{order: make([]string, 0, len(spans)), values: make(map[string]json.RawMessage, len(spans))}
+	for _, s := range spans {
+		k := string(b[s.key[0]:s.key[1]])
+		out.order = append(out.order, k)
+		out.values[k] = json.RawMessage(b[s.value[0]:s.value[1]])
 	}
 	return out, nil
 }
@@ -146,58 +151,219 @@ func (p PayloadFields) Keys() []string { return p.order }
 // Get returns the JSON value of field k.
 func (p PayloadFields) Get(k string) json.RawMessage { return p.values[k] }
 
-// numberize turns protojson's quoted 64-bit integers back into JSON numbers, walking the
-// message descriptor so only genuine int64/uint64 fields change.
-func numberize(md protoreflect.MessageDescriptor, obj map[string]any) {
-	if obj == nil {
-		return
+// fieldSpan locates one top-level member of a rewritten message: its name (without the
+// quotes) and its value, as [start, end) offsets.
+type fieldSpan struct{ key, value [2]int }
+
+// errBadJSON reports protojson output that dialect64 does not recognise (it never should).
+var errBadJSON = errors.New("unexpected protojson output")
+
+// dialect64 turns protojson's rendering of a message into the dialect's, in place, in one
+// pass and without allocating: 64-bit integer fields (quoted strings in the proto3 JSON
+// mapping) become JSON numbers, guided by the message descriptor, and the insignificant
+// spaces protojson adds at random are dropped. It encodes nothing: every value is
+// protojson's, so it only tells names, strings and structure apart. It reads at r and
+// writes at w <= r in the same buffer, since it only ever removes bytes.
+type dialect64 struct {
+	b      []byte
+	r, w   int
+	spans  bool // record the top-level members in fields
+	fields []fieldSpan
+	err    error
+}
+
+// rewrite rewrites the message of type md at r, the whole rest of the buffer.
+func (d *dialect64) rewrite(md protoreflect.MessageDescriptor) error {
+	d.space()
+	if d.peek() == '{' && !opaque(md) {
+		d.object(md, nil, d.spans)
+	} else {
+		d.value(nil)
 	}
-	fds := md.Fields()
-	for i := 0; i < fds.Len(); i++ {
-		fd := fds.Get(i)
-		name := string(fd.Name())
-		v, ok := obj[name]
-		if !ok {
+	d.space()
+	if d.err == nil && d.r != len(d.b) {
+		d.err = errBadJSON
+	}
+	return d.err
+}
+
+// opaque reports a well-known type, whose JSON form is its own (a Timestamp is a string,
+// a Struct any object): copied as protojson renders it.
+func opaque(md protoreflect.MessageDescriptor) bool {
+	return md.FullName().Parent() == "google.protobuf"
+}
+
+// peek returns the byte at r; at the end of the buffer it records errBadJSON and
+// returns 0 (a byte protojson never writes).
+func (d *dialect64) peek() byte {
+	if d.r < len(d.b) {
+		return d.b[d.r]
+	}
+	if d.err == nil {
+		d.err = errBadJSON
+	}
+	return 0
+}
+
+func (d *dialect64) copy1() {
+	d.b[d.w] = d.b[d.r]
+	d.w++
+	d.r++
+}
+
+func (d *dialect64) space() {
+	for d.r < len(d.b) {
+		switch d.b[d.r] {
+		case ' ', '\t', '\n', '\r':
+			d.r++
+		default:
+			return
+		}
+	}
+}
+
+// str copies the string at r (quotes included unless unquote), and returns where its
+// content landed.
+func (d *dialect64) str(unquote bool) (start, end int) {
+	if unquote {
+		d.r++
+	} else {
+		d.copy1()
+	}
+	start = d.w
+	for {
+		c := d.peek()
+		if d.err != nil {
+			return start, d.w
+		}
+		switch c {
+		case '"':
+			end = d.w
+			if unquote {
+				d.r++
+			} else {
+				d.copy1()
+			}
+			return start, end
+		case '\\': // copy the escaped byte with it: it may be a quote
+			d.copy1()
+			if d.peek(); d.err != nil {
+				return start, d.w
+			}
+		}
+		d.copy1()
+	}
+}
+
+// object copies the object at r: a message of type md (field names looked up in it), the
+// entries of a map whose values are mapValue, or, with both nil, any object. With top it
+// records each member's span.
+func (d *dialect64) object(md protoreflect.MessageDescriptor, mapValue protoreflect.FieldDescriptor, top bool) {
+	d.copy1() // {
+	next := 0
+	for d.err == nil {
+		d.space()
+		switch d.peek() {
+		case '}':
+			d.copy1()
+			return
+		case ',':
+			d.copy1()
 			continue
+		case '"':
+		default:
+			d.err = errBadJSON
+			return
 		}
-		obj[name] = numberizeValue(fd, v)
+		ks, ke := d.str(false)
+		d.space()
+		if d.peek() != ':' {
+			d.err = errBadJSON
+			return
+		}
+		d.copy1()
+		d.space()
+		fd := mapValue
+		if md != nil {
+			fd, next = fieldNamed(md.Fields(), d.b[ks:ke], next)
+		}
+		vs := d.w
+		d.value(fd)
+		if top {
+			d.fields = append(d.fields, fieldSpan{key: [2]int{ks, ke}, value: [2]int{vs, d.w}})
+		}
 	}
 }
 
-func numberizeValue(fd protoreflect.FieldDescriptor, v any) any {
-	switch {
-	case fd.IsList():
-		if arr, ok := v.([]any); ok {
-			for i := range arr {
-				arr[i] = numberizeScalar(fd, arr[i])
+// value copies the value at r of field fd (nil: any JSON value).
+func (d *dialect64) value(fd protoreflect.FieldDescriptor) {
+	switch d.peek() {
+	case '{':
+		switch {
+		case fd == nil:
+			d.object(nil, nil, false)
+		case fd.IsMap():
+			d.object(nil, fd.MapValue(), false)
+		case fd.Message() != nil && !opaque(fd.Message()):
+			d.object(fd.Message(), nil, false)
+		default:
+			d.object(nil, nil, false)
+		}
+	case '[':
+		elem := fd
+		if fd != nil && !fd.IsList() {
+			elem = nil
+		}
+		d.copy1()
+		for d.err == nil {
+			d.space()
+			switch d.peek() {
+			case ']':
+				d.copy1()
+				return
+			case ',':
+				d.copy1()
+			default:
+				d.value(elem)
 			}
 		}
-		return v
-	case fd.IsMap():
-		if m, ok := v.(map[string]any); ok {
-			for k := range m {
-				m[k] = numberizeScalar(fd.MapValue(), m[k])
+	case '"':
+		d.str(fd != nil && is64(fd))
+	case 0:
+	default: // a number, true, false or null
+		for d.r < len(d.b) {
+			switch d.b[d.r] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return
 			}
+			d.copy1()
 		}
-		return v
-	default:
-		return numberizeScalar(fd, v)
 	}
 }
 
-func numberizeScalar(fd protoreflect.FieldDescriptor, v any) any {
+// is64 reports a 64-bit integer field (or list element or map value), which protojson
+// quotes.
+func is64(fd protoreflect.FieldDescriptor) bool {
 	switch fd.Kind() {
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		if s, ok := v.(string); ok {
-			return json.Number(s)
-		}
-	case protoreflect.MessageKind, protoreflect.GroupKind:
-		if m, ok := v.(map[string]any); ok {
-			numberize(fd.Message(), m)
+		return true
+	}
+	return false
+}
+
+// fieldNamed returns the field called name, searching from index next on (protojson
+// writes fields in declaration order), and the index after it; nil for a name that is
+// no field (an extension).
+func fieldNamed(fds protoreflect.FieldDescriptors, name []byte, next int) (protoreflect.FieldDescriptor, int) {
+	n := fds.Len()
+	for i := 0; i < n; i++ {
+		j := (next + i) % n
+		if fd := fds.Get(j); string(fd.Name()) == string(name) {
+			return fd, j + 1
 		}
 	}
-	return v
+	return nil, next
 }
 
 // envelopeKeys are the keys of the flat JSON event object that are not payload fields

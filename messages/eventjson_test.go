@@ -141,3 +141,25 @@ func TestEventRecordCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalEventJSONEncodesOnce: rendering an event costs what protojson's one encoding
+// of its payload costs, plus the output buffer: no decoding into maps, no second
+// encoding of its fields.
+func TestMarshalEventJSONEncodesOnce(t *testing.T) {
+	for _, ev := range benchEvents() {
+		payload := ev.PayloadMessage()
+		once := testing.AllocsPerRun(50, func() {
+			if _, err := payloadJSON.Marshal(payload); err != nil {
+				t.Fatal(err)
+			}
+		})
+		got := testing.AllocsPerRun(50, func() {
+			if _, err := MarshalEventJSON(ev); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > once+1 {
+			t.Errorf("%s: %.0f allocations per event, want at most protojson's %.0f + 1 (the buffer)", ev.Type(), got, once)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package messages
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -17,22 +15,9 @@ func MarshalJSON(m proto.Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal %T: %w", m, err)
 	}
-	var generic any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return nil, fmt.Errorf("decode %T json: %w", m, err)
+	d := dialect64{b: b}
+	if err := d.rewrite(m.ProtoReflect().Descriptor()); err != nil {
+		return nil, fmt.Errorf("render %T json: %w", m, err)
 	}
-	obj, ok := generic.(map[string]any)
-	if !ok { // a well-known type with a scalar JSON form: nothing to rewrite
-		return b, nil
-	}
-	numberize(m.ProtoReflect().Descriptor(), obj)
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
-		return nil, fmt.Errorf("encode %T json: %w", m, err)
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+	return b[:d.w], nil
 }

@@ -119,15 +119,22 @@ type Deps struct {
 	// specs caches the registry's tools as the model sees them (toolSpecs).
 	specs atomic.Pointer[toolSpecs]
 
-	// tmplTokens caches system-message token counts of rendered templates (by model and
-	// text), at most maxTemplateTokens entries.
+	// tmplTokens caches system-message token counts of rendered templates (by
+	// tmplKey), at most maxTemplateTokens entries.
 	tmplTokens sync.Map
 	tmplCount  atomic.Int32
+
+	// observeEvent is Metrics resolved once, in Register: its TenantEvent when it is a
+	// TenantEventObserver, else its Event; nil without Metrics.
+	observeEvent func(tenant string, ev *messages.Event)
 
 	// traceIDsWarned is set once a tracer provider without telemetry.IDGenerator was
 	// warned about (trace.go).
 	traceIDsWarned atomic.Bool
 }
+
+// tmplKey names a cached template count: the model and the rendered template.
+type tmplKey struct{ model, text string }
 
 // maxTemplateTokens bounds Deps.tmplTokens: templates render per step type and model.
 const maxTemplateTokens = 256
@@ -135,7 +142,7 @@ const maxTemplateTokens = 256
 // templateTokens returns the token count of a system message holding the rendered
 // template text, counted once per model.
 func (d *Deps) templateTokens(model, text string) int {
-	key := model + "\x00" + text
+	key := tmplKey{model, text} // not a concatenation: a lookup copies no template
 	if n, ok := d.tmplTokens.Load(key); ok {
 		return n.(int)
 	}
@@ -220,6 +227,13 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	switch m := d.Metrics.(type) {
+	case nil:
+	case TenantEventObserver:
+		d.observeEvent = m.TenantEvent
+	default:
+		d.observeEvent = func(_ string, ev *messages.Event) { m.Event(ev) }
 	}
 	if d.Quotas != nil && d.Config.TenantBudget == nil {
 		d.Config.TenantBudget = d.Quotas.DailyBudget

@@ -412,8 +412,11 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	if g.deps.Publisher != nil {
 		g.deps.Publisher.Publish(g.id, evs)
 	}
+	recording := g.span.IsRecording() // an unsampled session's span drops its events: build none
 	for _, ev := range evs {
-		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		if recording {
+			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		}
 		if r := ev.GetLlmResponded(); r != nil {
 			answered = true
 			if g.deps.Quotas != nil {

@@ -8,10 +8,8 @@ import (
 // session's lifecycle (started, completed, failed, awaiting a human), and the event to the
 // node's metrics.
 func (g *Grain) observe(ev *messages.Event) {
-	if m, ok := g.deps.Metrics.(TenantEventObserver); ok {
-		m.TenantEvent(g.state.GetTenant(), ev)
-	} else if g.deps.Metrics != nil {
-		g.deps.Metrics.Event(ev)
+	if g.deps.observeEvent != nil {
+		g.deps.observeEvent(g.state.GetTenant(), ev)
 	}
 	switch {
 	case ev.GetSessionStarted() != nil:

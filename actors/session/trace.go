@@ -75,7 +75,8 @@ func sessionTraceID(id string) trace.TraceID {
 
 // sessionSpanID is the span id of one of session id's long spans, named by parts.
 func sessionSpanID(id string, parts ...string) trace.SpanID {
-	b := []byte("fathom/span\x00" + id)
+	var buf [128]byte // ids and parts are short: hashed from the stack
+	b := append(append(buf[:0], "fathom/span\x00"...), id...)
 	for _, p := range parts {
 		b = append(append(b, 0), p...)
 	}

@@ -206,6 +206,14 @@ func TestSessionIsOneTrace(t *testing.T) {
 	if len(tr.named("session.activation")) != 1 {
 		t.Fatalf("activation spans: %v", names(tr.spans))
 	}
+	// A recording activation span carries each event it stored, by type.
+	stored := map[string]bool{}
+	for _, e := range tr.named("session.activation")[0].Events {
+		stored[e.Name] = true
+	}
+	if !stored["session_started"] || !stored["llm_responded"] || !stored["session_completed"] {
+		t.Fatalf("activation span events %v, want the stored events'", stored)
+	}
 }
 
 // TestTraceSurvivesNodeRestart: a session waiting for a human when its node stops

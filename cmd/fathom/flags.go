@@ -121,6 +121,7 @@ type nodeFlags struct {
 	retention      retentionFlags
 	toolResult     toolResultFlags
 	tenancy        tenancyFlags
+	pprof          pprofFlags
 	quota          quotaFlags
 	// Session budgets (every LLM call of a session and its sub-agents) and the
 	// endpoint override.
@@ -253,6 +254,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.retention.register(fs)
 	f.toolResult.register(fs)
 	f.tenancy.register(fs)
+	f.pprof.register(fs)
 	f.quota.register(fs)
 	f.maxLLMCalls.register(fs, "max-llm-calls", "FATHOM_MAX_LLM_CALLS",
 		fmt.Sprintf("session budget: LLM calls of a session and all its sub-agents (retries and re-plans included); 0 = unlimited; default: the larger of %d and --max-iterations + --max-steps × the deepest agent's iterations (--subagent-max-iterations, or an agent's max_iterations in --config) (env FATHOM_MAX_LLM_CALLS)", session.DefaultMaxLLMCalls))
@@ -509,6 +511,10 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if err := f.quota.apply(&llmCfg.Resilience, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
+	pprof, err := f.pprof.enabled(f.file, f.metricsListen)
+	if err != nil {
+		return fathomapi.Config{}, err
+	}
 	return fathomapi.Config{
 		MCPServers:    mcpServers,
 		Artifacts:     artCfg,
@@ -522,6 +528,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		Telemetry:     tcfg,
 		SearXNGURL:    f.searxngURL,
 		MetricsListen: f.metricsListen,
+		Pprof:         pprof,
 		Retention:     retention,
 		Logger:        log,
 		PromptsDir:    f.promptsDir,

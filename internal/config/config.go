@@ -32,6 +32,7 @@
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
+//	pprof: true                         # /debug/pprof/ on the metrics listener
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -97,6 +98,10 @@ type File struct {
 	Identity Identity
 	// Memory is the memory section (memory.go).
 	Memory Memory
+	// Pprof is pprof (pprof.go): serve the Go profiles on the metrics listener.
+	// PprofSet is true when the file sets it.
+	Pprof    bool
+	PprofSet bool
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -175,6 +180,8 @@ var sections = map[string]section{
 	"api_keys":               parseAPIKeys,
 	// Remote A2A agents the planner may delegate to (a2aagents.go).
 	"a2a_agents": parseA2AAgents,
+	// Operators' profiling: net/http/pprof on the metrics listener (pprof.go).
+	"pprof": parsePprof,
 }
 
 // Load reads and checks the file at path.

@@ -71,6 +71,9 @@ func (n *Node) components(b *boot) []component {
 		{name: "metrics listener", why: "GET /metrics without the gateway (Config.MetricsListen); served from the start so a failing start can be watched",
 			start: func(context.Context) error {
 				if cfg.MetricsListen == "" {
+					if cfg.Pprof {
+						return errors.New("pprof is served on the metrics listener: set MetricsListen (--metrics-listen) too")
+					}
 					return nil
 				}
 				return n.serveMetrics(cfg.MetricsListen)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strconv"
 
@@ -43,6 +45,20 @@ func telemetryConfig(cfg Config) telemetry.Config {
 		tc.ExtraAttributes = append(slices.Clone(tc.ExtraAttributes), attribute.String("fathom.node.address", addr))
 	}
 	return tc
+}
+
+// mountPprof serves net/http/pprof's handlers under /debug/pprof/ on mux (Config.Pprof):
+// the index, the named profiles (heap, goroutine, allocs, block, mutex, ...), a CPU
+// profile (profile?seconds=N), an execution trace, the command line and symbols.
+// They are mounted on the metrics listener's own mux only; the package's registration
+// on http.DefaultServeMux is served by nothing of the node.
+func mountPprof(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // metricLabels are the bounds of the metrics' labels: the node's configured models (the

@@ -116,6 +116,9 @@ type Config struct {
 	// MetricsListen, when set, is an address (host:port, :0 for any free port) on which the
 	// node serves GET /metrics in the Prometheus text format, without the gateway.
 	MetricsListen string
+	// Pprof serves net/http/pprof's profiles under /debug/pprof/ on MetricsListen, for
+	// operators (off by default: a profile shows the process's internals).
+	Pprof bool
 	// Retention, when positive, is how long terminal sessions are kept after their last
 	// event: the node's janitor (actors/janitor) deletes older ones (delete.go).
 	Retention time.Duration
@@ -595,6 +598,9 @@ func (n *Node) serveMetrics(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", n.tel.MetricsHandler())
+	if n.cfg.Pprof {
+		mountPprof(mux)
+	}
 	n.metricsLn = ln
 	n.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
@@ -602,7 +608,7 @@ func (n *Node) serveMetrics(addr string) error {
 			n.log.Error("metrics listener stopped", "address", ln.Addr().String(), "error", err)
 		}
 	}()
-	n.log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	n.log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics", "pprof", n.cfg.Pprof)
 	return nil
 }
 
