@@ -99,6 +99,10 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
+	// draining is set once the member drains (drain.go): no call starts; drainWait are
+	// the agent actors told so that have not answered Drained yet.
+	draining  bool
+	drainWait map[string]bool
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -149,6 +153,9 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
 	g.traceActivated()
+	if d.Drain != nil {
+		g.draining = d.Drain.register(g.id, ctx.Self())
+	}
 	g.startLease(ctx)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
@@ -160,6 +167,9 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.waitPipeline() // publishes the durable appends still in flight
 	g.traceDeactivated()
 	g.endLease()
+	if g.deps != nil && g.deps.Drain != nil {
+		g.deps.Drain.unregister(g.id, ctx.Self())
+	}
 	g.forget()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
@@ -199,6 +209,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		return
 	case *leaseDone:
 		g.onLeaseDone(ctx, msg)
+		return
+	case *drainMsg: // drain.go: what runs finishes, nothing new starts
+		g.onDrain(ctx)
+		return
+	case *agent.Drained:
+		g.onDrained(msg)
 		return
 	case *core.LLMResult:
 		if g.pipelined(msg) {
@@ -549,7 +565,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 // call.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
+	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.draining || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
 		return false
 	}
 	g.early = p.GetCallId()
@@ -627,6 +643,7 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
 // call is due (its agent actor runs it) or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
+	g.reportDrain()
 	if g.deps == nil || g.fenced {
 		return
 	}

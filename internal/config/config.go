@@ -29,6 +29,7 @@
 //	tenants:
 //	  acme: {weight: 3, llm_calls_per_minute: 600}
 //	memory: {retrieval: hybrid, retrieval_weights: 1/1}
+//	drain_timeout: 45s
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
@@ -51,6 +52,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -97,6 +99,10 @@ type File struct {
 	Identity Identity
 	// Memory is the memory section (memory.go).
 	Memory Memory
+	// DrainTimeout is drain_timeout (drain.go); DrainTimeoutSet is true when the file
+	// sets it.
+	DrainTimeout    time.Duration
+	DrainTimeoutSet bool
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -175,6 +181,8 @@ var sections = map[string]section{
 	"api_keys":               parseAPIKeys,
 	// Remote A2A agents the planner may delegate to (a2aagents.go).
 	"a2a_agents": parseA2AAgents,
+	// How long a draining member lets running calls finish (drain.go).
+	"drain_timeout": parseDrainTimeout,
 }
 
 // Load reads and checks the file at path.
