@@ -39,7 +39,7 @@ func (h *Handler) opGantt(req *Request) (opResult, error) {
 	for sub.Last() < upTo {
 		u, err := sub.NextUpdate(ctx)
 		if err != nil {
-			return opResult{}, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read the events of %s: %w", req.SessionID, err))
+			return opResult{}, readError(msgUnavailable, fmt.Errorf("read the events of %s: %w", req.SessionID, err))
 		}
 		if !u.IsDelta {
 			evs = append(evs, u.Event)

@@ -42,7 +42,7 @@ func (h *Handler) serveTranscript(w http.ResponseWriter, r *http.Request) {
 	b := transcript.New(id, transcript.Options{})
 	err = h.readEvents(ctx, id, 0, until, func(ev *messages.Event) { b.Add(ev) })
 	if err != nil {
-		writeError(w, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read the transcript of %s: %w", id, err)))
+		writeError(w, readError(msgUnavailable, fmt.Errorf("read the transcript of %s: %w", id, err)))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -80,7 +80,7 @@ func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var ev *messages.Event
 	if err := h.readEvents(ctx, id, seq-1, seq, func(e *messages.Event) { ev = e }); err != nil || ev == nil {
-		writeError(w, hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read event %d of %s: %w", seq, id, err)))
+		writeError(w, readError(msgUnavailable, fmt.Errorf("read event %d of %s: %w", seq, id, err)))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -103,6 +103,9 @@ type Grain struct {
 	// the agent actors told so that have not answered Drained yet.
 	draining  bool
 	drainWait map[string]bool
+	// newer is set once the session turned out to hold an event of a newer version
+	// (newer.go): the activation hosts nothing and passivates when idle.
+	newer bool
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -147,7 +150,9 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 			g.log = g.log.With(a)
 		}
 	}
-	if err := g.load(); err != nil {
+	if err := g.load(); errors.Is(err, persistence.ErrNewerFormat) {
+		g.log.Debug("load session", "error", err) // onResume says it plainly (newer.go)
+	} else if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
@@ -583,6 +588,9 @@ func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
 	if err := g.ready(ctx); err != nil {
+		if g.cannotHost() { // newer.go: retrying would not help
+			return
+		}
 		g.log.Warn("session not ready, retrying", "error", err)
 		g.scheduleRetry(ctx)
 		return
@@ -649,7 +657,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	}
 	busy := g.due || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
-	if busy || g.loadErr != nil {
+	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
 		return
 	}
