@@ -89,10 +89,14 @@ func (n *Node) MetricsAddr() string { return n.n.MetricsAddr() }
 // key and no base URL configured).
 func (n *Node) UsesDemoModel() bool { return n.n.UsesDemoModel() }
 
-// Ready reports whether the node can serve: its member can place grains, its journal
-// answers and its sandbox (when it has one) is reachable. What is not ready is a
-// *gateway.NotReadyError naming the part (cluster, journal, sandbox).
+// Ready reports whether the node can serve: it is not draining (gateway.ErrDraining),
+// its member can place grains, its journal answers and its sandbox (when it has one) is
+// reachable. What is not ready is a *gateway.NotReadyError naming the part (node,
+// cluster, journal, sandbox).
 func (n *Node) Ready(ctx context.Context) error {
+	if n.n.Draining() {
+		return &gateway.NotReadyError{Part: "node", Err: gateway.ErrDraining}
+	}
 	if err := n.n.Cluster().Ready(); err != nil {
 		return &gateway.NotReadyError{Part: "cluster", Err: err}
 	}
@@ -106,6 +110,14 @@ func (n *Node) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Drain drains the node (fathom node drain, POST /v1/node/drain): its sessions start no
+// call and finish the running ones for up to the drain timeout (Config.Session's
+// DrainTimeout, default 30 s), then move to the other members, which continue them from
+// their journals; the member leaves the placement. It returns once the node drained, or
+// when ctx ends (the drain goes on). The node hosts no session afterwards: Close it.
+// Close drains too, within its context's deadline.
+func (n *Node) Drain(ctx context.Context) (gateway.DrainReport, error) { return n.n.Drain(ctx) }
 
 // Gateway returns the HTTP + WebSocket gateway (package gateway) serving this node:
 // cfg's own settings (tokens, origins, limits, logger) with the node's sessions, live
@@ -124,6 +136,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Ready = func() error { return n.Ready(ctx) }
+	cfg.Drain = n.Drain
 	cfg.Version, cfg.JournalFormat = buildinfo.String(), buildinfo.Format
 	cfg.Tenancy = nn.Tenancy()
 	cfg.Gantt = node.GanttJSON

@@ -15,6 +15,7 @@
 //	GET    /v1/sessions/{id}/events/{seq}    one stored event; ?field=F: a transcript value whole
 //	GET    /v1/sessions/{id}/transcript      the run per agent (package transcript); ?seq=N: as at N
 //	POST   /v1/sessions/{id}/input|pause|resume|breakpoints|fork, DELETE .../breakpoints
+//	POST   /v1/node/drain                    drain this member (admin): answers once it drained
 //	POST   /v1/agui                          an AG-UI run (package gateway/agui, mounted with Mount)
 //
 // # WebSocket frames

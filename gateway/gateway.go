@@ -101,6 +101,9 @@ type Config struct {
 	// Cluster, when set, answers GET /v1/cluster (read scope): this member and the members
 	// it sees (the console's cluster page).
 	Cluster func(ctx context.Context) (ClusterInfo, error)
+	// Drain, when set, serves POST /v1/node/drain (admin, drain.go): it drains the node
+	// and returns once it drained (or ctx ended; the drain goes on).
+	Drain func(ctx context.Context) (DrainReport, error)
 	// Version and JournalFormat are the node's build version and journal format, told by
 	// GET /readyz (headers Fathom-Version and Fathom-Journal-Format, and the JSON body).
 	// The node's Gateway fills them in.
@@ -314,8 +317,9 @@ func (h *Handler) routes() {
 		h.handle("GET /metrics", h.cfg.Metrics)
 	}
 	h.handle("GET /v1/restarts", h.require(ScopeAdmin, h.streamRestarts))
-	h.handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))    // cluster.go
-	h.handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster)) // cluster.go
+	h.handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))          // cluster.go
+	h.handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster))       // cluster.go
+	h.handle("POST /v1/node/drain", h.require(ScopeAdmin, h.drainNode)) // drain.go
 	h.consoleRoutes()
 	h.handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI)) // openapi.go
 	h.handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -189,7 +189,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 		u, err := h.nextUpdate(ctx, sub, s)
 		if err != nil {
 			if ctx.Err() == nil {
-				fail(hidden(CodeUnavailable, fmt.Sprintf("the stream ended after seq %d: %s", sub.Last(), msgUnavailable), err))
+				fail(readError(fmt.Sprintf("the stream ended after seq %d: %s", sub.Last(), msgUnavailable), err))
 			}
 			return
 		}

@@ -52,6 +52,10 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.Ready != nil {
 		if err := h.cfg.Ready(); err != nil {
+			if errors.Is(err, ErrDraining) {
+				writeError(w, errorf(CodeUnavailable, "%v", ErrDraining))
+				return
+			}
 			if _, ok := h.principalOf(r); ok {
 				writeError(w, errorf(CodeUnavailable, "%v", err))
 				return

@@ -120,7 +120,7 @@ func (h *Handler) readThrough(ctx context.Context, caller *messages.Principal, i
 	for {
 		u, err := sub.NextUpdate(ctx)
 		if err != nil {
-			return hidden(CodeUnavailable, msgUnavailable, fmt.Errorf("read events %d..%d of %s: %w", from+1, until, id, err))
+			return readError(msgUnavailable, fmt.Errorf("read events %d..%d of %s: %w", from+1, until, id, err))
 		}
 		if u.IsDelta || u.Event == nil {
 			continue

@@ -381,7 +381,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	case errors.Is(err, live.ErrClosed):
 		return true, c.endSub(s, hidden(CodeUnavailable, fmt.Sprintf("the subscription ended after seq %d: the node is stopping; subscribe again", s.sub.Last()), err))
 	case err != nil:
-		return true, c.endSub(s, hidden(CodeUnavailable, fmt.Sprintf("the subscription ended after seq %d: %s", s.sub.Last(), msgUnavailable), err))
+		return true, c.endSub(s, readError(fmt.Sprintf("the subscription ended after seq %d: %s", s.sub.Last(), msgUnavailable), err))
 	case !ok:
 		return false, nil
 	case u.IsDelta:

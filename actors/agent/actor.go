@@ -64,6 +64,10 @@ type (
 		// the LLM call starts, which has no effect the journal must know of first. Tool
 		// calls start only from a durable state.
 		CallOnly bool
+		// Drain marks a member that is draining (fathom node drain, a graceful stop): no
+		// call starts, the calls running finish and report their results, and the actor
+		// answers Drained once none runs.
+		Drain bool
 	}
 	// NeedWork asks the grain for Work (sent when the actor starts or restarts).
 	NeedWork struct{ AgentID string }
@@ -74,6 +78,9 @@ type (
 	CallLost struct{ AgentID, CallID string }
 	// ToolLost is CallLost for the tool call with idempotency key Key.
 	ToolLost struct{ AgentID, Key string }
+	// Drained answers Work with Drain once none of the actor's calls runs: the grain
+	// may hand the session over without cutting a call.
+	Drained struct{ AgentID string }
 	// Abandon stops the child making LLM call CallID without a CallLost: the grain
 	// started it from a state whose append failed, and reloads.
 	Abandon struct{ CallID string }
@@ -222,6 +229,12 @@ func due(st *messages.SessionState, id string) (p *messages.PendingCall, tools [
 
 func (a *Actor) onWork(ctx actor.Context, w *Work) {
 	a.last = w
+	if w.Drain {
+		if len(a.children) == 0 {
+			ctx.Send(ctx.Parent(), &Drained{AgentID: a.id})
+		}
+		return
+	}
 	p, pending, ok := due(w.State, a.id)
 	if !ok {
 		return

@@ -69,6 +69,7 @@ func (g *Grain) kickAgents(ctx cluster.GrainContext) {
 		if sa := g.state.GetSubAgents()[id]; terminal || (id != agent.Orchestrator && (sa == nil || !sa.GetRunning())) {
 			ctx.Stop(pid)
 			delete(g.agents, id)
+			delete(g.drainWait, id)
 		}
 	}
 	g.due = false
@@ -79,7 +80,7 @@ func (g *Grain) kickAgents(ctx cluster.GrainContext) {
 		g.due = true
 		g.tell(ctx, agent.Orchestrator, g.work(agent.Orchestrator))
 	} else if pid, ok := g.agents[agent.Orchestrator]; ok {
-		ctx.Send(pid, g.work(agent.Orchestrator))
+		g.sendWork(ctx, agent.Orchestrator, pid, g.work(agent.Orchestrator))
 	}
 	for id, sa := range g.state.GetSubAgents() {
 		if sa.GetRunning() {
@@ -102,7 +103,7 @@ func (g *Grain) tell(ctx cluster.GrainContext, id string, w *agent.Work) {
 		pid = ctx.SpawnPrefix(agent.Props(id, calls, g.deps.Config.MaxParallelTools, g.deps.Config.LLMTimeout+time.Minute, g.log), agent.ActorName(id))
 		g.agents[id] = pid
 	}
-	ctx.Send(pid, w)
+	g.sendWork(ctx, id, pid, w)
 }
 
 // orchestratorDue reports whether the orchestrator has a call to run: its pending LLM
@@ -128,7 +129,7 @@ func (g *Grain) work(id string) *agent.Work {
 	if id != agent.Orchestrator {
 		hold = it.GetReason() == core.ReasonTool && it.GetStepId() == g.state.GetSubAgents()[id].GetStepId()
 	}
-	return &agent.Work{State: g.state, Generation: g.loads, HoldTools: hold}
+	return &agent.Work{State: g.state, Generation: g.loads, HoldTools: hold, Drain: g.draining}
 }
 
 func (g *Grain) onNeedWork(ctx cluster.GrainContext, m *agent.NeedWork) {
@@ -137,7 +138,7 @@ func (g *Grain) onNeedWork(ctx cluster.GrainContext, m *agent.NeedWork) {
 		return
 	}
 	if m.AgentID == agent.Orchestrator || g.state.GetSubAgents()[m.AgentID] != nil {
-		ctx.Send(pid, g.work(m.AgentID))
+		g.sendWork(ctx, m.AgentID, pid, g.work(m.AgentID))
 	}
 }
 

@@ -34,6 +34,7 @@ type Endpoint = core.Endpoint
 // Defaults of Config (see core).
 const (
 	DefaultLeaseTTL             = core.DefaultLeaseTTL
+	DefaultDrainTimeout         = core.DefaultDrainTimeout
 	DefaultMaxReplans           = core.DefaultMaxReplans
 	DefaultContextBudget        = core.DefaultContextBudget
 	DefaultMaxParallelSubAgents = core.DefaultMaxParallelSubAgents
@@ -115,6 +116,9 @@ type Deps struct {
 	Artifacts artifact.Store
 	// Quotas enforces the tenants' limits (internal/quota.Enforcer); nil enforces none.
 	Quotas Quotas
+	// Drain, when set, is the member's drain of its grains (drain.go): the node begins
+	// it before it hands its sessions over. Nil: grains are never drained.
+	Drain *Drain
 
 	// specs caches the registry's tools as the model sees them (toolSpecs).
 	specs atomic.Pointer[toolSpecs]

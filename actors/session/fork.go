@@ -78,7 +78,7 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 	defer cancel()
 	cur, _, err := core.Load(jctx, g.deps.Journal, id, 0)
 	if err != nil {
-		return nil, sessiongrain.ErrUnavailable("fork %s: load source session %s: %v", g.id, id, err)
+		return nil, readError(err, fmt.Sprintf("fork %s: load source session %s", g.id, id))
 	}
 	if cur.GetSeq() == 0 || (req.GetCaller() != nil &&
 		g.deps.Config.Tenancy.Allowed(auth.FromMessage(req.GetCaller()), auth.Read, cur.GetTenant(), cur.GetOwner()) != auth.Allow) {
@@ -97,7 +97,7 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopRead) {
-		return nil, sessiongrain.ErrUnavailable("fork %s: read source session %s: %v", g.id, id, err)
+		return nil, readError(err, fmt.Sprintf("fork %s: read source session %s", g.id, id))
 	}
 	if uint64(len(evs)) != seq {
 		return nil, sessiongrain.ErrInternal("fork %s: source session %s has %d events through seq %d", g.id, id, len(evs), seq)

@@ -100,6 +100,13 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
+	// draining is set once the member drains (drain.go): no call starts; drainWait are
+	// the agent actors told so that have not answered Drained yet.
+	draining  bool
+	drainWait map[string]bool
+	// newer is set once the session turned out to hold an event of a newer version
+	// (newer.go): the activation hosts nothing and passivates when idle.
+	newer bool
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -144,12 +151,17 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 			g.log = g.log.With(a)
 		}
 	}
-	if err := g.load(); err != nil {
+	if err := g.load(); errors.Is(err, persistence.ErrNewerFormat) {
+		g.log.Debug("load session", "error", err) // onResume says it plainly (newer.go)
+	} else if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
 	g.traceActivated()
+	if d.Drain != nil {
+		g.draining = d.Drain.register(g.id, ctx.Self())
+	}
 	g.startLease(ctx)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
@@ -161,6 +173,9 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.waitPipeline() // publishes the durable appends still in flight
 	g.traceDeactivated()
 	g.endLease()
+	if g.deps != nil && g.deps.Drain != nil {
+		g.deps.Drain.unregister(g.id, ctx.Self())
+	}
 	g.forget()
 	if g.span != nil {
 		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
@@ -200,6 +215,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		return
 	case *leaseDone:
 		g.onLeaseDone(ctx, msg)
+		return
+	case *drainMsg: // drain.go: what runs finishes, nothing new starts
+		g.onDrain(ctx)
+		return
+	case *agent.Drained:
+		g.onDrained(msg)
 		return
 	case *core.LLMResult:
 		if g.pipelined(msg) {
@@ -553,7 +574,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 // call.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
 	p := next.GetPending()
-	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
+	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.draining || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
 		return false
 	}
 	g.early = p.GetCallId()
@@ -571,6 +592,9 @@ func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
 	if err := g.ready(ctx); err != nil {
+		if g.cannotHost() { // newer.go: retrying would not help
+			return
+		}
 		g.log.Warn("session not ready, retrying", "error", err)
 		g.scheduleRetry(ctx)
 		return
@@ -631,12 +655,13 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
 // call is due (its agent actor runs it) or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
+	g.reportDrain()
 	if g.deps == nil || g.fenced {
 		return
 	}
 	busy := g.due || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
-	if busy || g.loadErr != nil {
+	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
 		return
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -69,7 +70,7 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	defer cancel()
 	s, _, err := core.Load(jctx, g.deps.Journal, g.id, seq)
 	if err != nil {
-		return nil, sessiongrain.ErrUnavailable("session %s: state at step %d: %v", g.id, req.GetStepIndex(), err)
+		return nil, readError(err, fmt.Sprintf("session %s: state at step %d", g.id, req.GetStepIndex()))
 	}
 	return &messages.StateAtResponse{State: s, Seq: s.GetSeq(), StepIndex: req.GetStepIndex()}, nil
 }

@@ -120,6 +120,7 @@ type nodeFlags struct {
 	reasoning      reasoningFlags
 	retention      retentionFlags
 	toolResult     toolResultFlags
+	drain          drainFlags
 	tenancy        tenancyFlags
 	pprof          pprofFlags
 	quota          quotaFlags
@@ -253,6 +254,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.reasoning.register(fs)
 	f.retention.register(fs)
 	f.toolResult.register(fs)
+	f.drain.register(fs)
 	f.tenancy.register(fs)
 	f.pprof.register(fs)
 	f.quota.register(fs)
@@ -500,6 +502,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
 	}
 	if err := f.tenancy.apply(&scfg, f.file); err != nil {
+		return fathomapi.Config{}, err
+	}
+	if err := f.drain.apply(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
 	if err := f.toolResult.apply(&scfg, f.file); err != nil {

@@ -31,7 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run one session on embedded defaults and stream its events", runRun},
-		{"node", "run a cluster node with the HTTP gateway", runNode},
+		{"node", "run a cluster node with the HTTP gateway; drain --addr NODE: drain a running node", runNode},
 		{"migrate", "apply the PostgreSQL migrations", runMigrate},
 		{"journal", "check the embedded journal: check [--repair] (verify every record; quarantine damaged sessions)", runJournal},
 		{"session", "inspect and steer sessions (the journal, or a node with --addr):", runSession},

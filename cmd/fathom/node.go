@@ -31,6 +31,9 @@ func (noSessions) Session(string) *sessiongrain.SessionGrainClient { return nil 
 // runNode runs a cluster member with the gateway (HTTP + WebSocket on one port) until
 // interrupted, then drains it.
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "drain" {
+		return runNodeDrain(ctx, args[1:], stdout, stderr) // node_drain.go
+	}
 	fs := newFlagSet("node", "[flags]", stderr)
 	var nf nodeFlags
 	nf.register(fs, ".fathom", "info")
@@ -38,7 +41,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	token := fs.String("token", os.Getenv("FATHOM_TOKEN"), "bearer token allowing every operation on /v1 routes (env FATHOM_TOKEN; with no token and no read token: no auth)")
 	readToken := fs.String("read-token", os.Getenv("FATHOM_READ_TOKEN"), "bearer token allowing only reads: state, timeline, state_at, subscribe, events (env FATHOM_READ_TOKEN)")
 	origins := fs.String("allowed-origins", os.Getenv("FATHOM_ALLOWED_ORIGINS"), "comma-separated browser origins (scheme://host[:port], or *) that may open WebSockets and call the HTTP routes (CORS) besides the gateway's own host (env FATHOM_ALLOWED_ORIGINS)")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 20*time.Second, "how long a graceful shutdown may take; a Consul member first drains within it (its running calls get --drain-timeout or this less 5s, whichever is shorter)")
 	insecure := fs.Bool("insecure", os.Getenv("FATHOM_INSECURE") == "true" || os.Getenv("FATHOM_INSECURE") == "1",
 		"serve without --token, --read-token, a JWT issuer or api_keys on an address that is not loopback: every route open to the network (env FATHOM_INSECURE=true)")
 	var idf identityFlags

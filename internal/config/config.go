@@ -29,6 +29,7 @@
 //	tenants:
 //	  acme: {weight: 3, llm_calls_per_minute: 600}
 //	memory: {retrieval: hybrid, retrieval_weights: 1/1}
+//	drain_timeout: 45s
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
@@ -52,6 +53,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -102,6 +104,10 @@ type File struct {
 	// PprofSet is true when the file sets it.
 	Pprof    bool
 	PprofSet bool
+	// DrainTimeout is drain_timeout (drain.go); DrainTimeoutSet is true when the file
+	// sets it.
+	DrainTimeout    time.Duration
+	DrainTimeoutSet bool
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -182,6 +188,8 @@ var sections = map[string]section{
 	"a2a_agents": parseA2AAgents,
 	// Operators' profiling: net/http/pprof on the metrics listener (pprof.go).
 	"pprof": parsePprof,
+	// How long a draining member lets running calls finish (drain.go).
+	"drain_timeout": parseDrainTimeout,
 }
 
 // Load reads and checks the file at path.

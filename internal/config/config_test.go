@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/fathom-agents/fathom/internal/config"
 	mcptool "github.com/fathom-agents/fathom/tools/mcp"
@@ -48,7 +49,7 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key in a server", "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://x/mcp\n  - name: other\n    comand: node\n",
 			"fathom.yaml:7: mcp_servers[2].comand: unknown key (want args, command, env, headers, name, url)"},
-		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants)"},
+		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants)"},
 		{"duplicate name", "mcp_servers:\n  - name: a\n    command: x\n  - name: a\n    url: http://h/mcp\n",
 			`fathom.yaml:4: mcp_servers[1].name: duplicate server name "a" (first at line 2)`},
 		{"members_read_own_only not a bool", "members_read_own_only: sometimes\n", `fathom.yaml:1: members_read_own_only: want true or false, not "sometimes"`},
@@ -69,6 +70,8 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 		{"approval duplicate tool", "approval:\n  tools:\n    - a\n    - a\n", `fathom.yaml:4: approval.tools[1]: duplicate tool "a" (first at line 3)`},
 		{"approval bad tool name", "approval:\n  tools: [\"rm -rf\"]\n", `fathom.yaml:2: approval.tools[0]: "rm -rf" is not a valid tool name`},
 		{"max_tool_result_bytes too small", "max_tool_result_bytes: 12\n", `fathom.yaml:1: max_tool_result_bytes: "12" is not a whole number of bytes from 1024 to 983040`},
+		{"drain_timeout not a duration", "drain_timeout: soon\n", `fathom.yaml:1: drain_timeout: "soon" is not a duration of 0 or more (30s, 2m)`},
+		{"drain_timeout negative", "drain_timeout: -1s\n", `fathom.yaml:1: drain_timeout: "-1s" is not a duration of 0 or more (30s, 2m)`},
 		{"max_tool_result_bytes not a number", "max_tool_result_bytes: [1]\n", "fathom.yaml:1: max_tool_result_bytes: must be a string"},
 		{"approval bad decision", "approval:\n  tools:\n    - name: a\n      allowed_decisions: [approve, maybe]\n", `fathom.yaml:4: approval.tools[0].allowed_decisions[1]: "maybe" is not a decision (want approve, edit or reject)`},
 		{"approval no decision", "approval:\n  tools:\n    - name: a\n      allowed_decisions: []\n", `fathom.yaml:4: approval.tools[0].allowed_decisions: allows no decision: list some of approve, edit, reject`},
@@ -126,5 +129,16 @@ func TestApprovalSectionAsTheIssueShowsIt(t *testing.T) {
 	}
 	if err := f.ToolError("orders__cancel_order", "x"); err == nil || err.Error() != "fathom.yaml:4: approval.tools[1]: x" {
 		t.Fatalf("ToolError = %v", err)
+	}
+}
+
+// TestDrainTimeout: drain_timeout is read as a duration and marked set.
+func TestDrainTimeout(t *testing.T) {
+	f, err := config.Parse("fathom.yaml", []byte("drain_timeout: 45s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.DrainTimeoutSet || f.DrainTimeout != 45*time.Second {
+		t.Fatalf("drain_timeout = %s (set %v), want 45s", f.DrainTimeout, f.DrainTimeoutSet)
 	}
 }

@@ -198,7 +198,7 @@ func (n *Node) components(b *boot) []component {
 				}
 				return n.sandbox.Stop(ctx)
 			}},
-		{name: "hand-over", why: "stopped first among the session parts: the member leaves the topology and its sessions stop at a boundary, releasing their leases, while the sandbox, the MCP servers and the journal still serve their last appends",
+		{name: "hand-over", why: "stopped first among the session parts: the member drains (its sessions' running calls finish, drain.go), leaves the topology and its sessions stop at a boundary, releasing their leases, while the sandbox, the MCP servers and the journal still serve their last appends",
 			start: func(context.Context) error { return nil },
 			stop: func(ctx context.Context) error {
 				if n.cfg.Cluster.Provider == fcluster.ProviderLocal {
@@ -207,7 +207,7 @@ func (n *Node) components(b *boot) []component {
 					// the hand-over failing only at its timeout (5 s).
 					n.stopTopics()
 				}
-				return n.member.Handover(ctx)
+				return n.drainForStop(ctx) // drain.go: running calls finish first
 			}},
 		{name: "reactivator", why: "continues sessions whose lease lapsed; stopped before the hand-over, which it would otherwise undo",
 			start: func(context.Context) error { return n.startReactivator(b.system, b.session.LeaseTTL) },
@@ -372,6 +372,8 @@ func (n *Node) registerSessions(b *boot) error {
 		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
 		Sampled:    n.tel.RootSampled,
 	}
+	n.drainer.sessions, n.drainer.timeout = session.NewDrain(), b.session.DrainTimeout
+	deps.Drain = n.drainer.sessions
 	if !n.cfg.LLM.NoStream {
 		deps.Deltas = n.feed
 	}

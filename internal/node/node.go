@@ -277,7 +277,9 @@ type Node struct {
 	events eventObservers
 	topics *topics.Publisher
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
-	reactivator *actor.PID
+	// reactivatorMu guards its stop (a drain and Stop both stop it).
+	reactivator   *actor.PID
+	reactivatorMu sync.Mutex
 	// topologySub hurries the reactivator when a member joins or leaves (reactivator.go).
 	topologySub *eventstream.Subscription
 	// takeovers are the breakings of departed members' leases in flight (reactivator.go),
@@ -287,6 +289,8 @@ type Node struct {
 	startedAt time.Time
 	// moves are the takeovers of departed members' sessions, by address (clusterinfo.go).
 	moves moveLog
+	// drainer drains the member before it hands its sessions over (drain.go).
+	drainer drainer
 	// janitor deletes terminal sessions past Config.Retention; nil without.
 	janitor *actor.PID
 	// dropper serves the cluster-wide session-data drops of deletes (dropper.go).

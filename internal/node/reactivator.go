@@ -104,6 +104,8 @@ func (n *Node) takeOver(ix persistence.SessionIndex, addrs []string, hurry func(
 // stopReactivator stops the reactivator and waits for its sweep in flight, before the
 // journal it reads closes.
 func (n *Node) stopReactivator() {
+	n.reactivatorMu.Lock()
+	defer n.reactivatorMu.Unlock()
 	if n.reactivator == nil || n.member == nil {
 		return
 	}

@@ -114,6 +114,11 @@ type Config struct {
 	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
 	// off.
 	LeaseTTL time.Duration
+	// DrainTimeout is how long a draining member (fathom node drain, a graceful stop)
+	// lets its sessions' running LLM and tool calls finish before it hands the sessions
+	// over anyway (a call cut then runs again on the member that continues the session).
+	// Default DefaultDrainTimeout; 0 hands over at once.
+	DrainTimeout time.Duration
 	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
 	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
 	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
@@ -197,6 +202,9 @@ func (c Config) Registry() *Agents {
 
 // DefaultLeaseTTL is DefaultConfig's LeaseTTL.
 const DefaultLeaseTTL = 10 * time.Second
+
+// DefaultDrainTimeout is DefaultConfig's DrainTimeout.
+const DefaultDrainTimeout = 30 * time.Second
 
 // DefaultMaxReplans is DefaultConfig's MaxReplans.
 const DefaultMaxReplans = 2
@@ -333,6 +341,7 @@ func DefaultConfig() Config {
 		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
 		LeaseTTL:            DefaultLeaseTTL,
+		DrainTimeout:        DefaultDrainTimeout,
 		MaxLLMCalls:         DefaultMaxLLMCalls,
 		Prices:              llm.DefaultPrices(),
 	}
@@ -367,6 +376,8 @@ func (c Config) Validate() error {
 		return errors.New("session config: pipeline depth must not be negative")
 	case c.MaxReplans < 0:
 		return errors.New("session config: max re-plans must not be negative")
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("session config: drain timeout %s must not be negative", c.DrainTimeout)
 	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
 		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
 	case c.ContextBudget < 0 || c.SemanticTopK < 0:

@@ -79,8 +79,8 @@ func readFixture(t testing.TB, path string) (streams []string, evs map[string][]
 	return streams, evs
 }
 
-// record writes the fixture from every stream of the embedded journal at path.
-func record(t *testing.T, path string) {
+// record writes the fixture out from every stream of the embedded journal at path.
+func record(t *testing.T, path, out string) {
 	j, err := bolt.Open(path, bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("open journal: %v", err)
@@ -92,8 +92,8 @@ func record(t *testing.T, path string) {
 	if err != nil {
 		t.Fatalf("list streams: %v", err)
 	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	for _, info := range infos {
 		err := j.Load(ctx, info.ID, 0, func(r persistence.Record) error {
 			return enc.Encode(fixtureLine{Stream: info.ID, Seq: r.Seq, Type: r.Type, Record: r.Data})
@@ -102,7 +102,7 @@ func record(t *testing.T, path string) {
 			t.Fatalf("load %s: %v", info.ID, err)
 		}
 	}
-	if err := os.WriteFile(fixtureFile, out.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,7 +113,7 @@ func record(t *testing.T, path string) {
 // to the same state.
 func TestRecordedJournalFoldsToTheGolden(t *testing.T) {
 	if *recordJournal != "" {
-		record(t, *recordJournal)
+		record(t, *recordJournal, fixtureFile)
 	}
 	streams, evs := readFixture(t, fixtureFile)
 	if len(streams) == 0 {

@@ -9,8 +9,9 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 )
 
-// Load folds a session's journal into its state: the newest snapshot at or before upTo,
-// then every later event through upTo, through the same Apply the grain uses. upTo 0
+// Load folds a session's journal into its state: the newest snapshot at or before upTo
+// (when this binary's FoldVersion made it; otherwise the state is rebuilt from the first
+// event), then every later event through upTo, through the same Apply the grain uses. upTo 0
 // means the whole stream. It also returns the seq of the snapshot it started from.
 // A stream without events yields the empty state.
 func Load(ctx context.Context, j persistence.Journal, id string, upTo uint64) (*messages.SessionState, uint64, error) {
@@ -24,9 +25,17 @@ func Load(ctx context.Context, j persistence.Journal, id string, upTo uint64) (*
 		return nil, 0, err // the journal's error names the snapshot and the stream
 	}
 	if ok {
-		if s, err = DecodeState(snap.Data); err != nil {
+		var version uint64
+		if s, version, err = decodeSnapshot(snap.Data); err != nil {
 			return nil, 0, err
 		}
+		if version != FoldVersion {
+			// Made by another version of the fold (or before snapshots recorded it): its
+			// state may differ from what this binary folds; rebuild it from the events.
+			s, ok = NewState(id), false
+		}
+	}
+	if ok {
 		if s.GetSessionId() != id || s.GetSeq() != snap.Seq {
 			return nil, 0, fmt.Errorf("%w: snapshot %d of %s holds session %q at seq %d", persistence.ErrCorrupt, snap.Seq, id, s.GetSessionId(), s.GetSeq())
 		}
