@@ -35,7 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	nf.replay = replayFlags(fs, "json", "timeout", "session-id")
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	n, log, err := startLocalNode(ctx, nf, "run", stderr)
+	n, log, err := startLocalNode(ctx, &nf, "run", stderr)
 	if err != nil {
 		return err
 	}
@@ -53,11 +53,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: 1, msg: grainErrorMessage(err)}
 	}
 	if !*jsonOut {
-		where := "data dir " + nf.store.dataDir
-		if nf.store.postgres != "" {
-			where = "PostgreSQL"
-		}
-		fmt.Fprintf(stdout, "session %s (events in %s)\n", resp.GetSessionId(), where)
+		fmt.Fprintf(stdout, "session %s (events in %s)\n", resp.GetSessionId(), nf.store.where())
 	}
 	return followSession(ctx, sub, id, p)
 }

@@ -140,7 +140,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			return err
 		}
 	}
-	n, log, err := startLocalNode(ctx, nf, "session "+req.Op, stderr)
+	n, log, err := startLocalNode(ctx, &nf, "session "+req.Op, stderr)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 // startLocalNode starts the in-process node of run and the session write commands: a
 // single local member on the data dir (or PostgreSQL), with a local sandbox unless one
 // is configured.
-func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Writer) (*fathomapi.Node, *slog.Logger, error) {
+func startLocalNode(ctx context.Context, nf *nodeFlags, cmd string, stderr io.Writer) (*fathomapi.Node, *slog.Logger, error) {
 	log, err := nf.logs.logger(stderr)
 	if err != nil {
 		return nil, nil, err

@@ -117,7 +117,7 @@ func (f *Faulty) append(ctx context.Context, stream string, expected uint64, rec
 		return 0, err
 	}
 	if f.panicNext.CompareAndSwap(true, false) {
-		panic(fmt.Sprintf("journaltest: injected panic in the append to %s", stream))
+		panic(fmt.Sprintf("journaltest: injected journal panic in the append to %s", stream))
 	}
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
