@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/actors/session"
+	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/memjournal"
@@ -25,7 +26,9 @@ func TestStartRefusesAJournalMissingACapability(t *testing.T) {
 	defer cancel()
 	j := memjournal.New(memjournal.Options{})
 	defer j.Close()
-	n, err := node.Start(ctx, node.Config{Journal: eventsOnly{j}, Session: session.DefaultConfig()})
+	ccfg := fcluster.DefaultConfig()
+	ccfg.Provider = fcluster.ProviderLocal
+	n, err := node.Start(ctx, node.Config{Journal: eventsOnly{j}, Session: session.DefaultConfig(), Cluster: ccfg})
 	if err == nil {
 		_ = n.Stop(ctx)
 		t.Fatal("the node started on a journal without a session index")
