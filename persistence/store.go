@@ -42,9 +42,9 @@ type Capability struct {
 // Capabilities lists the parts of SessionStore beyond Journal, in the order
 // CheckSessionStore reports them missing.
 var Capabilities = []Capability{
-	{Name: "persistence.SessionIndex", For: "session listing, reactivation and leases (BreakLeases included)", has: func(j Journal) bool { _, ok := j.(SessionIndex); return ok }},
-	{Name: "persistence.LeaseCounter", For: "the live leases per member (GET /v1/cluster)", has: func(j Journal) bool { _, ok := j.(LeaseCounter); return ok }},
-	{Name: "persistence.SessionDeleter", For: "deleting sessions (DELETE /v1/sessions/{id}, retention)", has: func(j Journal) bool { _, ok := j.(SessionDeleter); return ok }},
+	{Name: "persistence.SessionIndex", For: "session listing, reactivation and leases, BreakLeases included", has: func(j Journal) bool { _, ok := j.(SessionIndex); return ok }},
+	{Name: "persistence.LeaseCounter", For: "the live leases per member, GET /v1/cluster", has: func(j Journal) bool { _, ok := j.(LeaseCounter); return ok }},
+	{Name: "persistence.SessionDeleter", For: "deleting sessions: DELETE /v1/sessions/{id} and retention", has: func(j Journal) bool { _, ok := j.(SessionDeleter); return ok }},
 	{Name: "persistence.StatusCounter", For: "the sessions-by-status gauge", has: func(j Journal) bool { _, ok := j.(StatusCounter); return ok }},
 	{Name: "persistence.TenantIndex", For: "the tenants' quotas", has: func(j Journal) bool { _, ok := j.(TenantIndex); return ok }},
 	{Name: "persistence.AppendObservable", For: "the append-duration metric", has: func(j Journal) bool { _, ok := j.(AppendObservable); return ok }},
