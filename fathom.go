@@ -239,6 +239,9 @@ func (c Config) validate() error {
 	if c.Journal != "" && !backends.Journals.Has(c.Journal) {
 		return fmt.Errorf("unknown journal %q (want %s)", c.Journal, strings.Join(backends.Journals.Names(), ", "))
 	}
+	if c.Journal == "memory" && c.cluster().Provider == fcluster.ProviderConsul {
+		return errors.New("the memory journal is this process's own: a Consul cluster's members need one shared journal (postgres)")
+	}
 	if c.DataDir == "" && c.PostgresDSN == "" && c.Journal != "memory" {
 		return errors.New("DataDir or PostgresDSN is required (or Journal \"memory\")")
 	}
