@@ -73,3 +73,14 @@ func TestUnknownJournalIsRefused(t *testing.T) {
 		t.Fatalf("a refused journal name still opened the embedded journal: %v", err)
 	}
 }
+
+// TestRunOnTheMemoryJournalWaitingForAHuman: a session of `fathom run --journal memory`
+// that waits for a human exits 3 saying the session is lost with the process, not that
+// it is saved for `fathom session input`.
+func TestRunOnTheMemoryJournalWaitingForAHuman(t *testing.T) {
+	r := fathom(t, humanModel(t), "run", "--journal", "memory", "--data-dir", filepath.Join(t.TempDir(), "data"), "print copies")
+	if r.code != exitAwaitingHuman || strings.Contains(r.stderr, "it is saved") ||
+		!strings.Contains(r.stderr, "the memory journal keeps nothing after fathom exits: the session is lost") {
+		t.Fatalf("exit %d (want %d), stderr:\n%s", r.code, exitAwaitingHuman, r.stderr)
+	}
+}

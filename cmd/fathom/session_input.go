@@ -334,6 +334,10 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 		case *messages.Event_SessionCancelled:
 			return &exitError{code: 1, msg: "session cancelled: " + e.SessionCancelled.GetReason()}
 		case *messages.Event_HitlRequested:
+			if p.ephemeral {
+				return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s), but the memory journal keeps nothing after fathom exits: the session is lost; run it on a durable journal (--journal bolt or postgres) to answer it later",
+					id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId())}
+			}
 			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input%s %s %s JSON",
 				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), p.answerFlags, id, e.HitlRequested.GetStepId())}
 		}
