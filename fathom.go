@@ -140,6 +140,10 @@ type Config struct {
 	DataDir string
 	// PostgresDSN selects the PostgreSQL journal (migrations are applied at start).
 	PostgresDSN string
+	// Journal names the event journal's backend: "bolt" (the file in DataDir),
+	// "postgres" (PostgresDSN) or "memory" (this process only: not durable, no disk).
+	// "" is the default: postgres when PostgresDSN is set, else bolt.
+	Journal string
 	// LLM selects the model endpoint.
 	LLM LLM
 	// Quotas are the tenants' limits the node enforces: max_running_sessions,
@@ -235,8 +239,14 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validate() error {
-	if c.DataDir == "" && c.PostgresDSN == "" {
-		return errors.New("DataDir or PostgresDSN is required")
+	if c.Journal != "" && !backends.Journals.Has(c.Journal) {
+		return fmt.Errorf("unknown journal %q (want %s)", c.Journal, strings.Join(backends.Journals.Names(), ", "))
+	}
+	if c.Journal == "memory" && c.cluster().Provider == fcluster.ProviderConsul {
+		return errors.New("the memory journal is this process's own: a Consul cluster's members need one shared journal (postgres)")
+	}
+	if c.DataDir == "" && c.PostgresDSN == "" && c.Journal != "memory" {
+		return errors.New("DataDir or PostgresDSN is required (or Journal \"memory\")")
 	}
 	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
 		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
@@ -316,7 +326,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	cfg.Session.ApprovalTools = append(slices.Clone(cfg.Session.ApprovalTools), cfg.ApprovalTools...)
 	n, err := node.Start(ctx, node.Config{
-		DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
+		JournalBackend: cfg.Journal, DataDir: cfg.DataDir, PostgresDSN: cfg.PostgresDSN, Cluster: ccfg, Session: cfg.sessionConfig(), Logger: log,
 		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
 		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Pprof: cfg.Pprof, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
 		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll, Quotas: cfg.Quotas,

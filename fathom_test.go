@@ -22,6 +22,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"defaults", func(*fathom.Config) {}, ""},
 		{"no journal", func(c *fathom.Config) { c.DataDir = "" }, "DataDir or PostgresDSN"},
+		{"memory journal, no disk", func(c *fathom.Config) { c.DataDir, c.Journal = "", "memory" }, ""},
+		{"unknown journal", func(c *fathom.Config) { c.Journal = "sqlite" }, `unknown journal "sqlite" (want bolt, memory, postgres)`},
+		{"memory journal in a Consul cluster", func(c *fathom.Config) { c.Journal, c.Cluster.Provider = "memory", "consul" }, "one shared journal"},
 		{"unknown API", func(c *fathom.Config) { c.LLM.API = "gemini" }, `unknown LLM API "gemini"`},
 		{"tool twice", func(c *fathom.Config) { c.Tools = []tools.Tool{echo, echo} }, `tool "echo" is given twice`},
 		{"nil tool", func(c *fathom.Config) { c.Tools = []tools.Tool{nil} }, "Tools[0] is nil"},

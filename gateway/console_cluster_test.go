@@ -15,13 +15,8 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
-
-// LeaseCounts passes the node's lease count on to the wrapped journal.
-func (c *crashOnce) LeaseCounts(ctx context.Context) (map[string]persistence.LeaseCount, error) {
-	return c.indexedJournal.(persistence.LeaseCounter).LeaseCounts(ctx)
-}
 
 // TestConsoleClusterPage drives the console's cluster page in headless Chromium
 // (scripts/console-cluster-e2e.mjs, playwright-core): the member is listed with its
@@ -34,11 +29,8 @@ func TestConsoleClusterPage(t *testing.T) {
 	if err != nil {
 		t.Skipf("node not found: %v", err)
 	}
-	cj := &crashOnce{}
-	g := startGW(t, gwOpts{script: humanScript(t), journal: func(j persistence.Journal) persistence.Journal {
-		cj.indexedJournal = j.(indexedJournal)
-		return cj
-	}})
+	var cj *journaltest.Faulty
+	g := startGW(t, gwOpts{script: humanScript(t), journal: crashOnce(&cj)})
 	restarts := func() string {
 		req, _ := http.NewRequest("GET", g.srv.URL+"/v1/restarts", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -52,7 +44,7 @@ func TestConsoleClusterPage(t *testing.T) {
 	}
 	// Two forced restarts: each session's grain panics in its first append.
 	for _, id := range []string{"crash-a", "crash-b"} {
-		cj.armed.Store(true)
+		cj.PanicNextAppend()
 		_, _ = call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"crash me","session_id":"`+id+`"}`))
 		testenv.Eventually(t, 30*time.Second, func() bool { return strings.Contains(restarts(), `"session_id":"`+id+`"`) },
 			"the forced restart of %s is not in /v1/restarts", id)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
 
 // indexedJournal is what the node's embedded journal is: a journal with the session
@@ -29,19 +29,14 @@ type indexedJournal interface {
 	persistence.SessionIndex
 }
 
-// crashOnce panics in the first indexed append after it is armed: the session grain
-// crashes mid-command and its supervisor restarts it (a forced restart for the console's
-// restarts feed). The index stays visible, unlike crashingJournal's.
-type crashOnce struct {
-	indexedJournal
-	armed atomic.Bool
-}
-
-func (c *crashOnce) AppendIndexed(ctx context.Context, stream string, expected uint64, recs []persistence.Record, e persistence.IndexEntry) (uint64, error) {
-	if c.armed.CompareAndSwap(true, false) {
-		panic("injected journal panic")
+// crashOnce wraps the node's journal in a journaltest.Faulty kept in *cj: armed with
+// cj.PanicNextAppend, the next append panics, so the session grain crashes mid-command
+// and its supervisor restarts it (a forced restart for the restarts feeds).
+func crashOnce(cj **journaltest.Faulty) func(persistence.Journal) persistence.Journal {
+	return func(j persistence.Journal) persistence.Journal {
+		*cj = journaltest.NewFaulty(j.(persistence.SessionStore))
+		return *cj
 	}
-	return c.indexedJournal.AppendIndexed(ctx, stream, expected, recs, e)
 }
 
 // humanScript plans, for goals about copies, a human_input step (an object {n: integer
@@ -72,17 +67,14 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Skipf("node not found: %v", err)
 	}
-	cj := &crashOnce{}
-	g := startGW(t, gwOpts{script: humanScript(t), delayMS: 150, journal: func(j persistence.Journal) persistence.Journal {
-		cj.indexedJournal = j.(indexedJournal)
-		return cj
-	}})
+	var cj *journaltest.Faulty
+	g := startGW(t, gwOpts{script: humanScript(t), delayMS: 150, journal: crashOnce(&cj)})
 
 	// 1,000 ended sessions in the index, so the list page loads from a full index.
-	seedSessions(t, cj.indexedJournal, 1000)
+	seedSessions(t, cj, 1000)
 
 	// A forced restart: the grain of crash-1 panics in its first append.
-	cj.armed.Store(true)
+	cj.PanicNextAppend()
 	_, _ = call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"crash me","session_id":"crash-1"}`))
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		req, _ := http.NewRequest("GET", g.srv.URL+"/v1/restarts", nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
 
 // getGantt reads GET path as a core.Gantt.
@@ -146,12 +147,9 @@ func TestGanttRoute(t *testing.T) {
 // panics; the supervisor restarts it and the start is sent again) is a restart mark on
 // the session's Gantt, on its time axis.
 func TestGanttMarksRestarts(t *testing.T) {
-	cj := &crashOnce{}
-	g := startGW(t, gwOpts{journal: func(j persistence.Journal) persistence.Journal {
-		cj.indexedJournal = j.(indexedJournal)
-		return cj
-	}})
-	cj.armed.Store(true)
+	var cj *journaltest.Faulty
+	g := startGW(t, gwOpts{journal: crashOnce(&cj)})
+	cj.PanicNextAppend()
 	start := []byte(`{"goal":"Write a haiku","session_id":"gantt-crash","command_id":"c1"}`)
 	if code, body := call(t, g.srv, "POST", "/v1/sessions", token, start); code < 500 {
 		t.Fatalf("start with a crashing journal: %d %v", code, body)

@@ -2,38 +2,22 @@ package gateway_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/actors/observer"
-	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
-
-// crashingJournal panics in the first Append of a stream once armed: the session grain
-// crashes mid-command and its supervisor restarts it.
-type crashingJournal struct {
-	persistence.Journal
-	armed atomic.Bool
-}
-
-func (c *crashingJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
-	if c.armed.CompareAndSwap(true, false) {
-		panic("injected journal panic")
-	}
-	return c.Journal.Append(ctx, stream, expected, recs)
-}
 
 // TestRestartsAreServedAndFollowed: a session grain that crashes shows up in
 // GET /v1/restarts (NDJSON) and in a ?follow=1 stream opened before the crash, with its
 // kind, session and reason; GET /metrics counts it.
 func TestRestartsAreServedAndFollowed(t *testing.T) {
-	cj := &crashingJournal{}
-	g := startGW(t, gwOpts{journal: func(j persistence.Journal) persistence.Journal { cj.Journal = j; return cj }})
+	var cj *journaltest.Faulty // its next append panics once armed: the session grain crashes mid-command
+	g := startGW(t, gwOpts{journal: crashOnce(&cj)})
 	getAs := func(tok, path string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", g.srv.URL+path, nil)
@@ -81,7 +65,7 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 		t.Fatalf("a second subscribe_restarts: %v", f)
 	}
 
-	cj.armed.Store(true)
+	cj.PanicNextAppend()
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "session_id": "crash-1", "goal": "write a haiku", "id": "r1"})
 	if f := c.next("error", 20*time.Second); f["code"] != "internal" {

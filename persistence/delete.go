@@ -21,8 +21,8 @@ func TerminalStatus(s string) bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
 }
 
-// SessionDeleter is implemented by journals that keep the session index and can remove
-// a session for DELETE /v1/sessions/{id} and the retention janitor.
+// SessionDeleter removes a session for DELETE /v1/sessions/{id} and the retention
+// janitor, a part of SessionStore.
 type SessionDeleter interface {
 	// SessionStatus returns session id's index status and tenant (DefaultTenant for a
 	// row from before tenancy); ok is false when it has no index row.

@@ -13,6 +13,11 @@
 //   - persistence/bolt: a single-file embedded journal (bbolt), the default for `fathom run`.
 //   - persistence/postgres: PostgreSQL through pgx v5, the production store; its schema is in
 //     the top-level migrations/ folder.
+//   - persistence/memjournal: in memory, not durable (tests, `fathom run --journal memory`).
+//
+// A node's journal is a [SessionStore]: the Journal and every capability the node builds
+// on (the session index with its leases, deletes, counts, tenants' usage, the append
+// observer), declared in that one interface and checked at start ([CheckSessionStore]).
 //
 // persistence/protoactor adapts any Journal to Proto.Actor's persistence.Provider so plain
 // actors that use the standard persistence Mixin are stored in the same place.

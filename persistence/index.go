@@ -187,11 +187,9 @@ func CutGoal(goal string) string {
 	return goal[:cut]
 }
 
-// SessionIndex is implemented by journals that keep the session index: one row per
-// session with its status and next due time, written in the same transaction as the
-// append that changes it, plus a lease renewed by the activation that owns the session.
-// Callers check for it with a type assertion; a journal without it (a test double) simply
-// has no index, and nothing reactivates its sessions.
+// SessionIndex is the session index, a part of SessionStore: one row per session with
+// its status and next due time, written in the same transaction as the append that
+// changes it, plus a lease renewed by the activation that owns the session.
 //
 // The lease is a liveness hint only: the journal's expected sequence stays the one guard
 // against two writers.
@@ -227,7 +225,7 @@ type LeaseCount struct {
 }
 
 // LeaseCounter is implemented by session indexes that count the live leases per owner
-// (GET /v1/cluster). Callers check for it with a type assertion.
+// (GET /v1/cluster), a part of SessionStore.
 type LeaseCounter interface {
 	// LeaseCounts returns, per lease owner, its live leases; owners without one are absent.
 	LeaseCounts(ctx context.Context) (map[string]LeaseCount, error)
@@ -251,7 +249,7 @@ type TenantUsage struct {
 // TenantIndex is implemented by session indexes that answer the tenants' quotas
 // (internal/quota): the sessions of a tenant by status, and its model usage per UTC
 // day, added up by each indexed append in its own transaction from the batch's facts
-// (the tenant is the session's row's). Callers check for it with a type assertion.
+// (the tenant is the session's row's). A part of SessionStore.
 type TenantIndex interface {
 	// CountSessions returns how many of tenant's sessions have one of statuses.
 	CountSessions(ctx context.Context, tenant string, statuses []string) (int, error)

@@ -10,16 +10,16 @@ import (
 // call the journal.
 type AppendObserver func(d time.Duration, records int, err error)
 
-// AppendObservable is implemented by journals that report their appends (the node
-// records fathom_journal_append_duration_seconds from it).
+// AppendObservable reports a journal's appends (the node records
+// fathom_journal_append_duration_seconds from it), a part of SessionStore.
 type AppendObservable interface {
 	// ObserveAppends makes o the observer of every later append (nil: none). Safe to
 	// call while appends run.
 	ObserveAppends(o AppendObserver)
 }
 
-// StatusCounter is implemented by journals whose session index can count its sessions
-// by status (the node's fathom_sessions{state} gauge).
+// StatusCounter counts the session index's sessions by status (the node's
+// fathom_sessions{state} gauge), a part of SessionStore.
 type StatusCounter interface {
 	// CountByStatus returns the number of indexed sessions per status (statuses with none
 	// are absent).

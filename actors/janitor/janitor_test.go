@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/memjournal"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 )
 
@@ -24,7 +25,7 @@ type store interface {
 	persistence.SessionDeleter
 }
 
-// TestJanitorDeletesOnlyExpiredTerminalSessions, on the embedded journal and on
+// TestJanitorDeletesOnlyExpiredTerminalSessions, on the embedded and in-memory journals and on
 // PostgreSQL: a terminal session whose last event is older than the retention is
 // deleted; a newer terminal one and a running one (however old) are kept.
 func TestJanitorDeletesOnlyExpiredTerminalSessions(t *testing.T) {
@@ -33,6 +34,11 @@ func TestJanitorDeletesOnlyExpiredTerminalSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = j.Close() })
+		run(t, j)
+	})
+	t.Run("memory", func(t *testing.T) {
+		j := memjournal.New(memjournal.Options{})
 		t.Cleanup(func() { _ = j.Close() })
 		run(t, j)
 	})

@@ -16,7 +16,7 @@
 // # Example
 //
 //	pid, err := reactivator.Spawn(system.Root, "reactivator", reactivator.Config{
-//		Index:    journal.(persistence.SessionIndex),
+//		Index:    journal, // a persistence.SessionStore
 //		Poke:     func(ctx context.Context, id string) error { ... GetState ... },
 //		Interval: leaseTTL / 2,
 //	})

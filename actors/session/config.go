@@ -61,8 +61,8 @@ type Publisher interface {
 type Deps struct {
 	// Config is the grains' configuration.
 	Config core.Config
-	// Journal stores the events. Required.
-	Journal persistence.Journal
+	// Journal stores the events and keeps the session index and the leases. Required.
+	Journal persistence.SessionStore
 	// LLM answers the planner and step calls. Required. The grain makes each call once:
 	// retries, rate limits and the circuit breaker belong to the provider (llm/resilient).
 	LLM llm.Provider

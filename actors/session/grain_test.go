@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/bolt"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -59,7 +59,7 @@ type harnessOpts struct {
 	log *slog.Logger
 }
 
-func openJournal(t testing.TB) persistence.Journal {
+func openJournal(t testing.TB) persistence.SessionStore {
 	t.Helper()
 	j, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{})
 	if err != nil {
@@ -133,23 +133,14 @@ type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-// nonClosing lets several nodes share one journal; the test closes it.
-type nonClosing struct{ persistence.Journal }
-
-func (nonClosing) Close() error { return nil }
-
-// nonClosingIndex is nonClosing for a journal that keeps the session index.
-type nonClosingIndex struct {
-	nonClosing
-	persistence.SessionIndex
-}
-
-// keepOpen wraps j so that closing it does nothing, keeping its session index visible.
+// keepOpen wraps j so that closing it does nothing (several nodes share one journal;
+// the test closes it), every capability kept. A j that is no persistence.SessionStore
+// is passed as is: the node refuses it at start.
 func keepOpen(j persistence.Journal) persistence.Journal {
-	if ix, ok := j.(persistence.SessionIndex); ok {
-		return nonClosingIndex{nonClosing{j}, ix}
+	if s, ok := j.(persistence.SessionStore); ok {
+		return journaltest.NewFaulty(s).KeepOpen()
 	}
-	return nonClosing{j}
+	return j
 }
 
 func (h *harness) start(id, cmd, goal string) (*messages.StartResponse, error) {
@@ -320,27 +311,14 @@ func TestPassivationRestoresIdenticalState(t *testing.T) {
 	}
 }
 
-// panickyJournal panics in the first Append of a stream whose id is armed.
-type panickyJournal struct {
-	persistence.Journal
-	armed atomic.Bool
-}
-
-func (p *panickyJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
-	if p.armed.CompareAndSwap(true, false) {
-		panic("injected journal panic")
-	}
-	return p.Journal.Append(ctx, stream, expected, recs)
-}
-
 func TestPanicMidCommandReloadsAndAnswersWithError(t *testing.T) {
-	pj := &panickyJournal{Journal: openJournal(t)}
+	pj := journaltest.NewFaulty(openJournal(t))
 	h := startHarness(t, harnessOpts{journal: pj})
 	if _, err := h.start("s0", "c0", "warm up"); err != nil {
 		t.Fatal(err)
 	}
 	waitTerminal(t, pj, "s0", 20*time.Second)
-	pj.armed.Store(true)
+	pj.PanicNextAppend()
 	began := time.Now()
 	_, err := h.start("s1", "c1", "goal")
 	if !sessiongrain.IsInternal(err) {
@@ -363,49 +341,29 @@ func TestPanicMidCommandReloadsAndAnswersWithError(t *testing.T) {
 	}
 }
 
-// failingJournal fails every Append while down is set, like a database that went away.
-type failingJournal struct {
-	persistence.Journal
-	down atomic.Bool
-}
-
 var errDown = errors.New("connection refused (injected)")
 
-func (f *failingJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
-	if f.down.Load() {
-		return 0, errDown
-	}
-	return f.Journal.Append(ctx, stream, expected, recs)
-}
-
-func (f *failingJournal) Load(ctx context.Context, stream string, after uint64, fn func(persistence.Record) error) error {
-	if f.down.Load() {
-		return errDown
-	}
-	return f.Journal.Load(ctx, stream, after, fn)
-}
-
 func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
-	fj := &failingJournal{Journal: openJournal(t)}
+	fj := journaltest.NewFaulty(openJournal(t)) // down: every call fails, like a database that went away
 	// A slow model keeps the session mid-run while the journal goes away.
 	script, err := mock.ParseScript([]byte(`{"rules":[{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"}]}"},{"system_match":"FATHOM-ROLE: (executor|researcher|writer)","response":"done {{.Step}}","delay_ms":300}],"default":"?"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := startHarness(t, harnessOpts{journal: fj, script: &script})
-	fj.down.Store(true)
+	fj.Down(errDown)
 	if _, err := h.start("s1", "c1", "goal"); !sessiongrain.IsUnavailable(err) {
 		t.Fatalf("start while the journal is down: err = %v, want UNAVAILABLE", err)
 	}
-	fj.down.Store(false)
+	fj.Up()
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatalf("start after the journal came back: %v", err)
 	}
 	// Take the journal away while the first step's call is in flight.
 	testenv.Eventually(t, 10*time.Second, func() bool { return count(storedEvents(t, fj, "s1"), "step_started") > 0 }, "no step started")
-	fj.down.Store(true)
+	fj.Down(errDown)
 	time.Sleep(800 * time.Millisecond)
-	fj.down.Store(false)
+	fj.Up()
 	evs := waitTerminal(t, fj, "s1", 30*time.Second)
 	if evs[len(evs)-1].Type() != "session_completed" {
 		t.Fatalf("session ended with %v", evs[len(evs)-1])

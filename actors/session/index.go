@@ -9,17 +9,13 @@ import (
 )
 
 // appendIndexed appends recs to session id's stream after expected, with the index row
-// of next (the state they lead to) when the journal keeps the index, taking the lease for
-// owner when owner is set. It is the grain's only way to write its stream.
+// of next (the state they lead to), taking the lease for owner when owner is set. It is
+// the grain's only way to write its stream.
 func appendIndexed(ctx context.Context, d *Deps, id string, expected uint64, recs []persistence.Record, next *messages.SessionState, owner string) (uint64, error) {
-	ix, ok := d.Journal.(persistence.SessionIndex)
-	if !ok {
-		return d.Journal.Append(ctx, id, expected, recs)
-	}
 	e := core.IndexEntryOf(next, d.Now())
 	e.SessionID = id
 	if owner != "" && !core.Terminal(next) {
 		e.LeaseOwner, e.LeaseTTL = owner, d.Config.LeaseTTL
 	}
-	return ix.AppendIndexed(ctx, id, expected, recs, e)
+	return d.Journal.AppendIndexed(ctx, id, expected, recs, e)
 }

@@ -28,7 +28,7 @@ type (
 
 // lease is a grain's side of its session's lease.
 type lease struct {
-	ix    persistence.SessionIndex // nil: the journal keeps no index, or leases are off
+	ix    persistence.SessionIndex // nil: leases are off
 	owner string                   // this member's address
 	timer *time.Timer
 	// inflight is closed when the renewal in flight returns (nil: none).
@@ -37,11 +37,10 @@ type lease struct {
 
 // startLease renews the lease at once and then every LeaseTTL/3.
 func (g *Grain) startLease(ctx cluster.GrainContext) {
-	ix, ok := g.deps.Journal.(persistence.SessionIndex)
-	if !ok || g.deps.Config.LeaseTTL <= 0 {
+	if g.deps.Config.LeaseTTL <= 0 {
 		return
 	}
-	g.lease.ix, g.lease.owner = ix, ctx.ActorSystem().Address()
+	g.lease.ix, g.lease.owner = g.deps.Journal, ctx.ActorSystem().Address()
 	g.renewLease(ctx)
 }
 

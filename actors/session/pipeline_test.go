@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,29 +16,26 @@ import (
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
 
-// slowJournal makes every Append of a session stream take delay (a journal slower than
-// the model), records how many steps each append carried, and fails the append numbered
-// failAt (1-based, counted over session streams; 0 never).
+// slowJournal makes every append take delay (a journal slower than the model), records
+// how many steps each append carried, and fails the append numbered failAt (1-based;
+// 0 never): a journaltest.Faulty made slow.
 type slowJournal struct {
-	persistence.Journal
-	delay  time.Duration
-	failAt int64
-
-	appends atomic.Int64
+	*journaltest.Faulty
 	mu      sync.Mutex
 	answers []int // llm_responded events per successful append
 }
 
-func (s *slowJournal) Append(ctx context.Context, stream string, expected uint64, recs []persistence.Record) (uint64, error) {
-	n := s.appends.Add(1)
-	time.Sleep(s.delay)
-	if n == s.failAt {
-		return 0, errDown
-	}
-	last, err := s.Journal.Append(ctx, stream, expected, recs)
-	if err == nil {
+func newSlowJournal(t *testing.T, delay time.Duration, failAt int64) *slowJournal {
+	s := &slowJournal{Faulty: journaltest.NewFaulty(openJournal(t))}
+	s.Slow(delay)
+	s.FailAppend(failAt, errDown)
+	s.OnAppend(func(_ string, recs []persistence.Record, _ uint64, err error) {
+		if err != nil {
+			return
+		}
 		answers := 0
 		for _, r := range recs {
 			if r.Type == "llm_responded" {
@@ -49,8 +45,8 @@ func (s *slowJournal) Append(ctx context.Context, stream string, expected uint64
 		s.mu.Lock()
 		s.answers = append(s.answers, answers)
 		s.mu.Unlock()
-	}
-	return last, err
+	})
+	return s
 }
 
 func (s *slowJournal) maxAnswersPerAppend() int {
@@ -140,7 +136,7 @@ func checkCallsAnsweredOnce(t *testing.T, evs []*messages.Event) {
 // order, and only events that are stored.
 func TestPipelinedCommitsGroupAndPublishInOrder(t *testing.T) {
 	const steps = 8
-	sj := &slowJournal{Journal: openJournal(t), delay: 40 * time.Millisecond}
+	sj := newSlowJournal(t, 40*time.Millisecond, 0)
 	h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps)})
 	sub := h.node.Feed().Subscribe("p1", 0)
 	defer sub.Close()
@@ -207,7 +203,7 @@ func TestPipelinedAppendFailureLosesNothing(t *testing.T) {
 	// are pipelined ones with work queued behind them.
 	for _, failAt := range []int64{2, 3} {
 		t.Run(fmt.Sprintf("append %d fails", failAt), func(t *testing.T) {
-			sj := &slowJournal{Journal: openJournal(t), delay: 40 * time.Millisecond, failAt: failAt}
+			sj := newSlowJournal(t, 40*time.Millisecond, failAt)
 			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *core.Config) {
 				c.MaxSteps, c.MaxIterations = steps, 2*steps
 			}})
@@ -215,8 +211,8 @@ func TestPipelinedAppendFailureLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			evs := waitTerminal(t, sj, "p1", 30*time.Second)
-			if sj.appends.Load() < failAt {
-				t.Fatalf("only %d appends: the failure was never injected", sj.appends.Load())
+			if sj.Appends() < failAt {
+				t.Fatalf("only %d appends: the failure was never injected", sj.Appends())
 			}
 			checkExactlyOnce(t, evs, steps)
 		})

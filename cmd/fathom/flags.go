@@ -31,15 +31,55 @@ import (
 	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
-// storeFlags select the journal: the embedded file in --data-dir or PostgreSQL.
+// storeFlags select the journal: by name (--journal), else the embedded file in
+// --data-dir, or PostgreSQL when a DSN is given.
 type storeFlags struct {
+	// journal is --journal: a backend of backends.Journals, "" for the default.
+	journal  string
 	dataDir  string
 	postgres string
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, defaultDataDir string) {
+	fs.StringVar(&f.journal, "journal", os.Getenv("FATHOM_JOURNAL"), "event journal: "+journalNames()+"; memory keeps the sessions in this process only, lost when it exits (default: postgres when --postgres is set, else bolt, the file in --data-dir; env FATHOM_JOURNAL, config key journal)")
 	fs.StringVar(&f.dataDir, "data-dir", envOr("FATHOM_DATA_DIR", defaultDataDir), "directory of the embedded journal (env FATHOM_DATA_DIR)")
 	fs.StringVar(&f.postgres, "postgres", os.Getenv("FATHOM_POSTGRES_DSN"), "PostgreSQL DSN; when set, the journal is PostgreSQL instead of the data dir (env FATHOM_POSTGRES_DSN)")
+}
+
+// journalConfig is the journal the flags select (backends.JournalName defaults it).
+func (f *storeFlags) journalConfig() backends.JournalConfig {
+	return backends.JournalConfig{Name: f.journal, DataDir: f.dataDir, DSN: f.postgres}
+}
+
+// checkJournal refuses a journal name no backend is registered for, listing the valid
+// ones.
+func (f *storeFlags) checkJournal() error {
+	if f.journal != "" && !backends.Journals.Has(f.journal) {
+		return usageError("bad --journal %q: want %s", f.journal, journalNames())
+	}
+	return nil
+}
+
+// where says where the selected journal keeps the events, for people.
+func (f *storeFlags) where() string {
+	switch backends.JournalName(f.journalConfig()) {
+	case "memory":
+		return "memory, lost when fathom exits"
+	case "postgres":
+		return "PostgreSQL"
+	case "bolt":
+		return "data dir " + f.dataDir
+	}
+	return "journal " + f.journal
+}
+
+// journalNames lists the journal backends: "bolt, memory or postgres".
+func journalNames() string {
+	names := backends.Journals.Names()
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // logFlags configure log/slog.
@@ -380,6 +420,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		}
 		scfg.Prices = t
 	}
+	if err := f.store.checkJournal(); err != nil {
+		return fathomapi.Config{}, err
+	}
 	mcfg, err := f.memory.apply(&scfg, f.store.postgres)
 	if err != nil {
 		return fathomapi.Config{}, err
@@ -496,6 +539,12 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.Agents = append(scfg.Agents, remote...)
 		scfg.ApprovalTools, scfg.ApprovalDecisions = file.Approval.Tools, file.Approval.Decisions
 		f.file = file
+		if f.store.journal == "" {
+			f.store.journal = file.Journal // the flag and FATHOM_JOURNAL take precedence
+			if f.store.journal != "" && !backends.Journals.Has(f.store.journal) {
+				return fathomapi.Config{}, usageError("--config: %s: journal: %q is not a journal (want %s)", f.configFile, f.store.journal, journalNames())
+			}
+		}
 	}
 	scfg.MaxLLMCalls = uint32(f.maxLLMCalls.n)
 	if !f.maxLLMCalls.set {
@@ -524,6 +573,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		MCPServers:    mcpServers,
 		Artifacts:     artCfg,
 		Sandbox:       fathomapi.Sandbox{Client: sbCfg, Local: sbCfg.URL == "", LocalIsolation: localIso},
+		Journal:       f.store.journal,
 		DataDir:       f.store.dataDir,
 		PostgresDSN:   f.store.postgres,
 		Cluster:       ccfg,

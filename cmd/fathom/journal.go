@@ -35,7 +35,7 @@ func runJournalCheck(_ context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) > 0 {
 		return usageError("journal check takes no arguments, got %q", pos)
 	}
-	if store.postgres != "" {
+	if store.postgres != "" || (store.journal != "" && store.journal != "bolt") {
 		return usageError("journal check verifies the embedded journal (--data-dir); PostgreSQL records are verified on every read")
 	}
 	path := filepath.Join(store.dataDir, backends.JournalFile)

@@ -34,6 +34,9 @@ type printer struct {
 	lastSeq uint64
 	// skipUntilFork skips a fork's copied events up to its session_forked.
 	skipUntilFork bool
+	// ephemeral: the journal keeps nothing after this process (--journal memory), so a
+	// session waiting for a human cannot be answered by a later command.
+	ephemeral bool
 }
 
 // delta prints streamed text (text mode only: --json prints stored events alone).

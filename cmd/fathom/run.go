@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -35,7 +36,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	nf.replay = replayFlags(fs, "json", "timeout", "session-id")
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	n, log, err := startLocalNode(ctx, nf, "run", stderr)
+	n, log, err := startLocalNode(ctx, &nf, "run", stderr)
 	if err != nil {
 		return err
 	}
@@ -46,6 +47,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	p := newPrinter(stdout, *jsonOut)
 	p.answerFlags = nf.replay
+	p.ephemeral = backends.JournalName(nf.store.journalConfig()) == "memory"
 	sub := n.FollowDeltas(id, 0, 0)
 	defer sub.Close()
 	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal}, cluster.WithTimeout(30*time.Second))
@@ -53,11 +55,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: 1, msg: grainErrorMessage(err)}
 	}
 	if !*jsonOut {
-		where := "data dir " + nf.store.dataDir
-		if nf.store.postgres != "" {
-			where = "PostgreSQL"
-		}
-		fmt.Fprintf(stdout, "session %s (events in %s)\n", resp.GetSessionId(), where)
+		fmt.Fprintf(stdout, "session %s (events in %s)\n", resp.GetSessionId(), nf.store.where())
 	}
 	return followSession(ctx, sub, id, p)
 }

@@ -187,8 +187,13 @@ func sessionRemote(ctx context.Context, sub string, pos []string, addr, token st
 
 // openJournalReadOnly opens the journal for reading; a missing data dir or journal file
 // is an error wrapping os.ErrNotExist, and nothing is created.
-func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Journal, error) {
-	return backends.OpenJournalReadOnly(ctx, store.dataDir, store.postgres, slog.Default())
+func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.SessionStore, error) {
+	if err := store.checkJournal(); err != nil {
+		return nil, err
+	}
+	cfg := store.journalConfig()
+	cfg.Logger = slog.Default()
+	return backends.OpenJournalReadOnly(ctx, cfg)
 }
 
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {

@@ -51,7 +51,7 @@ func runSessionDelete(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := refuseEarly(ctx, nf.store, "delete", id); err != nil {
 		return err
 	}
-	n, log, err := startLocalNode(ctx, nf, "session delete", stderr)
+	n, log, err := startLocalNode(ctx, &nf, "session delete", stderr)
 	if err != nil {
 		return err
 	}

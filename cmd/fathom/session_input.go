@@ -140,7 +140,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 			return err
 		}
 	}
-	n, log, err := startLocalNode(ctx, nf, "session "+req.Op, stderr)
+	n, log, err := startLocalNode(ctx, &nf, "session "+req.Op, stderr)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func sessionWriteLocal(ctx context.Context, nf nodeFlags, req *gateway.Request, 
 // startLocalNode starts the in-process node of run and the session write commands: a
 // single local member on the data dir (or PostgreSQL), with a local sandbox unless one
 // is configured.
-func startLocalNode(ctx context.Context, nf nodeFlags, cmd string, stderr io.Writer) (*fathomapi.Node, *slog.Logger, error) {
+func startLocalNode(ctx context.Context, nf *nodeFlags, cmd string, stderr io.Writer) (*fathomapi.Node, *slog.Logger, error) {
 	log, err := nf.logs.logger(stderr)
 	if err != nil {
 		return nil, nil, err
@@ -334,6 +334,10 @@ func followSession(ctx context.Context, sub *feed.Subscription, id string, p *pr
 		case *messages.Event_SessionCancelled:
 			return &exitError{code: 1, msg: "session cancelled: " + e.SessionCancelled.GetReason()}
 		case *messages.Event_HitlRequested:
+			if p.ephemeral {
+				return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s), but the memory journal keeps nothing after fathom exits: the session is lost; run it on a durable journal (--journal bolt or postgres) to answer it later",
+					id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId())}
+			}
 			return &exitError{code: exitAwaitingHuman, msg: fmt.Sprintf("session %s waits for a human (request %s of step %s); it is saved: answer with fathom session input%s %s %s JSON",
 				id, e.HitlRequested.GetRequestId(), e.HitlRequested.GetStepId(), p.answerFlags, id, e.HitlRequested.GetStepId())}
 		}

@@ -112,7 +112,7 @@ type listRow struct {
 
 // sessionList lists the journal's sessions with their index rows: all streams, newest
 // first, or with a filter only the indexed sessions it selects.
-func sessionList(ctx context.Context, j persistence.Journal, f listFlags, w io.Writer, jsonOut bool) error {
+func sessionList(ctx context.Context, j persistence.SessionStore, f listFlags, w io.Writer, jsonOut bool) error {
 	q, err := f.query(time.Now())
 	if err != nil {
 		return err
@@ -120,26 +120,20 @@ func sessionList(ctx context.Context, j persistence.Journal, f listFlags, w io.W
 	if f.cursor != "" {
 		return usageError("--cursor pages a node's list: use it with --addr")
 	}
-	ix, _ := j.(persistence.SessionIndex)
-	if ix == nil && f.filtered() {
-		return &exitError{code: 1, msg: "this journal keeps no session index: it cannot filter sessions"}
-	}
 	rows := map[string]*listRow{}
 	var order []*listRow
-	if ix != nil {
-		lq := persistence.ListQuery{Status: q.Get("status"), UserID: f.user, GoalContains: f.goal}
-		lq.Since, _ = time.Parse(time.RFC3339Nano, q.Get("since"))
-		lq.Until, _ = time.Parse(time.RFC3339Nano, q.Get("until"))
-		es, err := ix.ListSessions(ctx, lq)
-		if err != nil {
-			return err
-		}
-		for _, e := range es {
-			r := &listRow{SessionID: e.SessionID, Status: e.Status, LastSeq: e.Seq, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-				UserID: e.UserID, CostUSD: e.CostUSD, Goal: e.Goal}
-			rows[e.SessionID] = r
-			order = append(order, r)
-		}
+	lq := persistence.ListQuery{Status: q.Get("status"), UserID: f.user, GoalContains: f.goal}
+	lq.Since, _ = time.Parse(time.RFC3339Nano, q.Get("since"))
+	lq.Until, _ = time.Parse(time.RFC3339Nano, q.Get("until"))
+	es, err := j.ListSessions(ctx, lq)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		r := &listRow{SessionID: e.SessionID, Status: e.Status, LastSeq: e.Seq, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+			UserID: e.UserID, CostUSD: e.CostUSD, Goal: e.Goal}
+		rows[e.SessionID] = r
+		order = append(order, r)
 	}
 	if !f.filtered() {
 		// Streams the index does not know (written before it existed) are listed too.

@@ -22,6 +22,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact/s3"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/persistence/indexfacts"
+	"github.com/fathom-agents/fathom/persistence/memjournal"
 	"github.com/fathom-agents/fathom/persistence/pgvector"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 	"github.com/fathom-agents/fathom/persistence/vectormem"
@@ -29,8 +30,9 @@ import (
 
 // The registries of a node's components. Each backend is one line of init below.
 var (
-	// Journals are the event journals, chosen by JournalName.
-	Journals = NewRegistry[JournalConfig, persistence.Journal]("journal")
+	// Journals are the event journals ("bolt", "postgres", "memory"), chosen by
+	// JournalName. Each is a persistence.SessionStore: every capability a node needs.
+	Journals = NewRegistry[JournalConfig, persistence.SessionStore]("journal")
 	// LLMAPIs are the model APIs' clients ("openai", "anthropic"), chosen by the
 	// node's LLM API setting.
 	LLMAPIs = NewRegistry[LLMConfig, LLMClient]("LLM API")
@@ -46,6 +48,7 @@ var (
 func init() {
 	Journals.Register("bolt", openBolt)
 	Journals.Register("postgres", openPostgres)
+	Journals.Register("memory", openMemory)
 	LLMAPIs.Register("openai", openOpenAI)
 	LLMAPIs.Register("anthropic", openAnthropic)
 	Embedders.Register("hash", openHashEmbedder)
@@ -58,6 +61,8 @@ func init() {
 
 // JournalConfig configures a journal.
 type JournalConfig struct {
+	// Name is the backend ("bolt", "postgres", "memory"); "" means JournalName's default.
+	Name string
 	// DataDir holds the embedded journal (DataDir/journal.db).
 	DataDir string
 	// DSN is the PostgreSQL journal's connection string.
@@ -69,15 +74,19 @@ type JournalConfig struct {
 	Logger *slog.Logger
 }
 
-// JournalName is the journal cfg selects: "postgres" with a DSN, else "bolt".
+// JournalName is the journal cfg selects, the one place the default is decided:
+// cfg.Name when set, else "postgres" with a DSN, else "bolt".
 func JournalName(cfg JournalConfig) string {
-	if cfg.DSN != "" {
+	switch {
+	case cfg.Name != "":
+		return cfg.Name
+	case cfg.DSN != "":
 		return "postgres"
 	}
 	return "bolt"
 }
 
-func openBolt(_ context.Context, cfg JournalConfig) (persistence.Journal, error) {
+func openBolt(_ context.Context, cfg JournalConfig) (persistence.SessionStore, error) {
 	if cfg.DataDir == "" {
 		return nil, ErrNoJournal
 	}
@@ -95,12 +104,26 @@ func openBolt(_ context.Context, cfg JournalConfig) (persistence.Journal, error)
 	return j, nil
 }
 
-func openPostgres(ctx context.Context, cfg JournalConfig) (persistence.Journal, error) {
+func openPostgres(ctx context.Context, cfg JournalConfig) (persistence.SessionStore, error) {
+	if cfg.DSN == "" {
+		return nil, errors.New("the postgres journal needs a PostgreSQL DSN (--postgres, env FATHOM_POSTGRES_DSN)")
+	}
 	j, err := postgres.Open(ctx, cfg.DSN, postgres.Options{Facts: indexfacts.Of})
 	if err != nil {
 		return nil, fmt.Errorf("open postgres journal: %w", err)
 	}
 	return j, nil
+}
+
+// ErrMemoryReadOnly is the error of opening the memory journal to read it from another
+// process: it keeps nothing outside the node that holds it.
+var ErrMemoryReadOnly = errors.New("the memory journal keeps its sessions only inside the running node: there is nothing to read from another process")
+
+func openMemory(_ context.Context, cfg JournalConfig) (persistence.SessionStore, error) {
+	if cfg.ReadOnly {
+		return nil, ErrMemoryReadOnly
+	}
+	return memjournal.New(memjournal.Options{Facts: indexfacts.Of}), nil
 }
 
 // LLMConfig configures a model API's client.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // TestRegistryOpensByName: a registered backend opens from its typed configuration; an
@@ -49,7 +50,7 @@ func TestNodeBackendsAreRegistered(t *testing.T) {
 		names []string
 		want  []string
 	}{
-		{"journals", backends.Journals.Names(), []string{"bolt", "postgres"}},
+		{"journals", backends.Journals.Names(), []string{"bolt", "memory", "postgres"}},
 		{"LLM APIs", backends.LLMAPIs.Names(), []string{"anthropic", "openai"}},
 		{"embedders", backends.Embedders.Names(), []string{"hash", "openai"}},
 		{"vector stores", backends.VectorStores.Names(), []string{"memory", "pgvector"}},
@@ -65,24 +66,62 @@ func TestNodeBackendsAreRegistered(t *testing.T) {
 // error wrapping os.ErrNotExist, and the directory is not created.
 func TestOpenJournalReadOnlyCreatesNothing(t *testing.T) {
 	dir := t.TempDir() + "/missing"
-	if _, err := backends.OpenJournalReadOnly(context.Background(), dir, "", nil); !errors.Is(err, os.ErrNotExist) {
+	if _, err := backends.OpenJournalReadOnly(context.Background(), backends.JournalConfig{DataDir: dir}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("read-only open of a missing directory: %v, want os.ErrNotExist", err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the read-only open created %s: %v", dir, err)
 	}
-	j, err := backends.OpenJournal(context.Background(), dir, "", nil)
+	j, err := backends.OpenJournal(context.Background(), backends.JournalConfig{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	j, err = backends.OpenJournalReadOnly(context.Background(), dir, "", nil)
+	j, err = backends.OpenJournalReadOnly(context.Background(), backends.JournalConfig{DataDir: dir})
 	if err != nil {
 		t.Fatalf("read-only open of an existing journal: %v", err)
 	}
 	_ = j.Close()
+}
+
+// TestJournalsByName: the journal is chosen by name, defaulted in one place (postgres
+// with a DSN, else bolt); the memory journal needs no data dir, keeps every capability
+// and cannot be read from another process; an unknown name lists the valid ones.
+func TestJournalsByName(t *testing.T) {
+	for _, c := range []struct {
+		cfg  backends.JournalConfig
+		want string
+	}{
+		{backends.JournalConfig{DataDir: "d"}, "bolt"},
+		{backends.JournalConfig{DataDir: "d", DSN: "postgres://x"}, "postgres"},
+		{backends.JournalConfig{Name: "memory", DSN: "postgres://x"}, "memory"},
+		{backends.JournalConfig{Name: "bolt", DSN: "postgres://x"}, "bolt"},
+	} {
+		if got := backends.JournalName(c.cfg); got != c.want {
+			t.Errorf("JournalName(%+v) = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+	ctx := context.Background()
+	j, err := backends.OpenJournal(ctx, backends.JournalConfig{Name: "memory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(ctx, "s", 0, []persistence.Record{{Type: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = j.Close()
+	if _, err := backends.OpenJournalReadOnly(ctx, backends.JournalConfig{Name: "memory"}); !errors.Is(err, backends.ErrMemoryReadOnly) {
+		t.Fatalf("read-only open of the memory journal: %v", err)
+	}
+	_, err = backends.OpenJournal(ctx, backends.JournalConfig{Name: "sqlite", DataDir: t.TempDir()})
+	if err == nil || err.Error() != `unknown journal "sqlite" (want bolt, memory, postgres)` {
+		t.Fatalf("unknown journal: %v", err)
+	}
+	if _, err := backends.OpenJournal(ctx, backends.JournalConfig{Name: "postgres"}); err == nil || !strings.Contains(err.Error(), "needs a PostgreSQL DSN") {
+		t.Fatalf("postgres without a DSN: %v", err)
+	}
 }
 
 // TestOpenAIClientSendsOrgAndProjectFromEnv: the node's OpenAI client sends

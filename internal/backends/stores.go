@@ -7,7 +7,6 @@ package backends
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -24,18 +23,20 @@ const ArtifactsDir = "artifacts"
 // ErrNoJournal is returned when neither a data directory nor a PostgreSQL DSN is given.
 var ErrNoJournal = errors.New("no journal: set a data directory or a PostgreSQL DSN")
 
-// OpenJournal opens the PostgreSQL journal when dsn is set (applying migrations), else
-// the embedded one in dataDir (created if missing), through Journals.
-func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	cfg := JournalConfig{DataDir: dataDir, DSN: dsn, Logger: log}
+// OpenJournal opens the journal cfg names (JournalName: cfg.Name, else PostgreSQL when
+// cfg.DSN is set, applying migrations, else the embedded one in cfg.DataDir, created if
+// missing), through Journals.
+func OpenJournal(ctx context.Context, cfg JournalConfig) (persistence.SessionStore, error) {
+	cfg.ReadOnly = false
 	return Journals.Open(ctx, JournalName(cfg), cfg)
 }
 
-// OpenJournalReadOnly opens the journal for reading: PostgreSQL when dsn is set, else
-// the embedded journal in dataDir with a shared lock. It never creates the data dir or
-// the journal file: when either is missing the error wraps os.ErrNotExist.
-func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	cfg := JournalConfig{DataDir: dataDir, DSN: dsn, Logger: log, ReadOnly: true}
+// OpenJournalReadOnly opens the journal cfg names for reading: PostgreSQL, or the
+// embedded journal in cfg.DataDir with a shared lock. It never creates the data dir or
+// the journal file: when either is missing the error wraps os.ErrNotExist. The memory
+// journal cannot be read from outside its node (ErrMemoryReadOnly).
+func OpenJournalReadOnly(ctx context.Context, cfg JournalConfig) (persistence.SessionStore, error) {
+	cfg.ReadOnly = true
 	return Journals.Open(ctx, JournalName(cfg), cfg)
 }
 

@@ -30,6 +30,7 @@
 //	  acme: {weight: 3, llm_calls_per_minute: 600}
 //	memory: {retrieval: hybrid, retrieval_weights: 1/1}
 //	drain_timeout: 45s
+//	journal: bolt                       # bolt | postgres | memory
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
@@ -108,6 +109,11 @@ type File struct {
 	// sets it.
 	DrainTimeout    time.Duration
 	DrainTimeoutSet bool
+	// Journal is journal, the event journal's backend by name ("bolt", "postgres",
+	// "memory"; "" when the file does not set it). The reader checks only that it is a
+	// name: the binary checks it against its backends. --journal and FATHOM_JOURNAL
+	// take precedence.
+	Journal string
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -175,6 +181,8 @@ var sections = map[string]section{
 	"members_read_own_only": parseMembersReadOwnOnly,
 	// How the context's semantic slice is retrieved (memory.go).
 	"memory": parseMemory,
+	// The event journal's backend by name (--journal).
+	"journal": parseJournal,
 	// Identities besides the static tokens (identity.go).
 	"oidc_issuer":            identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
 	"jwks_url":               identityString(func(i *Identity) *string { return &i.JWKSURL }, true),
@@ -250,6 +258,19 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 	resolveTenants(f)
 	return f, nil
+}
+
+// parseJournal reads journal: a backend's name.
+func parseJournal(p *parser, f *File, key string, _, v *yaml.Node) error {
+	s, err := p.str(v, key)
+	if err != nil {
+		return err
+	}
+	if s = strings.TrimSpace(s); s == "" || strings.ContainsAny(s, " \t/") {
+		return p.err(v, key, "want a journal backend's name: bolt, postgres or memory")
+	}
+	f.Journal = s
+	return nil
 }
 
 // empty is the File of a file that configures nothing.

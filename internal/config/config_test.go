@@ -49,9 +49,11 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key in a server", "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://x/mcp\n  - name: other\n    comand: node\n",
 			"fathom.yaml:7: mcp_servers[2].comand: unknown key (want args, command, env, headers, name, url)"},
-		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants)"},
+		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, journal, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants)"},
 		{"duplicate name", "mcp_servers:\n  - name: a\n    command: x\n  - name: a\n    url: http://h/mcp\n",
 			`fathom.yaml:4: mcp_servers[1].name: duplicate server name "a" (first at line 2)`},
+		{"journal not a name", "journal: [bolt]\n", "fathom.yaml:1: journal: must be a string"},
+		{"journal empty", "journal: ' '\n", "fathom.yaml:1: journal: want a journal backend's name: bolt, postgres or memory"},
 		{"members_read_own_only not a bool", "members_read_own_only: sometimes\n", `fathom.yaml:1: members_read_own_only: want true or false, not "sometimes"`},
 		{"pprof not a bool", "pprof: sometimes\n", `fathom.yaml:1: pprof: want true or false, not "sometimes"`},
 		{"duplicate key", "mcp_servers:\n  - name: a\n    command: x\n    command: y\n", "fathom.yaml:4: mcp_servers[0].command: duplicate key (first at line 3)"},
@@ -140,5 +142,17 @@ func TestDrainTimeout(t *testing.T) {
 	}
 	if !f.DrainTimeoutSet || f.DrainTimeout != 45*time.Second {
 		t.Fatalf("drain_timeout = %s (set %v), want 45s", f.DrainTimeout, f.DrainTimeoutSet)
+	}
+}
+
+// TestJournalKey: journal names the event journal's backend (the binary checks the name
+// against its backends).
+func TestJournalKey(t *testing.T) {
+	f, err := config.Parse("fathom.yaml", []byte("journal: memory\n"))
+	if err != nil || f.Journal != "memory" {
+		t.Fatalf("journal: memory = %+v, %v", f, err)
+	}
+	if f, err := config.Parse("fathom.yaml", []byte("agents: []\n")); err != nil || f.Journal != "" {
+		t.Fatalf("a file without journal: %q, %v", f.Journal, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/buildinfo"
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // clusterConfig is cc with the labels the member advertises (buildinfo's version and
@@ -81,15 +80,11 @@ func (n *Node) ClusterInfo(ctx context.Context) (gateway.ClusterInfo, error) {
 	if n.member == nil {
 		return gateway.ClusterInfo{}, errors.New("the node has not joined a cluster")
 	}
-	var counts map[string]persistence.LeaseCount
-	if lc, ok := n.journal.(persistence.LeaseCounter); ok {
-		cctx, cancel := context.WithTimeout(ctx, leaseCountTimeout)
-		c, err := lc.LeaseCounts(cctx)
-		cancel()
-		if err != nil {
-			n.log.Warn("GET /v1/cluster: cannot count the members' leases; showing none", "error", err)
-		}
-		counts = c
+	cctx, cancel := context.WithTimeout(ctx, leaseCountTimeout)
+	counts, err := n.journal.LeaseCounts(cctx)
+	cancel()
+	if err != nil {
+		n.log.Warn("GET /v1/cluster: cannot count the members' leases; showing none", "error", err)
 	}
 	info := gateway.ClusterInfo{Node: n.member.Address(), Version: buildinfo.String(), JournalFormat: buildinfo.Format}
 	for _, m := range n.member.Members() {

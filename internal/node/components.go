@@ -85,13 +85,8 @@ func (n *Node) components(b *boot) []component {
 				return n.metricsSrv.Shutdown(ctx)
 			}},
 		{name: "journal", why: "the source of truth (backends.Journals): every later part appends to it or reads it, so it closes after all of them",
-			start: func(ctx context.Context) (err error) {
-				if n.journal = cfg.Journal; n.journal == nil {
-					n.journal, err = OpenJournal(ctx, cfg.DataDir, cfg.PostgresDSN, cfg.Logger)
-				}
-				return err
-			},
-			stop: func(context.Context) error { return n.journal.Close() }},
+			start: func(ctx context.Context) (err error) { n.journal, err = n.openJournal(ctx); return err },
+			stop:  func(context.Context) error { return n.journal.Close() }},
 		{name: "artifacts", why: "the session workspace (backends.ArtifactStores) the artifact tools are built on",
 			start: func(context.Context) error { return n.openArtifacts(b) },
 			stop: func(context.Context) error {

@@ -21,11 +21,7 @@ import (
 // The journal goes last, so a delete that fails half-way can be repeated. A session that
 // is not terminal is refused (gateway.ErrSessionNotTerminal) before anything is removed.
 func (n *Node) DeleteSession(ctx context.Context, id string) error {
-	del, ok := n.journal.(persistence.SessionDeleter)
-	if !ok {
-		return fmt.Errorf("%w: the node's journal cannot delete sessions", gateway.ErrNoIndex)
-	}
-	status, tenant, _, err := del.SessionStatus(ctx, id)
+	status, tenant, _, err := n.journal.SessionStatus(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete session %s: read its index row: %w", id, err)
 	}
@@ -43,7 +39,7 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 	} else if deletedBy, ok := ctx.Value(deletedByKey{}).(string); ok {
 		by = deletedBy
 	}
-	err = del.DeleteSession(ctx, id, by)
+	err = n.journal.DeleteSession(ctx, id, by)
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
 		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
@@ -92,16 +88,12 @@ func (n *Node) deleteSessionData(ctx context.Context, id, tenant string) error {
 const janitorName = "janitor"
 
 // startJanitor spawns the retention janitor (actors/janitor) when retention is positive;
-// it needs a journal that keeps the session index and can delete.
+// the journal keeps the session index and deletes (persistence.SessionStore).
 func (n *Node) startJanitor(system *actor.ActorSystem, retention time.Duration) error {
 	if retention <= 0 {
 		return nil
 	}
-	ix := n.SessionIndex()
-	if _, ok := n.journal.(persistence.SessionDeleter); !ok || ix == nil {
-		return errors.New("--retention needs a journal that keeps the session index (the embedded journal or PostgreSQL)")
-	}
-	cfg := janitor.Config{Index: ix, Retention: retention, Logger: n.log.With("component", "janitor")}
+	cfg := janitor.Config{Index: n.journal, Retention: retention, Logger: n.log.With("component", "janitor")}
 	cfg.Delete = func(ctx context.Context, id string) error {
 		err := n.DeleteSession(context.WithValue(ctx, deletedByKey{}, "retention"), id)
 		if errors.Is(err, gateway.ErrSessionNotFound) {

@@ -18,7 +18,6 @@ import (
 	"github.com/fathom-agents/fathom/internal/quota"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm/resilient"
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // meterScope is the instrumentation scope of the node's own metrics.
@@ -114,27 +113,20 @@ func (n *Node) quotaObserver() (*metrics.Quota, error) {
 	return q, nil
 }
 
-// observeJournal records the journal's append latency when the journal reports appends.
+// observeJournal records the journal's append latency.
 func (n *Node) observeJournal() error {
-	o, ok := n.journal.(persistence.AppendObservable)
-	if !ok {
-		return nil
-	}
 	j, err := metrics.NewJournal(n.tel.MeterProvider.Meter(meterScope))
 	if err != nil {
 		return err
 	}
-	o.ObserveAppends(j.Append)
+	n.journal.ObserveAppends(j.Append)
 	return nil
 }
 
 // registerGauges registers the gauges read at each scrape: sessions by state from the
 // index, feed subscribers, the sandbox pool and the LLM breakers.
 func (n *Node) registerGauges() error {
-	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }}
-	if c, ok := n.journal.(persistence.StatusCounter); ok {
-		src.SessionsByState = c.CountByStatus
-	}
+	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }, SessionsByState: n.journal.CountByStatus}
 	if n.sandbox != nil {
 		src.Sandbox = func(ctx context.Context) (metrics.SandboxStats, error) {
 			st, err := n.sandbox.Stats(ctx)
@@ -201,11 +193,7 @@ func (n *Node) quotas() (*quota.Enforcer, error) {
 		return nil, nil
 	}
 	if qc.Index == nil {
-		if ix, ok := n.journal.(persistence.TenantIndex); ok {
-			qc.Index = ix
-		} else {
-			n.log.Warn("the journal keeps no session index: max_running_sessions, max_tokens_per_day and max_cost_usd_per_day are not enforced, max_artifact_bytes counts this node's writes only")
-		}
+		qc.Index = n.journal
 	}
 	if qc.Observer == nil && n.tel != nil {
 		o, err := n.quotaObserver()

@@ -81,8 +81,13 @@ type Config struct {
 	DataDir string
 	// PostgresDSN selects the PostgreSQL journal; migrations are applied at start.
 	PostgresDSN string
-	// Journal, when set, is used instead of opening one from DataDir or PostgresDSN
-	// (tests, embedding). The node closes it on Stop.
+	// JournalBackend names the journal backend (backends.Journals: "bolt", "postgres",
+	// "memory"); "" is the default, backends.JournalName: postgres with PostgresDSN,
+	// else bolt in DataDir.
+	JournalBackend string
+	// Journal, when set, is used instead of opening one by JournalBackend (tests,
+	// embedding). It must be a persistence.SessionStore: Start fails naming the
+	// capabilities it lacks. The node closes it on Stop.
 	Journal persistence.Journal
 	// Cluster configures the cluster member (provider, addresses).
 	Cluster fcluster.Config
@@ -256,7 +261,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	tel     *telemetry.Providers
-	journal persistence.Journal
+	journal persistence.SessionStore
 	feed    *feed.Feed
 	member  *fcluster.Node
 	demo    *demoModel
@@ -351,24 +356,35 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 }
 
 func (n *Node) journalName() string {
-	switch {
-	case n.cfg.Journal != nil:
+	if n.cfg.Journal != nil {
 		return fmt.Sprintf("%T", n.cfg.Journal)
-	case n.cfg.PostgresDSN != "":
-		return "postgres"
 	}
-	return filepath.Join(n.cfg.DataDir, JournalFile)
+	name := backends.JournalName(n.journalConfig())
+	if name == "bolt" {
+		return filepath.Join(n.cfg.DataDir, JournalFile)
+	}
+	return name
+}
+
+func (n *Node) journalConfig() backends.JournalConfig {
+	return backends.JournalConfig{Name: n.cfg.JournalBackend, DataDir: n.cfg.DataDir, DSN: n.cfg.PostgresDSN, Logger: n.cfg.Logger}
+}
+
+// openJournal opens the journal by Config.JournalBackend (backends.Journals), or checks
+// that Config.Journal is a whole persistence.SessionStore: a journal that lacks a
+// capability fails the start with its name and what it lacks, rather than a node
+// running without leases, reactivation, deletes or listing.
+func (n *Node) openJournal(ctx context.Context) (persistence.SessionStore, error) {
+	if j := n.cfg.Journal; j != nil {
+		return persistence.CheckSessionStore(fmt.Sprintf("%T", j), j)
+	}
+	return backends.OpenJournal(ctx, n.journalConfig())
 }
 
 // OpenJournal opens the PostgreSQL journal when dsn is set, else the embedded one in
 // dataDir (backends.OpenJournal).
-func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	return backends.OpenJournal(ctx, dataDir, dsn, log)
-}
-
-// OpenJournalReadOnly opens the journal for reading (backends.OpenJournalReadOnly).
-func OpenJournalReadOnly(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.Journal, error) {
-	return backends.OpenJournalReadOnly(ctx, dataDir, dsn, log)
+func OpenJournal(ctx context.Context, dataDir, dsn string, log *slog.Logger) (persistence.SessionStore, error) {
+	return backends.OpenJournal(ctx, backends.JournalConfig{DataDir: dataDir, DSN: dsn, Logger: log})
 }
 
 // startLLM builds the provider the sessions call: the endpoint's client wrapped in the
@@ -550,7 +566,7 @@ func (n *Node) UsesDemoModel() bool { return n.demo != nil }
 func (n *Node) Address() string { return n.member.Address() }
 
 // Journal is the node's event journal.
-func (n *Node) Journal() persistence.Journal { return n.journal }
+func (n *Node) Journal() persistence.SessionStore { return n.journal }
 
 // Vectors is the node's vector store: the embeddings of the sessions' messages.
 func (n *Node) Vectors() persistence.VectorStore { return n.vectors }

@@ -17,19 +17,18 @@ import (
 // reactivatorName is the name of the node's reactivator under the root.
 const reactivatorName = "reactivator"
 
-// startReactivator spawns the node's reactivator (actors/reactivator) when the journal
-// keeps the session index and leases are on: every leaseTTL/2 it activates, through
+// startReactivator spawns the node's reactivator (actors/reactivator) when leases are
+// on (the journal's session index is part of persistence.SessionStore): every leaseTTL/2 it activates, through
 // normal placement, the sessions whose due time passed and whose lease lapsed. The poke
 // is a state query: idempotent, and it never writes.
 func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duration) error {
-	ix, ok := n.journal.(persistence.SessionIndex)
-	if !ok || leaseTTL <= 0 {
-		n.log.Info("no session reactivation", "reason", "the journal keeps no session index, or --lease-ttl is 0")
+	if leaseTTL <= 0 {
+		n.log.Info("no session reactivation", "reason", "--lease-ttl is 0")
 		return nil
 	}
 	c := n.member.Cluster()
 	cfg := reactivator.DefaultConfig()
-	cfg.Index = ix
+	cfg.Index = n.journal
 	cfg.Interval = leaseTTL / 2
 	// A poke that hangs (its identity still hashes to a member that just died) holds up
 	// its sweep: keep it short, a failed poke is simply retried by the next sweep.
@@ -71,7 +70,7 @@ func (n *Node) startReactivator(system *actor.ActorSystem, leaseTTL time.Duratio
 		for _, m := range t.Left {
 			left = append(left, m.Address())
 		}
-		n.takeovers.Go(func() { n.takeOver(ix, left, func() { reactivator.Hurry(system.Root, pid) }) }) // off the event stream: it writes to the index
+		n.takeovers.Go(func() { n.takeOver(n.journal, left, func() { reactivator.Hurry(system.Root, pid) }) }) // off the event stream: it writes to the index
 	})
 	return nil
 }
@@ -118,24 +117,17 @@ func (n *Node) stopReactivator() {
 	n.reactivator = nil
 }
 
-// SessionIndex is the journal's session index, nil when the journal keeps none.
-func (n *Node) SessionIndex() persistence.SessionIndex {
-	ix, _ := n.journal.(persistence.SessionIndex)
-	return ix
-}
+// SessionIndex is the journal's session index.
+func (n *Node) SessionIndex() persistence.SessionIndex { return n.journal }
 
 // ListSessions implements gateway.SessionIndex over the journal's session index.
 func (n *Node) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway.SessionSummary, error) {
-	ix := n.SessionIndex()
-	if ix == nil {
-		return nil, gateway.ErrNoIndex
-	}
 	pq := persistence.ListQuery{Status: q.Status, UserID: q.UserID, Since: q.Since, Until: q.Until, GoalContains: q.GoalContains, Limit: q.Limit,
 		Tenant: q.Tenant, Owner: q.Owner, ForkedFrom: q.ForkedFrom}
 	if q.AfterID != "" {
 		pq.After = &persistence.ListPosition{CreatedAt: q.AfterCreated, SessionID: q.AfterID}
 	}
-	es, err := ix.ListSessions(ctx, pq)
+	es, err := n.journal.ListSessions(ctx, pq)
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,8 @@ type Journal struct {
 	observe atomic.Pointer[persistence.AppendObserver]
 }
 
-var _ persistence.Journal = (*Journal)(nil)
+// Journal is a persistence.SessionStore: every capability a node needs.
+var _ persistence.SessionStore = (*Journal)(nil)
 
 type appendReq struct {
 	ctx      context.Context

@@ -336,10 +336,7 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 
 	t.Run("DeleteOnlyTerminalSessions", func(t *testing.T) {
 		ix := index(t)
-		del, ok := ix.(persistence.SessionDeleter)
-		if !ok {
-			t.Skip("the journal cannot delete sessions")
-		}
+		del := ix.(persistence.SessionDeleter)
 		j := ix.(persistence.Journal)
 		running, done, bare := stream(), stream(), stream()
 		_, err := ix.AppendIndexed(ctx, running, 0, recs("a", 2), persistence.IndexEntry{SessionID: running, Status: persistence.StatusRunning, DueAt: past})
@@ -419,8 +416,20 @@ func CostRecord(usd float64) persistence.Record {
 	return persistence.Record{Type: "test_cost", Data: []byte(strconv.FormatFloat(usd, 'g', -1, 64))}
 }
 
+// TenantStartRecord is the record Facts reads as a session_started of tenant, started
+// by owner (its user too) with goal.
+func TenantStartRecord(tenant, owner, goal string) persistence.Record {
+	return persistence.Record{Type: "test_started_tenant", Data: []byte(tenant + "\n" + owner + "\n" + goal)}
+}
+
+// UsageRecord is the record Facts reads as tokens of model usage and artifactBytes of
+// artifacts written.
+func UsageRecord(tokens, artifactBytes uint64) persistence.Record {
+	return persistence.Record{Type: "test_usage", Data: []byte(strconv.FormatUint(tokens, 10) + " " + strconv.FormatUint(artifactBytes, 10))}
+}
+
 // Facts is the persistence.FactsFunc the suite's journals must be opened with: it reads
-// StartRecord and CostRecord (the node's journals read real events with
+// StartRecord, TenantStartRecord, ForkRecord, CostRecord and UsageRecord (the node's journals read real events with
 // persistence/indexfacts.Of).
 func Facts(recs []persistence.Record) persistence.SessionFacts {
 	var f persistence.SessionFacts
@@ -434,6 +443,16 @@ func Facts(recs []persistence.Record) persistence.SessionFacts {
 			f.CostUSD += usd
 		case "test_forked":
 			f.ForkedFrom = string(r.Data)
+		case "test_started_tenant":
+			f.Started = true
+			parts := strings.SplitN(string(r.Data), "\n", 3)
+			f.Tenant, f.Owner, f.UserID, f.Goal = parts[0], parts[1], parts[1], parts[2]
+		case "test_usage":
+			tok, art, _ := strings.Cut(string(r.Data), " ")
+			n, _ := strconv.ParseUint(tok, 10, 64)
+			a, _ := strconv.ParseUint(art, 10, 64)
+			f.Tokens += n
+			f.ArtifactBytes += a
 		}
 	}
 	return f

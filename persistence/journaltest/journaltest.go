@@ -1,7 +1,9 @@
-// Package journaltest is the conformance suite every persistence.Journal implementation
-// must pass. Backends call Run from their own tests with a function that opens the
-// journal under test; the suite uses fresh random stream ids so one store can be shared
-// by all subtests and by earlier runs.
+// Package journaltest is the conformance suite every journal backend must pass, and a
+// fault wrapper (Faulty) for tests of what uses a journal. Backends call Run from their
+// own tests with a function that opens the journal under test: it runs the
+// persistence.Journal contract and then every capability of persistence.SessionStore
+// (a journal that lacks one fails the suite). The suite uses fresh random stream ids
+// so one store can be shared by all subtests and by earlier runs.
 package journaltest
 
 import (
@@ -455,12 +457,16 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
-	probe := open(t)
-	_, indexed := probe.(persistence.SessionIndex)
-	_ = probe.Close()
-	if indexed {
-		t.Run("SessionIndex", func(t *testing.T) { runIndex(t, use, stream, prefix) })
-	}
+	t.Run("SessionStore", func(t *testing.T) {
+		probe := open(t)
+		_, err := persistence.CheckSessionStore(fmt.Sprintf("%T", probe), probe)
+		_ = probe.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runIndex(t, use, stream, prefix)
+		runCapabilities(t, use, stream)
+	})
 }
 
 func recs(prefix string, n int) []persistence.Record {

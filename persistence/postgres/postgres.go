@@ -65,7 +65,8 @@ type Journal struct {
 	observe atomic.Pointer[persistence.AppendObserver]
 }
 
-var _ persistence.Journal = (*Journal)(nil)
+// Journal is a persistence.SessionStore: every capability a node needs.
+var _ persistence.SessionStore = (*Journal)(nil)
 
 // Open connects to dsn, checks the server answers and applies pending migrations.
 func Open(ctx context.Context, dsn string, opts Options) (*Journal, error) {
