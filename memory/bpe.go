@@ -183,8 +183,24 @@ func shortBit(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - shortS
 // bpeCount returns the number of tokens byte-pair encoding gives piece under ranks. A
 // long piece's merge stops early, ok false, once done is closed (nil: never).
 func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bool) {
-	if len(piece) <= 1 {
+	switch len(piece) {
+	case 0, 1:
 		return len(piece), true
+	case 2: // every byte is a token (bpeRanks.ids, or tiktoken-go counts)
+		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank {
+			return 1, true
+		}
+		return 2, true
+	case 3:
+		// Not one token: two if either pair merges (what remains is the whole piece, no
+		// token), else three.
+		if ranks.rank(piece) != noRank {
+			return 1, true
+		}
+		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank || ranks.pair[int(piece[1])<<8|int(piece[2])] != noRank {
+			return 2, true
+		}
+		return 3, true
 	}
 	if ranks.rank(piece) != noRank {
 		return 1, true

@@ -245,11 +245,12 @@ func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	// piece's trailing newlines and slashes end there too, and no other piece holds a
 	// newline), so the text is counted in chunks ending there: ASCII chunks by the
 	// scanner, others by the regexp pre-tokeniser.
+	hasCR := strings.IndexByte(text, '\r') >= 0
 	for len(text) > 0 {
 		if stopped(done) {
 			return n, false
 		}
-		end := lineEnd(text)
+		end := lineEnd(text, hasCR)
 		var c int
 		if line := text[:end]; isASCII(line) {
 			c, ok = t.countASCII(done, line)
@@ -276,8 +277,20 @@ func stopped(done <-chan struct{}) bool {
 
 // lineEnd returns the end of text's first chunk: just after the first newline that is
 // followed by a byte other than white space and '/' (o200k_base's punctuation pieces take
-// trailing newlines and slashes), or len(text).
-func lineEnd(text string) int {
+// trailing newlines and slashes), or len(text). hasCR tells whether text may hold a '\r'
+// (without one, the newlines are found by strings.IndexByte).
+func lineEnd(text string, hasCR bool) int {
+	if !hasCR {
+		for i := 0; ; {
+			j := strings.IndexByte(text[i:], '\n')
+			if j < 0 {
+				return len(text)
+			}
+			if i += j + 1; i < len(text) && !isSpaceByte(text[i]) && text[i] != '/' {
+				return i
+			}
+		}
+	}
 	for i := 0; i+1 < len(text); i++ {
 		if (text[i] == '\n' || text[i] == '\r') && !isSpaceByte(text[i+1]) && text[i+1] != '/' {
 			return i + 1
