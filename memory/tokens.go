@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -60,6 +61,26 @@ type Tokenizer struct {
 	// Fathom's loader: then tiktoken-go counts.
 	pattern *regexp2.Regexp
 	ranks   *bpeRanks
+	// busy and stopped are Stats'.
+	busy, stopped atomic.Int64
+}
+
+// LongText is the length from which a text's count is a long count in TokenizerStats.
+const LongText = 64 << 10
+
+// TokenizerStats is what a Tokenizer has done since the process started: the work an
+// operator or a test can watch to see that counts for cancelled callers stop.
+type TokenizerStats struct {
+	// Busy is the number of counts of long texts (LongText bytes or more) under way.
+	Busy int64
+	// Stopped is the number of counts given up, or never begun, because the caller's
+	// context was done (CountContext, CountMessageContext, WithContext).
+	Stopped int64
+}
+
+// Stats returns the tokenizer's running figures.
+func (t *Tokenizer) Stats() TokenizerStats {
+	return TokenizerStats{Busy: t.busy.Load(), Stopped: t.stopped.Load()}
 }
 
 // The encodings' pre-tokeniser patterns, as tiktoken-go (encoding.go) and OpenAI's
@@ -224,6 +245,7 @@ func (t *Tokenizer) Count(text string) int {
 func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) {
 	n, ok := t.count(ctx.Done(), text)
 	if !ok {
+		t.stopped.Add(1)
 		return 0, fmt.Errorf("count tokens: %w", ctx.Err())
 	}
 	return n, nil
@@ -233,6 +255,10 @@ func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) 
 func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	if text == "" {
 		return 0, true
+	}
+	if len(text) >= LongText {
+		t.busy.Add(1)
+		defer t.busy.Add(-1)
 	}
 	if t.ranks == nil {
 		return len(t.tk.EncodeOrdinary(text)), true
