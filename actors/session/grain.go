@@ -17,7 +17,6 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/summarizer"
-	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -90,7 +89,13 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
-	run      traceRun // the open run's invoke_agent span (trace.go)
+	// host is the node's address, baseLog the session's logger without span ids: the
+	// activation's span (trace.go) adds its ids to log while it is open.
+	host    string
+	baseLog *slog.Logger
+	// spanRun and spanStart (unix nanos) are the run and start of span, the activation's.
+	spanRun   uint64
+	spanStart int64
 	// pubState is the state after the last published events (trace.go ends the spans a
 	// batch of events ends against it).
 	pubState *messages.SessionState
@@ -132,23 +137,17 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	}
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
+	g.baseLog, g.host = g.log, ctx.ActorSystem().Address()
 	g.activatedAt = d.Now()
-	_, g.span = d.Tracer.Start(withParent(rootParent(d, g.id)), "session.activation", trace.WithAttributes(
-		attribute.String("fathom.session_id", g.id),
-		attribute.String("fathom.host", ctx.ActorSystem().Address()),
-	))
-	// Every line the activation logs is written inside its span: it carries the ids.
-	if sc := g.span.SpanContext(); sc.IsValid() {
-		for _, a := range telemetry.LogAttrs(sc) {
-			g.log = g.log.With(a)
-		}
-	}
-	if err := g.load(); err != nil {
+	err := g.load()
+	// Every line the activation logs while it works on a run is written inside its span
+	// (session.activation): it carries the ids.
+	g.traceActivated()
+	if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
-	g.traceActivated()
 	g.startLease(ctx)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
@@ -157,14 +156,10 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
-	g.waitPipeline() // publishes the durable appends still in flight
-	g.traceDeactivated()
+	g.waitPipeline()  // publishes the durable appends still in flight
+	g.endActivation() // a run still working goes on in the next activation (trace.go)
 	g.endLease()
 	g.forget()
-	if g.span != nil {
-		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
-		g.span.End()
-	}
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
@@ -412,7 +407,9 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 		g.deps.Publisher.Publish(g.id, evs)
 	}
 	for _, ev := range evs {
-		g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		if g.span != nil {
+			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		}
 		if r := ev.GetLlmResponded(); r != nil {
 			answered = true
 			if g.deps.Quotas != nil {
