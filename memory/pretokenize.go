@@ -123,8 +123,6 @@ func (s asciiText) contraction(i int) int {
 	return i
 }
 
-func (s asciiText) isUpper(i int) bool { return s.cls(i) == clsUpper }
-func (s asciiText) isLower(i int) bool { return s.cls(i) == clsLower }
 func (s asciiText) isDigit(i int) bool { return s.cls(i) == clsDigit }
 func (s asciiText) isNewline(i int) bool {
 	return s.cls(i) == clsNewline

@@ -227,7 +227,7 @@ func runTraces(spans tracetest.SpanStubs, id string) (roots tracetest.SpanStubs,
 func spanAttr(s tracetest.SpanStub, key string) string {
 	for _, kv := range s.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
