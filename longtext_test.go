@@ -2,13 +2,17 @@ package fathom_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -72,5 +76,69 @@ func TestSessionsWithTextWithoutSpacesComplete(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestCancelledSessionStopsCounting: counting a long text for a session stops when the
+// session is cancelled. The planner answers 6 MiB of "é1" (four million pre-tokens for the
+// regexp pre-tokeniser: seconds of CPU); once the tokenizer is counting it, the test
+// cancels the session, and the tokenizer records the count as stopped
+// (memory.TokenizerStats). Before, the count of a model's answer ran to its end on a
+// shared worker whatever the session.
+func TestCancelledSessionStopsCounting(t *testing.T) {
+	answer := strings.Repeat("é1", 2<<20)
+	script, err := json.Marshal(map[string]any{"rules": []map[string]string{{"system_match": "FATHOM-ROLE: orchestrator", "response": answer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := mock.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
+	defer model.Close()
+	tok, err := memory.TokenizerForModel("gpt-4o-mini", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini"}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	before := tok.Stats()
+	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "long-answer", Goal: "Plan it."}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until a long count is under way (the answer's), then cancel the session.
+	for tok.Stats().Busy == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the answer was never counted")
+		}
+		runtime.Gosched()
+	}
+	if err := n.Cancel(ctx, "long-answer", "stop counting"); err != nil {
+		t.Fatal(err)
+	}
+	for tok.Stats().Busy != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the count never ended")
+		}
+		runtime.Gosched()
+	}
+	if s := tok.Stats(); s.Stopped <= before.Stopped {
+		t.Fatalf("the answer's count ran to its end after the session was cancelled (stopped counts: %d before, %d after)", before.Stopped, s.Stopped)
+	}
+	st, err := n.State(ctx, "long-answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetStatus() != messages.SessionStatus_SESSION_STATUS_CANCELLED {
+		t.Fatalf("status %s, want cancelled", st.GetStatus())
 	}
 }

@@ -41,6 +41,9 @@ type bpeRanks struct {
 	// is clear is no token, known without touching the map (most merge candidates of
 	// text without words, such as base64, are no token). 256 KiB: it stays in cache.
 	shortSeen *[1 << (shortSeenBits - 6)]uint64
+	// longSeen is shortSeen for the tokens of 8 bytes or more, keyed by longKey: most
+	// long merge candidates are no token, told without hashing the string for the map.
+	longSeen *[1 << (shortSeenBits - 6)]uint64
 	// ids reports whether every rank is below 1<<18 and every byte a token, which the
 	// long merge needs (it keys pairs by rank in 32 bits and caches pair ranks keyed by
 	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
@@ -51,7 +54,7 @@ type bpeRanks struct {
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
 	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true,
-		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64)}
+		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64), longSeen: new([1 << (shortSeenBits - 6)]uint64)}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
@@ -64,6 +67,10 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.byteRank[tok[0]] = int32(rank)
 		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+		if len(tok) >= 8 {
+			b := shortBit(longKey(tok))
+			r.longSeen[b>>6] |= 1 << (b & 63)
 		}
 		if rank < 0 || rank >= 1<<18 {
 			r.ids = false
@@ -158,10 +165,26 @@ func (r *bpeRanks) rank(s string) int32 {
 		}
 		return noRank
 	}
+	if b := shortBit(longKey(s)); r.longSeen[b>>6]&(1<<(b&63)) == 0 {
+		return noRank
+	}
 	if v, ok := r.m[s]; ok {
 		return int32(v)
 	}
 	return noRank
+}
+
+// longKey is the filter key of a string of at least 8 bytes (bpeRanks.longSeen): its
+// first and last 8 bytes and its length, mixed.
+func longKey(s string) uint64 {
+	return load64(s, 0) ^ bits.RotateLeft64(load64(s, len(s)-8), 29) ^ uint64(len(s))<<56
+}
+
+// load64 is the little-endian uint64 of s[i:i+8].
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
 // shortKey is the key of a string of at most 7 bytes: its bytes, little-endian, and its
@@ -183,8 +206,24 @@ func shortBit(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - shortS
 // bpeCount returns the number of tokens byte-pair encoding gives piece under ranks. A
 // long piece's merge stops early, ok false, once done is closed (nil: never).
 func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bool) {
-	if len(piece) <= 1 {
+	switch len(piece) {
+	case 0, 1:
 		return len(piece), true
+	case 2: // every byte is a token (bpeRanks.ids, or tiktoken-go counts)
+		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank {
+			return 1, true
+		}
+		return 2, true
+	case 3:
+		// Not one token: two if either pair merges (what remains is the whole piece, no
+		// token), else three.
+		if ranks.rank(piece) != noRank {
+			return 1, true
+		}
+		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank || ranks.pair[int(piece[1])<<8|int(piece[2])] != noRank {
+			return 2, true
+		}
+		return 3, true
 	}
 	if ranks.rank(piece) != noRank {
 		return 1, true
@@ -212,7 +251,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 		bounds[i] = uint8(i)
 	}
 	for k := range pr {
-		pr[k] = ranks.rank(piece[k : k+2])
+		pr[k] = ranks.pair[int(piece[k])<<8|int(piece[k+1])]
 	}
 	pairRank := func(k int) int32 {
 		if k+2 >= len(bounds) || len(bounds) == 3 {

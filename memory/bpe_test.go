@@ -223,10 +223,14 @@ func TestCountStopsWhenCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	before := tk.Stats()
 	for _, s := range []string{strings.Repeat("x", 1<<22), strings.Repeat("é", 1<<21), strings.Repeat("word ", 1<<20)} {
 		if n, err := tk.CountContext(ctx, s); !errors.Is(err, context.Canceled) {
 			t.Fatalf("CountContext on a cancelled context: %d, %v", n, err)
 		}
+	}
+	if s := tk.Stats(); s.Stopped < before.Stopped+3 || s.Busy != 0 {
+		t.Fatalf("stats after 3 stopped counts: %+v (before: %+v)", s, before)
 	}
 	// A merge under way stops at its next check: before its next window.
 	done := make(chan struct{})

@@ -62,11 +62,15 @@ type ctxCounter struct {
 
 // CountMessage implements MessageCounter.
 func (c ctxCounter) CountMessage(m llm.Message) int {
-	if c.ctx.Err() == nil {
-		tok, ok := c.c.(*Tokenizer)
-		if !ok {
-			return c.c.CountMessage(m)
+	tok, isTok := c.c.(*Tokenizer)
+	switch {
+	case c.ctx.Err() != nil:
+		if isTok {
+			tok.stopped.Add(1) // never begun
 		}
+	case !isTok:
+		return c.c.CountMessage(m)
+	default:
 		if n, err := tok.CountMessageContext(c.ctx, m); err == nil {
 			return n
 		}

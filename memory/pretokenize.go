@@ -29,8 +29,8 @@ const (
 	clsSpace   // the space, \t \v \f
 )
 
-var asciiClasses = func() (t [128]uint8) {
-	for c := range t {
+var asciiClasses = func() (t [256]uint8) {
+	for c := range 128 {
 		switch {
 		case c >= 'A' && c <= 'Z':
 			t[c] = clsUpper
@@ -51,7 +51,13 @@ var asciiClasses = func() (t [128]uint8) {
 
 // isASCII reports whether s has no byte ≥ 0x80.
 func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7] >= 0x80 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if s[i] >= 0x80 {
 			return false
 		}
@@ -117,8 +123,6 @@ func (s asciiText) contraction(i int) int {
 	return i
 }
 
-func (s asciiText) isUpper(i int) bool { return s.cls(i) == clsUpper }
-func (s asciiText) isLower(i int) bool { return s.cls(i) == clsLower }
 func (s asciiText) isDigit(i int) bool { return s.cls(i) == clsDigit }
 func (s asciiText) isNewline(i int) bool {
 	return s.cls(i) == clsNewline
@@ -128,8 +132,16 @@ func (s asciiText) isPunct(i int) bool { return s.cls(i) == clsOther }
 // o200kLetters matches o200k_base's two letter alternatives at i (after an optional
 // prefix byte): [A-Z]*[a-z]+C? or else [A-Z]+[a-z]*C?. It returns the end, or i.
 func (s asciiText) o200kLetters(i int) int {
-	up := s.run(i, s.isUpper)
-	if low := s.run(up, s.isLower); low > up {
+	cls := &asciiClasses
+	up := i
+	for up < len(s) && cls[s[up]] == clsUpper {
+		up++
+	}
+	low := up
+	for low < len(s) && cls[s[low]] == clsLower {
+		low++
+	}
+	if low > up {
 		return s.contraction(low)
 	}
 	// [A-Z]*[a-z]+ needs a lowercase letter after the capitals; backtracking the
@@ -174,24 +186,27 @@ func (s asciiText) punct(i int, trailing func(int) bool) int {
 
 // splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern.
 func splitO200K(s asciiText, piece func(string)) {
+	cls := &asciiClasses
 	trailing := func(i int) bool { return s.isNewline(i) || s[i] == '/' }
 	for i := 0; i < len(s); {
-		end := i
-		// Letter pieces, with an optional prefix byte.
-		if s.prefixable(i) && i+1 < len(s) {
-			if e := s.o200kLetters(i + 1); e > i+1 {
-				end = e
-			}
-		}
-		if end == i {
+		var end int
+		switch c := cls[s[i]]; c {
+		case clsUpper, clsLower:
 			end = s.o200kLetters(i)
-		}
-		if end == i {
-			switch {
-			case s.isDigit(i):
-				end = s.run(i, s.isDigit)
-				end = min(end, i+3)
-			default:
+		case clsDigit:
+			end = i + 1
+			for end < len(s) && end < i+3 && cls[s[end]] == clsDigit {
+				end++
+			}
+		default:
+			// A letter piece with a prefix byte, else punctuation or white space.
+			end = i
+			if c != clsNewline && i+1 < len(s) {
+				if e := s.o200kLetters(i + 1); e > i+1 {
+					end = e
+				}
+			}
+			if end == i {
 				if e := s.punct(i, trailing); e > i {
 					end = e
 				} else {

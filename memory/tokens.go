@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -60,6 +61,26 @@ type Tokenizer struct {
 	// Fathom's loader: then tiktoken-go counts.
 	pattern *regexp2.Regexp
 	ranks   *bpeRanks
+	// busy and stopped are Stats'.
+	busy, stopped atomic.Int64
+}
+
+// LongText is the length from which a text's count is a long count in TokenizerStats.
+const LongText = 64 << 10
+
+// TokenizerStats is what a Tokenizer has done since the process started: the work an
+// operator or a test can watch to see that counts for cancelled callers stop.
+type TokenizerStats struct {
+	// Busy is the number of counts of long texts (LongText bytes or more) under way.
+	Busy int64
+	// Stopped is the number of counts given up, or never begun, because the caller's
+	// context was done (CountContext, CountMessageContext, WithContext).
+	Stopped int64
+}
+
+// Stats returns the tokenizer's running figures.
+func (t *Tokenizer) Stats() TokenizerStats {
+	return TokenizerStats{Busy: t.busy.Load(), Stopped: t.stopped.Load()}
 }
 
 // The encodings' pre-tokeniser patterns, as tiktoken-go (encoding.go) and OpenAI's
@@ -224,6 +245,7 @@ func (t *Tokenizer) Count(text string) int {
 func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) {
 	n, ok := t.count(ctx.Done(), text)
 	if !ok {
+		t.stopped.Add(1)
 		return 0, fmt.Errorf("count tokens: %w", ctx.Err())
 	}
 	return n, nil
@@ -233,6 +255,10 @@ func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) 
 func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	if text == "" {
 		return 0, true
+	}
+	if len(text) >= LongText {
+		t.busy.Add(1)
+		defer t.busy.Add(-1)
 	}
 	if t.ranks == nil {
 		return len(t.tk.EncodeOrdinary(text)), true
@@ -245,11 +271,12 @@ func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	// piece's trailing newlines and slashes end there too, and no other piece holds a
 	// newline), so the text is counted in chunks ending there: ASCII chunks by the
 	// scanner, others by the regexp pre-tokeniser.
+	hasCR := strings.IndexByte(text, '\r') >= 0
 	for len(text) > 0 {
 		if stopped(done) {
 			return n, false
 		}
-		end := lineEnd(text)
+		end := lineEnd(text, hasCR)
 		var c int
 		if line := text[:end]; isASCII(line) {
 			c, ok = t.countASCII(done, line)
@@ -276,8 +303,20 @@ func stopped(done <-chan struct{}) bool {
 
 // lineEnd returns the end of text's first chunk: just after the first newline that is
 // followed by a byte other than white space and '/' (o200k_base's punctuation pieces take
-// trailing newlines and slashes), or len(text).
-func lineEnd(text string) int {
+// trailing newlines and slashes), or len(text). hasCR tells whether text may hold a '\r'
+// (without one, the newlines are found by strings.IndexByte).
+func lineEnd(text string, hasCR bool) int {
+	if !hasCR {
+		for i := 0; ; {
+			j := strings.IndexByte(text[i:], '\n')
+			if j < 0 {
+				return len(text)
+			}
+			if i += j + 1; i < len(text) && !isSpaceByte(text[i]) && text[i] != '/' {
+				return i
+			}
+		}
+	}
 	for i := 0; i+1 < len(text); i++ {
 		if (text[i] == '\n' || text[i] == '\r') && !isSpaceByte(text[i+1]) && text[i+1] != '/' {
 			return i + 1

@@ -649,9 +649,15 @@ type SessionState struct {
 	// audit is who did what to the session: one entry per command a principal sent
 	// (start, input, approval, pause, resume, breakpoints, cancel, send, fork), oldest
 	// first, the newest MaxAudit kept (the events keep all of them, each with its by).
-	Audit         []*AuditEntry `protobuf:"bytes,64,rep,name=audit,proto3" json:"audit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Audit []*AuditEntry `protobuf:"bytes,64,rep,name=audit,proto3" json:"audit,omitempty"`
+	// run_started_seq and run_started_at_unix_nano are where the session's current run
+	// began: 0 and the start (or the fork) for the first run; for a later one, the event
+	// that made a stopped session (waiting for a human, interrupted, ended) work again or
+	// end. Each run is a trace of its own (actors/session/trace.go).
+	RunStartedSeq        uint64 `protobuf:"varint,65,opt,name=run_started_seq,json=runStartedSeq,proto3" json:"run_started_seq,omitempty"`
+	RunStartedAtUnixNano int64  `protobuf:"varint,66,opt,name=run_started_at_unix_nano,json=runStartedAtUnixNano,proto3" json:"run_started_at_unix_nano,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -962,6 +968,20 @@ func (x *SessionState) GetAudit() []*AuditEntry {
 		return x.Audit
 	}
 	return nil
+}
+
+func (x *SessionState) GetRunStartedSeq() uint64 {
+	if x != nil {
+		return x.RunStartedSeq
+	}
+	return 0
+}
+
+func (x *SessionState) GetRunStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.RunStartedAtUnixNano
+	}
+	return 0
 }
 
 // SubagentState is a sub-agent's isolated, event-sourced context.
@@ -1340,7 +1360,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xf8\r\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xd8\x0e\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1387,7 +1407,9 @@ const file_state_proto_rawDesc = "" +
 	"\x06thread\x18= \x03(\v2\x1a.fathom.v1.TranscriptEntryR\x06thread\x12\x16\n" +
 	"\x06tenant\x18> \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05owner\x18? \x01(\tR\x05owner\x12+\n" +
-	"\x05audit\x18@ \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\x1a;\n" +
+	"\x05audit\x18@ \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\x12&\n" +
+	"\x0frun_started_seq\x18A \x01(\x04R\rrunStartedSeq\x126\n" +
+	"\x18run_started_at_unix_nano\x18B \x01(\x03R\x14runStartedAtUnixNano\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +

@@ -28,11 +28,11 @@ func TestTemplateTokensHitCopiesNoTemplate(t *testing.T) {
 // deriving one allocates nothing.
 func TestSpanIDsAreDerivedWithoutAllocating(t *testing.T) {
 	h := sha256.Sum256([]byte("fathom/span\x00s-1\x00step\x00step-2\x003"))
-	if got := stepSpanID("s-1", "step-2", 3); string(got[:]) != string(h[:8]) {
+	if got := stepSpanID("s-1", "step-2", 3, 0); string(got[:]) != string(h[:8]) {
 		t.Fatalf("stepSpanID = %x, want %x", got, h[:8])
 	}
 	const id = "s-0f8fad5b-d9cb-469f-a165-70867728950e" // a session id as long as a UUID
-	if got := testing.AllocsPerRun(100, func() { _ = stepSpanID(id, "step-12", 1) }); got != 0 {
+	if got := testing.AllocsPerRun(100, func() { _ = stepSpanID(id, "step-12", 1, 0) }); got != 0 {
 		t.Fatalf("stepSpanID costs %.0f allocations, want 0", got)
 	}
 }

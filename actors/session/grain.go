@@ -17,7 +17,6 @@ import (
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/summarizer"
-	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
@@ -91,7 +90,13 @@ type Grain struct {
 	// check runs once the pipeline drains.
 	answered bool
 	span     trace.Span
-	run      traceRun // the open run's invoke_agent span (trace.go)
+	// host is the node's address, baseLog the session's logger without span ids: the
+	// activation's span (trace.go) adds its ids to log while it is open.
+	host    string
+	baseLog *slog.Logger
+	// spanRun and spanStart (unix nanos) are the run and start of span, the activation's.
+	spanRun   uint64
+	spanStart int64
 	// pubState is the state after the last published events (trace.go ends the spans a
 	// batch of events ends against it).
 	pubState *messages.SessionState
@@ -140,25 +145,19 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	}
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
+	g.baseLog, g.host = g.log, ctx.ActorSystem().Address()
 	g.activatedAt = d.Now()
-	_, g.span = d.Tracer.Start(withParent(rootParent(d, g.id)), "session.activation", trace.WithAttributes(
-		attribute.String("fathom.session_id", g.id),
-		attribute.String("fathom.host", ctx.ActorSystem().Address()),
-	))
-	// Every line the activation logs is written inside its span: it carries the ids.
-	if sc := g.span.SpanContext(); sc.IsValid() {
-		for _, a := range telemetry.LogAttrs(sc) {
-			g.log = g.log.With(a)
-		}
-	}
-	if err := g.load(); errors.Is(err, persistence.ErrNewerFormat) {
+	err := g.load()
+	// Every line the activation logs while it works on a run is written inside its span
+	// (session.activation): it carries the ids.
+	g.traceActivated()
+	if errors.Is(err, persistence.ErrNewerFormat) {
 		g.log.Debug("load session", "error", err) // onResume says it plainly (newer.go)
 	} else if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
-	g.traceActivated()
 	if d.Drain != nil {
 		g.draining = d.Drain.register(g.id, ctx.Self())
 	}
@@ -170,17 +169,13 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
-	g.waitPipeline() // publishes the durable appends still in flight
-	g.traceDeactivated()
+	g.waitPipeline()  // publishes the durable appends still in flight
+	g.endActivation() // a run still working goes on in the next activation (trace.go)
 	g.endLease()
 	if g.deps != nil && g.deps.Drain != nil {
 		g.deps.Drain.unregister(g.id, ctx.Self())
 	}
 	g.forget()
-	if g.span != nil {
-		g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
-		g.span.End()
-	}
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
@@ -433,9 +428,9 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	if g.deps.Publisher != nil {
 		g.deps.Publisher.Publish(g.id, evs)
 	}
-	recording := g.span.IsRecording() // an unsampled session's span drops its events: build none
 	for _, ev := range evs {
-		if recording {
+		// A run's span (none between runs; an unsampled one drops its events): build none.
+		if g.span != nil && g.span.IsRecording() {
 			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 		}
 		if r := ev.GetLlmResponded(); r != nil {

@@ -68,8 +68,8 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		// The template's count is cached (tokenizing it was a third of a step's CPU);
 		// counting the two parts apart can only add a token at the seam: an upper bound,
 		// which is what a budget needs.
-		SystemTokens: d.templateTokens(model, tmpl) + d.Config.CountText(model, rest) +
-			int(d.Config.CountMessage(model, llm.Message{Role: "system", Content: task})),
+		SystemTokens: d.templateTokens(model, tmpl) + d.Config.CountTextContext(ctx, model, rest) +
+			int(d.Config.CountMessageContext(ctx, model, llm.Message{Role: "system", Content: task})),
 		Messages: hist,
 		Hits:     searchHits(ctx, d, s, st.GetStep().GetDescription()),
 		Now:      d.Now(),
@@ -161,7 +161,7 @@ func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState
 	msg, seq := core.LastMessage(s)
 	in := memory.Input{
 		Task: seq, Origin: "session " + s.GetSessionId(), SystemPrompt: sys,
-		SystemTokens: d.Config.CountText(model, sys), Messages: hist,
+		SystemTokens: d.Config.CountTextContext(ctx, model, sys), Messages: hist,
 		Hits: searchHits(ctx, d, s, msg), Now: d.Now(),
 	}
 	if sum := s.GetSummary(); sum.GetContent() != "" {

@@ -160,7 +160,9 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	for _, c := range core.NormaliseToolCalls(out.ToolCalls) {
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 	}
-	out.Tokens = r.deps.Config.CountMessage(r.state.GetConfig().GetModel(), msg)
+	// Counting a long answer stops when the call is cancelled (its result is then not
+	// reported).
+	out.Tokens = r.deps.Config.CountMessageContext(ctx, r.state.GetConfig().GetModel(), msg)
 	return out
 }
 

@@ -49,7 +49,7 @@ func buildSubAgentRequest(ctx context.Context, d *Deps, s *messages.SessionState
 	}
 	in := memory.Input{
 		SystemPrompt: sys,
-		SystemTokens: int(d.Config.CountMessage(s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
+		SystemTokens: int(d.Config.CountMessageContext(ctx, s.GetConfig().GetModel(), llm.Message{Role: "system", Content: sys})),
 		Messages:     hist,
 		Task:         task,
 		Origin:       "session " + s.GetSessionId(),

@@ -94,5 +94,5 @@ func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 		span.SetAttributes(attribute.String("error.type", string(res.Err.Type)))
 	}
 	res = capResult(ctx, r.deps, r.sessionID, c.GetCallId(), res)
-	return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: res, Tokens: r.deps.Config.CountMessage(r.model, core.ToolMessage(c.GetCallId(), res))}
+	return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: res, Tokens: r.deps.Config.CountMessageContext(ctx, r.model, core.ToolMessage(c.GetCallId(), res))}
 }

@@ -16,43 +16,48 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// One trace per session run.
+// One trace per run of a session.
 //
 // A session outlives its activations: the grain passivates, its node stops, it moves to
-// another member, and every activation makes spans. None of them can hold the session's
-// root span in memory, so the ids are derived instead: the trace id and the span ids of
-// the session's long spans — the invoke_agent root, each step attempt, each sub-agent
-// run — are hashes of the session id (and the step id and attempt, the sub-agent id and
-// run). Every short span (an activation, an LLM call and its chat span, a tool call) is
-// started under the derived id of the long span it belongs to, whichever node makes it.
-// A long span is emitted once, with its derived id and its recorded start time, by the
-// activation that commits the event ending it (step_completed or step_failed,
-// subagent_completed, the session's terminal event): its children were exported long
-// before, and a backend joins them when the parent arrives. The span ids reach the SDK
-// through telemetry.IDGenerator, which the node's tracer provider uses.
+// another member, and every activation makes spans. None of them can hold a long span in
+// memory, so the ids are derived instead: the trace id and the span ids of the session's
+// long spans — each run's invoke_agent root, each step attempt, each sub-agent run — are
+// hashes of the session id (and the run, the step id and attempt, the sub-agent id and
+// run). Every short span (an LLM call and its chat span, a tool call) is started under
+// the derived id of the long span it belongs to, whichever node makes it. A long span is
+// emitted once, with its derived id and its recorded start time, by the activation that
+// commits the event ending it (step_completed or step_failed, subagent_completed, the
+// run's wait or the session's terminal event): its children were exported long before,
+// and a backend joins them when the parent arrives. The span ids reach the SDK through
+// telemetry.IDGenerator, which the node's tracer provider uses.
 //
-// The root and the runs. A session can live for days, mostly waiting for a human, and a
-// span is exported only when it ends: a root covering the whole session would leave its
-// children without a parent in the backend for as long as the session lives. So the
-// root invoke_agent span stands for the session's first run: it starts with the session
-// and ends when that run stops — at the first wait for a human (awaiting_human,
-// interrupted), at the end of the session, or when the activation stops (passivation,
-// node shutdown), whichever comes first. Each later run (a reactivation that goes on
-// working, a human's answer, a resume) is an invoke_agent orchestrator span of its own,
-// a child of the root, ending the same way. The root keeps its derived id, so every
-// other span of the session still hangs under it (or under a step or sub-agent span)
-// and the trace is complete in the backend as soon as the first run stops. The run that
-// ends the session carries the session's totals (fathom.status, tokens, cost). A fork's
-// root carries a link to its source's root span and the fork point
-// (fathom.fork.source_session_id, fathom.fork.source_seq).
+// Runs. A session can live for days, mostly waiting for a human, and a span is exported
+// only when it ends: one root over the whole session would leave its children without a
+// parent in the backend for as long as the session lives, or end before them. So a
+// session is one trace per run. A run is the session working: the first starts with the
+// session (or the fork) and each later one with the event that makes a stopped session
+// (waiting for a human, interrupted, ended) work again or end — a human's answer, an
+// approval, a resume, a follow-up message, a cancel while it waits (SessionState's
+// run_started_seq and run_started_at_unix_nano, set by core.Apply). A run ends when the
+// session stops: at a wait (awaiting_human, interrupted) or at its end. Its root
+// invoke_agent orchestrator span covers exactly that, and is emitted then, so no span of
+// the run outlives its root. A later run's root is the root of a trace of its own, with
+// a link to the first run's root (fathom.run.started_seq says which run it is); the first
+// run's trace keeps the session's trace id (a fork's links to its source's first run,
+// with fathom.fork.source_session_id and fathom.fork.source_seq). A step attempt or a
+// sub-agent run that a wait cuts in two is two spans, one in each run's trace (the first
+// with fathom.split_by naming the wait). The activation's span (session.activation, the
+// span of its log lines) covers the part of an activation that works on one run. An
+// activation that stops while its session works (passivation, node shutdown) emits no
+// root: the run goes on in the next activation, which emits it when the run ends. The run
+// that ends the session carries the session's totals (fathom.status, tokens, cost).
 //
-// The shape:
+// The shape of one run's trace:
 //
-//	invoke_agent orchestrator            (root, the first run: gen_ai.conversation.id = session id)
-//	├── invoke_agent orchestrator        (each later run)
-//	├── session.activation               (one per activation, fathom.host)
+//	invoke_agent orchestrator            (the run's root: gen_ai.conversation.id = session id)
+//	├── session.activation               (one per activation working on the run, fathom.host)
 //	├── session.plan / session.replan    (an orchestrator LLM call) └── chat MODEL
-//	└── session.step                     (a plan step attempt)
+//	└── session.step                     (a plan step attempt, or its part in this run)
 //	    ├── session.llm_call └── chat MODEL
 //	    ├── execute_tool TOOL            (TRACEPARENT in the sandbox, traceparent in MCP _meta)
 //	    └── invoke_agent AGENT_TYPE      (a sub-agent run: gen_ai.agent.name = agent type)
@@ -62,9 +67,19 @@ import (
 // orchestratorAgent is gen_ai.agent.name of a session's root span.
 const orchestratorAgent = "orchestrator"
 
-// sessionTraceID is the trace id of session id's run.
-func sessionTraceID(id string) trace.TraceID {
-	h := sha256.Sum256([]byte("fathom/trace\x00" + id))
+// sessionTraceID is the trace id of session id's first run.
+func sessionTraceID(id string) trace.TraceID { return hashTraceID("fathom/trace\x00" + id) }
+
+// runTraceID is the trace id of session id's run that began at seq run (0: the first).
+func runTraceID(id string, run uint64) trace.TraceID {
+	if run == 0 {
+		return sessionTraceID(id)
+	}
+	return hashTraceID("fathom/trace\x00" + id + "\x00run\x00" + strconv.FormatUint(run, 10))
+}
+
+func hashTraceID(s string) trace.TraceID {
+	h := sha256.Sum256([]byte(s))
 	var tid trace.TraceID
 	copy(tid[:], h[:16])
 	if !tid.IsValid() {
@@ -89,22 +104,33 @@ func sessionSpanID(id string, parts ...string) trace.SpanID {
 	return sid
 }
 
-func rootSpanID(id string) trace.SpanID { return sessionSpanID(id, "invoke_agent") }
-
-func stepSpanID(id, stepID string, attempt uint32) trace.SpanID {
-	return sessionSpanID(id, "step", stepID, strconv.FormatUint(uint64(attempt), 10))
+// inRun adds run's name to parts (nothing for the first run: its ids are those of a
+// session before runs had traces of their own).
+func inRun(run uint64, parts ...string) []string {
+	if run == 0 {
+		return parts
+	}
+	return append(parts, "run", strconv.FormatUint(run, 10))
 }
 
-func subAgentSpanID(id, subAgentID string, run uint32) trace.SpanID {
-	return sessionSpanID(id, "sub_agent", subAgentID, strconv.FormatUint(uint64(run), 10))
+func rootSpanID(id string, run uint64) trace.SpanID {
+	return sessionSpanID(id, inRun(run, "invoke_agent")...)
 }
 
-// spanIn is the span context of span sid of session id's trace, as a parent. Its
-// sampled flag is the decision of the session's root (Deps.Sampled): every span of the
-// session follows the root, whichever node makes it, so a parent-based sampler keeps or
-// drops the whole trace.
-func spanIn(d *Deps, id string, sid trace.SpanID) trace.SpanContext {
-	tid := sessionTraceID(id)
+func stepSpanID(id, stepID string, attempt uint32, run uint64) trace.SpanID {
+	return sessionSpanID(id, inRun(run, "step", stepID, strconv.FormatUint(uint64(attempt), 10))...)
+}
+
+func subAgentSpanID(id, subAgentID string, saRun uint32, run uint64) trace.SpanID {
+	return sessionSpanID(id, inRun(run, "sub_agent", subAgentID, strconv.FormatUint(uint64(saRun), 10))...)
+}
+
+// spanIn is the span context of span sid of the trace of session id's run run, as a
+// parent. Its sampled flag is the decision of the run's root (Deps.Sampled): every span
+// of the run follows the root, whichever node makes it, so a parent-based sampler keeps
+// or drops the whole trace.
+func spanIn(d *Deps, id string, run uint64, sid trace.SpanID) trace.SpanContext {
+	tid := runTraceID(id, run)
 	var flags trace.TraceFlags
 	if d == nil || d.Sampled == nil || d.Sampled(tid) {
 		flags = trace.FlagsSampled
@@ -112,24 +138,27 @@ func spanIn(d *Deps, id string, sid trace.SpanID) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
 }
 
-// rootParent is the parent of the spans directly under session id's root.
-func rootParent(d *Deps, id string) trace.SpanContext { return spanIn(d, id, rootSpanID(id)) }
+// rootParent is the parent of the spans directly under the root of session id's run.
+func rootParent(d *Deps, id string, run uint64) trace.SpanContext {
+	return spanIn(d, id, run, rootSpanID(id, run))
+}
 
-// callParent is the span a call of session id in state st belongs to: the current run of
-// sub-agent subAgentID when set, else the current attempt of step stepID when the plan
-// has it, else the session's root.
+// callParent is the span a call of session id in state st belongs to, in the trace of
+// st's run: the current run of sub-agent subAgentID when set, else the current attempt
+// of step stepID when the plan has it, else the run's root.
 func callParent(d *Deps, id string, st *messages.SessionState, subAgentID, stepID string) trace.SpanContext {
+	run := st.GetRunStartedSeq()
 	if sa := st.GetSubAgents()[subAgentID]; sa != nil {
-		return spanIn(d, id, subAgentSpanID(id, subAgentID, sa.GetRuns()))
+		return spanIn(d, id, run, subAgentSpanID(id, subAgentID, sa.GetRuns(), run))
 	}
 	if stepID != "" {
 		for _, s := range st.GetSteps() {
 			if s.GetStep().GetId() == stepID {
-				return spanIn(d, id, stepSpanID(id, stepID, s.GetAttempt()))
+				return spanIn(d, id, run, stepSpanID(id, stepID, s.GetAttempt(), run))
 			}
 		}
 	}
-	return rootParent(d, id)
+	return rootParent(d, id, run)
 }
 
 // withParent returns a context whose span is parent (none when parent is invalid).
@@ -141,12 +170,22 @@ func withParent(parent trace.SpanContext) context.Context {
 }
 
 // traceEnded emits the long spans evs end: st is the state after evs, prev the state
-// before them.
+// before them. A run that evs begin gets the activation's span; a run they stop (at a
+// wait or the session's end) gets its root, and the parts of the steps and sub-agent
+// runs still open.
 func (g *Grain) traceEnded(evs []*messages.Event, prev, st *messages.SessionState) {
 	if len(evs) == 0 {
 		return
 	}
-	g.runStarts(evs, prev, st)
+	run := st.GetRunStartedSeq()
+	began := st.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED &&
+		(prev.GetStatus() == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED || prev.GetRunStartedSeq() != run)
+	if began && (g.span == nil || g.spanRun != run) {
+		g.endActivation() // an activation's span covers one run
+		if core.Working(st.GetStatus()) {
+			g.startActivation(run)
+		}
+	}
 	ended := false
 	for i, ev := range evs {
 		switch p := ev.GetPayload().(type) {
@@ -172,22 +211,17 @@ func (g *Grain) traceEnded(evs []*messages.Event, prev, st *messages.SessionStat
 			ended = true
 		}
 	}
-	if !ended && g.run.open && !runActive(st.GetStatus()) {
-		g.endRun(st, evs[len(evs)-1].GetAtUnixNano(), runEndedBy(st.GetStatus()), "")
+	if !ended && !core.Working(st.GetStatus()) && (began || core.Working(prev.GetStatus())) {
+		g.stopRun(st, evs[len(evs)-1].GetAtUnixNano())
 	}
 }
 
-// traceRun is the session's open run in this activation: the span of the first run is
-// the trace's root (rootSpanID), a later run's is a child of it.
-type traceRun struct {
-	open  bool
-	first bool
-	start int64 // unix nanos
-}
-
-// runActive reports whether a session in status s is working (a run is open).
-func runActive(s messages.SessionStatus) bool {
-	return s == messages.SessionStatus_SESSION_STATUS_PLANNING || s == messages.SessionStatus_SESSION_STATUS_EXECUTING
+// runStart is when the run of a session in state st began (unix nanos).
+func runStart(st *messages.SessionState) int64 {
+	if t := st.GetRunStartedAtUnixNano(); t > 0 {
+		return t
+	}
+	return st.GetStartedAtUnixNano()
 }
 
 // runEndedBy names what stopped a run that left the session in status s.
@@ -207,60 +241,79 @@ func runEndedBy(s messages.SessionStatus) string {
 	return "passivation"
 }
 
-// traceActivated opens a run when the loaded session is working (Init, after load).
+// traceActivated opens the activation's span when the loaded session is new or working
+// (Init, after load): a stopped session's activation has none until a run begins.
 func (g *Grain) traceActivated() {
-	if g.deps == nil || !runActive(g.state.GetStatus()) {
-		return
-	}
-	g.run = traceRun{open: true, start: g.deps.Now().UnixNano()}
-}
-
-// traceDeactivated ends the activation's trace (Terminate, after waitPipeline published
-// the durable appends still in the pipeline and so ended their spans): the open run.
-func (g *Grain) traceDeactivated() {
 	if g.deps == nil {
 		return
 	}
-	if !g.run.open {
-		return
+	if s := g.state.GetStatus(); s == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED || core.Working(s) {
+		g.startActivation(g.state.GetRunStartedSeq())
 	}
-	st := g.pubState
-	if st == nil {
-		st = g.state
-	}
-	g.endRun(st, g.deps.Now().UnixNano(), "passivation", "")
 }
 
-// runStarts opens a run for evs (leading from prev to st): the first run when evs start
-// the session (or make it a fork), a later one when evs make a stopped session work
-// again or end it while no run is open (a cancel while it waits for a human).
-func (g *Grain) runStarts(evs []*messages.Event, prev, st *messages.SessionState) {
-	if prev.GetStatus() == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED && st.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED {
-		start := st.GetStartedAtUnixNano()
-		for _, ev := range evs {
-			if ev.GetSessionForked() != nil {
-				start = ev.GetAtUnixNano()
-			}
+// startActivation opens the activation's span under the root of run (if none is open);
+// the activation's log lines carry its ids until it ends.
+func (g *Grain) startActivation(run uint64) {
+	if g.span != nil || g.deps == nil {
+		return
+	}
+	g.spanRun, g.spanStart = run, g.deps.Now().UnixNano()
+	_, g.span = g.deps.Tracer.Start(withParent(rootParent(g.deps, g.id, run)), "session.activation", trace.WithAttributes(
+		attribute.String("fathom.session_id", g.id),
+		attribute.String("fathom.host", g.host),
+		attribute.Int64("fathom.run.started_seq", int64(run)),
+	), trace.WithTimestamp(time.Unix(0, g.spanStart)))
+	g.log = g.baseLog
+	if sc := g.span.SpanContext(); sc.IsValid() {
+		for _, a := range telemetry.LogAttrs(sc) {
+			g.log = g.log.With(a)
 		}
-		g.run = traceRun{open: true, first: true, start: start}
-		return
-	}
-	if g.run.open {
-		return
-	}
-	if runActive(st.GetStatus()) || core.Terminal(st) && !core.Terminal(prev) {
-		g.run = traceRun{open: true, start: evs[0].GetAtUnixNano()}
 	}
 }
 
-// endRun emits the open run's span, ending at end (unix nanos): the root for the first
-// run, a child of it for a later one.
-func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
-	run := g.run
-	if !run.open {
+// endActivation ends the activation's span, if open, now or, given the end of its run
+// (unix nanos), then: the run's root ends at its last event's time, recorded before the
+// events were durable, and the span must not outlive it.
+func (g *Grain) endActivation(runEnd ...int64) {
+	if g.span == nil {
 		return
 	}
-	g.run = traceRun{}
+	g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
+	var opts []trace.SpanEndOption
+	if len(runEnd) > 0 {
+		opts = append(opts, trace.WithTimestamp(time.Unix(0, max(runEnd[0], g.spanStart))))
+	}
+	g.span.End(opts...)
+	g.span = nil
+	if g.baseLog != nil {
+		g.log = g.baseLog
+	}
+}
+
+// stopRun ends the run of st at a wait, at end (unix nanos): the parts of its open steps
+// and sub-agent runs, then its root.
+func (g *Grain) stopRun(st *messages.SessionState, end int64) {
+	by := runEndedBy(st.GetStatus())
+	for _, s := range st.GetSteps() {
+		if s.GetStatus() == messages.StepStatus_STEP_STATUS_IN_PROGRESS && s.GetAttempt() > 0 {
+			g.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "",
+				attribute.String("fathom.split_by", by))
+		}
+	}
+	for _, sa := range st.GetSubAgents() {
+		if sa.GetRunning() {
+			g.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "",
+				attribute.String("fathom.split_by", by))
+		}
+	}
+	g.endRun(st, end, by, "")
+}
+
+// endRun emits the root of st's run, ending at end (unix nanos), and ends the
+// activation's span.
+func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
+	run := st.GetRunStartedSeq()
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(orchestratorAgent),
@@ -271,24 +324,26 @@ func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText st
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.status", st.GetStatus().String()),
 		attribute.String("fathom.run.ended_by", endedBy),
+		attribute.Int64("fathom.run.started_seq", int64(run)),
 		attribute.Float64("fathom.cost_usd", st.GetCostUsd()),
 		attribute.Int("fathom.steps", len(st.GetSteps())),
 		attribute.Int("fathom.llm_calls", int(st.GetLlmCalls())),
 	}
-	parent, sid := rootParent(g.deps, g.id), trace.SpanID{}
 	var opts []trace.SpanStartOption
-	if run.first {
-		parent, sid = trace.SpanContext{}, rootSpanID(g.id)
-		if f := st.GetForkedFrom(); f != nil && f.GetSourceSessionId() != "" {
-			fork := []attribute.KeyValue{
-				attribute.String("fathom.fork.source_session_id", f.GetSourceSessionId()),
-				attribute.Int64("fathom.fork.source_seq", int64(f.GetSourceSeq())),
-			}
-			attrs = append(attrs, fork...)
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, f.GetSourceSessionId()), Attributes: fork}))
+	if run != 0 {
+		first := []attribute.KeyValue{attribute.String("fathom.link", "first_run")}
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, g.id, 0), Attributes: first}))
+	} else if f := st.GetForkedFrom(); f != nil && f.GetSourceSessionId() != "" {
+		fork := []attribute.KeyValue{
+			attribute.String("fathom.fork.source_session_id", f.GetSourceSessionId()),
+			attribute.Int64("fathom.fork.source_seq", int64(f.GetSourceSeq())),
 		}
+		attrs = append(attrs, fork...)
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, f.GetSourceSessionId(), 0), Attributes: fork}))
 	}
-	g.emitSpanWith("invoke_agent "+orchestratorAgent, parent, sid, run.start, end, errText, append(opts, trace.WithAttributes(attrs...))...)
+	g.emitSpanWith("invoke_agent "+orchestratorAgent, run, trace.SpanContext{}, rootSpanID(g.id, run), runStart(st), end, errText,
+		append(opts, trace.WithAttributes(attrs...))...)
+	g.endActivation(end)
 }
 
 // runOf returns the run number and start time (unix nanos; 0: unknown) of the run that
@@ -324,33 +379,40 @@ func (g *Grain) endStep(evs []*messages.Event, i int, st *messages.SessionState,
 		return ev.GetStepStarted() != nil && ev.GetStepStarted().GetStepId() == stepID
 	},
 		step.GetAttempt(), step.GetStartedAtUnixNano())
-	g.emitStep(step, stepID, attempt, start, evs[i].GetAtUnixNano(), errText)
+	g.emitStep(st, step, stepID, attempt, start, evs[i].GetAtUnixNano(), errText)
 }
 
-func (g *Grain) emitStep(step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string) {
-	g.emitSpan("session.step", rootParent(g.deps, g.id), stepSpanID(g.id, stepID, attempt), start, end, errText,
-		semconv.GenAIConversationID(g.id),
-		attribute.String("fathom.session_id", g.id),
-		attribute.String("fathom.step_id", stepID),
-		attribute.String("fathom.step_type", step.GetStep().GetType()),
-		attribute.Int("fathom.step.attempt", int(attempt)),
-	)
+// emitStep emits the part of a step attempt in st's run: from start (or the run's
+// start, if later) to end.
+func (g *Grain) emitStep(st *messages.SessionState, step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string, extra ...attribute.KeyValue) {
+	run := st.GetRunStartedSeq()
+	g.emitSpan("session.step", run, rootParent(g.deps, g.id, run), stepSpanID(g.id, stepID, attempt, run), max(start, runStart(st)), end, errText,
+		append([]attribute.KeyValue{
+			semconv.GenAIConversationID(g.id),
+			attribute.String("fathom.session_id", g.id),
+			attribute.String("fathom.step_id", stepID),
+			attribute.String("fathom.step_type", step.GetStep().GetType()),
+			attribute.Int("fathom.step.attempt", int(attempt)),
+		}, extra...)...)
 }
 
 func (g *Grain) endSubAgent(evs []*messages.Event, i int, st *messages.SessionState, subID, status, errText string) {
 	sa := st.GetSubAgents()[subID]
-	run, start := runOf(evs, i, func(ev *messages.Event) bool {
+	saRun, start := runOf(evs, i, func(ev *messages.Event) bool {
 		return ev.GetSubagentStarted() != nil && ev.GetSubagentStarted().GetSubAgentId() == subID
 	},
 		sa.GetRuns(), sa.GetRunStartedAtUnixNano())
-	g.emitSubAgent(st, sa, run, start, evs[i].GetAtUnixNano(), status, errText)
+	g.emitSubAgent(st, sa, saRun, start, evs[i].GetAtUnixNano(), status, errText)
 }
 
-func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, run uint32, start, end int64, status, errText string) {
-	parent := rootParent(g.deps, g.id)
+// emitSubAgent emits the part of a sub-agent's run saRun in st's run: from start (or the
+// run's start, if later) to end.
+func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, saRun uint32, start, end int64, status, errText string, extra ...attribute.KeyValue) {
+	run := st.GetRunStartedSeq()
+	parent := rootParent(g.deps, g.id, run)
 	for _, s := range st.GetSteps() {
 		if s.GetStep().GetId() == sa.GetStepId() {
-			parent = spanIn(g.deps, g.id, stepSpanID(g.id, sa.GetStepId(), s.GetAttempt()))
+			parent = spanIn(g.deps, g.id, run, stepSpanID(g.id, sa.GetStepId(), s.GetAttempt(), run))
 		}
 	}
 	attrs := []attribute.KeyValue{
@@ -362,25 +424,28 @@ func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentSta
 		attribute.String("fathom.session_id", g.id),
 		attribute.String("fathom.sub_agent_id", sa.GetId()),
 		attribute.String("fathom.step_id", sa.GetStepId()),
-		attribute.Int("fathom.sub_agent.run", int(run)),
-		attribute.String("fathom.sub_agent.status", status),
+		attribute.Int("fathom.sub_agent.run", int(saRun)),
 	}
-	if run == sa.GetRuns() {
+	if status != "" {
+		attrs = append(attrs, attribute.String("fathom.sub_agent.status", status))
+	}
+	if saRun == sa.GetRuns() {
 		attrs = append(attrs,
 			semconv.GenAIUsageInputTokensKey.Int64(int64(sa.GetRunUsage().GetInputTokens())),
 			semconv.GenAIUsageOutputTokensKey.Int64(int64(sa.GetRunUsage().GetOutputTokens())))
 	}
-	g.emitSpan("invoke_agent "+sa.GetAgentType(), parent, subAgentSpanID(g.id, sa.GetId(), run), start, end, errText, attrs...)
+	g.emitSpan("invoke_agent "+sa.GetAgentType(), run, parent, subAgentSpanID(g.id, sa.GetId(), saRun, run), max(start, runStart(st)), end, errText,
+		append(attrs, extra...)...)
 }
 
-// endRoot emits the session's root span, ended by terminal event evs[i], and the spans
-// of the steps and sub-agent runs the end cut short (running in prev, the state before
-// evs, or started by evs, and not ended before evs[i]).
+// endRoot emits the root of the session's last run, ended by terminal event evs[i], and
+// the spans of the steps and sub-agent runs the end cut short (running in prev, the
+// state before evs, or started by evs, and not ended before evs[i]).
 func (g *Grain) endRoot(evs []*messages.Event, i int, prev, st *messages.SessionState, errText string) {
 	end := evs[i].GetAtUnixNano()
 	for _, s := range st.GetSteps() {
 		if s.GetStatus() == messages.StepStatus_STEP_STATUS_IN_PROGRESS && s.GetAttempt() > 0 {
-			g.emitStep(s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "the session ended")
+			g.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "the session ended")
 		}
 	}
 	running := map[string]bool{}
@@ -403,19 +468,20 @@ func (g *Grain) endRoot(evs []*messages.Event, i int, prev, st *messages.Session
 	g.endRun(st, end, runEndedBy(st.GetStatus()), errText)
 }
 
-// emitSpan emits a finished span with id sid under parent (the trace's root when parent
-// is invalid), from start to end (unix nanos; an unknown start is end).
-func (g *Grain) emitSpan(name string, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, attrs ...attribute.KeyValue) {
-	g.emitSpanWith(name, parent, sid, start, end, errText, trace.WithAttributes(attrs...))
+// emitSpan emits a finished span with id sid in the trace of run, under parent (the
+// trace's root when parent is invalid), from start to end (unix nanos; an unknown start
+// is end).
+func (g *Grain) emitSpan(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, attrs ...attribute.KeyValue) {
+	g.emitSpanWith(name, run, parent, sid, start, end, errText, trace.WithAttributes(attrs...))
 }
 
 // emitSpanWith is emitSpan with start options (attributes, links); an invalid sid gets a
 // random span id.
-func (g *Grain) emitSpanWith(name string, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, extra ...trace.SpanStartOption) {
+func (g *Grain) emitSpanWith(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, extra ...trace.SpanStartOption) {
 	if start <= 0 || start > end {
 		start = end
 	}
-	ctx := telemetry.WithIDs(withParent(parent), sessionTraceID(g.id), sid)
+	ctx := telemetry.WithIDs(withParent(parent), runTraceID(g.id, run), sid)
 	opts := append([]trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, start))}, extra...)
 	if !parent.IsValid() {
 		opts = append(opts, trace.WithNewRoot())

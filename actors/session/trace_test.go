@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,11 +28,14 @@ func (spanLog) Shutdown(context.Context) error { return nil }
 
 func newSpanLog() spanLog { return spanLog{tracetest.NewInMemoryExporter()} }
 
-// sessionTrace is the spans of one trace, indexed.
+// sessionTrace is the spans of the trace of a session's last run, indexed, and the
+// roots of all its runs.
 type sessionTrace struct {
-	spans  tracetest.SpanStubs
-	byID   map[trace.SpanID]tracetest.SpanStub
-	root   tracetest.SpanStub
+	spans tracetest.SpanStubs
+	byID  map[trace.SpanID]tracetest.SpanStub
+	root  tracetest.SpanStub
+	// runs are the roots of the session's runs, first first (root is the last).
+	runs   tracetest.SpanStubs
 	traces map[trace.TraceID]int
 }
 
@@ -44,57 +48,75 @@ func attr(s tracetest.SpanStub, key string) string {
 	return ""
 }
 
-// waitSessionTrace waits until the root span of session id and the span of the run that
-// ended it (an invoke_agent orchestrator span with a terminal fathom.status) were
-// exported and returns every span of its trace; it fails unless the session's spans form
-// exactly one trace with one root and every other span's parent in it.
+// waitSessionTrace waits until the root span of the run that ended session id (an
+// invoke_agent orchestrator span without a parent and with a terminal fathom.status) was
+// exported and returns every span of its trace. It fails unless each run of the session
+// is a trace of its own with one root, every other span's parent in it and no span
+// ending after its root.
 func waitSessionTrace(t *testing.T, log spanLog, id string) *sessionTrace {
 	t.Helper()
-	var roots []tracetest.SpanStub
+	var roots tracetest.SpanStubs
+	var last tracetest.SpanStub
 	testenv.Eventually(t, 15*time.Second, func() bool {
 		roots = roots[:0]
 		ended := false
 		for _, s := range log.GetSpans() {
-			if attr(s, "gen_ai.conversation.id") != id || s.Name != "invoke_agent orchestrator" {
+			if attr(s, "gen_ai.conversation.id") != id || s.Name != "invoke_agent orchestrator" || s.Parent.IsValid() {
 				continue
 			}
-			if !s.Parent.IsValid() {
-				roots = append(roots, s)
-			}
+			roots = append(roots, s)
 			switch attr(s, "fathom.status") {
 			case "SESSION_STATUS_COMPLETED", "SESSION_STATUS_FAILED", "SESSION_STATUS_CANCELLED":
-				ended = true
+				ended, last = true, s
 			}
 		}
-		return len(roots) > 0 && ended
-	}, "no invoke_agent root span of session %s, or none of its end, among %d spans", id, len(log.GetSpans()))
-	if len(roots) != 1 {
-		t.Fatalf("%d root spans of session %s, want 1: %v", len(roots), id, names(roots))
+		return ended
+	}, "no invoke_agent root span of the end of session %s among %d spans", id, len(log.GetSpans()))
+	sort.Slice(roots, func(i, j int) bool { return roots[i].StartTime.Before(roots[j].StartTime) })
+	tr := &sessionTrace{root: last, runs: roots, byID: map[trace.SpanID]tracetest.SpanStub{}, traces: map[trace.TraceID]int{}}
+	byTrace := map[trace.TraceID]tracetest.SpanStubs{}
+	rootOf := map[trace.TraceID]tracetest.SpanStub{}
+	for _, r := range roots {
+		if _, dup := rootOf[r.SpanContext.TraceID()]; dup {
+			t.Fatalf("two runs of session %s in one trace: %v", id, names(roots))
+		}
+		rootOf[r.SpanContext.TraceID()] = r
 	}
-	tr := &sessionTrace{root: roots[0], byID: map[trace.SpanID]tracetest.SpanStub{}, traces: map[trace.TraceID]int{}}
-	tid := tr.root.SpanContext.TraceID()
 	for _, s := range log.GetSpans() {
 		if attr(s, "fathom.session_id") == id || attr(s, "gen_ai.conversation.id") == id {
 			tr.traces[s.SpanContext.TraceID()]++
 		}
-		if s.SpanContext.TraceID() == tid {
-			tr.spans = append(tr.spans, s)
-			tr.byID[s.SpanContext.SpanID()] = s
+		if _, ok := rootOf[s.SpanContext.TraceID()]; ok {
+			byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
 		}
 	}
-	if len(tr.traces) != 1 {
-		t.Fatalf("the spans of session %s are in %d traces, want 1: %v", id, len(tr.traces), tr.traces)
+	if len(tr.traces) != len(roots) {
+		t.Fatalf("the spans of session %s are in %d traces, want one per run (%d): %v", id, len(tr.traces), len(roots), tr.traces)
 	}
-	for _, s := range tr.spans {
-		if s.SpanContext.SpanID() == tr.root.SpanContext.SpanID() {
-			continue
+	for tid, spans := range byTrace {
+		root := rootOf[tid]
+		ids := map[trace.SpanID]bool{}
+		for _, s := range spans {
+			ids[s.SpanContext.SpanID()] = true
 		}
-		if _, ok := tr.byID[s.Parent.SpanID()]; !ok {
-			for _, x := range log.GetSpans() {
-				t.Logf("exported: %s trace=%v id=%v parent=%v attrs=%v", x.Name, x.SpanContext.TraceID(), x.SpanContext.SpanID(), x.Parent.SpanID(), x.Attributes)
+		for _, s := range spans {
+			if s.SpanContext.SpanID() == root.SpanContext.SpanID() {
+				continue
 			}
-			t.Fatalf("span %s (%v) has parent %v, which is not in the trace: %v", s.Name, s.Attributes, s.Parent.SpanID(), names(tr.spans))
+			if !ids[s.Parent.SpanID()] {
+				for _, x := range log.GetSpans() {
+					t.Logf("exported: %s trace=%v id=%v parent=%v attrs=%v", x.Name, x.SpanContext.TraceID(), x.SpanContext.SpanID(), x.Parent.SpanID(), x.Attributes)
+				}
+				t.Fatalf("span %s (%v) has parent %v, which is not in its run's trace: %v", s.Name, s.Attributes, s.Parent.SpanID(), names(spans))
+			}
+			if s.EndTime.After(root.EndTime) {
+				t.Fatalf("span %s ends at %v, after its run's root (%v)", s.Name, s.EndTime, root.EndTime)
+			}
 		}
+	}
+	tr.spans = byTrace[last.SpanContext.TraceID()]
+	for _, s := range tr.spans {
+		tr.byID[s.SpanContext.SpanID()] = s
 	}
 	return tr
 }
@@ -217,8 +239,9 @@ func TestSessionIsOneTrace(t *testing.T) {
 }
 
 // TestTraceSurvivesNodeRestart: a session waiting for a human when its node stops
-// finishes on a new node in the same trace: the second activation's spans and the root
-// the second node emits join the first node's.
+// finishes on a new node: the run after the answer is a trace of its own, made by the
+// second node (its activation, its steps), whose root links to the first run's root,
+// which the first node emitted.
 func TestTraceSurvivesNodeRestart(t *testing.T) {
 	log := newSpanLog()
 	j := openJournal(t)
@@ -238,22 +261,23 @@ func TestTraceSurvivesNodeRestart(t *testing.T) {
 	mustComplete(t, waitTerminal(t, j, "moved", 20*time.Second))
 	stopNode(t, h2)
 	tr := waitSessionTrace(t, log, "moved")
-	if acts := tr.named("session.activation"); len(acts) != 2 {
-		t.Fatalf("%d activation spans in the trace, want one per node: %v", len(acts), names(tr.spans))
+	if len(tr.runs) != 2 {
+		t.Fatalf("%d runs, want 2: %v", len(tr.runs), names(tr.runs))
 	}
-	var first, second int
+	first := tr.runs[0]
 	for i, s := range log.GetSpans() {
-		if s.SpanContext.TraceID() != tr.root.SpanContext.TraceID() {
-			continue
+		if s.SpanContext.TraceID() == first.SpanContext.TraceID() && i >= before {
+			t.Fatalf("the second node made span %s in the first run's trace", s.Name)
 		}
-		if i < before {
-			first++
-		} else {
-			second++
+		if s.SpanContext.TraceID() == tr.root.SpanContext.TraceID() && i < before {
+			t.Fatalf("the first node made span %s in the second run's trace", s.Name)
 		}
 	}
-	if first == 0 || second == 0 {
-		t.Fatalf("spans of the trace: %d from the first node, %d from the second", first, second)
+	if acts := tr.named("session.activation"); len(acts) != 1 {
+		t.Fatalf("%d activation spans in the second run's trace, want the second node's: %v", len(acts), names(tr.spans))
+	}
+	if len(tr.root.Links) != 1 || tr.root.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() {
+		t.Fatalf("the second run's root links to %v, want the first run's root", tr.root.Links)
 	}
 	steps := tr.named("session.step")
 	if len(steps) != 2 {
@@ -261,13 +285,7 @@ func TestTraceSurvivesNodeRestart(t *testing.T) {
 	}
 	for _, s := range steps {
 		if s.Parent.SpanID() != tr.root.SpanContext.SpanID() {
-			t.Fatalf("step %s is not under the root", attr(s, "fathom.step_id"))
-		}
-	}
-	// The human step started on the first node and ended on the second: its span covers both.
-	for _, s := range steps {
-		if attr(s, "fathom.step_id") == "ask" && !s.StartTime.Before(s.EndTime) {
-			t.Fatalf("step ask from %v to %v", s.StartTime, s.EndTime)
+			t.Fatalf("step %s is not under the run's root", attr(s, "fathom.step_id"))
 		}
 	}
 }
@@ -354,10 +372,11 @@ func TestCancelledSessionTrace(t *testing.T) {
 	}, "no execute_tool hang span under the step")
 }
 
-// TestTraceRootEndsAtHumanWait: the root invoke_agent span is exported when the first run
-// stops at a wait for a human, not when the session ends, so a backend has the parent of
-// the spans made so far while the session waits; the run after the answer is an
-// invoke_agent span of its own under the root, in the same trace, and carries the totals.
+// TestTraceRootEndsAtHumanWait: the root invoke_agent span of the first run is exported
+// when the run stops at a wait for a human, not when the session ends, so a backend has
+// the parent of the spans made so far while the session waits; the run after the answer
+// is a trace of its own whose root links to the first run's and carries the totals, and
+// the human step, cut by the wait, is a span in each run.
 func TestTraceRootEndsAtHumanWait(t *testing.T) {
 	log := newSpanLog()
 	h := startHarness(t, harnessOpts{script: humanStepScript(t, ""), telemetry: telemetry.Config{SpanExporter: log}})
@@ -385,26 +404,33 @@ func TestTraceRootEndsAtHumanWait(t *testing.T) {
 	mustComplete(t, waitTerminal(t, h.j, "waits", 20*time.Second))
 	stopNode(t, h)
 	tr := waitSessionTrace(t, log, "waits")
-	if tr.root.SpanContext.SpanID() != root.SpanContext.SpanID() {
-		t.Fatalf("the root changed: %v then %v", root.SpanContext.SpanID(), tr.root.SpanContext.SpanID())
+	if len(tr.runs) != 2 || tr.runs[0].SpanContext.SpanID() != root.SpanContext.SpanID() {
+		t.Fatalf("runs %v, want the root of the wait then the run after the answer", names(tr.runs))
 	}
-	var runs tracetest.SpanStubs
-	for _, s := range tr.named("invoke_agent orchestrator") {
-		if s.SpanContext.SpanID() != root.SpanContext.SpanID() {
-			runs = append(runs, s)
+	run := tr.root
+	if run.SpanContext.TraceID() == root.SpanContext.TraceID() || attr(run, "fathom.status") != "SESSION_STATUS_COMPLETED" ||
+		attr(run, "fathom.run.ended_by") != "completed" || run.StartTime.Before(root.EndTime) {
+		t.Fatalf("the run after the answer: %v, from %v to %v (first run ended %v)", run.Attributes, run.StartTime, run.EndTime, root.EndTime)
+	}
+	if len(run.Links) != 1 || run.Links[0].SpanContext.SpanID() != root.SpanContext.SpanID() || run.Links[0].SpanContext.TraceID() != root.SpanContext.TraceID() {
+		t.Fatalf("the run after the answer links to %v, want the first run's root", run.Links)
+	}
+	asks := 0
+	for _, s := range log.GetSpans() {
+		if s.Name == "session.step" && attr(s, "fathom.step_id") == "ask" {
+			asks++
+			split := attr(s, "fathom.split_by")
+			if in := s.SpanContext.TraceID(); in == root.SpanContext.TraceID() && split != "awaiting_human" || in == run.SpanContext.TraceID() && split != "" {
+				t.Fatalf("step ask in trace %v: fathom.split_by %q", in, split)
+			}
 		}
 	}
-	if len(runs) != 1 {
-		t.Fatalf("%d later runs, want 1: %v", len(runs), names(tr.spans))
-	}
-	run := runs[0]
-	if run.Parent.SpanID() != root.SpanContext.SpanID() || attr(run, "fathom.status") != "SESSION_STATUS_COMPLETED" ||
-		attr(run, "fathom.run.ended_by") != "completed" || run.StartTime.Before(root.EndTime) {
-		t.Fatalf("the run after the answer: under %s, %v, from %v to %v (root ended %v)", tr.parent(run).Name, run.Attributes, run.StartTime, run.EndTime, root.EndTime)
+	if asks != 2 {
+		t.Fatalf("%d spans of step ask, want one per run", asks)
 	}
 	for _, s := range tr.named("session.step") {
-		if s.Parent.SpanID() != root.SpanContext.SpanID() {
-			t.Fatalf("step %s is under %s, not the root", attr(s, "fathom.step_id"), tr.parent(s).Name)
+		if s.Parent.SpanID() != run.SpanContext.SpanID() {
+			t.Fatalf("step %s is under %s, not the run's root", attr(s, "fathom.step_id"), tr.parent(s).Name)
 		}
 	}
 }

@@ -37,9 +37,11 @@ func Apply(s *messages.SessionState, ev *messages.Event) error {
 	if ev.GetSeq() != s.GetSeq()+1 {
 		return fmt.Errorf("%w: seq %d after %d", ErrBadEvent, ev.GetSeq(), s.GetSeq())
 	}
+	prev := s.GetStatus()
 	if err := applyPayload(s, ev); err != nil {
 		return err
 	}
+	noteRun(s, prev, ev)
 	s.Seq = ev.GetSeq()
 	s.UpdatedAtUnixNano = ev.GetAtUnixNano()
 	if id := ev.GetCommandId(); id != "" {
@@ -47,6 +49,37 @@ func Apply(s *messages.SessionState, ev *messages.Event) error {
 		rememberCommand(s, id, ev.GetSeq())
 	}
 	return nil
+}
+
+// noteRun records in s where its current run began (run_started_seq and _at): the
+// first run with the start or the fork, a later one with ev when ev makes a session that
+// had stopped (waiting for a human, interrupted, ended) work again or end.
+func noteRun(s *messages.SessionState, prev messages.SessionStatus, ev *messages.Event) {
+	now := s.GetStatus()
+	switch {
+	case ev.GetSessionForked() != nil || prev == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED && now != prev:
+		s.RunStartedSeq, s.RunStartedAtUnixNano = 0, ev.GetAtUnixNano()
+	case now == prev || Working(prev):
+	case Working(now) || stoppedStatus(now) == "":
+		s.RunStartedSeq, s.RunStartedAtUnixNano = ev.GetSeq(), ev.GetAtUnixNano()
+	}
+}
+
+// Working reports whether a session in status st is working: planning or executing.
+func Working(st messages.SessionStatus) bool {
+	return st == messages.SessionStatus_SESSION_STATUS_PLANNING || st == messages.SessionStatus_SESSION_STATUS_EXECUTING
+}
+
+// stoppedStatus names a status in which a session waits without working
+// (awaiting_human, interrupted), or is "".
+func stoppedStatus(st messages.SessionStatus) string {
+	switch st {
+	case messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN:
+		return "awaiting_human"
+	case messages.SessionStatus_SESSION_STATUS_INTERRUPTED:
+		return "interrupted"
+	}
+	return ""
 }
 
 // MaxAudit bounds SessionState.audit: the newest entries are kept.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,6 +314,31 @@ func (c Config) CountMessage(model string, m llm.Message) uint32 {
 		return 0
 	}
 	return uint32(t.CountMessage(m))
+}
+
+// CountMessageContext is CountMessage for a caller that can be cancelled: once ctx is
+// done it stops tokenising (memory.WithContext) and returns the byte count, an upper
+// bound, for a result nobody will record.
+func (c Config) CountMessageContext(ctx context.Context, model string, m llm.Message) uint32 {
+	t := c.TokenizerFor(model)
+	if t == nil {
+		return 0
+	}
+	return uint32(memory.WithContext(ctx, t).CountMessage(m))
+}
+
+// CountTextContext is CountText for a caller that can be cancelled (see
+// CountMessageContext).
+func (c Config) CountTextContext(ctx context.Context, model, text string) int {
+	t := c.TokenizerFor(model)
+	if t == nil {
+		return 0
+	}
+	n, err := t.CountContext(ctx, text)
+	if err != nil {
+		return len(text)
+	}
+	return n
 }
 
 // DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
