@@ -66,6 +66,8 @@ type Event struct {
 	//	*Event_SubagentStarted
 	//	*Event_SubagentCompleted
 	//	*Event_ArtifactWritten
+	//	*Event_MemorySaved
+	//	*Event_MemoryDeleted
 	//	*Event_MessageReceived
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
@@ -369,6 +371,24 @@ func (x *Event) GetArtifactWritten() *ArtifactWritten {
 	return nil
 }
 
+func (x *Event) GetMemorySaved() *MemorySaved {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MemorySaved); ok {
+			return x.MemorySaved
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetMemoryDeleted() *MemoryDeleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MemoryDeleted); ok {
+			return x.MemoryDeleted
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetMessageReceived() *MessageReceived {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_MessageReceived); ok {
@@ -482,6 +502,14 @@ type Event_ArtifactWritten struct {
 	ArtifactWritten *ArtifactWritten `protobuf:"bytes,42,opt,name=artifact_written,json=artifactWritten,proto3,oneof"`
 }
 
+type Event_MemorySaved struct {
+	MemorySaved *MemorySaved `protobuf:"bytes,43,opt,name=memory_saved,json=memorySaved,proto3,oneof"`
+}
+
+type Event_MemoryDeleted struct {
+	MemoryDeleted *MemoryDeleted `protobuf:"bytes,44,opt,name=memory_deleted,json=memoryDeleted,proto3,oneof"`
+}
+
 type Event_MessageReceived struct {
 	MessageReceived *MessageReceived `protobuf:"bytes,50,opt,name=message_received,json=messageReceived,proto3,oneof"`
 }
@@ -535,6 +563,10 @@ func (*Event_SubagentStarted) isEvent_Payload() {}
 func (*Event_SubagentCompleted) isEvent_Payload() {}
 
 func (*Event_ArtifactWritten) isEvent_Payload() {}
+
+func (*Event_MemorySaved) isEvent_Payload() {}
+
+func (*Event_MemoryDeleted) isEvent_Payload() {}
 
 func (*Event_MessageReceived) isEvent_Payload() {}
 
@@ -4089,11 +4121,266 @@ func (x *MessageReceived) GetTurn() uint32 {
 	return 0
 }
 
+// MemorySaved records a long-term memory item a tool call of the session saved (the
+// remember tool: persistence/ltm). It carries everything the item is but its
+// embedding, which the embedder makes again, so the memory store can be rebuilt from
+// the journals. A fork copies the event but not the item: the item is keyed by
+// memory_id, the same in both.
+type MemorySaved struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// memory_id identifies the item within its tenant and user.
+	MemoryId string `protobuf:"bytes,1,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
+	// tenant, user_id and agent are the item's namespace (agent empty: the user's,
+	// shared by every agent).
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Agent  string `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	// text is the memory.
+	Text     string            `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	Metadata map[string]string `protobuf:"bytes,6,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// created_at_unix_nano and updated_at_unix_nano are the item's times; expires_at_unix_nano,
+	// when not 0, is when it expires.
+	CreatedAtUnixNano int64 `protobuf:"varint,7,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
+	UpdatedAtUnixNano int64 `protobuf:"varint,8,opt,name=updated_at_unix_nano,json=updatedAtUnixNano,proto3" json:"updated_at_unix_nano,omitempty"`
+	ExpiresAtUnixNano int64 `protobuf:"varint,9,opt,name=expires_at_unix_nano,json=expiresAtUnixNano,proto3" json:"expires_at_unix_nano,omitempty"`
+	// replaced is true when the save replaced an item of the same id.
+	Replaced   bool   `protobuf:"varint,10,opt,name=replaced,proto3" json:"replaced,omitempty"`
+	StepId     string `protobuf:"bytes,11,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	SubAgentId string `protobuf:"bytes,12,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	// call_id/idempotency_key name the tool call that saved it.
+	CallId         string `protobuf:"bytes,13,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	IdempotencyKey string `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MemorySaved) Reset() {
+	*x = MemorySaved{}
+	mi := &file_events_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemorySaved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemorySaved) ProtoMessage() {}
+
+func (x *MemorySaved) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemorySaved.ProtoReflect.Descriptor instead.
+func (*MemorySaved) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *MemorySaved) GetMemoryId() string {
+	if x != nil {
+		return x.MemoryId
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *MemorySaved) GetCreatedAtUnixNano() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *MemorySaved) GetUpdatedAtUnixNano() int64 {
+	if x != nil {
+		return x.UpdatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *MemorySaved) GetExpiresAtUnixNano() int64 {
+	if x != nil {
+		return x.ExpiresAtUnixNano
+	}
+	return 0
+}
+
+func (x *MemorySaved) GetReplaced() bool {
+	if x != nil {
+		return x.Replaced
+	}
+	return false
+}
+
+func (x *MemorySaved) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *MemorySaved) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// MemoryDeleted records a long-term memory item a tool call of the session deleted
+// (the forget tool).
+type MemoryDeleted struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	MemoryId       string                 `protobuf:"bytes,1,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
+	Tenant         string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	UserId         string                 `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	StepId         string                 `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	SubAgentId     string                 `protobuf:"bytes,5,opt,name=sub_agent_id,json=subAgentId,proto3" json:"sub_agent_id,omitempty"`
+	CallId         string                 `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,7,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MemoryDeleted) Reset() {
+	*x = MemoryDeleted{}
+	mi := &file_events_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryDeleted) ProtoMessage() {}
+
+func (x *MemoryDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryDeleted.ProtoReflect.Descriptor instead.
+func (*MemoryDeleted) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *MemoryDeleted) GetMemoryId() string {
+	if x != nil {
+		return x.MemoryId
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetSubAgentId() string {
+	if x != nil {
+		return x.SubAgentId
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *MemoryDeleted) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\x96\x0f\n" +
+	"\fevents.proto\x12\tfathom.v1\"\x96\x10\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -4132,7 +4419,9 @@ const file_events_proto_rawDesc = "" +
 	"\x11session_cancelled\x18% \x01(\v2\x1b.fathom.v1.SessionCancelledH\x00R\x10sessionCancelled\x12G\n" +
 	"\x10subagent_started\x18( \x01(\v2\x1a.fathom.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12M\n" +
 	"\x12subagent_completed\x18) \x01(\v2\x1c.fathom.v1.SubagentCompletedH\x00R\x11subagentCompleted\x12G\n" +
-	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWritten\x12G\n" +
+	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWritten\x12;\n" +
+	"\fmemory_saved\x18+ \x01(\v2\x16.fathom.v1.MemorySavedH\x00R\vmemorySaved\x12A\n" +
+	"\x0ememory_deleted\x18, \x01(\v2\x18.fathom.v1.MemoryDeletedH\x00R\rmemoryDeleted\x12G\n" +
 	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceivedB\t\n" +
 	"\apayload\"\xdc\x01\n" +
 	"\n" +
@@ -4457,7 +4746,36 @@ const file_events_proto_rawDesc = "" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\rR\x06tokens\x12#\n" +
 	"\rresult_tokens\x18\x03 \x01(\rR\fresultTokens\x12\x12\n" +
-	"\x04turn\x18\x04 \x01(\rR\x04turnB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x04turn\x18\x04 \x01(\rR\x04turn\"\xb0\x04\n" +
+	"\vMemorySaved\x12\x1b\n" +
+	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12@\n" +
+	"\bmetadata\x18\x06 \x03(\v2$.fathom.v1.MemorySaved.MetadataEntryR\bmetadata\x12/\n" +
+	"\x14created_at_unix_nano\x18\a \x01(\x03R\x11createdAtUnixNano\x12/\n" +
+	"\x14updated_at_unix_nano\x18\b \x01(\x03R\x11updatedAtUnixNano\x12/\n" +
+	"\x14expires_at_unix_nano\x18\t \x01(\x03R\x11expiresAtUnixNano\x12\x1a\n" +
+	"\breplaced\x18\n" +
+	" \x01(\bR\breplaced\x12\x17\n" +
+	"\astep_id\x18\v \x01(\tR\x06stepId\x12 \n" +
+	"\fsub_agent_id\x18\f \x01(\tR\n" +
+	"subAgentId\x12\x17\n" +
+	"\acall_id\x18\r \x01(\tR\x06callId\x12'\n" +
+	"\x0fidempotency_key\x18\x0e \x01(\tR\x0eidempotencyKey\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xda\x01\n" +
+	"\rMemoryDeleted\x12\x1b\n" +
+	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x17\n" +
+	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12 \n" +
+	"\fsub_agent_id\x18\x05 \x01(\tR\n" +
+	"subAgentId\x12\x17\n" +
+	"\acall_id\x18\x06 \x01(\tR\x06callId\x12'\n" +
+	"\x0fidempotency_key\x18\a \x01(\tR\x0eidempotencyKeyB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -4471,7 +4789,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4514,6 +4832,9 @@ var file_events_proto_goTypes = []any{
 	(*SubagentCompleted)(nil),  // 38: fathom.v1.SubagentCompleted
 	(*ArtifactWritten)(nil),    // 39: fathom.v1.ArtifactWritten
 	(*MessageReceived)(nil),    // 40: fathom.v1.MessageReceived
+	(*MemorySaved)(nil),        // 41: fathom.v1.MemorySaved
+	(*MemoryDeleted)(nil),      // 42: fathom.v1.MemoryDeleted
+	nil,                        // 43: fathom.v1.MemorySaved.MetadataEntry
 }
 var file_events_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.Event.by:type_name -> fathom.v1.Principal
@@ -4542,30 +4863,33 @@ var file_events_proto_depIdxs = []int32{
 	32, // 23: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
 	38, // 24: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
 	39, // 25: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	40, // 26: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
-	1,  // 27: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	9,  // 28: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 29: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	9,  // 30: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	9,  // 31: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	14, // 32: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	19, // 33: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	17, // 34: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	16, // 35: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	21, // 36: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	14, // 37: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	9,  // 38: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
-	14, // 39: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	33, // 40: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	34, // 41: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	35, // 42: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	36, // 43: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	37, // 44: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	41, // 26: fathom.v1.Event.memory_saved:type_name -> fathom.v1.MemorySaved
+	42, // 27: fathom.v1.Event.memory_deleted:type_name -> fathom.v1.MemoryDeleted
+	40, // 28: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
+	1,  // 29: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	9,  // 30: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 31: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	9,  // 32: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	9,  // 33: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	14, // 34: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	19, // 35: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	17, // 36: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	16, // 37: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	21, // 38: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	14, // 39: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	9,  // 40: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
+	14, // 41: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 42: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 43: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 44: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 45: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 46: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	43, // 47: fathom.v1.MemorySaved.metadata:type_name -> fathom.v1.MemorySaved.MetadataEntry
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4599,6 +4923,8 @@ func file_events_proto_init() {
 		(*Event_SubagentStarted)(nil),
 		(*Event_SubagentCompleted)(nil),
 		(*Event_ArtifactWritten)(nil),
+		(*Event_MemorySaved)(nil),
+		(*Event_MemoryDeleted)(nil),
 		(*Event_MessageReceived)(nil),
 	}
 	type x struct{}
@@ -4607,7 +4933,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -615,6 +615,10 @@ type SessionState struct {
 	// artifacts is the projection of artifact_written: the newest record per path, in the
 	// order the paths were first written.
 	Artifacts []*ArtifactWritten `protobuf:"bytes,34,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	// memories is the projection of memory_saved and memory_deleted: the long-term
+	// memory items this session saved and has not deleted, the newest record per id, in
+	// the order ids were first saved (time travel shows what was known at each step).
+	Memories []*MemorySaved `protobuf:"bytes,67,rep,name=memories,proto3" json:"memories,omitempty"`
 	// forked_from is set on a fork.
 	ForkedFrom *SessionForked `protobuf:"bytes,35,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	// replans counts the re-plans decided (subagent_completed with action "replan"):
@@ -882,6 +886,13 @@ func (x *SessionState) GetSubAgents() map[string]*SubagentState {
 func (x *SessionState) GetArtifacts() []*ArtifactWritten {
 	if x != nil {
 		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *SessionState) GetMemories() []*MemorySaved {
+	if x != nil {
+		return x.Memories
 	}
 	return nil
 }
@@ -1360,7 +1371,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xd8\x0e\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x8c\x0f\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1394,7 +1405,8 @@ const file_state_proto_rawDesc = "" +
 	"\bawaiting\x18  \x03(\v2\x18.fathom.v1.HitlRequestedR\bawaiting\x12E\n" +
 	"\n" +
 	"sub_agents\x18! \x03(\v2&.fathom.v1.SessionState.SubAgentsEntryR\tsubAgents\x128\n" +
-	"\tartifacts\x18\" \x03(\v2\x1a.fathom.v1.ArtifactWrittenR\tartifacts\x129\n" +
+	"\tartifacts\x18\" \x03(\v2\x1a.fathom.v1.ArtifactWrittenR\tartifacts\x122\n" +
+	"\bmemories\x18C \x03(\v2\x16.fathom.v1.MemorySavedR\bmemories\x129\n" +
 	"\vforked_from\x18# \x01(\v2\x18.fathom.v1.SessionForkedR\n" +
 	"forkedFrom\x12\x18\n" +
 	"\areplans\x18$ \x01(\rR\areplans\x12!\n" +
@@ -1513,9 +1525,10 @@ var file_state_proto_goTypes = []any{
 	(*InterruptTriggered)(nil), // 18: fathom.v1.InterruptTriggered
 	(*HitlRequested)(nil),      // 19: fathom.v1.HitlRequested
 	(*ArtifactWritten)(nil),    // 20: fathom.v1.ArtifactWritten
-	(*SessionForked)(nil),      // 21: fathom.v1.SessionForked
-	(*SubagentResult)(nil),     // 22: fathom.v1.SubagentResult
-	(*Principal)(nil),          // 23: fathom.v1.Principal
+	(*MemorySaved)(nil),        // 21: fathom.v1.MemorySaved
+	(*SessionForked)(nil),      // 22: fathom.v1.SessionForked
+	(*SubagentResult)(nil),     // 23: fathom.v1.SubagentResult
+	(*Principal)(nil),          // 24: fathom.v1.Principal
 }
 var file_state_proto_depIdxs = []int32{
 	11, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
@@ -1536,22 +1549,23 @@ var file_state_proto_depIdxs = []int32{
 	19, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
 	10, // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
 	20, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
-	21, // 18: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
-	3,  // 19: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
-	8,  // 20: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
-	3,  // 21: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 22: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 23: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	15, // 24: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	22, // 25: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	15, // 26: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	23, // 27: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
-	7,  // 28: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 18: fathom.v1.SessionState.memories:type_name -> fathom.v1.MemorySaved
+	22, // 19: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
+	3,  // 20: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
+	8,  // 21: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
+	3,  // 22: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 23: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 24: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	15, // 25: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	23, // 26: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	15, // 27: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	24, // 28: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
+	7,  // 29: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

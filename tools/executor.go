@@ -24,6 +24,11 @@ type Call struct {
 	SessionID, StepID string
 	// SubAgentID is the sub-agent that made the call (empty for the orchestrator).
 	SubAgentID string
+	// UserID is the session's user (its user_id; empty when it has none): whose
+	// long-term memory the memory tools read and write.
+	UserID string
+	// AgentType is the calling sub-agent's type (empty for the orchestrator).
+	AgentType string
 }
 
 // Artifact describes an artifact a tool call stored in the session's workspace. Tools
@@ -92,6 +97,8 @@ type Result struct {
 	// Artifacts are the artifacts the call stored (RecordArtifact), also when it failed
 	// after storing some.
 	Artifacts []Artifact
+	// Memories are the long-term memory writes the call made (RecordMemory).
+	Memories []MemoryWrite
 }
 
 // Content is what goes back to the LLM as the tool message.
@@ -140,8 +147,8 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	arts := &artifactLog{}
-	cctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(ctx, callInfoKey{}, c), artifactsKey{}, arts), timeout)
+	arts, mems := &artifactLog{}, &memoryLog{}
+	cctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(context.WithValue(ctx, callInfoKey{}, c), artifactsKey{}, arts), memoriesKey{}, mems), timeout)
 	defer cancel()
 	type outcome struct {
 		out any
@@ -168,7 +175,7 @@ func (e *Executor) Run(ctx context.Context, c Call) (res Result) {
 	}()
 	select {
 	case o := <-done:
-		res.Artifacts = arts.take()
+		res.Artifacts, res.Memories = arts.take(), mems.take()
 		if o.err != nil {
 			if errors.Is(o.err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
 				res.Err = TimeoutError(c.Name, timeout)

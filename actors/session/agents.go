@@ -57,7 +57,7 @@ func (c agentCalls) ToolCall(st *messages.SessionState, id string, pt *messages.
 	if id == agent.Orchestrator {
 		stepID = pt.GetStepId()
 	}
-	return newToolRunnerProps(c.deps, c.sessionID, id, st.GetTenant(), st.GetConfig().GetModel(), pt, callParent(c.deps, c.sessionID, st, id, stepID))
+	return newToolRunnerProps(c.deps, c.sessionID, id, st, pt, callParent(c.deps, c.sessionID, st, id, stepID))
 }
 
 // kickAgents tells every agent actor the committed state, starting the orchestrator's

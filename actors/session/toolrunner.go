@@ -28,6 +28,8 @@ type toolRunner struct {
 	sessionID  string
 	subAgentID string
 	tenant     string // the session's tenant: its tool_calls_per_minute delays the call
+	user       string // the session's user_id and the sub-agent's type (memory tools)
+	agentType  string
 	model      string // the session's model: the result is counted with its tokenizer
 	call       *messages.PendingTool
 	// parent is the span the call belongs to (trace.go): a step or a sub-agent run.
@@ -37,9 +39,11 @@ type toolRunner struct {
 	rel *release.Handle
 }
 
-func newToolRunnerProps(d *Deps, sessionID, subAgentID, tenant, model string, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
+func newToolRunnerProps(d *Deps, sessionID, subAgentID string, st *messages.SessionState, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
+	tenant, user, model := st.GetTenant(), st.GetUserId(), st.GetConfig().GetModel()
+	agentType := st.GetSubAgents()[subAgentID].GetAgentType()
 	return release.Props(func(h *release.Handle) actor.Actor {
-		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, tenant: tenant, model: model, call: c, parent: parent}
+		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, tenant: tenant, user: user, agentType: agentType, model: model, call: c, parent: parent}
 	}, dispatch.Props())
 }
 
@@ -87,7 +91,7 @@ func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 	ctx = auth.WithTenant(ctx, r.tenant) // the sandbox shares its connections by tenant
 	res := r.deps.Tools.Run(ctx, tools.Call{
 		ID: c.GetCallId(), Name: c.GetTool(), Args: json.RawMessage(c.GetArgs()), IdempotencyKey: c.GetIdempotencyKey(),
-		SessionID: r.sessionID, StepID: c.GetStepId(), SubAgentID: r.subAgentID,
+		SessionID: r.sessionID, StepID: c.GetStepId(), SubAgentID: r.subAgentID, UserID: r.user, AgentType: r.agentType,
 	})
 	if res.Err != nil {
 		span.SetStatus(codes.Error, res.Err.Error())

@@ -17,14 +17,20 @@ type Options struct {
 	// ArtifactReadLimit bounds the bytes read_artifact returns per call (0 =
 	// DefaultArtifactReadLimit).
 	ArtifactReadLimit int
+	// Memory backs remember, recall and forget (long-term memory); nil leaves the three
+	// out of the registry.
+	Memory *MemoryTools
 }
 
 // Registry returns a registry with write_todos, web_search, code_execute and ask_human,
-// and the artifact tools when opts.Artifacts is set.
+// the artifact tools when opts.Artifacts is set and the memory tools when opts.Memory is.
 func Registry(opts Options) (*tools.Registry, error) {
 	ts := []tools.Tool{WriteTodos(), WebSearch(opts.Search), CodeExecute(), AskHuman()}
 	if opts.Artifacts != nil {
 		ts = append(ts, ArtifactTools(opts.Artifacts, opts.ArtifactReadLimit)...)
+	}
+	if opts.Memory != nil {
+		ts = append(ts, opts.Memory.Tools()...)
 	}
 	r, err := tools.NewRegistry(ts...)
 	if err != nil {

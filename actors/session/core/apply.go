@@ -354,6 +354,10 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_ArtifactWritten:
 		applyArtifact(s, p.ArtifactWritten)
 		applySubAgentArtifact(s, p.ArtifactWritten)
+	case *messages.Event_MemorySaved:
+		applyMemorySaved(s, p.MemorySaved)
+	case *messages.Event_MemoryDeleted:
+		applyMemoryDeleted(s, p.MemoryDeleted)
 	case *messages.Event_SubagentStarted:
 		return applySubAgentStarted(s, p.SubagentStarted, ev)
 	case *messages.Event_MessageReceived:

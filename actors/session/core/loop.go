@@ -224,6 +224,7 @@ func DecideToolResult(s *messages.SessionState, r *ToolResult, cfg Config, now t
 	}
 	b := newEvents(s, "", now, cfg)
 	recordArtifacts(b, s, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Artifacts)
+	recordMemories(b, pt.GetStepId(), "", pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Memories)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_ToolResult{ToolResult: toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.Res, r.Tokens)}
 	})

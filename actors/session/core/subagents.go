@@ -402,6 +402,7 @@ func decideSubAgentToolResult(s *messages.SessionState, sa *messages.SubagentSta
 	b := newEvents(s, "", now, cfg)
 	id := sa.GetId()
 	recordArtifacts(b, s, pt.GetStepId(), id, pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Artifacts)
+	recordMemories(b, pt.GetStepId(), id, pt.GetCallId(), pt.GetIdempotencyKey(), r.Res.Memories)
 	b.Add(func(e *messages.Event) {
 		tr := toolResultEvent(pt.GetStepId(), pt.GetCallId(), pt.GetTool(), pt.GetIdempotencyKey(), r.Res, r.Tokens)
 		tr.SubAgentId = id
