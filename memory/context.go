@@ -170,6 +170,12 @@ type Input struct {
 	// Hits are semantic search results for the current user message (or step
 	// description), best first. Hits naming messages not in Messages are ignored.
 	Hits []Hit
+	// LongTerm are the user's long-term memories for the call, best first. They are paid
+	// from the semantic share before the hits (with LongTermOverhead), whole or not at
+	// all (FitLongTerm).
+	LongTerm []LongTerm
+	// LongTermOverhead is the memory message's own cost: its role and LongTermPrefix.
+	LongTermOverhead int
 	// Task is the Seq of the message that states the current task (a step's opening
 	// message, a sub-agent's task brief); 0 means none. Like the newest turn, it is
 	// always in the context, elided if it does not fit.
@@ -244,6 +250,9 @@ type Metadata struct {
 	// Elided counts the messages whose middle was cut to fit (the task and the newest
 	// turn, when they are larger than the room left).
 	Elided int
+	// LongTermCount and LongTermTokens are the long-term memories included and what
+	// they cost (with the memory message's overhead), paid from the semantic share.
+	LongTermCount, LongTermTokens int
 	// BuiltAt is when the context was built.
 	BuiltAt time.Time
 }
@@ -256,6 +265,8 @@ type Context struct {
 	TaskPrompt string
 	// Summary is the included summary, nil when none was included.
 	Summary *Summary
+	// LongTerm are the long-term memories included, best first (LongTermMessage).
+	LongTerm []LongTerm
 	// Semantic are the retrieved older messages, in Seq order.
 	Semantic []ContextMessage
 	// Task is the task message (Input.Task) when it is older than the recent tier; nil
@@ -298,7 +309,8 @@ type Context struct {
 //     task message takes it into the run). A run may not start with a tool result
 //     whose assistant call was cut off: such leading tool messages are dropped.
 //     Unused → semantic.
-//  4. Semantic: hits best first, skipping messages in the recent tier, the task,
+//  4. Semantic: the long-term memories (Input.LongTerm) whole, best first, while they
+//     fit (with their message's overhead); then hits best first, skipping messages in the recent tier, the task,
 //     repeats, messages without text and messages that do not fit what is left; each
 //     costs Tokens plus SemanticPrefix. Unused → recent.
 //  5. Recent again: the walk back resumes with what semantic left, stopping at the first
@@ -356,8 +368,11 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 		return nil, err
 	}
 
-	// 4. Semantic.
+	// 4. Semantic: the user's long-term memories first, then the hits.
 	left += semanticShare
+	c.LongTerm, md.LongTermTokens = FitLongTerm(in.LongTerm, in.LongTermOverhead, min(left, semanticShare))
+	md.LongTermCount = len(c.LongTerm)
+	left -= md.LongTermTokens
 	var chosen map[uint64]bool
 	if len(in.Hits) > 0 {
 		chosen = make(map[uint64]bool, len(in.Hits))
@@ -399,7 +414,7 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	md.RecentTokens = w.used
 
 	md.RecentCount, md.SemanticCount = len(c.Recent), len(c.Semantic)
-	c.TotalTokens = in.SystemTokens + cfg.Costs.Reply + md.SummaryTokens + md.RecentTokens + md.SemanticTokens + md.TaskTokens
+	c.TotalTokens = in.SystemTokens + cfg.Costs.Reply + md.SummaryTokens + md.RecentTokens + md.SemanticTokens + md.TaskTokens + md.LongTermTokens
 	md.BuiltAt = in.Now
 	if md.BuiltAt.IsZero() {
 		md.BuiltAt = time.Now()
@@ -567,7 +582,7 @@ func findSeq(msgs []Message, seq uint64) (int, bool) {
 }
 
 // Messages formats the context for the LLM in the seed's order: the system prompt, the
-// summary as a system message (SummaryPrefix + content), the semantic messages (each
+// long-term memories (LongTermMessage), the summary as a system message (SummaryPrefix + content), the semantic messages (each
 // SemanticPrefix + content), the task message when it is older than the recent tier,
 // then the recent messages verbatim (elided ones as elided), all oldest first, and last
 // the task prompt as a system message. Everything before the task prompt is what the
@@ -580,6 +595,9 @@ func (c *Context) Messages() []llm.Message {
 	out := make([]llm.Message, 0, 4+len(c.Semantic)+len(c.Recent))
 	if c.SystemPrompt != "" {
 		out = append(out, llm.Message{Role: "system", Content: c.SystemPrompt})
+	}
+	if len(c.LongTerm) > 0 {
+		out = append(out, LongTermMessage(c.LongTerm))
 	}
 	if c.Summary != nil {
 		out = append(out, llm.Message{Role: "system", Content: SummaryPrefix + c.Summary.Content})

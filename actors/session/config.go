@@ -99,6 +99,9 @@ type Deps struct {
 	// is searched with it. Either nil means no semantic tier.
 	Embedder memory.Embedder
 	Vectors  persistence.VectorStore
+	// LongTerm, when set, finds the user's long-term memories (persistence/ltm) for the
+	// orchestrator's context and for sub-agents whose agent may read memory.
+	LongTerm LongTermSearcher
 	// Embed, when set, is fed every committed message that has text (stream = session
 	// id, seq = the event's seq). It must write into Vectors.
 	Embed *memory.EmbedWorker

@@ -38,6 +38,9 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 	}
 	if s.GetPending().GetPurpose() != core.PurposeStep {
 		req, err = core.BuildRequest(s, d.Prompts, d.toolSpecs())
+		if err == nil && s.GetPending().GetPurpose() == core.PurposePlan {
+			req = withLongTerm(ctx, d, s, req)
+		}
 		return req, nil, err
 	}
 	st, err := core.CurrentStepState(s)
@@ -74,6 +77,7 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		Hits:     searchHits(ctx, d, s, st.GetStep().GetDescription()),
 		Now:      d.Now(),
 	}
+	in.LongTerm, in.LongTermOverhead = longTerm(ctx, d, s, "")
 	if sum := s.GetSummary(); sum.GetContent() != "" {
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 	}
@@ -164,6 +168,7 @@ func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState
 		SystemTokens: d.Config.CountTextContext(ctx, model, sys), Messages: hist,
 		Hits: searchHits(ctx, d, s, msg), Now: d.Now(),
 	}
+	in.LongTerm, in.LongTermOverhead = longTerm(ctx, d, s, "")
 	if sum := s.GetSummary(); sum.GetContent() != "" {
 		in.Summary = &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 	}

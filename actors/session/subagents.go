@@ -55,6 +55,9 @@ func buildSubAgentRequest(ctx context.Context, d *Deps, s *messages.SessionState
 		Origin:       "session " + s.GetSessionId(),
 		Now:          d.Now(),
 	}
+	if subAgentReadsMemory(sa) {
+		in.LongTerm, in.LongTermOverhead = longTerm(ctx, d, s, sa.GetAgentType())
+	}
 	cc := d.Config.ContextConfig()
 	cc.Counter = memory.WithContext(ctx, d.Config.CounterFor(s.GetConfig().GetModel())) // stops when the call is cancelled
 	c, err := memory.BuildContext(cc, in)

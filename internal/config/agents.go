@@ -35,6 +35,9 @@ type Agent struct {
 	Model string
 	// MaxIterations bounds the model calls of one run (0: the node's bound).
 	MaxIterations uint32
+	// Memory is the agent's access to the user's long-term memory: read, readwrite or
+	// none ("": none).
+	Memory string
 	// Line is where the entry starts; KeyLines where each of its keys' values is.
 	Line     int
 	KeyLines map[string]int
@@ -84,6 +87,16 @@ var agentKeys = map[string]func(a *Agent, p *parser, path string, v *yaml.Node) 
 	"model": func(a *Agent, p *parser, path string, v *yaml.Node) (err error) {
 		if a.Model, err = p.str(v, path); err == nil && strings.TrimSpace(a.Model) == "" {
 			err = p.err(v, path, "must not be empty (leave the key out for the session's model)")
+		}
+		return err
+	},
+	"memory": func(a *Agent, p *parser, path string, v *yaml.Node) (err error) {
+		if a.Memory, err = p.str(v, path); err == nil {
+			switch a.Memory {
+			case core.MemoryRead, core.MemoryReadWrite, core.MemoryNone:
+			default:
+				err = p.err(v, path, fmt.Sprintf("%q: want read, readwrite or none", a.Memory))
+			}
 		}
 		return err
 	},
@@ -258,7 +271,7 @@ func (f *File) AgentToolError(agent, tool, msg string) error {
 // spec is the agent as the session core takes it.
 func (a Agent) spec() core.AgentSpec {
 	return core.AgentSpec{Name: a.Name, Description: a.Description, Prompt: a.Prompt, PromptFile: a.PromptFile,
-		Tools: slices.Clone(a.Tools), Model: a.Model, MaxIterations: a.MaxIterations}
+		Tools: slices.Clone(a.Tools), Model: a.Model, MaxIterations: a.MaxIterations, Memory: a.Memory}
 }
 
 // AgentSpecs returns the agents as the session core takes them (core.Config.Agents).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/config"
 )
 
@@ -68,7 +69,7 @@ func TestBadAgentsFailWithFileLineAndKey(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key", agent("    prompt: p\n    temperature: 0.2\n"),
-			"fathom.yaml:5: agents[0].temperature: unknown key (want description, max_iterations, model, name, prompt, prompt_file, tools)"},
+			"fathom.yaml:5: agents[0].temperature: unknown key (want description, max_iterations, memory, model, name, prompt, prompt_file, tools)"},
 		{"unknown tool", agent("    prompt: p\n    tools: [write_artifact, send_email]\n"),
 			`fathom.yaml:5: agents[0].tools[1]: unknown tool "send_email": want a built-in tool (ask_human, code_execute, list_artifacts, read_artifact, web_search, write_artifact, write_todos)`},
 		{"tool of an unknown server", agent("    prompt: p\n    tools: [orders__lookup_order]\n"),
@@ -91,6 +92,8 @@ func TestBadAgentsFailWithFileLineAndKey(t *testing.T) {
 		{"no prompt", agent(""), "fathom.yaml:2: agents[0]: set prompt (the template inline) or prompt_file"},
 		{"no description", "agents:\n  - name: a\n    prompt: p\n", "fathom.yaml:2: agents[0]: description is required"},
 		{"bad max_iterations", agent("    prompt: p\n    max_iterations: -1\n"), `fathom.yaml:5: agents[0].max_iterations: "-1" is not a positive whole number`},
+		{"bad memory", agent("    prompt: p\n    memory: write\n"), `fathom.yaml:5: agents[0].memory: "write": want read, readwrite or none`},
+		{"memory tool in tools", agent("    prompt: p\n    tools: [recall]\n"), "fathom.yaml:2: agents[0].name: agent spec: agent analyst: recall is given by the agent's memory setting"},
 		{"tools not a list", agent("    prompt: p\n    tools: write_artifact\n"), "fathom.yaml:5: agents[0].tools: must be a list of strings"},
 		{"not a list", "agents: {name: a}\n", "fathom.yaml:1: agents: must be a list of agents"},
 	} {
@@ -110,5 +113,29 @@ func TestAgentToolsMayNameServersDefinedLater(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"analyst.md.tmpl": analystPrompt})
 	if _, err := config.Parse(filepath.Join(dir, "fathom.yaml"), []byte(issueAgents)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAgentMemorySetting: an agent's memory key (read | readwrite | none) gives its
+// sub-agents the memory tools it allows, and nothing when left out.
+func TestAgentMemorySetting(t *testing.T) {
+	yaml := "agents:\n" +
+		"  - {name: reader, description: d, prompt: p, memory: read}\n" +
+		"  - {name: scribe, description: d, prompt: p, memory: readwrite, tools: [write_todos]}\n" +
+		"  - {name: mute, description: d, prompt: p, memory: none}\n" +
+		"  - {name: plain, description: d, prompt: p}\n"
+	f, err := config.Parse(filepath.Join(t.TempDir(), "fathom.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := core.NewAgents(f.AgentSpecs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, want := range map[string]string{"reader": "recall", "scribe": "write_todos,recall,remember,forget", "mute": "", "plain": ""} {
+		p, ok := reg.ProfileFor(step)
+		if !ok || strings.Join(p.Tools, ",") != want {
+			t.Errorf("%s: tools %v, want %s", step, p.Tools, want)
+		}
 	}
 }

@@ -88,6 +88,10 @@ type AgentSpec struct {
 	// MaxIterations bounds the model calls of one run; 0 means the node's
 	// SubAgentMaxIterations.
 	MaxIterations uint32
+	// Memory is what the agent may do with the user's long-term memory (on a node with
+	// long-term memory): MemoryNone ("" means it), MemoryRead (the user's most relevant
+	// memories in its context, and recall) or MemoryReadWrite (also remember and forget).
+	Memory string
 	// Run, when set, makes the agent a Go-function agent: Run produces the hand-off and
 	// no model is called (Prompt, Tools and Model must be empty).
 	Run AgentFunc
@@ -212,6 +216,17 @@ func checkSpec(s AgentSpec, reserved map[string]string, a *Agents) error {
 		if strings.TrimSpace(t) == "" {
 			return fmt.Errorf("%w: agent %s: a tool name is empty", ErrAgentSpec, s.Name)
 		}
+		if slices.Contains(MemoryTools(MemoryReadWrite), t) {
+			return fmt.Errorf("%w: agent %s: %s is given by the agent's memory setting (memory: read or readwrite), not by its tools", ErrAgentSpec, s.Name, t)
+		}
+	}
+	switch s.Memory {
+	case "", MemoryNone, MemoryRead, MemoryReadWrite:
+	default:
+		return fmt.Errorf("%w: agent %s: memory %q: want read, readwrite or none", ErrAgentSpec, s.Name, s.Memory)
+	}
+	if s.Run != nil && s.Memory != "" && s.Memory != MemoryNone {
+		return fmt.Errorf("%w: agent %s: a Go-function agent (Run) has no memory", ErrAgentSpec, s.Name)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (a *Agents) ProfileFor(stepType string) (Profile, bool) {
 	if iters == 0 {
 		iters = DefaultMaxIterations
 	}
-	return Profile{AgentType: s.Name, Tools: slices.Clone(s.Tools), MaxIterations: iters, Model: s.Model, Func: s.Run != nil}, true
+	return Profile{AgentType: s.Name, Tools: append(slices.Clone(s.Tools), MemoryTools(s.Memory)...), MaxIterations: iters, Model: s.Model, Func: s.Run != nil}, true
 }
 
 // AvailableTools keeps the profile's tools for which has reports true, in profile order.
