@@ -85,6 +85,9 @@ type Config struct {
 	Index SessionIndex
 	// Deleter, when set, serves DELETE /v1/sessions/{id} (write scope).
 	Deleter SessionDeleter
+	// Memories, when set, serves /v1/memories (memories.go); unset, its routes answer
+	// unsupported.
+	Memories Memories
 	// Meter, when set, records the gateway's own metrics (fathom_gateway_connections);
 	// the node's meter provider, so GET /metrics serves them.
 	Meter metric.Meter
@@ -320,6 +323,7 @@ func (h *Handler) routes() {
 	h.handle("GET /v1/whoami", h.require(ScopeRead, h.whoami))          // cluster.go
 	h.handle("GET /v1/cluster", h.require(ScopeAdmin, h.cluster))       // cluster.go
 	h.handle("POST /v1/node/drain", h.require(ScopeAdmin, h.drainNode)) // drain.go
+	h.memoryRoutes()                                                    // memories.go
 	h.consoleRoutes()
 	h.handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI)) // openapi.go
 	h.handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -47,6 +47,8 @@ type gwOpts struct {
 	postgres string
 	// log, when set, receives the node's and the gateway's log (else discarded).
 	log io.Writer
+	// longTerm turns the node's long-term memory on.
+	longTerm bool
 }
 
 func startGW(t testing.TB, o gwOpts) *gw {
@@ -75,6 +77,7 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	if o.session != nil {
 		o.session(&cfg.Session)
 	}
+	cfg.Memory.LongTerm = o.longTerm
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Logger = log
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")
@@ -92,7 +95,7 @@ func startGW(t testing.TB, o gwOpts) *gw {
 		t.Fatalf("start node: %v", err)
 	}
 	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log,
-		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n, Deleter: n, Cluster: n.ClusterInfo, Gantt: node.GanttJSON,
+		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n, Deleter: n, Memories: n, Cluster: n.ClusterInfo, Gantt: node.GanttJSON,
 		Meter: n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")}
 	if o.cfg != nil {
 		o.cfg(&gcfg)

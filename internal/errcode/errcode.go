@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence/ltm"
 )
 
 // The codes (the gateway's error codes; docs/gateway-protocol.md).
@@ -43,6 +44,10 @@ var (
 	ErrArtifactNotFound = errors.New("artifact not found")
 	// ErrInvalidArtifactPath: the path breaks the artifact path rules.
 	ErrInvalidArtifactPath = errors.New("invalid artifact path")
+	// ErrNoLongTermMemory: the node's long-term memory is off.
+	ErrNoLongTermMemory = errors.New("long-term memory is off on this node (start it with --long-term-memory)")
+	// ErrMemoryPermission: the caller may not act on another user's memories.
+	ErrMemoryPermission = errors.New("a member acts on their own memories only")
 )
 
 // grainReasons maps the session grain's ErrorReason to codes.
@@ -81,11 +86,13 @@ func Of(err error) string {
 	switch {
 	case errors.Is(err, messages.ErrUnknownEvent), errors.Is(err, ErrSessionNotTerminal):
 		return FailedPrecondition
-	case errors.Is(err, messages.ErrInvalidSessionID), errors.Is(err, ErrInvalidArtifactPath):
+	case errors.Is(err, messages.ErrInvalidSessionID), errors.Is(err, ErrInvalidArtifactPath), errors.Is(err, ltm.ErrInvalid), errors.Is(err, ltm.ErrTooLarge):
 		return InvalidArgument
-	case errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrArtifactNotFound):
+	case errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrArtifactNotFound), errors.Is(err, ltm.ErrNotFound):
 		return NotFound
-	case errors.Is(err, ErrNoIndex), errors.Is(err, errors.ErrUnsupported):
+	case errors.Is(err, ErrMemoryPermission):
+		return PermissionDenied
+	case errors.Is(err, ErrNoIndex), errors.Is(err, errors.ErrUnsupported), errors.Is(err, ErrNoLongTermMemory):
 		return Unsupported
 	case errors.Is(err, context.DeadlineExceeded):
 		return Timeout

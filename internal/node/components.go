@@ -139,6 +139,9 @@ func (n *Node) components(b *boot) []component {
 				if n.vectors != nil {
 					err = errors.Join(err, n.vectors.Close())
 				}
+				if n.longTerm != nil {
+					err = errors.Join(err, n.longTerm.Store.Close())
+				}
 				return err
 			}},
 		{name: "session kind", why: "the session grains: a panic restarts the grain, which reloads its state from the journal; its sub-agents and runners are its children",
@@ -338,7 +341,10 @@ func (n *Node) startMemory(ctx context.Context, b *boot) (err error) {
 	n.embed, err = memory.NewEmbedWorker(memory.EmbedWorkerConfig{
 		Embedder: b.embedder, Store: n.vectors, Logger: n.cfg.Logger.With("component", "embed"),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return n.startLongTerm(ctx, b)
 }
 
 // registerSessions registers the session grain kind's dependencies on the actor system.
@@ -371,6 +377,9 @@ func (n *Node) registerSessions(b *boot) error {
 	deps.Drain = n.drainer.sessions
 	if !n.cfg.LLM.NoStream {
 		deps.Deltas = n.feed
+	}
+	if n.longTerm != nil {
+		deps.LongTerm = n.longTerm
 	}
 	if q, err := n.quotas(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/memory"
@@ -55,6 +56,14 @@ type MemoryConfig struct {
 	// an index scan), 1..pgvector.MaxEfSearch; 0 means pgvector.DefaultEfSearch. Only
 	// for VectorStorePgvector.
 	PgvectorEfSearch int
+	// LongTerm turns on long-term memory (persistence/ltm): a memory store beside the
+	// journal (the fathom_memories table with a PostgreSQL DSN, else
+	// DataDir/memories.db), the remember, recall and forget tools, and the user's most
+	// relevant memories in the orchestrator's context.
+	LongTerm bool
+	// LongTermTTL, when positive, is how long a memory lives unless remember's ttl_days
+	// says otherwise; 0 keeps memories until deleted. Only with LongTerm.
+	LongTermTTL time.Duration
 }
 
 // withDefaults fills the store, the embedder and the dimension.
@@ -106,6 +115,9 @@ func (c MemoryConfig) Validate(postgresDSN string) error {
 		if !backends.Embedders.Has(c.Embedder) {
 			return fmt.Errorf("memory: %w", &backends.UnknownError{Kind: "embedder", Name: c.Embedder, Known: backends.Embedders.Names()})
 		}
+	}
+	if c.LongTermTTL < 0 || (c.LongTermTTL > 0 && !c.LongTerm) {
+		return fmt.Errorf("memory: a long-term memory TTL (%s) must be positive and needs long-term memory on", c.LongTermTTL)
 	}
 	if c.EmbeddingDimensions < 0 {
 		return fmt.Errorf("memory: embedding dimension must be positive, got %d", c.EmbeddingDimensions)

@@ -1,0 +1,202 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fathom-agents/fathom/auth"
+
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/errcode"
+	"github.com/fathom-agents/fathom/persistence/ltm"
+	"github.com/fathom-agents/fathom/persistence/ltm/ltmbolt"
+	"github.com/fathom-agents/fathom/persistence/ltm/ltmpg"
+	"github.com/fathom-agents/fathom/tools/builtin"
+)
+
+// ErrNoLongTermMemory is returned by the memory operations of a node whose long-term
+// memory is off (MemoryConfig.LongTerm).
+var ErrNoLongTermMemory = errcode.ErrNoLongTermMemory
+
+// startLongTerm opens the long-term memory store when MemoryConfig.LongTerm is on:
+// PostgreSQL's fathom_memories beside a PostgreSQL journal, else DataDir/memories.db;
+// and registers remember, recall and forget with the node's tools.
+func (n *Node) startLongTerm(ctx context.Context, b *boot) error {
+	cfg := n.cfg
+	if !cfg.Memory.LongTerm {
+		return nil
+	}
+	dims := b.embedder.Dimensions()
+	var store ltm.Store
+	var err error
+	switch {
+	case cfg.PostgresDSN != "":
+		store, err = ltmpg.Open(ctx, cfg.PostgresDSN, dims)
+	case cfg.DataDir != "":
+		if err = os.MkdirAll(cfg.DataDir, 0o755); err == nil {
+			store, err = ltmbolt.Open(filepath.Join(cfg.DataDir, ltmbolt.File), dims)
+		}
+	default:
+		err = errors.New("long-term memory needs a place to keep memories: a data dir or a PostgreSQL DSN")
+	}
+	if err != nil {
+		return fmt.Errorf("long-term memory: %w", err)
+	}
+	n.longTerm = &builtin.MemoryTools{Store: store, Embedder: b.embedder, Retrieval: b.session.Retrieval, TTL: cfg.Memory.LongTermTTL}
+	for _, t := range n.longTerm.Tools() {
+		if err := b.tools.Registry.Register(t); err != nil {
+			return errors.Join(fmt.Errorf("long-term memory: %w", err), store.Close())
+		}
+	}
+	return nil
+}
+
+// LongTerm is the node's long-term memory store; nil when long-term memory is off.
+func (n *Node) LongTerm() ltm.Store {
+	if n.longTerm == nil {
+		return nil
+	}
+	return n.longTerm.Store
+}
+
+// memoryNamespace is whose memories a call acts on: the ctx principal's tenant and user
+// (a member's own memories only; an admin or operator names any user of the tenant), or
+// without a principal (the Go API inside the process) the default tenant's user.
+func memoryNamespace(ctx context.Context, user string) (ltm.Namespace, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		if user == "" {
+			return ltm.Namespace{}, fmt.Errorf("%w: a user is required", ltm.ErrInvalid)
+		}
+		return ltm.Namespace{Tenant: auth.DefaultTenant, User: user}, nil
+	}
+	if user == "" {
+		user = p.Subject
+	}
+	if user != p.Subject && !p.Admin() && !p.Has(auth.RoleOperator) {
+		return ltm.Namespace{}, fmt.Errorf("%w: %s may not act on the memories of user %q", errcode.ErrMemoryPermission, p, user)
+	}
+	ns := ltm.Namespace{Tenant: p.Tenant, User: user}
+	return ns, ltm.ValidateNamespace(ns)
+}
+
+// memoryCall resolves the namespace of a memory operation on a node with long-term
+// memory.
+func (n *Node) memoryCall(ctx context.Context, user string) (ltm.Namespace, error) {
+	if n.longTerm == nil {
+		return ltm.Namespace{}, ErrNoLongTermMemory
+	}
+	return memoryNamespace(ctx, user)
+}
+
+// ListMemories returns user's newest memories, at most limit (1..ltm.MaxSearch).
+func (n *Node) ListMemories(ctx context.Context, user string, limit int) ([]ltm.Item, error) {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return n.longTerm.Store.List(ctx, ns, limit)
+}
+
+// SearchMemories ranks user's memories for query (hybrid, as recall does; the newest
+// for an empty query), at most limit.
+func (n *Node) SearchMemories(ctx context.Context, user, query string, limit int) ([]ltm.Hit, error) {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := ltm.ValidateK(limit); err != nil {
+		return nil, err
+	}
+	return n.longTerm.Search(ctx, ns, query, limit)
+}
+
+// GetMemory returns user's memory id.
+func (n *Node) GetMemory(ctx context.Context, user, id string) (ltm.Item, error) {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return ltm.Item{}, err
+	}
+	return n.longTerm.Store.Get(ctx, ns, id)
+}
+
+// MemoryUpdate is an edit of a memory: the fields that are set replace the item's.
+type MemoryUpdate struct {
+	// Text, when set, replaces the text (and the embedding).
+	Text *string
+	// Metadata, when set, replaces the metadata.
+	Metadata map[string]string
+	// ExpiresAt, when set, replaces the expiry (the zero time: never).
+	ExpiresAt *time.Time
+}
+
+// UpdateMemory edits user's memory id and returns it as saved.
+func (n *Node) UpdateMemory(ctx context.Context, user, id string, u MemoryUpdate) (ltm.Item, error) {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return ltm.Item{}, err
+	}
+	it, err := n.longTerm.Store.Get(ctx, ns, id)
+	if err != nil {
+		return ltm.Item{}, err
+	}
+	if u.Text != nil {
+		if err := ltm.ValidateText(*u.Text); err != nil {
+			return ltm.Item{}, err
+		}
+		vecs, err := n.longTerm.Embedder.Embed(ctx, []string{*u.Text})
+		if err != nil {
+			return ltm.Item{}, fmt.Errorf("embed the memory: %w", err)
+		}
+		it.Text, it.Embedding = *u.Text, vecs[0]
+	}
+	if u.Metadata != nil {
+		it.Metadata = u.Metadata
+	}
+	if u.ExpiresAt != nil {
+		it.ExpiresAt = u.ExpiresAt.UTC()
+	}
+	it.UpdatedAt = time.Now().UTC()
+	if err := n.longTerm.Store.Put(ctx, it); err != nil {
+		return ltm.Item{}, err
+	}
+	return n.longTerm.Store.Get(ctx, ns, id)
+}
+
+// DeleteMemory deletes user's memory id.
+func (n *Node) DeleteMemory(ctx context.Context, user, id string) error {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return err
+	}
+	return n.longTerm.Store.Delete(ctx, ns, id)
+}
+
+// DeleteUserMemories deletes every memory of user (a user's deletion) and returns how
+// many there were.
+func (n *Node) DeleteUserMemories(ctx context.Context, user string) (int, error) {
+	ns, err := n.memoryCall(ctx, user)
+	if err != nil {
+		return 0, err
+	}
+	return n.longTerm.Store.DeleteUser(ctx, ns.Tenant, ns.User)
+}
+
+// EditMemory implements gateway.Memories (PATCH /v1/memories/{id}).
+func (n *Node) EditMemory(ctx context.Context, user, id string, e gateway.MemoryEdit) (ltm.Item, error) {
+	u := MemoryUpdate{Text: e.Text, Metadata: e.Metadata}
+	if e.ExpiresAt != nil {
+		t, err := gateway.ParseMemoryExpiry(*e.ExpiresAt)
+		if err != nil {
+			return ltm.Item{}, err
+		}
+		u.ExpiresAt = &t
+	}
+	return n.UpdateMemory(ctx, user, id, u)
+}
+
+var _ gateway.Memories = (*Node)(nil)
