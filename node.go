@@ -135,7 +135,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	}
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
-	cfg.Memories = nn
+	cfg.Memories = nn.GatewayMemories()
 	cfg.Ready = func() error { return n.Ready(ctx) }
 	cfg.Drain = n.Drain
 	cfg.Version, cfg.JournalFormat = buildinfo.String(), buildinfo.Format

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/errcode"
-	"github.com/fathom-agents/fathom/persistence/ltm"
 )
+
+// MaxMemoryLimit bounds the limit of GET /v1/memories (persistence/ltm.MaxSearch).
+const MaxMemoryLimit = 1000
 
 // Memories serves /v1/memories: the long-term memory of the node's users
 // (internal/node.Node implements it). Every call acts for the ctx's principal: a user
@@ -19,13 +21,15 @@ import (
 // errcode.ErrNoLongTermMemory.
 type Memories interface {
 	// ListMemories returns user's newest memories, at most limit.
-	ListMemories(ctx context.Context, user string, limit int) ([]ltm.Item, error)
-	// SearchMemories ranks user's memories for query (the newest for ""), at most limit.
-	SearchMemories(ctx context.Context, user, query string, limit int) ([]ltm.Hit, error)
-	// GetMemory returns user's memory id (wrapping ltm.ErrNotFound when there is none).
-	GetMemory(ctx context.Context, user, id string) (ltm.Item, error)
+	ListMemories(ctx context.Context, user string, limit int) ([]Memory, error)
+	// SearchMemories ranks user's memories for query (the newest for ""), at most
+	// limit, each with its Score.
+	SearchMemories(ctx context.Context, user, query string, limit int) ([]Memory, error)
+	// GetMemory returns user's memory id (wrapping errcode.ErrMemoryNotFound when there
+	// is none).
+	GetMemory(ctx context.Context, user, id string) (Memory, error)
 	// EditMemory replaces the fields of e that are set and returns the memory.
-	EditMemory(ctx context.Context, user, id string, e MemoryEdit) (ltm.Item, error)
+	EditMemory(ctx context.Context, user, id string, e MemoryEdit) (Memory, error)
 	// DeleteMemory deletes user's memory id.
 	DeleteMemory(ctx context.Context, user, id string) error
 	// DeleteUserMemories deletes every memory of user and returns how many.
@@ -57,17 +61,6 @@ type Memory struct {
 	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
 	// Score is a search hit's rank score (absent in lists).
 	Score *float32 `json:"score,omitempty"`
-}
-
-// MemoryOf is it as /v1/memories answers it.
-func MemoryOf(it ltm.Item) Memory {
-	m := Memory{ID: it.ID, Tenant: it.Tenant, User: it.User, Agent: it.Agent, Text: it.Text, Metadata: it.Metadata,
-		SessionID: it.SessionID, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
-	if !it.ExpiresAt.IsZero() {
-		e := it.ExpiresAt
-		m.ExpiresAt = &e
-	}
-	return m
 }
 
 // MemoryList is the body of GET /v1/memories.
@@ -131,8 +124,8 @@ func (h *Handler) listMemories(w http.ResponseWriter, r *http.Request) {
 	limit := 20
 	if s := qs.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > ltm.MaxSearch {
-			writeError(w, errorf(CodeInvalidArgument, "limit must be 1..%d", ltm.MaxSearch))
+		if err != nil || n < 1 || n > MaxMemoryLimit {
+			writeError(w, errorf(CodeInvalidArgument, "limit must be 1..%d", MaxMemoryLimit))
 			return
 		}
 		limit = n
@@ -145,21 +138,14 @@ func (h *Handler) listMemories(w http.ResponseWriter, r *http.Request) {
 			memoryError(w, err)
 			return
 		}
-		for _, hit := range hits {
-			m := MemoryOf(hit.Item)
-			sc := hit.Score
-			m.Score = &sc
-			out.Memories = append(out.Memories, m)
-		}
+		out.Memories = append(out.Memories, hits...)
 	} else {
 		items, err := h.cfg.Memories.ListMemories(ctx, user, limit)
 		if err != nil {
 			memoryError(w, err)
 			return
 		}
-		for _, it := range items {
-			out.Memories = append(out.Memories, MemoryOf(it))
-		}
+		out.Memories = append(out.Memories, items...)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -176,7 +162,7 @@ func (h *Handler) getMemory(w http.ResponseWriter, r *http.Request) {
 		memoryError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, MemoryOf(it))
+	writeJSON(w, http.StatusOK, it)
 }
 
 // editMemory serves PATCH /v1/memories/{id}?user=.
@@ -204,7 +190,7 @@ func (h *Handler) editMemory(w http.ResponseWriter, r *http.Request) {
 		memoryError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, MemoryOf(it))
+	writeJSON(w, http.StatusOK, it)
 }
 
 // deleteMemory serves DELETE /v1/memories/{id}?user=.
@@ -251,7 +237,7 @@ func ParseMemoryExpiry(s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: expires_at: %v", ltm.ErrInvalid, err)
+		return time.Time{}, fmt.Errorf("%w: expires_at: %v", errcode.ErrInvalidMemory, err)
 	}
 	return t, nil
 }

@@ -562,6 +562,9 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 	if err := f.memory.applyRetrieval(&scfg, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}
+	if err := f.memory.applyLongTerm(&mcfg, f.file); err != nil {
+		return fathomapi.Config{}, err
+	}
 	if err := f.quota.apply(&llmCfg.Resilience, f.file); err != nil {
 		return fathomapi.Config{}, err
 	}

@@ -35,6 +35,7 @@ func commands() []command {
 		{"migrate", "apply the PostgreSQL migrations", runMigrate},
 		{"journal", "check the embedded journal: check [--repair] (verify every record; quarantine damaged sessions)", runJournal},
 		{"session", "inspect and steer sessions (the journal, or a node with --addr):", runSession},
+		{"memory", "list, search and delete users' long-term memories: list|search|delete --user U (the data dir or PostgreSQL, or a node with --addr)", runMemory},
 		{"sandbox", "serve the FSP v1 code sandbox over WebSocket", runSandbox},
 		{"mock-llm", "serve the scripted OpenAI-compatible model", runMockLLM},
 		{"apikey", "make a static API key: new --tenant T --name N [--role R]... (prints the key once and its api_keys entry)", runAPIKey},

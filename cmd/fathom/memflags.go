@@ -33,6 +33,27 @@ type memoryFlags struct {
 	// gives one (then the config file's memory section, else the defaults).
 	retrieval        string
 	retrievalWeights string
+	// longTerm is --long-term-memory (set: given, or by its environment variable);
+	// ttl is --memory-ttl ("" when not given).
+	longTerm optBool
+	ttl      string
+}
+
+// optBool is a boolean flag that knows whether it was set.
+type optBool struct {
+	v, set bool
+	err    error
+}
+
+func (b *optBool) String() string   { return strconv.FormatBool(b != nil && b.v) }
+func (b *optBool) IsBoolFlag() bool { return true }
+func (b *optBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	b.v, b.set = v, true
+	return nil
 }
 
 func (f *memoryFlags) register(fs *flag.FlagSet) {
@@ -47,6 +68,13 @@ func (f *memoryFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&f.summaryThreshold, "summary-threshold", uint(envUint("FATHOM_SUMMARY_THRESHOLD", uint64(sd.Threshold))), "regenerate a session's summary when its unsummarized messages pass this many tokens (env FATHOM_SUMMARY_THRESHOLD)")
 	fs.StringVar(&f.retrieval, "memory-retrieval", os.Getenv("FATHOM_MEMORY_RETRIEVAL"), "how the context's semantic slice ranks a session's older messages: hybrid (text search and vector similarity fused by reciprocal rank fusion), vector or text; default hybrid (env FATHOM_MEMORY_RETRIEVAL, config key memory.retrieval)")
 	fs.StringVar(&f.retrievalWeights, "memory-retrieval-weights", os.Getenv("FATHOM_MEMORY_RETRIEVAL_WEIGHTS"), "weights VECTOR/TEXT of the two rankings in hybrid retrieval; default 1/1 (env FATHOM_MEMORY_RETRIEVAL_WEIGHTS, config key memory.retrieval_weights)")
+	if v := os.Getenv("FATHOM_LONG_TERM_MEMORY"); v != "" {
+		if err := f.longTerm.Set(v); err != nil {
+			f.longTerm.err = usageError("bad FATHOM_LONG_TERM_MEMORY %q: want true or false", v)
+		}
+	}
+	fs.Var(&f.longTerm, "long-term-memory", "long-term memory: a store of what sessions learn about their user (PostgreSQL with --postgres, else the data dir's memories.db), the remember, recall and forget tools, and the user's most relevant memories in the orchestrator's context (env FATHOM_LONG_TERM_MEMORY, config key memory.long_term)")
+	fs.StringVar(&f.ttl, "memory-ttl", os.Getenv("FATHOM_MEMORY_TTL"), "how long a long-term memory lives unless remember's ttl_days says otherwise, e.g. 720h or 30d; default until deleted (env FATHOM_MEMORY_TTL, config key memory.ttl)")
 	fs.UintVar(&f.summaryTarget, "summary-target", uint(envUint("FATHOM_SUMMARY_TARGET", uint64(sd.TargetTokens))), "tokens the summarizer aims for (env FATHOM_SUMMARY_TARGET)")
 }
 
@@ -134,4 +162,33 @@ func parseRatios(s string) (memory.Ratios, error) {
 	}
 	r := memory.Ratios{Recent: pct[0] / 100, Summary: pct[1] / 100, Semantic: pct[2] / 100}
 	return r, r.Validate()
+}
+
+// applyLongTerm sets mc's long-term memory from the flags, else the config file's memory
+// section (file nil: none); off by default.
+func (f *memoryFlags) applyLongTerm(mc *fathomapi.Memory, file *config.File) error {
+	if f.longTerm.err != nil {
+		return f.longTerm.err
+	}
+	on, ttl := f.longTerm.v, f.ttl
+	if file != nil {
+		if !f.longTerm.set && file.Memory.LongTerm != "" {
+			on = file.Memory.LongTerm == "true"
+		}
+		if ttl == "" {
+			ttl = file.Memory.TTL
+		}
+	}
+	mc.LongTerm = on
+	if ttl != "" {
+		d, err := config.ParseTTL(ttl)
+		if err != nil {
+			return usageError("bad --memory-ttl: %v", err)
+		}
+		if !on {
+			return usageError("--memory-ttl %s needs long-term memory (--long-term-memory)", ttl)
+		}
+		mc.LongTermTTL = d
+	}
+	return nil
 }

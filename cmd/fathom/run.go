@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonOut := fs.Bool("json", false, "print one JSON object per event (type, seq, session_id, at, fields) instead of text")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up (exit 1) when the session has not finished after this long")
 	sessionID := fs.String("session-id", "", "id of the new session (default: generated)")
+	user := fs.String("user", os.Getenv("FATHOM_USER"), "the session's user_id: whose long-term memories it reads and writes (env FATHOM_USER)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return withUsageLine(fs, usageError("a goal is required, e.g. fathom run \"Write a haiku about event sourcing\""))
 	}
 	goal := strings.Join(pos, " ")
-	nf.replay = replayFlags(fs, "json", "timeout", "session-id")
+	nf.replay = replayFlags(fs, "json", "timeout", "session-id", "user")
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	n, log, err := startLocalNode(ctx, &nf, "run", stderr)
@@ -50,7 +52,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	p.ephemeral = backends.JournalName(nf.store.journalConfig()) == "memory"
 	sub := n.FollowDeltas(id, 0, 0)
 	defer sub.Close()
-	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal}, cluster.WithTimeout(30*time.Second))
+	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal, UserId: *user}, cluster.WithTimeout(30*time.Second))
 	if err != nil {
 		return &exitError{code: 1, msg: grainErrorMessage(err)}
 	}

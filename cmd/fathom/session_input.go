@@ -245,7 +245,7 @@ func startLocalNode(ctx context.Context, nf *nodeFlags, cmd string, stderr io.Wr
 	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox. A
 	// delete runs no tool (only ended sessions are deleted): it starts none, which saves
 	// the sandbox's isolation and language probes.
-	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == "" && cmd != "session delete"
+	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == "" && callsModel(cmd)
 	n, err := fathomapi.Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, nf.startError(err)
@@ -258,7 +258,9 @@ func startLocalNode(ctx context.Context, nf *nodeFlags, cmd string, stderr io.Wr
 
 // callsModel reports whether in-process command cmd may call the model: cancel and
 // delete never do (no endpoint check, no demo-model notice).
-func callsModel(cmd string) bool { return cmd != "session cancel" && cmd != "session delete" }
+func callsModel(cmd string) bool {
+	return cmd != "session cancel" && cmd != "session delete" && !strings.HasPrefix(cmd, "memory ")
+}
 
 // refuseEarly answers from the journal, before a node starts, a cancel or delete the
 // session grain would refuse: an unknown session, a cancel of an ended session, a delete

@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence/ltm"
 )
 
 // The codes (the gateway's error codes; docs/gateway-protocol.md).
@@ -48,6 +47,11 @@ var (
 	ErrNoLongTermMemory = errors.New("long-term memory is off on this node (start it with --long-term-memory)")
 	// ErrMemoryPermission: the caller may not act on another user's memories.
 	ErrMemoryPermission = errors.New("a member acts on their own memories only")
+	// ErrMemoryNotFound: the user has no memory of that id.
+	ErrMemoryNotFound = errors.New("memory not found")
+	// ErrInvalidMemory: a memory or a memory request the store refuses (an empty user,
+	// a text over the size limit).
+	ErrInvalidMemory = errors.New("invalid memory")
 )
 
 // grainReasons maps the session grain's ErrorReason to codes.
@@ -86,9 +90,9 @@ func Of(err error) string {
 	switch {
 	case errors.Is(err, messages.ErrUnknownEvent), errors.Is(err, ErrSessionNotTerminal):
 		return FailedPrecondition
-	case errors.Is(err, messages.ErrInvalidSessionID), errors.Is(err, ErrInvalidArtifactPath), errors.Is(err, ltm.ErrInvalid), errors.Is(err, ltm.ErrTooLarge):
+	case errors.Is(err, messages.ErrInvalidSessionID), errors.Is(err, ErrInvalidArtifactPath), errors.Is(err, ErrInvalidMemory):
 		return InvalidArgument
-	case errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrArtifactNotFound), errors.Is(err, ltm.ErrNotFound):
+	case errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrArtifactNotFound), errors.Is(err, ErrMemoryNotFound):
 		return NotFound
 	case errors.Is(err, ErrMemoryPermission):
 		return PermissionDenied

@@ -70,7 +70,7 @@ func memoryNamespace(ctx context.Context, user string) (ltm.Namespace, error) {
 	p, ok := auth.FromContext(ctx)
 	if !ok {
 		if user == "" {
-			return ltm.Namespace{}, fmt.Errorf("%w: a user is required", ltm.ErrInvalid)
+			return ltm.Namespace{}, fmt.Errorf("%w: a user is required", errcode.ErrInvalidMemory)
 		}
 		return ltm.Namespace{Tenant: auth.DefaultTenant, User: user}, nil
 	}
@@ -81,7 +81,7 @@ func memoryNamespace(ctx context.Context, user string) (ltm.Namespace, error) {
 		return ltm.Namespace{}, fmt.Errorf("%w: %s may not act on the memories of user %q", errcode.ErrMemoryPermission, p, user)
 	}
 	ns := ltm.Namespace{Tenant: p.Tenant, User: user}
-	return ns, ltm.ValidateNamespace(ns)
+	return ns, memErr(ltm.ValidateNamespace(ns))
 }
 
 // memoryCall resolves the namespace of a memory operation on a node with long-term
@@ -99,7 +99,8 @@ func (n *Node) ListMemories(ctx context.Context, user string, limit int) ([]ltm.
 	if err != nil {
 		return nil, err
 	}
-	return n.longTerm.Store.List(ctx, ns, limit)
+	items, err := n.longTerm.Store.List(ctx, ns, limit)
+	return items, memErr(err)
 }
 
 // SearchMemories ranks user's memories for query (hybrid, as recall does; the newest
@@ -110,9 +111,10 @@ func (n *Node) SearchMemories(ctx context.Context, user, query string, limit int
 		return nil, err
 	}
 	if err := ltm.ValidateK(limit); err != nil {
-		return nil, err
+		return nil, memErr(err)
 	}
-	return n.longTerm.Search(ctx, ns, query, limit)
+	hits, err := n.longTerm.Search(ctx, ns, query, limit)
+	return hits, memErr(err)
 }
 
 // GetMemory returns user's memory id.
@@ -121,7 +123,8 @@ func (n *Node) GetMemory(ctx context.Context, user, id string) (ltm.Item, error)
 	if err != nil {
 		return ltm.Item{}, err
 	}
-	return n.longTerm.Store.Get(ctx, ns, id)
+	it, err := n.longTerm.Store.Get(ctx, ns, id)
+	return it, memErr(err)
 }
 
 // MemoryUpdate is an edit of a memory: the fields that are set replace the item's.
@@ -142,11 +145,11 @@ func (n *Node) UpdateMemory(ctx context.Context, user, id string, u MemoryUpdate
 	}
 	it, err := n.longTerm.Store.Get(ctx, ns, id)
 	if err != nil {
-		return ltm.Item{}, err
+		return ltm.Item{}, memErr(err)
 	}
 	if u.Text != nil {
 		if err := ltm.ValidateText(*u.Text); err != nil {
-			return ltm.Item{}, err
+			return ltm.Item{}, memErr(err)
 		}
 		vecs, err := n.longTerm.Embedder.Embed(ctx, []string{*u.Text})
 		if err != nil {
@@ -162,9 +165,10 @@ func (n *Node) UpdateMemory(ctx context.Context, user, id string, u MemoryUpdate
 	}
 	it.UpdatedAt = time.Now().UTC()
 	if err := n.longTerm.Store.Put(ctx, it); err != nil {
-		return ltm.Item{}, err
+		return ltm.Item{}, memErr(err)
 	}
-	return n.longTerm.Store.Get(ctx, ns, id)
+	it, err = n.longTerm.Store.Get(ctx, ns, id)
+	return it, memErr(err)
 }
 
 // DeleteMemory deletes user's memory id.
@@ -173,7 +177,7 @@ func (n *Node) DeleteMemory(ctx context.Context, user, id string) error {
 	if err != nil {
 		return err
 	}
-	return n.longTerm.Store.Delete(ctx, ns, id)
+	return memErr(n.longTerm.Store.Delete(ctx, ns, id))
 }
 
 // DeleteUserMemories deletes every memory of user (a user's deletion) and returns how
@@ -183,20 +187,84 @@ func (n *Node) DeleteUserMemories(ctx context.Context, user string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	return n.longTerm.Store.DeleteUser(ctx, ns.Tenant, ns.User)
+	c, err := n.longTerm.Store.DeleteUser(ctx, ns.Tenant, ns.User)
+	return c, memErr(err)
 }
 
-// EditMemory implements gateway.Memories (PATCH /v1/memories/{id}).
-func (n *Node) EditMemory(ctx context.Context, user, id string, e gateway.MemoryEdit) (ltm.Item, error) {
+// memErr classifies a memory store's error for the gateway and the Go API
+// (errcode.ErrMemoryNotFound, errcode.ErrInvalidMemory), keeping it wrapped.
+func memErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ltm.ErrNotFound):
+		return fmt.Errorf("%w: %w", errcode.ErrMemoryNotFound, err)
+	case errors.Is(err, ltm.ErrInvalid), errors.Is(err, ltm.ErrTooLarge):
+		return fmt.Errorf("%w: %w", errcode.ErrInvalidMemory, err)
+	}
+	return err
+}
+
+// MemoryJSON is it as /v1/memories answers it.
+func MemoryJSON(it ltm.Item) gateway.Memory {
+	m := gateway.Memory{ID: it.ID, Tenant: it.Tenant, User: it.User, Agent: it.Agent, Text: it.Text, Metadata: it.Metadata,
+		SessionID: it.SessionID, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+	if !it.ExpiresAt.IsZero() {
+		e := it.ExpiresAt
+		m.ExpiresAt = &e
+	}
+	return m
+}
+
+// GatewayMemories serves the gateway's /v1/memories with the node's long-term memory.
+func (n *Node) GatewayMemories() gateway.Memories { return gatewayMemories{n} }
+
+// gatewayMemories is Node as a gateway.Memories.
+type gatewayMemories struct{ n *Node }
+
+func (g gatewayMemories) ListMemories(ctx context.Context, user string, limit int) ([]gateway.Memory, error) {
+	items, err := g.n.ListMemories(ctx, user, limit)
+	out := make([]gateway.Memory, len(items))
+	for i, it := range items {
+		out[i] = MemoryJSON(it)
+	}
+	return out, err
+}
+
+func (g gatewayMemories) SearchMemories(ctx context.Context, user, query string, limit int) ([]gateway.Memory, error) {
+	hits, err := g.n.SearchMemories(ctx, user, query, limit)
+	out := make([]gateway.Memory, len(hits))
+	for i, h := range hits {
+		out[i] = MemoryJSON(h.Item)
+		sc := h.Score
+		out[i].Score = &sc
+	}
+	return out, err
+}
+
+func (g gatewayMemories) GetMemory(ctx context.Context, user, id string) (gateway.Memory, error) {
+	it, err := g.n.GetMemory(ctx, user, id)
+	return MemoryJSON(it), err
+}
+
+func (g gatewayMemories) EditMemory(ctx context.Context, user, id string, e gateway.MemoryEdit) (gateway.Memory, error) {
 	u := MemoryUpdate{Text: e.Text, Metadata: e.Metadata}
 	if e.ExpiresAt != nil {
 		t, err := gateway.ParseMemoryExpiry(*e.ExpiresAt)
 		if err != nil {
-			return ltm.Item{}, err
+			return gateway.Memory{}, err
 		}
 		u.ExpiresAt = &t
 	}
-	return n.UpdateMemory(ctx, user, id, u)
+	it, err := g.n.UpdateMemory(ctx, user, id, u)
+	return MemoryJSON(it), err
 }
 
-var _ gateway.Memories = (*Node)(nil)
+func (g gatewayMemories) DeleteMemory(ctx context.Context, user, id string) error {
+	return g.n.DeleteMemory(ctx, user, id)
+}
+
+func (g gatewayMemories) DeleteUserMemories(ctx context.Context, user string) (int, error) {
+	return g.n.DeleteUserMemories(ctx, user)
+}
+var _ gateway.Memories = gatewayMemories{}

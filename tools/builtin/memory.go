@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -89,16 +88,13 @@ func namespace(ctx context.Context, tool string) (ltm.Namespace, tools.Call, *to
 	return ltm.Namespace{Tenant: auth.TenantOf(ctx), User: c.UserID}, c, nil
 }
 
-// MemoryID is the id remember gives the memory a call saves: derived from the call's
-// idempotency key, so a call executed again after a crash replaces its own memory
-// instead of adding another, and random outside a session.
-func MemoryID(idempotencyKey string) string {
-	if idempotencyKey == "" {
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		return "mem-" + hex.EncodeToString(b)
-	}
-	h := sha256.Sum256([]byte(idempotencyKey))
+// MemoryID is the id remember gives a new memory: derived from its namespace and its
+// text (case and spacing aside), so saving the same fact again (a call executed again
+// after a crash, a fork re-running the step that saved it, another session learning it
+// too) replaces the memory instead of adding a copy.
+func MemoryID(ns ltm.Namespace, text string) string {
+	norm := strings.Join(strings.Fields(strings.ToLower(text)), " ")
+	h := sha256.Sum256([]byte(ns.Tenant + "\x00" + ns.User + "\x00" + ns.Agent + "\x00" + norm))
 	return "mem-" + hex.EncodeToString(h[:8])
 }
 
@@ -120,14 +116,14 @@ func (m MemoryTools) Remember() tools.Tool {
 			now := m.now()
 			id, replaced := a.ID, false
 			created := now
-			if id != "" {
-				old, err := m.Store.Get(ctx, ns, id)
-				if err != nil {
-					return nil, memoryError(ctx, RememberTool, err, tools.Field{Key: "id", Value: id})
-				}
+			if id == "" {
+				id = MemoryID(ns, a.Text)
+			}
+			switch old, err := m.Store.Get(ctx, ns, id); {
+			case err == nil:
 				replaced, created = true, old.CreatedAt
-			} else {
-				id = MemoryID(call.IdempotencyKey)
+			case a.ID != "" || !errors.Is(err, ltm.ErrNotFound):
+				return nil, memoryError(ctx, RememberTool, err, tools.Field{Key: "id", Value: id})
 			}
 			vecs, err := m.Embedder.Embed(ctx, []string{a.Text})
 			if err != nil || len(vecs) != 1 {

@@ -36,8 +36,8 @@ func memCall(e *tools.Executor, user, key, name, args string) tools.Result {
 }
 
 // TestRememberRecallForget: remember saves a memory of the session's user (reported
-// for the memory_saved event, its id derived from the call's idempotency key so a
-// re-run replaces it), recall finds it by an identifier and lists the newest for an
+// for the memory_saved event, its id derived from its namespace and text, so saving
+// the same fact again replaces it), recall finds it by an identifier and lists the newest for an
 // empty query, another user's recall never sees it, forget deletes it; an item over the
 // size limit is refused with the limit named, and a session without a user is told why.
 func TestRememberRecallForget(t *testing.T) {
@@ -47,11 +47,11 @@ func TestRememberRecallForget(t *testing.T) {
 		t.Fatalf("remember: %+v", r)
 	}
 	w := r.Memories[0]
-	if w.Tenant != "acme" || w.User != "u1" || w.Text != "The user's VPN profile is vpn-eu-3" || w.Metadata["kind"] != "preference" || w.ID != builtin.MemoryID("s-1/st1/tool-1") || w.Deleted {
+	if w.Tenant != "acme" || w.User != "u1" || w.Text != "The user's VPN profile is vpn-eu-3" || w.Metadata["kind"] != "preference" || w.ID != builtin.MemoryID(ltm.Namespace{Tenant: "acme", User: "u1"}, "the user's  VPN profile is vpn-eu-3") || w.Deleted {
 		t.Fatalf("recorded write %+v", w)
 	}
-	if again := memCall(e, "u1", "s-1/st1/tool-1", "remember", `{"text":"The user's VPN profile is vpn-eu-3"}`); again.Memories[0].ID != w.ID {
-		t.Fatalf("a re-run of the call saved another memory: %+v", again.Memories)
+	if again := memCall(e, "u1", "s-2/st1/tool-1", "remember", `{"text":"The user's VPN profile is vpn-eu-3"}`); again.Memories[0].ID != w.ID || !again.Memories[0].Replaced {
+		t.Fatalf("saving the same fact again saved another memory: %+v", again.Memories)
 	}
 	memCall(e, "u1", "s-1/st1/tool-2", "remember", `{"text":"The user works from Lisbon"}`)
 

@@ -1,0 +1,106 @@
+package fathom_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// rememberModel plans one step, which saves what follows "REMEMBER " in the goal with
+// the remember tool and then answers "noted".
+const rememberModel = `{"rules":[
+ {"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"note it\"}]}"},
+ {"system_match":"FATHOM-ROLE: executor","tool_match":".","response":"noted"},
+ {"system_match":"FATHOM-ROLE: executor","match":"REMEMBER","tool_calls":[{"name":"remember","arguments":"{\"text\":{{json (find \"REMEMBER (.*)\" .Goal)}}}"}]}
+]}`
+
+// TestGoAPIMemories: a session's remember is a memory of its user that ListMemories,
+// SearchMemories and GetMemory return (never to another user, nor to a member of
+// another tenant), and a memory_saved of the session: time travel shows it after the
+// step that saved it and not before; forks, whether they copy the save or run the step
+// again, add no copy; UpdateMemory edits, DeleteMemory and DeleteUserMemories delete;
+// a node without long-term memory answers ErrNoLongTermMemory.
+func TestGoAPIMemories(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := startScripted(t, rememberModel, func(c *fathom.Config) { c.Memory.LongTerm = true })
+	alice := auth.WithPrincipal(ctx, auth.Principal{Subject: "alice", Tenant: "acme"})
+	id, err := n.StartSession(alice, fathom.SessionRequest{ID: "mem-1", Goal: "REMEMBER The CI cache lives at /var/cache/ci-77", UserID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	if ms := st.GetMemories(); len(ms) != 1 || ms[0].GetText() != "The CI cache lives at /var/cache/ci-77" || ms[0].GetTenant() != "acme" || ms[0].GetUserId() != "alice" {
+		t.Fatalf("the state's memories: %v", ms)
+	}
+	memID := st.GetMemories()[0].GetMemoryId()
+	for step, want := range map[uint32]int{0: 0, 1: 1} {
+		past, err := n.StateAt(alice, id, fathom.At{StepIndex: step})
+		if err != nil || len(past.GetState().GetMemories()) != want {
+			t.Fatalf("state at step %d: %d memories (%v), want %d", step, len(past.GetState().GetMemories()), err, want)
+		}
+	}
+
+	items, err := n.ListMemories(alice, "", 10)
+	if err != nil || len(items) != 1 || items[0].ID != memID || items[0].SessionID != id {
+		t.Fatalf("alice's memories: %+v, %v", items, err)
+	}
+	hits, err := n.SearchMemories(alice, "alice", "ci-77", 5)
+	if err != nil || len(hits) != 1 || hits[0].ID != memID {
+		t.Fatalf("search: %+v, %v", hits, err)
+	}
+	bob := auth.WithPrincipal(ctx, auth.Principal{Subject: "bob", Tenant: "acme"})
+	if _, err := n.ListMemories(bob, "alice", 10); !errors.Is(err, fathom.ErrPermissionDenied) {
+		t.Fatalf("bob lists alice's memories: %v, want ErrPermissionDenied", err)
+	}
+	if items, err := n.ListMemories(bob, "", 10); err != nil || len(items) != 0 {
+		t.Fatalf("bob's memories: %+v, %v", items, err)
+	}
+	otherAlice := auth.WithPrincipal(ctx, auth.Principal{Subject: "alice", Tenant: "globex"})
+	if _, err := n.GetMemory(otherAlice, "", memID); !errors.Is(err, fathom.ErrNotFound) {
+		t.Fatalf("globex's alice gets acme's alice's memory: %v, want ErrNotFound", err)
+	}
+
+	// Forks: one copies the save (after step 1), one runs the step again (after the
+	// plan). Neither adds a memory.
+	for i, at := range []fathom.At{{StepIndex: 1}, {StepIndex: 0}} {
+		fid, err := n.Fork(alice, id, fathom.ForkRequest{NewID: "mem-fork-" + string(rune('a'+i)), At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fst := waitStatus(ctx, t, n, fid, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+		if ms := fst.GetMemories(); len(ms) != 1 || ms[0].GetMemoryId() != memID {
+			t.Fatalf("fork at %+v: memories %v", at, ms)
+		}
+	}
+	if items, _ := n.ListMemories(alice, "", 10); len(items) != 1 {
+		t.Fatalf("after the forks: %d memories, want 1: %+v", len(items), items)
+	}
+
+	text := "The CI cache moved to /srv/cache/ci-78"
+	if it, err := n.UpdateMemory(alice, "", memID, fathom.MemoryUpdate{Text: &text}); err != nil || it.Text != text || !it.UpdatedAt.After(it.CreatedAt) {
+		t.Fatalf("update: %+v, %v", it, err)
+	}
+	if _, err := n.UpdateMemory(alice, "", "nope", fathom.MemoryUpdate{Text: &text}); !errors.Is(err, fathom.ErrNotFound) {
+		t.Fatalf("update of an unknown memory: %v", err)
+	}
+	if err := n.DeleteMemory(bob, "alice", memID); !errors.Is(err, fathom.ErrPermissionDenied) {
+		t.Fatalf("bob deletes alice's memory: %v", err)
+	}
+	if c, err := n.DeleteUserMemories(alice, "alice"); err != nil || c != 1 {
+		t.Fatalf("delete alice's memories: %d, %v", c, err)
+	}
+	if err := n.DeleteMemory(alice, "", memID); !errors.Is(err, fathom.ErrNotFound) {
+		t.Fatalf("delete of a deleted memory: %v", err)
+	}
+
+	plain := startScripted(t, rememberModel, nil)
+	if _, err := plain.ListMemories(alice, "", 10); !errors.Is(err, fathom.ErrNoLongTermMemory) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("a node without long-term memory: %v", err)
+	}
+}
