@@ -267,4 +267,5 @@ func (g gatewayMemories) DeleteMemory(ctx context.Context, user, id string) erro
 func (g gatewayMemories) DeleteUserMemories(ctx context.Context, user string) (int, error) {
 	return g.n.DeleteUserMemories(ctx, user)
 }
+
 var _ gateway.Memories = gatewayMemories{}
