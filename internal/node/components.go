@@ -140,7 +140,7 @@ func (n *Node) components(b *boot) []component {
 					err = errors.Join(err, n.vectors.Close())
 				}
 				if n.longTerm != nil {
-					err = errors.Join(err, n.longTerm.Store.Close())
+					err = errors.Join(err, n.longTerm.close())
 				}
 				return err
 			}},

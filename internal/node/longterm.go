@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fathom-agents/fathom/auth"
@@ -46,13 +48,59 @@ func (n *Node) startLongTerm(ctx context.Context, b *boot) error {
 	if err != nil {
 		return fmt.Errorf("long-term memory: %w", err)
 	}
-	n.longTerm = &builtin.MemoryTools{Store: store, Embedder: b.embedder, Retrieval: b.session.Retrieval, TTL: cfg.Memory.LongTermTTL}
-	for _, t := range n.longTerm.Tools() {
+	tools := &builtin.MemoryTools{Store: store, Embedder: b.embedder, Retrieval: b.session.Retrieval, TTL: cfg.Memory.LongTermTTL}
+	for _, t := range tools.Tools() {
 		if err := b.tools.Registry.Register(t); err != nil {
 			return errors.Join(fmt.Errorf("long-term memory: %w", err), store.Close())
 		}
 	}
+	n.longTerm = &longTermMemory{MemoryTools: tools, stop: make(chan struct{}), done: make(chan struct{})}
+	go n.longTerm.purge(n.log, MemoryPurgeInterval)
 	return nil
+}
+
+// MemoryPurgeInterval is how often a node removes expired memories from its store
+// (reads leave them out from the moment they expire).
+const MemoryPurgeInterval = time.Hour
+
+// longTermMemory is the node's long-term memory: the store with the tools on it, and
+// the goroutine that purges expired memories.
+type longTermMemory struct {
+	*builtin.MemoryTools
+	stop, done chan struct{}
+	closeOnce  sync.Once
+}
+
+// purge removes expired memories now and every interval until close.
+func (l *longTermMemory) purge(log *slog.Logger, interval time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if c, err := l.Store.PurgeExpired(ctx, time.Now()); err != nil {
+			log.Warn("expired memories not purged", "error", err)
+		} else if c > 0 {
+			log.Info("expired memories purged", "count", c)
+		}
+		cancel()
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// close stops the purge and closes the store.
+func (l *longTermMemory) close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.done
+		err = l.Store.Close()
+	})
+	return err
 }
 
 // LongTerm is the node's long-term memory store; nil when long-term memory is off.

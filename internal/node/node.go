@@ -50,7 +50,6 @@ import (
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/tools"
-	"github.com/fathom-agents/fathom/tools/builtin"
 	mcptool "github.com/fathom-agents/fathom/tools/mcp"
 )
 
@@ -275,7 +274,7 @@ type Node struct {
 	embed     *memory.EmbedWorker
 	vectors   persistence.VectorStore
 	// longTerm is the long-term memory (longterm.go); nil when it is off.
-	longTerm *builtin.MemoryTools
+	longTerm *longTermMemory
 	// summaryLLM is the summarizer pool's provider.
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
