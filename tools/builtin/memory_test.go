@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/memory/hashembed"
@@ -82,5 +83,32 @@ func TestRememberRecallForget(t *testing.T) {
 	}
 	if r := memCall(e, "u1", "k", "recall", `{"query":"vpn-eu-3"}`); strings.Contains(r.Output, "vpn-eu-3") {
 		t.Fatalf("recall after forget: %+v", r)
+	}
+}
+
+// TestRememberTTL: a memory expires after the node's TTL (--memory-ttl), or after
+// remember's ttl_days when the model gives it; an expired memory is not recalled.
+func TestRememberTTL(t *testing.T) {
+	store, err := ltmbolt.Open(filepath.Join(t.TempDir(), ltmbolt.File), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	reg, err := builtin.Registry(builtin.Options{Memory: &builtin.MemoryTools{Store: store, Embedder: hashembed.New(64), TTL: time.Hour, Now: clock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &tools.Executor{Registry: reg}
+	if r := memCall(e, "u1", "k1", "remember", `{"text":"short-lived fact"}`); r.Err != nil || !r.Memories[0].ExpiresAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("node TTL: %+v", r)
+	}
+	if r := memCall(e, "u1", "k2", "remember", `{"text":"a fact for a week","ttl_days":7}`); r.Err != nil || !r.Memories[0].ExpiresAt.Equal(now.Add(7*24*time.Hour)) {
+		t.Fatalf("ttl_days: %+v", r)
+	}
+	// Both expiries are in the past of the real clock the store reads with.
+	if r := memCall(e, "u1", "k", "recall", `{"query":"fact"}`); r.Output != "No memories found." {
+		t.Fatalf("recall of expired memories: %+v", r)
 	}
 }
