@@ -2,12 +2,17 @@ package fathom_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -102,5 +107,84 @@ func TestGoAPIMemories(t *testing.T) {
 	plain := startScripted(t, rememberModel, nil)
 	if _, err := plain.ListMemories(alice, "", 10); !errors.Is(err, fathom.ErrNoLongTermMemory) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("a node without long-term memory: %v", err)
+	}
+}
+
+// TestSubAgentMemoryPerSpec: a sub-agent has the user's memories in its context, and
+// recall among its tools, only when its agent's spec allows it (memory: read); an
+// agent without the setting gets neither.
+func TestSubAgentMemoryPerSpec(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script, err := mock.ParseScript([]byte(`{"rules":[
+ {"system_match":"FATHOM-ROLE: orchestrator","match":"REMEMBER","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"note it\"}]}"},
+ {"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"r\",\"type\":\"reader\",\"description\":\"read\"},{\"id\":\"m\",\"type\":\"mute\",\"description\":\"work\"}]}"},
+ {"system_match":"FATHOM-ROLE: executor","tool_match":".","response":"noted"},
+ {"system_match":"FATHOM-ROLE: executor","match":"REMEMBER","tool_calls":[{"name":"remember","arguments":"{\"text\":{{json (find \"REMEMBER (.*)\" .Goal)}}}"}]},
+ {"system_match":"FATHOM-ROLE: (reader|mute)","response":"{\"status\":\"completed\",\"summary\":\"done\"}"}
+]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := mock.New(mock.Config{Script: script, Record: 100})
+	srv := httptest.NewServer(model.Handler())
+	t.Cleanup(srv.Close)
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.LLM = fathom.LLM{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg.Memory.LongTerm = true
+	handoff := "\n{{template \"_shared/handoff\" .}}"
+	cfg.Agents = []fathom.Agent{
+		{Name: "reader", Description: "reads", Prompt: "FATHOM-ROLE: reader" + handoff, Memory: "read"},
+		{Name: "mute", Description: "works", Prompt: "FATHOM-ROLE: mute" + handoff},
+	}
+	n, err := fathom.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(context.Background()) })
+	for _, goal := range []string{"REMEMBER The staging password hint is HINT-3141", "Do the work"} {
+		id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: goal, UserID: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	}
+	seen := map[string]int{}
+	for _, r := range model.Recorded() {
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(r.Body, &req); err != nil || len(req.Messages) == 0 {
+			continue
+		}
+		var tools []string
+		for _, tl := range req.Tools {
+			tools = append(tools, tl.Function.Name)
+		}
+		for _, role := range []string{"reader", "mute"} {
+			if !strings.Contains(req.Messages[0].Content, "FATHOM-ROLE: "+role) {
+				continue
+			}
+			seen[role]++
+			knows := strings.Contains(string(r.Body), "HINT-3141")
+			recall := slices.Contains(tools, "recall")
+			if want := role == "reader"; knows != want || recall != want {
+				t.Errorf("%s's call: memory in context %v, recall offered %v (tools %v); want %v", role, knows, recall, tools, want)
+			}
+			if slices.Contains(tools, "remember") {
+				t.Errorf("%s was offered remember: %v", role, tools)
+			}
+		}
+	}
+	if seen["reader"] == 0 || seen["mute"] == 0 {
+		t.Fatalf("sub-agent calls seen: %v", seen)
 	}
 }
