@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -101,6 +102,67 @@ func TestLongTermMemoryEndToEnd(t *testing.T) {
 				t.Fatalf("U's memories after the delete: %s", out)
 			}
 			if got, _ := run("U", "What is my locker code?"); got != "answer UNKNOWN" {
+				t.Fatalf("session 4 of U after the delete: %q", got)
+			}
+		})
+	}
+}
+
+// TestLongTermMemoryThroughTheGateway is the issue's scenario through a `fathom node`'s
+// gateway, on the embedded store and on PostgreSQL: sessions started over HTTP with
+// their user_id, memories read and deleted with `fathom memory --addr`.
+func TestLongTermMemoryThroughTheGateway(t *testing.T) {
+	for _, backend := range []string{"embedded", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			env := memoryModel(t)
+			const token = "t0ken"
+			args := []string{"--long-term-memory", "--token", token, "--data-dir", filepath.Join(t.TempDir(), "data")}
+			if backend == "postgres" {
+				args = append(args, "--postgres", testenv.PostgresDSN(t))
+			}
+			node := startNode(t, env, args...)
+			defer node.stop(t)
+			run := func(user, goal string) string {
+				t.Helper()
+				code, body := httpJSON(t, "POST", node.url+"/v1/sessions", token, map[string]any{"goal": goal, "user_id": user})
+				id, _ := body["session_id"].(string)
+				if code != 201 || id == "" {
+					t.Fatalf("start %q: %d %v", goal, code, body)
+				}
+				var result string
+				testenv.Eventually(t, 60*time.Second, func() bool {
+					_, st := httpJSON(t, "GET", node.url+"/v1/sessions/"+id, token, nil)
+					s, _ := st["state"].(map[string]any)
+					result, _ = s["result"].(string)
+					return s["status"] == "SESSION_STATUS_COMPLETED"
+				}, "session %q did not complete", goal)
+				return result
+			}
+			memory := func(args ...string) string {
+				t.Helper()
+				r := fathom(t, env, append(append([]string{"memory"}, args...), "--addr", node.url, "--token", token)...)
+				if r.code != 0 {
+					t.Fatalf("memory %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+				}
+				return r.stdout
+			}
+			run("U", "REMEMBER The user's locker code is LOCK-4417")
+			if got := run("U", "What is my locker code?"); got != "answer KNOWN-LOCK-4417" {
+				t.Fatalf("session 2 of U: %q", got)
+			}
+			if got := run("V", "What is my locker code?"); got != "answer UNKNOWN" {
+				t.Fatalf("session 3 of V: %q", got)
+			}
+			if out := memory("search", "--user", "U", "locker"); !strings.Contains(out, "The user's locker code is LOCK-4417") {
+				t.Fatalf("memory search --addr: %s", out)
+			}
+			if out := memory("delete", "--user", "U", "--all"); !strings.Contains(out, "deleted 1 memories of user U") {
+				t.Fatalf("memory delete --addr: %s", out)
+			}
+			if out := memory("list", "--user", "U"); strings.TrimSpace(out) != "no memories" {
+				t.Fatalf("memory list --addr after the delete: %s", out)
+			}
+			if got := run("U", "What is my locker code?"); got != "answer UNKNOWN" {
 				t.Fatalf("session 4 of U after the delete: %q", got)
 			}
 		})
