@@ -255,6 +255,12 @@ func (p *printer) text(ev *messages.Event) string {
 	case *messages.Event_ArtifactWritten:
 		a := e.ArtifactWritten
 		return fmt.Sprintf("  %s✎ artifact %s (%d bytes, %s)\n", agentTag(a.GetSubAgentId()), a.GetPath(), a.GetSize(), a.GetContentType())
+	case *messages.Event_MemorySaved:
+		m := e.MemorySaved
+		return fmt.Sprintf("  %s◆ remembered %s for user %s: %s\n", agentTag(m.GetSubAgentId()), m.GetMemoryId(), m.GetUserId(), m.GetText())
+	case *messages.Event_MemoryDeleted:
+		m := e.MemoryDeleted
+		return fmt.Sprintf("  %s◇ forgot %s of user %s\n", agentTag(m.GetSubAgentId()), m.GetMemoryId(), m.GetUserId())
 	case *messages.Event_BreakpointSet:
 		bp := e.BreakpointSet.GetBreakpoint()
 		if bp.GetTool() != "" {

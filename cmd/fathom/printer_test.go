@@ -40,3 +40,23 @@ func TestPrinterShowsARevisedPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestPrinterShowsMemoryWrites: fathom run's text output shows what a session
+// remembered and forgot.
+func TestPrinterShowsMemoryWrites(t *testing.T) {
+	var b strings.Builder
+	p := newPrinter(&b, false)
+	for _, ev := range []*messages.Event{
+		{Seq: 7, Payload: &messages.Event_MemorySaved{MemorySaved: &messages.MemorySaved{MemoryId: "mem-1", UserId: "U", Text: "The locker code is LOCK-4417"}}},
+		{Seq: 8, Payload: &messages.Event_MemoryDeleted{MemoryDeleted: &messages.MemoryDeleted{MemoryId: "mem-0", UserId: "U"}}},
+	} {
+		if err := p.print(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"◆ remembered mem-1 for user U: The locker code is LOCK-4417\n", "◇ forgot mem-0 of user U\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
