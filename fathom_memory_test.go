@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/memory/hashembed"
+	"github.com/fathom-agents/fathom/persistence/ltm"
+	"github.com/fathom-agents/fathom/persistence/ltm/ltmbolt"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -85,6 +89,26 @@ func TestGoAPIMemories(t *testing.T) {
 	}
 	if items, _ := n.ListMemories(alice, "", 10); len(items) != 1 {
 		t.Fatalf("after the forks: %d memories, want 1: %+v", len(items), items)
+	}
+
+	// The journals rebuild the store: replaying the session's and the forks' events into
+	// an empty store gives the node's memories.
+	rebuilt, err := ltmbolt.Open(filepath.Join(t.TempDir(), ltmbolt.File), hashembed.DefaultDimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rebuilt.Close()
+	for _, sid := range []string{id, "mem-fork-a", "mem-fork-b"} {
+		for _, ev := range waitEvent(ctx, t, n, sid, 0, "session_completed") {
+			if err := ltm.Replay(ctx, rebuilt, hashembed.New(hashembed.DefaultDimensions), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := rebuilt.List(ctx, ltm.Namespace{Tenant: "acme", User: "alice"}, 10)
+	if err != nil || len(got) != 1 || got[0].ID != items[0].ID || got[0].Text != items[0].Text || !got[0].CreatedAt.Equal(items[0].CreatedAt) ||
+		got[0].Metadata["kind"] != items[0].Metadata["kind"] || got[0].SessionID == "" {
+		t.Fatalf("rebuilt from the journals: %+v, %v; the node's: %+v", got, err, items)
 	}
 
 	text := "The CI cache moved to /srv/cache/ci-78"
