@@ -15,9 +15,9 @@ import (
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory/hashembed"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence/ltm"
 	"github.com/fathom-agents/fathom/persistence/ltm/ltmbolt"
-	"github.com/fathom-agents/fathom/messages"
 )
 
 // rememberModel plans one step, which saves what follows "REMEMBER " in the goal with
