@@ -186,6 +186,7 @@ function route() {
   const m = hash.match(/^#\/session\/(.+)$/);
   if (m) return sessionPage(main, decodeURIComponent(m[1]));
   if (hash === "#/cluster") return clusterPage(main);
+  if (hash === "#/memories") return memoriesPage(main);
   return sessionsPage(main);
 }
 
@@ -661,6 +662,44 @@ function sessionPage(main, id) {
   refresh();
   loadForks();
   leave = () => { gone = true; socket.unsubscribe(id); clearTimeout(refreshTimer); clearInterval(ticker); transcript.close(); };
+}
+
+// ---- memories ----
+
+// memoriesPage lists a user's long-term memories (GET /v1/memories), the newest or those
+// matching a search, and deletes one (DELETE /v1/memories/{id}).
+function memoriesPage(main) {
+  const page = $("#tpl-memories").content.cloneNode(true).firstElementChild;
+  main.append(page);
+  const form = $("#memory-form", page);
+  const tbody = $("tbody", page);
+  const when = (t) => (t ? new Date(t).toLocaleString() : "");
+  const load = async () => {
+    const user = form.user.value.trim(), q = form.q.value.trim();
+    const params = new URLSearchParams({ limit: "100" });
+    if (user) params.set("user", user);
+    if (q) params.set("q", q);
+    try {
+      const res = await api("GET", "/v1/memories?" + params);
+      field(page, "none").hidden = res.memories.length > 0;
+      tbody.replaceChildren(...res.memories.map((m) => el("tr", { "data-memory": m.id },
+        el("td", {}, el("code", {}, m.id)),
+        el("td", { "data-col": "text" }, m.text),
+        el("td", {}, when(m.updated_at)),
+        el("td", {}, m.expires_at ? when(m.expires_at) : "never"),
+        el("td", {}, m.session_id ? el("a", { href: "#/session/" + encodeURIComponent(m.session_id) }, m.session_id) : ""),
+        el("td", { class: "write" }, el("button", { type: "button", "data-testid": "memory-delete", onclick: async () => {
+          if (!confirm(`Delete memory ${m.id}?`)) return;
+          try {
+            await api("DELETE", "/v1/memories/" + encodeURIComponent(m.id) + (user ? "?user=" + encodeURIComponent(user) : ""));
+            toast(`Deleted memory ${m.id}`);
+            load();
+          } catch (e) { toast(e.message); }
+        } }, "Delete")))));
+    } catch (e) { toast(e.message); }
+  };
+  form.addEventListener("submit", (e) => { e.preventDefault(); load(); });
+  load();
 }
 
 // ---- cluster ----
