@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func Run(t *testing.T, open Opener) {
 		{"TTL", testTTL},
 		{"AgentNamespace", testAgent},
 		{"Validation", testValidation},
+		{"Concurrent", testConcurrent},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {
@@ -335,6 +337,48 @@ func testValidation(t *testing.T, s ltm.Store) {
 	}
 	if _, err := s.DeleteUser(ctx, "acme", ""); !errors.Is(err, ltm.ErrInvalid) {
 		t.Errorf("delete user '': %v", err)
+	}
+}
+
+// testConcurrent: users saving and searching at once each end with exactly their own
+// items.
+func testConcurrent(t *testing.T, s ltm.Store) {
+	const users, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, users)
+	for u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns := ltm.Namespace{Tenant: "acme", User: fmt.Sprintf("c-%d", u)}
+			for i := range each {
+				if err := s.Put(context.Background(), Item(ns, fmt.Sprintf("m%d", i), fmt.Sprintf("fact %d of user %d", i, u), i)); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := ltm.Search(context.Background(), s, persistence.Retrieval{}, ltm.Query{Namespace: ns, Text: "fact", Vector: hashembed.Vector("fact", Dims), K: 5}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for u := range users {
+		ns := ltm.Namespace{Tenant: "acme", User: fmt.Sprintf("c-%d", u)}
+		list, err := s.List(context.Background(), ns, 100)
+		if err != nil || len(list) != each {
+			t.Fatalf("user %d: %d items, %v", u, len(list), err)
+		}
+		for _, it := range list {
+			if !strings.HasSuffix(it.Text, fmt.Sprintf("of user %d", u)) {
+				t.Fatalf("user %d holds %q", u, it.Text)
+			}
+		}
 	}
 }
 
