@@ -12,6 +12,9 @@
 //     the session records as an artifact_written event.
 //   - ask_human: the model asks a person (question, options). The session answers it
 //     with the human's input (hitl_requested, hitl_received); the executor never runs it.
+//   - remember, recall, forget: the long-term memory of the session's user
+//     (persistence/ltm), when the node has it (MemoryTools). Each write is reported with
+//     tools.RecordMemory, which the session records as memory_saved or memory_deleted.
 //
 // Registry builds a tools.Registry with them.
 package builtin
