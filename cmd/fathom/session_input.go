@@ -245,7 +245,7 @@ func startLocalNode(ctx context.Context, nf *nodeFlags, cmd string, stderr io.Wr
 	// Embedded defaults: without a sandbox URL, code_execute runs in a local sandbox. A
 	// delete runs no tool (only ended sessions are deleted): it starts none, which saves
 	// the sandbox's isolation and language probes.
-	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == "" && callsModel(cmd)
+	cfg.Sandbox.Local = cfg.Sandbox.Client.URL == "" && cmd != "session delete" && !strings.HasPrefix(cmd, "memory ")
 	n, err := fathomapi.Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, nf.startError(err)
