@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -307,13 +308,13 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		}
 		w := piece[s:min(len(piece), s+mergeWindow)]
 		if s+len(w) == len(piece) {
-			return parts + len(w) - b.merge(w, ranks, &work), work, true
+			return parts + len(w) - b.mergeOne(w, ranks, &work), work, true
 		}
 		if b.lastLen > 0 && string(b.last[:]) == w {
 			parts, s = parts+b.lastParts, s+b.lastLen
 			continue
 		}
-		b.merge(w, ranks, &work)
+		b.mergeOne(w, ranks, &work)
 		// Count the parts ending at or before cut (at least one), stopping at the first
 		// that ends after it.
 		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
@@ -356,6 +357,17 @@ type mergeBuf struct {
 	// tree (merge, treeInner).
 	next, prev, tok [mergeWindow]int32
 	tree            [treeInner + mergeWindow]uint32
+	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
+	// none), head[r] one more than the first entry of the bucket of rank r (0: empty),
+	// ents the entries (a part's start and one more than the next entry), levels the
+	// heap of the ranks of non-empty buckets, order a bucket's parts.
+	key    [mergeWindow]int32
+	head   *[1 << 18]int32
+	ents   [][2]int32
+	levels []int32
+	order  []int32
+	init   [mergeWindow]int32
+	lv     []level
 	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
 	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
@@ -367,7 +379,10 @@ type mergeBuf struct {
 	lastParts, lastLen int
 }
 
-var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
+var mergeBufs = sync.Pool{New: func() any {
+	return &mergeBuf{head: new([1 << 18]int32), ents: make([][2]int32, 0, 3*mergeWindow),
+		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, 256)}
+}}
 
 // use readies the buffer for a merge under ranks.
 func (b *mergeBuf) use(ranks *bpeRanks) {
@@ -508,3 +523,187 @@ const _ = uint(1<<12 - mergeWindow)
 // treeKey is the key of the pair of rank (below 1<<18) starting at byte start of a
 // window: ordered by rank, then leftmost first. The key of noRank is at least noPair.
 func treeKey(rank, start int32) uint32 { return uint32(rank)<<12 | uint32(start) }
+
+// mergeOne merges window w exactly (mergeLevels, or merge where it cannot) and returns
+// the number of merges made.
+func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
+	if m, ok := b.mergeLevels(w, ranks, work); ok {
+		return m
+	}
+	return b.merge(w, ranks, work)
+}
+
+// mergeLevels is merge done rank by rank: BPE merges pairs in the order of (rank, start),
+// and a merge of rank r creates pairs whose tokens contain the token of rank r, which in
+// the encodings nearly always rank above r. While that holds, the merges come in
+// non-decreasing rank, so the pairs wait in one bucket per rank (a list, in any order),
+// the buckets' ranks in a small heap, and a bucket is merged left to right when its rank
+// is the least: O(1) per merge but the sort of a bucket's starts, where the tree costs a
+// walk to its root. A merge creating a pair of rank r or below stops it: ok false, and
+// the window must be merged again by merge (the parts are left in any state).
+func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
+	n := int32(len(w))
+	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]
+	head, init := b.head, b.init[:n]
+	b.ents, b.levels, b.lv = b.ents[:0], b.levels[:0], b.lv[:0]
+	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
+	// holds one more than the rank's index in lv.
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+		tok[i] = ranks.byteRank[w[i]]
+		key[i] = noRank
+		if i+1 < n {
+			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
+				key[i] = r
+				if head[r] == 0 {
+					b.lv = append(b.lv, level{rank: r})
+				}
+				head[r]++
+			}
+		}
+	}
+	at := int32(0)
+	for x := range b.lv {
+		l := &b.lv[x]
+		l.beg, l.end = at, at
+		at += head[l.rank]
+		head[l.rank] = int32(x + 1)
+		b.pushLevel(l.rank)
+	}
+	for i := range n - 1 {
+		if r := key[i]; r != noRank {
+			l := &b.lv[head[r]-1]
+			init[l.end] = i
+			l.end++
+		}
+	}
+	lookups := int(n)
+	for len(b.levels) > 0 {
+		r := b.popLevel()
+		l := b.lv[head[r]-1]
+		head[r] = 0
+		order := init[l.beg:l.end]
+		if l.list != 0 {
+			o := append(b.order[:0], order...)
+			for e := l.list; e != 0; e = b.ents[e-1][1] {
+				o = append(o, b.ents[e-1][0])
+			}
+			slices.Sort(o)
+			order, b.order = o, o
+		}
+		for _, i := range order {
+			if key[i] != r {
+				continue // merged away, or its pair changed since
+			}
+			j := next[i]
+			k := next[j]
+			next[i], tok[i], key[i], key[j] = k, r, noRank, noRank
+			merges++
+			if k < n {
+				prev[k] = i
+				tag := pairTag(r, tok[k])
+				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+				nr := int32(*slot&(1<<20-1)) - 1
+				if *slot>>20 != tag {
+					nr = fillPair(ranks, slot, tag, w[i:next[k]])
+				}
+				lookups++
+				if nr != noRank {
+					if nr <= r {
+						b.drop()
+						return merges, false
+					}
+					key[i] = nr
+					b.push(nr, i)
+				}
+			}
+			if p := prev[i]; p >= 0 {
+				tag := pairTag(tok[p], r)
+				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+				nr := int32(*slot&(1<<20-1)) - 1
+				if *slot>>20 != tag {
+					nr = fillPair(ranks, slot, tag, w[p:k])
+				}
+				lookups++
+				key[p] = nr
+				if nr != noRank {
+					if nr <= r {
+						b.drop()
+						return merges, false
+					}
+					b.push(nr, p)
+				}
+			}
+		}
+	}
+	*work += lookups + merges
+	return merges, true
+}
+
+// push adds the pair of rank r at part i to its bucket.
+func (b *mergeBuf) push(r, i int32) {
+	h := &b.head[r]
+	if *h == 0 {
+		b.lv = append(b.lv, level{rank: r})
+		*h = int32(len(b.lv))
+		b.pushLevel(r)
+	}
+	l := &b.lv[*h-1]
+	b.ents = append(b.ents, [2]int32{i, l.list})
+	l.list = int32(len(b.ents))
+}
+
+// level is a bucket of mergeLevels: the starts init[beg:end] of the first pairs of its
+// rank, ascending, and the list of the pairs made since (one more than the index of its
+// first entry in ents, 0 if none).
+type level struct {
+	rank, beg, end, list int32
+}
+
+// drop empties every bucket.
+func (b *mergeBuf) drop() {
+	for _, l := range b.lv {
+		b.head[l.rank] = 0
+	}
+	b.levels = b.levels[:0]
+}
+
+// pushLevel adds rank r to the heap of ranks.
+func (b *mergeBuf) pushLevel(r int32) {
+	h := append(b.levels, r)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	b.levels = h
+}
+
+// popLevel removes and returns the least rank of the heap.
+func (b *mergeBuf) popLevel() int32 {
+	h := b.levels
+	r := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1] < h[c] {
+			c++
+		}
+		if h[i] <= h[c] {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	b.levels = h
+	return r
+}
+

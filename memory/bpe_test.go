@@ -293,3 +293,42 @@ func TestCorpusCountsLikeTiktoken(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelMergeFallsBackOnRankInversion: with ranks where a merge creates a pair ranked
+// below it (the encodings nearly never do), the rank-by-rank merge gives up and the window
+// is merged by the tree: counts stay exact.
+func TestLevelMergeFallsBackOnRankInversion(t *testing.T) {
+	m := map[string]int{}
+	for c := range 256 {
+		m[string(rune(c))] = 1000 + c
+	}
+	for c := 128; c < 256; c++ { // the bytes ≥ 0x80 themselves, not their UTF-8
+		delete(m, string(rune(c)))
+		m[string([]byte{byte(c)})] = 1000 + c
+	}
+	m["ab"], m["abc"], m["bc"], m["ca"], m["cab"], m["aa"], m["aab"] = 500, 400, 600, 450, 700, 550, 300
+	ranks := newBPERanks(m)
+	if !ranks.ids {
+		t.Fatal("test ranks not usable by the long merge")
+	}
+	b := mergeBufs.Get().(*mergeBuf)
+	defer mergeBufs.Put(b)
+	b.use(ranks)
+	var work int
+	if _, ok := b.mergeLevels("xabcx", ranks, &work); ok {
+		t.Fatal("the rank-by-rank merge did not detect the inversion of ab (500) and abc (400)")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, size := range []int{smallPiece + 1, 300, mergeWindow, 3 * mergeWindow} {
+		for range 20 {
+			p := make([]byte, size)
+			for i := range p {
+				p[i] = "abcx"[r.IntN(4)]
+			}
+			got, _, _ := bpeCountHeap(nil, string(p), ranks)
+			if want := exactCount(string(p), ranks); got != want && size <= mergeWindow {
+				t.Fatalf("%d bytes: %d tokens, the exact merge gives %d", size, got, want)
+			}
+		}
+	}
+}
