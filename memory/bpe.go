@@ -706,4 +706,3 @@ func (b *mergeBuf) popLevel() int32 {
 	b.levels = h
 	return r
 }
-
