@@ -363,7 +363,7 @@ type mergeBuf struct {
 	// heap of the ranks of non-empty buckets, order a bucket's parts.
 	key    [mergeWindow]int32
 	head   *[1 << 18]int32
-	ents   [][2]int32
+	ents   [2 * mergeWindow][2]int32
 	levels []int32
 	order  []int32
 	init   [mergeWindow]int32
@@ -380,7 +380,7 @@ type mergeBuf struct {
 }
 
 var mergeBufs = sync.Pool{New: func() any {
-	return &mergeBuf{head: new([1 << 18]int32), ents: make([][2]int32, 0, 3*mergeWindow),
+	return &mergeBuf{head: new([1 << 18]int32),
 		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, 256)}
 }}
 
@@ -544,8 +544,9 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
 	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]
-	head, init := b.head, b.init[:n]
-	b.ents, b.levels, b.lv = b.ents[:0], b.levels[:0], b.lv[:0]
+	head, init, ents := b.head, b.init[:n], &b.ents
+	lv := b.lv[:0]
+	b.levels = b.levels[:0]
 	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
 	// holds one more than the rank's index in lv.
 	for i := range n {
@@ -556,15 +557,15 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
 				key[i] = r
 				if head[r] == 0 {
-					b.lv = append(b.lv, level{rank: r})
+					lv = append(lv, level{rank: r})
 				}
 				head[r]++
 			}
 		}
 	}
 	at := int32(0)
-	for x := range b.lv {
-		l := &b.lv[x]
+	for x := range lv {
+		l := &lv[x]
 		l.beg, l.end = at, at
 		at += head[l.rank]
 		head[l.rank] = int32(x + 1)
@@ -572,21 +573,22 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 	}
 	for i := range n - 1 {
 		if r := key[i]; r != noRank {
-			l := &b.lv[head[r]-1]
+			l := &lv[head[r]-1]
 			init[l.end] = i
 			l.end++
 		}
 	}
-	lookups := int(n)
+	// ne is the number of entries of ents in use: at most two per merge.
+	lookups, ne := int(n), int32(0)
 	for len(b.levels) > 0 {
 		r := b.popLevel()
-		l := b.lv[head[r]-1]
+		l := lv[head[r]-1]
 		head[r] = 0
 		order := init[l.beg:l.end]
 		if l.list != 0 {
 			o := append(b.order[:0], order...)
-			for e := l.list; e != 0; e = b.ents[e-1][1] {
-				o = append(o, b.ents[e-1][0])
+			for e := l.list; e != 0; e = ents[e-1][1] {
+				o = append(o, ents[e-1][0])
 			}
 			slices.Sort(o)
 			order, b.order = o, o
@@ -599,6 +601,8 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 			k := next[j]
 			next[i], tok[i], key[i], key[j] = k, r, noRank, noRank
 			merges++
+			// The pairs (i, k) and (p, i), through the pair cache, each added to the
+			// bucket of its rank (written out: calls cost more than the rest).
 			if k < n {
 				prev[k] = i
 				tag := pairTag(r, tok[k])
@@ -610,11 +614,21 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 				lookups++
 				if nr != noRank {
 					if nr <= r {
+						b.lv = lv
 						b.drop()
 						return merges, false
 					}
 					key[i] = nr
-					b.push(nr, i)
+					h := head[nr]
+					if h == 0 {
+						lv = append(lv, level{rank: nr})
+						h = int32(len(lv))
+						head[nr] = h
+						b.pushLevel(nr)
+					}
+					ents[ne] = [2]int32{i, lv[h-1].list}
+					ne++
+					lv[h-1].list = ne
 				}
 			}
 			if p := prev[i]; p >= 0 {
@@ -628,29 +642,27 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 				key[p] = nr
 				if nr != noRank {
 					if nr <= r {
+						b.lv = lv
 						b.drop()
 						return merges, false
 					}
-					b.push(nr, p)
+					h := head[nr]
+					if h == 0 {
+						lv = append(lv, level{rank: nr})
+						h = int32(len(lv))
+						head[nr] = h
+						b.pushLevel(nr)
+					}
+					ents[ne] = [2]int32{p, lv[h-1].list}
+					ne++
+					lv[h-1].list = ne
 				}
 			}
 		}
 	}
+	b.lv = lv
 	*work += lookups + merges
 	return merges, true
-}
-
-// push adds the pair of rank r at part i to its bucket.
-func (b *mergeBuf) push(r, i int32) {
-	h := &b.head[r]
-	if *h == 0 {
-		b.lv = append(b.lv, level{rank: r})
-		*h = int32(len(b.lv))
-		b.pushLevel(r)
-	}
-	l := &b.lv[*h-1]
-	b.ents = append(b.ents, [2]int32{i, l.list})
-	l.list = int32(len(b.ents))
 }
 
 // level is a bucket of mergeLevels: the starts init[beg:end] of the first pairs of its
