@@ -12,9 +12,10 @@ import (
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones by a priority queue over the adjacent pairs, merging in
-// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
-// mergeWindow), exact for pieces up to mergeWindow bytes.
+// fastest for them; longer ones rank by rank (buckets of pairs, mergeLevels) or by a
+// priority queue over the adjacent pairs (merge), merging in exactly the same order, in
+// windows of bounded length (bpeCountHeap): O(n log mergeWindow) at worst, exact for
+// pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -286,7 +287,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 // queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
 // random for a megabyte-long piece, and hashes a byte string for every merge: it cost
 // 5–19× as much as English prose per byte. So a long piece is merged in windows of
-// mergeWindow bytes: each window is merged exactly (merge), its parts ending in the
+// mergeWindow bytes: each window is merged exactly (mergeOne), its parts ending in the
 // window's first mergeWindow-mergeMargin bytes are counted, and the next window starts
 // where the last of them ends. A piece of at most mergeWindow bytes is one window: exact.
 // A longer piece is exact whenever each cut falls on a part boundary of the whole piece's
@@ -294,9 +295,9 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 // each side alone), which fails only if a chain of merges reaches back more than
 // mergeMargin bytes from a window's end: on 1 MiB of one letter, of random DNA and of
 // base64 the counts are exact (TestLongPieceCountsLikeWholeMerge). Each window
-// is O(mergeWindow log mergeWindow) in memory that stays in cache, and a window identical
-// to the previous one (a run of one letter) is counted once. work is the number of rank
-// lookups and tree updates done, for tests of the scaling. Between windows the merge
+// is O(mergeWindow log mergeWindow) at worst in memory that stays in cache, and a window
+// identical to the previous one (a run of one letter) is counted once. work is the number
+// of rank lookups, merges and tree updates done, for tests of the scaling. Between windows the merge
 // checks done and stops (ok false) once it is closed.
 func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
 	b := mergeBufs.Get().(*mergeBuf)
@@ -347,8 +348,9 @@ const (
 // pairCacheBits is the log2 of the number of entries of a merge's pair cache.
 const pairCacheBits = 12
 
-// mergeBuf is the working memory of one long piece's merge (~100 KiB), reused: the arrays
-// of one window, its tree, a cache of the ranks of pairs of tokens and the last window
+// mergeBuf is the working memory of one long piece's merge (~1.3 MiB, of which a few
+// KiB are touched per window: head is indexed by rank), reused: the arrays of one window,
+// its buckets and tree, a cache of the ranks of pairs of tokens and the last window
 // counted.
 type mergeBuf struct {
 	// Part i of the window starts at byte i while it is alive; next[i] is the start of
@@ -358,9 +360,11 @@ type mergeBuf struct {
 	next, prev, tok [mergeWindow]int32
 	tree            [treeInner + mergeWindow]uint32
 	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
-	// none), head[r] one more than the first entry of the bucket of rank r (0: empty),
-	// ents the entries (a part's start and one more than the next entry), levels the
-	// heap of the ranks of non-empty buckets, order a bucket's parts.
+	// none); head[r] is one more than the index in lv of the bucket of rank r (0: none;
+	// all 0 between windows); init holds the starts of a window's first pairs, grouped
+	// by rank; ents the pairs made since, as lists (a part's start and one more than the
+	// index of the next entry, 0 at the end); levels is the heap of the ranks of the
+	// buckets not yet merged; order a bucket's starts, sorted.
 	key    [mergeWindow]int32
 	head   *[1 << 18]int32
 	ents   [2 * mergeWindow][2]int32
@@ -533,14 +537,18 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 	return b.merge(w, ranks, work)
 }
 
-// mergeLevels is merge done rank by rank: BPE merges pairs in the order of (rank, start),
-// and a merge of rank r creates pairs whose tokens contain the token of rank r, which in
-// the encodings nearly always rank above r. While that holds, the merges come in
-// non-decreasing rank, so the pairs wait in one bucket per rank (a list, in any order),
-// the buckets' ranks in a small heap, and a bucket is merged left to right when its rank
-// is the least: O(1) per merge but the sort of a bucket's starts, where the tree costs a
-// walk to its root. A merge creating a pair of rank r or below stops it: ok false, and
-// the window must be merged again by merge (the parts are left in any state).
+// mergeLevels is merge done rank by rank, without the tree. BPE merges the pairs in the
+// order of (rank, start); a merge of rank r creates pairs whose tokens contain the token
+// of rank r, which in the encodings rank above r (no window of the tests' texts breaks
+// this). While that holds no pair of rank r appears once the first is merged, so every
+// pair waits in the bucket of its rank, the buckets' ranks in a small heap, and the
+// bucket of the least rank is merged in order of start, skipping the pairs merged away or
+// changed since they were added: the order of merge, at O(1) a merge plus the sort of the
+// pairs added to a bucket after the window's first pairs (those are counting-sorted by
+// rank into init, already in order), where the tree walks to its root on each merge.
+// A merge creating a pair of rank r or below stops it: ok false, and the window must be
+// merged again by merge (the parts are left in any state, the buckets empty). It adds its
+// rank lookups and merges to work.
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
 	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]

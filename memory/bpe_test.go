@@ -106,11 +106,12 @@ func TestHeapMergesLikeRescanning(t *testing.T) {
 	}
 }
 
-// TestMergeWorkIsLinear: the long merge's rank lookups and tree updates grow linearly
+// TestMergeWorkIsLinear: the long merge's rank lookups, merges and tree updates grow linearly
 // with a piece's length (each window costs O(mergeWindow log mergeWindow)): doubling a
 // run of one letter or a DNA sequence at most doubles them, where the rescanning merge's
 // work quadruples, and no byte costs more than 8 (a byte is merged in up to two windows,
-// each merge costs one or two lookups and three tree updates). Not timed.
+// each merge costs one or two lookups and one merge, or three tree updates where the
+// window falls back to the tree). Not timed.
 func TestMergeWorkIsLinear(t *testing.T) {
 	tk, err := GetTokenizer(EncodingO200K)
 	if err != nil {
