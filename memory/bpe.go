@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -11,9 +12,10 @@ import (
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones by a priority queue over the adjacent pairs, merging in
-// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
-// mergeWindow), exact for pieces up to mergeWindow bytes.
+// fastest for them; longer ones rank by rank (buckets of pairs, mergeLevels) or by a
+// priority queue over the adjacent pairs (merge), merging in exactly the same order, in
+// windows of bounded length (bpeCountHeap): O(n log mergeWindow) at worst, exact for
+// pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -285,7 +287,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 // queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
 // random for a megabyte-long piece, and hashes a byte string for every merge: it cost
 // 5–19× as much as English prose per byte. So a long piece is merged in windows of
-// mergeWindow bytes: each window is merged exactly (merge), its parts ending in the
+// mergeWindow bytes: each window is merged exactly (mergeOne), its parts ending in the
 // window's first mergeWindow-mergeMargin bytes are counted, and the next window starts
 // where the last of them ends. A piece of at most mergeWindow bytes is one window: exact.
 // A longer piece is exact whenever each cut falls on a part boundary of the whole piece's
@@ -293,9 +295,9 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 // each side alone), which fails only if a chain of merges reaches back more than
 // mergeMargin bytes from a window's end: on 1 MiB of one letter, of random DNA and of
 // base64 the counts are exact (TestLongPieceCountsLikeWholeMerge). Each window
-// is O(mergeWindow log mergeWindow) in memory that stays in cache, and a window identical
-// to the previous one (a run of one letter) is counted once. work is the number of rank
-// lookups and tree updates done, for tests of the scaling. Between windows the merge
+// is O(mergeWindow log mergeWindow) at worst in memory that stays in cache, and a window
+// identical to the previous one (a run of one letter) is counted once. work is the number
+// of rank lookups, merges and tree updates done, for tests of the scaling. Between windows the merge
 // checks done and stops (ok false) once it is closed.
 func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, work int, ok bool) {
 	b := mergeBufs.Get().(*mergeBuf)
@@ -307,13 +309,13 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		}
 		w := piece[s:min(len(piece), s+mergeWindow)]
 		if s+len(w) == len(piece) {
-			return parts + len(w) - b.merge(w, ranks, &work), work, true
+			return parts + len(w) - b.mergeOne(w, ranks, &work), work, true
 		}
 		if b.lastLen > 0 && string(b.last[:]) == w {
 			parts, s = parts+b.lastParts, s+b.lastLen
 			continue
 		}
-		b.merge(w, ranks, &work)
+		b.mergeOne(w, ranks, &work)
 		// Count the parts ending at or before cut (at least one), stopping at the first
 		// that ends after it.
 		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
@@ -346,8 +348,9 @@ const (
 // pairCacheBits is the log2 of the number of entries of a merge's pair cache.
 const pairCacheBits = 12
 
-// mergeBuf is the working memory of one long piece's merge (~100 KiB), reused: the arrays
-// of one window, its tree, a cache of the ranks of pairs of tokens and the last window
+// mergeBuf is the working memory of one long piece's merge (~1.3 MiB, of which a few
+// KiB are touched per window: head is indexed by rank), reused: the arrays of one window,
+// its buckets and tree, a cache of the ranks of pairs of tokens and the last window
 // counted.
 type mergeBuf struct {
 	// Part i of the window starts at byte i while it is alive; next[i] is the start of
@@ -356,6 +359,19 @@ type mergeBuf struct {
 	// tree (merge, treeInner).
 	next, prev, tok [mergeWindow]int32
 	tree            [treeInner + mergeWindow]uint32
+	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
+	// none); head[r] is one more than the index in lv of the bucket of rank r (0: none;
+	// all 0 between windows); init holds the starts of a window's first pairs, grouped
+	// by rank; ents the pairs made since, as lists (a part's start and one more than the
+	// index of the next entry, 0 at the end); levels is the heap of the ranks of the
+	// buckets not yet merged; order a bucket's starts, sorted.
+	key    [mergeWindow]int32
+	head   *[1 << 18]int32
+	ents   [2 * mergeWindow][2]int32
+	levels []int32
+	order  []int32
+	init   [mergeWindow]int32
+	lv     []level
 	// pairs caches the rank of the concatenation of two tokens, keyed by their ranks (a
 	// direct-mapped cache: an entry is pairTag(a, b)<<20 | rank+1, or 0): far cheaper
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
@@ -367,7 +383,10 @@ type mergeBuf struct {
 	lastParts, lastLen int
 }
 
-var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
+var mergeBufs = sync.Pool{New: func() any {
+	return &mergeBuf{head: new([1 << 18]int32),
+		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, 256)}
+}}
 
 // use readies the buffer for a merge under ranks.
 func (b *mergeBuf) use(ranks *bpeRanks) {
@@ -508,3 +527,202 @@ const _ = uint(1<<12 - mergeWindow)
 // treeKey is the key of the pair of rank (below 1<<18) starting at byte start of a
 // window: ordered by rank, then leftmost first. The key of noRank is at least noPair.
 func treeKey(rank, start int32) uint32 { return uint32(rank)<<12 | uint32(start) }
+
+// mergeOne merges window w exactly (mergeLevels, or merge where it cannot) and returns
+// the number of merges made.
+func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
+	if m, ok := b.mergeLevels(w, ranks, work); ok {
+		return m
+	}
+	return b.merge(w, ranks, work)
+}
+
+// mergeLevels is merge done rank by rank, without the tree. BPE merges the pairs in the
+// order of (rank, start); a merge of rank r creates pairs whose tokens contain the token
+// of rank r, which in the encodings rank above r (no window of the tests' texts breaks
+// this). While that holds no pair of rank r appears once the first is merged, so every
+// pair waits in the bucket of its rank, the buckets' ranks in a small heap, and the
+// bucket of the least rank is merged in order of start, skipping the pairs merged away or
+// changed since they were added: the order of merge, at O(1) a merge plus the sort of the
+// pairs added to a bucket after the window's first pairs (those are counting-sorted by
+// rank into init, already in order), where the tree walks to its root on each merge.
+// A merge creating a pair of rank r or below stops it: ok false, and the window must be
+// merged again by merge (the parts are left in any state, the buckets empty). It adds its
+// rank lookups and merges to work.
+func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
+	n := int32(len(w))
+	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]
+	head, init, ents := b.head, b.init[:n], &b.ents
+	lv := b.lv[:0]
+	b.levels = b.levels[:0]
+	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
+	// holds one more than the rank's index in lv.
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+		tok[i] = ranks.byteRank[w[i]]
+		key[i] = noRank
+		if i+1 < n {
+			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
+				key[i] = r
+				if head[r] == 0 {
+					lv = append(lv, level{rank: r})
+				}
+				head[r]++
+			}
+		}
+	}
+	at := int32(0)
+	for x := range lv {
+		l := &lv[x]
+		l.beg, l.end = at, at
+		at += head[l.rank]
+		head[l.rank] = int32(x + 1)
+		b.pushLevel(l.rank)
+	}
+	for i := range n - 1 {
+		if r := key[i]; r != noRank {
+			l := &lv[head[r]-1]
+			init[l.end] = i
+			l.end++
+		}
+	}
+	// ne is the number of entries of ents in use: at most two per merge.
+	lookups, ne := int(n), int32(0)
+	for len(b.levels) > 0 {
+		r := b.popLevel()
+		l := lv[head[r]-1]
+		head[r] = 0
+		order := init[l.beg:l.end]
+		if l.list != 0 {
+			o := append(b.order[:0], order...)
+			for e := l.list; e != 0; e = ents[e-1][1] {
+				o = append(o, ents[e-1][0])
+			}
+			slices.Sort(o)
+			order, b.order = o, o
+		}
+		for _, i := range order {
+			if key[i] != r {
+				continue // merged away, or its pair changed since
+			}
+			j := next[i]
+			k := next[j]
+			next[i], tok[i], key[i], key[j] = k, r, noRank, noRank
+			merges++
+			// The pairs (i, k) and (p, i), through the pair cache, each added to the
+			// bucket of its rank (written out: calls cost more than the rest).
+			if k < n {
+				prev[k] = i
+				tag := pairTag(r, tok[k])
+				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+				nr := int32(*slot&(1<<20-1)) - 1
+				if *slot>>20 != tag {
+					nr = fillPair(ranks, slot, tag, w[i:next[k]])
+				}
+				lookups++
+				if nr != noRank {
+					if nr <= r {
+						b.lv = lv
+						b.drop()
+						return merges, false
+					}
+					key[i] = nr
+					h := head[nr]
+					if h == 0 {
+						lv = append(lv, level{rank: nr})
+						h = int32(len(lv))
+						head[nr] = h
+						b.pushLevel(nr)
+					}
+					ents[ne] = [2]int32{i, lv[h-1].list}
+					ne++
+					lv[h-1].list = ne
+				}
+			}
+			if p := prev[i]; p >= 0 {
+				tag := pairTag(tok[p], r)
+				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
+				nr := int32(*slot&(1<<20-1)) - 1
+				if *slot>>20 != tag {
+					nr = fillPair(ranks, slot, tag, w[p:k])
+				}
+				lookups++
+				key[p] = nr
+				if nr != noRank {
+					if nr <= r {
+						b.lv = lv
+						b.drop()
+						return merges, false
+					}
+					h := head[nr]
+					if h == 0 {
+						lv = append(lv, level{rank: nr})
+						h = int32(len(lv))
+						head[nr] = h
+						b.pushLevel(nr)
+					}
+					ents[ne] = [2]int32{p, lv[h-1].list}
+					ne++
+					lv[h-1].list = ne
+				}
+			}
+		}
+	}
+	b.lv = lv
+	*work += lookups + merges
+	return merges, true
+}
+
+// level is a bucket of mergeLevels: the starts init[beg:end] of the first pairs of its
+// rank, ascending, and the list of the pairs made since (one more than the index of its
+// first entry in ents, 0 if none).
+type level struct {
+	rank, beg, end, list int32
+}
+
+// drop empties every bucket.
+func (b *mergeBuf) drop() {
+	for _, l := range b.lv {
+		b.head[l.rank] = 0
+	}
+	b.levels = b.levels[:0]
+}
+
+// pushLevel adds rank r to the heap of ranks.
+func (b *mergeBuf) pushLevel(r int32) {
+	h := append(b.levels, r)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	b.levels = h
+}
+
+// popLevel removes and returns the least rank of the heap.
+func (b *mergeBuf) popLevel() int32 {
+	h := b.levels
+	r := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1] < h[c] {
+			c++
+		}
+		if h[i] <= h[c] {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	b.levels = h
+	return r
+}

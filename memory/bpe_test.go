@@ -106,11 +106,12 @@ func TestHeapMergesLikeRescanning(t *testing.T) {
 	}
 }
 
-// TestMergeWorkIsLinear: the long merge's rank lookups and tree updates grow linearly
+// TestMergeWorkIsLinear: the long merge's rank lookups, merges and tree updates grow linearly
 // with a piece's length (each window costs O(mergeWindow log mergeWindow)): doubling a
 // run of one letter or a DNA sequence at most doubles them, where the rescanning merge's
 // work quadruples, and no byte costs more than 8 (a byte is merged in up to two windows,
-// each merge costs one or two lookups and three tree updates). Not timed.
+// each merge costs one or two lookups and one merge, or three tree updates where the
+// window falls back to the tree). Not timed.
 func TestMergeWorkIsLinear(t *testing.T) {
 	tk, err := GetTokenizer(EncodingO200K)
 	if err != nil {
@@ -289,6 +290,45 @@ func TestCorpusCountsLikeTiktoken(t *testing.T) {
 		for i, s := range texts {
 			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
 				t.Errorf("%s: Count of text %d = %d, tiktoken-go says %d", enc, i, n, want)
+			}
+		}
+	}
+}
+
+// TestLevelMergeFallsBackOnRankInversion: with ranks where a merge creates a pair ranked
+// below it (the encodings nearly never do), the rank-by-rank merge gives up and the window
+// is merged by the tree: counts stay exact.
+func TestLevelMergeFallsBackOnRankInversion(t *testing.T) {
+	m := map[string]int{}
+	for c := range 256 {
+		m[string(rune(c))] = 1000 + c
+	}
+	for c := 128; c < 256; c++ { // the bytes ≥ 0x80 themselves, not their UTF-8
+		delete(m, string(rune(c)))
+		m[string([]byte{byte(c)})] = 1000 + c
+	}
+	m["ab"], m["abc"], m["bc"], m["ca"], m["cab"], m["aa"], m["aab"] = 500, 400, 600, 450, 700, 550, 300
+	ranks := newBPERanks(m)
+	if !ranks.ids {
+		t.Fatal("test ranks not usable by the long merge")
+	}
+	b := mergeBufs.Get().(*mergeBuf)
+	defer mergeBufs.Put(b)
+	b.use(ranks)
+	var work int
+	if _, ok := b.mergeLevels("xabcx", ranks, &work); ok {
+		t.Fatal("the rank-by-rank merge did not detect the inversion of ab (500) and abc (400)")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, size := range []int{smallPiece + 1, 300, mergeWindow, 3 * mergeWindow} {
+		for range 20 {
+			p := make([]byte, size)
+			for i := range p {
+				p[i] = "abcx"[r.IntN(4)]
+			}
+			got, _, _ := bpeCountHeap(nil, string(p), ranks)
+			if want := exactCount(string(p), ranks); got != want && size <= mergeWindow {
+				t.Fatalf("%d bytes: %d tokens, the exact merge gives %d", size, got, want)
 			}
 		}
 	}

@@ -335,7 +335,20 @@ func isSpaceByte(b byte) bool {
 // same count as tiktoken-go's, without its regexp2 pre-tokeniser.
 func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
 	ok = true
+	pair := t.ranks.pair
 	t.split(asciiText(text), func(piece string) {
+		// One- and two-byte pieces (most pieces of text without words, such as base64)
+		// without a call.
+		switch len(piece) {
+		case 1:
+			n++
+			return
+		case 2:
+			if n += 2; pair[int(piece[0])<<8|int(piece[1])] != noRank {
+				n--
+			}
+			return
+		}
 		if ok { // once stopped, the scan runs out (linear) without merging
 			var c int
 			c, ok = bpeCount(done, piece, t.ranks)
