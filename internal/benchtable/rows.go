@@ -160,10 +160,16 @@ var loadRows = []row{
 		Extra: []string{"p50-step-ms", "p99-step-ms", "RSS-B/session"}, Kind: "throughput", BenchTime: "1x"},
 	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",
-		Extra: []string{"cpu-us/step"}, Kind: "throughput", Min: 0.8, BenchTime: "1x"},
+		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
 	{ID: "load-concurrent-32-step", What: "the same 32 sessions against a step without the engine (bare: 32 workers each POSTing an executor-sized request to the same model server, then committing the step's 4 rows in one pgx transaction)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=bare-steps-32", Unit: "ops/s",
 		Kind: "throughput", BenchTime: "1x"},
+	{ID: "engine-cpu-32", What: "engine CPU per agent step with streaming on: CPU time of the node's process (node and gateway; the model server runs in a child process, PostgreSQL in its own) ÷ steps (LLM calls answered, the planning call included), 32 sessions × 20 steps at once, zero-latency model, each started over the gateway and followed by its own NDJSON event-stream subscriber; median of 3 rounds (spread); target ≤ 300 µs (bare: the same process's CPU per bare step: 32 workers POSTing an executor-sized request to the same model process, then committing the step's 4 rows in one pgx transaction)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkEngineCPU/sessions=32,model=0ms", Base: "BenchmarkEngineCPU/baseline=bare-steps-32", Unit: "cpu-us/step",
+		Extra: []string{"steps/s"}, Kind: "time", BenchTime: "3x", Timeout: 10 * time.Minute},
+	{ID: "engine-cpu-200", What: "the same at 200 sessions at once, every model answer after 200 ms (bare: the same bare step)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkEngineCPU/sessions=200,model=200ms", Base: "BenchmarkEngineCPU/baseline=bare-steps-32", Unit: "cpu-us/step",
+		Extra: []string{"steps/s"}, Kind: "time", BenchTime: "3x", Timeout: 10 * time.Minute},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
 		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
@@ -233,7 +239,7 @@ func (r row) line(res map[measurement][]sample) string {
 	case r.Max > 0 || r.Min > 0:
 		met = "**no**"
 	}
-	fathom := format(fv, unit)
+	fathom := format(fv, unit) + spread(fs, unit)
 	for _, u := range r.Extra {
 		if v, ok := median(fs, u); ok {
 			fathom += ", " + format(v, u)
@@ -246,7 +252,31 @@ func (r row) line(res map[measurement][]sample) string {
 		}
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
-		r.ID, what, fathom, format(bv, bunit), formatRatio(ratio), r.Kind, target, met)
+		r.ID, what, fathom, format(bv, bunit)+spread(bs, bunit), formatRatio(ratio), r.Kind, target, met)
+}
+
+// spread renders the range of a unit over the rounds, " (min–max)": over the samples
+// when there are several (the rounds of the table), else over the rounds one benchmark
+// ran itself, which it reports as unit-min and unit-max. "" when there is no range.
+func spread(ss []sample, unit string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		if v, ok := s[unit]; ok && len(ss) > 1 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if len(ss) == 1 {
+			if v, ok := s[unit+"-min"]; ok {
+				lo = v
+			}
+			if v, ok := s[unit+"-max"]; ok {
+				hi = v
+			}
+		}
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo == hi {
+		return ""
+	}
+	return " (" + strings.TrimSuffix(format(lo, unit), " "+unit) + "–" + format(hi, unit) + ")"
 }
 
 // formatRatio renders a ratio with two decimals, or two significant digits when it is

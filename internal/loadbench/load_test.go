@@ -42,6 +42,18 @@ func envInt(b *testing.B, name string, def int) int {
 
 // script plans steps custom steps and answers every call after delay.
 func script(b *testing.B, steps int, delay time.Duration) mock.Script {
+	s, err := mock.ParseScript([]byte(scriptJSON(steps, delay, false)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// scriptJSON is the mock script (JSON) that plans steps custom steps and answers every
+// call after delay. With tool, the executor first calls the write_todos tool in each step
+// and answers once it has the tool's result: a step is then a model call, a tool call
+// and a second model call.
+func scriptJSON(steps int, delay time.Duration, tool bool) string {
 	var plan strings.Builder
 	plan.WriteString(`{\"steps\":[`)
 	for i := range steps {
@@ -52,26 +64,37 @@ func script(b *testing.B, steps int, delay time.Duration) mock.Script {
 	}
 	plan.WriteString(`]}`)
 	ms := delay.Milliseconds()
-	s, err := mock.ParseScript([]byte(fmt.Sprintf(`{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"%s","delay_ms":%d},
-		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":%d}]}`, plan.String(), ms, ms)))
-	if err != nil {
-		b.Fatal(err)
+	toolRule := ""
+	if tool {
+		toolRule = fmt.Sprintf(`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"write_todos","arguments":"{\"todos\":[{\"content\":\"step {{.Step}}\",\"status\":\"completed\"}]}"}],"delay_ms":%d},`, ms)
+		toolRule = fmt.Sprintf(`{"system_match":"FATHOM-ROLE: executor","tool_match":"%s","response":"done {{.Step}}","delay_ms":%d},`, toolResultMatch, ms) + toolRule
 	}
-	return s
+	return fmt.Sprintf(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"%s","delay_ms":%d},%s
+		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":%d}]}`, plan.String(), ms, toolRule, ms)
 }
 
-// startNode starts a node on a fresh PostgreSQL journal talking to the scripted model over HTTP.
+// startNode starts a node on a fresh PostgreSQL journal talking to the scripted model,
+// served in this process, over HTTP.
 func startNode(b *testing.B, sc mock.Script) *node.Node {
 	b.Helper()
 	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
 	b.Cleanup(model.Close)
+	return startNodeAt(b, model.URL)
+}
+
+// startNodeAt starts a node on a fresh PostgreSQL journal talking to the model server
+// at modelURL (no /v1).
+func startNodeAt(b *testing.B, modelURL string) *node.Node {
+	b.Helper()
 	cfg := node.Config{Cluster: fcluster.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cfg.Cluster.Logger = cfg.Logger
 	cfg.PostgresDSN = testenv.PostgresDSN(b)
-	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = model.URL+"/v1", "k", true
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = modelURL+"/v1", "k", true
 	cfg.Session = session.DefaultConfig()
 	cfg.Session.MaxLLMCalls = 0 // unlimited: the benchmark sizes the sessions
+	cfg.Session.MaxSteps = max(cfg.Session.MaxSteps, engineSteps)
+	cfg.Session.MaxIterations = max(cfg.Session.MaxIterations, 4*engineSteps)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
