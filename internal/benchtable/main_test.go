@@ -170,3 +170,16 @@ func TestLineSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatBytesPer: a unit of bytes of something per thing reads as such.
+func TestFormatBytesPer(t *testing.T) {
+	for unit, want := range map[string]string{
+		"RSS-B/session":      "97.7 KB RSS/session",
+		"heap-B/session":     "97.7 KB heap/session",
+		"peak-RSS-B/session": "97.7 KB peak-RSS/session",
+	} {
+		if got := format(100000, unit); got != want {
+			t.Errorf("format(100000, %q) = %q, want %q", unit, got, want)
+		}
+	}
+}
