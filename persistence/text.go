@@ -54,33 +54,51 @@ const MaxTermLen = 64
 // lower-cased, followed by its parts: the alphanumeric pieces and the words of a
 // camelCase or PascalCase name (handleRetry → handle, retry). Plain words lose a common
 // English suffix (-s, -es, -ed, -ing) so "failing" finds "failed", and the commonest
-// English words are dropped. Terms longer than MaxTermLen bytes are dropped.
+// English words are dropped. Terms longer than MaxTermLen bytes are dropped. A term that
+// is already lower case is a substring of text (it shares text's memory).
 func Tokenize(text string) []string {
-	var out []string
+	// One term per 8 bytes of text covers prose and identifiers, so the slice rarely
+	// grows; everything else is substrings of text, or a word lower-cased.
+	out := make([]string, 0, len(text)/8+1)
 	i := 0
 	for i < len(text) {
-		r, n := utf8.DecodeRuneInString(text[i:])
+		r, n := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(text[i:])
+		}
 		if !isWordRune(r) {
 			i += n
 			continue
 		}
 		// A run of word runes and joiners, trimmed of trailing joiners.
-		j := i
+		j, end := i+n, i+n
 		for j < len(text) {
-			r, n := utf8.DecodeRuneInString(text[j:])
-			if !isWordRune(r) && !isJoiner(r) {
+			r, n := rune(text[j]), 1
+			if r >= utf8.RuneSelf {
+				r, n = utf8.DecodeRuneInString(text[j:])
+			}
+			if isWordRune(r) {
+				j += n
+				end = j
+				continue
+			}
+			if !isJoiner(r) {
 				break
 			}
 			j += n
 		}
-		run := strings.TrimRightFunc(text[i:j], isJoiner)
+		out = appendRun(out, text[i:end])
 		i = j
-		out = appendRun(out, run)
 	}
 	return out
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
 
 func isJoiner(r rune) bool {
 	switch r {
@@ -90,25 +108,39 @@ func isJoiner(r rune) bool {
 	return false
 }
 
-// appendRun appends the terms of one run (a word or an identifier).
+// joiners are isJoiner's runes.
+const joiners = "-_./:#"
+
+// appendRun appends the terms of one run (a word or an identifier). A run starts and
+// ends with a word rune, so it is a compound (several parts) when it has a joiner.
 func appendRun(out []string, run string) []string {
-	parts := strings.FieldsFunc(run, isJoiner)
-	compound := len(parts) > 1
+	compound := strings.ContainsAny(run, joiners)
 	if compound {
 		if t := strings.ToLower(run); len(t) <= MaxTermLen {
 			out = append(out, t)
 		}
 	}
-	for _, p := range parts {
-		words := camelWords(p)
-		if len(words) > 1 || compound {
+	for rest := run; rest != ""; {
+		k := strings.IndexAny(rest, joiners)
+		if k < 0 {
+			k = len(rest)
+		}
+		p := rest[:k]
+		rest = rest[min(k+1, len(rest)):]
+		if p == "" { // joiners in a row
+			continue
+		}
+		camel := camelEnd(p, 0) < len(p)
+		if camel || compound {
 			// An identifier's piece: keep it as it is, and its camel words.
 			if t := strings.ToLower(p); len(t) <= MaxTermLen {
 				out = append(out, t)
 			}
-			if len(words) > 1 {
-				for _, w := range words {
-					out = appendWord(out, w)
+			if camel {
+				for w := 0; w < len(p); {
+					e := camelEnd(p, w)
+					out = appendWord(out, p[w:e])
+					w = e
 				}
 			}
 			continue
@@ -127,21 +159,24 @@ func appendWord(out []string, w string) []string {
 	return append(out, stem(t))
 }
 
-// camelWords splits a camelCase or PascalCase name at its case changes (HTTPServer →
-// HTTP, Server); other words are one word.
-func camelWords(s string) []string {
-	var words []string
-	start := 0
-	rs := []rune(s)
-	for i := 1; i < len(rs); i++ {
-		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
-		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
-		if lowerToUpper || acronymEnd {
-			words = append(words, string(rs[start:i]))
-			start = i
+// camelEnd returns where the camelCase or PascalCase word of s that starts at byte
+// start ends: at the next case change (HTTPServer → HTTP, Server), else at len(s).
+// s is letters and digits (valid UTF-8).
+func camelEnd(s string, start int) int {
+	prev, n := utf8.DecodeRuneInString(s[start:])
+	for i := start + n; i < len(s); {
+		cur, cn := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsLower(prev) && unicode.IsUpper(cur) {
+			return i
 		}
+		if i+cn < len(s) && unicode.IsUpper(prev) && unicode.IsUpper(cur) {
+			if next, _ := utf8.DecodeRuneInString(s[i+cn:]); unicode.IsLower(next) {
+				return i
+			}
+		}
+		prev, i = cur, i+cn
 	}
-	return append(words, string(rs[start:]))
+	return len(s)
 }
 
 // stem strips one common English suffix from a lower-case word of letters.
