@@ -58,8 +58,10 @@ const MaxTermLen = 64
 // is already lower case is a substring of text (it shares text's memory).
 func Tokenize(text string) []string {
 	// One term per 8 bytes of text covers prose and identifiers, so the slice rarely
-	// grows; everything else is substrings of text, or a word lower-cased.
+	// grows; the terms are substrings of text or, when it has capitals, of one
+	// lower-cased copy of it (ASCII text), or words lower-cased one by one.
 	out := make([]string, 0, len(text)/8+1)
+	lc := lowerText(text)
 	i := 0
 	for i < len(text) {
 		r, n := rune(text[i]), 1
@@ -87,10 +89,43 @@ func Tokenize(text string) []string {
 			}
 			j += n
 		}
-		out = appendRun(out, text[i:end])
+		out = lc.appendRun(out, i, end)
 		i = j
 	}
 	return out
+}
+
+// lowered is a text being tokenized with, when it is ASCII, its lower-case copy: the
+// lower case of text[i:j] is then lower[i:j].
+type lowered struct {
+	text, lower string
+	ascii       bool
+}
+
+// lowerText lower-cases text at once when it is ASCII (a copy only when it has
+// capitals); other text is lower-cased term by term, since lower-casing can change a
+// rune's length.
+func lowerText(text string) lowered {
+	upper := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			return lowered{text: text}
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if !upper {
+		return lowered{text: text, lower: text, ascii: true}
+	}
+	return lowered{text: text, lower: strings.ToLower(text), ascii: true}
+}
+
+// toLower is strings.ToLower(text[i:j]).
+func (l lowered) toLower(i, j int) string {
+	if l.ascii {
+		return l.lower[i:j]
+	}
+	return strings.ToLower(l.text[i:j])
 }
 
 func isWordRune(r rune) bool {
@@ -111,48 +146,51 @@ func isJoiner(r rune) bool {
 // joiners are isJoiner's runes.
 const joiners = "-_./:#"
 
-// appendRun appends the terms of one run (a word or an identifier). A run starts and
-// ends with a word rune, so it is a compound (several parts) when it has a joiner.
-func appendRun(out []string, run string) []string {
+// appendRun appends the terms of one run, text[i:j] (a word or an identifier). A run
+// starts and ends with a word rune, so it is a compound (several parts) when it has a
+// joiner.
+func (l lowered) appendRun(out []string, i, j int) []string {
+	run := l.text[i:j]
 	compound := strings.ContainsAny(run, joiners)
 	if compound {
-		if t := strings.ToLower(run); len(t) <= MaxTermLen {
+		if t := l.toLower(i, j); len(t) <= MaxTermLen {
 			out = append(out, t)
 		}
 	}
-	for rest := run; rest != ""; {
-		k := strings.IndexAny(rest, joiners)
+	for at := i; at < j; {
+		k := strings.IndexAny(l.text[at:j], joiners)
 		if k < 0 {
-			k = len(rest)
+			k = j - at
 		}
-		p := rest[:k]
-		rest = rest[min(k+1, len(rest)):]
-		if p == "" { // joiners in a row
+		pi, pj := at, at+k
+		at = pj + 1
+		if pi == pj { // joiners in a row
 			continue
 		}
+		p := l.text[pi:pj]
 		camel := camelEnd(p, 0) < len(p)
 		if camel || compound {
 			// An identifier's piece: keep it as it is, and its camel words.
-			if t := strings.ToLower(p); len(t) <= MaxTermLen {
+			if t := l.toLower(pi, pj); len(t) <= MaxTermLen {
 				out = append(out, t)
 			}
 			if camel {
 				for w := 0; w < len(p); {
 					e := camelEnd(p, w)
-					out = appendWord(out, p[w:e])
+					out = appendWord(out, l.toLower(pi+w, pi+e))
 					w = e
 				}
 			}
 			continue
 		}
-		out = appendWord(out, p)
+		out = appendWord(out, l.toLower(pi, pj))
 	}
 	return out
 }
 
-// appendWord appends a plain word's term: lower-cased, stemmed, not a stop word.
-func appendWord(out []string, w string) []string {
-	t := strings.ToLower(w)
+// appendWord appends a plain word's term, t lower-cased: stemmed, unless it is a stop
+// word or too long.
+func appendWord(out []string, t string) []string {
 	if len(t) > MaxTermLen || stopWords[t] {
 		return out
 	}
@@ -302,6 +340,9 @@ func HybridSearch(ctx context.Context, s VectorStore, r Retrieval, tenant, strea
 	return Fuse(k, r.RRFK, []float64{vw, tw}, vh, th), nil
 }
 
+// fuseScanMax is the most hits Fuse merges by scanning; longer rankings use a map.
+const fuseScanMax = 128
+
 // Fuse merges rankings by reciprocal rank fusion: a hit at rank r (from 1) of ranking i
 // adds weights[i]/(rrfK+r) to its message's score (rrfK 0 means DefaultRRFK). It
 // returns the k best, best first (ties by Seq), each with its fused score and the meta
@@ -310,24 +351,55 @@ func Fuse(k, rrfK int, weights []float64, rankings ...[]VectorHit) []VectorHit {
 	if rrfK <= 0 {
 		rrfK = DefaultRRFK
 	}
-	scores := map[uint64]float64{}
-	meta := map[uint64]map[string]string{}
+	// The rankings are short (a few times k): the fused hits are found by a scan of
+	// those so far, with a map beside them only for long rankings.
+	total := 0
+	for _, hits := range rankings {
+		total += len(hits)
+	}
+	type fused struct {
+		hit   VectorHit
+		score float64
+	}
+	acc := make([]fused, 0, total)
+	var at map[uint64]int
+	if total > fuseScanMax {
+		at = make(map[uint64]int, total)
+	}
 	for i, hits := range rankings {
 		w := 1.0
 		if i < len(weights) {
 			w = weights[i]
 		}
 		for r, h := range hits {
-			scores[h.Seq] += w / float64(rrfK+r+1)
-			if _, ok := meta[h.Seq]; !ok {
-				meta[h.Seq] = h.Meta
+			j := -1
+			if at != nil {
+				if k, ok := at[h.Seq]; ok {
+					j = k
+				}
+			} else {
+				for k := range acc {
+					if acc[k].hit.Seq == h.Seq {
+						j = k
+						break
+					}
+				}
 			}
+			if j < 0 {
+				j = len(acc)
+				acc = append(acc, fused{hit: VectorHit{Seq: h.Seq, Meta: h.Meta}})
+				if at != nil {
+					at[h.Seq] = j
+				}
+			}
+			acc[j].score += w / float64(rrfK+r+1)
 		}
 	}
-	out := make([]VectorHit, 0, len(scores))
-	for seq, sc := range scores {
-		if sc > 0 {
-			out = append(out, VectorHit{Seq: seq, Score: float32(sc), Meta: meta[seq]})
+	out := make([]VectorHit, 0, len(acc))
+	for _, f := range acc {
+		if f.score > 0 {
+			f.hit.Score = float32(f.score)
+			out = append(out, f.hit)
 		}
 	}
 	slices.SortFunc(out, func(a, b VectorHit) int {

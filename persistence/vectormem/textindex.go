@@ -32,8 +32,9 @@ type posting struct {
 	tf  int32
 }
 
-// set indexes text as row's (replacing what the row had).
-func (x *textIndex) set(row int, text string) {
+// set indexes text as row's (replacing what the row had). counts is a scratch map for
+// the terms' counts, empty on entry and left empty (the store's, under its write lock).
+func (x *textIndex) set(row int, text string, counts map[string]int32) {
 	if x.postings == nil {
 		x.postings = map[string][]posting{}
 	}
@@ -52,7 +53,6 @@ func (x *textIndex) set(row int, text string) {
 	}
 	x.total -= int64(x.lens[row])
 	terms := persistence.Tokenize(text)
-	counts := map[string]int32{}
 	for _, t := range terms {
 		counts[t]++
 	}
@@ -61,6 +61,7 @@ func (x *textIndex) set(row int, text string) {
 		distinct = append(distinct, t)
 		x.postings[t] = append(x.postings[t], posting{row: int32(row), tf: n})
 	}
+	clear(counts)
 	x.terms[row], x.lens[row] = distinct, int32(len(terms))
 	x.total += int64(len(terms))
 }
@@ -74,12 +75,17 @@ func (x *textIndex) search(terms []string, k int) []Hit {
 	avg := float64(x.total) / float64(n)
 	scores := make([]float32, n)
 	var touched []int32
-	seen := map[string]bool{}
-	for _, t := range terms {
-		if seen[t] {
+	var seen map[string]bool // a long query's terms seen; a short one's are scanned
+	if len(terms) > 32 {
+		seen = make(map[string]bool, len(terms))
+	}
+	for i, t := range terms {
+		if seen != nil && seen[t] || seen == nil && slices.Contains(terms[:i], t) {
 			continue
 		}
-		seen[t] = true
+		if seen != nil {
+			seen[t] = true
+		}
 		ps := x.postings[t]
 		if len(ps) == 0 {
 			continue
