@@ -42,14 +42,11 @@ func (x *textIndex) set(row int, text string, counts map[string]int32) {
 		x.terms = append(x.terms, nil)
 		x.lens = append(x.lens, 0)
 	}
-	for _, t := range x.terms[row] {
-		ps := x.postings[t]
-		ps = slices.DeleteFunc(ps, func(p posting) bool { return p.row == int32(row) })
-		if len(ps) == 0 {
-			delete(x.postings, t)
-		} else {
-			x.postings[t] = ps
-		}
+	// The row's old postings go; a term's emptied list stays until the new text is
+	// indexed (a message replaced by itself reuses its lists), then goes if still empty.
+	old := x.terms[row]
+	for _, t := range old {
+		x.postings[t] = slices.DeleteFunc(x.postings[t], func(p posting) bool { return p.row == int32(row) })
 	}
 	x.total -= int64(x.lens[row])
 	terms := persistence.Tokenize(text)
@@ -62,6 +59,11 @@ func (x *textIndex) set(row int, text string, counts map[string]int32) {
 		x.postings[t] = append(x.postings[t], posting{row: int32(row), tf: n})
 	}
 	clear(counts)
+	for _, t := range old {
+		if len(x.postings[t]) == 0 {
+			delete(x.postings, t)
+		}
+	}
 	x.terms[row], x.lens[row] = distinct, int32(len(terms))
 	x.total += int64(len(terms))
 }
