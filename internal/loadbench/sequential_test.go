@@ -67,11 +67,6 @@ func (c *modelClock) read() (first, last time.Time, calls int) {
 	return c.first, c.last, c.calls
 }
 
-// seqFigures are one session's timings.
-type seqFigures struct {
-	start, end, step time.Duration
-}
-
 // seqRounds runs, per op, seqSessions sessions one after another with session and reports the
 // round's medians: "p50-start-ms" (start request to the first model request arriving),
 // "p50-end-ms" (the last model answer written to the session's end: session_completed
