@@ -54,33 +54,86 @@ const MaxTermLen = 64
 // lower-cased, followed by its parts: the alphanumeric pieces and the words of a
 // camelCase or PascalCase name (handleRetry → handle, retry). Plain words lose a common
 // English suffix (-s, -es, -ed, -ing) so "failing" finds "failed", and the commonest
-// English words are dropped. Terms longer than MaxTermLen bytes are dropped.
+// English words are dropped. Terms longer than MaxTermLen bytes are dropped. A term that
+// is already lower case is a substring of text (it shares text's memory).
 func Tokenize(text string) []string {
-	var out []string
+	// One term per 8 bytes of text covers prose and identifiers, so the slice rarely
+	// grows; the terms are substrings of text or, when it has capitals, of one
+	// lower-cased copy of it (ASCII text), or words lower-cased one by one.
+	out := make([]string, 0, len(text)/8+1)
+	lc := lowerText(text)
 	i := 0
 	for i < len(text) {
-		r, n := utf8.DecodeRuneInString(text[i:])
+		r, n := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(text[i:])
+		}
 		if !isWordRune(r) {
 			i += n
 			continue
 		}
 		// A run of word runes and joiners, trimmed of trailing joiners.
-		j := i
+		j, end := i+n, i+n
 		for j < len(text) {
-			r, n := utf8.DecodeRuneInString(text[j:])
-			if !isWordRune(r) && !isJoiner(r) {
+			r, n := rune(text[j]), 1
+			if r >= utf8.RuneSelf {
+				r, n = utf8.DecodeRuneInString(text[j:])
+			}
+			if isWordRune(r) {
+				j += n
+				end = j
+				continue
+			}
+			if !isJoiner(r) {
 				break
 			}
 			j += n
 		}
-		run := strings.TrimRightFunc(text[i:j], isJoiner)
+		out = lc.appendRun(out, i, end)
 		i = j
-		out = appendRun(out, run)
 	}
 	return out
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+// lowered is a text being tokenized with, when it is ASCII, its lower-case copy: the
+// lower case of text[i:j] is then lower[i:j].
+type lowered struct {
+	text, lower string
+	ascii       bool
+}
+
+// lowerText lower-cases text at once when it is ASCII (a copy only when it has
+// capitals); other text is lower-cased term by term, since lower-casing can change a
+// rune's length.
+func lowerText(text string) lowered {
+	upper := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			return lowered{text: text}
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if !upper {
+		return lowered{text: text, lower: text, ascii: true}
+	}
+	return lowered{text: text, lower: strings.ToLower(text), ascii: true}
+}
+
+// toLower is strings.ToLower(text[i:j]).
+func (l lowered) toLower(i, j int) string {
+	if l.ascii {
+		return l.lower[i:j]
+	}
+	return strings.ToLower(l.text[i:j])
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
 
 func isJoiner(r rune) bool {
 	switch r {
@@ -90,58 +143,78 @@ func isJoiner(r rune) bool {
 	return false
 }
 
-// appendRun appends the terms of one run (a word or an identifier).
-func appendRun(out []string, run string) []string {
-	parts := strings.FieldsFunc(run, isJoiner)
-	compound := len(parts) > 1
+// joiners are isJoiner's runes.
+const joiners = "-_./:#"
+
+// appendRun appends the terms of one run, text[i:j] (a word or an identifier). A run
+// starts and ends with a word rune, so it is a compound (several parts) when it has a
+// joiner.
+func (l lowered) appendRun(out []string, i, j int) []string {
+	run := l.text[i:j]
+	compound := strings.ContainsAny(run, joiners)
 	if compound {
-		if t := strings.ToLower(run); len(t) <= MaxTermLen {
+		if t := l.toLower(i, j); len(t) <= MaxTermLen {
 			out = append(out, t)
 		}
 	}
-	for _, p := range parts {
-		words := camelWords(p)
-		if len(words) > 1 || compound {
+	for at := i; at < j; {
+		k := strings.IndexAny(l.text[at:j], joiners)
+		if k < 0 {
+			k = j - at
+		}
+		pi, pj := at, at+k
+		at = pj + 1
+		if pi == pj { // joiners in a row
+			continue
+		}
+		p := l.text[pi:pj]
+		camel := camelEnd(p, 0) < len(p)
+		if camel || compound {
 			// An identifier's piece: keep it as it is, and its camel words.
-			if t := strings.ToLower(p); len(t) <= MaxTermLen {
+			if t := l.toLower(pi, pj); len(t) <= MaxTermLen {
 				out = append(out, t)
 			}
-			if len(words) > 1 {
-				for _, w := range words {
-					out = appendWord(out, w)
+			if camel {
+				for w := 0; w < len(p); {
+					e := camelEnd(p, w)
+					out = appendWord(out, l.toLower(pi+w, pi+e))
+					w = e
 				}
 			}
 			continue
 		}
-		out = appendWord(out, p)
+		out = appendWord(out, l.toLower(pi, pj))
 	}
 	return out
 }
 
-// appendWord appends a plain word's term: lower-cased, stemmed, not a stop word.
-func appendWord(out []string, w string) []string {
-	t := strings.ToLower(w)
+// appendWord appends a plain word's term, t lower-cased: stemmed, unless it is a stop
+// word or too long.
+func appendWord(out []string, t string) []string {
 	if len(t) > MaxTermLen || stopWords[t] {
 		return out
 	}
 	return append(out, stem(t))
 }
 
-// camelWords splits a camelCase or PascalCase name at its case changes (HTTPServer →
-// HTTP, Server); other words are one word.
-func camelWords(s string) []string {
-	var words []string
-	start := 0
-	rs := []rune(s)
-	for i := 1; i < len(rs); i++ {
-		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
-		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
-		if lowerToUpper || acronymEnd {
-			words = append(words, string(rs[start:i]))
-			start = i
+// camelEnd returns where the camelCase or PascalCase word of s that starts at byte
+// start ends: at the next case change (HTTPServer → HTTP, Server), else at len(s).
+// s is letters and digits (valid UTF-8).
+func camelEnd(s string, start int) int {
+	prev, n := utf8.DecodeRuneInString(s[start:])
+	for i := start + n; i < len(s); {
+		cur, cn := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsLower(prev) && unicode.IsUpper(cur) {
+			return i
 		}
+		if i+cn < len(s) && unicode.IsUpper(prev) && unicode.IsUpper(cur) {
+			if next, _ := utf8.DecodeRuneInString(s[i+cn:]); unicode.IsLower(next) {
+				return i
+			}
+		}
+		prev, i = cur, i+cn
 	}
-	return append(words, string(rs[start:]))
+	return len(s)
 }
 
 // stem strips one common English suffix from a lower-case word of letters.
@@ -267,6 +340,9 @@ func HybridSearch(ctx context.Context, s VectorStore, r Retrieval, tenant, strea
 	return Fuse(k, r.RRFK, []float64{vw, tw}, vh, th), nil
 }
 
+// fuseScanMax is the most hits Fuse merges by scanning; longer rankings use a map.
+const fuseScanMax = 128
+
 // Fuse merges rankings by reciprocal rank fusion: a hit at rank r (from 1) of ranking i
 // adds weights[i]/(rrfK+r) to its message's score (rrfK 0 means DefaultRRFK). It
 // returns the k best, best first (ties by Seq), each with its fused score and the meta
@@ -275,24 +351,55 @@ func Fuse(k, rrfK int, weights []float64, rankings ...[]VectorHit) []VectorHit {
 	if rrfK <= 0 {
 		rrfK = DefaultRRFK
 	}
-	scores := map[uint64]float64{}
-	meta := map[uint64]map[string]string{}
+	// The rankings are short (a few times k): the fused hits are found by a scan of
+	// those so far, with a map beside them only for long rankings.
+	total := 0
+	for _, hits := range rankings {
+		total += len(hits)
+	}
+	type fused struct {
+		hit   VectorHit
+		score float64
+	}
+	acc := make([]fused, 0, total)
+	var at map[uint64]int
+	if total > fuseScanMax {
+		at = make(map[uint64]int, total)
+	}
 	for i, hits := range rankings {
 		w := 1.0
 		if i < len(weights) {
 			w = weights[i]
 		}
 		for r, h := range hits {
-			scores[h.Seq] += w / float64(rrfK+r+1)
-			if _, ok := meta[h.Seq]; !ok {
-				meta[h.Seq] = h.Meta
+			j := -1
+			if at != nil {
+				if k, ok := at[h.Seq]; ok {
+					j = k
+				}
+			} else {
+				for k := range acc {
+					if acc[k].hit.Seq == h.Seq {
+						j = k
+						break
+					}
+				}
 			}
+			if j < 0 {
+				j = len(acc)
+				acc = append(acc, fused{hit: VectorHit{Seq: h.Seq, Meta: h.Meta}})
+				if at != nil {
+					at[h.Seq] = j
+				}
+			}
+			acc[j].score += w / float64(rrfK+r+1)
 		}
 	}
-	out := make([]VectorHit, 0, len(scores))
-	for seq, sc := range scores {
-		if sc > 0 {
-			out = append(out, VectorHit{Seq: seq, Score: float32(sc), Meta: meta[seq]})
+	out := make([]VectorHit, 0, len(acc))
+	for _, f := range acc {
+		if f.score > 0 {
+			f.hit.Score = float32(f.score)
+			out = append(out, f.hit)
 		}
 	}
 	slices.SortFunc(out, func(a, b VectorHit) int {

@@ -152,3 +152,34 @@ func TestFormatMemoryUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestLineSpread: a row shows the range of its figure over the rounds, from the samples
+// of several rounds or, with one sample, from the unit-min and unit-max the benchmark
+// reported over its own rounds.
+func TestLineSpread(t *testing.T) {
+	r := row{ID: "cpu", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Unit: "cpu-us/step", Kind: "time"}
+	ms := r.measurements(1)
+	res := map[measurement][]sample{
+		ms[0]: {{"cpu-us/step": 600, "cpu-us/step-min": 520, "cpu-us/step-max": 730}},
+		ms[1]: {{"cpu-us/step": 250}, {"cpu-us/step": 240}, {"cpu-us/step": 280}},
+	}
+	l := r.line(res)
+	for _, want := range []string{"600 cpu-us/step (520–730 cpu-us/step)", "250 cpu-us/step (240–280 cpu-us/step)"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("line %q lacks %q", l, want)
+		}
+	}
+}
+
+// TestFormatBytesPer: a unit of bytes of something per thing reads as such.
+func TestFormatBytesPer(t *testing.T) {
+	for unit, want := range map[string]string{
+		"RSS-B/session":      "97.7 KB RSS/session",
+		"heap-B/session":     "97.7 KB heap/session",
+		"peak-RSS-B/session": "97.7 KB peak-RSS/session",
+	} {
+		if got := format(100000, unit); got != want {
+			t.Errorf("format(100000, %q) = %q, want %q", unit, got, want)
+		}
+	}
+}

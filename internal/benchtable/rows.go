@@ -58,6 +58,12 @@ var tableRows = []row{
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time", BenchTime: "2s"},
 	{ID: "step-telemetry", What: "the pipelined step with tracing and metrics on: every span exported over OTLP/HTTP to a local collector, Proto.Actor's actor metrics (bare: the same step, telemetry disabled)",
 		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/telemetry-on", Base: "BenchmarkStepOverhead/telemetry-off", Kind: "time", BenchTime: "2s"},
+	{ID: "seq-step", What: "sequential step latency over the gateway, zero-latency model: sessions one at a time, 10 plan steps, each a model call, a write_todos tool call and a second model call; the first model request to the last answer ÷ steps, p50 of 8 sessions; target ≤ 1.1× (bare: the same loop written directly on the journal, as a checkpointing library like DBOS runs it: each model answer and tool result committed with one INSERT and fsync before the next call, same model server and PostgreSQL)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "step-ms", Kind: "time", Max: 1.1, BenchTime: "2x"},
+	{ID: "session-fixed-start", What: "per-session fixed cost at the start, same sessions: from the start request (POST /v1/sessions) to the first model request, p50; target ≤ 5 ms (bare: the direct loop's start row committed, then its first model request)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "p50-start-ms", Kind: "time", BenchTime: "2x"},
+	{ID: "session-fixed-end", What: "per-session fixed cost at the end, same sessions: from the last model answer to `session_completed` durable and read by the session's event-stream subscriber, p50; target ≤ 5 ms (bare: the direct loop's completion row committed)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "p50-end-ms", Kind: "time", BenchTime: "2x"},
 	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
 		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
 	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
@@ -155,15 +161,24 @@ func (r row) measurements(scale float64) []measurement {
 // loadRows are the load table's rows: issue-sized runs (1,000 active sessions, 10,000
 // passivated ones) measured once per round, on a real PostgreSQL journal.
 var loadRows = []row{
-	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms, 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
+	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms (model server in a child process), 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "calls/s", BaseUnit: "ideal-calls/s",
-		Extra: []string{"p50-step-ms", "p99-step-ms", "RSS-B/session"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"p50-step-ms", "p99-step-ms"}, Kind: "throughput", BenchTime: "1x"},
+	{ID: "load-active-1000-memory", What: "the same run, memory per active session mid-run (half the calls answered, all 1,000 sessions running): the node process's RSS growth, with the Go heap growth as `/metrics` serves it (`go_memstats_heap_alloc_bytes`) and the peak RSS growth; target ≤ 100 kB (bare: the heap per session)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "RSS-B/session", BaseUnit: "heap-B/session",
+		Extra: []string{"heap-B/session", "peak-RSS-B/session"}, Kind: "memory", BenchTime: "1x"},
 	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",
-		Extra: []string{"cpu-us/step"}, Kind: "throughput", Min: 0.8, BenchTime: "1x"},
+		Kind: "throughput", Min: 0.8, BenchTime: "1x"},
 	{ID: "load-concurrent-32-step", What: "the same 32 sessions against a step without the engine (bare: 32 workers each POSTing an executor-sized request to the same model server, then committing the step's 4 rows in one pgx transaction)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=bare-steps-32", Unit: "ops/s",
 		Kind: "throughput", BenchTime: "1x"},
+	{ID: "engine-cpu-32", What: "engine CPU per agent step with streaming on: CPU time of the node's process (node and gateway; the model server runs in a child process, PostgreSQL in its own) ÷ steps (LLM calls answered, the planning call included), 32 sessions × 20 steps at once, zero-latency model, each started over the gateway and followed by its own NDJSON event-stream subscriber; median of 3 rounds (spread); target ≤ 300 µs (bare: the same process's CPU per bare step: 32 workers POSTing an executor-sized request to the same model process, then committing the step's 4 rows in one pgx transaction)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkEngineCPU/sessions=32,model=0ms", Base: "BenchmarkEngineCPU/baseline=bare-steps-32", Unit: "cpu-us/step",
+		Extra: []string{"steps/s"}, Kind: "time", BenchTime: "3x", Timeout: 10 * time.Minute},
+	{ID: "engine-cpu-200", What: "the same at 200 sessions at once, every model answer after 200 ms (bare: the same bare step)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkEngineCPU/sessions=200,model=200ms", Base: "BenchmarkEngineCPU/baseline=bare-steps-32", Unit: "cpu-us/step",
+		Extra: []string{"steps/s"}, Kind: "time", BenchTime: "3x", Timeout: 10 * time.Minute},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
 		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
@@ -233,7 +248,7 @@ func (r row) line(res map[measurement][]sample) string {
 	case r.Max > 0 || r.Min > 0:
 		met = "**no**"
 	}
-	fathom := format(fv, unit)
+	fathom := format(fv, unit) + spread(fs, unit)
 	for _, u := range r.Extra {
 		if v, ok := median(fs, u); ok {
 			fathom += ", " + format(v, u)
@@ -246,7 +261,31 @@ func (r row) line(res map[measurement][]sample) string {
 		}
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
-		r.ID, what, fathom, format(bv, bunit), formatRatio(ratio), r.Kind, target, met)
+		r.ID, what, fathom, format(bv, bunit)+spread(bs, bunit), formatRatio(ratio), r.Kind, target, met)
+}
+
+// spread renders the range of a unit over the rounds, " (min–max)": over the samples
+// when there are several (the rounds of the table), else over the rounds one benchmark
+// ran itself, which it reports as unit-min and unit-max. "" when there is no range.
+func spread(ss []sample, unit string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		if v, ok := s[unit]; ok && len(ss) > 1 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if len(ss) == 1 {
+			if v, ok := s[unit+"-min"]; ok {
+				lo = v
+			}
+			if v, ok := s[unit+"-max"]; ok {
+				hi = v
+			}
+		}
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo == hi {
+		return ""
+	}
+	return " (" + strings.TrimSuffix(format(lo, unit), " "+unit) + "–" + format(hi, unit) + ")"
 }
 
 // formatRatio renders a ratio with two decimals, or two significant digits when it is
@@ -295,6 +334,9 @@ func format(v float64, unit string) string {
 		if what, per, ok := strings.Cut(rest, "-B/"); ok {
 			return format(v, "B/op") + " marginal-" + what + "/" + per
 		}
+	}
+	if what, per, ok := strings.Cut(unit, "-B/"); ok { // bytes of something per thing
+		return format(v, "B/op") + " " + what + "/" + per
 	}
 	switch {
 	case v >= 1e6:

@@ -33,8 +33,8 @@ const window = 3 * time.Second
 // events it commits) with the rate of 32 bare pgx writers each committing single-row
 // INSERTs in a loop on the same server ("baseline=pgx-32-writers": commits/s, reported in
 // the same unit). Both sides run for a window of 3 s per op, the sessions in rounds of
-// 32, and both rates are over every op. "cpu-us/step" is the process's CPU time per step
-// (the node, the in-process model server, GC). The journal's group commit is what lets
+// 32, and both rates are over every op. "cpu-us/step" is the process's CPU time per step,
+// the in-process model server included: BenchmarkEngineCPU measures the node's alone. The journal's group commit is what lets
 // the sessions approach the bare rate although every step commits several events.
 func BenchmarkConcurrentSteps(b *testing.B) {
 	b.Run("sessions=32", func(b *testing.B) {

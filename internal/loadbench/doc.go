@@ -2,7 +2,8 @@
 // the scripted model (llm/mock) over real HTTP, on a real PostgreSQL journal (skipped
 // without one; make bench starts it). They report rates against an
 // ideal or a bare baseline measured in the same run, latency percentiles and memory per
-// session; `make bench` runs them (internal/benchtable) and writes BENCHMARKS.md.
+// session; BenchmarkEngineCPU runs the model server in a child process (this test
+// binary, see TestMain) so that the process's CPU is the node's own. `make bench` runs them (internal/benchtable) and writes BENCHMARKS.md.
 //
 //	go test -run '^$' -bench . -benchtime 1x ./internal/loadbench/
 //

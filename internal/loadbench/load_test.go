@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
@@ -42,6 +45,18 @@ func envInt(b *testing.B, name string, def int) int {
 
 // script plans steps custom steps and answers every call after delay.
 func script(b *testing.B, steps int, delay time.Duration) mock.Script {
+	s, err := mock.ParseScript([]byte(scriptJSON(steps, delay, false)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// scriptJSON is the mock script (JSON) that plans steps custom steps and answers every
+// call after delay. With tool, the executor first calls the write_todos tool in each step
+// and answers once it has the tool's result: a step is then a model call, a tool call
+// and a second model call.
+func scriptJSON(steps int, delay time.Duration, tool bool) string {
 	var plan strings.Builder
 	plan.WriteString(`{\"steps\":[`)
 	for i := range steps {
@@ -52,26 +67,37 @@ func script(b *testing.B, steps int, delay time.Duration) mock.Script {
 	}
 	plan.WriteString(`]}`)
 	ms := delay.Milliseconds()
-	s, err := mock.ParseScript([]byte(fmt.Sprintf(`{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"%s","delay_ms":%d},
-		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":%d}]}`, plan.String(), ms, ms)))
-	if err != nil {
-		b.Fatal(err)
+	toolRule := ""
+	if tool {
+		toolRule = fmt.Sprintf(`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"write_todos","arguments":"{\"todos\":[{\"content\":\"step {{.Step}}\",\"status\":\"completed\"}]}"}],"delay_ms":%d},`, ms)
+		toolRule = fmt.Sprintf(`{"system_match":"FATHOM-ROLE: executor","tool_match":"%s","response":"done {{.Step}}","delay_ms":%d},`, toolResultMatch, ms) + toolRule
 	}
-	return s
+	return fmt.Sprintf(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"%s","delay_ms":%d},%s
+		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":%d}]}`, plan.String(), ms, toolRule, ms)
 }
 
-// startNode starts a node on a fresh PostgreSQL journal talking to the scripted model over HTTP.
+// startNode starts a node on a fresh PostgreSQL journal talking to the scripted model,
+// served in this process, over HTTP.
 func startNode(b *testing.B, sc mock.Script) *node.Node {
 	b.Helper()
 	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
 	b.Cleanup(model.Close)
+	return startNodeAt(b, model.URL)
+}
+
+// startNodeAt starts a node on a fresh PostgreSQL journal talking to the model server
+// at modelURL (no /v1).
+func startNodeAt(b *testing.B, modelURL string) *node.Node {
+	b.Helper()
 	cfg := node.Config{Cluster: fcluster.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cfg.Cluster.Logger = cfg.Logger
 	cfg.PostgresDSN = testenv.PostgresDSN(b)
-	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = model.URL+"/v1", "k", true
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = modelURL+"/v1", "k", true
 	cfg.Session = session.DefaultConfig()
 	cfg.Session.MaxLLMCalls = 0 // unlimited: the benchmark sizes the sessions
+	cfg.Session.MaxSteps = max(cfg.Session.MaxSteps, engineSteps)
+	cfg.Session.MaxIterations = max(cfg.Session.MaxIterations, 4*engineSteps)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
@@ -116,6 +142,13 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // step_completed) and the peak RSS seen while they ran.
 func run(b *testing.B, n *node.Node, prefix string, sessions int) (calls int64, elapsed time.Duration, stepLat []time.Duration, peak float64) {
 	b.Helper()
+	return runMid(b, n, prefix, sessions, 0, nil)
+}
+
+// runMid is run that also calls mid once, from the RSS sampler, as soon as midCalls
+// LLM calls have been answered (mid-run, with every session still active).
+func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls int64, mid func()) (calls int64, elapsed time.Duration, stepLat []time.Duration, peak float64) {
+	b.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var ncalls atomic.Int64
@@ -130,6 +163,10 @@ func run(b *testing.B, n *node.Node, prefix string, sessions int) (calls int64, 
 		for {
 			if r := rss(); r > peak {
 				peak = r
+			}
+			if mid != nil && ncalls.Load() >= midCalls {
+				mid()
+				mid = nil
 			}
 			select {
 			case <-stop:
@@ -196,19 +233,30 @@ func run(b *testing.B, n *node.Node, prefix string, sessions int) (calls int64, 
 
 // BenchmarkActiveSessions runs FATHOM_LOAD_SESSIONS sessions (default 1,000) at once on
 // one node, each FATHOM_LOAD_STEPS steps (default 10) against a model that answers every
-// call after 200 ms. Reported: LLM calls per second against the ideal bound (every
-// session always waiting on the model: sessions ÷ 200 ms), the ratio, p50/p99 step
-// latency (step_started to step_completed; the floor is 200 ms) and the peak RSS growth
-// per active session.
+// call after 200 ms, served by a child process (so this process's memory is the node's).
+// Reported: LLM calls per second against the ideal bound (every session always waiting
+// on the model: sessions ÷ 200 ms), the ratio, p50/p99 step latency (step_started to
+// step_completed; the floor is 200 ms), and the memory per active session mid-run (once
+// half of the run's calls have been answered, every session still running): the RSS
+// growth and the Go heap growth over the node before the run, the heap read as
+// operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics; the peak
+// RSS growth per session too.
 func BenchmarkActiveSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
 	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
 	const latency = 200 * time.Millisecond
-	n := startNode(b, script(b, steps, latency))
+	n := startNodeAt(b, startMockProcess(b, scriptJSON(steps, latency, false)))
+	run(b, n, "warm", min(sessions, 50)) // what the node sets up once: pools, tables
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
-		base := rss()
-		calls, elapsed, lats, peak := run(b, n, fmt.Sprintf("active%d", i), sessions)
+		base, baseHeap := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
+		var midRSS, midHeap float64
+		calls, elapsed, lats, peak := runMid(b, n, fmt.Sprintf("active%d", i), sessions, int64(sessions*(steps+1)/2), func() {
+			midRSS, midHeap = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
+		})
+		if midRSS == 0 {
+			b.Fatal("the run ended before its middle was sampled")
+		}
 		rate := float64(calls) / elapsed.Seconds()
 		ideal := float64(sessions) / latency.Seconds()
 		b.ReportMetric(rate, "calls/s")
@@ -216,8 +264,27 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric(rate/ideal, "of-ideal")
 		b.ReportMetric(float64(percentile(lats, 0.5).Milliseconds()), "p50-step-ms")
 		b.ReportMetric(float64(percentile(lats, 0.99).Milliseconds()), "p99-step-ms")
-		b.ReportMetric((peak-base)/float64(sessions), "RSS-B/session")
+		b.ReportMetric((midRSS-base)/float64(sessions), "RSS-B/session")
+		b.ReportMetric((midHeap-baseHeap)/float64(sessions), "heap-B/session")
+		b.ReportMetric((peak-base)/float64(sessions), "peak-RSS-B/session")
 	}
+}
+
+// metricsGauge reads the gauge name from the node's GET /metrics (the Prometheus text
+// operators scrape), failing the benchmark when it is not served.
+func metricsGauge(b *testing.B, n *node.Node, name string) float64 {
+	rec := httptest.NewRecorder()
+	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		b.Fatalf("parse /metrics: %v", err)
+	}
+	f := fams[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		b.Fatalf("GET /metrics serves no %s", name)
+	}
+	return f.GetMetric()[0].GetGauge().GetValue()
 }
 
 // processCPU is the process's user and system CPU time so far.

@@ -32,8 +32,9 @@ type posting struct {
 	tf  int32
 }
 
-// set indexes text as row's (replacing what the row had).
-func (x *textIndex) set(row int, text string) {
+// set indexes text as row's (replacing what the row had). counts is a scratch map for
+// the terms' counts, empty on entry and left empty (the store's, under its write lock).
+func (x *textIndex) set(row int, text string, counts map[string]int32) {
 	if x.postings == nil {
 		x.postings = map[string][]posting{}
 	}
@@ -41,18 +42,14 @@ func (x *textIndex) set(row int, text string) {
 		x.terms = append(x.terms, nil)
 		x.lens = append(x.lens, 0)
 	}
-	for _, t := range x.terms[row] {
-		ps := x.postings[t]
-		ps = slices.DeleteFunc(ps, func(p posting) bool { return p.row == int32(row) })
-		if len(ps) == 0 {
-			delete(x.postings, t)
-		} else {
-			x.postings[t] = ps
-		}
+	// The row's old postings go; a term's emptied list stays until the new text is
+	// indexed (a message replaced by itself reuses its lists), then goes if still empty.
+	old := x.terms[row]
+	for _, t := range old {
+		x.postings[t] = slices.DeleteFunc(x.postings[t], func(p posting) bool { return p.row == int32(row) })
 	}
 	x.total -= int64(x.lens[row])
 	terms := persistence.Tokenize(text)
-	counts := map[string]int32{}
 	for _, t := range terms {
 		counts[t]++
 	}
@@ -60,6 +57,12 @@ func (x *textIndex) set(row int, text string) {
 	for t, n := range counts {
 		distinct = append(distinct, t)
 		x.postings[t] = append(x.postings[t], posting{row: int32(row), tf: n})
+	}
+	clear(counts)
+	for _, t := range old {
+		if len(x.postings[t]) == 0 {
+			delete(x.postings, t)
+		}
 	}
 	x.terms[row], x.lens[row] = distinct, int32(len(terms))
 	x.total += int64(len(terms))
@@ -74,12 +77,17 @@ func (x *textIndex) search(terms []string, k int) []Hit {
 	avg := float64(x.total) / float64(n)
 	scores := make([]float32, n)
 	var touched []int32
-	seen := map[string]bool{}
-	for _, t := range terms {
-		if seen[t] {
+	var seen map[string]bool // a long query's terms seen; a short one's are scanned
+	if len(terms) > 32 {
+		seen = make(map[string]bool, len(terms))
+	}
+	for i, t := range terms {
+		if seen != nil && seen[t] || seen == nil && slices.Contains(terms[:i], t) {
 			continue
 		}
-		seen[t] = true
+		if seen != nil {
+			seen[t] = true
+		}
 		ps := x.postings[t]
 		if len(ps) == 0 {
 			continue

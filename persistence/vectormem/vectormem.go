@@ -28,6 +28,8 @@ type Store struct {
 	mu      sync.RWMutex
 	streams map[streamKey]*stream
 	closed  bool
+	// counts is the text index's scratch map (textIndex.set), used under mu's write lock.
+	counts map[string]int32
 }
 
 // streamKey names a stream of a tenant.
@@ -54,7 +56,7 @@ func New(dims int) (*Store, error) {
 	if dims < 1 {
 		return nil, fmt.Errorf("vectormem: %w: dimensions must be positive, got %d", persistence.ErrInvalid, dims)
 	}
-	return &Store{dims: dims, streams: map[streamKey]*stream{}}, nil
+	return &Store{dims: dims, streams: map[streamKey]*stream{}, counts: map[string]int32{}}, nil
 }
 
 // Dimensions implements persistence.VectorStore.
@@ -90,7 +92,7 @@ func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persiste
 		}
 		persistence.NormalizeInto(st.vecs[row], v.Values)
 		st.meta[row] = maps.Clone(v.Meta)
-		st.text.set(row, v.Text)
+		st.text.set(row, v.Text, s.counts)
 	}
 	return nil
 }

@@ -102,3 +102,32 @@ func TestSearchEqualsTopK(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexAndSearchTextAllocations: indexing a message, new or replacing one, and a
+// text search allocate for what they keep and return, not a map per message or query.
+func TestIndexAndSearchTextAllocations(t *testing.T) {
+	ctx := context.Background()
+	s, err := vectormem.New(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "the order ord-2024-0042 failed twice while retrying the payment of the customer"
+	v := []persistence.Vector{{Seq: 1, Values: []float32{1, 0, 0, 0}, Text: text}}
+	if err := s.Upsert(ctx, "t", "s", v); err != nil {
+		t.Fatal(err)
+	}
+	// The terms, the row's distinct terms and DeleteFunc's closure (the meta is nil: no
+	// clone).
+	replace := testing.AllocsPerRun(50, func() { _ = s.Upsert(ctx, "t", "s", v) })
+	// The terms, the scores, the heap, the hits.
+	search := testing.AllocsPerRun(50, func() { _, _ = s.SearchText(ctx, "t", "s", "order failed order payment", 3) })
+	seq := uint64(1)
+	// The same and the row's vector; the stream's slices and the postings grow now and then.
+	add := testing.AllocsPerRun(200, func() {
+		seq++
+		_ = s.Upsert(ctx, "t", "s", []persistence.Vector{{Seq: seq, Values: v[0].Values, Text: text}})
+	})
+	if replace > 3 || add > 4 || search > 5 {
+		t.Errorf("replacing a message allocates %v times, adding one %v, a text search %v: want at most 3, 4 and 5", replace, add, search)
+	}
+}

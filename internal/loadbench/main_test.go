@@ -1,0 +1,101 @@
+package loadbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fathom-agents/fathom/llm/mock"
+)
+
+// envMockScript, set in the environment of this test binary, makes it serve that mock
+// script (JSON) as the model server instead of running tests: the benchmarks that
+// measure the node's own CPU and memory run the model out of process.
+const envMockScript = "FATHOM_LOADBENCH_MOCK_SCRIPT"
+
+func TestMain(m *testing.M) {
+	if s := os.Getenv(envMockScript); s != "" {
+		if err := serveMock(s); err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench mock:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serveMock serves script on a free loopback port, prints "listening URL" on stdout and
+// returns when stdin closes (the parent ended or closed it).
+func serveMock(script string) error {
+	sc, err := mock.ParseScript([]byte(script))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // the parent closes stdin to stop us
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	srv := mock.New(mock.Config{Script: sc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	err = srv.ListenAndServe(ctx, "127.0.0.1:0", func(addr string) { fmt.Printf("listening http://%s\n", addr) })
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// startMockProcess runs the scripted model in a child process (this test binary, see
+// TestMain) and returns its base URL; the process ends with the benchmark. The child's
+// CPU and memory are not the node's, so the figures of the benchmark process are the
+// node's own (and its clients', which are light).
+func startMockProcess(b *testing.B, script string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), envMockScript+"="+script)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start the mock model process: %v", err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				urls <- u
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(30 * time.Second):
+		b.Fatal("the mock model process did not listen within 30 s")
+		return ""
+	}
+}
