@@ -58,6 +58,7 @@ func (s *pgServer) run(t *testing.T, verb string) string {
 // running: new commands fail with a clear 503, and once the server is back on the same
 // address the session finishes with every event stored exactly once.
 func TestPostgresOutageMidRun(t *testing.T) {
+	testenv.Faults(t)
 	pg := startPrivatePostgres(t)
 	script, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"},{\"id\":\"c\",\"type\":\"review\",\"description\":\"three\"}]}"},
