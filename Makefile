@@ -67,6 +67,7 @@ test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race (
 
 .PHONY: test-faults
 test-faults: ## Start the services, run the fault, heal and soak tests (kill -9, partitions, pauses, outages, rolling upgrade) with -race, stop them
+	@if [ -z "$(FAULT_TESTS)" ]; then echo "make test-faults: no test of cmd/fathom calls testenv.Faults(t)" >&2; exit 1; fi
 	@export FATHOM_PG_FAST=1 FATHOM_TEST_FAULTS=1; $(call with_services,$(GO) test -race -count=1 -timeout $(FAULTS_TIMEOUT) -run '^($(FAULT_TESTS))$$' ./cmd/fathom/)
 
 .PHONY: test-unit
