@@ -12,11 +12,17 @@ GO ?= go
 GOAL ?= Write a haiku about event sourcing
 STATICCHECK_VERSION ?= v0.8.2
 TEST_TIMEOUT ?= 20m
+# Tests marked t.Parallel() run this many at a time (they wait on subprocesses more than they compute).
+TEST_PARALLEL ?= 4
+FAULTS_TIMEOUT ?= 25m
 # Interleaved rounds of `make bench`; every row of BENCHMARKS.md is the median of the rounds.
 BENCH_ROUNDS ?= 5
 # Packages to test; override to narrow a run, e.g. `make test PKGS=./persistence/...`.
 PKGS ?= ./...
-# Size of `make soak` (TestSoak in cmd/fathom; `make test` runs its short variant: 10 sessions, 5 kills).
+# The fault, heal and soak tests: every test of cmd/fathom whose body calls testenv.Faults(t). They skip unless
+# FATHOM_TEST_FAULTS=1, which only `make test-faults` (and `make soak`, `make upgrade-soak`) set.
+FAULT_TESTS = $(shell awk '/^func Test/ {name = $$2; sub(/\050.*/, "", name)} /testenv[.]Faults\050t\051/ && name != "" {print name; name = ""}' cmd/fathom/*_test.go | paste -sd '|')
+# Size of `make soak` (TestSoak in cmd/fathom; `make test-faults` runs its short variant: 10 sessions, 5 kills).
 SOAK_SESSIONS ?= 100
 SOAK_KILLS ?= 50
 SOAK_TIMEOUT ?= 15m
@@ -54,10 +60,15 @@ run: ## Run one session on embedded defaults (mock LLM, no services): make run G
 	bin/fathom run "$(GOAL)"
 
 .PHONY: test
-test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race, stop the services
-	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS) && \
+test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race (the fault tests skip: make test-faults), stop the services
+	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS) && \
 		echo "== multi-member tests excluded from -race (Proto.Actor remoting races upstream)" && \
-		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' . ./cluster/... ./actors/session/ ./internal/node/)
+		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' . ./cluster/... ./actors/session/ ./internal/node/ ./internal/fathomtest/)
+
+.PHONY: test-faults
+test-faults: ## Start the services, run the fault, heal and soak tests (kill -9, partitions, pauses, outages, rolling upgrade) with -race, stop them
+	@if [ -z "$(FAULT_TESTS)" ]; then echo "make test-faults: no test of cmd/fathom calls testenv.Faults(t)" >&2; exit 1; fi
+	@export FATHOM_PG_FAST=1 FATHOM_TEST_FAULTS=1; $(call with_services,$(GO) test -race -count=1 -timeout $(FAULTS_TIMEOUT) -run '^($(FAULT_TESTS))$$' ./cmd/fathom/)
 
 .PHONY: test-unit
 test-unit: ## Run the tests without services (integration tests skip)
@@ -75,14 +86,14 @@ proto: ## Regenerate the Go code in messages/ (wire types) and messages/sessiong
 	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/sessiongrain/grain.proto
 
 .PHONY: soak
-soak: ## Kill -9 soak (not in make test): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
-	@export FATHOM_PG_FAST=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
+soak: ## Kill -9 soak (make test-faults runs a short variant): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
+	@export FATHOM_PG_FAST=1 FATHOM_TEST_FAULTS=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
 		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_CONSUL_CHECK_TTL=$(SOAK_CONSUL_CHECK_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
 
 .PHONY: upgrade-soak
-upgrade-soak: ## Rolling upgrade with sessions running (not in make test; a short variant is): 3 members of FROM replaced one by one by this tree; figures in upgrade.out (see RELIABILITY.md)
-	@$(call with_services,FATHOM_UPGRADE_FROM=$(FROM) FATHOM_UPGRADE_SESSIONS=$(UPGRADE_SESSIONS) FATHOM_UPGRADE_RUNNING=$(UPGRADE_RUNNING) \
+upgrade-soak: ## Rolling upgrade with sessions running (make test-faults runs a short variant): 3 members of FROM replaced one by one by this tree; figures in upgrade.out (see RELIABILITY.md)
+	@export FATHOM_TEST_FAULTS=1; $(call with_services,FATHOM_UPGRADE_FROM=$(FROM) FATHOM_UPGRADE_SESSIONS=$(UPGRADE_SESSIONS) FATHOM_UPGRADE_RUNNING=$(UPGRADE_RUNNING) \
 		FATHOM_UPGRADE_TIMEOUT=$(UPGRADE_TIMEOUT) FATHOM_UPGRADE_OUT=$(CURDIR)/upgrade.out \
 		$(GO) test -count=1 -timeout 25m -v -run '^TestUpgradeSoak$$' ./cmd/fathom/ | grep -E '^(upgrade:|--- |\s+upgradesoak_test|FAIL|ok)')
 

@@ -3,13 +3,13 @@ package fathom_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -73,11 +73,7 @@ func runAuditor(t *testing.T, id string, run fathom.AgentFunc, edit func(*fathom
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
 	cfg.Session.StepRetryDelay = 10 * time.Millisecond
 	cfg.Agents = []fathom.Agent{{Name: "auditor", Description: "Audits totals", Run: run}}
 	if edit != nil {
@@ -85,11 +81,7 @@ func runAuditor(t *testing.T, id string, run fathom.AgentFunc, edit func(*fathom
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: id, Goal: "Audit the totals"}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,12 @@ package fathom_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -22,19 +22,11 @@ func TestModelAnswerOverTheEventLimitFailsTheSession(t *testing.T) {
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"s","type":"custom","description":"write a lot"}]}`},
 		{SystemMatch: "FATHOM-ROLE: executor", Response: strings.Repeat("x", 900<<10)},
 	}}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
 
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = n.Close(ctx) }()
+	n := fathomtest.Start(t, cfg)
 	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "write a very long text"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -29,12 +29,8 @@ func TestApprovalThroughTheGoAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
 	var refunds atomic.Int32
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
 	cfg.Tools = []tools.Tool{tools.MustNew("refund", "Refunds an order.", tools.SandboxNone, func(_ context.Context, a struct {
 		Order string `json:"order"`
 	}) (any, error) {
@@ -47,11 +43,7 @@ func TestApprovalThroughTheGoAPI(t *testing.T) {
 	}
 	cfg.ApprovalTools = []string{"refund"}
 	ctx := context.Background()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(ctx)
+	n := fathomtest.Start(t, cfg)
 	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "refund order 42"})
 	if err != nil {
 		t.Fatal(err)
@@ -104,13 +96,9 @@ func TestApprovalRejectIsARejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
 	var refunds atomic.Int32
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
 	cfg.MetricsListen = "127.0.0.1:0"
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
 	cfg.Tools = []tools.Tool{
 		tools.MustNew("refund", "Refunds an order.", tools.SandboxNone, func(_ context.Context, a struct {
 			Order string `json:"order"`
@@ -128,11 +116,7 @@ func TestApprovalRejectIsARejection(t *testing.T) {
 	cfg.ApprovalTools = []string{"refund"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "refund order 42"})
 	if err != nil {
 		t.Fatal(err)

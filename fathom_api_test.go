@@ -3,7 +3,6 @@ package fathom_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +12,7 @@ import (
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
-	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/llm/mock"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
@@ -27,42 +25,6 @@ const stepsModel = `{"rules":[
  {"system_match":"FATHOM-ROLE: executor","response":"did {{find \"do ([A-Z]+)\" .Step}}","delay_ms":400}
 ]}`
 
-// startScripted starts a node on the embedded defaults whose model is the scripted mock
-// serving rules over HTTP (edit, when set, changes the config first).
-func startScripted(t *testing.T, rules string, edit func(*fathom.Config)) *fathom.Node {
-	t.Helper()
-	script, err := mock.ParseScript([]byte(rules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	t.Cleanup(model.Close)
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
-	if edit != nil {
-		edit(&cfg)
-	}
-	n, err := fathom.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close(context.Background()) })
-	return n
-}
-
-// waitStatus polls session id's state until its status is want.
-func waitStatus(ctx context.Context, t *testing.T, n *fathom.Node, id string, want messages.SessionStatus) *messages.SessionState {
-	t.Helper()
-	var st *messages.SessionState
-	var err error
-	testenv.Eventually(t, 30*time.Second, func() bool {
-		st, err = n.State(ctx, id)
-		return err == nil && st.GetStatus() == want
-	}, "session %s never reached %s (last: %v, %v)", id, want, st.GetStatus(), err)
-	return st
-}
-
 // TestGoAPIPauseResumeTimelineStateAt: a session started with its own config runs
 // with it; Pause (retried with its command id) stops it at a step boundary, Resume
 // lets it finish (a second resume is ErrFailedPrecondition); Timeline lists both steps;
@@ -72,7 +34,7 @@ func waitStatus(ctx context.Context, t *testing.T, n *fathom.Node, id string, wa
 func TestGoAPIPauseResumeTimelineStateAt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, nil)
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel})
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "pr-1", Goal: "do two things", Config: &fathom.SessionConfig{MaxSteps: 7, MaxLLMCalls: 40}},
 		fathom.WithCommandID("start-pr-1"))
 	if err != nil {
@@ -86,14 +48,14 @@ func TestGoAPIPauseResumeTimelineStateAt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_INTERRUPTED)
+	st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_INTERRUPTED)
 	if c := st.GetConfig(); c.GetMaxSteps() != 7 || c.GetMaxLlmCalls() != 40 {
 		t.Fatalf("the session's config %v, want max_steps 7 and max_llm_calls 40", c)
 	}
 	if err := n.Resume(ctx, id, nil, fathom.WithCommandID("resume-1")); err != nil {
 		t.Fatal(err)
 	}
-	st = waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	st = fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	if st.GetResult() != "did BETA" {
 		t.Fatalf("result %q", st.GetResult())
 	}
@@ -135,7 +97,7 @@ func TestGoAPIPauseResumeTimelineStateAt(t *testing.T) {
 func TestGoAPIBreakpointAndResumeWithAModifiedStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, nil)
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel})
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "bp-1", Goal: "do two things"})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +109,7 @@ func TestGoAPIBreakpointAndResumeWithAModifiedStep(t *testing.T) {
 	if _, err := n.SetBreakpoint(ctx, id, &fathom.Breakpoint{Id: "other", StepId: "s9"}); err != nil {
 		t.Fatal(err)
 	}
-	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_INTERRUPTED)
+	st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_INTERRUPTED)
 	if st.GetInterrupt().GetStepId() != "s2" || st.GetInterrupt().GetBreakpointId() != bp {
 		t.Fatalf("interrupt %v, want before s2 by %s", st.GetInterrupt(), bp)
 	}
@@ -163,7 +125,7 @@ func TestGoAPIBreakpointAndResumeWithAModifiedStep(t *testing.T) {
 	if err := n.Resume(ctx, id, &fathom.PlanStep{Id: "s2", Description: "do GAMMA"}); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "did GAMMA" {
+	if st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "did GAMMA" {
 		t.Fatalf("result %q, want the edited step's", st.GetResult())
 	}
 }
@@ -176,12 +138,12 @@ func TestGoAPIBreakpointAndResumeWithAModifiedStep(t *testing.T) {
 func TestGoAPIForkWithAModifiedStepRunsTheEditedStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, nil)
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel})
 	src, err := n.StartSession(ctx, fathom.SessionRequest{ID: "src-1", Goal: "do two things"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := waitStatus(ctx, t, n, src, messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "did BETA" {
+	if st := fathomtest.WaitStatus(ctx, t, n, src, messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "did BETA" {
 		t.Fatalf("source result %q", st.GetResult())
 	}
 	req := fathom.ForkRequest{NewID: "fork-1", At: fathom.At{StepIndex: 1}, ModifiedStep: &fathom.PlanStep{Id: "s2", Description: "do DELTA"}}
@@ -189,7 +151,7 @@ func TestGoAPIForkWithAModifiedStepRunsTheEditedStep(t *testing.T) {
 	if err != nil || id != "fork-1" {
 		t.Fatalf("fork: %q, %v", id, err)
 	}
-	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	if st.GetResult() != "did DELTA" {
 		t.Fatalf("the fork's result %q, want the edited step's", st.GetResult())
 	}
@@ -232,7 +194,7 @@ func TestGoAPIForkWithAModifiedStepRunsTheEditedStep(t *testing.T) {
 func TestGoAPIErrorsAreTypedValues(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, nil)
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel})
 	alice := auth.WithPrincipal(ctx, auth.Principal{Subject: "alice", Tenant: "acme"})
 	bob := auth.WithPrincipal(ctx, auth.Principal{Subject: "bob", Tenant: "globex", Roles: []auth.Role{auth.RoleOperator}})
 	viewer := auth.WithPrincipal(ctx, auth.Principal{Subject: "vic", Tenant: "acme", Roles: []auth.Role{auth.RoleViewer}})
@@ -240,7 +202,7 @@ func TestGoAPIErrorsAreTypedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 
 	calls := map[string]func(ctx context.Context, id string) error{
 		"State":    func(c context.Context, id string) error { _, err := n.State(c, id); return err },
@@ -318,7 +280,7 @@ func second[T any](_ T, err error) error { return err }
 func TestGoAPIListFiltersAndPages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, nil)
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel})
 	alice := auth.WithPrincipal(ctx, auth.Principal{Subject: "alice", Tenant: "acme"})
 	bob := auth.WithPrincipal(ctx, auth.Principal{Subject: "bob", Tenant: "globex"})
 	for _, s := range []struct {
@@ -328,7 +290,7 @@ func TestGoAPIListFiltersAndPages(t *testing.T) {
 		if _, err := n.StartSession(s.ctx, fathom.SessionRequest{ID: s.id, Goal: s.goal}); err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(ctx, t, n, s.id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+		fathomtest.WaitStatus(ctx, t, n, s.id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	}
 	ids := func(l fathom.SessionList) string {
 		var out []string
@@ -370,10 +332,10 @@ func TestGoAPIApproveEditReject(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var refunded []string
-	n := startScripted(t, `{"rules":[
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s\",\"type\":\"custom\",\"description\":\"refund it\"}]}"},
 		{"tool_match":".","response":"done: {{.Tool}}"},
-		{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"refund","arguments":"{\"order\":\"42\"}"}]}]}`, func(c *fathom.Config) {
+		{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"refund","arguments":"{\"order\":\"42\"}"}]}]}`, Edit: func(c *fathom.Config) {
 		c.Tools = []tools.Tool{tools.MustNew("refund", "Refunds an order.", tools.SandboxNone, func(_ context.Context, a struct {
 			Order string `json:"order"`
 		}) (any, error) {
@@ -383,13 +345,13 @@ func TestGoAPIApproveEditReject(t *testing.T) {
 			return "refunded " + a.Order, nil
 		})}
 		c.ApprovalTools = []string{"refund"}
-	})
+	}})
 	start := func(id string) {
 		t.Helper()
 		if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: id, Goal: "refund order 42"}); err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
+		fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_AWAITING_HUMAN)
 	}
 	start("edit-1")
 	for range 2 {
@@ -397,21 +359,21 @@ func TestGoAPIApproveEditReject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := waitStatus(ctx, t, n, "edit-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "done: refunded 43" {
+	if st := fathomtest.WaitStatus(ctx, t, n, "edit-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "done: refunded 43" {
 		t.Fatalf("edited: result %q", st.GetResult())
 	}
 	start("reject-1")
 	if err := n.Reject(ctx, "reject-1", "s", "not this one"); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitStatus(ctx, t, n, "reject-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); !strings.Contains(st.GetResult(), "not this one") {
+	if st := fathomtest.WaitStatus(ctx, t, n, "reject-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); !strings.Contains(st.GetResult(), "not this one") {
 		t.Fatalf("rejected: result %q", st.GetResult())
 	}
 	start("approve-1")
 	if err := n.Approve(ctx, "approve-1", "s"); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitStatus(ctx, t, n, "approve-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "done: refunded 42" {
+	if st := fathomtest.WaitStatus(ctx, t, n, "approve-1", messages.SessionStatus_SESSION_STATUS_COMPLETED); st.GetResult() != "done: refunded 42" {
 		t.Fatalf("approved: result %q", st.GetResult())
 	}
 	mu.Lock()
@@ -439,7 +401,7 @@ func TestGoAPIArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	arts, err := n.Artifacts(alice, id)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package fathom_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -26,16 +26,8 @@ func TestNodeCallsWithCommandIDAreIdempotent(t *testing.T) {
 	for i := range script.Rules {
 		script.Rules[i].DelayMS = 300
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
+	n := fathomtest.Start(t, cfg)
 	id, err := n.StartSession(ctx, fathom.SessionRequest{ID: "cmd-1", Goal: "Explain event sourcing in one sentence"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +69,7 @@ func TestNodeRefusesUnicodeFormatSessionIDs(t *testing.T) {
 	defer cancel()
 	cfg := fathom.DefaultConfig()
 	cfg.DataDir = t.TempDir()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	for id, rule := range map[string]string{"\u202eevil": "category Cf", "cafe\u0301": "NFC", "a\u2029b": "category Zp"} {
 		if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: id, Goal: "x"}); !errors.Is(err, messages.ErrInvalidSessionID) || !strings.Contains(err.Error(), rule) {
 			t.Fatalf("StartSession(%q) = %v, want ErrInvalidSessionID naming %q", id, err, rule)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -14,12 +15,12 @@ import (
 func TestGoAPIOnTheMemoryJournal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startScripted(t, stepsModel, func(c *fathom.Config) { c.DataDir, c.Journal = "", "memory" })
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: stepsModel, Edit: func(c *fathom.Config) { c.DataDir, c.Journal = "", "memory" }})
 	id, err := n.StartSession(ctx, fathom.SessionRequest{Goal: "two steps"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	if st.GetResult() == "" {
 		t.Fatalf("completed without a result: %v", st)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -27,23 +27,15 @@ import (
 func TestNodeQuotasRefuseAStartOverMaxRunningSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	model := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+	cfg := fathomtest.Config(t, fathomtest.Model(t, mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
-	}, Default: "done"}}).Handler())
-	defer model.Close()
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	}, Default: "done"}))
 	cfg.Quotas = fathom.Quotas{Default: fathom.TenantLimits{Weight: 1, MaxRunningSessions: 1}}
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-1", Goal: "a slow one"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = n.StartSession(ctx, fathom.SessionRequest{ID: "run-2", Goal: "one too many"})
+	_, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-2", Goal: "one too many"})
 	var ge *cluster.GrainErrorResponse
 	if !errors.As(err, &ge) || ge.Reason != messages.ErrorReason_RESOURCE_EXHAUSTED.String() || ge.GetMetadata()[messages.RetryAfterKey] != "5" {
 		t.Fatalf("second start: %v, want RESOURCE_EXHAUSTED with %s 5", err, messages.RetryAfterKey)
@@ -87,25 +79,17 @@ func (s *syncBuffer) String() string {
 func TestStartQueueWaitsForARunningSessionToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	model := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
-		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
-	}, Default: "done"}}).Handler())
-	defer model.Close()
 	var logs syncBuffer
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
+	cfg := fathomtest.Config(t, fathomtest.Model(t, mock.Script{Rules: []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
+	}, Default: "done"}))
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
 	cfg.Quotas = fathom.Quotas{Default: fathom.TenantLimits{Weight: 1, MaxRunningSessions: 1},
 		Named: map[string]fathom.TenantLimits{
 			auth.DefaultTenant: {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 60 * time.Second},
 			"brief":            {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 700 * time.Millisecond},
 		}}
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "run-1", Goal: "a slow one"}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +128,7 @@ func TestStartQueueWaitsForARunningSessionToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	_, err = n.StartSession(brief, fathom.SessionRequest{ID: "brief-2", Goal: "gives up"})
+	_, err := n.StartSession(brief, fathom.SessionRequest{ID: "brief-2", Goal: "gives up"})
 	if !errors.Is(err, fathom.ErrResourceExhausted) || time.Since(began) < 700*time.Millisecond {
 		t.Fatalf("a start past the queue time: %v after %s, want ErrResourceExhausted after 700ms", err, time.Since(began))
 	}

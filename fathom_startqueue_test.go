@@ -20,6 +20,7 @@ import (
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
@@ -29,20 +30,12 @@ import (
 // session runs until it is cancelled), and serves its gateway.
 func queueNode(ctx context.Context, t *testing.T) (*fathom.Node, *httptest.Server) {
 	t.Helper()
-	model := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
+	cfg := fathomtest.Config(t, fathomtest.Model(t, mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
-	}, Default: "done"}}).Handler())
-	t.Cleanup(model.Close)
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	}, Default: "done"}))
 	cfg.Quotas = fathom.Quotas{Default: fathom.TenantLimits{Weight: 1},
 		Named: map[string]fathom.TenantLimits{auth.DefaultTenant: {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 60 * time.Second}}}
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close(context.Background()) })
+	n := fathomtest.Start(t, cfg)
 	h, err := n.Gateway(ctx, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)

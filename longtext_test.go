@@ -3,13 +3,13 @@ package fathom_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
@@ -35,11 +35,8 @@ func TestSessionsWithTextWithoutSpacesComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
+	cfg.LLM.Model = "gpt-4o-mini"
 	cfg.Session.StepRetryDelay = 10 * time.Millisecond
 	cfg.Tools = []tools.Tool{tools.MustNew("dump", "Returns a megabyte without a space.", tools.SandboxNone,
 		func(context.Context, struct{}) (any, error) { return strings.Repeat("x", 1<<20), nil })}
@@ -47,11 +44,7 @@ func TestSessionsWithTextWithoutSpacesComplete(t *testing.T) {
 	// Each count of these texts took minutes; the whole session takes seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	goal := strings.Repeat("a", 65000)
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "long-goal", Goal: goal}); err != nil {
 		t.Fatal(err)
@@ -95,22 +88,15 @@ func TestCancelledSessionStopsCounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: sc}).Handler())
-	defer model.Close()
 	tok, err := memory.TokenizerForModel("gpt-4o-mini", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, sc))
+	cfg.LLM.Model = "gpt-4o-mini"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	before := tok.Stats()
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "long-answer", Goal: "Plan it."}); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/backends"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -66,12 +67,8 @@ func TestLargeToolResultsAreStoredAsArtifacts(t *testing.T) {
 		{ToolMatch: ".", Response: "a note is missing"},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "bigfile", Arguments: "{}"}, {Name: "docs__blob", Arguments: "{}"}, {Name: "bigfail", Arguments: "{}"}}},
 	}}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer model.Close()
 
-	cfg := fathom.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
+	cfg := fathomtest.Config(t, fathomtest.Model(t, script))
 	cfg.MCPServers = []fathom.MCPServer{{Name: "docs", URL: mcpHTTP.URL}}
 	cfg.Tools = []tools.Tool{tools.MustNew("bigfile", "Returns a large file.", tools.SandboxNone, func(context.Context, struct{}) (any, error) {
 		return goOut, nil

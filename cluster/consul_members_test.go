@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,10 +85,36 @@ func TestProviderShutdownEndsHungAgentCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test's side of the agent accepts connections and never answers on them.
+	conns := make(chan net.Conn, 1)
+	stop := make(chan struct{})
+	var accepting sync.WaitGroup
+	accepting.Add(1)
+	go func() {
+		defer accepting.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case conns <- c:
+			case <-stop:
+				_ = c.Close()
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); _ = ln.Close(); accepting.Wait() }()
 	p.started, p.id, p.lastBeat = true, "hung.0", time.Now()
 	p.wg.Add(1)
 	go p.heartbeat()
-	time.Sleep(500 * time.Millisecond) // the first beat (at TTL/3) hangs on the agent
+	select { // the first beat (at TTL/3) is in flight, hung on the agent
+	case c := <-conns:
+		defer c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heartbeat never called the agent")
+	}
 	began := time.Now()
 	err = p.Shutdown(true)
 	took := time.Since(began)

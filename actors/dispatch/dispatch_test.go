@@ -8,19 +8,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/fathom-agents/fathom/internal/testenv"
+)
 
 // A mailbox never waits for a worker: with every worker blocked, new work still runs.
 func TestScheduleNeverWaitsForABusyWorker(t *testing.T) {
@@ -31,7 +21,7 @@ func TestScheduleNeverWaitsForABusyWorker(t *testing.T) {
 	for range 8 {
 		p.Schedule(func() { blocked.Add(1); <-release })
 	}
-	waitFor(t, "8 blocked workers", func() bool { return blocked.Load() == 8 })
+	testenv.Eventually(t, 5*time.Second, func() bool { return blocked.Load() == 8 }, "8 blocked workers")
 	ran := make(chan struct{})
 	p.Schedule(func() { close(ran) })
 	select {
@@ -49,14 +39,14 @@ func TestIdleWorkerTakesNextWork(t *testing.T) {
 	<-done
 	// The worker is now idle on p.work: a non-blocking hand-over succeeds.
 	got := make(chan struct{})
-	waitFor(t, "an idle worker", func() bool {
+	testenv.Eventually(t, 5*time.Second, func() bool {
 		select {
 		case p.work <- func() { close(got) }:
 			return true
 		default:
 			return false
 		}
-	})
+	}, "an idle worker")
 	<-got
 }
 
@@ -69,7 +59,7 @@ func TestIdleWorkersExit(t *testing.T) {
 		p.Schedule(func() { <-release })
 	}
 	close(release)
-	waitFor(t, "idle workers to exit", func() bool { return runtime.NumGoroutine() <= before })
+	testenv.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before }, "idle workers to exit")
 }
 
 // The pool runs a real actor's mailbox: requests are answered in order.

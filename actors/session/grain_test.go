@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/persistence/bolt"
 	"github.com/fathom-agents/fathom/persistence/journaltest"
+	"github.com/fathom-agents/fathom/persistence/memjournal"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -59,7 +61,17 @@ type harnessOpts struct {
 	log *slog.Logger
 }
 
+// openJournal is the journal of a test of the grain: in memory (persistence/memjournal),
+// since the grain's behaviour does not depend on the backend and every backend passes
+// the same conformance suite (persistence/journaltest). The tests of the durable path
+// (reactivation_test.go) use openBoltJournal, the PostgreSQL ones their own database.
 func openJournal(t testing.TB) persistence.SessionStore {
+	t.Helper()
+	return memjournal.NewStore(memjournal.Options{}).Open()
+}
+
+// openBoltJournal is the embedded journal, a file in a temporary directory.
+func openBoltJournal(t testing.TB) persistence.SessionStore {
 	t.Helper()
 	j, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{})
 	if err != nil {
@@ -361,8 +373,15 @@ func TestJournalOutageLosesNothingAndRecovers(t *testing.T) {
 	}
 	// Take the journal away while the first step's call is in flight.
 	testenv.Eventually(t, 10*time.Second, func() bool { return count(storedEvents(t, fj, "s1"), "step_started") > 0 }, "no step started")
+	var refused atomic.Int64 // appends of s1 the journal refused while down
+	fj.OnAppend(func(stream string, _ []persistence.Record, _ uint64, err error) {
+		if stream == "s1" && errors.Is(err, errDown) {
+			refused.Add(1)
+		}
+	})
 	fj.Down(errDown)
-	time.Sleep(800 * time.Millisecond)
+	// The outage lasts until the session has met it: its step's answer could not be stored.
+	testenv.Eventually(t, 10*time.Second, func() bool { return refused.Load() > 0 }, "no append of s1 was refused while the journal was down")
 	fj.Up()
 	evs := waitTerminal(t, fj, "s1", 30*time.Second)
 	if evs[len(evs)-1].Type() != "session_completed" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
+	"github.com/fathom-agents/fathom/persistence/journaltest"
 	"github.com/fathom-agents/fathom/persistence/postgres"
 )
 
@@ -38,7 +41,18 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	h := startHarness(t, harnessOpts{journal: j, script: slowSteps(t)})
+	// The wrapper sets no fault: it reports which sessions met the outage (a refused append).
+	var mu sync.Mutex
+	refused := map[string]bool{}
+	fj := journaltest.NewFaulty(j)
+	fj.OnAppend(func(stream string, _ []persistence.Record, _ uint64, err error) {
+		if err != nil {
+			mu.Lock()
+			refused[stream] = true
+			mu.Unlock()
+		}
+	})
+	h := startHarness(t, harnessOpts{journal: fj, script: slowSteps(t)})
 
 	running := []string{"pg-1", "pg-2", "pg-3"}
 	for _, id := range running {
@@ -64,7 +78,17 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 	if strings.Contains(strings.ToLower(ge.Message), "internal") {
 		t.Fatalf("start during the outage: %q reads as an internal error", ge.Message)
 	}
-	time.Sleep(3 * time.Second) // the outage lasts a while: the running sessions' steps end and their appends fail
+	// The outage lasts until every running session has met it: a step ended and its append failed.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range running {
+			if !refused[id] {
+				return false
+			}
+		}
+		return true
+	}, "not every running session of %v had an append refused during the outage", running)
 	proxy.SetCut(false)
 
 	testenv.Eventually(t, 30*time.Second, func() bool {

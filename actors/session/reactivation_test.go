@@ -30,7 +30,7 @@ func indexEntry(t *testing.T, j persistence.Journal, id string) (persistence.Ind
 // due now, leased by the hosting member; once it completes the row says completed with
 // no due time (the reactivator leaves it alone).
 func TestIndexAndLeaseFollowTheSession(t *testing.T) {
-	j := openJournal(t)
+	j := openBoltJournal(t)
 	t.Cleanup(func() { _ = j.Close() })
 	sc := rawScript(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"}]}"},
@@ -62,7 +62,7 @@ func TestIndexAndLeaseFollowTheSession(t *testing.T) {
 // again: the new node's reactivator finds it in the session index (due, unleased) and
 // activates it.
 func TestRunningSessionContinuesWhenANodeStartsWithoutAnyRequest(t *testing.T) {
-	j := openJournal(t)
+	j := openBoltJournal(t)
 	t.Cleanup(func() { _ = j.Close() })
 	sc := rawScript(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"}]}"},
@@ -86,7 +86,7 @@ func TestRunningSessionContinuesWhenANodeStartsWithoutAnyRequest(t *testing.T) {
 // TestDeadlineDueWhileEveryNodeWasDownFiresOnStart: a human-input deadline that passes
 // while no node runs fires within 5 s of the first node starting, with no client request.
 func TestDeadlineDueWhileEveryNodeWasDownFiresOnStart(t *testing.T) {
-	j := openJournal(t)
+	j := openBoltJournal(t)
 	t.Cleanup(func() { _ = j.Close() })
 	sc := humanStepScript(t, `,\"interrupt_timeout_ms\":300,\"default_action\":\"continue\"`)
 	h := startHarness(t, harnessOpts{journal: j, script: sc})

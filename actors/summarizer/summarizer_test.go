@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/fathom-agents/fathom/actors/summarizer"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
 )
@@ -75,18 +76,6 @@ func ask(system *actor.ActorSystem, pid *actor.PID, session string, in memory.Su
 		ch <- res
 	}()
 	return ch
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func wait(t *testing.T, ch <-chan any) any {
@@ -177,7 +166,7 @@ func TestOneJobPerSessionCoalesced(t *testing.T) {
 	slow := input(1)
 	slow.Messages[0].Content = "slow"
 	first := ask(system, pid, "s", slow)
-	waitFor(t, "the first job to reach the model", func() bool { return p.calls.Load() > 0 })
+	testenv.Eventually(t, 10*time.Second, func() bool { return p.calls.Load() > 0 }, "the first job to reach the model")
 	// Sends from one goroutine reach the pool's mailbox in order: second is queued before third.
 	second := ask(system, pid, "s", slow)
 	third := ask(system, pid, "s", input(5))
@@ -258,7 +247,7 @@ func TestFailures(t *testing.T) {
 	blocked := input(1)
 	blocked.Messages[0].Content = "block"
 	a := ask(system, pid, "a", blocked)
-	waitFor(t, "the blocking job to reach the model", func() bool { return p.calls.Load() >= 3 })
+	testenv.Eventually(t, 10*time.Second, func() bool { return p.calls.Load() >= 3 }, "the blocking job to reach the model")
 	b := ask(system, pid, "b", input(1)) // waits for the one worker; queued before c (one sender, one mailbox)
 	if f, ok := wait(t, ask(system, pid, "c", input(1))).(*summarizer.Failure); !ok || !errors.Is(f.Err, summarizer.ErrOverloaded) {
 		t.Fatalf("overloaded: %+v", f)

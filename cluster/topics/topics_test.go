@@ -14,6 +14,7 @@ import (
 
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -59,17 +60,6 @@ func (c *collector) snapshot() []any {
 	return append([]any(nil), c.msgs...)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func event(id string, seq uint64) *messages.Event {
 	return &messages.Event{SessionId: id, Seq: seq, Payload: &messages.Event_StepStarted{StepStarted: &messages.StepStarted{StepId: "s1"}}}
 }
@@ -96,7 +86,7 @@ func TestSessionEventsReachSubscribersInOrder(t *testing.T) {
 		t.Fatal("the session's topic actor is not active")
 	}
 	p.Event(&messages.Event{SessionId: "a", Seq: count, Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{}}})
-	waitFor(t, "every event of session a", func() bool { return len(col.snapshot()) >= count })
+	testenv.Eventually(t, 10*time.Second, func() bool { return len(col.snapshot()) >= count }, "every event of session a")
 	got := col.snapshot()
 	if len(got) != count {
 		t.Fatalf("received %d messages, want %d", len(got), count)
@@ -107,10 +97,10 @@ func TestSessionEventsReachSubscribersInOrder(t *testing.T) {
 			t.Fatalf("message %d is session %q seq %d, want session a seq %d", i, ev.GetSessionId(), ev.GetSeq(), i+1)
 		}
 	}
-	waitFor(t, "the finished session's topic actor to stop", func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		_, alive := n.System().ProcessRegistry.GetLocal(topic.Id)
 		return !alive
-	})
+	}, "the finished session's topic actor to stop")
 	if d := p.Dropped(); d != 0 {
 		t.Fatalf("dropped %d messages with room in the queue", d)
 	}
@@ -128,7 +118,7 @@ func TestRestartsAndCloseDrops(t *testing.T) {
 	}
 	p := topics.NewPublisher(c, topics.Options{})
 	p.Restart(&messages.RestartRecord{Seq: 1, Node: n.Address(), Actor: "x/y", Kind: "step_runner", Reason: "boom", Directive: "restart", Count: 1})
-	waitFor(t, "the restart record", func() bool { return len(col.snapshot()) == 1 })
+	testenv.Eventually(t, 10*time.Second, func() bool { return len(col.snapshot()) == 1 }, "the restart record")
 	if r := col.snapshot()[0].(*messages.RestartRecord); r.GetReason() != "boom" || r.GetNode() != n.Address() {
 		t.Fatalf("received %v", r)
 	}

@@ -12,6 +12,7 @@ import (
 // TestA2AAgentsFromConfig: an a2a_agents entry becomes a Go-function agent; one without
 // a description takes its agent card's, and an unreachable one fails the start naming it.
 func TestA2AAgentsFromConfig(t *testing.T) {
+	t.Parallel()
 	card := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/.well-known/agent-card.json" {
 			http.NotFound(w, r)

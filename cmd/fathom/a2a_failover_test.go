@@ -91,6 +91,7 @@ func a2aStream(t *testing.T, url, id string, lastEventID uint64, out chan<- a2aF
 // session and the two streams together carry every event exactly once, up to
 // TASK_STATE_COMPLETED.
 func TestA2AStreamResumesOnAnotherNodeAfterKill(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	model := startMockLLM(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[`+

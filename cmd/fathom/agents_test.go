@@ -27,6 +27,7 @@ Step {{.Step.ID}}: {{.Step.Description}}
 // (the requests name it) and only its tools (a call to another tool is refused, its own
 // tool runs); its hand-off is in the journal.
 func TestRunWithACustomAgentFromAConfigFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := `agents:
   - name: analyst
@@ -103,6 +104,7 @@ func TestRunWithACustomAgentFromAConfigFile(t *testing.T) {
 // the file, the line and the key; so does, once the MCP servers are connected, a tool of
 // a configured server that the server does not offer.
 func TestBadAgentsSectionFailsTheStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fathom.yaml")
 	for _, tc := range []struct{ yaml, want string }{

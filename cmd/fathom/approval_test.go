@@ -35,6 +35,7 @@ func approvalModel(t *testing.T) (env []string, cfgPath string) {
 // bad edit is refused and the request keeps waiting; an edit runs the call once with the
 // edited arguments.
 func TestApprovalWithRunAndSessionInput(t *testing.T) {
+	t.Parallel()
 	env, cfgPath := approvalModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, env, "run", "--config", cfgPath, "--data-dir", data, "--json", "--session-id", "a1", "save notes")
@@ -92,6 +93,7 @@ func TestApprovalWithRunAndSessionInput(t *testing.T) {
 // /v1/sessions/{id}/input refuses a malformed decision (400) and a reject gives the
 // model the message as the call's rejected error.
 func TestApprovalOverTheGateway(t *testing.T) {
+	t.Parallel()
 	env, cfgPath := approvalModel(t)
 	const tok = "approval-token"
 	p := startNode(t, append(env, "FATHOM_CONFIG="+cfgPath), "--data-dir", t.TempDir(), "--token", tok)

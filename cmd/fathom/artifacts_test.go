@@ -163,6 +163,7 @@ func checkArtifactsCommand(t *testing.T, id string, flags ...string) {
 // file is in DATA_DIR/artifacts, and `fathom session artifacts` lists and downloads it,
 // from the journal and through a node's gateway.
 func TestArtifactsEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := artifactModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	id := runArtifactSession(t, cleanEnv("OPENAI_BASE_URL="+base, "OPENAI_API_KEY=k"), "--data-dir", data)
@@ -222,6 +223,7 @@ func TestArtifactsEndToEnd(t *testing.T) {
 // the session removes its files, those from before tenancy too, and nothing of the
 // other tenant's.
 func TestArtifactsKeyedByTenant(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	data := t.TempDir()
 	n := startNode(t, cleanEnv(), "--data-dir", data, "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
@@ -280,6 +282,7 @@ func TestArtifactsKeyedByTenant(t *testing.T) {
 // TestArtifactsOnS3: the same session with the artifact store in MinIO, configured by
 // the FATHOM_S3_* environment; the data dir holds no artifact.
 func TestArtifactsOnS3(t *testing.T) {
+	t.Parallel()
 	m := testenv.MinIOServer(t)
 	base := artifactModel(t)
 	data := filepath.Join(t.TempDir(), "data")

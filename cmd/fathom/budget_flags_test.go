@@ -55,6 +55,7 @@ func TestDefaultMaxLLMCallsFitsDeepAgents(t *testing.T) {
 // TestBudgetFailureNamesTheFlag: a session stopped by its LLM-call budget says which
 // flag raises it.
 func TestBudgetFailureNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "run", "--data-dir", t.TempDir(), "--max-llm-calls", "1", "Explain virtual actors")
 	if r.code != 1 || !strings.Contains(r.stderr, "session budget exceeded") || !strings.Contains(r.stderr, "--max-llm-calls (env FATHOM_MAX_LLM_CALLS)") {
 		t.Fatalf("exit %d, want 1 naming --max-llm-calls:\n%s", r.code, r.stderr)
@@ -65,6 +66,7 @@ func TestBudgetFailureNamesTheFlag(t *testing.T) {
 // orchestrator's calls of a turn, not the session's) and what --at means (right after
 // step number N, not after N steps).
 func TestBoundFlagsSayWhatTheyBound(t *testing.T) {
+	t.Parallel()
 	h := fathom(t, cleanEnv(), "run", "-h")
 	line := regexp.MustCompile(`(?m)^  -max-iterations uint\n.*$`).FindString(h.stderr)
 	if !strings.Contains(line, "orchestrator in one turn") || !strings.Contains(line, "--max-llm-calls") || strings.Contains(line, "per session") {

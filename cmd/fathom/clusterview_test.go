@@ -26,6 +26,7 @@ func clusterMember(body map[string]any, addr string) map[string]any {
 // hosts; once A is killed (SIGKILL), B's GET /v1/cluster lists it as departed, dropped
 // as dead, with the sessions B took over from it, and no longer among the members.
 func TestClusterViewShowsADeadMember(t *testing.T) {
+	t.Parallel()
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"

@@ -45,6 +45,7 @@ func consoleConfig(t *testing.T, n *nodeProc) (cfg map[string]any, csp string) {
 // console without a token, that the console's Content-Security-Policy lets it reach the
 // issuer's origin only then, and that the flag needs --oidc-issuer.
 func TestConsoleOIDCConfig(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	n := startNode(t, cleanEnv("FATHOM_CONSOLE_OIDC_CLIENT_ID="+consoleClientID), "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(),
 		"--oidc-audience", testissuer.DefaultAudience)
@@ -79,6 +80,7 @@ func TestConsoleOIDCConfig(t *testing.T) {
 // alice of acme in at once, exchanges the code with its PKCE verifier, and shows acme's
 // session, not globex's; a redirect back with a tampered state is refused.
 func TestConsoleOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	playwright, chromium := testenv.ConsoleBrowser(t)
 	node, err := exec.LookPath("node")
 	if err != nil {

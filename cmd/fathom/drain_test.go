@@ -111,6 +111,7 @@ func checkRanOnce(t *testing.T, c *faultCluster, id, counter string) {
 // once, A's /readyz says it is draining, and node B continues the session to its end:
 // the tool ran once per call, no event lost or duplicated.
 func TestDrainFinishesToolCallAcrossNodes(t *testing.T) {
+	testenv.Faults(t)
 	c, a, _, id, counter := drainCluster(t)
 	if code, body := httpJSON(t, "POST", a.url+"/v1/node/drain", "r", nil); code != 403 {
 		t.Fatalf("drain with a read-only token: %d %v, want 403", code, body)
@@ -134,6 +135,7 @@ func TestDrainFinishesToolCallAcrossNodes(t *testing.T) {
 // instead of the drain command: the node lets the running tool call finish (within its
 // --shutdown-timeout) before it hands the session over, so B does not run it again.
 func TestSIGTERMDrainsAcrossNodes(t *testing.T) {
+	testenv.Faults(t)
 	c, a, _, id, counter := drainCluster(t)
 	a.stop(t)
 	if n := c.countType(id, "tool_result"); n < 1 {
@@ -146,6 +148,7 @@ func TestSIGTERMDrainsAcrossNodes(t *testing.T) {
 // and a bad drain_timeout in the configuration file are usage errors (exit 2) naming
 // the setting; the flag overrides a bad environment value.
 func TestDrainTimeoutUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("drain_timeout: soon\n"), 0o600); err != nil {

@@ -11,6 +11,7 @@ import (
 // refuse is refused from the journal, before an in-process node starts (an unknown
 // session leaves no data dir behind), and neither prints the demo-model notice.
 func TestCancelAndDeleteRefusedBeforeANodeStarts(t *testing.T) {
+	t.Parallel()
 	empty := filepath.Join(t.TempDir(), "data")
 	for _, sub := range []string{"cancel", "delete"} {
 		r := fathom(t, cleanEnv(), "session", sub, "--data-dir", empty, "no-such")

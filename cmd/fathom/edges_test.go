@@ -23,6 +23,7 @@ import (
 // artifacts on a data dir that does not exist answer at once (no session; the others
 // "not found", exit 1) and leave no data dir or journal behind.
 func TestReadOnlyCommandsNeverCreateTheDataDir(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "never-used")
 	for _, c := range []struct {
 		args []string
@@ -86,6 +87,7 @@ func smashJournalPage(t *testing.T, path string) []byte {
 // overwritten is refused by run (nothing written into it) and by the reading commands,
 // with an error naming the file.
 func TestCorruptJournalPageIsRefused(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	for _, goal := range []string{"Write a haiku about event sourcing", "Explain virtual actors"} {
 		if r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", goal); r.code != 0 {
@@ -116,6 +118,7 @@ func TestCorruptJournalPageIsRefused(t *testing.T) {
 // TestSessionWatchOfAnUnknownSessionFails: watch answers "not found" (exit 1) at once,
 // from the journal and through a node, instead of waiting silently.
 func TestSessionWatchOfAnUnknownSessionFails(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	if r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku about event sourcing"); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
@@ -136,6 +139,7 @@ func TestSessionWatchOfAnUnknownSessionFails(t *testing.T) {
 // TestSessionSubcommandHelpListsOnlyItsOwnFlags: `fathom session SUB -h` lists the
 // flags SUB takes and none of its siblings'.
 func TestSessionSubcommandHelpListsOnlyItsOwnFlags(t *testing.T) {
+	t.Parallel()
 	flagLine := func(name string) *regexp.Regexp {
 		return regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `(\s|$)`)
 	}
@@ -173,6 +177,7 @@ func TestSessionSubcommandHelpListsOnlyItsOwnFlags(t *testing.T) {
 // --from` join a session after its plan: steps are still numbered against the plan
 // (2/2, not 2/0) and the duration is the session's (not an overflowed 2562047h).
 func TestContinuedSessionShowsItsPlanAndDuration(t *testing.T) {
+	t.Parallel()
 	env := humanModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	if r := fathom(t, env, "run", "--data-dir", data, "--session-id", "c1", "print copies"); r.code != 3 {
@@ -211,6 +216,7 @@ func TestContinuedSessionShowsItsPlanAndDuration(t *testing.T) {
 // name, which has a list price, but its calls cost 0 and the printer shows no dollar
 // amount.
 func TestDemoModelCostsNothing(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Explain virtual actors")
 	if r.code != 0 {
@@ -232,6 +238,7 @@ func TestDemoModelCostsNothing(t *testing.T) {
 // TestSearXNGURLFlag: --searxng-url points web_search at a SearXNG instance (here one
 // speaking its JSON API), exactly as FATHOM_SEARXNG_URL does; -h documents both.
 func TestSearXNGURLFlag(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var queries []string
 	search := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -274,6 +281,7 @@ func TestSearXNGURLFlag(t *testing.T) {
 // beyond loopback refuses to start (usage error) unless --insecure says so; loopback
 // without a token stays allowed (startNode).
 func TestNodeRefusesAnOpenNetworkListenerWithoutToken(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "node", "--listen", "0.0.0.0:0", "--data-dir", t.TempDir())
 	if r.code != 2 || !strings.Contains(r.stderr, "--insecure") || !strings.Contains(r.stderr, "--token") {
 		t.Fatalf("exit %d, want 2 with advice on --token and --insecure\n%s", r.code, r.stderr)

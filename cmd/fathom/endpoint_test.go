@@ -11,6 +11,7 @@ import (
 // endpoint configured: it is refused with a clear error (the answer is not recorded),
 // and continues there only with --allow-endpoint-change.
 func TestSessionInputKeepsTheEndpoint(t *testing.T) {
+	t.Parallel()
 	env := humanModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "e1", "print copies")

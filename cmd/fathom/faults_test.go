@@ -28,6 +28,7 @@ import (
 // no client request, node B takes the session over within the lease TTL + 5 s, asks the
 // model again, and the session completes with a clean audit.
 func TestKillMidLLMCall(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	gate := startLLMGate(t, startMockLLM(t, slowSixSteps(200*time.Millisecond)))
 	c := newFaultCluster(t, consul, gate.URL())
@@ -118,6 +119,7 @@ func descendantsRunning(pid int, word string) []int {
 // within the lease TTL + 5 s with no client request, runs the tool whose result was never
 // recorded, and the session completes: no tool is run again after its result.
 func TestKillMidToolCall(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	c := newFaultCluster(t, consul, startMockLLM(t, toolSteps(2*time.Second)))
 	a, b := c.start(), c.start()
@@ -159,6 +161,7 @@ func (c *faultCluster) countType(id, typ string) int {
 // journal holds the whole append or none of it, node B carries the session on from
 // there within the lease TTL + 5 s with no client request, and the audit is clean.
 func TestKillMidAppend(t *testing.T) {
+	testenv.Faults(t)
 	for _, deliver := range []bool{true, false} {
 		name := map[bool]string{true: "commit delivered", false: "commit lost"}[deliver]
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) { killMidAppend(t, deliver) })
@@ -223,6 +226,7 @@ func killMidAppend(t *testing.T, deliver bool) {
 // lets exactly one write: the loser stops, the winner completes the session with no
 // further request, and the audit finds nothing recorded twice.
 func TestPartitionFrozenViewOneWriter(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	view := startTCPFault(t, consul)
 	c := newFaultCluster(t, consul, startMockLLM(t, slowSixSteps(500*time.Millisecond)), "--pause-grace", "2m")
@@ -269,6 +273,7 @@ func TestPartitionFrozenViewOneWriter(t *testing.T) {
 // the cluster and serves again (a session placed on it runs there). Every session
 // completes with a clean journal audit.
 func TestPauseLongerThanGrace(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	const grace = 3 * time.Second
 	c := newFaultCluster(t, consul, startMockLLM(t, slowSixSteps(500*time.Millisecond)), "--pause-grace", grace.String())

@@ -19,6 +19,7 @@ import (
 // (every seq from 1, none missing or repeated) and answers its human input, until the
 // session completes with the answer used.
 func TestGrainClientExample(t *testing.T) {
+	t.Parallel()
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	env := humanModel(t)

@@ -113,6 +113,7 @@ func owners(t *testing.T, conn *pgx.Conn, ids []string) map[string]string {
 // continue on node B within 3 s (the call's second + 2 s), with no client request; every
 // session completes and the journal audit finds nothing twice.
 func TestGracefulLeaveHandsSessionsOverAtOnce(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"
@@ -188,6 +189,7 @@ func rendezvousOwner(t *testing.T, identity string, members ...string) string {
 // continues on C within 2 s of C's start, with no client request; the others stay put.
 // Every session completes and the journal audit finds nothing twice.
 func TestMemberJoinMovesSessionsAtOnce(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"
@@ -237,6 +239,7 @@ func TestMemberJoinMovesSessionsAtOnce(t *testing.T) {
 // are ready, sessions started afterwards are placed on A again (it was let back in, not
 // blocked for good), and every session completes with a clean journal audit.
 func TestPausedMemberIsLetBackIn(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"
@@ -346,6 +349,7 @@ func (c *consulAgent) passing(t *testing.T, clusterName string) []string {
 // again, the sessions complete, and a member C started afterwards joins the same cluster
 // (sessions started through it are placed on A and B as well, not all on C).
 func TestConsulAgentRestart(t *testing.T) {
+	testenv.Faults(t)
 	agent := startPrivateConsul(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"
@@ -394,6 +398,7 @@ func TestConsulAgentRestart(t *testing.T) {
 // lets one write: the loser stops, the winner carries the session to completion with no
 // further request, and the audit finds nothing recorded twice.
 func TestTwoActivationsRaceOneWriterCarriesOn(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "t"

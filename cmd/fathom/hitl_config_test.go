@@ -15,6 +15,7 @@ import (
 // (exit 1, naming the agent) and changes nothing: the session keeps waiting, and the
 // answer given with the flags the run's hint names completes it.
 func TestSessionInputWithoutTheConfigIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "fathom.yaml")
 	cfg := "agents:\n  - name: analyst\n    description: Reads order data\n    prompt_file: analyst.md.tmpl\n    tools: [write_artifact]\napproval:\n  tools: [write_artifact]\n"

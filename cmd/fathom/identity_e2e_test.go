@@ -16,6 +16,7 @@ import (
 // test issuer and an API key made by `fathom apikey new`: valid credentials are their
 // principals on GET /v1/whoami, every bad one is 401.
 func TestNodeAcceptsJWTsAndAPIKeys(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	r := fathom(t, cleanEnv(), "apikey", "new", "--tenant", "beta", "--name", "ci-bot", "--role", "operator")
 	if r.code != 0 {

@@ -78,6 +78,7 @@ func TestIdentityFlagPrecedence(t *testing.T) {
 // start with a message naming them; a JWT issuer counts as authentication for a
 // listener beyond loopback.
 func TestNodeIdentityConfigErrors(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	keys := filepath.Join(t.TempDir(), "keys.pem")
 	if err := os.WriteFile(keys, iss.Current().PublicPEM(), 0o600); err != nil {
@@ -115,6 +116,7 @@ func TestNodeIdentityConfigErrors(t *testing.T) {
 // TestAPIKeyCommand: `fathom apikey new` refuses what would make a bad entry and
 // hashes with bcrypt on request.
 func TestAPIKeyCommand(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

@@ -12,6 +12,7 @@ import (
 // built-in demo model with its events in memory: no journal file is written. The same
 // journal is chosen by FATHOM_JOURNAL and by the config file's journal key.
 func TestRunOnTheMemoryJournal(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, cleanEnv(), "run", "--journal", "memory", "--data-dir", data, "--json", "Write a haiku about event sourcing")
 	if r.code != 0 {
@@ -43,6 +44,7 @@ func TestRunOnTheMemoryJournal(t *testing.T) {
 // TestUnknownJournalIsRefused: a journal name no backend has is refused before a node
 // starts, with the valid names; the memory journal cannot be read from another process.
 func TestUnknownJournalIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "fathom.yaml")
 	if err := os.WriteFile(cfg, []byte("journal: sqlite\n"), 0o644); err != nil {
@@ -78,6 +80,7 @@ func TestUnknownJournalIsRefused(t *testing.T) {
 // that waits for a human exits 3 saying the session is lost with the process, not that
 // it is saved for `fathom session input`.
 func TestRunOnTheMemoryJournalWaitingForAHuman(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, humanModel(t), "run", "--journal", "memory", "--data-dir", filepath.Join(t.TempDir(), "data"), "print copies")
 	if r.code != exitAwaitingHuman || strings.Contains(r.stderr, "it is saved") ||
 		!strings.Contains(r.stderr, "the memory journal keeps nothing after fathom exits: the session is lost") {

@@ -53,6 +53,7 @@ func futureEvent(t *testing.T, session string, seq uint64) persistence.Record {
 // kind this binary does not know answers 409 failed_precondition "written by a newer
 // version" through the gateway (never 500 "has no payload").
 func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	id := runSessions(t, data, 1)[0]
 	j, err := bolt.Open(filepath.Join(data, "journal.db"), bolt.Options{})
@@ -85,6 +86,7 @@ func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
 // TestJournalOfANewerFormatIsRefusedAtStart: run, node and the reading commands refuse a
 // journal stamped by a newer format with the upgrade message, and write nothing.
 func TestJournalOfANewerFormatIsRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	runSessions(t, data, 1)
 	path := filepath.Join(data, "journal.db")
@@ -151,6 +153,7 @@ func smashRecord(t *testing.T, path, session string, seq uint64) []byte {
 // `fathom journal check --repair` quarantines that session and keeps the others, and
 // the journal works again.
 func TestDamagedRecordIsRefusedUntilRepair(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	ids := runSessions(t, data, 3)
 	path := filepath.Join(data, "journal.db")
@@ -204,6 +207,7 @@ func TestDamagedRecordIsRefusedUntilRepair(t *testing.T) {
 // fathom_schema_migrations, `fathom run --postgres` refuses to start, with the upgrade
 // message, and stores nothing.
 func TestPostgresOfANewerSchemaIsRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	if r := fathom(t, cleanEnv(), "migrate", "--postgres", dsn); r.code != 0 {
 		t.Fatalf("migrate: exit %d\n%s", r.code, r.stderr)

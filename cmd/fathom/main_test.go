@@ -138,6 +138,7 @@ func checkCompletedRun(t *testing.T, evs []map[string]any) string {
 }
 
 func TestRunOnEmbeddedDefaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku about event sourcing")
@@ -178,6 +179,7 @@ func TestRunOnEmbeddedDefaults(t *testing.T) {
 }
 
 func TestRunHumanOutput(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "run", "--data-dir", t.TempDir(), "Explain virtual actors")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -206,6 +208,7 @@ func TestRunHumanOutput(t *testing.T) {
 }
 
 func TestRunOnPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	r := fathom(t, cleanEnv(), "run", "--postgres", dsn, "--json", "Summarise the CAP theorem")
 	if r.code != 0 {
@@ -227,6 +230,7 @@ func TestRunOnPostgres(t *testing.T) {
 // context reports) and then with the OpenAI embedder served by the demo model (64
 // dimensions) on the same database.
 func TestRunWithPgvector(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	for i, c := range []struct {
 		args []string
@@ -318,6 +322,7 @@ func vectorRows(t *testing.T, dsn, stream string) (seqs []int64, dims []int) {
 }
 
 func TestRunWithAnOpenAICompatibleServer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, fathomBin, "mock-llm", "--listen", "127.0.0.1:0")
@@ -370,6 +375,7 @@ func waitLine(t *testing.T, r io.Reader, re *regexp.Regexp) string {
 }
 
 func TestBadInputGetsClearErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
@@ -458,6 +464,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	if r := fathom(t, cleanEnv(), "help"); r.code != 0 || !strings.Contains(r.stdout, "mock-llm") {
 		t.Fatalf("help (exit %d): %s", r.code, r.stdout)
 	}
@@ -581,6 +588,7 @@ func httpJSON(t *testing.T, method, url, token string, body any) (int, map[strin
 // a real Consul agent and share one PostgreSQL journal. Sessions started through either
 // node land on both members (identity hashing) and are reachable from both.
 func TestTwoNodesWithConsul(t *testing.T) {
+	t.Parallel()
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	const token = "s3cret"
@@ -630,6 +638,7 @@ func TestTwoNodesWithConsul(t *testing.T) {
 }
 
 func TestNodeFailsFastWithoutConsul(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	r := fathom(t, cleanEnv(), "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--consul", "127.0.0.1:"+freePort(t))
 	if r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "consul") {
@@ -646,6 +655,7 @@ func TestNodeFailsFastWithoutConsul(t *testing.T) {
 // TestRunExportsSpans runs with the stdout exporter and checks the session, plan, step
 // and LLM client spans reach it, with the GenAI token attributes.
 func TestRunExportsSpans(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "run", "--data-dir", t.TempDir(), "--json", "--otel-exporter", "stdout", "trace me")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -663,6 +673,7 @@ func TestRunExportsSpans(t *testing.T) {
 // TestRunOverTheAnthropicAPI: with --llm-api anthropic and no key, the demo model is
 // reached through the Anthropic Messages client (streamed, with the tool call).
 func TestRunOverTheAnthropicAPI(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "run", "--llm-api", "anthropic", "--data-dir", t.TempDir(), "Explain virtual actors")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

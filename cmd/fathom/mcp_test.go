@@ -30,6 +30,7 @@ func scriptJSON(t *testing.T, script mock.Script) string {
 // and connects to the HTTP one with its headers; the session's model calls a tool of
 // each, and both results are in the journal's events.
 func TestRunWithMCPServersFromAConfigFile(t *testing.T) {
+	t.Parallel()
 	script, nodePath := mcptest.Script(t)
 	docsURL := mcptest.HTTP(t, "xyz")
 	dir := t.TempDir()
@@ -77,6 +78,7 @@ func TestRunWithMCPServersFromAConfigFile(t *testing.T) {
 // TestBadConfigFileFailsTheStart: a typo in the file given by FATHOM_CONFIG fails `fathom
 // run` and `fathom node` before anything starts, with the file, the line and the key.
 func TestBadConfigFileFailsTheStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fathom.yaml")
 	bad := "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://127.0.0.1:9/mcp\n  - name: x\n    comand: node\n"
@@ -103,6 +105,7 @@ func TestBadConfigFileFailsTheStart(t *testing.T) {
 // names, a session started over the gateway calls the stdio server's tool, and stopping
 // the node ends the server's process.
 func TestNodeWithMCPServersFromFATHOM_CONFIG(t *testing.T) {
+	t.Parallel()
 	script, nodePath := mcptest.Script(t)
 	cfgPath := filepath.Join(t.TempDir(), "fathom.yaml")
 	cfg := "mcp_servers:\n  - name: orders\n    command: node\n    args: [" + script + ", stdio]\n    env: {NODE_PATH: " + nodePath + "}\n"

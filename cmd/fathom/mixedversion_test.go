@@ -20,6 +20,7 @@ import (
 // roll-back) answers every route of the session with a clear 4xx error naming the cause,
 // never a 500, and its log says once, plainly, that the session needs a newer member.
 func TestNewerEventNeverAnswers500(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	id := runSessions(t, data, 1)[0]
 	j, err := bolt.Open(filepath.Join(data, "journal.db"), bolt.Options{})

@@ -24,6 +24,7 @@ import (
 // token, drives a session over its WebSocket, checks the scopes over HTTP, and checks
 // that SIGTERM closes open WebSockets with 1001 (going away) before the process exits.
 func TestNodeGatewayOverWebSocket(t *testing.T) {
+	t.Parallel()
 	const tok, rtok = "node-test-token", "node-read-token"
 	p := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--token", tok, "--read-token", rtok)
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -130,6 +131,7 @@ func TestNodeGatewayOverWebSocket(t *testing.T) {
 // TestNodeServesMetricsWithoutTheGateway: --metrics-listen serves GET /metrics in the
 // Prometheus text format on its own address.
 func TestNodeServesMetricsWithoutTheGateway(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +258,7 @@ func nodeSessionEvents(t *testing.T, p *nodeProc, id, goal string) []string {
 // `fathom node` without a sandbox URL runs code_execute in a local sandbox, as `fathom
 // run` does: the demo coder's program really runs and its output is in the tool result.
 func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
+	t.Parallel()
 	p := startNode(t, cleanEnv(), "--data-dir", t.TempDir())
 	lines := nodeSessionEvents(t, p, "node-code-1", "Explain virtual actors")
 	var ran bool
@@ -276,6 +279,7 @@ func TestNodeRunsCodeInLocalSandbox(t *testing.T) {
 // When the local sandbox cannot start (here: no bubblewrap on PATH, default isolation),
 // `fathom node` says at start that code_execute is not offered, and still serves.
 func TestNodeWithoutSandboxDoesNotOfferCodeExecute(t *testing.T) {
+	t.Parallel()
 	var env []string
 	for _, kv := range cleanEnv() {
 		if !strings.HasPrefix(kv, "PATH=") {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +60,7 @@ func (s *pgServer) run(t *testing.T, verb string) string {
 // running: new commands fail with a clear 503, and once the server is back on the same
 // address the session finishes with every event stored exactly once.
 func TestPostgresOutageMidRun(t *testing.T) {
+	testenv.Faults(t)
 	pg := startPrivatePostgres(t)
 	script, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"research\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"write\",\"description\":\"two\"},{\"id\":\"c\",\"type\":\"review\",\"description\":\"three\"}]}"},
@@ -65,7 +68,13 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
+	var inflight atomic.Int64 // model calls being answered
+	h := mock.New(mock.Config{Script: script}).Handler()
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Add(-1)
+		h.ServeHTTP(w, r)
+	}))
 	defer model.Close()
 	const token = "t"
 	n := startNode(t, cleanEnv("OPENAI_BASE_URL="+model.URL+"/v1", "OPENAI_API_KEY=x"), "--postgres", pg.dsn, "--token", token)
@@ -86,7 +95,9 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	if code != 503 {
 		t.Fatalf("start while PostgreSQL is down: %d %v, want 503", code, body)
 	}
-	time.Sleep(2 * time.Second) // the in-flight call finishes while the journal is down
+	// The call in flight finishes while the journal is down (no new one starts: its
+	// request could not be recorded).
+	testenv.Eventually(t, 30*time.Second, func() bool { return inflight.Load() == 0 }, "a model call is still in flight with PostgreSQL down")
 	pg.run(t, "start")
 
 	testenv.Eventually(t, 60*time.Second, func() bool { return strings.Contains(status(), "COMPLETED") }, "session did not complete after PostgreSQL came back: %s", status())

@@ -13,6 +13,7 @@ import (
 // profiles under /debug/pprof/ (the index, a named profile); without it they are 404
 // there, and /metrics is served either way.
 func TestNodeServesPprofBehindTheFlag(t *testing.T) {
+	t.Parallel()
 	for _, on := range []bool{true, false} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

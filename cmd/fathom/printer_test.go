@@ -10,6 +10,7 @@ import (
 // TestPrinterShowsARevisedPlan: a re-plan is shown with the steps it replaced and the
 // new ones numbered after the kept steps, and later steps count against the new total.
 func TestPrinterShowsARevisedPlan(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	p := newPrinter(&b, false)
 	steps := func(ids ...string) []*messages.PlanStep {

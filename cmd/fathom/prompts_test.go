@@ -70,6 +70,7 @@ func TestRunRejectsBrokenPrompts(t *testing.T) {
 // TestRunWithAPromptOverride: a valid override of one template is loaded (and logged)
 // and the demo session still completes with the other templates' defaults.
 func TestRunWithAPromptOverride(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePrompt(t, filepath.Join(dir, "prompts"), "_shared/hitl_protocols.md.tmpl", "## Asking a human\nNever ask; decide and say so.\n")
 	writePrompt(t, filepath.Join(dir, "prompts"), "notes.txt", "not a template")

@@ -24,6 +24,7 @@ import (
 // server, reaches the server one call at a time under a limit of 1, and three at a time
 // without one. Bad values are usage errors (exit 2).
 func TestLLMMaxConcurrent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		t.Helper()
@@ -103,6 +104,7 @@ func TestLLMMaxConcurrent(t *testing.T) {
 // counter at zero for the configured tenants, the default tenant and "other" only; the
 // scrape passes promtool's checks.
 func TestNodeQuotaMetrics(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

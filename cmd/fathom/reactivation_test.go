@@ -102,6 +102,7 @@ func auditJournal(t *testing.T, dsn, id string) []map[string]any {
 // would have lapsed; it completes, and the journal audit finds seq contiguous and
 // nothing recorded twice.
 func TestReactivationAcrossNodesAfterKill(t *testing.T) {
+	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)
 	// The lease is long: the session can move within takeOverBound only by the takeover.

@@ -14,6 +14,7 @@ import (
 // completed session (its events, index row, artifacts and their directory) once its
 // last event is a second old; a bad --retention or FATHOM_RETENTION is a usage error (exit 2).
 func TestRetentionJanitorDeletesEndedSessions(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku about event sourcing")
 	if r.code != 0 {
@@ -72,6 +73,7 @@ func TestRetentionJanitorDeletesEndedSessions(t *testing.T) {
 // and their directory on the data dir and, with --addr, through a node's gateway; an
 // unknown session exits 1 either way.
 func TestSessionDelete(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	var ids []string
 	for i := 0; i < 2; i++ {

@@ -19,6 +19,7 @@ import (
 
 // `fathom sandbox` serves FSP v1; SIGTERM stops it and kills the running execution.
 func TestSandboxCommand(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(fathomBin, "sandbox", "--listen", "127.0.0.1:0", "--log-level", "warn")
 	cmd.Env = cleanEnv("FATHOM_SANDBOX_TOKEN=s3cret")
 	var errb bytes.Buffer
@@ -107,6 +108,7 @@ func TestSandboxCommand(t *testing.T) {
 }
 
 func TestSandboxCommandNeedsToken(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "sandbox", "--listen", "127.0.0.1:0")
 	if r.code != 2 || !strings.Contains(r.stderr, "--token") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -120,6 +122,7 @@ func TestSandboxCommandNeedsToken(t *testing.T) {
 // Without bubblewrap, `fathom sandbox` (isolation auto) refuses to start and says how to
 // install it; --isolation rlimits is the explicit opt-out.
 func TestSandboxCommandWithoutBwrap(t *testing.T) {
+	t.Parallel()
 	var env []string
 	for _, kv := range cleanEnv("FATHOM_SANDBOX_TOKEN=t") {
 		if !strings.HasPrefix(kv, "PATH=") {

@@ -15,6 +15,7 @@ import (
 // and --by; the cancelled session is terminal (a second cancel is refused), and a
 // missing ID is a usage error.
 func TestSessionCancel(t *testing.T) {
+	t.Parallel()
 	env := humanModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	if r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "c1", "print copies"); r.code != 3 {

@@ -41,6 +41,7 @@ func eventTypes(evs []map[string]any) []string {
 // refused with the schema's complaint) and runs the session to its end; `session fork`
 // branches it after its first step. Both also work through a node (--addr).
 func TestSessionInputAndFork(t *testing.T) {
+	t.Parallel()
 	env := humanModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "h1", "print copies")

@@ -12,6 +12,7 @@ import (
 // --addr` asks a node's gateway (GET /v1/sessions) with the same filters and pages with
 // --cursor; a bad filter is a usage error (exit 2).
 func TestSessionListColumnsAndFilters(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	ids := map[string]string{}
 	for _, goal := range []string{"Write a haiku about event sourcing", "Explain virtual actors"} {

@@ -12,6 +12,7 @@ import (
 // gateway; `session state --at N` is the state after N steps (0: after planning), and
 // the node gives the same answer over HTTP.
 func TestSessionWatchAndStateAtStep(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--json", "Write a haiku about event sourcing")
 	if r.code != 0 {

@@ -35,6 +35,7 @@ func threadModel(t *testing.T) []string {
 // session_completed; it refuses an empty message (usage) and a session that does not
 // exist; through a node (--addr) it posts to /v1/sessions/{id}/messages.
 func TestSessionSend(t *testing.T) {
+	t.Parallel()
 	env := threadModel(t)
 	data := filepath.Join(t.TempDir(), "data")
 	r := fathom(t, env, "run", "--data-dir", data, "--json", "--session-id", "t1", "say something")

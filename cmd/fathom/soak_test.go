@@ -21,7 +21,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
-// soakConfig sizes TestSoak. The defaults are the short variant `make test` runs; `make
+// soakConfig sizes TestSoak. The defaults are the short variant `make test-faults` runs; `make
 // soak` sets the FATHOM_SOAK_* variables to the full one.
 type soakConfig struct {
 	sessions   int           // sessions to start in all (FATHOM_SOAK_SESSIONS)
@@ -92,8 +92,9 @@ type soakRun struct {
 // mock-llm` with 200 ms latency, code_execute in each node's local sandbox) mid-step
 // again and again while sessions run, restarting it each time, then audits every
 // session's journal and prints one line per figure. The short variant runs in `make
-// test`; `make soak` runs the full one (FATHOM_SOAK_SESSIONS=100, FATHOM_SOAK_KILLS=50).
+// test-faults`; `make soak` runs the full one (FATHOM_SOAK_SESSIONS=100, FATHOM_SOAK_KILLS=50).
 func TestSoak(t *testing.T) {
+	testenv.Faults(t)
 	cfg := soakConfigFromEnv(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)

@@ -33,6 +33,7 @@ import (
 
 // TestHostileTenantEmbedded runs the suite against one node on the embedded journal.
 func TestHostileTenantEmbedded(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	n := startNode(t, cleanEnv(), "--data-dir", t.TempDir(), "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
 	genID := hostileSuite(t, iss, n, n)
@@ -65,6 +66,7 @@ func TestHostileTenantEmbedded(t *testing.T) {
 // Consul: acme's sessions are started through one node, globex attacks through the
 // other, so every check crosses the cluster with the caller on the grain request.
 func TestHostileTenantCluster(t *testing.T) {
+	t.Parallel()
 	consul := testenv.ConsulAddr(t)
 	iss := testissuer.New(t)
 	c := newFaultCluster(t, consul, "http://127.0.0.1:1/v1", "--oidc-issuer", iss.URL(), "--oidc-audience", testissuer.DefaultAudience)
@@ -512,6 +514,7 @@ var wsStatus = map[string]int{"invalid_argument": 400, "unauthenticated": 401, "
 // it started: a colleague's session is answered as a missing one and left out of the
 // list; an operator and a viewer of the tenant still read it.
 func TestMembersReadOwnOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("env", func(t *testing.T) {
 		testMembersReadOwnOnly(t, cleanEnv("FATHOM_MEMBERS_READ_OWN_ONLY=true"))
 	})
@@ -558,6 +561,7 @@ func testMembersReadOwnOnly(t *testing.T, env []string, args ...string) {
 // as the session's tenant: acme (named in the configuration) is its own label of
 // fathom_llm_queue_wait_seconds, globex (not named) counts as "other".
 func TestSessionsCallTheModelAsTheirTenant(t *testing.T) {
+	t.Parallel()
 	iss := testissuer.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -76,6 +76,7 @@ func quotaState(t *testing.T, url, id string) map[string]any {
 // Retry-After, for a further start (HTTP, WebSocket with retry_after, and a fork); once one has ended a start is
 // admitted again. On the embedded journal and on PostgreSQL.
 func TestTenantMaxRunningSessions(t *testing.T) {
+	t.Parallel()
 	script := mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "slow", DelayMS: 60_000, Response: `{"steps":[]}`},
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
@@ -142,6 +143,7 @@ func TestTenantMaxRunningSessions(t *testing.T) {
 // after a restart of the node (the usage is read back from the session index), a new
 // session of the tenant fails before its first call.
 func TestTenantDailyTokens(t *testing.T) {
+	t.Parallel()
 	script := mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
 	}, Default: "done"}
@@ -201,6 +203,7 @@ func failedWith(t *testing.T, url, id, want string) {
 // calls takes at least three seconds and still completes, where it takes well under a
 // second without the limit; the delay is a crossing in fathom_quota_crossings_total.
 func TestTenantToolCallsPerMinute(t *testing.T) {
+	t.Parallel()
 	calls := make([]mock.ToolCallRule, 4)
 	for i := range calls {
 		calls[i] = mock.ToolCallRule{Name: "write_artifact", Arguments: fmt.Sprintf(`{"type":"research","filename":"n%d.md","content":"x"}`, i)}
@@ -265,6 +268,7 @@ func TestTenantToolCallsPerMinute(t *testing.T) {
 // TestTenantDailyCost: max_cost_usd_per_day stops a tenant's session before the call
 // after the answer that spent it, naming tenant_max_cost_usd_per_day.
 func TestTenantDailyCost(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"a","type":"custom","description":"work"}]}`},
 	}, Default: "done"}}).Handler())
@@ -290,6 +294,7 @@ func TestTenantDailyCost(t *testing.T) {
 // of the first session, whose copy would pass the limit (429). On the embedded journal
 // and on PostgreSQL.
 func TestTenantMaxArtifactBytes(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("x", 60)
 	srv := httptest.NewServer(mock.New(mock.Config{Script: mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"s","type":"custom","description":"save the notes"}]}`},

@@ -12,6 +12,7 @@ import (
 )
 
 func TestTokensCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "in.txt")
 	if err := os.WriteFile(file, []byte("tiktoken is great!"), 0o600); err != nil {
@@ -55,6 +56,7 @@ func TestTokensCommand(t *testing.T) {
 
 // TestTokensStdin: the real binary reading standard input.
 func TestTokensStdin(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, fathomBin, "tokens", "--model", "gpt-4o-mini", "-")

@@ -21,6 +21,7 @@ import (
 // artifacts` lists and downloads the whole result; under a cap above it the result is
 // recorded whole. Bad values are usage errors (exit 2).
 func TestMaxToolResultBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeConfig := func(name, body string) string {
 		t.Helper()

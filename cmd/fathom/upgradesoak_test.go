@@ -22,7 +22,7 @@ import (
 // must read.
 const firstRelease = "22f16bd"
 
-// upgradeConfig sizes TestUpgradeSoak. The defaults are the short variant `make test`
+// upgradeConfig sizes TestUpgradeSoak. The defaults are the short variant `make test-faults`
 // runs; `make upgrade-soak` sets the FATHOM_UPGRADE_* variables to the full one.
 type upgradeConfig struct {
 	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else firstRelease)
@@ -136,8 +136,9 @@ func predecessor(t *testing.T, from string) string {
 // session's journal is audited as TestSoak's are, with the longest stall of any session
 // (the longest gap between two of its events). Last, the predecessor is started on the
 // upgraded journal: a predecessor that knows journal formats must refuse with a clear
-// message. The short variant runs in `make test`; `make upgrade-soak` the full one.
+// message. The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
 func TestUpgradeSoak(t *testing.T) {
+	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
 	consul := testenv.ConsulAddr(t)
 	dsn := testenv.PostgresDSN(t)

@@ -9,6 +9,7 @@ import (
 // TestUsageErrorPrintsOneLine: a bad command line prints the error and one line of
 // usage, not every flag; -h still lists the flags.
 func TestUsageErrorPrintsOneLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args       []string
 		want, line string
@@ -33,6 +34,7 @@ func TestUsageErrorPrintsOneLine(t *testing.T) {
 // TestHelpListsEveryCommand: `fathom help` names every command and every session
 // subcommand.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	r := fathom(t, cleanEnv(), "help")
 	if r.code != 0 {
 		t.Fatalf("help: exit %d\n%s", r.code, r.stderr)
@@ -55,6 +57,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 // TestSessionTimelineAddrPrintsTheTable: `session timeline --addr` prints the same
 // table (and the same JSON) as reading the journal.
 func TestSessionTimelineAddrPrintsTheTable(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	r := fathom(t, cleanEnv(), "run", "--data-dir", data, "--session-id", "s-tl", "Explain virtual actors")
 	if r.code != 0 {
@@ -82,6 +85,7 @@ func TestSessionTimelineAddrPrintsTheTable(t *testing.T) {
 // TestRunUnreachableModelFailsFast: a model base URL that refuses connections (a typo)
 // fails the command within seconds, naming the variable.
 func TestRunUnreachableModelFailsFast(t *testing.T) {
+	t.Parallel()
 	base := "http://127.0.0.1:" + freePort(t) + "/v1"
 	began := time.Now()
 	r := fathom(t, cleanEnv("OPENAI_BASE_URL="+base, "OPENAI_API_KEY=k"), "run", "--data-dir", t.TempDir(), "goal")

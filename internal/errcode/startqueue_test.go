@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/errcode"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
@@ -47,17 +48,6 @@ func (s *tenantSlots) open() {
 	s.mu.Unlock()
 }
 
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestStartQueueLaterStartsWaitBehindTheFirst: a start of a tenant whose queue is not
 // empty joins its end without being tried (it cannot take a slot the first start is
 // waiting for); when the first start's caller gives up, the next is tried at once and
@@ -69,10 +59,10 @@ func TestStartQueueLaterStartsWaitBehindTheFirst(t *testing.T) {
 	defer cancel1()
 	done := map[string]chan error{"first": make(chan error, 1), "second": make(chan error, 1)}
 	go func() { done["first"] <- q.Wait(ctx1, "t", s.start("first")) }()
-	eventually(t, func() bool { return q.Len("t") == 1 }, "the first start is not queued")
+	testenv.Eventually(t, 10*time.Second, func() bool { return q.Len("t") == 1 }, "the first start is not queued")
 	go func() { done["second"] <- q.Wait(context.Background(), "t", s.start("second")) }()
-	eventually(t, func() bool { return q.Len("t") == 2 }, "the second start is not queued")
-	eventually(t, func() bool { return s.tried("first") >= 2 }, "the first start is not tried again")
+	testenv.Eventually(t, 10*time.Second, func() bool { return q.Len("t") == 2 }, "the second start is not queued")
+	testenv.Eventually(t, 10*time.Second, func() bool { return s.tried("first") >= 2 }, "the first start is not tried again")
 	if n := s.tried("second"); n != 0 {
 		t.Fatalf("the second start was tried %d times while the first waits", n)
 	}
@@ -107,7 +97,7 @@ func TestStartQueueIsBounded(t *testing.T) {
 			_ = q.Wait(ctx, "t", s.start("waiter"))
 		})
 	}
-	eventually(t, func() bool { return q.Len("t") == errcode.MaxStartWaiters }, "the queue never filled")
+	testenv.Eventually(t, 10*time.Second, func() bool { return q.Len("t") == errcode.MaxStartWaiters }, "the queue never filled")
 	err := q.Wait(context.Background(), "t", s.start("one-more"))
 	var ge interface{ GetMetadata() map[string]string }
 	if errcode.Of(err) != errcode.ResourceExhausted || !errors.As(err, &ge) || s.tried("one-more") != 0 {

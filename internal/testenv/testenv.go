@@ -5,6 +5,12 @@
 // When a variable is missing the test is skipped with a reason, so `go test ./...` works
 // on a laptop without the services. Under `make test` FATHOM_TEST_REQUIRE_SERVICES=1 is
 // set and a missing service fails the test instead: in CI nothing may silently skip.
+//
+// The binary-driven fault, heal and soak tests (kill -9, partitions, pauses, rolling
+// upgrades: minutes of waiting for leases and health checks) call Faults first: they run
+// only when FATHOM_TEST_FAULTS=1, which `make test-faults` sets, so `make test` stays a
+// loop of minutes. That skip is a choice of the run, not a missing service: it is not
+// turned into a failure by FATHOM_TEST_REQUIRE_SERVICES, and CI runs both targets.
 package testenv
 
 import (
@@ -51,7 +57,24 @@ const (
 	// EnvNodeAGUI is a directory whose node_modules holds the official AG-UI client
 	// (@ag-ui/client) and its @ag-ui/core.
 	EnvNodeAGUI = "FATHOM_TEST_NODE_AGUI"
+	// EnvFaults=1 runs the fault, heal and soak tests (see Faults); `make test-faults`
+	// sets it.
+	EnvFaults = "FATHOM_TEST_FAULTS"
 )
+
+// FaultsEnabled reports whether this run includes the fault tests (EnvFaults=1).
+func FaultsEnabled() bool { return os.Getenv(EnvFaults) == "1" }
+
+// Faults marks t as a fault test: one that kills, pauses or partitions real processes and
+// waits for leases and health checks to lapse. It skips t unless EnvFaults=1 (`make
+// test-faults`); the skip stands under EnvRequire too, since `make test-faults` is the
+// run that holds these tests.
+func Faults(t testing.TB) {
+	t.Helper()
+	if !FaultsEnabled() {
+		t.Skipf("a fault test: make test-faults runs it (%s=1)", EnvFaults)
+	}
+}
 
 // lookup returns the variable or skips (or fails, under make test) the test.
 func lookup(t testing.TB, name, what string) string {

@@ -118,3 +118,26 @@ func TestEventually(t *testing.T) {
 		t.Fatalf("condition evaluated %d times, want at least 3", n)
 	}
 }
+
+// TestFaultsGate: a fault test is skipped unless FATHOM_TEST_FAULTS=1, even under
+// FATHOM_TEST_REQUIRE_SERVICES=1 (the skip is the run's choice, not a missing service),
+// and runs with it.
+func TestFaultsGate(t *testing.T) {
+	for _, c := range []struct {
+		value   string
+		skipped bool
+	}{{"", true}, {"0", true}, {"1", false}} {
+		t.Run("FATHOM_TEST_FAULTS="+c.value, func(t *testing.T) {
+			t.Setenv(testenv.EnvFaults, c.value)
+			t.Setenv(testenv.EnvRequire, "1")
+			ran := false
+			t.Run("fault", func(t *testing.T) {
+				testenv.Faults(t)
+				ran = true
+			})
+			if ran == c.skipped {
+				t.Fatalf("with %s=%q the fault test ran = %v, want %v", testenv.EnvFaults, c.value, ran, !c.skipped)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
 // nowMsg asks the test actor for Loop.Now.
@@ -79,7 +81,7 @@ func TestLoopReportsPanicsAndSweepsAgain(t *testing.T) {
 		}
 	}
 	now()
-	waitFor(t, func() bool { return n.Load() == 2 })
+	testenv.Eventually(t, 10*time.Second, func() bool { return n.Load() == 2 }, "condition not met")
 	now() // while sweep 2 runs: sweep 3 follows it at once
 	close(release)
 	if err := next(); err != nil {
@@ -89,7 +91,7 @@ func TestLoopReportsPanicsAndSweepsAgain(t *testing.T) {
 		t.Fatalf("the sweep asked for by Now: %v", err)
 	}
 	now()
-	waitFor(t, func() bool { return n.Load() == 4 })
+	testenv.Eventually(t, 10*time.Second, func() bool { return n.Load() == 4 }, "condition not met")
 	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +99,5 @@ func TestLoopReportsPanicsAndSweepsAgain(t *testing.T) {
 	case <-cancelled:
 	default:
 		t.Fatal("stopping the actor returned before the sweep in flight ended")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
