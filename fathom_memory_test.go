@@ -13,6 +13,7 @@ import (
 
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/messages"
@@ -37,13 +38,13 @@ const rememberModel = `{"rules":[
 func TestGoAPIMemories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := startScripted(t, rememberModel, func(c *fathom.Config) { c.Memory.LongTerm = true })
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: rememberModel, Edit: func(c *fathom.Config) { c.Memory.LongTerm = true }})
 	alice := auth.WithPrincipal(ctx, auth.Principal{Subject: "alice", Tenant: "acme"})
 	id, err := n.StartSession(alice, fathom.SessionRequest{ID: "mem-1", Goal: "REMEMBER The CI cache lives at /var/cache/ci-77", UserID: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	st := fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	if ms := st.GetMemories(); len(ms) != 1 || ms[0].GetText() != "The CI cache lives at /var/cache/ci-77" || ms[0].GetTenant() != "acme" || ms[0].GetUserId() != "alice" {
 		t.Fatalf("the state's memories: %v", ms)
 	}
@@ -82,7 +83,7 @@ func TestGoAPIMemories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fst := waitStatus(ctx, t, n, fid, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+		fst := fathomtest.WaitStatus(ctx, t, n, fid, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 		if ms := fst.GetMemories(); len(ms) != 1 || ms[0].GetMemoryId() != memID {
 			t.Fatalf("fork at %+v: memories %v", at, ms)
 		}
@@ -128,7 +129,7 @@ func TestGoAPIMemories(t *testing.T) {
 		t.Fatalf("delete of a deleted memory: %v", err)
 	}
 
-	plain := startScripted(t, rememberModel, nil)
+	plain := fathomtest.StartNode(t, fathomtest.Options{Rules: rememberModel})
 	if _, err := plain.ListMemories(alice, "", 10); !errors.Is(err, fathom.ErrNoLongTermMemory) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("a node without long-term memory: %v", err)
 	}
@@ -172,7 +173,7 @@ func TestSubAgentMemoryPerSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
+		fathomtest.WaitStatus(ctx, t, n, id, messages.SessionStatus_SESSION_STATUS_COMPLETED)
 	}
 	seen := map[string]int{}
 	for _, r := range model.Recorded() {
