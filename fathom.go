@@ -45,6 +45,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/webhooks"
 	"log/slog"
 	"slices"
 	"strings"
@@ -195,9 +196,18 @@ type Config struct {
 	// reads the journal: 0 means 500 ms with Consul and no polling with a local member;
 	// negative turns it off.
 	FeedPoll time.Duration
+	// Webhooks configures the sessions' webhook notifications (Standard Webhooks; docs/
+	// gateway-protocol.md): with Secret ("whsec_" and base64 bytes) the node signs and
+	// POSTs them to a session's webhook URL (SessionRequest.WebhookURL, or
+	// Session.WebhookURL for every session); zero fields take webhooks.DefaultConfig's.
+	Webhooks Webhooks
 	// Logger receives the node's structured logs (default: discarded).
 	Logger *slog.Logger
 }
+
+// Webhooks configures webhook delivery (webhooks.Config): Secret, the timeout of an
+// attempt, the attempts and their backoff, the attempts in flight.
+type Webhooks = webhooks.Config
 
 // Agent is an agent of the program's own (core.AgentSpec): set Name, Description and
 // either Prompt (a text/template with prompts.AgentData and the shared partials, e.g.
@@ -317,6 +327,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
 		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
 		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll, Quotas: cfg.Quotas,
+		Webhooks: cfg.Webhooks,
 	})
 	if err != nil {
 		return nil, &Error{Op: "start", Err: err}
@@ -339,6 +350,10 @@ type SessionRequest struct {
 	// max iterations and steps, reasoning), as the gateway's start takes config; nil
 	// keeps them all.
 	Config *SessionConfig
+	// WebhookURL, when set, receives the session's signed notifications (completed,
+	// failed, cancelled, awaiting human): an http(s) URL; the node needs
+	// Config.Webhooks.Secret. Empty: Session.WebhookURL, if any.
+	WebhookURL string
 }
 
 // SessionConfig are a session's overrides of the node's defaults (gateway.SessionConfig):
@@ -371,6 +386,12 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest, opts ...Cal
 		cmd = id + "/start"
 	}
 	sreq := &messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx), Config: req.Config.Message()}
+	if req.WebhookURL != "" {
+		if sreq.Config == nil {
+			sreq.Config = &messages.SessionConfig{}
+		}
+		sreq.Config.WebhookUrl = req.WebhookURL
+	}
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
 	// tenant has one (start_queue_timeout), for a session of the tenant to end: first
 	// come, first served with the gateway's starts; it leaves the queue when ctx ends.

@@ -67,6 +67,9 @@ type Request struct {
 	UserID string `json:"user_id,omitempty"`
 	// Config overrides the node's session defaults on start.
 	Config *SessionConfig `json:"config,omitempty"`
+	// WebhookURL, on start, receives the session's signed notifications (an http or
+	// https URL; the node needs a webhook secret).
+	WebhookURL string `json:"webhook_url,omitempty"`
 	// FromSeq: subscribe delivers the events with seq > FromSeq (default 0: all).
 	FromSeq *uint64 `json:"from_seq,omitempty"`
 	// Deltas: subscribe also streams token deltas (default true).
@@ -292,6 +295,12 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	}
 	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	sreq.Config = req.Config.Message()
+	if req.WebhookURL != "" {
+		if sreq.Config == nil {
+			sreq.Config = &messages.SessionConfig{}
+		}
+		sreq.Config.WebhookUrl = req.WebhookURL
+	}
 	var resp *messages.StartResponse
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
 	// tenant has one (start_queue_timeout), for a session of the tenant to end; it leaves

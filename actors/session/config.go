@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/webhooks"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,9 @@ type Deps struct {
 	Artifacts artifact.Store
 	// Quotas enforces the tenants' limits (internal/quota.Enforcer); nil enforces none.
 	Quotas Quotas
+	// Webhooks sends the sessions' webhook notifications (webhook.go); nil sends none
+	// (Config.Webhooks must then be false).
+	Webhooks *webhooks.Sender
 
 	// specs caches the registry's tools as the model sees them (toolSpecs).
 	specs atomic.Pointer[toolSpecs]

@@ -100,6 +100,8 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
+	// hooks is the activation's webhook delivery (webhook.go).
+	hooks webhookState
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -235,6 +237,8 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *hitlDeadlineMsg:
 		g.onHitlDeadline(ctx)
+	case *webhookDueMsg, *webhookDone:
+		g.onWebhookMsg(ctx)
 	case *agent.NeedWork:
 		g.onNeedWork(ctx, msg)
 	case *agent.CallLost:
@@ -522,6 +526,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		return
 	}
 	g.kickAgents(ctx)
+	g.kickWebhooks(ctx)
 	if core.Terminal(g.state) {
 		return
 	}
@@ -631,7 +636,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.due || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+	busy := g.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || g.loadErr != nil {
 		ctx.CancelReceiveTimeout()
@@ -645,6 +650,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
+	g.stopWebhooks()
 	for _, t := range []*time.Timer{g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
 		if t != nil {
 			t.Stop()

@@ -37,9 +37,11 @@ func Apply(s *messages.SessionState, ev *messages.Event) error {
 	if ev.GetSeq() != s.GetSeq()+1 {
 		return fmt.Errorf("%w: seq %d after %d", ErrBadEvent, ev.GetSeq(), s.GetSeq())
 	}
+	before := s.Status
 	if err := applyPayload(s, ev); err != nil {
 		return err
 	}
+	noteWebhook(s, before, ev)
 	s.Seq = ev.GetSeq()
 	s.UpdatedAtUnixNano = ev.GetAtUnixNano()
 	if id := ev.GetCommandId(); id != "" {
@@ -325,6 +327,10 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		return applySubAgentStarted(s, p.SubagentStarted, ev)
 	case *messages.Event_MessageReceived:
 		return applyMessageReceived(s, p.MessageReceived, ev)
+	case *messages.Event_WebhookDelivered:
+		applyWebhookDelivered(s, p.WebhookDelivered)
+	case *messages.Event_WebhookFailed:
+		applyWebhookFailed(s, p.WebhookFailed)
 	case *messages.Event_SubagentCompleted:
 		sa, err := subAgentOf(s, p.SubagentCompleted.GetSubAgentId(), "subagent_completed")
 		if err != nil {
