@@ -119,6 +119,7 @@ type nodeFlags struct {
 	consulCheckTTL envDuration
 	reasoning      reasoningFlags
 	retention      retentionFlags
+	webhooks       webhookFlags
 	toolResult     toolResultFlags
 	tenancy        tenancyFlags
 	quota          quotaFlags
@@ -251,6 +252,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.pauseGrace.register(fs, "pause-grace", "FATHOM_PAUSE_GRACE", defaultPauseGrace, "with Consul: how long a member whose health check lapsed while its port still answers (paused, not dead) stays in the cluster before its sessions move elsewhere; shorter moves sessions of a frozen node sooner, longer rides out longer pauses")
 	f.reasoning.register(fs)
 	f.retention.register(fs)
+	f.webhooks.register(fs)
 	f.toolResult.register(fs)
 	f.tenancy.register(fs)
 	f.quota.register(fs)
@@ -493,6 +495,11 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		scfg.ApprovalTools, scfg.ApprovalDecisions = file.Approval.Tools, file.Approval.Decisions
 		f.file = file
 	}
+	hooks, hookURL, err := f.webhooks.config(f.file)
+	if err != nil {
+		return fathomapi.Config{}, err
+	}
+	scfg.WebhookURL = hookURL
 	scfg.MaxLLMCalls = uint32(f.maxLLMCalls.n)
 	if !f.maxLLMCalls.set {
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
@@ -523,6 +530,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		SearXNGURL:    f.searxngURL,
 		MetricsListen: f.metricsListen,
 		Retention:     retention,
+		Webhooks:      hooks,
 		Logger:        log,
 		PromptsDir:    f.promptsDir,
 		Quotas:        fileQuotas(f.file),

@@ -32,6 +32,7 @@
 //	oidc_issuer: https://login.example.com/realms/fathom
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
+//	webhook_secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw   # or env FATHOM_WEBHOOK_SECRET
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -97,6 +98,9 @@ type File struct {
 	Identity Identity
 	// Memory is the memory section (memory.go).
 	Memory Memory
+	// WebhookSecret is webhook_secret (webhooks.go): the secret that signs the
+	// sessions' webhook notifications; "" when the file does not set it.
+	WebhookSecret string
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -175,6 +179,8 @@ var sections = map[string]section{
 	"api_keys":               parseAPIKeys,
 	// Remote A2A agents the planner may delegate to (a2aagents.go).
 	"a2a_agents": parseA2AAgents,
+	// The secret that signs webhook notifications (webhooks.go).
+	"webhook_secret": parseWebhookSecret,
 }
 
 // Load reads and checks the file at path.
