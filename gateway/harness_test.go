@@ -47,6 +47,8 @@ type gwOpts struct {
 	postgres string
 	// log, when set, receives the node's and the gateway's log (else discarded).
 	log io.Writer
+	// node edits the node's configuration (nil: as above).
+	node func(*node.Config)
 }
 
 func startGW(t testing.TB, o gwOpts) *gw {
@@ -74,6 +76,9 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	}
 	if o.session != nil {
 		o.session(&cfg.Session)
+	}
+	if o.node != nil {
+		o.node(&cfg)
 	}
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Logger = log

@@ -179,7 +179,7 @@ func validWebhook(url string, cfg Config) error {
 		return refuse(messages.ErrorReason_INVALID_ARGUMENT, "config.webhook_url: %v", err)
 	}
 	if !cfg.Webhooks {
-		return refuse(messages.ErrorReason_FAILED_PRECONDITION, "config.webhook_url: this node has no webhook secret (--webhook-secret, FATHOM_WEBHOOK_SECRET), so it sends no webhooks")
+		return refuse(messages.ErrorReason_FAILED_PRECONDITION, "config.webhook_url: this node has no webhook secret (env FATHOM_WEBHOOK_SECRET or the config file's webhook_secret), so it sends no webhooks")
 	}
 	return nil
 }
