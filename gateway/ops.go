@@ -108,6 +108,10 @@ type Request struct {
 	By string `json:"by,omitempty"`
 	// Content is the follow-up message of send.
 	Content string `json:"content,omitempty"`
+	// OnBusy says what a send to a session whose turn is running does: "reject" (the
+	// default), "queue" (run it as the next turn) or "interrupt" (end the current turn at
+	// its next step boundary, then run it).
+	OnBusy string `json:"on_busy,omitempty"`
 	// Seq addresses any event of the session for state_at and fork instead of
 	// step_index (which names the current turn's steps): how an earlier turn is reached.
 	// For gantt it is the last event folded (default: the session's last).
@@ -354,7 +358,7 @@ func (h *Handler) opSend(req *Request) (opResult, error) {
 	if strings.TrimSpace(req.Content) == "" {
 		return opResult{}, errorf(CodeInvalidArgument, "content is required: the follow-up message")
 	}
-	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{Caller: req.caller, CommandId: h.commandID(req), Content: req.Content}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{Caller: req.caller, CommandId: h.commandID(req), Content: req.Content, OnBusy: req.OnBusy}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
 	}

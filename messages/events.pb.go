@@ -69,6 +69,7 @@ type Event struct {
 	//	*Event_MessageReceived
 	//	*Event_WebhookDelivered
 	//	*Event_WebhookFailed
+	//	*Event_MessageQueued
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -398,6 +399,15 @@ func (x *Event) GetWebhookFailed() *WebhookFailed {
 	return nil
 }
 
+func (x *Event) GetMessageQueued() *MessageQueued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageQueued); ok {
+			return x.MessageQueued
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -514,6 +524,10 @@ type Event_WebhookFailed struct {
 	WebhookFailed *WebhookFailed `protobuf:"bytes,301,opt,name=webhook_failed,json=webhookFailed,proto3,oneof"`
 }
 
+type Event_MessageQueued struct {
+	MessageQueued *MessageQueued `protobuf:"bytes,302,opt,name=message_queued,json=messageQueued,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -569,6 +583,8 @@ func (*Event_MessageReceived) isEvent_Payload() {}
 func (*Event_WebhookDelivered) isEvent_Payload() {}
 
 func (*Event_WebhookFailed) isEvent_Payload() {}
+
+func (*Event_MessageQueued) isEvent_Payload() {}
 
 // Breakpoint stops the session at a step boundary. Empty filters match every step.
 type Breakpoint struct {
@@ -4070,7 +4086,10 @@ type MessageReceived struct {
 	// the history as an assistant message.
 	ResultTokens uint32 `protobuf:"varint,3,opt,name=result_tokens,json=resultTokens,proto3" json:"result_tokens,omitempty"`
 	// turn is the turn the message opens (2 for the first follow-up).
-	Turn          uint32 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	Turn uint32 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	// from_queue is set when the message is the oldest of the state's queued_messages
+	// (message_queued), which it removes.
+	FromQueue     bool `protobuf:"varint,300,opt,name=from_queue,json=fromQueue,proto3" json:"from_queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4131,6 +4150,13 @@ func (x *MessageReceived) GetTurn() uint32 {
 		return x.Turn
 	}
 	return 0
+}
+
+func (x *MessageReceived) GetFromQueue() bool {
+	if x != nil {
+		return x.FromQueue
+	}
+	return false
 }
 
 // WebhookDelivered records that a receiver acknowledged a notification (a 2xx answer):
@@ -4326,11 +4352,69 @@ func (x *WebhookFailed) GetFinal() bool {
 	return false
 }
 
+// MessageQueued records a follow-up message sent while a turn was running with on_busy
+// "queue" or "interrupt" (SendRequest): it waits in the state's queued_messages and runs
+// as the next turn (a message_received with from_queue) once the current turn completes.
+// With "interrupt" the current turn starts no new step and completes at its next step
+// boundary. A turn that fails or is cancelled drops the queue with the session.
+type MessageQueued struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// on_busy is "queue" or "interrupt".
+	OnBusy        string `protobuf:"bytes,2,opt,name=on_busy,json=onBusy,proto3" json:"on_busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageQueued) Reset() {
+	*x = MessageQueued{}
+	mi := &file_events_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageQueued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageQueued) ProtoMessage() {}
+
+func (x *MessageQueued) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageQueued.ProtoReflect.Descriptor instead.
+func (*MessageQueued) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *MessageQueued) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *MessageQueued) GetOnBusy() string {
+	if x != nil {
+		return x.OnBusy
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xa7\x10\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xeb\x10\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -4372,7 +4456,8 @@ const file_events_proto_rawDesc = "" +
 	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWritten\x12G\n" +
 	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceived\x12K\n" +
 	"\x11webhook_delivered\x18\xac\x02 \x01(\v2\x1b.fathom.v1.WebhookDeliveredH\x00R\x10webhookDelivered\x12B\n" +
-	"\x0ewebhook_failed\x18\xad\x02 \x01(\v2\x18.fathom.v1.WebhookFailedH\x00R\rwebhookFailedB\t\n" +
+	"\x0ewebhook_failed\x18\xad\x02 \x01(\v2\x18.fathom.v1.WebhookFailedH\x00R\rwebhookFailed\x12B\n" +
+	"\x0emessage_queued\x18\xae\x02 \x01(\v2\x18.fathom.v1.MessageQueuedH\x00R\rmessageQueuedB\t\n" +
 	"\apayload\"\xdc\x01\n" +
 	"\n" +
 	"Breakpoint\x12\x0e\n" +
@@ -4693,12 +4778,14 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x16\n" +
 	"\x06sha256\x18\n" +
 	" \x01(\tR\x06sha256\x12\x1c\n" +
-	"\toverwrote\x18\v \x01(\bR\toverwrote\"|\n" +
+	"\toverwrote\x18\v \x01(\bR\toverwrote\"\x9c\x01\n" +
 	"\x0fMessageReceived\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\rR\x06tokens\x12#\n" +
 	"\rresult_tokens\x18\x03 \x01(\rR\fresultTokens\x12\x12\n" +
-	"\x04turn\x18\x04 \x01(\rR\x04turn\"\x9d\x01\n" +
+	"\x04turn\x18\x04 \x01(\rR\x04turn\x12\x1e\n" +
+	"\n" +
+	"from_queue\x18\xac\x02 \x01(\bR\tfromQueue\"\x9d\x01\n" +
 	"\x10WebhookDelivered\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
@@ -4717,7 +4804,10 @@ const file_events_proto_rawDesc = "" +
 	"statusCode\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x123\n" +
 	"\x16next_attempt_unix_nano\x18\a \x01(\x03R\x13nextAttemptUnixNano\x12\x14\n" +
-	"\x05final\x18\b \x01(\bR\x05finalB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
+	"\x05final\x18\b \x01(\bR\x05final\"B\n" +
+	"\rMessageQueued\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x17\n" +
+	"\aon_busy\x18\x02 \x01(\tR\x06onBusyB3Z1github.com/fathom-agents/fathom/messages;messagesb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -4731,7 +4821,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4776,6 +4866,7 @@ var file_events_proto_goTypes = []any{
 	(*MessageReceived)(nil),    // 40: fathom.v1.MessageReceived
 	(*WebhookDelivered)(nil),   // 41: fathom.v1.WebhookDelivered
 	(*WebhookFailed)(nil),      // 42: fathom.v1.WebhookFailed
+	(*MessageQueued)(nil),      // 43: fathom.v1.MessageQueued
 }
 var file_events_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.Event.by:type_name -> fathom.v1.Principal
@@ -4807,29 +4898,30 @@ var file_events_proto_depIdxs = []int32{
 	40, // 26: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
 	41, // 27: fathom.v1.Event.webhook_delivered:type_name -> fathom.v1.WebhookDelivered
 	42, // 28: fathom.v1.Event.webhook_failed:type_name -> fathom.v1.WebhookFailed
-	1,  // 29: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	9,  // 30: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 31: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	9,  // 32: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	9,  // 33: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	14, // 34: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	19, // 35: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	17, // 36: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	16, // 37: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	21, // 38: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	14, // 39: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	9,  // 40: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
-	14, // 41: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	33, // 42: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	34, // 43: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	35, // 44: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	36, // 45: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	37, // 46: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	43, // 29: fathom.v1.Event.message_queued:type_name -> fathom.v1.MessageQueued
+	1,  // 30: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	9,  // 31: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 32: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	9,  // 33: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	9,  // 34: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	14, // 35: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	19, // 36: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	17, // 37: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	16, // 38: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	21, // 39: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	14, // 40: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	9,  // 41: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
+	14, // 42: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 43: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 44: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 45: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 46: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 47: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4866,6 +4958,7 @@ func file_events_proto_init() {
 		(*Event_MessageReceived)(nil),
 		(*Event_WebhookDelivered)(nil),
 		(*Event_WebhookFailed)(nil),
+		(*Event_MessageQueued)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4873,7 +4966,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

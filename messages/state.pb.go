@@ -653,9 +653,12 @@ type SessionState struct {
 	// webhooks are the notifications due to the session's webhook_url and not yet
 	// delivered or given up, oldest first (webhook_delivered and a final webhook_failed
 	// remove one).
-	Webhooks      []*PendingWebhook `protobuf:"bytes,300,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Webhooks []*PendingWebhook `protobuf:"bytes,300,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	// queued_messages are the follow-up messages sent while a turn ran (message_queued),
+	// oldest first: each runs as a later turn (message_received with from_queue).
+	QueuedMessages []*MessageQueued `protobuf:"bytes,301,rep,name=queued_messages,json=queuedMessages,proto3" json:"queued_messages,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -971,6 +974,13 @@ func (x *SessionState) GetAudit() []*AuditEntry {
 func (x *SessionState) GetWebhooks() []*PendingWebhook {
 	if x != nil {
 		return x.Webhooks
+	}
+	return nil
+}
+
+func (x *SessionState) GetQueuedMessages() []*MessageQueued {
+	if x != nil {
+		return x.QueuedMessages
 	}
 	return nil
 }
@@ -1442,7 +1452,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xb0\x0e\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xf4\x0e\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1490,7 +1500,8 @@ const file_state_proto_rawDesc = "" +
 	"\x06tenant\x18> \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05owner\x18? \x01(\tR\x05owner\x12+\n" +
 	"\x05audit\x18@ \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\x126\n" +
-	"\bwebhooks\x18\xac\x02 \x03(\v2\x19.fathom.v1.PendingWebhookR\bwebhooks\x1a;\n" +
+	"\bwebhooks\x18\xac\x02 \x03(\v2\x19.fathom.v1.PendingWebhookR\bwebhooks\x12B\n" +
+	"\x0fqueued_messages\x18\xad\x02 \x03(\v2\x18.fathom.v1.MessageQueuedR\x0equeuedMessages\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
@@ -1605,8 +1616,9 @@ var file_state_proto_goTypes = []any{
 	(*HitlRequested)(nil),      // 20: fathom.v1.HitlRequested
 	(*ArtifactWritten)(nil),    // 21: fathom.v1.ArtifactWritten
 	(*SessionForked)(nil),      // 22: fathom.v1.SessionForked
-	(*SubagentResult)(nil),     // 23: fathom.v1.SubagentResult
-	(*Principal)(nil),          // 24: fathom.v1.Principal
+	(*MessageQueued)(nil),      // 23: fathom.v1.MessageQueued
+	(*SubagentResult)(nil),     // 24: fathom.v1.SubagentResult
+	(*Principal)(nil),          // 25: fathom.v1.Principal
 }
 var file_state_proto_depIdxs = []int32{
 	12, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
@@ -1631,19 +1643,20 @@ var file_state_proto_depIdxs = []int32{
 	3,  // 19: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
 	9,  // 20: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
 	7,  // 21: fathom.v1.SessionState.webhooks:type_name -> fathom.v1.PendingWebhook
-	3,  // 22: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 23: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 24: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	16, // 25: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	23, // 26: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	16, // 27: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	24, // 28: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
-	8,  // 29: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	23, // 22: fathom.v1.SessionState.queued_messages:type_name -> fathom.v1.MessageQueued
+	3,  // 23: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 24: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 25: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	16, // 26: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	24, // 27: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	16, // 28: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	25, // 29: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
+	8,  // 30: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

@@ -525,6 +525,9 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
+	if g.kickQueued(ctx) { // a message queued while the turn ran opens the next turn (onbusy.go)
+		return
+	}
 	g.kickAgents(ctx)
 	g.kickWebhooks(ctx)
 	if core.Terminal(g.state) {

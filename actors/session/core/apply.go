@@ -327,6 +327,8 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		return applySubAgentStarted(s, p.SubagentStarted, ev)
 	case *messages.Event_MessageReceived:
 		return applyMessageReceived(s, p.MessageReceived, ev)
+	case *messages.Event_MessageQueued:
+		return applyMessageQueued(s, p.MessageQueued)
 	case *messages.Event_WebhookDelivered:
 		applyWebhookDelivered(s, p.WebhookDelivered)
 	case *messages.Event_WebhookFailed:
