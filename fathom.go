@@ -434,6 +434,7 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	commandID string
 	requestID string
+	onBusy    string
 }
 
 func callOpts(opts []CallOption) callOptions {
@@ -449,6 +450,15 @@ func callOpts(opts []CallOption) callOptions {
 // (an ask_human call's or an approval's request id is in the state's Awaiting).
 func WithRequestID(id string) CallOption {
 	return func(o *callOptions) { o.requestID = id }
+}
+
+// WithOnBusy says what Send does while the session's turn is running (double
+// texting): "reject" (the default) refuses the message; "queue" records it
+// (message_queued) to run as the next turn once the current one completes;
+// "interrupt" records it and ends the current turn at its next step boundary, then
+// runs it.
+func WithOnBusy(v string) CallOption {
+	return func(o *callOptions) { o.onBusy = v }
 }
 
 // WithCommandID names the call's command, as the gateway's command_id does: a call
@@ -492,8 +502,9 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...Cal
 // (message_received) opens the session's next turn, in which the orchestrator answers it
 // from the whole history, directly or by planning new steps, ending in
 // session_completed again. It returns the session's last event before the message:
-// Follow(id, afterSeq) delivers the turn from its message_received on. A running,
-// failed or cancelled session, an unknown id and an empty or oversize message are
+// Follow(id, afterSeq) delivers the turn from its message_received on (after a queued
+// message's message_queued and the rest of the running turn). A running session
+// (unless WithOnBusy queues the message), a failed or cancelled session, an unknown id and an empty or oversize message are
 // refused. WithCommandID makes a retry safe: a retry of a recorded message records
 // nothing and returns the same afterSeq.
 func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption) (afterSeq uint64, err error) {
@@ -502,7 +513,7 @@ func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption)
 		return 0, failed("send to "+id, err)
 	}
 	cmd := commandID(id, "send", opts)
-	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx)}, n.callTimeout(ctx))
+	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx), OnBusy: callOpts(opts).onBusy}, n.callTimeout(ctx))
 	if err != nil {
 		return 0, failed("send to "+id, err)
 	}
