@@ -45,6 +45,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/webhooks"
 	"log/slog"
 	"slices"
 	"strings"
@@ -202,9 +203,18 @@ type Config struct {
 	// reads the journal: 0 means 500 ms with Consul and no polling with a local member;
 	// negative turns it off.
 	FeedPoll time.Duration
+	// Webhooks configures the sessions' webhook notifications (Standard Webhooks; docs/
+	// gateway-protocol.md): with Secret ("whsec_" and base64 bytes) the node signs and
+	// POSTs them to a session's webhook URL (SessionRequest.WebhookURL, or
+	// Session.WebhookURL for every session); zero fields take webhooks.DefaultConfig's.
+	Webhooks Webhooks
 	// Logger receives the node's structured logs (default: discarded).
 	Logger *slog.Logger
 }
+
+// Webhooks configures webhook delivery (webhooks.Config): Secret, the timeout of an
+// attempt, the attempts and their backoff, the attempts in flight.
+type Webhooks = webhooks.Config
 
 // Agent is an agent of the program's own (core.AgentSpec): set Name, Description and
 // either Prompt (a text/template with prompts.AgentData and the shared partials, e.g.
@@ -330,6 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		LLM: cfg.LLM, ExtraTools: cfg.Tools, Memory: cfg.Memory, Artifacts: cfg.Artifacts, Sandbox: cfg.Sandbox,
 		Telemetry: cfg.Telemetry, MetricsListen: cfg.MetricsListen, Pprof: cfg.Pprof, Retention: cfg.Retention, PromptsDir: cfg.PromptsDir,
 		SearXNGURL: cfg.SearXNGURL, MCPServers: cfg.MCPServers, FeedPoll: cfg.FeedPoll, Quotas: cfg.Quotas,
+		Webhooks: cfg.Webhooks,
 	})
 	if err != nil {
 		return nil, &Error{Op: "start", Err: err}
@@ -352,6 +363,10 @@ type SessionRequest struct {
 	// max iterations and steps, reasoning), as the gateway's start takes config; nil
 	// keeps them all.
 	Config *SessionConfig
+	// WebhookURL, when set, receives the session's signed notifications (completed,
+	// failed, cancelled, awaiting human): an http(s) URL; the node needs
+	// Config.Webhooks.Secret. Empty: Session.WebhookURL, if any.
+	WebhookURL string
 }
 
 // SessionConfig are a session's overrides of the node's defaults (gateway.SessionConfig):
@@ -384,6 +399,12 @@ func (n *Node) StartSession(ctx context.Context, req SessionRequest, opts ...Cal
 		cmd = id + "/start"
 	}
 	sreq := &messages.StartRequest{CommandId: cmd, Goal: req.Goal, UserId: req.UserID, Caller: callerOf(ctx), Config: req.Config.Message()}
+	if req.WebhookURL != "" {
+		if sreq.Config == nil {
+			sreq.Config = &messages.SessionConfig{}
+		}
+		sreq.Config.WebhookUrl = req.WebhookURL
+	}
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
 	// tenant has one (start_queue_timeout), for a session of the tenant to end: first
 	// come, first served with the gateway's starts; it leaves the queue when ctx ends.
@@ -426,6 +447,7 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	commandID string
 	requestID string
+	onBusy    string
 }
 
 func callOpts(opts []CallOption) callOptions {
@@ -441,6 +463,15 @@ func callOpts(opts []CallOption) callOptions {
 // (an ask_human call's or an approval's request id is in the state's Awaiting).
 func WithRequestID(id string) CallOption {
 	return func(o *callOptions) { o.requestID = id }
+}
+
+// WithOnBusy says what Send does while the session's turn is running (double
+// texting): "reject" (the default) refuses the message; "queue" records it
+// (message_queued) to run as the next turn once the current one completes;
+// "interrupt" records it and ends the current turn at its next step boundary, then
+// runs it.
+func WithOnBusy(v string) CallOption {
+	return func(o *callOptions) { o.onBusy = v }
 }
 
 // WithCommandID names the call's command, as the gateway's command_id does: a call
@@ -484,8 +515,9 @@ func (n *Node) Answer(ctx context.Context, id, stepID, input string, opts ...Cal
 // (message_received) opens the session's next turn, in which the orchestrator answers it
 // from the whole history, directly or by planning new steps, ending in
 // session_completed again. It returns the session's last event before the message:
-// Follow(id, afterSeq) delivers the turn from its message_received on. A running,
-// failed or cancelled session, an unknown id and an empty or oversize message are
+// Follow(id, afterSeq) delivers the turn from its message_received on (after a queued
+// message's message_queued and the rest of the running turn). A running session
+// (unless WithOnBusy queues the message), a failed or cancelled session, an unknown id and an empty or oversize message are
 // refused. WithCommandID makes a retry safe: a retry of a recorded message records
 // nothing and returns the same afterSeq.
 func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption) (afterSeq uint64, err error) {
@@ -494,7 +526,7 @@ func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption)
 		return 0, failed("send to "+id, err)
 	}
 	cmd := commandID(id, "send", opts)
-	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx)}, n.callTimeout(ctx))
+	resp, err := n.n.Session(id).Send(&messages.SendRequest{CommandId: cmd, Content: content, Caller: callerOf(ctx), OnBusy: callOpts(opts).onBusy}, n.callTimeout(ctx))
 	if err != nil {
 		return 0, failed("send to "+id, err)
 	}

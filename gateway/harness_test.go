@@ -49,6 +49,8 @@ type gwOpts struct {
 	log io.Writer
 	// longTerm turns the node's long-term memory on.
 	longTerm bool
+	// node edits the node's configuration (nil: as above).
+	node func(*node.Config)
 }
 
 func startGW(t testing.TB, o gwOpts) *gw {
@@ -78,6 +80,9 @@ func startGW(t testing.TB, o gwOpts) *gw {
 		o.session(&cfg.Session)
 	}
 	cfg.Memory.LongTerm = o.longTerm
+	if o.node != nil {
+		o.node(&cfg)
+	}
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Logger = log
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")

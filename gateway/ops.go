@@ -67,6 +67,9 @@ type Request struct {
 	UserID string `json:"user_id,omitempty"`
 	// Config overrides the node's session defaults on start.
 	Config *SessionConfig `json:"config,omitempty"`
+	// WebhookURL, on start, receives the session's signed notifications (an http or
+	// https URL; the node needs a webhook secret).
+	WebhookURL string `json:"webhook_url,omitempty"`
 	// FromSeq: subscribe delivers the events with seq > FromSeq (default 0: all).
 	FromSeq *uint64 `json:"from_seq,omitempty"`
 	// Deltas: subscribe also streams token deltas (default true).
@@ -105,6 +108,10 @@ type Request struct {
 	By string `json:"by,omitempty"`
 	// Content is the follow-up message of send.
 	Content string `json:"content,omitempty"`
+	// OnBusy says what a send to a session whose turn is running does: "reject" (the
+	// default), "queue" (run it as the next turn) or "interrupt" (end the current turn at
+	// its next step boundary, then run it).
+	OnBusy string `json:"on_busy,omitempty"`
 	// Seq addresses any event of the session for state_at and fork instead of
 	// step_index (which names the current turn's steps): how an earlier turn is reached.
 	// For gantt it is the last event folded (default: the session's last).
@@ -292,6 +299,12 @@ func (h *Handler) opStart(req *Request) (opResult, error) {
 	}
 	sreq := &messages.StartRequest{Caller: req.caller, CommandId: req.CommandID, Goal: req.Goal, UserId: req.UserID}
 	sreq.Config = req.Config.Message()
+	if req.WebhookURL != "" {
+		if sreq.Config == nil {
+			sreq.Config = &messages.SessionConfig{}
+		}
+		sreq.Config.WebhookUrl = req.WebhookURL
+	}
 	var resp *messages.StartResponse
 	// A start over the tenant's max_running_sessions waits in its start queue, when the
 	// tenant has one (start_queue_timeout), for a session of the tenant to end; it leaves
@@ -345,7 +358,7 @@ func (h *Handler) opSend(req *Request) (opResult, error) {
 	if strings.TrimSpace(req.Content) == "" {
 		return opResult{}, errorf(CodeInvalidArgument, "content is required: the follow-up message")
 	}
-	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{Caller: req.caller, CommandId: h.commandID(req), Content: req.Content}, cluster.WithTimeout(h.cfg.RequestTimeout))
+	resp, err := h.grain(req.SessionID).Send(&messages.SendRequest{Caller: req.caller, CommandId: h.commandID(req), Content: req.Content, OnBusy: req.OnBusy}, cluster.WithTimeout(h.cfg.RequestTimeout))
 	if err != nil {
 		return opResult{}, err
 	}

@@ -69,6 +69,9 @@ type Event struct {
 	//	*Event_MemorySaved
 	//	*Event_MemoryDeleted
 	//	*Event_MessageReceived
+	//	*Event_WebhookDelivered
+	//	*Event_WebhookFailed
+	//	*Event_MessageQueued
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -398,6 +401,33 @@ func (x *Event) GetMessageReceived() *MessageReceived {
 	return nil
 }
 
+func (x *Event) GetWebhookDelivered() *WebhookDelivered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WebhookDelivered); ok {
+			return x.WebhookDelivered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetWebhookFailed() *WebhookFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WebhookFailed); ok {
+			return x.WebhookFailed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetMessageQueued() *MessageQueued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageQueued); ok {
+			return x.MessageQueued
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -514,6 +544,18 @@ type Event_MessageReceived struct {
 	MessageReceived *MessageReceived `protobuf:"bytes,50,opt,name=message_received,json=messageReceived,proto3,oneof"`
 }
 
+type Event_WebhookDelivered struct {
+	WebhookDelivered *WebhookDelivered `protobuf:"bytes,300,opt,name=webhook_delivered,json=webhookDelivered,proto3,oneof"`
+}
+
+type Event_WebhookFailed struct {
+	WebhookFailed *WebhookFailed `protobuf:"bytes,301,opt,name=webhook_failed,json=webhookFailed,proto3,oneof"`
+}
+
+type Event_MessageQueued struct {
+	MessageQueued *MessageQueued `protobuf:"bytes,302,opt,name=message_queued,json=messageQueued,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -569,6 +611,12 @@ func (*Event_MemorySaved) isEvent_Payload() {}
 func (*Event_MemoryDeleted) isEvent_Payload() {}
 
 func (*Event_MessageReceived) isEvent_Payload() {}
+
+func (*Event_WebhookDelivered) isEvent_Payload() {}
+
+func (*Event_WebhookFailed) isEvent_Payload() {}
+
+func (*Event_MessageQueued) isEvent_Payload() {}
 
 // Breakpoint stops the session at a step boundary. Empty filters match every step.
 type Breakpoint struct {
@@ -972,8 +1020,13 @@ type SessionConfig struct {
 	// thinking_budget, when positive, turns on extended thinking (Anthropic) with that
 	// many tokens of budget (at least 1024); 0: the node's default (--thinking-budget).
 	ThinkingBudget uint32 `protobuf:"varint,10,opt,name=thinking_budget,json=thinkingBudget,proto3" json:"thinking_budget,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// webhook_url, when set, is where the node POSTs the session's signed notifications
+	// (completed, failed, cancelled, awaiting human; Standard Webhooks, package webhooks):
+	// an absolute http or https URL. The secret that signs them is the node's, never
+	// recorded.
+	WebhookUrl    string `protobuf:"bytes,300,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionConfig) Reset() {
@@ -1074,6 +1127,13 @@ func (x *SessionConfig) GetThinkingBudget() uint32 {
 		return x.ThinkingBudget
 	}
 	return 0
+}
+
+func (x *SessionConfig) GetWebhookUrl() string {
+	if x != nil {
+		return x.WebhookUrl
+	}
+	return ""
 }
 
 // SessionStarted is the first event of every session.
@@ -4058,7 +4118,10 @@ type MessageReceived struct {
 	// the history as an assistant message.
 	ResultTokens uint32 `protobuf:"varint,3,opt,name=result_tokens,json=resultTokens,proto3" json:"result_tokens,omitempty"`
 	// turn is the turn the message opens (2 for the first follow-up).
-	Turn          uint32 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	Turn uint32 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	// from_queue is set when the message is the oldest of the state's queued_messages
+	// (message_queued), which it removes.
+	FromQueue     bool `protobuf:"varint,300,opt,name=from_queue,json=fromQueue,proto3" json:"from_queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4121,6 +4184,264 @@ func (x *MessageReceived) GetTurn() uint32 {
 	return 0
 }
 
+func (x *MessageReceived) GetFromQueue() bool {
+	if x != nil {
+		return x.FromQueue
+	}
+	return false
+}
+
+// WebhookDelivered records that a receiver acknowledged a notification (a 2xx answer):
+// it is no longer pending. Every attempt of one notification carries the same
+// webhook_id, so a receiver drops duplicates by it.
+type WebhookDelivered struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// webhook_id is the notification's webhook-id header.
+	WebhookId string `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// notification is the notification's type ("session.completed", "session.failed",
+	// "session.cancelled", "session.awaiting_human"; not "type", the event's own).
+	Notification string `protobuf:"bytes,2,opt,name=notification,proto3" json:"notification,omitempty"`
+	// event_seq is the seq of the event that made the notification due.
+	EventSeq uint64 `protobuf:"varint,3,opt,name=event_seq,json=eventSeq,proto3" json:"event_seq,omitempty"`
+	// attempt counts the attempts, from 1.
+	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// status_code is the receiver's HTTP status.
+	StatusCode    int32 `protobuf:"varint,5,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivered) Reset() {
+	*x = WebhookDelivered{}
+	mi := &file_events_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivered) ProtoMessage() {}
+
+func (x *WebhookDelivered) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivered.ProtoReflect.Descriptor instead.
+func (*WebhookDelivered) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *WebhookDelivered) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivered) GetNotification() string {
+	if x != nil {
+		return x.Notification
+	}
+	return ""
+}
+
+func (x *WebhookDelivered) GetEventSeq() uint64 {
+	if x != nil {
+		return x.EventSeq
+	}
+	return 0
+}
+
+func (x *WebhookDelivered) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *WebhookDelivered) GetStatusCode() int32 {
+	if x != nil {
+		return x.StatusCode
+	}
+	return 0
+}
+
+// WebhookFailed records a failed attempt to deliver a notification: a non-2xx answer,
+// a timeout or a connection error. Unless final, the next attempt is due at
+// next_attempt_unix_nano (exponential backoff with jitter); a final failure gives the
+// notification up after the configured number of attempts.
+type WebhookFailed struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	WebhookId    string                 `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	Notification string                 `protobuf:"bytes,2,opt,name=notification,proto3" json:"notification,omitempty"`
+	EventSeq     uint64                 `protobuf:"varint,3,opt,name=event_seq,json=eventSeq,proto3" json:"event_seq,omitempty"`
+	Attempt      uint32                 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// status_code is the receiver's HTTP status, 0 when none came.
+	StatusCode int32 `protobuf:"varint,5,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	// error says what went wrong (never the secret or the body).
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// next_attempt_unix_nano is when the next attempt is due; 0 when final.
+	NextAttemptUnixNano int64 `protobuf:"varint,7,opt,name=next_attempt_unix_nano,json=nextAttemptUnixNano,proto3" json:"next_attempt_unix_nano,omitempty"`
+	// final is set when the notification is given up.
+	Final         bool `protobuf:"varint,8,opt,name=final,proto3" json:"final,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookFailed) Reset() {
+	*x = WebhookFailed{}
+	mi := &file_events_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookFailed) ProtoMessage() {}
+
+func (x *WebhookFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookFailed.ProtoReflect.Descriptor instead.
+func (*WebhookFailed) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *WebhookFailed) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookFailed) GetNotification() string {
+	if x != nil {
+		return x.Notification
+	}
+	return ""
+}
+
+func (x *WebhookFailed) GetEventSeq() uint64 {
+	if x != nil {
+		return x.EventSeq
+	}
+	return 0
+}
+
+func (x *WebhookFailed) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *WebhookFailed) GetStatusCode() int32 {
+	if x != nil {
+		return x.StatusCode
+	}
+	return 0
+}
+
+func (x *WebhookFailed) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *WebhookFailed) GetNextAttemptUnixNano() int64 {
+	if x != nil {
+		return x.NextAttemptUnixNano
+	}
+	return 0
+}
+
+func (x *WebhookFailed) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+// MessageQueued records a follow-up message sent while a turn was running with on_busy
+// "queue" or "interrupt" (SendRequest): it waits in the state's queued_messages and runs
+// as the next turn (a message_received with from_queue) once the current turn completes.
+// With "interrupt" the current turn starts no new step and completes at its next step
+// boundary. A turn that fails or is cancelled drops the queue with the session.
+type MessageQueued struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// on_busy is "queue" or "interrupt".
+	OnBusy        string `protobuf:"bytes,2,opt,name=on_busy,json=onBusy,proto3" json:"on_busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageQueued) Reset() {
+	*x = MessageQueued{}
+	mi := &file_events_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageQueued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageQueued) ProtoMessage() {}
+
+func (x *MessageQueued) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageQueued.ProtoReflect.Descriptor instead.
+func (*MessageQueued) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *MessageQueued) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *MessageQueued) GetOnBusy() string {
+	if x != nil {
+		return x.OnBusy
+	}
+	return ""
+}
+
 // MemorySaved records a long-term memory item a tool call of the session saved (the
 // remember tool: persistence/ltm). It carries everything the item is but its
 // embedding, which the embedder makes again, so the memory store can be rebuilt from
@@ -4156,7 +4477,7 @@ type MemorySaved struct {
 
 func (x *MemorySaved) Reset() {
 	*x = MemorySaved{}
-	mi := &file_events_proto_msgTypes[41]
+	mi := &file_events_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4489,7 @@ func (x *MemorySaved) String() string {
 func (*MemorySaved) ProtoMessage() {}
 
 func (x *MemorySaved) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[41]
+	mi := &file_events_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4502,7 @@ func (x *MemorySaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySaved.ProtoReflect.Descriptor instead.
 func (*MemorySaved) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{41}
+	return file_events_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *MemorySaved) GetMemoryId() string {
@@ -4299,7 +4620,7 @@ type MemoryDeleted struct {
 
 func (x *MemoryDeleted) Reset() {
 	*x = MemoryDeleted{}
-	mi := &file_events_proto_msgTypes[42]
+	mi := &file_events_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4311,7 +4632,7 @@ func (x *MemoryDeleted) String() string {
 func (*MemoryDeleted) ProtoMessage() {}
 
 func (x *MemoryDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[42]
+	mi := &file_events_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4324,7 +4645,7 @@ func (x *MemoryDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryDeleted.ProtoReflect.Descriptor instead.
 func (*MemoryDeleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{42}
+	return file_events_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *MemoryDeleted) GetMemoryId() string {
@@ -4380,7 +4701,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\x96\x10\n" +
+	"\fevents.proto\x12\tfathom.v1\"\xeb\x11\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -4422,7 +4743,10 @@ const file_events_proto_rawDesc = "" +
 	"\x10artifact_written\x18* \x01(\v2\x1a.fathom.v1.ArtifactWrittenH\x00R\x0fartifactWritten\x12;\n" +
 	"\fmemory_saved\x18+ \x01(\v2\x16.fathom.v1.MemorySavedH\x00R\vmemorySaved\x12A\n" +
 	"\x0ememory_deleted\x18, \x01(\v2\x18.fathom.v1.MemoryDeletedH\x00R\rmemoryDeleted\x12G\n" +
-	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceivedB\t\n" +
+	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceived\x12K\n" +
+	"\x11webhook_delivered\x18\xac\x02 \x01(\v2\x1b.fathom.v1.WebhookDeliveredH\x00R\x10webhookDelivered\x12B\n" +
+	"\x0ewebhook_failed\x18\xad\x02 \x01(\v2\x18.fathom.v1.WebhookFailedH\x00R\rwebhookFailed\x12B\n" +
+	"\x0emessage_queued\x18\xae\x02 \x01(\v2\x18.fathom.v1.MessageQueuedH\x00R\rmessageQueuedB\t\n" +
 	"\apayload\"\xdc\x01\n" +
 	"\n" +
 	"Breakpoint\x12\x0e\n" +
@@ -4453,7 +4777,7 @@ const file_events_proto_rawDesc = "" +
 	"\x02by\x18\x01 \x01(\tR\x02by\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x128\n" +
 	"\rmodified_step\x18\x03 \x01(\v2\x13.fathom.v1.PlanStepR\fmodifiedStep\x12%\n" +
-	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"\xd9\x02\n" +
+	"\x0epause_released\x18\x04 \x01(\bR\rpauseReleased\"\xfb\x02\n" +
 	"\rSessionConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12%\n" +
 	"\x0emax_iterations\x18\x02 \x01(\rR\rmaxIterations\x12\x1b\n" +
@@ -4467,7 +4791,9 @@ const file_events_proto_rawDesc = "" +
 	"\bbase_url\x18\b \x01(\tR\abaseUrl\x12)\n" +
 	"\x10reasoning_effort\x18\t \x01(\tR\x0freasoningEffort\x12'\n" +
 	"\x0fthinking_budget\x18\n" +
-	" \x01(\rR\x0ethinkingBudget\"\x9d\x01\n" +
+	" \x01(\rR\x0ethinkingBudget\x12 \n" +
+	"\vwebhook_url\x18\xac\x02 \x01(\tR\n" +
+	"webhookUrl\"\x9d\x01\n" +
 	"\x0eSessionStarted\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x120\n" +
 	"\x06config\x18\x02 \x01(\v2\x18.fathom.v1.SessionConfigR\x06config\x12\x17\n" +
@@ -4741,12 +5067,36 @@ const file_events_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x16\n" +
 	"\x06sha256\x18\n" +
 	" \x01(\tR\x06sha256\x12\x1c\n" +
-	"\toverwrote\x18\v \x01(\bR\toverwrote\"|\n" +
+	"\toverwrote\x18\v \x01(\bR\toverwrote\"\x9c\x01\n" +
 	"\x0fMessageReceived\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\rR\x06tokens\x12#\n" +
 	"\rresult_tokens\x18\x03 \x01(\rR\fresultTokens\x12\x12\n" +
-	"\x04turn\x18\x04 \x01(\rR\x04turn\"\xb0\x04\n" +
+	"\x04turn\x18\x04 \x01(\rR\x04turn\x12\x1e\n" +
+	"\n" +
+	"from_queue\x18\xac\x02 \x01(\bR\tfromQueue\"\xad\x01\n" +
+	"\x10WebhookDelivered\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\"\n" +
+	"\fnotification\x18\x02 \x01(\tR\fnotification\x12\x1b\n" +
+	"\tevent_seq\x18\x03 \x01(\x04R\beventSeq\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x1f\n" +
+	"\vstatus_code\x18\x05 \x01(\x05R\n" +
+	"statusCode\"\x8b\x02\n" +
+	"\rWebhookFailed\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\"\n" +
+	"\fnotification\x18\x02 \x01(\tR\fnotification\x12\x1b\n" +
+	"\tevent_seq\x18\x03 \x01(\x04R\beventSeq\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x1f\n" +
+	"\vstatus_code\x18\x05 \x01(\x05R\n" +
+	"statusCode\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x123\n" +
+	"\x16next_attempt_unix_nano\x18\a \x01(\x03R\x13nextAttemptUnixNano\x12\x14\n" +
+	"\x05final\x18\b \x01(\bR\x05final\"B\n" +
+	"\rMessageQueued\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x17\n" +
+	"\aon_busy\x18\x02 \x01(\tR\x06onBusy\"\xb0\x04\n" +
 	"\vMemorySaved\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x17\n" +
@@ -4789,7 +5139,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -4832,9 +5182,12 @@ var file_events_proto_goTypes = []any{
 	(*SubagentCompleted)(nil),  // 38: fathom.v1.SubagentCompleted
 	(*ArtifactWritten)(nil),    // 39: fathom.v1.ArtifactWritten
 	(*MessageReceived)(nil),    // 40: fathom.v1.MessageReceived
-	(*MemorySaved)(nil),        // 41: fathom.v1.MemorySaved
-	(*MemoryDeleted)(nil),      // 42: fathom.v1.MemoryDeleted
-	nil,                        // 43: fathom.v1.MemorySaved.MetadataEntry
+	(*WebhookDelivered)(nil),   // 41: fathom.v1.WebhookDelivered
+	(*WebhookFailed)(nil),      // 42: fathom.v1.WebhookFailed
+	(*MessageQueued)(nil),      // 43: fathom.v1.MessageQueued
+	(*MemorySaved)(nil),        // 44: fathom.v1.MemorySaved
+	(*MemoryDeleted)(nil),      // 45: fathom.v1.MemoryDeleted
+	nil,                        // 46: fathom.v1.MemorySaved.MetadataEntry
 }
 var file_events_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.Event.by:type_name -> fathom.v1.Principal
@@ -4863,33 +5216,36 @@ var file_events_proto_depIdxs = []int32{
 	32, // 23: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
 	38, // 24: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
 	39, // 25: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	41, // 26: fathom.v1.Event.memory_saved:type_name -> fathom.v1.MemorySaved
-	42, // 27: fathom.v1.Event.memory_deleted:type_name -> fathom.v1.MemoryDeleted
+	44, // 26: fathom.v1.Event.memory_saved:type_name -> fathom.v1.MemorySaved
+	45, // 27: fathom.v1.Event.memory_deleted:type_name -> fathom.v1.MemoryDeleted
 	40, // 28: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
-	1,  // 29: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	9,  // 30: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 31: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	9,  // 32: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	9,  // 33: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	14, // 34: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	19, // 35: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	17, // 36: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	16, // 37: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	21, // 38: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	14, // 39: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	9,  // 40: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
-	14, // 41: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	33, // 42: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	34, // 43: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	35, // 44: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	36, // 45: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	37, // 46: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	43, // 47: fathom.v1.MemorySaved.metadata:type_name -> fathom.v1.MemorySaved.MetadataEntry
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	41, // 29: fathom.v1.Event.webhook_delivered:type_name -> fathom.v1.WebhookDelivered
+	42, // 30: fathom.v1.Event.webhook_failed:type_name -> fathom.v1.WebhookFailed
+	43, // 31: fathom.v1.Event.message_queued:type_name -> fathom.v1.MessageQueued
+	1,  // 32: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	9,  // 33: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 34: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	9,  // 35: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	9,  // 36: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	14, // 37: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	19, // 38: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	17, // 39: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	16, // 40: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	21, // 41: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	14, // 42: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	9,  // 43: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
+	14, // 44: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 45: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 46: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 47: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 48: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 49: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	46, // 50: fathom.v1.MemorySaved.metadata:type_name -> fathom.v1.MemorySaved.MetadataEntry
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -4926,6 +5282,9 @@ func file_events_proto_init() {
 		(*Event_MemorySaved)(nil),
 		(*Event_MemoryDeleted)(nil),
 		(*Event_MessageReceived)(nil),
+		(*Event_WebhookDelivered)(nil),
+		(*Event_WebhookFailed)(nil),
+		(*Event_MessageQueued)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4933,7 +5292,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -210,7 +210,13 @@ type SendRequest struct {
 	// command_id makes the request idempotent. Required.
 	CommandId string `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// content is the message: non-empty UTF-8, at most the goal's limit.
-	Content       string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// on_busy says what a message sent while a turn is running does (double texting):
+	// "reject" (the default, also when empty) refuses it with FAILED_PRECONDITION;
+	// "queue" records it (message_queued) to run as the next turn once the current one
+	// completes; "interrupt" records it too and ends the current turn at its next step
+	// boundary (no new step starts; the turn completes), then runs it.
+	OnBusy        string `protobuf:"bytes,300,opt,name=on_busy,json=onBusy,proto3" json:"on_busy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +268,13 @@ func (x *SendRequest) GetCommandId() string {
 func (x *SendRequest) GetContent() string {
 	if x != nil {
 		return x.Content
+	}
+	return ""
+}
+
+func (x *SendRequest) GetOnBusy() string {
+	if x != nil {
+		return x.OnBusy
 	}
 	return ""
 }
@@ -1482,12 +1495,13 @@ const file_session_proto_rawDesc = "" +
 	"\x03act\x18\x01 \x01(\bR\x03act\">\n" +
 	"\x0eAccessResponse\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
-	"\x05owner\x18\x02 \x01(\tR\x05owner\"t\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\"\x8e\x01\n" +
 	"\vSendRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xb0\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x18\n" +
+	"\aon_busy\x18\xac\x02 \x01(\tR\x06onBusy\"\xb0\x01\n" +
 	"\x13ProvideInputRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +

@@ -660,8 +660,15 @@ type SessionState struct {
 	// end. Each run is a trace of its own (actors/session/trace.go).
 	RunStartedSeq        uint64 `protobuf:"varint,65,opt,name=run_started_seq,json=runStartedSeq,proto3" json:"run_started_seq,omitempty"`
 	RunStartedAtUnixNano int64  `protobuf:"varint,66,opt,name=run_started_at_unix_nano,json=runStartedAtUnixNano,proto3" json:"run_started_at_unix_nano,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// webhooks are the notifications due to the session's webhook_url and not yet
+	// delivered or given up, oldest first (webhook_delivered and a final webhook_failed
+	// remove one).
+	Webhooks []*PendingWebhook `protobuf:"bytes,300,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	// queued_messages are the follow-up messages sent while a turn ran (message_queued),
+	// oldest first: each runs as a later turn (message_received with from_queue).
+	QueuedMessages []*MessageQueued `protobuf:"bytes,301,rep,name=queued_messages,json=queuedMessages,proto3" json:"queued_messages,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -995,6 +1002,111 @@ func (x *SessionState) GetRunStartedAtUnixNano() int64 {
 	return 0
 }
 
+func (x *SessionState) GetWebhooks() []*PendingWebhook {
+	if x != nil {
+		return x.Webhooks
+	}
+	return nil
+}
+
+func (x *SessionState) GetQueuedMessages() []*MessageQueued {
+	if x != nil {
+		return x.QueuedMessages
+	}
+	return nil
+}
+
+// PendingWebhook is a notification the node still has to deliver.
+type PendingWebhook struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// webhook_id is its webhook-id header, the same on every attempt.
+	WebhookId string `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// type is "session.completed", "session.failed", "session.cancelled" or
+	// "session.awaiting_human".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// event_seq and at_unix_nano are the seq and time of the event that made it due.
+	EventSeq   uint64 `protobuf:"varint,3,opt,name=event_seq,json=eventSeq,proto3" json:"event_seq,omitempty"`
+	AtUnixNano int64  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	// attempts counts the failed attempts so far.
+	Attempts uint32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// next_attempt_unix_nano is when the next attempt is due (at_unix_nano at first).
+	NextAttemptUnixNano int64 `protobuf:"varint,6,opt,name=next_attempt_unix_nano,json=nextAttemptUnixNano,proto3" json:"next_attempt_unix_nano,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *PendingWebhook) Reset() {
+	*x = PendingWebhook{}
+	mi := &file_state_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingWebhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingWebhook) ProtoMessage() {}
+
+func (x *PendingWebhook) ProtoReflect() protoreflect.Message {
+	mi := &file_state_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingWebhook.ProtoReflect.Descriptor instead.
+func (*PendingWebhook) Descriptor() ([]byte, []int) {
+	return file_state_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PendingWebhook) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *PendingWebhook) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PendingWebhook) GetEventSeq() uint64 {
+	if x != nil {
+		return x.EventSeq
+	}
+	return 0
+}
+
+func (x *PendingWebhook) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *PendingWebhook) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *PendingWebhook) GetNextAttemptUnixNano() int64 {
+	if x != nil {
+		return x.NextAttemptUnixNano
+	}
+	return 0
+}
+
 // SubagentState is a sub-agent's isolated, event-sourced context.
 type SubagentState struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1043,7 +1155,7 @@ type SubagentState struct {
 
 func (x *SubagentState) Reset() {
 	*x = SubagentState{}
-	mi := &file_state_proto_msgTypes[5]
+	mi := &file_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1167,7 @@ func (x *SubagentState) String() string {
 func (*SubagentState) ProtoMessage() {}
 
 func (x *SubagentState) ProtoReflect() protoreflect.Message {
-	mi := &file_state_proto_msgTypes[5]
+	mi := &file_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1180,7 @@ func (x *SubagentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentState.ProtoReflect.Descriptor instead.
 func (*SubagentState) Descriptor() ([]byte, []int) {
-	return file_state_proto_rawDescGZIP(), []int{5}
+	return file_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubagentState) GetId() string {
@@ -1262,7 +1374,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_state_proto_msgTypes[6]
+	mi := &file_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1386,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_state_proto_msgTypes[6]
+	mi := &file_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1399,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_state_proto_rawDescGZIP(), []int{6}
+	return file_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AuditEntry) GetSeq() uint64 {
@@ -1371,7 +1483,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x8c\x0f\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x88\x10\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1421,13 +1533,24 @@ const file_state_proto_rawDesc = "" +
 	"\x05owner\x18? \x01(\tR\x05owner\x12+\n" +
 	"\x05audit\x18@ \x03(\v2\x15.fathom.v1.AuditEntryR\x05audit\x12&\n" +
 	"\x0frun_started_seq\x18A \x01(\x04R\rrunStartedSeq\x126\n" +
-	"\x18run_started_at_unix_nano\x18B \x01(\x03R\x14runStartedAtUnixNano\x1a;\n" +
+	"\x18run_started_at_unix_nano\x18B \x01(\x03R\x14runStartedAtUnixNano\x126\n" +
+	"\bwebhooks\x18\xac\x02 \x03(\v2\x19.fathom.v1.PendingWebhookR\bwebhooks\x12B\n" +
+	"\x0fqueued_messages\x18\xad\x02 \x03(\v2\x18.fathom.v1.MessageQueuedR\x0equeuedMessages\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
 	"\x0eSubAgentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xc9\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\x0ePendingWebhook\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1b\n" +
+	"\tevent_seq\x18\x03 \x01(\x04R\beventSeq\x12 \n" +
+	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
+	"atUnixNano\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\rR\battempts\x123\n" +
+	"\x16next_attempt_unix_nano\x18\x06 \x01(\x03R\x13nextAttemptUnixNano\"\xc9\a\n" +
 	"\rSubagentState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1502,7 +1625,7 @@ func file_state_proto_rawDescGZIP() []byte {
 }
 
 var file_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_state_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_state_proto_goTypes = []any{
 	(SessionStatus)(0),         // 0: fathom.v1.SessionStatus
 	(StepStatus)(0),            // 1: fathom.v1.StepStatus
@@ -1511,61 +1634,65 @@ var file_state_proto_goTypes = []any{
 	(*PendingTool)(nil),        // 4: fathom.v1.PendingTool
 	(*PendingCall)(nil),        // 5: fathom.v1.PendingCall
 	(*SessionState)(nil),       // 6: fathom.v1.SessionState
-	(*SubagentState)(nil),      // 7: fathom.v1.SubagentState
-	(*AuditEntry)(nil),         // 8: fathom.v1.AuditEntry
-	nil,                        // 9: fathom.v1.SessionState.CommandsEntry
-	nil,                        // 10: fathom.v1.SessionState.SubAgentsEntry
-	(*PlanStep)(nil),           // 11: fathom.v1.PlanStep
-	(*ToolCallRequest)(nil),    // 12: fathom.v1.ToolCallRequest
-	(*ThinkingBlock)(nil),      // 13: fathom.v1.ThinkingBlock
-	(*SessionConfig)(nil),      // 14: fathom.v1.SessionConfig
-	(*Usage)(nil),              // 15: fathom.v1.Usage
-	(*SummaryUpdated)(nil),     // 16: fathom.v1.SummaryUpdated
-	(*Breakpoint)(nil),         // 17: fathom.v1.Breakpoint
-	(*InterruptTriggered)(nil), // 18: fathom.v1.InterruptTriggered
-	(*HitlRequested)(nil),      // 19: fathom.v1.HitlRequested
-	(*ArtifactWritten)(nil),    // 20: fathom.v1.ArtifactWritten
-	(*MemorySaved)(nil),        // 21: fathom.v1.MemorySaved
-	(*SessionForked)(nil),      // 22: fathom.v1.SessionForked
-	(*SubagentResult)(nil),     // 23: fathom.v1.SubagentResult
-	(*Principal)(nil),          // 24: fathom.v1.Principal
+	(*PendingWebhook)(nil),     // 7: fathom.v1.PendingWebhook
+	(*SubagentState)(nil),      // 8: fathom.v1.SubagentState
+	(*AuditEntry)(nil),         // 9: fathom.v1.AuditEntry
+	nil,                        // 10: fathom.v1.SessionState.CommandsEntry
+	nil,                        // 11: fathom.v1.SessionState.SubAgentsEntry
+	(*PlanStep)(nil),           // 12: fathom.v1.PlanStep
+	(*ToolCallRequest)(nil),    // 13: fathom.v1.ToolCallRequest
+	(*ThinkingBlock)(nil),      // 14: fathom.v1.ThinkingBlock
+	(*SessionConfig)(nil),      // 15: fathom.v1.SessionConfig
+	(*Usage)(nil),              // 16: fathom.v1.Usage
+	(*SummaryUpdated)(nil),     // 17: fathom.v1.SummaryUpdated
+	(*Breakpoint)(nil),         // 18: fathom.v1.Breakpoint
+	(*InterruptTriggered)(nil), // 19: fathom.v1.InterruptTriggered
+	(*HitlRequested)(nil),      // 20: fathom.v1.HitlRequested
+	(*ArtifactWritten)(nil),    // 21: fathom.v1.ArtifactWritten
+	(*MemorySaved)(nil),        // 22: fathom.v1.MemorySaved
+	(*SessionForked)(nil),      // 23: fathom.v1.SessionForked
+	(*MessageQueued)(nil),      // 24: fathom.v1.MessageQueued
+	(*SubagentResult)(nil),     // 25: fathom.v1.SubagentResult
+	(*Principal)(nil),          // 26: fathom.v1.Principal
 }
 var file_state_proto_depIdxs = []int32{
-	11, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
+	12, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
 	1,  // 1: fathom.v1.StepState.status:type_name -> fathom.v1.StepStatus
 	3,  // 2: fathom.v1.StepState.transcript:type_name -> fathom.v1.TranscriptEntry
-	12, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	13, // 4: fathom.v1.TranscriptEntry.thinking:type_name -> fathom.v1.ThinkingBlock
+	13, // 3: fathom.v1.TranscriptEntry.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	14, // 4: fathom.v1.TranscriptEntry.thinking:type_name -> fathom.v1.ThinkingBlock
 	0,  // 5: fathom.v1.SessionState.status:type_name -> fathom.v1.SessionStatus
-	14, // 6: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
+	15, // 6: fathom.v1.SessionState.config:type_name -> fathom.v1.SessionConfig
 	2,  // 7: fathom.v1.SessionState.steps:type_name -> fathom.v1.StepState
 	5,  // 8: fathom.v1.SessionState.pending:type_name -> fathom.v1.PendingCall
-	15, // 9: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
-	9,  // 10: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
+	16, // 9: fathom.v1.SessionState.usage:type_name -> fathom.v1.Usage
+	10, // 10: fathom.v1.SessionState.commands:type_name -> fathom.v1.SessionState.CommandsEntry
 	4,  // 11: fathom.v1.SessionState.pending_tools:type_name -> fathom.v1.PendingTool
-	16, // 12: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
-	17, // 13: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
-	18, // 14: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
-	19, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
-	10, // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
-	20, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
-	21, // 18: fathom.v1.SessionState.memories:type_name -> fathom.v1.MemorySaved
-	22, // 19: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
+	17, // 12: fathom.v1.SessionState.summary:type_name -> fathom.v1.SummaryUpdated
+	18, // 13: fathom.v1.SessionState.breakpoints:type_name -> fathom.v1.Breakpoint
+	19, // 14: fathom.v1.SessionState.interrupt:type_name -> fathom.v1.InterruptTriggered
+	20, // 15: fathom.v1.SessionState.awaiting:type_name -> fathom.v1.HitlRequested
+	11, // 16: fathom.v1.SessionState.sub_agents:type_name -> fathom.v1.SessionState.SubAgentsEntry
+	21, // 17: fathom.v1.SessionState.artifacts:type_name -> fathom.v1.ArtifactWritten
+	22, // 18: fathom.v1.SessionState.memories:type_name -> fathom.v1.MemorySaved
+	23, // 19: fathom.v1.SessionState.forked_from:type_name -> fathom.v1.SessionForked
 	3,  // 20: fathom.v1.SessionState.thread:type_name -> fathom.v1.TranscriptEntry
-	8,  // 21: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
-	3,  // 22: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 23: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 24: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	15, // 25: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	23, // 26: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	15, // 27: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	24, // 28: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
-	7,  // 29: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	9,  // 21: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
+	7,  // 22: fathom.v1.SessionState.webhooks:type_name -> fathom.v1.PendingWebhook
+	24, // 23: fathom.v1.SessionState.queued_messages:type_name -> fathom.v1.MessageQueued
+	3,  // 24: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 25: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 26: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	16, // 27: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	25, // 28: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	16, // 29: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	26, // 30: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
+	8,  // 31: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }
@@ -1580,7 +1707,7 @@ func file_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_state_proto_rawDesc), len(file_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/webhooks"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,9 @@ type Deps struct {
 	// Drain, when set, is the member's drain of its grains (drain.go): the node begins
 	// it before it hands its sessions over. Nil: grains are never drained.
 	Drain *Drain
+	// Webhooks sends the sessions' webhook notifications (webhook.go); nil sends none
+	// (Config.Webhooks must then be false).
+	Webhooks *webhooks.Sender
 
 	// specs caches the registry's tools as the model sees them (toolSpecs).
 	specs atomic.Pointer[toolSpecs]

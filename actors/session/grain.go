@@ -112,6 +112,8 @@ type Grain struct {
 	// newer is set once the session turned out to hold an event of a newer version
 	// (newer.go): the activation hosts nothing and passivates when idle.
 	newer bool
+	// hooks is the activation's webhook delivery (webhook.go).
+	hooks webhookState
 }
 
 // Messages a grain sends itself. They never leave the process.
@@ -251,6 +253,8 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *hitlDeadlineMsg:
 		g.onHitlDeadline(ctx)
+	case *webhookDueMsg, *webhookDone:
+		g.onWebhookMsg(ctx)
 	case *agent.NeedWork:
 		g.onNeedWork(ctx, msg)
 	case *agent.CallLost:
@@ -540,7 +544,11 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
+	if g.kickQueued(ctx) { // a message queued while the turn ran opens the next turn (onbusy.go)
+		return
+	}
 	g.kickAgents(ctx)
+	g.kickWebhooks(ctx)
 	if core.Terminal(g.state) {
 		return
 	}
@@ -654,7 +662,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.due || len(g.pipeline) > 0 || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+	busy := g.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
@@ -668,6 +676,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
+	g.stopWebhooks()
 	for _, t := range []*time.Timer{g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
 		if t != nil {
 			t.Stop()

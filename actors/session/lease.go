@@ -45,9 +45,10 @@ func (g *Grain) startLease(ctx cluster.GrainContext) {
 }
 
 // onLeaseTick renews the lease unless the session ended (a terminal session needs no
-// owner: its lease lapses, or Terminate releases it).
+// owner: its lease lapses, or Terminate releases it), and has no webhook notification
+// pending.
 func (g *Grain) onLeaseTick(ctx cluster.GrainContext) {
-	if g.fenced || (g.state != nil && core.Terminal(g.state)) {
+	if g.fenced || (g.state != nil && core.Terminal(g.state) && len(g.state.GetWebhooks()) == 0) {
 		return
 	}
 	g.renewLease(ctx)

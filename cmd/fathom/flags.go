@@ -159,6 +159,7 @@ type nodeFlags struct {
 	consulCheckTTL envDuration
 	reasoning      reasoningFlags
 	retention      retentionFlags
+	webhooks       webhookFlags
 	toolResult     toolResultFlags
 	drain          drainFlags
 	tenancy        tenancyFlags
@@ -293,6 +294,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	f.pauseGrace.register(fs, "pause-grace", "FATHOM_PAUSE_GRACE", defaultPauseGrace, "with Consul: how long a member whose health check lapsed while its port still answers (paused, not dead) stays in the cluster before its sessions move elsewhere; shorter moves sessions of a frozen node sooner, longer rides out longer pauses")
 	f.reasoning.register(fs)
 	f.retention.register(fs)
+	f.webhooks.register(fs)
 	f.toolResult.register(fs)
 	f.drain.register(fs)
 	f.tenancy.register(fs)
@@ -546,6 +548,11 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 			}
 		}
 	}
+	hooks, hookURL, err := f.webhooks.config(f.file)
+	if err != nil {
+		return fathomapi.Config{}, err
+	}
+	scfg.WebhookURL = hookURL
 	scfg.MaxLLMCalls = uint32(f.maxLLMCalls.n)
 	if !f.maxLLMCalls.set {
 		scfg.MaxLLMCalls = defaultMaxLLMCalls(scfg)
@@ -588,6 +595,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		MetricsListen: f.metricsListen,
 		Pprof:         pprof,
 		Retention:     retention,
+		Webhooks:      hooks,
 		Logger:        log,
 		PromptsDir:    f.promptsDir,
 		Quotas:        fileQuotas(f.file),

@@ -35,6 +35,7 @@
 //	api_keys:
 //	  - {id: 5f0c2a9d41e7b386, name: ci-bot, tenant: acme, roles: [operator], hash: '$argon2id$...'}
 //	pprof: true                         # /debug/pprof/ on the metrics listener
+//	webhook_secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw   # or env FATHOM_WEBHOOK_SECRET
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
@@ -114,6 +115,9 @@ type File struct {
 	// name: the binary checks it against its backends. --journal and FATHOM_JOURNAL
 	// take precedence.
 	Journal string
+	// WebhookSecret is webhook_secret (webhooks.go): the secret that signs the
+	// sessions' webhook notifications; "" when the file does not set it.
+	WebhookSecret string
 
 	// The tenant entries as parsed, resolved into TenantDefaults and Tenants.
 	tenantDefaults *tenantEntry
@@ -198,6 +202,8 @@ var sections = map[string]section{
 	"pprof": parsePprof,
 	// How long a draining member lets running calls finish (drain.go).
 	"drain_timeout": parseDrainTimeout,
+	// The secret that signs webhook notifications (webhooks.go).
+	"webhook_secret": parseWebhookSecret,
 }
 
 // Load reads and checks the file at path.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key in a server", "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://x/mcp\n  - name: other\n    comand: node\n",
 			"fathom.yaml:7: mcp_servers[2].comand: unknown key (want args, command, env, headers, name, url)"},
-		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, journal, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants)"},
+		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, journal, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants, webhook_secret)"},
 		{"duplicate name", "mcp_servers:\n  - name: a\n    command: x\n  - name: a\n    url: http://h/mcp\n",
 			`fathom.yaml:4: mcp_servers[1].name: duplicate server name "a" (first at line 2)`},
 		{"journal not a name", "journal: [bolt]\n", "fathom.yaml:1: journal: must be a string"},
@@ -154,5 +155,18 @@ func TestJournalKey(t *testing.T) {
 	}
 	if f, err := config.Parse("fathom.yaml", []byte("agents: []\n")); err != nil || f.Journal != "" {
 		t.Fatalf("a file without journal: %q, %v", f.Journal, err)
+	}
+}
+
+// TestWebhookSecret: webhook_secret takes a Standard Webhooks secret; a bad one fails
+// with the line and key, without quoting the value.
+func TestWebhookSecret(t *testing.T) {
+	f, err := config.Parse("fathom.yaml", []byte("webhook_secret: whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3\n"))
+	if err != nil || f.WebhookSecret != "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3" {
+		t.Fatalf("parse: %v, %q", err, f.WebhookSecret)
+	}
+	_, err = config.Parse("fathom.yaml", []byte("webhook_secret: hunter2-not-a-secret\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "fathom.yaml:1: webhook_secret: ") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("bad secret: %v", err)
 	}
 }

@@ -144,6 +144,14 @@ func (n *Node) components(b *boot) []component {
 				}
 				return err
 			}},
+		{name: "webhooks", why: "signs and posts the sessions' webhook notifications on a bounded pool; stopped after the session grains, whose journals keep what is still due",
+			start: func(context.Context) error { return n.startWebhooks(b) },
+			stop: func(context.Context) error {
+				if n.webhooks != nil {
+					n.webhooks.Close()
+				}
+				return nil
+			}},
 		{name: "session kind", why: "the session grains: a panic restarts the grain, which reloads its state from the journal; its sub-agents and runners are its children",
 			start: func(context.Context) error { return n.registerSessions(b) }},
 		{name: "cluster member", why: "joins the cluster (local or Consul): grains are placed from here on",
@@ -372,6 +380,7 @@ func (n *Node) registerSessions(b *boot) error {
 		Logger:     n.cfg.Logger.With("component", "session"),
 		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),
 		Sampled:    n.tel.RootSampled,
+		Webhooks:   n.webhooks,
 	}
 	n.drainer.sessions, n.drainer.timeout = session.NewDrain(), b.session.DrainTimeout
 	deps.Drain = n.drainer.sessions

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/fathom-agents/fathom/webhooks"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,6 +145,10 @@ type Config struct {
 	// (the journal's, when it keeps one), the crossings counter and the logger. With no
 	// such limit set nothing is enforced.
 	Quotas quota.Config
+	// Webhooks configures the sessions' webhook notifications (package webhooks): with a
+	// Secret the node signs and sends them to the webhook_url a session names (or
+	// Session.WebhookURL); zero fields take webhooks.DefaultConfig's.
+	Webhooks webhooks.Config
 }
 
 // LLMConfig selects the model endpoint. With neither APIKey nor BaseURL the node starts
@@ -258,15 +263,17 @@ func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
 
 // Node is a running Fathom node. Stop releases everything Start acquired.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	tel     *telemetry.Providers
-	journal persistence.SessionStore
-	feed    *feed.Feed
-	member  *fcluster.Node
-	demo    *demoModel
-	sandbox *sandbox.Pool
-	local   *localSandbox
+	cfg Config
+	// webhooks sends the sessions' webhook notifications (nil without a secret).
+	webhooks *webhooks.Sender
+	log      *slog.Logger
+	tel      *telemetry.Providers
+	journal  persistence.SessionStore
+	feed     *feed.Feed
+	member   *fcluster.Node
+	demo     *demoModel
+	sandbox  *sandbox.Pool
+	local    *localSandbox
 	// mcp keeps the MCP servers connected; nil without Config.MCPServers.
 	mcp *mcpactor.Servers
 	// artifacts is the session workspace; nil when there is none.

@@ -42,6 +42,7 @@ func Apply(s *messages.SessionState, ev *messages.Event) error {
 		return err
 	}
 	noteRun(s, prev, ev)
+	noteWebhook(s, prev, ev)
 	s.Seq = ev.GetSeq()
 	s.UpdatedAtUnixNano = ev.GetAtUnixNano()
 	if id := ev.GetCommandId(); id != "" {
@@ -362,6 +363,12 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		return applySubAgentStarted(s, p.SubagentStarted, ev)
 	case *messages.Event_MessageReceived:
 		return applyMessageReceived(s, p.MessageReceived, ev)
+	case *messages.Event_MessageQueued:
+		return applyMessageQueued(s, p.MessageQueued)
+	case *messages.Event_WebhookDelivered:
+		applyWebhookDelivered(s, p.WebhookDelivered)
+	case *messages.Event_WebhookFailed:
+		applyWebhookFailed(s, p.WebhookFailed)
 	case *messages.Event_SubagentCompleted:
 		sa, err := subAgentOf(s, p.SubagentCompleted.GetSubAgentId(), "subagent_completed")
 		if err != nil {

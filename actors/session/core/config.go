@@ -71,6 +71,11 @@ type Config struct {
 	PipelineDepth int
 	// Prices is the price table for cost accounting (nil: costs are 0).
 	Prices llm.PriceTable
+	// Webhooks is set when the node signs and sends webhook notifications (it has a
+	// secret, session.Deps.Webhooks): only then may a session name a webhook_url.
+	Webhooks bool
+	// WebhookURL is the webhook_url of sessions whose start names none ("" : none).
+	WebhookURL string
 	// ContextBudget is the most prompt tokens a step call may cost (memory.BuildContext).
 	// Default 32,000; 0 means the default.
 	ContextBudget int

@@ -132,6 +132,9 @@ func DecideStart(s *messages.SessionState, req *messages.StartRequest, defaults 
 		return nil, refuse(messages.ErrorReason_INVALID_ARGUMENT, "config: %v", err)
 	}
 	cfg := mergeConfig(req.GetConfig(), defaults)
+	if err := validWebhook(cfg.GetWebhookUrl(), defaults); err != nil {
+		return nil, err
+	}
 	b := newEvents(s, req.GetCommandId(), now, defaults)
 	b.Add(func(e *messages.Event) {
 		e.Payload = &messages.Event_SessionStarted{SessionStarted: &messages.SessionStarted{Goal: goal, Config: cfg, UserId: req.GetUserId(),
@@ -196,6 +199,10 @@ func mergeConfig(req *messages.SessionConfig, d Config) *messages.SessionConfig 
 	}
 	if req.GetThinkingBudget() > 0 {
 		cfg.ThinkingBudget = req.GetThinkingBudget()
+	}
+	cfg.WebhookUrl = d.WebhookURL
+	if req.GetWebhookUrl() != "" {
+		cfg.WebhookUrl = req.GetWebhookUrl()
 	}
 	return cfg
 }

@@ -60,6 +60,9 @@ func DecideSend(s *messages.SessionState, req *messages.SendRequest, cfg Config,
 	if err := validateCommandID(req.GetCommandId()); err != nil {
 		return nil, err
 	}
+	if err := validOnBusy(req.GetOnBusy()); err != nil {
+		return nil, err
+	}
 	content := strings.TrimSpace(req.GetContent())
 	switch {
 	case content == "":
@@ -76,7 +79,7 @@ func DecideSend(s *messages.SessionState, req *messages.SendRequest, cfg Config,
 	case messages.SessionStatus_SESSION_STATUS_FAILED, messages.SessionStatus_SESSION_STATUS_CANCELLED:
 		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s has ended (%s): only a completed session takes a follow-up message", s.GetSessionId(), st)
 	default:
-		return nil, refuse(messages.ErrorReason_FAILED_PRECONDITION, "session %s is running (%s); send when it has completed", s.GetSessionId(), st)
+		return decideBusySend(s, req, content, now) // double texting (onbusy.go)
 	}
 	b := newEvents(s, req.GetCommandId(), now, cfg)
 	if reason := budgetReason(b); reason != "" {
@@ -113,6 +116,12 @@ func applyMessageReceived(s *messages.SessionState, m *messages.MessageReceived,
 		thread = append(thread, &messages.TranscriptEntry{Role: "assistant", Content: s.Result, Seq: s.Seq, Tokens: m.GetResultTokens()})
 	}
 	s.Thread = append(thread, &messages.TranscriptEntry{Role: "user", Content: m.GetContent(), Seq: ev.GetSeq(), Tokens: m.GetTokens()})
+	if m.GetFromQueue() {
+		if len(s.QueuedMessages) == 0 {
+			return fmt.Errorf("%w: message_received from an empty queue", ErrBadEvent)
+		}
+		s.QueuedMessages = s.QueuedMessages[1:]
+	}
 	s.Turn = m.GetTurn()
 	s.Status = messages.SessionStatus_SESSION_STATUS_PLANNING
 	s.Steps, s.CurrentStepIndex, s.PlanId, s.PlanRevision, s.PlanSeq = nil, 0, "", 0, 0

@@ -28,11 +28,18 @@ func IndexStatus(st *messages.SessionState) string {
 // runs now (a pending LLM call, tool calls not held for a human or an interrupt, busy
 // sub-agents, or a running session with nothing else scheduled) is due at now; otherwise
 // the earliest of a retry's retry_at, the interrupt's deadline and the human-input
-// deadlines. A terminal session, and one waiting on a human or an interrupt without a
-// deadline, is due never. It is the same rule that keeps a grain from passivating
+// deadlines, and the next attempt of a pending webhook notification (even for a terminal
+// session). A terminal session, and one waiting on a human or an interrupt without a
+// deadline, is due never otherwise. It is the same rule that keeps a grain from passivating
 // (updateIdle), as a function of the state alone.
 func DueAt(st *messages.SessionState, now time.Time) time.Time {
-	if Terminal(st) || st.GetSeq() == 0 {
+	if st.GetSeq() == 0 {
+		return time.Time{}
+	}
+	if Terminal(st) {
+		if w := NextWebhookAt(st); w != 0 {
+			return time.Unix(0, w).UTC()
+		}
 		return time.Time{}
 	}
 	if st.GetPending() != nil || SubAgentsBusy(st) {
@@ -44,7 +51,7 @@ func DueAt(st *messages.SessionState, now time.Time) time.Time {
 		}
 	}
 	var at int64
-	for _, d := range []int64{st.GetRetryAtUnixNano(), st.GetInterrupt().GetDeadlineUnixNano(), NextHumanDeadline(st)} {
+	for _, d := range []int64{st.GetRetryAtUnixNano(), st.GetInterrupt().GetDeadlineUnixNano(), NextHumanDeadline(st), NextWebhookAt(st)} {
 		if d != 0 && (at == 0 || d < at) {
 			at = d
 		}

@@ -78,6 +78,12 @@ func advance(b *EventBuilder, cfg Config) {
 	}
 	running := runningSubAgents(st)
 	busy := orchestratorBusy(st)
+	if interruptQueued(st) { // a new message interrupts the turn (onbusy.go): no new step
+		if running == 0 && !busy {
+			completeWith(b, st, interruptedResult(st))
+		}
+		return
+	}
 	for i, step := range st.GetSteps() {
 		if step.GetStatus() != messages.StepStatus_STEP_STATUS_PENDING || !dependenciesDone(st, step.GetStep()) {
 			continue

@@ -1,0 +1,57 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/fathom-agents/fathom/webhooks"
+)
+
+// webhookConfig is c over webhooks.DefaultConfig: a zero field takes the default.
+func webhookConfig(c webhooks.Config) webhooks.Config {
+	d := webhooks.DefaultConfig()
+	d.Secret = c.Secret
+	if c.Timeout > 0 {
+		d.Timeout = c.Timeout
+	}
+	if c.MaxAttempts > 0 {
+		d.MaxAttempts = c.MaxAttempts
+	}
+	if c.InitialBackoff > 0 {
+		d.InitialBackoff = c.InitialBackoff
+	}
+	if c.MaxBackoff > 0 {
+		d.MaxBackoff = c.MaxBackoff
+	}
+	d.MaxBackoff = max(d.MaxBackoff, d.InitialBackoff)
+	if c.Concurrency > 0 {
+		d.Concurrency = c.Concurrency
+	}
+	if c.QueueSize > 0 {
+		d.QueueSize = c.QueueSize
+	}
+	return d
+}
+
+// startWebhooks starts the webhook sender when the node has a secret, and tells the
+// session grains whether they may take a webhook_url.
+func (n *Node) startWebhooks(b *boot) error {
+	cfg := webhookConfig(n.cfg.Webhooks)
+	if cfg.Secret == "" {
+		if b.session.WebhookURL != "" {
+			return fmt.Errorf("webhooks: a default webhook url needs a webhook secret")
+		}
+		return nil
+	}
+	if b.session.WebhookURL != "" {
+		if err := webhooks.ValidateURL(b.session.WebhookURL); err != nil {
+			return fmt.Errorf("webhooks: default url: %w", err)
+		}
+	}
+	s, err := webhooks.NewSender(cfg, n.cfg.Logger.With("component", "webhooks"))
+	if err != nil {
+		return fmt.Errorf("webhooks: %w", err)
+	}
+	n.webhooks = s
+	b.session.Webhooks = true
+	return nil
+}
