@@ -62,20 +62,21 @@ func (f *storeFlags) checkJournal() error {
 
 // where says where the selected journal keeps the events, for people.
 func (f *storeFlags) where() string {
-	switch backends.JournalName(f.journalConfig()) {
-	case "memory":
-		return "memory, lost when fathom exits"
-	case "postgres":
-		return "PostgreSQL"
-	case "bolt":
-		return "data dir " + f.dataDir
-	}
-	return "journal " + f.journal
+	jc := f.journalConfig()
+	return backends.Journals.Where(backends.JournalName(jc), jc)
+}
+
+// ephemeral reports whether the selected journal keeps nothing past the process.
+func (f *storeFlags) ephemeral() bool {
+	b, err := backends.Journals.Lookup(backends.JournalName(f.journalConfig()))
+	return err == nil && b.Ephemeral
 }
 
 // journalNames lists the journal backends: "bolt, memory or postgres".
-func journalNames() string {
-	names := backends.Journals.Names()
+func journalNames() string { return orList(backends.Journals.Names()) }
+
+// orList lists names as "a, b or c".
+func orList(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
@@ -482,7 +483,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		return fathomapi.Config{}, usageError("%v", err)
 	}
 	if !backends.LLMAPIs.Has(f.llmAPI) {
-		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, strings.Join(backends.LLMAPIs.Names(), " or "))
+		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, orList(backends.LLMAPIs.Names()))
 	}
 	llmCfg := fathomapi.LLMFromEnv(func(k string) string {
 		if k == "FATHOM_LLM_API" {

@@ -10,6 +10,7 @@ import (
 
 	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
@@ -102,9 +103,12 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (fathomapi
 		return fathomapi.Memory{}, usageError("--summary-target %d does not fit the context's summary tier (%d tokens: %s of --context-budget %d), so summaries would be left out of the context: lower --summary-target or raise --context-budget",
 			f.summaryTarget, tier, strings.Split(f.contextRatios, "/")[1]+"%", f.contextBudget)
 	}
+	// The embedder's own variables (the openai embedder's OPENAI_API_KEY and
+	// OPENAI_BASE_URL) are its descriptor's (backends.Embedders).
+	ec := backends.Embedders.FromEnv(f.embedder, backends.EmbedderConfig{}, os.Getenv)
 	mc := fathomapi.Memory{
 		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
-		EmbeddingBaseURL: os.Getenv("OPENAI_BASE_URL"), EmbeddingAPIKey: os.Getenv("OPENAI_API_KEY"),
+		EmbeddingBaseURL: ec.BaseURL, EmbeddingAPIKey: ec.APIKey,
 		PgvectorEfSearch: int(f.pgvectorEfSearch),
 	}
 	if err := mc.Validate(postgresDSN); err != nil {
