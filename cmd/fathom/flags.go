@@ -41,7 +41,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, defaultDataDir string) {
-	fs.StringVar(&f.journal, "journal", os.Getenv("FATHOM_JOURNAL"), "event journal: "+journalNames()+"; memory keeps the sessions in this process only, lost when it exits (default: postgres when --postgres is set, else bolt, the file in --data-dir; env FATHOM_JOURNAL, config key journal)")
+	fs.StringVar(&f.journal, "journal", os.Getenv("FATHOM_JOURNAL"), "event journal: "+backends.Journals.Help()+" (default: postgres when --postgres is set, else bolt; env FATHOM_JOURNAL, config key journal)")
 	fs.StringVar(&f.dataDir, "data-dir", envOr("FATHOM_DATA_DIR", defaultDataDir), "directory of the embedded journal (env FATHOM_DATA_DIR)")
 	fs.StringVar(&f.postgres, "postgres", os.Getenv("FATHOM_POSTGRES_DSN"), "PostgreSQL DSN; when set, the journal is PostgreSQL instead of the data dir (env FATHOM_POSTGRES_DSN)")
 }
@@ -273,7 +273,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.breakerFails, "llm-breaker-failures", uint(envUint("FATHOM_LLM_BREAKER_FAILURES", 5)), "consecutive retryable LLM failures that open the circuit breaker (env FATHOM_LLM_BREAKER_FAILURES)")
 	fs.DurationVar(&f.breakerOpen, "llm-breaker-open", 30*time.Second, "how long an open LLM circuit breaker waits before a probe call")
 	fs.StringVar(&f.fallbacks, "llm-fallback-models", os.Getenv("FATHOM_LLM_FALLBACK_MODELS"), "comma-separated models tried in order when the session's model keeps failing (env FATHOM_LLM_FALLBACK_MODELS)")
-	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", fathomapi.APIOpenAI), "model API: openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL) or anthropic (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) (env FATHOM_LLM_API)")
+	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", fathomapi.APIOpenAI), "model API: "+backends.LLMAPIs.Help()+" (env FATHOM_LLM_API)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")

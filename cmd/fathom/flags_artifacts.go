@@ -24,7 +24,7 @@ type artifactFlags struct {
 }
 
 func (f *artifactFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.store, "artifact-store", os.Getenv("FATHOM_ARTIFACT_STORE"), "artifact store: "+orList(backends.ArtifactStores.Names())+" (default: s3 when --s3-endpoint is set, else filesystem, DATA_DIR/artifacts; env FATHOM_ARTIFACT_STORE)")
+	fs.StringVar(&f.store, "artifact-store", os.Getenv("FATHOM_ARTIFACT_STORE"), "artifact store: "+backends.ArtifactStores.Help()+" (default: s3 when --s3-endpoint is set, else filesystem; env FATHOM_ARTIFACT_STORE)")
 	fs.StringVar(&f.endpoint, "s3-endpoint", os.Getenv("FATHOM_S3_ENDPOINT"), "S3-compatible endpoint host:port for artifacts; empty keeps them in DATA_DIR/artifacts (env FATHOM_S3_ENDPOINT)")
 	fs.StringVar(&f.bucket, "s3-bucket", envOr("FATHOM_S3_BUCKET", s3.DefaultBucket), "bucket of the artifacts, created on first use (env FATHOM_S3_BUCKET)")
 	fs.StringVar(&f.accessKey, "s3-access-key", os.Getenv("FATHOM_S3_ACCESS_KEY"), "S3 access key (env FATHOM_S3_ACCESS_KEY)")

@@ -47,22 +47,22 @@ var (
 )
 
 func init() {
-	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "bolt", Local: true, Validate: validateBolt, Open: openBolt,
+	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "bolt", Doc: "the file in --data-dir", Local: true, Validate: validateBolt, Open: openBolt,
 		Where: func(c JournalConfig) string { return "data dir " + c.DataDir }})
-	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "postgres", Validate: validatePostgres, Open: openPostgres,
+	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "postgres", Doc: "PostgreSQL; needs --postgres", Validate: validatePostgres, Open: openPostgres,
 		Env:   []EnvVar[JournalConfig]{{Name: "FATHOM_POSTGRES_DSN", Field: "DSN", Set: func(c *JournalConfig, v string) { c.DSN = v }}},
 		Where: func(JournalConfig) string { return "PostgreSQL" }})
-	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "memory", Ephemeral: true, Local: true, Validate: validateMemory, Open: openMemory,
+	Journals.Add(Backend[JournalConfig, persistence.SessionStore]{Name: "memory", Doc: "this process only, lost when it exits", Ephemeral: true, Local: true, Validate: validateMemory, Open: openMemory,
 		Where: func(JournalConfig) string { return "memory, lost when fathom exits" }})
 	LLMAPIs.Add(openAI)
 	LLMAPIs.Add(anthropicAPI)
 	Embedders.Add(hashEmbedder)
 	Embedders.Add(openAIEmbedder)
-	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "memory", Ephemeral: true, Local: true, Validate: validateVectormem, Open: openVectormem})
-	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "pgvector", Validate: validatePgvector, Open: openPgvector})
-	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "filesystem", Local: true, Validate: validateLocalArtifacts, Open: openLocalArtifacts,
+	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "memory", Doc: "exact in-process scan, re-embedded when a session is activated", Ephemeral: true, Local: true, Validate: validateVectormem, Open: openVectormem})
+	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "pgvector", Doc: "PostgreSQL, HNSW; needs --postgres", Validate: validatePgvector, Open: openPgvector})
+	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "filesystem", Doc: "DATA_DIR/artifacts", Local: true, Validate: validateLocalArtifacts, Open: openLocalArtifacts,
 		Where: func(c ArtifactStoreConfig) string { return c.Dir }})
-	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "s3", Env: s3Env, Validate: validateS3Artifacts, Open: openS3Artifacts,
+	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "s3", Doc: "an S3-compatible bucket; needs --s3-endpoint", Env: s3Env, Validate: validateS3Artifacts, Open: openS3Artifacts,
 		Where: func(c ArtifactStoreConfig) string { return c.S3.String() }})
 }
 
@@ -199,6 +199,7 @@ func llmDefaults(base, demoPath string) func(LLMConfig) LLMConfig {
 // llama.cpp, Ollama, OpenRouter).
 var openAI = Backend[LLMConfig, LLMClient]{
 	Name: "openai",
+	Doc:  "chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL",
 	Env: []EnvVar[LLMConfig]{
 		{Name: "OPENAI_API_KEY", Field: "APIKey", Set: func(c *LLMConfig, v string) { c.APIKey = v }},
 		{Name: "OPENAI_BASE_URL", Field: "BaseURL", Set: func(c *LLMConfig, v string) { c.BaseURL = v }},
@@ -225,6 +226,7 @@ var openAI = Backend[LLMConfig, LLMClient]{
 // anthropicAPI is Anthropic's Messages API.
 var anthropicAPI = Backend[LLMConfig, LLMClient]{
 	Name: "anthropic",
+	Doc:  "Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL",
 	Env: []EnvVar[LLMConfig]{
 		{Name: "ANTHROPIC_API_KEY", Field: "APIKey", Set: func(c *LLMConfig, v string) { c.APIKey = v }},
 		{Name: "ANTHROPIC_BASE_URL", Field: "BaseURL", Set: func(c *LLMConfig, v string) { c.BaseURL = v }},
@@ -266,6 +268,7 @@ type EmbedderConfig struct {
 // hashEmbedder is the deterministic local feature-hashing embedder (memory/hashembed).
 var hashEmbedder = Backend[EmbedderConfig, memory.Embedder]{
 	Name:     "hash",
+	Doc:      "local feature hashing, no model",
 	Defaults: embedderDefaults(hashembed.DefaultDimensions),
 	Validate: func(c EmbedderConfig) error {
 		if c.Model != "" {
@@ -281,6 +284,7 @@ var hashEmbedder = Backend[EmbedderConfig, memory.Embedder]{
 // openAIEmbedder is an OpenAI-compatible embeddings API (memory/openaiembed).
 var openAIEmbedder = Backend[EmbedderConfig, memory.Embedder]{
 	Name: "openai",
+	Doc:  "an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set",
 	Env: []EnvVar[EmbedderConfig]{
 		{Name: "OPENAI_API_KEY", Field: "APIKey", Set: func(c *EmbedderConfig, v string) { c.APIKey = v }},
 		{Name: "OPENAI_BASE_URL", Field: "BaseURL", Set: func(c *EmbedderConfig, v string) { c.BaseURL = v }},

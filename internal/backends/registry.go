@@ -15,6 +15,9 @@ import (
 type Backend[C, T any] struct {
 	// Name is what flags, environment variables and config keys select it by.
 	Name string
+	// Doc says in a phrase what it is and needs, for -h ("PostgreSQL, HNSW; needs
+	// --postgres").
+	Doc string
 	// Env are the environment variables the backend reads: the ones with a Set are read
 	// by Registry.FromEnv (the CLI and fathom.LLMFromEnv), the others by Open itself.
 	Env []EnvVar[C]
@@ -197,6 +200,23 @@ func (r *Registry[C, T]) EnvVar(name, field string) string {
 		}
 	}
 	return ""
+}
+
+// Help lists the backends with their Doc for -h: "a (doc) or b (doc)".
+func (r *Registry[C, T]) Help() string {
+	names := r.Names()
+	parts := make([]string, len(names))
+	for i, n := range names {
+		b, _ := r.Lookup(n)
+		parts[i] = n
+		if b.Doc != "" {
+			parts[i] += " (" + b.Doc + ")"
+		}
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 // Where says where backend name keeps the data of cfg (Backend.Where), for people.

@@ -257,3 +257,11 @@ func TestBackendDefaults(t *testing.T) {
 		t.Errorf("anthropic's base URL variable %q", got)
 	}
 }
+
+// TestHelpListsEveryBackendWithItsDoc: -h text of a kind is read from its descriptors.
+func TestHelpListsEveryBackendWithItsDoc(t *testing.T) {
+	want := "memory (exact in-process scan, re-embedded when a session is activated) or pgvector (PostgreSQL, HNSW; needs --postgres)"
+	if got := backends.VectorStores.Help(); got != want {
+		t.Fatalf("VectorStores.Help() = %q, want %q", got, want)
+	}
+}
