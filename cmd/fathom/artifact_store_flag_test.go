@@ -21,7 +21,7 @@ func TestArtifactStoreByName(t *testing.T) {
 	}{
 		{"flag", nil, []string{"run", "--data-dir", dir, "--artifact-store", "nfs", "goal"}, `bad --artifact-store "nfs": want filesystem or s3`},
 		{"env", []string{"FATHOM_ARTIFACT_STORE=nfs"}, []string{"run", "--data-dir", dir, "goal"}, `bad --artifact-store "nfs": want filesystem or s3`},
-		{"s3 without endpoint", nil, []string{"run", "--data-dir", dir, "--artifact-store", "s3", "goal"}, "--artifact-store s3 needs --s3-endpoint"},
+		{"s3 without endpoint", nil, []string{"run", "--data-dir", dir, "--artifact-store", "s3", "goal"}, "--artifact-store: the s3 artifact store needs an endpoint (--s3-endpoint, env FATHOM_S3_ENDPOINT)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := fathom(t, cleanEnv(c.env...), c.args...)

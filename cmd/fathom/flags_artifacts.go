@@ -43,8 +43,11 @@ func (f *artifactFlags) config() (fathomapi.Artifacts, error) {
 	}
 	c := fathomapi.Artifacts{Name: f.store, MaxSize: int64(f.maxBytes)}
 	if f.endpoint == "" {
-		if f.store == "s3" {
-			return fathomapi.Artifacts{}, usageError("--artifact-store s3 needs --s3-endpoint (env FATHOM_S3_ENDPOINT)")
+		// The named store's own checks (s3 needs an endpoint); the data dir always has one.
+		if f.store != "" {
+			if _, err := backends.ArtifactStores.Prepare(f.store, backends.ArtifactStoreConfig{Dir: backends.ArtifactsDir}); err != nil {
+				return fathomapi.Artifacts{}, usageError("--artifact-store: %v", err)
+			}
 		}
 		return c, nil
 	}
