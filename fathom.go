@@ -249,17 +249,26 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validate() error {
-	if c.Journal != "" && !backends.Journals.Has(c.Journal) {
-		return fmt.Errorf("unknown journal %q (want %s)", c.Journal, strings.Join(backends.Journals.Names(), ", "))
+	jc := backends.JournalConfig{Name: c.Journal, DataDir: c.DataDir, DSN: c.PostgresDSN}
+	journal, err := backends.Journals.Lookup(backends.JournalName(jc))
+	if err != nil {
+		return err
 	}
-	if c.Journal == "memory" && c.cluster().Provider == fcluster.ProviderConsul {
-		return errors.New("the memory journal is this process's own: a Consul cluster's members need one shared journal (postgres)")
+	if journal.Ephemeral && c.cluster().Provider == fcluster.ProviderConsul {
+		return fmt.Errorf("the %s journal is this process's own: a Consul cluster's members need one shared journal (postgres)", journal.Name)
 	}
-	if c.DataDir == "" && c.PostgresDSN == "" && c.Journal != "memory" {
+	if _, err := backends.Journals.Prepare(journal.Name, jc); errors.Is(err, backends.ErrNoJournal) {
 		return errors.New("DataDir or PostgresDSN is required (or Journal \"memory\")")
+	} else if err != nil {
+		return err
 	}
 	if c.LLM.API != "" && !backends.LLMAPIs.Has(c.LLM.API) {
 		return fmt.Errorf("unknown LLM API %q (want %s)", c.LLM.API, strings.Join(backends.LLMAPIs.Names(), " or "))
+	}
+	if c.Artifacts.Name != "" && c.Artifacts.Store == nil {
+		if _, err := backends.ArtifactStores.Lookup(c.Artifacts.Name); err != nil {
+			return err
+		}
 	}
 	if err := (mock.Script{Rules: c.LLM.DemoRules}).Validate(); err != nil {
 		return fmt.Errorf("LLM.DemoRules: %w", err)

@@ -18,7 +18,6 @@ import (
 	"github.com/gorilla/websocket"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/internal/errcode"
 	"github.com/fathom-agents/fathom/live"
@@ -96,7 +95,7 @@ type Config struct {
 	Metrics http.Handler
 	// Restarts, when set, lists the node's kept supervision events (oldest first) for
 	// GET /v1/restarts (read scope).
-	Restarts func(ctx context.Context) ([]observer.Restart, error)
+	Restarts func(ctx context.Context) ([]live.Restart, error)
 	// Gantt folds a session's events (seq 1 to the point asked) into its Gantt's JSON,
 	// with restarts of its grain as marks: the gantt op (the node's GanttJSON, over the
 	// session core's fold). Nil: the op answers unsupported.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/live"
 )
 
 // restartPoll is how often a followed GET /v1/restarts looks for new records.
@@ -98,7 +98,7 @@ func (h *Handler) restartsAfter(ctx context.Context, after uint64) ([]restartLin
 // restartFrame is a restart frame: the record with op "restart".
 type restartFrame struct {
 	Op string `json:"op"`
-	observer.Restart
+	live.Restart
 }
 
 // subscribeRestarts serves subscribe_restarts: an ack, then every kept supervision event
@@ -133,7 +133,7 @@ func (c *conn) subscribeRestarts(req *Request) {
 				c.reply(c.errorFrame(req, "", hidden(CodeUnavailable, "the restart log is unavailable; retry", err)))
 			}
 			for _, l := range batch {
-				f, err := json.Marshal(restartFrame{Op: FrameRestart, Restart: l.v.(observer.Restart)})
+				f, err := json.Marshal(restartFrame{Op: FrameRestart, Restart: l.v.(live.Restart)})
 				if err != nil || !c.enqueue(c.ctx, f) {
 					return
 				}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/observer"
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/persistence/journaltest"
 )
 
@@ -72,7 +72,7 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 		t.Fatalf("start on a crashing grain: %v", f)
 	}
 
-	var r observer.Restart
+	var r live.Restart
 	select {
 	case l, ok := <-lines:
 		if !ok {
@@ -84,7 +84,7 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no restart record on the followed stream")
 	}
-	if r.Kind != observer.KindSession || r.SessionID != "crash-1" || !strings.Contains(r.Reason, "injected journal panic") ||
+	if r.Kind != "session" || r.SessionID != "crash-1" || !strings.Contains(r.Reason, "injected journal panic") ||
 		r.Directive != "restart" || r.Seq != 1 || r.Node == "" || r.At.IsZero() {
 		t.Fatalf("restart record %+v", r)
 	}
@@ -96,10 +96,10 @@ func TestRestartsAreServedAndFollowed(t *testing.T) {
 	// The same record in the plain listing.
 	list := get("/v1/restarts")
 	defer list.Body.Close()
-	var got []observer.Restart
+	var got []live.Restart
 	dec := json.NewDecoder(list.Body)
 	for dec.More() {
-		var x observer.Restart
+		var x live.Restart
 		if err := dec.Decode(&x); err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -61,31 +62,9 @@ const (
 // Kinds are the values of fathom_actor_restarts_total's kind label.
 var Kinds = []string{KindSession, KindAgent, KindStepRunner, KindToolRunner, KindSummarizer, KindSandbox, KindMCP, KindMember, KindOther}
 
-// Restart is one supervision event, as operators see it.
-type Restart struct {
-	// Seq numbers the records this member keeps, its own and other members', in the order
-	// it saw them, from 1 (a reader follows with "after Seq").
-	Seq uint64 `json:"seq"`
-	// Node is the address of the member the actor ran on.
-	Node string `json:"node"`
-	// NodeSeq numbers the records of Node from 1, as Node published them.
-	NodeSeq uint64 `json:"node_seq"`
-	// Actor is the actor's path on that node.
-	Actor string `json:"actor"`
-	// Kind classifies the actor (Kind* constants).
-	Kind string `json:"kind"`
-	// SessionID is the session the actor belongs to ("" when none).
-	SessionID string `json:"session_id,omitempty"`
-	// Reason is what the actor failed with.
-	Reason string `json:"reason"`
-	// Directive is the supervisor's decision: restart, stop, escalate or resume ("left"
-	// for a member record).
-	Directive string `json:"directive"`
-	// Count is how many supervision events this actor path has had on this node.
-	Count int `json:"count"`
-	// At is when the observer saw the event.
-	At time.Time `json:"at"`
-}
+// Restart is one supervision event, as operators see it. It is live.Restart, the one
+// record type the observer keeps and the gateway serves.
+type Restart = live.Restart
 
 // Config configures the observer.
 type Config struct {

@@ -41,7 +41,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, defaultDataDir string) {
-	fs.StringVar(&f.journal, "journal", os.Getenv("FATHOM_JOURNAL"), "event journal: "+journalNames()+"; memory keeps the sessions in this process only, lost when it exits (default: postgres when --postgres is set, else bolt, the file in --data-dir; env FATHOM_JOURNAL, config key journal)")
+	fs.StringVar(&f.journal, "journal", os.Getenv("FATHOM_JOURNAL"), "event journal: "+backends.Journals.Help()+" (default: postgres when --postgres is set, else bolt; env FATHOM_JOURNAL, config key journal)")
 	fs.StringVar(&f.dataDir, "data-dir", envOr("FATHOM_DATA_DIR", defaultDataDir), "directory of the embedded journal (env FATHOM_DATA_DIR)")
 	fs.StringVar(&f.postgres, "postgres", os.Getenv("FATHOM_POSTGRES_DSN"), "PostgreSQL DSN; when set, the journal is PostgreSQL instead of the data dir (env FATHOM_POSTGRES_DSN)")
 }
@@ -62,20 +62,21 @@ func (f *storeFlags) checkJournal() error {
 
 // where says where the selected journal keeps the events, for people.
 func (f *storeFlags) where() string {
-	switch backends.JournalName(f.journalConfig()) {
-	case "memory":
-		return "memory, lost when fathom exits"
-	case "postgres":
-		return "PostgreSQL"
-	case "bolt":
-		return "data dir " + f.dataDir
-	}
-	return "journal " + f.journal
+	jc := f.journalConfig()
+	return backends.Journals.Where(backends.JournalName(jc), jc)
+}
+
+// ephemeral reports whether the selected journal keeps nothing past the process.
+func (f *storeFlags) ephemeral() bool {
+	b, err := backends.Journals.Lookup(backends.JournalName(f.journalConfig()))
+	return err == nil && b.Ephemeral
 }
 
 // journalNames lists the journal backends: "bolt, memory or postgres".
-func journalNames() string {
-	names := backends.Journals.Names()
+func journalNames() string { return orList(backends.Journals.Names()) }
+
+// orList lists names as "a, b or c".
+func orList(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
@@ -273,7 +274,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet, defaultDataDir, defaultLevel stri
 	fs.UintVar(&f.breakerFails, "llm-breaker-failures", uint(envUint("FATHOM_LLM_BREAKER_FAILURES", 5)), "consecutive retryable LLM failures that open the circuit breaker (env FATHOM_LLM_BREAKER_FAILURES)")
 	fs.DurationVar(&f.breakerOpen, "llm-breaker-open", 30*time.Second, "how long an open LLM circuit breaker waits before a probe call")
 	fs.StringVar(&f.fallbacks, "llm-fallback-models", os.Getenv("FATHOM_LLM_FALLBACK_MODELS"), "comma-separated models tried in order when the session's model keeps failing (env FATHOM_LLM_FALLBACK_MODELS)")
-	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", fathomapi.APIOpenAI), "model API: openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter; key OPENAI_API_KEY, URL OPENAI_BASE_URL) or anthropic (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) (env FATHOM_LLM_API)")
+	fs.StringVar(&f.llmAPI, "llm-api", envOr("FATHOM_LLM_API", fathomapi.APIOpenAI), "model API: "+backends.LLMAPIs.Help()+" (env FATHOM_LLM_API)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers instead of streamed ones (no live text)")
 	fs.StringVar(&f.otelExporter, "otel-exporter", envOr("FATHOM_OTEL_EXPORTER", "none"), "OpenTelemetry exporter: none, stdout or otlp (env FATHOM_OTEL_EXPORTER)")
 	fs.StringVar(&f.otelEndpoint, "otel-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "OTLP/HTTP endpoint (env OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -484,7 +485,7 @@ func (f *nodeFlags) config(log *slog.Logger, telemetryOut io.Writer) (fathomapi.
 		return fathomapi.Config{}, usageError("%v", err)
 	}
 	if !backends.LLMAPIs.Has(f.llmAPI) {
-		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, strings.Join(backends.LLMAPIs.Names(), " or "))
+		return fathomapi.Config{}, usageError("bad --llm-api %q: want %s", f.llmAPI, orList(backends.LLMAPIs.Names()))
 	}
 	llmCfg := fathomapi.LLMFromEnv(func(k string) string {
 		if k == "FATHOM_LLM_API" {

@@ -10,6 +10,7 @@ import (
 
 	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/config"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
@@ -58,8 +59,8 @@ func (b *optBool) Set(s string) error {
 
 func (f *memoryFlags) register(fs *flag.FlagSet) {
 	sd := memory.DefaultSummaryConfig()
-	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", fathomapi.VectorStoreMemory), "where message embeddings are kept: memory (exact in-process scan, re-embedded when a session is activated) or pgvector (PostgreSQL, HNSW; needs --postgres) (env FATHOM_VECTOR_STORE)")
-	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", fathomapi.EmbedderHash), "what embeds messages: hash (local feature hashing, no model) or openai (an OpenAI-compatible embeddings API at OPENAI_BASE_URL with OPENAI_API_KEY; the demo model when neither is set) (env FATHOM_EMBEDDER)")
+	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", fathomapi.VectorStoreMemory), "where message embeddings are kept: "+backends.VectorStores.Help()+" (env FATHOM_VECTOR_STORE)")
+	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", fathomapi.EmbedderHash), "what embeds messages: "+backends.Embedders.Help()+" (env FATHOM_EMBEDDER)")
 	fs.StringVar(&f.embeddingModel, "embedding-model", os.Getenv("FATHOM_EMBEDDING_MODEL"), "embedding model of --embedder openai (default text-embedding-3-small; env FATHOM_EMBEDDING_MODEL)")
 	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
 	fs.UintVar(&f.pgvectorEfSearch, "pgvector-ef-search", uint(envUint("FATHOM_PGVECTOR_EF_SEARCH", 0)), fmt.Sprintf("hnsw.ef_search of --vector-store pgvector, 1..%d: higher finds more of the true nearest messages, slower; 0 = the default, %d (env FATHOM_PGVECTOR_EF_SEARCH)", pgvector.MaxEfSearch, pgvector.DefaultEfSearch))
@@ -102,9 +103,12 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (fathomapi
 		return fathomapi.Memory{}, usageError("--summary-target %d does not fit the context's summary tier (%d tokens: %s of --context-budget %d), so summaries would be left out of the context: lower --summary-target or raise --context-budget",
 			f.summaryTarget, tier, strings.Split(f.contextRatios, "/")[1]+"%", f.contextBudget)
 	}
+	// The embedder's own variables (the openai embedder's OPENAI_API_KEY and
+	// OPENAI_BASE_URL) are its descriptor's (backends.Embedders).
+	ec := backends.Embedders.FromEnv(f.embedder, backends.EmbedderConfig{}, os.Getenv)
 	mc := fathomapi.Memory{
 		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
-		EmbeddingBaseURL: os.Getenv("OPENAI_BASE_URL"), EmbeddingAPIKey: os.Getenv("OPENAI_API_KEY"),
+		EmbeddingBaseURL: ec.BaseURL, EmbeddingAPIKey: ec.APIKey,
 		PgvectorEfSearch: int(f.pgvectorEfSearch),
 	}
 	if err := mc.Validate(postgresDSN); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	fathomapi "github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/internal/backends"
 )
 
 // modelDialTimeout bounds the check that the model endpoint takes connections.
@@ -22,9 +23,10 @@ func checkModelEndpoint(ctx context.Context, c fathomapi.LLM) error {
 	if c.BaseURL == "" || c.Provider != nil {
 		return nil
 	}
-	env := "OPENAI_BASE_URL"
-	if c.API == fathomapi.APIAnthropic {
-		env = "ANTHROPIC_BASE_URL"
+	api := backends.LLMAPIs.Choose(c.API, backends.LLMConfig{})
+	env := backends.LLMAPIs.EnvVar(api, "BaseURL")
+	if env == "" {
+		env = "the " + api + " base URL"
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {

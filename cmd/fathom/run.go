@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -49,7 +48,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	p := newPrinter(stdout, *jsonOut)
 	p.answerFlags = nf.replay
-	p.ephemeral = backends.JournalName(nf.store.journalConfig()) == "memory"
+	p.ephemeral = nf.store.ephemeral()
 	sub := n.FollowDeltas(id, 0, 0)
 	defer sub.Close()
 	resp, err := n.Session(id).Start(&messages.StartRequest{CommandId: gateway.NewID("cmd"), Goal: goal, UserId: *user}, cluster.WithTimeout(30*time.Second))

@@ -76,7 +76,7 @@ func runSessionArtifacts(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	st, _, err := backends.OpenArtifacts(store.dataDir, cfg)
+	st, _, _, err := backends.OpenArtifacts(store.dataDir, cfg)
 	if err != nil {
 		return err
 	}

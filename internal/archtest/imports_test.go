@@ -52,6 +52,8 @@ var rules = []rule{
 		why: "the transcript is a pure fold of events: any reader (the gateway, a program) renders it from events it got anywhere"},
 	{name: "the gateway imports no persistence", from: []string{"gateway/..."}, deny: []string{"persistence/..."},
 		why: "the gateway reaches sessions through grain clients and the live read side, never the journal"},
+	{name: "the gateway reads restart records from live", from: []string{"gateway/..."}, deny: []string{"actors/observer"},
+		why: "one restart record type, live.Restart: the observer keeps it, the gateway serves it without linking the observer"},
 	{name: "live imports no actors and no gateway", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/..."},
 		why: "the live read side serves readers; the grains publish to it"},
 	{name: "the session core imports no Proto.Actor", from: []string{"actors/session/core/..."}, deny: []string{protoActor},

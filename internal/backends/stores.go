@@ -41,10 +41,13 @@ func OpenJournalReadOnly(ctx context.Context, cfg JournalConfig) (persistence.Se
 }
 
 // ArtifactConfig selects the artifact store behind write_artifact, read_artifact and
-// list_artifacts: Store when set, else an S3 bucket when S3.Endpoint is set, else the
-// directory DataDir/artifacts. With none of them (no data dir) the artifact tools are
-// left out.
+// list_artifacts: Store when set, else the backend Name (ArtifactStores), by default
+// (ArtifactStoreName) an S3 bucket when S3.Endpoint is set, else the directory
+// DataDir/artifacts. With none of them (no data dir) the artifact tools are left out.
 type ArtifactConfig struct {
+	// Name is the artifact store's backend ("filesystem", "s3"; flag --artifact-store,
+	// env FATHOM_ARTIFACT_STORE); "" means ArtifactStoreName's default.
+	Name string
 	// S3 configures an S3-compatible store (flags --s3-*, env FATHOM_S3_*).
 	S3 s3.Config
 	// MaxSize bounds one artifact's content in bytes (0 = artifact.DefaultMaxSize).
@@ -53,25 +56,22 @@ type ArtifactConfig struct {
 	Store artifact.Store
 }
 
-// OpenArtifacts opens the S3 store when cfg.S3.Endpoint is set, else the local store in
-// dataDir/artifacts; with neither it returns nil and no error (cfg.Store is not looked
-// at). where describes the store for logs, never with credentials.
-func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, where string, err error) {
+// OpenArtifacts opens the artifact store cfg selects (cfg.Name, else the S3 store when
+// cfg.S3.Endpoint is set, else the local store in dataDir/artifacts); with none it
+// returns nil and no error (cfg.Store is not looked at). name is the backend's, where
+// describes the store for logs, never with credentials.
+func OpenArtifacts(dataDir string, cfg ArtifactConfig) (store artifact.Store, name, where string, err error) {
 	sc := ArtifactStoreConfig{S3: cfg.S3, MaxSize: cfg.MaxSize}
 	if dataDir != "" {
 		sc.Dir = filepath.Join(dataDir, ArtifactsDir)
 	}
-	name := ArtifactStoreName(sc)
+	name = ArtifactStores.Choose(cfg.Name, sc)
 	if name == "" {
-		return nil, "", nil
+		return nil, "", "", nil
 	}
 	s, err := ArtifactStores.Open(context.Background(), name, sc)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	where = sc.Dir
-	if name == "s3" {
-		where = sc.S3.String()
-	}
-	return s, where, nil
+	return s, name, ArtifactStores.Where(name, sc), nil
 }

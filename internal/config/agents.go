@@ -204,32 +204,11 @@ func checkAgent(p *parser, path string, a Agent, before []Agent) error {
 	return nil
 }
 
-// builtinTools are the names of the tools every node has (some need configuring to
-// work: web_search a search provider, code_execute a sandbox).
-func builtinTools() []string {
-	ts := append([]interface{ Name() string }{builtin.WriteTodos(), builtin.WebSearch(nil), builtin.CodeExecute(), builtin.AskHuman()},
-		toNamed(builtin.ArtifactTools(nil, 0))...)
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, t.Name())
-	}
-	slices.Sort(out)
-	return out
-}
-
-func toNamed[T interface{ Name() string }](in []T) []interface{ Name() string } {
-	out := make([]interface{ Name() string }, len(in))
-	for i, t := range in {
-		out[i] = t
-	}
-	return out
-}
-
 // checkAgentTools checks the agents' tools against what is knowable from the file: a
 // built-in tool, or {server}__{tool} of a server of mcp_servers (whether that server
 // offers the tool is known once it is connected: the node checks it at start).
 func checkAgentTools(f *File) error {
-	known := builtinTools()
+	known := builtin.Names()
 	servers := map[string]bool{}
 	for _, s := range f.MCPServers {
 		servers[s.Name] = true

@@ -12,6 +12,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -269,10 +270,11 @@ func (n *Node) openArtifacts(b *boot) (err error) {
 		b.artifactsAt = fmt.Sprintf("%T", n.artifacts)
 		return nil
 	}
-	if n.artifacts, b.artifactsAt, err = OpenArtifacts(cfg.DataDir, cfg.Artifacts); err != nil {
+	var name string
+	if n.artifacts, name, b.artifactsAt, err = backends.OpenArtifacts(cfg.DataDir, cfg.Artifacts); err != nil || n.artifacts == nil {
 		return err
 	}
-	if cfg.Artifacts.S3.Endpoint == "" && cfg.Cluster.Provider != "" && cfg.Cluster.Provider != fcluster.ProviderLocal {
+	if s, _ := backends.ArtifactStores.Lookup(name); s.Local && cfg.Cluster.Provider != "" && cfg.Cluster.Provider != fcluster.ProviderLocal {
 		n.log.Warn("artifacts are stored in this node's data dir; sessions that move to another node will not find them: configure S3 (--s3-endpoint) in a cluster", "dir", b.artifactsAt)
 	}
 	return nil
@@ -333,11 +335,11 @@ func (n *Node) startMemory(ctx context.Context, b *boot) (err error) {
 	if b.tok, err = memory.TokenizerForModel(b.session.Model, memory.EncodingO200K); err != nil {
 		return err
 	}
-	demoURL := ""
+	demo := ""
 	if n.demo != nil {
-		demoURL = n.demo.baseURL + "/v1"
+		demo = n.demo.baseURL
 	}
-	mem, err := startMemory(ctx, n.cfg.Memory, n.cfg.PostgresDSN, demoURL)
+	mem, err := startMemory(ctx, n.cfg.Memory, n.cfg.PostgresDSN, demo)
 	if err != nil {
 		return err
 	}

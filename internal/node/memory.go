@@ -2,17 +2,13 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/memory"
-	"github.com/fathom-agents/fathom/memory/hashembed"
-	"github.com/fathom-agents/fathom/memory/openaiembed"
 	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/pgvector"
 )
 
 // The vector stores MemoryConfig.VectorStore selects.
@@ -66,63 +62,55 @@ type MemoryConfig struct {
 	LongTermTTL time.Duration
 }
 
-// withDefaults fills the store, the embedder and the dimension.
-func (c MemoryConfig) withDefaults() MemoryConfig {
-	if c.VectorStore == "" {
-		c.VectorStore = VectorStoreMemory
+// memoryBackends is a MemoryConfig resolved by the registries: the backends' names and
+// their defaulted configurations.
+type memoryBackends struct {
+	embedder, vectorStore string
+	ec                    backends.EmbedderConfig
+	vc                    backends.VectorConfig
+}
+
+// resolve names the embedder and the vector store (backends.Embedders and
+// backends.VectorStores: their defaults when unset) and validates their configurations
+// with the node's PostgreSQL DSN; demo is the demo model's root ("" when the node runs
+// none). Every check that depends on a backend is its descriptor's.
+func (c MemoryConfig) resolve(postgresDSN, demo string) (memoryBackends, error) {
+	r := memoryBackends{
+		vectorStore: backends.VectorStores.Choose(c.VectorStore, backends.VectorConfig{}),
+		embedder:    backends.Embedders.Choose(c.Embedder, backends.EmbedderConfig{}),
+		ec: backends.EmbedderConfig{Dimensions: c.EmbeddingDimensions, Model: c.EmbeddingModel,
+			BaseURL: c.EmbeddingBaseURL, APIKey: c.EmbeddingAPIKey, Demo: demo},
 	}
-	if c.Embedder == "" {
-		c.Embedder = EmbedderHash
+	if _, err := backends.VectorStores.Lookup(r.vectorStore); err != nil {
+		return r, fmt.Errorf("memory: %w", err)
 	}
-	if c.EmbeddingDimensions == 0 {
-		c.EmbeddingDimensions = hashembed.DefaultDimensions
-		if c.Embedder == EmbedderOpenAI {
-			c.EmbeddingDimensions = openaiembed.DefaultConfig().Dimensions
-		}
+	emb, err := backends.Embedders.Lookup(r.embedder)
+	if err != nil {
+		return r, fmt.Errorf("memory: %w", err)
 	}
-	return c
+	if emb.Defaults != nil {
+		r.ec = emb.Defaults(r.ec)
+	}
+	r.vc = backends.VectorConfig{Dimensions: r.ec.Dimensions, PostgresDSN: postgresDSN, EfSearch: c.PgvectorEfSearch}
+	if r.vc, err = backends.VectorStores.Prepare(r.vectorStore, r.vc); err != nil {
+		return r, fmt.Errorf("memory: %w", err)
+	}
+	if r.ec, err = backends.Embedders.Prepare(r.embedder, r.ec); err != nil {
+		return r, fmt.Errorf("memory: %w", err)
+	}
+	if c.LongTermTTL < 0 || (c.LongTermTTL > 0 && !c.LongTerm) {
+		return r, fmt.Errorf("memory: a long-term memory TTL (%s) must be positive and needs long-term memory on", c.LongTermTTL)
+	}
+	if r.ec.Dimensions < 0 {
+		return r, fmt.Errorf("memory: embedding dimension must be positive, got %d", r.ec.Dimensions)
+	}
+	return r, nil
 }
 
 // Validate reports a combination that cannot work; postgresDSN is the node's.
 func (c MemoryConfig) Validate(postgresDSN string) error {
-	c = c.withDefaults()
-	switch c.VectorStore {
-	case VectorStoreMemory:
-		if c.PgvectorEfSearch != 0 {
-			return fmt.Errorf("memory: a pgvector ef_search (%d) is only for the pgvector vector store; the memory store scans exactly", c.PgvectorEfSearch)
-		}
-	case VectorStorePgvector:
-		if postgresDSN == "" {
-			return errors.New("memory: the pgvector vector store needs PostgreSQL: set a PostgreSQL DSN (--postgres)")
-		}
-		if c.PgvectorEfSearch < 0 || c.PgvectorEfSearch > pgvector.MaxEfSearch {
-			return fmt.Errorf("memory: pgvector ef_search must be 1..%d (0 = the default, %d), got %d", pgvector.MaxEfSearch, pgvector.DefaultEfSearch, c.PgvectorEfSearch)
-		}
-		if c.EmbeddingDimensions > pgvector.MaxDimensions {
-			return fmt.Errorf("memory: embedding dimension %d is more than pgvector indexes (%d): choose a smaller dimension (--embedding-dim; OpenAI's text-embedding-3 models shorten on request)", c.EmbeddingDimensions, pgvector.MaxDimensions)
-		}
-	default:
-		if !backends.VectorStores.Has(c.VectorStore) {
-			return fmt.Errorf("memory: %w", &backends.UnknownError{Kind: "vector store", Name: c.VectorStore, Known: backends.VectorStores.Names()})
-		}
-	}
-	switch c.Embedder {
-	case EmbedderHash:
-		if c.EmbeddingModel != "" {
-			return fmt.Errorf("memory: an embedding model (%q) is only for the openai embedder; the hash embedder has none", c.EmbeddingModel)
-		}
-	default:
-		if !backends.Embedders.Has(c.Embedder) {
-			return fmt.Errorf("memory: %w", &backends.UnknownError{Kind: "embedder", Name: c.Embedder, Known: backends.Embedders.Names()})
-		}
-	}
-	if c.LongTermTTL < 0 || (c.LongTermTTL > 0 && !c.LongTerm) {
-		return fmt.Errorf("memory: a long-term memory TTL (%s) must be positive and needs long-term memory on", c.LongTermTTL)
-	}
-	if c.EmbeddingDimensions < 0 {
-		return fmt.Errorf("memory: embedding dimension must be positive, got %d", c.EmbeddingDimensions)
-	}
-	return nil
+	_, err := c.resolve(postgresDSN, "")
+	return err
 }
 
 // memoryStores is what startMemory opens.
@@ -133,30 +121,30 @@ type memoryStores struct {
 	reembed bool
 }
 
-// startMemory makes the embedder and opens the vector store. demoURL is the demo
-// model's OpenAI API root ("" when the node runs none).
-func startMemory(ctx context.Context, cfg MemoryConfig, postgresDSN, demoURL string) (memoryStores, error) {
-	if err := cfg.Validate(postgresDSN); err != nil {
-		return memoryStores{}, err
-	}
-	cfg = cfg.withDefaults()
-	embedder, err := backends.Embedders.Open(ctx, cfg.Embedder, backends.EmbedderConfig{Dimensions: cfg.EmbeddingDimensions,
-		Model: cfg.EmbeddingModel, BaseURL: cfg.EmbeddingBaseURL, APIKey: cfg.EmbeddingAPIKey, DemoURL: demoURL})
+// startMemory makes the embedder and opens the vector store. demo is the demo model's
+// root ("" when the node runs none).
+func startMemory(ctx context.Context, cfg MemoryConfig, postgresDSN, demo string) (memoryStores, error) {
+	r, err := cfg.resolve(postgresDSN, demo)
 	if err != nil {
 		return memoryStores{}, err
 	}
-	v, err := backends.VectorStores.Open(ctx, cfg.VectorStore, backends.VectorConfig{Dimensions: cfg.EmbeddingDimensions,
-		PostgresDSN: postgresDSN, EfSearch: cfg.PgvectorEfSearch})
+	embedder, err := backends.Embedders.Open(ctx, r.embedder, r.ec)
+	if err != nil {
+		return memoryStores{}, err
+	}
+	v, err := backends.VectorStores.Open(ctx, r.vectorStore, r.vc)
 	if err != nil {
 		return memoryStores{}, err
 	}
 	return memoryStores{embedder: embedder, vectors: v.Store, reembed: v.Reembed}, nil
 }
 
-// otherDimensions lists the dimensions the pgvector store was used with besides the
-// configured one ("" for other stores or none).
+// otherDimensions lists the dimensions a store that keeps several (pgvector) was used
+// with besides the configured one ("" for other stores or none).
 func otherDimensions(ctx context.Context, v persistence.VectorStore) string {
-	s, ok := v.(*pgvector.Store)
+	s, ok := v.(interface {
+		IndexedDimensions(context.Context) ([]int, error)
+	})
 	if !ok {
 		return ""
 	}
@@ -166,7 +154,7 @@ func otherDimensions(ctx context.Context, v persistence.VectorStore) string {
 	}
 	var other []string
 	for _, d := range dims {
-		if d != s.Dimensions() {
+		if d != v.Dimensions() {
 			other = append(other, fmt.Sprint(d))
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -41,9 +40,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm"
-	"github.com/fathom-agents/fathom/llm/anthropic"
 	"github.com/fathom-agents/fathom/llm/mock"
-	"github.com/fathom-agents/fathom/llm/openai"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages/fsp"
@@ -212,11 +209,6 @@ type ArtifactConfig = backends.ArtifactConfig
 // ArtifactsDir is the local artifact store's directory inside the data directory.
 const ArtifactsDir = backends.ArtifactsDir
 
-// OpenArtifacts opens the artifact store cfg selects (backends.OpenArtifacts).
-func OpenArtifacts(dataDir string, cfg ArtifactConfig) (artifact.Store, string, error) {
-	return backends.OpenArtifacts(dataDir, cfg)
-}
-
 // Endpoint is the model endpoint this configuration calls, as sessions record it: the
 // API ("openai" or "anthropic") and its base URL (the client's default when none is
 // set), or "demo" for the built-in demo model (no URL: its port changes with every
@@ -227,18 +219,14 @@ func (c LLMConfig) Endpoint() session.Endpoint {
 		return session.Endpoint{}
 	case c.UsesDemo():
 		return session.Endpoint{Provider: "demo"}
-	case c.API == APIAnthropic:
-		return session.Endpoint{Provider: APIAnthropic, BaseURL: firstNonEmpty(c.BaseURL, anthropic.DefaultConfig().BaseURL)}
 	}
-	return session.Endpoint{Provider: APIOpenAI, BaseURL: firstNonEmpty(c.BaseURL, openai.DefaultConfig().BaseURL)}
+	api := c.api()
+	bc, _ := backends.LLMAPIs.Prepare(api, backends.LLMConfig{BaseURL: c.BaseURL}) // the API's default URL
+	return session.Endpoint{Provider: api, BaseURL: bc.BaseURL}
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
+// api is the model API c selects: API, else the default (backends.LLMAPIs).
+func (c LLMConfig) api() string { return backends.LLMAPIs.Choose(c.API, backends.LLMConfig{}) }
 
 // UsesDemo reports whether this configuration runs the built-in demo model.
 func (c LLMConfig) UsesDemo() bool { return c.APIKey == "" && c.BaseURL == "" && c.Provider == nil }
@@ -249,15 +237,13 @@ const (
 	APIAnthropic = "anthropic"
 )
 
-// LLMConfigFromEnv reads FATHOM_LLM_API, FATHOM_MODEL and the API's key and base URL
-// (OPENAI_API_KEY and OPENAI_BASE_URL, or ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
+// LLMConfigFromEnv reads FATHOM_LLM_API, FATHOM_MODEL and the variables the API's
+// backend reads for its key and base URL (backends.LLMAPIs: OPENAI_API_KEY and
+// OPENAI_BASE_URL, or ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
 func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
 	c := LLMConfig{API: getenv("FATHOM_LLM_API"), Model: getenv("FATHOM_MODEL")}
-	if c.API == APIAnthropic {
-		c.BaseURL, c.APIKey = getenv("ANTHROPIC_BASE_URL"), getenv("ANTHROPIC_API_KEY")
-	} else {
-		c.BaseURL, c.APIKey = getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY")
-	}
+	bc := backends.LLMAPIs.FromEnv(c.api(), backends.LLMConfig{}, getenv)
+	c.BaseURL, c.APIKey = bc.BaseURL, bc.APIKey
 	return c
 }
 
@@ -358,9 +344,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		n.started = append(n.started, c)
 	}
-	mc := cfg.Memory.withDefaults()
+	mc, _ := cfg.Memory.resolve(cfg.PostgresDSN, "") // validated by the memory component
 	n.log.Info("node started", "address", n.member.Address(), "provider", cfg.Cluster.Provider, "journal", n.journalName(), "artifacts", b.artifactsAt, "llm", b.provider.Name(),
-		"vector_store", mc.VectorStore, "embedder", mc.Embedder, "embedding_dim", mc.EmbeddingDimensions)
+		"vector_store", mc.vectorStore, "embedder", mc.embedder, "embedding_dim", mc.ec.Dimensions)
 	return n, nil
 }
 
@@ -368,11 +354,8 @@ func (n *Node) journalName() string {
 	if n.cfg.Journal != nil {
 		return fmt.Sprintf("%T", n.cfg.Journal)
 	}
-	name := backends.JournalName(n.journalConfig())
-	if name == "bolt" {
-		return filepath.Join(n.cfg.DataDir, JournalFile)
-	}
-	return name
+	jc := n.journalConfig()
+	return backends.Journals.Where(backends.JournalName(jc), jc)
 }
 
 func (n *Node) journalConfig() backends.JournalConfig {
@@ -453,24 +436,22 @@ func (n *Node) startLLM(ctx context.Context) (llm.Provider, error) {
 // identity (the rate limit's key).
 func (n *Node) startClient(ctx context.Context) (llm.Provider, resilient.Endpoint, error) {
 	c := n.cfg.LLM
-	baseURL := c.BaseURL
+	api := c.api()
+	bc := backends.LLMConfig{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.Model, AttemptTimeout: c.AttemptTimeout}
 	if c.UsesDemo() {
+		if _, err := backends.LLMAPIs.Lookup(api); err != nil {
+			return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
+		}
 		d, err := startDemo(n.log, c.DemoRules)
 		if err != nil {
 			return nil, resilient.Endpoint{}, err
 		}
 		n.demo = d
-		baseURL = d.baseURL // serves both APIs
-		if c.API != APIAnthropic {
-			baseURL += "/v1"
-		}
-		n.log.Info("no API key or base URL: using the built-in demo model", "api", c.API, "base_url", baseURL)
+		bc.Demo = d.baseURL // serves every API, each under its own path
+		at, _ := backends.LLMAPIs.Prepare(api, bc)
+		n.log.Info("no API key or base URL: using the built-in demo model", "api", c.API, "base_url", at.BaseURL)
 	}
-	api := c.API
-	if api == "" {
-		api = APIOpenAI
-	}
-	cl, err := backends.LLMAPIs.Open(ctx, api, backends.LLMConfig{BaseURL: baseURL, APIKey: c.APIKey, Model: c.Model, AttemptTimeout: c.AttemptTimeout})
+	cl, err := backends.LLMAPIs.Open(ctx, api, bc)
 	if err != nil {
 		return nil, resilient.Endpoint{}, fmt.Errorf("llm client: %w", err)
 	}
