@@ -1,9 +1,12 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -51,23 +54,19 @@ func BenchmarkCodec(b *testing.B) {
 	}
 }
 
-// codecRoundTrip encodes req and decodes answer as one call would.
+// codecRoundTrip encodes req and decodes answer as one call would: the SDK's encoding
+// of the params and its decoding of the answer (requestconfig: a json.Decoder).
 func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
-	body, err := c.encode(nil, req, req.Model)
-	if err != nil || len(body) == 0 {
-		return llm.Response{}, err
-	}
-	out, err := decodeChat(answer)
+	p, err := c.params(req, req.Model)
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ch := out.Choices[0]
-	resp := llm.Response{FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
-	if ch.Message.Content != nil {
-		resp.Content = *ch.Message.Content
+	if _, err := json.Marshal(p); err != nil {
+		return llm.Response{}, err
 	}
-	for _, tc := range ch.Message.ToolCalls {
-		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	var out openai.ChatCompletion
+	if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&out); err != nil {
+		return llm.Response{}, err
 	}
-	return resp, nil
+	return c.response(&out)
 }
