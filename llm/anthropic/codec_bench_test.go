@@ -1,9 +1,12 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -51,33 +54,19 @@ func BenchmarkCodec(b *testing.B) {
 	}
 }
 
-// codecRoundTrip encodes req and decodes answer as one call would.
+// codecRoundTrip encodes req and decodes answer as one call would: the SDK's encoding
+// of the params and its decoding of the answer (requestconfig: a json.Decoder).
 func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
 	p, err := c.params(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
-	if _, err := encodeBody(p); err != nil {
+	if _, err := json.Marshal(p); err != nil {
 		return llm.Response{}, err
 	}
-	var out messageResponse
-	if err := json.Unmarshal(answer, &out); err != nil {
+	var out anthropic.Message
+	if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&out); err != nil {
 		return llm.Response{}, err
 	}
-	var (
-		text strings.Builder
-		resp llm.Response
-	)
-	for _, b := range out.Content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: inputText(b.Input)})
-		}
-	}
-	u := out.Usage
-	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(out.StopReason), out.Model
-	resp.Usage = usage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
-	return resp, nil
+	return response(&out), nil
 }
