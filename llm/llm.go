@@ -3,8 +3,7 @@
 // retryable and permanent ones, and the price table for cost accounting. Adapters live
 // in subpackages (openai: chat completions; anthropic: Messages API); llm/resilient
 // adds retries, rate limits, a circuit breaker and fallbacks on top of any Provider;
-// llm/sse reads streamed answers; llm/mock is a scripted OpenAI- and
-// Anthropic-compatible server for tests and the demo.
+// llm/mock is a scripted OpenAI- and Anthropic-compatible server for tests and the demo.
 //
 // This package has no actor code: the session grain's step runner calls a Provider.
 package llm

@@ -459,35 +459,21 @@ func structured(resp llm.Response, name string) llm.Response {
 	return resp
 }
 
-// complete makes a non-streamed call and converts its answer.
+// complete makes a non-streamed call; the SDK encodes the params and decodes the
+// answer.
 func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (llm.Response, error) {
-	body, err := encodeBody(p)
+	out, err := c.msgs.New(ctx, p)
 	if err != nil {
-		return llm.Response{}, err
-	}
-	var raw *http.Response
-	// The SDK sends body in place of its own encoding of p; p's model and max_tokens
-	// still go to its check that a call this long must be streamed.
-	if _, err := c.msgs.New(ctx, anthropic.MessageNewParams{Model: p.Model, MaxTokens: p.MaxTokens},
-		option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
+		if undecodable(err) {
+			return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
+		}
 		return llm.Response{}, callError(err)
 	}
-	defer raw.Body.Close()
-	data, release, err := wire.ReadBody(raw.Body)
-	if err != nil {
-		if errors.Is(err, wire.ErrTooLarge) {
-			return llm.Response{}, err
-		}
-		return llm.Response{}, fmt.Errorf("anthropic: read %s response: %w", messagesPath, callError(err))
-	}
-	// The answer decodes into a plain struct: the SDK's Message decodes reflectively,
-	// with metadata for every field, at several times the cost.
-	var out messageResponse
-	err = json.Unmarshal(data, &out)
-	release()
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))
-	}
+	return response(out), nil
+}
+
+// response converts a Messages API answer.
+func response(out *anthropic.Message) llm.Response {
 	var (
 		text strings.Builder
 		resp llm.Response
@@ -505,31 +491,9 @@ func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (ll
 		}
 	}
 	u := out.Usage
-	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(out.StopReason), out.Model
+	resp.Content, resp.FinishReason, resp.Model = text.String(), finishReason(string(out.StopReason)), string(out.Model)
 	resp.Usage = usage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
-	return resp, nil
-}
-
-// messageResponse is the part of a Messages API answer Fathom reads.
-type messageResponse struct {
-	Model      string `json:"model"`
-	StopReason string `json:"stop_reason"`
-	Content    []struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		Thinking  string          `json:"thinking"`
-		Signature string          `json:"signature"`
-		Data      string          `json:"data"`
-	} `json:"content"`
-	Usage struct {
-		InputTokens              int64 `json:"input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-	} `json:"usage"`
+	return resp
 }
 
 // inputText is the arguments text of a tool_use input ("{}" when there is none).
@@ -546,6 +510,14 @@ func usage(input, cacheRead, cacheWrite, output int64) llm.Usage {
 	in := input + cacheRead + cacheWrite
 	return llm.Usage{InputTokens: in, OutputTokens: output, TotalTokens: in + output,
 		CachedInputTokens: cacheRead, CacheWriteInputTokens: cacheWrite}
+}
+
+// undecodable reports an answer the SDK read whole but could not decode: a JSON
+// error, or a body cut inside its JSON (its decoder's io.ErrUnexpectedEOF), which the
+// SDK reports as "error parsing response json" (a cut while reading is "error reading
+// response body", and stays retryable).
+func undecodable(err error) bool {
+	return malformed(err) || strings.Contains(err.Error(), "error parsing response json")
 }
 
 // malformed reports a JSON decoding error.

@@ -44,13 +44,8 @@ type streamState struct {
 // that ends earlier is an error wrapping io.ErrUnexpectedEOF (retryable), and an
 // "error" event is an *llm.APIError.
 func (c *Client) stream(ctx context.Context, p anthropic.MessageNewParams, onDelta func(string)) (llm.Response, error) {
-	body, err := encodeBody(p)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	// The SDK sends body (adding "stream":true) in place of its own encoding of p.
-	s := c.msgs.NewStreaming(ctx, anthropic.MessageNewParams{Model: p.Model, MaxTokens: p.MaxTokens},
-		option.WithRequestBody("application/json", body), option.WithHeader("Accept", "text/event-stream"))
+	// The SDK encodes p (adding "stream":true) and decodes the events.
+	s := c.msgs.NewStreaming(ctx, p, option.WithHeader("Accept", "text/event-stream"))
 	defer s.Close()
 	st := &streamState{onDelta: onDelta}
 	for s.Next() {
@@ -62,7 +57,7 @@ func (c *Client) stream(ctx context.Context, p anthropic.MessageNewParams, onDel
 			return st.result(), nil
 		}
 	}
-	err = s.Err()
+	err := s.Err()
 	if err == nil {
 		err = io.ErrUnexpectedEOF // ended without message_stop
 	} else if malformed(err) {

@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
+
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/anthropic"
 	"github.com/fathom-agents/fathom/llm/mock"
-	"github.com/fathom-agents/fathom/llm/sse"
 )
 
 // postMessages sends body to POST /v1/messages with the given headers.
@@ -99,21 +99,16 @@ func events(t *testing.T, resp *http.Response) ([]string, []map[string]any) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	r := sse.NewReader(resp.Body)
+	d := ssestream.NewDecoder(resp)
+	defer d.Close()
 	var (
 		types []string
 		datas []map[string]any
 	)
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return types, datas
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for d.Next() {
+		ev := d.Event()
 		var data map[string]any
-		if err := json.Unmarshal([]byte(ev.Data), &data); err != nil {
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
 			t.Fatalf("event %s: %v", ev.Type, err)
 		}
 		if data["type"] != ev.Type {
@@ -121,6 +116,10 @@ func events(t *testing.T, resp *http.Response) ([]string, []map[string]any) {
 		}
 		types, datas = append(types, ev.Type), append(datas, data)
 	}
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return types, datas
 }
 
 func TestMessagesStreamEventSequence(t *testing.T) {

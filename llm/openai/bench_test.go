@@ -37,11 +37,11 @@ func benchRequest() llm.Request {
 	}}
 }
 
-// BenchmarkClientOverhead measures one chat call through the SDK-based client and
-// through the hand-written client it replaced (legacy_bench_test.go), against the same
-// in-process mock-llm over loopback HTTP, JSON and streamed. The difference between the
-// two is the client's own cost: encoding the request, decoding the answer, the SDK's
-// option and middleware machinery. Run both in one process, interleaved, e.g.
+// BenchmarkClientOverhead measures one chat call through the SDK-based client against
+// the same in-process mock-llm over loopback HTTP, JSON and streamed, and the bare POST
+// of a body encoded beforehand (json only). The difference is the client's own cost:
+// encoding the request, decoding the answer, the SDK's option and middleware machinery.
+// Run them in one process, interleaved, e.g.
 //
 //	go test -run '^$' -bench ClientOverhead -benchmem -count 5 ./llm/openai/
 func BenchmarkClientOverhead(b *testing.B) {
@@ -56,7 +56,6 @@ func BenchmarkClientOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	legacy := &legacyClient{http: hc, base: srv.URL + "/v1", model: "gpt-4o-mini", timeout: time.Minute, maxBytes: 8 << 20}
 	bare, err := newBareClient(hc, srv.URL+"/v1/chat/completions", benchRequest())
 	if err != nil {
 		b.Fatal(err)
@@ -64,7 +63,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 	clients := []struct {
 		name string
 		p    llm.Provider
-	}{{"sdk", sdk}, {"legacy", legacy}, {"bare", bare}}
+	}{{"sdk", sdk}, {"bare", bare}}
 	for _, stream := range []bool{false, true} {
 		for _, c := range clients {
 			mode := "json"

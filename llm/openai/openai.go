@@ -25,14 +25,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/fathom-agents/fathom/internal/httpclient"
@@ -102,11 +100,9 @@ func (c Config) Validate() error {
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	// api makes the chat calls: the SDK client's generic Post sends a []byte body as
-	// JSON as is, with no per-call options (Chat.Completions.New takes typed params; a
-	// body of our own then needs option.WithRequestBody, whose content-type header goes
-	// through the SDK's per-call header bookkeeping).
-	api    openai.Client
+	// chat makes the chat calls and models lists the models, with the SDK's own
+	// request and answer types.
+	chat   openai.ChatCompletionService
 	models openai.ModelService
 	// callTimeout bounds each call through its context: Config.Timeout, or the HTTP
 	// client's Timeout when that is shorter (the client itself is used without one).
@@ -163,7 +159,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, api: openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout}, nil
+	return &Client{cfg: cfg, chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...), callTimeout: callTimeout}, nil
 }
 
 // withTimeout bounds a call's context by callTimeout.
@@ -192,9 +188,6 @@ func errorFields(data []byte) (typ, code, msg string, ok bool) {
 	return eb.Error.Type, code, eb.Error.Message, true
 }
 
-// chatPath is the chat completions endpoint, relative to the base URL.
-const chatPath = "chat/completions"
-
 // Chat implements llm.Provider: one POST /chat/completions, no retries.
 func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if len(req.Messages) == 0 {
@@ -204,21 +197,18 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if model == "" {
 		model = c.cfg.Model
 	}
-	body := wire.NewBody()
-	defer body.Release()
-	var err error
-	if body.Buf, err = c.encode(body.Buf, req, model); err != nil {
+	p, err := c.params(req, model)
+	if err != nil {
 		return llm.Response{}, err
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	ctx = wire.WithBody(ctx, body)
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, req.OnDelta, body.Buf)
+		resp, err = c.stream(ctx, req.OnDelta, p)
 	} else {
-		resp, err = c.complete(ctx, body.Buf)
+		resp, err = c.complete(ctx, p)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -230,164 +220,43 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// encode appends req to b[:0] as the body of POST /chat/completions. The conversation
-// and the tools, which Fathom holds in the API's own simple shapes, are appended
-// directly (wire.AppendString), without reflection: encoding a long history was most of
-// a call's own cost, through the SDK's reflective encoder and through encoding/json
-// alike. The rarer options are the SDK's typed params, each encoded only when set. b is
-// a pooled buffer (wire.Body), so a session's calls reuse one buffer's room.
-func (c *Client) encode(b []byte, req llm.Request, model string) ([]byte, error) {
-	n := 256 + len(model)
-	for _, m := range req.Messages {
-		n += 48 + len(m.Content) + len(m.ToolCallID)
-		for _, tc := range m.ToolCalls {
-			n += 80 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	if n += n / 16; cap(b) < n { // room for escapes
-		b = make([]byte, 0, n)
-	}
-	b = append(b[:0], `{"model":`...)
-	b = wire.AppendString(b, model)
-	b, err := appendMessages(b, req.Messages)
+// params translates req into the SDK's request params, which the SDK encodes.
+func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	msgs, err := messages(req.Messages)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
-	if b, err = appendTools(b, req.Tools); err != nil {
-		return nil, err
+	p.Messages = msgs
+	if p.Tools, err = tools(req.Tools); err != nil {
+		return p, err
 	}
 	if req.MaxTokens > 0 {
 		if c.cfg.LegacyMaxTokens {
-			b = append(b, `,"max_tokens":`...)
+			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
 		} else {
-			b = append(b, `,"max_completion_tokens":`...)
+			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
 		}
-		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
 	if t := req.Temperature; t != nil {
 		if math.IsNaN(*t) || math.IsInf(*t, 0) {
-			return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
+			return p, fmt.Errorf("openai: temperature %v is not a number", *t)
 		}
-		b = append(b, `,"temperature":`...)
-		b = strconv.AppendFloat(b, *t, 'g', -1, 64)
+		p.Temperature = param.NewOpt(*t)
 	}
-	if req.OnDelta != nil {
-		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	if req.OnDelta != nil { // NewStreaming adds "stream":true
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
 	}
-	if b, err = appendOptions(b, req); err != nil {
-		return nil, err
-	}
-	return append(b, '}'), nil
-}
-
-// appendMessages appends `,"messages":[...]`: the conversation in the API's shape
-// (tool calls nest a "function"; an assistant turn of tool calls alone has no content).
-func appendMessages(b []byte, ms []llm.Message) ([]byte, error) {
-	b = append(b, `,"messages":[`...)
-	for i, m := range ms {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"role":`...)
-		switch m.Role {
-		case "system", "user", "tool":
-			b = wire.AppendString(b, m.Role)
-			b = append(b, `,"content":`...)
-			b = wire.AppendString(b, m.Content)
-		case "assistant":
-			b = append(b, `"assistant"`...)
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				b = append(b, `,"content":`...)
-				b = wire.AppendString(b, m.Content)
-			}
-			if len(m.ToolCalls) > 0 {
-				b = append(b, `,"tool_calls":[`...)
-				for j, tc := range m.ToolCalls {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = append(b, `{"id":`...)
-					b = wire.AppendString(b, tc.ID)
-					b = append(b, `,"type":"function","function":{"name":`...)
-					b = wire.AppendString(b, tc.Name)
-					b = append(b, `,"arguments":`...)
-					b = wire.AppendString(b, tc.Arguments)
-					b = append(b, `}}`...)
-				}
-				b = append(b, ']')
-			}
-		default:
-			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
-		}
-		if m.ToolCallID != "" {
-			b = append(b, `,"tool_call_id":`...)
-			b = wire.AppendString(b, m.ToolCallID)
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']'), nil
-}
-
-// appendTools appends `,"tools":[...]` (nothing without tools); each tool's parameters
-// schema goes out as given, compacted (which checks that it is JSON).
-func appendTools(b []byte, tools []llm.ToolSpec) ([]byte, error) {
-	if len(tools) == 0 {
-		return b, nil
-	}
-	b = append(b, `,"tools":[`...)
-	for i, t := range tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"type":"function","function":{"name":`...)
-		b = wire.AppendString(b, t.Name)
-		if t.Description != "" {
-			b = append(b, `,"description":`...)
-			b = wire.AppendString(b, t.Description)
-		}
-		if len(t.Parameters) > 0 {
-			b = append(b, `,"parameters":`...)
-			var ok bool
-			if b, ok = wire.AppendCompact(b, t.Parameters); !ok {
-				return nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON", t.Name)
-			}
-		}
-		b = append(b, `}}`...)
-	}
-	return append(b, ']'), nil
-}
-
-// appendOptions appends the request's rarer options, each in the SDK's param type and
-// encoding: tool_choice, parallel_tool_calls, response_format and reasoning_effort.
-func appendOptions(b []byte, req llm.Request) ([]byte, error) {
-	field := func(b []byte, key string, v any) ([]byte, error) {
-		enc, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("openai: encode %s: %w", key, err)
-		}
-		b = append(b, ',', '"')
-		b = append(b, key...)
-		b = append(b, '"', ':')
-		return append(b, enc...), nil
-	}
-	var err error
 	switch req.ToolChoice {
 	case "":
 	case "auto", "none", "required":
-		b, err = field(b, "tool_choice", openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(req.ToolChoice)})
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(req.ToolChoice)}
 	default:
-		b, err = field(b, "tool_choice", openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
-			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}})
-	}
-	if err != nil {
-		return nil, err
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}}
 	}
 	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
-		b = append(b, `,"parallel_tool_calls":`...)
-		b = strconv.AppendBool(b, *req.ParallelToolCalls)
+		p.ParallelToolCalls = param.NewOpt(*req.ParallelToolCalls)
 	}
 	if f := req.ResponseFormat; f != nil {
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.Name, Schema: f.Schema}
@@ -397,45 +266,67 @@ func appendOptions(b []byte, req llm.Request) ([]byte, error) {
 		if f.Strict {
 			js.Strict = param.NewOpt(true)
 		}
-		if b, err = field(b, "response_format", openai.ChatCompletionNewParamsResponseFormatUnion{
-			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}); err != nil {
-			return nil, err
-		}
+		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
 	}
 	if req.ReasoningEffort != "" {
-		b = append(b, `,"reasoning_effort":`...)
-		b = wire.AppendString(b, string(shared.ReasoningEffort(req.ReasoningEffort)))
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
 	}
-	return b, nil
+	return p, nil
 }
 
-// wireToolCall is a tool call in an answer.
-type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
+// messages is the conversation in the SDK's message params (an assistant turn of tool
+// calls alone has no content).
+func messages(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(ms))
+	for i, m := range ms {
+		switch m.Role {
+		case "system":
+			out = append(out, openai.SystemMessage(m.Content))
+		case "user":
+			out = append(out, openai.UserMessage(m.Content))
+		case "tool":
+			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
+		case "assistant":
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = param.NewOpt(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
+		}
+	}
+	return out, nil
 }
 
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// wireUsage is the API's usage object.
-type wireUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
+// tools is the request's tools in the SDK's params; each tool's parameters schema must
+// be a JSON object.
+func tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	out := make([]openai.ChatCompletionToolUnionParam, 0, len(ts))
+	for _, t := range ts {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = param.NewOpt(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
+				return nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON: %w", t.Name, err)
+			}
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(fn))
+	}
+	return out, nil
 }
 
 // usage converts the API's usage.
-func usage(u wireUsage) llm.Usage {
+func usage(u openai.CompletionUsage) llm.Usage {
 	return llm.Usage{
 		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
@@ -443,228 +334,29 @@ func usage(u wireUsage) llm.Usage {
 	}
 }
 
-// chatResponse is the part of a chat.completion Fathom reads.
-type chatResponse struct {
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   wireUsage    `json:"usage"`
-}
-
-type chatChoice struct {
-	Message      chatMessage `json:"message"`
-	FinishReason string      `json:"finish_reason"`
-}
-
-type chatMessage struct {
-	Content   *string        `json:"content"`
-	ToolCalls []wireToolCall `json:"tool_calls"`
-}
-
-// decodeChat decodes a chat.completion: by wire.Scanner when the answer has the usual
-// shape, else (and for the final word on an error) by encoding/json. The scanner reads
-// the few fields above without reflection, at a fraction of the cost.
-func decodeChat(data []byte) (chatResponse, error) {
-	var out chatResponse
-	if scanChat(data, &out) {
-		return out, nil
-	}
-	return unmarshalChat(data)
-}
-
-// unmarshalChat is decodeChat by encoding/json alone (apart, so that decodeChat's
-// result does not move to the heap).
-func unmarshalChat(data []byte) (chatResponse, error) {
-	var out chatResponse
-	err := json.Unmarshal(data, &out)
-	return out, err
-}
-
-// scanChat decodes data into out with a wire.Scanner and reports whether it could.
-func scanChat(data []byte, out *chatResponse) bool {
-	sc := wire.NewScanner(data)
-	var seen uint32
-	sc.Object(func(key []byte) {
-		switch {
-		case sc.Key(key, "model"):
-			sc.Once(&seen, 1)
-			out.Model = sc.String()
-		case sc.Key(key, "choices"):
-			sc.Once(&seen, 2)
-			if sc.Array(func() {
-				out.Choices = append(out.Choices, chatChoice{})
-				scanChoice(sc, &out.Choices[len(out.Choices)-1])
-			}) && out.Choices == nil {
-				out.Choices = []chatChoice{}
-			}
-		case sc.Key(key, "usage"):
-			sc.Once(&seen, 4)
-			scanUsage(sc, &out.Usage)
-		default:
-			sc.Skip()
+// complete makes a non-streamed call; the SDK encodes the params and decodes the answer.
+func (c *Client) complete(ctx context.Context, p openai.ChatCompletionNewParams) (llm.Response, error) {
+	out, err := c.chat.New(ctx, p)
+	if err != nil {
+		if undecodable(err) {
+			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
 		}
-	})
-	return sc.End()
-}
-
-func scanChoice(sc *wire.Scanner, ch *chatChoice) {
-	var seen uint32
-	sc.Object(func(key []byte) {
-		switch {
-		case sc.Key(key, "finish_reason"):
-			sc.Once(&seen, 1)
-			ch.FinishReason = sc.String()
-		case sc.Key(key, "message"):
-			sc.Once(&seen, 2)
-			var seen uint32
-			sc.Object(func(key []byte) {
-				switch {
-				case sc.Key(key, "content"):
-					sc.Once(&seen, 1)
-					if !sc.Null() {
-						s := sc.String()
-						ch.Message.Content = &s
-					}
-				case sc.Key(key, "tool_calls"):
-					sc.Once(&seen, 2)
-					if sc.Array(func() {
-						ch.Message.ToolCalls = append(ch.Message.ToolCalls, wireToolCall{})
-						scanToolCall(sc, &ch.Message.ToolCalls[len(ch.Message.ToolCalls)-1])
-					}) && ch.Message.ToolCalls == nil {
-						ch.Message.ToolCalls = []wireToolCall{}
-					}
-				default:
-					sc.Skip()
-				}
-			})
-		default:
-			sc.Skip()
-		}
-	})
-}
-
-func scanToolCall(sc *wire.Scanner, tc *wireToolCall) {
-	var seen uint32
-	sc.Object(func(key []byte) {
-		switch {
-		case sc.Key(key, "id"):
-			sc.Once(&seen, 1)
-			tc.ID = sc.String()
-		case sc.Key(key, "type"):
-			sc.Once(&seen, 2)
-			tc.Type = sc.String()
-		case sc.Key(key, "function"):
-			sc.Once(&seen, 4)
-			var seen uint32
-			sc.Object(func(key []byte) {
-				switch {
-				case sc.Key(key, "name"):
-					sc.Once(&seen, 1)
-					tc.Function.Name = sc.String()
-				case sc.Key(key, "arguments"):
-					sc.Once(&seen, 2)
-					tc.Function.Arguments = sc.String()
-				default:
-					sc.Skip()
-				}
-			})
-		default:
-			sc.Skip()
-		}
-	})
-}
-
-func scanUsage(sc *wire.Scanner, u *wireUsage) {
-	var seen uint32
-	sc.Object(func(key []byte) {
-		switch {
-		case sc.Key(key, "prompt_tokens"):
-			sc.Once(&seen, 1)
-			u.PromptTokens = sc.Int()
-		case sc.Key(key, "completion_tokens"):
-			sc.Once(&seen, 2)
-			u.CompletionTokens = sc.Int()
-		case sc.Key(key, "total_tokens"):
-			sc.Once(&seen, 4)
-			u.TotalTokens = sc.Int()
-		case sc.Key(key, "prompt_tokens_details"):
-			sc.Once(&seen, 8)
-			var seen uint32
-			sc.Object(func(key []byte) {
-				if sc.Key(key, "cached_tokens") {
-					sc.Once(&seen, 1)
-					u.PromptTokensDetails.CachedTokens = sc.Int()
-				} else {
-					sc.Skip()
-				}
-			})
-		case sc.Key(key, "completion_tokens_details"):
-			sc.Once(&seen, 16)
-			var seen uint32
-			sc.Object(func(key []byte) {
-				if sc.Key(key, "reasoning_tokens") {
-					sc.Once(&seen, 1)
-					u.CompletionTokensDetails.ReasoningTokens = sc.Int()
-				} else {
-					sc.Skip()
-				}
-			})
-		default:
-			sc.Skip()
-		}
-	})
-}
-
-// complete makes a non-streamed call. The SDK sends it; the answer is decoded into
-// chatResponse, a plain struct (the SDK's reflective decoder of its own type costs more
-// than the rest of the call).
-func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
-	var raw *http.Response
-	// The params are in body already: the SDK's own encoding of them is replaced.
-	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
-	defer raw.Body.Close()
-	data, release, err := wire.ReadBody(raw.Body)
-	if err != nil {
-		if errors.Is(err, wire.ErrTooLarge) {
-			return llm.Response{}, err
-		}
-		return llm.Response{}, fmt.Errorf("openai: read /chat/completions response: %w", callError(err))
-	}
-	out, err := decodeChat(data)
-	release()
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
-	}
+	return c.response(out)
+}
+
+// response converts a chat.completion.
+func (c *Client) response(out *openai.ChatCompletion) (llm.Response, error) {
 	if len(out.Choices) == 0 {
 		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.cfg.BaseURL)
 	}
 	ch := out.Choices[0]
-	resp := llm.Response{FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
-	if ch.Message.Content != nil {
-		resp.Content = *ch.Message.Content
-	}
+	resp := llm.Response{Content: ch.Message.Content, FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
 	for _, tc := range ch.Message.ToolCalls {
 		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
-}
-
-// streamChunk is one chat.completion.chunk event.
-type streamChunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
-				Index    int          `json:"index"`
-				ID       string       `json:"id"`
-				Function wireFunction `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *wireUsage `json:"usage"`
 }
 
 // maxToolCalls bounds a streamed tool call index, so a broken stream cannot make the
@@ -674,18 +366,9 @@ const maxToolCalls = 1024
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
-	var (
-		tr  wire.Tracker
-		raw *http.Response
-	)
-	// The SDK sends the request; its SSE decoder reads the answer into streamChunk, a
-	// plain struct: the SDK's own chunk type decodes reflectively, event by event, at
-	// several times the cost.
-	if err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, option.WithHeader("Accept", "text/event-stream")); err != nil {
-		return llm.Response{}, callError(err)
-	}
-	s := ssestream.NewStream[streamChunk](ssestream.NewDecoder(raw), nil)
+func (c *Client) stream(ctx context.Context, onDelta func(string), p openai.ChatCompletionNewParams) (llm.Response, error) {
+	var tr wire.Tracker
+	s := c.chat.NewStreaming(wire.WithTracker(ctx, &tr), p, option.WithHeader("Accept", "text/event-stream"))
 	defer s.Close()
 	var (
 		out     llm.Response
@@ -697,8 +380,8 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 		if ch.Model != "" {
 			out.Model = ch.Model
 		}
-		if ch.Usage != nil {
-			out.Usage = usage(*ch.Usage)
+		if ch.JSON.Usage.Valid() {
+			out.Usage = usage(ch.Usage)
 		}
 		for _, choice := range ch.Choices {
 			if d := choice.Delta.Content; d != "" {
@@ -709,7 +392,7 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 				if tc.Index < 0 || tc.Index >= maxToolCalls {
 					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
 				}
-				for len(calls) <= tc.Index {
+				for int64(len(calls)) <= tc.Index {
 					calls = append(calls, llm.ToolCall{})
 				}
 				if tc.ID != "" {
@@ -734,6 +417,14 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil
+}
+
+// undecodable reports an answer the SDK read whole but could not decode: a JSON
+// error, or a body cut inside its JSON (its decoder's io.ErrUnexpectedEOF), which the
+// SDK reports as "error parsing response json" (a cut while reading is "error reading
+// response body", and stays retryable).
+func undecodable(err error) bool {
+	return malformed(err) || strings.Contains(err.Error(), "error parsing response json")
 }
 
 // malformed reports a JSON decoding error (a chunk that is not valid JSON).

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +38,6 @@ type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error
 func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		dropTelemetry(req.Header)
-		useBody(req)
 		resp, err := next(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
@@ -74,30 +72,6 @@ func dropTelemetry(h http.Header) {
 			delete(h, k)
 		}
 	}
-}
-
-// bufs holds the buffers ReadBody reads answers into.
-var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBuffer bounds a buffer kept for reuse; a larger one is left to the GC.
-const maxPooledBuffer = 1 << 20
-
-// ReadBody reads r whole into a pooled buffer and returns its bytes with the function
-// that gives the buffer back: call it once the bytes are no longer used (decoding
-// copies what it keeps).
-func ReadBody(r io.Reader) ([]byte, func(), error) {
-	buf := bufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	release := func() {
-		if buf.Cap() <= maxPooledBuffer {
-			bufs.Put(buf)
-		}
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		release()
-		return nil, func() {}, err
-	}
-	return buf.Bytes(), release, nil
 }
 
 // limitedBody fails a read that would take the body past max bytes, and remembers the

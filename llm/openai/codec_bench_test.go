@@ -1,0 +1,72 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// codecRequest is a typical step of a session: a system prompt, a history with tool
+// round trips, three tools and the step's task prompt.
+func codecRequest() llm.Request {
+	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)
+	msgs := []llm.Message{{Role: "system", Content: strings.Repeat("You are a careful research agent. ", 40)}}
+	for i := range 4 {
+		id := "call_" + string(rune('a'+i))
+		msgs = append(msgs,
+			llm.Message{Role: "user", Content: "Step: look into part " + string(rune('a'+i)) + " of the question and report"},
+			llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: id, Name: "web_search", Arguments: `{"query":"actors"}`}}},
+			llm.Message{Role: "tool", ToolCallID: id, Content: strings.Repeat("result line ", 30)},
+			llm.Message{Role: "assistant", Content: "Part done: " + strings.Repeat("finding ", 20)})
+	}
+	msgs = append(msgs, llm.Message{Role: "user", Content: "Step: write the summary"})
+	return llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: []llm.ToolSpec{
+		{Name: "web_search", Description: "search the web", Parameters: schema},
+		{Name: "read_file", Description: "read a file", Parameters: schema},
+		{Name: "write_todos", Description: "plan", Parameters: schema},
+	}}
+}
+
+// codecAnswer is a typical chat.completion: text, one tool call, usage with details.
+const codecAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1764000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"The summary: actors isolate state, messages carry work, supervisors restart what fails.","refusal":null,"annotations":[],"tool_calls":[{"id":"c9","type":"function","function":{"name":"write_todos","arguments":"{\"todos\":[]}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
+	`"usage":{"prompt_tokens":1234,"completion_tokens":20,"total_tokens":1254,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":7,"accepted_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp_1"}`
+
+// BenchmarkCodec is the client's own codec cost per call, without HTTP: encoding one
+// typical request body and decoding one typical answer into an llm.Response.
+//
+//	go test -run '^$' -bench Codec -benchmem ./llm/openai/
+func BenchmarkCodec(b *testing.B) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := codecRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := codecRoundTrip(c, req, []byte(codecAnswer)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// codecRoundTrip encodes req and decodes answer as one call would: the SDK's encoding
+// of the params and its decoding of the answer (requestconfig: a json.Decoder).
+func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
+	p, err := c.params(req, req.Model)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if _, err := json.Marshal(p); err != nil {
+		return llm.Response{}, err
+	}
+	var out openai.ChatCompletion
+	if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&out); err != nil {
+		return llm.Response{}, err
+	}
+	return c.response(&out)
+}
