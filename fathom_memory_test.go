@@ -129,6 +129,10 @@ func TestGoAPIMemories(t *testing.T) {
 		t.Fatalf("delete of a deleted memory: %v", err)
 	}
 
+	// One live node at a time in this process: two trip Proto.Actor's grpclog race under -race.
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	plain := fathomtest.StartNode(t, fathomtest.Options{Rules: rememberModel})
 	if _, err := plain.ListMemories(alice, "", 10); !errors.Is(err, fathom.ErrNoLongTermMemory) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("a node without long-term memory: %v", err)

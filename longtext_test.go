@@ -97,6 +97,14 @@ func TestCancelledSessionStopsCounting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	n := fathomtest.Start(t, cfg)
+	// The tokenizer is the process's: a long count another test's node left running
+	// would pass for this session's below. Wait until none is under way.
+	for tok.Stats().Busy != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("a long count of an earlier test never ended")
+		}
+		runtime.Gosched()
+	}
 	before := tok.Stats()
 	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "long-answer", Goal: "Plan it."}); err != nil {
 		t.Fatal(err)
