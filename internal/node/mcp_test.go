@@ -289,6 +289,11 @@ func TestCancelStopsARunningMCPCall(t *testing.T) {
 		}
 		called = ev.GetToolCalled().GetTool() == "orders__hold"
 	}
+	// tool_called is recorded before the call goes out: cancel once the server runs it.
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(events)
+		return strings.Contains(string(b), "started")
+	}, "the MCP server never started the held call")
 	if _, err := n.Session(id).Cancel(&messages.CancelRequest{CommandId: "c2", Reason: "enough", By: "test"}, cluster.WithTimeout(30*time.Second)); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}

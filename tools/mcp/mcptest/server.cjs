@@ -13,7 +13,7 @@
 // exits), add_tool {name} (registers a new tool: the SDK sends
 // notifications/tools/list_changed), remove_tool {name}, slow {ms}, hold {} (answers only
 // once the client cancels the call, i.e. its abort signal fires on notifications/cancelled;
-// then appends "cancelled" to the file $MCP_EVENTS when set).
+// appends "started" to the file $MCP_EVENTS when set as it begins, "cancelled" then).
 "use strict";
 const http = require("node:http");
 const { randomUUID } = require("node:crypto");
@@ -74,6 +74,7 @@ function makeServer() {
     async ({ ms }) => { await new Promise((r) => setTimeout(r, ms)); return text(`slept ${ms}`); });
   server.registerTool("hold", { description: "Runs until the call is cancelled", inputSchema: {} },
     async (_args, extra) => {
+      if (process.env.MCP_EVENTS) require("node:fs").appendFileSync(process.env.MCP_EVENTS, "started\n");
       await new Promise((r) => { if (extra.signal.aborted) r(); else extra.signal.addEventListener("abort", () => r()); });
       if (process.env.MCP_EVENTS) require("node:fs").appendFileSync(process.env.MCP_EVENTS, "cancelled\n");
       return text("cancelled");
