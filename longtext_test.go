@@ -3,6 +3,7 @@ package fathom_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -97,42 +98,51 @@ func TestCancelledSessionStopsCounting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	n := fathomtest.Start(t, cfg)
-	// The tokenizer is the process's: a long count another test's node left running
-	// would pass for this session's below. Wait until none is under way.
-	for tok.Stats().Busy != 0 {
-		if ctx.Err() != nil {
-			t.Fatal("a long count of an earlier test never ended")
+	// A cancel can reach the grain after a fast count already ended (a loaded CI machine):
+	// up to three sessions, each cancelled while a long count is under way; one stopped
+	// count proves the point, none in three is the defect.
+	const attempts = 3
+	for i := 1; i <= attempts; i++ {
+		id := fmt.Sprintf("long-answer-%d", i)
+		// The tokenizer is the process's: a long count another test's node (or an
+		// earlier attempt) left running would pass for this session's below.
+		for tok.Stats().Busy != 0 {
+			if ctx.Err() != nil {
+				t.Fatal("a long count of an earlier test never ended")
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
-	}
-	before := tok.Stats()
-	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "long-answer", Goal: "Plan it."}); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until a long count is under way (the answer's), then cancel the session.
-	for tok.Stats().Busy == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the answer was never counted")
+		before := tok.Stats()
+		if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: id, Goal: "Plan it."}); err != nil {
+			t.Fatal(err)
 		}
-		runtime.Gosched()
-	}
-	if err := n.Cancel(ctx, "long-answer", "stop counting"); err != nil {
-		t.Fatal(err)
-	}
-	for tok.Stats().Busy != 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the count never ended")
+		// Wait until a long count is under way (the answer's), then cancel the session.
+		for tok.Stats().Busy == 0 {
+			if ctx.Err() != nil {
+				t.Fatal("the answer was never counted")
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
+		if err := n.Cancel(ctx, id, "stop counting"); err != nil {
+			t.Fatal(err)
+		}
+		for tok.Stats().Busy != 0 {
+			if ctx.Err() != nil {
+				t.Fatal("the count never ended")
+			}
+			runtime.Gosched()
+		}
+		st, err := n.State(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GetStatus() != messages.SessionStatus_SESSION_STATUS_CANCELLED {
+			t.Fatalf("status %s, want cancelled", st.GetStatus())
+		}
+		if s := tok.Stats(); s.Stopped > before.Stopped {
+			return
+		}
+		t.Logf("attempt %d: the answer's count ended before the cancel reached it", i)
 	}
-	if s := tok.Stats(); s.Stopped <= before.Stopped {
-		t.Fatalf("the answer's count ran to its end after the session was cancelled (stopped counts: %d before, %d after)", before.Stopped, s.Stopped)
-	}
-	st, err := n.State(ctx, "long-answer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.GetStatus() != messages.SessionStatus_SESSION_STATUS_CANCELLED {
-		t.Fatalf("status %s, want cancelled", st.GetStatus())
-	}
+	t.Fatalf("in %d sessions cancelled while their answer was counted, every count ran to its end", attempts)
 }
