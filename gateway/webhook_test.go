@@ -65,8 +65,14 @@ func TestHTTPStartWebhook(t *testing.T) {
 	if status, _, body := fetch(t, g, "POST", "/v1/sessions", token, `{"goal":"say hi","webhook_url":"ftp://example.com/x"}`); status != 400 || !strings.Contains(string(body), "invalid_argument") {
 		t.Fatalf("start with an ftp webhook_url = %d %s", status, body)
 	}
+}
+
+// TestHTTPStartWebhookNeedsASecret: a node without a webhook secret refuses a start that
+// names a webhook_url (409), rather than accept notifications it cannot sign. (A test of
+// its own: two live nodes in one process trip Proto.Actor's grpclog race under -race.)
+func TestHTTPStartWebhookNeedsASecret(t *testing.T) {
 	plain := startGW(t, gwOpts{})
-	if status, _, body := fetch(t, plain, "POST", "/v1/sessions", token, `{"goal":"say hi","webhook_url":"`+rcv.URL+`"}`); status != 409 || !strings.Contains(string(body), "webhook secret") {
+	if status, _, body := fetch(t, plain, "POST", "/v1/sessions", token, `{"goal":"say hi","webhook_url":"http://127.0.0.1:9/in"}`); status != 409 || !strings.Contains(string(body), "webhook secret") {
 		t.Fatalf("start with a webhook_url on a node without a secret = %d %s", status, body)
 	}
 }
