@@ -1,9 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,17 +31,8 @@ func TestDefaultMaxLLMCallsFitsDeepAgents(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FATHOM_MAX_LLM_CALLS", c.env)
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var f nodeFlags
-			f.register(fs, t.TempDir(), "info")
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, err := nodeConfig(t, "", c.args...)
+			configErr(t, err, "")
 			if cfg.Session.MaxLLMCalls != c.want {
 				t.Fatalf("max_llm_calls %d, want %d", cfg.Session.MaxLLMCalls, c.want)
 			}

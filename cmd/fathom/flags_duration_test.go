@@ -1,10 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,22 +47,9 @@ func TestDurationFlags(t *testing.T) {
 		for _, c := range fl.cases {
 			t.Run(fl.flag+"/"+c.name, func(t *testing.T) {
 				t.Setenv(fl.env, c.env)
-				fs := flag.NewFlagSet("node", flag.ContinueOnError)
-				fs.SetOutput(io.Discard)
-				var f nodeFlags
-				f.register(fs, t.TempDir(), "info")
-				if err := fs.Parse(c.args); err != nil {
-					t.Fatal(err)
-				}
-				cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-				if c.wantErr != "" {
-					if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-						t.Fatalf("error %v, want %q", err, c.wantErr)
-					}
+				cfg, err := nodeConfig(t, "", c.args...)
+				if configErr(t, err, c.wantErr) {
 					return
-				}
-				if err != nil {
-					t.Fatal(err)
 				}
 				if got := fl.got(cfg); got != c.want {
 					t.Fatalf("--%s = %s, want %s", fl.flag, got, c.want)

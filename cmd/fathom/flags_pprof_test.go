@@ -2,9 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,14 +35,7 @@ func TestPprofFlag(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(envPprof, c.env)
 			t.Setenv("FATHOM_METRICS_LISTEN", "")
-			fs := flag.NewFlagSet("node", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var f nodeFlags
-			f.register(fs, t.TempDir(), "info")
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+			cfg, err := nodeConfig(t, "", c.args...)
 			if c.wantErr {
 				if !errors.Is(err, errUsage) {
 					t.Fatalf("err = %v, want a usage error", err)

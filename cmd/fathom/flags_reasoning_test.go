@@ -1,11 +1,7 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"log/slog"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
@@ -39,22 +35,9 @@ func TestReasoningFlags(t *testing.T) {
 			for _, k := range []string{"FATHOM_REASONING_EFFORT", "FATHOM_THINKING_BUDGET", "FATHOM_AGENT_REASONING"} {
 				t.Setenv(k, c.env[k])
 			}
-			fs := flag.NewFlagSet("node", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var f nodeFlags
-			f.register(fs, t.TempDir(), "info")
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("error %v, want %q", err, c.wantErr)
-				}
+			cfg, err := nodeConfig(t, "", c.args...)
+			if configErr(t, err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Session.Reasoning != c.want || !reflect.DeepEqual(cfg.Session.AgentReasoning, c.wantAgents) {
 				t.Fatalf("Reasoning %+v, AgentReasoning %+v; want %+v, %+v", cfg.Session.Reasoning, cfg.Session.AgentReasoning, c.want, c.wantAgents)

@@ -1,12 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -39,30 +33,9 @@ func TestMemoryRetrievalFlags(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FATHOM_MEMORY_RETRIEVAL", c.env)
 			t.Setenv("FATHOM_MEMORY_RETRIEVAL_WEIGHTS", c.envW)
-			args := c.args
-			if c.file != "" {
-				p := filepath.Join(t.TempDir(), "fathom.yaml")
-				if err := os.WriteFile(p, []byte(c.file), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				args = append([]string{"--config", p}, args...)
-			}
-			fs := flag.NewFlagSet("node", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var f nodeFlags
-			f.register(fs, t.TempDir(), "info")
-			if err := fs.Parse(args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("error %v, want %q", err, c.wantErr)
-				}
+			cfg, err := nodeConfig(t, c.file, c.args...)
+			if configErr(t, err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := cfg.Session.Retrieval; got != c.want {
 				t.Fatalf("retrieval %+v, want %+v", got, c.want)

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/fathom-agents/fathom/actors/session"
@@ -25,17 +22,8 @@ func TestMaxReplansFlag(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FATHOM_MAX_REPLANS", c.env)
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var f nodeFlags
-			f.register(fs, t.TempDir(), "info")
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, err := nodeConfig(t, "", c.args...)
+			configErr(t, err, "")
 			if got := cfg.Session.MaxReplans; got != c.want {
 				t.Fatalf("MaxReplans = %d, want %d", got, c.want)
 			}
