@@ -57,14 +57,14 @@ func TestMedianOfOddAndEvenCounts(t *testing.T) {
 func TestRowRatiosAndTargets(t *testing.T) {
 	step := row{ID: "s", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "time", Max: 1.3}
 	res := map[measurement][]sample{
-		{Pkg: "./p", Bench: "BenchmarkA", Time: "500ms"}: {{"ns/op": 390}, {"ns/op": 400}, {"ns/op": 900}},
+		{Pkg: "./p", Bench: "BenchmarkA", Time: "500ms"}: {{"ns/op": 400}, {"ns/op": 420}, {"ns/op": 410}},
 		{Pkg: "./p", Bench: "BenchmarkB", Time: "500ms"}: {{"ns/op": 300}, {"ns/op": 310}, {"ns/op": 280}},
 	}
-	if l := step.line(res); !strings.Contains(l, "**1.33× time**") || !strings.Contains(l, "**no**") {
+	if l := step.line(res); !strings.Contains(l, "**1.37× time**") || !strings.Contains(l, "**no**") {
 		t.Fatalf("time row: %s", l)
 	}
-	tp := row{ID: "t", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "throughput", Min: 0.7}
-	if l := tp.line(res); !strings.Contains(l, "**0.75× throughput**") || !strings.Contains(l, "| yes |") {
+	tp := row{ID: "t", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "throughput", Min: 0.65}
+	if l := tp.line(res); !strings.Contains(l, "**0.73× throughput**") || !strings.Contains(l, "| yes |") {
 		t.Fatalf("throughput row: %s", l)
 	}
 	missing := row{ID: "m", Pkg: "./q", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "time", Max: 2}
@@ -181,5 +181,38 @@ func TestFormatBytesPer(t *testing.T) {
 		if got := format(100000, unit); got != want {
 			t.Errorf("format(100000, %q) = %q, want %q", unit, got, want)
 		}
+	}
+}
+
+// TestVerdictWithinTheSpread: a row meets its target when every round does, misses it
+// when no round does, and claims neither when the rounds fall on both sides of it.
+func TestVerdictWithinTheSpread(t *testing.T) {
+	r := row{ID: "x", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Kind: "time", Max: 2}
+	ms := r.measurements(1)
+	for _, c := range []struct {
+		fathom []float64
+		want   string
+	}{
+		{[]float64{150, 160, 170}, "| yes |"},
+		{[]float64{250, 260, 270}, "| **no** |"},
+		{[]float64{150, 210, 230}, "| within the spread |"},
+	} {
+		res := map[measurement][]sample{ms[0]: nil, ms[1]: nil}
+		for _, f := range c.fathom {
+			res[ms[0]] = append(res[ms[0]], sample{"ns/op": f})
+			res[ms[1]] = append(res[ms[1]], sample{"ns/op": 100})
+		}
+		if l := r.line(res); !strings.HasSuffix(strings.TrimSpace(l), strings.TrimSpace(c.want)) {
+			t.Errorf("rounds %v: line %q, want it to end %q", c.fathom, l, c.want)
+		}
+	}
+	one := row{ID: "y", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Unit: "cpu-us/step", Kind: "time", Max: 2}
+	ms = one.measurements(1)
+	res := map[measurement][]sample{
+		ms[0]: {{"cpu-us/step": 190, "cpu-us/step-min": 170, "cpu-us/step-max": 230}},
+		ms[1]: {{"cpu-us/step": 100}},
+	}
+	if l := one.line(res); !strings.Contains(l, "| within the spread |") {
+		t.Errorf("one sample with its own spread across the target: line %q", l)
 	}
 }

@@ -42,30 +42,12 @@ type row struct {
 
 // tableRows are the rows of BENCHMARKS.md, in its order.
 var tableRows = []row{
-	{ID: "append", What: "journal append, one event, one commit (bare: pgx single-row INSERT, autocommit)",
-		Pkg: "./persistence/postgres", Bench: "BenchmarkAppend", Base: "BenchmarkBaselinePgxInsert", Kind: "time", Max: 1.2},
-	{ID: "append-parallel8", What: "journal append, 8 concurrent sessions (bare: 8 pgx writers)",
-		Pkg: "./persistence/postgres", Bench: "BenchmarkAppendParallel8", Base: "BenchmarkBaselinePgxInsertParallel8", Kind: "throughput", Min: 0.8},
-	{ID: "replay", What: "full replay of 1,000 events incl. protobuf decode (bare: pgx query, scan + proto.Unmarshal)",
-		Pkg: "./persistence/postgres", Bench: "BenchmarkReplay", Base: "BenchmarkBaselinePgxScan", Kind: "throughput", Min: 0.7},
-	{ID: "grain-getstate", What: "grain request/response, `GetState` of a completed session (bare: `RequestFuture` to a plain actor)",
-		Pkg: "./actors/session", Bench: "BenchmarkGrainGetState", Base: "BenchmarkBaselineRequestFuture", Kind: "time", Max: 2},
-	{ID: "grain-small", What: "grain request/response, small messages: duplicate `Start` (bare: `RequestFuture`, same types)",
-		Pkg: "./actors/session", Bench: "BenchmarkGrainDuplicateStart", Base: "BenchmarkBaselineRequestFutureSmall", Kind: "time", Max: 2},
-	{ID: "step-pipelined", What: "whole plan step, zero-latency model, durable PostgreSQL journal, pipelined commits (bare: pgx INSERT + commit)",
-		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/pipelined", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time", Max: 1.3, BenchTime: "2s"},
-	{ID: "step-synchronous", What: "the same step, every decision committed before the next (`PipelineDepth` 0)",
-		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/synchronous", Base: "BenchmarkBaselinePgxInsertCommit", Kind: "time", BenchTime: "2s"},
-	{ID: "step-telemetry", What: "the pipelined step with tracing and metrics on: every span exported over OTLP/HTTP to a local collector, Proto.Actor's actor metrics (bare: the same step, telemetry disabled)",
-		Pkg: "./actors/session", Bench: "BenchmarkStepOverhead/telemetry-on", Base: "BenchmarkStepOverhead/telemetry-off", Kind: "time", BenchTime: "2s"},
 	{ID: "seq-step", What: "sequential step latency over the gateway, zero-latency model: sessions one at a time, 10 plan steps, each a model call, a write_todos tool call and a second model call; the first model request to the last answer ÷ steps, p50 of 8 sessions; target ≤ 1.1× (bare: the same loop written directly on the journal, as a checkpointing library like DBOS runs it: each model answer and tool result committed with one INSERT and fsync before the next call, same model server and PostgreSQL)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "step-ms", Kind: "time", Max: 1.1, BenchTime: "2x"},
 	{ID: "session-fixed-start", What: "per-session fixed cost at the start, same sessions: from the start request (POST /v1/sessions) to the first model request, p50; target ≤ 5 ms (bare: the direct loop's start row committed, then its first model request)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "p50-start-ms", Kind: "time", BenchTime: "2x"},
 	{ID: "session-fixed-end", What: "per-session fixed cost at the end, same sessions: from the last model answer to `session_completed` durable and read by the session's event-stream subscriber, p50; target ≤ 5 ms (bare: the direct loop's completion row committed)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkSequentialSession/gateway", Base: "BenchmarkSequentialSession/baseline=direct-journal", Unit: "p50-end-ms", Kind: "time", BenchTime: "2x"},
-	{ID: "tool-dispatch", What: "tool call through the executor (bare: `json.Unmarshal` + direct call)",
-		Pkg: "./tools", Bench: "BenchmarkDispatch", Base: "BenchmarkBaselineDirectCall", Kind: "time"},
 	{ID: "mcp-stdio", What: "MCP tool call through the executor over stdio to the TypeScript SDK's server (bare: the same tool in-process)",
 		Pkg: "./tools/mcp", Bench: "BenchmarkMCPOverhead/stdio", Base: "BenchmarkMCPOverhead/in-process", Kind: "time"},
 	{ID: "llm-client", What: "one non-streamed chat call through the `llm/openai` client, which builds the request and reads the answer with openai-go's own types, to `mock-llm` over loopback (bare: POST of the pre-encoded body, answer read whole, same connection pool); published, not a target: the SDK's codec is its cost",
@@ -179,7 +161,10 @@ var loadRows = []row{
 		Extra: []string{"steps/s"}, Kind: "time", BenchTime: "3x", Timeout: 10 * time.Minute},
 	{ID: "load-passivated-10000", What: "10,000 finished sessions on one node: RSS left per passivated session (bare: the RSS per session while they ran, same run)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "RSS-B/idle-session", BaseUnit: "RSS-B/active-session",
-		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate", "p50-activation-µs", "p99-activation-µs"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
+		Extra: []string{"marginal-RSS-B/idle-session", "marginal-heap-B/idle-session", "s-to-passivate"}, Kind: "memory", BenchTime: "1x", Timeout: 30 * time.Minute},
+	{ID: "activation", What: "the same run, activation latency of a passivated session from its snapshot: a `GetState` that activates it (journal read, snapshot decode, fold of the events after it), p50 with p99 (bare: the same `GetState` to the same sessions once active)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkPassivatedSessions", Base: "BenchmarkPassivatedSessions", Unit: "p50-activation-µs", BaseUnit: "p50-active-µs",
+		Extra: []string{"p99-activation-µs", "p99-active-µs"}, Kind: "time", BenchTime: "1x", Timeout: 30 * time.Minute},
 }
 
 // scaleBenchTime multiplies a -benchtime ("2s", "30x") by scale, keeping at least 1x / 10ms.
@@ -232,20 +217,8 @@ func (r row) line(res map[measurement][]sample) string {
 	if !fok || !bok || bv == 0 || fv == 0 {
 		return fmt.Sprintf("| %s | %s | not measured | not measured | — | %s | — |\n", r.ID, what, target)
 	}
-	var ratio float64
-	switch {
-	case r.Kind == "throughput" && unit == "ns/op":
-		ratio = bv / fv
-	default:
-		ratio = fv / bv
-	}
-	met := "—"
-	switch {
-	case r.Max > 0 && ratio <= r.Max, r.Min > 0 && ratio >= r.Min:
-		met = "yes"
-	case r.Max > 0 || r.Min > 0:
-		met = "**no**"
-	}
+	ratio := r.ratio(fv, bv, unit)
+	met := r.verdict(ratios(r, fs, bs, unit, bunit, ratio))
 	fathom := format(fv, unit) + spread(fs, unit)
 	for _, u := range r.Extra {
 		if v, ok := median(fs, u); ok {
@@ -260,6 +233,64 @@ func (r row) line(res map[measurement][]sample) string {
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
 		r.ID, what, fathom, format(bv, bunit)+spread(bs, bunit), formatRatio(ratio), r.Kind, target, met)
+}
+
+// ratio is the row's ratio of a Fathom value to a baseline value: the baseline's time
+// over Fathom's for a throughput row measured in ns/op, else Fathom's over the baseline's.
+func (r row) ratio(fv, bv float64, unit string) float64 {
+	if r.Kind == "throughput" && unit == "ns/op" {
+		return bv / fv
+	}
+	return fv / bv
+}
+
+// ratios are the row's ratio in each round, what the verdict reads: the rounds' own
+// pairs when both sides have a sample per round; else Fathom's spread over its own
+// rounds (unit-min, unit-max) against the baseline's median; else the median ratio alone.
+func ratios(r row, fs, bs []sample, unit, bunit string, med float64) []float64 {
+	var out []float64
+	if len(fs) > 1 && len(fs) == len(bs) {
+		for i := range fs {
+			f, fok := fs[i][unit]
+			b, bok := bs[i][bunit]
+			if fok && bok && f != 0 && b != 0 {
+				out = append(out, r.ratio(f, b, unit))
+			}
+		}
+		return out
+	}
+	if len(fs) == 1 {
+		bv, _ := median(bs, bunit)
+		lo, lok := fs[0][unit+"-min"]
+		hi, hok := fs[0][unit+"-max"]
+		if lok && hok && bv != 0 && lo != 0 && hi != 0 {
+			return []float64{r.ratio(lo, bv, unit), med, r.ratio(hi, bv, unit)}
+		}
+	}
+	return []float64{med}
+}
+
+// verdict says whether the row meets its target: "yes" when every round's ratio does,
+// "**no**" when none does, and "within the spread" when the rounds fall on both sides:
+// the machine's noise crosses the target, so the row claims neither. "—" without a
+// target.
+func (r row) verdict(rs []float64) string {
+	if r.Max == 0 && r.Min == 0 {
+		return "—"
+	}
+	met := 0
+	for _, v := range rs {
+		if (r.Max > 0 && v <= r.Max) || (r.Min > 0 && v >= r.Min) {
+			met++
+		}
+	}
+	switch met {
+	case len(rs):
+		return "yes"
+	case 0:
+		return "**no**"
+	}
+	return "within the spread"
 }
 
 // spread renders the range of a unit over the rounds, " (min–max)": over the samples
