@@ -34,25 +34,8 @@ func startMCPNode(t *testing.T, script mock.Script, scfg session.Config, logs *t
 // startMCPNodeOn is startMCPNode with the model model.
 func startMCPNodeOn(t *testing.T, model *mock.Server, scfg session.Config, logs *testenv.Buffer, servers ...mcptool.ServerConfig) *node.Node {
 	t.Helper()
-	llmSrv := httptest.NewServer(model.Handler())
-	t.Cleanup(llmSrv.Close)
-	cfg := node.Config{DataDir: t.TempDir(), Session: scfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), MCPServers: servers}
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
-	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "mcp-e2e"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return startLocalNode(t, model.Handler(), "mcp-e2e",
+		node.Config{Session: scfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), MCPServers: servers})
 }
 
 // runSession starts session id with goal and returns its events once it completed.

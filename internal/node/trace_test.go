@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -29,26 +28,9 @@ import (
 // MCP servers are servers and whose finished spans go to spans.
 func startTracedNode(t *testing.T, script mock.Script, spans *tracetest.InMemoryExporter, servers ...mcptool.ServerConfig) *node.Node {
 	t.Helper()
-	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	t.Cleanup(llmSrv.Close)
-	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(&testenv.Buffer{}, nil)),
-		MCPServers: servers, Telemetry: telemetry.Config{SpanExporter: spans}}
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
-	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "trace-e2e"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return startLocalNode(t, mock.New(mock.Config{Script: script}).Handler(), "trace-e2e",
+		node.Config{Session: session.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(&testenv.Buffer{}, nil)),
+			MCPServers: servers, Telemetry: telemetry.Config{SpanExporter: spans}})
 }
 
 // waitSpan waits for the first span called name.
@@ -162,28 +144,12 @@ func TestSessionRootDecidesSampling(t *testing.T) {
 // TestSessionLogLinesCarryTraceIDs: a line a session's activation logs is written inside
 // its span (session.activation) and carries the session trace's trace_id and a span_id.
 func TestSessionLogLinesCarryTraceIDs(t *testing.T) {
-	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
-	t.Cleanup(llmSrv.Close)
 	logs := &testenv.Buffer{}
 	spans := tracetest.NewInMemoryExporter()
-	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(),
-		Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Telemetry: telemetry.Config{SpanExporter: spans}}
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
-	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "trace-logs"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
+	n := startLocalNode(t, mock.New(mock.Config{Script: mock.DemoScript()}).Handler(), "trace-logs",
+		node.Config{Session: session.DefaultConfig(),
+			Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Telemetry: telemetry.Config{SpanExporter: spans}})
 	runSession(t, n, "s-logs", "anything")
 	root := waitSpan(t, spans, "invoke_agent orchestrator")
 	var found bool
