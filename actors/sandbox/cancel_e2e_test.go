@@ -2,22 +2,15 @@ package sandbox_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
-	"github.com/fathom-agents/fathom/internal/node"
-	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -44,13 +37,6 @@ func processesRunning(args ...string) int {
 // in the node's local sandbox (bubblewrap) kills the sandboxed program at once (the FSP
 // cancel), long before the execution's 30 s time limit.
 func TestCancelStopsTheSandboxExecution(t *testing.T) {
-	iso := sandboxd.IsolationBwrap
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("FATHOM_TEST_REQUIRE_SERVICES") != "" {
-			t.Fatalf("bubblewrap is required (FATHOM_TEST_REQUIRE_SERVICES) but not installed: %v", err)
-		}
-		iso = sandboxd.IsolationAuto
-	}
 	// A sleep no other process on the machine runs.
 	secs := fmt.Sprintf("%d.%03d", 900+rand.IntN(99), rand.IntN(1000))
 	script := mock.Script{Rules: []mock.Rule{
@@ -58,25 +44,7 @@ func TestCancelStopsTheSandboxExecution(t *testing.T) {
 		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "code_execute",
 			Arguments: `{"language":"shell","code":"exec sleep ` + secs + `"}`}}},
 	}, Default: "done"}
-	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer llmSrv.Close()
-	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(discard{}, nil))}
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
-	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "sandbox-cancel"
-	cfg.Sandbox.Local, cfg.Sandbox.LocalIsolation = true, iso
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		if err := n.Stop(sctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	}()
+	n := startSandboxNode(t, script, "sandbox-cancel", nil)
 	if _, err := n.Session("s-cancel").Start(&messages.StartRequest{CommandId: "c1", Goal: "wait"}, cluster.WithTimeout(30*time.Second)); err != nil {
 		t.Fatalf("start session: %v", err)
 	}

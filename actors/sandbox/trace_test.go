@@ -3,10 +3,6 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
-	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -27,45 +21,21 @@ import (
 // node's local sandbox under bubblewrap, sees TRACEPARENT naming the execute_tool span
 // of its call, in the session's trace.
 func TestTraceParentReachesTheSandbox(t *testing.T) {
-	iso := sandboxd.IsolationBwrap
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("FATHOM_TEST_REQUIRE_SERVICES") != "" {
-			t.Fatalf("bubblewrap is required (FATHOM_TEST_REQUIRE_SERVICES) but not installed: %v", err)
-		}
-		iso = sandboxd.IsolationAuto
-	}
 	script := mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", Response: `{"steps":[{"id":"step-1","type":"custom","description":"show the trace","dependencies":[]}]}`},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolMatch: `TP=`, Response: "shown"},
 		{SystemMatch: "FATHOM-ROLE: executor", ToolCalls: []mock.ToolCallRule{{Name: "code_execute",
 			Arguments: `{"language":"shell","code":"echo TP=$TRACEPARENT"}`}}},
 	}, Default: "done"}
-	llmSrv := httptest.NewServer(mock.New(mock.Config{Script: script}).Handler())
-	defer llmSrv.Close()
 	spans := tracetest.NewInMemoryExporter()
-	cfg := node.Config{DataDir: t.TempDir(), Session: session.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(discard{}, nil)),
-		Telemetry: telemetry.Config{SpanExporter: spans}}
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = llmSrv.URL+"/v1", "k"
-	cfg.Cluster.Provider, cfg.Cluster.Name = "local", "sandbox-trace"
-	cfg.Sandbox.Local, cfg.Sandbox.LocalIsolation = true, iso
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		if err := n.Stop(sctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	}()
+	n := startSandboxNode(t, script, "sandbox-trace", func(cfg *node.Config) { cfg.Telemetry = telemetry.Config{SpanExporter: spans} })
 	sub := n.Feed().Subscribe("s-tp", 0)
 	defer sub.Close()
 	if _, err := n.Session("s-tp").Start(&messages.StartRequest{CommandId: "c1", Goal: "show the trace"}, cluster.WithTimeout(30*time.Second)); err != nil {
 		t.Fatalf("start session: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	var stdout string
 	for stdout == "" {
 		ev, err := sub.Next(ctx)
