@@ -1,12 +1,10 @@
 package fathom_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,24 +52,6 @@ func TestNodeQuotasRefuseAStartOverMaxRunningSessions(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStartQueueWaitsForARunningSessionToEnd: a tenant with start_queue_timeout whose
 // max_running_sessions are running does not get its start refused at once: the start
 // waits, and goes through when one of its sessions ends; a start still over the limit
@@ -79,7 +59,7 @@ func (s *syncBuffer) String() string {
 func TestStartQueueWaitsForARunningSessionToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	cfg := fathomtest.Config(t, fathomtest.Model(t, mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-ROLE: orchestrator", DelayMS: 60_000, Response: `{"steps":[]}`},
 	}, Default: "done"}))

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -492,14 +491,14 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	url    string
 	member string
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 }
 
 func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(fathomBin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir() // the default data dir lands there, not in the package
-	var errb syncBuffer                 // written by os/exec's copier while tests read it
+	var errb testenv.Buffer             // written by os/exec's copier while tests read it
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -525,26 +524,6 @@ func startNode(t *testing.T, env []string, args ...string) *nodeProc {
 	}
 	p.url, p.member = m[1], m[2]
 	return p
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers: a running
-// node's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (p *nodeProc) stop(t *testing.T) {

@@ -272,7 +272,7 @@ func tryDowngrade(t *testing.T, oldBin string, oldFormat int, env, common []stri
 	defer cancel()
 	cmd := exec.CommandContext(ctx, oldBin, append([]string{"node", "--listen", "127.0.0.1:0"}, common...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
