@@ -12,6 +12,7 @@ import (
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/a2a"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
 
@@ -36,18 +37,8 @@ func TestA2AAgentDelegatesAcrossNodes(t *testing.T) {
 	cfg.LLM = fathom.LLM{BaseURL: model.URL + "/v1", APIKey: "k", Model: "mock-model"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	remote, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close(context.Background())
-	h, err := remote.Gateway(ctx, gateway.Config{Token: "remote-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer h.Shutdown(context.Background())
+	remote := fathomtest.Start(t, cfg)
+	srv := fathomtest.Serve(t, remote, gateway.Config{Token: "remote-token"})
 
 	client := &a2a.Client{URL: srv.URL, Token: "remote-token"}
 	completed, result := runAuditor(t, "audit-a2a", nil, func(c *fathom.Config) {

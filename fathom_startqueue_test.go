@@ -36,13 +36,7 @@ func queueNode(ctx context.Context, t *testing.T) (*fathom.Node, *httptest.Serve
 	cfg.Quotas = fathom.Quotas{Default: fathom.TenantLimits{Weight: 1},
 		Named: map[string]fathom.TenantLimits{auth.DefaultTenant: {Weight: 1, MaxRunningSessions: 1, StartQueueTimeout: 60 * time.Second}}}
 	n := fathomtest.Start(t, cfg)
-	h, err := n.Gateway(ctx, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return n, srv
+	return n, fathomtest.Serve(t, n, gateway.Config{})
 }
 
 // waitingStarts reads fathom_start_queue_waiting{tenant="default"} from GET /metrics.

@@ -126,7 +126,8 @@ func (n *Node) Drain(ctx context.Context) (gateway.DrainReport, error) { return 
 // gateway/mcpserver), the A2A server (package gateway/a2a: the agent card and the
 // JSON-RPC binding at /a2a, docs/a2a.md) and the AG-UI endpoint (POST /v1/agui, package
 // gateway/agui); GET /v1/openapi.json documents every route. Serve it with an http.Server;
-// call its Shutdown before Close.
+// call its Shutdown before Close. ctx lends its values to the gateway's readiness checks;
+// its end does not end the gateway (each check has its own deadline).
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
 	cfg.Sessions, cfg.Feed = nn, nn.Feed()
@@ -136,7 +137,8 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	cfg.Metrics, cfg.Restarts, cfg.Index, cfg.Artifacts = nn.MetricsHandler(), nn.Restarts, nn, nn
 	cfg.Deleter, cfg.Cluster, cfg.Meter = nn, nn.ClusterInfo, nn.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")
 	cfg.Memories = nn.GatewayMemories()
-	cfg.Ready = func() error { return n.Ready(ctx) }
+	rctx := context.WithoutCancel(ctx) // a setup deadline must not fail every later /readyz
+	cfg.Ready = func() error { return n.Ready(rctx) }
 	cfg.Drain = n.Drain
 	cfg.Version, cfg.JournalFormat = buildinfo.String(), buildinfo.Format
 	cfg.Tenancy = nn.Tenancy()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 )
 
 // TestValidateNodeSettings: the settings the binary's flags set are checked by Validate,
@@ -53,11 +53,7 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	defer cancel()
 	cfg := fathom.DefaultConfig()
 	cfg.DataDir, cfg.MetricsListen = t.TempDir(), "127.0.0.1:0"
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
+	n := fathomtest.Start(t, cfg)
 	if !n.UsesDemoModel() || n.Address() == "" || n.MetricsAddr() == "" {
 		t.Fatalf("demo %v, address %q, metrics address %q", n.UsesDemoModel(), n.Address(), n.MetricsAddr())
 	}
@@ -78,13 +74,7 @@ func TestNodeServesGatewayAndMetrics(t *testing.T) {
 	if code, body := get("http://" + n.MetricsAddr() + "/metrics"); code != http.StatusOK || !strings.Contains(body, "# TYPE") {
 		t.Fatalf("GET /metrics: %d %.200s", code, body)
 	}
-	h, err := n.Gateway(ctx, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer h.Shutdown(context.Background())
+	srv := fathomtest.Serve(t, n, gateway.Config{})
 	if code, body := get(srv.URL + "/readyz"); code != http.StatusOK {
 		t.Fatalf("GET /readyz: %d %s", code, body)
 	}

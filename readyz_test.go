@@ -17,6 +17,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/sandbox"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/buildinfo"
+	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
@@ -42,18 +43,8 @@ func TestDeadSandboxMakesTheNodeNotReady(t *testing.T) {
 	cfg.Sandbox.Client = sc
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	h, err := n.Gateway(ctx, gateway.Config{Token: "write-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer h.Shutdown(context.Background())
+	n := fathomtest.Start(t, cfg)
+	srv := fathomtest.Serve(t, n, gateway.Config{Token: "write-token"})
 	get := func(path, tok string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
@@ -108,18 +99,8 @@ func TestReadyzTellsTheBuild(t *testing.T) {
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := fathom.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	h, err := n.Gateway(ctx, gateway.Config{Token: "write-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer h.Shutdown(context.Background())
+	n := fathomtest.Start(t, cfg)
+	srv := fathomtest.Serve(t, n, gateway.Config{Token: "write-token"})
 	get := func(accept string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/readyz", nil)
@@ -144,5 +125,27 @@ func TestReadyzTellsTheBuild(t *testing.T) {
 	var r gateway.Readiness
 	if err := json.Unmarshal([]byte(body), &r); err != nil || res.StatusCode != 200 || r != (gateway.Readiness{Status: "ready", Version: want, JournalFormat: buildinfo.Format}) {
 		t.Fatalf("GET /readyz as JSON = %d %q (%v)", res.StatusCode, body, err)
+	}
+}
+
+// TestGatewayOutlivesItsSetupContext: the context given to Node.Gateway bounds nothing
+// after it returns: once it is cancelled, GET /readyz still answers ready (it answered
+// "journal is not ready" for good when the readiness check inherited the cancellation).
+func TestGatewayOutlivesItsSetupContext(t *testing.T) {
+	cfg := fathom.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	n := fathomtest.Start(t, cfg)
+	setup, cancel := context.WithCancel(context.Background())
+	h, err := n.Gateway(setup, gateway.Config{})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /readyz after the setup context ended = %d %s, want 200", rec.Code, rec.Body)
 	}
 }

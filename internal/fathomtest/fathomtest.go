@@ -20,6 +20,7 @@ import (
 
 	"github.com/fathom-agents/fathom"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -153,4 +154,26 @@ func WaitStatus(ctx context.Context, t testing.TB, n *fathom.Node, id string, wa
 		return err == nil && st.GetStatus() == want
 	}, "session %s never reached %s (last: %v, %v)", id, want, st.GetStatus(), err)
 	return st
+}
+
+// Serve serves n's gateway configured by cfg on a loopback HTTP server and returns the
+// server; when the test ends the gateway shuts down, then the server closes.
+func Serve(t testing.TB, n *fathom.Node, cfg gateway.Config) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := n.Gateway(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start the gateway: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { // the gateway first: it ends the streams the server would wait for
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Logf("shut the gateway down: %v", err)
+		}
+		srv.Close()
+	})
+	return srv
 }
