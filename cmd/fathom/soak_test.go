@@ -122,27 +122,12 @@ func TestSoak(t *testing.T) {
 			r.killOne()
 		}
 	}
-	// Let every session finish (a minute at least, even past the bound); the ones that
-	// do not are stuck.
-	waitUntil := deadline
-	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
-		waitUntil = least
-	}
-	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
-		time.Sleep(200 * time.Millisecond)
-	}
-	a := r.audit(dsn)
+	a := r.finish(deadline, dsn)
 	a.resume = r.resume
 	a.unresumed = r.unresumed
 	a.kills, a.duration = r.kills, time.Since(began)
 	summary := a.summary(cfg)
-	fmt.Print(summary)
-	t.Log("\n" + summary)
-	if cfg.summaryOut != "" {
-		if err := os.WriteFile(cfg.summaryOut, []byte(summary), 0o644); err != nil {
-			t.Errorf("write %s: %v", cfg.summaryOut, err)
-		}
-	}
+	publish(t, summary, cfg.summaryOut)
 	if outOfTime {
 		t.Fatalf("the soak ran out of time (%s) after %d of %d kills and %d of %d sessions", cfg.limit, r.kills, cfg.kills, len(r.ids), cfg.sessions)
 	}
@@ -155,6 +140,31 @@ func TestSoak(t *testing.T) {
 	r.awaitAll()
 	for _, n := range r.nodes {
 		n.stop(t)
+	}
+}
+
+// finish lets every session finish (until deadline, and a minute at least even past it;
+// the ones that do not are stuck), then audits every session's journal.
+func (r *soakRun) finish(deadline time.Time, dsn string) *soakAudit {
+	waitUntil := deadline
+	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
+		waitUntil = least
+	}
+	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return r.audit(dsn)
+}
+
+// publish prints a soak's summary, logs it, and writes it to the file out names ("": none).
+func publish(t *testing.T, summary, out string) {
+	t.Helper()
+	fmt.Print(summary)
+	t.Log("\n" + summary)
+	if out != "" {
+		if err := os.WriteFile(out, []byte(summary), 0o644); err != nil {
+			t.Errorf("write %s: %v", out, err)
+		}
 	}
 }
 
@@ -509,6 +519,16 @@ func (a *soakAudit) summary(cfg soakConfig) string {
 	line("nodes / lease TTL / Consul check TTL / model latency", fmt.Sprintf("%d / %s / %s / %s", cfg.nodes, cfg.leaseTTL, cfg.checkTTL, cfg.latency))
 	line("duration", a.duration.Round(time.Second))
 	line("kill -9s (each node restarted)", a.kills)
+	a.counts(line)
+	line("sessions of a killed node never resumed", a.unresumed)
+	line("resume latency after a kill p50", percentile(a.resume, 50).Round(time.Millisecond))
+	line("resume latency after a kill p99", percentile(a.resume, 99).Round(time.Millisecond))
+	a.listProblems(line)
+	return b.String()
+}
+
+// counts writes the audit's session and event counts with line.
+func (a *soakAudit) counts(line func(k string, v any)) {
 	line("sessions started", a.started)
 	line("sessions completed", a.completed)
 	line("sessions failed", a.failed)
@@ -516,15 +536,15 @@ func (a *soakAudit) summary(cfg soakConfig) string {
 	line("events lost", a.lost)
 	line("events duplicated", a.duplicated)
 	line("tool calls re-executed after a result", a.reexecuted)
-	line("sessions of a killed node never resumed", a.unresumed)
-	line("resume latency after a kill p50", percentile(a.resume, 50).Round(time.Millisecond))
-	line("resume latency after a kill p99", percentile(a.resume, 99).Round(time.Millisecond))
+}
+
+// listProblems writes the audit's first 20 problems with line, and how many more there are.
+func (a *soakAudit) listProblems(line func(k string, v any)) {
 	for i, p := range a.problems {
 		if i == 20 {
-			fmt.Fprintf(&b, "soak: ... and %d more problems\n", len(a.problems)-20)
-			break
+			line("…", fmt.Sprintf("%d more problems", len(a.problems)-i))
+			return
 		}
-		fmt.Fprintf(&b, "soak: problem: %s\n", p)
+		line("problem", p)
 	}
-	return b.String()
 }

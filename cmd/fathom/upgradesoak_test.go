@@ -177,14 +177,7 @@ func TestUpgradeSoak(t *testing.T) {
 		r.topUp()
 		time.Sleep(200 * time.Millisecond)
 	}
-	waitUntil := deadline
-	if least := time.Now().Add(time.Minute); waitUntil.Before(least) {
-		waitUntil = least
-	}
-	for time.Now().Before(waitUntil) && r.unfinished() > 0 {
-		time.Sleep(200 * time.Millisecond)
-	}
-	a := r.audit(dsn)
+	a := r.finish(deadline, dsn)
 	a.duration = time.Since(began)
 	downgrade := tryDowngrade(t, oldBin, oldFormat, r.env, common)
 	var b strings.Builder
@@ -192,30 +185,12 @@ func TestUpgradeSoak(t *testing.T) {
 	line("from", fmt.Sprintf("%s (%s) to this tree", from, commit[:12]))
 	line("members replaced", strings.Join(ways, ", "))
 	line("duration", a.duration.Round(time.Second))
-	line("sessions started", a.started)
-	line("sessions completed", a.completed)
-	line("sessions failed", a.failed)
-	line("sessions stuck", a.stuck)
-	line("events lost", a.lost)
-	line("events duplicated", a.duplicated)
-	line("tool calls re-executed after a result", a.reexecuted)
+	a.counts(line)
 	line("longest stall of any session", fmt.Sprintf("%s (%s)", a.stall.Round(time.Millisecond), a.stalled))
 	line("downgrade to the predecessor", downgrade)
-	for i, p := range a.problems {
-		if i == 20 {
-			line("…", fmt.Sprintf("%d more problems", len(a.problems)-i))
-			break
-		}
-		line("problem", p)
-	}
+	a.listProblems(line)
 	summary := b.String()
-	fmt.Print(summary)
-	t.Log("\n" + summary)
-	if cfg.out != "" {
-		if err := os.WriteFile(cfg.out, []byte(summary), 0o644); err != nil {
-			t.Errorf("write %s: %v", cfg.out, err)
-		}
-	}
+	publish(t, summary, cfg.out)
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
 		t.Fatalf("the upgrade found problems:\n%s", summary)
 	}
