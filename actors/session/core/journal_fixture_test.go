@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
@@ -119,7 +117,6 @@ func TestRecordedJournalFoldsToTheGolden(t *testing.T) {
 	if len(streams) == 0 {
 		t.Fatalf("%s holds no events", fixtureFile)
 	}
-	golden := map[string]json.RawMessage{}
 	got := map[string]*messages.SessionState{}
 	for _, id := range streams {
 		st := core.NewState(id)
@@ -133,44 +130,7 @@ func TestRecordedJournalFoldsToTheGolden(t *testing.T) {
 		}
 		got[id] = st
 	}
-	if *updateGolden {
-		for id, st := range got {
-			b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden[id] = json.RawMessage(b)
-		}
-		b, err := json.MarshalIndent(golden, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(goldenFile)
-	if err != nil {
-		t.Fatalf("read golden: %v", err)
-	}
-	if err := json.Unmarshal(b, &golden); err != nil {
-		t.Fatalf("%s: %v", goldenFile, err)
-	}
-	if len(golden) != len(got) {
-		t.Fatalf("golden has %d sessions, the fixture %d", len(golden), len(got))
-	}
-	for id, st := range got {
-		want := &messages.SessionState{}
-		if err := protojson.Unmarshal(golden[id], want); err != nil {
-			t.Fatalf("%s: session %s: %v", goldenFile, id, err)
-		}
-		if !proto.Equal(st, want) {
-			path := filepath.Join(t.TempDir(), "got.json")
-			gb, _ := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(st)
-			_ = os.WriteFile(path, gb, 0o644)
-			t.Errorf("session %s folds to a state other than %s (folded state written to %s)", id, goldenFile, path)
-		}
-	}
+	checkGolden(t, goldenFile, got)
 }
 
 // TestRecordedJournalThroughLoad: the same fixture through a journal and core.Load gives
@@ -178,11 +138,7 @@ func TestRecordedJournalFoldsToTheGolden(t *testing.T) {
 // offline readers use).
 func TestRecordedJournalThroughLoad(t *testing.T) {
 	streams, evs := readFixture(t, fixtureFile)
-	j, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := freshJournal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, id := range streams {
