@@ -11,10 +11,13 @@ package fathomtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,8 +128,19 @@ func clusterName(t testing.TB) string {
 }
 
 // Start starts a node with cfg (fathom.Start) and closes it when the test ends.
+//
+// Under the race detector it refuses to start a second node while one is live in the
+// process (a parallel test's, or the second member of a cluster): two members in one
+// process trip Proto.Actor's own data races (its gRPC logger is set per member), which
+// fail whichever test is running at the time. Such a test belongs in a
+// *_norace_test.go file (built without -race; make test runs those separately). A node
+// the test closed itself no longer counts.
 func Start(t testing.TB, cfg fathom.Config) *fathom.Node {
 	t.Helper()
+	if raceDetector && liveNodes() > 0 {
+		t.Fatalf("fathomtest: a second live node in one process under -race (Proto.Actor's own data races would fail a test at random): " +
+			"run the nodes one at a time, or move the test to a *_norace_test.go file")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := fathom.Start(ctx, cfg)
@@ -139,8 +153,45 @@ func Start(t testing.TB, cfg fathom.Config) *fathom.Node {
 		if err := n.Close(ctx); err != nil {
 			t.Logf("close the node: %v", err)
 		}
+		forget(n)
 	})
+	remember(n)
 	return n
+}
+
+// started holds the nodes Start started whose test has not ended, in this process.
+var started struct {
+	sync.Mutex
+	nodes []*fathom.Node
+}
+
+func remember(n *fathom.Node) {
+	started.Lock()
+	defer started.Unlock()
+	started.nodes = append(started.nodes, n)
+}
+
+func forget(n *fathom.Node) {
+	started.Lock()
+	defer started.Unlock()
+	started.nodes = slices.DeleteFunc(started.nodes, func(m *fathom.Node) bool { return m == n })
+}
+
+// liveNodes counts the started nodes not closed yet: those whose cluster member has not
+// left (a closed node's readiness names the cluster).
+func liveNodes() int {
+	started.Lock()
+	defer started.Unlock()
+	live := 0
+	for _, n := range started.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var nr *gateway.NotReadyError
+		if err := n.Ready(ctx); !errors.As(err, &nr) || nr.Part != "cluster" {
+			live++
+		}
+		cancel()
+	}
+	return live
 }
 
 // WaitStatus polls session id's state until its status is want (30 s at most) and
