@@ -40,7 +40,7 @@ var (
 	// Embedders make message embeddings ("hash", "openai"), by default "hash".
 	Embedders = NewRegistry[EmbedderConfig, memory.Embedder]("embedder", func(EmbedderConfig) string { return "hash" })
 	// VectorStores keep message embeddings ("memory", "pgvector"), by default "memory".
-	VectorStores = NewRegistry[VectorConfig, Vectors]("vector store", func(VectorConfig) string { return "memory" })
+	VectorStores = NewRegistry[VectorConfig, persistence.VectorStore]("vector store", func(VectorConfig) string { return "memory" })
 	// ArtifactStores keep the sessions' artifacts ("filesystem", "s3"), chosen by
 	// ArtifactConfig.Name, by default ArtifactStoreName.
 	ArtifactStores = NewRegistry[ArtifactStoreConfig, artifact.Store]("artifact store", ArtifactStoreName)
@@ -58,8 +58,8 @@ func init() {
 	LLMAPIs.Add(anthropicAPI)
 	Embedders.Add(hashEmbedder)
 	Embedders.Add(openAIEmbedder)
-	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "memory", Doc: "exact in-process scan, re-embedded when a session is activated", Ephemeral: true, Local: true, Validate: validateVectormem, Open: openVectormem})
-	VectorStores.Add(Backend[VectorConfig, Vectors]{Name: "pgvector", Doc: "PostgreSQL, HNSW; needs --postgres", Validate: validatePgvector, Open: openPgvector})
+	VectorStores.Add(Backend[VectorConfig, persistence.VectorStore]{Name: "memory", Doc: "exact in-process scan, re-embedded when a session is activated", Ephemeral: true, Local: true, Validate: validateVectormem, Open: openVectormem})
+	VectorStores.Add(Backend[VectorConfig, persistence.VectorStore]{Name: "pgvector", Doc: "PostgreSQL, HNSW; needs --postgres", Validate: validatePgvector, Open: openPgvector})
 	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "filesystem", Doc: "DATA_DIR/artifacts", Local: true, Validate: validateLocalArtifacts, Open: openLocalArtifacts,
 		Where: func(c ArtifactStoreConfig) string { return c.Dir }})
 	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "s3", Doc: "an S3-compatible bucket; needs --s3-endpoint", Env: s3Env, Validate: validateS3Artifacts, Open: openS3Artifacts,
@@ -326,15 +326,6 @@ type VectorConfig struct {
 	EfSearch int
 }
 
-// Vectors is an open vector store.
-type Vectors struct {
-	// Store is the store.
-	Store persistence.VectorStore
-	// Reembed is set when the store does not outlive the process: sessions embed their
-	// history again when activated.
-	Reembed bool
-}
-
 func validateVectormem(c VectorConfig) error {
 	if c.EfSearch != 0 {
 		return fmt.Errorf("a pgvector ef_search (%d) is only for the pgvector vector store; the memory store scans exactly", c.EfSearch)
@@ -355,20 +346,20 @@ func validatePgvector(c VectorConfig) error {
 	return nil
 }
 
-func openVectormem(_ context.Context, c VectorConfig) (Vectors, error) {
+func openVectormem(_ context.Context, c VectorConfig) (persistence.VectorStore, error) {
 	v, err := vectormem.New(c.Dimensions)
 	if err != nil {
-		return Vectors{}, fmt.Errorf("memory: %w", err)
+		return nil, fmt.Errorf("memory: %w", err)
 	}
-	return Vectors{Store: v, Reembed: true}, nil
+	return v, nil
 }
 
-func openPgvector(ctx context.Context, c VectorConfig) (Vectors, error) {
+func openPgvector(ctx context.Context, c VectorConfig) (persistence.VectorStore, error) {
 	v, err := pgvector.Open(ctx, pgvector.Config{DSN: c.PostgresDSN, Dimensions: c.Dimensions, EfSearch: c.EfSearch})
 	if err != nil {
-		return Vectors{}, fmt.Errorf("memory: open the pgvector store: %w", err)
+		return nil, fmt.Errorf("memory: open the pgvector store: %w", err)
 	}
-	return Vectors{Store: v}, nil
+	return v, nil
 }
 
 // ArtifactStoreConfig configures an artifact store.

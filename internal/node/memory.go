@@ -117,7 +117,8 @@ func (c MemoryConfig) Validate(postgresDSN string) error {
 type memoryStores struct {
 	embedder memory.Embedder
 	vectors  persistence.VectorStore
-	// reembed is set when the store does not outlive the process.
+	// reembed is set when the store does not outlive the process (its descriptor is
+	// Ephemeral): sessions embed their history again when activated.
 	reembed bool
 }
 
@@ -136,7 +137,11 @@ func startMemory(ctx context.Context, cfg MemoryConfig, postgresDSN, demo string
 	if err != nil {
 		return memoryStores{}, err
 	}
-	return memoryStores{embedder: embedder, vectors: v.Store, reembed: v.Reembed}, nil
+	desc, err := backends.VectorStores.Lookup(r.vectorStore)
+	if err != nil {
+		return memoryStores{}, err
+	}
+	return memoryStores{embedder: embedder, vectors: v, reembed: desc.Ephemeral}, nil
 }
 
 // otherDimensions lists the dimensions a store that keeps several (pgvector) was used
