@@ -91,12 +91,12 @@ func hostsAny(m *cluster.Member, kinds []string) bool {
 // provider has not described the topology yet, knows only itself: both are its own.
 // Cheap: the session journal's format gate calls Lowest on every append.
 func (n *Node) Formats() (lowest, highest int) {
-	own := memberFormat(n.cfg.Meta)
 	if p, ok := n.cluster.Config.ClusterProvider.(*consulProvider); ok {
 		if r := p.formatRange(); r.lowest > 0 {
 			return r.lowest, r.highest
 		}
 	}
+	own := memberFormat(n.cfg.Meta)
 	return own, own
 }
 

@@ -115,10 +115,24 @@ func FormatGate(s SessionStore, lowest func() int) SessionStore {
 	return &formatGate{SessionStore: s, lowest: lowest}
 }
 
+// FormatGated is implemented by a journal FormatGate returned: the lowest journal
+// format of the cluster, as the gate uses it. A release whose sessions should go on
+// during the upgrade that introduces an event type asks it and decides an event older
+// members understand (its fallback) while it is below the new type's format.
+type FormatGated interface {
+	// LowestFormat is the lowest journal format a member of the cluster advertises.
+	LowestFormat() int
+}
+
 type formatGate struct {
 	SessionStore
 	lowest func() int
 }
+
+var _ FormatGated = (*formatGate)(nil)
+
+// LowestFormat implements FormatGated.
+func (g *formatGate) LowestFormat() int { return g.lowest() }
 
 // Append implements Journal.
 func (g *formatGate) Append(ctx context.Context, stream string, expectedSeq uint64, recs []Record) (uint64, error) {

@@ -74,6 +74,10 @@ func TestFormatGateHoldsNewerEvents(t *testing.T) {
 		}
 	}
 
+	if g, ok := j.(persistence.FormatGated); !ok || g.LowestFormat() != introduced-1 {
+		t.Fatalf("the gated journal does not tell its lowest format (%d)", introduced-1)
+	}
+
 	lowest.Store(int64(introduced))
 	if last, err := j.AppendIndexed(ctx, "s1", 0, recs, persistence.IndexEntry{SessionID: "s1", Status: persistence.StatusRunning}); err != nil || last != 1 {
 		t.Fatalf("append once every member reads format %d = %d, %v", introduced, last, err)
