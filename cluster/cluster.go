@@ -86,6 +86,12 @@ type Config struct {
 	// provider's). The local provider has no other member to tell; Members reports them
 	// for this member either way.
 	Meta map[string]string
+	// JournalKinds are the grain kinds whose activations read the journal (Fathom's
+	// session kind). With Consul, while the members advertise different journal formats
+	// (Meta's buildinfo.MetaFormat, a rolling upgrade), these kinds are placed only on
+	// the members of the newest format, which read every event; with one format they are
+	// placed on every member, as any other kind (formats.go).
+	JournalKinds []string
 }
 
 // DefaultConfig is a local single-node member on a free loopback port.
@@ -198,7 +204,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 	case ProviderLocal:
 		provider = &localProvider{ClusterProvider: test.NewTestProvider(test.NewInMemAgent()), registered: make(chan struct{})}
 	case ProviderConsul:
-		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace, TTL: cfg.ConsulCheckTTL, Meta: cfg.Meta}, cfg.Logger.With("component", "cluster"))
+		p, err := newConsulProvider(consulConfig{Addr: cfg.ConsulAddr, PauseGrace: cfg.PauseGrace, TTL: cfg.ConsulCheckTTL, Meta: cfg.Meta, JournalKinds: cfg.JournalKinds}, cfg.Logger.With("component", "cluster"))
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -67,6 +68,10 @@ type consulProvider struct {
 	viewMu   sync.Mutex
 	view     map[string]memberView // the members of the last topology, by id
 	departed []Departure           // members that left the topology, oldest first (bounded)
+
+	// formats is the range of the journal formats the members of the last topology
+	// advertise (nil before the first); formats.go.
+	formats atomic.Pointer[formatRange]
 }
 
 // memberView is what the catalog says of a member of the topology.
@@ -95,6 +100,9 @@ type consulConfig struct {
 	Timeout time.Duration
 	// Meta is advertised in the service's meta beside the member id (Config.Meta).
 	Meta map[string]string
+	// JournalKinds are Config.JournalKinds: listed only for the members of the newest
+	// journal format (formats.go).
+	JournalKinds []string
 }
 
 // Defaults of consulConfig.
@@ -439,7 +447,37 @@ func (p *consulProvider) members(entries []*api.ServiceEntry, seen map[string]*s
 		}
 	}
 	p.noteView(view, listed, now)
+	out, r := preferNewest(out, func(id string) int { return memberFormat(seen[id].meta) }, p.cfg.JournalKinds)
+	p.noteFormats(r, len(out))
 	return out
+}
+
+// noteFormats records the range of the members' journal formats and logs when it
+// changes: while it is not one format, journal-reading activations go to the members of
+// the newest format and events newer than the lowest are held.
+func (p *consulProvider) noteFormats(r formatRange, members int) {
+	if members == 0 {
+		return
+	}
+	old := p.formats.Swap(&r)
+	if old != nil && *old == r {
+		return
+	}
+	switch {
+	case r.lowest == r.highest && old != nil:
+		p.log.Info("every member advertises one journal format again", "journal_format", r.lowest)
+	case r.lowest != r.highest:
+		p.log.Warn("members advertise different journal formats (a rolling upgrade): sessions are placed on members of the newest format, and events newer than the lowest are not written until every member is upgraded",
+			"lowest_format", r.lowest, "newest_format", r.highest)
+	}
+}
+
+// formatRange is the range of the journal formats of the last topology (zero before it).
+func (p *consulProvider) formatRange() formatRange {
+	if r := p.formats.Load(); r != nil {
+		return *r
+	}
+	return formatRange{}
 }
 
 // Departure is a member that left the topology: when, and how.

@@ -175,3 +175,46 @@ func TestProviderRecordsHowMembersLeft(t *testing.T) {
 		t.Fatalf("after the grace: departed %+v, want paused dead (listed, failing) and leaving left (deregistered)", d)
 	}
 }
+
+// TestProviderListsJournalKindsOnNewestFormat: with journal kinds configured, a member
+// advertising an older journal format than the newest one (or none at all: format 1) is
+// listed without them, and the provider keeps the range of formats; with one format
+// every member keeps its kinds.
+func TestProviderListsJournalKindsOnNewestFormat(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := &consulProvider{cfg: consulConfig{PauseGrace: 10 * time.Second, JournalKinds: []string{"Session"}}, log: slog.New(slog.DiscardHandler)}
+	withFormat := func(e *api.ServiceEntry, f string) *api.ServiceEntry {
+		e.Service.Meta["journal_format"] = f
+		e.Service.Tags = []string{"Session", "prototopic"}
+		return e
+	}
+	kinds := func(ms []*cluster.Member) map[string]string {
+		out := map[string]string{}
+		for _, m := range ms {
+			out[m.Id] = strings.Join(m.Kinds, ",")
+		}
+		return out
+	}
+	addr := ln.Addr().String()
+	got := kinds(p.members([]*api.ServiceEntry{withFormat(entry(t, "a", addr, api.HealthPassing), "2"), withFormat(entry(t, "b", addr, api.HealthPassing), "2")}, map[string]*seenMember{}, time.Now()))
+	if got["a"] != "Session,prototopic" || got["b"] != "Session,prototopic" {
+		t.Fatalf("one format: kinds %v; want every member's own", got)
+	}
+	if r := p.formatRange(); r != (formatRange{2, 2}) {
+		t.Fatalf("one format: range %+v", r)
+	}
+	none := entry(t, "none", addr, api.HealthPassing)
+	none.Service.Tags = []string{"Session", "prototopic"}
+	got = kinds(p.members([]*api.ServiceEntry{withFormat(entry(t, "a", addr, api.HealthPassing), "2"), withFormat(entry(t, "new", addr, api.HealthPassing), "3"), none},
+		map[string]*seenMember{}, time.Now()))
+	if got["new"] != "Session,prototopic" || got["a"] != "prototopic" || got["none"] != "prototopic" {
+		t.Fatalf("formats 1, 2 and 3: kinds %v; want Session on the member of format 3 only", got)
+	}
+	if r := p.formatRange(); r != (formatRange{1, 3}) {
+		t.Fatalf("formats 1, 2 and 3: range %+v; want 1..3", r)
+	}
+}

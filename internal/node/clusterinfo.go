@@ -4,25 +4,49 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/buildinfo"
 )
 
 // clusterConfig is cc with the labels the member advertises (buildinfo's version and
-// journal format, and the node's start time) added to its Meta.
+// journal format, and the node's start time) added to its Meta, and the session kind as
+// the kind that reads the journal (placed on the members of the newest journal format
+// during a rolling upgrade, fcluster.Config.JournalKinds).
+//
+// A journal format already in cc.Meta is kept: it is how tests make a member advertise
+// another format than its build's (a member of an older or newer release, in one
+// process). Nothing else sets it.
 func (n *Node) clusterConfig(cc fcluster.Config) fcluster.Config {
 	meta := make(map[string]string, len(cc.Meta)+3)
 	maps.Copy(meta, cc.Meta)
 	meta[buildinfo.MetaVersion] = buildinfo.String()
-	meta[buildinfo.MetaFormat] = buildinfo.FormatString()
+	if _, ok := meta[buildinfo.MetaFormat]; !ok {
+		meta[buildinfo.MetaFormat] = buildinfo.FormatString()
+	}
 	meta[buildinfo.MetaStarted] = n.startedAt.Format(time.RFC3339Nano)
 	cc.Meta = meta
+	cc.JournalKinds = append(slices.Clip(cc.JournalKinds), session.KindName)
 	return cc
+}
+
+// lowestFormat is the lowest journal format the members of the cluster advertise (the
+// sessions' format gate, persistence.FormatGate): the member's view once it joined,
+// else the format this member advertises.
+func (n *Node) lowestFormat() int {
+	if m := n.gateMember.Load(); m != nil {
+		return m.LowestFormat()
+	}
+	if f, err := strconv.Atoi(n.cfg.Cluster.Meta[buildinfo.MetaFormat]); err == nil {
+		return f
+	}
+	return buildinfo.Format
 }
 
 // maxMoves bounds the takeovers moveLog keeps.

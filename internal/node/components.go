@@ -18,6 +18,7 @@ import (
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
@@ -160,6 +161,7 @@ func (n *Node) components(b *boot) []component {
 				if n.member, err = fcluster.New(n.clusterConfig(cfg.Cluster), b.system, session.Kind()); err != nil {
 					return err
 				}
+				n.gateMember.Store(n.member)
 				return n.member.Start(ctx)
 			},
 			stop: func(ctx context.Context) error { return n.member.Stop(ctx) }},
@@ -375,7 +377,7 @@ func (n *Node) registerSessions(b *boot) error {
 		Artifacts:  n.artifacts,
 		Prompts:    b.prompt,
 		Config:     b.session,
-		Journal:    n.journal,
+		Journal:    persistence.FormatGate(n.journal, n.lowestFormat),
 		LLM:        b.provider,
 		Publisher:  n.feed,
 		Tools:      b.tools,

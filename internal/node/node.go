@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -285,6 +286,9 @@ type Node struct {
 	// takeovers are the breakings of departed members' leases in flight (reactivator.go),
 	// waited for before the journal closes.
 	takeovers sync.WaitGroup
+	// gateMember is member once made, for the sessions' journal format gate
+	// (lowestFormat, clusterinfo.go), which appends call from their own goroutines.
+	gateMember atomic.Pointer[fcluster.Node]
 	// startedAt is when the node started (advertised in its membership, clusterinfo.go).
 	startedAt time.Time
 	// moves are the takeovers of departed members' sessions, by address (clusterinfo.go).
