@@ -67,6 +67,10 @@ func validAgentName(s string) bool {
 	return true
 }
 
+func init() {
+	register("a2a_agents", parseA2AAgents)
+}
+
 // parseA2AAgents reads the a2a_agents list. A name another agent (or a built-in) takes
 // is refused when the node starts (its agent registry checks every name).
 func parseA2AAgents(p *parser, f *File, key string, _, v *yaml.Node) error {

@@ -128,6 +128,10 @@ func readPromptFile(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
+func init() {
+	register("agents", parseAgents)
+}
+
 // parseAgents reads the agents list. Tools are checked once the whole file is read
 // (checkAgentTools), since mcp_servers may come after agents.
 func parseAgents(p *parser, f *File, key string, _, v *yaml.Node) error {

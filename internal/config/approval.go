@@ -31,6 +31,10 @@ type Approval struct {
 // approvalDecisions are the decisions allowed_decisions may list.
 var approvalDecisions = []string{"approve", "edit", "reject"}
 
+func init() {
+	register("approval", parseApproval)
+}
+
 // parseApproval reads the approval section.
 func parseApproval(p *parser, f *File, key string, _, v *yaml.Node) error {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {

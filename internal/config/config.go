@@ -39,8 +39,8 @@
 //
 // Reading is strict: an unknown key, a duplicate name or a bad value fails with the
 // file, the line and the key, e.g. "fathom.yaml:7: mcp_servers[1].comand: unknown key".
-// Each section is one entry of a table (sections), so a new one is one parser and one
-// line.
+// Each section registers itself from the file that parses it (register), so a new one is
+// one parser and one line in its own file.
 //
 // A stdio server's command runs in the directory of the configuration file, so relative
 // paths in args resolve next to it; an agent's prompt_file is read next to it too.
@@ -170,40 +170,17 @@ func (e *Error) Error() string {
 // section parses one top-level key's value into f.
 type section func(p *parser, f *File, key string, k, value *yaml.Node) error
 
-// sections are the top-level keys, in the order the documentation lists them.
-var sections = map[string]section{
-	"agents":      parseAgents,
-	"mcp_servers": parseMCPServers,
-	"approval":    parseApproval,
-	// max_tool_result_bytes is a scalar: the cap of one tool call's result.
-	"max_tool_result_bytes": parseMaxToolResultBytes,
-	// Quotas and fair shares: per-tenant limits and the endpoints' concurrent calls.
-	"tenant_defaults":    parseTenantDefaults,
-	"tenants":            parseTenants,
-	"llm_max_concurrent": parseLLMMaxConcurrent,
-	// Tenancy policy: a member reads only its own sessions (--members-read-own-only).
-	"members_read_own_only": parseMembersReadOwnOnly,
-	// How the context's semantic slice is retrieved (memory.go).
-	"memory": parseMemory,
-	// The event journal's backend by name (--journal).
-	"journal": parseJournal,
-	// Identities besides the static tokens (identity.go).
-	"oidc_issuer":            identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true),
-	"jwks_url":               identityString(func(i *Identity) *string { return &i.JWKSURL }, true),
-	"jwt_key_file":           parseJWTKeyFile,
-	"oidc_audience":          identityString(func(i *Identity) *string { return &i.OIDCAudience }, false),
-	"tenant_claim":           identityString(func(i *Identity) *string { return &i.TenantClaim }, false),
-	"roles_claim":            identityString(func(i *Identity) *string { return &i.RolesClaim }, false),
-	"console_oidc_client_id": identityString(func(i *Identity) *string { return &i.ConsoleOIDCClientID }, false),
-	"api_keys":               parseAPIKeys,
-	// Remote A2A agents the planner may delegate to (a2aagents.go).
-	"a2a_agents": parseA2AAgents,
-	// Operators' profiling: net/http/pprof on the metrics listener (pprof.go).
-	"pprof": parsePprof,
-	// How long a draining member lets running calls finish (drain.go).
-	"drain_timeout": parseDrainTimeout,
-	// The secret that signs webhook notifications (webhooks.go).
-	"webhook_secret": parseWebhookSecret,
+// sections are the top-level keys by name. Each is registered by the file that parses
+// it (register, from that file's init), so adding a section touches no shared table.
+var sections = map[string]section{}
+
+// register adds the top-level key name, parsed by parse. A key registered twice is a
+// programming error: it panics at start.
+func register(name string, parse section) {
+	if _, dup := sections[name]; dup {
+		panic("config: section " + name + " registered twice")
+	}
+	sections[name] = parse
 }
 
 // Load reads and checks the file at path.
@@ -267,6 +244,8 @@ func Parse(path string, data []byte) (*File, error) {
 }
 
 // parseJournal reads journal: a backend's name.
+func init() { register("journal", parseJournal) } // the event journal's backend by name (--journal)
+
 func parseJournal(p *parser, f *File, key string, _, v *yaml.Node) error {
 	s, err := p.str(v, key)
 	if err != nil {

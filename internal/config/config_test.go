@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestBadFilesFailWithFileLineAndKey(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key in a server", "mcp_servers:\n  - name: orders\n    command: node\n  - name: docs\n    url: http://x/mcp\n  - name: other\n    comand: node\n",
 			"fathom.yaml:7: mcp_servers[2].comand: unknown key (want args, command, env, headers, name, url)"},
-		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want a2a_agents, agents, api_keys, approval, console_oidc_client_id, drain_timeout, journal, jwks_url, jwt_key_file, llm_max_concurrent, max_tool_result_bytes, mcp_servers, members_read_own_only, memory, oidc_audience, oidc_issuer, pprof, roles_claim, tenant_claim, tenant_defaults, tenants, webhook_secret)"},
+		{"unknown section", "mcp_server:\n  - name: a\n", "fathom.yaml:1: mcp_server: unknown key (want " + config.KeyList() + ")"},
 		{"duplicate name", "mcp_servers:\n  - name: a\n    command: x\n  - name: a\n    url: http://h/mcp\n",
 			`fathom.yaml:4: mcp_servers[1].name: duplicate server name "a" (first at line 2)`},
 		{"journal not a name", "journal: [bolt]\n", "fathom.yaml:1: journal: must be a string"},
@@ -168,5 +169,26 @@ func TestWebhookSecret(t *testing.T) {
 	_, err = config.Parse("fathom.yaml", []byte("webhook_secret: hunter2-not-a-secret\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "fathom.yaml:1: webhook_secret: ") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("bad secret: %v", err)
+	}
+}
+
+// TestEverySectionIsDocumented: each top-level key a file registers is listed in
+// docs/config.md, where operators look keys up, and the unknown-key error lists them all.
+func TestEverySectionIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := config.SectionKeys()
+	if len(keys) < 20 {
+		t.Fatalf("only %d sections registered: an init did not run?", len(keys))
+	}
+	for _, key := range keys {
+		if !regexp.MustCompile(`\b` + key + `\b`).Match(doc) {
+			t.Errorf("top-level key %s is not in docs/config.md", key)
+		}
+		if !strings.Contains(config.KeyList(), key) {
+			t.Errorf("the unknown-key error does not list %s", key)
+		}
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+func init() {
+	register("drain_timeout", parseDrainTimeout)
+}
+
 // parseDrainTimeout reads drain_timeout: how long a draining member lets its sessions'
 // running calls finish before it hands them over anyway (core.Config.DrainTimeout;
 // --drain-timeout and env FATHOM_DRAIN_TIMEOUT take precedence).

@@ -45,6 +45,17 @@ type Identity struct {
 	APIKeys []auth.APIKey
 }
 
+func init() { // identities besides the static tokens
+	register("oidc_issuer", identityString(func(i *Identity) *string { return &i.OIDCIssuer }, true))
+	register("jwks_url", identityString(func(i *Identity) *string { return &i.JWKSURL }, true))
+	register("jwt_key_file", parseJWTKeyFile)
+	register("oidc_audience", identityString(func(i *Identity) *string { return &i.OIDCAudience }, false))
+	register("tenant_claim", identityString(func(i *Identity) *string { return &i.TenantClaim }, false))
+	register("roles_claim", identityString(func(i *Identity) *string { return &i.RolesClaim }, false))
+	register("console_oidc_client_id", identityString(func(i *Identity) *string { return &i.ConsoleOIDCClientID }, false))
+	register("api_keys", parseAPIKeys)
+}
+
 // identityString returns the section parser of a string key of Identity.
 func identityString(field func(*Identity) *string, url bool) section {
 	return func(p *parser, f *File, key string, _, v *yaml.Node) error {

@@ -46,6 +46,10 @@ var mcpKeys = map[string]func(s *MCPServer, p *parser, path string, v *yaml.Node
 	},
 }
 
+func init() {
+	register("mcp_servers", parseMCPServers)
+}
+
 // parseMCPServers reads the mcp_servers list.
 func parseMCPServers(p *parser, f *File, key string, _, v *yaml.Node) error {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {

@@ -33,6 +33,10 @@ type Memory struct {
 	TTL string
 }
 
+func init() {
+	register("memory", parseMemory)
+}
+
 // parseMemory reads the memory section.
 func parseMemory(p *parser, f *File, key string, _, v *yaml.Node) error {
 	return p.mapping(v, key, func(k string, kn, vn *yaml.Node) error {

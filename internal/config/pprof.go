@@ -6,6 +6,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+func init() {
+	register("pprof", parsePprof)
+}
+
 // parsePprof reads pprof: serve net/http/pprof's profiles under /debug/pprof/ on the
 // metrics listener (--pprof and env FATHOM_PPROF take precedence).
 //

@@ -135,6 +135,13 @@ type tenantEntry struct {
 	set    map[string]bool
 }
 
+func init() {
+	register("tenant_defaults", parseTenantDefaults) // per-tenant limits
+	register("tenants", parseTenants)
+	register("llm_max_concurrent", parseLLMMaxConcurrent)      // the endpoints' concurrent calls
+	register("members_read_own_only", parseMembersReadOwnOnly) // a member reads only its own sessions (--members-read-own-only)
+}
+
 // parseTenantDefaults reads tenant_defaults: the limits of every tenant not listed.
 func parseTenantDefaults(p *parser, f *File, key string, _, v *yaml.Node) error {
 	e, err := p.tenantEntry(v, key)

@@ -9,6 +9,10 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 )
 
+func init() {
+	register("max_tool_result_bytes", parseMaxToolResultBytes) // the cap of one tool call's result
+}
+
 // parseMaxToolResultBytes reads max_tool_result_bytes: the cap of one tool call's
 // result in bytes (core.Config.MaxToolResultBytes; --max-tool-result-bytes and env
 // FATHOM_MAX_TOOL_RESULT_BYTES take precedence).

@@ -6,6 +6,10 @@ import (
 	"github.com/fathom-agents/fathom/webhooks"
 )
 
+func init() {
+	register("webhook_secret", parseWebhookSecret)
+}
+
 // parseWebhookSecret reads webhook_secret: the "whsec_" secret that signs the
 // sessions' webhook notifications (env FATHOM_WEBHOOK_SECRET overrides it). The error
 // never quotes the value.
