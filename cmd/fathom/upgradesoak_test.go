@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
@@ -135,8 +136,8 @@ func predecessor(t *testing.T, from string) string {
 // replaced by a member of this build, while new sessions keep starting; then every
 // session's journal is audited as TestSoak's are, with the longest stall of any session
 // (the longest gap between two of its events). Last, the predecessor is started on the
-// upgraded journal: a predecessor that knows journal formats must refuse with a clear
-// message. The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
+// upgraded journal: a predecessor of an older journal format must refuse with a clear
+// message, one of the same format must start (rolling back is supported). The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
 func TestUpgradeSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
@@ -197,8 +198,11 @@ func TestUpgradeSoak(t *testing.T) {
 	if a.stall > 5*time.Second {
 		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.Round(time.Millisecond))
 	}
-	if strings.HasPrefix(downgrade, "started") {
-		t.Errorf("the predecessor knows journal formats but ran on the upgraded journal: %s", downgrade)
+	switch sameFormat := oldFormat == buildinfo.Format; {
+	case sameFormat && !strings.HasPrefix(downgrade, "started"):
+		t.Errorf("the predecessor writes this build's journal format (%d), so rolling back to it must work: %s", oldFormat, downgrade)
+	case !sameFormat && oldFormat != 0 && strings.HasPrefix(downgrade, "started"):
+		t.Errorf("the predecessor knows journal formats but ran on a journal of a newer one: %s", downgrade)
 	}
 	for _, n := range r.nodes {
 		n.stop(t)
@@ -271,6 +275,9 @@ func tryDowngrade(t *testing.T, oldBin string, oldFormat int, env, common []stri
 				<-done
 				if oldFormat == 0 {
 					return "not refused: the predecessor predates journal format versions (it reads every schema)"
+				}
+				if oldFormat == buildinfo.Format {
+					return fmt.Sprintf("started: the same journal format (%d), so rolling back is supported", oldFormat)
 				}
 				return fmt.Sprintf("started: journal format %d build ran on the upgraded journal", oldFormat)
 			}
