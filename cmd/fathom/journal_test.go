@@ -49,13 +49,13 @@ func futureEvent(t *testing.T, session string, seq uint64) persistence.Record {
 	return persistence.Record{Seq: seq, Type: "future_event", Data: env}
 }
 
-// TestEventOfANewerVersionIsAFailedPrecondition: a session whose journal holds an event
-// kind this binary does not know answers 409 failed_precondition "written by a newer
-// version" through the gateway (never 500 "has no payload").
-func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
-	t.Parallel()
-	data := filepath.Join(t.TempDir(), "data")
-	id := runSessions(t, data, 1)[0]
+// sessionWithFutureEvent runs one session in a fresh data directory, then appends to its
+// journal an event of a kind this binary does not know (futureEvent), as a newer build
+// would; it returns the data directory and the session id.
+func sessionWithFutureEvent(t *testing.T) (data, id string) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "data")
+	id = runSessions(t, data, 1)[0]
 	j, err := bolt.Open(filepath.Join(data, "journal.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +71,15 @@ func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return data, id
+}
+
+// TestEventOfANewerVersionIsAFailedPrecondition: a session whose journal holds an event
+// kind this binary does not know answers 409 failed_precondition "written by a newer
+// version" through the gateway (never 500 "has no payload").
+func TestEventOfANewerVersionIsAFailedPrecondition(t *testing.T) {
+	t.Parallel()
+	data, id := sessionWithFutureEvent(t)
 	const tok = "newer-token"
 	p := startNode(t, cleanEnv(), "--data-dir", data, "--token", tok)
 	for _, path := range []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/timeline"} {

@@ -2,17 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fathom-agents/fathom/persistence"
-	"github.com/fathom-agents/fathom/persistence/bolt"
 )
 
 // TestNewerEventNeverAnswers500: a member whose build cannot decode an event of a
@@ -21,23 +16,7 @@ import (
 // never a 500, and its log says once, plainly, that the session needs a newer member.
 func TestNewerEventNeverAnswers500(t *testing.T) {
 	t.Parallel()
-	data := filepath.Join(t.TempDir(), "data")
-	id := runSessions(t, data, 1)[0]
-	j, err := bolt.Open(filepath.Join(data, "journal.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	last, err := j.LastSeq(ctx, id)
-	if err != nil || last == 0 {
-		t.Fatalf("LastSeq(%s) = %d, %v", id, last, err)
-	}
-	if _, err := j.Append(ctx, id, last, []persistence.Record{futureEvent(t, id, last+1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
+	data, id := sessionWithFutureEvent(t)
 	const tok = "newer-token"
 	p := startNode(t, cleanEnv(), "--data-dir", data, "--token", tok)
 	s := "/v1/sessions/" + id
