@@ -73,6 +73,24 @@ func TestRowRatiosAndTargets(t *testing.T) {
 	}
 }
 
+// TestRowAdditiveTarget: a row with MaxOver meets its target when Fathom's value is at
+// most MaxOver above the baseline's, whatever the ratio.
+func TestRowAdditiveTarget(t *testing.T) {
+	r := row{ID: "l", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Unit: "p99-ms", Kind: "time", MaxOver: 50}
+	res := func(fathom float64) map[measurement][]sample {
+		return map[measurement][]sample{
+			{Pkg: "./p", Bench: "BenchmarkA", Time: "500ms"}: {{"p99-ms": fathom}},
+			{Pkg: "./p", Bench: "BenchmarkB", Time: "500ms"}: {{"p99-ms": 10}},
+		}
+	}
+	if l := r.line(res(55)); !strings.Contains(l, "| ≤ baseline + 50 p99-ms | yes |") || !strings.Contains(l, "**5.50× time**") {
+		t.Fatalf("within the target: %s", l)
+	}
+	if l := r.line(res(61)); !strings.Contains(l, "| ≤ baseline + 50 p99-ms | **no** |") {
+		t.Fatalf("over the target: %s", l)
+	}
+}
+
 func TestReplaceTableKeepsTheRestOfTheFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "B.md")
 	in := "# Title\n\nintro\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\n## Notes\nkept\n"
