@@ -29,7 +29,8 @@ func IndexStatus(st *messages.SessionState) string {
 // sub-agents, or a running session with nothing else scheduled) is due at now; otherwise
 // the earliest of a retry's retry_at, the interrupt's deadline and the human-input
 // deadlines, and the next attempt of a pending webhook notification (even for a terminal
-// session). A terminal session, and one waiting on a human or an interrupt without a
+// session). A completed session with a queued message is due now: its next turn begins.
+// A terminal session, and one waiting on a human or an interrupt without a
 // deadline, is due never otherwise. It is the same rule that keeps a grain from passivating
 // (updateIdle), as a function of the state alone.
 func DueAt(st *messages.SessionState, now time.Time) time.Time {
@@ -37,6 +38,9 @@ func DueAt(st *messages.SessionState, now time.Time) time.Time {
 		return time.Time{}
 	}
 	if Terminal(st) {
+		if st.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && len(st.GetQueuedMessages()) > 0 {
+			return now // a message queued while the turn ran opens the next turn (DecideQueued)
+		}
 		if w := NextWebhookAt(st); w != 0 {
 			return time.Unix(0, w).UTC()
 		}
