@@ -50,10 +50,11 @@ type Config struct {
 	// seed's poolboy checkout timeout).
 	CheckoutTimeout time.Duration
 	// TenantWeight is each tenant's weight in the share of the pool's connections while
-	// executions wait (nil: 1 each). The next free connection goes to the waiting
-	// execution whose tenant holds the fewest connections for its weight (first come
-	// first served among equals), so a tenant that floods the sandbox gets its share,
-	// not the pool. An execution's tenant is its context's (auth.TenantOf).
+	// executions wait (nil: 1 each; values below 1 count as 1). The next free connection
+	// goes to the earliest waiting execution of the tenant chosen as for the model
+	// endpoint's slots (llm/fairshare: fewest connections held for its weight, then
+	// stride passes), so a tenant that floods the sandbox gets its share, not the pool.
+	// An execution's tenant is its context's (auth.TenantOf).
 	TenantWeight func(tenant string) int
 	// HealthTimeout bounds the ping/pong health check a connection makes before each
 	// execution. Default 2s.

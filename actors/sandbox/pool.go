@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/fathom-agents/fathom/actors/dispatch"
+	"github.com/fathom-agents/fathom/llm/fairshare"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -30,15 +31,11 @@ type pool struct {
 	waiting   []*waiter
 	busy      map[string]*slot
 	abandoned map[string]bool
-	// held counts the connections each tenant's executions hold; tenantOf is the tenant
-	// of each checked-out execution (fair shares: next).
-	held     map[string]int
+	// shares picks the tenant the next free connection goes to (the model endpoint's
+	// fair-share rule): it counts every waiting execution and every checked-out one;
+	// tenantOf is the tenant of each checked-out execution.
+	shares   fairshare.Shares
 	tenantOf map[string]string
-	// pass is each backlogged tenant's virtual time of its next connection (stride
-	// scheduling: a grant advances it by 1/weight); vtime is the pass of the last grant,
-	// where a tenant that starts waiting starts, so idling saves up no credit.
-	pass     map[string]float64
-	vtime    float64
 	lastErr  *DialError
 	names    int
 	stopping bool
@@ -120,7 +117,7 @@ const (
 func newPoolProps(cfg Config, log *slog.Logger, token *tokenStore) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &pool{cfg: cfg, log: log, token: token, busy: map[string]*slot{}, abandoned: map[string]bool{},
-			held: map[string]int{}, tenantOf: map[string]string{}, pass: map[string]float64{}}
+			tenantOf: map[string]string{}}
 	}, actor.WithSupervisor(newSupervisor(cfg)), dispatch.Props())
 }
 
@@ -181,9 +178,7 @@ func (p *pool) spawn(ctx actor.Context, overflow bool) {
 
 func (p *pool) onSubmit(ctx actor.Context, msg *submit) {
 	id := msg.exec.id
-	if !p.waits(msg.exec.tenant) {
-		p.pass[msg.exec.tenant] = max(p.pass[msg.exec.tenant], p.vtime)
-	}
+	p.shares.Wait(msg.exec.tenant, p.weight(msg.exec.tenant))
 	p.waiting = append(p.waiting, &waiter{ex: msg.exec,
 		timer: sendAfter(ctx, p.cfg.CheckoutTimeout, func(*time.Timer) any { return &checkoutExpired{id: id} })})
 	p.dispatch(ctx)
@@ -204,17 +199,9 @@ func (p *pool) dispatch(ctx actor.Context) {
 		stopTimer(w.timer)
 		s.exec = w.ex.id
 		p.busy[w.ex.id] = s
-		t := w.ex.tenant
-		p.tenantOf[w.ex.id] = t
-		p.held[t]++
-		p.vtime = p.pass[t]
-		p.pass[t] += 1 / float64(p.weight(t))
+		p.tenantOf[w.ex.id] = w.ex.tenant
+		p.shares.Grant(w.ex.tenant)
 		ctx.Send(s.pid, &checkout{exec: w.ex})
-	}
-	for t := range p.pass { // a tenant that waits again starts at the virtual time
-		if !p.waits(t) {
-			delete(p.pass, t)
-		}
 	}
 	if len(p.waiting) == 0 {
 		p.trimOverflow(ctx)
@@ -268,6 +255,7 @@ func (p *pool) trimOverflow(ctx actor.Context) {
 func (p *pool) failWaiting(err *tools.ToolError) {
 	for _, w := range p.waiting {
 		stopTimer(w.timer)
+		p.shares.Cancel(w.ex.tenant)
 		e := *err
 		e.ToolName = w.ex.tool
 		w.ex.finish(nil, &e)
@@ -280,6 +268,7 @@ func (p *pool) onAbandon(ctx actor.Context, msg *abandon) {
 		if w.ex.id == msg.id {
 			stopTimer(w.timer)
 			p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
+			p.shares.Cancel(w.ex.tenant)
 			return
 		}
 	}
@@ -295,6 +284,7 @@ func (p *pool) onCheckoutExpired(ctx actor.Context, msg *checkoutExpired) {
 			continue
 		}
 		p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
+		p.shares.Cancel(w.ex.tenant)
 		switch st := p.stats(); {
 		case st.Up > 0:
 			w.ex.finish(nil, poolExhaustedError(w.ex.tool, st.Up, p.cfg.CheckoutTimeout))
@@ -330,44 +320,28 @@ func (p *pool) release(s *slot, id string) {
 	delete(p.abandoned, id)
 	if t, ok := p.tenantOf[id]; ok {
 		delete(p.tenantOf, id)
-		if p.held[t]--; p.held[t] <= 0 {
-			delete(p.held, t)
-		}
+		p.shares.Release(t)
 	}
 }
 
-// next picks the waiting execution the next free connection goes to, as the model
-// endpoint's fair queue does (llm/fairshare): the one whose tenant holds the fewest
-// connections for its weight, then the one whose tenant has the smallest pass, then the
-// earliest (a handed-back execution is put first, so it keeps its turn in its tenant).
+// next picks the waiting execution the next free connection goes to: the earliest of
+// the tenant the fair-share rule names (a handed-back execution is put first, so it
+// keeps its turn in its tenant).
 func (p *pool) next() int {
-	best := 0
-	var bestShare, bestPass float64
+	tenant, _ := p.shares.Next()
 	for i, w := range p.waiting {
-		t := w.ex.tenant
-		share, pass := float64(p.held[t])/float64(p.weight(t)), p.pass[t]
-		if i == 0 || share < bestShare || (share == bestShare && pass < bestPass) {
-			best, bestShare, bestPass = i, share, pass
-		}
-	}
-	return best
-}
-
-// waits reports whether an execution of tenant is waiting.
-func (p *pool) waits(tenant string) bool {
-	for _, w := range p.waiting {
 		if w.ex.tenant == tenant {
-			return true
+			return i
 		}
 	}
-	return false
+	return 0 // not reached: shares counts every waiting execution
 }
 
 func (p *pool) weight(tenant string) int {
 	if p.cfg.TenantWeight == nil {
 		return 1
 	}
-	return max(1, p.cfg.TenantWeight(tenant))
+	return p.cfg.TenantWeight(tenant)
 }
 
 func (p *pool) onConnUp(ctx actor.Context, msg *connUp) {
@@ -431,9 +405,7 @@ func (p *pool) onHandback(ctx actor.Context, msg *handback) {
 	}
 	id := ex.id
 	w := &waiter{ex: ex, timer: sendAfter(ctx, p.cfg.CheckoutTimeout, func(*time.Timer) any { return &checkoutExpired{id: id} })}
-	if !p.waits(ex.tenant) {
-		p.pass[ex.tenant] = max(p.pass[ex.tenant], p.vtime)
-	}
+	p.shares.Wait(ex.tenant, p.weight(ex.tenant))
 	p.waiting = append([]*waiter{w}, p.waiting...)
 	p.dispatch(ctx)
 }

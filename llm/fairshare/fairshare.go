@@ -12,10 +12,14 @@
 //     tenant's call waits for the next freed slot, not behind a flood;
 //  2. then the smallest virtual pass (stride scheduling): every grant advances its
 //     tenant's pass by 1/weight, and a tenant that becomes backlogged starts at the
-//     current virtual time, so an idle tenant saves up no credit.
+//     current virtual time, so an idle tenant saves up no credit;
+//  3. then the smallest tenant name.
 //
 // While every tenant is backlogged, each holds slots, and gets grants of calls of equal
 // length, in proportion to its weight.
+//
+// The rule alone, without queues or locks, is Shares: the sandbox pool (actors/sandbox)
+// shares its connections by it too.
 //
 // Every queue is bounded (Config.QueueBound per tenant): past it, Acquire fails at once
 // with a *QueueFullError (errors.Is ErrQueueFull). A waiter whose context ends leaves its
@@ -95,9 +99,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// stride is one grant's pass for weight 1: a pass grows by stride/weight per grant.
-const stride = 1 << 20
-
 // Slots is a set of concurrent slots shared between tenants by weight. It is safe for
 // concurrent use.
 type Slots struct {
@@ -106,21 +107,11 @@ type Slots struct {
 	mu      sync.Mutex
 	inUse   int
 	waiting int
-	// vtime is the pass of the last grant from a queue: a newly backlogged tenant starts
-	// there.
-	vtime uint64
-	// tenants holds the tenants with waiters or slots held; a tenant leaves when it has
-	// neither, so the map is bounded by Slots plus the waiters.
-	tenants map[string]*tenantQueue
-}
-
-type tenantQueue struct {
-	name   string
-	weight uint64
-	// pass is the virtual time of the tenant's next grant.
-	pass  uint64
-	held  int // slots the tenant holds
-	queue []*waiter
+	// shares applies the fair-share rule to the tenants that hold or wait.
+	shares Shares
+	// queues holds each tenant's waiters, first come first; a tenant's entry goes when
+	// its queue empties.
+	queues map[string][]*waiter
 }
 
 type waiter struct {
@@ -137,7 +128,7 @@ func New(cfg Config) *Slots {
 	if cfg.QueueBound == 0 {
 		cfg.QueueBound = DefaultQueueBound
 	}
-	return &Slots{cfg: cfg, tenants: map[string]*tenantQueue{}}
+	return &Slots{cfg: cfg, queues: map[string][]*waiter{}}
 }
 
 // Stats is a snapshot of the slots.
@@ -162,31 +153,23 @@ func (s *Slots) Acquire(ctx context.Context, tenant string) (release func(), err
 		return nil, fmt.Errorf("wait for a call slot: %w", err)
 	}
 	s.mu.Lock()
-	t := s.tenants[tenant]
 	if s.inUse < s.cfg.Slots && s.waiting == 0 {
-		if t == nil {
-			t = s.newTenant(tenant)
-		}
-		s.grant(t)
+		s.inUse++
+		s.shares.Take(tenant, s.weight(tenant))
 		s.mu.Unlock()
 		s.granted(tenant, 0)
-		return s.releaser(t), nil
+		return s.releaser(tenant), nil
 	}
-	if t != nil && len(t.queue) >= s.cfg.QueueBound {
+	if len(s.queues[tenant]) >= s.cfg.QueueBound {
 		s.mu.Unlock()
 		if o := s.cfg.Observer; o != nil {
 			o.Refused(tenant)
 		}
 		return nil, &QueueFullError{Tenant: tenant, Bound: s.cfg.QueueBound}
 	}
-	if t == nil {
-		t = s.newTenant(tenant)
-	}
-	if len(t.queue) == 0 { // newly backlogged: no credit saved while idle
-		t.pass = max(t.pass, s.vtime)
-	}
 	w := &waiter{ready: make(chan struct{}), since: time.Now()}
-	t.queue = append(t.queue, w)
+	s.shares.Wait(tenant, s.weight(tenant))
+	s.queues[tenant] = append(s.queues[tenant], w)
 	s.waiting++
 	s.dispatch() // a slot may be free (all waiters were waiting for others' releases)
 	s.mu.Unlock()
@@ -194,14 +177,14 @@ func (s *Slots) Acquire(ctx context.Context, tenant string) (release func(), err
 	select {
 	case <-w.ready:
 		s.granted(tenant, time.Since(w.since))
-		return s.releaser(t), nil
+		return s.releaser(tenant), nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
 	if w.granted { // granted as ctx ended: hand the slot on
-		s.put(t)
+		s.put(tenant)
 	} else {
-		s.remove(t, w)
+		s.remove(tenant, w)
 	}
 	s.mu.Unlock()
 	return nil, fmt.Errorf("wait for a call slot: %w", ctx.Err())
@@ -211,7 +194,7 @@ func (s *Slots) weight(tenant string) int {
 	if s.cfg.Weight == nil {
 		return 1
 	}
-	return max(1, s.cfg.Weight(tenant))
+	return s.cfg.Weight(tenant)
 }
 
 func (s *Slots) granted(tenant string, d time.Duration) {
@@ -220,95 +203,61 @@ func (s *Slots) granted(tenant string, d time.Duration) {
 	}
 }
 
-// newTenant adds tenant's entry, starting at the current virtual time. Called with s.mu
-// held.
-func (s *Slots) newTenant(tenant string) *tenantQueue {
-	t := &tenantQueue{name: tenant, weight: uint64(s.weight(tenant)), pass: s.vtime}
-	s.tenants[tenant] = t
-	return t
-}
-
-// grant gives t a slot and advances its pass. Called with s.mu held.
-func (s *Slots) grant(t *tenantQueue) {
-	s.inUse++
-	t.held++
-	t.pass += stride / t.weight
-}
-
-// put takes back a slot t held and hands it on. Called with s.mu held.
-func (s *Slots) put(t *tenantQueue) {
+// put takes back a slot tenant held and hands it on. Called with s.mu held.
+func (s *Slots) put(tenant string) {
 	s.inUse--
-	t.held--
-	s.forget(t)
+	s.shares.Release(tenant)
 	s.dispatch()
 }
 
-// forget drops t's entry once it neither holds nor waits for a slot. Called with s.mu
-// held.
-func (s *Slots) forget(t *tenantQueue) {
-	if t.held == 0 && len(t.queue) == 0 && s.tenants[t.name] == t {
-		delete(s.tenants, t.name)
-	}
-}
-
-// releaser returns the release func of a slot t holds.
-func (s *Slots) releaser(t *tenantQueue) func() {
+// releaser returns the release func of a slot tenant holds.
+func (s *Slots) releaser(tenant string) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
-			s.put(t)
+			s.put(tenant)
 			s.mu.Unlock()
 		})
 	}
 }
 
-// dispatch grants free slots to the queues' heads, smallest pass first. Called with
-// s.mu held.
+// dispatch grants free slots to the heads of the queues of the tenants Shares picks.
+// Called with s.mu held.
 func (s *Slots) dispatch() {
 	for s.inUse < s.cfg.Slots && s.waiting > 0 {
-		var next *tenantQueue
-		for _, t := range s.tenants {
-			if len(t.queue) == 0 {
-				continue
-			}
-			if next == nil || t.before(next) {
-				next = t
-			}
-		}
-		w := next.queue[0]
-		next.queue[0] = nil
-		next.queue = next.queue[1:]
+		tenant, _ := s.shares.Next()
+		q := s.queues[tenant]
+		w := q[0]
+		q[0] = nil
+		s.setQueue(tenant, q[1:])
 		s.waiting--
-		s.vtime = next.pass
-		s.grant(next)
+		s.inUse++
+		s.shares.Grant(tenant)
 		w.granted = true
 		close(w.ready)
 	}
 }
 
-// before reports whether t's next waiter goes before u's: the tenant holding the
-// smaller share of slots for its weight first (held/weight), then the smaller pass,
-// then the smaller name.
-func (t *tenantQueue) before(u *tenantQueue) bool {
-	a, b := uint64(t.held)*u.weight, uint64(u.held)*t.weight
-	if a != b {
-		return a < b
+// setQueue stores tenant's queue q, dropping the entry when q is empty. Called with
+// s.mu held.
+func (s *Slots) setQueue(tenant string, q []*waiter) {
+	if len(q) == 0 {
+		delete(s.queues, tenant)
+		return
 	}
-	if t.pass != u.pass {
-		return t.pass < u.pass
-	}
-	return t.name < u.name
+	s.queues[tenant] = q
 }
 
-// remove takes the ungranted waiter w out of t's queue. Called with s.mu held.
-func (s *Slots) remove(t *tenantQueue, w *waiter) {
-	for i, q := range t.queue {
-		if q == w {
-			t.queue = append(t.queue[:i], t.queue[i+1:]...)
+// remove takes the ungranted waiter w out of tenant's queue. Called with s.mu held.
+func (s *Slots) remove(tenant string, w *waiter) {
+	q := s.queues[tenant]
+	for i, qw := range q {
+		if qw == w {
+			s.setQueue(tenant, append(q[:i], q[i+1:]...))
 			s.waiting--
+			s.shares.Cancel(tenant)
 			break
 		}
 	}
-	s.forget(t)
 }
