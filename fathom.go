@@ -113,6 +113,8 @@ const (
 	EmbedderHash = node.EmbedderHash
 	// EmbedderOpenAI is an OpenAI-compatible embeddings API.
 	EmbedderOpenAI = node.EmbedderOpenAI
+	// EmbedderGloVe is the local GloVe word vectors' embedder (Memory.EmbeddingVectors).
+	EmbedderGloVe = node.EmbedderGloVe
 )
 
 // Artifacts selects the artifact store (node.ArtifactConfig): a given Store, an S3

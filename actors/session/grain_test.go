@@ -59,6 +59,8 @@ type harnessOpts struct {
 	telemetry telemetry.Config
 	// log, when set, is the node's logger.
 	log *slog.Logger
+	// memory is the node's vector store and embedder (node.Config.Memory).
+	memory node.MemoryConfig
 }
 
 // openJournal is the journal of a test of the grain: in memory (persistence/memjournal),
@@ -121,12 +123,16 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 		log = o.log
 	}
 	ccfg.Logger = log
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	startTimeout := 30 * time.Second
+	if o.memory.Embedder == node.EmbedderGloVe {
+		startTimeout = 5 * time.Minute // reading the word vectors' 307 MB of JSON: seconds, more under load
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	n, err := node.Start(ctx, node.Config{
 		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
-		PromptsDir: o.promptsDir, Telemetry: o.telemetry,
+		PromptsDir: o.promptsDir, Telemetry: o.telemetry, Memory: o.memory,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

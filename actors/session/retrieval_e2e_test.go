@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
@@ -46,40 +49,125 @@ func TestHybridRetrievalFindsEarlyIdentifier(t *testing.T) {
 // runIdentifierSession runs the session with retrieval mode and reports whether the
 // question's model call had the early fact among its semantic messages.
 func runIdentifierSession(t *testing.T, mode string) bool {
+	return runProbeSession(t, probeSession{
+		fact: "probe 3: the shipment record says ORD-2024-00042 leaves the Lyon warehouse on Thursday with Geodis, packed in two boxes and signed for by the night shift",
+		filler: func(n int) string {
+			return fmt.Sprintf("probe %d: which carrier ships order ORD-2024-%05d? not known yet", n, 10000+n)
+		},
+		question:  "Which carrier ships order ORD-2024-00042?",
+		mentions:  []string{"ORD-2024-00042", "Geodis"},
+		retrieval: persistence.Retrieval{Mode: mode},
+	})
+}
+
+// TestGloVeRetrievalFindsParaphrase runs a long session through the grain against
+// mock-llm, as TestHybridRetrievalFindsEarlyIdentifier does, on a node with the GloVe
+// embedder (--embedder glove: memory/gloveembed, the npm package's word vectors;
+// skipped when npm is unreachable) and then with the hash embedder, both with the
+// default hybrid retrieval. One early probe says a shopper's card was billed twice for
+// one purchase; the other 149 are about customers' deliveries, returns and questions.
+// The later step asks "Did a customer pay double for the same order?", which shares no
+// word with the fact: the GloVe embedder's vector ranking brings the fact into the
+// call's semantic slice, the hash embedder's (which knows words, not meanings) does
+// not, and text search cannot.
+func TestGloVeRetrievalFindsParaphrase(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		memory    func(t *testing.T) node.MemoryConfig
+		wantFound bool
+	}{
+		{"glove", func(t *testing.T) node.MemoryConfig {
+			return node.MemoryConfig{Embedder: node.EmbedderGloVe, EmbeddingVectors: testenv.GloVe(t)}
+		}, true},
+		{"hash", func(*testing.T) node.MemoryConfig { return node.MemoryConfig{} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fillers := []string{
+				"probe %d: customer %d changed the delivery address to their office",
+				"probe %d: customer %d asked about the return policy for shoes",
+				"probe %d: customer %d subscribed to the newsletter",
+				"probe %d: customer %d wants the parcel left with a neighbour",
+				"probe %d: customer %d reported that the website was slow on Monday",
+				"probe %d: customer %d asked whether the jacket comes in blue",
+			}
+			found := runProbeSession(t, probeSession{
+				fact:     "probe 3: the shopper's card was billed twice for a single purchase, a duplicate payment of 49 euros",
+				filler:   func(n int) string { return fmt.Sprintf(fillers[n%len(fillers)], n, 300+n) },
+				question: "Did a customer pay double for the same order?",
+				mentions: []string{"billed twice"},
+				memory:   tc.memory(t),
+			})
+			if found != tc.wantFound {
+				t.Fatalf("embedder %s: the early fact (billed twice) in the paraphrased question's semantic slice: %v, want %v", tc.name, found, tc.wantFound)
+			}
+		})
+	}
+}
+
+// probeSession is a long session of probes: the first step calls the probe tool 150
+// times, probe 3's result is fact and every other one filler(n); the second step is
+// question.
+type probeSession struct {
+	fact      string
+	filler    func(n int) string
+	question  string
+	mentions  []string // what fact says that nothing else does
+	retrieval persistence.Retrieval
+	memory    node.MemoryConfig
+}
+
+// runProbeSession runs p and reports whether the question's model call had the early
+// fact among its semantic messages.
+func runProbeSession(t *testing.T, p probeSession) bool {
 	const probes = 150
 	type probeArgs struct {
 		N int `json:"n"`
 	}
-	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes order record n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
+	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes record n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
 		if a.N == 3 {
-			return "probe 3: the shipment record says ORD-2024-00042 leaves the Lyon warehouse on Thursday with Geodis, packed in two boxes and signed for by the night shift", nil
+			return p.fact, nil
 		}
-		return fmt.Sprintf("probe %d: which carrier ships order ORD-2024-%05d? not known yet", a.N, 10000+a.N), nil
+		return p.filler(a.N), nil
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := mock.ParseScript([]byte(`{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the order records one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"Which carrier ships order ORD-2024-00042?\",\"dependencies\":[\"s1\"]}]}"},
-		{"system_match":"FATHOM-ROLE: summarizer","response":"Summary: the agent probed many order records."},
-		{"system_match":"Current step: Which carrier","response":"Answered."},
-		{"system_match":"Current step: Probe the order records","times":` + fmt.Sprint(probes) + `,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
-		{"system_match":"Current step: Probe the order records","response":"All records probed."}
-	]}`))
+	plan, err := json.Marshal(map[string]any{"steps": []map[string]any{
+		{"id": "s1", "type": "custom", "description": "Probe the records one by one"},
+		{"id": "s2", "type": "custom", "description": p.question, "dependencies": []string{"s1"}},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *core.Config) {
+	rule := func(match string, fields map[string]any) map[string]any {
+		fields["system_match"] = match
+		return fields
+	}
+	script, err := json.Marshal(map[string]any{"rules": []map[string]any{
+		rule("FATHOM-ROLE: orchestrator", map[string]any{"response": string(plan)}),
+		rule("FATHOM-ROLE: summarizer", map[string]any{"response": "Summary: the agent probed many records."}),
+		rule("Current step: "+regexp.QuoteMeta(p.question), map[string]any{"response": "Answered."}),
+		rule("Current step: Probe the records", map[string]any{"times": probes, "tool_calls": []map[string]any{{"name": "probe", "arguments": `{"n":{{.N}}}`}}}),
+		rule("Current step: Probe the records", map[string]any{"response": "All records probed."}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mock.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, memory: p.memory, cfg: func(c *core.Config) {
 		c.MaxIterations = probes + 10
 		c.MaxLLMCalls = 0
 		c.ContextBudget = 3000
 		c.Summary = memory.SummaryConfig{Threshold: 1500, TargetTokens: 200, InputBudget: 48000}
-		c.Retrieval = persistence.Retrieval{Mode: mode}
+		c.Retrieval = p.retrieval
 	}})
-	if _, err := h.start("ids", "c1", "find the carrier of an order"); err != nil {
+	if _, err := h.start("probes", "c1", "go through the records"); err != nil {
 		t.Fatal(err)
 	}
-	mustComplete(t, waitTerminal(t, h.j, "ids", 5*time.Minute))
+	mustComplete(t, waitTerminal(t, h.j, "probes", 5*time.Minute))
 	var question []struct {
 		Role    string `json:"role"`
 		Content any    `json:"content"`
@@ -93,7 +181,7 @@ func runIdentifierSession(t *testing.T, mode string) bool {
 		}
 		if json.Unmarshal(r.Body, &body) == nil {
 			for _, m := range body.Messages {
-				if c, _ := m.Content.(string); m.Role == "system" && strings.Contains(c, "Current step: Which carrier") {
+				if c, _ := m.Content.(string); m.Role == "system" && strings.Contains(c, "Current step: "+p.question) {
 					question = body.Messages
 				}
 			}
@@ -102,13 +190,21 @@ func runIdentifierSession(t *testing.T, mode string) bool {
 	if question == nil {
 		t.Fatal("no model request for the question's step")
 	}
+	mentions := func(c string) bool {
+		for _, w := range p.mentions {
+			if !strings.Contains(c, w) {
+				return false
+			}
+		}
+		return true
+	}
 	found, semantic := false, 0
 	for _, m := range question {
 		c, _ := m.Content.(string)
 		if strings.HasPrefix(c, memory.SemanticPrefix) {
 			semantic++
-			found = found || strings.Contains(c, "ORD-2024-00042") && strings.Contains(c, "Geodis")
-		} else if strings.Contains(c, "Geodis") {
+			found = found || mentions(c)
+		} else if mentions(c) {
 			t.Fatalf("the early fact reached the call outside the semantic slice (%s): the history is too short to test retrieval", m.Role)
 		}
 	}

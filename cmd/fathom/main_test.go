@@ -418,6 +418,8 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"unknown vector store", []string{"run", "--data-dir", dir, "--vector-store", "faiss", "goal"}, 2, `unknown vector store "faiss"`},
 		{"unknown embedder", []string{"run", "--data-dir", dir, "--embedder", "word2vec", "goal"}, 2, `unknown embedder "word2vec"`},
 		{"embedding model for hash", []string{"run", "--data-dir", dir, "--embedding-model", "text-embedding-3-large", "goal"}, 2, "only for the openai embedder"},
+		{"glove without word vectors", []string{"run", "--data-dir", dir, "--embedder", "glove", "goal"}, 2, "the glove embedder needs its word vectors"},
+		{"word vectors for hash", []string{"run", "--data-dir", dir, "--embedding-vectors", "vectors.json", "goal"}, 2, "word vectors (vectors.json) are only for the glove embedder, not hash"},
 		{"pgvector dimension too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--embedder", "openai", "--embedding-dim", "3072", "goal"}, 2, "more than pgvector indexes (2000)"},
 		{"pgvector ef_search too large", []string{"run", "--postgres", deadPG, "--vector-store", "pgvector", "--pgvector-ef-search", "5000", "goal"}, 2, "--pgvector-ef-search 5000 is more than pgvector accepts (1000)"},
 		{"pgvector ef_search for the memory store", []string{"run", "--data-dir", dir, "--pgvector-ef-search", "200", "goal"}, 2, "only for the pgvector vector store"},

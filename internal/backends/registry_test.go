@@ -52,7 +52,7 @@ func TestNodeBackendsAreRegistered(t *testing.T) {
 	}{
 		{"journals", backends.Journals.Names(), []string{"bolt", "memory", "postgres"}},
 		{"LLM APIs", backends.LLMAPIs.Names(), []string{"anthropic", "openai"}},
-		{"embedders", backends.Embedders.Names(), []string{"hash", "openai"}},
+		{"embedders", backends.Embedders.Names(), []string{"glove", "hash", "openai"}},
 		{"vector stores", backends.VectorStores.Names(), []string{"memory", "pgvector"}},
 		{"artifact stores", backends.ArtifactStores.Names(), []string{"filesystem", "s3"}},
 	} {
@@ -168,7 +168,7 @@ func TestUnknownBackendOfEachKindListsTheValidNames(t *testing.T) {
 			_, err := backends.Embedders.Open(ctx, "word2vec", backends.EmbedderConfig{})
 			return err
 		},
-			`unknown embedder "word2vec" (want hash, openai)`},
+			`unknown embedder "word2vec" (want glove, hash, openai)`},
 		{func() error { _, err := backends.VectorStores.Open(ctx, "faiss", backends.VectorConfig{}); return err },
 			`unknown vector store "faiss" (want memory, pgvector)`},
 		{func() error {
@@ -195,6 +195,11 @@ func TestBackendsValidateTheirConfiguration(t *testing.T) {
 		{"postgres without a DSN", prep(backends.Journals, "postgres", backends.JournalConfig{}), "the postgres journal needs a PostgreSQL DSN"},
 		{"memory read from outside", prep(backends.Journals, "memory", backends.JournalConfig{ReadOnly: true}), "keeps its sessions only inside the running node"},
 		{"hash with a model", prep(backends.Embedders, "hash", backends.EmbedderConfig{Model: "text-embedding-3-large"}), `an embedding model ("text-embedding-3-large") is only for the openai embedder`},
+		{"hash with word vectors", prep(backends.Embedders, "hash", backends.EmbedderConfig{Vectors: "v.json"}), "word vectors (v.json) are only for the glove embedder, not hash"},
+		{"openai with word vectors", prep(backends.Embedders, "openai", backends.EmbedderConfig{Vectors: "v.json"}), "word vectors (v.json) are only for the glove embedder, not openai"},
+		{"glove without word vectors", prep(backends.Embedders, "glove", backends.EmbedderConfig{}), "the glove embedder needs its word vectors"},
+		{"glove with another dimension", prep(backends.Embedders, "glove", backends.EmbedderConfig{Vectors: "v.json", Dimensions: 64}), "the glove embedder's vectors have 100 dimensions, not 64"},
+		{"glove with a model", prep(backends.Embedders, "glove", backends.EmbedderConfig{Vectors: "v.json", Model: "m"}), `an embedding model ("m") is only for the openai embedder`},
 		{"ef_search for the memory store", prep(backends.VectorStores, "memory", backends.VectorConfig{EfSearch: 200}), "a pgvector ef_search (200) is only for the pgvector vector store"},
 		{"pgvector without PostgreSQL", prep(backends.VectorStores, "pgvector", backends.VectorConfig{Dimensions: 8}), "needs PostgreSQL: set a PostgreSQL DSN (--postgres)"},
 		{"pgvector ef_search out of range", prep(backends.VectorStores, "pgvector", backends.VectorConfig{PostgresDSN: "postgres://x", EfSearch: 1 << 20}), "pgvector ef_search must be 1..1000"},
@@ -235,8 +240,8 @@ func TestBackendDefaults(t *testing.T) {
 			t.Errorf("artifact store for %+v: %q, want %q", c.cfg, got, c.want)
 		}
 	}
-	for name, dim := range map[string]int{"hash": 256, "openai": 1536} {
-		if c, err := backends.Embedders.Prepare(name, backends.EmbedderConfig{}); err != nil || c.Dimensions != dim {
+	for name, dim := range map[string]int{"hash": 256, "openai": 1536, "glove": 100} {
+		if c, err := backends.Embedders.Prepare(name, backends.EmbedderConfig{Vectors: map[string]string{"glove": "v.json"}[name]}); err != nil || c.Dimensions != dim {
 			t.Errorf("%s embedder's default dimension %d (%v), want %d", name, c.Dimensions, err, dim)
 		}
 	}

