@@ -62,8 +62,8 @@ run: ## Run one session on embedded defaults (mock LLM, no services): make run G
 .PHONY: test
 test: ## Start PostgreSQL+pgvector, Consul and MinIO, run all tests with -race (the fault tests skip: make test-faults), stop the services
 	@export FATHOM_PG_FAST=1; $(call with_services,$(GO) test -race -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS) && \
-		echo "== multi-member tests excluded from -race (Proto.Actor remoting races upstream)" && \
-		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes' . ./cluster/... ./actors/session/ ./internal/node/ ./internal/fathomtest/)
+		echo "== multi-member tests (Proto.Actor remoting races upstream) and GloVe tests (307 MB of JSON) excluded from -race" && \
+		$(GO) test -count=1 -timeout 10m -run 'Consul|TwoActivations|AcrossNodes|GloVe' . ./cluster/... ./actors/session/ ./internal/node/ ./internal/fathomtest/ ./memory/gloveembed/)
 
 .PHONY: test-faults
 test-faults: ## Start the services, run the fault, heal and soak tests (kill -9, partitions, pauses, outages, rolling upgrade) with -race, stop them

@@ -11,7 +11,6 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/node"
-	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/persistence"
@@ -58,50 +57,6 @@ func runIdentifierSession(t *testing.T, mode string) bool {
 		mentions:  []string{"ORD-2024-00042", "Geodis"},
 		retrieval: persistence.Retrieval{Mode: mode},
 	})
-}
-
-// TestGloVeRetrievalFindsParaphrase runs a long session through the grain against
-// mock-llm, as TestHybridRetrievalFindsEarlyIdentifier does, on a node with the GloVe
-// embedder (--embedder glove: memory/gloveembed, the npm package's word vectors;
-// skipped when npm is unreachable) and then with the hash embedder, both with the
-// default hybrid retrieval. One early probe says a shopper's card was billed twice for
-// one purchase; the other 149 are about customers' deliveries, returns and questions.
-// The later step asks "Did a customer pay double for the same order?", which shares no
-// word with the fact: the GloVe embedder's vector ranking brings the fact into the
-// call's semantic slice, the hash embedder's (which knows words, not meanings) does
-// not, and text search cannot.
-func TestGloVeRetrievalFindsParaphrase(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		memory    func(t *testing.T) node.MemoryConfig
-		wantFound bool
-	}{
-		{"glove", func(t *testing.T) node.MemoryConfig {
-			return node.MemoryConfig{Embedder: node.EmbedderGloVe, EmbeddingVectors: testenv.GloVe(t)}
-		}, true},
-		{"hash", func(*testing.T) node.MemoryConfig { return node.MemoryConfig{} }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fillers := []string{
-				"probe %d: customer %d changed the delivery address to their office",
-				"probe %d: customer %d asked about the return policy for shoes",
-				"probe %d: customer %d subscribed to the newsletter",
-				"probe %d: customer %d wants the parcel left with a neighbour",
-				"probe %d: customer %d reported that the website was slow on Monday",
-				"probe %d: customer %d asked whether the jacket comes in blue",
-			}
-			found := runProbeSession(t, probeSession{
-				fact:     "probe 3: the shopper's card was billed twice for a single purchase, a duplicate payment of 49 euros",
-				filler:   func(n int) string { return fmt.Sprintf(fillers[n%len(fillers)], n, 300+n) },
-				question: "Did a customer pay double for the same order?",
-				mentions: []string{"billed twice"},
-				memory:   tc.memory(t),
-			})
-			if found != tc.wantFound {
-				t.Fatalf("embedder %s: the early fact (billed twice) in the paraphrased question's semantic slice: %v, want %v", tc.name, found, tc.wantFound)
-			}
-		})
-	}
 }
 
 // probeSession is a long session of probes: the first step calls the probe tool 150
