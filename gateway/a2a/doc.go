@@ -9,7 +9,8 @@
 //     version, capabilities.streaming, a skill per configured agent, the input and output
 //     modes, the JSON-RPC interface and its protocol version, an HTTP bearer scheme).
 //   - POST /a2a (Config.Path), behind the gateway's authentication: the JSON-RPC methods
-//     SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask.
+//     SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask and
+//     ListTasks (the caller's sessions from the session index, list.go).
 //
 // The mapping: a task's id (and context id) is the session id. A message without a task
 // starts a session whose goal is the message's text; a message to a task waiting for a

@@ -304,7 +304,18 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			from = 0
 		}
 		s.subscribe(w, r, req.ID, p.ID, from, resume, legacy)
-	case "ListTasks", "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
+	case "ListTasks":
+		var p ListTasksRequest
+		if len(bytes.TrimSpace(req.Params)) == 0 {
+			req.Params = json.RawMessage("{}")
+		}
+		if e := decodeParams(req.Params, &p); e != nil {
+			writeRPC(w, req.ID, nil, e)
+			return
+		}
+		list, err := s.listTasks(ctx, &p)
+		writeRPC(w, req.ID, list, err)
+	case "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
 		writeRPC(w, req.ID, nil, rpcErr(CodeUnsupportedOperation, "%s is not served by this agent", req.Method))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
 		writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))

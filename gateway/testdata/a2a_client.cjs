@@ -1,7 +1,8 @@
 // Drives Fathom's A2A server with the official A2A JavaScript SDK (@a2a-js/sdk, found
 // through NODE_PATH): agent card, send, follow-up, input-required, stream, get, cancel,
 // resubscribe after dropping the stream (every event once), unknown task, another
-// tenant's task, invalid params, no token. Usage: node a2a_client.cjs BASE_URL TOKEN
+// tenant's task, ListTasks (scoped to the caller's tenant, filters, pages), invalid
+// params, no token. Usage: node a2a_client.cjs BASE_URL TOKEN
 // OTHER_TENANT_TOKEN READ_ONLY_TOKEN. Prints "ok" and exits 0 when every check holds; else prints the
 // failure and exits 1.
 'use strict';
@@ -157,6 +158,41 @@ async function main() {
     e6 && { msg: e6.message, unknown: e5.message });
   const e7 = await fails(other.sendMessage({ message: msg('hijack', { taskId: t1.id }) }));
   check(e7 && e7.envelopeCode === -32001, 'another tenant cannot send to the task', e7 && e7.message);
+
+  // ListTasks: the caller's tasks only (another tenant's never), newest first, with the
+  // spec's filters and pages.
+  const o1 = await other.sendMessage({ message: msg('Write a haiku about another tenant') });
+  check(o1.status.state === TaskState.TASK_STATE_COMPLETED, 'the other tenant\'s task', o1);
+  const listReq = (extra) => ({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '',
+    statusTimestampAfter: undefined, ...extra });
+  const mine = [t1.id, t2.id, s1[0].value.id, t3.id, id4];
+  const listed = await a2a.listTasks(listReq({ pageSize: 100 }));
+  const ids = listed.tasks.map((t) => t.id);
+  check(mine.every((id) => ids.includes(id)) && !ids.includes(o1.id) && listed.totalSize === ids.length && listed.nextPageToken === '',
+    'list: the caller\'s tasks, not another tenant\'s', { ids, mine, other: o1.id, totalSize: listed.totalSize });
+  check(ids.indexOf(id4) < ids.indexOf(t1.id) && listed.tasks.every((t) => t.contextId === t.id && t.status.timestamp &&
+    t.artifacts.length === 0 && t.history.length === 0), 'list: newest first, no history or artifacts unless asked', listed.tasks);
+  const theirs = await other.listTasks(listReq({}));
+  check(theirs.tasks.length === 1 && theirs.tasks[0].id === o1.id && theirs.totalSize === 1, 'list: another tenant sees only its own', theirs);
+  const canceled = await a2a.listTasks(listReq({ status: TaskState.TASK_STATE_CANCELED }));
+  check(canceled.tasks.length === 1 && canceled.tasks[0].id === t3.id && canceled.tasks[0].status.state === TaskState.TASK_STATE_CANCELED,
+    'list: status filter', canceled);
+  const one = await a2a.listTasks(listReq({ contextId: t1.id, historyLength: 1, includeArtifacts: true }));
+  check(one.tasks.length === 1 && one.tasks[0].id === t1.id && one.tasks[0].history.length === 1 &&
+    text(one.tasks[0].artifacts[0].parts) === 'An old silent pond', 'list: contextId, historyLength, includeArtifacts', one);
+  const none = await a2a.listTasks(listReq({ statusTimestampAfter: new Date(Date.now() + 3600e3).toISOString() }));
+  check(none.tasks.length === 0 && none.totalSize === 0, 'list: statusTimestampAfter', none);
+  let pageTok = '';
+  const paged = [];
+  do {
+    const page = await a2a.listTasks(listReq({ pageSize: 2, pageToken: pageTok }));
+    check(page.tasks.length <= 2 && page.pageSize === 2 && page.totalSize === ids.length, 'list: a page', page);
+    paged.push(...page.tasks.map((t) => t.id));
+    pageTok = page.nextPageToken;
+  } while (pageTok);
+  check(JSON.stringify(paged) === JSON.stringify(ids), 'list: the pages cover the listing once, in order', { paged, ids });
+  const e12 = await fails(a2a.listTasks(listReq({ pageSize: 150 })));
+  check(e12 && e12.envelopeCode === -32602, 'list: pageSize over 100 is invalid params', e12 && { code: e12.envelopeCode, msg: e12.message });
 
   // Invalid params: a message without parts.
   const e8 = await fails(a2a.sendMessage({ message: { ...msg(''), parts: [] } }));
