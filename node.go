@@ -161,7 +161,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 func mcpAgents(specs []core.AgentSpec) []mcpserver.Agent {
 	out := make([]mcpserver.Agent, 0, len(specs))
 	for _, a := range specs {
-		out = append(out, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType()})
+		out = append(out, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType(), WebhookURL: a.WebhookURL})
 	}
 	return out
 }
