@@ -152,7 +152,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	for _, a := range nn.Agents() {
 		agents = append(agents, a2a.AgentInfo{Name: a.Name, Description: a.Description})
 	}
-	a2a.Mount(h, a2a.Config{Agents: agents, Logger: cfg.Logger})
+	a2a.Mount(h, a2a.Config{Agents: agents, PushNotifications: nn.SendsWebhooks(), Logger: cfg.Logger})
 	agui.Mount(h, cfg.Logger) // POST /v1/agui: the AG-UI endpoint
 	return h, nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/asynkron/protoactor-go/cluster"
+
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/internal/listing"
 	"github.com/fathom-agents/fathom/live"
@@ -185,4 +187,23 @@ func (h *Handler) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		return SessionList{}, hidden(CodeUnavailable, "the session index is unavailable; retry", err)
 	}
 	return out, nil
+}
+
+// SetPushConfig sets (or, with req.Delete, removes) one of session id's push configs for
+// the principal in ctx (the A2A push-notification methods): req's caller and, when
+// empty, its command id are filled in. Its errors carry the gateway's codes (a session
+// the principal may not act on: CodeNotFound or CodePermissionDenied, as the gateway's
+// other writes answer).
+func (h *Handler) SetPushConfig(ctx context.Context, id string, req *messages.SetPushConfigRequest) error {
+	if err := checkSessionID(id); err != nil {
+		return toAPIError(err)
+	}
+	req.Caller = callerFromContext(ctx)
+	if req.CommandId == "" {
+		req.CommandId = NewID("cmd")
+	}
+	if _, err := h.grain(id).SetPushConfig(req, cluster.WithTimeout(h.cfg.RequestTimeout)); err != nil {
+		return toAPIError(err)
+	}
+	return nil
 }

@@ -53,6 +53,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	// KeepAlive is how often an idle stream gets an SSE comment. Default 15s.
 	KeepAlive time.Duration
+	// PushNotifications turns on the push-notification methods (the card's
+	// capabilities.pushNotifications): set it when the node sends webhooks (it has a
+	// webhook secret), whose delivery the pushes share.
+	PushNotifications bool
 	// Logger receives stream errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -116,7 +120,7 @@ func (s *Server) Card(base string) AgentCard {
 		PreferredTransport: "JSONRPC",
 		ProtocolVersion:    LegacyProtocolVersion + ".0",
 		Version:            s.cfg.Version,
-		Capabilities:       AgentCapabilities{Streaming: true},
+		Capabilities:       AgentCapabilities{Streaming: true, PushNotifications: s.cfg.PushNotifications},
 		SecuritySchemes: map[string]SecurityScheme{"bearer": {HTTPAuth: &HTTPAuthSecurityScheme{Scheme: "Bearer",
 			Description: "the gateway's bearer token, JWT or API key (Authorization: Bearer <token>)"}}},
 		SecurityRequirements: []SecurityRequirement{{Schemes: map[string]StringList{"bearer": {List: []string{}}}}},
@@ -318,7 +322,12 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 	case "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
 		writeRPC(w, req.ID, nil, rpcErr(CodeUnsupportedOperation, "%s is not served by this agent", req.Method))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
+		if !s.cfg.PushNotifications {
+			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent (it has no webhook secret)"))
+			return
+		}
+		result, err := s.pushMethod(ctx, method, req.Params)
+		writeRPC(w, req.ID, result, err)
 	default:
 		if strings.HasPrefix(req.Method, "tasks/pushNotificationConfig/") {
 			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))

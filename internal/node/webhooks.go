@@ -67,3 +67,7 @@ func (n *Node) startWebhooks(b *boot) error {
 	b.session.Webhooks = true
 	return nil
 }
+
+// SendsWebhooks reports whether the node sends webhook notifications (it has a webhook
+// secret): only then does it take webhook URLs and push configs.
+func (n *Node) SendsWebhooks() bool { return n.webhooks != nil }

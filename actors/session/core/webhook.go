@@ -52,19 +52,23 @@ func WebhookID(sessionID string, seq uint64) string {
 }
 
 // noteWebhook follows the application of ev to s, whose status was before: a status
-// that calls for a notification adds one when the session names a webhook_url. A fork
-// starts with none (its copied past notified the source's receiver).
+// that calls for a notification adds one when the session names a webhook_url, and one
+// for each push config (push.go). A fork starts with none (its copied past notified the
+// source's receivers).
 func noteWebhook(s *messages.SessionState, before messages.SessionStatus, ev *messages.Event) {
 	if ev.GetSessionForked() != nil {
-		s.Webhooks = nil
+		s.Webhooks, s.PushConfigs = nil, nil
 		return
 	}
 	t := webhookType(s.Status)
-	if t == "" || s.Status == before || s.GetConfig().GetWebhookUrl() == "" {
+	if t == "" || s.Status == before {
 		return
 	}
-	s.Webhooks = append(s.Webhooks, &messages.PendingWebhook{WebhookId: WebhookID(s.SessionId, ev.GetSeq()), Type: t,
-		EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano()})
+	if s.GetConfig().GetWebhookUrl() != "" {
+		s.Webhooks = append(s.Webhooks, &messages.PendingWebhook{WebhookId: WebhookID(s.SessionId, ev.GetSeq()), Type: t,
+			EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano()})
+	}
+	notePushes(s, t, ev)
 }
 
 func webhookIndex(s *messages.SessionState, id string) int {
