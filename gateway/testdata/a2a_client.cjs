@@ -2,14 +2,15 @@
 // through NODE_PATH): agent card, send, follow-up, input-required, stream, get, cancel,
 // resubscribe after dropping the stream (every event once), unknown task, another
 // tenant's task, ListTasks (scoped to the caller's tenant, filters, pages), invalid
-// params, no token. Usage: node a2a_client.cjs BASE_URL TOKEN
-// OTHER_TENANT_TOKEN READ_ONLY_TOKEN. Prints "ok" and exits 0 when every check holds; else prints the
+// params, no token, push configs (create, get, list, delete; the push itself is checked
+// by the Go test's receiver at HOOK_URL/keep). Usage: node a2a_client.cjs BASE_URL TOKEN
+// OTHER_TENANT_TOKEN READ_ONLY_TOKEN HOOK_URL. Prints "ok" and exits 0 when every check holds; else prints the
 // failure and exits 1.
 'use strict';
 const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = require('@a2a-js/sdk/client');
 const { TaskState, Role } = require('@a2a-js/sdk');
 
-const [base, token, otherToken, readToken] = process.argv.slice(2);
+const [base, token, otherToken, readToken, hook] = process.argv.slice(2);
 let n = 0;
 
 function check(cond, what, detail) {
@@ -118,6 +119,35 @@ async function main() {
   check(art && art.value.artifact.artifactId === 'result' && text(art.value.artifact.parts) === 'An old silent pond', 'stream: artifact', art);
   const last = s1[s1.length - 1];
   check(last.$case === 'statusUpdate' && last.value.status.state === TaskState.TASK_STATE_COMPLETED, 'stream: completed last', last);
+
+  // Push configs: on a task waiting for input, two configs; one deleted; the answer
+  // completes the task, whose status update the node pushes to the other (the Go test's
+  // receiver checks it). Another tenant cannot set one.
+  check(card.capabilities.pushNotifications === true, 'card: push notifications', card.capabilities);
+  const t5 = await a2a.sendMessage({ message: msg('Pick a colour for the shed') });
+  check(t5.status.state === TaskState.TASK_STATE_INPUT_REQUIRED, 'push: task waits for input', t5);
+  const pushCfg = (id, path) => ({ tenant: '', id, taskId: t5.id, url: `${hook}/${path}`, token: 'js-token',
+    authentication: { scheme: 'Bearer', credentials: 'js-credentials' } });
+  const k = await a2a.createTaskPushNotificationConfig(pushCfg('', 'keep'));
+  check(k.id && k.taskId === t5.id && k.url === `${hook}/keep` && k.authentication.scheme === 'Bearer' &&
+    k.authentication.credentials === '' && k.token === '', 'push: create (an id given, the secrets not read back)', k);
+  await a2a.createTaskPushNotificationConfig(pushCfg('gone', 'gone'));
+  const kg = await a2a.getTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: k.id });
+  check(kg.id === k.id && kg.url === k.url, 'push: get', kg);
+  const pl = await a2a.listTaskPushNotificationConfig({ tenant: '', taskId: t5.id, pageSize: 0, pageToken: '' });
+  check(pl.configs.length === 2 && pl.configs.map((c) => c.id).join(',') === `${k.id},gone`, 'push: list', pl);
+  await a2a.deleteTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' });
+  await a2a.deleteTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' }); // idempotent
+  const pl2 = await a2a.listTaskPushNotificationConfig({ tenant: '', taskId: t5.id, pageSize: 0, pageToken: '' });
+  check(pl2.configs.length === 1 && pl2.configs[0].id === k.id, 'push: list after delete', pl2);
+  const e13 = await fails(a2a.getTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' }));
+  check(e13 && e13.envelopeCode === -32001, 'push: get of a deleted config', e13 && e13.message);
+  const otherPush = await client(otherToken);
+  const e14 = await fails(otherPush.createTaskPushNotificationConfig(pushCfg('theirs', 'theirs')));
+  check(e14 && e14.envelopeCode === -32001, 'push: another tenant\'s task', e14 && e14.message);
+  const t5b = await a2a.sendMessage({ message: msg('green', { taskId: t5.id }) });
+  check(t5b.status.state === TaskState.TASK_STATE_COMPLETED, 'push: the answer completes the task', t5b);
+  console.log(`push-task ${t5.id}`);
 
   // Cancel: a working task is canceled (the session is cancelled); twice is refused.
   const t3 = await a2a.sendMessage({ message: msg('A long job with many steps'), configuration: { acceptedOutputModes: [], returnImmediately: true } });
