@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,11 +124,12 @@ func TestA2APushNotifications(t *testing.T) {
 		return strings.Contains(string(evs), "webhook_delivered")
 	}, "no webhook_delivered in the task's events")
 	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 {
-		t.Fatalf("receiver got %d pushes, want 1: %+v", len(got), got)
+	first := slices.Clone(got)
+	mu.Unlock()
+	if len(first) != 1 {
+		t.Fatalf("receiver got %d pushes, want 1: %+v", len(first), first)
 	}
-	d := got[0]
+	d := first[0]
 	su, _ := d.body["statusUpdate"].(map[string]any)
 	if d.auth != "Bearer push-cred-xyz" || d.token != "tok-123" || d.contentType != "application/a2a+json" || d.webhookID == "" ||
 		su == nil || su["taskId"] != id || su["contextId"] != id || su["status"].(map[string]any)["state"] != a2a.StateCompleted {
@@ -145,5 +147,32 @@ func TestA2APushNotifications(t *testing.T) {
 	}
 	if l, e := a2aCall(t, g, "acme", "ListTaskPushNotificationConfigs", map[string]any{"taskId": id}); e != nil || len(l["configs"].([]any)) != 0 {
 		t.Fatalf("list after delete: %v %v", l, e)
+	}
+
+	// A config given with the message that starts a task (configuration.
+	// taskPushNotificationConfig) gets exactly one push of its completion, whether the
+	// session completed before or after the config was recorded.
+	res, e = a2aCall(t, g, "acme", "SendMessage", map[string]any{"message": map[string]any{"messageId": "p-3", "role": "ROLE_USER",
+		"parts": []any{map[string]any{"text": "Write a haiku about push"}}},
+		"configuration": map[string]any{"taskPushNotificationConfig": map[string]any{"url": rcv.URL + "/on-send", "token": "tok-send"}}})
+	if e != nil {
+		t.Fatalf("send with a push config: %v", e)
+	}
+	id2 := res["task"].(map[string]any)["id"].(string)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		_, _, evs := fetch(t, g, "GET", "/v1/sessions/"+id2+"/events?follow=false&deltas=false", "acme", "")
+		return strings.Contains(string(evs), "webhook_delivered")
+	}, "no webhook_delivered in the events of the task started with a push config")
+	mu.Lock()
+	defer mu.Unlock()
+	var onSend []pushDelivery
+	for _, p := range got[1:] {
+		if su, _ := p.body["statusUpdate"].(map[string]any); su != nil && su["taskId"] == id2 {
+			onSend = append(onSend, p)
+		}
+	}
+	if len(got) != 2 || len(onSend) != 1 || onSend[0].token != "tok-send" || onSend[0].auth != "" ||
+		onSend[0].body["statusUpdate"].(map[string]any)["status"].(map[string]any)["state"] != a2a.StateCompleted {
+		t.Fatalf("pushes %+v: want one more, the completion of %s", got, id2)
 	}
 }

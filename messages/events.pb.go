@@ -4507,8 +4507,13 @@ func (x *PushConfig) GetSealedCredentials() string {
 // PushConfigSet records a push config set on the session (a config with the same id is
 // replaced).
 type PushConfigSet struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        *PushConfig            `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *PushConfig            `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// notify_current, set for a config given with the message that started the task,
+	// also makes the notification of the status the session is in now due to it (a
+	// session that completed, failed, was cancelled or waits for a human before its
+	// config arrived still notifies it); nothing when it is working.
+	NotifyCurrent bool `protobuf:"varint,2,opt,name=notify_current,json=notifyCurrent,proto3" json:"notify_current,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4548,6 +4553,13 @@ func (x *PushConfigSet) GetConfig() *PushConfig {
 		return x.Config
 	}
 	return nil
+}
+
+func (x *PushConfigSet) GetNotifyCurrent() bool {
+	if x != nil {
+		return x.NotifyCurrent
+	}
+	return false
 }
 
 // PushConfigDeleted records a push config removed: no notification is due to it after
@@ -5315,9 +5327,10 @@ const file_events_proto_rawDesc = "" +
 	"\fsealed_token\x18\x03 \x01(\tR\vsealedToken\x12\x1f\n" +
 	"\vauth_scheme\x18\x04 \x01(\tR\n" +
 	"authScheme\x12-\n" +
-	"\x12sealed_credentials\x18\x05 \x01(\tR\x11sealedCredentials\">\n" +
+	"\x12sealed_credentials\x18\x05 \x01(\tR\x11sealedCredentials\"e\n" +
 	"\rPushConfigSet\x12-\n" +
-	"\x06config\x18\x01 \x01(\v2\x15.fathom.v1.PushConfigR\x06config\"0\n" +
+	"\x06config\x18\x01 \x01(\v2\x15.fathom.v1.PushConfigR\x06config\x12%\n" +
+	"\x0enotify_current\x18\x02 \x01(\bR\rnotifyCurrent\"0\n" +
 	"\x11PushConfigDeleted\x12\x1b\n" +
 	"\tconfig_id\x18\x01 \x01(\tR\bconfigId\"B\n" +
 	"\rMessageQueued\x12\x18\n" +

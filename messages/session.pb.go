@@ -643,7 +643,9 @@ type SetPushConfigRequest struct {
 	Token       string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	Credentials string `protobuf:"bytes,4,opt,name=credentials,proto3" json:"credentials,omitempty"`
 	// delete removes the config of config.id (a missing one: nothing happens).
-	Delete        bool `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	Delete bool `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	// notify_current: see PushConfigSet.
+	NotifyCurrent bool `protobuf:"varint,6,opt,name=notify_current,json=notifyCurrent,proto3" json:"notify_current,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +718,13 @@ func (x *SetPushConfigRequest) GetCredentials() string {
 func (x *SetPushConfigRequest) GetDelete() bool {
 	if x != nil {
 		return x.Delete
+	}
+	return false
+}
+
+func (x *SetPushConfigRequest) GetNotifyCurrent() bool {
+	if x != nil {
+		return x.NotifyCurrent
 	}
 	return false
 }
@@ -1623,7 +1632,7 @@ const file_session_proto_rawDesc = "" +
 	"\x17ClearBreakpointsRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x01 \x01(\tR\tcommandId\"\xe2\x01\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"\x89\x02\n" +
 	"\x14SetPushConfigRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
@@ -1631,7 +1640,8 @@ const file_session_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x01(\v2\x15.fathom.v1.PushConfigR\x06config\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\tR\x05token\x12 \n" +
 	"\vcredentials\x18\x04 \x01(\tR\vcredentials\x12\x16\n" +
-	"\x06delete\x18\x05 \x01(\bR\x06delete\"\x84\x01\n" +
+	"\x06delete\x18\x05 \x01(\bR\x06delete\x12%\n" +
+	"\x0enotify_current\x18\x06 \x01(\bR\rnotifyCurrent\"\x84\x01\n" +
 	"\rCancelRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +

@@ -13,7 +13,7 @@ import (
 func (g *Grain) SetPushConfig(req *messages.SetPushConfigRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "SetPushConfig")
 	return g.command(ctx, req, func() ([]*messages.Event, error) {
-		sealed := &messages.SetPushConfigRequest{CommandId: req.GetCommandId(), Delete: req.GetDelete(), Config: &messages.PushConfig{
+		sealed := &messages.SetPushConfigRequest{CommandId: req.GetCommandId(), Delete: req.GetDelete(), NotifyCurrent: req.GetNotifyCurrent(), Config: &messages.PushConfig{
 			Id: req.GetConfig().GetId(), Url: req.GetConfig().GetUrl(), AuthScheme: req.GetConfig().GetAuthScheme()}}
 		if s := g.deps.Webhooks; s != nil && !req.GetDelete() {
 			var err error

@@ -59,7 +59,7 @@ func (s *Server) pushMethod(ctx context.Context, method string, params json.RawM
 		if e := decodeParams(params, &c); e != nil {
 			return nil, e
 		}
-		return s.setPush(ctx, c.TaskID, c)
+		return s.setPush(ctx, c.TaskID, c, false)
 	}
 	var p PushConfigRequest
 	if e := decodeParams(params, &p); e != nil {
@@ -102,8 +102,9 @@ func (s *Server) pushMethod(ctx context.Context, method string, params json.RawM
 }
 
 // setPush sets push config c on task id (an id generated when c names none) and answers
-// it as stored.
-func (s *Server) setPush(ctx context.Context, id string, c TaskPushNotificationConfig) (*TaskPushNotificationConfig, error) {
+// it as stored. current also makes the task's current state, when it is one that
+// notifies, due to the config (a config sent with the message that started the task).
+func (s *Server) setPush(ctx context.Context, id string, c TaskPushNotificationConfig, current bool) (*TaskPushNotificationConfig, error) {
 	if id == "" {
 		return nil, rpcErr(CodeInvalidParams, "taskId is required")
 	}
@@ -113,7 +114,7 @@ func (s *Server) setPush(ctx context.Context, id string, c TaskPushNotificationC
 	if c.ID == "" {
 		c.ID = gateway.NewID("push")
 	}
-	req := &messages.SetPushConfigRequest{Config: &messages.PushConfig{Id: c.ID, Url: c.URL}, Token: c.Token}
+	req := &messages.SetPushConfigRequest{Config: &messages.PushConfig{Id: c.ID, Url: c.URL}, Token: c.Token, NotifyCurrent: current}
 	if a := c.Authentication; a != nil && a.Scheme != "" {
 		req.Config.AuthScheme, req.Credentials = a.Scheme, a.Credentials
 	}

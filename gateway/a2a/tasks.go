@@ -101,7 +101,7 @@ func (s *Server) deliver(ctx context.Context, p *SendMessageRequest) (string, ui
 		if err := json.Unmarshal(body, &started); err != nil {
 			return "", 0, fmt.Errorf("decode the start answer: %w", err)
 		}
-		if err := s.pushOnSend(ctx, started.SessionID, p); err != nil {
+		if err := s.pushOnSend(ctx, started.SessionID, p, true); err != nil {
 			return "", 0, err
 		}
 		return started.SessionID, 0, nil
@@ -110,7 +110,7 @@ func (s *Server) deliver(ctx context.Context, p *SendMessageRequest) (string, ui
 	if err != nil {
 		return "", 0, err
 	}
-	if err := s.pushOnSend(ctx, id, p); err != nil {
+	if err := s.pushOnSend(ctx, id, p, false); err != nil {
 		return "", 0, err
 	}
 	switch st.GetStatus() {
@@ -516,8 +516,10 @@ func nullID(id json.RawMessage) json.RawMessage {
 	return id
 }
 
-// pushOnSend sets the push config a send's configuration names on task id, if any.
-func (s *Server) pushOnSend(ctx context.Context, id string, p *SendMessageRequest) error {
+// pushOnSend sets the push config a send's configuration names on task id, if any;
+// started says the send started the task (which may have settled already: setPush's
+// current).
+func (s *Server) pushOnSend(ctx context.Context, id string, p *SendMessageRequest, started bool) error {
 	c := p.Configuration
 	if c == nil || c.TaskPushNotificationConfig == nil {
 		return nil
@@ -525,6 +527,6 @@ func (s *Server) pushOnSend(ctx context.Context, id string, p *SendMessageReques
 	if !s.cfg.PushNotifications {
 		return rpcErr(CodePushNotSupported, "push notifications are not supported by this agent (it has no webhook secret)")
 	}
-	_, err := s.setPush(ctx, id, *c.TaskPushNotificationConfig)
+	_, err := s.setPush(ctx, id, *c.TaskPushNotificationConfig, started)
 	return err
 }

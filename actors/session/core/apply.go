@@ -370,7 +370,7 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 	case *messages.Event_WebhookFailed:
 		applyWebhookFailed(s, p.WebhookFailed)
 	case *messages.Event_PushConfigSet:
-		applyPushConfigSet(s, p.PushConfigSet)
+		applyPushConfigSet(s, p.PushConfigSet, ev)
 	case *messages.Event_PushConfigDeleted:
 		applyPushConfigDeleted(s, p.PushConfigDeleted)
 	case *messages.Event_SubagentCompleted:

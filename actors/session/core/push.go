@@ -72,20 +72,30 @@ func DecideSetPushConfig(s *messages.SessionState, req *messages.SetPushConfigRe
 	set := &messages.PushConfig{Id: c.GetId(), Url: c.GetUrl(), SealedToken: c.GetSealedToken(), AuthScheme: c.GetAuthScheme(),
 		SealedCredentials: c.GetSealedCredentials()}
 	b.Add(func(e *messages.Event) {
-		e.Payload = &messages.Event_PushConfigSet{PushConfigSet: &messages.PushConfigSet{Config: set}}
+		e.Payload = &messages.Event_PushConfigSet{PushConfigSet: &messages.PushConfigSet{Config: set, NotifyCurrent: req.GetNotifyCurrent()}}
 	})
 	return b.Evs, nil
 }
 
-// applyPushConfigSet sets the config (replacing the one of its id).
-func applyPushConfigSet(s *messages.SessionState, p *messages.PushConfigSet) {
+// applyPushConfigSet sets the config (replacing the one of its id); with notify_current
+// it is also due the notification of the session's current status, if that calls for one.
+func applyPushConfigSet(s *messages.SessionState, p *messages.PushConfigSet, ev *messages.Event) {
 	c := p.GetConfig()
 	if i := pushConfigIndex(s, c.GetId()); i >= 0 {
 		s.PushConfigs = slices.Clone(s.PushConfigs)
 		s.PushConfigs[i] = c
-		return
+	} else {
+		s.PushConfigs = append(slices.Clip(s.PushConfigs), c)
 	}
-	s.PushConfigs = append(slices.Clip(s.PushConfigs), c)
+	if t := webhookType(s.GetStatus()); p.GetNotifyCurrent() && t != "" {
+		s.Webhooks = append(slices.Clip(s.Webhooks), pendingPush(s, c, t, ev))
+	}
+}
+
+// pendingPush is the notification of type t, made due by ev, to push config c.
+func pendingPush(s *messages.SessionState, c *messages.PushConfig, t string, ev *messages.Event) *messages.PendingWebhook {
+	return &messages.PendingWebhook{WebhookId: WebhookID(s.GetSessionId(), ev.GetSeq()) + "_" + c.GetId(), Type: t,
+		EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano(), PushConfigId: c.GetId()}
 }
 
 // applyPushConfigDeleted removes the config and the notifications still due to it.
@@ -98,8 +108,7 @@ func applyPushConfigDeleted(s *messages.SessionState, p *messages.PushConfigDele
 // notePushes adds the notification of type t, made due by ev, for every push config.
 func notePushes(s *messages.SessionState, t string, ev *messages.Event) {
 	for _, c := range s.GetPushConfigs() {
-		s.Webhooks = append(s.Webhooks, &messages.PendingWebhook{WebhookId: WebhookID(s.SessionId, ev.GetSeq()) + "_" + c.GetId(), Type: t,
-			EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano(), PushConfigId: c.GetId()})
+		s.Webhooks = append(s.Webhooks, pendingPush(s, c, t, ev))
 	}
 }
 
