@@ -57,7 +57,8 @@ func a2aCall(t *testing.T, g *gw, tok, method string, params any) (result, rpcEr
 // TASK_STATE_COMPLETED) to the config's URL with "Authorization: Bearer <credentials>"
 // and the token, through the journal-backed webhook delivery (webhook_delivered in the
 // task's events, which never hold the credential). Another tenant's task is not found;
-// after Delete the task has no config.
+// after Delete the task has no config. A read-only credential may not set one, nor may
+// anyone set an ftp URL.
 func TestA2APushNotifications(t *testing.T) {
 	var mu sync.Mutex
 	var got []pushDelivery
@@ -109,6 +110,12 @@ func TestA2APushNotifications(t *testing.T) {
 	}
 	if _, e := a2aCall(t, g, "globex", "CreateTaskPushNotificationConfig", cfg); e == nil || e["code"] != float64(a2a.CodeTaskNotFound) {
 		t.Fatalf("another tenant's create: %v, want task not found", e)
+	}
+	if _, e := a2aCall(t, g, readToken, "CreateTaskPushNotificationConfig", cfg); e == nil || e["code"] != float64(a2a.CodeServerError) {
+		t.Fatalf("a read-only credential's create: %v, want -32000", e)
+	}
+	if _, e := a2aCall(t, g, "acme", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": "ftp://example.com/x"}); e == nil || e["code"] != float64(a2a.CodeInvalidParams) {
+		t.Fatalf("an ftp push url: %v, want -32602", e)
 	}
 	if _, e := a2aCall(t, g, "acme", "GetTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "nope"}); e == nil || e["code"] != float64(a2a.CodeTaskNotFound) {
 		t.Fatalf("get of a missing config: %v", e)
