@@ -330,7 +330,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, req.ID, result, err)
 	default:
 		if strings.HasPrefix(req.Method, "tasks/pushNotificationConfig/") {
-			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
+			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "A2A 0.3's push notifications are not supported by this agent (A2A 1.0's are, on a node with a webhook secret)"))
 			return
 		}
 		writeRPC(w, req.ID, nil, rpcErr(CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)))
