@@ -1,16 +1,19 @@
 package core
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/webhooks"
 )
 
 // TestPushConfigNotifications drives push configs through the decisions: a config set
 // on a completed session is due nothing until the next notifiable status, unless it
 // came with the message that started the task (notify_current: the completion it
-// missed is due to it); a config deleted drops what is still due to it.
+// missed is due to it); a failed attempt's retry still goes to the config; a config
+// deleted drops what is still due to it.
 func TestPushConfigNotifications(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Webhooks = true
@@ -38,6 +41,14 @@ func TestPushConfigNotifications(t *testing.T) {
 		string(a.Body) != `{"statusUpdate":{"contextId":"`+s.GetSessionId()+`","metadata":{"fathom":{"notification":"session.completed","seq":`+
 			strconv.FormatUint(w[0].GetEventSeq(), 10)+`}},"status":{"state":"TASK_STATE_COMPLETED","timestamp":"`+t0.UTC().Format("2006-01-02T15:04:05Z07:00")+`"},"taskId":"`+s.GetSessionId()+`"}}` {
 		t.Fatalf("attempt %+v %s", a, a.Body)
+	}
+	// A failed attempt keeps the notification's push config (the retry goes to it too).
+	fold(t, s, DecideWebhookOutcome(s, w[0].GetWebhookId(), 1, webhooks.Outcome{StatusCode: 503, Err: errors.New("down")}, webhooks.DefaultConfig(), t0))
+	if w := s.GetWebhooks(); len(w) != 1 || w[0].GetAttempts() != 1 || w[0].GetPushConfigId() != "missed" {
+		t.Fatalf("after a failed attempt: %v", w)
+	}
+	if a, ok := WebhookAttempt(s, s.GetWebhooks()[0]); !ok || a.URL != "https://hooks.example.com/missed" {
+		t.Fatalf("the retry goes to %q", a.URL)
 	}
 	evs, err := DecideSetPushConfig(s, &messages.SetPushConfigRequest{CommandId: "c3", Delete: true, Config: &messages.PushConfig{Id: "missed"}}, cfg, t0)
 	if err != nil {

@@ -102,7 +102,8 @@ func applyWebhookFailed(s *messages.SessionState, f *messages.WebhookFailed) {
 // cloneWebhook copies w: the fold never mutates a message a cloned state may share.
 func cloneWebhook(w *messages.PendingWebhook) *messages.PendingWebhook {
 	return &messages.PendingWebhook{WebhookId: w.GetWebhookId(), Type: w.GetType(), EventSeq: w.GetEventSeq(),
-		AtUnixNano: w.GetAtUnixNano(), Attempts: w.GetAttempts(), NextAttemptUnixNano: w.GetNextAttemptUnixNano()}
+		AtUnixNano: w.GetAtUnixNano(), Attempts: w.GetAttempts(), NextAttemptUnixNano: w.GetNextAttemptUnixNano(),
+		PushConfigId: w.GetPushConfigId()}
 }
 
 // NextWebhookAt is when the session's earliest pending notification is due (Unix
