@@ -154,7 +154,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 	for _, a := range nn.Agents() {
 		agents = append(agents, a2a.AgentInfo{Name: a.Name, Description: a.Description})
 	}
-	a2a.Mount(h, a2a.Config{Agents: agents, Logger: cfg.Logger})
+	a2a.Mount(h, a2a.Config{Agents: agents, PushNotifications: nn.SendsWebhooks(), Logger: cfg.Logger})
 	agui.Mount(h, cfg.Logger) // POST /v1/agui: the AG-UI endpoint
 	return h, nil
 }
@@ -163,7 +163,7 @@ func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handle
 func mcpAgents(specs []core.AgentSpec) []mcpserver.Agent {
 	out := make([]mcpserver.Agent, 0, len(specs))
 	for _, a := range specs {
-		out = append(out, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType()})
+		out = append(out, mcpserver.Agent{Name: a.Name, Description: a.Description, StepType: a.StepType(), WebhookURL: a.WebhookURL})
 	}
 	return out
 }

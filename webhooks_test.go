@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/fathom-agents/fathom"
+	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/gateway/mcpserver"
 	"github.com/fathom-agents/fathom/internal/fathomtest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
@@ -253,5 +257,60 @@ func TestWebhookDeliveredAfterRestart(t *testing.T) {
 		if r.id != d.GetWebhookId() || r.typ != "session.completed" {
 			t.Fatalf("receiver got %+v, want only %s", r, d.GetWebhookId())
 		}
+	}
+}
+
+// TestAgentWebhookURL: an agent's WebhookURL (the config file's agents[].webhook_url)
+// is the webhook_url of the sessions its tool on the node's MCP server starts: one call
+// of the tool makes the node POST that session's signed session.completed notification
+// there, while a session started without the agent (and with no webhook_url) notifies
+// nobody.
+func TestAgentWebhookURL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc := &receiver{t: t, failing: func(int) bool { return false }}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	n := fathomtest.StartNode(t, fathomtest.Options{Rules: `{"rules":[
+		{"system_match":"FATHOM-PHASE: synthesize","response":"audited"},
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"auditor\",\"description\":\"audit the totals\"}]}"}]}`,
+		Edit: func(c *fathom.Config) {
+			c.Agents = []fathom.Agent{{Name: "auditor", Description: "Audits totals", WebhookURL: srv.URL + "/auditor",
+				Run: func(context.Context, fathom.Brief) (*fathom.Handoff, error) {
+					return &fathom.Handoff{Summary: "totals match", Confidence: 0.9}, nil
+				}}}
+			c.Webhooks = fathom.Webhooks{Secret: testWebhookSecret}
+		}})
+	h, err := n.Gateway(ctx, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(h)
+	defer gw.Close()
+	defer h.Shutdown(context.Background())
+	mc, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + mcpserver.Path}, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	defer mc.Close()
+	res, err := mc.CallTool(ctx, &mcp.CallToolParams{Name: "auditor", Arguments: map[string]any{"goal": "Audit the totals", "session_id": "agent-hook"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call the auditor tool: %v %+v", err, res)
+	}
+	if _, err := n.StartSession(ctx, fathom.SessionRequest{ID: "no-hook", Goal: "Audit the totals"}); err != nil {
+		t.Fatal(err)
+	}
+	fathomtest.WaitStatus(ctx, t, n, "no-hook", messages.SessionStatus_SESSION_STATUS_COMPLETED)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		d, _ := webhookEvents(ctx, t, n, "agent-hook")
+		return len(d) == 1
+	}, "the agent's session never recorded webhook_delivered")
+	got := rc.deliveries()
+	if len(got) != 1 || got[0].sessionID != "agent-hook" || got[0].typ != "session.completed" || got[0].status != http.StatusOK {
+		t.Fatalf("deliveries %+v: want agent-hook's session.completed only", got)
+	}
+	if st, err := n.State(ctx, "no-hook"); err != nil || st.GetConfig().GetWebhookUrl() != "" {
+		t.Fatalf("the session started without the agent has webhook_url %q (%v)", st.GetConfig().GetWebhookUrl(), err)
 	}
 }

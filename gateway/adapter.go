@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 
+	"github.com/asynkron/protoactor-go/cluster"
+
 	"github.com/fathom-agents/fathom/auth"
+	"github.com/fathom-agents/fathom/internal/listing"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -154,6 +158,52 @@ func WriteError(w http.ResponseWriter, code, msg string) {
 func callerFromContext(ctx context.Context) *messages.Principal {
 	if p, ok := auth.FromContext(ctx); ok {
 		return auth.ToMessage(p)
+	}
+	return nil
+}
+
+// List returns the page q selects from the session index (ListQuery's Status, Since,
+// Until, cursor, Limit, ...) for the principal in ctx: only its own tenant's sessions (an
+// administrator's too: an adapter lists the caller's tenant), and only its own sessions
+// where the tenancy policy says members read their own. CodeUnsupported when the node
+// keeps no session index, CodeInvalidArgument for a query listing.Check refuses.
+func (h *Handler) List(ctx context.Context, q ListQuery) (SessionList, error) {
+	if h.cfg.Index == nil {
+		return SessionList{}, errorf(CodeUnsupported, "this gateway has no session index")
+	}
+	if err := listing.Check(q); err != nil {
+		return SessionList{}, errorf(CodeInvalidArgument, "%v", err)
+	}
+	p, _ := auth.FromContext(ctx)
+	listing.Scope(&q, h.cfg.Tenancy, p, false, p.Tenant)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
+	out, err := listing.List(ctx, h.cfg.Index, q)
+	if errors.Is(err, ErrNoIndex) {
+		return SessionList{}, errorf(CodeUnsupported, "%v", err)
+	}
+	if err != nil {
+		h.cfg.Logger.Warn("list sessions failed", "error", err)
+		return SessionList{}, hidden(CodeUnavailable, "the session index is unavailable; retry", err)
+	}
+	return out, nil
+}
+
+// SetPushConfig sets (or, with req.Delete, removes) one of session id's push configs for
+// the principal in ctx (the A2A push-notification methods): req's caller and, when
+// empty, its command id are filled in. Its errors carry the gateway's codes (a session
+// the principal may not act on: CodeNotFound or CodePermissionDenied, as the gateway's
+// other writes answer).
+func (h *Handler) SetPushConfig(ctx context.Context, id string, req *messages.SetPushConfigRequest) error {
+	if err := checkSessionID(id); err != nil {
+		return toAPIError(err)
+	}
+	req.Caller = callerFromContext(ctx)
+	if req.CommandId == "" {
+		req.CommandId = NewID("cmd")
+	}
+	if _, err := h.grain(id).SetPushConfig(req, cluster.WithTimeout(h.cfg.RequestTimeout)); err != nil {
+		return toAPIError(err)
 	}
 	return nil
 }

@@ -72,6 +72,8 @@ type Event struct {
 	//	*Event_WebhookDelivered
 	//	*Event_WebhookFailed
 	//	*Event_MessageQueued
+	//	*Event_PushConfigSet
+	//	*Event_PushConfigDeleted
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -428,6 +430,24 @@ func (x *Event) GetMessageQueued() *MessageQueued {
 	return nil
 }
 
+func (x *Event) GetPushConfigSet() *PushConfigSet {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PushConfigSet); ok {
+			return x.PushConfigSet
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetPushConfigDeleted() *PushConfigDeleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PushConfigDeleted); ok {
+			return x.PushConfigDeleted
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -556,6 +576,14 @@ type Event_MessageQueued struct {
 	MessageQueued *MessageQueued `protobuf:"bytes,302,opt,name=message_queued,json=messageQueued,proto3,oneof"`
 }
 
+type Event_PushConfigSet struct {
+	PushConfigSet *PushConfigSet `protobuf:"bytes,310,opt,name=push_config_set,json=pushConfigSet,proto3,oneof"`
+}
+
+type Event_PushConfigDeleted struct {
+	PushConfigDeleted *PushConfigDeleted `protobuf:"bytes,311,opt,name=push_config_deleted,json=pushConfigDeleted,proto3,oneof"`
+}
+
 func (*Event_SessionStarted) isEvent_Payload() {}
 
 func (*Event_PlanCreated) isEvent_Payload() {}
@@ -617,6 +645,10 @@ func (*Event_WebhookDelivered) isEvent_Payload() {}
 func (*Event_WebhookFailed) isEvent_Payload() {}
 
 func (*Event_MessageQueued) isEvent_Payload() {}
+
+func (*Event_PushConfigSet) isEvent_Payload() {}
+
+func (*Event_PushConfigDeleted) isEvent_Payload() {}
 
 // Breakpoint stops the session at a step boundary. Empty filters match every step.
 type Breakpoint struct {
@@ -4384,6 +4416,198 @@ func (x *WebhookFailed) GetFinal() bool {
 	return false
 }
 
+// PushConfig is a receiver of the session's push notifications (an A2A task's
+// TaskPushNotificationConfig): from its setting on, each notification a webhook_url
+// gets (completed, failed, cancelled, awaiting human) is also due to url, as an A2A
+// StreamResponse (a statusUpdate), with the config's authentication. The token and the
+// credentials are sealed with the node's webhook secret (webhooks.Sender.Seal): the
+// journal never holds them in the clear.
+type PushConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the config within its session (generated when the client names none).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// url is the receiver's: an absolute http or https URL.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// sealed_token is the config's token, sent as X-A2A-Notification-Token ("": none).
+	SealedToken string `protobuf:"bytes,3,opt,name=sealed_token,json=sealedToken,proto3" json:"sealed_token,omitempty"`
+	// auth_scheme is the authentication's scheme ("Bearer"; "" for none) and
+	// sealed_credentials the whole Authorization header it makes, "<scheme>
+	// <credentials>", sealed.
+	AuthScheme        string `protobuf:"bytes,4,opt,name=auth_scheme,json=authScheme,proto3" json:"auth_scheme,omitempty"`
+	SealedCredentials string `protobuf:"bytes,5,opt,name=sealed_credentials,json=sealedCredentials,proto3" json:"sealed_credentials,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PushConfig) Reset() {
+	*x = PushConfig{}
+	mi := &file_events_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushConfig) ProtoMessage() {}
+
+func (x *PushConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushConfig.ProtoReflect.Descriptor instead.
+func (*PushConfig) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PushConfig) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PushConfig) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *PushConfig) GetSealedToken() string {
+	if x != nil {
+		return x.SealedToken
+	}
+	return ""
+}
+
+func (x *PushConfig) GetAuthScheme() string {
+	if x != nil {
+		return x.AuthScheme
+	}
+	return ""
+}
+
+func (x *PushConfig) GetSealedCredentials() string {
+	if x != nil {
+		return x.SealedCredentials
+	}
+	return ""
+}
+
+// PushConfigSet records a push config set on the session (a config with the same id is
+// replaced).
+type PushConfigSet struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *PushConfig            `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// notify_current, set for a config given with the message that started the task,
+	// also makes the notification of the status the session is in now due to it (a
+	// session that completed, failed, was cancelled or waits for a human before its
+	// config arrived still notifies it); nothing when it is working.
+	NotifyCurrent bool `protobuf:"varint,2,opt,name=notify_current,json=notifyCurrent,proto3" json:"notify_current,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushConfigSet) Reset() {
+	*x = PushConfigSet{}
+	mi := &file_events_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushConfigSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushConfigSet) ProtoMessage() {}
+
+func (x *PushConfigSet) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushConfigSet.ProtoReflect.Descriptor instead.
+func (*PushConfigSet) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *PushConfigSet) GetConfig() *PushConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *PushConfigSet) GetNotifyCurrent() bool {
+	if x != nil {
+		return x.NotifyCurrent
+	}
+	return false
+}
+
+// PushConfigDeleted records a push config removed: no notification is due to it after
+// this event, and those still pending are dropped.
+type PushConfigDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConfigId      string                 `protobuf:"bytes,1,opt,name=config_id,json=configId,proto3" json:"config_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushConfigDeleted) Reset() {
+	*x = PushConfigDeleted{}
+	mi := &file_events_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushConfigDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushConfigDeleted) ProtoMessage() {}
+
+func (x *PushConfigDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushConfigDeleted.ProtoReflect.Descriptor instead.
+func (*PushConfigDeleted) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PushConfigDeleted) GetConfigId() string {
+	if x != nil {
+		return x.ConfigId
+	}
+	return ""
+}
+
 // MessageQueued records a follow-up message sent while a turn was running with on_busy
 // "queue" or "interrupt" (SendRequest): it waits in the state's queued_messages and runs
 // as the next turn (a message_received with from_queue) once the current turn completes.
@@ -4400,7 +4624,7 @@ type MessageQueued struct {
 
 func (x *MessageQueued) Reset() {
 	*x = MessageQueued{}
-	mi := &file_events_proto_msgTypes[43]
+	mi := &file_events_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4636,7 @@ func (x *MessageQueued) String() string {
 func (*MessageQueued) ProtoMessage() {}
 
 func (x *MessageQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[43]
+	mi := &file_events_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4649,7 @@ func (x *MessageQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageQueued.ProtoReflect.Descriptor instead.
 func (*MessageQueued) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{43}
+	return file_events_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *MessageQueued) GetContent() string {
@@ -4477,7 +4701,7 @@ type MemorySaved struct {
 
 func (x *MemorySaved) Reset() {
 	*x = MemorySaved{}
-	mi := &file_events_proto_msgTypes[44]
+	mi := &file_events_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4489,7 +4713,7 @@ func (x *MemorySaved) String() string {
 func (*MemorySaved) ProtoMessage() {}
 
 func (x *MemorySaved) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[44]
+	mi := &file_events_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4502,7 +4726,7 @@ func (x *MemorySaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySaved.ProtoReflect.Descriptor instead.
 func (*MemorySaved) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{44}
+	return file_events_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *MemorySaved) GetMemoryId() string {
@@ -4620,7 +4844,7 @@ type MemoryDeleted struct {
 
 func (x *MemoryDeleted) Reset() {
 	*x = MemoryDeleted{}
-	mi := &file_events_proto_msgTypes[45]
+	mi := &file_events_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4632,7 +4856,7 @@ func (x *MemoryDeleted) String() string {
 func (*MemoryDeleted) ProtoMessage() {}
 
 func (x *MemoryDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[45]
+	mi := &file_events_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4645,7 +4869,7 @@ func (x *MemoryDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryDeleted.ProtoReflect.Descriptor instead.
 func (*MemoryDeleted) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{45}
+	return file_events_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *MemoryDeleted) GetMemoryId() string {
@@ -4701,7 +4925,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\tfathom.v1\"\xeb\x11\n" +
+	"\fevents.proto\x12\tfathom.v1\"\x81\x13\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -4746,7 +4970,9 @@ const file_events_proto_rawDesc = "" +
 	"\x10message_received\x182 \x01(\v2\x1a.fathom.v1.MessageReceivedH\x00R\x0fmessageReceived\x12K\n" +
 	"\x11webhook_delivered\x18\xac\x02 \x01(\v2\x1b.fathom.v1.WebhookDeliveredH\x00R\x10webhookDelivered\x12B\n" +
 	"\x0ewebhook_failed\x18\xad\x02 \x01(\v2\x18.fathom.v1.WebhookFailedH\x00R\rwebhookFailed\x12B\n" +
-	"\x0emessage_queued\x18\xae\x02 \x01(\v2\x18.fathom.v1.MessageQueuedH\x00R\rmessageQueuedB\t\n" +
+	"\x0emessage_queued\x18\xae\x02 \x01(\v2\x18.fathom.v1.MessageQueuedH\x00R\rmessageQueued\x12C\n" +
+	"\x0fpush_config_set\x18\xb6\x02 \x01(\v2\x18.fathom.v1.PushConfigSetH\x00R\rpushConfigSet\x12O\n" +
+	"\x13push_config_deleted\x18\xb7\x02 \x01(\v2\x1c.fathom.v1.PushConfigDeletedH\x00R\x11pushConfigDeletedB\t\n" +
 	"\apayload\"\xdc\x01\n" +
 	"\n" +
 	"Breakpoint\x12\x0e\n" +
@@ -5093,7 +5319,20 @@ const file_events_proto_rawDesc = "" +
 	"statusCode\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x123\n" +
 	"\x16next_attempt_unix_nano\x18\a \x01(\x03R\x13nextAttemptUnixNano\x12\x14\n" +
-	"\x05final\x18\b \x01(\bR\x05final\"B\n" +
+	"\x05final\x18\b \x01(\bR\x05final\"\xa1\x01\n" +
+	"\n" +
+	"PushConfig\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12!\n" +
+	"\fsealed_token\x18\x03 \x01(\tR\vsealedToken\x12\x1f\n" +
+	"\vauth_scheme\x18\x04 \x01(\tR\n" +
+	"authScheme\x12-\n" +
+	"\x12sealed_credentials\x18\x05 \x01(\tR\x11sealedCredentials\"e\n" +
+	"\rPushConfigSet\x12-\n" +
+	"\x06config\x18\x01 \x01(\v2\x15.fathom.v1.PushConfigR\x06config\x12%\n" +
+	"\x0enotify_current\x18\x02 \x01(\bR\rnotifyCurrent\"0\n" +
+	"\x11PushConfigDeleted\x12\x1b\n" +
+	"\tconfig_id\x18\x01 \x01(\tR\bconfigId\"B\n" +
 	"\rMessageQueued\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x17\n" +
 	"\aon_busy\x18\x02 \x01(\tR\x06onBusy\"\xb0\x04\n" +
@@ -5139,7 +5378,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),              // 0: fathom.v1.Event
 	(*Breakpoint)(nil),         // 1: fathom.v1.Breakpoint
@@ -5184,10 +5423,13 @@ var file_events_proto_goTypes = []any{
 	(*MessageReceived)(nil),    // 40: fathom.v1.MessageReceived
 	(*WebhookDelivered)(nil),   // 41: fathom.v1.WebhookDelivered
 	(*WebhookFailed)(nil),      // 42: fathom.v1.WebhookFailed
-	(*MessageQueued)(nil),      // 43: fathom.v1.MessageQueued
-	(*MemorySaved)(nil),        // 44: fathom.v1.MemorySaved
-	(*MemoryDeleted)(nil),      // 45: fathom.v1.MemoryDeleted
-	nil,                        // 46: fathom.v1.MemorySaved.MetadataEntry
+	(*PushConfig)(nil),         // 43: fathom.v1.PushConfig
+	(*PushConfigSet)(nil),      // 44: fathom.v1.PushConfigSet
+	(*PushConfigDeleted)(nil),  // 45: fathom.v1.PushConfigDeleted
+	(*MessageQueued)(nil),      // 46: fathom.v1.MessageQueued
+	(*MemorySaved)(nil),        // 47: fathom.v1.MemorySaved
+	(*MemoryDeleted)(nil),      // 48: fathom.v1.MemoryDeleted
+	nil,                        // 49: fathom.v1.MemorySaved.MetadataEntry
 }
 var file_events_proto_depIdxs = []int32{
 	8,  // 0: fathom.v1.Event.by:type_name -> fathom.v1.Principal
@@ -5216,36 +5458,39 @@ var file_events_proto_depIdxs = []int32{
 	32, // 23: fathom.v1.Event.subagent_started:type_name -> fathom.v1.SubagentStarted
 	38, // 24: fathom.v1.Event.subagent_completed:type_name -> fathom.v1.SubagentCompleted
 	39, // 25: fathom.v1.Event.artifact_written:type_name -> fathom.v1.ArtifactWritten
-	44, // 26: fathom.v1.Event.memory_saved:type_name -> fathom.v1.MemorySaved
-	45, // 27: fathom.v1.Event.memory_deleted:type_name -> fathom.v1.MemoryDeleted
+	47, // 26: fathom.v1.Event.memory_saved:type_name -> fathom.v1.MemorySaved
+	48, // 27: fathom.v1.Event.memory_deleted:type_name -> fathom.v1.MemoryDeleted
 	40, // 28: fathom.v1.Event.message_received:type_name -> fathom.v1.MessageReceived
 	41, // 29: fathom.v1.Event.webhook_delivered:type_name -> fathom.v1.WebhookDelivered
 	42, // 30: fathom.v1.Event.webhook_failed:type_name -> fathom.v1.WebhookFailed
-	43, // 31: fathom.v1.Event.message_queued:type_name -> fathom.v1.MessageQueued
-	1,  // 32: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
-	9,  // 33: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
-	6,  // 34: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
-	9,  // 35: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
-	9,  // 36: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
-	14, // 37: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
-	19, // 38: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
-	17, // 39: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
-	16, // 40: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
-	21, // 41: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
-	14, // 42: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
-	9,  // 43: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
-	14, // 44: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
-	33, // 45: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
-	34, // 46: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
-	35, // 47: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
-	36, // 48: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
-	37, // 49: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
-	46, // 50: fathom.v1.MemorySaved.metadata:type_name -> fathom.v1.MemorySaved.MetadataEntry
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	46, // 31: fathom.v1.Event.message_queued:type_name -> fathom.v1.MessageQueued
+	44, // 32: fathom.v1.Event.push_config_set:type_name -> fathom.v1.PushConfigSet
+	45, // 33: fathom.v1.Event.push_config_deleted:type_name -> fathom.v1.PushConfigDeleted
+	1,  // 34: fathom.v1.BreakpointSet.breakpoint:type_name -> fathom.v1.Breakpoint
+	9,  // 35: fathom.v1.InterruptResumed.modified_step:type_name -> fathom.v1.PlanStep
+	6,  // 36: fathom.v1.SessionStarted.config:type_name -> fathom.v1.SessionConfig
+	9,  // 37: fathom.v1.PlanCreated.steps:type_name -> fathom.v1.PlanStep
+	9,  // 38: fathom.v1.PlanRevised.steps:type_name -> fathom.v1.PlanStep
+	14, // 39: fathom.v1.LlmResponded.usage:type_name -> fathom.v1.Usage
+	19, // 40: fathom.v1.LlmResponded.tool_calls:type_name -> fathom.v1.ToolCallRequest
+	17, // 41: fathom.v1.LlmResponded.context:type_name -> fathom.v1.ContextInfo
+	16, // 42: fathom.v1.LlmResponded.thinking:type_name -> fathom.v1.ThinkingBlock
+	21, // 43: fathom.v1.ToolResult.error:type_name -> fathom.v1.ToolFailure
+	14, // 44: fathom.v1.SessionCompleted.usage:type_name -> fathom.v1.Usage
+	9,  // 45: fathom.v1.SessionForked.modified_step:type_name -> fathom.v1.PlanStep
+	14, // 46: fathom.v1.SubagentResult.usage:type_name -> fathom.v1.Usage
+	33, // 47: fathom.v1.SubagentResult.researcher:type_name -> fathom.v1.ResearcherReport
+	34, // 48: fathom.v1.SubagentResult.coder:type_name -> fathom.v1.CoderReport
+	35, // 49: fathom.v1.SubagentResult.writer:type_name -> fathom.v1.WriterReport
+	36, // 50: fathom.v1.SubagentResult.reviewer:type_name -> fathom.v1.ReviewerReport
+	37, // 51: fathom.v1.SubagentCompleted.result:type_name -> fathom.v1.SubagentResult
+	43, // 52: fathom.v1.PushConfigSet.config:type_name -> fathom.v1.PushConfig
+	49, // 53: fathom.v1.MemorySaved.metadata:type_name -> fathom.v1.MemorySaved.MetadataEntry
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -5285,6 +5530,8 @@ func file_events_proto_init() {
 		(*Event_WebhookDelivered)(nil),
 		(*Event_WebhookFailed)(nil),
 		(*Event_MessageQueued)(nil),
+		(*Event_PushConfigSet)(nil),
+		(*Event_PushConfigDeleted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5292,7 +5539,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

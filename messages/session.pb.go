@@ -629,6 +629,106 @@ func (x *ClearBreakpointsRequest) GetCommandId() string {
 	return ""
 }
 
+// SetPushConfigRequest sets (or, with delete, removes) one of the session's push
+// configs (events.proto PushConfig). The token and credentials come in the clear; the
+// grain seals them with the node's webhook secret before they are recorded.
+type SetPushConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// caller is who the request acts for; absent for requests from inside the node.
+	Caller    *Principal `protobuf:"bytes,15,opt,name=caller,proto3" json:"caller,omitempty"`
+	CommandId string     `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	// config is the config to set (delete: only its id is read).
+	Config *PushConfig `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// token and credentials are the config's, in the clear (never recorded as given).
+	Token       string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	Credentials string `protobuf:"bytes,4,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	// delete removes the config of config.id (a missing one: nothing happens).
+	Delete bool `protobuf:"varint,5,opt,name=delete,proto3" json:"delete,omitempty"`
+	// notify_current: see PushConfigSet.
+	NotifyCurrent bool `protobuf:"varint,6,opt,name=notify_current,json=notifyCurrent,proto3" json:"notify_current,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPushConfigRequest) Reset() {
+	*x = SetPushConfigRequest{}
+	mi := &file_session_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPushConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPushConfigRequest) ProtoMessage() {}
+
+func (x *SetPushConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPushConfigRequest.ProtoReflect.Descriptor instead.
+func (*SetPushConfigRequest) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SetPushConfigRequest) GetCaller() *Principal {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetPushConfigRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SetPushConfigRequest) GetConfig() *PushConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *SetPushConfigRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *SetPushConfigRequest) GetCredentials() string {
+	if x != nil {
+		return x.Credentials
+	}
+	return ""
+}
+
+func (x *SetPushConfigRequest) GetDelete() bool {
+	if x != nil {
+		return x.Delete
+	}
+	return false
+}
+
+func (x *SetPushConfigRequest) GetNotifyCurrent() bool {
+	if x != nil {
+		return x.NotifyCurrent
+	}
+	return false
+}
+
 // PauseRequest pauses at the next step boundary.
 // CancelRequest cancels a session.
 type CancelRequest struct {
@@ -646,7 +746,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +758,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[8]
+	mi := &file_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +771,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{8}
+	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelRequest) GetCaller() *Principal {
@@ -714,7 +814,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +826,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[9]
+	mi := &file_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +839,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{9}
+	return file_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PauseRequest) GetCaller() *Principal {
@@ -771,7 +871,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +883,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[10]
+	mi := &file_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +896,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{10}
+	return file_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResumeRequest) GetCaller() *Principal {
@@ -839,7 +939,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +951,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[11]
+	mi := &file_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +964,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{11}
+	return file_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartRequest) GetCaller() *Principal {
@@ -916,7 +1016,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1028,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[12]
+	mi := &file_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1041,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{12}
+	return file_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartResponse) GetSessionId() string {
@@ -977,7 +1077,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1089,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[13]
+	mi := &file_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1102,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{13}
+	return file_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetStateRequest) GetCaller() *Principal {
@@ -1029,7 +1129,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1141,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[14]
+	mi := &file_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1154,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{14}
+	return file_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetStateResponse) GetState() *SessionState {
@@ -1097,7 +1197,7 @@ type TimelineRequest struct {
 
 func (x *TimelineRequest) Reset() {
 	*x = TimelineRequest{}
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1209,7 @@ func (x *TimelineRequest) String() string {
 func (*TimelineRequest) ProtoMessage() {}
 
 func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[15]
+	mi := &file_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1222,7 @@ func (x *TimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineRequest.ProtoReflect.Descriptor instead.
 func (*TimelineRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{15}
+	return file_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimelineRequest) GetCaller() *Principal {
@@ -1155,7 +1255,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1267,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[16]
+	mi := &file_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1280,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{16}
+	return file_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TimelineEntry) GetStepIndex() uint32 {
@@ -1287,7 +1387,7 @@ type TimelineResponse struct {
 
 func (x *TimelineResponse) Reset() {
 	*x = TimelineResponse{}
-	mi := &file_session_proto_msgTypes[17]
+	mi := &file_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1399,7 @@ func (x *TimelineResponse) String() string {
 func (*TimelineResponse) ProtoMessage() {}
 
 func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[17]
+	mi := &file_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1412,7 @@ func (x *TimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineResponse.ProtoReflect.Descriptor instead.
 func (*TimelineResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{17}
+	return file_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TimelineResponse) GetSessionId() string {
@@ -1374,7 +1474,7 @@ type StateAtRequest struct {
 
 func (x *StateAtRequest) Reset() {
 	*x = StateAtRequest{}
-	mi := &file_session_proto_msgTypes[18]
+	mi := &file_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1486,7 @@ func (x *StateAtRequest) String() string {
 func (*StateAtRequest) ProtoMessage() {}
 
 func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[18]
+	mi := &file_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1499,7 @@ func (x *StateAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtRequest.ProtoReflect.Descriptor instead.
 func (*StateAtRequest) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{18}
+	return file_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StateAtRequest) GetCaller() *Principal {
@@ -1436,7 +1536,7 @@ type StateAtResponse struct {
 
 func (x *StateAtResponse) Reset() {
 	*x = StateAtResponse{}
-	mi := &file_session_proto_msgTypes[19]
+	mi := &file_session_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1548,7 @@ func (x *StateAtResponse) String() string {
 func (*StateAtResponse) ProtoMessage() {}
 
 func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_session_proto_msgTypes[19]
+	mi := &file_session_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1561,7 @@ func (x *StateAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateAtResponse.ProtoReflect.Descriptor instead.
 func (*StateAtResponse) Descriptor() ([]byte, []int) {
-	return file_session_proto_rawDescGZIP(), []int{19}
+	return file_session_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StateAtResponse) GetState() *SessionState {
@@ -1532,7 +1632,16 @@ const file_session_proto_rawDesc = "" +
 	"\x17ClearBreakpointsRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\x01 \x01(\tR\tcommandId\"\x84\x01\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\"\x89\x02\n" +
+	"\x14SetPushConfigRequest\x12,\n" +
+	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12-\n" +
+	"\x06config\x18\x02 \x01(\v2\x15.fathom.v1.PushConfigR\x06config\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12 \n" +
+	"\vcredentials\x18\x04 \x01(\tR\vcredentials\x12\x16\n" +
+	"\x06delete\x18\x05 \x01(\bR\x06delete\x12%\n" +
+	"\x0enotify_current\x18\x06 \x01(\bR\rnotifyCurrent\"\x84\x01\n" +
 	"\rCancelRequest\x12,\n" +
 	"\x06caller\x18\x0f \x01(\v2\x14.fathom.v1.PrincipalR\x06caller\x12\x1d\n" +
 	"\n" +
@@ -1627,7 +1736,7 @@ func file_session_proto_rawDescGZIP() []byte {
 }
 
 var file_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_session_proto_goTypes = []any{
 	(ErrorReason)(0),                // 0: fathom.v1.ErrorReason
 	(*AccessRequest)(nil),           // 1: fathom.v1.AccessRequest
@@ -1638,56 +1747,60 @@ var file_session_proto_goTypes = []any{
 	(*CommandResponse)(nil),         // 6: fathom.v1.CommandResponse
 	(*SetBreakpointRequest)(nil),    // 7: fathom.v1.SetBreakpointRequest
 	(*ClearBreakpointsRequest)(nil), // 8: fathom.v1.ClearBreakpointsRequest
-	(*CancelRequest)(nil),           // 9: fathom.v1.CancelRequest
-	(*PauseRequest)(nil),            // 10: fathom.v1.PauseRequest
-	(*ResumeRequest)(nil),           // 11: fathom.v1.ResumeRequest
-	(*StartRequest)(nil),            // 12: fathom.v1.StartRequest
-	(*StartResponse)(nil),           // 13: fathom.v1.StartResponse
-	(*GetStateRequest)(nil),         // 14: fathom.v1.GetStateRequest
-	(*GetStateResponse)(nil),        // 15: fathom.v1.GetStateResponse
-	(*TimelineRequest)(nil),         // 16: fathom.v1.TimelineRequest
-	(*TimelineEntry)(nil),           // 17: fathom.v1.TimelineEntry
-	(*TimelineResponse)(nil),        // 18: fathom.v1.TimelineResponse
-	(*StateAtRequest)(nil),          // 19: fathom.v1.StateAtRequest
-	(*StateAtResponse)(nil),         // 20: fathom.v1.StateAtResponse
-	(*Principal)(nil),               // 21: fathom.v1.Principal
-	(*PlanStep)(nil),                // 22: fathom.v1.PlanStep
-	(*Breakpoint)(nil),              // 23: fathom.v1.Breakpoint
-	(*SessionConfig)(nil),           // 24: fathom.v1.SessionConfig
-	(*SessionState)(nil),            // 25: fathom.v1.SessionState
-	(StepStatus)(0),                 // 26: fathom.v1.StepStatus
-	(SessionStatus)(0),              // 27: fathom.v1.SessionStatus
-	(*AuditEntry)(nil),              // 28: fathom.v1.AuditEntry
+	(*SetPushConfigRequest)(nil),    // 9: fathom.v1.SetPushConfigRequest
+	(*CancelRequest)(nil),           // 10: fathom.v1.CancelRequest
+	(*PauseRequest)(nil),            // 11: fathom.v1.PauseRequest
+	(*ResumeRequest)(nil),           // 12: fathom.v1.ResumeRequest
+	(*StartRequest)(nil),            // 13: fathom.v1.StartRequest
+	(*StartResponse)(nil),           // 14: fathom.v1.StartResponse
+	(*GetStateRequest)(nil),         // 15: fathom.v1.GetStateRequest
+	(*GetStateResponse)(nil),        // 16: fathom.v1.GetStateResponse
+	(*TimelineRequest)(nil),         // 17: fathom.v1.TimelineRequest
+	(*TimelineEntry)(nil),           // 18: fathom.v1.TimelineEntry
+	(*TimelineResponse)(nil),        // 19: fathom.v1.TimelineResponse
+	(*StateAtRequest)(nil),          // 20: fathom.v1.StateAtRequest
+	(*StateAtResponse)(nil),         // 21: fathom.v1.StateAtResponse
+	(*Principal)(nil),               // 22: fathom.v1.Principal
+	(*PlanStep)(nil),                // 23: fathom.v1.PlanStep
+	(*Breakpoint)(nil),              // 24: fathom.v1.Breakpoint
+	(*PushConfig)(nil),              // 25: fathom.v1.PushConfig
+	(*SessionConfig)(nil),           // 26: fathom.v1.SessionConfig
+	(*SessionState)(nil),            // 27: fathom.v1.SessionState
+	(StepStatus)(0),                 // 28: fathom.v1.StepStatus
+	(SessionStatus)(0),              // 29: fathom.v1.SessionStatus
+	(*AuditEntry)(nil),              // 30: fathom.v1.AuditEntry
 }
 var file_session_proto_depIdxs = []int32{
-	21, // 0: fathom.v1.AccessRequest.caller:type_name -> fathom.v1.Principal
-	21, // 1: fathom.v1.SendRequest.caller:type_name -> fathom.v1.Principal
-	21, // 2: fathom.v1.ProvideInputRequest.caller:type_name -> fathom.v1.Principal
-	21, // 3: fathom.v1.ForkRequest.caller:type_name -> fathom.v1.Principal
-	22, // 4: fathom.v1.ForkRequest.modified_step:type_name -> fathom.v1.PlanStep
-	21, // 5: fathom.v1.SetBreakpointRequest.caller:type_name -> fathom.v1.Principal
-	23, // 6: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
-	21, // 7: fathom.v1.ClearBreakpointsRequest.caller:type_name -> fathom.v1.Principal
-	21, // 8: fathom.v1.CancelRequest.caller:type_name -> fathom.v1.Principal
-	21, // 9: fathom.v1.PauseRequest.caller:type_name -> fathom.v1.Principal
-	21, // 10: fathom.v1.ResumeRequest.caller:type_name -> fathom.v1.Principal
-	22, // 11: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
-	21, // 12: fathom.v1.StartRequest.caller:type_name -> fathom.v1.Principal
-	24, // 13: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
-	21, // 14: fathom.v1.GetStateRequest.caller:type_name -> fathom.v1.Principal
-	25, // 15: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
-	21, // 16: fathom.v1.TimelineRequest.caller:type_name -> fathom.v1.Principal
-	26, // 17: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
-	27, // 18: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
-	17, // 19: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
-	28, // 20: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
-	21, // 21: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
-	25, // 22: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	22, // 0: fathom.v1.AccessRequest.caller:type_name -> fathom.v1.Principal
+	22, // 1: fathom.v1.SendRequest.caller:type_name -> fathom.v1.Principal
+	22, // 2: fathom.v1.ProvideInputRequest.caller:type_name -> fathom.v1.Principal
+	22, // 3: fathom.v1.ForkRequest.caller:type_name -> fathom.v1.Principal
+	23, // 4: fathom.v1.ForkRequest.modified_step:type_name -> fathom.v1.PlanStep
+	22, // 5: fathom.v1.SetBreakpointRequest.caller:type_name -> fathom.v1.Principal
+	24, // 6: fathom.v1.SetBreakpointRequest.breakpoint:type_name -> fathom.v1.Breakpoint
+	22, // 7: fathom.v1.ClearBreakpointsRequest.caller:type_name -> fathom.v1.Principal
+	22, // 8: fathom.v1.SetPushConfigRequest.caller:type_name -> fathom.v1.Principal
+	25, // 9: fathom.v1.SetPushConfigRequest.config:type_name -> fathom.v1.PushConfig
+	22, // 10: fathom.v1.CancelRequest.caller:type_name -> fathom.v1.Principal
+	22, // 11: fathom.v1.PauseRequest.caller:type_name -> fathom.v1.Principal
+	22, // 12: fathom.v1.ResumeRequest.caller:type_name -> fathom.v1.Principal
+	23, // 13: fathom.v1.ResumeRequest.modified_step:type_name -> fathom.v1.PlanStep
+	22, // 14: fathom.v1.StartRequest.caller:type_name -> fathom.v1.Principal
+	26, // 15: fathom.v1.StartRequest.config:type_name -> fathom.v1.SessionConfig
+	22, // 16: fathom.v1.GetStateRequest.caller:type_name -> fathom.v1.Principal
+	27, // 17: fathom.v1.GetStateResponse.state:type_name -> fathom.v1.SessionState
+	22, // 18: fathom.v1.TimelineRequest.caller:type_name -> fathom.v1.Principal
+	28, // 19: fathom.v1.TimelineEntry.status:type_name -> fathom.v1.StepStatus
+	29, // 20: fathom.v1.TimelineResponse.status:type_name -> fathom.v1.SessionStatus
+	18, // 21: fathom.v1.TimelineResponse.entries:type_name -> fathom.v1.TimelineEntry
+	30, // 22: fathom.v1.TimelineResponse.audit:type_name -> fathom.v1.AuditEntry
+	22, // 23: fathom.v1.StateAtRequest.caller:type_name -> fathom.v1.Principal
+	27, // 24: fathom.v1.StateAtResponse.state:type_name -> fathom.v1.SessionState
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_session_proto_init() }
@@ -1703,7 +1816,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

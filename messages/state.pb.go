@@ -667,8 +667,11 @@ type SessionState struct {
 	// queued_messages are the follow-up messages sent while a turn ran (message_queued),
 	// oldest first: each runs as a later turn (message_received with from_queue).
 	QueuedMessages []*MessageQueued `protobuf:"bytes,301,rep,name=queued_messages,json=queuedMessages,proto3" json:"queued_messages,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// push_configs are the session's push configs (push_config_set, push_config_deleted),
+	// in the order they were first set.
+	PushConfigs   []*PushConfig `protobuf:"bytes,310,rep,name=push_configs,json=pushConfigs,proto3" json:"push_configs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionState) Reset() {
@@ -1016,6 +1019,13 @@ func (x *SessionState) GetQueuedMessages() []*MessageQueued {
 	return nil
 }
 
+func (x *SessionState) GetPushConfigs() []*PushConfig {
+	if x != nil {
+		return x.PushConfigs
+	}
+	return nil
+}
+
 // PendingWebhook is a notification the node still has to deliver.
 type PendingWebhook struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1031,8 +1041,11 @@ type PendingWebhook struct {
 	Attempts uint32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// next_attempt_unix_nano is when the next attempt is due (at_unix_nano at first).
 	NextAttemptUnixNano int64 `protobuf:"varint,6,opt,name=next_attempt_unix_nano,json=nextAttemptUnixNano,proto3" json:"next_attempt_unix_nano,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// push_config_id, when set, makes it a push notification to that push config (an A2A
+	// statusUpdate to its url) rather than to the session's webhook_url.
+	PushConfigId  string `protobuf:"bytes,300,opt,name=push_config_id,json=pushConfigId,proto3" json:"push_config_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PendingWebhook) Reset() {
@@ -1105,6 +1118,13 @@ func (x *PendingWebhook) GetNextAttemptUnixNano() int64 {
 		return x.NextAttemptUnixNano
 	}
 	return 0
+}
+
+func (x *PendingWebhook) GetPushConfigId() string {
+	if x != nil {
+		return x.PushConfigId
+	}
+	return ""
 }
 
 // SubagentState is a sub-agent's isolated, event-sourced context.
@@ -1483,7 +1503,7 @@ const file_state_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12#\n" +
 	"\rrequested_seq\x18\x04 \x01(\x04R\frequestedSeq\x12%\n" +
 	"\x0ereprompt_error\x18\x05 \x01(\tR\rrepromptError\x12'\n" +
-	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\x88\x10\n" +
+	"\x0freprompt_answer\x18\x06 \x01(\tR\x0erepromptAnswer\"\xc3\x10\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -1535,13 +1555,14 @@ const file_state_proto_rawDesc = "" +
 	"\x0frun_started_seq\x18A \x01(\x04R\rrunStartedSeq\x126\n" +
 	"\x18run_started_at_unix_nano\x18B \x01(\x03R\x14runStartedAtUnixNano\x126\n" +
 	"\bwebhooks\x18\xac\x02 \x03(\v2\x19.fathom.v1.PendingWebhookR\bwebhooks\x12B\n" +
-	"\x0fqueued_messages\x18\xad\x02 \x03(\v2\x18.fathom.v1.MessageQueuedR\x0equeuedMessages\x1a;\n" +
+	"\x0fqueued_messages\x18\xad\x02 \x03(\v2\x18.fathom.v1.MessageQueuedR\x0equeuedMessages\x129\n" +
+	"\fpush_configs\x18\xb6\x02 \x03(\v2\x15.fathom.v1.PushConfigR\vpushConfigs\x1a;\n" +
 	"\rCommandsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aV\n" +
 	"\x0eSubAgentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.fathom.v1.SubagentStateR\x05value:\x028\x01\"\xfa\x01\n" +
 	"\x0ePendingWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
@@ -1550,7 +1571,8 @@ const file_state_proto_rawDesc = "" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
 	"atUnixNano\x12\x1a\n" +
 	"\battempts\x18\x05 \x01(\rR\battempts\x123\n" +
-	"\x16next_attempt_unix_nano\x18\x06 \x01(\x03R\x13nextAttemptUnixNano\"\xc9\a\n" +
+	"\x16next_attempt_unix_nano\x18\x06 \x01(\x03R\x13nextAttemptUnixNano\x12%\n" +
+	"\x0epush_config_id\x18\xac\x02 \x01(\tR\fpushConfigId\"\xc9\a\n" +
 	"\rSubagentState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1652,8 +1674,9 @@ var file_state_proto_goTypes = []any{
 	(*MemorySaved)(nil),        // 22: fathom.v1.MemorySaved
 	(*SessionForked)(nil),      // 23: fathom.v1.SessionForked
 	(*MessageQueued)(nil),      // 24: fathom.v1.MessageQueued
-	(*SubagentResult)(nil),     // 25: fathom.v1.SubagentResult
-	(*Principal)(nil),          // 26: fathom.v1.Principal
+	(*PushConfig)(nil),         // 25: fathom.v1.PushConfig
+	(*SubagentResult)(nil),     // 26: fathom.v1.SubagentResult
+	(*Principal)(nil),          // 27: fathom.v1.Principal
 }
 var file_state_proto_depIdxs = []int32{
 	12, // 0: fathom.v1.StepState.step:type_name -> fathom.v1.PlanStep
@@ -1680,19 +1703,20 @@ var file_state_proto_depIdxs = []int32{
 	9,  // 21: fathom.v1.SessionState.audit:type_name -> fathom.v1.AuditEntry
 	7,  // 22: fathom.v1.SessionState.webhooks:type_name -> fathom.v1.PendingWebhook
 	24, // 23: fathom.v1.SessionState.queued_messages:type_name -> fathom.v1.MessageQueued
-	3,  // 24: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
-	5,  // 25: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
-	4,  // 26: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
-	16, // 27: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
-	25, // 28: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
-	16, // 29: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
-	26, // 30: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
-	8,  // 31: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	25, // 24: fathom.v1.SessionState.push_configs:type_name -> fathom.v1.PushConfig
+	3,  // 25: fathom.v1.SubagentState.transcript:type_name -> fathom.v1.TranscriptEntry
+	5,  // 26: fathom.v1.SubagentState.pending:type_name -> fathom.v1.PendingCall
+	4,  // 27: fathom.v1.SubagentState.pending_tools:type_name -> fathom.v1.PendingTool
+	16, // 28: fathom.v1.SubagentState.usage:type_name -> fathom.v1.Usage
+	26, // 29: fathom.v1.SubagentState.result:type_name -> fathom.v1.SubagentResult
+	16, // 30: fathom.v1.SubagentState.run_usage:type_name -> fathom.v1.Usage
+	27, // 31: fathom.v1.AuditEntry.by:type_name -> fathom.v1.Principal
+	8,  // 32: fathom.v1.SessionState.SubAgentsEntry.value:type_name -> fathom.v1.SubagentState
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_state_proto_init() }

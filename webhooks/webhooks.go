@@ -132,6 +132,13 @@ type Attempt struct {
 	URL  string
 	ID   string
 	Body []byte
+	// ContentType is the body's media type ("": application/json).
+	ContentType string
+	// Header are more headers to send (an A2A push's Authorization); SealedHeader more
+	// still whose values Seal sealed, opened just before the POST. Neither replaces
+	// the signature headers.
+	Header       map[string]string
+	SealedHeader map[string]string
 }
 
 // Outcome is what an attempt came to.
@@ -249,7 +256,21 @@ func (s *Sender) post(a Attempt) Outcome {
 		return Outcome{Err: fmt.Errorf("build webhook request: %w", err)}
 	}
 	ts := s.now()
-	req.Header.Set("Content-Type", "application/json")
+	for k, v := range a.Header {
+		req.Header.Set(k, v)
+	}
+	for k, v := range a.SealedHeader {
+		plain, err := s.open(v)
+		if err != nil {
+			return Outcome{Err: fmt.Errorf("open the %s header: %w", k, err)}
+		}
+		req.Header.Set(k, plain)
+	}
+	ct := a.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	req.Header.Set("Content-Type", ct)
 	req.Header.Set("User-Agent", "fathom-webhooks")
 	req.Header.Set(HeaderID, a.ID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))

@@ -49,7 +49,6 @@ func (g *Grain) kickWebhooks(ctx cluster.GrainContext) {
 		return
 	}
 	now := g.deps.Now().UnixNano()
-	url := g.state.GetConfig().GetWebhookUrl()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	var next int64
 	later := func(at int64) {
@@ -66,7 +65,11 @@ func (g *Grain) kickWebhooks(ctx cluster.GrainContext) {
 			continue
 		}
 		id, attempt := w.GetWebhookId(), w.GetAttempts()+1
-		ok := s.Submit(webhooks.Attempt{URL: url, ID: id, Body: core.WebhookBody(g.id, w)}, func(o webhooks.Outcome) {
+		a, due := core.WebhookAttempt(g.state, w)
+		if !due {
+			continue
+		}
+		ok := s.Submit(a, func(o webhooks.Outcome) {
 			root.Send(self, &webhookDone{id: id, attempt: attempt, outcome: o})
 		})
 		if !ok {

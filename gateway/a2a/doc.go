@@ -9,7 +9,11 @@
 //     version, capabilities.streaming, a skill per configured agent, the input and output
 //     modes, the JSON-RPC interface and its protocol version, an HTTP bearer scheme).
 //   - POST /a2a (Config.Path), behind the gateway's authentication: the JSON-RPC methods
-//     SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask.
+//     SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask and
+//     ListTasks (the caller's sessions from the session index, list.go), and on a node
+//     with a webhook secret (Config.PushNotifications) the push-config methods (push.go:
+//     a task's push configs are journaled in its session and pushed by its webhook
+//     delivery).
 //
 // The mapping: a task's id (and context id) is the session id. A message without a task
 // starts a session whose goal is the message's text; a message to a task waiting for a

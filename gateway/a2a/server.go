@@ -53,6 +53,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	// KeepAlive is how often an idle stream gets an SSE comment. Default 15s.
 	KeepAlive time.Duration
+	// PushNotifications turns on the push-notification methods (the card's
+	// capabilities.pushNotifications): set it when the node sends webhooks (it has a
+	// webhook secret), whose delivery the pushes share.
+	PushNotifications bool
 	// Logger receives stream errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -116,7 +120,7 @@ func (s *Server) Card(base string) AgentCard {
 		PreferredTransport: "JSONRPC",
 		ProtocolVersion:    LegacyProtocolVersion + ".0",
 		Version:            s.cfg.Version,
-		Capabilities:       AgentCapabilities{Streaming: true},
+		Capabilities:       AgentCapabilities{Streaming: true, PushNotifications: s.cfg.PushNotifications},
 		SecuritySchemes: map[string]SecurityScheme{"bearer": {HTTPAuth: &HTTPAuthSecurityScheme{Scheme: "Bearer",
 			Description: "the gateway's bearer token, JWT or API key (Authorization: Bearer <token>)"}}},
 		SecurityRequirements: []SecurityRequirement{{Schemes: map[string]StringList{"bearer": {List: []string{}}}}},
@@ -304,13 +308,29 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			from = 0
 		}
 		s.subscribe(w, r, req.ID, p.ID, from, resume, legacy)
-	case "ListTasks", "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
+	case "ListTasks":
+		var p ListTasksRequest
+		if len(bytes.TrimSpace(req.Params)) == 0 {
+			req.Params = json.RawMessage("{}")
+		}
+		if e := decodeParams(req.Params, &p); e != nil {
+			writeRPC(w, req.ID, nil, e)
+			return
+		}
+		list, err := s.listTasks(ctx, &p)
+		writeRPC(w, req.ID, list, err)
+	case "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard":
 		writeRPC(w, req.ID, nil, rpcErr(CodeUnsupportedOperation, "%s is not served by this agent", req.Method))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
+		if !s.cfg.PushNotifications {
+			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent (it has no webhook secret)"))
+			return
+		}
+		result, err := s.pushMethod(ctx, method, req.Params)
+		writeRPC(w, req.ID, result, err)
 	default:
 		if strings.HasPrefix(req.Method, "tasks/pushNotificationConfig/") {
-			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported by this agent"))
+			writeRPC(w, req.ID, nil, rpcErr(CodePushNotSupported, "A2A 0.3's push notifications are not supported by this agent (A2A 1.0's are, on a node with a webhook secret)"))
 			return
 		}
 		writeRPC(w, req.ID, nil, rpcErr(CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)))

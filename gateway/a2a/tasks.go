@@ -101,10 +101,16 @@ func (s *Server) deliver(ctx context.Context, p *SendMessageRequest) (string, ui
 		if err := json.Unmarshal(body, &started); err != nil {
 			return "", 0, fmt.Errorf("decode the start answer: %w", err)
 		}
+		if err := s.pushOnSend(ctx, started.SessionID, p, true); err != nil {
+			return "", 0, err
+		}
 		return started.SessionID, 0, nil
 	}
 	st, err := s.state(ctx, id)
 	if err != nil {
+		return "", 0, err
+	}
+	if err := s.pushOnSend(ctx, id, p, false); err != nil {
 		return "", 0, err
 	}
 	switch st.GetStatus() {
@@ -508,4 +514,19 @@ func nullID(id json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return id
+}
+
+// pushOnSend sets the push config a send's configuration names on task id, if any;
+// started says the send started the task (which may have settled already: setPush's
+// current).
+func (s *Server) pushOnSend(ctx context.Context, id string, p *SendMessageRequest, started bool) error {
+	c := p.Configuration
+	if c == nil || c.TaskPushNotificationConfig == nil {
+		return nil
+	}
+	if !s.cfg.PushNotifications {
+		return rpcErr(CodePushNotSupported, "push notifications are not supported by this agent (it has no webhook secret)")
+	}
+	_, err := s.setPush(ctx, id, *c.TaskPushNotificationConfig, started)
+	return err
 }

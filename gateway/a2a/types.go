@@ -104,8 +104,10 @@ type StreamResponse struct {
 // SendMessageConfiguration configures SendMessage.
 type SendMessageConfiguration struct {
 	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
-	HistoryLength       *int32   `json:"historyLength,omitempty"`
-	ReturnImmediately   bool     `json:"returnImmediately,omitempty"`
+	// TaskPushNotificationConfig, when set, is a push config the task gets (push.go).
+	TaskPushNotificationConfig *TaskPushNotificationConfig `json:"taskPushNotificationConfig,omitempty"`
+	HistoryLength              *int32                      `json:"historyLength,omitempty"`
+	ReturnImmediately          bool                        `json:"returnImmediately,omitempty"`
 }
 
 // SendMessageRequest is the params of SendMessage and SendStreamingMessage.

@@ -51,6 +51,10 @@ type Agent struct {
 	// StepType is the plan step type that delegates to the agent (the name, but for the
 	// built-ins: research, code, write, review); "" means Name.
 	StepType string
+	// WebhookURL, when set, is the webhook_url of the sessions the tool starts: the
+	// node POSTs their signed notifications there (the agent's webhook_url in the
+	// config file).
+	WebhookURL string
 }
 
 // Config configures the MCP server.
@@ -229,7 +233,7 @@ func (s *Server) runTool(agent *Agent) mcp.ToolHandlerFor[Input, any] {
 		if a.Name != "" {
 			goal = agentGoal(a, goal)
 		}
-		res, out, err := s.run(ctx, req, goal, in.SessionID)
+		res, out, err := s.run(ctx, req, gateway.Request{Op: gateway.OpStart, Goal: goal, SessionID: in.SessionID, WebhookURL: a.WebhookURL})
 		if out == nil {
 			return res, nil, err
 		}
@@ -255,11 +259,11 @@ func principalOf(ctx context.Context, req *mcp.CallToolRequest) (auth.Principal,
 	return auth.FromContext(ctx)
 }
 
-// run starts a session with goal, follows it to its end (or a human-input request) and
-// answers its result.
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, goal, id string) (*mcp.CallToolResult, *Result, error) {
+// run starts a session (start: its goal, id and webhook URL), follows it to its end (or
+// a human-input request) and answers its result.
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, start gateway.Request) (*mcp.CallToolResult, *Result, error) {
 	g := s.cfg.Gateway
-	body, err := g.Do(ctx, gateway.Request{Op: gateway.OpStart, Goal: goal, SessionID: id})
+	body, err := g.Do(ctx, start)
 	if err != nil {
 		code, msg := gateway.ErrorCode(err)
 		return toolError(fmt.Sprintf("cannot start the session: %s (%s)", msg, code)), nil, nil
@@ -270,7 +274,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, goal, id str
 	if err := json.Unmarshal(body, &started); err != nil || started.SessionID == "" {
 		return nil, nil, fmt.Errorf("read the start's answer %s: %w", body, err)
 	}
-	id = started.SessionID
+	id := started.SessionID
 	sctx, done, err := g.Stream(ctx)
 	if err != nil {
 		_, msg := gateway.ErrorCode(err)

@@ -1,14 +1,16 @@
 // Drives Fathom's A2A server with the official A2A JavaScript SDK (@a2a-js/sdk, found
 // through NODE_PATH): agent card, send, follow-up, input-required, stream, get, cancel,
 // resubscribe after dropping the stream (every event once), unknown task, another
-// tenant's task, invalid params, no token. Usage: node a2a_client.cjs BASE_URL TOKEN
-// OTHER_TENANT_TOKEN READ_ONLY_TOKEN. Prints "ok" and exits 0 when every check holds; else prints the
+// tenant's task, ListTasks (scoped to the caller's tenant, filters, pages), invalid
+// params, no token, push configs (create, get, list, delete; the push itself is checked
+// by the Go test's receiver at HOOK_URL/keep). Usage: node a2a_client.cjs BASE_URL TOKEN
+// OTHER_TENANT_TOKEN READ_ONLY_TOKEN HOOK_URL. Prints "ok" and exits 0 when every check holds; else prints the
 // failure and exits 1.
 'use strict';
 const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = require('@a2a-js/sdk/client');
 const { TaskState, Role } = require('@a2a-js/sdk');
 
-const [base, token, otherToken, readToken] = process.argv.slice(2);
+const [base, token, otherToken, readToken, hook] = process.argv.slice(2);
 let n = 0;
 
 function check(cond, what, detail) {
@@ -118,6 +120,35 @@ async function main() {
   const last = s1[s1.length - 1];
   check(last.$case === 'statusUpdate' && last.value.status.state === TaskState.TASK_STATE_COMPLETED, 'stream: completed last', last);
 
+  // Push configs: on a task waiting for input, two configs; one deleted; the answer
+  // completes the task, whose status update the node pushes to the other (the Go test's
+  // receiver checks it). Another tenant cannot set one.
+  check(card.capabilities.pushNotifications === true, 'card: push notifications', card.capabilities);
+  const t5 = await a2a.sendMessage({ message: msg('Pick a colour for the shed') });
+  check(t5.status.state === TaskState.TASK_STATE_INPUT_REQUIRED, 'push: task waits for input', t5);
+  const pushCfg = (id, path) => ({ tenant: '', id, taskId: t5.id, url: `${hook}/${path}`, token: 'js-token',
+    authentication: { scheme: 'Bearer', credentials: 'js-credentials' } });
+  const k = await a2a.createTaskPushNotificationConfig(pushCfg('', 'keep'));
+  check(k.id && k.taskId === t5.id && k.url === `${hook}/keep` && k.authentication.scheme === 'Bearer' &&
+    k.authentication.credentials === '' && k.token === '', 'push: create (an id given, the secrets not read back)', k);
+  await a2a.createTaskPushNotificationConfig(pushCfg('gone', 'gone'));
+  const kg = await a2a.getTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: k.id });
+  check(kg.id === k.id && kg.url === k.url, 'push: get', kg);
+  const pl = await a2a.listTaskPushNotificationConfig({ tenant: '', taskId: t5.id, pageSize: 0, pageToken: '' });
+  check(pl.configs.length === 2 && pl.configs.map((c) => c.id).join(',') === `${k.id},gone`, 'push: list', pl);
+  await a2a.deleteTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' });
+  await a2a.deleteTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' }); // idempotent
+  const pl2 = await a2a.listTaskPushNotificationConfig({ tenant: '', taskId: t5.id, pageSize: 0, pageToken: '' });
+  check(pl2.configs.length === 1 && pl2.configs[0].id === k.id, 'push: list after delete', pl2);
+  const e13 = await fails(a2a.getTaskPushNotificationConfig({ tenant: '', taskId: t5.id, id: 'gone' }));
+  check(e13 && e13.envelopeCode === -32001, 'push: get of a deleted config', e13 && e13.message);
+  const otherPush = await client(otherToken);
+  const e14 = await fails(otherPush.createTaskPushNotificationConfig(pushCfg('theirs', 'theirs')));
+  check(e14 && e14.envelopeCode === -32001, 'push: another tenant\'s task', e14 && e14.message);
+  const t5b = await a2a.sendMessage({ message: msg('green', { taskId: t5.id }) });
+  check(t5b.status.state === TaskState.TASK_STATE_COMPLETED, 'push: the answer completes the task', t5b);
+  console.log(`push-task ${t5.id}`);
+
   // Cancel: a working task is canceled (the session is cancelled); twice is refused.
   const t3 = await a2a.sendMessage({ message: msg('A long job with many steps'), configuration: { acceptedOutputModes: [], returnImmediately: true } });
   check(t3.status.state === TaskState.TASK_STATE_WORKING, 'return immediately: working', t3);
@@ -157,6 +188,41 @@ async function main() {
     e6 && { msg: e6.message, unknown: e5.message });
   const e7 = await fails(other.sendMessage({ message: msg('hijack', { taskId: t1.id }) }));
   check(e7 && e7.envelopeCode === -32001, 'another tenant cannot send to the task', e7 && e7.message);
+
+  // ListTasks: the caller's tasks only (another tenant's never), newest first, with the
+  // spec's filters and pages.
+  const o1 = await other.sendMessage({ message: msg('Write a haiku about another tenant') });
+  check(o1.status.state === TaskState.TASK_STATE_COMPLETED, 'the other tenant\'s task', o1);
+  const listReq = (extra) => ({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '',
+    statusTimestampAfter: undefined, ...extra });
+  const mine = [t1.id, t2.id, s1[0].value.id, t3.id, id4];
+  const listed = await a2a.listTasks(listReq({ pageSize: 100 }));
+  const ids = listed.tasks.map((t) => t.id);
+  check(mine.every((id) => ids.includes(id)) && !ids.includes(o1.id) && listed.totalSize === ids.length && listed.nextPageToken === '',
+    'list: the caller\'s tasks, not another tenant\'s', { ids, mine, other: o1.id, totalSize: listed.totalSize });
+  check(ids.indexOf(id4) < ids.indexOf(t1.id) && listed.tasks.every((t) => t.contextId === t.id && t.status.timestamp &&
+    t.artifacts.length === 0 && t.history.length === 0), 'list: newest first, no history or artifacts unless asked', listed.tasks);
+  const theirs = await other.listTasks(listReq({}));
+  check(theirs.tasks.length === 1 && theirs.tasks[0].id === o1.id && theirs.totalSize === 1, 'list: another tenant sees only its own', theirs);
+  const canceled = await a2a.listTasks(listReq({ status: TaskState.TASK_STATE_CANCELED }));
+  check(canceled.tasks.length === 1 && canceled.tasks[0].id === t3.id && canceled.tasks[0].status.state === TaskState.TASK_STATE_CANCELED,
+    'list: status filter', canceled);
+  const one = await a2a.listTasks(listReq({ contextId: t1.id, historyLength: 1, includeArtifacts: true }));
+  check(one.tasks.length === 1 && one.tasks[0].id === t1.id && one.tasks[0].history.length === 1 &&
+    text(one.tasks[0].artifacts[0].parts) === 'An old silent pond', 'list: contextId, historyLength, includeArtifacts', one);
+  const none = await a2a.listTasks(listReq({ statusTimestampAfter: new Date(Date.now() + 3600e3).toISOString() }));
+  check(none.tasks.length === 0 && none.totalSize === 0, 'list: statusTimestampAfter', none);
+  let pageTok = '';
+  const paged = [];
+  do {
+    const page = await a2a.listTasks(listReq({ pageSize: 2, pageToken: pageTok }));
+    check(page.tasks.length <= 2 && page.pageSize === 2 && page.totalSize === ids.length, 'list: a page', page);
+    paged.push(...page.tasks.map((t) => t.id));
+    pageTok = page.nextPageToken;
+  } while (pageTok);
+  check(JSON.stringify(paged) === JSON.stringify(ids), 'list: the pages cover the listing once, in order', { paged, ids });
+  const e12 = await fails(a2a.listTasks(listReq({ pageSize: 150 })));
+  check(e12 && e12.envelopeCode === -32602, 'list: pageSize over 100 is invalid params', e12 && { code: e12.envelopeCode, msg: e12.message });
 
   // Invalid params: a message without parts.
   const e8 = await fails(a2a.sendMessage({ message: { ...msg(''), parts: [] } }));

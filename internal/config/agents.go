@@ -14,6 +14,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/prompts"
 	"github.com/fathom-agents/fathom/tools/builtin"
+	"github.com/fathom-agents/fathom/webhooks"
 )
 
 // Agent is one entry of agents: an agent of the node's own, which a plan step of type
@@ -38,6 +39,9 @@ type Agent struct {
 	// Memory is the agent's access to the user's long-term memory: read, readwrite or
 	// none ("": none).
 	Memory string
+	// WebhookURL is where the node POSTs the signed notifications of the sessions
+	// started for the agent (its MCP tool) whose start names no webhook_url ("": none).
+	WebhookURL string
 	// Line is where the entry starts; KeyLines where each of its keys' values is.
 	Line     int
 	KeyLines map[string]int
@@ -99,6 +103,17 @@ var agentKeys = map[string]func(a *Agent, p *parser, path string, v *yaml.Node) 
 			}
 		}
 		return err
+	},
+	"webhook_url": func(a *Agent, p *parser, path string, v *yaml.Node) error {
+		u, err := p.str(v, path)
+		if err != nil {
+			return err
+		}
+		if err := webhooks.ValidateURL(u); err != nil {
+			return p.err(v, path, err.Error())
+		}
+		a.WebhookURL = u
+		return nil
 	},
 	"max_iterations": func(a *Agent, p *parser, path string, v *yaml.Node) error {
 		s, err := p.str(v, path)
@@ -254,7 +269,7 @@ func (f *File) AgentToolError(agent, tool, msg string) error {
 // spec is the agent as the session core takes it.
 func (a Agent) spec() core.AgentSpec {
 	return core.AgentSpec{Name: a.Name, Description: a.Description, Prompt: a.Prompt, PromptFile: a.PromptFile,
-		Tools: slices.Clone(a.Tools), Model: a.Model, MaxIterations: a.MaxIterations, Memory: a.Memory}
+		Tools: slices.Clone(a.Tools), Model: a.Model, MaxIterations: a.MaxIterations, Memory: a.Memory, WebhookURL: a.WebhookURL}
 }
 
 // AgentSpecs returns the agents as the session core takes them (core.Config.Agents).

@@ -69,7 +69,7 @@ func TestBadAgentsFailWithFileLineAndKey(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key", agent("    prompt: p\n    temperature: 0.2\n"),
-			"fathom.yaml:5: agents[0].temperature: unknown key (want description, max_iterations, memory, model, name, prompt, prompt_file, tools)"},
+			"fathom.yaml:5: agents[0].temperature: unknown key (want description, max_iterations, memory, model, name, prompt, prompt_file, tools, webhook_url)"},
 		{"unknown tool", agent("    prompt: p\n    tools: [write_artifact, send_email]\n"),
 			`fathom.yaml:5: agents[0].tools[1]: unknown tool "send_email": want a built-in tool (ask_human, code_execute, list_artifacts, read_artifact, web_search, write_artifact, write_todos)`},
 		{"tool of an unknown server", agent("    prompt: p\n    tools: [orders__lookup_order]\n"),
@@ -94,6 +94,8 @@ func TestBadAgentsFailWithFileLineAndKey(t *testing.T) {
 		{"bad max_iterations", agent("    prompt: p\n    max_iterations: -1\n"), `fathom.yaml:5: agents[0].max_iterations: "-1" is not a positive whole number`},
 		{"bad memory", agent("    prompt: p\n    memory: write\n"), `fathom.yaml:5: agents[0].memory: "write": want read, readwrite or none`},
 		{"memory tool in tools", agent("    prompt: p\n    tools: [recall]\n"), "fathom.yaml:2: agents[0].name: agent spec: agent analyst: recall is given by the agent's memory setting"},
+		{"bad webhook_url", agent("    prompt: p\n    webhook_url: ftp://example.com/in\n"),
+			"fathom.yaml:5: agents[0].webhook_url: webhook url must be an absolute http or https URL without user info"},
 		{"tools not a list", agent("    prompt: p\n    tools: write_artifact\n"), "fathom.yaml:5: agents[0].tools: must be a list of strings"},
 		{"not a list", "agents: {name: a}\n", "fathom.yaml:1: agents: must be a list of agents"},
 	} {
@@ -137,5 +139,21 @@ func TestAgentMemorySetting(t *testing.T) {
 		if !ok || strings.Join(p.Tools, ",") != want {
 			t.Errorf("%s: tools %v, want %s", step, p.Tools, want)
 		}
+	}
+}
+
+// TestAgentWebhookURLKey: an agent's webhook_url is its spec's WebhookURL (the
+// webhook_url of the sessions started for it); left out, none.
+func TestAgentWebhookURLKey(t *testing.T) {
+	yaml := "agents:\n" +
+		"  - {name: auditor, description: d, prompt: p, webhook_url: \"https://hooks.example.com/auditor?k=1\"}\n" +
+		"  - {name: quiet, description: d, prompt: p}\n"
+	f, err := config.Parse("fathom.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := f.AgentSpecs()
+	if len(specs) != 2 || specs[0].WebhookURL != "https://hooks.example.com/auditor?k=1" || specs[1].WebhookURL != "" {
+		t.Fatalf("agents %+v", specs)
 	}
 }

@@ -33,9 +33,21 @@ func webhookConfig(c webhooks.Config) webhooks.Config {
 }
 
 // startWebhooks starts the webhook sender when the node has a secret, and tells the
-// session grains whether they may take a webhook_url.
+// session grains whether they may take a webhook_url. A default or an agent's webhook
+// url needs the secret.
 func (n *Node) startWebhooks(b *boot) error {
 	cfg := webhookConfig(n.cfg.Webhooks)
+	for _, a := range b.session.Agents {
+		if a.WebhookURL == "" {
+			continue
+		}
+		if cfg.Secret == "" {
+			return fmt.Errorf("webhooks: agent %s: a webhook url needs a webhook secret", a.Name)
+		}
+		if err := webhooks.ValidateURL(a.WebhookURL); err != nil {
+			return fmt.Errorf("webhooks: agent %s: %w", a.Name, err)
+		}
+	}
 	if cfg.Secret == "" {
 		if b.session.WebhookURL != "" {
 			return fmt.Errorf("webhooks: a default webhook url needs a webhook secret")
@@ -55,3 +67,7 @@ func (n *Node) startWebhooks(b *boot) error {
 	b.session.Webhooks = true
 	return nil
 }
+
+// SendsWebhooks reports whether the node sends webhook notifications (it has a webhook
+// secret): only then does it take webhook URLs and push configs.
+func (n *Node) SendsWebhooks() bool { return n.webhooks != nil }

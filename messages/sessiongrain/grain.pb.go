@@ -25,7 +25,7 @@ var File_sessiongrain_grain_proto protoreflect.FileDescriptor
 
 const file_sessiongrain_grain_proto_rawDesc = "" +
 	"\n" +
-	"\x18sessiongrain/grain.proto\x12\tfathom.v1\x1a\rsession.proto2\xf2\x06\n" +
+	"\x18sessiongrain/grain.proto\x12\tfathom.v1\x1a\rsession.proto2\xc0\a\n" +
 	"\aSession\x12:\n" +
 	"\x05Start\x12\x17.fathom.v1.StartRequest\x1a\x18.fathom.v1.StartResponse\x12C\n" +
 	"\bGetState\x12\x1a.fathom.v1.GetStateRequest\x1a\x1b.fathom.v1.GetStateResponse\x12C\n" +
@@ -39,7 +39,8 @@ const file_sessiongrain_grain_proto_rawDesc = "" +
 	"\fProvideInput\x12\x1e.fathom.v1.ProvideInputRequest\x1a\x1a.fathom.v1.CommandResponse\x128\n" +
 	"\x04Fork\x12\x16.fathom.v1.ForkRequest\x1a\x18.fathom.v1.StartResponse\x12:\n" +
 	"\x04Send\x12\x16.fathom.v1.SendRequest\x1a\x1a.fathom.v1.CommandResponse\x12=\n" +
-	"\x06Access\x12\x18.fathom.v1.AccessRequest\x1a\x19.fathom.v1.AccessResponseBDZBgithub.com/fathom-agents/fathom/messages/sessiongrain;sessiongrainb\x06proto3"
+	"\x06Access\x12\x18.fathom.v1.AccessRequest\x1a\x19.fathom.v1.AccessResponse\x12L\n" +
+	"\rSetPushConfig\x12\x1f.fathom.v1.SetPushConfigRequest\x1a\x1a.fathom.v1.CommandResponseBDZBgithub.com/fathom-agents/fathom/messages/sessiongrain;sessiongrainb\x06proto3"
 
 var file_sessiongrain_grain_proto_goTypes = []any{
 	(*messages.StartRequest)(nil),            // 0: fathom.v1.StartRequest
@@ -55,12 +56,13 @@ var file_sessiongrain_grain_proto_goTypes = []any{
 	(*messages.ForkRequest)(nil),             // 10: fathom.v1.ForkRequest
 	(*messages.SendRequest)(nil),             // 11: fathom.v1.SendRequest
 	(*messages.AccessRequest)(nil),           // 12: fathom.v1.AccessRequest
-	(*messages.StartResponse)(nil),           // 13: fathom.v1.StartResponse
-	(*messages.GetStateResponse)(nil),        // 14: fathom.v1.GetStateResponse
-	(*messages.TimelineResponse)(nil),        // 15: fathom.v1.TimelineResponse
-	(*messages.StateAtResponse)(nil),         // 16: fathom.v1.StateAtResponse
-	(*messages.CommandResponse)(nil),         // 17: fathom.v1.CommandResponse
-	(*messages.AccessResponse)(nil),          // 18: fathom.v1.AccessResponse
+	(*messages.SetPushConfigRequest)(nil),    // 13: fathom.v1.SetPushConfigRequest
+	(*messages.StartResponse)(nil),           // 14: fathom.v1.StartResponse
+	(*messages.GetStateResponse)(nil),        // 15: fathom.v1.GetStateResponse
+	(*messages.TimelineResponse)(nil),        // 16: fathom.v1.TimelineResponse
+	(*messages.StateAtResponse)(nil),         // 17: fathom.v1.StateAtResponse
+	(*messages.CommandResponse)(nil),         // 18: fathom.v1.CommandResponse
+	(*messages.AccessResponse)(nil),          // 19: fathom.v1.AccessResponse
 }
 var file_sessiongrain_grain_proto_depIdxs = []int32{
 	0,  // 0: fathom.v1.Session.Start:input_type -> fathom.v1.StartRequest
@@ -76,21 +78,23 @@ var file_sessiongrain_grain_proto_depIdxs = []int32{
 	10, // 10: fathom.v1.Session.Fork:input_type -> fathom.v1.ForkRequest
 	11, // 11: fathom.v1.Session.Send:input_type -> fathom.v1.SendRequest
 	12, // 12: fathom.v1.Session.Access:input_type -> fathom.v1.AccessRequest
-	13, // 13: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
-	14, // 14: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
-	15, // 15: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
-	16, // 16: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
-	17, // 17: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
-	17, // 18: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
-	17, // 19: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
-	17, // 20: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
-	17, // 21: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
-	17, // 22: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
-	13, // 23: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
-	17, // 24: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
-	18, // 25: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
-	13, // [13:26] is the sub-list for method output_type
-	0,  // [0:13] is the sub-list for method input_type
+	13, // 13: fathom.v1.Session.SetPushConfig:input_type -> fathom.v1.SetPushConfigRequest
+	14, // 14: fathom.v1.Session.Start:output_type -> fathom.v1.StartResponse
+	15, // 15: fathom.v1.Session.GetState:output_type -> fathom.v1.GetStateResponse
+	16, // 16: fathom.v1.Session.Timeline:output_type -> fathom.v1.TimelineResponse
+	17, // 17: fathom.v1.Session.StateAt:output_type -> fathom.v1.StateAtResponse
+	18, // 18: fathom.v1.Session.SetBreakpoint:output_type -> fathom.v1.CommandResponse
+	18, // 19: fathom.v1.Session.ClearBreakpoints:output_type -> fathom.v1.CommandResponse
+	18, // 20: fathom.v1.Session.Cancel:output_type -> fathom.v1.CommandResponse
+	18, // 21: fathom.v1.Session.Pause:output_type -> fathom.v1.CommandResponse
+	18, // 22: fathom.v1.Session.Resume:output_type -> fathom.v1.CommandResponse
+	18, // 23: fathom.v1.Session.ProvideInput:output_type -> fathom.v1.CommandResponse
+	14, // 24: fathom.v1.Session.Fork:output_type -> fathom.v1.StartResponse
+	18, // 25: fathom.v1.Session.Send:output_type -> fathom.v1.CommandResponse
+	19, // 26: fathom.v1.Session.Access:output_type -> fathom.v1.AccessResponse
+	18, // 27: fathom.v1.Session.SetPushConfig:output_type -> fathom.v1.CommandResponse
+	14, // [14:28] is the sub-list for method output_type
+	0,  // [0:14] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -75,6 +75,7 @@ type Session interface {
 	Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*messages.StartResponse, error)
 	Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
 	Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*messages.AccessResponse, error)
+	SetPushConfig(req *messages.SetPushConfigRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error)
 }
 
 // SessionGrainClient holds the base data for the SessionGrain
@@ -434,6 +435,33 @@ func (g *SessionGrainClient) Access(r *messages.AccessRequest, opts ...cluster.G
 	}
 }
 
+// SetPushConfig requests the execution on to the cluster with CallOptions
+func (g *SessionGrainClient) SetPushConfig(r *messages.SetPushConfigRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error) {
+	if g.cluster.Config.RequestLog {
+		g.cluster.Logger().Info("Requesting", slog.String("identity", g.Identity), slog.String("kind", "Session"), slog.String("method", "SetPushConfig"), slog.Any("request", r))
+	}
+	bytes, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reqMsg := &cluster.GrainRequest{MethodIndex: 13, MessageData: bytes}
+	resp, err := g.cluster.Request(g.Identity, "Session", reqMsg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("error request: %w", err)
+	}
+	switch msg := resp.(type) {
+	case *messages.CommandResponse:
+		return msg, nil
+	case *cluster.GrainErrorResponse:
+		if msg == nil {
+			return nil, nil
+		}
+		return nil, msg
+	default:
+		return nil, fmt.Errorf("unknown response type %T", resp)
+	}
+}
+
 // SessionActor represents the actor structure
 type SessionActor struct {
 	ctx     cluster.GrainContext
@@ -716,6 +744,26 @@ func (a *SessionActor) Receive(ctx actor.Context) {
 			}
 
 			r0, err := a.inner.Access(req, a.ctx)
+			if err != nil {
+				resp := cluster.FromError(err)
+				ctx.Respond(resp)
+				return
+			}
+			ctx.Respond(r0)
+		case 13:
+			req := &messages.SetPushConfigRequest{}
+			err := proto.Unmarshal(msg.MessageData, req)
+			if err != nil {
+				ctx.Logger().Error("[Grain] SetPushConfig(messages.SetPushConfigRequest) proto.Unmarshal failed.", slog.Any("error", err))
+				resp := cluster.NewGrainErrorResponse(cluster.ErrorReason_INVALID_ARGUMENT, err.Error()).
+					WithMetadata(map[string]string{
+						"argument": req.String(),
+					})
+				ctx.Respond(resp)
+				return
+			}
+
+			r0, err := a.inner.SetPushConfig(req, a.ctx)
 			if err != nil {
 				resp := cluster.FromError(err)
 				ctx.Respond(resp)

@@ -95,6 +95,10 @@ type AgentSpec struct {
 	// Run, when set, makes the agent a Go-function agent: Run produces the hand-off and
 	// no model is called (Prompt, Tools and Model must be empty).
 	Run AgentFunc
+	// WebhookURL, when set, is the webhook_url of the sessions started for the agent (its
+	// tool on the node's MCP server) whose start names none: where the node POSTs their
+	// signed notifications (package webhooks; the node needs a webhook secret).
+	WebhookURL string
 
 	// stepType is the step type that delegates to the agent (the name, but for the
 	// built-ins); template is its prompt template's name.

@@ -369,6 +369,10 @@ func applyPayload(s *messages.SessionState, ev *messages.Event) error {
 		applyWebhookDelivered(s, p.WebhookDelivered)
 	case *messages.Event_WebhookFailed:
 		applyWebhookFailed(s, p.WebhookFailed)
+	case *messages.Event_PushConfigSet:
+		applyPushConfigSet(s, p.PushConfigSet, ev)
+	case *messages.Event_PushConfigDeleted:
+		applyPushConfigDeleted(s, p.PushConfigDeleted)
 	case *messages.Event_SubagentCompleted:
 		sa, err := subAgentOf(s, p.SubagentCompleted.GetSubAgentId(), "subagent_completed")
 		if err != nil {

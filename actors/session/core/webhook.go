@@ -52,19 +52,23 @@ func WebhookID(sessionID string, seq uint64) string {
 }
 
 // noteWebhook follows the application of ev to s, whose status was before: a status
-// that calls for a notification adds one when the session names a webhook_url. A fork
-// starts with none (its copied past notified the source's receiver).
+// that calls for a notification adds one when the session names a webhook_url, and one
+// for each push config (push.go). A fork starts with none (its copied past notified the
+// source's receivers).
 func noteWebhook(s *messages.SessionState, before messages.SessionStatus, ev *messages.Event) {
 	if ev.GetSessionForked() != nil {
-		s.Webhooks = nil
+		s.Webhooks, s.PushConfigs = nil, nil
 		return
 	}
 	t := webhookType(s.Status)
-	if t == "" || s.Status == before || s.GetConfig().GetWebhookUrl() == "" {
+	if t == "" || s.Status == before {
 		return
 	}
-	s.Webhooks = append(s.Webhooks, &messages.PendingWebhook{WebhookId: WebhookID(s.SessionId, ev.GetSeq()), Type: t,
-		EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano()})
+	if s.GetConfig().GetWebhookUrl() != "" {
+		s.Webhooks = append(s.Webhooks, &messages.PendingWebhook{WebhookId: WebhookID(s.SessionId, ev.GetSeq()), Type: t,
+			EventSeq: ev.GetSeq(), AtUnixNano: ev.GetAtUnixNano(), NextAttemptUnixNano: ev.GetAtUnixNano()})
+	}
+	notePushes(s, t, ev)
 }
 
 func webhookIndex(s *messages.SessionState, id string) int {
@@ -98,7 +102,8 @@ func applyWebhookFailed(s *messages.SessionState, f *messages.WebhookFailed) {
 // cloneWebhook copies w: the fold never mutates a message a cloned state may share.
 func cloneWebhook(w *messages.PendingWebhook) *messages.PendingWebhook {
 	return &messages.PendingWebhook{WebhookId: w.GetWebhookId(), Type: w.GetType(), EventSeq: w.GetEventSeq(),
-		AtUnixNano: w.GetAtUnixNano(), Attempts: w.GetAttempts(), NextAttemptUnixNano: w.GetNextAttemptUnixNano()}
+		AtUnixNano: w.GetAtUnixNano(), Attempts: w.GetAttempts(), NextAttemptUnixNano: w.GetNextAttemptUnixNano(),
+		PushConfigId: w.GetPushConfigId()}
 }
 
 // NextWebhookAt is when the session's earliest pending notification is due (Unix
