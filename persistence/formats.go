@@ -22,8 +22,8 @@ var ErrFormatGated = errors.New("journal: event newer than the cluster's lowest 
 // advertises that format (FormatGate). Keys are Record.Type, the payload's snake_case
 // name; persistence's tests check that every payload type of messages.Event is here.
 //
-// Every event type Fathom writes today is format 2's (the first release that
-// advertises a format); formats started there.
+// Format 2 (the first release that advertises a format, v0.3.0) is where the table
+// starts: every event type of that release is format 2's.
 var EventFormats = map[string]int{
 	"session_started":     2,
 	"plan_created":        2,
@@ -56,6 +56,8 @@ var EventFormats = map[string]int{
 	"webhook_delivered":   2,
 	"webhook_failed":      2,
 	"message_queued":      2,
+	"push_config_set":     3,
+	"push_config_deleted": 3,
 }
 
 // EventFormat is the journal format that introduced event type typ (EventFormats);

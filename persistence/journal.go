@@ -35,7 +35,9 @@ var (
 //
 //	1: records without checksums (Fathom before format versions).
 //	2: every event and snapshot record carries a CRC-32C checksum, verified on read.
-const Format = 2
+//	3: the events push_config_set and push_config_deleted (A2A push notifications);
+//	   records are stored as in format 2.
+const Format = 3
 
 // FormatError is the error of opening a journal written by a newer format than Format.
 // It wraps ErrNewerFormat.
