@@ -80,8 +80,6 @@ type Grain struct {
 	summarizeAt time.Time
 	// summaryRetryAt delays the next summary request after a failed one.
 	summaryRetryAt time.Time
-	// reembedded is set once this activation handed its history to the embed worker.
-	reembedded bool
 	// pipeline holds the appends in flight or queued, oldest first (pipeline.go); while
 	// it is not empty, state is where they lead, not yet the journal's.
 	pipeline []*appendJob
@@ -177,7 +175,13 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	if g.deps != nil && g.deps.Drain != nil {
 		g.deps.Drain.unregister(g.id, ctx.Self())
 	}
-	g.forget()
+	if g.deps != nil && g.loads > 0 {
+		for _, o := range g.deps.observers {
+			if a, ok := o.(ActivationObserver); ok {
+				a.Deactivated(g.id, g.state, g.log)
+			}
+		}
+	}
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
@@ -381,6 +385,13 @@ func (g *Grain) load() error {
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
 	g.pubState = s
 	g.loads++
+	if g.loads == 1 {
+		for _, o := range g.deps.observers {
+			if a, ok := o.(ActivationObserver); ok {
+				a.Activated(g.id, s, g.log)
+			}
+		}
+	}
 	return nil
 }
 
@@ -421,40 +432,27 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	return nil
 }
 
-// published follows a durable append of evs (encoded as recs, leading to state st):
-// subscribers get the records, the trace its events and the spans they end, the embed
-// worker their messages. It reports whether evs record an LLM answer (the summarizer may
-// be due).
+// published follows a durable append of evs (encoded as recs, leading to state st): the
+// observers are told (observer.go), the trace gets its events and the spans they end. It
+// reports whether evs record an LLM answer (the summarizer may be due).
 func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
+	c := Commit{SessionID: g.id, Events: evs, Prev: g.pubState, State: st, Log: g.log}
 	for i := range recs {
-		g.sinceBytes += len(recs[i].Data)
+		c.Bytes += len(recs[i].Data)
 	}
-	if g.deps.Publisher != nil {
-		g.deps.Publisher.Publish(g.id, evs)
+	g.sinceBytes += c.Bytes
+	for _, o := range g.deps.observers {
+		o.Committed(c)
 	}
-	for _, ev := range evs {
-		// A run's span (none between runs; an unsampled one drops its events): build none.
-		if g.span != nil && g.span.IsRecording() {
+	// A run's span (none between runs; an unsampled one drops its events): build none.
+	if g.span != nil && g.span.IsRecording() {
+		for _, ev := range evs {
 			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
 		}
-		if r := ev.GetLlmResponded(); r != nil {
-			answered = true
-			if g.deps.Quotas != nil {
-				g.deps.Quotas.Used(st.GetTenant(), core.UsageTokens(r.GetUsage()), r.GetCostUsd())
-			}
-		}
-		switch ev.GetPayload().(type) {
-		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
-			if g.deps.Quotas != nil {
-				g.deps.Quotas.Ended(st.GetTenant())
-			}
-		}
-		g.observe(ev)
-		g.embed(ev)
 	}
 	g.traceEnded(evs, g.pubState, st)
 	g.pubState = st
-	return answered
+	return answers(evs)
 }
 
 // prepare returns the state evs lead to and their journal records. next, when not nil,
@@ -602,7 +600,6 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 		g.scheduleRetry(ctx)
 		return
 	}
-	g.reembed()
 	g.kick(ctx)
 	g.maybeSummarize(ctx)
 }

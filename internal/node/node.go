@@ -273,7 +273,7 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
-	// events is the grains' EventObserver (metrics and pub-sub topics); topics publishes
+	// events is the grains' observer of the metrics and the pub-sub topics; topics publishes
 	// on the cluster's pub-sub (topics.go).
 	events eventObservers
 	topics *topics.Publisher
