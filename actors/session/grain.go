@@ -10,8 +10,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/dispatch"
@@ -87,16 +85,10 @@ type Grain struct {
 	// answered is set when a pipelined append recorded an LLM answer: the summarizer
 	// check runs once the pipeline drains.
 	answered bool
-	span     trace.Span
-	// host is the node's address, baseLog the session's logger without span ids: the
-	// activation's span (trace.go) adds its ids to log while it is open.
-	host    string
-	baseLog *slog.Logger
-	// spanRun and spanStart (unix nanos) are the run and start of span, the activation's.
-	spanRun   uint64
-	spanStart int64
-	// pubState is the state after the last published events (trace.go ends the spans a
-	// batch of events ends against it).
+	// trace is the activation's trace (trace.go): while its span is open, log carries
+	// the span's ids.
+	trace *tracer
+	// pubState is the state after the last published events (Commit.Prev of the next).
 	pubState *messages.SessionState
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
@@ -145,12 +137,12 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	}
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
-	g.baseLog, g.host = g.log, ctx.ActorSystem().Address()
+	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
 	g.activatedAt = d.Now()
 	err := g.load()
 	// Every line the activation logs while it works on a run is written inside its span
 	// (session.activation): it carries the ids.
-	g.traceActivated()
+	g.trace.activated(g.state)
 	if errors.Is(err, persistence.ErrNewerFormat) {
 		g.log.Debug("load session", "error", err) // onResume says it plainly (newer.go)
 	} else if err != nil {
@@ -169,8 +161,10 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.stopTimers()
-	g.waitPipeline()  // publishes the durable appends still in flight
-	g.endActivation() // a run still working goes on in the next activation (trace.go)
+	g.waitPipeline() // publishes the durable appends still in flight
+	if g.trace != nil {
+		g.trace.end(g.state.GetSeq()) // a run still working goes on in the next activation
+	}
 	g.endLease()
 	if g.deps != nil && g.deps.Drain != nil {
 		g.deps.Drain.unregister(g.id, ctx.Self())
@@ -198,7 +192,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 // stopped, its pipeline drained, its goroutines hold their own references).
 func (g *Grain) release() {
 	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, nil
-	g.span = nil
+	g.trace = nil
 }
 
 // ReceiveDefault handles the grain's own messages and its runners' results.
@@ -433,7 +427,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 }
 
 // published follows a durable append of evs (encoded as recs, leading to state st): the
-// observers are told (observer.go), the trace gets its events and the spans they end. It
+// node's observers are told (observer.go), then the activation's trace (trace.go). It
 // reports whether evs record an LLM answer (the summarizer may be due).
 func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
 	c := Commit{SessionID: g.id, Events: evs, Prev: g.pubState, State: st, Log: g.log}
@@ -444,13 +438,7 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	for _, o := range g.deps.observers {
 		o.Committed(c)
 	}
-	// A run's span (none between runs; an unsampled one drops its events): build none.
-	if g.span != nil && g.span.IsRecording() {
-		for _, ev := range evs {
-			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
-		}
-	}
-	g.traceEnded(evs, g.pubState, st)
+	g.trace.Committed(c)
 	g.pubState = st
 	return answers(evs)
 }
