@@ -24,6 +24,6 @@ func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*
 // and with them their step and tool runners (stopping one cancels its call), were
 // stopped by kick once the state was terminal.
 func (g *Grain) stopWork(ctx cluster.GrainContext) {
-	g.kickAgents(ctx)
+	g.agents.kick(ctx, g.state)
 	g.stopTimers()
 }

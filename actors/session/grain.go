@@ -48,14 +48,8 @@ type Grain struct {
 	loadErr error
 	// fenced is set when another activation wrote the stream: this one is stopping.
 	fenced bool
-	// agents are the agent actors by agent id (agent.Orchestrator, sub_agent_id): they
-	// run the calls (agents.go).
-	agents map[string]*actor.PID
-	// due is set while the orchestrator has a call due that its actor runs (kick).
-	due bool
-	// early is the call id of the orchestrator's call last started from a state still
-	// being appended (startEarly).
-	early string
+	// agents are the session's agent actors: they run the calls (agents.go).
+	agents agents
 	// loads counts loads of the state from the journal (agent actors' Work generation).
 	loads      uint64
 	retry      *time.Timer
@@ -95,10 +89,6 @@ type Grain struct {
 	// endpointLogged is set once this activation logged that the session's recorded
 	// model endpoint differs from the node's (endpoint.go).
 	endpointLogged bool
-	// draining is set once the member drains (drain.go): no call starts; drainWait are
-	// the agent actors told so that have not answered Drained yet.
-	draining  bool
-	drainWait map[string]bool
 	// newer is set once the session turned out to hold an event of a newer version
 	// (newer.go): the activation hosts nothing and passivates when idle.
 	newer bool
@@ -137,6 +127,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	}
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
+	g.agents = agents{deps: d, id: g.id, log: &g.log}
 	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
 	g.activatedAt = d.Now()
 	err := g.load()
@@ -151,9 +142,9 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
 	}
 	if d.Drain != nil {
-		g.draining = d.Drain.register(g.id, ctx.Self())
+		g.agents.draining = d.Drain.register(g.id, ctx.Self())
 	}
-	g.startLease(ctx)
+	g.lease.start(ctx, d, g.id, g.trace.baseLog)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
 
@@ -165,7 +156,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	if g.trace != nil {
 		g.trace.end(g.state.GetSeq()) // a run still working goes on in the next activation
 	}
-	g.endLease()
+	g.lease.end()
 	if g.deps != nil && g.deps.Drain != nil {
 		g.deps.Drain.unregister(g.id, ctx.Self())
 	}
@@ -191,7 +182,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 // left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
 // stopped, its pipeline drained, its goroutines hold their own references).
 func (g *Grain) release() {
-	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, nil
+	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, agents{}
 	g.trace = nil
 }
 
@@ -206,16 +197,18 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onSnapshotDone(msg)
 		return
 	case *leaseTickMsg: // the lease is not the session's state: no need to wait either
-		g.onLeaseTick(ctx)
+		if !g.fenced {
+			g.lease.tick(g.state)
+		}
 		return
 	case *leaseDone:
-		g.onLeaseDone(ctx, msg)
+		g.lease.done(msg, g.fenced)
 		return
 	case *drainMsg: // drain.go: what runs finishes, nothing new starts
-		g.onDrain(ctx)
+		g.agents.drain(ctx, g.state, g.log)
 		return
 	case *agent.Drained:
-		g.onDrained(msg)
+		g.agents.drained(msg)
 		return
 	case *core.LLMResult:
 		if g.pipelined(msg) {
@@ -226,7 +219,7 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 			}
 		}
 	case *agent.CallLost, *agent.ToolLost:
-		if g.staleLoss(msg) { // answered: no need to wait for the pipeline
+		if in, _ := lostCall(g.state, msg, g.deps.Config); in == nil { // answered: no need to wait for the pipeline
 			return
 		}
 	}
@@ -254,11 +247,11 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *webhookDueMsg, *webhookDone:
 		g.onWebhookMsg(ctx)
 	case *agent.NeedWork:
-		g.onNeedWork(ctx, msg)
-	case *agent.CallLost:
-		g.onCallLost(ctx, msg)
-	case *agent.ToolLost:
-		g.onToolLost(ctx, msg)
+		if g.loadErr == nil && !g.fenced {
+			g.agents.needWork(ctx, g.state, msg)
+		}
+	case *agent.CallLost, *agent.ToolLost:
+		g.onLost(ctx, msg)
 	default:
 		if g.log != nil {
 			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
@@ -379,6 +372,7 @@ func (g *Grain) load() error {
 	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
 	g.pubState = s
 	g.loads++
+	g.agents.gen = g.loads
 	if g.loads == 1 {
 		for _, o := range g.deps.observers {
 			if a, ok := o.(ActivationObserver); ok {
@@ -402,7 +396,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	last, err := appendIndexed(jctx, g.deps, g.id, g.state.GetSeq(), recs, next, g.lease.owner)
 	cancel()
 	if err != nil || last != next.GetSeq() {
-		g.cancelEarly(ctx, early)
+		g.agents.cancelEarly(ctx, early)
 	}
 	switch {
 	case errors.Is(err, persistence.ErrConflict):
@@ -427,7 +421,7 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 }
 
 // published follows a durable append of evs (encoded as recs, leading to state st): the
-// node's observers are told (observer.go), then the activation's trace (trace.go). It
+// node's observers are told (observer.go), then the activation's trace and lease. It
 // reports whether evs record an LLM answer (the summarizer may be due).
 func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
 	c := Commit{SessionID: g.id, Events: evs, Prev: g.pubState, State: st, Log: g.log}
@@ -439,6 +433,7 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 		o.Committed(c)
 	}
 	g.trace.Committed(c)
+	g.lease.Committed(c)
 	g.pubState = st
 	return answers(evs)
 }
@@ -526,14 +521,14 @@ func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 // the committed state (they run the pending LLM calls and tool calls, kickAgents) and
 // sets the timers of a retry, an interrupt's deadline and human-input deadlines.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	g.due = false
+	g.agents.due = false
 	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return
 	}
 	if g.kickQueued(ctx) { // a message queued while the turn ran opens the next turn (onbusy.go)
 		return
 	}
-	g.kickAgents(ctx)
+	g.agents.kick(ctx, g.state)
 	g.kickWebhooks(ctx)
 	if core.Terminal(g.state) {
 		return
@@ -552,31 +547,12 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 }
 
 // startEarly starts the orchestrator's LLM call that next makes pending while next is
-// still being appended, so the model works while the journal commits (with a fast model
-// the step's engine work overlaps the commit instead of following it): the orchestrator's
-// actor gets next as Work with CallOnly. It is safe because an LLM call has no side
-// effect the journal must know of first: its result reaches the grain through the
-// mailbox, after the commit returns, and is decided against the committed state; if the
-// append fails, cancelEarly abandons the call and its result, if any, no longer matches
-// a pending call. Tool calls are never started early: they may have effects outside, so
-// they start only once their tool_called is durable. It reports whether it started a
-// call.
+// still being appended (agents.startEarly), unless the activation may start no call.
 func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
-	p := next.GetPending()
-	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.draining || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
+	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
 		return false
 	}
-	g.early = p.GetCallId()
-	g.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: g.loads, CallOnly: true})
-	return true
-}
-
-// cancelEarly undoes startEarly after a failed append.
-func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
-	if pid, ok := g.agents[agent.Orchestrator]; ok && started && g.early != "" {
-		ctx.Send(pid, &agent.Abandon{CallID: g.early})
-	}
-	g.early = ""
+	return g.agents.startEarly(ctx, g.state, next)
 }
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
@@ -605,6 +581,22 @@ func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
 	}
 	if err := g.commitAsync(ctx, evs, next); err != nil {
 		g.log.Warn("commit failed", "input", "llm result "+r.CallID, "error", err)
+	}
+}
+
+// onLost fails an agent's call whose runner stopped without an answer (lostCall). After
+// a normal answer the call is no longer pending and this is a no-op.
+func (g *Grain) onLost(ctx cluster.GrainContext, msg any) {
+	if g.loadErr != nil {
+		return
+	}
+	switch in, what := lostCall(g.state, msg, g.deps.Config); r := in.(type) {
+	case *core.LLMResult:
+		g.log.Warn(what)
+		g.onLLMResult(ctx, r)
+	case *core.ToolResult:
+		g.log.Warn(what)
+		g.onToolResult(ctx, r)
 	}
 }
 
@@ -643,11 +635,13 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
 // call is due (its agent actor runs it) or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
-	g.reportDrain()
+	if g.agents.draining && g.deps != nil && g.deps.Drain != nil { // whether this draining grain still runs a call or appends
+		g.deps.Drain.report(g.id, !g.fenced && (g.agents.running() || len(g.pipeline) > 0))
+	}
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+	busy := g.agents.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()

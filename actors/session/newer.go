@@ -38,6 +38,6 @@ func (g *Grain) cannotHost() bool {
 	}
 	g.newer = true
 	g.stopTimers()
-	g.endLease()
+	g.lease.end()
 	return true
 }

@@ -26,7 +26,6 @@ func (g *Grain) kickQueued(ctx cluster.GrainContext) bool {
 		g.log.Warn("commit failed", "input", "queued message", "error", err)
 		return false
 	}
-	g.renewLease(ctx)
 	g.kick(ctx)
 	return true
 }

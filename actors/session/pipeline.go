@@ -149,7 +149,7 @@ func (g *Grain) failPipeline(ctx cluster.GrainContext, job *appendJob, err error
 	}
 	g.pipeline = nil
 	g.appender.reset()
-	g.cancelEarly(ctx, true)
+	g.agents.cancelEarly(ctx, true)
 	if errors.Is(err, persistence.ErrConflict) {
 		g.fence(ctx, err)
 		return

@@ -12,15 +12,10 @@ import (
 // A running, failed or cancelled session is refused with FAILED_PRECONDITION, an empty
 // or oversize message with INVALID_ARGUMENT, an unknown session with NOT_FOUND; a
 // retried command id answers duplicate. The lease, which a completed session stops
-// renewing, is renewed again.
+// renewing, is renewed again (lease.Committed).
 func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Send")
-	resp, err := g.command(ctx, req, func() ([]*messages.Event, error) {
+	return g.command(ctx, req, func() ([]*messages.Event, error) {
 		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
 	})
-	if err != nil || resp.GetDuplicate() {
-		return resp, err
-	}
-	g.renewLease(ctx)
-	return resp, nil
 }
