@@ -41,7 +41,6 @@ type Grain struct {
 	id          string
 	log         *slog.Logger
 	state       *messages.SessionState
-	snapSeq     uint64
 	activatedAt time.Time
 	// loadErr is set when the in-memory state cannot be trusted (a load or a write
 	// failed); every command reloads first.
@@ -51,27 +50,13 @@ type Grain struct {
 	// agents are the session's agent actors: they run the calls (agents.go).
 	agents agents
 	// loads counts loads of the state from the journal (agent actors' Work generation).
-	loads      uint64
-	retry      *time.Timer
-	retryDelay time.Duration
-	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
-	stepRetry   *time.Timer
-	stepRetryAt int64
-	// interruptTimer fires at the current interrupt's deadline (state's interrupt).
-	interruptTimer *time.Timer
-	interruptAt    int64
-	// hitl fires at the earliest open human-input request's deadline (state's awaiting).
-	hitl hitlTimer
-	// snapshotting is set while a snapshot save runs in the background.
-	snapshotting bool
-	// snapBytes is the size of the last snapshot this activation saved; sinceBytes the
-	// size of the events appended since it was taken (maybeSnapshot).
-	snapBytes, sinceBytes int
-	// summarizing is set while a summarizer request is out.
-	summarizing bool
-	summarizeAt time.Time
-	// summaryRetryAt delays the next summary request after a failed one.
-	summaryRetryAt time.Time
+	loads uint64
+	// timers are the activation's timers (timers.go).
+	timers timers
+	// snaps is the snapshot policy (snapshot.go).
+	snaps snapshots
+	// summaries are the requests to the summarizer pool (memory.go).
+	summaries summaries
 	// pipeline holds the appends in flight or queued, oldest first (pipeline.go); while
 	// it is not empty, state is where they lead, not yet the journal's.
 	pipeline []*appendJob
@@ -96,22 +81,6 @@ type Grain struct {
 	hooks webhookState
 }
 
-// Messages a grain sends itself. They never leave the process.
-type (
-	// resumeMsg asks the grain to reload if needed and start the pending call.
-	resumeMsg struct{}
-	// stepRetryMsg fires when a failed plan or step is due to run again.
-	stepRetryMsg struct{}
-	// interruptDeadlineMsg fires when an interrupt's deadline passed.
-	interruptDeadlineMsg struct{}
-	// snapshotDone reports a background snapshot save.
-	snapshotDone struct {
-		seq   uint64
-		bytes int // the snapshot's size
-		err   error
-	}
-)
-
 var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
 
 // Init loads the session's snapshot and events by identity and schedules the pending
@@ -128,6 +97,9 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
 	g.agents = agents{deps: d, id: g.id, log: &g.log}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	g.timers = timers{self: self, root: root}
+	g.hooks = webhookState{self: self, root: root}
 	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
 	g.activatedAt = d.Now()
 	err := g.load()
@@ -139,7 +111,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	} else if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
-		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
+		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snaps.seq)
 	}
 	if d.Drain != nil {
 		g.agents.draining = d.Drain.register(g.id, ctx.Self())
@@ -194,7 +166,7 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.onAppendDone(ctx, msg.job)
 		return
 	case *snapshotDone: // bookkeeping only: no need to wait for the pipeline
-		g.onSnapshotDone(msg)
+		g.snaps.done(msg, g.log)
 		return
 	case *leaseTickMsg: // the lease is not the session's state: no need to wait either
 		if !g.fenced {
@@ -233,19 +205,30 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *core.ToolResult:
 		g.onToolResult(ctx, msg)
 	case *summarizer.Result:
-		g.onSummary(ctx, msg)
+		g.summaries.out = false
+		g.onDecision(ctx, "summary", func() []*messages.Event { return decideSummary(g.state, msg, g.deps.Now()) })
+		if g.loadErr == nil && !g.fenced { // more may have been recorded while the summarizer worked
+			g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
+		}
 	case *summarizer.Failure:
-		g.onSummaryFailure(msg)
+		g.summaries.failed(msg, g.deps, g.log)
 	case *stepRetryMsg:
-		g.stepRetryAt = 0
+		g.timers.fired(msg)
 		g.onDecision(ctx, "retry", func() []*messages.Event { return core.DecideRetry(g.state, g.deps.Config, g.deps.Now()) })
 	case *interruptDeadlineMsg:
-		g.interruptAt = 0
+		g.timers.fired(msg)
 		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
 	case *hitlDeadlineMsg:
-		g.onHitlDeadline(ctx)
-	case *webhookDueMsg, *webhookDone:
-		g.onWebhookMsg(ctx)
+		g.timers.fired(msg)
+		g.onDecision(ctx, "human input deadline", func() []*messages.Event { return core.DecideHitlDeadline(g.state, g.deps.Config, g.deps.Now()) })
+	case *webhookDueMsg:
+		g.hooks.fired(msg, g.log)
+		g.onDecision(ctx, "webhook due", func() []*messages.Event { return nil })
+	case *webhookDone:
+		g.hooks.fired(msg, g.log)
+		g.onDecision(ctx, "webhook "+msg.id, func() []*messages.Event {
+			return core.DecideWebhookOutcome(g.state, msg.id, msg.attempt, msg.outcome, g.deps.Webhooks.Config(), g.deps.Now())
+		})
 	case *agent.NeedWork:
 		if g.loadErr == nil && !g.fenced {
 			g.agents.needWork(ctx, g.state, msg)
@@ -369,7 +352,7 @@ func (g *Grain) load() error {
 		g.loadErr = err
 		return err
 	}
-	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
+	g.state, g.snaps.seq, g.loadErr, g.timers.retryDelay = s, snapSeq, nil, 0
 	g.pubState = s
 	g.loads++
 	g.agents.gen = g.loads
@@ -414,9 +397,9 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	}
 	g.state = next
 	if g.published(evs, recs, next) {
-		g.maybeSummarize(ctx)
+		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 	}
-	g.maybeSnapshot(ctx, g.state)
+	g.snaps.maybe(ctx, g.deps, g.id, g.state)
 	return nil
 }
 
@@ -428,7 +411,7 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	for i := range recs {
 		c.Bytes += len(recs[i].Data)
 	}
-	g.sinceBytes += c.Bytes
+	g.snaps.since += c.Bytes
 	for _, o := range g.deps.observers {
 		o.Committed(c)
 	}
@@ -457,57 +440,6 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 	return next, recs, nil
 }
 
-// snapshotGrowth bounds the bytes snapshots write against the bytes the journal's
-// events take: a snapshot is due once the events since the last one are at least
-// 1/snapshotGrowth of its size. A snapshot holds the whole state, which grows with the
-// session (its transcripts), so snapshots every SnapshotEvery events alone made a long
-// session write and encode O(length²) bytes, a tenth of a step's CPU at 50 steps. With
-// the rule, snapshots of a growing session are spaced geometrically (each state ~1 +
-// 1/snapshotGrowth times the last) and their bytes stay within snapshotGrowth times the
-// events'; a load or a time-travel read replays at most ~1/snapshotGrowth of the state's
-// worth of events past its snapshot. 2 halves the snapshot bytes of 4 (a twentieth of a
-// 50-step session's CPU) for a replay of at most half a state's worth of events, which
-// decode at about the rate a snapshot does.
-const snapshotGrowth = 2
-
-// maybeSnapshot saves a snapshot once SnapshotEvery events and enough bytes
-// (snapshotGrowth) were appended since the last one, off the command path: a snapshot
-// only shortens recovery, so the grain does not wait for it. At most one save is in
-// flight; its outcome comes back as a snapshotDone message. The state it encodes is
-// never mutated (commit swaps in a new one), so the goroutine may read it.
-//
-// st is a durable state: the grain's after a commit, a pipelined append's when it returns.
-func (g *Grain) maybeSnapshot(ctx cluster.GrainContext, st *messages.SessionState) {
-	if g.snapshotting || st.GetSeq() < g.snapSeq+g.deps.Config.SnapshotEvery || g.sinceBytes*snapshotGrowth < g.snapBytes {
-		return
-	}
-	g.snapshotting = true
-	g.sinceBytes = 0
-	id, j, timeout, now := g.id, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
-		data, err := core.EncodeState(st)
-		if err == nil {
-			sctx, cancel := context.WithTimeout(context.Background(), timeout)
-			err = j.SaveSnapshot(sctx, id, persistence.Snapshot{Seq: st.GetSeq(), Data: data, At: now})
-			cancel()
-		}
-		root.Send(self, &snapshotDone{seq: st.GetSeq(), bytes: len(data), err: err})
-	}()
-}
-
-func (g *Grain) onSnapshotDone(msg *snapshotDone) {
-	g.snapshotting = false
-	if msg.err != nil {
-		// The events are durable; the next commit tries again.
-		g.log.Warn("save snapshot failed", "seq", msg.seq, "error", msg.err)
-		g.sinceBytes = max(g.sinceBytes, g.snapBytes/snapshotGrowth+1)
-		return
-	}
-	g.snapSeq = max(g.snapSeq, msg.seq)
-	g.snapBytes = msg.bytes
-}
-
 // fence stops this activation: another one owns the stream. The next request activates
 // a fresh grain that loads everything.
 func (g *Grain) fence(ctx cluster.GrainContext, err error) {
@@ -529,21 +461,11 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		return
 	}
 	g.agents.kick(ctx, g.state)
-	g.kickWebhooks(ctx)
+	g.hooks.kick(g.deps, g.id, g.state)
 	if core.Terminal(g.state) {
 		return
 	}
-	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
-		g.stepRetryAt = at
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
-	}
-	if at := core.InterruptDeadline(g.state); at != 0 && at != g.interruptAt {
-		g.interruptAt = at
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
-	}
-	g.kickHitl(ctx)
+	g.timers.arm(g.state)
 }
 
 // startEarly starts the orchestrator's LLM call that next makes pending while next is
@@ -565,7 +487,9 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 		return
 	}
 	g.kick(ctx)
-	g.maybeSummarize(ctx)
+	if g.loadErr == nil && !g.fenced {
+		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
+	}
 }
 
 func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *core.LLMResult) {
@@ -627,9 +551,7 @@ func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
 	if g.fenced || g.deps == nil {
 		return
 	}
-	g.retryDelay = min(max(2*g.retryDelay, 100*time.Millisecond), g.deps.Config.RetryBackoffMax)
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	g.retry = resetTimer(g.retry, g.retryDelay, func() { root.Send(self, &resumeMsg{}) })
+	g.timers.retryLater(g.deps.Config.RetryBackoffMax)
 }
 
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
@@ -641,7 +563,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.agents.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
+	busy := g.agents.due || len(g.pipeline) > 0 || g.hooks.busy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
 		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
@@ -655,19 +577,8 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 }
 
 func (g *Grain) stopTimers() {
-	g.stopWebhooks()
-	for _, t := range []*time.Timer{g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
-		if t != nil {
-			t.Stop()
-		}
-	}
-}
-
-func resetTimer(t *time.Timer, d time.Duration, f func()) *time.Timer {
-	if t != nil {
-		t.Stop()
-	}
-	return time.AfterFunc(d, f)
+	g.hooks.stop()
+	g.timers.stop()
 }
 
 var _ sessiongrain.Session = (*Grain)(nil)

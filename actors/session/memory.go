@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -35,59 +36,65 @@ func stateSummary(s *messages.SessionState) *memory.Summary {
 	return &memory.Summary{Content: sum.GetContent(), Tokens: int(sum.GetTokens()), Through: sum.GetCoveredThroughSeq()}
 }
 
-// maybeSummarize asks the summarizer pool for a new summary when the history's
-// unsummarized tokens pass the threshold and no request is out. The answer comes back as
-// a *summarizer.Result or *summarizer.Failure.
-func (g *Grain) maybeSummarize(ctx cluster.GrainContext) {
-	if g.summarizing && g.deps.Now().Sub(g.summarizeAt) > summaryWait {
-		g.summarizing = false // the answer was lost (the pool was not there yet)
+// summaries are the grain's requests to the node's summarizer pool.
+type summaries struct {
+	// out is set while a request is out, sent at.
+	out bool
+	at  time.Time
+	// retryAt delays the next request after a failed one.
+	retryAt time.Time
+}
+
+// maybe asks the summarizer pool for a new summary of session id (in state st) when the
+// history's unsummarized tokens pass the threshold and no request is out. The answer
+// comes back as a *summarizer.Result (decideOn) or *summarizer.Failure (failed).
+func (s *summaries) maybe(ctx cluster.GrainContext, d *Deps, id string, st *messages.SessionState, log *slog.Logger) {
+	if s.out && d.Now().Sub(s.at) > summaryWait {
+		s.out = false // the answer was lost (the pool was not there yet)
 	}
-	if g.deps.Summarizer == "" || g.summarizing || g.deps.Now().Before(g.summaryRetryAt) || g.fenced || g.loadErr != nil || core.Terminal(g.state) {
+	if d.Summarizer == "" || s.out || d.Now().Before(s.retryAt) || core.Terminal(st) {
 		return
 	}
-	prev := stateSummary(g.state)
+	prev := stateSummary(st)
 	// Checked on every stored answer, in the mailbox: count from the state without
 	// building the history; build it only for a request.
-	if !memory.NeedsSummary(unsummarizedTokens(g.state, g.state.GetSummary().GetCoveredThroughSeq()), g.deps.Config.SummaryConfig()) {
+	if !memory.NeedsSummary(unsummarizedTokens(st, st.GetSummary().GetCoveredThroughSeq()), d.Config.SummaryConfig()) {
 		return
 	}
-	hist := core.History(g.state)
+	hist := core.History(st)
 	if len(hist) == 0 {
 		return
 	}
-	g.summarizing, g.summarizeAt = true, g.deps.Now()
-	g.log.Debug("summary requested", "through_seq", hist[len(hist)-1].Seq, "messages", len(hist))
-	ctx.Send(ctx.ActorSystem().NewLocalPID(g.deps.Summarizer), &summarizer.Request{
-		SessionID: g.id, Input: memory.SummaryInput{Previous: prev, Messages: hist, Origin: "session " + g.id}, ReplyTo: ctx.Self(),
-		Tokenizer: g.deps.Config.TokenizerFor(g.state.GetConfig().GetModel()),
+	s.out, s.at = true, d.Now()
+	log.Debug("summary requested", "through_seq", hist[len(hist)-1].Seq, "messages", len(hist))
+	ctx.Send(ctx.ActorSystem().NewLocalPID(d.Summarizer), &summarizer.Request{
+		SessionID: id, Input: memory.SummaryInput{Previous: prev, Messages: hist, Origin: "session " + id}, ReplyTo: ctx.Self(),
+		Tokenizer: d.Config.TokenizerFor(st.GetConfig().GetModel()),
 	})
 }
 
-// onSummary commits a summary newer than the current one as summary_updated.
-func (g *Grain) onSummary(ctx cluster.GrainContext, r *summarizer.Result) {
-	g.summarizing = false
-	g.onDecision(ctx, "summary", func() []*messages.Event {
-		if core.Terminal(g.state) || r.Through <= g.state.GetSummary().GetCoveredThroughSeq() || r.Through > g.state.GetSeq() {
-			return nil
-		}
-		b := core.NewEvents(g.state, "", g.deps.Now())
-		b.Add(func(e *messages.Event) {
-			e.Payload = &messages.Event_SummaryUpdated{SummaryUpdated: &messages.SummaryUpdated{
-				Content: r.Content, CoveredThroughSeq: r.Through, Tokens: uint32(max(r.Tokens, 0)),
-			}}
-		})
-		return b.Evs
-	})
-	// More may have been recorded while the summarizer worked.
-	g.maybeSummarize(ctx)
-}
-
-func (g *Grain) onSummaryFailure(r *summarizer.Failure) {
-	g.summarizing = false
-	if !errors.Is(r.Err, summarizer.ErrSuperseded) {
-		g.summaryRetryAt = g.deps.Now().Add(summaryBackoff)
+// decideSummary records a summary newer than st's current one as summary_updated.
+func decideSummary(st *messages.SessionState, r *summarizer.Result, now time.Time) []*messages.Event {
+	if core.Terminal(st) || r.Through <= st.GetSummary().GetCoveredThroughSeq() || r.Through > st.GetSeq() {
+		return nil
 	}
-	g.log.Warn("summary not regenerated; keeping the previous one", "through_seq", r.Through, "error", r.Err)
+	b := core.NewEvents(st, "", now)
+	b.Add(func(e *messages.Event) {
+		e.Payload = &messages.Event_SummaryUpdated{SummaryUpdated: &messages.SummaryUpdated{
+			Content: r.Content, CoveredThroughSeq: r.Through, Tokens: uint32(max(r.Tokens, 0)),
+		}}
+	})
+	return b.Evs
+}
+
+// failed handles a failed request: the previous summary stays, and the next request
+// waits summaryBackoff (unless a newer request superseded this one).
+func (s *summaries) failed(r *summarizer.Failure, d *Deps, log *slog.Logger) {
+	s.out = false
+	if !errors.Is(r.Err, summarizer.ErrSuperseded) {
+		s.retryAt = d.Now().Add(summaryBackoff)
+	}
+	log.Warn("summary not regenerated; keeping the previous one", "through_seq", r.Through, "error", r.Err)
 }
 
 // unsummarizedTokens is memory.UnsummarizedTokens(History(s), through) without building

@@ -130,12 +130,14 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 		return
 	}
 	g.answered = g.published(job.evs, job.recs, job.state) || g.answered
-	g.maybeSnapshot(ctx, job.state)
+	g.snaps.maybe(ctx, g.deps, g.id, job.state)
 	if len(g.pipeline) == 0 {
 		g.kick(ctx)
 		if g.answered {
 			g.answered = false
-			g.maybeSummarize(ctx)
+			if g.loadErr == nil && !g.fenced {
+				g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
+			}
 		}
 	}
 }
