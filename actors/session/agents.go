@@ -201,7 +201,7 @@ func (a *agents) cancelEarly(ctx cluster.GrainContext, started bool) {
 // against st (a *core.LLMResult or a *core.ToolResult), with what it is; nil when msg
 // (a CallLost or a ToolLost) names a call no longer pending in st (answered: nothing to
 // do). A lost tool call gets an execution ToolError the model reads.
-func lostCall(st *messages.SessionState, msg any, c core.Config) (input any, what string) {
+func lostCall(st *messages.SessionState, msg any, d *Deps) (input any, what string) {
 	switch m := msg.(type) {
 	case *agent.CallLost:
 		if pendingCallOf(st, m.AgentID) != m.CallID {
@@ -215,10 +215,22 @@ func lostCall(st *messages.SessionState, msg any, c core.Config) (input any, wha
 			return nil, ""
 		}
 		res := tools.Result{CallID: pt.GetCallId(), Err: tools.ExecutionError(pt.GetTool(), fmt.Sprintf("the tool runner of call %s stopped without a result", pt.GetCallId()), true)}
-		return &core.ToolResult{Key: m.Key, Res: res, Tokens: c.CountMessage(st.GetConfig().GetModel(), core.ToolMessage(pt.GetCallId(), res))},
+		return &core.ToolResult{Key: m.Key, Res: res, Tokens: d.Config.CountMessage(st.GetConfig().GetModel(), core.ToolMessage(pt.GetCallId(), res))},
 			"tool runner of " + agent.ActorName(m.AgentID) + " stopped without a result; failing call " + m.Key
 	}
 	return nil, ""
+}
+
+// decideResult is the decision on a call's result in (a *core.LLMResult or a
+// *core.ToolResult) against st.
+func decideResult(d *Deps, st *messages.SessionState, in any) []*messages.Event {
+	switch r := in.(type) {
+	case *core.LLMResult:
+		return core.DecideLLMResult(st, r, d.Config, d.Now())
+	case *core.ToolResult:
+		return core.DecideToolResult(st, r, d.Config, d.Now())
+	}
+	return nil
 }
 
 // pendingCallOf is the call id of agent id's pending LLM call in st ("" when none).

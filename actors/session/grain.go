@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fathom-agents/fathom/auth"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -71,9 +73,8 @@ type Grain struct {
 	pubState *messages.SessionState
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
-	// endpointLogged is set once this activation logged that the session's recorded
-	// model endpoint differs from the node's (endpoint.go).
-	endpointLogged bool
+	// endpoint checks the session's recorded model endpoint against the node's (endpoint.go).
+	endpoint endpointCheck
 	// newer is set once the session turned out to hold an event of a newer version
 	// (newer.go): the activation hosts nothing and passivates when idle.
 	newer bool
@@ -98,7 +99,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.log = d.Logger.With("session_id", g.id)
 	g.agents = agents{deps: d, id: g.id, log: &g.log}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	g.timers = timers{self: self, root: root}
+	g.timers = timers{self: self, root: root, maxDelay: d.Config.RetryBackoffMax}
 	g.hooks = webhookState{self: self, root: root}
 	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
 	g.activatedAt = d.Now()
@@ -123,8 +124,23 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 // Terminate ends the activation (passivation, fence, node shutdown). The agent actors,
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
-	g.stopTimers()
-	g.waitPipeline() // publishes the durable appends still in flight
+	g.hooks.stop()
+	g.timers.stop()
+	// The appends in flight end with the activation: those that became durable are
+	// published in order, as finishJob would have (subscribers, metrics, the embedder and
+	// the trace see every acknowledged event even when the activation ends right after
+	// its last append). Nothing after a failed append was appended.
+	ok := true
+	for _, job := range g.pipeline {
+		<-job.done
+		if job.handled {
+			continue
+		}
+		job.handled = true
+		if ok = ok && job.err == nil && job.last == job.next; ok {
+			g.published(job.evs, job.recs, job.state)
+		}
+	}
 	if g.trace != nil {
 		g.trace.end(g.state.GetSeq()) // a run still working goes on in the next activation
 	}
@@ -142,18 +158,14 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
-	g.release()
-}
-
-// release drops what the stopped activation holds. Proto.Actor can keep a stopped
-// actor's context reachable for a while: a parent's set of children removes a child by
-// shortening its slice, and the slot past the end keeps the child's PID, whose cached
-// process leads to the context and the actor. Grains are children of the cluster's
-// placement actor, so up to as many stopped grains as were ever active at once stayed
-// reachable, each with its state, its agents and their history: a passivated session
-// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
-// stopped, its pipeline drained, its goroutines hold their own references).
-func (g *Grain) release() {
+	// Drop what the stopped activation holds. Proto.Actor can keep a stopped actor's
+	// context reachable for a while: a parent's set of children removes a child by
+	// shortening its slice, and the slot past the end keeps the child's PID, whose cached
+	// process leads to the context and the actor. Grains are children of the cluster's
+	// placement actor, so up to as many stopped grains as were ever active at once stayed
+	// reachable, each with its state, its agents and their history: a passivated session
+	// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
+	// stopped, its pipeline drained, its goroutines hold their own references).
 	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, agents{}
 	g.trace = nil
 }
@@ -162,8 +174,10 @@ func (g *Grain) release() {
 func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	defer g.updateIdle(ctx)
 	switch msg := ctx.Message().(type) {
-	case *appendDone:
-		g.onAppendDone(ctx, msg.job)
+	case *appendDone: // act on the outcome of msg.job and of every job before it
+		if i := slices.Index(g.pipeline, msg.job); i >= 0 {
+			g.settle(ctx, len(g.pipeline)-i-1)
+		}
 		return
 	case *snapshotDone: // bookkeeping only: no need to wait for the pipeline
 		g.snaps.done(msg, g.log)
@@ -183,27 +197,38 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.agents.drained(msg)
 		return
 	case *core.LLMResult:
-		if g.pipelined(msg) {
-			g.makeRoom(ctx)
-			if g.pipelined(msg) { // unless an append failed meanwhile
-				g.onPipelinedResult(ctx, msg)
+		// The answer of the orchestrator's pending LLM call, with pipelining on, is decided
+		// before the appends in flight are durable (pipeline.go): against the optimistic
+		// state, its events queued behind them, once fewer than PipelineDepth are queued.
+		pipelined := func() bool {
+			return g.deps != nil && g.deps.Config.PipelineDepth > 0 && msg.CallID != "" &&
+				g.state.GetPending().GetCallId() == msg.CallID && g.loadErr == nil && !g.fenced
+		}
+		if pipelined() {
+			g.settle(ctx, g.deps.Config.PipelineDepth-1)
+			if pipelined() { // unless an append failed meanwhile
+				if evs, next := core.DecideLLMResultState(g.state, msg, g.deps.Config, g.deps.Now()); len(evs) > 0 {
+					if err := g.commitAsync(ctx, evs, next); err != nil {
+						g.log.Warn("commit failed", "input", "llm result "+msg.CallID, "error", err)
+					}
+				}
 				return
 			}
 		}
 	case *agent.CallLost, *agent.ToolLost:
-		if in, _ := lostCall(g.state, msg, g.deps.Config); in == nil { // answered: no need to wait for the pipeline
+		if in, _ := lostCall(g.state, msg, g.deps); in == nil { // answered: no need to wait for the pipeline
 			return
 		}
 	}
 	// Everything else is decided against durable state.
-	g.settle(ctx)
+	g.settle(ctx, 0)
 	switch msg := ctx.Message().(type) {
 	case *resumeMsg:
 		g.onResume(ctx)
 	case *core.LLMResult:
-		g.onLLMResult(ctx, msg)
+		g.onDecision(ctx, "llm result "+msg.CallID, func() []*messages.Event { return decideResult(g.deps, g.state, msg) })
 	case *core.ToolResult:
-		g.onToolResult(ctx, msg)
+		g.onDecision(ctx, "tool result "+msg.Key, func() []*messages.Event { return decideResult(g.deps, g.state, msg) })
 	case *summarizer.Result:
 		g.summaries.out = false
 		g.onDecision(ctx, "summary", func() []*messages.Event { return decideSummary(g.state, msg, g.deps.Now()) })
@@ -234,7 +259,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 			g.agents.needWork(ctx, g.state, msg)
 		}
 	case *agent.CallLost, *agent.ToolLost:
-		g.onLost(ctx, msg)
+		// A call whose runner stopped without an answer is failed; after a normal answer
+		// it is no longer pending and this is a no-op.
+		if in, what := lostCall(g.state, msg, g.deps); in != nil && g.loadErr == nil {
+			g.log.Warn(what)
+			g.onDecision(ctx, what, func() []*messages.Event { return decideResult(g.deps, g.state, in) })
+		}
 	default:
 		if g.log != nil {
 			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
@@ -249,7 +279,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorizeNew(req.GetCaller()); err != nil {
+	if err := authorizeNew(g.deps, g.state, g.id, req.GetCaller()); err != nil {
 		return nil, err
 	}
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
@@ -262,7 +292,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err != nil {
 		return nil, grainError(err)
 	}
-	if err := g.admitStart(evs); err != nil {
+	if err := admitStart(g.deps.Quotas, g.state, evs); err != nil {
 		return nil, err
 	}
 	stampBy(evs, req.GetCommandId(), req.GetCaller())
@@ -280,7 +310,7 @@ func (g *Grain) GetState(req *messages.GetStateRequest, ctx cluster.GrainContext
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -322,7 +352,7 @@ func grainError(err error) error {
 // ready makes sure the in-memory state is the journal's: the pipeline is drained
 // (settle) and the state reloaded after a failure.
 func (g *Grain) ready(ctx cluster.GrainContext) error {
-	g.settle(ctx)
+	g.settle(ctx, 0)
 	switch {
 	case g.fenced:
 		return sessiongrain.ErrUnavailable("session %s moved to another activation; retry", g.id)
@@ -370,11 +400,11 @@ func (g *Grain) load() error {
 // first (a decision bug never reaches the journal), appended with the expected sequence,
 // and only then become the grain's state and are published.
 func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
-	next, recs, err := g.prepare(evs, nil)
+	next, recs, err := prepare(g.id, g.state, evs, nil)
 	if err != nil {
 		return err
 	}
-	early := g.startEarly(ctx, next)
+	early := !g.fenced && g.loadErr == nil && !g.endpoint.blocked(g.deps, g.id, g.state, g.log) && g.agents.startEarly(ctx, g.state, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	last, err := appendIndexed(jctx, g.deps, g.id, g.state.GetSeq(), recs, next, g.lease.owner)
 	cancel()
@@ -388,11 +418,11 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	case err != nil:
 		g.log.Error("append events failed; reloading from the journal", "events", len(evs), "expected_seq", g.state.GetSeq(), "error", err)
 		g.loadErr = err
-		g.scheduleRetry(ctx)
+		g.timers.retryLater()
 		return sessiongrain.ErrUnavailable("session %s: events not stored: %v", g.id, err)
 	case last != next.GetSeq():
 		g.loadErr = fmt.Errorf("journal stored through seq %d, expected %d", last, next.GetSeq())
-		g.scheduleRetry(ctx)
+		g.timers.retryLater()
 		return sessiongrain.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
@@ -421,21 +451,22 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	return answers(evs)
 }
 
-// prepare returns the state evs lead to and their journal records. next, when not nil,
-// is that state already (built by the decision and handed over); otherwise evs are
-// applied to a copy of the state, so a decision bug never reaches the journal.
-func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*messages.SessionState, []persistence.Record, error) {
+// prepare returns the state evs lead to from st (session id's) and their journal
+// records. next, when not nil, is that state already (built by the decision and handed
+// over); otherwise evs are applied to a copy of st, so a decision bug never reaches the
+// journal.
+func prepare(id string, st *messages.SessionState, evs []*messages.Event, next *messages.SessionState) (*messages.SessionState, []persistence.Record, error) {
 	if next == nil {
-		next = core.CloneState(g.state)
+		next = core.CloneState(st)
 		for _, ev := range evs {
 			if err := core.Apply(next, ev); err != nil {
-				return nil, nil, sessiongrain.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
+				return nil, nil, sessiongrain.ErrInternal("session %s: decided an event that does not apply: %v", id, err)
 			}
 		}
 	}
 	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return nil, nil, sessiongrain.ErrInternal("session %s: %v", g.id, err)
+		return nil, nil, sessiongrain.ErrInternal("session %s: %v", id, err)
 	}
 	return next, recs, nil
 }
@@ -445,20 +476,35 @@ func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*me
 func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 	g.log.Warn("another activation wrote this session; stopping this one", "error", err)
 	g.fenced = true
-	g.stopTimers()
+	g.hooks.stop()
+	g.timers.stop()
 	ctx.Stop(ctx.Self())
 }
 
-// kick starts what the state says is due and not yet running: it tells the agent actors
-// the committed state (they run the pending LLM calls and tool calls, kickAgents) and
-// sets the timers of a retry, an interrupt's deadline and human-input deadlines.
+// kick starts what the state says is due and not yet running: the oldest follow-up
+// message queued while a turn ran, once the session completed (double texting,
+// core/onbusy.go: its turn opens as a send's would); otherwise it tells the agent actors
+// the committed state (they run the pending LLM calls and tool calls), submits the
+// webhook notifications due and sets the timers of a retry, an interrupt's deadline and
+// human-input deadlines.
 func (g *Grain) kick(ctx cluster.GrainContext) {
 	g.agents.due = false
-	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
+	if g.fenced || g.loadErr != nil || g.endpoint.blocked(g.deps, g.id, g.state, g.log) {
 		return
 	}
-	if g.kickQueued(ctx) { // a message queued while the turn ran opens the next turn (onbusy.go)
-		return
+	if g.state.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && len(g.state.GetQueuedMessages()) > 0 && len(g.pipeline) == 0 {
+		evs, err := core.DecideQueued(g.state, g.deps.Config, g.deps.Now())
+		switch {
+		case err != nil:
+			g.log.Warn("queued message cannot run", "error", err)
+		case len(evs) > 0:
+			if err := g.commit(ctx, evs); err != nil {
+				g.log.Warn("commit failed", "input", "queued message", "error", err)
+				break
+			}
+			g.kick(ctx) // the new turn
+			return
+		}
 	}
 	g.agents.kick(ctx, g.state)
 	g.hooks.kick(g.deps, g.id, g.state)
@@ -468,22 +514,22 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 	g.timers.arm(g.state)
 }
 
-// startEarly starts the orchestrator's LLM call that next makes pending while next is
-// still being appended (agents.startEarly), unless the activation may start no call.
-func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
-	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
-		return false
-	}
-	return g.agents.startEarly(ctx, g.state, next)
-}
-
 func (g *Grain) onResume(ctx cluster.GrainContext) {
 	if err := g.ready(ctx); err != nil {
-		if g.cannotHost() { // newer.go: retrying would not help
+		if errors.Is(g.loadErr, persistence.ErrNewerFormat) { // newer.go: retrying would not help
+			if !g.newer {
+				logNewer(g.log, g.loadErr)
+			}
+			g.newer = true
+			g.hooks.stop()
+			g.timers.stop()
+			g.lease.end()
 			return
 		}
 		g.log.Warn("session not ready, retrying", "error", err)
-		g.scheduleRetry(ctx)
+		if !g.fenced && g.deps != nil {
+			g.timers.retryLater()
+		}
 		return
 	}
 	g.kick(ctx)
@@ -492,49 +538,15 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 	}
 }
 
-func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	g.onDecision(ctx, "llm result "+r.CallID, func() []*messages.Event { return core.DecideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
-}
-
-// onPipelinedResult decides the answer of the orchestrator's pending call against the
-// optimistic state and queues its events behind the appends in flight (commitAsync).
-func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	evs, next := core.DecideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
-	if len(evs) == 0 {
-		return
-	}
-	if err := g.commitAsync(ctx, evs, next); err != nil {
-		g.log.Warn("commit failed", "input", "llm result "+r.CallID, "error", err)
-	}
-}
-
-// onLost fails an agent's call whose runner stopped without an answer (lostCall). After
-// a normal answer the call is no longer pending and this is a no-op.
-func (g *Grain) onLost(ctx cluster.GrainContext, msg any) {
-	if g.loadErr != nil {
-		return
-	}
-	switch in, what := lostCall(g.state, msg, g.deps.Config); r := in.(type) {
-	case *core.LLMResult:
-		g.log.Warn(what)
-		g.onLLMResult(ctx, r)
-	case *core.ToolResult:
-		g.log.Warn(what)
-		g.onToolResult(ctx, r)
-	}
-}
-
-func (g *Grain) onToolResult(ctx cluster.GrainContext, r *core.ToolResult) {
-	g.onDecision(ctx, "tool result "+r.Key, func() []*messages.Event { return core.DecideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
-}
-
 // onDecision commits what decide returns for the current state, then starts whatever
 // became due. When the state cannot be trusted the input is dropped: after the reload
 // the call it answers is still pending and is made again.
 func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() []*messages.Event) {
 	if err := g.ready(ctx); err != nil {
 		g.log.Warn("dropped: session not ready", "input", what, "error", err)
-		g.scheduleRetry(ctx)
+		if !g.fenced {
+			g.timers.retryLater()
+		}
 		return
 	}
 	if evs := decide(); len(evs) > 0 {
@@ -544,14 +556,6 @@ func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() 
 		}
 	}
 	g.kick(ctx)
-}
-
-// scheduleRetry reloads and resumes after a jittered, growing delay.
-func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
-	if g.fenced || g.deps == nil {
-		return
-	}
-	g.timers.retryLater(g.deps.Config.RetryBackoffMax)
 }
 
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
@@ -574,11 +578,6 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		timeout = f
 	}
 	ctx.SetReceiveTimeout(timeout)
-}
-
-func (g *Grain) stopTimers() {
-	g.hooks.stop()
-	g.timers.stop()
 }
 
 var _ sessiongrain.Session = (*Grain)(nil)

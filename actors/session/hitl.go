@@ -12,7 +12,7 @@ import (
 // waiting. Idempotent by command id.
 func (g *Grain) ProvideInput(req *messages.ProvideInputRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "ProvideInput")
-	return g.continuing(ctx, req, func() ([]*messages.Event, error) {
+	return g.command(ctx, req, true, func() ([]*messages.Event, error) {
 		return core.DecideProvideInput(g.state, req, g.deps.Config, g.deps.Now())
 	})
 }

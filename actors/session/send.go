@@ -15,7 +15,7 @@ import (
 // renewing, is renewed again (lease.Committed).
 func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Send")
-	return g.command(ctx, req, func() ([]*messages.Event, error) {
+	return g.command(ctx, req, false, func() ([]*messages.Event, error) {
 		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
 	})
 }

@@ -28,9 +28,11 @@ type (
 type timers struct {
 	self *actor.PID
 	root *actor.RootContext
-	// retry reloads and resumes after a failure, after retryDelay (growing).
+	// retry reloads and resumes after a failure, after retryDelay (growing up to
+	// maxDelay, Config.RetryBackoffMax).
 	retry      *time.Timer
 	retryDelay time.Duration
+	maxDelay   time.Duration
 	// step fires when a retryably failed plan or step is due (retry_at stepAt).
 	step   *time.Timer
 	stepAt int64
@@ -73,10 +75,10 @@ func (t *timers) fired(msg any) {
 	}
 }
 
-// retryLater sends a resumeMsg (reload and resume) after a jittered, growing delay of at
-// most maxDelay.
-func (t *timers) retryLater(maxDelay time.Duration) {
-	t.retryDelay = min(max(2*t.retryDelay, 100*time.Millisecond), maxDelay)
+// retryLater sends a resumeMsg (reload and resume) after a growing delay of at most
+// maxDelay.
+func (t *timers) retryLater() {
+	t.retryDelay = min(max(2*t.retryDelay, 100*time.Millisecond), t.maxDelay)
 	self, root := t.self, t.root
 	t.retry = resetTimer(t.retry, t.retryDelay, func() { root.Send(self, &resumeMsg{}) })
 }

@@ -38,7 +38,7 @@ func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -56,7 +56,7 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
