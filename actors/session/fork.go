@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -77,7 +78,7 @@ func readSource(d *Deps, fork string, req *messages.ForkRequest) ([]*messages.Ev
 	id := req.GetSourceSessionId()
 	jctx, cancel := context.WithTimeout(context.Background(), d.Config.JournalTimeout)
 	defer cancel()
-	cur, _, err := core.Load(jctx, d.Journal, id, 0)
+	cur, _, err := replay.Load(jctx, d.Journal, id, 0)
 	if err != nil {
 		return nil, readError(err, fmt.Sprintf("fork %s: load source session %s", fork, id))
 	}
@@ -90,7 +91,7 @@ func readSource(d *Deps, fork string, req *messages.ForkRequest) ([]*messages.Ev
 		return nil, sessiongrain.ErrFailedPrecondition("fork %s: source session %s: %v", fork, id, err)
 	}
 	evs := make([]*messages.Event, 0, seq)
-	err = core.Events(jctx, d.Journal, id, 0, func(ev *messages.Event) error {
+	err = replay.Events(jctx, d.Journal, id, 0, func(ev *messages.Event) error {
 		if ev.GetSeq() > seq {
 			return errStopRead
 		}

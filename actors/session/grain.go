@@ -16,6 +16,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
@@ -377,7 +378,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 func (g *Grain) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	defer cancel()
-	s, snapSeq, err := core.Load(ctx, g.deps.Journal, g.id, 0)
+	s, snapSeq, err := replay.Load(ctx, g.deps.Journal, g.id, 0)
 	if err != nil {
 		g.loadErr = err
 		return err

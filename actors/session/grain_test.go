@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -185,7 +186,7 @@ func waitTerminal(t testing.TB, j persistence.Journal, id string, timeout time.D
 func storedEvents(t testing.TB, j persistence.Journal, id string) []*messages.Event {
 	t.Helper()
 	var evs []*messages.Event
-	err := core.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
+	err := replay.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
 		if ev.GetSeq() != uint64(len(evs))+1 {
 			return fmt.Errorf("seq %d after %d", ev.GetSeq(), len(evs))
 		}
@@ -247,7 +248,7 @@ func TestSessionRunsToCompletion(t *testing.T) {
 		t.Fatalf("host %q, want %q", st.GetHost(), h.node.Address())
 	}
 	// The grain's state is exactly the fold of the journal.
-	folded, _, err := core.Load(context.Background(), h.j, "s1", 0)
+	folded, _, err := replay.Load(context.Background(), h.j, "s1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

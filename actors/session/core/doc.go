@@ -8,12 +8,13 @@
 // # The fold
 //
 // [Apply] folds one event into a [messages.SessionState]; it is the single definition of
-// how events change a session, used by the grain, recovery ([Load]), time travel
-// ([StateAtStep], [TimelineOf]), forks and the CLI's offline readers alike. A bad event
-// (another session's, a sequence gap, a payload that does not fit the state) is an
-// error wrapping [ErrBadEvent], never a panic and never silently skipped. [Events] and
-// [Load] read a journal (persistence.Journal) and fold it; [EncodeEvents],
-// [DecodeRecord], [EncodeState] and [DecodeState] are the stored forms.
+// how events change a session, used by the grain, recovery, time travel ([TimelineOf],
+// [StepEndSeq]), forks and the CLI's offline readers alike. A bad event (another
+// session's, a sequence gap, a payload that does not fit the state) is an error wrapping
+// [ErrBadEvent], never a panic and never silently skipped. [EncodeEvents],
+// [DecodeRecord], [EncodeState] and [DecodeState] are the stored forms, [FromSnapshot]
+// the state a snapshot holds; reading a journal and folding it (Load, Events,
+// StateAtStep) is actors/session/replay's, so the core reads nothing.
 //
 // # Decisions
 //
