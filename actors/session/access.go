@@ -60,18 +60,6 @@ func authorizeNew(d *Deps, st *messages.SessionState, id string, caller *message
 // notFound is the one answer for a session that does not exist or is not the caller's.
 func notFound(id string) error { return sessiongrain.ErrNotFound("session %q not found", id) }
 
-// stampBy records caller on the events of command cmdID: the audit trail (Event.by).
-func stampBy(evs []*messages.Event, cmdID string, caller *messages.Principal) {
-	if caller == nil {
-		return
-	}
-	for _, ev := range evs {
-		if ev.GetCommandId() == cmdID && ev.By == nil {
-			ev.By = caller
-		}
-	}
-}
-
 // Access answers whether the caller may read (or act on) the session, for the gateway's
 // reads that do not go through the grain: the event stream, artifacts, delete.
 func (g *Grain) Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*messages.AccessResponse, error) {

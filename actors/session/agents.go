@@ -221,18 +221,6 @@ func lostCall(st *messages.SessionState, msg any, d *Deps) (input any, what stri
 	return nil, ""
 }
 
-// decideResult is the decision on a call's result in (a *core.LLMResult or a
-// *core.ToolResult) against st.
-func decideResult(d *Deps, st *messages.SessionState, in any) []*messages.Event {
-	switch r := in.(type) {
-	case *core.LLMResult:
-		return core.DecideLLMResult(st, r, d.Config, d.Now())
-	case *core.ToolResult:
-		return core.DecideToolResult(st, r, d.Config, d.Now())
-	}
-	return nil
-}
-
 // pendingCallOf is the call id of agent id's pending LLM call in st ("" when none).
 func pendingCallOf(st *messages.SessionState, id string) string {
 	if id == agent.Orchestrator {

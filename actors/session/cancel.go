@@ -3,7 +3,6 @@ package session
 import (
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -12,7 +11,7 @@ import (
 // sandboxed execution is cancelled with its context). Idempotent by command id; a session that has ended is refused.
 func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Cancel")
-	resp, err := g.command(ctx, req, false, func() ([]*messages.Event, error) { return core.DecideCancel(g.state, req, g.deps.Now()) })
+	resp, err := g.command(ctx, req, false)
 	if err != nil || resp.GetDuplicate() {
 		return resp, err
 	}

@@ -51,18 +51,17 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err != nil {
 		return nil, err
 	}
-	evs, err := core.DecideFork(g.state, req, src, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, core.ForkInput{Req: req, Source: src}, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
 	if err := admitStart(g.deps.Quotas, g.state, evs); err != nil {
 		return nil, err
 	}
-	stampBy(evs, req.GetCommandId(), req.GetCaller())
 	if err := copyArtifacts(g.deps, g.id, g.log, req.GetSourceSessionId(), src, tenantIn(evs)); err != nil {
 		return nil, err
 	}
-	if err := g.commit(ctx, evs); err != nil {
+	if err := g.commit(ctx, evs, next); err != nil {
 		return nil, err
 	}
 	g.kick(ctx)

@@ -208,10 +208,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		if pipelined() {
 			g.settle(ctx, g.deps.Config.PipelineDepth-1)
 			if pipelined() { // unless an append failed meanwhile
-				if evs, next := core.DecideLLMResultState(g.state, msg, g.deps.Config, g.deps.Now()); len(evs) > 0 {
-					if err := g.commitAsync(ctx, evs, next); err != nil {
-						g.log.Warn("commit failed", "input", "llm result "+msg.CallID, "error", err)
-					}
+				evs, next, err := core.Decide(g.state, msg, g.deps.Config, g.deps.Now())
+				if err == nil && len(evs) > 0 {
+					err = g.commitAsync(ctx, evs, next)
+				}
+				if err != nil {
+					g.log.Warn("commit failed", "input", "llm result "+msg.CallID, "error", err)
 				}
 				return
 			}
@@ -227,34 +229,26 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	case *resumeMsg:
 		g.onResume(ctx)
 	case *core.LLMResult:
-		g.onDecision(ctx, "llm result "+msg.CallID, func() []*messages.Event { return decideResult(g.deps, g.state, msg) })
+		g.onDecision(ctx, "llm result "+msg.CallID, msg)
 	case *core.ToolResult:
-		g.onDecision(ctx, "tool result "+msg.Key, func() []*messages.Event { return decideResult(g.deps, g.state, msg) })
+		g.onDecision(ctx, "tool result "+msg.Key, msg)
 	case *summarizer.Result:
 		g.summaries.out = false
-		g.onDecision(ctx, "summary", func() []*messages.Event { return decideSummary(g.state, msg, g.deps.Now()) })
+		g.onDecision(ctx, "summary", core.SummaryDone{Content: msg.Content, Through: msg.Through, Tokens: msg.Tokens})
 		if g.loadErr == nil && !g.fenced { // more may have been recorded while the summarizer worked
 			g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 		}
 	case *summarizer.Failure:
 		g.summaries.failed(msg, g.deps, g.log)
-	case *stepRetryMsg:
+	case core.RetryDue, core.InterruptDue, core.HumanDue:
 		g.timers.fired(msg)
-		g.onDecision(ctx, "retry", func() []*messages.Event { return core.DecideRetry(g.state, g.deps.Config, g.deps.Now()) })
-	case *interruptDeadlineMsg:
-		g.timers.fired(msg)
-		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
-	case *hitlDeadlineMsg:
-		g.timers.fired(msg)
-		g.onDecision(ctx, "human input deadline", func() []*messages.Event { return core.DecideHitlDeadline(g.state, g.deps.Config, g.deps.Now()) })
+		g.onDecision(ctx, fmt.Sprintf("%T", msg), msg)
 	case *webhookDueMsg:
 		g.hooks.fired(msg, g.log)
-		g.onDecision(ctx, "webhook due", func() []*messages.Event { return nil })
+		g.onDecision(ctx, "webhook due", nil)
 	case *webhookDone:
 		g.hooks.fired(msg, g.log)
-		g.onDecision(ctx, "webhook "+msg.id, func() []*messages.Event {
-			return core.DecideWebhookOutcome(g.state, msg.id, msg.attempt, msg.outcome, g.deps.Webhooks.Config(), g.deps.Now())
-		})
+		g.onDecision(ctx, "webhook "+msg.id, core.WebhookDone{ID: msg.id, Attempt: msg.attempt, Outcome: msg.outcome, Config: g.deps.Webhooks.Config()})
 	case *agent.NeedWork:
 		if g.loadErr == nil && !g.fenced {
 			g.agents.needWork(ctx, g.state, msg)
@@ -264,7 +258,7 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		// it is no longer pending and this is a no-op.
 		if in, what := lostCall(g.state, msg, g.deps); in != nil && g.loadErr == nil {
 			g.log.Warn(what)
-			g.onDecision(ctx, what, func() []*messages.Event { return decideResult(g.deps, g.state, in) })
+			g.onDecision(ctx, what, in)
 		}
 	default:
 		if g.log != nil {
@@ -289,15 +283,14 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := messages.ValidateSessionID(g.id); err != nil {
 		return nil, sessiongrain.ErrInvalidArgument("%v", err)
 	}
-	evs, err := core.DecideStart(g.state, req, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, req, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
 	if err := admitStart(g.deps.Quotas, g.state, evs); err != nil {
 		return nil, err
 	}
-	stampBy(evs, req.GetCommandId(), req.GetCaller())
-	if err := g.commit(ctx, evs); err != nil {
+	if err := g.commit(ctx, evs, next); err != nil {
 		return nil, err
 	}
 	g.kick(ctx)
@@ -400,10 +393,10 @@ func (g *Grain) load() error {
 // commit makes evs durable and then current: they are applied to a copy of the state
 // first (a decision bug never reaches the journal), appended with the expected sequence,
 // and only then become the grain's state and are published.
-func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
-	next, recs, err := prepare(g.id, g.state, evs, nil)
+func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
+	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return err
+		return sessiongrain.ErrInternal("session %s: %v", g.id, err)
 	}
 	early := !g.fenced && g.loadErr == nil && !g.endpoint.blocked(g.deps, g.id, g.state, g.log) && g.agents.startEarly(ctx, g.state, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
@@ -452,26 +445,6 @@ func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *
 	return answers(evs)
 }
 
-// prepare returns the state evs lead to from st (session id's) and their journal
-// records. next, when not nil, is that state already (built by the decision and handed
-// over); otherwise evs are applied to a copy of st, so a decision bug never reaches the
-// journal.
-func prepare(id string, st *messages.SessionState, evs []*messages.Event, next *messages.SessionState) (*messages.SessionState, []persistence.Record, error) {
-	if next == nil {
-		next = core.CloneState(st)
-		for _, ev := range evs {
-			if err := core.Apply(next, ev); err != nil {
-				return nil, nil, sessiongrain.ErrInternal("session %s: decided an event that does not apply: %v", id, err)
-			}
-		}
-	}
-	recs, err := core.EncodeEvents(evs)
-	if err != nil {
-		return nil, nil, sessiongrain.ErrInternal("session %s: %v", id, err)
-	}
-	return next, recs, nil
-}
-
 // fence stops this activation: another one owns the stream. The next request activates
 // a fresh grain that loads everything.
 func (g *Grain) fence(ctx cluster.GrainContext, err error) {
@@ -494,12 +467,12 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		return
 	}
 	if g.state.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && len(g.state.GetQueuedMessages()) > 0 && len(g.pipeline) == 0 {
-		evs, err := core.DecideQueued(g.state, g.deps.Config, g.deps.Now())
+		evs, next, err := core.Decide(g.state, core.QueuedDue{}, g.deps.Config, g.deps.Now())
 		switch {
 		case err != nil:
 			g.log.Warn("queued message cannot run", "error", err)
 		case len(evs) > 0:
-			if err := g.commit(ctx, evs); err != nil {
+			if err := g.commit(ctx, evs, next); err != nil {
 				g.log.Warn("commit failed", "input", "queued message", "error", err)
 				break
 			}
@@ -539,10 +512,11 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 	}
 }
 
-// onDecision commits what decide returns for the current state, then starts whatever
-// became due. When the state cannot be trusted the input is dropped: after the reload
-// the call it answers is still pending and is made again.
-func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() []*messages.Event) {
+// onDecision commits what the core decides on input in (core.Decide; nil: nothing to
+// decide) against the current state, then starts whatever became due. When the state
+// cannot be trusted the input is dropped: after the reload the call it answers is still
+// pending and is made again.
+func (g *Grain) onDecision(ctx cluster.GrainContext, what string, in any) {
 	if err := g.ready(ctx); err != nil {
 		g.log.Warn("dropped: session not ready", "input", what, "error", err)
 		if !g.fenced {
@@ -550,8 +524,12 @@ func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() 
 		}
 		return
 	}
-	if evs := decide(); len(evs) > 0 {
-		if err := g.commit(ctx, evs); err != nil {
+	if in != nil {
+		evs, next, err := core.Decide(g.state, in, g.deps.Config, g.deps.Now())
+		if err == nil && len(evs) > 0 {
+			err = g.commit(ctx, evs, next)
+		}
+		if err != nil {
 			g.log.Warn("commit failed", "input", what, "error", err)
 			return
 		}
@@ -568,8 +546,7 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.agents.due || len(g.pipeline) > 0 || g.hooks.busy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
-		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
+	busy := g.agents.due || len(g.pipeline) > 0 || g.hooks.busy() || core.DueOf(g.state).Waiting()
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
 		return

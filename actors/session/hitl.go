@@ -3,7 +3,6 @@ package session
 import (
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -12,7 +11,5 @@ import (
 // waiting. Idempotent by command id.
 func (g *Grain) ProvideInput(req *messages.ProvideInputRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "ProvideInput")
-	return g.command(ctx, req, true, func() ([]*messages.Event, error) {
-		return core.DecideProvideInput(g.state, req, g.deps.Config, g.deps.Now())
-	})
+	return g.command(ctx, req, true)
 }

@@ -73,20 +73,6 @@ func (s *summaries) maybe(ctx cluster.GrainContext, d *Deps, id string, st *mess
 	})
 }
 
-// decideSummary records a summary newer than st's current one as summary_updated.
-func decideSummary(st *messages.SessionState, r *summarizer.Result, now time.Time) []*messages.Event {
-	if core.Terminal(st) || r.Through <= st.GetSummary().GetCoveredThroughSeq() || r.Through > st.GetSeq() {
-		return nil
-	}
-	b := core.NewEvents(st, "", now)
-	b.Add(func(e *messages.Event) {
-		e.Payload = &messages.Event_SummaryUpdated{SummaryUpdated: &messages.SummaryUpdated{
-			Content: r.Content, CoveredThroughSeq: r.Through, Tokens: uint32(max(r.Tokens, 0)),
-		}}
-	})
-	return b.Evs
-}
-
 // failed handles a failed request: the previous summary stays, and the next request
 // waits summaryBackoff (unless a newer request superseded this one).
 func (s *summaries) failed(r *summarizer.Failure, d *Deps, log *slog.Logger) {

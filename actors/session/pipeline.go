@@ -10,7 +10,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -58,12 +60,11 @@ type appendDone struct{ job *appendJob }
 // (optimistic) state now, the call they make pending starts now, and everything that
 // must follow durability happens when the append returns (finishJob).
 //
-// next, when not nil, is the state evs lead to, built by the decision (eventBuilder.final)
-// and handed over (see prepare).
+// next is the state evs lead to (core.Decide).
 func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
-	next, recs, err := prepare(g.id, g.state, evs, next)
+	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return err
+		return sessiongrain.ErrInternal("session %s: %v", g.id, err)
 	}
 	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), state: next, done: make(chan struct{})}
 	g.pipeline = append(g.pipeline, job)

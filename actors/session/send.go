@@ -3,7 +3,6 @@ package session
 import (
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -15,7 +14,5 @@ import (
 // renewing, is renewed again (lease.Committed).
 func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Send")
-	return g.command(ctx, req, false, func() ([]*messages.Event, error) {
-		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
-	})
+	return g.command(ctx, req, false)
 }

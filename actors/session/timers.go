@@ -9,17 +9,9 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// Messages the grain's timers send it. They never leave the process.
-type (
-	// resumeMsg asks the grain to reload if needed and start the pending call.
-	resumeMsg struct{}
-	// stepRetryMsg fires when a failed plan or step is due to run again.
-	stepRetryMsg struct{}
-	// interruptDeadlineMsg fires when an interrupt's deadline passed.
-	interruptDeadlineMsg struct{}
-	// hitlDeadlineMsg fires when a human-input request's deadline passed.
-	hitlDeadlineMsg struct{}
-)
+// resumeMsg asks the grain to reload if needed and start the pending call. It never
+// leaves the process.
+type resumeMsg struct{}
 
 // timers are the grain's timers. The times they fire at are in the state (a retry's
 // retry_at, an interrupt's deadline, the human-input requests' deadlines), so a new
@@ -48,17 +40,18 @@ type timers struct {
 // earliest human-input deadline. A timer already set for the same time is left alone.
 func (t *timers) arm(st *messages.SessionState) {
 	self, root := t.self, t.root
-	if at := st.GetRetryAtUnixNano(); at != 0 && at != t.stepAt {
+	due := core.DueOf(st)
+	if at := due.RetryAt; at != 0 && at != t.stepAt {
 		t.stepAt = at
-		t.step = resetTimer(t.step, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
+		t.step = resetTimer(t.step, time.Until(time.Unix(0, at)), func() { root.Send(self, core.RetryDue{}) })
 	}
-	if at := core.InterruptDeadline(st); at != 0 && at != t.interruptAt {
+	if at := due.InterruptAt; at != 0 && at != t.interruptAt {
 		t.interruptAt = at
-		t.interrupt = resetTimer(t.interrupt, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
+		t.interrupt = resetTimer(t.interrupt, time.Until(time.Unix(0, at)), func() { root.Send(self, core.InterruptDue{}) })
 	}
-	if at := core.NextHumanDeadline(st); at != 0 && at != t.hitlAt {
+	if at := due.HumanAt; at != 0 && at != t.hitlAt {
 		t.hitlAt = at
-		t.hitl = resetTimer(t.hitl, time.Until(time.Unix(0, at)), func() { root.Send(self, &hitlDeadlineMsg{}) })
+		t.hitl = resetTimer(t.hitl, time.Until(time.Unix(0, at)), func() { root.Send(self, core.HumanDue{}) })
 	}
 }
 
@@ -66,11 +59,11 @@ func (t *timers) arm(st *messages.SessionState) {
 // still due.
 func (t *timers) fired(msg any) {
 	switch msg.(type) {
-	case *stepRetryMsg:
+	case core.RetryDue:
 		t.stepAt = 0
-	case *interruptDeadlineMsg:
+	case core.InterruptDue:
 		t.interruptAt = 0
-	case *hitlDeadlineMsg:
+	case core.HumanDue:
 		t.hitlAt = 0
 	}
 }
