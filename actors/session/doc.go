@@ -5,7 +5,7 @@
 //
 // The grain holds a session's event-sourced state and is the only writer of its
 // journal stream. Every change goes through one path: decide events with the core
-// (core.Decide*), apply them to a copy, append them with the expected sequence, and
+// (core.Decide, which also folds them into a copy), append them with the expected sequence, and
 // only then make the copy the state and tell the commit observers (commit; the commit
 // pipeline of pipeline.go lets the answer of the orchestrator's call be decided while
 // earlier appends are in flight). The grain is that pipeline, its timers and its message

@@ -37,8 +37,10 @@ func Kind() *cluster.Kind {
 }
 
 // Grain is the session grain: the event-sourced state of one session and the driver of
-// its loop. All state changes go through commit: decide events, append them to the
-// journal with the expected sequence, fold them with Apply, publish them.
+// its loop. All state changes go through commit: decide events (core.Decide, which folds
+// them into a copy), append them to the journal with the expected sequence, make the
+// copy the state and tell the commit observers (observer.go). The grain is that commit
+// pipeline, its timers and its message dispatch; the rest is in the types it owns.
 type Grain struct {
 	deps        *Deps
 	id          string

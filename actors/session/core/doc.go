@@ -19,9 +19,13 @@
 // # Decisions
 //
 // A decision is a function of (state, input, [Config], now) returning the events to
-// commit: commands ([DecideStart], [DecideCancel], [DecidePause], [DecideResume],
-// [DecideSetBreakpoint], [DecideClearBreakpoints], [DecideProvideInput], [DecideFork])
-// return an error when refused (a [*CommandError] carrying the reason), and results of
+// commit. [Decide] is the one entry a shell uses: it takes any input (a command request,
+// a call's result, a timer's [RetryDue], [InterruptDue] or [HumanDue], [QueuedDue],
+// [SummaryDone], [WebhookDone], a [ForkInput]), stamps a command's events with its
+// caller and returns them with the state they reach; [DueOf] (what is due) and
+// [Terminal] are the queries. Behind it, commands ([DecideStart], [DecideCancel],
+// [DecidePause], [DecideResume], [DecideSetBreakpoint], [DecideClearBreakpoints],
+// [DecideProvideInput], [DecideFork]) return an error when refused (a [*CommandError] carrying the reason), and results of
 // work ([DecideLLMResult] for the orchestrator's and the sub-agents' model answers,
 // [DecideToolResult], [DecideRetry], [DecideHitlDeadline], [DecideInterruptDeadline])
 // always decide something. An [EventBuilder] stamps the events of one decision with
