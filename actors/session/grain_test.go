@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/session/replay"
 	fcluster "github.com/fathom-agents/fathom/cluster"
@@ -60,6 +61,8 @@ type harnessOpts struct {
 	telemetry telemetry.Config
 	// log, when set, is the node's logger.
 	log *slog.Logger
+	// observers are the node's extra commit observers (node.Config.SessionObservers).
+	observers []session.Observer
 }
 
 // openJournal is the journal of a test of the grain: in memory (persistence/memjournal),
@@ -127,7 +130,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	n, err := node.Start(ctx, node.Config{
 		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
-		PromptsDir: o.promptsDir, Telemetry: o.telemetry,
+		PromptsDir: o.promptsDir, Telemetry: o.telemetry, SessionObservers: o.observers,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)
