@@ -55,6 +55,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/auth"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/gateway"
@@ -551,7 +552,7 @@ func (n *Node) Send(ctx context.Context, id, content string, opts ...CallOption)
 func (n *Node) messageBefore(ctx context.Context, id, cmd string) (uint64, error) {
 	errFound := errors.New("found")
 	var seq uint64
-	err := core.Events(ctx, n.n.Journal(), id, 0, func(ev *messages.Event) error {
+	err := replay.Events(ctx, n.n.Journal(), id, 0, func(ev *messages.Event) error {
 		if ev.GetMessageReceived() != nil && ev.GetCommandId() == cmd {
 			seq = ev.GetSeq() - 1
 			return errFound

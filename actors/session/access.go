@@ -20,13 +20,13 @@ type commandRequest interface {
 	GetCommandId() string
 }
 
-// authorize refuses what caller may not do to this session: another tenant's session
+// authorize refuses what caller may not do to session id, in state st: another tenant's session
 // (or, under Deps.Tenancy.MembersReadOwnOnly, another member's) is answered exactly as a
 // missing session is, with NOT_FOUND "session %q not found"; a session the caller sees
 // but may not act on with PERMISSION_DENIED. A request without a caller comes from inside
 // the node (the Go API, the reactivator) and is trusted. A session that does not exist
 // yet is left to the request's own answer (start creates it, the rest say not found).
-func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
+func authorize(d *Deps, st *messages.SessionState, id string, caller *messages.Principal, a auth.Action) error {
 	if caller == nil {
 		return nil
 	}
@@ -34,14 +34,14 @@ func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
 	if a == auth.Act && !p.CanWrite() { // decided by the role alone: says nothing of the session
 		return sessiongrain.ErrPermissionDenied("%s may only read", p)
 	}
-	if g.state.GetSeq() == 0 {
+	if st.GetSeq() == 0 {
 		return nil
 	}
-	switch g.deps.Config.Tenancy.Allowed(p, a, g.state.GetTenant(), g.state.GetOwner()) {
+	switch d.Config.Tenancy.Allowed(p, a, st.GetTenant(), st.GetOwner()) {
 	case auth.Hidden:
-		return g.notFound()
+		return notFound(id)
 	case auth.Denied:
-		return sessiongrain.ErrPermissionDenied("%s may not act on session %q (its owner or an operator of its tenant may)", p, g.id)
+		return sessiongrain.ErrPermissionDenied("%s may not act on session %q (its owner or an operator of its tenant may)", p, id)
 	}
 	return nil
 }
@@ -49,28 +49,16 @@ func (g *Grain) authorize(caller *messages.Principal, a auth.Action) error {
 // authorizeNew is authorize for the requests that create this session (start, fork
 // into it): a caller that may not write is refused, and an id another tenant's session
 // already holds is refused as taken, without a word about that session.
-func (g *Grain) authorizeNew(caller *messages.Principal) error {
-	err := g.authorize(caller, auth.Act)
+func authorizeNew(d *Deps, st *messages.SessionState, id string, caller *messages.Principal) error {
+	err := authorize(d, st, id, caller, auth.Act)
 	if ge, ok := err.(*cluster.GrainErrorResponse); ok && ge.Reason == messages.ErrorReason_NOT_FOUND.String() {
-		return sessiongrain.ErrFailedPrecondition("session id %q is taken: choose another, or leave it empty for a generated one", g.id)
+		return sessiongrain.ErrFailedPrecondition("session id %q is taken: choose another, or leave it empty for a generated one", id)
 	}
 	return err
 }
 
 // notFound is the one answer for a session that does not exist or is not the caller's.
-func (g *Grain) notFound() error { return sessiongrain.ErrNotFound("session %q not found", g.id) }
-
-// stampBy records caller on the events of command cmdID: the audit trail (Event.by).
-func stampBy(evs []*messages.Event, cmdID string, caller *messages.Principal) {
-	if caller == nil {
-		return
-	}
-	for _, ev := range evs {
-		if ev.GetCommandId() == cmdID && ev.By == nil {
-			ev.By = caller
-		}
-	}
-}
+func notFound(id string) error { return sessiongrain.ErrNotFound("session %q not found", id) }
 
 // Access answers whether the caller may read (or act on) the session, for the gateway's
 // reads that do not go through the grain: the event stream, artifacts, delete.
@@ -84,11 +72,11 @@ func (g *Grain) Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*
 	if req.GetAct() {
 		a = auth.Act
 	}
-	if err := g.authorize(req.GetCaller(), a); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), a); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
-		return nil, g.notFound()
+		return nil, notFound(g.id)
 	}
 	return &messages.AccessResponse{Tenant: g.state.GetTenant(), Owner: g.state.GetOwner()}, nil
 }

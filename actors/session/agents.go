@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,86 +61,164 @@ func (c agentCalls) ToolCall(st *messages.SessionState, id string, pt *messages.
 	return newToolRunnerProps(c.deps, c.sessionID, id, st, pt, callParent(c.deps, c.sessionID, st, id, stepID))
 }
 
-// kickAgents tells every agent actor the committed state, starting the orchestrator's
-// once it has a call due and one for every running sub-agent that has none; actors of
-// agents that stopped running (every one, once the session ended) are stopped.
-func (g *Grain) kickAgents(ctx cluster.GrainContext) {
-	terminal := core.Terminal(g.state)
-	for id, pid := range g.agents {
-		if sa := g.state.GetSubAgents()[id]; terminal || (id != agent.Orchestrator && (sa == nil || !sa.GetRunning())) {
+// agents are the grain's agent actors, by agent id (agent.Orchestrator, sub_agent_id):
+// they run the calls. The grain tells them the committed state after every commit
+// (kick), answers a restarted one (needWork), starts the orchestrator's next LLM call
+// early (startEarly) and drains them (drain.go).
+type agents struct {
+	deps *Deps
+	id   string
+	// log is the grain's logger (it follows the activation's span): the actors log with
+	// the one current when they start.
+	log  **slog.Logger
+	pids map[string]*actor.PID
+	// gen is the number of loads of the state from the journal (Work's generation).
+	gen uint64
+	// due is set while the orchestrator has a call due that its actor runs (kick).
+	due bool
+	// early is the call id of the orchestrator's call last started from a state still
+	// being appended (startEarly).
+	early string
+	// draining is set once the member drains (drain.go): no call starts; drainWait are
+	// the actors told so that have not answered Drained yet.
+	draining  bool
+	drainWait map[string]bool
+}
+
+// kick tells every agent actor the committed state st, starting the orchestrator's once
+// it has a call due and one for every running sub-agent that has none; actors of agents
+// that stopped running (every one, once the session ended) are stopped.
+func (a *agents) kick(ctx cluster.GrainContext, st *messages.SessionState) {
+	terminal := core.Terminal(st)
+	for id, pid := range a.pids {
+		if sa := st.GetSubAgents()[id]; terminal || (id != agent.Orchestrator && (sa == nil || !sa.GetRunning())) {
 			ctx.Stop(pid)
-			delete(g.agents, id)
-			delete(g.drainWait, id)
+			delete(a.pids, id)
+			delete(a.drainWait, id)
 		}
 	}
-	g.due = false
+	a.due = false
 	if terminal {
 		return
 	}
-	if g.orchestratorDue() {
-		g.due = true
-		g.tell(ctx, agent.Orchestrator, g.work(agent.Orchestrator))
-	} else if pid, ok := g.agents[agent.Orchestrator]; ok {
-		g.sendWork(ctx, agent.Orchestrator, pid, g.work(agent.Orchestrator))
+	if orchestratorDue(st) {
+		a.due = true
+		a.tell(ctx, agent.Orchestrator, a.work(st, agent.Orchestrator))
+	} else if pid, ok := a.pids[agent.Orchestrator]; ok {
+		a.send(ctx, agent.Orchestrator, pid, a.work(st, agent.Orchestrator))
 	}
-	for id, sa := range g.state.GetSubAgents() {
+	for id, sa := range st.GetSubAgents() {
 		if sa.GetRunning() {
-			g.tell(ctx, id, g.work(id))
+			a.tell(ctx, id, a.work(st, id))
 		}
 	}
 }
 
 // tell sends w to agent id's actor, starting the actor if it has none.
-func (g *Grain) tell(ctx cluster.GrainContext, id string, w *agent.Work) {
-	pid, ok := g.agents[id]
+func (a *agents) tell(ctx cluster.GrainContext, id string, w *agent.Work) {
+	pid, ok := a.pids[id]
 	if !ok {
-		if g.agents == nil {
-			g.agents = map[string]*actor.PID{}
+		if a.pids == nil {
+			a.pids = map[string]*actor.PID{}
 		}
-		calls := agentCalls{deps: g.deps, sessionID: g.id}
+		calls := agentCalls{deps: a.deps, sessionID: a.id}
 		if id == agent.Orchestrator {
 			calls.hist = &core.HistoryCache{}
 		}
-		pid = ctx.SpawnPrefix(agent.Props(id, calls, g.deps.Config.MaxParallelTools, g.deps.Config.LLMTimeout+time.Minute, g.log), agent.ActorName(id))
-		g.agents[id] = pid
+		pid = ctx.SpawnPrefix(agent.Props(id, calls, a.deps.Config.MaxParallelTools, a.deps.Config.LLMTimeout+time.Minute, *a.log), agent.ActorName(id))
+		a.pids[id] = pid
 	}
-	g.sendWork(ctx, id, pid, w)
+	a.send(ctx, id, pid, w)
 }
 
-// orchestratorDue reports whether the orchestrator has a call to run: its pending LLM
-// call, or a pending tool call not held (by an interrupt or a human's answer).
-func (g *Grain) orchestratorDue() bool {
-	if g.state.GetPending() != nil {
+// orchestratorDue reports whether the orchestrator has a call to run in st: its pending
+// LLM call, or a pending tool call not held (by an interrupt or a human's answer).
+func orchestratorDue(st *messages.SessionState) bool {
+	if st.GetPending() != nil {
 		return true
 	}
-	for _, c := range g.state.GetPendingTools() {
-		if !core.HeldTool(g.state, c) {
+	for _, c := range st.GetPendingTools() {
+		if !core.HeldTool(st, c) {
 			return true
 		}
 	}
 	return false
 }
 
-// work is the Work message for agent id's actor.
-func (g *Grain) work(id string) *agent.Work {
-	it := g.state.GetInterrupt()
+// work is the Work message for agent id's actor in state st.
+func (a *agents) work(st *messages.SessionState, id string) *agent.Work {
+	it := st.GetInterrupt()
 	// The orchestrator's tools wait out every interrupt (core.HeldTool); a sub-agent's
 	// only a tool breakpoint in its own turn.
 	hold := it != nil
 	if id != agent.Orchestrator {
-		hold = it.GetReason() == core.ReasonTool && it.GetStepId() == g.state.GetSubAgents()[id].GetStepId()
+		hold = it.GetReason() == core.ReasonTool && it.GetStepId() == st.GetSubAgents()[id].GetStepId()
 	}
-	return &agent.Work{State: g.state, Generation: g.loads, HoldTools: hold, Drain: g.draining}
+	return &agent.Work{State: st, Generation: a.gen, HoldTools: hold, Drain: a.draining}
 }
 
-func (g *Grain) onNeedWork(ctx cluster.GrainContext, m *agent.NeedWork) {
-	pid, ok := g.agents[m.AgentID]
-	if !ok || g.loadErr != nil || g.fenced || core.Terminal(g.state) {
+// needWork answers an agent actor that restarted with the state st.
+func (a *agents) needWork(ctx cluster.GrainContext, st *messages.SessionState, m *agent.NeedWork) {
+	pid, ok := a.pids[m.AgentID]
+	if !ok || core.Terminal(st) {
 		return
 	}
-	if m.AgentID == agent.Orchestrator || g.state.GetSubAgents()[m.AgentID] != nil {
-		g.sendWork(ctx, m.AgentID, pid, g.work(m.AgentID))
+	if m.AgentID == agent.Orchestrator || st.GetSubAgents()[m.AgentID] != nil {
+		a.send(ctx, m.AgentID, pid, a.work(st, m.AgentID))
 	}
+}
+
+// startEarly starts the orchestrator's LLM call that next makes pending while next is
+// still being appended, so the model works while the journal commits (with a fast model
+// the step's engine work overlaps the commit instead of following it): the orchestrator's
+// actor gets next as Work with CallOnly. It is safe because an LLM call has no side
+// effect the journal must know of first: its result reaches the grain through the
+// mailbox, after the commit returns, and is decided against the committed state; if the
+// append fails, cancelEarly abandons the call and its result, if any, no longer matches
+// a pending call. Tool calls are never started early: they may have effects outside, so
+// they start only once their tool_called is durable. cur is the state before next. It
+// reports whether it started a call.
+func (a *agents) startEarly(ctx cluster.GrainContext, cur, next *messages.SessionState) bool {
+	p := next.GetPending()
+	if p == nil || p.GetCallId() == cur.GetPending().GetCallId() || a.draining || core.Terminal(next) {
+		return false
+	}
+	a.early = p.GetCallId()
+	a.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: a.gen, CallOnly: true})
+	return true
+}
+
+// cancelEarly undoes startEarly after a failed append.
+func (a *agents) cancelEarly(ctx cluster.GrainContext, started bool) {
+	if pid, ok := a.pids[agent.Orchestrator]; ok && started && a.early != "" {
+		ctx.Send(pid, &agent.Abandon{CallID: a.early})
+	}
+	a.early = ""
+}
+
+// lostCall is the result that fails a call whose runner stopped without an answer (it
+// crashed past its restart limit or overran the call timeout), as input to the decision
+// against st (a *core.LLMResult or a *core.ToolResult), with what it is; nil when msg
+// (a CallLost or a ToolLost) names a call no longer pending in st (answered: nothing to
+// do). A lost tool call gets an execution ToolError the model reads.
+func lostCall(st *messages.SessionState, msg any, d *Deps) (input any, what string) {
+	switch m := msg.(type) {
+	case *agent.CallLost:
+		if pendingCallOf(st, m.AgentID) != m.CallID {
+			return nil, ""
+		}
+		return &core.LLMResult{CallID: m.CallID, Err: errors.New("step runner stopped without an answer (crashed or hung)")},
+			"step runner of " + agent.ActorName(m.AgentID) + " stopped without an answer; failing call " + m.CallID
+	case *agent.ToolLost:
+		pt := pendingToolOf(st, m.AgentID, m.Key)
+		if pt == nil {
+			return nil, ""
+		}
+		res := tools.Result{CallID: pt.GetCallId(), Err: tools.ExecutionError(pt.GetTool(), fmt.Sprintf("the tool runner of call %s stopped without a result", pt.GetCallId()), true)}
+		return &core.ToolResult{Key: m.Key, Res: res, Tokens: d.Config.CountMessage(st.GetConfig().GetModel(), core.ToolMessage(pt.GetCallId(), res))},
+			"tool runner of " + agent.ActorName(m.AgentID) + " stopped without a result; failing call " + m.Key
+	}
+	return nil, ""
 }
 
 // pendingCallOf is the call id of agent id's pending LLM call in st ("" when none).
@@ -165,41 +244,4 @@ func pendingToolOf(st *messages.SessionState, id, key string) *messages.PendingT
 		}
 	}
 	return nil
-}
-
-// onCallLost fails an agent's LLM call whose runner stopped without an answer (it
-// crashed past its restart limit or overran the call timeout). After a normal answer
-// the call is no longer pending and this is a no-op.
-func (g *Grain) onCallLost(ctx cluster.GrainContext, m *agent.CallLost) {
-	if g.loadErr != nil || pendingCallOf(g.state, m.AgentID) != m.CallID {
-		return
-	}
-	g.log.Warn("step runner stopped without an answer; failing the call", "agent", agent.ActorName(m.AgentID), "call_id", m.CallID)
-	g.onLLMResult(ctx, &core.LLMResult{CallID: m.CallID, Err: errors.New("step runner stopped without an answer (crashed or hung)")})
-}
-
-// onToolLost is onCallLost for a tool call: the call gets an execution ToolError the
-// model reads.
-func (g *Grain) onToolLost(ctx cluster.GrainContext, m *agent.ToolLost) {
-	pt := pendingToolOf(g.state, m.AgentID, m.Key)
-	if g.loadErr != nil || pt == nil {
-		return
-	}
-	g.log.Warn("tool runner stopped without a result; failing the call", "agent", agent.ActorName(m.AgentID), "key", m.Key)
-	res := tools.Result{CallID: pt.GetCallId(), Err: tools.ExecutionError(pt.GetTool(), fmt.Sprintf("the tool runner of call %s stopped without a result", pt.GetCallId()), true)}
-	g.onToolResult(ctx, &core.ToolResult{Key: m.Key, Res: res, Tokens: g.deps.Config.CountMessage(g.state.GetConfig().GetModel(), core.ToolMessage(pt.GetCallId(), res))})
-}
-
-// staleLoss reports whether a CallLost or ToolLost names a call that is no longer
-// pending in the grain's (possibly optimistic) state: answered, so nothing to do and
-// no need to wait for the commit pipeline. After a failed append the grain reloads and
-// the call, if still pending, is made again.
-func (g *Grain) staleLoss(msg any) bool {
-	switch m := msg.(type) {
-	case *agent.CallLost:
-		return pendingCallOf(g.state, m.AgentID) != m.CallID
-	case *agent.ToolLost:
-		return pendingToolOf(g.state, m.AgentID, m.Key) == nil
-	}
-	return false
 }

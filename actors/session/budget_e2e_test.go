@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -44,7 +45,7 @@ func TestSessionBudgetBoundsSubAgentCalls(t *testing.T) {
 		t.Fatalf("%d sub-agent calls (want 11 besides the plan); config %v", subCalls, evs[0].GetSessionStarted().GetConfig())
 	}
 	// The count is folded from the events: the state says the same after a reload.
-	st, _, err := core.Load(t.Context(), h.j, "budget", 0)
+	st, _, err := replay.Load(t.Context(), h.j, "budget", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package session
 import (
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -12,18 +11,14 @@ import (
 // sandboxed execution is cancelled with its context). Idempotent by command id; a session that has ended is refused.
 func (g *Grain) Cancel(req *messages.CancelRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Cancel")
-	resp, err := g.command(ctx, req, func() ([]*messages.Event, error) { return core.DecideCancel(g.state, req, g.deps.Now()) })
+	resp, err := g.command(ctx, req, false)
 	if err != nil || resp.GetDuplicate() {
 		return resp, err
 	}
-	g.stopWork(ctx)
+	// What runs for a session that has ended stops: its agent actors, and with them
+	// their step and tool runners (stopping one cancels its call), and its timers.
+	g.agents.kick(ctx, g.state)
+	g.hooks.stop()
+	g.timers.stop()
 	return resp, nil
-}
-
-// stopWork stops what runs for a session that has ended: its timers. Its agent actors,
-// and with them their step and tool runners (stopping one cancels its call), were
-// stopped by kick once the state was terminal.
-func (g *Grain) stopWork(ctx cluster.GrainContext) {
-	g.kickAgents(ctx)
-	g.stopTimers()
 }

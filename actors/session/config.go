@@ -19,7 +19,6 @@ import (
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
-	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/artifact"
 	"github.com/fathom-agents/fathom/prompts"
@@ -50,12 +49,6 @@ func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
 	return core.CheckContextBudget(c, p, tok)
 }
 
-// Publisher receives events right after they are durably stored, for live subscribers
-// (live/feed.Feed). Publish must not block, and must not modify the events.
-type Publisher interface {
-	Publish(stream string, evs []*messages.Event)
-}
-
 // Deps are what session grains of one actor system run with. They are registered as an
 // actor-system extension (see Register), so several nodes in one process each keep
 // their own journal and provider.
@@ -74,11 +67,10 @@ type Deps struct {
 	Deltas DeltaPublisher
 	// Prompts renders the system prompts. Nil means prompts.Default().
 	Prompts *prompts.Set
-	// Publisher is told of every stored event. Optional.
-	Publisher Publisher
-	// Metrics is told of every stored event, decoded (internal/metrics.Recorder). Optional;
-	// Event must not block.
-	Metrics EventObserver
+	// Observers are told of every durable append, in this order (observer.go): the
+	// node's live feed (PublishTo), its metrics and cluster topics, its embed worker
+	// (Embedding). Register puts the grain's own observers in front of them.
+	Observers []Observer
 	// Logger is the grains' logger. Nil means slog.Default().
 	Logger *slog.Logger
 	// Tracer makes the session's spans, one trace per session (trace.go). Its provider
@@ -103,13 +95,6 @@ type Deps struct {
 	// LongTerm, when set, finds the user's long-term memories (persistence/ltm) for the
 	// orchestrator's context and for sub-agents whose agent may read memory.
 	LongTerm LongTermSearcher
-	// Embed, when set, is fed every committed message that has text (stream = session
-	// id, seq = the event's seq). It must write into Vectors.
-	Embed *memory.EmbedWorker
-	// Reembed re-embeds a session's whole history when it is activated: for a vector
-	// store that does not outlive the process (vectormem). Upserts replace by seq, so
-	// it is idempotent.
-	Reembed bool
 	// Summarizer names the node's summarizer pool (actors/summarizer.Spawn's name,
 	// resolved on the grain's actor system); "" means sessions keep no rolling summary.
 	// The pool may be spawned after Register (it must be, after the cluster member
@@ -135,9 +120,8 @@ type Deps struct {
 	tmplTokens sync.Map
 	tmplCount  atomic.Int32
 
-	// observeEvent is Metrics resolved once, in Register: its TenantEvent when it is a
-	// TenantEventObserver, else its Event; nil without Metrics.
-	observeEvent func(tenant string, ev *messages.Event)
+	// observers are the grain's own observers followed by Observers (Register).
+	observers []Observer
 
 	// traceIDsWarned is set once a tracer provider without telemetry.IDGenerator was
 	// warned about (trace.go).
@@ -189,17 +173,6 @@ type Quotas interface {
 	WaitToolCall(ctx context.Context, tenant string) error
 }
 
-// EventObserver is told of each event once it is stored (never of replayed ones).
-type EventObserver interface {
-	Event(ev *messages.Event)
-}
-
-// TenantEventObserver is an EventObserver told the session's tenant with each event
-// (the node's metrics count sessions by tenant); the grain prefers it when Metrics has it.
-type TenantEventObserver interface {
-	TenantEvent(tenant string, ev *messages.Event)
-}
-
 // DeltaPublisher receives streamed text as the model produces it. Deltas are not
 // journaled (the whole answer is, in llm_responded).
 type DeltaPublisher interface {
@@ -239,13 +212,16 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	switch m := d.Metrics.(type) {
-	case nil:
-	case TenantEventObserver:
-		d.observeEvent = m.TenantEvent
-	default:
-		d.observeEvent = func(_ string, ev *messages.Event) { m.Event(ev) }
+	d.observers = []Observer{lifecycleLog{}}
+	if d.Quotas != nil {
+		d.observers = append(d.observers, quotaUsage{d.Quotas})
 	}
+	for _, o := range d.Observers {
+		if o == nil {
+			return errors.New("session deps: an observer is nil")
+		}
+	}
+	d.observers = append(d.observers, d.Observers...)
 	if d.Quotas != nil && d.Config.TenantBudget == nil {
 		d.Config.TenantBudget = d.Quotas.DailyBudget
 	}

@@ -5,12 +5,21 @@
 //
 // The grain holds a session's event-sourced state and is the only writer of its
 // journal stream. Every change goes through one path: decide events with the core
-// (core.Decide*), apply them to a copy, append them with the expected sequence, and
-// only then make the copy the state and publish the events (commit; the commit
+// (core.Decide, which also folds them into a copy), append them with the expected sequence, and
+// only then make the copy the state and tell the commit observers (commit; the commit
 // pipeline of pipeline.go lets the answer of the orchestrator's call be decided while
-// earlier appends are in flight). The grain also owns the session's timers (step
-// retries, interrupt and human-input deadlines), its lease in the session index,
-// snapshots, the summarizer and the trace spans of steps and sub-agent runs.
+// earlier appends are in flight). The grain is that pipeline, its timers and its message
+// dispatch; what it owns besides is in small types of their own: its agent actors
+// (agents.go), timers (timers.go), snapshot policy (snapshot.go), summarizer requests
+// (memory.go), webhook delivery (webhook.go), lease (lease.go) and trace (trace.go).
+//
+// # Commit observers
+//
+// What follows a durable append is an Observer (observer.go), told of each append once,
+// in order, after the journal acknowledged it: the node's (Deps.Observers: the live feed,
+// metrics and cluster topics, the embed worker), the grain's own (the lifecycle log, the
+// quotas' usage) and the activation's (its trace and its lease). A new cross-cutting
+// feature is a new observer, not a method of the grain.
 //
 // # Agents and runners
 //

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/agent"
+	"github.com/fathom-agents/fathom/messages"
 )
 
 // The drain. A member that is about to leave (fathom node drain, a graceful stop) first
@@ -135,40 +137,34 @@ func (d *Drain) Busy() []string {
 	return out
 }
 
-// onDrain stops the grain's agent actors from starting calls: each answers Drained once
-// its running calls finished.
-func (g *Grain) onDrain(ctx cluster.GrainContext) {
-	if g.draining {
+// drain stops the agent actors from starting calls: each answers Drained once its
+// running calls finished. st is the committed state.
+func (a *agents) drain(ctx cluster.GrainContext, st *messages.SessionState, log *slog.Logger) {
+	if a.draining {
 		return
 	}
-	g.draining = true
-	g.log.Info("member draining: session finishes its running calls and starts none")
-	for id, pid := range g.agents {
-		g.sendWork(ctx, id, pid, g.work(id))
+	a.draining = true
+	log.Info("member draining: session finishes its running calls and starts none")
+	for id, pid := range a.pids {
+		a.send(ctx, id, pid, a.work(st, id))
 	}
 }
 
-// onDrained notes that agent id runs no call.
-func (g *Grain) onDrained(m *agent.Drained) {
-	delete(g.drainWait, m.AgentID)
+// drained notes that agent id runs no call.
+func (a *agents) drained(m *agent.Drained) {
+	delete(a.drainWait, m.AgentID)
 }
 
-// sendWork sends w to agent id's actor pid; Work with Drain is awaited (onDrained).
-func (g *Grain) sendWork(ctx cluster.GrainContext, id string, pid *actor.PID, w *agent.Work) {
+// send sends w to agent id's actor pid; Work with Drain is awaited (drained).
+func (a *agents) send(ctx cluster.GrainContext, id string, pid *actor.PID, w *agent.Work) {
 	if w.Drain {
-		if g.drainWait == nil {
-			g.drainWait = map[string]bool{}
+		if a.drainWait == nil {
+			a.drainWait = map[string]bool{}
 		}
-		g.drainWait[id] = true
+		a.drainWait[id] = true
 	}
 	ctx.Send(pid, w)
 }
 
-// reportDrain tells the member's drain whether this draining grain still runs a call or
-// appends events.
-func (g *Grain) reportDrain() {
-	if !g.draining || g.deps == nil || g.deps.Drain == nil {
-		return
-	}
-	g.deps.Drain.report(g.id, !g.fenced && (len(g.drainWait) > 0 || len(g.pipeline) > 0))
-}
+// running reports whether a drained actor still runs a call.
+func (a *agents) running() bool { return len(a.drainWait) > 0 }

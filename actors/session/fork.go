@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence/artifact"
@@ -33,7 +35,7 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorizeNew(req.GetCaller()); err != nil {
+	if err := authorizeNew(g.deps, g.state, g.id, req.GetCaller()); err != nil {
 		return nil, err
 	}
 	if dup, ok := core.ForkDuplicate(g.state, req); ok {
@@ -45,22 +47,21 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err := core.CheckFork(g.state, req); err != nil {
 		return nil, grainError(err)
 	}
-	src, err := g.readSource(req)
+	src, err := readSource(g.deps, g.id, req)
 	if err != nil {
 		return nil, err
 	}
-	evs, err := core.DecideFork(g.state, req, src, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, core.ForkInput{Req: req, Source: src}, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
-	if err := g.admitStart(evs); err != nil {
+	if err := admitStart(g.deps.Quotas, g.state, evs); err != nil {
 		return nil, err
 	}
-	stampBy(evs, req.GetCommandId(), req.GetCaller())
-	if err := g.copyArtifacts(req.GetSourceSessionId(), src, tenantIn(evs)); err != nil {
+	if err := copyArtifacts(g.deps, g.id, g.log, req.GetSourceSessionId(), src, tenantIn(evs)); err != nil {
 		return nil, err
 	}
-	if err := g.commit(ctx, evs); err != nil {
+	if err := g.commit(ctx, evs, next); err != nil {
 		return nil, err
 	}
 	g.kick(ctx)
@@ -72,24 +73,24 @@ var errStopRead = errors.New("stop reading")
 
 // readSource reads the source's events through the fork point. It reads the journal
 // (bounded by JournalTimeout), as StateAt does: a fork is a rare operator action.
-func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error) {
+func readSource(d *Deps, fork string, req *messages.ForkRequest) ([]*messages.Event, error) {
 	id := req.GetSourceSessionId()
-	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	jctx, cancel := context.WithTimeout(context.Background(), d.Config.JournalTimeout)
 	defer cancel()
-	cur, _, err := core.Load(jctx, g.deps.Journal, id, 0)
+	cur, _, err := replay.Load(jctx, d.Journal, id, 0)
 	if err != nil {
-		return nil, readError(err, fmt.Sprintf("fork %s: load source session %s", g.id, id))
+		return nil, readError(err, fmt.Sprintf("fork %s: load source session %s", fork, id))
 	}
 	if cur.GetSeq() == 0 || (req.GetCaller() != nil &&
-		g.deps.Config.Tenancy.Allowed(auth.FromMessage(req.GetCaller()), auth.Read, cur.GetTenant(), cur.GetOwner()) != auth.Allow) {
-		return nil, sessiongrain.ErrNotFound("fork %s: source session %q not found", g.id, id)
+		d.Config.Tenancy.Allowed(auth.FromMessage(req.GetCaller()), auth.Read, cur.GetTenant(), cur.GetOwner()) != auth.Allow) {
+		return nil, sessiongrain.ErrNotFound("fork %s: source session %q not found", fork, id)
 	}
 	seq, err := core.ForkSeq(cur, req)
 	if err != nil {
-		return nil, sessiongrain.ErrFailedPrecondition("fork %s: source session %s: %v", g.id, id, err)
+		return nil, sessiongrain.ErrFailedPrecondition("fork %s: source session %s: %v", fork, id, err)
 	}
 	evs := make([]*messages.Event, 0, seq)
-	err = core.Events(jctx, g.deps.Journal, id, 0, func(ev *messages.Event) error {
+	err = replay.Events(jctx, d.Journal, id, 0, func(ev *messages.Event) error {
 		if ev.GetSeq() > seq {
 			return errStopRead
 		}
@@ -97,10 +98,10 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopRead) {
-		return nil, readError(err, fmt.Sprintf("fork %s: read source session %s", g.id, id))
+		return nil, readError(err, fmt.Sprintf("fork %s: read source session %s", fork, id))
 	}
 	if uint64(len(evs)) != seq {
-		return nil, sessiongrain.ErrInternal("fork %s: source session %s has %d events through seq %d", g.id, id, len(evs), seq)
+		return nil, sessiongrain.ErrInternal("fork %s: source session %s has %d events through seq %d", fork, id, len(evs), seq)
 	}
 	return evs, nil
 }
@@ -112,8 +113,8 @@ func (g *Grain) readSource(req *messages.ForkRequest) ([]*messages.Event, error)
 // (logged); one no longer in the store is left out (logged). Any other failed copy
 // refuses the fork with UNAVAILABLE; a retry copies again. The copies are read from the
 // source's tenant and written to the fork's, tenant.
-func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant string) error {
-	if g.deps.Artifacts == nil {
+func copyArtifacts(d *Deps, fork string, log *slog.Logger, source string, src []*messages.Event, tenant string) error {
+	if d.Artifacts == nil {
 		return nil
 	}
 	srcTenant := tenantIn(src)
@@ -127,31 +128,31 @@ func (g *Grain) copyArtifacts(source string, src []*messages.Event, tenant strin
 			latest[a.GetPath()] = a
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d.Config.JournalTimeout)
 	defer cancel()
 	for _, p := range paths {
 		a := latest[p]
-		content, info, err := g.deps.Artifacts.Read(ctx, srcTenant, p)
+		content, info, err := d.Artifacts.Read(ctx, srcTenant, p)
 		if errors.Is(err, artifact.ErrNotFound) {
 			// Deleted from the store since (by an operator): there is nothing to copy, and
 			// refusing would refuse every retry too.
-			g.log.Warn("fork: an artifact of the source is no longer in the store; not copied", "path", p, "source", source)
+			log.Warn("fork: an artifact of the source is no longer in the store; not copied", "path", p, "source", source)
 			continue
 		}
 		if err != nil {
-			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", fork, p, source, err)
 		}
 		if a.GetSha256() != "" && info.SHA256 != a.GetSha256() {
-			g.log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
+			log.Warn("fork: the source rewrote an artifact after the fork point; copying its current content", "path", p, "source", source)
 		}
-		ref := artifact.Ref{Tenant: tenant, SessionID: g.id, Type: a.GetArtifactType(), Filename: a.GetFilename()}
-		_, err = g.deps.Artifacts.Write(ctx, ref, content, a.GetContentType())
+		ref := artifact.Ref{Tenant: tenant, SessionID: fork, Type: a.GetArtifactType(), Filename: a.GetFilename()}
+		_, err = d.Artifacts.Write(ctx, ref, content, a.GetContentType())
 		var qe *artifact.QuotaError
 		if errors.As(err, &qe) { // the tenant's max_artifact_bytes: retrying today is no use
-			return ErrResourceExhausted(fmt.Sprintf("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err), 0)
+			return ErrResourceExhausted(fmt.Sprintf("fork %s: copy artifact %s of session %s: %v", fork, p, source, err), 0)
 		}
 		if err != nil {
-			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", g.id, p, source, err)
+			return sessiongrain.ErrUnavailable("fork %s: copy artifact %s of session %s: %v", fork, p, source, err)
 		}
 	}
 	return nil

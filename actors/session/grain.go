@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fathom-agents/fathom/auth"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/dispatch"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
@@ -36,52 +37,31 @@ func Kind() *cluster.Kind {
 }
 
 // Grain is the session grain: the event-sourced state of one session and the driver of
-// its loop. All state changes go through commit: decide events, append them to the
-// journal with the expected sequence, fold them with Apply, publish them.
+// its loop. All state changes go through commit: decide events (core.Decide, which folds
+// them into a copy), append them to the journal with the expected sequence, make the
+// copy the state and tell the commit observers (observer.go). The grain is that commit
+// pipeline, its timers and its message dispatch; the rest is in the types it owns.
 type Grain struct {
 	deps        *Deps
 	id          string
 	log         *slog.Logger
 	state       *messages.SessionState
-	snapSeq     uint64
 	activatedAt time.Time
 	// loadErr is set when the in-memory state cannot be trusted (a load or a write
 	// failed); every command reloads first.
 	loadErr error
 	// fenced is set when another activation wrote the stream: this one is stopping.
 	fenced bool
-	// agents are the agent actors by agent id (agent.Orchestrator, sub_agent_id): they
-	// run the calls (agents.go).
-	agents map[string]*actor.PID
-	// due is set while the orchestrator has a call due that its actor runs (kick).
-	due bool
-	// early is the call id of the orchestrator's call last started from a state still
-	// being appended (startEarly).
-	early string
+	// agents are the session's agent actors: they run the calls (agents.go).
+	agents agents
 	// loads counts loads of the state from the journal (agent actors' Work generation).
-	loads      uint64
-	retry      *time.Timer
-	retryDelay time.Duration
-	// stepRetry fires when a retryably failed plan or step is due (state's retry_at).
-	stepRetry   *time.Timer
-	stepRetryAt int64
-	// interruptTimer fires at the current interrupt's deadline (state's interrupt).
-	interruptTimer *time.Timer
-	interruptAt    int64
-	// hitl fires at the earliest open human-input request's deadline (state's awaiting).
-	hitl hitlTimer
-	// snapshotting is set while a snapshot save runs in the background.
-	snapshotting bool
-	// snapBytes is the size of the last snapshot this activation saved; sinceBytes the
-	// size of the events appended since it was taken (maybeSnapshot).
-	snapBytes, sinceBytes int
-	// summarizing is set while a summarizer request is out.
-	summarizing bool
-	summarizeAt time.Time
-	// summaryRetryAt delays the next summary request after a failed one.
-	summaryRetryAt time.Time
-	// reembedded is set once this activation handed its history to the embed worker.
-	reembedded bool
+	loads uint64
+	// timers are the activation's timers (timers.go).
+	timers timers
+	// snaps is the snapshot policy (snapshot.go).
+	snaps snapshots
+	// summaries are the requests to the summarizer pool (memory.go).
+	summaries summaries
 	// pipeline holds the appends in flight or queued, oldest first (pipeline.go); while
 	// it is not empty, state is where they lead, not yet the journal's.
 	pipeline []*appendJob
@@ -89,48 +69,21 @@ type Grain struct {
 	// answered is set when a pipelined append recorded an LLM answer: the summarizer
 	// check runs once the pipeline drains.
 	answered bool
-	span     trace.Span
-	// host is the node's address, baseLog the session's logger without span ids: the
-	// activation's span (trace.go) adds its ids to log while it is open.
-	host    string
-	baseLog *slog.Logger
-	// spanRun and spanStart (unix nanos) are the run and start of span, the activation's.
-	spanRun   uint64
-	spanStart int64
-	// pubState is the state after the last published events (trace.go ends the spans a
-	// batch of events ends against it).
+	// trace is the activation's trace (trace.go): while its span is open, log carries
+	// the span's ids.
+	trace *tracer
+	// pubState is the state after the last published events (Commit.Prev of the next).
 	pubState *messages.SessionState
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
-	// endpointLogged is set once this activation logged that the session's recorded
-	// model endpoint differs from the node's (endpoint.go).
-	endpointLogged bool
-	// draining is set once the member drains (drain.go): no call starts; drainWait are
-	// the agent actors told so that have not answered Drained yet.
-	draining  bool
-	drainWait map[string]bool
+	// endpoint checks the session's recorded model endpoint against the node's (endpoint.go).
+	endpoint endpointCheck
 	// newer is set once the session turned out to hold an event of a newer version
 	// (newer.go): the activation hosts nothing and passivates when idle.
 	newer bool
 	// hooks is the activation's webhook delivery (webhook.go).
 	hooks webhookState
 }
-
-// Messages a grain sends itself. They never leave the process.
-type (
-	// resumeMsg asks the grain to reload if needed and start the pending call.
-	resumeMsg struct{}
-	// stepRetryMsg fires when a failed plan or step is due to run again.
-	stepRetryMsg struct{}
-	// interruptDeadlineMsg fires when an interrupt's deadline passed.
-	interruptDeadlineMsg struct{}
-	// snapshotDone reports a background snapshot save.
-	snapshotDone struct {
-		seq   uint64
-		bytes int // the snapshot's size
-		err   error
-	}
-)
 
 var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
 
@@ -147,120 +100,168 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	}
 	g.deps = d
 	g.log = d.Logger.With("session_id", g.id)
-	g.baseLog, g.host = g.log, ctx.ActorSystem().Address()
+	g.agents = agents{deps: d, id: g.id, log: &g.log}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	g.timers = timers{self: self, root: root, maxDelay: d.Config.RetryBackoffMax}
+	g.hooks = webhookState{self: self, root: root}
+	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
 	g.activatedAt = d.Now()
 	err := g.load()
 	// Every line the activation logs while it works on a run is written inside its span
 	// (session.activation): it carries the ids.
-	g.traceActivated()
+	g.trace.activated(g.state)
 	if errors.Is(err, persistence.ErrNewerFormat) {
 		g.log.Debug("load session", "error", err) // onResume says it plainly (newer.go)
 	} else if err != nil {
 		g.log.Error("load session", "error", err)
 	} else {
-		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snapSeq)
+		g.log.Debug("session activated", "seq", g.state.GetSeq(), "snapshot_seq", g.snaps.seq)
 	}
 	if d.Drain != nil {
-		g.draining = d.Drain.register(g.id, ctx.Self())
+		g.agents.draining = d.Drain.register(g.id, ctx.Self())
 	}
-	g.startLease(ctx)
+	g.lease.start(ctx, d, g.id, g.trace.baseLog)
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
 
 // Terminate ends the activation (passivation, fence, node shutdown). The agent actors,
 // children, stop with it (and their calls); a pending call resumes on the next activation.
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
-	g.stopTimers()
-	g.waitPipeline()  // publishes the durable appends still in flight
-	g.endActivation() // a run still working goes on in the next activation (trace.go)
-	g.endLease()
+	g.hooks.stop()
+	g.timers.stop()
+	// The appends in flight end with the activation: those that became durable are
+	// published in order, as finishJob would have (subscribers, metrics, the embedder and
+	// the trace see every acknowledged event even when the activation ends right after
+	// its last append). Nothing after a failed append was appended.
+	ok := true
+	for _, job := range g.pipeline {
+		<-job.done
+		if job.handled {
+			continue
+		}
+		job.handled = true
+		if ok = ok && job.err == nil && job.last == job.next; ok {
+			g.published(job.evs, job.recs, job.state)
+		}
+	}
+	if g.trace != nil {
+		g.trace.end(g.state.GetSeq()) // a run still working goes on in the next activation
+	}
+	g.lease.end()
 	if g.deps != nil && g.deps.Drain != nil {
 		g.deps.Drain.unregister(g.id, ctx.Self())
 	}
-	g.forget()
+	if g.deps != nil && g.loads > 0 {
+		for _, o := range g.deps.observers {
+			if a, ok := o.(ActivationObserver); ok {
+				a.Deactivated(g.id, g.state, g.log)
+			}
+		}
+	}
 	if g.log != nil {
 		g.log.Debug("session deactivated", "seq", g.state.GetSeq())
 	}
-	g.release()
-}
-
-// release drops what the stopped activation holds. Proto.Actor can keep a stopped
-// actor's context reachable for a while: a parent's set of children removes a child by
-// shortening its slice, and the slot past the end keeps the child's PID, whose cached
-// process leads to the context and the actor. Grains are children of the cluster's
-// placement actor, so up to as many stopped grains as were ever active at once stayed
-// reachable, each with its state, its agents and their history: a passivated session
-// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
-// stopped, its pipeline drained, its goroutines hold their own references).
-func (g *Grain) release() {
-	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, nil
-	g.span = nil
+	// Drop what the stopped activation holds. Proto.Actor can keep a stopped actor's
+	// context reachable for a while: a parent's set of children removes a child by
+	// shortening its slice, and the slot past the end keeps the child's PID, whose cached
+	// process leads to the context and the actor. Grains are children of the cluster's
+	// placement actor, so up to as many stopped grains as were ever active at once stayed
+	// reachable, each with its state, its agents and their history: a passivated session
+	// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
+	// stopped, its pipeline drained, its goroutines hold their own references).
+	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, agents{}
+	g.trace = nil
 }
 
 // ReceiveDefault handles the grain's own messages and its runners' results.
 func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 	defer g.updateIdle(ctx)
 	switch msg := ctx.Message().(type) {
-	case *appendDone:
-		g.onAppendDone(ctx, msg.job)
+	case *appendDone: // act on the outcome of msg.job and of every job before it
+		if i := slices.Index(g.pipeline, msg.job); i >= 0 {
+			g.settle(ctx, len(g.pipeline)-i-1)
+		}
 		return
 	case *snapshotDone: // bookkeeping only: no need to wait for the pipeline
-		g.onSnapshotDone(msg)
+		g.snaps.done(msg, g.log)
 		return
 	case *leaseTickMsg: // the lease is not the session's state: no need to wait either
-		g.onLeaseTick(ctx)
+		if !g.fenced {
+			g.lease.tick(g.state)
+		}
 		return
 	case *leaseDone:
-		g.onLeaseDone(ctx, msg)
+		g.lease.done(msg, g.fenced)
 		return
 	case *drainMsg: // drain.go: what runs finishes, nothing new starts
-		g.onDrain(ctx)
+		g.agents.drain(ctx, g.state, g.log)
 		return
 	case *agent.Drained:
-		g.onDrained(msg)
+		g.agents.drained(msg)
 		return
 	case *core.LLMResult:
-		if g.pipelined(msg) {
-			g.makeRoom(ctx)
-			if g.pipelined(msg) { // unless an append failed meanwhile
-				g.onPipelinedResult(ctx, msg)
+		// The answer of the orchestrator's pending LLM call, with pipelining on, is decided
+		// before the appends in flight are durable (pipeline.go): against the optimistic
+		// state, its events queued behind them, once fewer than PipelineDepth are queued.
+		pipelined := func() bool {
+			return g.deps != nil && g.deps.Config.PipelineDepth > 0 && msg.CallID != "" &&
+				g.state.GetPending().GetCallId() == msg.CallID && g.loadErr == nil && !g.fenced
+		}
+		if pipelined() {
+			g.settle(ctx, g.deps.Config.PipelineDepth-1)
+			if pipelined() { // unless an append failed meanwhile
+				evs, next, err := core.Decide(g.state, msg, g.deps.Config, g.deps.Now())
+				if err == nil && len(evs) > 0 {
+					err = g.commitAsync(ctx, evs, next)
+				}
+				if err != nil {
+					g.log.Warn("commit failed", "input", "llm result "+msg.CallID, "error", err)
+				}
 				return
 			}
 		}
 	case *agent.CallLost, *agent.ToolLost:
-		if g.staleLoss(msg) { // answered: no need to wait for the pipeline
+		if in, _ := lostCall(g.state, msg, g.deps); in == nil { // answered: no need to wait for the pipeline
 			return
 		}
 	}
 	// Everything else is decided against durable state.
-	g.settle(ctx)
+	g.settle(ctx, 0)
 	switch msg := ctx.Message().(type) {
 	case *resumeMsg:
 		g.onResume(ctx)
 	case *core.LLMResult:
-		g.onLLMResult(ctx, msg)
+		g.onDecision(ctx, "llm result "+msg.CallID, msg)
 	case *core.ToolResult:
-		g.onToolResult(ctx, msg)
+		g.onDecision(ctx, "tool result "+msg.Key, msg)
 	case *summarizer.Result:
-		g.onSummary(ctx, msg)
+		g.summaries.out = false
+		g.onDecision(ctx, "summary", core.SummaryDone{Content: msg.Content, Through: msg.Through, Tokens: msg.Tokens})
+		if g.loadErr == nil && !g.fenced { // more may have been recorded while the summarizer worked
+			g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
+		}
 	case *summarizer.Failure:
-		g.onSummaryFailure(msg)
-	case *stepRetryMsg:
-		g.stepRetryAt = 0
-		g.onDecision(ctx, "retry", func() []*messages.Event { return core.DecideRetry(g.state, g.deps.Config, g.deps.Now()) })
-	case *interruptDeadlineMsg:
-		g.interruptAt = 0
-		g.onDecision(ctx, "interrupt deadline", func() []*messages.Event { return core.DecideInterruptDeadline(g.state, g.deps.Config, g.deps.Now()) })
-	case *hitlDeadlineMsg:
-		g.onHitlDeadline(ctx)
-	case *webhookDueMsg, *webhookDone:
-		g.onWebhookMsg(ctx)
+		g.summaries.failed(msg, g.deps, g.log)
+	case core.RetryDue, core.InterruptDue, core.HumanDue:
+		g.timers.fired(msg)
+		g.onDecision(ctx, fmt.Sprintf("%T", msg), msg)
+	case *webhookDueMsg:
+		g.hooks.fired(msg, g.log)
+		g.onDecision(ctx, "webhook due", nil)
+	case *webhookDone:
+		g.hooks.fired(msg, g.log)
+		g.onDecision(ctx, "webhook "+msg.id, core.WebhookDone{ID: msg.id, Attempt: msg.attempt, Outcome: msg.outcome, Config: g.deps.Webhooks.Config()})
 	case *agent.NeedWork:
-		g.onNeedWork(ctx, msg)
-	case *agent.CallLost:
-		g.onCallLost(ctx, msg)
-	case *agent.ToolLost:
-		g.onToolLost(ctx, msg)
+		if g.loadErr == nil && !g.fenced {
+			g.agents.needWork(ctx, g.state, msg)
+		}
+	case *agent.CallLost, *agent.ToolLost:
+		// A call whose runner stopped without an answer is failed; after a normal answer
+		// it is no longer pending and this is a no-op.
+		if in, what := lostCall(g.state, msg, g.deps); in != nil && g.loadErr == nil {
+			g.log.Warn(what)
+			g.onDecision(ctx, what, in)
+		}
 	default:
 		if g.log != nil {
 			g.log.Warn("session grain: unexpected message", "type", fmt.Sprintf("%T", msg))
@@ -275,7 +276,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorizeNew(req.GetCaller()); err != nil {
+	if err := authorizeNew(g.deps, g.state, g.id, req.GetCaller()); err != nil {
 		return nil, err
 	}
 	if seq, ok := g.state.GetCommands()[req.GetCommandId()]; ok && req.GetCommandId() != "" {
@@ -284,15 +285,14 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := messages.ValidateSessionID(g.id); err != nil {
 		return nil, sessiongrain.ErrInvalidArgument("%v", err)
 	}
-	evs, err := core.DecideStart(g.state, req, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, req, g.deps.Config, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
-	if err := g.admitStart(evs); err != nil {
+	if err := admitStart(g.deps.Quotas, g.state, evs); err != nil {
 		return nil, err
 	}
-	stampBy(evs, req.GetCommandId(), req.GetCaller())
-	if err := g.commit(ctx, evs); err != nil {
+	if err := g.commit(ctx, evs, next); err != nil {
 		return nil, err
 	}
 	g.kick(ctx)
@@ -306,7 +306,7 @@ func (g *Grain) GetState(req *messages.GetStateRequest, ctx cluster.GrainContext
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -348,7 +348,7 @@ func grainError(err error) error {
 // ready makes sure the in-memory state is the journal's: the pipeline is drained
 // (settle) and the state reloaded after a failure.
 func (g *Grain) ready(ctx cluster.GrainContext) error {
-	g.settle(ctx)
+	g.settle(ctx, 0)
 	switch {
 	case g.fenced:
 		return sessiongrain.ErrUnavailable("session %s moved to another activation; retry", g.id)
@@ -373,31 +373,39 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 func (g *Grain) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	defer cancel()
-	s, snapSeq, err := core.Load(ctx, g.deps.Journal, g.id, 0)
+	s, snapSeq, err := replay.Load(ctx, g.deps.Journal, g.id, 0)
 	if err != nil {
 		g.loadErr = err
 		return err
 	}
-	g.state, g.snapSeq, g.loadErr, g.retryDelay = s, snapSeq, nil, 0
+	g.state, g.snaps.seq, g.loadErr, g.timers.retryDelay = s, snapSeq, nil, 0
 	g.pubState = s
 	g.loads++
+	g.agents.gen = g.loads
+	if g.loads == 1 {
+		for _, o := range g.deps.observers {
+			if a, ok := o.(ActivationObserver); ok {
+				a.Activated(g.id, s, g.log)
+			}
+		}
+	}
 	return nil
 }
 
 // commit makes evs durable and then current: they are applied to a copy of the state
 // first (a decision bug never reaches the journal), appended with the expected sequence,
 // and only then become the grain's state and are published.
-func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
-	next, recs, err := g.prepare(evs, nil)
+func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
+	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return err
+		return sessiongrain.ErrInternal("session %s: %v", g.id, err)
 	}
-	early := g.startEarly(ctx, next)
+	early := !g.fenced && g.loadErr == nil && !g.endpoint.blocked(g.deps, g.id, g.state, g.log) && g.agents.startEarly(ctx, g.state, next)
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	last, err := appendIndexed(jctx, g.deps, g.id, g.state.GetSeq(), recs, next, g.lease.owner)
 	cancel()
 	if err != nil || last != next.GetSeq() {
-		g.cancelEarly(ctx, early)
+		g.agents.cancelEarly(ctx, early)
 	}
 	switch {
 	case errors.Is(err, persistence.ErrConflict):
@@ -406,125 +414,37 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event) error {
 	case err != nil:
 		g.log.Error("append events failed; reloading from the journal", "events", len(evs), "expected_seq", g.state.GetSeq(), "error", err)
 		g.loadErr = err
-		g.scheduleRetry(ctx)
+		g.timers.retryLater()
 		return sessiongrain.ErrUnavailable("session %s: events not stored: %v", g.id, err)
 	case last != next.GetSeq():
 		g.loadErr = fmt.Errorf("journal stored through seq %d, expected %d", last, next.GetSeq())
-		g.scheduleRetry(ctx)
+		g.timers.retryLater()
 		return sessiongrain.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
 	if g.published(evs, recs, next) {
-		g.maybeSummarize(ctx)
+		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 	}
-	g.maybeSnapshot(ctx, g.state)
+	g.snaps.maybe(ctx, g.deps, g.id, g.state)
 	return nil
 }
 
-// published follows a durable append of evs (encoded as recs, leading to state st):
-// subscribers get the records, the trace its events and the spans they end, the embed
-// worker their messages. It reports whether evs record an LLM answer (the summarizer may
-// be due).
+// published follows a durable append of evs (encoded as recs, leading to state st): the
+// node's observers are told (observer.go), then the activation's trace and lease. It
+// reports whether evs record an LLM answer (the summarizer may be due).
 func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
+	c := Commit{SessionID: g.id, Events: evs, Prev: g.pubState, State: st, Log: g.log}
 	for i := range recs {
-		g.sinceBytes += len(recs[i].Data)
+		c.Bytes += len(recs[i].Data)
 	}
-	if g.deps.Publisher != nil {
-		g.deps.Publisher.Publish(g.id, evs)
+	g.snaps.since += c.Bytes
+	for _, o := range g.deps.observers {
+		o.Committed(c)
 	}
-	for _, ev := range evs {
-		// A run's span (none between runs; an unsampled one drops its events): build none.
-		if g.span != nil && g.span.IsRecording() {
-			g.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
-		}
-		if r := ev.GetLlmResponded(); r != nil {
-			answered = true
-			if g.deps.Quotas != nil {
-				g.deps.Quotas.Used(st.GetTenant(), core.UsageTokens(r.GetUsage()), r.GetCostUsd())
-			}
-		}
-		switch ev.GetPayload().(type) {
-		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
-			if g.deps.Quotas != nil {
-				g.deps.Quotas.Ended(st.GetTenant())
-			}
-		}
-		g.observe(ev)
-		g.embed(ev)
-	}
-	g.traceEnded(evs, g.pubState, st)
+	g.trace.Committed(c)
+	g.lease.Committed(c)
 	g.pubState = st
-	return answered
-}
-
-// prepare returns the state evs lead to and their journal records. next, when not nil,
-// is that state already (built by the decision and handed over); otherwise evs are
-// applied to a copy of the state, so a decision bug never reaches the journal.
-func (g *Grain) prepare(evs []*messages.Event, next *messages.SessionState) (*messages.SessionState, []persistence.Record, error) {
-	if next == nil {
-		next = core.CloneState(g.state)
-		for _, ev := range evs {
-			if err := core.Apply(next, ev); err != nil {
-				return nil, nil, sessiongrain.ErrInternal("session %s: decided an event that does not apply: %v", g.id, err)
-			}
-		}
-	}
-	recs, err := core.EncodeEvents(evs)
-	if err != nil {
-		return nil, nil, sessiongrain.ErrInternal("session %s: %v", g.id, err)
-	}
-	return next, recs, nil
-}
-
-// snapshotGrowth bounds the bytes snapshots write against the bytes the journal's
-// events take: a snapshot is due once the events since the last one are at least
-// 1/snapshotGrowth of its size. A snapshot holds the whole state, which grows with the
-// session (its transcripts), so snapshots every SnapshotEvery events alone made a long
-// session write and encode O(length²) bytes, a tenth of a step's CPU at 50 steps. With
-// the rule, snapshots of a growing session are spaced geometrically (each state ~1 +
-// 1/snapshotGrowth times the last) and their bytes stay within snapshotGrowth times the
-// events'; a load or a time-travel read replays at most ~1/snapshotGrowth of the state's
-// worth of events past its snapshot. 2 halves the snapshot bytes of 4 (a twentieth of a
-// 50-step session's CPU) for a replay of at most half a state's worth of events, which
-// decode at about the rate a snapshot does.
-const snapshotGrowth = 2
-
-// maybeSnapshot saves a snapshot once SnapshotEvery events and enough bytes
-// (snapshotGrowth) were appended since the last one, off the command path: a snapshot
-// only shortens recovery, so the grain does not wait for it. At most one save is in
-// flight; its outcome comes back as a snapshotDone message. The state it encodes is
-// never mutated (commit swaps in a new one), so the goroutine may read it.
-//
-// st is a durable state: the grain's after a commit, a pipelined append's when it returns.
-func (g *Grain) maybeSnapshot(ctx cluster.GrainContext, st *messages.SessionState) {
-	if g.snapshotting || st.GetSeq() < g.snapSeq+g.deps.Config.SnapshotEvery || g.sinceBytes*snapshotGrowth < g.snapBytes {
-		return
-	}
-	g.snapshotting = true
-	g.sinceBytes = 0
-	id, j, timeout, now := g.id, g.deps.Journal, g.deps.Config.JournalTimeout, g.deps.Now()
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
-		data, err := core.EncodeState(st)
-		if err == nil {
-			sctx, cancel := context.WithTimeout(context.Background(), timeout)
-			err = j.SaveSnapshot(sctx, id, persistence.Snapshot{Seq: st.GetSeq(), Data: data, At: now})
-			cancel()
-		}
-		root.Send(self, &snapshotDone{seq: st.GetSeq(), bytes: len(data), err: err})
-	}()
-}
-
-func (g *Grain) onSnapshotDone(msg *snapshotDone) {
-	g.snapshotting = false
-	if msg.err != nil {
-		// The events are durable; the next commit tries again.
-		g.log.Warn("save snapshot failed", "seq", msg.seq, "error", msg.err)
-		g.sinceBytes = max(g.sinceBytes, g.snapBytes/snapshotGrowth+1)
-		return
-	}
-	g.snapSeq = max(g.snapSeq, msg.seq)
-	g.snapBytes = msg.bytes
+	return answers(evs)
 }
 
 // fence stops this activation: another one owns the stream. The next request activates
@@ -532,112 +452,86 @@ func (g *Grain) onSnapshotDone(msg *snapshotDone) {
 func (g *Grain) fence(ctx cluster.GrainContext, err error) {
 	g.log.Warn("another activation wrote this session; stopping this one", "error", err)
 	g.fenced = true
-	g.stopTimers()
+	g.hooks.stop()
+	g.timers.stop()
 	ctx.Stop(ctx.Self())
 }
 
-// kick starts what the state says is due and not yet running: it tells the agent actors
-// the committed state (they run the pending LLM calls and tool calls, kickAgents) and
-// sets the timers of a retry, an interrupt's deadline and human-input deadlines.
+// kick starts what the state says is due and not yet running: the oldest follow-up
+// message queued while a turn ran, once the session completed (double texting,
+// core/onbusy.go: its turn opens as a send's would); otherwise it tells the agent actors
+// the committed state (they run the pending LLM calls and tool calls), submits the
+// webhook notifications due and sets the timers of a retry, an interrupt's deadline and
+// human-input deadlines.
 func (g *Grain) kick(ctx cluster.GrainContext) {
-	g.due = false
-	if g.fenced || g.loadErr != nil || g.endpointBlocked() {
+	g.agents.due = false
+	if g.fenced || g.loadErr != nil || g.endpoint.blocked(g.deps, g.id, g.state, g.log) {
 		return
 	}
-	if g.kickQueued(ctx) { // a message queued while the turn ran opens the next turn (onbusy.go)
-		return
+	if g.state.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && len(g.state.GetQueuedMessages()) > 0 && len(g.pipeline) == 0 {
+		evs, next, err := core.Decide(g.state, core.QueuedDue{}, g.deps.Config, g.deps.Now())
+		switch {
+		case err != nil:
+			g.log.Warn("queued message cannot run", "error", err)
+		case len(evs) > 0:
+			if err := g.commit(ctx, evs, next); err != nil {
+				g.log.Warn("commit failed", "input", "queued message", "error", err)
+				break
+			}
+			g.kick(ctx) // the new turn
+			return
+		}
 	}
-	g.kickAgents(ctx)
-	g.kickWebhooks(ctx)
+	g.agents.kick(ctx, g.state)
+	g.hooks.kick(g.deps, g.id, g.state)
 	if core.Terminal(g.state) {
 		return
 	}
-	if at := g.state.GetRetryAtUnixNano(); at != 0 && at != g.stepRetryAt {
-		g.stepRetryAt = at
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		g.stepRetry = resetTimer(g.stepRetry, time.Until(time.Unix(0, at)), func() { root.Send(self, &stepRetryMsg{}) })
-	}
-	if at := core.InterruptDeadline(g.state); at != 0 && at != g.interruptAt {
-		g.interruptAt = at
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		g.interruptTimer = resetTimer(g.interruptTimer, time.Until(time.Unix(0, at)), func() { root.Send(self, &interruptDeadlineMsg{}) })
-	}
-	g.kickHitl(ctx)
-}
-
-// startEarly starts the orchestrator's LLM call that next makes pending while next is
-// still being appended, so the model works while the journal commits (with a fast model
-// the step's engine work overlaps the commit instead of following it): the orchestrator's
-// actor gets next as Work with CallOnly. It is safe because an LLM call has no side
-// effect the journal must know of first: its result reaches the grain through the
-// mailbox, after the commit returns, and is decided against the committed state; if the
-// append fails, cancelEarly abandons the call and its result, if any, no longer matches
-// a pending call. Tool calls are never started early: they may have effects outside, so
-// they start only once their tool_called is durable. It reports whether it started a
-// call.
-func (g *Grain) startEarly(ctx cluster.GrainContext, next *messages.SessionState) bool {
-	p := next.GetPending()
-	if p == nil || p.GetCallId() == g.state.GetPending().GetCallId() || g.fenced || g.draining || g.loadErr != nil || core.Terminal(next) || g.endpointBlocked() {
-		return false
-	}
-	g.early = p.GetCallId()
-	g.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: g.loads, CallOnly: true})
-	return true
-}
-
-// cancelEarly undoes startEarly after a failed append.
-func (g *Grain) cancelEarly(ctx cluster.GrainContext, started bool) {
-	if pid, ok := g.agents[agent.Orchestrator]; ok && started && g.early != "" {
-		ctx.Send(pid, &agent.Abandon{CallID: g.early})
-	}
-	g.early = ""
+	g.timers.arm(g.state)
 }
 
 func (g *Grain) onResume(ctx cluster.GrainContext) {
 	if err := g.ready(ctx); err != nil {
-		if g.cannotHost() { // newer.go: retrying would not help
+		if errors.Is(g.loadErr, persistence.ErrNewerFormat) { // newer.go: retrying would not help
+			if !g.newer {
+				logNewer(g.log, g.loadErr)
+			}
+			g.newer = true
+			g.hooks.stop()
+			g.timers.stop()
+			g.lease.end()
 			return
 		}
 		g.log.Warn("session not ready, retrying", "error", err)
-		g.scheduleRetry(ctx)
+		if !g.fenced && g.deps != nil {
+			g.timers.retryLater()
+		}
 		return
 	}
-	g.reembed()
 	g.kick(ctx)
-	g.maybeSummarize(ctx)
-}
-
-func (g *Grain) onLLMResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	g.onDecision(ctx, "llm result "+r.CallID, func() []*messages.Event { return core.DecideLLMResult(g.state, r, g.deps.Config, g.deps.Now()) })
-}
-
-// onPipelinedResult decides the answer of the orchestrator's pending call against the
-// optimistic state and queues its events behind the appends in flight (commitAsync).
-func (g *Grain) onPipelinedResult(ctx cluster.GrainContext, r *core.LLMResult) {
-	evs, next := core.DecideLLMResultState(g.state, r, g.deps.Config, g.deps.Now())
-	if len(evs) == 0 {
-		return
-	}
-	if err := g.commitAsync(ctx, evs, next); err != nil {
-		g.log.Warn("commit failed", "input", "llm result "+r.CallID, "error", err)
+	if g.loadErr == nil && !g.fenced {
+		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 	}
 }
 
-func (g *Grain) onToolResult(ctx cluster.GrainContext, r *core.ToolResult) {
-	g.onDecision(ctx, "tool result "+r.Key, func() []*messages.Event { return core.DecideToolResult(g.state, r, g.deps.Config, g.deps.Now()) })
-}
-
-// onDecision commits what decide returns for the current state, then starts whatever
-// became due. When the state cannot be trusted the input is dropped: after the reload
-// the call it answers is still pending and is made again.
-func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() []*messages.Event) {
+// onDecision commits what the core decides on input in (core.Decide; nil: nothing to
+// decide) against the current state, then starts whatever became due. When the state
+// cannot be trusted the input is dropped: after the reload the call it answers is still
+// pending and is made again.
+func (g *Grain) onDecision(ctx cluster.GrainContext, what string, in any) {
 	if err := g.ready(ctx); err != nil {
 		g.log.Warn("dropped: session not ready", "input", what, "error", err)
-		g.scheduleRetry(ctx)
+		if !g.fenced {
+			g.timers.retryLater()
+		}
 		return
 	}
-	if evs := decide(); len(evs) > 0 {
-		if err := g.commit(ctx, evs); err != nil {
+	if in != nil {
+		evs, next, err := core.Decide(g.state, in, g.deps.Config, g.deps.Now())
+		if err == nil && len(evs) > 0 {
+			err = g.commit(ctx, evs, next)
+		}
+		if err != nil {
 			g.log.Warn("commit failed", "input", what, "error", err)
 			return
 		}
@@ -645,25 +539,16 @@ func (g *Grain) onDecision(ctx cluster.GrainContext, what string, decide func() 
 	g.kick(ctx)
 }
 
-// scheduleRetry reloads and resumes after a jittered, growing delay.
-func (g *Grain) scheduleRetry(ctx cluster.GrainContext) {
-	if g.fenced || g.deps == nil {
-		return
-	}
-	g.retryDelay = min(max(2*g.retryDelay, 100*time.Millisecond), g.deps.Config.RetryBackoffMax)
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	g.retry = resetTimer(g.retry, g.retryDelay, func() { root.Send(self, &resumeMsg{}) })
-}
-
 // updateIdle passivates an idle grain after IdleTimeout, but never while an LLM or tool
 // call is due (its agent actor runs it) or a retry is due (nothing would wake it up).
 func (g *Grain) updateIdle(ctx cluster.GrainContext) {
-	g.reportDrain()
+	if g.agents.draining && g.deps != nil && g.deps.Drain != nil { // whether this draining grain still runs a call or appends
+		g.deps.Drain.report(g.id, !g.fenced && (g.agents.running() || len(g.pipeline) > 0))
+	}
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.due || len(g.pipeline) > 0 || g.webhooksBusy() || core.SubAgentsBusy(g.state) || (g.state.GetRetryAtUnixNano() != 0 && !core.Terminal(g.state)) ||
-		core.InterruptDeadline(g.state) != 0 || core.NextHumanDeadline(g.state) != 0
+	busy := g.agents.due || len(g.pipeline) > 0 || g.hooks.busy() || core.DueOf(g.state).Waiting()
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
 		return
@@ -673,22 +558,6 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 		timeout = f
 	}
 	ctx.SetReceiveTimeout(timeout)
-}
-
-func (g *Grain) stopTimers() {
-	g.stopWebhooks()
-	for _, t := range []*time.Timer{g.retry, g.stepRetry, g.interruptTimer, g.hitl.timer} {
-		if t != nil {
-			t.Stop()
-		}
-	}
-}
-
-func resetTimer(t *time.Timer, d time.Duration, f func()) *time.Timer {
-	if t != nil {
-		t.Stop()
-	}
-	return time.AfterFunc(d, f)
 }
 
 var _ sessiongrain.Session = (*Grain)(nil)

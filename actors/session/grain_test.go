@@ -16,7 +16,9 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -61,6 +63,8 @@ type harnessOpts struct {
 	log *slog.Logger
 	// memory is the node's vector store and embedder (node.Config.Memory).
 	memory node.MemoryConfig
+	// observers are the node's extra commit observers (node.Config.SessionObservers).
+	observers []session.Observer
 }
 
 // openJournal is the journal of a test of the grain: in memory (persistence/memjournal),
@@ -132,7 +136,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	n, err := node.Start(ctx, node.Config{
 		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
-		PromptsDir: o.promptsDir, Telemetry: o.telemetry, Memory: o.memory,
+		PromptsDir: o.promptsDir, Telemetry: o.telemetry, Memory: o.memory, SessionObservers: o.observers,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)
@@ -191,7 +195,7 @@ func waitTerminal(t testing.TB, j persistence.Journal, id string, timeout time.D
 func storedEvents(t testing.TB, j persistence.Journal, id string) []*messages.Event {
 	t.Helper()
 	var evs []*messages.Event
-	err := core.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
+	err := replay.Events(context.Background(), j, id, 0, func(ev *messages.Event) error {
 		if ev.GetSeq() != uint64(len(evs))+1 {
 			return fmt.Errorf("seq %d after %d", ev.GetSeq(), len(evs))
 		}
@@ -253,7 +257,7 @@ func TestSessionRunsToCompletion(t *testing.T) {
 		t.Fatalf("host %q, want %q", st.GetHost(), h.node.Address())
 	}
 	// The grain's state is exactly the fold of the journal.
-	folded, _, err := core.Load(context.Background(), h.j, "s1", 0)
+	folded, _, err := replay.Load(context.Background(), h.j, "s1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,14 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -26,45 +29,65 @@ type (
 	leaseDone struct{ err error }
 )
 
-// lease is a grain's side of its session's lease.
+// lease is an activation's side of its session's lease. It is one of the activation's
+// commit observers: a commit that makes an ended session work again (a follow-up
+// message) starts renewing again.
 type lease struct {
 	ix    persistence.SessionIndex // nil: leases are off
-	owner string                   // this member's address
-	timer *time.Timer
+	id    string
+	owner string // this member's address
+	ttl   time.Duration
+	// timeout bounds a journal call.
+	timeout time.Duration
+	log     *slog.Logger
+	self    *actor.PID
+	root    *actor.RootContext
+	timer   *time.Timer
 	// inflight is closed when the renewal in flight returns (nil: none).
 	inflight chan struct{}
 }
 
-// startLease renews the lease at once and then every LeaseTTL/3.
-func (g *Grain) startLease(ctx cluster.GrainContext) {
-	if g.deps.Config.LeaseTTL <= 0 {
+// start renews the lease of the activation ctx of session id at once and then every
+// LeaseTTL/3 (nothing when leases are off).
+func (l *lease) start(ctx cluster.GrainContext, d *Deps, id string, log *slog.Logger) {
+	if d.Config.LeaseTTL <= 0 {
 		return
 	}
-	g.lease.ix, g.lease.owner = g.deps.Journal, ctx.ActorSystem().Address()
-	g.renewLease(ctx)
+	*l = lease{ix: d.Journal, id: id, owner: ctx.ActorSystem().Address(), ttl: d.Config.LeaseTTL, timeout: d.Config.JournalTimeout,
+		log: log, self: ctx.Self(), root: ctx.ActorSystem().Root}
+	l.renew()
 }
 
-// onLeaseTick renews the lease unless the session ended (a terminal session needs no
-// owner: its lease lapses, or Terminate releases it), and has no webhook notification
+// tick renews the lease unless the session (in state st) ended (a terminal session needs
+// no owner: its lease lapses, or end releases it), and has no webhook notification
 // pending.
-func (g *Grain) onLeaseTick(ctx cluster.GrainContext) {
-	if g.fenced || (g.state != nil && core.Terminal(g.state) && len(g.state.GetWebhooks()) == 0) {
+func (l *lease) tick(st *messages.SessionState) {
+	if st != nil && core.Terminal(st) && len(st.GetWebhooks()) == 0 {
 		return
 	}
-	g.renewLease(ctx)
+	l.renew()
 }
 
-// renewLease starts one renewal off the mailbox, bounded by a third of the TTL (a
-// renewal that takes longer is late anyway); its outcome comes back as leaseDone.
-func (g *Grain) renewLease(ctx cluster.GrainContext) {
-	if g.lease.ix == nil || g.lease.inflight != nil {
+// Committed implements Observer: a session that ended and works again (core.Terminal
+// before the commit, not after: a follow-up message opened its next turn) is renewed
+// again, since tick stopped renewing it.
+func (l *lease) Committed(c Commit) {
+	if core.Terminal(c.Prev) && !core.Terminal(c.State) {
+		l.renew()
+	}
+}
+
+// renew starts one renewal off the mailbox, bounded by a third of the TTL (a renewal
+// that takes longer is late anyway); its outcome comes back as leaseDone.
+func (l *lease) renew() {
+	if l.ix == nil || l.inflight != nil {
 		return
 	}
 	done := make(chan struct{})
-	g.lease.inflight = done
-	ix, id, owner, ttl := g.lease.ix, g.id, g.lease.owner, g.deps.Config.LeaseTTL
-	timeout := min(max(ttl/3, 10*time.Millisecond), g.deps.Config.JournalTimeout)
-	self, root := ctx.Self(), ctx.ActorSystem().Root
+	l.inflight = done
+	ix, id, owner, ttl := l.ix, l.id, l.owner, l.ttl
+	timeout := min(max(ttl/3, 10*time.Millisecond), l.timeout)
+	self, root := l.self, l.root
 	go func() {
 		defer close(done)
 		rctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -74,35 +97,37 @@ func (g *Grain) renewLease(ctx cluster.GrainContext) {
 	}()
 }
 
-func (g *Grain) onLeaseDone(ctx cluster.GrainContext, msg *leaseDone) {
-	g.lease.inflight = nil
+// done handles a renewal's outcome: the next renewal is due in LeaseTTL/3, unless the
+// activation is fenced.
+func (l *lease) done(msg *leaseDone, fenced bool) {
+	l.inflight = nil
 	if msg.err != nil {
-		g.log.Warn("renew session lease failed; trying again", "error", msg.err)
+		l.log.Warn("renew session lease failed; trying again", "error", msg.err)
 	}
-	if g.fenced {
+	if fenced || l.ix == nil {
 		return
 	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	g.lease.timer = resetTimer(g.lease.timer, g.deps.Config.LeaseTTL/3, func() { root.Send(self, &leaseTickMsg{}) })
+	self, root := l.self, l.root
+	l.timer = resetTimer(l.timer, l.ttl/3, func() { root.Send(self, &leaseTickMsg{}) })
 }
 
-// endLease stops renewing and releases the lease (the activation is ending), so another
+// end stops renewing and releases the lease (the activation is ending), so another
 // member may take the session over at once instead of after the TTL.
-func (g *Grain) endLease() {
-	if g.lease.ix == nil {
+func (l *lease) end() {
+	if l.ix == nil {
 		return
 	}
-	if g.lease.timer != nil {
-		g.lease.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
 	}
-	if g.lease.inflight != nil {
-		<-g.lease.inflight // bounded by the renewal's own timeout
-		g.lease.inflight = nil
+	if l.inflight != nil {
+		<-l.inflight // bounded by the renewal's own timeout
+		l.inflight = nil
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), min(2*time.Second, g.deps.Config.JournalTimeout))
+	rctx, cancel := context.WithTimeout(context.Background(), min(2*time.Second, l.timeout))
 	defer cancel()
-	if err := g.lease.ix.ReleaseLease(rctx, g.id, g.lease.owner); err != nil {
-		g.log.Warn("release session lease failed; it lapses after its TTL", "error", err)
+	if err := l.ix.ReleaseLease(rctx, l.id, l.owner); err != nil {
+		l.log.Warn("release session lease failed; it lapses after its TTL", "error", err)
 	}
-	g.lease.ix = nil
+	l.ix = nil
 }

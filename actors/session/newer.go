@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
@@ -25,19 +26,10 @@ func readError(err error, what string) error {
 	return sessiongrain.ErrUnavailable("%s: %v", what, err)
 }
 
-// cannotHost reports whether the grain's load failed on an event of a newer version:
-// then it says so once in the log, releases the session's lease and retries nothing;
-// the activation answers requests (failed_precondition) until it passivates when idle.
-func (g *Grain) cannotHost() bool {
-	if !errors.Is(g.loadErr, persistence.ErrNewerFormat) {
-		return false
-	}
-	if !g.newer {
-		g.log.Warn("cannot host this session: its journal holds an event written by a newer Fathom; releasing its lease so a member of the newer build continues it (upgrade this member)",
-			"version", buildinfo.String(), "journal_format", buildinfo.Format, "error", g.loadErr)
-	}
-	g.newer = true
-	g.stopTimers()
-	g.endLease()
-	return true
+// logNewer says once per activation that its load failed (err) on an event of a newer
+// version: the activation (onResume) then releases the session's lease and retries
+// nothing, and answers requests (failed_precondition) until it passivates when idle.
+func logNewer(log *slog.Logger, err error) {
+	log.Warn("cannot host this session: its journal holds an event written by a newer Fathom; releasing its lease so a member of the newer build continues it (upgrade this member)",
+		"version", buildinfo.String(), "journal_format", buildinfo.Format, "error", err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -55,34 +56,15 @@ type appendJob struct {
 // appendDone tells the grain that job's append returned.
 type appendDone struct{ job *appendJob }
 
-// pipelined reports whether r may be decided before earlier appends are durable: the
-// answer of the orchestrator's pending LLM call, from its agent actor's step runner, with
-// pipelining on.
-func (g *Grain) pipelined(r *core.LLMResult) bool {
-	return g.deps != nil && g.deps.Config.PipelineDepth > 0 && r.CallID != "" &&
-		g.state.GetPending().GetCallId() == r.CallID && g.loadErr == nil && !g.fenced
-}
-
-// makeRoom waits for the oldest appends until fewer than PipelineDepth are in flight or
-// queued (backpressure: the grain runs at most that far ahead of the journal).
-func (g *Grain) makeRoom(ctx cluster.GrainContext) {
-	for len(g.pipeline) > 0 && len(g.pipeline) >= g.deps.Config.PipelineDepth {
-		head := g.pipeline[0]
-		<-head.done
-		g.finishJob(ctx, head)
-	}
-}
-
 // commitAsync queues evs behind the appends in flight: they become the grain's
 // (optimistic) state now, the call they make pending starts now, and everything that
 // must follow durability happens when the append returns (finishJob).
 //
-// next, when not nil, is the state evs lead to, built by the decision (eventBuilder.final)
-// and handed over (see prepare).
+// next is the state evs lead to (core.Decide).
 func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, next *messages.SessionState) error {
-	next, recs, err := g.prepare(evs, next)
+	recs, err := core.EncodeEvents(evs)
 	if err != nil {
-		return err
+		return sessiongrain.ErrInternal("session %s: %v", g.id, err)
 	}
 	job := &appendJob{evs: evs, recs: recs, expected: g.state.GetSeq(), next: next.GetSeq(), state: next, done: make(chan struct{})}
 	g.pipeline = append(g.pipeline, job)
@@ -90,32 +72,27 @@ func (g *Grain) commitAsync(ctx cluster.GrainContext, evs []*messages.Event, nex
 		g.appender = &appender{id: g.id, deps: g.deps, owner: g.lease.owner, timeout: g.deps.Config.JournalTimeout, self: ctx.Self(), root: ctx.ActorSystem().Root}
 	}
 	g.appender.enqueue(job)
-	g.startEarly(ctx, next)
+	if !g.endpoint.blocked(g.deps, g.id, g.state, g.log) {
+		g.agents.startEarly(ctx, g.state, next)
+	}
 	g.state = next
 	return nil
 }
 
-// onAppendDone acts on the outcome of job and of every job before it.
-func (g *Grain) onAppendDone(ctx cluster.GrainContext, job *appendJob) {
-	for !job.handled && len(g.pipeline) > 0 {
+// settle waits for the oldest appends until at most keep are in flight or queued, and
+// acts on each outcome. With keep 0 the grain's state is the journal's afterwards (or,
+// after a failure, marked for reload); with PipelineDepth-1 there is room for one more
+// (backpressure: the grain runs at most that far ahead of the journal).
+func (g *Grain) settle(ctx cluster.GrainContext, keep int) {
+	for len(g.pipeline) > keep {
 		head := g.pipeline[0]
-		<-head.done // appends finish in order: head is done when job is
-		g.finishJob(ctx, head)
-	}
-}
-
-// settle waits for every queued append and acts on its outcome: afterwards the grain's
-// state is the journal's (or, after a failure, marked for reload).
-func (g *Grain) settle(ctx cluster.GrainContext) {
-	for len(g.pipeline) > 0 {
-		head := g.pipeline[0]
-		<-head.done
+		<-head.done // appends finish in order
 		g.finishJob(ctx, head)
 	}
 }
 
 // finishJob acts on the outcome of the pipeline's head: a durable append is published
-// (and its messages embedded) and may be snapshotted; a failed one drops the rest of the
+// (its observers told) and may be snapshotted; a failed one drops the rest of the
 // pipeline, stops the early runner and leaves the state to be reloaded. When the
 // pipeline empties, what waited for durability runs (kick, summarizer).
 func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
@@ -126,58 +103,35 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 		err = fmt.Errorf("journal stored through seq %d, expected %d", job.last, job.next)
 	}
 	if err != nil {
-		g.failPipeline(ctx, job, err)
+		// Nothing after it was appended, the state is not the journal's, the early runner
+		// answers a call that may not exist.
+		for _, rest := range g.pipeline {
+			<-rest.done
+			rest.handled = true
+		}
+		g.pipeline = nil
+		g.appender.reset()
+		g.agents.cancelEarly(ctx, true)
+		if errors.Is(err, persistence.ErrConflict) {
+			g.fence(ctx, err)
+			return
+		}
+		g.log.Error("pipelined append failed; reloading from the journal", "events", len(job.evs), "expected_seq", job.expected, "error", err)
+		g.loadErr = err
+		g.timers.retryLater()
 		return
 	}
 	g.answered = g.published(job.evs, job.recs, job.state) || g.answered
-	g.maybeSnapshot(ctx, job.state)
+	g.snaps.maybe(ctx, g.deps, g.id, job.state)
 	if len(g.pipeline) == 0 {
 		g.kick(ctx)
 		if g.answered {
 			g.answered = false
-			g.maybeSummarize(ctx)
+			if g.loadErr == nil && !g.fenced {
+				g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
+			}
 		}
 	}
-}
-
-// failPipeline handles a failed pipelined append: nothing after it was appended, the
-// state is not the journal's, the early runner answers a call that may not exist.
-func (g *Grain) failPipeline(ctx cluster.GrainContext, job *appendJob, err error) {
-	for _, rest := range g.pipeline {
-		<-rest.done
-		rest.handled = true
-	}
-	g.pipeline = nil
-	g.appender.reset()
-	g.cancelEarly(ctx, true)
-	if errors.Is(err, persistence.ErrConflict) {
-		g.fence(ctx, err)
-		return
-	}
-	g.log.Error("pipelined append failed; reloading from the journal", "events", len(job.evs), "expected_seq", job.expected, "error", err)
-	g.loadErr = err
-	g.scheduleRetry(ctx)
-}
-
-// waitPipeline waits for the appends in flight (the activation is ending: no append of
-// this activation outlives it) and publishes those that became durable.
-func (g *Grain) waitPipeline() {
-	ok := true
-	for _, job := range g.pipeline {
-		<-job.done
-		if job.handled {
-			continue
-		}
-		job.handled = true
-		// Durable appends are published in order, as finishJob would have: subscribers,
-		// metrics, the embedder and the trace see every acknowledged event even when the
-		// activation ends right after its last append. Nothing after a failed append was
-		// appended.
-		if ok = ok && job.err == nil && job.last == job.next; ok {
-			g.published(job.evs, job.recs, job.state)
-		}
-	}
-	g.pipeline = nil
 }
 
 // appender makes a grain's pipelined appends: one at a time, in order, each carrying

@@ -14,12 +14,12 @@ import (
 // admitTimeout bounds the quota check of a start (it may read the session index).
 const admitTimeout = 3 * time.Second
 
-// admitStart asks the node's quotas whether the session evs start (session_started, or
+// admitStart asks the node's quotas q whether the session evs start (session_started, or
 // a fork's session_forked) may run: a tenant running its max_running_sessions is
 // refused with RESOURCE_EXHAUSTED and a retry delay, and, when the tenant has a
 // start_queue_timeout, how long the caller may keep retrying (messages.StartQueueKey).
-func (g *Grain) admitStart(evs []*messages.Event) error {
-	if g.deps.Quotas == nil {
+func admitStart(q Quotas, st *messages.SessionState, evs []*messages.Event) error {
+	if q == nil {
 		return nil
 	}
 	tenant := ""
@@ -32,16 +32,16 @@ func (g *Grain) admitStart(evs []*messages.Event) error {
 		}
 	}
 	if tenant == "" {
-		tenant = g.state.GetTenant()
+		tenant = st.GetTenant()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
 	defer cancel()
-	refusal, after := g.deps.Quotas.AdmitStart(ctx, tenant)
+	refusal, after := q.AdmitStart(ctx, tenant)
 	if refusal == "" {
 		return nil
 	}
 	e := ErrResourceExhausted(refusal, after)
-	if q := g.deps.Quotas.StartQueue(tenant); q > 0 {
+	if q := q.StartQueue(tenant); q > 0 {
 		if e.Metadata == nil {
 			e.Metadata = map[string]string{}
 		}

@@ -3,7 +3,6 @@ package session
 import (
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -12,15 +11,8 @@ import (
 // A running, failed or cancelled session is refused with FAILED_PRECONDITION, an empty
 // or oversize message with INVALID_ARGUMENT, an unknown session with NOT_FOUND; a
 // retried command id answers duplicate. The lease, which a completed session stops
-// renewing, is renewed again.
+// renewing, is renewed again (lease.Committed).
 func (g *Grain) Send(req *messages.SendRequest, ctx cluster.GrainContext) (*messages.CommandResponse, error) {
 	defer g.guard(ctx, "Send")
-	resp, err := g.command(ctx, req, func() ([]*messages.Event, error) {
-		return core.DecideSend(g.state, req, g.deps.Config, g.deps.Now())
-	})
-	if err != nil || resp.GetDuplicate() {
-		return resp, err
-	}
-	g.renewLease(ctx)
-	return resp, nil
+	return g.command(ctx, req, false)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -69,7 +69,7 @@ func TestSendRPCRunsAFollowUpTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	folded, _, err := core.Load(context.Background(), h.j, "s1", 0)
+	folded, _, err := replay.Load(context.Background(), h.j, "s1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"fmt"
+
 	"github.com/fathom-agents/fathom/auth"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
@@ -38,7 +40,7 @@ func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -56,7 +58,7 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	if err := g.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.authorize(req.GetCaller(), auth.Read); err != nil {
+	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
 		return nil, err
 	}
 	if g.state.GetSeq() == 0 {
@@ -68,7 +70,7 @@ func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) 
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), g.deps.Config.JournalTimeout)
 	defer cancel()
-	s, _, err := core.Load(jctx, g.deps.Journal, g.id, seq)
+	s, _, err := replay.Load(jctx, g.deps.Journal, g.id, seq)
 	if err != nil {
 		return nil, readError(err, fmt.Sprintf("session %s: state at step %d", g.id, req.GetStepIndex()))
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
@@ -70,7 +71,7 @@ func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 					}
 				}
 				// The journal-reading helper gives the same answer.
-				direct, err := core.StateAtStep(context.Background(), h.j, "tt", uint32(n))
+				direct, err := replay.StateAtStep(context.Background(), h.j, "tt", uint32(n))
 				if err != nil || !proto.Equal(direct, want[n]) {
 					t.Fatalf("StateAtStep(%d) = %v, %v", n, direct, err)
 				}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"crypto/sha256"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -169,50 +170,74 @@ func withParent(parent trace.SpanContext) context.Context {
 	return trace.ContextWithRemoteSpanContext(context.Background(), parent)
 }
 
-// traceEnded emits the long spans evs end: st is the state after evs, prev the state
+// tracer is an activation's side of its session's trace: the activation's span, whose
+// ids its log lines carry while it is open, and the long spans its commits end. It is one
+// of the activation's commit observers.
+type tracer struct {
+	deps *Deps
+	id   string
+	// host is the node's address.
+	host string
+	// baseLog is the session's logger without span ids, log the current one; setLog
+	// hands the current one to the grain.
+	baseLog, log *slog.Logger
+	setLog       func(*slog.Logger)
+	span         trace.Span
+	// run and start (unix nanos) are the run and start of span.
+	run   uint64
+	start int64
+	// seq is the seq of the last state the tracer saw (the span's fathom.seq).
+	seq uint64
+}
+
+func newTracer(d *Deps, id, host string, log *slog.Logger, setLog func(*slog.Logger)) *tracer {
+	return &tracer{deps: d, id: id, host: host, baseLog: log, log: log, setLog: setLog}
+}
+
+// ended emits the long spans evs end: st is the state after evs, prev the state
 // before them. A run that evs begin gets the activation's span; a run they stop (at a
 // wait or the session's end) gets its root, and the parts of the steps and sub-agent
 // runs still open.
-func (g *Grain) traceEnded(evs []*messages.Event, prev, st *messages.SessionState) {
+func (t *tracer) ended(evs []*messages.Event, prev, st *messages.SessionState) {
 	if len(evs) == 0 {
 		return
 	}
 	run := st.GetRunStartedSeq()
 	began := st.GetStatus() != messages.SessionStatus_SESSION_STATUS_UNSPECIFIED &&
 		(prev.GetStatus() == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED || prev.GetRunStartedSeq() != run)
-	if began && (g.span == nil || g.spanRun != run) {
-		g.endActivation() // an activation's span covers one run
+	if began && (t.span == nil || t.run != run) {
+		t.endActivation() // an activation's span covers one run
 		if core.Working(st.GetStatus()) {
-			g.startActivation(run)
+			t.startActivation(run)
 		}
 	}
 	ended := false
 	for i, ev := range evs {
 		switch p := ev.GetPayload().(type) {
 		case *messages.Event_StepCompleted:
-			g.endStep(evs, i, st, p.StepCompleted.GetStepId(), "")
+			t.endStep(evs, i, st, p.StepCompleted.GetStepId(), "")
 		case *messages.Event_StepFailed:
-			g.endStep(evs, i, st, p.StepFailed.GetStepId(), p.StepFailed.GetError())
+			t.endStep(evs, i, st, p.StepFailed.GetStepId(), p.StepFailed.GetError())
 		case *messages.Event_SubagentCompleted:
 			c := p.SubagentCompleted
 			errText := ""
 			if c.GetResult().GetStatus() == "failed" {
 				errText = c.GetResult().GetSummary()
 			}
-			g.endSubAgent(evs, i, st, c.GetSubAgentId(), c.GetResult().GetStatus(), errText)
+			t.endSubAgent(evs, i, st, c.GetSubAgentId(), c.GetResult().GetStatus(), errText)
 		case *messages.Event_SessionCompleted:
-			g.endRoot(evs, i, prev, st, "")
+			t.endRoot(evs, i, prev, st, "")
 			ended = true
 		case *messages.Event_SessionFailed:
-			g.endRoot(evs, i, prev, st, p.SessionFailed.GetError())
+			t.endRoot(evs, i, prev, st, p.SessionFailed.GetError())
 			ended = true
 		case *messages.Event_SessionCancelled:
-			g.endRoot(evs, i, prev, st, "cancelled: "+p.SessionCancelled.GetReason())
+			t.endRoot(evs, i, prev, st, "cancelled: "+p.SessionCancelled.GetReason())
 			ended = true
 		}
 	}
 	if !ended && !core.Working(st.GetStatus()) && (began || core.Working(prev.GetStatus())) {
-		g.stopRun(st, evs[len(evs)-1].GetAtUnixNano())
+		t.stopRun(st, evs[len(evs)-1].GetAtUnixNano())
 	}
 }
 
@@ -241,87 +266,105 @@ func runEndedBy(s messages.SessionStatus) string {
 	return "passivation"
 }
 
-// traceActivated opens the activation's span when the loaded session is new or working
+// activated opens the activation's span when the loaded session st is new or working
 // (Init, after load): a stopped session's activation has none until a run begins.
-func (g *Grain) traceActivated() {
-	if g.deps == nil {
-		return
+func (t *tracer) activated(st *messages.SessionState) {
+	t.seq = st.GetSeq()
+	if s := st.GetStatus(); s == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED || core.Working(s) {
+		t.startActivation(st.GetRunStartedSeq())
 	}
-	if s := g.state.GetStatus(); s == messages.SessionStatus_SESSION_STATUS_UNSPECIFIED || core.Working(s) {
-		g.startActivation(g.state.GetRunStartedSeq())
+}
+
+// Committed implements Observer: the run's span gets the events, and the long spans they
+// end are emitted.
+func (t *tracer) Committed(c Commit) {
+	t.seq = c.State.GetSeq()
+	// A run's span (none between runs; an unsampled one drops its events): build none.
+	if t.span != nil && t.span.IsRecording() {
+		for _, ev := range c.Events {
+			t.span.AddEvent(ev.Type(), trace.WithAttributes(attribute.Int64("fathom.seq", int64(ev.GetSeq()))))
+		}
 	}
+	t.ended(c.Events, c.Prev, c.State)
+}
+
+// end ends the activation's span, if open (the activation ends at seq): a run still
+// working goes on in the next activation, which emits its root.
+func (t *tracer) end(seq uint64) {
+	t.seq = max(t.seq, seq)
+	t.endActivation()
 }
 
 // startActivation opens the activation's span under the root of run (if none is open);
 // the activation's log lines carry its ids until it ends.
-func (g *Grain) startActivation(run uint64) {
-	if g.span != nil || g.deps == nil {
+func (t *tracer) startActivation(run uint64) {
+	if t.span != nil {
 		return
 	}
-	g.spanRun, g.spanStart = run, g.deps.Now().UnixNano()
-	_, g.span = g.deps.Tracer.Start(withParent(rootParent(g.deps, g.id, run)), "session.activation", trace.WithAttributes(
-		attribute.String("fathom.session_id", g.id),
-		attribute.String("fathom.host", g.host),
+	t.run, t.start = run, t.deps.Now().UnixNano()
+	_, t.span = t.deps.Tracer.Start(withParent(rootParent(t.deps, t.id, run)), "session.activation", trace.WithAttributes(
+		attribute.String("fathom.session_id", t.id),
+		attribute.String("fathom.host", t.host),
 		attribute.Int64("fathom.run.started_seq", int64(run)),
-	), trace.WithTimestamp(time.Unix(0, g.spanStart)))
-	g.log = g.baseLog
-	if sc := g.span.SpanContext(); sc.IsValid() {
+	), trace.WithTimestamp(time.Unix(0, t.start)))
+	t.log = t.baseLog
+	if sc := t.span.SpanContext(); sc.IsValid() {
 		for _, a := range telemetry.LogAttrs(sc) {
-			g.log = g.log.With(a)
+			t.log = t.log.With(a)
 		}
 	}
+	t.setLog(t.log)
 }
 
 // endActivation ends the activation's span, if open, now or, given the end of its run
 // (unix nanos), then: the run's root ends at its last event's time, recorded before the
 // events were durable, and the span must not outlive it.
-func (g *Grain) endActivation(runEnd ...int64) {
-	if g.span == nil {
+func (t *tracer) endActivation(runEnd ...int64) {
+	if t.span == nil {
 		return
 	}
-	g.span.SetAttributes(attribute.Int64("fathom.seq", int64(g.state.GetSeq())))
+	t.span.SetAttributes(attribute.Int64("fathom.seq", int64(t.seq)))
 	var opts []trace.SpanEndOption
 	if len(runEnd) > 0 {
-		opts = append(opts, trace.WithTimestamp(time.Unix(0, max(runEnd[0], g.spanStart))))
+		opts = append(opts, trace.WithTimestamp(time.Unix(0, max(runEnd[0], t.start))))
 	}
-	g.span.End(opts...)
-	g.span = nil
-	if g.baseLog != nil {
-		g.log = g.baseLog
-	}
+	t.span.End(opts...)
+	t.span = nil
+	t.log = t.baseLog
+	t.setLog(t.log)
 }
 
 // stopRun ends the run of st at a wait, at end (unix nanos): the parts of its open steps
 // and sub-agent runs, then its root.
-func (g *Grain) stopRun(st *messages.SessionState, end int64) {
+func (t *tracer) stopRun(st *messages.SessionState, end int64) {
 	by := runEndedBy(st.GetStatus())
 	for _, s := range st.GetSteps() {
 		if s.GetStatus() == messages.StepStatus_STEP_STATUS_IN_PROGRESS && s.GetAttempt() > 0 {
-			g.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "",
+			t.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "",
 				attribute.String("fathom.split_by", by))
 		}
 	}
 	for _, sa := range st.GetSubAgents() {
 		if sa.GetRunning() {
-			g.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "",
+			t.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "",
 				attribute.String("fathom.split_by", by))
 		}
 	}
-	g.endRun(st, end, by, "")
+	t.endRun(st, end, by, "")
 }
 
 // endRun emits the root of st's run, ending at end (unix nanos), and ends the
 // activation's span.
-func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
+func (t *tracer) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
 	run := st.GetRunStartedSeq()
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(orchestratorAgent),
-		semconv.GenAIConversationID(g.id),
+		semconv.GenAIConversationID(t.id),
 		semconv.GenAIRequestModel(st.GetConfig().GetModel()),
 		semconv.GenAIUsageInputTokensKey.Int64(int64(st.GetUsage().GetInputTokens())),
 		semconv.GenAIUsageOutputTokensKey.Int64(int64(st.GetUsage().GetOutputTokens())),
-		attribute.String("fathom.session_id", g.id),
+		attribute.String("fathom.session_id", t.id),
 		attribute.String("fathom.status", st.GetStatus().String()),
 		attribute.String("fathom.run.ended_by", endedBy),
 		attribute.Int64("fathom.run.started_seq", int64(run)),
@@ -332,18 +375,18 @@ func (g *Grain) endRun(st *messages.SessionState, end int64, endedBy, errText st
 	var opts []trace.SpanStartOption
 	if run != 0 {
 		first := []attribute.KeyValue{attribute.String("fathom.link", "first_run")}
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, g.id, 0), Attributes: first}))
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(t.deps, t.id, 0), Attributes: first}))
 	} else if f := st.GetForkedFrom(); f != nil && f.GetSourceSessionId() != "" {
 		fork := []attribute.KeyValue{
 			attribute.String("fathom.fork.source_session_id", f.GetSourceSessionId()),
 			attribute.Int64("fathom.fork.source_seq", int64(f.GetSourceSeq())),
 		}
 		attrs = append(attrs, fork...)
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(g.deps, f.GetSourceSessionId(), 0), Attributes: fork}))
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: rootParent(t.deps, f.GetSourceSessionId(), 0), Attributes: fork}))
 	}
-	g.emitSpanWith("invoke_agent "+orchestratorAgent, run, trace.SpanContext{}, rootSpanID(g.id, run), runStart(st), end, errText,
+	t.emitSpanWith("invoke_agent "+orchestratorAgent, run, trace.SpanContext{}, rootSpanID(t.id, run), runStart(st), end, errText,
 		append(opts, trace.WithAttributes(attrs...))...)
-	g.endActivation(end)
+	t.endActivation(end)
 }
 
 // runOf returns the run number and start time (unix nanos; 0: unknown) of the run that
@@ -368,7 +411,7 @@ func runOf(evs []*messages.Event, i int, isStart func(*messages.Event) bool, run
 	return runs - later, 0
 }
 
-func (g *Grain) endStep(evs []*messages.Event, i int, st *messages.SessionState, stepID, errText string) {
+func (t *tracer) endStep(evs []*messages.Event, i int, st *messages.SessionState, stepID, errText string) {
 	var step *messages.StepState
 	for _, s := range st.GetSteps() {
 		if s.GetStep().GetId() == stepID {
@@ -379,49 +422,49 @@ func (g *Grain) endStep(evs []*messages.Event, i int, st *messages.SessionState,
 		return ev.GetStepStarted() != nil && ev.GetStepStarted().GetStepId() == stepID
 	},
 		step.GetAttempt(), step.GetStartedAtUnixNano())
-	g.emitStep(st, step, stepID, attempt, start, evs[i].GetAtUnixNano(), errText)
+	t.emitStep(st, step, stepID, attempt, start, evs[i].GetAtUnixNano(), errText)
 }
 
 // emitStep emits the part of a step attempt in st's run: from start (or the run's
 // start, if later) to end.
-func (g *Grain) emitStep(st *messages.SessionState, step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string, extra ...attribute.KeyValue) {
+func (t *tracer) emitStep(st *messages.SessionState, step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string, extra ...attribute.KeyValue) {
 	run := st.GetRunStartedSeq()
-	g.emitSpan("session.step", run, rootParent(g.deps, g.id, run), stepSpanID(g.id, stepID, attempt, run), max(start, runStart(st)), end, errText,
+	t.emitSpan("session.step", run, rootParent(t.deps, t.id, run), stepSpanID(t.id, stepID, attempt, run), max(start, runStart(st)), end, errText,
 		append([]attribute.KeyValue{
-			semconv.GenAIConversationID(g.id),
-			attribute.String("fathom.session_id", g.id),
+			semconv.GenAIConversationID(t.id),
+			attribute.String("fathom.session_id", t.id),
 			attribute.String("fathom.step_id", stepID),
 			attribute.String("fathom.step_type", step.GetStep().GetType()),
 			attribute.Int("fathom.step.attempt", int(attempt)),
 		}, extra...)...)
 }
 
-func (g *Grain) endSubAgent(evs []*messages.Event, i int, st *messages.SessionState, subID, status, errText string) {
+func (t *tracer) endSubAgent(evs []*messages.Event, i int, st *messages.SessionState, subID, status, errText string) {
 	sa := st.GetSubAgents()[subID]
 	saRun, start := runOf(evs, i, func(ev *messages.Event) bool {
 		return ev.GetSubagentStarted() != nil && ev.GetSubagentStarted().GetSubAgentId() == subID
 	},
 		sa.GetRuns(), sa.GetRunStartedAtUnixNano())
-	g.emitSubAgent(st, sa, saRun, start, evs[i].GetAtUnixNano(), status, errText)
+	t.emitSubAgent(st, sa, saRun, start, evs[i].GetAtUnixNano(), status, errText)
 }
 
 // emitSubAgent emits the part of a sub-agent's run saRun in st's run: from start (or the
 // run's start, if later) to end.
-func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, saRun uint32, start, end int64, status, errText string, extra ...attribute.KeyValue) {
+func (t *tracer) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, saRun uint32, start, end int64, status, errText string, extra ...attribute.KeyValue) {
 	run := st.GetRunStartedSeq()
-	parent := rootParent(g.deps, g.id, run)
+	parent := rootParent(t.deps, t.id, run)
 	for _, s := range st.GetSteps() {
 		if s.GetStep().GetId() == sa.GetStepId() {
-			parent = spanIn(g.deps, g.id, run, stepSpanID(g.id, sa.GetStepId(), s.GetAttempt(), run))
+			parent = spanIn(t.deps, t.id, run, stepSpanID(t.id, sa.GetStepId(), s.GetAttempt(), run))
 		}
 	}
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(sa.GetAgentType()),
 		semconv.GenAIAgentID(sa.GetId()),
-		semconv.GenAIConversationID(g.id),
+		semconv.GenAIConversationID(t.id),
 		semconv.GenAIRequestModel(st.GetConfig().GetModel()),
-		attribute.String("fathom.session_id", g.id),
+		attribute.String("fathom.session_id", t.id),
 		attribute.String("fathom.sub_agent_id", sa.GetId()),
 		attribute.String("fathom.step_id", sa.GetStepId()),
 		attribute.Int("fathom.sub_agent.run", int(saRun)),
@@ -434,18 +477,18 @@ func (g *Grain) emitSubAgent(st *messages.SessionState, sa *messages.SubagentSta
 			semconv.GenAIUsageInputTokensKey.Int64(int64(sa.GetRunUsage().GetInputTokens())),
 			semconv.GenAIUsageOutputTokensKey.Int64(int64(sa.GetRunUsage().GetOutputTokens())))
 	}
-	g.emitSpan("invoke_agent "+sa.GetAgentType(), run, parent, subAgentSpanID(g.id, sa.GetId(), saRun, run), max(start, runStart(st)), end, errText,
+	t.emitSpan("invoke_agent "+sa.GetAgentType(), run, parent, subAgentSpanID(t.id, sa.GetId(), saRun, run), max(start, runStart(st)), end, errText,
 		append(attrs, extra...)...)
 }
 
 // endRoot emits the root of the session's last run, ended by terminal event evs[i], and
 // the spans of the steps and sub-agent runs the end cut short (running in prev, the
 // state before evs, or started by evs, and not ended before evs[i]).
-func (g *Grain) endRoot(evs []*messages.Event, i int, prev, st *messages.SessionState, errText string) {
+func (t *tracer) endRoot(evs []*messages.Event, i int, prev, st *messages.SessionState, errText string) {
 	end := evs[i].GetAtUnixNano()
 	for _, s := range st.GetSteps() {
 		if s.GetStatus() == messages.StepStatus_STEP_STATUS_IN_PROGRESS && s.GetAttempt() > 0 {
-			g.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "the session ended")
+			t.emitStep(st, s, s.GetStep().GetId(), s.GetAttempt(), s.GetStartedAtUnixNano(), end, "the session ended")
 		}
 	}
 	running := map[string]bool{}
@@ -462,36 +505,36 @@ func (g *Grain) endRoot(evs []*messages.Event, i int, prev, st *messages.Session
 	}
 	for id, sa := range st.GetSubAgents() {
 		if running[id] {
-			g.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "the session ended")
+			t.emitSubAgent(st, sa, sa.GetRuns(), sa.GetRunStartedAtUnixNano(), end, "", "the session ended")
 		}
 	}
-	g.endRun(st, end, runEndedBy(st.GetStatus()), errText)
+	t.endRun(st, end, runEndedBy(st.GetStatus()), errText)
 }
 
 // emitSpan emits a finished span with id sid in the trace of run, under parent (the
 // trace's root when parent is invalid), from start to end (unix nanos; an unknown start
 // is end).
-func (g *Grain) emitSpan(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, attrs ...attribute.KeyValue) {
-	g.emitSpanWith(name, run, parent, sid, start, end, errText, trace.WithAttributes(attrs...))
+func (t *tracer) emitSpan(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, attrs ...attribute.KeyValue) {
+	t.emitSpanWith(name, run, parent, sid, start, end, errText, trace.WithAttributes(attrs...))
 }
 
 // emitSpanWith is emitSpan with start options (attributes, links); an invalid sid gets a
 // random span id.
-func (g *Grain) emitSpanWith(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, extra ...trace.SpanStartOption) {
+func (t *tracer) emitSpanWith(name string, run uint64, parent trace.SpanContext, sid trace.SpanID, start, end int64, errText string, extra ...trace.SpanStartOption) {
 	if start <= 0 || start > end {
 		start = end
 	}
-	ctx := telemetry.WithIDs(withParent(parent), runTraceID(g.id, run), sid)
+	ctx := telemetry.WithIDs(withParent(parent), runTraceID(t.id, run), sid)
 	opts := append([]trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, start))}, extra...)
 	if !parent.IsValid() {
 		opts = append(opts, trace.WithNewRoot())
 	}
-	_, span := g.deps.Tracer.Start(ctx, name, opts...)
+	_, span := t.deps.Tracer.Start(ctx, name, opts...)
 	if errText != "" {
 		span.SetStatus(codes.Error, errText)
 	}
 	span.End(trace.WithTimestamp(time.Unix(0, end)))
-	if sc := span.SpanContext(); sc.IsValid() && sid.IsValid() && sc.SpanID() != sid && !g.deps.traceIDsWarned.Swap(true) {
-		g.log.Warn("the tracer provider does not use telemetry.IDGenerator: a session's long spans (invoke_agent, session.step) get random ids and their children point at parents no backend receives")
+	if sc := span.SpanContext(); sc.IsValid() && sid.IsValid() && sc.SpanID() != sid && !t.deps.traceIDsWarned.Swap(true) {
+		t.log.Warn("the tracer provider does not use telemetry.IDGenerator: a session's long spans (invoke_agent, session.step) get random ids and their children point at parents no backend receives")
 	}
 }

@@ -1,9 +1,10 @@
 package session
 
 import (
+	"log/slog"
 	"time"
 
-	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
@@ -31,6 +32,8 @@ type (
 
 // webhookState is a grain's side of its session's webhook delivery.
 type webhookState struct {
+	self *actor.PID
+	root *actor.RootContext
 	// inflight are the attempts handed to the sender, by webhook id.
 	inflight map[string]uint32
 	timer    *time.Timer
@@ -40,81 +43,74 @@ type webhookState struct {
 // busyRetry is the wait before asking a full sender queue again.
 const busyRetry = time.Second
 
-// kickWebhooks submits the pending notifications that are due and not in flight, and
-// sets the timer of the next one.
-func (g *Grain) kickWebhooks(ctx cluster.GrainContext) {
-	s := g.deps.Webhooks
-	pending := g.state.GetWebhooks()
+// kick submits the pending notifications of session id (in state st) that are due and
+// not in flight, and sets the timer of the next one.
+func (w *webhookState) kick(d *Deps, id string, st *messages.SessionState) {
+	s := d.Webhooks
+	pending := st.GetWebhooks()
 	if s == nil || len(pending) == 0 {
 		return
 	}
-	now := g.deps.Now().UnixNano()
-	self, root := ctx.Self(), ctx.ActorSystem().Root
+	now := d.Now().UnixNano()
+	self, root := w.self, w.root
 	var next int64
 	later := func(at int64) {
 		if next == 0 || at < next {
 			next = at
 		}
 	}
-	for _, w := range pending {
-		if _, busy := g.hooks.inflight[w.GetWebhookId()]; busy {
+	for _, p := range pending {
+		if _, busy := w.inflight[p.GetWebhookId()]; busy {
 			continue
 		}
-		if at := w.GetNextAttemptUnixNano(); at > now {
+		if at := p.GetNextAttemptUnixNano(); at > now {
 			later(at)
 			continue
 		}
-		id, attempt := w.GetWebhookId(), w.GetAttempts()+1
-		a, due := core.WebhookAttempt(g.state, w)
+		hid, attempt := p.GetWebhookId(), p.GetAttempts()+1
+		a, due := core.WebhookAttempt(st, p)
 		if !due {
 			continue
 		}
 		ok := s.Submit(a, func(o webhooks.Outcome) {
-			root.Send(self, &webhookDone{id: id, attempt: attempt, outcome: o})
+			root.Send(self, &webhookDone{id: hid, attempt: attempt, outcome: o})
 		})
 		if !ok {
 			later(now + int64(busyRetry))
 			continue
 		}
-		if g.hooks.inflight == nil {
-			g.hooks.inflight = map[string]uint32{}
+		if w.inflight == nil {
+			w.inflight = map[string]uint32{}
 		}
-		g.hooks.inflight[id] = attempt
+		w.inflight[hid] = attempt
 	}
-	if next != 0 && next != g.hooks.timerAt {
-		g.hooks.timerAt = next
-		g.hooks.timer = resetTimer(g.hooks.timer, time.Until(time.Unix(0, next)), func() { root.Send(self, &webhookDueMsg{}) })
+	if next != 0 && next != w.timerAt {
+		w.timerAt = next
+		w.timer = resetTimer(w.timer, time.Until(time.Unix(0, next)), func() { root.Send(self, &webhookDueMsg{}) })
 	}
 }
 
-// onWebhookMsg handles the messages of webhook delivery; it reports false for others.
-func (g *Grain) onWebhookMsg(ctx cluster.GrainContext) bool {
-	switch msg := ctx.Message().(type) {
+// fired notes a message of webhook delivery (its decision is decideOn's): the timer
+// fired, or an attempt returned.
+func (w *webhookState) fired(msg any, log *slog.Logger) {
+	switch m := msg.(type) {
 	case *webhookDueMsg:
-		g.hooks.timerAt = 0
-		g.onDecision(ctx, "webhook due", func() []*messages.Event { return nil })
+		w.timerAt = 0
 	case *webhookDone:
-		delete(g.hooks.inflight, msg.id)
-		if msg.outcome.Err != nil {
-			g.log.Info("webhook attempt failed", "webhook_id", msg.id, "attempt", msg.attempt, "status", msg.outcome.StatusCode, "error", msg.outcome.Err)
+		delete(w.inflight, m.id)
+		if m.outcome.Err != nil {
+			log.Info("webhook attempt failed", "webhook_id", m.id, "attempt", m.attempt, "status", m.outcome.StatusCode, "error", m.outcome.Err)
 		}
-		g.onDecision(ctx, "webhook "+msg.id, func() []*messages.Event {
-			return core.DecideWebhookOutcome(g.state, msg.id, msg.attempt, msg.outcome, g.deps.Webhooks.Config(), g.deps.Now())
-		})
-	default:
-		return false
 	}
-	return true
 }
 
-// webhooksBusy reports whether an attempt is in flight (its outcome must find the
-// activation).
-func (g *Grain) webhooksBusy() bool { return len(g.hooks.inflight) > 0 }
+// busy reports whether an attempt is in flight (its outcome must find the activation).
+func (w *webhookState) busy() bool { return len(w.inflight) > 0 }
 
-// stopWebhooks stops the timer of the next attempt.
-func (g *Grain) stopWebhooks() {
-	if g.hooks.timer != nil {
-		g.hooks.timer.Stop()
+// stop stops the timer of the next attempt.
+func (w *webhookState) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
 	}
-	g.hooks.timerAt = 0
+	w.timerAt = 0
 }

@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -198,7 +198,7 @@ func openJournalReadOnly(ctx context.Context, store storeFlags) (persistence.Ses
 
 func sessionTimeline(ctx context.Context, j persistence.Journal, id string, w io.Writer, jsonOut bool) error {
 	t := newTimelinePrinter(w, jsonOut)
-	if err := core.Events(ctx, j, id, 0, t.row); err != nil {
+	if err := replay.Events(ctx, j, id, 0, t.row); err != nil {
 		return err
 	}
 	return t.done(id)
@@ -239,7 +239,7 @@ func (t *timelinePrinter) done(id string) error {
 }
 
 func sessionStateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32, w io.Writer) error {
-	s, err := core.StateAtStep(ctx, j, id, n)
+	s, err := replay.StateAtStep(ctx, j, id, n)
 	if err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
@@ -247,7 +247,7 @@ func sessionStateAtStep(ctx context.Context, j persistence.Journal, id string, n
 }
 
 func sessionState(ctx context.Context, j persistence.Journal, id string, at uint64, w io.Writer) error {
-	s, _, err := core.Load(ctx, j, id, at)
+	s, _, err := replay.Load(ctx, j, id, at)
 	if err != nil {
 		return err
 	}

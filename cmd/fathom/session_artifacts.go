@@ -17,7 +17,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/messages"
@@ -98,7 +98,7 @@ func journalArtifacts(ctx context.Context, store storeFlags, id string) ([]*mess
 		return nil, "", err
 	}
 	defer j.Close()
-	s, _, err := core.Load(ctx, j, id, 0)
+	s, _, err := replay.Load(ctx, j, id, 0)
 	if err != nil {
 		return nil, "", err
 	}

@@ -18,6 +18,7 @@ import (
 
 	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
@@ -275,7 +276,7 @@ func refuseEarly(ctx context.Context, store storeFlags, op, id string) error {
 		return nil
 	}
 	defer j.Close()
-	s, _, err := core.Load(ctx, j, id, 0)
+	s, _, err := replay.Load(ctx, j, id, 0)
 	switch {
 	case err != nil:
 		return nil

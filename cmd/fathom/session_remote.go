@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -225,7 +225,7 @@ func watchJournal(ctx context.Context, open func() (persistence.Journal, error),
 			}
 		}
 		var done bool
-		err = core.Events(ctx, j, id, p.lastSeq, func(ev *messages.Event) error {
+		err = replay.Events(ctx, j, id, p.lastSeq, func(ev *messages.Event) error {
 			var err error
 			done, err = p.printWatched(ev)
 			return err
@@ -255,7 +255,7 @@ func (p *printer) resumeFromJournal(ctx context.Context, j persistence.Journal, 
 	if from == 0 {
 		return nil
 	}
-	s, _, err := core.Load(ctx, j, id, from)
+	s, _, err := replay.Load(ctx, j, id, from)
 	if err != nil {
 		return err
 	}

@@ -367,19 +367,20 @@ func (n *Node) registerSessions(b *boot) error {
 	}
 	n.events.metrics = recorder
 	deps := &session.Deps{
-		Metrics:    &n.events,
+		// What follows a commit: the live feed first (subscribers see an event as soon
+		// as it is durable), then the metrics and the cluster topics, then the embed
+		// worker (re-embedding an in-process store, which does not outlive the process).
+		Observers: append([]session.Observer{session.PublishTo(n.feed), &n.events, session.Embedding(n.embed, b.reembed)},
+			n.cfg.SessionObservers...),
 		Tokenizer:  b.tok,
 		Embedder:   b.embedder,
 		Vectors:    n.vectors,
-		Embed:      n.embed,
-		Reembed:    b.reembed, // an in-process store does not outlive the process
 		Summarizer: summarizerName,
 		Artifacts:  n.artifacts,
 		Prompts:    b.prompt,
 		Config:     b.session,
 		Journal:    persistence.FormatGate(n.journal, n.lowestFormat),
 		LLM:        b.provider,
-		Publisher:  n.feed,
 		Tools:      b.tools,
 		Logger:     n.cfg.Logger.With("component", "session"),
 		Tracer:     n.tel.TracerProvider.Tracer("github.com/fathom-agents/fathom/actors/session"),

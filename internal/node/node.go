@@ -96,6 +96,10 @@ type Config struct {
 	FeedPoll time.Duration
 	// Session configures the session grains.
 	Session session.Config
+	// SessionObservers are commit observers of the node's sessions (session.Observer),
+	// told of every durable append after the node's own (the live feed, the metrics and
+	// topics, the embed worker). Committed must not block.
+	SessionObservers []session.Observer
 	// LLM selects the model endpoint.
 	LLM LLMConfig
 	// Memory selects the vector store and the embedder; the zero value is the embedded
@@ -273,7 +277,7 @@ type Node struct {
 	summaryLLM llm.Provider
 	// observer logs, counts and keeps every supervision event of the node's actors.
 	observer *observer.Observer
-	// events is the grains' EventObserver (metrics and pub-sub topics); topics publishes
+	// events is the grains' observer of the metrics and the pub-sub topics; topics publishes
 	// on the cluster's pub-sub (topics.go).
 	events eventObservers
 	topics *topics.Publisher

@@ -10,31 +10,31 @@ import (
 	"github.com/fathom-agents/fathom/actors/observer"
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/cluster/topics"
-	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/internal/metrics"
 )
 
 // subscribeTimeout bounds the observer's subscription to the restarts topic.
 const subscribeTimeout = 5 * time.Second
 
-// eventObservers tells every stored event to the node's metrics and, once the member has
-// joined, to the session's pub-sub topic.
+// eventObservers is the grains' observer of the node's metrics and, once the member has
+// joined, of the sessions' pub-sub topics: every stored event is counted and published
+// on its session's topic.
 type eventObservers struct {
-	metrics session.EventObserver
+	metrics *metrics.Recorder
 	topics  atomic.Pointer[topics.Publisher]
 }
 
-// Event implements session.EventObserver.
-func (o *eventObservers) Event(ev *messages.Event) { o.TenantEvent("", ev) }
-
-// TenantEvent implements session.TenantEventObserver.
-func (o *eventObservers) TenantEvent(tenant string, ev *messages.Event) {
-	if m, ok := o.metrics.(session.TenantEventObserver); ok {
-		m.TenantEvent(tenant, ev)
-	} else if o.metrics != nil {
-		o.metrics.Event(ev)
-	}
-	if p := o.topics.Load(); p != nil {
-		p.Event(ev)
+// Committed implements session.Observer.
+func (o *eventObservers) Committed(c session.Commit) {
+	tenant := c.State.GetTenant()
+	p := o.topics.Load()
+	for _, ev := range c.Events {
+		if o.metrics != nil {
+			o.metrics.TenantEvent(tenant, ev)
+		}
+		if p != nil {
+			p.Event(ev)
+		}
 	}
 }
 

@@ -8,19 +8,24 @@
 // # The fold
 //
 // [Apply] folds one event into a [messages.SessionState]; it is the single definition of
-// how events change a session, used by the grain, recovery ([Load]), time travel
-// ([StateAtStep], [TimelineOf]), forks and the CLI's offline readers alike. A bad event
-// (another session's, a sequence gap, a payload that does not fit the state) is an
-// error wrapping [ErrBadEvent], never a panic and never silently skipped. [Events] and
-// [Load] read a journal (persistence.Journal) and fold it; [EncodeEvents],
-// [DecodeRecord], [EncodeState] and [DecodeState] are the stored forms.
+// how events change a session, used by the grain, recovery, time travel ([TimelineOf],
+// [StepEndSeq]), forks and the CLI's offline readers alike. A bad event (another
+// session's, a sequence gap, a payload that does not fit the state) is an error wrapping
+// [ErrBadEvent], never a panic and never silently skipped. [EncodeEvents],
+// [DecodeRecord], [EncodeState] and [DecodeState] are the stored forms, [FromSnapshot]
+// the state a snapshot holds; reading a journal and folding it (Load, Events,
+// StateAtStep) is actors/session/replay's, so the core reads nothing.
 //
 // # Decisions
 //
 // A decision is a function of (state, input, [Config], now) returning the events to
-// commit: commands ([DecideStart], [DecideCancel], [DecidePause], [DecideResume],
-// [DecideSetBreakpoint], [DecideClearBreakpoints], [DecideProvideInput], [DecideFork])
-// return an error when refused (a [*CommandError] carrying the reason), and results of
+// commit. [Decide] is the one entry a shell uses: it takes any input (a command request,
+// a call's result, a timer's [RetryDue], [InterruptDue] or [HumanDue], [QueuedDue],
+// [SummaryDone], [WebhookDone], a [ForkInput]), stamps a command's events with its
+// caller and returns them with the state they reach; [DueOf] (what is due) and
+// [Terminal] are the queries. Behind it, commands ([DecideStart], [DecideCancel],
+// [DecidePause], [DecideResume], [DecideSetBreakpoint], [DecideClearBreakpoints],
+// [DecideProvideInput], [DecideFork]) return an error when refused (a [*CommandError] carrying the reason), and results of
 // work ([DecideLLMResult] for the orchestrator's and the sub-agents' model answers,
 // [DecideToolResult], [DecideRetry], [DecideHitlDeadline], [DecideInterruptDeadline])
 // always decide something. An [EventBuilder] stamps the events of one decision with

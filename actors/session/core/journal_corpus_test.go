@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
@@ -35,7 +36,7 @@ var corpusKinds = []string{"subagent_started", "subagent_completed", "tool_calle
 	"hitl_requested", "hitl_received", "session_forked", "session_cancelled", "session_completed"}
 
 // TestJournalCorpus folds every journal of the corpus, each written by an earlier build,
-// with this build's Apply and through core.Load, and checks each session's state equals
+// with this build's Apply and through replay.Load, and checks each session's state equals
 // the committed golden.
 func TestJournalCorpus(t *testing.T) {
 	if *recordCorpus != "" {
@@ -67,7 +68,7 @@ func TestJournalCorpus(t *testing.T) {
 					t.Errorf("%s: ends %s, want a terminal state", id, st.GetStatus())
 				}
 				if loaded := loadThroughJournal(t, id, evs[id]); !proto.Equal(loaded, st) {
-					t.Errorf("%s: core.Load gives a state other than folding the events", id)
+					t.Errorf("%s: replay.Load gives a state other than folding the events", id)
 				}
 				got[id] = st
 			}
@@ -81,7 +82,7 @@ func TestJournalCorpus(t *testing.T) {
 	}
 }
 
-// loadThroughJournal appends evs to a fresh embedded journal and loads them with core.Load.
+// loadThroughJournal appends evs to a fresh embedded journal and loads them with replay.Load.
 func loadThroughJournal(t *testing.T, id string, evs []*messages.Event) *messages.SessionState {
 	t.Helper()
 	j := freshJournal(t)
@@ -94,7 +95,7 @@ func loadThroughJournal(t *testing.T, id string, evs []*messages.Event) *message
 	if _, err := j.Append(ctx, id, 0, recs); err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := core.Load(ctx, j, id, 0)
+	st, _, err := replay.Load(ctx, j, id, 0)
 	if err != nil {
 		t.Fatalf("load %s: %v", id, err)
 	}
@@ -162,7 +163,7 @@ func checkGolden(t *testing.T, file string, got map[string]*messages.SessionStat
 	}
 }
 
-// TestSnapshotOfAnotherFoldVersionIsRebuilt: core.Load trusts a snapshot this build's
+// TestSnapshotOfAnotherFoldVersionIsRebuilt: replay.Load trusts a snapshot this build's
 // fold made (EncodeState stamps core.FoldVersion), and rebuilds from the events a
 // snapshot without the stamp (written before snapshots recorded it) or whose stamp
 // names another seq (re-encoded by such a build), even when its state is wrong.
@@ -227,7 +228,7 @@ func TestSnapshotOfAnotherFoldVersionIsRebuilt(t *testing.T) {
 			if err := j.SaveSnapshot(ctx, id, persistence.Snapshot{Seq: half.GetSeq(), Data: c.data, At: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
-			st, snapSeq, err := core.Load(ctx, j, id, 0)
+			st, snapSeq, err := replay.Load(ctx, j, id, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

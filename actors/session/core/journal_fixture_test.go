@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/bolt"
@@ -133,7 +134,7 @@ func TestRecordedJournalFoldsToTheGolden(t *testing.T) {
 	checkGolden(t, goldenFile, got)
 }
 
-// TestRecordedJournalThroughLoad: the same fixture through a journal and core.Load gives
+// TestRecordedJournalThroughLoad: the same fixture through a journal and replay.Load gives
 // the same state as folding the records by hand (Load is what the grain and the CLI's
 // offline readers use).
 func TestRecordedJournalThroughLoad(t *testing.T) {
@@ -149,7 +150,7 @@ func TestRecordedJournalThroughLoad(t *testing.T) {
 		if _, err := j.Append(ctx, id, 0, recs); err != nil {
 			t.Fatal(err)
 		}
-		loaded, snapSeq, err := core.Load(ctx, j, id, 0)
+		loaded, snapSeq, err := replay.Load(ctx, j, id, 0)
 		if err != nil {
 			t.Fatalf("load %s: %v", id, err)
 		}

@@ -1,11 +1,9 @@
 package core
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/persistence"
 )
 
 // TimelineOf builds the timeline of s.
@@ -68,22 +66,4 @@ func pointSeq(s *messages.SessionState, seq uint64, step uint32) (uint64, error)
 		return 0, fmt.Errorf("seq %d is past the session's last event (seq %d)", seq, s.GetSeq())
 	}
 	return seq, nil
-}
-
-// StateAtStep folds the journal of session id into its state right after step number n
-// ended (StepEndSeq; the same answer as the grain's StateAt, for tools that read a journal directly).
-func StateAtStep(ctx context.Context, j persistence.Journal, id string, n uint32) (*messages.SessionState, error) {
-	cur, _, err := Load(ctx, j, id, 0)
-	if err != nil {
-		return nil, err
-	}
-	if cur.GetSeq() == 0 {
-		return nil, fmt.Errorf("session %q not found", id)
-	}
-	seq, err := StepEndSeq(cur, n)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	s, _, err := Load(ctx, j, id, seq)
-	return s, err
 }

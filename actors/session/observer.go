@@ -1,0 +1,222 @@
+package session
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/memory"
+	"github.com/fathom-agents/fathom/messages"
+)
+
+// Commit observers. What follows a durable append (the live feed, the cluster topics, the
+// metrics, the quotas' usage, the embedding of messages, the lifecycle log lines, the
+// trace, the lease) is not the grain's business: each is an Observer told of the commit.
+// The node gives its observers in Deps.Observers; Register puts the grain's own in front
+// (the lifecycle log, the quotas' usage); each activation adds its trace and its lease
+// (trace.go, lease.go) after them. A new cross-cutting feature is a new observer.
+//
+// The guarantees are the commit pipeline's (pipeline.go): an observer is told of an
+// append only once the journal acknowledged it (fsynced), exactly once, in the order of
+// the session's appends, in the grain's mailbox before the grain handles its next
+// message, and never of a replayed or a failed append; an activation that ends publishes
+// its durable appends before it stops. A fenced activation's failed append reaches no
+// observer.
+
+// Commit is one durable append of a session as its observers see it. Nothing in it may
+// be modified: the events and the states are the grain's.
+type Commit struct {
+	// SessionID is the session's id, the journal stream.
+	SessionID string
+	// Events are the appended events, in order.
+	Events []*messages.Event
+	// Bytes is the size of their journal records.
+	Bytes int
+	// Prev is the session's state before Events, State the state after them.
+	Prev, State *messages.SessionState
+	// Log is the activation's logger (with the ids of its span, trace.go).
+	Log *slog.Logger
+}
+
+// Observer is told of every durable append of the sessions of a node (Deps.Observers).
+// Committed runs in the grain's mailbox: it must not block (work that may wait goes to a
+// bounded queue of its own, as the feed, the topics and the embed worker do) and must be
+// safe for concurrent use (every grain of the node calls it).
+type Observer interface {
+	Committed(c Commit)
+}
+
+// ActivationObserver is an Observer also told when an activation of a session has loaded
+// it (Activated: once per activation, after its first successful load) and when the
+// activation ends (Deactivated, with the state it ends with).
+type ActivationObserver interface {
+	Observer
+	Activated(sessionID string, st *messages.SessionState, log *slog.Logger)
+	Deactivated(sessionID string, st *messages.SessionState, log *slog.Logger)
+}
+
+// Publisher receives events right after they are durably stored, for live subscribers
+// (live/feed.Feed). Publish must not block, and must not modify the events.
+type Publisher interface {
+	Publish(stream string, evs []*messages.Event)
+}
+
+// PublishTo is the observer handing every commit's events to p (the node's live feed).
+func PublishTo(p Publisher) Observer { return publishObserver{p} }
+
+type publishObserver struct{ p Publisher }
+
+// Committed implements Observer.
+func (o publishObserver) Committed(c Commit) { o.p.Publish(c.SessionID, c.Events) }
+
+// lifecycleLog logs each change of a session's lifecycle at info (started, completed,
+// failed, cancelled, a follow-up message, awaiting a human).
+type lifecycleLog struct{}
+
+// Committed implements Observer.
+func (lifecycleLog) Committed(c Commit) {
+	for _, ev := range c.Events {
+		switch {
+		case ev.GetSessionStarted() != nil:
+			c.Log.Info("session started", "seq", ev.GetSeq(), "model", c.State.GetConfig().GetModel())
+		case ev.GetSessionCompleted() != nil:
+			c.Log.Info("session completed", "seq", ev.GetSeq(), "iterations", c.State.GetIterations())
+		case ev.GetSessionFailed() != nil:
+			c.Log.Info("session failed", "seq", ev.GetSeq(), "error", ev.GetSessionFailed().GetError())
+		case ev.GetSessionCancelled() != nil:
+			x := ev.GetSessionCancelled()
+			c.Log.Info("session cancelled", "seq", ev.GetSeq(), "reason", x.GetReason(), "by", x.GetBy())
+		case ev.GetMessageReceived() != nil:
+			c.Log.Info("session message received", "seq", ev.GetSeq(), "turn", ev.GetMessageReceived().GetTurn())
+		case ev.GetHitlRequested() != nil:
+			h := ev.GetHitlRequested()
+			c.Log.Info("session awaiting human", "seq", ev.GetSeq(), "request_id", h.GetRequestId(), "kind", h.GetKind(), "step_id", h.GetStepId())
+		}
+	}
+}
+
+// quotaUsage adds each stored answer's tokens and cost to its tenant's usage and tells
+// of each session that ended (Deps.Quotas).
+type quotaUsage struct{ q Quotas }
+
+// Committed implements Observer.
+func (o quotaUsage) Committed(c Commit) {
+	tenant := c.State.GetTenant()
+	for _, ev := range c.Events {
+		if r := ev.GetLlmResponded(); r != nil {
+			o.q.Used(tenant, core.UsageTokens(r.GetUsage()), r.GetCostUsd())
+		}
+		switch ev.GetPayload().(type) {
+		case *messages.Event_SessionCompleted, *messages.Event_SessionFailed, *messages.Event_SessionCancelled:
+			o.q.Ended(tenant)
+		}
+	}
+}
+
+// Embedding is the observer feeding the node's embed worker every committed message that
+// has text (stream = session id, seq = the event's seq); w must write into the vector
+// store the grains search (Deps.Vectors). With reembed (a vector store that does not
+// outlive the process, vectormem) an activation also hands its whole history to w once
+// (upserts replace by seq) and drops the session's vectors when it ends, so a passivated
+// session holds no memory on the node. A full queue or a closed worker only leaves
+// messages out of semantic retrieval: the observer never blocks or fails the session.
+func Embedding(w *memory.EmbedWorker, reembed bool) ActivationObserver {
+	return embedObserver{w: w, reembed: reembed}
+}
+
+type embedObserver struct {
+	w       *memory.EmbedWorker
+	reembed bool
+}
+
+// Activated implements ActivationObserver: it re-embeds the history (reembed).
+func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog.Logger) {
+	if !o.reembed {
+		return
+	}
+	for _, m := range core.History(st) {
+		if m.Content == "" {
+			continue
+		}
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(st), Stream: id, Seq: m.Seq, Text: m.Content, Meta: map[string]string{"role": m.Role}})
+		if err != nil {
+			if !errors.Is(err, memory.ErrWorkerClosed) {
+				log.Warn("history not re-embedded", "seq", m.Seq, "error", err)
+			}
+			return
+		}
+	}
+}
+
+// Deactivated implements ActivationObserver: it drops the session's vectors (reembed),
+// queued behind the session's own embedding jobs; a full queue leaves them until the
+// next activation replaces them.
+func (o embedObserver) Deactivated(id string, st *messages.SessionState, log *slog.Logger) {
+	if !o.reembed || st.GetSeq() == 0 {
+		return
+	}
+	if err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(st), Stream: id, Drop: true}); err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
+		log.Debug("vectors not dropped at passivation", "error", err)
+	}
+}
+
+// Committed implements Observer.
+func (o embedObserver) Committed(c Commit) {
+	for _, ev := range c.Events {
+		text, role := embedText(c.State, ev)
+		if text == "" {
+			continue
+		}
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(c.State), Stream: c.SessionID, Seq: ev.GetSeq(), Text: text, Meta: map[string]string{"role": role}})
+		if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
+			c.Log.Warn("message not embedded", "seq", ev.GetSeq(), "error", err)
+		}
+	}
+}
+
+// embedText is the history message ev records, with its role, in a session whose state
+// is st ("" when ev records none with text).
+func embedText(st *messages.SessionState, ev *messages.Event) (text, role string) {
+	switch p := ev.GetPayload().(type) {
+	case *messages.Event_MessageReceived:
+		return p.MessageReceived.GetContent(), "user"
+	case *messages.Event_StepStarted:
+		return core.OpeningMessage(st.GetGoal(), p.StepStarted.GetDescription()), "user"
+	case *messages.Event_LlmResponded:
+		// A sub-agent's messages are its own context, not the orchestrator's history, and
+		// a re-plan answer (step_id: the failed step) is not the step's ("{step}/llm-N").
+		if r := p.LlmResponded; r.GetStepId() != "" && r.GetSubAgentId() == "" && strings.HasPrefix(r.GetCallId(), r.GetStepId()+"/") {
+			return r.GetContent(), "assistant"
+		}
+	case *messages.Event_StepCompleted:
+		// The output is a history message of its own: a sub-agent's hand-off or a
+		// human's answer (Apply gives it the same role).
+		if p.StepCompleted.GetOutputTokens() > 0 {
+			role = "assistant"
+			if i, ok := core.StepIndexByID(st, p.StepCompleted.GetStepId()); ok && st.GetSteps()[i].GetStep().GetType() == core.StepTypeHumanInput {
+				role = "user"
+			}
+			return p.StepCompleted.GetOutput(), role
+		}
+	case *messages.Event_ToolResult:
+		if p.ToolResult.GetSubAgentId() != "" {
+			return "", ""
+		}
+		if e := p.ToolResult.GetError(); e != nil {
+			return e.GetLlmText(), "tool"
+		}
+		return p.ToolResult.GetResult(), "tool"
+	}
+	return "", ""
+}
+
+// answers reports whether evs record an LLM answer (the summarizer may be due).
+func answers(evs []*messages.Event) bool {
+	for _, ev := range evs {
+		if ev.GetLlmResponded() != nil {
+			return true
+		}
+	}
+	return false
+}
