@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,9 +83,11 @@ type soakRun struct {
 	env    []string
 	common []string
 	nodes  []*soakNode
-	prefix string
-	ids    []string
-	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
+	// members are every member the soak started, in order (nodes holds the live ones).
+	members []*soakNode
+	prefix  string
+	ids     []string
+	resume  []time.Duration // per session of a killed node: kill to another member's lease or its next event
 	// unresumed counts sessions of a killed node with no new event within a minute.
 	unresumed int
 	kills     int
@@ -93,6 +98,8 @@ type soakRun struct {
 // again and again while sessions run, restarting it each time, then audits every
 // session's journal and prints one line per figure. The short variant runs in `make
 // test-faults`; `make soak` runs the full one (FATHOM_SOAK_SESSIONS=100, FATHOM_SOAK_KILLS=50).
+// FATHOM_SOAK_LOGS=DIR writes every node's stderr, at --log-level debug, to a file in DIR
+// (as TestUpgradeSoak does).
 func TestSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := soakConfigFromEnv(t)
@@ -109,7 +116,7 @@ func TestSoak(t *testing.T) {
 		r.common = append(r.common, "--log-level", "debug")
 	}
 	for i := 0; i < cfg.nodes; i++ {
-		r.nodes = append(r.nodes, startSoakNode(t, r.env, r.common...))
+		r.nodes = append(r.nodes, r.start(fathomBin, r.common...))
 	}
 	r.awaitAll()
 	outOfTime := false
@@ -166,6 +173,13 @@ func publish(t *testing.T, summary, out string) {
 			t.Errorf("write %s: %v", out, err)
 		}
 	}
+}
+
+// start starts a member of binary bin (startSoakNodeBin) and keeps it in r.members.
+func (r *soakRun) start(bin string, args ...string) *soakNode {
+	n := startSoakNodeBin(r.t, bin, r.env, args...)
+	r.members = append(r.members, n)
+	return n
 }
 
 // awaitAll waits for every node being started.
@@ -296,7 +310,7 @@ func (r *soakRun) killOne() {
 	r.t.Logf("kill %d: %s with %d running sessions; resumed %d", r.kills, victim.member, len(heads), len(heads)-len(pending))
 	// Restarted once its sessions resumed elsewhere, without waiting: the next kill waits
 	// for it.
-	r.nodes[i] = startSoakNode(r.t, r.env, r.common...)
+	r.nodes[i] = r.start(fathomBin, r.common...)
 }
 
 func terminalEvent(typ string) bool {
@@ -326,22 +340,47 @@ type soakNode struct {
 	*nodeProc
 	logs  *testenv.Buffer
 	ready chan error // the banner's outcome first; nil once awaited
+	build string     // "this tree", or the other build's binary (fathom-<commit>)
+	file  string     // the file its stderr is written to (FATHOM_SOAK_LOGS; "": none)
 }
 
-// startSoakNode starts a node and returns at once; await waits for its banner.
-func startSoakNode(t *testing.T, env []string, args ...string) *soakNode {
-	t.Helper()
-	return startSoakNodeBin(t, fathomBin, env, args...)
-}
+// soakLogsDir is the directory FATHOM_SOAK_LOGS names ("": none). When it is set, every
+// member a soak starts logs at --log-level debug, and its stderr is written to a file
+// there, NN-BUILD.log (NN: the order of the members' starts; BUILD: "this", or the other
+// build's binary name); the soak's summary names the file of the members it mentions.
+func soakLogsDir() string { return os.Getenv("FATHOM_SOAK_LOGS") }
 
-// startSoakNodeBin is startSoakNode of binary bin (another build: the upgrade soak's
-// predecessor).
+// soakStarts numbers the members a soak starts (their log files).
+var soakStarts atomic.Int32
+
+// startSoakNodeBin starts a `fathom node` of binary bin (fathomBin, or another build: the
+// upgrade soak's predecessor) and returns at once; await waits for its banner.
 func startSoakNodeBin(t *testing.T, bin string, env []string, args ...string) *soakNode {
 	t.Helper()
+	build, label := "this tree", "this"
+	if bin != fathomBin {
+		build = filepath.Base(bin)
+		label = build
+	}
+	n := &soakNode{logs: &testenv.Buffer{}, ready: make(chan error, 2), build: build}
+	var stderr io.Writer = n.logs
+	if dir := soakLogsDir(); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("FATHOM_SOAK_LOGS: %v", err)
+		}
+		n.file = filepath.Join(dir, fmt.Sprintf("%02d-%s.log", soakStarts.Add(1), label))
+		f, err := os.Create(n.file)
+		if err != nil {
+			t.Fatalf("FATHOM_SOAK_LOGS: %v", err)
+		}
+		t.Cleanup(func() { _ = f.Close() }) // registered first: runs after the process is reaped
+		stderr = io.MultiWriter(n.logs, f)
+		args = append(args, "--log-level", "debug")
+	}
 	cmd := exec.Command(bin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
-	n := &soakNode{nodeProc: &nodeProc{cmd: cmd}, logs: &testenv.Buffer{}, ready: make(chan error, 2)}
-	cmd.Stderr = n.logs
+	n.nodeProc = &nodeProc{cmd: cmd}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +455,16 @@ type soakAudit struct {
 	duration                          time.Duration
 	stall                             time.Duration // the longest gap between two events of a session
 	stalled                           string        // the session and event after that gap
+	stallFrom, stallTo                soakEvent     // the two events around that gap
 	problems                          []string
+}
+
+// soakEvent is one event of a session's journal, as the audit reads it.
+type soakEvent struct {
+	session string
+	seq     int
+	typ     string
+	at      time.Time
 }
 
 // audit reads every session's journal through `fathom session timeline --json`: seq
@@ -439,7 +487,7 @@ func (a *soakAudit) session(id, timeline string) {
 	seen := map[string]bool{}
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
-	var prevAt int64 // the previous event's time, in ns
+	var prev soakEvent // the previous event with a time
 	sc := bufio.NewScanner(strings.NewReader(timeline))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -461,10 +509,12 @@ func (a *soakAudit) session(id, timeline string) {
 			if err != nil {
 				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
 			} else {
-				if gap := time.Duration(at.UnixNano() - prevAt); prevAt > 0 && gap > a.stall {
+				cur := soakEvent{session: id, seq: int(seq), typ: typ, at: at}
+				if gap := at.Sub(prev.at); !prev.at.IsZero() && gap > a.stall {
 					a.stall, a.stalled = gap, fmt.Sprintf("%s before seq %d (%s)", id, int(seq), typ)
+					a.stallFrom, a.stallTo = prev, cur
 				}
-				prevAt = at.UnixNano()
+				prev = cur
 			}
 		}
 		for _, k := range []string{"command_id", "call_id", "idempotency_key"} {
@@ -547,4 +597,89 @@ func (a *soakAudit) listProblems(line func(k string, v any)) {
 		}
 		line("problem", p)
 	}
+}
+
+// activation is one activation of a session on a member, as the member's debug lines
+// tell it ("session activated" with the journal head it loaded, "session deactivated"
+// with the seq it ended at): it wrote the session's events from+1 up to to.
+type activation struct {
+	member       *soakNode
+	from, to     int // to is -1 while the member logged no end (it was killed, or still runs)
+	began, ended time.Time
+}
+
+// activationLine is a session grain's debug line of its start or end (text log format).
+var activationLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg="session (activated|deactivated)" .*\bsession_id=(\S+) .*\bseq=(\d+)`)
+
+// activations reads session id's activations from the logs of every member the soak
+// started, in the order they began. The grains log them at debug level only: without
+// FATHOM_SOAK_LOGS there are none.
+func (r *soakRun) activations(id string) []activation {
+	var out []activation
+	for _, n := range r.members {
+		open := -1 // the member's activation of id that has not ended, in out
+		for _, l := range strings.Split(n.logs.String(), "\n") {
+			m := activationLine.FindStringSubmatch(l)
+			if m == nil || m[3] != id {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				continue
+			}
+			seq, _ := strconv.Atoi(m[4])
+			switch {
+			case m[2] == "activated":
+				out = append(out, activation{member: n, from: seq, to: -1, began: at})
+				open = len(out) - 1
+			case open >= 0:
+				out[open].to, out[open].ended = seq, at
+				open = -1
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].began.Before(out[j].began) })
+	return out
+}
+
+// writer is the activation that wrote ev: of the ones that began before it and had not
+// ended before its seq, the one that loaded the latest head (an activation of a killed
+// member never logs its end). ok is false when no log tells.
+func writer(acts []activation, ev soakEvent) (w activation, ok bool) {
+	for _, a := range acts {
+		if a.from < ev.seq && (a.to < 0 || a.to >= ev.seq) && !a.began.After(ev.at.Add(time.Millisecond)) && (!ok || a.from >= w.from) {
+			w, ok = a, true
+		}
+	}
+	return w, ok
+}
+
+// describeEvent is ev with its time and the member that wrote it, for a summary line.
+func (r *soakRun) describeEvent(ev soakEvent) string {
+	s := fmt.Sprintf("seq %d %s at %s", ev.seq, ev.typ, ev.at.UTC().Format("15:04:05.000"))
+	w, ok := writer(r.activations(ev.session), ev)
+	if !ok {
+		if soakLogsDir() == "" {
+			return s + ", writer unknown (set FATHOM_SOAK_LOGS)"
+		}
+		return s + ", writer unknown (no member logged its activation)"
+	}
+	end := "not ended"
+	if w.to >= 0 {
+		end = fmt.Sprintf("ended at seq %d at %s", w.to, w.ended.UTC().Format("15:04:05.000"))
+	}
+	s += fmt.Sprintf(" by %s (%s", w.member.member, w.member.build)
+	if w.member.file != "" {
+		s += ", " + filepath.Base(w.member.file)
+	}
+	return s + fmt.Sprintf("; its activation loaded seq %d at %s, %s)", w.from, w.began.UTC().Format("15:04:05.000"), end)
+}
+
+// stallLines writes the longest stall's two events, each with its writer, with line.
+func (r *soakRun) stallLines(a *soakAudit, line func(k string, v any)) {
+	if a.stallTo.session == "" {
+		return
+	}
+	line("longest stall: event before", r.describeEvent(a.stallFrom))
+	line("longest stall: event after", r.describeEvent(a.stallTo))
 }

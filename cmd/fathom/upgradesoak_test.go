@@ -138,6 +138,12 @@ func predecessor(t *testing.T, from string) string {
 // (the longest gap between two of its events). Last, the predecessor is started on the
 // upgraded journal: a predecessor of an older journal format must refuse with a clear
 // message, one of the same format must start (rolling back is supported). The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
+//
+// FATHOM_SOAK_LOGS=DIR (`make upgrade-soak SOAK_LOGS=DIR`) keeps the evidence: every
+// member logs at --log-level debug and its stderr goes to DIR/NN-BUILD.log (a relative DIR
+// is taken from cmd/fathom, where go test runs); the summary then names, for the longest
+// stall, the two events around it with their times and the member whose activation wrote
+// each (read from the members' "session activated"/"session deactivated" debug lines).
 func TestUpgradeSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
@@ -154,7 +160,7 @@ func TestUpgradeSoak(t *testing.T) {
 	r := &soakRun{t: t, cfg: soakConfig{sessions: cfg.sessions, running: cfg.running, nodes: 3}, conn: connectPG(t, dsn),
 		prefix: "upgrade-" + freePort(t), env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"), common: common}
 	for range 3 {
-		r.nodes = append(r.nodes, startSoakNodeBin(t, oldBin, r.env, common...))
+		r.nodes = append(r.nodes, r.start(oldBin, common...))
 	}
 	r.awaitAll()
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
@@ -170,7 +176,7 @@ func TestUpgradeSoak(t *testing.T) {
 			return len(r.leased(r.nodes[i].member)) > 0 || len(r.ids) >= cfg.sessions
 		}, "member %s hosts no running session", r.nodes[i].member)
 		ways = append(ways, retire(t, r.nodes[i]))
-		r.nodes[i] = startSoakNodeBin(t, fathomBin, r.env, append(common, "--consul-check-ttl", "2s")...)
+		r.nodes[i] = r.start(fathomBin, append(common, "--consul-check-ttl", "2s")...)
 		r.nodes[i].await(t)
 		r.topUp()
 	}
@@ -188,6 +194,7 @@ func TestUpgradeSoak(t *testing.T) {
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
 	line("longest stall of any session", fmt.Sprintf("%s (%s)", a.stall.Round(time.Millisecond), a.stalled))
+	r.stallLines(a, line)
 	line("downgrade to the predecessor", downgrade)
 	a.listProblems(line)
 	summary := b.String()
