@@ -85,9 +85,11 @@ type soakRun struct {
 	nodes  []*soakNode
 	// members are every member the soak started, in order (nodes holds the live ones).
 	members []*soakNode
-	prefix  string
-	ids     []string
-	resume  []time.Duration // per session of a killed node: kill to another member's lease or its next event
+	// window is the audit's soakAudit.window.
+	window [2]time.Time
+	prefix string
+	ids    []string
+	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
 	// unresumed counts sessions of a killed node with no new event within a minute.
 	unresumed int
 	kills     int
@@ -453,10 +455,12 @@ type soakAudit struct {
 	kills, unresumed                  int
 	resume                            []time.Duration
 	duration                          time.Duration
-	stall                             time.Duration // the longest gap between two events of a session
-	stalled                           string        // the session and event after that gap
-	stallFrom, stallTo                soakEvent     // the two events around that gap
-	problems                          []string
+	// stall is the longest gap between two events of a session; during the longest one
+	// that overlaps window (the upgrade soak: from the first drain until the last new
+	// member is up; zero: none).
+	stall, during soakStall
+	window        [2]time.Time
+	problems      []string
 }
 
 // soakEvent is one event of a session's journal, as the audit reads it.
@@ -465,6 +469,53 @@ type soakEvent struct {
 	seq     int
 	typ     string
 	at      time.Time
+	// callMS and execMS are, for a tool_result, the call's duration on its member (the
+	// tool executor's wall time: waiting for a sandbox slot included) and the program's
+	// own in the sandbox (the sandbox's duration_ms in the result); -1 when unknown.
+	callMS, execMS int64
+}
+
+// soakStall is a gap between two consecutive events of a session.
+type soakStall struct {
+	gap      time.Duration
+	from, to soakEvent
+}
+
+// consider keeps the gap between from and to if it is longer.
+func (s *soakStall) consider(from, to soakEvent) {
+	if gap := to.at.Sub(from.at); !from.at.IsZero() && gap > s.gap {
+		*s = soakStall{gap: gap, from: from, to: to}
+	}
+}
+
+// String is the gap and the event after it.
+func (s soakStall) String() string {
+	if s.to.session == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%s before seq %d (%s))", s.gap.Round(time.Millisecond), s.to.session, s.to.seq, s.to.typ)
+}
+
+// toolDurations reads a tool_result's call and sandbox durations (soakEvent.callMS,
+// execMS) from its timeline JSON: int64 fields are JSON strings there.
+func toolDurations(ev map[string]any) (callMS, execMS int64) {
+	ms := func(v any) int64 {
+		switch x := v.(type) {
+		case float64:
+			return int64(x)
+		case string:
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n
+			}
+		}
+		return -1
+	}
+	callMS, execMS = ms(ev["duration_ms"]), -1
+	var res map[string]any
+	if s, _ := ev["result"].(string); json.Unmarshal([]byte(s), &res) == nil {
+		execMS = ms(res["duration_ms"])
+	}
+	return callMS, execMS
 }
 
 // audit reads every session's journal through `fathom session timeline --json`: seq
@@ -472,7 +523,7 @@ type soakEvent struct {
 // (session_started), an LLM or tool call id, or a tool's idempotency key, and no tool
 // called again once its result was recorded.
 func (r *soakRun) audit(dsn string) *soakAudit {
-	a := &soakAudit{started: len(r.ids)}
+	a := &soakAudit{started: len(r.ids), window: r.window}
 	for _, id := range r.ids {
 		res := fathom(r.t, cleanEnv(), "session", "timeline", "--postgres", dsn, "--json", id)
 		if res.code != 0 {
@@ -509,10 +560,13 @@ func (a *soakAudit) session(id, timeline string) {
 			if err != nil {
 				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
 			} else {
-				cur := soakEvent{session: id, seq: int(seq), typ: typ, at: at}
-				if gap := at.Sub(prev.at); !prev.at.IsZero() && gap > a.stall {
-					a.stall, a.stalled = gap, fmt.Sprintf("%s before seq %d (%s)", id, int(seq), typ)
-					a.stallFrom, a.stallTo = prev, cur
+				cur := soakEvent{session: id, seq: int(seq), typ: typ, at: at, callMS: -1, execMS: -1}
+				if typ == "tool_result" {
+					cur.callMS, cur.execMS = toolDurations(ev)
+				}
+				a.stall.consider(prev, cur)
+				if w := a.window; !w[0].IsZero() && prev.at.Before(w[1]) && at.After(w[0]) {
+					a.during.consider(prev, cur)
 				}
 				prev = cur
 			}
@@ -657,6 +711,13 @@ func writer(acts []activation, ev soakEvent) (w activation, ok bool) {
 // describeEvent is ev with its time and the member that wrote it, for a summary line.
 func (r *soakRun) describeEvent(ev soakEvent) string {
 	s := fmt.Sprintf("seq %d %s at %s", ev.seq, ev.typ, ev.at.UTC().Format("15:04:05.000"))
+	if ev.callMS >= 0 {
+		s += fmt.Sprintf(" (the call took %dms on its member", ev.callMS)
+		if ev.execMS >= 0 {
+			s += fmt.Sprintf(", the program %dms of it in the sandbox", ev.execMS)
+		}
+		s += ")"
+	}
 	w, ok := writer(r.activations(ev.session), ev)
 	if !ok {
 		if soakLogsDir() == "" {
@@ -675,11 +736,12 @@ func (r *soakRun) describeEvent(ev soakEvent) string {
 	return s + fmt.Sprintf("; its activation loaded seq %d at %s, %s)", w.from, w.began.UTC().Format("15:04:05.000"), end)
 }
 
-// stallLines writes the longest stall's two events, each with its writer, with line.
-func (r *soakRun) stallLines(a *soakAudit, line func(k string, v any)) {
-	if a.stallTo.session == "" {
+// stallLines writes, with line, stall named k and its two events, each with its writer.
+func (r *soakRun) stallLines(k string, s soakStall, line func(k string, v any)) {
+	line(k, s)
+	if s.to.session == "" {
 		return
 	}
-	line("longest stall: event before", r.describeEvent(a.stallFrom))
-	line("longest stall: event after", r.describeEvent(a.stallTo))
+	line("  event before", r.describeEvent(s.from))
+	line("  event after", r.describeEvent(s.to))
 }

@@ -141,9 +141,12 @@ func predecessor(t *testing.T, from string) string {
 //
 // FATHOM_SOAK_LOGS=DIR (`make upgrade-soak SOAK_LOGS=DIR`) keeps the evidence: every
 // member logs at --log-level debug and its stderr goes to DIR/NN-BUILD.log (a relative DIR
-// is taken from cmd/fathom, where go test runs); the summary then names, for the longest
-// stall, the two events around it with their times and the member whose activation wrote
-// each (read from the members' "session activated"/"session deactivated" debug lines).
+// is taken from cmd/fathom, where go test runs). The summary names, for the longest stall
+// and for the longest one while members were replaced (from the first drain until the
+// last new member is up), the two events around it with their times (a tool_result with
+// its call's duration on the member and its program's in the sandbox) and, with
+// FATHOM_SOAK_LOGS, the member whose activation wrote each (read from the members'
+// "session activated"/"session deactivated" debug lines).
 func TestUpgradeSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
@@ -166,6 +169,7 @@ func TestUpgradeSoak(t *testing.T) {
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
 	r.topUp()
 	var ways []string
+	r.window[0] = time.Now()
 	for i := range r.nodes {
 		if time.Now().After(deadline) {
 			t.Fatalf("the upgrade ran out of time (%s) after %d of 3 members", cfg.limit, i)
@@ -180,6 +184,7 @@ func TestUpgradeSoak(t *testing.T) {
 		r.nodes[i].await(t)
 		r.topUp()
 	}
+	r.window[1] = time.Now()
 	for len(r.ids) < cfg.sessions && time.Now().Before(deadline) {
 		r.topUp()
 		time.Sleep(200 * time.Millisecond)
@@ -193,8 +198,8 @@ func TestUpgradeSoak(t *testing.T) {
 	line("members replaced", strings.Join(ways, ", "))
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
-	line("longest stall of any session", fmt.Sprintf("%s (%s)", a.stall.Round(time.Millisecond), a.stalled))
-	r.stallLines(a, line)
+	r.stallLines("longest stall of any session", a.stall, line)
+	r.stallLines("longest stall while members were replaced", a.during, line)
 	line("downgrade to the predecessor", downgrade)
 	a.listProblems(line)
 	summary := b.String()
@@ -202,8 +207,8 @@ func TestUpgradeSoak(t *testing.T) {
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
 		t.Fatalf("the upgrade found problems:\n%s", summary)
 	}
-	if a.stall > 5*time.Second {
-		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.Round(time.Millisecond))
+	if a.stall.gap > 5*time.Second {
+		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.gap.Round(time.Millisecond))
 	}
 	switch sameFormat := oldFormat == buildinfo.Format; {
 	case sameFormat && !strings.HasPrefix(downgrade, "started"):
