@@ -87,6 +87,9 @@ type soakRun struct {
 	members []*soakNode
 	// window is the audit's soakAudit.window.
 	window [2]time.Time
+	// keepUp has topUp start sessions past cfg.sessions (the upgrade soak, while members
+	// remain to be replaced).
+	keepUp bool
 	prefix string
 	ids    []string
 	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
@@ -194,7 +197,7 @@ func (r *soakRun) awaitAll() {
 // topUp starts sessions through random nodes until running of them run (or all are
 // started).
 func (r *soakRun) topUp() {
-	for len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills {
+	for len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills || r.keepUp {
 		if r.running() >= r.cfg.running {
 			return
 		}

@@ -27,7 +27,7 @@ const firstRelease = "22f16bd"
 // runs; `make upgrade-soak` sets the FATHOM_UPGRADE_* variables to the full one.
 type upgradeConfig struct {
 	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else firstRelease)
-	sessions int           // sessions to start in all (FATHOM_UPGRADE_SESSIONS)
+	sessions int           // sessions to start in all, at least: more start while members remain to be replaced (FATHOM_UPGRADE_SESSIONS)
 	running  int           // sessions kept running while members are replaced (FATHOM_UPGRADE_RUNNING)
 	limit    time.Duration // the whole soak's bound (FATHOM_UPGRADE_TIMEOUT)
 	out      string        // a file the summary is also written to (FATHOM_UPGRADE_OUT)
@@ -169,6 +169,10 @@ func TestUpgradeSoak(t *testing.T) {
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
 	r.topUp()
 	var ways []string
+	// Sessions keep starting (past cfg.sessions if need be) until the last member is
+	// replaced, so that cfg.running of them run through every replacement: the sessions
+	// first started end within a minute, before the last members go.
+	r.keepUp = true
 	r.window[0] = time.Now()
 	for i := range r.nodes {
 		if time.Now().After(deadline) {
@@ -177,7 +181,7 @@ func TestUpgradeSoak(t *testing.T) {
 		// Sessions run on every member before it goes: each replacement moves some.
 		testenv.Eventually(t, time.Minute, func() bool {
 			r.topUp()
-			return len(r.leased(r.nodes[i].member)) > 0 || len(r.ids) >= cfg.sessions
+			return len(r.leased(r.nodes[i].member)) > 0
 		}, "member %s hosts no running session", r.nodes[i].member)
 		ways = append(ways, retire(t, r.nodes[i]))
 		r.nodes[i] = r.start(fathomBin, append(common, "--consul-check-ttl", "2s")...)
@@ -185,6 +189,7 @@ func TestUpgradeSoak(t *testing.T) {
 		r.topUp()
 	}
 	r.window[1] = time.Now()
+	r.keepUp = false
 	for len(r.ids) < cfg.sessions && time.Now().Before(deadline) {
 		r.topUp()
 		time.Sleep(200 * time.Millisecond)
@@ -241,11 +246,12 @@ func journalFormatOf(t *testing.T, url string) int {
 }
 
 // retire takes a member out of the cluster as an operator would before replacing it:
-// drain (POST /v1/node/drain) where its build has it, else SIGTERM; it returns which.
+// drain (POST /v1/node/drain) where its build has it, else SIGTERM; it returns which,
+// with the drain's report (the sessions the member had, the ones whose calls it cut).
 func retire(t *testing.T, n *soakNode) string {
 	t.Helper()
 	code, body := httpJSON(t, "POST", n.url+"/v1/node/drain", "t", map[string]any{})
-	how := "drain"
+	how := fmt.Sprintf("drain (%v sessions, %d cut, %vms)", body["sessions"], len(asSlice(body["cut"])), body["took_ms"])
 	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
 		how = "SIGTERM (no drain in that build)"
 	} else if code/100 != 2 {
@@ -253,6 +259,12 @@ func retire(t *testing.T, n *soakNode) string {
 	}
 	n.stop(t)
 	return how
+}
+
+// asSlice is v as a JSON array (nil when it is none).
+func asSlice(v any) []any {
+	a, _ := v.([]any)
+	return a
 }
 
 // tryDowngrade starts the predecessor on the upgraded journal and says what happened: a
