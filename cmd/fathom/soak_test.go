@@ -87,8 +87,8 @@ type soakRun struct {
 	members []*soakNode
 	// window is the audit's soakAudit.window.
 	window [2]time.Time
-	// keepUp has topUp start sessions past cfg.sessions (the upgrade soak, while members
-	// remain to be replaced).
+	// keepUp has topUp start sessions past cfg.sessions, up to cfg.running a call (the
+	// upgrade soak, while members remain to be replaced).
 	keepUp bool
 	prefix string
 	ids    []string
@@ -197,7 +197,7 @@ func (r *soakRun) awaitAll() {
 // topUp starts sessions through random nodes until running of them run (or all are
 // started).
 func (r *soakRun) topUp() {
-	for len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills || r.keepUp {
+	for n := 0; len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills || (r.keepUp && n < r.cfg.running); n++ {
 		if r.running() >= r.cfg.running {
 			return
 		}
@@ -463,7 +463,14 @@ type soakAudit struct {
 	// member is up; zero: none).
 	stall, during soakStall
 	window        [2]time.Time
-	problems      []string
+	// calls are the tool calls with a result: their tool_called and tool_result.
+	calls [][2]soakEvent
+	// moved counts the tool calls whose tool_called and tool_result two activations
+	// wrote (known from the members' logs only, FATHOM_SOAK_LOGS; -1 without): a hand-over
+	// cut the call and the next activation ran it again; movedCalls lists a few.
+	moved      int
+	movedCalls []string
+	problems   []string
 }
 
 // soakEvent is one event of a session's journal, as the audit reads it.
@@ -534,6 +541,26 @@ func (r *soakRun) audit(dsn string) *soakAudit {
 		}
 		a.session(id, res.stdout)
 	}
+	a.moved = -1
+	if soakLogsDir() != "" {
+		a.moved = 0
+		acts := map[string][]activation{}
+		for _, c := range a.calls {
+			id := c[0].session
+			if _, ok := acts[id]; !ok {
+				acts[id] = r.activations(id)
+			}
+			w0, ok0 := writer(acts[id], c[0])
+			w1, ok1 := writer(acts[id], c[1])
+			if ok0 && ok1 && (w0.member != w1.member || !w0.began.Equal(w1.began)) {
+				a.moved++
+				if len(a.movedCalls) < 5 {
+					a.movedCalls = append(a.movedCalls, fmt.Sprintf("%s seq %d→%d: called on %s, result on %s %s later",
+						id, c[0].seq, c[1].seq, w0.member.member, w1.member.member, c[1].at.Sub(c[0].at).Round(time.Millisecond)))
+				}
+			}
+		}
+	}
 	return a
 }
 
@@ -542,6 +569,7 @@ func (a *soakAudit) session(id, timeline string) {
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
 	var prev soakEvent // the previous event with a time
+	called := map[string]soakEvent{}
 	sc := bufio.NewScanner(strings.NewReader(timeline))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -558,15 +586,16 @@ func (a *soakAudit) session(id, timeline string) {
 		want = int(seq) + 1
 		typ, _ := ev["type"].(string)
 		last = typ
+		cur := soakEvent{session: id, seq: int(seq), typ: typ, callMS: -1, execMS: -1}
+		if typ == "tool_result" {
+			cur.callMS, cur.execMS = toolDurations(ev)
+		}
 		if s, _ := ev["at"].(string); s != "" {
 			at, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
 				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
 			} else {
-				cur := soakEvent{session: id, seq: int(seq), typ: typ, at: at, callMS: -1, execMS: -1}
-				if typ == "tool_result" {
-					cur.callMS, cur.execMS = toolDurations(ev)
-				}
+				cur.at = at
 				a.stall.consider(prev, cur)
 				if w := a.window; !w[0].IsZero() && prev.at.Before(w[1]) && at.After(w[0]) {
 					a.during.consider(prev, cur)
@@ -587,14 +616,19 @@ func (a *soakAudit) session(id, timeline string) {
 			seen[key] = true
 		}
 		call, _ := ev["call_id"].(string)
+		key := fmt.Sprintf("%s sub_agent=%v", call, ev["sub_agent_id"])
 		switch typ {
 		case "tool_called":
 			if results[call] {
 				a.reexecuted++
 				a.problems = append(a.problems, fmt.Sprintf("%s: tool call %s called again after its result", id, call))
 			}
+			called[key] = cur
 		case "tool_result":
 			results[call] = true
+			if c, ok := called[key]; ok && !c.at.IsZero() && !cur.at.IsZero() {
+				a.calls = append(a.calls, [2]soakEvent{c, cur})
+			}
 		}
 	}
 	switch last {

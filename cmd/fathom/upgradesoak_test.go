@@ -203,6 +203,12 @@ func TestUpgradeSoak(t *testing.T) {
 	line("members replaced", strings.Join(ways, ", "))
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
+	if a.moved >= 0 {
+		line("tool calls cut by a hand-over, run again", a.moved)
+		for _, c := range a.movedCalls {
+			line("  cut", c)
+		}
+	}
 	r.stallLines("longest stall of any session", a.stall, line)
 	r.stallLines("longest stall while members were replaced", a.during, line)
 	line("downgrade to the predecessor", downgrade)
