@@ -466,11 +466,16 @@ type soakAudit struct {
 	// calls are the tool calls with a result: their tool_called and tool_result.
 	calls [][2]soakEvent
 	// moved counts the tool calls whose tool_called and tool_result two activations
-	// wrote (known from the members' logs only, FATHOM_SOAK_LOGS; -1 without): a hand-over
-	// cut the call and the next activation ran it again; movedCalls lists a few.
+	// wrote (known from the members' logs only, FATHOM_SOAK_LOGS; -1 without): the call
+	// was handed over between the two. A draining member records a call its model asked
+	// for and leaves it to the next owner (it starts none); a call it had started and cut
+	// would show in cancelled too. movedCalls lists a few.
 	moved      int
 	movedCalls []string
-	problems   []string
+	// cancelled counts the sandbox executions the members' logs say were cancelled, queued
+	// or running (FATHOM_SOAK_LOGS; -1 without): a call stopped before its end.
+	cancelled int
+	problems  []string
 }
 
 // soakEvent is one event of a session's journal, as the audit reads it.
@@ -541,9 +546,12 @@ func (r *soakRun) audit(dsn string) *soakAudit {
 		}
 		a.session(id, res.stdout)
 	}
-	a.moved = -1
+	a.moved, a.cancelled = -1, -1
 	if soakLogsDir() != "" {
-		a.moved = 0
+		a.moved, a.cancelled = 0, 0
+		for _, n := range r.members {
+			a.cancelled += len(cancelledLine.FindAllString(n.logs.String(), -1))
+		}
 		acts := map[string][]activation{}
 		for _, c := range a.calls {
 			id := c[0].session
@@ -555,8 +563,13 @@ func (r *soakRun) audit(dsn string) *soakAudit {
 			if ok0 && ok1 && (w0.member != w1.member || !w0.began.Equal(w1.began)) {
 				a.moved++
 				if len(a.movedCalls) < 5 {
-					a.movedCalls = append(a.movedCalls, fmt.Sprintf("%s seq %d→%d: called on %s, result on %s %s later",
-						id, c[0].seq, c[1].seq, w0.member.member, w1.member.member, c[1].at.Sub(c[0].at).Round(time.Millisecond)))
+					ended := "never logged its end"
+					if w0.to >= 0 {
+						ended = "ended " + w0.ended.UTC().Format("15:04:05.000")
+					}
+					a.movedCalls = append(a.movedCalls, fmt.Sprintf("%s seq %d→%d: tool_called on %s at %s (its activation %s), tool_result on %s %s later",
+						id, c[0].seq, c[1].seq, w0.member.member, c[0].at.UTC().Format("15:04:05.000"), ended,
+						w1.member.member, c[1].at.Sub(c[0].at).Round(time.Millisecond)))
 				}
 			}
 		}
@@ -698,6 +711,9 @@ type activation struct {
 	from, to     int // to is -1 while the member logged no end (it was killed, or still runs)
 	began, ended time.Time
 }
+
+// cancelledLine is a sandbox's log line of an execution cancelled while queued or running.
+var cancelledLine = regexp.MustCompile(`msg="sandbox execution cancelled while queued"|msg="sandbox execution finished"[^\n]*status=cancelled`)
 
 // activationLine is a session grain's debug line of its start or end (text log format).
 var activationLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg="session (activated|deactivated)" .*\bsession_id=(\S+) .*\bseq=(\d+)`)

@@ -204,10 +204,11 @@ func TestUpgradeSoak(t *testing.T) {
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
 	if a.moved >= 0 {
-		line("tool calls cut by a hand-over, run again", a.moved)
+		line("tool calls handed over before their result", a.moved)
 		for _, c := range a.movedCalls {
-			line("  cut", c)
+			line("  handed over", c)
 		}
+		line("sandbox executions cancelled (calls cut)", a.cancelled)
 	}
 	r.stallLines("longest stall of any session", a.stall, line)
 	r.stallLines("longest stall while members were replaced", a.during, line)
