@@ -460,9 +460,10 @@ type soakAudit struct {
 	duration                          time.Duration
 	// stall is the longest gap between two events of a session; during the longest one
 	// that overlaps window (the upgrade soak: from the first drain until the last new
-	// member is up; zero: none).
-	stall, during soakStall
-	window        [2]time.Time
+	// member is up; zero: none); beside the longest once a tool_result's gap is counted
+	// without its call's own duration on the member (the tool's time, slot wait included).
+	stall, during, beside soakStall
+	window                [2]time.Time
 	// calls are the tool calls with a result: their tool_called and tool_result.
 	calls [][2]soakEvent
 	// moved counts the tool calls whose tool_called and tool_result two activations
@@ -498,7 +499,12 @@ type soakStall struct {
 
 // consider keeps the gap between from and to if it is longer.
 func (s *soakStall) consider(from, to soakEvent) {
-	if gap := to.at.Sub(from.at); !from.at.IsZero() && gap > s.gap {
+	s.keep(from, to, to.at.Sub(from.at))
+}
+
+// keep keeps gap, between from and to, if it is longer.
+func (s *soakStall) keep(from, to soakEvent, gap time.Duration) {
+	if !from.at.IsZero() && gap > s.gap {
 		*s = soakStall{gap: gap, from: from, to: to}
 	}
 }
@@ -610,6 +616,7 @@ func (a *soakAudit) session(id, timeline string) {
 			} else {
 				cur.at = at
 				a.stall.consider(prev, cur)
+				a.beside.keep(prev, cur, at.Sub(prev.at)-time.Duration(max(cur.callMS, 0))*time.Millisecond)
 				if w := a.window; !w[0].IsZero() && prev.at.Before(w[1]) && at.After(w[0]) {
 					a.during.consider(prev, cur)
 				}

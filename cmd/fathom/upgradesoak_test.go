@@ -141,12 +141,14 @@ func predecessor(t *testing.T, from string) string {
 //
 // FATHOM_SOAK_LOGS=DIR (`make upgrade-soak SOAK_LOGS=DIR`) keeps the evidence: every
 // member logs at --log-level debug and its stderr goes to DIR/NN-BUILD.log (a relative DIR
-// is taken from cmd/fathom, where go test runs). The summary names, for the longest stall
-// and for the longest one while members were replaced (from the first drain until the
-// last new member is up), the two events around it with their times (a tool_result with
-// its call's duration on the member and its program's in the sandbox) and, with
-// FATHOM_SOAK_LOGS, the member whose activation wrote each (read from the members'
-// "session activated"/"session deactivated" debug lines).
+// is taken from cmd/fathom, where go test runs). The summary gives three stalls: the
+// longest, the longest while members were replaced (from the first drain until the last
+// new member is up), and the longest once a tool call's own duration on its member is
+// taken out of the gap before its result (what hand-overs and the journal add: a loaded
+// sandbox makes the other two long). For each it names the two events around it with
+// their times (a tool_result with its call's duration on the member and its program's in
+// the sandbox) and, with FATHOM_SOAK_LOGS, the member whose activation wrote each (read
+// from the members' "session activated"/"session deactivated" debug lines).
 func TestUpgradeSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
@@ -212,6 +214,7 @@ func TestUpgradeSoak(t *testing.T) {
 	}
 	r.stallLines("longest stall of any session", a.stall, line)
 	r.stallLines("longest stall while members were replaced", a.during, line)
+	r.stallLines("longest stall beside the tools' own time", a.beside, line)
 	line("downgrade to the predecessor", downgrade)
 	a.listProblems(line)
 	summary := b.String()
