@@ -33,6 +33,8 @@ FROM ?=
 UPGRADE_SESSIONS ?= 90
 UPGRADE_RUNNING ?= 60
 UPGRADE_TIMEOUT ?= 15m
+# make soak / make upgrade-soak SOAK_LOGS=DIR: every member logs at debug level to a file in DIR (FATHOM_SOAK_LOGS)
+SOAK_LOGS ?= $(FATHOM_SOAK_LOGS)
 
 # with_services runs its argument in a shell where the test services are up and FATHOM_TEST_* is exported,
 # and tears the services down on every exit path.
@@ -88,13 +90,13 @@ proto: ## Regenerate the Go code in messages/ (wire types) and messages/sessiong
 .PHONY: soak
 soak: ## Kill -9 soak (make test-faults runs a short variant): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)
 	@export FATHOM_PG_FAST=1 FATHOM_TEST_FAULTS=1; $(call with_services,FATHOM_SOAK_SESSIONS=$(SOAK_SESSIONS) FATHOM_SOAK_KILLS=$(SOAK_KILLS) \
-		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_CONSUL_CHECK_TTL=$(SOAK_CONSUL_CHECK_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out \
+		FATHOM_SOAK_TIMEOUT=$(SOAK_TIMEOUT) FATHOM_SOAK_LEASE_TTL=$(SOAK_LEASE_TTL) FATHOM_SOAK_CONSUL_CHECK_TTL=$(SOAK_CONSUL_CHECK_TTL) FATHOM_SOAK_OUT=$(CURDIR)/soak.out FATHOM_SOAK_LOGS=$(if $(SOAK_LOGS),$(abspath $(SOAK_LOGS))) \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestSoak$$' ./cmd/fathom/ | grep -E '^(soak:|--- |\s+soak_test|FAIL|ok)')
 
 .PHONY: upgrade-soak
 upgrade-soak: ## Rolling upgrade with sessions running (make test-faults runs a short variant): 3 members of FROM replaced one by one by this tree; figures in upgrade.out (see RELIABILITY.md)
 	@export FATHOM_TEST_FAULTS=1; $(call with_services,FATHOM_UPGRADE_FROM=$(FROM) FATHOM_UPGRADE_SESSIONS=$(UPGRADE_SESSIONS) FATHOM_UPGRADE_RUNNING=$(UPGRADE_RUNNING) \
-		FATHOM_UPGRADE_TIMEOUT=$(UPGRADE_TIMEOUT) FATHOM_UPGRADE_OUT=$(CURDIR)/upgrade.out \
+		FATHOM_UPGRADE_TIMEOUT=$(UPGRADE_TIMEOUT) FATHOM_UPGRADE_OUT=$(CURDIR)/upgrade.out FATHOM_SOAK_LOGS=$(if $(SOAK_LOGS),$(abspath $(SOAK_LOGS))) \
 		$(GO) test -count=1 -timeout 25m -v -run '^TestUpgradeSoak$$' ./cmd/fathom/ | grep -E '^(upgrade:|--- |\s+upgradesoak_test|FAIL|ok)')
 
 .PHONY: lint

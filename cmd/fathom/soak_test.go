@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +83,13 @@ type soakRun struct {
 	env    []string
 	common []string
 	nodes  []*soakNode
+	// members are every member the soak started, in order (nodes holds the live ones).
+	members []*soakNode
+	// window is the audit's soakAudit.window.
+	window [2]time.Time
+	// keepUp has topUp start sessions past cfg.sessions, up to cfg.running a call (the
+	// upgrade soak, while members remain to be replaced).
+	keepUp bool
 	prefix string
 	ids    []string
 	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
@@ -93,6 +103,8 @@ type soakRun struct {
 // again and again while sessions run, restarting it each time, then audits every
 // session's journal and prints one line per figure. The short variant runs in `make
 // test-faults`; `make soak` runs the full one (FATHOM_SOAK_SESSIONS=100, FATHOM_SOAK_KILLS=50).
+// FATHOM_SOAK_LOGS=DIR writes every node's stderr, at --log-level debug, to a file in DIR
+// (as TestUpgradeSoak does).
 func TestSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := soakConfigFromEnv(t)
@@ -109,7 +121,7 @@ func TestSoak(t *testing.T) {
 		r.common = append(r.common, "--log-level", "debug")
 	}
 	for i := 0; i < cfg.nodes; i++ {
-		r.nodes = append(r.nodes, startSoakNode(t, r.env, r.common...))
+		r.nodes = append(r.nodes, r.start(fathomBin, r.common...))
 	}
 	r.awaitAll()
 	outOfTime := false
@@ -168,6 +180,13 @@ func publish(t *testing.T, summary, out string) {
 	}
 }
 
+// start starts a member of binary bin (startSoakNodeBin) and keeps it in r.members.
+func (r *soakRun) start(bin string, args ...string) *soakNode {
+	n := startSoakNodeBin(r.t, bin, r.env, args...)
+	r.members = append(r.members, n)
+	return n
+}
+
 // awaitAll waits for every node being started.
 func (r *soakRun) awaitAll() {
 	for _, n := range r.nodes {
@@ -178,7 +197,7 @@ func (r *soakRun) awaitAll() {
 // topUp starts sessions through random nodes until running of them run (or all are
 // started).
 func (r *soakRun) topUp() {
-	for len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills {
+	for n := 0; len(r.ids) < r.cfg.sessions || r.kills < r.cfg.kills || (r.keepUp && n < r.cfg.running); n++ {
 		if r.running() >= r.cfg.running {
 			return
 		}
@@ -296,7 +315,7 @@ func (r *soakRun) killOne() {
 	r.t.Logf("kill %d: %s with %d running sessions; resumed %d", r.kills, victim.member, len(heads), len(heads)-len(pending))
 	// Restarted once its sessions resumed elsewhere, without waiting: the next kill waits
 	// for it.
-	r.nodes[i] = startSoakNode(r.t, r.env, r.common...)
+	r.nodes[i] = r.start(fathomBin, r.common...)
 }
 
 func terminalEvent(typ string) bool {
@@ -326,22 +345,47 @@ type soakNode struct {
 	*nodeProc
 	logs  *testenv.Buffer
 	ready chan error // the banner's outcome first; nil once awaited
+	build string     // "this tree", or the other build's binary (fathom-<commit>)
+	file  string     // the file its stderr is written to (FATHOM_SOAK_LOGS; "": none)
 }
 
-// startSoakNode starts a node and returns at once; await waits for its banner.
-func startSoakNode(t *testing.T, env []string, args ...string) *soakNode {
-	t.Helper()
-	return startSoakNodeBin(t, fathomBin, env, args...)
-}
+// soakLogsDir is the directory FATHOM_SOAK_LOGS names ("": none). When it is set, every
+// member a soak starts logs at --log-level debug, and its stderr is written to a file
+// there, NN-BUILD.log (NN: the order of the members' starts; BUILD: "this", or the other
+// build's binary name); the soak's summary names the file of the members it mentions.
+func soakLogsDir() string { return os.Getenv("FATHOM_SOAK_LOGS") }
 
-// startSoakNodeBin is startSoakNode of binary bin (another build: the upgrade soak's
-// predecessor).
+// soakStarts numbers the members a soak starts (their log files).
+var soakStarts atomic.Int32
+
+// startSoakNodeBin starts a `fathom node` of binary bin (fathomBin, or another build: the
+// upgrade soak's predecessor) and returns at once; await waits for its banner.
 func startSoakNodeBin(t *testing.T, bin string, env []string, args ...string) *soakNode {
 	t.Helper()
+	build, label := "this tree", "this"
+	if bin != fathomBin {
+		build = filepath.Base(bin)
+		label = build
+	}
+	n := &soakNode{logs: &testenv.Buffer{}, ready: make(chan error, 2), build: build}
+	var stderr io.Writer = n.logs
+	if dir := soakLogsDir(); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("FATHOM_SOAK_LOGS: %v", err)
+		}
+		n.file = filepath.Join(dir, fmt.Sprintf("%02d-%s.log", soakStarts.Add(1), label))
+		f, err := os.Create(n.file)
+		if err != nil {
+			t.Fatalf("FATHOM_SOAK_LOGS: %v", err)
+		}
+		t.Cleanup(func() { _ = f.Close() }) // registered first: runs after the process is reaped
+		stderr = io.MultiWriter(n.logs, f)
+		args = append(args, "--log-level", "debug")
+	}
 	cmd := exec.Command(bin, append([]string{"node", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
-	n := &soakNode{nodeProc: &nodeProc{cmd: cmd}, logs: &testenv.Buffer{}, ready: make(chan error, 2)}
-	cmd.Stderr = n.logs
+	n.nodeProc = &nodeProc{cmd: cmd}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -414,9 +458,85 @@ type soakAudit struct {
 	kills, unresumed                  int
 	resume                            []time.Duration
 	duration                          time.Duration
-	stall                             time.Duration // the longest gap between two events of a session
-	stalled                           string        // the session and event after that gap
-	problems                          []string
+	// stall is the longest gap between two events of a session; during the longest one
+	// that overlaps window (the upgrade soak: from the first drain until the last new
+	// member is up; zero: none); beside the longest once a tool_result's gap is counted
+	// without its call's own duration on the member (the tool's time, slot wait included).
+	stall, during, beside soakStall
+	window                [2]time.Time
+	// calls are the tool calls with a result: their tool_called and tool_result.
+	calls [][2]soakEvent
+	// moved counts the tool calls whose tool_called and tool_result two activations
+	// wrote (known from the members' logs only, FATHOM_SOAK_LOGS; -1 without): the call
+	// was handed over between the two. A draining member records a call its model asked
+	// for and leaves it to the next owner (it starts none); a call it had started and cut
+	// would show in cancelled too. movedCalls lists a few.
+	moved      int
+	movedCalls []string
+	// cancelled counts the sandbox executions the members' logs say were cancelled, queued
+	// or running (FATHOM_SOAK_LOGS; -1 without): a call stopped before its end.
+	cancelled int
+	problems  []string
+}
+
+// soakEvent is one event of a session's journal, as the audit reads it.
+type soakEvent struct {
+	session string
+	seq     int
+	typ     string
+	at      time.Time
+	// callMS and execMS are, for a tool_result, the call's duration on its member (the
+	// tool executor's wall time: waiting for a sandbox slot included) and the program's
+	// own in the sandbox (the sandbox's duration_ms in the result); -1 when unknown.
+	callMS, execMS int64
+}
+
+// soakStall is a gap between two consecutive events of a session.
+type soakStall struct {
+	gap      time.Duration
+	from, to soakEvent
+}
+
+// consider keeps the gap between from and to if it is longer.
+func (s *soakStall) consider(from, to soakEvent) {
+	s.keep(from, to, to.at.Sub(from.at))
+}
+
+// keep keeps gap, between from and to, if it is longer.
+func (s *soakStall) keep(from, to soakEvent, gap time.Duration) {
+	if !from.at.IsZero() && gap > s.gap {
+		*s = soakStall{gap: gap, from: from, to: to}
+	}
+}
+
+// String is the gap and the event after it.
+func (s soakStall) String() string {
+	if s.to.session == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%s before seq %d (%s))", s.gap.Round(time.Millisecond), s.to.session, s.to.seq, s.to.typ)
+}
+
+// toolDurations reads a tool_result's call and sandbox durations (soakEvent.callMS,
+// execMS) from its timeline JSON: int64 fields are JSON strings there.
+func toolDurations(ev map[string]any) (callMS, execMS int64) {
+	ms := func(v any) int64 {
+		switch x := v.(type) {
+		case float64:
+			return int64(x)
+		case string:
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n
+			}
+		}
+		return -1
+	}
+	callMS, execMS = ms(ev["duration_ms"]), -1
+	var res map[string]any
+	if s, _ := ev["result"].(string); json.Unmarshal([]byte(s), &res) == nil {
+		execMS = ms(res["duration_ms"])
+	}
+	return callMS, execMS
 }
 
 // audit reads every session's journal through `fathom session timeline --json`: seq
@@ -424,13 +544,41 @@ type soakAudit struct {
 // (session_started), an LLM or tool call id, or a tool's idempotency key, and no tool
 // called again once its result was recorded.
 func (r *soakRun) audit(dsn string) *soakAudit {
-	a := &soakAudit{started: len(r.ids)}
+	a := &soakAudit{started: len(r.ids), window: r.window}
 	for _, id := range r.ids {
 		res := fathom(r.t, cleanEnv(), "session", "timeline", "--postgres", dsn, "--json", id)
 		if res.code != 0 {
 			r.t.Fatalf("timeline of %s: %d %s", id, res.code, res.stderr)
 		}
 		a.session(id, res.stdout)
+	}
+	a.moved, a.cancelled = -1, -1
+	if soakLogsDir() != "" {
+		a.moved, a.cancelled = 0, 0
+		for _, n := range r.members {
+			a.cancelled += len(cancelledLine.FindAllString(n.logs.String(), -1))
+		}
+		acts := map[string][]activation{}
+		for _, c := range a.calls {
+			id := c[0].session
+			if _, ok := acts[id]; !ok {
+				acts[id] = r.activations(id)
+			}
+			w0, ok0 := writer(acts[id], c[0])
+			w1, ok1 := writer(acts[id], c[1])
+			if ok0 && ok1 && (w0.member != w1.member || !w0.began.Equal(w1.began)) {
+				a.moved++
+				if len(a.movedCalls) < 5 {
+					ended := "never logged its end"
+					if w0.to >= 0 {
+						ended = "ended " + w0.ended.UTC().Format("15:04:05.000")
+					}
+					a.movedCalls = append(a.movedCalls, fmt.Sprintf("%s seq %d→%d: tool_called on %s at %s (its activation %s), tool_result on %s %s later",
+						id, c[0].seq, c[1].seq, w0.member.member, c[0].at.UTC().Format("15:04:05.000"), ended,
+						w1.member.member, c[1].at.Sub(c[0].at).Round(time.Millisecond)))
+				}
+			}
+		}
 	}
 	return a
 }
@@ -439,7 +587,8 @@ func (a *soakAudit) session(id, timeline string) {
 	seen := map[string]bool{}
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
-	var prevAt int64 // the previous event's time, in ns
+	var prev soakEvent // the previous event with a time
+	called := map[string]soakEvent{}
 	sc := bufio.NewScanner(strings.NewReader(timeline))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -456,15 +605,22 @@ func (a *soakAudit) session(id, timeline string) {
 		want = int(seq) + 1
 		typ, _ := ev["type"].(string)
 		last = typ
+		cur := soakEvent{session: id, seq: int(seq), typ: typ, callMS: -1, execMS: -1}
+		if typ == "tool_result" {
+			cur.callMS, cur.execMS = toolDurations(ev)
+		}
 		if s, _ := ev["at"].(string); s != "" {
 			at, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
 				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
 			} else {
-				if gap := time.Duration(at.UnixNano() - prevAt); prevAt > 0 && gap > a.stall {
-					a.stall, a.stalled = gap, fmt.Sprintf("%s before seq %d (%s)", id, int(seq), typ)
+				cur.at = at
+				a.stall.consider(prev, cur)
+				a.beside.keep(prev, cur, at.Sub(prev.at)-time.Duration(max(cur.callMS, 0))*time.Millisecond)
+				if w := a.window; !w[0].IsZero() && prev.at.Before(w[1]) && at.After(w[0]) {
+					a.during.consider(prev, cur)
 				}
-				prevAt = at.UnixNano()
+				prev = cur
 			}
 		}
 		for _, k := range []string{"command_id", "call_id", "idempotency_key"} {
@@ -480,14 +636,19 @@ func (a *soakAudit) session(id, timeline string) {
 			seen[key] = true
 		}
 		call, _ := ev["call_id"].(string)
+		key := fmt.Sprintf("%s sub_agent=%v", call, ev["sub_agent_id"])
 		switch typ {
 		case "tool_called":
 			if results[call] {
 				a.reexecuted++
 				a.problems = append(a.problems, fmt.Sprintf("%s: tool call %s called again after its result", id, call))
 			}
+			called[key] = cur
 		case "tool_result":
 			results[call] = true
+			if c, ok := called[key]; ok && !c.at.IsZero() && !cur.at.IsZero() {
+				a.calls = append(a.calls, [2]soakEvent{c, cur})
+			}
 		}
 	}
 	switch last {
@@ -547,4 +708,100 @@ func (a *soakAudit) listProblems(line func(k string, v any)) {
 		}
 		line("problem", p)
 	}
+}
+
+// activation is one activation of a session on a member, as the member's debug lines
+// tell it ("session activated" with the journal head it loaded, "session deactivated"
+// with the seq it ended at): it wrote the session's events from+1 up to to.
+type activation struct {
+	member       *soakNode
+	from, to     int // to is -1 while the member logged no end (it was killed, or still runs)
+	began, ended time.Time
+}
+
+// cancelledLine is a sandbox's log line of an execution cancelled while queued or running.
+var cancelledLine = regexp.MustCompile(`msg="sandbox execution cancelled while queued"|msg="sandbox execution finished"[^\n]*status=cancelled`)
+
+// activationLine is a session grain's debug line of its start or end (text log format).
+var activationLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg="session (activated|deactivated)" .*\bsession_id=(\S+) .*\bseq=(\d+)`)
+
+// activations reads session id's activations from the logs of every member the soak
+// started, in the order they began. The grains log them at debug level only: without
+// FATHOM_SOAK_LOGS there are none.
+func (r *soakRun) activations(id string) []activation {
+	var out []activation
+	for _, n := range r.members {
+		open := -1 // the member's activation of id that has not ended, in out
+		for _, l := range strings.Split(n.logs.String(), "\n") {
+			m := activationLine.FindStringSubmatch(l)
+			if m == nil || m[3] != id {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				continue
+			}
+			seq, _ := strconv.Atoi(m[4])
+			switch {
+			case m[2] == "activated":
+				out = append(out, activation{member: n, from: seq, to: -1, began: at})
+				open = len(out) - 1
+			case open >= 0:
+				out[open].to, out[open].ended = seq, at
+				open = -1
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].began.Before(out[j].began) })
+	return out
+}
+
+// writer is the activation that wrote ev: of the ones that began before it and had not
+// ended before its seq, the one that loaded the latest head (an activation of a killed
+// member never logs its end). ok is false when no log tells.
+func writer(acts []activation, ev soakEvent) (w activation, ok bool) {
+	for _, a := range acts {
+		if a.from < ev.seq && (a.to < 0 || a.to >= ev.seq) && !a.began.After(ev.at.Add(time.Millisecond)) && (!ok || a.from >= w.from) {
+			w, ok = a, true
+		}
+	}
+	return w, ok
+}
+
+// describeEvent is ev with its time and the member that wrote it, for a summary line.
+func (r *soakRun) describeEvent(ev soakEvent) string {
+	s := fmt.Sprintf("seq %d %s at %s", ev.seq, ev.typ, ev.at.UTC().Format("15:04:05.000"))
+	if ev.callMS >= 0 {
+		s += fmt.Sprintf(" (the call took %dms on its member", ev.callMS)
+		if ev.execMS >= 0 {
+			s += fmt.Sprintf(", the program %dms of it in the sandbox", ev.execMS)
+		}
+		s += ")"
+	}
+	w, ok := writer(r.activations(ev.session), ev)
+	if !ok {
+		if soakLogsDir() == "" {
+			return s + ", writer unknown (set FATHOM_SOAK_LOGS)"
+		}
+		return s + ", writer unknown (no member logged its activation)"
+	}
+	end := "not ended"
+	if w.to >= 0 {
+		end = fmt.Sprintf("ended at seq %d at %s", w.to, w.ended.UTC().Format("15:04:05.000"))
+	}
+	s += fmt.Sprintf(" by %s (%s", w.member.member, w.member.build)
+	if w.member.file != "" {
+		s += ", " + filepath.Base(w.member.file)
+	}
+	return s + fmt.Sprintf("; its activation loaded seq %d at %s, %s)", w.from, w.began.UTC().Format("15:04:05.000"), end)
+}
+
+// stallLines writes, with line, stall named k and its two events, each with its writer.
+func (r *soakRun) stallLines(k string, s soakStall, line func(k string, v any)) {
+	line(k, s)
+	if s.to.session == "" {
+		return
+	}
+	line("  event before", r.describeEvent(s.from))
+	line("  event after", r.describeEvent(s.to))
 }

@@ -27,7 +27,7 @@ const firstRelease = "22f16bd"
 // runs; `make upgrade-soak` sets the FATHOM_UPGRADE_* variables to the full one.
 type upgradeConfig struct {
 	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else firstRelease)
-	sessions int           // sessions to start in all (FATHOM_UPGRADE_SESSIONS)
+	sessions int           // sessions to start in all, at least: more start while members remain to be replaced (FATHOM_UPGRADE_SESSIONS)
 	running  int           // sessions kept running while members are replaced (FATHOM_UPGRADE_RUNNING)
 	limit    time.Duration // the whole soak's bound (FATHOM_UPGRADE_TIMEOUT)
 	out      string        // a file the summary is also written to (FATHOM_UPGRADE_OUT)
@@ -138,6 +138,17 @@ func predecessor(t *testing.T, from string) string {
 // (the longest gap between two of its events). Last, the predecessor is started on the
 // upgraded journal: a predecessor of an older journal format must refuse with a clear
 // message, one of the same format must start (rolling back is supported). The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
+//
+// FATHOM_SOAK_LOGS=DIR (`make upgrade-soak SOAK_LOGS=DIR`) keeps the evidence: every
+// member logs at --log-level debug and its stderr goes to DIR/NN-BUILD.log (a relative DIR
+// is taken from cmd/fathom, where go test runs). The summary gives three stalls: the
+// longest, the longest while members were replaced (from the first drain until the last
+// new member is up), and the longest once a tool call's own duration on its member is
+// taken out of the gap before its result (what hand-overs and the journal add: a loaded
+// sandbox makes the other two long). For each it names the two events around it with
+// their times (a tool_result with its call's duration on the member and its program's in
+// the sandbox) and, with FATHOM_SOAK_LOGS, the member whose activation wrote each (read
+// from the members' "session activated"/"session deactivated" debug lines).
 func TestUpgradeSoak(t *testing.T) {
 	testenv.Faults(t)
 	cfg := upgradeConfigFromEnv(t)
@@ -154,12 +165,17 @@ func TestUpgradeSoak(t *testing.T) {
 	r := &soakRun{t: t, cfg: soakConfig{sessions: cfg.sessions, running: cfg.running, nodes: 3}, conn: connectPG(t, dsn),
 		prefix: "upgrade-" + freePort(t), env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"), common: common}
 	for range 3 {
-		r.nodes = append(r.nodes, startSoakNodeBin(t, oldBin, r.env, common...))
+		r.nodes = append(r.nodes, r.start(oldBin, common...))
 	}
 	r.awaitAll()
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
 	r.topUp()
 	var ways []string
+	// Sessions keep starting (past cfg.sessions if need be) until the last member is
+	// replaced, so that cfg.running of them run through every replacement: the sessions
+	// first started end within a minute, before the last members go.
+	r.keepUp = true
+	r.window[0] = time.Now()
 	for i := range r.nodes {
 		if time.Now().After(deadline) {
 			t.Fatalf("the upgrade ran out of time (%s) after %d of 3 members", cfg.limit, i)
@@ -167,13 +183,15 @@ func TestUpgradeSoak(t *testing.T) {
 		// Sessions run on every member before it goes: each replacement moves some.
 		testenv.Eventually(t, time.Minute, func() bool {
 			r.topUp()
-			return len(r.leased(r.nodes[i].member)) > 0 || len(r.ids) >= cfg.sessions
+			return len(r.leased(r.nodes[i].member)) > 0
 		}, "member %s hosts no running session", r.nodes[i].member)
 		ways = append(ways, retire(t, r.nodes[i]))
-		r.nodes[i] = startSoakNodeBin(t, fathomBin, r.env, append(common, "--consul-check-ttl", "2s")...)
+		r.nodes[i] = r.start(fathomBin, append(common, "--consul-check-ttl", "2s")...)
 		r.nodes[i].await(t)
 		r.topUp()
 	}
+	r.window[1] = time.Now()
+	r.keepUp = false
 	for len(r.ids) < cfg.sessions && time.Now().Before(deadline) {
 		r.topUp()
 		time.Sleep(200 * time.Millisecond)
@@ -187,7 +205,16 @@ func TestUpgradeSoak(t *testing.T) {
 	line("members replaced", strings.Join(ways, ", "))
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
-	line("longest stall of any session", fmt.Sprintf("%s (%s)", a.stall.Round(time.Millisecond), a.stalled))
+	if a.moved >= 0 {
+		line("tool calls handed over before their result", a.moved)
+		for _, c := range a.movedCalls {
+			line("  handed over", c)
+		}
+		line("sandbox executions cancelled (calls cut)", a.cancelled)
+	}
+	r.stallLines("longest stall of any session", a.stall, line)
+	r.stallLines("longest stall while members were replaced", a.during, line)
+	r.stallLines("longest stall beside the tools' own time", a.beside, line)
 	line("downgrade to the predecessor", downgrade)
 	a.listProblems(line)
 	summary := b.String()
@@ -195,8 +222,8 @@ func TestUpgradeSoak(t *testing.T) {
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
 		t.Fatalf("the upgrade found problems:\n%s", summary)
 	}
-	if a.stall > 5*time.Second {
-		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.Round(time.Millisecond))
+	if a.stall.gap > 5*time.Second {
+		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.gap.Round(time.Millisecond))
 	}
 	switch sameFormat := oldFormat == buildinfo.Format; {
 	case sameFormat && !strings.HasPrefix(downgrade, "started"):
@@ -229,11 +256,12 @@ func journalFormatOf(t *testing.T, url string) int {
 }
 
 // retire takes a member out of the cluster as an operator would before replacing it:
-// drain (POST /v1/node/drain) where its build has it, else SIGTERM; it returns which.
+// drain (POST /v1/node/drain) where its build has it, else SIGTERM; it returns which,
+// with the drain's report (the sessions the member had, the ones whose calls it cut).
 func retire(t *testing.T, n *soakNode) string {
 	t.Helper()
 	code, body := httpJSON(t, "POST", n.url+"/v1/node/drain", "t", map[string]any{})
-	how := "drain"
+	how := fmt.Sprintf("drain (%v sessions, %d cut, %vms)", body["sessions"], len(asSlice(body["cut"])), body["took_ms"])
 	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
 		how = "SIGTERM (no drain in that build)"
 	} else if code/100 != 2 {
@@ -241,6 +269,12 @@ func retire(t *testing.T, n *soakNode) string {
 	}
 	n.stop(t)
 	return how
+}
+
+// asSlice is v as a JSON array (nil when it is none).
+func asSlice(v any) []any {
+	a, _ := v.([]any)
+	return a
 }
 
 // tryDowngrade starts the predecessor on the upgraded journal and says what happened: a
