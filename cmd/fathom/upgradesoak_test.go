@@ -222,8 +222,11 @@ func TestUpgradeSoak(t *testing.T) {
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
 		t.Fatalf("the upgrade found problems:\n%s", summary)
 	}
-	if a.stall.gap > 5*time.Second {
-		t.Errorf("a session stalled %s during the upgrade (target ≤ 5s)", a.stall.gap.Round(time.Millisecond))
+	// The target is on what the upgrade adds: a gap less the tool call's own time on its
+	// member (its program and its wait for a sandbox slot, which measure the machine's
+	// sandbox capacity), as the kill -9 soak leaves out the model call's own latency.
+	if a.beside.gap > 5*time.Second {
+		t.Errorf("a session stalled %s beside its tool calls' own time during the upgrade (target ≤ 5s)", a.beside.gap.Round(time.Millisecond))
 	}
 	switch sameFormat := oldFormat == buildinfo.Format; {
 	case sameFormat && !strings.HasPrefix(downgrade, "started"):
