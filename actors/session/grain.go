@@ -72,8 +72,8 @@ type Grain struct {
 	// trace is the activation's trace (trace.go): while its span is open, log carries
 	// the span's ids.
 	trace *tracer
-	// pubState is the state after the last published events (Commit.Prev of the next).
-	pubState *messages.SessionState
+	// pub tells the commit observers of each durable append (observer.go).
+	pub publication
 	// lease is the session's lease in the session index (lease.go).
 	lease lease
 	// endpoint checks the session's recorded model endpoint against the node's (endpoint.go).
@@ -105,6 +105,8 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	g.timers = timers{self: self, root: root, maxDelay: d.Config.RetryBackoffMax}
 	g.hooks = webhookState{self: self, root: root}
 	g.trace = newTracer(d, g.id, ctx.ActorSystem().Address(), g.log, func(l *slog.Logger) { g.log = l })
+	// The node's observers, then the activation's own: its snapshot policy, trace and lease.
+	g.pub = publication{id: g.id, observers: append(slices.Clip(d.observers), &g.snaps, g.trace, &g.lease)}
 	g.activatedAt = d.Now()
 	err := g.load()
 	// Every line the activation logs while it works on a run is written inside its span
@@ -141,7 +143,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 		}
 		job.handled = true
 		if ok = ok && job.err == nil && job.last == job.next; ok {
-			g.published(job.evs, job.recs, job.state)
+			g.pub.publish(job.evs, job.recs, job.state, g.log)
 		}
 	}
 	if g.trace != nil {
@@ -169,7 +171,7 @@ func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	// reachable, each with its state, its agents and their history: a passivated session
 	// left kilobytes behind. Nothing runs on the grain after Terminate (its timers are
 	// stopped, its pipeline drained, its goroutines hold their own references).
-	g.state, g.pubState, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, agents{}
+	g.state, g.pub.prev, g.pipeline, g.appender, g.agents = nil, nil, nil, nil, agents{}
 	g.trace = nil
 }
 
@@ -379,7 +381,7 @@ func (g *Grain) load() error {
 		return err
 	}
 	g.state, g.snaps.seq, g.loadErr, g.timers.retryDelay = s, snapSeq, nil, 0
-	g.pubState = s
+	g.pub.prev = s
 	g.loads++
 	g.agents.gen = g.loads
 	if g.loads == 1 {
@@ -422,29 +424,11 @@ func (g *Grain) commit(ctx cluster.GrainContext, evs []*messages.Event, next *me
 		return sessiongrain.ErrInternal("session %s: %v", g.id, g.loadErr)
 	}
 	g.state = next
-	if g.published(evs, recs, next) {
+	if g.pub.publish(evs, recs, next, g.log) {
 		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 	}
 	g.snaps.maybe(ctx, g.deps, g.id, g.state)
 	return nil
-}
-
-// published follows a durable append of evs (encoded as recs, leading to state st): the
-// node's observers are told (observer.go), then the activation's trace and lease. It
-// reports whether evs record an LLM answer (the summarizer may be due).
-func (g *Grain) published(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState) (answered bool) {
-	c := Commit{SessionID: g.id, Events: evs, Prev: g.pubState, State: st, Log: g.log}
-	for i := range recs {
-		c.Bytes += len(recs[i].Data)
-	}
-	g.snaps.since += c.Bytes
-	for _, o := range g.deps.observers {
-		o.Committed(c)
-	}
-	g.trace.Committed(c)
-	g.lease.Committed(c)
-	g.pubState = st
-	return answers(evs)
 }
 
 // fence stops this activation: another one owns the stream. The next request activates

@@ -8,6 +8,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // Commit observers. What follows a durable append (the live feed, the cluster topics, the
@@ -54,6 +55,29 @@ type ActivationObserver interface {
 	Observer
 	Activated(sessionID string, st *messages.SessionState, log *slog.Logger)
 	Deactivated(sessionID string, st *messages.SessionState, log *slog.Logger)
+}
+
+// publication tells a grain's observers of each durable append, in append order: the
+// node's (Deps.Observers), then the activation's own (its snapshot policy counts the
+// bytes, its trace, its lease). prev is the state before the next append (Commit.Prev).
+type publication struct {
+	id        string
+	prev      *messages.SessionState
+	observers []Observer
+}
+
+// publish tells every observer of the durable append of evs (encoded as recs) leading
+// to state st, and reports whether evs record an LLM answer (the summarizer may be due).
+func (p *publication) publish(evs []*messages.Event, recs []persistence.Record, st *messages.SessionState, log *slog.Logger) (answered bool) {
+	c := Commit{SessionID: p.id, Events: evs, Prev: p.prev, State: st, Log: log}
+	for i := range recs {
+		c.Bytes += len(recs[i].Data)
+	}
+	for _, o := range p.observers {
+		o.Committed(c)
+	}
+	p.prev = st
+	return answers(evs)
 }
 
 // Publisher receives events right after they are durably stored, for live subscribers

@@ -121,7 +121,7 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 		g.timers.retryLater()
 		return
 	}
-	g.answered = g.published(job.evs, job.recs, job.state) || g.answered
+	g.answered = g.pub.publish(job.evs, job.recs, job.state, g.log) || g.answered
 	g.snaps.maybe(ctx, g.deps, g.id, job.state)
 	if len(g.pipeline) == 0 {
 		g.kick(ctx)

@@ -43,6 +43,9 @@ type snapshots struct {
 	bytes, since int
 }
 
+// Committed implements Observer: it counts the bytes appended since the last snapshot.
+func (s *snapshots) Committed(c Commit) { s.since += c.Bytes }
+
 // maybe saves a snapshot of st once SnapshotEvery events and enough bytes
 // (snapshotGrowth) were appended since the last one, off the command path: a snapshot
 // only shortens recovery, so the grain does not wait for it. At most one save is in
