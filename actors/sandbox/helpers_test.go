@@ -1,39 +1,24 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gorilla/websocket"
 
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages/fsp"
 )
 
 // logBuffer is a concurrency-safe log sink for assertions on logs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ testenv.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -55,7 +40,7 @@ func testConfig(url, token string, log *slog.Logger) Config {
 func startPool(t testing.TB, cfg Config) (*Pool, *actor.ActorSystem) {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(discard{}, nil))
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 	p, err := Start(system, cfg)
 	if err != nil {
@@ -71,10 +56,6 @@ func startPool(t testing.TB, cfg Config) (*Pool, *actor.ActorSystem) {
 	})
 	return p, system
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // rawServer is a tiny hand-written FSP peer for what the real sandbox never does (send
 // garbage, answer with chosen frames). It answers ping with pong and hands each decoded
@@ -130,4 +111,4 @@ func writeFrame(c *websocket.Conn, m fsp.Message) {
 	_ = c.WriteMessage(websocket.TextMessage, b)
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(discard{}, nil)) }
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -15,7 +15,7 @@ import (
 )
 
 // lifecycleLines returns the info-level log lines of session id, by message.
-func lifecycleLines(logs *syncBuffer, id string) map[string]map[string]any {
+func lifecycleLines(logs *testenv.Buffer, id string) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
@@ -33,7 +33,7 @@ func lifecycleLines(logs *syncBuffer, id string) map[string]map[string]any {
 // session that fails.
 func TestLifecycleLogLines(t *testing.T) {
 	t.Run("awaiting human then completed", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testenv.Buffer
 		h := startHarness(t, harnessOpts{script: humanStepScript(t, ""), log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		if _, err := h.start("lived", "c1", "print copies"); err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestLifecycleLogLines(t *testing.T) {
 			"no session completed line for session lived:\n%s", logs.String())
 	})
 	t.Run("failed", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testenv.Buffer
 		script := &mock.Script{Rules: []mock.Rule{
 			{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"r","type":"research","description":"loop"}]}`},
 			{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"x"}`}}},

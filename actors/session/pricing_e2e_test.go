@@ -3,39 +3,21 @@ package session_test
 import (
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 )
-
-// syncBuffer is a strings.Builder safe for the node's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestUnpricedModelWarnsOnce: sessions on a model the price table does not know record
 // cost_usd 0, and the node logs one warning for that model, however many calls and
 // sessions use it.
 func TestUnpricedModelWarnsOnce(t *testing.T) {
 	const model = "unpriced-model-for-the-warning-test"
-	var logs syncBuffer
+	var logs testenv.Buffer
 	h := startHarness(t, harnessOpts{log: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, id := range []string{"s1", "s2"} {
 		_, err := h.node.Session(id).Start(&messages.StartRequest{CommandId: "c1", Goal: "write a haiku",
