@@ -15,6 +15,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/node/nodetest"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -32,19 +33,7 @@ func startGateway(t *testing.T) (*httptest.Server, *node.Node) {
 	}
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
+	n := nodetest.Start(t, cfg)
 	h, err := gateway.New(gateway.Config{Token: token, Sessions: n, Feed: n.Feed(), Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,16 @@
 package sandbox_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/internal/node/nodetest"
 	"github.com/fathom-agents/fathom/internal/sandboxd"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
@@ -39,18 +38,5 @@ func startSandboxNode(t *testing.T, script mock.Script, cluster string, edit fun
 	if edit != nil {
 		edit(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return nodetest.Start(t, cfg)
 }
