@@ -7,6 +7,9 @@
 //
 // Adding a rule is one line of that table.
 //
+// map_test.go checks the map's parts table against `go list ./...`: every package of
+// the module is named in one part, and every name is a package.
+//
 // tree_test.go checks scripts/check-tree.sh, the check `.ci/run` starts with: no tracked
 // file over 1 MiB and no tracked compiled binary.
 package archtest

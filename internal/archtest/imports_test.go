@@ -58,7 +58,7 @@ const realNodeWhy = "the gateway's tests start a real node (internal/node over a
 
 // rules is the map's import rules (docs/ARCHITECTURE.md, "Import rules").
 var rules = []rule{
-	{name: "libraries import no actors, cluster or gateway", from: []string{"llm/...", "tools/...", "memory/...", "prompts/..."},
+	{name: "libraries import no actors, cluster or gateway", from: []string{"llm/...", "tools/...", "memory/...", "prompts/...", "webhooks/..."},
 		deny: []string{"actors/...", "cluster/...", "gateway/..."}, why: "libraries are called by actors, never the reverse"},
 	{name: "persistence imports no actors", from: []string{"persistence/..."}, deny: []string{"actors/..."},
 		why: "stores know records, not the grains that write them"},
@@ -195,28 +195,11 @@ func check(g, tests graph, r rule) (vs []violation, applies int) {
 // each module package's test imports (in-package and external test files).
 func moduleGraph(t *testing.T) (g, tests graph) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list imports: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("go env GOMOD: %v (%s)", err, out)
-	}
 	// -test adds the packages only tests import, and the packages as recompiled for a
 	// test (ForTest set, "p [q.test]"): those are skipped, a package's test imports
 	// are read from its own entry.
 	const format = `{{if not .ForTest}}{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}{{end}}`
-	cmd := exec.CommandContext(ctx, goBin, "list", "-deps", "-test", "-f", format, "./...")
-	cmd.Dir = filepath.Dir(string(bytes.TrimSpace(out)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps -test: %v\n%s", err, stderr.String())
-	}
+	out := goList(t, "-deps", "-test", "-f", format, "./...")
 	g, tests = graph{}, graph{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -241,6 +224,30 @@ func moduleGraph(t *testing.T) (g, tests graph) {
 		t.Fatalf("go list found no test imports in %d packages", len(g))
 	}
 	return g, tests
+}
+
+// goList runs `go list` with args from the module's root and returns its output.
+func goList(t *testing.T, args ...string) []byte {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list packages: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("go env GOMOD: %v (%s)", err, out)
+	}
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"list"}, args...)...)
+	cmd.Dir = filepath.Dir(string(bytes.TrimSpace(out)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
 }
 
 // TestImportRules checks the map's import rules against the module as it is.
