@@ -46,12 +46,12 @@ type rule struct {
 }
 
 // realNode is what the gateway's tests import to run the gateway against a real node:
-// internal/node, the grain and its core, the node's feed, the scripted model, a journal
-// and its fault wrapper (to read back and to break), and the build information the node
-// reports (which names the journal's format). It is the test files' exception to the
-// gateway's rules, not looked through.
-var realNode = []string{"internal/node", "actors/session", "actors/session/core", "live/feed", "llm/mock",
-	"persistence", "persistence/artifact", "persistence/journaltest", "internal/buildinfo"}
+// internal/node and the starter of its tests, the grain and its core, the node's feed,
+// the scripted model, a journal and its fault wrapper (to read back and to break), and
+// the build information the node reports (which names the journal's format). It is the
+// test files' exception to the gateway's rules, not looked through.
+var realNode = []string{"internal/node", "internal/node/nodetest", "actors/session", "actors/session/core",
+	"live/feed", "llm/mock", "persistence", "persistence/artifact", "persistence/journaltest", "internal/buildinfo"}
 
 // realNodeWhy is the reason of realNode.
 const realNodeWhy = "the gateway's tests start a real node (internal/node over a real journal and the scripted model) and read the journal back to check what the gateway did"
