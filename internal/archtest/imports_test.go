@@ -75,7 +75,7 @@ var rules = []rule{
 		why:       "one restart record type, live.Restart: the observer keeps it, the gateway serves it without linking the observer",
 		testAllow: realNode, testWhy: realNodeWhy},
 	{name: "the gateway imports nothing of Fathom's cluster", from: []string{"gateway/..."}, deny: []string{"cluster/..."},
-		why:       "the gateway reaches grains through messages/sessiongrain's grain client (which brings Proto.Actor's own cluster package, not ours) and follows sessions through live/feed, never cluster/topics",
+		why:       "the gateway reaches grains through messages/sessiongrain's grain client (which brings Proto.Actor's own cluster package, not ours) and follows sessions through the feed it is given (gateway.Feed), never cluster/topics",
 		testAllow: realNode, testWhy: realNodeWhy},
 	{name: "live imports no actors, no gateway and no cluster", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/...", "cluster/..."},
 		why: "the live read side serves readers; the grains publish to it; it survives a member's death by polling the journal, not through cluster/topics (Proto.Actor's best-effort pub-sub for Proto.Actor programs)"},
