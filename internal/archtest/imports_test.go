@@ -36,11 +36,29 @@ type rule struct {
 	// while no package matches from.
 	pending bool
 	why     string
+	// The rule holds for the from packages' test files (_test.go, in-package and
+	// external) too: what a package's tests import, and everything that imports, is
+	// checked like the package's own imports. testAllow are the packages a from
+	// package's test files may import directly all the same (not looked through: they
+	// are the exception, whatever they pull in), testWhy says why.
+	testAllow []string
+	testWhy   string
 }
+
+// realNode is what the gateway's tests import to run the gateway against a real node:
+// internal/node and the starter of its tests, the grain and its core, the node's feed,
+// the scripted model, a journal and its fault wrapper (to read back and to break), and
+// the build information the node reports (which names the journal's format). It is the
+// test files' exception to the gateway's rules, not looked through.
+var realNode = []string{"internal/node", "internal/node/nodetest", "actors/session", "actors/session/core",
+	"live/feed", "llm/mock", "persistence", "persistence/artifact", "persistence/journaltest", "internal/buildinfo"}
+
+// realNodeWhy is the reason of realNode.
+const realNodeWhy = "the gateway's tests start a real node (internal/node over a real journal and the scripted model) and read the journal back to check what the gateway did"
 
 // rules is the map's import rules (docs/ARCHITECTURE.md, "Import rules").
 var rules = []rule{
-	{name: "libraries import no actors, cluster or gateway", from: []string{"llm/...", "tools/...", "memory/...", "prompts/..."},
+	{name: "libraries import no actors, cluster or gateway", from: []string{"llm/...", "tools/...", "memory/...", "prompts/...", "webhooks/..."},
 		deny: []string{"actors/...", "cluster/...", "gateway/..."}, why: "libraries are called by actors, never the reverse"},
 	{name: "persistence imports no actors", from: []string{"persistence/..."}, deny: []string{"actors/..."},
 		why: "stores know records, not the grains that write them"},
@@ -51,11 +69,16 @@ var rules = []rule{
 	{name: "transcript imports only the wire formats", from: []string{"transcript/..."}, deny: []string{"..."}, allow: []string{"transcript/...", "messages/..."},
 		why: "the transcript is a pure fold of events: any reader (the gateway, a program) renders it from events it got anywhere"},
 	{name: "the gateway imports no persistence", from: []string{"gateway/..."}, deny: []string{"persistence/..."},
-		why: "the gateway reaches sessions through grain clients and the live read side, never the journal"},
+		why:       "the gateway reaches sessions through grain clients and the live read side, never the journal",
+		testAllow: realNode, testWhy: realNodeWhy},
 	{name: "the gateway reads restart records from live", from: []string{"gateway/..."}, deny: []string{"actors/observer"},
-		why: "one restart record type, live.Restart: the observer keeps it, the gateway serves it without linking the observer"},
-	{name: "live imports no actors and no gateway", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/..."},
-		why: "the live read side serves readers; the grains publish to it"},
+		why:       "one restart record type, live.Restart: the observer keeps it, the gateway serves it without linking the observer",
+		testAllow: realNode, testWhy: realNodeWhy},
+	{name: "the gateway imports nothing of Fathom's cluster", from: []string{"gateway/..."}, deny: []string{"cluster/..."},
+		why:       "the gateway reaches grains through messages/sessiongrain's grain client (which brings Proto.Actor's own cluster package, not ours) and follows sessions through the feed it is given (gateway.Feed), never cluster/topics",
+		testAllow: realNode, testWhy: realNodeWhy},
+	{name: "live imports no actors, no gateway and no cluster", from: []string{"live/..."}, deny: []string{"actors/...", "gateway/...", "cluster/..."},
+		why: "the live read side serves readers; the grains publish to it; it survives a member's death by polling the journal, not through cluster/topics (Proto.Actor's best-effort pub-sub for Proto.Actor programs)"},
 	{name: "the session core imports no Proto.Actor", from: []string{"actors/session/core/..."}, deny: []string{protoActor},
 		why: "the core is pure: (state, input) -> events, testable without an actor system"},
 	{name: "the wire types link no actor framework", from: []string{"messages", "messages/fsp"}, deny: []string{protoActor},
@@ -68,7 +91,8 @@ var rules = []rule{
 		why:    "the grain decides and commits every event; an agent actor only runs calls and forwards their results"},
 }
 
-// graph maps an import path to its direct (non-test) imports.
+// graph maps an import path to its direct imports: a package's own (non-test) imports,
+// or, in the tests graph, the further imports of its test files.
 type graph map[string][]string
 
 // match reports whether path matches pattern (relative to the module unless it names
@@ -105,9 +129,13 @@ func (v violation) String() string {
 	return strings.Join(short, " -> ")
 }
 
-// check returns r's violations in g (one shortest chain per offending pair), and the
-// number of packages r applies to.
-func check(g graph, r rule) (vs []violation, applies int) {
+// testsOf names, in a chain, the test files of the package path.
+func testsOf(path string) string { return path + " (tests)" }
+
+// check returns r's violations in g, and in tests (each package's test imports) unless
+// it is nil (one shortest chain per offending pair), and the number of packages r
+// applies to. A chain through a package's test files starts with testsOf(that package).
+func check(g, tests graph, r rule) (vs []violation, applies int) {
 	var froms []string
 	for p := range g {
 		if matchAny(r.from, p) {
@@ -118,10 +146,25 @@ func check(g graph, r rule) (vs []violation, applies int) {
 	for _, from := range froms {
 		parent := map[string]string{from: ""}
 		queue := []string{from}
+		if tests != nil {
+			// The test files come after the package: what the package itself imports
+			// is reported as the package's, only what its tests add as the tests'.
+			parent[testsOf(from)] = ""
+			queue = append(queue, testsOf(from))
+		}
 		for len(queue) > 0 {
 			p := queue[0]
 			queue = queue[1:]
-			imports := slices.Clone(g[p])
+			var imports []string
+			if p == testsOf(from) {
+				for _, imp := range tests[from] {
+					if !matchAny(r.testAllow, imp) || slices.Contains(g[from], imp) {
+						imports = append(imports, imp)
+					}
+				}
+			} else {
+				imports = slices.Clone(g[p])
+			}
 			slices.Sort(imports)
 			for _, imp := range imports {
 				if _, seen := parent[imp]; seen {
@@ -147,35 +190,28 @@ func check(g graph, r rule) (vs []violation, applies int) {
 	return vs, len(froms)
 }
 
-// moduleGraph lists the module's packages and everything they import, with
-// `go list -deps`, from the module's root.
-func moduleGraph(t *testing.T) graph {
+// moduleGraph lists the module's packages and everything they and their tests import,
+// with `go list -deps -test`, from the module's root: the packages' own imports, and
+// each module package's test imports (in-package and external test files).
+func moduleGraph(t *testing.T) (g, tests graph) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list imports: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("go env GOMOD: %v (%s)", err, out)
-	}
-	cmd := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
-	cmd.Dir = filepath.Dir(string(bytes.TrimSpace(out)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, stderr.String())
-	}
-	g := graph{}
+	// -test adds the packages only tests import, and the packages as recompiled for a
+	// test (ForTest set, "p [q.test]"): those are skipped, a package's test imports
+	// are read from its own entry.
+	const format = `{{if not .ForTest}}{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}{{end}}`
+	out := goList(t, "-deps", "-test", "-f", format, "./...")
+	g, tests = graph{}, graph{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 0 {
-			g[fields[0]] = fields[1:]
+		path, rest, ok := strings.Cut(sc.Text(), "|")
+		if !ok || strings.HasSuffix(path, ".test") { // a test's generated main package
+			continue
+		}
+		imports, testImports, _ := strings.Cut(rest, "|")
+		g[path] = strings.Fields(imports)
+		if ti := strings.Fields(testImports); len(ti) > 0 {
+			tests[path] = ti
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -184,15 +220,45 @@ func moduleGraph(t *testing.T) graph {
 	if _, ok := g[module+"/messages"]; !ok {
 		t.Fatalf("go list found no %s/messages: is this the module root? (%d packages)", module, len(g))
 	}
-	return g
+	if len(tests) == 0 {
+		t.Fatalf("go list found no test imports in %d packages", len(g))
+	}
+	return g, tests
+}
+
+// goList runs `go list` with args from the module's root and returns its output.
+func goList(t *testing.T, args ...string) []byte {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list packages: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("go env GOMOD: %v (%s)", err, out)
+	}
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"list"}, args...)...)
+	cmd.Dir = filepath.Dir(string(bytes.TrimSpace(out)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
 }
 
 // TestImportRules checks the map's import rules against the module as it is.
 func TestImportRules(t *testing.T) {
-	g := moduleGraph(t)
+	g, tests := moduleGraph(t)
+	if !slices.Contains(tests[module+"/internal/archtest"], "os/exec") {
+		t.Fatalf("go list read no test imports of this very package (tests: %v)", tests[module+"/internal/archtest"])
+	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
-			vs, applies := check(g, r)
+			vs, applies := check(g, tests, r)
 			switch {
 			case applies == 0 && r.pending:
 				t.Skipf("no package matches %v yet: the rule applies once it exists", r.from)
@@ -200,7 +266,11 @@ func TestImportRules(t *testing.T) {
 				t.Fatalf("no package matches %v: a part was renamed; update the rule", r.from)
 			}
 			for _, v := range vs {
-				t.Errorf("forbidden import (%s): %s", r.why, v)
+				why := r.why
+				if len(r.testAllow) > 0 && strings.HasSuffix(v.chain[0], testsOf("")) {
+					why += "; the tests' exception is " + strings.Join(r.testAllow, ", ") + " only: " + r.testWhy
+				}
+				t.Errorf("forbidden import (%s): %s", why, v)
 			}
 		})
 	}
@@ -247,7 +317,7 @@ func TestCheckerReportsChains(t *testing.T) {
 		{rule{from: []string{"cmd/fathom/..."}, deny: []string{"internal/node/..."}, opaque: []string{"."}},
 			[]string{"cmd/fathom/old -> internal/node"}},
 	} {
-		vs, applies := check(g, tc.rule)
+		vs, applies := check(g, nil, tc.rule)
 		var got []string
 		for _, v := range vs {
 			got = append(got, v.String())
@@ -256,7 +326,63 @@ func TestCheckerReportsChains(t *testing.T) {
 			t.Errorf("rule %v -> %v: violations %q (applies to %d), want %q", tc.rule.from, tc.rule.deny, got, applies, tc.want)
 		}
 	}
-	if _, applies := check(g, rule{from: []string{"fathom/core/..."}, deny: []string{protoActor}}); applies != 0 {
+	if _, applies := check(g, nil, rule{from: []string{"fathom/core/..."}, deny: []string{protoActor}}); applies != 0 {
 		t.Errorf("a rule for a missing part applies to %d packages", applies)
+	}
+}
+
+// TestCheckerReportsTestImports: with the tests graph, what a package's test files import
+// is checked like its own imports, through any chain, and named as the tests' ("core
+// (tests) -> ..."); what the package itself imports stays the package's; a rule's test
+// exception lets the tests import the packages it names (not looked through), and
+// nothing else: not the package's own code, not another chain of the tests. Without the
+// tests graph, test imports are not checked.
+func TestCheckerReportsTestImports(t *testing.T) {
+	p := func(s string) string { return module + "/" + s }
+	const actor = "github.com/asynkron/protoactor-go/actor"
+	g := graph{
+		p("actors/session/core"): {p("messages")},
+		p("messages"):            {},
+		p("internal/fathomtest"): {p("internal/node")},
+		p("internal/node"):       {p("persistence"), actor},
+		p("persistence"):         {},
+		p("live/feed"):           {p("persistence")},
+		p("gateway"):             {p("messages")},
+		p("gateway/bad"):         {p("internal/node")},
+	}
+	tests := graph{
+		p("actors/session/core"): {"testing", p("messages"), p("internal/fathomtest")},
+		p("messages"):            {p("messages"), "testing"},
+		p("gateway"):             {p("gateway"), p("internal/node"), p("live/feed")},
+		p("gateway/bad"):         {p("internal/node")},
+	}
+	core := rule{from: []string{"actors/session/core/..."}, deny: []string{protoActor}}
+	wire := rule{from: []string{"messages/..."}, deny: []string{"..."}, allow: []string{"messages/..."}}
+	gw := rule{from: []string{"gateway/..."}, deny: []string{"persistence/..."}}
+	gwExcepted := gw
+	gwExcepted.testAllow = []string{"internal/node"}
+	for _, tc := range []struct {
+		name  string
+		rule  rule
+		tests graph
+		want  []string
+	}{
+		{"a test's chain", core, tests,
+			[]string{"actors/session/core (tests) -> internal/fathomtest -> internal/node -> github.com/asynkron/protoactor-go/actor"}},
+		{"tests not given", core, nil, nil},
+		{"tests importing their own part", wire, tests, nil},
+		{"no exception", gw, tests, []string{
+			"gateway (tests) -> internal/node -> persistence", "gateway/bad -> internal/node -> persistence"}},
+		{"an exception for the tests only, and for that import only", gwExcepted, tests, []string{
+			"gateway (tests) -> live/feed -> persistence", "gateway/bad -> internal/node -> persistence"}},
+	} {
+		vs, applies := check(g, tc.tests, tc.rule)
+		var got []string
+		for _, v := range vs {
+			got = append(got, v.String())
+		}
+		if applies == 0 || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: violations %q (applies to %d), want %q", tc.name, got, applies, tc.want)
+		}
 	}
 }
