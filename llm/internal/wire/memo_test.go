@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -44,4 +45,27 @@ func TestMemoIsBounded(t *testing.T) {
 	if _, ok := m.Get(m.Sum(&big), &big); ok {
 		t.Fatal("a part larger than a generation was kept")
 	}
+}
+
+// TestMemoConcurrentUse: calls from many sessions use one client's memo at once.
+func TestMemoConcurrentUse(t *testing.T) {
+	m := MessageMemo[string](4000, false)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				msg := llm.Message{Role: "tool", ToolCallID: fmt.Sprint(g), Content: fmt.Sprintf("result %d", i%50),
+					ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}
+				sum := m.Sum(&msg)
+				if enc, ok := m.Get(sum, &msg); ok && enc != msg.ToolCallID+msg.Content {
+					t.Errorf("message %q found as %q", msg.Content, enc)
+					return
+				}
+				m.Put(sum, &msg, msg.ToolCallID+msg.Content, len(msg.Content))
+			}
+		}()
+	}
+	wg.Wait()
 }
