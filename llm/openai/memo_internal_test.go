@@ -45,7 +45,7 @@ func sdkBody(t *testing.T, c *Client, req llm.Request) string {
 		}
 		p.Tools = append(p.Tools, tp)
 	}
-	b, err := json.Marshal(p)
+	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := json.Marshal(p)
+		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := json.Marshal(p)
+		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := json.Marshal(p); err != nil {
+		if _, err := p.MarshalJSON(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -287,7 +287,8 @@ func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNew
 }
 
 // messages is the conversation in the SDK's message params. Each message is the SDK's
-// encoding of its param (messageParam), made once and kept in the client's memo: a
+// encoding of its param (messageParam's MarshalJSON, the bytes the SDK puts in the
+// request body), made once and kept in the client's memo: a
 // session's history only grows at its end, so a call sends the previous call's
 // messages again.
 func (c *Client) messages(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
@@ -302,7 +303,7 @@ func (c *Client) messages(ms []llm.Message) ([]openai.ChatCompletionMessageParam
 		sum := c.msgMemo.Sum(m)
 		p, ok := c.msgMemo.Get(sum, m)
 		if !ok {
-			enc, err := json.Marshal(messageParam(m))
+			enc, err := messageParam(m).MarshalJSON()
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
 			}
@@ -353,7 +354,7 @@ func (c *Client) tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam
 			if err != nil {
 				return nil, err
 			}
-			enc, err := json.Marshal(tp)
+			enc, err := tp.MarshalJSON()
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 			}
