@@ -245,7 +245,7 @@ type noSessions struct{}
 
 func (noSessions) Session(string) *sessiongrain.SessionGrainClient { return nil }
 
-func newGatewayFanout(b *testing.B) *gatewayFanout {
+func newGatewayFanout(b testing.TB) *gatewayFanout {
 	g := &gatewayFanout{j: &memJournal{}}
 	g.feed = feed.New(g.j, feed.Options{})
 	h, err := gateway.New(gateway.Config{Token: token, Sessions: noSessions{}, Feed: g.feed,

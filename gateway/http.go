@@ -187,31 +187,51 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		u, err := h.nextUpdate(ctx, sub, s)
-		if err != nil {
-			if ctx.Err() == nil {
-				fail(readError(fmt.Sprintf("the stream ended after seq %d: %s", sub.Last(), msgUnavailable), err))
-			}
-			return
-		}
-		if u.IsDelta {
-			if s.write(deltaBytes(id, u.Delta), 0, FrameDelta) != nil {
+		// What is ready now (the events of one commit, a catch-up's page) goes out in one
+		// write: one flush after the last of them, not one per frame.
+		for n := 1; ; n++ {
+			if err != nil {
+				if ctx.Err() == nil {
+					fail(readError(fmt.Sprintf("the stream ended after seq %d: %s", sub.Last(), msgUnavailable), err))
+				}
 				return
 			}
-			continue
+			var frame []byte
+			var seq uint64
+			kind := FrameDelta
+			if u.IsDelta {
+				frame = deltaBytes(id, u.Delta)
+			} else {
+				if frame, err = h.frames.event(id, u.Event); err != nil {
+					fail(hidden(CodeInternal, msgInternal, err))
+					return
+				}
+				seq, kind = u.Event.GetSeq(), FrameEvent
+			}
+			if s.add(frame, seq, kind, n == 1) != nil {
+				return
+			}
+			if !u.IsDelta && !follow && seq >= until {
+				_ = s.flush()
+				return
+			}
+			if n == maxFramesPerWrite {
+				break
+			}
+			var ready bool
+			if u, ready, err = sub.TryNextUpdate(ctx); err == nil && !ready {
+				break
+			}
 		}
-		f, err := h.frames.event(id, u.Event)
-		if err != nil {
-			fail(hidden(CodeInternal, msgInternal, err))
-			return
-		}
-		if s.write(f, u.Event.GetSeq(), FrameEvent) != nil {
-			return
-		}
-		if !follow && u.Event.GetSeq() >= until {
+		if s.flush() != nil {
 			return
 		}
 	}
 }
+
+// maxFramesPerWrite bounds the frames an event stream writes before it flushes them, so
+// a long catch-up reaches the client as it is read.
+const maxFramesPerWrite = 64
 
 // access asks session id's grain whether caller may read it (act: act on it): the
 // grain answers another tenant's session exactly as a missing one (NOT_FOUND). The
@@ -270,8 +290,23 @@ type eventStream struct {
 	timeout time.Duration
 }
 
+// write writes one frame and flushes it.
 func (s *eventStream) write(frame []byte, seq uint64, kind string) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if err := s.add(frame, seq, kind, true); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// flush sends the frames added so far.
+func (s *eventStream) flush() error { return s.rc.Flush() }
+
+// add writes one frame without flushing it; first (re)sets the write deadline, for the
+// first frame of a write.
+func (s *eventStream) add(frame []byte, seq uint64, kind string, first bool) error {
+	if first {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	}
 	var err error
 	if s.sse {
 		if seq > 0 {
@@ -283,10 +318,7 @@ func (s *eventStream) write(frame []byte, seq uint64, kind string) error {
 	} else {
 		_, err = fmt.Fprintf(s.w, "%s\n", frame)
 	}
-	if err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return err
 }
 
 func (s *eventStream) comment(text string) error {

@@ -16,8 +16,10 @@
 // [MarshalEventJSON] is the one JSON rendering of events used everywhere (CLI --json,
 // gateway frames, HTTP): a flat object with "type", "seq", "session_id", "at" (RFC 3339,
 // UTC, nanoseconds), "command_id" when set, then the payload's fields by their proto names.
-// It is generated from the protobuf definitions with protojson; 64-bit integers are
-// rendered as JSON numbers.
+// It follows the proto3 JSON mapping as protojson renders it (proto field names,
+// unpopulated fields included, enums by name), except that 64-bit integers are JSON
+// numbers; it is rendered in one pass from the message's fields, straight into the
+// output buffer (well-known types are protojson's).
 //
 //	{"type":"llm_responded","seq":7,"session_id":"s-…","at":"2026-11-22T10:00:00.1Z",
 //	 "call_id":"step-1/llm-1","step_id":"step-1","content":"…","usage":{"input_tokens":120,…},…}

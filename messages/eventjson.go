@@ -62,8 +62,8 @@ func MarshalEventJSON(ev *Event) ([]byte, error) {
 }
 
 // AppendEventJSON appends ev's flat JSON object (MarshalEventJSON's rendering) to dst and
-// returns the extended buffer. The payload is encoded once, by protojson, straight into
-// dst, after the envelope fields.
+// returns the extended buffer. The payload is encoded once, straight into dst, after the
+// envelope fields (dialectEncoder).
 func AppendEventJSON(dst []byte, ev *Event) ([]byte, error) {
 	out, _, err := appendEvent(dst, ev, false)
 	return out, err
@@ -90,15 +90,11 @@ func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error)
 		dst = appendJSONString(dst, id)
 	}
 	start := len(dst)
-	dst, err := payloadJSON.MarshalAppend(dst, msg)
-	if err != nil {
-		return dst[:start], nil, fmt.Errorf("marshal %s payload: %w", ev.Type(), err)
-	}
-	d := dialect64{b: dst, r: start, w: start, spans: spans}
-	if err := d.rewrite(msg.ProtoReflect().Descriptor()); err != nil {
+	e := dialectEncoder{b: dst, spans: spans}
+	if err := e.message(msg.ProtoReflect(), true); err != nil {
 		return dst[:start], nil, fmt.Errorf("render %s payload: %w", ev.Type(), err)
 	}
-	dst = dst[:d.w]
+	dst = e.b
 	// Splice the payload's members into the envelope object: its '{' becomes the
 	// separator after the envelope, or goes when the payload has no fields.
 	if len(dst)-start == 2 {
@@ -106,7 +102,7 @@ func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error)
 	} else {
 		dst[start] = ','
 	}
-	return dst, d.fields, nil
+	return dst, e.fields, nil
 }
 
 // appendJSONString appends s as a JSON string. Envelope strings (session and command

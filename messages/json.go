@@ -11,13 +11,9 @@ import (
 // integers as JSON numbers (the proto3 JSON mapping would quote them). Map keys stay
 // strings, as JSON requires. The gateway renders every grain answer with it.
 func MarshalJSON(m proto.Message) ([]byte, error) {
-	b, err := payloadJSON.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("marshal %T: %w", m, err)
-	}
-	d := dialect64{b: b}
-	if err := d.rewrite(m.ProtoReflect().Descriptor()); err != nil {
+	e := dialectEncoder{b: make([]byte, 0, 256)}
+	if err := e.message(m.ProtoReflect(), false); err != nil {
 		return nil, fmt.Errorf("render %T json: %w", m, err)
 	}
-	return b[:d.w], nil
+	return e.b, nil
 }

@@ -107,7 +107,17 @@ type Client struct {
 	// callTimeout bounds each call through its context: Config.Timeout, or the HTTP
 	// client's Timeout when that is shorter (the client itself is used without one).
 	callTimeout time.Duration
+	// msgMemo and toolMemo keep the SDK's encoding of the messages and tools the
+	// calls send again and again.
+	msgMemo  *wire.Memo[llm.Message, openai.ChatCompletionMessageParamUnion]
+	toolMemo *wire.Memo[llm.ToolSpec, openai.ChatCompletionToolUnionParam]
 }
+
+// Bounds of the client's encoding memos, per generation (wire.Memo keeps two).
+const (
+	msgMemoBytes  = 8 << 20
+	toolMemoBytes = 1 << 20
+)
 
 var _ llm.Provider = (*Client)(nil)
 
@@ -159,7 +169,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...), callTimeout: callTimeout}, nil
+	return &Client{cfg: cfg, chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...), callTimeout: callTimeout,
+		msgMemo:  wire.MessageMemo[openai.ChatCompletionMessageParamUnion](msgMemoBytes, false),
+		toolMemo: wire.ToolMemo[openai.ChatCompletionToolUnionParam](toolMemoBytes)}, nil
 }
 
 // withTimeout bounds a call's context by callTimeout.
@@ -223,12 +235,12 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 // params translates req into the SDK's request params, which the SDK encodes.
 func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
-	msgs, err := messages(req.Messages)
+	msgs, err := c.messages(req.Messages)
 	if err != nil {
 		return p, err
 	}
 	p.Messages = msgs
-	if p.Tools, err = tools(req.Tools); err != nil {
+	if p.Tools, err = c.tools(req.Tools); err != nil {
 		return p, err
 	}
 	if req.MaxTokens > 0 {
@@ -274,55 +286,98 @@ func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNew
 	return p, nil
 }
 
-// messages is the conversation in the SDK's message params (an assistant turn of tool
-// calls alone has no content).
-func messages(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+// messages is the conversation in the SDK's message params. Each message is the SDK's
+// encoding of its param (messageParam's MarshalJSON, the bytes the SDK puts in the
+// request body), made once and kept in the client's memo: a
+// session's history only grows at its end, so a call sends the previous call's
+// messages again.
+func (c *Client) messages(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(ms))
-	for i, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		switch m.Role {
-		case "system":
-			out = append(out, openai.SystemMessage(m.Content))
-		case "user":
-			out = append(out, openai.UserMessage(m.Content))
-		case "tool":
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
-		case "assistant":
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = param.NewOpt(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case "system", "user", "tool", "assistant":
 		default:
 			return nil, fmt.Errorf("openai: message %d: unsupported role %q", i, m.Role)
 		}
+		sum := c.msgMemo.Sum(m)
+		p, ok := c.msgMemo.Get(sum, m)
+		if !ok {
+			enc, err := messageParam(m).MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
+			}
+			p = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(enc))
+			c.msgMemo.Put(sum, m, p, len(enc))
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }
 
+// messageParam is m in the SDK's message params (an assistant turn of tool calls alone
+// has no content); m's role is one of the four.
+func messageParam(m *llm.Message) openai.ChatCompletionMessageParamUnion {
+	switch m.Role {
+	case "system":
+		return openai.SystemMessage(m.Content)
+	case "user":
+		return openai.UserMessage(m.Content)
+	case "tool":
+		return openai.ToolMessage(m.Content, m.ToolCallID)
+	}
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		a.Content.OfString = param.NewOpt(m.Content)
+	}
+	for _, tc := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
 // tools is the request's tools in the SDK's params; each tool's parameters schema must
-// be a JSON object.
-func tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam, error) {
+// be a JSON object. Each is the SDK's encoding of its param (toolParam), made once and
+// kept in the client's memo: the same tools go with every call.
+func (c *Client) tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam, error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
 	out := make([]openai.ChatCompletionToolUnionParam, 0, len(ts))
-	for _, t := range ts {
-		fn := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fn.Description = param.NewOpt(t.Description)
-		}
-		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
-				return nil, fmt.Errorf("openai: tool %s: parameters are not valid JSON: %w", t.Name, err)
+	for i := range ts {
+		t := &ts[i]
+		sum := c.toolMemo.Sum(t)
+		p, ok := c.toolMemo.Get(sum, t)
+		if !ok {
+			tp, err := toolParam(t)
+			if err != nil {
+				return nil, err
 			}
+			enc, err := tp.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
+			}
+			p = param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage(enc))
+			c.toolMemo.Put(sum, t, p, len(enc))
 		}
-		out = append(out, openai.ChatCompletionFunctionTool(fn))
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// toolParam is t in the SDK's tool params.
+func toolParam(t *llm.ToolSpec) (openai.ChatCompletionToolUnionParam, error) {
+	fn := shared.FunctionDefinitionParam{Name: t.Name}
+	if t.Description != "" {
+		fn.Description = param.NewOpt(t.Description)
+	}
+	if len(t.Parameters) > 0 {
+		if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
+			return openai.ChatCompletionToolUnionParam{}, fmt.Errorf("openai: tool %s: parameters are not valid JSON: %w", t.Name, err)
+		}
+	}
+	return openai.ChatCompletionFunctionTool(fn), nil
 }
 
 // usage converts the API's usage.

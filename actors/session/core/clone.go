@@ -26,8 +26,32 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 	if s == nil {
 		return nil
 	}
-	out := &messages.SessionState{}
-	cloneExcept(s.ProtoReflect(), out.ProtoReflect(), stateSteps, stateSubAgents)
+	// Field by field, not through reflection (a generic copy spent most of its time
+	// converting each scalar to and from a protoreflect.Value): a message field is
+	// proto.Clone's, a list gets its own elements. TestCloneStateCopiesEveryField fails
+	// when a field added to SessionState is missing here.
+	out := &messages.SessionState{
+		SessionId: s.SessionId, Seq: s.Seq, Status: s.Status, Goal: s.Goal,
+		Config: cloneMsg(s.Config), PlanId: s.PlanId,
+		CurrentStepIndex: s.CurrentStepIndex, Iterations: s.Iterations,
+		Pending: cloneMsg(s.Pending), Usage: cloneMsg(s.Usage),
+		Result: s.Result, Error: s.Error,
+		StartedAtUnixNano: s.StartedAtUnixNano, UpdatedAtUnixNano: s.UpdatedAtUnixNano,
+		Commands: maps.Clone(s.Commands), UserId: s.UserId,
+		PendingTools:    cloneMsgs(s.PendingTools),
+		RetryAtUnixNano: s.RetryAtUnixNano, PlanAttempt: s.PlanAttempt, CostUsd: s.CostUsd, PlanSeq: s.PlanSeq,
+		Summary:     cloneMsg(s.Summary),
+		Breakpoints: cloneMsgs(s.Breakpoints), Interrupt: cloneMsg(s.Interrupt), Awaiting: cloneMsgs(s.Awaiting),
+		Artifacts: cloneMsgs(s.Artifacts), Memories: cloneMsgs(s.Memories), ForkedFrom: cloneMsg(s.ForkedFrom),
+		Replans: s.Replans, ReplanCalls: s.ReplanCalls, ReplanAttempt: s.ReplanAttempt, PlanRevision: s.PlanRevision,
+		RetiredStepIds: slices.Clone(s.RetiredStepIds), LlmCalls: s.LlmCalls, Turn: s.Turn,
+		Thread: cloneMsgs(s.Thread), Tenant: s.Tenant, Owner: s.Owner, Audit: cloneMsgs(s.Audit),
+		RunStartedSeq: s.RunStartedSeq, RunStartedAtUnixNano: s.RunStartedAtUnixNano,
+		Webhooks: cloneMsgs(s.Webhooks), QueuedMessages: cloneMsgs(s.QueuedMessages), PushConfigs: cloneMsgs(s.PushConfigs),
+	}
+	if u := s.ProtoReflect().GetUnknown(); len(u) > 0 {
+		out.ProtoReflect().SetUnknown(append(protoreflect.RawFields(nil), u...))
+	}
 	if len(s.GetSteps()) > 0 {
 		// The steps themselves are shared: Apply copies a step before changing it (ownStep).
 		out.Steps = slices.Clone(s.GetSteps())
@@ -39,12 +63,23 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 	return out
 }
 
-// The fields CloneState copies by hand.
-var (
-	stateSteps     = fieldOf(&messages.SessionState{}, "steps")
-	stateSubAgents = fieldOf(&messages.SessionState{}, "sub_agents")
-	saTranscript   = fieldOf(&messages.SubagentState{}, "transcript")
-)
+// cloneMsg is proto.Clone of m (nil stays nil).
+func cloneMsg[M proto.Message](m M) M { return proto.Clone(m).(M) }
+
+// cloneMsgs is a list of messages with a copy of each.
+func cloneMsgs[M proto.Message](l []M) []M {
+	if l == nil {
+		return nil
+	}
+	out := make([]M, len(l))
+	for i, m := range l {
+		out[i] = cloneMsg(m)
+	}
+	return out
+}
+
+// The field cloneSubAgent copies by hand.
+var saTranscript = fieldOf(&messages.SubagentState{}, "transcript")
 
 func fieldOf(m proto.Message, name protoreflect.Name) protoreflect.FieldDescriptor {
 	fd := m.ProtoReflect().Descriptor().Fields().ByName(name)

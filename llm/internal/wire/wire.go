@@ -38,6 +38,7 @@ type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error
 func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		dropTelemetry(req.Header)
+		inMemoryBody(req)
 		resp, err := next(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
@@ -58,6 +59,21 @@ func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 		}
 		resp.Body = lb
 		return resp, nil
+	}
+}
+
+// inMemoryBody gives the request its body again in a reader net/http knows to be in
+// memory. The SDKs encode the body into memory but hand it over wrapped (to close it
+// once), which hides it: net/http then writes the headers and the body in two writes
+// (two system calls, and two packets on the wire) and copies the body through a fresh
+// 32 kB buffer per call. The SDKs' GetBody reads the same bytes again.
+func inMemoryBody(req *http.Request) {
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody {
+		return
+	}
+	if b, err := req.GetBody(); err == nil {
+		_ = req.Body.Close()
+		req.Body = b
 	}
 }
 

@@ -1,0 +1,163 @@
+package wire
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// Memo keeps the SDK's encoding of request parts that recur from call to call, so the
+// SDK encodes each of them once instead of on every call: a session sends its tools on
+// every call, and its history only grows at its end, so every call sends the previous
+// call's messages again. A part is found by its hash and checked against a copy of it
+// (what the memo keeps is exactly what the SDK encoded for an equal part).
+//
+// It is bounded: two generations of up to limit bytes each (encodings and the parts'
+// text). When the newer one is full it becomes the older one and the older one is
+// dropped; a part found in the older one moves to the newer one. A Memo is safe for
+// concurrent use.
+type Memo[T, V any] struct {
+	limit int
+	seed  maphash.Seed
+	hash  func(seed maphash.Seed, part *T) uint64
+	equal func(a, b *T) bool
+	clone func(part *T) (T, int)
+
+	mu       sync.Mutex
+	cur, old map[uint64]*memoEntry[T, V]
+	size     int // bytes in cur
+}
+
+type memoEntry[T, V any] struct {
+	part T
+	enc  V
+	n    int // bytes held
+}
+
+// NewMemo returns a memo of up to limit bytes per generation. hash sums the part's
+// encoded fields (Mix), equal compares them, and clone copies a part for keeping (no
+// slice shared with the caller) and says how many bytes it holds.
+func NewMemo[T, V any](limit int, hash func(seed maphash.Seed, part *T) uint64, equal func(a, b *T) bool, clone func(part *T) (T, int)) *Memo[T, V] {
+	return &Memo[T, V]{limit: limit, seed: maphash.MakeSeed(), hash: hash, equal: equal, clone: clone, cur: map[uint64]*memoEntry[T, V]{}}
+}
+
+// Sum is part's hash, for Get and Put.
+func (m *Memo[T, V]) Sum(part *T) uint64 { return m.hash(m.seed, part) }
+
+// Mix adds field s to the hash sum (seed is the memo's), so that a hash function can
+// sum a part's fields one by one.
+func Mix(sum uint64, seed maphash.Seed, s string) uint64 {
+	return (sum^maphash.String(seed, s))*0x9e3779b97f4a7c15 + uint64(len(s))
+}
+
+// Get returns the encoding kept for a part equal to part (sum is Sum(part)). What it
+// returns is shared: never modify it.
+func (m *Memo[T, V]) Get(sum uint64, part *T) (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.cur[sum]; ok && m.equal(&e.part, part) {
+		return e.enc, true
+	}
+	e, ok := m.old[sum]
+	if !ok || !m.equal(&e.part, part) {
+		var zero V
+		return zero, false
+	}
+	delete(m.old, sum)
+	m.add(sum, e)
+	return e.enc, true
+}
+
+// Put keeps enc, of size bytes, as the encoding of part (sum is Sum(part)); the memo
+// owns enc from now on. A part larger than a generation is not kept.
+func (m *Memo[T, V]) Put(sum uint64, part *T, enc V, size int) {
+	kept, n := m.clone(part)
+	n += size
+	if n > m.limit {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.add(sum, &memoEntry[T, V]{part: kept, enc: enc, n: n})
+}
+
+// add puts e in the newer generation (m.mu held), turning it over when full.
+func (m *Memo[T, V]) add(sum uint64, e *memoEntry[T, V]) {
+	if m.size+e.n > m.limit {
+		m.old, m.cur, m.size = m.cur, make(map[uint64]*memoEntry[T, V], len(m.cur)), 0
+	}
+	if prev, dup := m.cur[sum]; dup {
+		m.size -= prev.n
+	}
+	m.size += e.n
+	m.cur[sum] = e
+}
+
+// Len is how many parts the memo keeps (both generations).
+func (m *Memo[T, V]) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.cur) + len(m.old)
+}
+
+// MessageMemo returns a memo of message encodings. withThinking says whether the
+// encoding carries the messages' thinking blocks (Anthropic's does, OpenAI's not).
+func MessageMemo[V any](limit int, withThinking bool) *Memo[llm.Message, V] {
+	return NewMemo[llm.Message, V](limit,
+		func(seed maphash.Seed, m *llm.Message) uint64 {
+			h := Mix(0, seed, m.Role)
+			h = Mix(h, seed, m.Content)
+			h = Mix(h, seed, m.ToolCallID)
+			for _, tc := range m.ToolCalls {
+				h = Mix(h, seed, tc.ID)
+				h = Mix(h, seed, tc.Name)
+				h = Mix(h, seed, tc.Arguments)
+			}
+			if withThinking {
+				for _, b := range m.Thinking {
+					h = Mix(h, seed, b.Thinking)
+					h = Mix(h, seed, b.Signature)
+					h = Mix(h, seed, b.RedactedData)
+				}
+			}
+			return h
+		},
+		func(a, b *llm.Message) bool {
+			return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID &&
+				slices.Equal(a.ToolCalls, b.ToolCalls) && (!withThinking || slices.Equal(a.Thinking, b.Thinking))
+		},
+		func(m *llm.Message) (llm.Message, int) {
+			k := llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: slices.Clone(m.ToolCalls)}
+			n := len(m.Role) + len(m.Content) + len(m.ToolCallID)
+			for _, tc := range m.ToolCalls {
+				n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+			}
+			if withThinking {
+				k.Thinking = slices.Clone(m.Thinking)
+				for _, b := range m.Thinking {
+					n += len(b.Thinking) + len(b.Signature) + len(b.RedactedData)
+				}
+			}
+			return k, n
+		})
+}
+
+// ToolMemo returns a memo of tool encodings.
+func ToolMemo[V any](limit int) *Memo[llm.ToolSpec, V] {
+	return NewMemo[llm.ToolSpec, V](limit,
+		func(seed maphash.Seed, t *llm.ToolSpec) uint64 {
+			h := Mix(0, seed, t.Name)
+			h = Mix(h, seed, t.Description)
+			return (h ^ maphash.Bytes(seed, t.Parameters)) * 0x9e3779b97f4a7c15
+		},
+		func(a, b *llm.ToolSpec) bool {
+			return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
+		},
+		func(t *llm.ToolSpec) (llm.ToolSpec, int) {
+			return llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)},
+				len(t.Name) + len(t.Description) + len(t.Parameters)
+		})
+}

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// TestMemoIsBounded: a memo keeps at most two generations of its limit, finds what it
+// keeps only for an equal part, and keeps a part found in the older generation.
+func TestMemoIsBounded(t *testing.T) {
+	const limit = 1000
+	m := MessageMemo[string](limit, false)
+	put := func(i int) llm.Message {
+		msg := llm.Message{Role: "user", Content: fmt.Sprintf("message %03d %s", i, strings.Repeat("x", 50))}
+		m.Put(m.Sum(&msg), &msg, "enc "+msg.Content, 50)
+		return msg
+	}
+	first := put(0)
+	for i := 1; i < 1000; i++ {
+		put(i)
+		if i%7 == 0 { // the first message recurs: it stays
+			if enc, ok := m.Get(m.Sum(&first), &first); !ok || enc != "enc "+first.Content {
+				t.Fatalf("after %d puts: the recurring message is gone (%q, %v)", i, enc, ok)
+			}
+		}
+	}
+	if n := m.Len(); n > 2*limit/100 {
+		t.Fatalf("the memo keeps %d parts of ~100 bytes with a limit of %d bytes per generation", n, limit)
+	}
+	old := llm.Message{Role: "user", Content: fmt.Sprintf("message %03d %s", 1, strings.Repeat("x", 50))}
+	if _, ok := m.Get(m.Sum(&old), &old); ok {
+		t.Fatal("an early message outlived two generations")
+	}
+	other := first
+	other.ToolCallID = "c1"
+	if _, ok := m.Get(m.Sum(&first), &other); ok {
+		t.Fatal("a different message was found under an equal one's hash")
+	}
+	big := llm.Message{Role: "user", Content: strings.Repeat("y", limit)}
+	m.Put(m.Sum(&big), &big, "enc", 3)
+	if _, ok := m.Get(m.Sum(&big), &big); ok {
+		t.Fatal("a part larger than a generation was kept")
+	}
+}
+
+// TestMemoConcurrentUse: calls from many sessions use one client's memo at once.
+func TestMemoConcurrentUse(t *testing.T) {
+	m := MessageMemo[string](4000, false)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				msg := llm.Message{Role: "tool", ToolCallID: fmt.Sprint(g), Content: fmt.Sprintf("result %d", i%50),
+					ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}
+				sum := m.Sum(&msg)
+				if enc, ok := m.Get(sum, &msg); ok && enc != msg.ToolCallID+msg.Content {
+					t.Errorf("message %q found as %q", msg.Content, enc)
+					return
+				}
+				m.Put(sum, &msg, msg.ToolCallID+msg.Content, len(msg.Content))
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,142 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fathom-agents/fathom/llm"
+)
+
+// memoRequest is codecRequest with the parts an encoding can get wrong: several tool
+// calls in one turn, text and calls in one turn, HTML characters, non-ASCII and
+// invalid UTF-8, an empty tool result.
+func memoRequest() llm.Request {
+	req := codecRequest()
+	req.Messages = append(req.Messages,
+		llm.Message{Role: "assistant", Content: "two at once <b>&</b>", ToolCalls: []llm.ToolCall{
+			{ID: "c1", Name: "read_file", Arguments: `{"path":"a<b>.txt"}`}, {ID: "c2", Name: "ls", Arguments: `{}`}}},
+		llm.Message{Role: "tool", ToolCallID: "c1", Content: "caf\u00e9 \U0001F600 \xff"},
+		llm.Message{Role: "tool", ToolCallID: "c2", Content: ""},
+		llm.Message{Role: "assistant", Content: ""},
+		llm.Message{Role: "user", Content: "line\nbreak \"quoted\" \u2028"})
+	req.Tools = append(req.Tools, llm.ToolSpec{Name: "ls"}, llm.ToolSpec{Name: "grep", Description: "<search>",
+		Parameters: json.RawMessage(` { "type" : "object", "properties" : { "z" : {}, "a" : {"type":"string"} } } `)})
+	return req
+}
+
+// sdkBody is the request body as the SDK encodes params built without the memos.
+func sdkBody(t *testing.T, c *Client, req llm.Request) string {
+	t.Helper()
+	p, err := c.params(req, req.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Messages = p.Messages[:0]
+	for i := range req.Messages {
+		p.Messages = append(p.Messages, messageParam(&req.Messages[i]))
+	}
+	p.Tools = p.Tools[:0]
+	for i := range req.Tools {
+		tp, err := toolParam(&req.Tools[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Tools = append(p.Tools, tp)
+	}
+	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMemoizedBodyIsTheSDKs: a request body built from the memos' encodings, on the
+// first call (encoded now) and on later ones (kept), is byte for byte the SDK's
+// encoding of the same params.
+func TestMemoizedBodyIsTheSDKs(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := memoRequest()
+	want := sdkBody(t, c, req)
+	for call := range 3 {
+		p, err := c.params(req, req.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
+		}
+	}
+	// A message that differs from a kept one in any field is encoded anew.
+	for i, m := range []llm.Message{
+		{Role: "user", Content: "Step: write the summary!"},
+		{Role: "system", Content: "Step: write the summary"},
+		{Role: "tool", ToolCallID: "c3", Content: ""},
+		{Role: "assistant", Content: "two at once <b>&</b>", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path":"a<b>.txt"}`}}},
+		{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path":"b.txt"}`}}},
+	} {
+		r := req
+		r.Messages = append(append([]llm.Message(nil), req.Messages...), m)
+		r.Tools = append(append([]llm.ToolSpec(nil), req.Tools...), llm.ToolSpec{Name: fmt.Sprintf("t%d", i), Description: strings.Repeat("d", i)})
+		p, err := c.params(r, r.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sdkBody(t, c, r); string(got) != want {
+			t.Fatalf("variant %d: body\n%s\nwant the SDK's\n%s", i, got, want)
+		}
+	}
+}
+
+// TestMemoizedToolsStillValidated: a tool whose parameters are not JSON is refused on
+// every call, not only the first.
+func TestMemoizedToolsStillValidated(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}, Tools: []llm.ToolSpec{{Name: "bad", Parameters: json.RawMessage(`{`)}}}
+	for range 2 {
+		if _, err := c.params(req, "m"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Fatalf("err %v", err)
+		}
+	}
+}
+
+// TestRepeatedRequestEncodesCheaply: encoding a request whose messages and tools the
+// client sent before costs a few allocations per message, not the SDK's reflective
+// encoding of each message and tool schema again (~700 allocations for codecRequest).
+func TestRepeatedRequestEncodesCheaply(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := codecRequest()
+	encode := func() {
+		p, err := c.params(req, req.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.MarshalJSON(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode()
+	allocs := testing.AllocsPerRun(20, encode)
+	t.Logf("%.0f allocations for %d messages and %d tools", allocs, len(req.Messages), len(req.Tools))
+	if limit := 4.0 * float64(len(req.Messages)+len(req.Tools)); allocs > limit {
+		t.Fatalf("%.0f allocations to encode a request sent before, want ≤ %.0f", allocs, limit)
+	}
+}
