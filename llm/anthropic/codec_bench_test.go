@@ -3,33 +3,20 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/llmtest"
 )
 
 // codecRequest is a typical step of a session: a system prompt, a history with tool
 // round trips, three tools and the step's task prompt, with cache breakpoints.
 func codecRequest() llm.Request {
-	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)
-	msgs := []llm.Message{{Role: "system", Content: strings.Repeat("You are a careful research agent. ", 40)}}
-	for i := range 4 {
-		id := "call_" + string(rune('a'+i))
-		msgs = append(msgs,
-			llm.Message{Role: "user", Content: "Step: look into part " + string(rune('a'+i)) + " of the question and report"},
-			llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: id, Name: "web_search", Arguments: `{"query":"actors"}`}}},
-			llm.Message{Role: "tool", ToolCallID: id, Content: strings.Repeat("result line ", 30)},
-			llm.Message{Role: "assistant", Content: "Part done: " + strings.Repeat("finding ", 20)})
-	}
-	msgs = append(msgs, llm.Message{Role: "user", Content: "Step: write the summary"})
-	return llm.Request{Model: "claude-sonnet-4-5", Messages: msgs, MaxTokens: 500, PromptCache: true, Tools: []llm.ToolSpec{
-		{Name: "web_search", Description: "search the web", Parameters: schema},
-		{Name: "read_file", Description: "read a file", Parameters: schema},
-		{Name: "write_todos", Description: "plan", Parameters: schema},
-	}}
+	r := llmtest.StepRequest("claude-sonnet-4-5")
+	r.PromptCache = true
+	return r
 }
 
 // codecAnswer is a typical Messages API answer: text, one tool call, usage with cache.

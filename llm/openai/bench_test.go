@@ -8,34 +8,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/llmtest"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/llm/openai"
 )
 
 // benchRequest is a step of a session as the step runner sends it: a system prompt, a
 // history with a tool round trip, and the tools.
-func benchRequest() llm.Request {
-	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)
-	msgs := []llm.Message{{Role: "system", Content: strings.Repeat("You are a careful research agent. ", 40)}}
-	for i := range 4 {
-		msgs = append(msgs,
-			llm.Message{Role: "user", Content: "Step: look into part " + string(rune('a'+i)) + " of the question and report"},
-			llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "call_" + string(rune('a'+i)), Name: "web_search", Arguments: `{"query":"actors"}`}}},
-			llm.Message{Role: "tool", ToolCallID: "call_" + string(rune('a'+i)), Content: strings.Repeat("result line ", 30)},
-			llm.Message{Role: "assistant", Content: "Part done: " + strings.Repeat("finding ", 20)})
-	}
-	msgs = append(msgs, llm.Message{Role: "user", Content: "Step: write the summary"})
-	return llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: []llm.ToolSpec{
-		{Name: "web_search", Description: "search the web", Parameters: schema},
-		{Name: "read_file", Description: "read a file", Parameters: schema},
-		{Name: "write_todos", Description: "plan", Parameters: schema},
-	}}
-}
+func benchRequest() llm.Request { return llmtest.StepRequest("gpt-4o-mini") }
 
 // BenchmarkClientOverhead measures one chat call through the SDK-based client against
 // the same in-process mock-llm over loopback HTTP, JSON and streamed, and the bare POST

@@ -3,34 +3,17 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
 	"github.com/fathom-agents/fathom/llm"
+	"github.com/fathom-agents/fathom/llm/llmtest"
 )
 
 // codecRequest is a typical step of a session: a system prompt, a history with tool
 // round trips, three tools and the step's task prompt.
-func codecRequest() llm.Request {
-	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)
-	msgs := []llm.Message{{Role: "system", Content: strings.Repeat("You are a careful research agent. ", 40)}}
-	for i := range 4 {
-		id := "call_" + string(rune('a'+i))
-		msgs = append(msgs,
-			llm.Message{Role: "user", Content: "Step: look into part " + string(rune('a'+i)) + " of the question and report"},
-			llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: id, Name: "web_search", Arguments: `{"query":"actors"}`}}},
-			llm.Message{Role: "tool", ToolCallID: id, Content: strings.Repeat("result line ", 30)},
-			llm.Message{Role: "assistant", Content: "Part done: " + strings.Repeat("finding ", 20)})
-	}
-	msgs = append(msgs, llm.Message{Role: "user", Content: "Step: write the summary"})
-	return llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: []llm.ToolSpec{
-		{Name: "web_search", Description: "search the web", Parameters: schema},
-		{Name: "read_file", Description: "read a file", Parameters: schema},
-		{Name: "write_todos", Description: "plan", Parameters: schema},
-	}}
-}
+func codecRequest() llm.Request { return llmtest.StepRequest("gpt-4o-mini") }
 
 // codecAnswer is a typical chat.completion: text, one tool call, usage with details.
 const codecAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1764000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"The summary: actors isolate state, messages carry work, supervisors restart what fails.","refusal":null,"annotations":[],"tool_calls":[{"id":"c9","type":"function","function":{"name":"write_todos","arguments":"{\"todos\":[]}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
