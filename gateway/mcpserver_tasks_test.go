@@ -48,6 +48,7 @@ type mcpTried struct {
 type mcpTaskLine struct {
 	Step     string `json:"step"`
 	Error    string `json:"error"`
+	Code     any    `json:"code"`
 	Messages []struct {
 		Type   string         `json:"type"`
 		Task   *mcpTask       `json:"task"`
@@ -111,7 +112,8 @@ func runMCPTaskClient(t *testing.T, url, tok string, steps ...string) map[string
 // completed, whose tasks/result is the tool's result; a task waiting for a human is
 // input_required and tasks/cancel cancels its session; tasks/list lists the caller's; an
 // unknown task id is invalid params for get, result and cancel, and another tenant's
-// task is answered exactly like it; no token is 401.
+// task is answered exactly like it; bad arguments are invalid params and a read-only
+// credential's task call is refused; no token is 401.
 func TestMCPServerTasks(t *testing.T) {
 	g := startGW(t, gwOpts{delayMS: 100, script: mcpScript(), cfg: func(c *gateway.Config) { c.Authenticator = tenantTokens{} }})
 	if _, err := mcpserver.Mount(mcpserver.Config{Gateway: g.h}); err != nil {
@@ -234,5 +236,23 @@ func TestMCPServerTasks(t *testing.T) {
 		if strings.HasPrefix(tk.TaskID, "mcp-task-") {
 			t.Fatalf("globex lists acme's task %s", tk.TaskID)
 		}
+	}
+
+	// Bad arguments are invalid params; a read-only credential's call is refused.
+	bad := map[string]string{`taskbad:run_agent:{}`: "goal must not be empty", `taskbad:run_agent:{"goal":"x","extra":true}`: "extra",
+		`taskbad:run_agent:{"goal":5}`: "goal", `taskbad:run_agent:{"goal":"x","session_id":"no spaces"}`: "session_id", `taskbad:nobody:{"goal":"x"}`: `unknown tool "nobody"`}
+	var steps []string
+	for s := range bad {
+		steps = append(steps, s)
+	}
+	got2 := runMCPTaskClient(t, url, "acme", steps...)
+	for s, want := range bad {
+		if l := got2[s]; l.Code != -32602.0 || !strings.Contains(l.Error, want) || l.Created != nil {
+			t.Fatalf("%s: %+v, want invalid params saying %q", s, l, want)
+		}
+	}
+	const ro = `taskbad:run_agent:{"goal":"x"}`
+	if l := runMCPTaskClient(t, url, readToken, ro)[ro]; l.Code != -32603.0 || !strings.Contains(l.Error, "may only read") {
+		t.Fatalf("a read-only credential's task: %+v", l)
 	}
 }

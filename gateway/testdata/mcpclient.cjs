@@ -19,6 +19,7 @@
 //                    and tasks/get after
 //   tasklist         the server's tasks capability, the tools' execution, tasks/list
 //   taskget:ID       tasks/get, tasks/result and tasks/cancel of task ID: results or errors
+//   taskbad:NAME:JSON  call tool NAME as a task with the arguments JSON: the result or the error
 "use strict";
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -135,6 +136,18 @@ async function main() {
       const tools = await client.listTools();
       const list = await client.experimental.tasks.listTasks();
       out({ step, capabilities: client.getServerCapabilities(), execution: tools.tools.map((t) => t.execution), list });
+    } else if (kind === "taskbad") {
+      const [name, ...json] = rest;
+      try {
+        const res = await client.request(
+          { method: "tools/call", params: { name, arguments: JSON.parse(json.join(":")), task: {} } },
+          CreateTaskResultSchema,
+          { timeout: 60000 },
+        );
+        out({ step, created: res });
+      } catch (err) {
+        out({ step, ...fields(err) });
+      }
     } else if (kind === "taskget") {
       const [id] = rest;
       const res = {};
