@@ -19,6 +19,10 @@
 // and EventJSON): the operations run for the request's principal, so a call does exactly
 // what the same principal may do over the gateway's own routes.
 //
-// The SDK version Fathom uses (v1.8.0) has no MCP tasks extension; a long run is one
-// tool call that streams progress until the session ends.
+// A long run is one tool call that streams progress until the session ends, or a task
+// (the MCP tasks extension, protocol 2025-11-25): a tools/call with params.task answers
+// at once with a task whose id is the session's, and tasks/get, tasks/result, tasks/list
+// and tasks/cancel read, await, list and cancel the session for the caller's principal.
+// The SDK version Fathom uses (v1.8.0) has no tasks support; tasks.go builds it on the
+// SDK's custom methods and receiving middleware.
 package mcpserver

@@ -80,6 +80,8 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	server *mcp.Server
+	// tools are the agent of each tool (nil: run_agent).
+	tools  map[string]*Agent
 	plain  http.Handler // the streamable HTTP handler
 	bearer http.Handler // plain, told the principal of a bearer credential
 	// stopping is done once the gateway's Shutdown has begun: the MCP sessions are
@@ -119,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: the result's schema: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, tools: map[string]*Agent{RunAgentTool: nil}}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "fathom", Title: "Fathom agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Each tool runs a Fathom agent session to its end and answers its final result; " +
 			"send a progress token to follow its steps, cancel the request to cancel the session.",
@@ -146,6 +148,10 @@ func New(cfg Config) (*Server, error) {
 			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 			OutputSchema: out,
 		}, s.runTool(&a))
+		s.tools[a.Name] = &a
+	}
+	if err := s.addTasks(); err != nil {
+		return nil, err
 	}
 	s.plain = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
 		&mcp.StreamableHTTPOptions{Logger: cfg.Logger, SessionTimeout: cfg.SessionTimeout})
@@ -181,6 +187,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.stopping.Err() != nil {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if err := moveTaskParams(r); err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errBodyTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, err.Error(), status)
 		return
 	}
 	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {

@@ -11,9 +11,19 @@
 //   bad:NAME:JSON    call tool NAME with the arguments JSON: the result (or the error)
 //   cancel:ID:GOAL   call run_agent, abort it once step 1 started: the rejection and the
 //                    progress seen until then
+//   task:NAME:ID:GOAL  call tool NAME as a task (client.experimental.tasks.callToolStream):
+//                    the stream's messages (taskCreated, taskStatus..., result), then
+//                    tasks/get and tasks/result of the ended task
+//   taskcancel:ID:GOAL call run_agent as a task, poll tasks/get until it waits for a human,
+//                    cancel it (tasks/cancel): the task as created, polled and cancelled,
+//                    and tasks/get after
+//   tasklist         the server's tasks capability, the tools' execution, tasks/list
+//   taskget:ID       tasks/get, tasks/result and tasks/cancel of task ID: results or errors
+//   taskbad:NAME:JSON  call tool NAME as a task with the arguments JSON: the result or the error
 "use strict";
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
+const { CallToolResultSchema, CreateTaskResultSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const [url, token, ...steps] = process.argv.slice(2);
 
@@ -23,7 +33,8 @@ function out(o) {
 
 async function connect(tok) {
   const opts = tok ? { requestInit: { headers: { Authorization: "Bearer " + tok } } } : {};
-  const client = new Client({ name: "fathom-mcp-test", version: "1.0.0" });
+  // Strict: a task-augmented request is refused unless the server advertises tasks.
+  const client = new Client({ name: "fathom-mcp-test", version: "1.0.0" }, { enforceStrictCapabilities: true });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), opts));
   return client;
 }
@@ -84,6 +95,74 @@ async function main() {
       } catch (err) {
         out({ step, progress, ...fields(err) });
       }
+    } else if (kind === "task") {
+      const [name, id, ...goal] = rest;
+      const messages = [];
+      try {
+        const stream = client.experimental.tasks.callToolStream({ name, arguments: { goal: goal.join(":"), session_id: id } }, undefined, {
+          task: { ttl: 600000 },
+          timeout: 120000,
+        });
+        for await (const m of stream) messages.push(m.type === "error" ? { type: "error", ...fields(m.error) } : m);
+        const get = await client.experimental.tasks.getTask(id);
+        const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 60000 });
+        out({ step, messages, get, result });
+      } catch (err) {
+        out({ step, messages, ...fields(err) });
+      }
+    } else if (kind === "taskcancel") {
+      const [id, ...goal] = rest;
+      try {
+        const created = await client.request(
+          { method: "tools/call", params: { name: "run_agent", arguments: { goal: goal.join(":"), session_id: id }, task: { ttl: 600000 } } },
+          CreateTaskResultSchema,
+          { timeout: 60000 },
+        );
+        const polled = [];
+        const deadline = Date.now() + 60000;
+        for (;;) {
+          const t = await client.experimental.tasks.getTask(created.task.taskId);
+          polled.push(t);
+          if (t.status !== "working" || Date.now() > deadline) break;
+          await new Promise((r) => setTimeout(r, t.pollInterval || 200));
+        }
+        const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+        const get = await client.experimental.tasks.getTask(created.task.taskId);
+        out({ step, created, polled, cancelled, get });
+      } catch (err) {
+        out({ step, ...fields(err) });
+      }
+    } else if (kind === "tasklist") {
+      const tools = await client.listTools();
+      const list = await client.experimental.tasks.listTasks();
+      out({ step, capabilities: client.getServerCapabilities(), execution: tools.tools.map((t) => t.execution), list });
+    } else if (kind === "taskbad") {
+      const [name, ...json] = rest;
+      try {
+        const res = await client.request(
+          { method: "tools/call", params: { name, arguments: JSON.parse(json.join(":")), task: {} } },
+          CreateTaskResultSchema,
+          { timeout: 60000 },
+        );
+        out({ step, created: res });
+      } catch (err) {
+        out({ step, ...fields(err) });
+      }
+    } else if (kind === "taskget") {
+      const [id] = rest;
+      const res = {};
+      for (const [k, f] of [
+        ["tget", () => client.experimental.tasks.getTask(id)],
+        ["tresult", () => client.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 30000 })],
+        ["tcancel", () => client.experimental.tasks.cancelTask(id)],
+      ]) {
+        try {
+          res[k] = { result: await f() };
+        } catch (err) {
+          res[k] = fields(err);
+        }
+      }
+      out({ step, ...res });
     } else {
       throw new Error("unknown step " + step);
     }
