@@ -16,7 +16,7 @@ func TestValidateListsTheBackendsOfEachKind(t *testing.T) {
 	}{
 		{func(c *fathom.Config) { c.Journal = "sqlite" }, `unknown journal "sqlite" (want bolt, memory, postgres)`},
 		{func(c *fathom.Config) { c.LLM.API = "gemini" }, `unknown LLM API "gemini" (want anthropic or openai)`},
-		{func(c *fathom.Config) { c.Memory.Embedder = "word2vec" }, `memory: unknown embedder "word2vec" (want hash, openai)`},
+		{func(c *fathom.Config) { c.Memory.Embedder = "word2vec" }, `memory: unknown embedder "word2vec" (want glove, hash, openai)`},
 		{func(c *fathom.Config) { c.Memory.VectorStore = "faiss" }, `memory: unknown vector store "faiss" (want memory, pgvector)`},
 		{func(c *fathom.Config) { c.Artifacts.Name = "nfs" }, `unknown artifact store "nfs" (want filesystem, s3)`},
 	} {

@@ -102,7 +102,10 @@ func TestSessionsPlacedOnNewestFormatAcrossNodes(t *testing.T) {
 // lowest-version gate): starting a session answers unavailable, saying why, and stores
 // nothing. Once the older member has left (upgraded), the same start succeeds.
 func TestFormatGateAcrossNodes(t *testing.T) {
-	current, older := mixedCluster(t, buildinfo.Format-1)
+	// A member of the format before the one that introduced session_started: every
+	// session's first event is newer than it reads.
+	lowest := persistence.EventFormat("session_started") - 1
+	current, older := mixedCluster(t, lowest)
 	const id = "gated"
 	start := func(via *Node) error {
 		_, err := via.Session(id).Start(&messages.StartRequest{CommandId: "start", Goal: "Write a haiku about the sea"}, cluster.WithTimeout(time.Minute))
@@ -110,7 +113,7 @@ func TestFormatGateAcrossNodes(t *testing.T) {
 	}
 	err := start(older)
 	if !sessiongrain.IsUnavailable(err) || !strings.Contains(err.Error(), "every member is upgraded") {
-		t.Fatalf("start while a member reads only format %d = %v; want unavailable, naming the upgrade", buildinfo.Format-1, err)
+		t.Fatalf("start while a member reads only format %d = %v; want unavailable, naming the upgrade", lowest, err)
 	}
 	last, err := current.Journal().LastSeq(context.Background(), id)
 	if err != nil || last != 0 {
