@@ -46,6 +46,12 @@ type bpeRanks struct {
 	// longSeen is shortSeen for the tokens of 8 bytes or more, keyed by longKey: most
 	// long merge candidates are no token, told without hashing the string for the map.
 	longSeen *[1 << (shortSeenBits - 6)]uint64
+	// prefix3 has the bit prefix3Bit(s) set for the first three bytes of every token
+	// of three bytes or more whose first three bytes are ASCII: a merge candidate whose
+	// bit is clear is no token. Exact, unhashed and laid out by the candidate's bytes
+	// (256 KiB, of which text of a small alphabet touches a few KiB), it answers most
+	// lookups of text without words (base64, hex) from the core's cache.
+	prefix3 *[1 << 15]uint64
 	// ids reports whether every rank is below 1<<18 and every byte a token, which the
 	// long merge needs (it keys pairs by rank in 32 bits and caches pair ranks keyed by
 	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
@@ -56,7 +62,7 @@ type bpeRanks struct {
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
 	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true,
-		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64), longSeen: new([1 << (shortSeenBits - 6)]uint64)}
+		short: map[uint64]int32{}, prefix3: new([1 << 15]uint64), shortSeen: new([1 << (shortSeenBits - 6)]uint64), longSeen: new([1 << (shortSeenBits - 6)]uint64)}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
@@ -69,6 +75,10 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.byteRank[tok[0]] = int32(rank)
 		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+		if len(tok) >= 3 && tok[0]|tok[1]|tok[2] < 0x80 {
+			b := prefix3Bit(tok)
+			r.prefix3[b>>6] |= 1 << (b & 63)
 		}
 		if len(tok) >= 8 {
 			b := shortBit(longKey(tok))
@@ -133,8 +143,16 @@ func (r *bpeRanks) tinySlot(k uint64) uint64 {
 	return (k * 0x9E3779B97F4A7C15) >> (64 - bits.Len(uint(len(r.tiny)-1)))
 }
 
+// prefix3Bit is the bit of bpeRanks.prefix3 of s, whose first three bytes are ASCII.
+func prefix3Bit(s string) uint { return uint(s[0])<<14 | uint(s[1])<<7 | uint(s[2]) }
+
 // rank returns the rank of the token of bytes s, or noRank.
 func (r *bpeRanks) rank(s string) int32 {
+	if len(s) >= 3 && s[0]|s[1]|s[2] < 0x80 {
+		if b := prefix3Bit(s); r.prefix3[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
+	}
 	switch len(s) {
 	case 2:
 		return r.pair[int(s[0])<<8|int(s[1])]
@@ -234,53 +252,76 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 		n, _, ok := bpeCountHeap(done, piece, ranks)
 		return n, ok
 	}
-	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
-	// parts k and k+1, or noRank.
-	// (Byte-sized bounds, and buffers sized for the usual short piece: Go zeroes them on
-	// every call.)
-	var bounds []uint8
-	var pr []int32
-	if len(piece) <= 16 {
-		var boundsBuf [17]uint8
-		var prBuf [16]int32
-		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
-	} else {
-		var boundsBuf [smallPiece + 1]uint8
-		var prBuf [smallPiece]int32
-		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	// Buffers of three sizes (Go zeroes them on every call), scanned whole.
+	switch {
+	case len(piece) <= 8:
+		var key [8]uint64
+		var next, prev [8]uint8
+		return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
+	case len(piece) <= 16:
+		var key [16]uint64
+		var next, prev [16]uint8
+		return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
 	}
-	for i := range bounds {
-		bounds[i] = uint8(i)
-	}
-	for k := range pr {
-		pr[k] = ranks.pair[int(piece[k])<<8|int(piece[k+1])]
-	}
-	pairRank := func(k int) int32 {
-		if k+2 >= len(bounds) || len(bounds) == 3 {
-			return noRank // no part after k+1, or the pair is the whole piece: no token
+	var key [smallPiece]uint64
+	var next, prev [smallPiece]uint8
+	return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
+}
+
+// noPairKey is the rank part of a key of mergeShort without a pair: above every rank.
+const noPairKey = uint64(^uint32(0)) << 8
+
+// mergeShort returns the number of parts byte-pair encoding leaves of piece (4 to
+// smallPiece bytes, no token), merging by rescanning with buffers key, next and prev of
+// at least len(piece) entries. Part k starts at byte k while it is alive; next[k] is the
+// start of the part after it (len(piece) for the last), prev[k] the start of the one
+// before it, and key[k] the rank of merging it with the next part, shifted left by 8 and
+// or-ed with k (noPairKey|k if none, or once merged away): the least key is the pair to
+// merge, the leftmost on a tie. The parts stay where they are (no copying), and every
+// merge scans the whole of key, a fixed number of entries, without a branch on the
+// ranks: on text such as base64 a branch per comparison, or on the piece's length, is
+// mispredicted at random.
+func mergeShort(piece string, ranks *bpeRanks, key []uint64, next, prev []uint8) int {
+	m := len(piece)
+	pair := ranks.pair
+	for k := range key {
+		r := uint64(uint32(pair[int(piece[min(k, m-1)])<<8|int(piece[min(k+1, m-1)])])) << 8
+		if k+1 >= m {
+			r = noPairKey
 		}
-		return ranks.rank(piece[bounds[k]:bounds[k+2]])
+		key[k] = r | uint64(k)
+		next[k], prev[k] = uint8(k+1), uint8(k-1)
 	}
-	for len(pr) > 0 {
-		at := -1
-		for k, r := range pr {
-			if r != noRank && (at < 0 || r < pr[at]) {
-				at = k
+	for parts := m; ; parts-- {
+		best := key[0]
+		for _, x := range key[1:] {
+			d := best - x // min without a branch (keys are below 1<<63)
+			best = x + d&uint64(int64(d)>>63)
+		}
+		if best >= noPairKey {
+			return parts
+		}
+		at := int(best & 0xff)
+		j := int(next[at])
+		k := int(next[j])
+		next[at], key[j] = uint8(k), noPairKey|uint64(j)
+		r := noPairKey
+		if k < m {
+			prev[k] = uint8(at)
+			if e := int(next[k]); at > 0 || e < m { // else the pair is the whole piece: no token
+				r = uint64(uint32(ranks.rank(piece[at:e]))) << 8
 			}
 		}
-		if at < 0 {
-			break
-		}
-		bounds = append(bounds[:at+1], bounds[at+2:]...)
-		pr = append(pr[:at], pr[at+1:]...)
-		if at < len(pr) {
-			pr[at] = pairRank(at)
-		}
+		key[at] = r | uint64(at)
 		if at > 0 {
-			pr[at-1] = pairRank(at - 1)
+			p := int(prev[at])
+			r := noPairKey
+			if p > 0 || k < m {
+				r = uint64(uint32(ranks.rank(piece[p:k]))) << 8
+			}
+			key[p] = r | uint64(p)
 		}
 	}
-	return len(bounds) - 1, true
 }
 
 // bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
@@ -319,8 +360,8 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		// Count the parts ending at or before cut (at least one), stopping at the first
 		// that ends after it.
 		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
-		for i := int32(0); ; i = b.next[i] {
-			e := b.next[i]
+		for i := int32(0); ; i = b.parts[i].next {
+			e := b.parts[i].next
 			if e > cut && n > 0 {
 				break
 			}
@@ -353,19 +394,17 @@ const pairCacheBits = 12
 // its buckets and tree, a cache of the ranks of pairs of tokens and the last window
 // counted.
 type mergeBuf struct {
-	// Part i of the window starts at byte i while it is alive; next[i] is the start of
-	// the part after it (the window's length for the last), prev[i] the start of the part
-	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
-	// tree (merge, treeInner).
-	next, prev, tok [mergeWindow]int32
-	tree            [treeInner + mergeWindow]uint32
-	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
-	// none); head[r] is one more than the index in lv of the bucket of rank r (0: none;
+	// Part i of the window starts at byte i while it is alive (part, kept together: a
+	// merge reads and writes the fields of three neighbouring parts). tree is the pairs'
+	// tournament tree (merge, treeInner).
+	parts [mergeWindow]part
+	tree  [treeInner + mergeWindow]uint32
+	// The buckets of mergeLevels: head[r] is one more than the index in lv of the bucket
+	// of rank r (0: none;
 	// all 0 between windows); init holds the starts of a window's first pairs, grouped
 	// by rank; ents the pairs made since, as lists (a part's start and one more than the
 	// index of the next entry, 0 at the end); levels is the heap of the ranks of the
 	// buckets not yet merged; order a bucket's starts, sorted.
-	key    [mergeWindow]int32
 	head   *[1 << 18]int32
 	ents   [2 * mergeWindow][2]int32
 	levels []int32
@@ -382,6 +421,12 @@ type mergeBuf struct {
 	last               [mergeWindow]byte
 	lastParts, lastLen int
 }
+
+// part is a part of a window being merged: next is the start of the part after it (the
+// window's length for the last), prev the start of the part before it (-1 for the
+// first), tok the rank of the part's own bytes, and key (mergeLevels) the rank of the
+// pair it starts (noRank if none).
+type part struct{ next, prev, tok, key int32 }
 
 var mergeBufs = sync.Pool{New: func() any {
 	return &mergeBuf{head: new([1 << 18]int32),
@@ -422,12 +467,12 @@ func fillPair(ranks *bpeRanks, slot *uint64, tag uint64, s string) int32 {
 // log4(mergeWindow) levels without branches on the keys.
 func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	n := int32(len(w))
-	next, prev, tok := b.next[:n], b.prev[:n], b.tok[:n]
+	ps := b.parts[:n]
 	t := &b.tree
 	leaves := t[treeInner:]
 	for i := range n {
-		next[i], prev[i] = i+1, i-1
-		tok[i] = ranks.byteRank[w[i]]
+		ps[i].next, ps[i].prev = i+1, i-1
+		ps[i].tok = ranks.byteRank[w[i]]
 		leaves[i] = noKey
 		if i+1 < n {
 			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
@@ -454,27 +499,27 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	lookups := int(n)
 	for t[0] < noPair {
 		i := int32(t[0] & (1<<12 - 1))
-		j := next[i]
-		k := next[j]
-		next[i], tok[i] = k, int32(t[0]>>12)
+		j := ps[i].next
+		k := ps[j].next
+		ps[i].next, ps[i].tok = k, int32(t[0]>>12)
 		merges++
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
-			prev[k] = i
+			ps[k].prev = i
 			// The rank of the pair (i, k), through the pair cache (written out: a call
 			// costs more than the lookup).
-			tag := pairTag(tok[i], tok[k])
+			tag := pairTag(ps[i].tok, ps[k].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			r := int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
-				r = fillPair(ranks, slot, tag, w[i:next[k]])
+				r = fillPair(ranks, slot, tag, w[i:ps[k].next])
 			}
 			leaves[i] = treeKey(r, i)
 			lookups++
 		}
-		p := prev[i]
+		p := ps[i].prev
 		if p >= 0 {
-			tag := pairTag(tok[p], tok[i])
+			tag := pairTag(ps[p].tok, ps[i].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			r := int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
@@ -551,26 +596,24 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 // rank lookups and merges to work.
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
-	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]
+	ps := b.parts[:n]
 	head, init, ents := b.head, b.init[:n], &b.ents
 	lv := b.lv[:0]
 	b.levels = b.levels[:0]
 	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
 	// holds one more than the rank's index in lv.
-	for i := range n {
-		next[i], prev[i] = i+1, i-1
-		tok[i] = ranks.byteRank[w[i]]
-		key[i] = noRank
-		if i+1 < n {
-			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
-				key[i] = r
-				if head[r] == 0 {
-					lv = append(lv, level{rank: r})
-				}
-				head[r]++
+	pair, byteRank := ranks.pair, &ranks.byteRank
+	for i := range n - 1 {
+		r := pair[int(w[i])<<8|int(w[i+1])]
+		ps[i] = part{next: i + 1, prev: i - 1, tok: byteRank[w[i]], key: r}
+		if r != noRank {
+			if head[r] == 0 {
+				lv = append(lv, level{rank: r})
 			}
+			head[r]++
 		}
 	}
+	ps[n-1] = part{next: n, prev: n - 2, tok: byteRank[w[n-1]], key: noRank}
 	at := int32(0)
 	for x := range lv {
 		l := &lv[x]
@@ -580,7 +623,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 		b.pushLevel(l.rank)
 	}
 	for i := range n - 1 {
-		if r := key[i]; r != noRank {
+		if r := ps[i].key; r != noRank {
 			l := &lv[head[r]-1]
 			init[l.end] = i
 			l.end++
@@ -602,22 +645,22 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 			order, b.order = o, o
 		}
 		for _, i := range order {
-			if key[i] != r {
+			if ps[i].key != r {
 				continue // merged away, or its pair changed since
 			}
-			j := next[i]
-			k := next[j]
-			next[i], tok[i], key[i], key[j] = k, r, noRank, noRank
+			j := ps[i].next
+			k := ps[j].next
+			ps[i].next, ps[i].tok, ps[i].key, ps[j].key = k, r, noRank, noRank
 			merges++
 			// The pairs (i, k) and (p, i), through the pair cache, each added to the
 			// bucket of its rank (written out: calls cost more than the rest).
 			if k < n {
-				prev[k] = i
-				tag := pairTag(r, tok[k])
+				ps[k].prev = i
+				tag := pairTag(r, ps[k].tok)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
 				if *slot>>20 != tag {
-					nr = fillPair(ranks, slot, tag, w[i:next[k]])
+					nr = fillPair(ranks, slot, tag, w[i:ps[k].next])
 				}
 				lookups++
 				if nr != noRank {
@@ -626,7 +669,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 						b.drop()
 						return merges, false
 					}
-					key[i] = nr
+					ps[i].key = nr
 					h := head[nr]
 					if h == 0 {
 						lv = append(lv, level{rank: nr})
@@ -639,15 +682,15 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 					lv[h-1].list = ne
 				}
 			}
-			if p := prev[i]; p >= 0 {
-				tag := pairTag(tok[p], r)
+			if p := ps[i].prev; p >= 0 {
+				tag := pairTag(ps[p].tok, r)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
 				if *slot>>20 != tag {
 					nr = fillPair(ranks, slot, tag, w[p:k])
 				}
 				lookups++
-				key[p] = nr
+				ps[p].key = nr
 				if nr != noRank {
 					if nr <= r {
 						b.lv = lv
