@@ -596,53 +596,17 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 // rank lookups and merges to work.
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
-	ps := b.parts[:n]
-	head, init, ents := b.head, b.init[:n], &b.ents
-	lv := b.lv[:0]
-	b.levels = b.levels[:0]
-	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
-	// holds one more than the rank's index in lv.
-	pair, byteRank := ranks.pair, &ranks.byteRank
-	for i := range n - 1 {
-		r := pair[int(w[i])<<8|int(w[i+1])]
-		ps[i] = part{next: i + 1, prev: i - 1, tok: byteRank[w[i]], key: r}
-		if r != noRank {
-			if head[r] == 0 {
-				lv = append(lv, level{rank: r})
-			}
-			head[r]++
-		}
-	}
-	ps[n-1] = part{next: n, prev: n - 2, tok: byteRank[w[n-1]], key: noRank}
-	at := int32(0)
-	for x := range lv {
-		l := &lv[x]
-		l.beg, l.end = at, at
-		at += head[l.rank]
-		head[l.rank] = int32(x + 1)
-		b.pushLevel(l.rank)
-	}
-	for i := range n - 1 {
-		if r := ps[i].key; r != noRank {
-			l := &lv[head[r]-1]
-			init[l.end] = i
-			l.end++
-		}
-	}
+	b.initLevels(w, ranks)
+	ps, head, init, ents := b.parts[:n], b.head, b.init[:n], &b.ents
 	// ne is the number of entries of ents in use: at most two per merge.
 	lookups, ne := int(n), int32(0)
 	for len(b.levels) > 0 {
 		r := b.popLevel()
-		l := lv[head[r]-1]
+		l := b.lv[head[r]-1]
 		head[r] = 0
 		order := init[l.beg:l.end]
 		if l.list != 0 {
-			o := append(b.order[:0], order...)
-			for e := l.list; e != 0; e = ents[e-1][1] {
-				o = append(o, ents[e-1][0])
-			}
-			slices.Sort(o)
-			order, b.order = o, o
+			order = b.sortLevel(order, l.list)
 		}
 		for _, i := range order {
 			if ps[i].key != r {
@@ -665,21 +629,17 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 				lookups++
 				if nr != noRank {
 					if nr <= r {
-						b.lv = lv
 						b.drop()
 						return merges, false
 					}
 					ps[i].key = nr
 					h := head[nr]
 					if h == 0 {
-						lv = append(lv, level{rank: nr})
-						h = int32(len(lv))
-						head[nr] = h
-						b.pushLevel(nr)
+						h = b.addLevel(nr)
 					}
-					ents[ne] = [2]int32{i, lv[h-1].list}
+					ents[ne] = [2]int32{i, b.lv[h-1].list}
 					ne++
-					lv[h-1].list = ne
+					b.lv[h-1].list = ne
 				}
 			}
 			if p := ps[i].prev; p >= 0 {
@@ -693,27 +653,88 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 				ps[p].key = nr
 				if nr != noRank {
 					if nr <= r {
-						b.lv = lv
 						b.drop()
 						return merges, false
 					}
 					h := head[nr]
 					if h == 0 {
-						lv = append(lv, level{rank: nr})
-						h = int32(len(lv))
-						head[nr] = h
-						b.pushLevel(nr)
+						h = b.addLevel(nr)
 					}
-					ents[ne] = [2]int32{p, lv[h-1].list}
+					ents[ne] = [2]int32{p, b.lv[h-1].list}
 					ne++
-					lv[h-1].list = ne
+					b.lv[h-1].list = ne
 				}
 			}
 		}
 	}
-	b.lv = lv
 	*work += lookups + merges
 	return merges, true
+}
+
+// initLevels readies window w for mergeLevels: its parts (one a byte), their pairs'
+// ranks (key), and the starts of the pairs grouped by rank in init, ascending in each
+// group (a counting sort: head[r] counts them, then holds one more than the rank's index
+// in lv), each rank in the heap. A function of its own: the merge's loop is too large for
+// the compiler to keep this one's variables in registers.
+func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
+	n := len(w)
+	ps, head, init := b.parts[:n], b.head, &b.init
+	lv := b.lv[:0]
+	b.levels = b.levels[:0]
+	pair, byteRank := ranks.pair, &ranks.byteRank
+	c := w[0]
+	for i := 0; i < n-1; i++ {
+		d := w[i+1]
+		r := pair[uint16(c)<<8|uint16(d)]
+		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[c], key: r}
+		c = d
+		if r != noRank {
+			h := &head[r&(1<<18-1)] // ranks are below 1<<18 (bpeRanks.ids)
+			if *h == 0 {
+				lv = append(lv, level{rank: r})
+			}
+			*h++
+		}
+	}
+	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[c], key: noRank}
+	at := int32(0)
+	for x := range lv {
+		l := &lv[x]
+		l.beg, l.end = at, at
+		at += head[l.rank]
+		head[l.rank] = int32(x + 1)
+		b.pushLevel(l.rank)
+	}
+	for i := range ps[:n-1] {
+		if r := ps[i].key; r != noRank {
+			l := &lv[head[r&(1<<18-1)]-1]
+			init[l.end&(mergeWindow-1)] = int32(i)
+			l.end++
+		}
+	}
+	b.lv = lv
+}
+
+// sortLevel returns the starts of a bucket's pairs in order: its first pairs (first,
+// ascending) and those of its list (one more than the index in ents of the list's first
+// entry).
+func (b *mergeBuf) sortLevel(first []int32, list int32) []int32 {
+	o := append(b.order[:0], first...)
+	for e := list; e != 0; e = b.ents[e-1][1] {
+		o = append(o, b.ents[e-1][0])
+	}
+	slices.Sort(o)
+	b.order = o
+	return o
+}
+
+// addLevel adds an empty bucket of rank r and returns one more than its index in lv.
+func (b *mergeBuf) addLevel(r int32) int32 {
+	b.lv = append(b.lv, level{rank: r})
+	h := int32(len(b.lv))
+	b.head[r] = h
+	b.pushLevel(r)
+	return h
 }
 
 // level is a bucket of mergeLevels: the starts init[beg:end] of the first pairs of its
