@@ -11,11 +11,12 @@ import (
 // pair on a tie) until no adjacent pair is a token. Done by rescanning every pair after
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
-// Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones rank by rank (buckets of pairs, mergeLevels) or by a
-// priority queue over the adjacent pairs (merge), merging in exactly the same order, in
-// windows of bounded length (bpeCountHeap): O(n log mergeWindow) at worst, exact for
-// pieces up to mergeWindow bytes.
+// Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
+// fastest for them: in place, without branches on the ranks, which on text without words
+// (base64) would be mispredicted at random. Longer ones are merged rank by rank (buckets
+// of pairs, mergeLevels) or by a priority queue over the adjacent pairs (merge), in
+// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
+// mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -255,9 +256,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	// Buffers of three sizes (Go zeroes them on every call), scanned whole.
 	switch {
 	case len(piece) <= 8:
-		var key [8]uint64
-		var next, prev [8]uint8
-		return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
+		return mergeShort8(piece, ranks), true
 	case len(piece) <= 16:
 		var key [16]uint64
 		var next, prev [16]uint8
@@ -266,6 +265,56 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	var key [smallPiece]uint64
 	var next, prev [smallPiece]uint8
 	return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
+}
+
+// mergeShort8 is mergeShort for a piece of at most 8 bytes, its buffers local arrays and
+// its scan for the least key a tree of seven minimums.
+func mergeShort8(piece string, ranks *bpeRanks) int {
+	m := len(piece)
+	var key [8]uint64
+	var next, prev [8]uint8
+	pair := ranks.pair
+	for k := range 7 {
+		r := uint64(uint32(pair[uint16(piece[min(k, m-1)])<<8|uint16(piece[min(k+1, m-1)])])) << 8
+		if k+1 >= m {
+			r = noPairKey
+		}
+		key[k] = r | uint64(k)
+		next[k], prev[k] = uint8(k+1), uint8(k-1)
+	}
+	next[7] = 8
+	for parts := m; ; parts-- {
+		best := minKey(minKey(minKey(key[0], key[1]), minKey(key[2], key[3])), minKey(minKey(key[4], key[5]), key[6]))
+		if best >= noPairKey {
+			return parts
+		}
+		at := best & 7
+		j := next[at] & 7
+		k := int(next[j])
+		next[at], key[j] = uint8(k), noPairKey|uint64(j)
+		r := noPairKey
+		if k < m {
+			prev[k&7] = uint8(at)
+			if e := int(next[k&7]); at > 0 || e < m { // else the pair is the whole piece: no token
+				r = uint64(uint32(ranks.rank(piece[at:e]))) << 8
+			}
+		}
+		key[at] = r | at
+		if at > 0 {
+			p := prev[at] & 7
+			r := noPairKey
+			if p > 0 || k < m {
+				r = uint64(uint32(ranks.rank(piece[p:k]))) << 8
+			}
+			key[p] = r | uint64(p)
+		}
+	}
+}
+
+// minKey is the lesser of keys a and b (below 1<<63), found without a branch.
+func minKey(a, b uint64) uint64 {
+	d := a - b
+	return b + d&uint64(int64(d)>>63)
 }
 
 // noPairKey is the rank part of a key of mergeShort without a pair: above every rank.
@@ -295,8 +344,7 @@ func mergeShort(piece string, ranks *bpeRanks, key []uint64, next, prev []uint8)
 	for parts := m; ; parts-- {
 		best := key[0]
 		for _, x := range key[1:] {
-			d := best - x // min without a branch (keys are below 1<<63)
-			best = x + d&uint64(int64(d)>>63)
+			best = minKey(best, x)
 		}
 		if best >= noPairKey {
 			return parts
@@ -399,12 +447,15 @@ type mergeBuf struct {
 	// tournament tree (merge, treeInner).
 	parts [mergeWindow]part
 	tree  [treeInner + mergeWindow]uint32
-	// The buckets of mergeLevels: head[r] is one more than the index in lv of the bucket
-	// of rank r (0: none;
+	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
+	// none: apart from parts, so that the scans of the buckets, which read it at every
+	// entry, stay in the core's cache); head[r] is one more than the index in lv of the
+	// bucket of rank r (0: none;
 	// all 0 between windows); init holds the starts of a window's first pairs, grouped
 	// by rank; ents the pairs made since, as lists (a part's start and one more than the
 	// index of the next entry, 0 at the end); levels is the heap of the ranks of the
 	// buckets not yet merged; order a bucket's starts, sorted.
+	key    [mergeWindow]int32
 	head   *[1 << 18]int32
 	ents   [2 * mergeWindow][2]int32
 	levels []int32
@@ -424,9 +475,8 @@ type mergeBuf struct {
 
 // part is a part of a window being merged: next is the start of the part after it (the
 // window's length for the last), prev the start of the part before it (-1 for the
-// first), tok the rank of the part's own bytes, and key (mergeLevels) the rank of the
-// pair it starts (noRank if none).
-type part struct{ next, prev, tok, key int32 }
+// first), tok the rank of the part's own bytes.
+type part struct{ next, prev, tok int32 }
 
 var mergeBufs = sync.Pool{New: func() any {
 	return &mergeBuf{head: new([1 << 18]int32),
@@ -597,7 +647,7 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
 	b.initLevels(w, ranks)
-	ps, head, init, ents := b.parts[:n], b.head, b.init[:n], &b.ents
+	ps, key, head, init, ents := b.parts[:n], b.key[:n], b.head, b.init[:n], &b.ents
 	// ne is the number of entries of ents in use: at most two per merge.
 	lookups, ne := int(n), int32(0)
 	for len(b.levels) > 0 {
@@ -609,12 +659,12 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 			order = b.sortLevel(order, l.list)
 		}
 		for _, i := range order {
-			if ps[i].key != r {
+			if key[i] != r {
 				continue // merged away, or its pair changed since
 			}
 			j := ps[i].next
 			k := ps[j].next
-			ps[i].next, ps[i].tok, ps[i].key, ps[j].key = k, r, noRank, noRank
+			ps[i].next, ps[i].tok, key[i], key[j] = k, r, noRank, noRank
 			merges++
 			// The pairs (i, k) and (p, i), through the pair cache, each added to the
 			// bucket of its rank (written out: calls cost more than the rest).
@@ -632,7 +682,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 						b.drop()
 						return merges, false
 					}
-					ps[i].key = nr
+					key[i] = nr
 					h := head[nr]
 					if h == 0 {
 						h = b.addLevel(nr)
@@ -650,7 +700,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 					nr = fillPair(ranks, slot, tag, w[p:k])
 				}
 				lookups++
-				ps[p].key = nr
+				key[p] = nr
 				if nr != noRank {
 					if nr <= r {
 						b.drop()
@@ -678,7 +728,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 // the compiler to keep this one's variables in registers.
 func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 	n := len(w)
-	ps, head, init := b.parts[:n], b.head, &b.init
+	ps, key, head, init := b.parts[:n], b.key[:n], b.head, &b.init
 	lv := b.lv[:0]
 	b.levels = b.levels[:0]
 	pair, byteRank := ranks.pair, &ranks.byteRank
@@ -686,7 +736,8 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 	for i := 0; i < n-1; i++ {
 		d := w[i+1]
 		r := pair[uint16(c)<<8|uint16(d)]
-		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[c], key: r}
+		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[c]}
+		key[i] = r
 		c = d
 		if r != noRank {
 			h := &head[r&(1<<18-1)] // ranks are below 1<<18 (bpeRanks.ids)
@@ -696,7 +747,8 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 			*h++
 		}
 	}
-	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[c], key: noRank}
+	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[c]}
+	key[n-1] = noRank
 	at := int32(0)
 	for x := range lv {
 		l := &lv[x]
@@ -705,8 +757,8 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 		head[l.rank] = int32(x + 1)
 		b.pushLevel(l.rank)
 	}
-	for i := range ps[:n-1] {
-		if r := ps[i].key; r != noRank {
+	for i, r := range key[:n-1] {
+		if r != noRank {
 			l := &lv[head[r&(1<<18-1)]-1]
 			init[l.end&(mergeWindow-1)] = int32(i)
 			l.end++
