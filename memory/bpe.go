@@ -235,19 +235,15 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 			return 1, true
 		}
 		return 2, true
-	case 3:
-		// Not one token: two if either pair merges (what remains is the whole piece, no
-		// token), else three.
-		if ranks.rank(piece) != noRank {
-			return 1, true
-		}
-		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank || ranks.pair[int(piece[1])<<8|int(piece[2])] != noRank {
-			return 2, true
-		}
-		return 3, true
 	}
 	if ranks.rank(piece) != noRank {
 		return 1, true
+	}
+	if len(piece) == 3 {
+		// Not one token: two if either pair merges (what remains is the whole piece, no
+		// token), else three; both pairs noRank (-1) when the and of their ranks is.
+		x := ranks.pair[int(piece[0])<<8|int(piece[1])] & ranks.pair[int(piece[1])<<8|int(piece[2])]
+		return 2 + int(uint32(x)>>31), true
 	}
 	if len(piece) > smallPiece {
 		n, _, ok := bpeCountHeap(done, piece, ranks)
@@ -480,7 +476,7 @@ type part struct{ next, prev, tok int32 }
 
 var mergeBufs = sync.Pool{New: func() any {
 	return &mergeBuf{head: new([1 << 18]int32),
-		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, 256)}
+		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, mergeWindow)}
 }}
 
 // use readies the buffer for a merge under ranks.
@@ -732,22 +728,22 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 	lv := b.lv[:0]
 	b.levels = b.levels[:0]
 	pair, byteRank := ranks.pair, &ranks.byteRank
-	c := w[0]
 	for i := 0; i < n-1; i++ {
-		d := w[i+1]
-		r := pair[uint16(c)<<8|uint16(d)]
-		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[c]}
+		r := pair[uint16(w[i])<<8|uint16(w[i+1])]
+		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[w[i]]}
 		key[i] = r
-		c = d
 		if r != noRank {
 			h := &head[r&(1<<18-1)] // ranks are below 1<<18 (bpeRanks.ids)
 			if *h == 0 {
-				lv = append(lv, level{rank: r})
+				// No call in the loop (append's would spill its variables): lv has
+				// room for a bucket per pair.
+				lv = lv[:len(lv)+1]
+				lv[len(lv)-1] = level{rank: r}
 			}
 			*h++
 		}
 	}
-	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[c]}
+	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[w[n-1]]}
 	key[n-1] = noRank
 	at := int32(0)
 	for x := range lv {
