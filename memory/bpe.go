@@ -388,6 +388,10 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 	b := mergeBufs.Get().(*mergeBuf)
 	defer mergeBufs.Put(b)
 	b.use(ranks)
+	// The last window counted (not the final one): its start, the number of its parts
+	// counted and their length (0: none). Compared in place, not copied: most windows
+	// differ from the last at their first bytes.
+	lastStart, lastParts, lastLen := 0, 0, 0
 	for s := 0; s < len(piece); {
 		if stopped(done) {
 			return parts, work, false
@@ -396,8 +400,8 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		if s+len(w) == len(piece) {
 			return parts + len(w) - b.mergeOne(w, ranks, &work), work, true
 		}
-		if b.lastLen > 0 && string(b.last[:]) == w {
-			parts, s = parts+b.lastParts, s+b.lastLen
+		if lastLen > 0 && piece[lastStart:lastStart+len(w)] == w {
+			parts, s = parts+lastParts, s+lastLen
 			continue
 		}
 		b.mergeOne(w, ranks, &work)
@@ -411,8 +415,7 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 			}
 			n, end = n+1, int(e)
 		}
-		copy(b.last[:], w)
-		b.lastParts, b.lastLen = n, end
+		lastStart, lastParts, lastLen = s, n, end
 		parts, s = parts+n, s+end
 	}
 	return parts, work, true
@@ -435,8 +438,7 @@ const pairCacheBits = 12
 
 // mergeBuf is the working memory of one long piece's merge (~1.3 MiB, of which a few
 // KiB are touched per window: head is indexed by rank), reused: the arrays of one window,
-// its buckets and tree, a cache of the ranks of pairs of tokens and the last window
-// counted.
+// its buckets and tree, and a cache of the ranks of pairs of tokens.
 type mergeBuf struct {
 	// Part i of the window starts at byte i while it is alive (part, kept together: a
 	// merge reads and writes the fields of three neighbouring parts). tree is the pairs'
@@ -463,10 +465,6 @@ type mergeBuf struct {
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
 	owner *bpeRanks
 	pairs [1 << pairCacheBits]uint64
-	// last is the last window counted (not the final one of its piece), lastParts the
-	// number of parts counted of it and lastLen their length (0: none).
-	last               [mergeWindow]byte
-	lastParts, lastLen int
 }
 
 // part is a part of a window being merged: next is the start of the part after it (the
@@ -484,7 +482,6 @@ func (b *mergeBuf) use(ranks *bpeRanks) {
 	if b.owner != ranks {
 		b.owner = ranks
 		clear(b.pairs[:])
-		b.lastLen = 0
 	}
 }
 
