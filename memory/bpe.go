@@ -408,8 +408,8 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		// Count the parts ending at or before cut (at least one), stopping at the first
 		// that ends after it.
 		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
-		for i := int32(0); ; i = b.parts[i].next {
-			e := b.parts[i].next
+		for i := int32(0); ; i = int32(b.parts[i].next) {
+			e := int32(b.parts[i].next)
 			if e > cut && n > 0 {
 				break
 			}
@@ -469,8 +469,12 @@ type mergeBuf struct {
 
 // part is a part of a window being merged: next is the start of the part after it (the
 // window's length for the last), prev the start of the part before it (-1 for the
-// first), tok the rank of the part's own bytes.
-type part struct{ next, prev, tok int32 }
+// first), tok the rank of the part's own bytes. Eight bytes: a window's parts (32 KiB)
+// stay in a core's first-level cache with its pairs' ranks.
+type part struct {
+	tok        int32
+	next, prev int16
+}
 
 var mergeBufs = sync.Pool{New: func() any {
 	return &mergeBuf{head: new([1 << 18]int32),
@@ -514,7 +518,7 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	t := &b.tree
 	leaves := t[treeInner:]
 	for i := range n {
-		ps[i].next, ps[i].prev = i+1, i-1
+		ps[i].next, ps[i].prev = int16(i+1), int16(i-1)
 		ps[i].tok = ranks.byteRank[w[i]]
 		leaves[i] = noKey
 		if i+1 < n {
@@ -542,25 +546,25 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	lookups := int(n)
 	for t[0] < noPair {
 		i := int32(t[0] & (1<<12 - 1))
-		j := ps[i].next
-		k := ps[j].next
-		ps[i].next, ps[i].tok = k, int32(t[0]>>12)
+		j := int32(ps[i].next)
+		k := int32(ps[j].next)
+		ps[i].next, ps[i].tok = int16(k), int32(t[0]>>12)
 		merges++
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
-			ps[k].prev = i
+			ps[k].prev = int16(i)
 			// The rank of the pair (i, k), through the pair cache (written out: a call
 			// costs more than the lookup).
 			tag := pairTag(ps[i].tok, ps[k].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			r := int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
-				r = fillPair(ranks, slot, tag, w[i:ps[k].next])
+				r = fillPair(ranks, slot, tag, w[i:int32(ps[k].next)])
 			}
 			leaves[i] = treeKey(r, i)
 			lookups++
 		}
-		p := ps[i].prev
+		p := int32(ps[i].prev)
 		if p >= 0 {
 			tag := pairTag(ps[p].tok, ps[i].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
@@ -651,23 +655,33 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 		if l.list != 0 {
 			order = b.sortLevel(order, l.list)
 		}
+		// Drop the pairs merged away, or changed, since they were added (most of them
+		// where every pair is a token, as in DNA), without a branch on each: the loop
+		// below then mostly merges, its test rarely failing.
+		live := 0
 		for _, i := range order {
-			if key[i] != r {
-				continue // merged away, or its pair changed since
+			order[live] = i
+			if key[i] == r {
+				live++
 			}
-			j := ps[i].next
-			k := ps[j].next
-			ps[i].next, ps[i].tok, key[i], key[j] = k, r, noRank, noRank
+		}
+		for _, i := range order[:live] {
+			if key[i] != r {
+				continue // merged away by a merge of this rank to its left
+			}
+			j := int32(ps[i].next)
+			k := int32(ps[j].next)
+			ps[i].next, ps[i].tok, key[i], key[j] = int16(k), r, noRank, noRank
 			merges++
 			// The pairs (i, k) and (p, i), through the pair cache, each added to the
 			// bucket of its rank (written out: calls cost more than the rest).
 			if k < n {
-				ps[k].prev = i
+				ps[k].prev = int16(i)
 				tag := pairTag(r, ps[k].tok)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
 				if *slot>>20 != tag {
-					nr = fillPair(ranks, slot, tag, w[i:ps[k].next])
+					nr = fillPair(ranks, slot, tag, w[i:int32(ps[k].next)])
 				}
 				lookups++
 				if nr != noRank {
@@ -685,7 +699,7 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 					b.lv[h-1].list = ne
 				}
 			}
-			if p := ps[i].prev; p >= 0 {
+			if p := int32(ps[i].prev); p >= 0 {
 				tag := pairTag(ps[p].tok, r)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
@@ -727,7 +741,7 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 	pair, byteRank := ranks.pair, &ranks.byteRank
 	for i := 0; i < n-1; i++ {
 		r := pair[uint16(w[i])<<8|uint16(w[i+1])]
-		ps[i] = part{next: int32(i + 1), prev: int32(i - 1), tok: byteRank[w[i]]}
+		ps[i] = part{next: int16(i + 1), prev: int16(i - 1), tok: byteRank[w[i]]}
 		key[i] = r
 		if r != noRank {
 			h := &head[r&(1<<18-1)] // ranks are below 1<<18 (bpeRanks.ids)
@@ -740,7 +754,7 @@ func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
 			*h++
 		}
 	}
-	ps[n-1] = part{next: int32(n), prev: int32(n - 2), tok: byteRank[w[n-1]]}
+	ps[n-1] = part{next: int16(n), prev: int16(n - 2), tok: byteRank[w[n-1]]}
 	key[n-1] = noRank
 	at := int32(0)
 	for x := range lv {
