@@ -11,11 +11,12 @@ import (
 // pair on a tie) until no adjacent pair is a token. Done by rescanning every pair after
 // each merge (tiktoken-go's bytePairMerge) that costs time quadratic in the piece's length,
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
-// Short pieces (nearly all of them) are merged by the rescanning loop, which is the
-// fastest for them; longer ones rank by rank (buckets of pairs, mergeLevels) or by a
-// priority queue over the adjacent pairs (merge), merging in exactly the same order, in
-// windows of bounded length (bpeCountHeap): O(n log mergeWindow) at worst, exact for
-// pieces up to mergeWindow bytes.
+// Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
+// fastest for them: in place, without branches on the ranks, which on text without words
+// (base64) would be mispredicted at random. Longer ones are merged rank by rank (buckets
+// of pairs, mergeLevels) or by a priority queue over the adjacent pairs (merge), in
+// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
+// mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -46,6 +47,12 @@ type bpeRanks struct {
 	// longSeen is shortSeen for the tokens of 8 bytes or more, keyed by longKey: most
 	// long merge candidates are no token, told without hashing the string for the map.
 	longSeen *[1 << (shortSeenBits - 6)]uint64
+	// prefix3 has the bit prefix3Bit(s) set for the first three bytes of every token
+	// of three bytes or more whose first three bytes are ASCII: a merge candidate whose
+	// bit is clear is no token. Exact, unhashed and laid out by the candidate's bytes
+	// (256 KiB, of which text of a small alphabet touches a few KiB), it answers most
+	// lookups of text without words (base64, hex) from the core's cache.
+	prefix3 *[1 << 15]uint64
 	// ids reports whether every rank is below 1<<18 and every byte a token, which the
 	// long merge needs (it keys pairs by rank in 32 bits and caches pair ranks keyed by
 	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
@@ -56,7 +63,7 @@ type bpeRanks struct {
 // newBPERanks indexes ranks.
 func newBPERanks(ranks map[string]int) *bpeRanks {
 	r := &bpeRanks{m: ranks, pair: new([1 << 16]int32), ids: true,
-		short: map[uint64]int32{}, shortSeen: new([1 << (shortSeenBits - 6)]uint64), longSeen: new([1 << (shortSeenBits - 6)]uint64)}
+		short: map[uint64]int32{}, prefix3: new([1 << 15]uint64), shortSeen: new([1 << (shortSeenBits - 6)]uint64), longSeen: new([1 << (shortSeenBits - 6)]uint64)}
 	for i := range r.pair {
 		r.pair[i] = noRank
 	}
@@ -69,6 +76,10 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 			r.byteRank[tok[0]] = int32(rank)
 		case 2:
 			r.pair[int(tok[0])<<8|int(tok[1])] = int32(rank)
+		}
+		if len(tok) >= 3 && tok[0]|tok[1]|tok[2] < 0x80 {
+			b := prefix3Bit(tok)
+			r.prefix3[b>>6] |= 1 << (b & 63)
 		}
 		if len(tok) >= 8 {
 			b := shortBit(longKey(tok))
@@ -133,8 +144,16 @@ func (r *bpeRanks) tinySlot(k uint64) uint64 {
 	return (k * 0x9E3779B97F4A7C15) >> (64 - bits.Len(uint(len(r.tiny)-1)))
 }
 
+// prefix3Bit is the bit of bpeRanks.prefix3 of s, whose first three bytes are ASCII.
+func prefix3Bit(s string) uint { return uint(s[0])<<14 | uint(s[1])<<7 | uint(s[2]) }
+
 // rank returns the rank of the token of bytes s, or noRank.
 func (r *bpeRanks) rank(s string) int32 {
+	if len(s) >= 3 && s[0]|s[1]|s[2] < 0x80 {
+		if b := prefix3Bit(s); r.prefix3[b>>6]&(1<<(b&63)) == 0 {
+			return noRank
+		}
+	}
 	switch len(s) {
 	case 2:
 		return r.pair[int(s[0])<<8|int(s[1])]
@@ -216,71 +235,137 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 			return 1, true
 		}
 		return 2, true
-	case 3:
-		// Not one token: two if either pair merges (what remains is the whole piece, no
-		// token), else three.
-		if ranks.rank(piece) != noRank {
-			return 1, true
-		}
-		if ranks.pair[int(piece[0])<<8|int(piece[1])] != noRank || ranks.pair[int(piece[1])<<8|int(piece[2])] != noRank {
-			return 2, true
-		}
-		return 3, true
 	}
 	if ranks.rank(piece) != noRank {
 		return 1, true
+	}
+	if len(piece) == 3 {
+		// Not one token: two if either pair merges (what remains is the whole piece, no
+		// token), else three; both pairs noRank (-1) when the and of their ranks is.
+		x := ranks.pair[int(piece[0])<<8|int(piece[1])] & ranks.pair[int(piece[1])<<8|int(piece[2])]
+		return 2 + int(uint32(x)>>31), true
 	}
 	if len(piece) > smallPiece {
 		n, _, ok := bpeCountHeap(done, piece, ranks)
 		return n, ok
 	}
-	// Part k starts at bounds[k] and ends at bounds[k+1]; pr[k] is the rank of merging
-	// parts k and k+1, or noRank.
-	// (Byte-sized bounds, and buffers sized for the usual short piece: Go zeroes them on
-	// every call.)
-	var bounds []uint8
-	var pr []int32
-	if len(piece) <= 16 {
-		var boundsBuf [17]uint8
-		var prBuf [16]int32
-		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
-	} else {
-		var boundsBuf [smallPiece + 1]uint8
-		var prBuf [smallPiece]int32
-		bounds, pr = boundsBuf[:len(piece)+1], prBuf[:len(piece)-1]
+	// Buffers of three sizes (Go zeroes them on every call), scanned whole.
+	switch {
+	case len(piece) <= 8:
+		return mergeShort8(piece, ranks), true
+	case len(piece) <= 16:
+		var key [16]uint64
+		var next, prev [16]uint8
+		return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
 	}
-	for i := range bounds {
-		bounds[i] = uint8(i)
-	}
-	for k := range pr {
-		pr[k] = ranks.pair[int(piece[k])<<8|int(piece[k+1])]
-	}
-	pairRank := func(k int) int32 {
-		if k+2 >= len(bounds) || len(bounds) == 3 {
-			return noRank // no part after k+1, or the pair is the whole piece: no token
+	var key [smallPiece]uint64
+	var next, prev [smallPiece]uint8
+	return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
+}
+
+// mergeShort8 is mergeShort for a piece of at most 8 bytes, its buffers local arrays and
+// its scan for the least key a tree of seven minimums.
+func mergeShort8(piece string, ranks *bpeRanks) int {
+	m := len(piece)
+	var key [8]uint64
+	var next, prev [8]uint8
+	pair := ranks.pair
+	for k := range 7 {
+		r := uint64(uint32(pair[uint16(piece[min(k, m-1)])<<8|uint16(piece[min(k+1, m-1)])])) << 8
+		if k+1 >= m {
+			r = noPairKey
 		}
-		return ranks.rank(piece[bounds[k]:bounds[k+2]])
+		key[k] = r | uint64(k)
+		next[k], prev[k] = uint8(k+1), uint8(k-1)
 	}
-	for len(pr) > 0 {
-		at := -1
-		for k, r := range pr {
-			if r != noRank && (at < 0 || r < pr[at]) {
-				at = k
+	next[7] = 8
+	for parts := m; ; parts-- {
+		best := minKey(minKey(minKey(key[0], key[1]), minKey(key[2], key[3])), minKey(minKey(key[4], key[5]), key[6]))
+		if best >= noPairKey {
+			return parts
+		}
+		at := best & 7
+		j := next[at] & 7
+		k := int(next[j])
+		next[at], key[j] = uint8(k), noPairKey|uint64(j)
+		r := noPairKey
+		if k < m {
+			prev[k&7] = uint8(at)
+			if e := int(next[k&7]); at > 0 || e < m { // else the pair is the whole piece: no token
+				r = uint64(uint32(ranks.rank(piece[at:e]))) << 8
 			}
 		}
-		if at < 0 {
-			break
-		}
-		bounds = append(bounds[:at+1], bounds[at+2:]...)
-		pr = append(pr[:at], pr[at+1:]...)
-		if at < len(pr) {
-			pr[at] = pairRank(at)
-		}
+		key[at] = r | at
 		if at > 0 {
-			pr[at-1] = pairRank(at - 1)
+			p := prev[at] & 7
+			r := noPairKey
+			if p > 0 || k < m {
+				r = uint64(uint32(ranks.rank(piece[p:k]))) << 8
+			}
+			key[p] = r | uint64(p)
 		}
 	}
-	return len(bounds) - 1, true
+}
+
+// minKey is the lesser of keys a and b (below 1<<63), found without a branch.
+func minKey(a, b uint64) uint64 {
+	d := a - b
+	return b + d&uint64(int64(d)>>63)
+}
+
+// noPairKey is the rank part of a key of mergeShort without a pair: above every rank.
+const noPairKey = uint64(^uint32(0)) << 8
+
+// mergeShort returns the number of parts byte-pair encoding leaves of piece (4 to
+// smallPiece bytes, no token), merging by rescanning with buffers key, next and prev of
+// at least len(piece) entries. Part k starts at byte k while it is alive; next[k] is the
+// start of the part after it (len(piece) for the last), prev[k] the start of the one
+// before it, and key[k] the rank of merging it with the next part, shifted left by 8 and
+// or-ed with k (noPairKey|k if none, or once merged away): the least key is the pair to
+// merge, the leftmost on a tie. The parts stay where they are (no copying), and every
+// merge scans the whole of key, a fixed number of entries, without a branch on the
+// ranks: on text such as base64 a branch per comparison, or on the piece's length, is
+// mispredicted at random.
+func mergeShort(piece string, ranks *bpeRanks, key []uint64, next, prev []uint8) int {
+	m := len(piece)
+	pair := ranks.pair
+	for k := range key {
+		r := uint64(uint32(pair[int(piece[min(k, m-1)])<<8|int(piece[min(k+1, m-1)])])) << 8
+		if k+1 >= m {
+			r = noPairKey
+		}
+		key[k] = r | uint64(k)
+		next[k], prev[k] = uint8(k+1), uint8(k-1)
+	}
+	for parts := m; ; parts-- {
+		best := key[0]
+		for _, x := range key[1:] {
+			best = minKey(best, x)
+		}
+		if best >= noPairKey {
+			return parts
+		}
+		at := int(best & 0xff)
+		j := int(next[at])
+		k := int(next[j])
+		next[at], key[j] = uint8(k), noPairKey|uint64(j)
+		r := noPairKey
+		if k < m {
+			prev[k] = uint8(at)
+			if e := int(next[k]); at > 0 || e < m { // else the pair is the whole piece: no token
+				r = uint64(uint32(ranks.rank(piece[at:e]))) << 8
+			}
+		}
+		key[at] = r | uint64(at)
+		if at > 0 {
+			p := int(prev[at])
+			r := noPairKey
+			if p > 0 || k < m {
+				r = uint64(uint32(ranks.rank(piece[p:k]))) << 8
+			}
+			key[p] = r | uint64(p)
+		}
+	}
 }
 
 // bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
@@ -303,6 +388,10 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 	b := mergeBufs.Get().(*mergeBuf)
 	defer mergeBufs.Put(b)
 	b.use(ranks)
+	// The last window counted (not the final one): its start, the number of its parts
+	// counted and their length (0: none). Compared in place, not copied: most windows
+	// differ from the last at their first bytes.
+	lastStart, lastParts, lastLen := 0, 0, 0
 	for s := 0; s < len(piece); {
 		if stopped(done) {
 			return parts, work, false
@@ -311,23 +400,22 @@ func bpeCountHeap(done <-chan struct{}, piece string, ranks *bpeRanks) (parts, w
 		if s+len(w) == len(piece) {
 			return parts + len(w) - b.mergeOne(w, ranks, &work), work, true
 		}
-		if b.lastLen > 0 && string(b.last[:]) == w {
-			parts, s = parts+b.lastParts, s+b.lastLen
+		if lastLen > 0 && piece[lastStart:lastStart+len(w)] == w {
+			parts, s = parts+lastParts, s+lastLen
 			continue
 		}
 		b.mergeOne(w, ranks, &work)
 		// Count the parts ending at or before cut (at least one), stopping at the first
 		// that ends after it.
 		n, end, cut := 0, 0, int32(len(w)-mergeMargin)
-		for i := int32(0); ; i = b.next[i] {
-			e := b.next[i]
+		for i := int32(0); ; i = int32(b.parts[i].next) {
+			e := int32(b.parts[i].next)
 			if e > cut && n > 0 {
 				break
 			}
 			n, end = n+1, int(e)
 		}
-		copy(b.last[:], w)
-		b.lastParts, b.lastLen = n, end
+		lastStart, lastParts, lastLen = s, n, end
 		parts, s = parts+n, s+end
 	}
 	return parts, work, true
@@ -350,17 +438,17 @@ const pairCacheBits = 12
 
 // mergeBuf is the working memory of one long piece's merge (~1.3 MiB, of which a few
 // KiB are touched per window: head is indexed by rank), reused: the arrays of one window,
-// its buckets and tree, a cache of the ranks of pairs of tokens and the last window
-// counted.
+// its buckets and tree, and a cache of the ranks of pairs of tokens.
 type mergeBuf struct {
-	// Part i of the window starts at byte i while it is alive; next[i] is the start of
-	// the part after it (the window's length for the last), prev[i] the start of the part
-	// before it, tok[i] the rank of part i's own bytes. tree is the pairs' tournament
-	// tree (merge, treeInner).
-	next, prev, tok [mergeWindow]int32
-	tree            [treeInner + mergeWindow]uint32
+	// Part i of the window starts at byte i while it is alive (part, kept together: a
+	// merge reads and writes the fields of three neighbouring parts). tree is the pairs'
+	// tournament tree (merge, treeInner).
+	parts [mergeWindow]part
+	tree  [treeInner + mergeWindow]uint32
 	// The buckets of mergeLevels: key[i] is the rank of the pair at part i (noRank if
-	// none); head[r] is one more than the index in lv of the bucket of rank r (0: none;
+	// none: apart from parts, so that the scans of the buckets, which read it at every
+	// entry, stay in the core's cache); head[r] is one more than the index in lv of the
+	// bucket of rank r (0: none;
 	// all 0 between windows); init holds the starts of a window's first pairs, grouped
 	// by rank; ents the pairs made since, as lists (a part's start and one more than the
 	// index of the next entry, 0 at the end); levels is the heap of the ranks of the
@@ -377,15 +465,20 @@ type mergeBuf struct {
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
 	owner *bpeRanks
 	pairs [1 << pairCacheBits]uint64
-	// last is the last window counted (not the final one of its piece), lastParts the
-	// number of parts counted of it and lastLen their length (0: none).
-	last               [mergeWindow]byte
-	lastParts, lastLen int
+}
+
+// part is a part of a window being merged: next is the start of the part after it (the
+// window's length for the last), prev the start of the part before it (-1 for the
+// first), tok the rank of the part's own bytes. Eight bytes: a window's parts (32 KiB)
+// stay in a core's first-level cache with its pairs' ranks.
+type part struct {
+	tok        int32
+	next, prev int16
 }
 
 var mergeBufs = sync.Pool{New: func() any {
 	return &mergeBuf{head: new([1 << 18]int32),
-		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, 256)}
+		levels: make([]int32, 0, 256), order: make([]int32, 0, mergeWindow), lv: make([]level, 0, mergeWindow)}
 }}
 
 // use readies the buffer for a merge under ranks.
@@ -393,7 +486,6 @@ func (b *mergeBuf) use(ranks *bpeRanks) {
 	if b.owner != ranks {
 		b.owner = ranks
 		clear(b.pairs[:])
-		b.lastLen = 0
 	}
 }
 
@@ -422,12 +514,12 @@ func fillPair(ranks *bpeRanks, slot *uint64, tag uint64, s string) int32 {
 // log4(mergeWindow) levels without branches on the keys.
 func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	n := int32(len(w))
-	next, prev, tok := b.next[:n], b.prev[:n], b.tok[:n]
+	ps := b.parts[:n]
 	t := &b.tree
 	leaves := t[treeInner:]
 	for i := range n {
-		next[i], prev[i] = i+1, i-1
-		tok[i] = ranks.byteRank[w[i]]
+		ps[i].next, ps[i].prev = int16(i+1), int16(i-1)
+		ps[i].tok = ranks.byteRank[w[i]]
 		leaves[i] = noKey
 		if i+1 < n {
 			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
@@ -454,27 +546,27 @@ func (b *mergeBuf) merge(w string, ranks *bpeRanks, work *int) (merges int) {
 	lookups := int(n)
 	for t[0] < noPair {
 		i := int32(t[0] & (1<<12 - 1))
-		j := next[i]
-		k := next[j]
-		next[i], tok[i] = k, int32(t[0]>>12)
+		j := int32(ps[i].next)
+		k := int32(ps[j].next)
+		ps[i].next, ps[i].tok = int16(k), int32(t[0]>>12)
 		merges++
 		leaves[j], leaves[i] = noKey, noKey
 		if k < n {
-			prev[k] = i
+			ps[k].prev = int16(i)
 			// The rank of the pair (i, k), through the pair cache (written out: a call
 			// costs more than the lookup).
-			tag := pairTag(tok[i], tok[k])
+			tag := pairTag(ps[i].tok, ps[k].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			r := int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
-				r = fillPair(ranks, slot, tag, w[i:next[k]])
+				r = fillPair(ranks, slot, tag, w[i:int32(ps[k].next)])
 			}
 			leaves[i] = treeKey(r, i)
 			lookups++
 		}
-		p := prev[i]
+		p := int32(ps[i].prev)
 		if p >= 0 {
-			tag := pairTag(tok[p], tok[i])
+			tag := pairTag(ps[p].tok, ps[i].tok)
 			slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			r := int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
@@ -551,96 +643,64 @@ func (b *mergeBuf) mergeOne(w string, ranks *bpeRanks, work *int) int {
 // rank lookups and merges to work.
 func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int, ok bool) {
 	n := int32(len(w))
-	next, prev, tok, key := b.next[:n], b.prev[:n], b.tok[:n], b.key[:n]
-	head, init, ents := b.head, b.init[:n], &b.ents
-	lv := b.lv[:0]
-	b.levels = b.levels[:0]
-	// The first pairs, a counting sort of their starts by rank: head[r] counts them, then
-	// holds one more than the rank's index in lv.
-	for i := range n {
-		next[i], prev[i] = i+1, i-1
-		tok[i] = ranks.byteRank[w[i]]
-		key[i] = noRank
-		if i+1 < n {
-			if r := ranks.pair[int(w[i])<<8|int(w[i+1])]; r != noRank {
-				key[i] = r
-				if head[r] == 0 {
-					lv = append(lv, level{rank: r})
-				}
-				head[r]++
-			}
-		}
-	}
-	at := int32(0)
-	for x := range lv {
-		l := &lv[x]
-		l.beg, l.end = at, at
-		at += head[l.rank]
-		head[l.rank] = int32(x + 1)
-		b.pushLevel(l.rank)
-	}
-	for i := range n - 1 {
-		if r := key[i]; r != noRank {
-			l := &lv[head[r]-1]
-			init[l.end] = i
-			l.end++
-		}
-	}
+	b.initLevels(w, ranks)
+	ps, key, head, init, ents := b.parts[:n], b.key[:n], b.head, b.init[:n], &b.ents
 	// ne is the number of entries of ents in use: at most two per merge.
 	lookups, ne := int(n), int32(0)
 	for len(b.levels) > 0 {
 		r := b.popLevel()
-		l := lv[head[r]-1]
+		l := b.lv[head[r]-1]
 		head[r] = 0
 		order := init[l.beg:l.end]
 		if l.list != 0 {
-			o := append(b.order[:0], order...)
-			for e := l.list; e != 0; e = ents[e-1][1] {
-				o = append(o, ents[e-1][0])
-			}
-			slices.Sort(o)
-			order, b.order = o, o
+			order = b.sortLevel(order, l.list)
 		}
+		// Drop the pairs merged away, or changed, since they were added (most of them
+		// where every pair is a token, as in DNA), without a branch on each: the loop
+		// below then mostly merges, its test rarely failing.
+		live := 0
 		for _, i := range order {
-			if key[i] != r {
-				continue // merged away, or its pair changed since
+			order[live] = i
+			if key[i] == r {
+				live++
 			}
-			j := next[i]
-			k := next[j]
-			next[i], tok[i], key[i], key[j] = k, r, noRank, noRank
+		}
+		for _, i := range order[:live] {
+			if key[i] != r {
+				continue // merged away by a merge of this rank to its left
+			}
+			j := int32(ps[i].next)
+			k := int32(ps[j].next)
+			ps[i].next, ps[i].tok, key[i], key[j] = int16(k), r, noRank, noRank
 			merges++
 			// The pairs (i, k) and (p, i), through the pair cache, each added to the
 			// bucket of its rank (written out: calls cost more than the rest).
 			if k < n {
-				prev[k] = i
-				tag := pairTag(r, tok[k])
+				ps[k].prev = int16(i)
+				tag := pairTag(r, ps[k].tok)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
 				if *slot>>20 != tag {
-					nr = fillPair(ranks, slot, tag, w[i:next[k]])
+					nr = fillPair(ranks, slot, tag, w[i:int32(ps[k].next)])
 				}
 				lookups++
 				if nr != noRank {
 					if nr <= r {
-						b.lv = lv
 						b.drop()
 						return merges, false
 					}
 					key[i] = nr
 					h := head[nr]
 					if h == 0 {
-						lv = append(lv, level{rank: nr})
-						h = int32(len(lv))
-						head[nr] = h
-						b.pushLevel(nr)
+						h = b.addLevel(nr)
 					}
-					ents[ne] = [2]int32{i, lv[h-1].list}
+					ents[ne] = [2]int32{i, b.lv[h-1].list}
 					ne++
-					lv[h-1].list = ne
+					b.lv[h-1].list = ne
 				}
 			}
-			if p := prev[i]; p >= 0 {
-				tag := pairTag(tok[p], r)
+			if p := int32(ps[i].prev); p >= 0 {
+				tag := pairTag(ps[p].tok, r)
 				slot := &b.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 				nr := int32(*slot&(1<<20-1)) - 1
 				if *slot>>20 != tag {
@@ -650,27 +710,90 @@ func (b *mergeBuf) mergeLevels(w string, ranks *bpeRanks, work *int) (merges int
 				key[p] = nr
 				if nr != noRank {
 					if nr <= r {
-						b.lv = lv
 						b.drop()
 						return merges, false
 					}
 					h := head[nr]
 					if h == 0 {
-						lv = append(lv, level{rank: nr})
-						h = int32(len(lv))
-						head[nr] = h
-						b.pushLevel(nr)
+						h = b.addLevel(nr)
 					}
-					ents[ne] = [2]int32{p, lv[h-1].list}
+					ents[ne] = [2]int32{p, b.lv[h-1].list}
 					ne++
-					lv[h-1].list = ne
+					b.lv[h-1].list = ne
 				}
 			}
 		}
 	}
-	b.lv = lv
 	*work += lookups + merges
 	return merges, true
+}
+
+// initLevels readies window w for mergeLevels: its parts (one a byte), their pairs'
+// ranks (key), and the starts of the pairs grouped by rank in init, ascending in each
+// group (a counting sort: head[r] counts them, then holds one more than the rank's index
+// in lv), each rank in the heap. A function of its own: the merge's loop is too large for
+// the compiler to keep this one's variables in registers.
+func (b *mergeBuf) initLevels(w string, ranks *bpeRanks) {
+	n := len(w)
+	ps, key, head, init := b.parts[:n], b.key[:n], b.head, &b.init
+	lv := b.lv[:0]
+	b.levels = b.levels[:0]
+	pair, byteRank := ranks.pair, &ranks.byteRank
+	for i := 0; i < n-1; i++ {
+		r := pair[uint16(w[i])<<8|uint16(w[i+1])]
+		ps[i] = part{next: int16(i + 1), prev: int16(i - 1), tok: byteRank[w[i]]}
+		key[i] = r
+		if r != noRank {
+			h := &head[r&(1<<18-1)] // ranks are below 1<<18 (bpeRanks.ids)
+			if *h == 0 {
+				// No call in the loop (append's would spill its variables): lv has
+				// room for a bucket per pair.
+				lv = lv[:len(lv)+1]
+				lv[len(lv)-1] = level{rank: r}
+			}
+			*h++
+		}
+	}
+	ps[n-1] = part{next: int16(n), prev: int16(n - 2), tok: byteRank[w[n-1]]}
+	key[n-1] = noRank
+	at := int32(0)
+	for x := range lv {
+		l := &lv[x]
+		l.beg, l.end = at, at
+		at += head[l.rank]
+		head[l.rank] = int32(x + 1)
+		b.pushLevel(l.rank)
+	}
+	for i, r := range key[:n-1] {
+		if r != noRank {
+			l := &lv[head[r&(1<<18-1)]-1]
+			init[l.end&(mergeWindow-1)] = int32(i)
+			l.end++
+		}
+	}
+	b.lv = lv
+}
+
+// sortLevel returns the starts of a bucket's pairs in order: its first pairs (first,
+// ascending) and those of its list (one more than the index in ents of the list's first
+// entry).
+func (b *mergeBuf) sortLevel(first []int32, list int32) []int32 {
+	o := append(b.order[:0], first...)
+	for e := list; e != 0; e = b.ents[e-1][1] {
+		o = append(o, b.ents[e-1][0])
+	}
+	slices.Sort(o)
+	b.order = o
+	return o
+}
+
+// addLevel adds an empty bucket of rank r and returns one more than its index in lv.
+func (b *mergeBuf) addLevel(r int32) int32 {
+	b.lv = append(b.lv, level{rank: r})
+	h := int32(len(b.lv))
+	b.head[r] = h
+	b.pushLevel(r)
+	return h
 }
 
 // level is a bucket of mergeLevels: the starts init[beg:end] of the first pairs of its

@@ -333,3 +333,40 @@ func TestLevelMergeFallsBackOnRankInversion(t *testing.T) {
 		}
 	}
 }
+
+// TestShortPiecesCountLikeTiktoken: pieces of 3 to 64 bytes, each one piece of the
+// pre-tokenisers (lowercase runs, capitals then lowercase, runs of punctuation), count as
+// tiktoken-go counts them in every encoding: the in-place merges of short pieces
+// (mergeShort8, mergeShort) and the three-byte prefix bitmap in front of the rank tables,
+// against an implementation that shares neither.
+func TestShortPiecesCountLikeTiktoken(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	const lower, upper, punct = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "!#$%&()*+,-.:;<=>?@[]^_{|}~"
+	pick := func(a string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = a[r.IntN(len(a))]
+		}
+		return string(b)
+	}
+	var pieces []string
+	for range 1500 {
+		n := 3 + r.IntN(62)
+		if r.IntN(2) == 0 {
+			n = 3 + r.IntN(6) // most pieces of text without words are short
+		}
+		up := r.IntN(n)
+		pieces = append(pieces, pick(lower, n), pick(upper, up)+pick(lower, n-up), pick(punct, n))
+	}
+	for _, enc := range []string{EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K} {
+		tk, err := GetTokenizer(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pieces {
+			if n, want := tk.Count(p), len(tk.tk.EncodeOrdinary(p)); n != want {
+				t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", enc, p, n, want)
+			}
+		}
+	}
+}

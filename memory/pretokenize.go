@@ -1,5 +1,7 @@
 package memory
 
+import "math/bits"
+
 // A pre-tokeniser for ASCII text, written out by hand for the two encodings of current
 // chat models. tiktoken splits text into pieces with a regular expression before byte-pair
 // encoding each piece; tiktoken-go runs that expression with regexp2 (a backtracking
@@ -130,26 +132,55 @@ func (s asciiText) isNewline(i int) bool {
 func (s asciiText) isPunct(i int) bool { return s.cls(i) == clsOther }
 
 // o200kLetters matches o200k_base's two letter alternatives at i (after an optional
-// prefix byte): [A-Z]*[a-z]+C? or else [A-Z]+[a-z]*C?. It returns the end, or i.
+// prefix byte): [A-Z]*[a-z]+C? or else [A-Z]+[a-z]*C?. It returns the end, or i. Both
+// alternatives end where a run of capitals and then a run of lowercase letters ends
+// (backtracking the capitals cannot make the first match where the second fails), so the
+// end is the first byte that is no letter or a capital after a lowercase letter: found
+// eight bytes at a time (letterStops), without a branch per byte, which on text whose
+// letter runs are short and random (base64) would be mispredicted once a piece.
 func (s asciiText) o200kLetters(i int) int {
+	j, lower := i, false
+	for ; j+8 <= len(s); j += 8 {
+		if stop := letterStops(load64(string(s), j), &lower); stop != 0 {
+			if j += bits.TrailingZeros64(stop) >> 3; j == i {
+				return i
+			}
+			return s.contraction(j)
+		}
+	}
 	cls := &asciiClasses
-	up := i
-	for up < len(s) && cls[s[up]] == clsUpper {
-		up++
+	for ; j < len(s); j++ {
+		if c := cls[s[j]]; c == clsLower {
+			lower = true
+		} else if c != clsUpper || lower {
+			break
+		}
 	}
-	low := up
-	for low < len(s) && cls[s[low]] == clsLower {
-		low++
+	if j == i {
+		return i
 	}
-	if low > up {
-		return s.contraction(low)
+	return s.contraction(j)
+}
+
+// letterStops returns the bytes of x (eight bytes of ASCII text, little-endian) that end
+// a letter piece begun before them, each as its high bit: a byte that is no letter, or a
+// capital after a lowercase letter (lower tells whether the piece had one before x; it is
+// updated).
+func letterStops(x uint64, lower *bool) uint64 {
+	const hi = 0x8080808080808080
+	// ge(c) sets the high bit of each byte ≥ c (the bytes are below 0x80).
+	ge := func(c uint64) uint64 { return ((x | hi) - c*0x0101010101010101) & hi }
+	up := ge('A') &^ ge('Z'+1)
+	low := ge('a') &^ ge('z'+1)
+	var after uint64 // the bytes after the piece's first lowercase letter
+	if *lower {
+		after = ^uint64(0)
+	} else {
+		first := low & -low
+		after = -(first << 1)
 	}
-	// [A-Z]*[a-z]+ needs a lowercase letter after the capitals; backtracking the
-	// capitals cannot produce one, so the first alternative fails here.
-	if up > i {
-		return s.contraction(up) // [A-Z]+[a-z]* with no lowercase
-	}
-	return i
+	*lower = *lower || low != 0
+	return (hi &^ (up | low)) | (up & after)
 }
 
 // whitespace matches \s*[\r\n]+ | \s+(?!\S) | \s+ at i, which holds white space.
@@ -186,61 +217,71 @@ func (s asciiText) punct(i int, trailing func(int) bool) int {
 
 // splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern.
 func splitO200K(s asciiText, piece func(string)) {
-	cls := &asciiClasses
-	trailing := func(i int) bool { return s.isNewline(i) || s[i] == '/' }
 	for i := 0; i < len(s); {
-		var end int
-		switch c := cls[s[i]]; c {
-		case clsUpper, clsLower:
-			end = s.o200kLetters(i)
-		case clsDigit:
-			end = i + 1
-			for end < len(s) && end < i+3 && cls[s[end]] == clsDigit {
-				end++
-			}
-		default:
-			// A letter piece with a prefix byte, else punctuation or white space.
-			end = i
-			if c != clsNewline && i+1 < len(s) {
-				if e := s.o200kLetters(i + 1); e > i+1 {
-					end = e
-				}
-			}
-			if end == i {
-				if e := s.punct(i, trailing); e > i {
-					end = e
-				} else {
-					end = s.whitespace(i)
-				}
-			}
-		}
+		end := s.endO200K(i)
 		piece(string(s[i:end]))
 		i = end
 	}
 }
 
+// endO200K returns the end of the piece of ASCII text s at i under o200k_base's pattern.
+func (s asciiText) endO200K(i int) int {
+	cls := &asciiClasses
+	switch c := cls[s[i]]; c {
+	case clsUpper, clsLower:
+		return s.o200kLetters(i)
+	case clsDigit:
+		end := i + 1
+		for end < len(s) && end < i+3 && cls[s[end]] == clsDigit {
+			end++
+		}
+		return end
+	default:
+		// A letter piece with a prefix byte, else punctuation or white space.
+		if c != clsNewline && i+1 < len(s) {
+			if e := s.o200kLetters(i + 1); e > i+1 {
+				return e
+			}
+		}
+		if e := s.punct(i, s.o200kTrailing); e > i {
+			return e
+		}
+		return s.whitespace(i)
+	}
+}
+
+// o200kTrailing reports whether byte i may trail an o200k_base punctuation piece:
+// [\r\n/].
+func (s asciiText) o200kTrailing(i int) bool { return s.isNewline(i) || s[i] == '/' }
+
 // splitCL100K calls piece with each piece of ASCII text s under cl100k_base's pattern.
 func splitCL100K(s asciiText, piece func(string)) {
 	for i := 0; i < len(s); {
-		end := s.contraction(i)
-		if end == i && s.prefixable(i) && i+1 < len(s) && s.isLetter(i+1) {
-			end = s.run(i+1, s.isLetter)
-		}
-		if end == i {
-			switch {
-			case s.isLetter(i):
-				end = s.run(i, s.isLetter)
-			case s.isDigit(i):
-				end = min(s.run(i, s.isDigit), i+3)
-			default:
-				if e := s.punct(i, s.isNewline); e > i {
-					end = e
-				} else {
-					end = s.whitespace(i)
-				}
-			}
-		}
+		end := s.endCL100K(i)
 		piece(string(s[i:end]))
 		i = end
 	}
+}
+
+// endCL100K returns the end of the piece of ASCII text s at i under cl100k_base's pattern.
+func (s asciiText) endCL100K(i int) int {
+	end := s.contraction(i)
+	if end == i && s.prefixable(i) && i+1 < len(s) && s.isLetter(i+1) {
+		end = s.run(i+1, s.isLetter)
+	}
+	if end == i {
+		switch {
+		case s.isLetter(i):
+			end = s.run(i, s.isLetter)
+		case s.isDigit(i):
+			end = min(s.run(i, s.isDigit), i+3)
+		default:
+			if e := s.punct(i, s.isNewline); e > i {
+				end = e
+			} else {
+				end = s.whitespace(i)
+			}
+		}
+	}
+	return end
 }

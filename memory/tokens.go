@@ -334,28 +334,43 @@ func isSpaceByte(b byte) bool {
 // countASCII counts ASCII text with the hand-written splitter and the BPE ranks: the
 // same count as tiktoken-go's, without its regexp2 pre-tokeniser.
 func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
-	ok = true
-	pair := t.ranks.pair
-	t.split(asciiText(text), func(piece string) {
-		// One- and two-byte pieces (most pieces of text without words, such as base64)
-		// without a call.
-		switch len(piece) {
-		case 1:
-			n++
-			return
-		case 2:
-			if n += 2; pair[int(piece[0])<<8|int(piece[1])] != noRank {
-				n--
+	ok, s := true, asciiText(text)
+	if t.name == EncodingO200K {
+		// The scanner's loop written out per encoding: a direct call per piece.
+		for i, c := 0, 0; i < len(s); i = c {
+			c = s.endO200K(i)
+			if n += t.countShort(text[i:c]); c-i > 2 && ok {
+				var m int
+				m, ok = bpeCount(done, text[i:c], t.ranks)
+				n += m
 			}
-			return
 		}
-		if ok { // once stopped, the scan runs out (linear) without merging
-			var c int
-			c, ok = bpeCount(done, piece, t.ranks)
-			n += c
+		return n, ok
+	}
+	for i, c := 0, 0; i < len(s); i = c {
+		c = s.endCL100K(i)
+		if n += t.countShort(text[i:c]); c-i > 2 && ok {
+			var m int
+			m, ok = bpeCount(done, text[i:c], t.ranks)
+			n += m
 		}
-	})
+	}
 	return n, ok
+}
+
+// countShort returns the tokens of a piece of one or two bytes, 0 for a longer one:
+// without a branch on the length, which the random lengths of text without words (such
+// as base64) would mispredict.
+func (t *Tokenizer) countShort(piece string) int {
+	l := len(piece)
+	if l > 2 {
+		return 0
+	}
+	merged := 0
+	if t.ranks.pair[int(piece[0])<<8|int(piece[l-1])] != noRank {
+		merged = 1
+	}
+	return l - merged&(l-1)
 }
 
 // countPieces counts text split by the encoding's regexp pre-tokeniser, each piece merged
