@@ -52,16 +52,16 @@ type Trace struct {
 }
 
 // FuncCallProps returns the props of the child running sa's pending call with run, in
-// session state st (never mutated), bounded by cfg.LLMTimeout; the answer is counted
-// like a model's (cfg.CountMessage).
-func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, log *slog.Logger, tr Trace) *actor.Props {
+// session state st (never mutated), bounded by timeout (the shell's LLM call timeout);
+// the answer is counted like a model's (cfg.CountMessage).
+func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, timeout time.Duration, log *slog.Logger, tr Trace) *actor.Props {
 	brief := core.FuncBrief(st, sa)
 	callID, model := sa.GetPending().GetCallId(), st.GetConfig().GetModel()
 	count := func(answer string) uint32 {
 		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
 	}
 	return release.Props(func(h *release.Handle) actor.Actor {
-		return &FuncCall{rel: h, run: run, brief: brief, callID: callID, timeout: cfg.LLMTimeout, count: count, log: log, trace: tr}
+		return &FuncCall{rel: h, run: run, brief: brief, callID: callID, timeout: timeout, count: count, log: log, trace: tr}
 	}, dispatch.Props())
 }
 

@@ -43,7 +43,7 @@ func (c agentCalls) LLMCall(st *messages.SessionState, id string, p *messages.Pe
 	}
 	sa := st.GetSubAgents()[id]
 	if a, ok := c.deps.Config.Registry().ByName(sa.GetAgentType()); ok && a.Run != nil {
-		return agent.FuncCallProps(a.Run, st, sa, c.deps.Config, c.deps.Logger, agent.Trace{
+		return agent.FuncCallProps(a.Run, st, sa, c.deps.Config.Core, c.deps.Config.LLMTimeout, c.deps.Logger, agent.Trace{
 			Parent: callParent(c.deps, c.sessionID, st, id, ""), Tracer: c.deps.Tracer,
 			Attrs: []attribute.KeyValue{attribute.String("fathom.session_id", c.sessionID), attribute.String("fathom.step_id", sa.GetStepId()),
 				attribute.String("fathom.call_id", p.GetCallId()), attribute.String("gen_ai.agent.name", sa.GetAgentType())},

@@ -4,14 +4,12 @@ import (
 	"crypto/sha256"
 	"strings"
 	"testing"
-
-	"github.com/fathom-agents/fathom/actors/session/core"
 )
 
 // TestTemplateTokensHitCopiesNoTemplate: once a template's count is cached, looking it
 // up again allocates nothing (the key is not a concatenation of model and template).
 func TestTemplateTokensHitCopiesNoTemplate(t *testing.T) {
-	d := &Deps{Config: core.DefaultConfig()}
+	d := &Deps{Config: DefaultConfig()}
 	tmpl := strings.Repeat("You carry out one step of a plan and report what you did. ", 60)
 	first := d.templateTokens("gpt-4o", tmpl)
 	if got := testing.AllocsPerRun(100, func() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -22,7 +23,7 @@ func approvalScript(t testing.TB, extra string) *mock.Script {
 		{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]}]}`)
 }
 
-func approveLookup(c *core.Config) { c.ApprovalTools = []string{"lookup"} }
+func approveLookup(c *session.Config) { c.ApprovalTools = []string{"lookup"} }
 
 // waitApproval waits until session id waits for the approval of its lookup call and
 // returns the request.
@@ -179,7 +180,7 @@ func TestApprovalTimeoutRejects(t *testing.T) {
 // allowed decision is taken.
 func TestApprovalAllowedDecisions(t *testing.T) {
 	ex := &executions{}
-	h := startHarness(t, harnessOpts{script: approvalScript(t, ""), tools: testToolsWith(t, ex, nil), cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: approvalScript(t, ""), tools: testToolsWith(t, ex, nil), cfg: func(c *session.Config) {
 		approveLookup(c)
 		c.ApprovalDecisions = map[string][]string{"lookup": {"reject", "approve"}}
 	}})
@@ -264,7 +265,7 @@ func TestSubAgentToolCallWaitsForApproval(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]}`,
 	)
 	ex := &executions{}
-	h := startHarness(t, harnessOpts{script: sc, tools: testToolsWith(t, ex, nil), cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: sc, tools: testToolsWith(t, ex, nil), cfg: func(c *session.Config) {
 		c.SubAgentTools = map[string][]string{"researcher": {"lookup"}}
 		c.ApprovalTools = []string{"lookup"}
 	}})

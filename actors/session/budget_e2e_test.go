@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -61,7 +61,7 @@ func TestSessionBudgetTokensAndCost(t *testing.T) {
 		planRule(`[{"id":"a","type":"custom","description":"loop"}]`),
 		`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"more\"}"}]}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) { c.MaxIterations = 50; c.MaxTokens = 1 }})
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) { c.MaxIterations = 50; c.MaxTokens = 1 }})
 	if _, err := h.start("tok", "c1", "loop"); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
@@ -25,36 +26,154 @@ import (
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// Config is the node-wide configuration of session grains (core.Config).
-type Config = core.Config
+// Core is the decision settings of session grains (core.Config): what the core's
+// decisions read. Config embeds it, so its fields read as Config's own.
+type Core = core.Config
+
+// Config is the node-wide configuration of session grains: the decision settings (Core,
+// embedded: cfg.Model, cfg.MaxIterations, ... as before) and the shell's own, which no
+// decision reads: the timeouts of the calls and of the journal, the grain's passivation,
+// leases, snapshot cadence, pipeline depth, tenancy and semantic retrieval. Validate
+// checks both.
+type Config struct {
+	Core
+
+	// SnapshotEvery saves a snapshot after this many events since the last one.
+	SnapshotEvery uint64
+	// IdleTimeout passivates a grain that received nothing for this long while no step
+	// is in flight. Reactivation restores identical state from the journal.
+	IdleTimeout time.Duration
+	// FinishedIdleTimeout passivates a finished grain (completed, failed or cancelled)
+	// that received nothing for this long, when shorter than IdleTimeout: a finished
+	// session costs no memory once its last readers are done. Default 5 s; 0 means
+	// IdleTimeout.
+	FinishedIdleTimeout time.Duration
+	// LLMTimeout bounds one LLM call, the provider's own retries included.
+	LLMTimeout time.Duration
+	// JournalTimeout bounds one journal operation made by the grain.
+	JournalTimeout time.Duration
+	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
+	RetryBackoffMax time.Duration
+	// ToolTimeout bounds one tool call.
+	ToolTimeout time.Duration
+	// MaxParallelTools bounds the tool calls of one session running at once.
+	MaxParallelTools int
+	// PipelineDepth bounds the appends a grain has in flight or queued while it decides
+	// ahead of the journal (pipelined commits, see pipeline.go); 0 commits every decision
+	// before the next one.
+	PipelineDepth int
+	// LeaseTTL is how long a session's lease in the session index lasts unless the
+	// activation that owns the session renews it (every LeaseTTL/3 while the session is
+	// not terminal, and with every append). A session whose lease lapsed is activated again
+	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
+	// off.
+	LeaseTTL time.Duration
+	// DrainTimeout is how long a draining member (fathom node drain, a graceful stop)
+	// lets its sessions' running LLM and tool calls finish before it hands the sessions
+	// over anyway (a call cut then runs again on the member that continues the session).
+	// Default DefaultDrainTimeout; 0 hands over at once.
+	DrainTimeout time.Duration
+	// Tenancy is the node's tenancy policy: who of a session's tenant may read and act
+	// on it (auth.Policy.Allowed). Grain requests carry their caller; the grain checks
+	// it, and the gateway lists sessions by it.
+	Tenancy auth.Policy
+	// SemanticTopK is how many semantic hits a step call asks the vector store for.
+	// Default 20; 0 means the default.
+	SemanticTopK int
+	// Retrieval is how the semantic hits are ranked (config key memory.retrieval, flag
+	// --memory-retrieval): hybrid (the default: the vector and the text ranking fused by
+	// reciprocal rank fusion, with its weights), vector or text. A vector store that is
+	// not a persistence.TextSearcher ranks by vector.
+	Retrieval persistence.Retrieval
+}
 
 // Endpoint is a model endpoint recorded in a session's config (core.Endpoint).
 type Endpoint = core.Endpoint
 
-// Defaults of Config (see core).
+// DefaultLeaseTTL is DefaultConfig's LeaseTTL.
+const DefaultLeaseTTL = 10 * time.Second
+
+// DefaultDrainTimeout is DefaultConfig's DrainTimeout.
+const DefaultDrainTimeout = 30 * time.Second
+
+// Defaults of Config's decision settings (see core).
 const (
-	DefaultLeaseTTL             = core.DefaultLeaseTTL
-	DefaultDrainTimeout         = core.DefaultDrainTimeout
 	DefaultMaxReplans           = core.DefaultMaxReplans
 	DefaultContextBudget        = core.DefaultContextBudget
 	DefaultMaxParallelSubAgents = core.DefaultMaxParallelSubAgents
 	DefaultMaxLLMCalls          = core.DefaultMaxLLMCalls
 )
 
-// DefaultConfig returns core.DefaultConfig().
-func DefaultConfig() Config { return core.DefaultConfig() }
+// DefaultConfig returns core.DefaultConfig() with the shell's defaults: a snapshot every
+// 20 events (about five steps' worth), passivation after 10 minutes idle (5 s once
+// finished), LLM calls bounded to 5 minutes, journal operations to 10 s, tool calls to
+// 2 minutes and 8 at once, 8 appends in flight or queued while the grain decides ahead,
+// leases of DefaultLeaseTTL and drains of DefaultDrainTimeout.
+func DefaultConfig() Config {
+	return Config{
+		Core:                core.DefaultConfig(),
+		SnapshotEvery:       20,
+		IdleTimeout:         10 * time.Minute,
+		FinishedIdleTimeout: 5 * time.Second,
+		LLMTimeout:          5 * time.Minute,
+		JournalTimeout:      10 * time.Second,
+		RetryBackoffMax:     10 * time.Second,
+		ToolTimeout:         2 * time.Minute,
+		MaxParallelTools:    8,
+		PipelineDepth:       8,
+		LeaseTTL:            DefaultLeaseTTL,
+		DrainTimeout:        DefaultDrainTimeout,
+	}
+}
+
+// Validate reports the first invalid field: of the shell's settings, then of Core.
+func (c Config) Validate() error {
+	switch {
+	case c.SnapshotEvery == 0:
+		return errors.New("session config: snapshot interval must be positive")
+	case c.IdleTimeout < time.Millisecond:
+		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
+	case c.FinishedIdleTimeout < 0:
+		return fmt.Errorf("session config: finished idle timeout %s is negative", c.FinishedIdleTimeout)
+	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0 || c.ToolTimeout <= 0:
+		return errors.New("session config: timeouts must be positive")
+	case c.MaxParallelTools <= 0:
+		return errors.New("session config: tool call bounds must be positive")
+	case c.PipelineDepth < 0:
+		return errors.New("session config: pipeline depth must not be negative")
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("session config: drain timeout %s must not be negative", c.DrainTimeout)
+	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
+		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
+	case c.SemanticTopK < 0:
+		return errors.New("session config: semantic top-k must not be negative")
+	}
+	if err := c.Retrieval.Validate(); err != nil {
+		return fmt.Errorf("session config: %w", err)
+	}
+	return c.Core.Validate()
+}
+
+// TopK is how many semantic hits a step call asks for (SemanticTopK, default 20).
+func (c Config) TopK() int {
+	if c.SemanticTopK > 0 {
+		return c.SemanticTopK
+	}
+	return 20
+}
 
 // CheckContextBudget is core.CheckContextBudget.
 func CheckContextBudget(c Config, p *prompts.Set, tok *memory.Tokenizer) error {
-	return core.CheckContextBudget(c, p, tok)
+	return core.CheckContextBudget(c.Core, p, tok)
 }
 
 // Deps are what session grains of one actor system run with. They are registered as an
 // actor-system extension (see Register), so several nodes in one process each keep
 // their own journal and provider.
 type Deps struct {
-	// Config is the grains' configuration.
-	Config core.Config
+	// Config is the grains' configuration: the decision settings (Config.Core) and the
+	// shell's.
+	Config Config
 	// Journal stores the events and keeps the session index and the leases. Required.
 	Journal persistence.SessionStore
 	// LLM answers the planner and step calls. Required. The grain makes each call once:
@@ -249,7 +368,7 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 	for _, sp := range specs {
 		names = append(names, sp.Name)
 	}
-	d.Config = d.Config.WithNode(d.Tokenizer, names).WithArgsCheck(d.Tools.Registry.Validate)
+	d.Config.Core = d.Config.Core.WithNode(d.Tokenizer, names).WithArgsCheck(d.Tools.Registry.Validate)
 	if err := d.Config.CheckApprovalTools(); err != nil {
 		return err
 	}
@@ -261,7 +380,7 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		return fmt.Errorf("session deps: %w", err)
 	}
 	d.Prompts = withAgents
-	if err := core.CheckContextBudget(d.Config, d.Prompts, d.Tokenizer); err != nil {
+	if err := core.CheckContextBudget(d.Config.Core, d.Prompts, d.Tokenizer); err != nil {
 		return err
 	}
 	system.Extensions.Register(d)

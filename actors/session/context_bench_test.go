@@ -67,7 +67,9 @@ func contextBenchDeps(b *testing.B) *Deps {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &Deps{Config: DefaultConfig().WithNode(tok, nil), Prompts: p, Tokenizer: tok, Now: time.Now, Tools: &tools.Executor{Registry: reg}}
+	cfg := DefaultConfig()
+	cfg.Core = cfg.Core.WithNode(tok, nil)
+	return &Deps{Config: cfg, Prompts: p, Tokenizer: tok, Now: time.Now, Tools: &tools.Executor{Registry: reg}}
 }
 
 // BenchmarkStepContext measures the context of one step call as the grain builds it

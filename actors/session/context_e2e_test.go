@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/tools"
 )
 
@@ -48,7 +48,7 @@ func TestHugeToolOutputStaysInContext(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: executor","tool_match":`+quote(`(?s)^`+head+`\n.*bytes of this tool result elided here to fit the context; the whole text is event seq \d+ of session huge .*\n`+tail+`\n$`)+`,"response":"read the table"}`,
 		`{"system_match":"FATHOM-ROLE: executor","tool_calls":[{"name":"dump","arguments":"{}"}]}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, tools: dumpTools(t), cfg: func(c *core.Config) { c.MaxIterations = 6 }})
+	h := startHarness(t, harnessOpts{script: sc, tools: dumpTools(t), cfg: func(c *session.Config) { c.MaxIterations = 6 }})
 	if _, err := h.start("huge", "c1", "summarise the table"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestHugeGoalSubAgentKeepsItsTask(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: researcher","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k\"}"}]}`,
 		`{"system_match":"FATHOM-PHASE: synthesize","response":"report written"}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) {
 		c.ContextBudget = 16000
 		c.SubAgentMaxIterations = 4
 		c.SubAgentTools = map[string][]string{"researcher": {"lookup"}}

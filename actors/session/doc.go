@@ -12,6 +12,10 @@
 // dispatch; what it owns besides is in small types of their own: its agent actors
 // (agents.go), timers (timers.go), snapshot policy (snapshot.go), summarizer requests
 // (memory.go), webhook delivery (webhook.go), lease (lease.go) and trace (trace.go).
+// Its settings are Config: the decision settings it hands the core (Config.Core, a
+// core.Config, embedded so its fields read as Config's) and its own, which no decision
+// reads (call and journal timeouts, passivation, leases, snapshot cadence, pipeline
+// depth, drain, tenancy, retrieval).
 //
 // # Commit observers
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -15,8 +16,8 @@ import (
 // realEndpoint makes the node record and check the endpoint its LLM config really
 // calls (this harness's scripted model, on its own port) instead of the harness's shared
 // name; allow sets --allow-endpoint-change.
-func realEndpoint(allow bool) func(*core.Config) {
-	return func(c *core.Config) { c.Endpoint, c.AllowEndpointChange = core.Endpoint{}, allow }
+func realEndpoint(allow bool) func(*session.Config) {
+	return func(c *session.Config) { c.Endpoint, c.AllowEndpointChange = core.Endpoint{}, allow }
 }
 
 func provideInput(h *harness, id, cmd, input string) error {

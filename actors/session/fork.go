@@ -51,7 +51,7 @@ func (g *Grain) Fork(req *messages.ForkRequest, ctx cluster.GrainContext) (*mess
 	if err != nil {
 		return nil, err
 	}
-	evs, next, err := core.Decide(g.state, core.ForkInput{Req: req, Source: src}, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, core.ForkInput{Req: req, Source: src}, g.deps.Config.Core, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}

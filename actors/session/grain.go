@@ -212,7 +212,7 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		if pipelined() {
 			g.settle(ctx, g.deps.Config.PipelineDepth-1)
 			if pipelined() { // unless an append failed meanwhile
-				evs, next, err := core.Decide(g.state, msg, g.deps.Config, g.deps.Now())
+				evs, next, err := core.Decide(g.state, msg, g.deps.Config.Core, g.deps.Now())
 				if err == nil && len(evs) > 0 {
 					err = g.commitAsync(ctx, evs, next)
 				}
@@ -287,7 +287,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 	if err := messages.ValidateSessionID(g.id); err != nil {
 		return nil, sessiongrain.ErrInvalidArgument("%v", err)
 	}
-	evs, next, err := core.Decide(g.state, req, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, req, g.deps.Config.Core, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}
@@ -453,7 +453,7 @@ func (g *Grain) kick(ctx cluster.GrainContext) {
 		return
 	}
 	if g.state.GetStatus() == messages.SessionStatus_SESSION_STATUS_COMPLETED && len(g.state.GetQueuedMessages()) > 0 && len(g.pipeline) == 0 {
-		evs, next, err := core.Decide(g.state, core.QueuedDue{}, g.deps.Config, g.deps.Now())
+		evs, next, err := core.Decide(g.state, core.QueuedDue{}, g.deps.Config.Core, g.deps.Now())
 		switch {
 		case err != nil:
 			g.log.Warn("queued message cannot run", "error", err)
@@ -511,7 +511,7 @@ func (g *Grain) onDecision(ctx cluster.GrainContext, what string, in any) {
 		return
 	}
 	if in != nil {
-		evs, next, err := core.Decide(g.state, in, g.deps.Config, g.deps.Now())
+		evs, next, err := core.Decide(g.state, in, g.deps.Config.Core, g.deps.Now())
 		if err == nil && len(evs) > 0 {
 			err = g.commit(ctx, evs, next)
 		}

@@ -48,7 +48,7 @@ type harness struct {
 type harnessOpts struct {
 	journal persistence.Journal // shared journal; nil opens a fresh one
 	script  *mock.Script        // nil = demo script
-	cfg     func(*core.Config)
+	cfg     func(*session.Config)
 	llm     func(*node.LLMConfig)
 	tools   *tools.Executor // nil = a registry with the test tools
 	// feedPoll is the node's feed polling (node.Config.FeedPoll).
@@ -98,7 +98,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	model := mock.New(mock.Config{Script: script, Record: 256})
 	srv := httptest.NewServer(model.Handler())
 	t.Cleanup(srv.Close)
-	scfg := core.DefaultConfig()
+	scfg := session.DefaultConfig()
 	// Every harness runs its own copy of the scripted model on its own port: they are one
 	// endpoint as far as the sessions are concerned, so a session moves between the nodes
 	// of a test. A test of the endpoint check zeroes it (the node's real URL is used).
@@ -313,7 +313,7 @@ func TestDuplicateCommandAppliesOnce(t *testing.T) {
 }
 
 func TestPassivationRestoresIdenticalState(t *testing.T) {
-	h := startHarness(t, harnessOpts{cfg: func(c *core.Config) { c.IdleTimeout = 300 * time.Millisecond }})
+	h := startHarness(t, harnessOpts{cfg: func(c *session.Config) { c.IdleTimeout = 300 * time.Millisecond }})
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}

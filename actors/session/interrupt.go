@@ -48,7 +48,7 @@ func (g *Grain) command(ctx cluster.GrainContext, req commandRequest, continues 
 	if continues {
 		err := endpointRefusal(g.deps, g.id, g.state)
 		if err == nil {
-			err = core.MissingOnNode(g.state, g.deps.Config)
+			err = core.MissingOnNode(g.state, g.deps.Config.Core)
 		}
 		if err != nil {
 			return nil, grainError(err)
@@ -58,7 +58,7 @@ func (g *Grain) command(ctx cluster.GrainContext, req commandRequest, continues 
 	if seq, ok := g.state.GetCommands()[cmdID]; ok && cmdID != "" {
 		return &messages.CommandResponse{Seq: seq, Duplicate: true}, nil
 	}
-	evs, next, err := core.Decide(g.state, req, g.deps.Config, g.deps.Now())
+	evs, next, err := core.Decide(g.state, req, g.deps.Config.Core, g.deps.Now())
 	if err != nil {
 		return nil, grainError(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -60,7 +60,7 @@ func TestLifecycleLogLines(t *testing.T) {
 			{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"x"}`}}},
 		}, Default: "done"}
 		h := startHarness(t, harnessOpts{script: script, log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			cfg: func(c *core.Config) {
+			cfg: func(c *session.Config) {
 				c.SubAgentTools = map[string][]string{"researcher": {"lookup"}}
 				c.MaxLLMCalls = 4
 			}})

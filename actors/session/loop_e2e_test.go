@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/live/feed"
@@ -207,7 +207,7 @@ func TestToolPanicAndTimeoutBecomeToolErrors(t *testing.T) {
 	} {
 		t.Run(c.tool, func(t *testing.T) {
 			h := startHarness(t, harnessOpts{
-				cfg: func(c *core.Config) { c.ToolTimeout = 200 * time.Millisecond },
+				cfg: func(c *session.Config) { c.ToolTimeout = 200 * time.Millisecond },
 				script: script(t,
 					`{"tool_match":"Error","response":"the tool failed, moving on"}`,
 					fmt.Sprintf(`{"match":"Step: find it","tool_calls":[{"name":%q,"arguments":"{}"}]}`, c.tool),
@@ -230,7 +230,7 @@ func TestToolPanicAndTimeoutBecomeToolErrors(t *testing.T) {
 // max_iterations with a clear reason.
 func TestMaxIterationsFailsTheStep(t *testing.T) {
 	h := startHarness(t, harnessOpts{
-		cfg: func(c *core.Config) { c.MaxIterations = 4 },
+		cfg: func(c *session.Config) { c.MaxIterations = 4 },
 		script: script(t,
 			`{"match":"Step: find it","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"again\"}"}]}`,
 		),
@@ -258,7 +258,7 @@ func TestMaxIterationsFailsTheStep(t *testing.T) {
 // runs again and the session completes.
 func TestRateLimitStormBreakerAndRecovery(t *testing.T) {
 	h := startHarness(t, harnessOpts{
-		cfg: func(c *core.Config) { c.StepRetryDelay = time.Second; c.StepAttempts = 6 },
+		cfg: func(c *session.Config) { c.StepRetryDelay = time.Second; c.StepAttempts = 6 },
 		llm: func(l *node.LLMConfig) {
 			l.Resilience.MaxAttempts = 2
 			l.Resilience.BreakerFailures = 2

@@ -9,7 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -56,7 +56,7 @@ func TestLongSessionMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
 		c.MaxIterations = uint32(probes + 10)
 		c.MaxLLMCalls = 0 // unlimited: the probes alone are more than the default
 		c.ContextBudget = budget
@@ -168,7 +168,7 @@ func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, cfg: func(c *session.Config) {
 		c.MaxIterations = 100
 		c.ContextBudget = 3000
 		c.Summary = memory.SummaryConfig{Threshold: 200, TargetTokens: 100, InputBudget: 48000}
@@ -289,7 +289,7 @@ func TestActivationReembedsAndSummarizes(t *testing.T) {
 		}
 		return &s
 	}
-	cfg := func(c *core.Config) {
+	cfg := func(c *session.Config) {
 		c.MaxIterations = probes + 10
 		c.ContextBudget = 3000
 		c.Summary = memory.SummaryConfig{Threshold: threshold, TargetTokens: 100, InputBudget: 48000}

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -204,7 +205,7 @@ func TestPipelinedAppendFailureLosesNothing(t *testing.T) {
 	for _, failAt := range []int64{2, 3} {
 		t.Run(fmt.Sprintf("append %d fails", failAt), func(t *testing.T) {
 			sj := newSlowJournal(t, 40*time.Millisecond, failAt)
-			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *core.Config) {
+			h := startHarness(t, harnessOpts{journal: sj, script: stepsScript(t, steps), cfg: func(c *session.Config) {
 				c.MaxSteps, c.MaxIterations = steps, 2*steps
 			}})
 			if _, err := h.start("p1", "c1", "goal"); err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -35,7 +35,7 @@ func TestIndexAndLeaseFollowTheSession(t *testing.T) {
 	sc := rawScript(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"}]}"},
 		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":400}]}`)
-	h := startHarness(t, harnessOpts{journal: j, script: sc, cfg: func(c *core.Config) { c.LeaseTTL = time.Second }})
+	h := startHarness(t, harnessOpts{journal: j, script: sc, cfg: func(c *session.Config) { c.LeaseTTL = time.Second }})
 	if _, err := h.start("ix", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRunningSessionContinuesWhenANodeStartsWithoutAnyRequest(t *testing.T) {
 	sc := rawScript(t, `{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"}]}"},
 		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":1500}]}`)
-	cfg := func(c *core.Config) { c.LeaseTTL = time.Second }
+	cfg := func(c *session.Config) { c.LeaseTTL = time.Second }
 	h := startHarness(t, harnessOpts{journal: j, script: sc, cfg: cfg})
 	if _, err := h.start("r", "c1", "goal"); err != nil {
 		t.Fatal(err)

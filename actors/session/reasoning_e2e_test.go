@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/messages"
@@ -92,7 +93,7 @@ func TestReasoningPerSessionAndAgentType(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"completed","summary":"found in the archive"}`)+`}`,
 		`{"system_match":"FATHOM-PHASE: synthesize","response":"Closing."}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) {
 		c.Reasoning = core.Reasoning{Effort: "low"}
 		c.AgentReasoning = map[string]core.Reasoning{core.Researcher: {Effort: "high"}}
 	}})

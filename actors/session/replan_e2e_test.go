@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -143,7 +143,7 @@ func TestReplanKeepsRunningWorkAndForks(t *testing.T) {
 		`{"system_match":"FATHOM-ROLE: writer","context_match":"computed","response":`+quote(`{"status":"completed","summary":"drafted"}`)+`}`,
 		`{"system_match":"FATHOM-PHASE: synthesize","response":"Closing."}`,
 	)...)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) { c.StepAttempts = 1 }})
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) { c.StepAttempts = 1 }})
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestReplanLimitReached(t *testing.T) {
 		replanRule(`Failed step`, `[{"id":"r2","type":"research","description":"find the facts again"}]`),
 		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"failed","summary":"no sources"}`)+`}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) { c.StepAttempts, c.MaxReplans = 1, 1 }})
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) { c.StepAttempts, c.MaxReplans = 1, 1 }})
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestReplannerReturnsGarbage(t *testing.T) {
 		`{"system_match":"FATHOM-PHASE: replan","response":"I would rather not."}`,
 		`{"system_match":"FATHOM-ROLE: researcher","response":`+quote(`{"status":"failed","summary":"no sources"}`)+`}`,
 	)
-	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *core.Config) { c.StepAttempts = 1 }})
+	h := startHarness(t, harnessOpts{script: sc, cfg: func(c *session.Config) { c.StepAttempts = 1 }})
 	if _, err := h.start("s1", "c1", "goal"); err != nil {
 		t.Fatal(err)
 	}

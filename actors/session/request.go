@@ -23,7 +23,7 @@ import (
 func buildContextRequest(ctx context.Context, d *Deps, s *messages.SessionState, callID string, hist []memory.Message) (llm.Request, *messages.ContextInfo, error) {
 	req, info, err := buildCallContext(ctx, d, s, callID, hist)
 	if err == nil {
-		core.SetCallOptions(&req, s, callID, d.Config)
+		core.SetCallOptions(&req, s, callID, d.Config.Core)
 	}
 	return req, info, err
 }

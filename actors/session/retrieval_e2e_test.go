@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/memory"
@@ -112,7 +112,7 @@ func runProbeSession(t *testing.T, p probeSession) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, memory: p.memory, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: &s, tools: &tools.Executor{Registry: reg}, memory: p.memory, cfg: func(c *session.Config) {
 		c.MaxIterations = probes + 10
 		c.MaxLLMCalls = 0
 		c.ContextBudget = 3000

@@ -16,7 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -83,7 +83,7 @@ func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, e
 // metrics wired) and with telemetry disabled (no-op providers): their ratio is what
 // observability costs a step.
 func BenchmarkStepOverhead(b *testing.B) {
-	pipelined := core.DefaultConfig().PipelineDepth
+	pipelined := session.DefaultConfig().PipelineDepth
 	for _, c := range []struct {
 		name      string
 		depth     int
@@ -129,7 +129,7 @@ func benchSteps(b *testing.B, depth int, tcfg telemetry.Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scfg := core.DefaultConfig()
+	scfg := session.DefaultConfig()
 	scfg.MaxSteps, scfg.MaxIterations = stepsPerSession, stepsPerSession+1
 	scfg.PipelineDepth = depth
 	ccfg := fcluster.DefaultConfig()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -32,8 +32,8 @@ func rules(t *testing.T, rs ...string) *mock.Script {
 	return &s
 }
 
-func subAgentTools(tools map[string][]string) func(*core.Config) {
-	return func(c *core.Config) { c.SubAgentTools = tools }
+func subAgentTools(tools map[string][]string) func(*session.Config) {
+	return func(c *session.Config) { c.SubAgentTools = tools }
 }
 
 func seqOf(evs []*messages.Event, typ, subAgentID string) uint64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/actors/session/replay"
 	"github.com/fathom-agents/fathom/messages"
@@ -22,7 +23,7 @@ import (
 func TestStateAtEqualsTheStateAfterEachStep(t *testing.T) {
 	for _, every := range []uint64{1, 3, 7, 20} {
 		t.Run(fmt.Sprintf("snapshot_every_%d", every), func(t *testing.T) {
-			h := startHarness(t, harnessOpts{cfg: func(c *core.Config) { c.SnapshotEvery = every }})
+			h := startHarness(t, harnessOpts{cfg: func(c *session.Config) { c.SnapshotEvery = every }})
 			if _, err := h.start("tt", "c1", "time travel"); err != nil {
 				t.Fatal(err)
 			}

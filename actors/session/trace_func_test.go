@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -31,7 +32,7 @@ func TestFuncAgentCallIsInTheSessionTrace(t *testing.T) {
 	script := &mock.Script{Rules: []mock.Rule{
 		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"a","type":"auditor","description":"check it"}]}`},
 	}, Default: "done"}
-	h := startHarness(t, harnessOpts{script: script, cfg: func(c *core.Config) { c.Agents = append(c.Agents, auditor) },
+	h := startHarness(t, harnessOpts{script: script, cfg: func(c *session.Config) { c.Agents = append(c.Agents, auditor) },
 		telemetry: telemetry.Config{SpanExporter: log}})
 	if _, err := h.start("traced-func", "c1", "check the goal"); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fathom-agents/fathom/actors/session/core"
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/telemetry"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -298,7 +298,7 @@ func TestFailedSessionTraceEndsOpenSpans(t *testing.T) {
 		{SystemMatch: "FATHOM-PHASE: plan", Response: `{"steps":[{"id":"r","type":"research","description":"loop"}]}`},
 		{SystemMatch: "FATHOM-ROLE: researcher", ToolCalls: []mock.ToolCallRule{{Name: "lookup", Arguments: `{"key":"x"}`}}},
 	}, Default: "done"}
-	h := startHarness(t, harnessOpts{script: script, telemetry: telemetry.Config{SpanExporter: log}, cfg: func(c *core.Config) {
+	h := startHarness(t, harnessOpts{script: script, telemetry: telemetry.Config{SpanExporter: log}, cfg: func(c *session.Config) {
 		c.SubAgentTools = map[string][]string{"researcher": {"lookup"}}
 		c.MaxLLMCalls = 4
 	}})

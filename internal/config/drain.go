@@ -12,7 +12,7 @@ func init() {
 }
 
 // parseDrainTimeout reads drain_timeout: how long a draining member lets its sessions'
-// running calls finish before it hands them over anyway (core.Config.DrainTimeout;
+// running calls finish before it hands them over anyway (session.Config.DrainTimeout;
 // --drain-timeout and env FATHOM_DRAIN_TIMEOUT take precedence).
 //
 //	drain_timeout: 45s

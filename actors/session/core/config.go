@@ -5,19 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fathom-agents/fathom/auth"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/memory"
-	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// Config is the node-wide configuration of session grains. Per-session settings
-// (model, max iterations, max steps) default to these and may be overridden at start.
+// Config is the node-wide configuration of session decisions: only settings a decision
+// (Decide, the fold's request building, the start-time checks) reads. Per-session
+// settings (model, max iterations, max steps) default to these and may be overridden at
+// start. The shell's settings (timeouts, leases, snapshot cadence, pipeline depth,
+// tenancy, retrieval) are session.Config's, which embeds this one.
 type Config struct {
 	// Model is the default LLM model of new sessions.
 	Model string
@@ -25,39 +26,15 @@ type Config struct {
 	MaxIterations uint32
 	// MaxSteps is the default bound on the number of plan steps.
 	MaxSteps uint32
-	// SnapshotEvery saves a snapshot after this many events since the last one.
-	SnapshotEvery uint64
-	// IdleTimeout passivates a grain that received nothing for this long while no step
-	// is in flight. Reactivation restores identical state from the journal.
-	IdleTimeout time.Duration
-	// FinishedIdleTimeout passivates a finished grain (completed, failed or cancelled)
-	// that received nothing for this long, when shorter than IdleTimeout: a finished
-	// session costs no memory once its last readers are done. Default 5 s; 0 means
-	// IdleTimeout.
-	FinishedIdleTimeout time.Duration
-	// LLMTimeout bounds one LLM call, the provider's own retries included.
-	LLMTimeout time.Duration
-	// JournalTimeout bounds one journal operation made by the grain.
-	JournalTimeout time.Duration
-	// Tenancy is the node's tenancy policy: who of a session's tenant may read and act
-	// on it (auth.Policy.Allowed). Grain requests carry their caller; the grain checks
-	// it, and the gateway lists sessions by it.
-	Tenancy auth.Policy
-	// RetryBackoffMax caps the backoff between attempts to recover after a failed write.
-	RetryBackoffMax time.Duration
 	// StepAttempts bounds the runs of a plan or step whose LLM call failed retryably
 	// (rate limited, provider down, breaker open); the last failure fails the session.
 	StepAttempts uint32
 	// StepRetryDelay is the wait before a retryably failed plan or step runs again. It
 	// should outlast the provider's circuit breaker open period so the retry can probe.
 	StepRetryDelay time.Duration
-	// ToolTimeout bounds one tool call.
-	ToolTimeout time.Duration
 	// MaxToolCallsPerTurn bounds the tool calls run for one model answer; calls beyond
 	// it get a validation ToolError asking the model to call again.
 	MaxToolCallsPerTurn uint32
-	// MaxParallelTools bounds the tool calls of one session running at once.
-	MaxParallelTools int
 	// MaxToolResultBytes bounds the result a tool call records (--max-tool-result-bytes,
 	// config key max_tool_result_bytes): a larger result, of any tool (built-in, sandbox,
 	// MCP or the program's own), is stored whole as the session's artifact
@@ -65,10 +42,6 @@ type Config struct {
 	// note naming the artifact and the full size (resultcap.go). 0 means
 	// DefaultMaxToolResultBytes (256 KiB); at most MaxToolResultBytesLimit.
 	MaxToolResultBytes int
-	// PipelineDepth bounds the appends a grain has in flight or queued while it decides
-	// ahead of the journal (pipelined commits, see pipeline.go); 0 commits every decision
-	// before the next one.
-	PipelineDepth int
 	// Prices is the price table for cost accounting (nil: costs are 0).
 	Prices llm.PriceTable
 	// Webhooks is set when the node signs and sends webhook notifications (it has a
@@ -82,14 +55,6 @@ type Config struct {
 	// ContextRatios split the context budget between recent messages, the summary and
 	// semantic hits. Zero means memory.DefaultRatios() (50/30/20).
 	ContextRatios memory.Ratios
-	// SemanticTopK is how many semantic hits a step call asks the vector store for.
-	// Default 20; 0 means the default.
-	SemanticTopK int
-	// Retrieval is how the semantic hits are ranked (config key memory.retrieval, flag
-	// --memory-retrieval): hybrid (the default: the vector and the text ranking fused by
-	// reciprocal rank fusion, with its weights), vector or text. A vector store that is
-	// not a persistence.TextSearcher ranks by vector.
-	Retrieval persistence.Retrieval
 	// Summary is when the rolling summary is regenerated (threshold of unsummarized
 	// tokens). Zero means memory.DefaultSummaryConfig().
 	Summary memory.SummaryConfig
@@ -114,17 +79,6 @@ type Config struct {
 	// work (plan_revised) up to this many times; after that such a failure fails the
 	// session. Default 2; 0 disables re-planning.
 	MaxReplans int
-	// LeaseTTL is how long a session's lease in the session index lasts unless the
-	// activation that owns the session renews it (every LeaseTTL/3 while the session is
-	// not terminal, and with every append). A session whose lease lapsed is activated again
-	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
-	// off.
-	LeaseTTL time.Duration
-	// DrainTimeout is how long a draining member (fathom node drain, a graceful stop)
-	// lets its sessions' running LLM and tool calls finish before it hands the sessions
-	// over anyway (a call cut then runs again on the member that continues the session).
-	// Default DefaultDrainTimeout; 0 hands over at once.
-	DrainTimeout time.Duration
 	// MaxLLMCalls, MaxCostUSD and MaxTokens are the session budgets of new sessions
 	// (SessionConfig.max_llm_calls, max_cost_usd, max_tokens; a start request may set its
 	// own): every LLM call of a session and its sub-agents counts (budget.go). 0 means
@@ -206,12 +160,6 @@ func (c Config) Registry() *Agents {
 	return a
 }
 
-// DefaultLeaseTTL is DefaultConfig's LeaseTTL.
-const DefaultLeaseTTL = 10 * time.Second
-
-// DefaultDrainTimeout is DefaultConfig's DrainTimeout.
-const DefaultDrainTimeout = 30 * time.Second
-
 // DefaultMaxReplans is DefaultConfig's MaxReplans.
 const DefaultMaxReplans = 2
 
@@ -255,14 +203,6 @@ func (c Config) subAgentMaxIterations() uint32 {
 
 // hasTool reports whether the node has tool name.
 func (c Config) hasTool(name string) bool { return c.toolNames[name] }
-
-// TopK is how many semantic hits a step call asks for (SemanticTopK, default 20).
-func (c Config) TopK() int {
-	if c.SemanticTopK > 0 {
-		return c.SemanticTopK
-	}
-	return 20
-}
 
 // tokenizer is the tokenizer messages are counted with: Deps.Tokenizer once registered,
 // else the shared o200k_base one.
@@ -346,11 +286,9 @@ func (c Config) CountTextContext(ctx context.Context, model, text string) int {
 	return n
 }
 
-// DefaultConfig returns the defaults: 20 LLM calls, 10 steps, a snapshot every 20 events
-// (about five steps' worth), passivation after 10 minutes idle, 3 attempts of a step
+// DefaultConfig returns the defaults: 20 LLM calls, 10 steps, 3 attempts of a step
 // whose model is unavailable, 45 s apart (longer than the breaker's 30 s open period,
-// so a retry finds it half-open), tool calls bounded to 2 minutes, 16 per turn and 8 at
-// once, 8 appends in flight or queued while the grain decides ahead, 2 re-plans after a
+// so a retry finds it half-open), 16 tool calls per turn, 2 re-plans after a
 // sub-agent's step fails for good, and a session budget of 200 LLM calls (no cost or
 // token bound).
 func DefaultConfig() Config {
@@ -358,21 +296,10 @@ func DefaultConfig() Config {
 		Model:               "gpt-4o-mini",
 		MaxIterations:       20,
 		MaxSteps:            10,
-		SnapshotEvery:       20,
-		IdleTimeout:         10 * time.Minute,
-		FinishedIdleTimeout: 5 * time.Second,
-		LLMTimeout:          5 * time.Minute,
-		JournalTimeout:      10 * time.Second,
-		RetryBackoffMax:     10 * time.Second,
 		StepAttempts:        3,
 		StepRetryDelay:      45 * time.Second,
-		ToolTimeout:         2 * time.Minute,
 		MaxToolCallsPerTurn: 16,
-		MaxParallelTools:    8,
-		PipelineDepth:       8,
 		MaxReplans:          DefaultMaxReplans,
-		LeaseTTL:            DefaultLeaseTTL,
-		DrainTimeout:        DefaultDrainTimeout,
 		MaxLLMCalls:         DefaultMaxLLMCalls,
 		Prices:              llm.DefaultPrices(),
 	}
@@ -387,32 +314,20 @@ func (c Config) Validate() error {
 		return errors.New("session config: max iterations must be positive")
 	case c.MaxSteps == 0:
 		return errors.New("session config: max steps must be positive")
-	case c.SnapshotEvery == 0:
-		return errors.New("session config: snapshot interval must be positive")
-	case c.IdleTimeout < time.Millisecond:
-		return fmt.Errorf("session config: idle timeout %s is too short", c.IdleTimeout)
-	case c.FinishedIdleTimeout < 0:
-		return fmt.Errorf("session config: finished idle timeout %s is negative", c.FinishedIdleTimeout)
-	case c.LLMTimeout <= 0 || c.JournalTimeout <= 0 || c.RetryBackoffMax <= 0 || c.ToolTimeout <= 0 || c.StepRetryDelay <= 0:
+	case c.StepRetryDelay <= 0:
 		return errors.New("session config: timeouts must be positive")
 	case c.StepAttempts == 0:
 		return errors.New("session config: step attempts must be at least 1")
-	case c.MaxToolCallsPerTurn == 0 || c.MaxParallelTools <= 0:
+	case c.MaxToolCallsPerTurn == 0:
 		return errors.New("session config: tool call bounds must be positive")
 	case c.MaxToolResultBytes != 0 && (c.MaxToolResultBytes < MinMaxToolResultBytes || c.MaxToolResultBytes > MaxToolResultBytesLimit):
 		return fmt.Errorf("session config: max tool result bytes %d must be 0 (the default, %d) or %d to %d", c.MaxToolResultBytes, DefaultMaxToolResultBytes, MinMaxToolResultBytes, MaxToolResultBytesLimit)
 	case c.MaxParallelSubAgents < 0:
 		return errors.New("session config: max parallel sub-agents must not be negative")
-	case c.PipelineDepth < 0:
-		return errors.New("session config: pipeline depth must not be negative")
 	case c.MaxReplans < 0:
 		return errors.New("session config: max re-plans must not be negative")
-	case c.DrainTimeout < 0:
-		return fmt.Errorf("session config: drain timeout %s must not be negative", c.DrainTimeout)
-	case c.LeaseTTL < 0 || (c.LeaseTTL > 0 && c.LeaseTTL < 30*time.Millisecond):
-		return fmt.Errorf("session config: lease TTL %s must be 0 (no leases) or at least 30ms", c.LeaseTTL)
-	case c.ContextBudget < 0 || c.SemanticTopK < 0:
-		return errors.New("session config: context budget and semantic top-k must not be negative")
+	case c.ContextBudget < 0:
+		return errors.New("session config: context budget must not be negative")
 	case c.MaxCostUSD < 0 || math.IsNaN(c.MaxCostUSD) || math.IsInf(c.MaxCostUSD, 0):
 		return fmt.Errorf("session config: max cost %g must be a finite number, 0 or more (0 = unlimited)", c.MaxCostUSD)
 	}
@@ -438,9 +353,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("session config: %w", err)
 	}
 	if err := c.SummaryConfig().Validate(); err != nil {
-		return fmt.Errorf("session config: %w", err)
-	}
-	if err := c.Retrieval.Validate(); err != nil {
 		return fmt.Errorf("session config: %w", err)
 	}
 	return nil

@@ -32,6 +32,11 @@
 // consecutive seqs and keeps a projection of the state they reach, so a decision can
 // read its own earlier events.
 //
+// [Config] holds only settings a decision reads (model, bounds, budgets, step retries,
+// agents, approvals, reasoning, context budget); the shell's (call and journal
+// timeouts, passivation, leases, snapshot cadence, pipeline depth, drain, tenancy,
+// retrieval) are actors/session's Config, which embeds this one.
+//
 // # Plans, briefs and requests
 //
 // The planner's answer is parsed into plan steps (ids, types, dependencies, human
