@@ -249,10 +249,18 @@ func BenchmarkActiveSessions(b *testing.B) {
 	run(b, n, "warm", min(sessions, 50)) // what the node sets up once: pools, tables
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
-		base, baseHeap := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
-		var midRSS, midHeap float64
+		base, baseHeap, baseStack := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
+		heapPath := os.Getenv("FATHOM_LOAD_ACTIVE_HEAP")
+		if heapPath != "" {
+			writeHeapProfile(b, heapPath+".base")
+		}
+		var midRSS, midHeap, midStack float64
 		calls, elapsed, lats, peak := runMid(b, n, fmt.Sprintf("active%d", i), sessions, int64(sessions*(steps+1)/2), func() {
-			midRSS, midHeap = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
+			midRSS, midHeap, midStack = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
+			if heapPath != "" { // after the readings: the collection it needs does not move them
+				runtime.GC()
+				writeHeapProfile(b, heapPath)
+			}
 		})
 		if midRSS == 0 {
 			b.Fatal("the run ended before its middle was sampled")
@@ -266,6 +274,7 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric(float64(percentile(lats, 0.99).Milliseconds()), "p99-step-ms")
 		b.ReportMetric((midRSS-base)/float64(sessions), "RSS-B/session")
 		b.ReportMetric((midHeap-baseHeap)/float64(sessions), "heap-B/session")
+		b.ReportMetric((midStack-baseStack)/float64(sessions), "stack-B/session")
 		b.ReportMetric((peak-base)/float64(sessions), "peak-RSS-B/session")
 	}
 }
