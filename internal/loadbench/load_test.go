@@ -239,8 +239,11 @@ func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls in
 // step_completed; the floor is 200 ms), and the memory per active session mid-run (once
 // half of the run's calls have been answered, every session still running): the RSS
 // growth and the Go heap growth over the node before the run, the heap read as
-// operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics; the peak
-// RSS growth per session too.
+// operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics, and the
+// goroutine stacks' growth (go_memstats_stack_inuse_bytes: in the RSS, not in the heap);
+// the peak RSS growth per session too. FATHOM_LOAD_ACTIVE_HEAP=FILE writes the heap
+// profile mid-run to FILE and before the run to FILE.base (go tool pprof
+// -sample_index=inuse_space -base FILE.base FILE: what the active sessions hold).
 func BenchmarkActiveSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
 	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
