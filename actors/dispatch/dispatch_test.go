@@ -14,7 +14,7 @@ import (
 
 // A mailbox never waits for a worker: with every worker blocked, new work still runs.
 func TestScheduleNeverWaitsForABusyWorker(t *testing.T) {
-	p := New(time.Minute, 0)
+	p := New(time.Minute, 0, 0)
 	release := make(chan struct{})
 	defer close(release)
 	var blocked atomic.Int32
@@ -33,7 +33,7 @@ func TestScheduleNeverWaitsForABusyWorker(t *testing.T) {
 
 // A worker that finished its work takes the next one instead of a new goroutine.
 func TestIdleWorkerTakesNextWork(t *testing.T) {
-	p := New(time.Minute, 0)
+	p := New(time.Minute, 0, 0)
 	done := make(chan struct{})
 	p.Schedule(func() { close(done) })
 	<-done
@@ -53,13 +53,36 @@ func TestIdleWorkerTakesNextWork(t *testing.T) {
 // Idle workers exit after the idle time: the pool leaves no goroutines behind.
 func TestIdleWorkersExit(t *testing.T) {
 	before := runtime.NumGoroutine()
-	p := New(10*time.Millisecond, 0)
+	p := New(10*time.Millisecond, 0, 0)
 	release := make(chan struct{})
 	for range 16 {
 		p.Schedule(func() { <-release })
 	}
 	close(release)
 	testenv.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before }, "idle workers to exit")
+}
+
+// At most maxIdle workers wait for work: after a burst of blocked work (model calls of
+// many sessions) the others exit at once instead of keeping their stacks for the idle
+// time.
+func TestIdleWorkersAreBounded(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := New(time.Hour, 0, 4)
+	release := make(chan struct{})
+	var blocked atomic.Int32
+	for range 32 {
+		p.Schedule(func() { blocked.Add(1); <-release })
+	}
+	testenv.Eventually(t, 5*time.Second, func() bool { return blocked.Load() == 32 }, "32 blocked workers")
+	close(release)
+	testenv.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before+4 }, "all but 4 idle workers to exit")
+	// The idle ones still take work.
+	ran := make(chan struct{})
+	p.Schedule(func() { close(ran) })
+	<-ran
+	if n := runtime.NumGoroutine(); n > before+4 {
+		t.Fatalf("%d goroutines after the work, %d before: more than 4 idle workers", n, before)
+	}
 }
 
 // The pool runs a real actor's mailbox: requests are answered in order.

@@ -13,5 +13,6 @@
 // 2,000). FATHOM_LOAD_IDLE_HEAP=FILE makes BenchmarkPassivatedSessions write a heap
 // profile once every finished session has passivated, what they left behind (go tool
 // pprof -sample_index=inuse_space), and FILE.first after the first wave (-base FILE.first
-// shows what the later waves added).
+// shows what the later waves added); FATHOM_LOAD_ACTIVE_HEAP=FILE makes
+// BenchmarkActiveSessions write one mid-run to FILE and before its run to FILE.base.
 package loadbench

@@ -77,18 +77,22 @@ func waitPassivated(b *testing.B, n *node.Node, prefix string) {
 // writeHeapProfile writes the heap profile to path ("" writes none): with
 // FATHOM_LOAD_IDLE_HEAP set, BenchmarkPassivatedSessions writes what the passivated
 // sessions left in the heap, and the same after its first wave to path+".first"
-// (go tool pprof -base path.first shows what the later waves added).
+// (go tool pprof -base path.first shows what the later waves added). With
+// FATHOM_LOAD_ACTIVE_HEAP set, BenchmarkActiveSessions writes the heap before its run to
+// path.base and mid-run to path. It reports failures with b.Error, so it may run on
+// any goroutine.
 func writeHeapProfile(b *testing.B, path string) {
 	if path == "" {
 		return
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		b.Fatal(err)
+		b.Error(err)
+		return
 	}
 	defer f.Close()
 	if err := pprof.WriteHeapProfile(f); err != nil {
-		b.Fatal(err)
+		b.Error(err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,8 +240,13 @@ func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls in
 // step_completed; the floor is 200 ms), and the memory per active session mid-run (once
 // half of the run's calls have been answered, every session still running): the RSS
 // growth and the Go heap growth over the node before the run, the heap read as
-// operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics; the peak
-// RSS growth per session too.
+// operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics, and the
+// goroutine stacks' growth (go_memstats_stack_inuse_bytes: in the RSS, not in the heap),
+// and, read after those, the live heap's growth (what a collection keeps: the heap
+// reading includes the garbage of the GC cycle it falls in); the peak RSS growth per
+// session too. FATHOM_LOAD_ACTIVE_HEAP=FILE writes the heap
+// profile mid-run to FILE and before the run to FILE.base (go tool pprof
+// -sample_index=inuse_space -base FILE.base FILE: what the active sessions hold).
 func BenchmarkActiveSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
 	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
@@ -249,10 +255,19 @@ func BenchmarkActiveSessions(b *testing.B) {
 	run(b, n, "warm", min(sessions, 50)) // what the node sets up once: pools, tables
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
-		base, baseHeap := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
-		var midRSS, midHeap float64
+		base, baseHeap, baseStack := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
+		baseLive := liveHeap()
+		heapPath := os.Getenv("FATHOM_LOAD_ACTIVE_HEAP")
+		if heapPath != "" {
+			writeHeapProfile(b, heapPath+".base")
+		}
+		var midRSS, midHeap, midStack, midLive float64
 		calls, elapsed, lats, peak := runMid(b, n, fmt.Sprintf("active%d", i), sessions, int64(sessions*(steps+1)/2), func() {
-			midRSS, midHeap = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes")
+			midRSS, midHeap, midStack = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
+			// After the readings, so that its collection does not move them: the live heap
+			// (what a collection keeps; the readings include the garbage of the cycle).
+			midLive = liveHeap()
+			writeHeapProfile(b, heapPath)
 		})
 		if midRSS == 0 {
 			b.Fatal("the run ended before its middle was sampled")
@@ -266,8 +281,18 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric(float64(percentile(lats, 0.99).Milliseconds()), "p99-step-ms")
 		b.ReportMetric((midRSS-base)/float64(sessions), "RSS-B/session")
 		b.ReportMetric((midHeap-baseHeap)/float64(sessions), "heap-B/session")
+		b.ReportMetric((midStack-baseStack)/float64(sessions), "stack-B/session")
+		b.ReportMetric((midLive-baseLive)/float64(sessions), "live-heap-B/session")
 		b.ReportMetric((peak-base)/float64(sessions), "peak-RSS-B/session")
 	}
+}
+
+// liveHeap collects and returns the bytes of heap objects the collection kept.
+func liveHeap() float64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64())
 }
 
 // metricsGauge reads the gauge name from the node's GET /metrics (the Prometheus text

@@ -97,12 +97,19 @@ func (h *HistoryCache) extend(s *messages.SessionState) ([]memory.Message, bool)
 	return h.msgs[:len(h.msgs):len(h.msgs)], true
 }
 
+// historyRoom is the room a rebuilt cache keeps beyond a quarter of its history: the
+// messages of a step or two.
+const historyRoom = 8
+
 // rebuild replaces the cache with History(s).
 func (h *HistoryCache) rebuild(s *messages.SessionState) {
 	h.goal, h.thread = s.GetGoal(), len(s.GetThread())
 	// Room for the calls to come: the next appends do not copy the whole history again.
+	// The room is proportional to the history (a session's cache is rebuilt on its first
+	// call, when its history is a message or two: a fixed room of 64 messages was 7 kB
+	// of every active session's memory); later appends grow it as append does.
 	full := History(s)
-	h.msgs = slices.Grow(full, len(full)/4+64)
+	h.msgs = slices.Grow(full, len(full)/4+historyRoom)
 	h.marks = h.marks[:0]
 	h.mark(s)
 }

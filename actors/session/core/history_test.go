@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -76,4 +78,46 @@ func TestHistoryCacheMatchesHistory(t *testing.T) {
 			t.Fatalf("history of %d messages, want 6", n)
 		}
 	})
+}
+
+// allocated is the bytes that f allocates, averaged over runs.
+func allocated(runs int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
+}
+
+// TestHistoryCacheRoomIsProportional: the room a cache keeps for the calls to come is
+// proportional to the history. The cache is built on a session's first call, when its
+// history is a message or two, and lives as long as the session is active: a fixed room
+// of 64 messages was 7 kB of every active session.
+func TestHistoryCacheRoomIsProportional(t *testing.T) {
+	cfg := DefaultConfig()
+	s := NewState("s1")
+	start, err := DecideStart(s, &messages.StartRequest{CommandId: "c1", Goal: "g"}, cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(t, s, start)
+	fold(t, s, DecideLLMResult(s, &LLMResult{CallID: "plan-1", Content: `{"steps":[{"id":"a","type":"custom","description":"look"}]}`}, cfg, t0))
+	n := len(History(s))
+	if n == 0 {
+		t.Fatal("the first step's history is empty")
+	}
+	history := allocated(100, func() { _ = History(s) })
+	cached := allocated(100, func() {
+		var h HistoryCache
+		_ = h.History(s)
+	})
+	size := uint64(unsafe.Sizeof(memory.Message{}))
+	// The history again (the room is a new array), a quarter more, a step's messages, and
+	// the cache's marks.
+	if limit := history + uint64(n+n/4+16)*size + 512; cached > limit {
+		t.Fatalf("a cache of a %d-message history allocates %d bytes, History %d: more than %d (room for %d messages)",
+			n, cached, history, limit, (cached-history)/size)
+	}
 }
