@@ -1,21 +1,13 @@
 package gateway_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/mcpserver"
-	"github.com/fathom-agents/fathom/internal/testenv"
 )
 
 // mcpTask is a task as the TypeScript SDK hands it back.
@@ -73,37 +65,10 @@ type mcpTaskLine struct {
 // runMCPTaskClient runs testdata/mcpclient.cjs's task steps against url as tok.
 func runMCPTaskClient(t *testing.T, url, tok string, steps ...string) map[string]mcpTaskLine {
 	t.Helper()
-	dir := testenv.NodeMCP(t)
-	script, err := filepath.Abs("testdata/mcpclient.cjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{script, url, tok}, steps...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcpclient.cjs: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
-	}
-	out := map[string]mcpTaskLine{}
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var l mcpTaskLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("mcpclient.cjs printed %q: %v", sc.Text(), err)
-		}
-		out[l.Step] = l
-	}
-	for _, s := range steps {
-		if _, ok := out[s]; !ok {
-			t.Fatalf("mcpclient.cjs printed nothing for %s\nstdout: %s\nstderr: %s", s, stdout.String(), stderr.String())
-		}
-	}
-	return out
+	return runMCPScript[mcpTaskLine](t, url, tok, steps...)
 }
+
+func (l mcpTaskLine) step() string { return l.Step }
 
 // TestMCPServerTasks drives the MCP tasks extension (protocol 2025-11-25) with the
 // official TypeScript SDK client (client.experimental.tasks, strict capabilities) over

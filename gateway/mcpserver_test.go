@@ -77,6 +77,15 @@ func (l mcpLine) text() string {
 // url with steps, and returns its lines by step.
 func runMCPClient(t *testing.T, url, tok string, steps ...string) map[string]mcpLine {
 	t.Helper()
+	return runMCPScript[mcpLine](t, url, tok, steps...)
+}
+
+func (l mcpLine) step() string { return l.Step }
+
+// runMCPScript runs testdata/mcpclient.cjs against url as tok with steps, and decodes
+// each line it prints as an L, by step; every step must print one.
+func runMCPScript[L interface{ step() string }](t *testing.T, url, tok string, steps ...string) map[string]L {
+	t.Helper()
 	dir := testenv.NodeMCP(t)
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("node is not installed (scripts/install-node-mcp.sh installs it): %v", err)
@@ -94,15 +103,15 @@ func runMCPClient(t *testing.T, url, tok string, steps ...string) map[string]mcp
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("mcpclient.cjs: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
-	out := map[string]mcpLine{}
+	out := map[string]L{}
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var l mcpLine
+		var l L
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("mcpclient.cjs printed %q: %v", sc.Text(), err)
 		}
-		out[l.Step] = l
+		out[l.step()] = l
 	}
 	for _, s := range steps {
 		if _, ok := out[s]; !ok {
