@@ -91,6 +91,9 @@ type soakRun struct {
 	// upgrade soak, while members remain to be replaced).
 	keepUp bool
 	prefix string
+	// goal is the goal of the i-th session (nil: "soak ID"); the upgrade soak's name the
+	// session's kind, which its model script answers by.
+	goal   func(i int, id string) string
 	ids    []string
 	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
 	// unresumed counts sessions of a killed node with no new event within a minute.
@@ -202,6 +205,10 @@ func (r *soakRun) topUp() {
 			return
 		}
 		id := fmt.Sprintf("%s-%d", r.prefix, len(r.ids))
+		goal := "soak " + id
+		if r.goal != nil {
+			goal = r.goal(len(r.ids), id)
+		}
 		var up []*soakNode
 		for _, n := range r.nodes {
 			if n.started(r.t) {
@@ -210,7 +217,7 @@ func (r *soakRun) topUp() {
 		}
 		via := up[rand.IntN(len(up))] // one node at most is starting
 		testenv.Eventually(r.t, 30*time.Second, func() bool {
-			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": "soak " + id, "session_id": id, "command_id": "c1"})
+			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": goal, "session_id": id, "command_id": "c1"})
 			if code != 201 {
 				r.t.Logf("start %s: %d %v", id, code, body)
 			}
@@ -477,6 +484,11 @@ type soakAudit struct {
 	// or running (FATHOM_SOAK_LOGS; -1 without): a call stopped before its end.
 	cancelled int
 	problems  []string
+	// ends is each session's last event type; marks counts, per session, what its
+	// journal shows beside the figures above: "sub-agent tool_result" (a sub-agent's tool
+	// call ended) and "hitl_received by BY" (a human wait ended: by "human" or "timeout").
+	ends  map[string]string
+	marks map[string]map[string]int
 }
 
 // soakEvent is one event of a session's journal, as the audit reads it.
@@ -584,6 +596,11 @@ func (r *soakRun) audit(dsn string) *soakAudit {
 }
 
 func (a *soakAudit) session(id, timeline string) {
+	if a.ends == nil {
+		a.ends, a.marks = map[string]string{}, map[string]map[string]int{}
+	}
+	marks := map[string]int{}
+	a.marks[id] = marks
 	seen := map[string]bool{}
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
@@ -635,6 +652,12 @@ func (a *soakAudit) session(id, timeline string) {
 			}
 			seen[key] = true
 		}
+		switch sub, _ := ev["sub_agent_id"].(string); {
+		case typ == "tool_result" && sub != "":
+			marks["sub-agent tool_result"]++
+		case typ == "hitl_received":
+			marks[fmt.Sprintf("hitl_received by %v", ev["by"])]++
+		}
 		call, _ := ev["call_id"].(string)
 		key := fmt.Sprintf("%s sub_agent=%v", call, ev["sub_agent_id"])
 		switch typ {
@@ -651,6 +674,7 @@ func (a *soakAudit) session(id, timeline string) {
 			}
 		}
 	}
+	a.ends[id] = last
 	switch last {
 	case "session_completed":
 		a.completed++
