@@ -140,11 +140,17 @@ func predecessor(t *testing.T, from string) string {
 
 // TestUpgradeSoak is a rolling upgrade with sessions running: three members of the
 // predecessor build (PostgreSQL, Consul, `fathom mock-llm` with 200 ms latency,
-// code_execute in each member's sandbox) run sessions; each member in turn is drained
+// code_execute in each member's sandbox) run sessions of four kinds in turn
+// (upgradeKinds: sandboxed code steps, a step delegated to a coder sub-agent, a human
+// wait its deadline ends, a tool call that waits for an approval given through a
+// member's gateway or left to its deadline); each member in turn is drained
 // (`POST /v1/node/drain`; a predecessor without it gets SIGTERM, its graceful leave) and
 // replaced by a member of this build, while new sessions keep starting; then every
 // session's journal is audited as TestSoak's are, with the longest stall of any session
-// (the longest gap between two of its events). Last, the predecessor is started on the
+// (the longest gap between two of its events, less any wait for a human up to its answer
+// or deadline), and each kind's sessions are counted, failing the test unless every one
+// shows what its kind does (a sub-agent's tool call, a wait ended by its deadline, an
+// approval decided). Last, the predecessor is started on the
 // upgraded journal: a predecessor of an older journal format must refuse with a clear
 // message, one of the same format must start (rolling back is supported). The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
 //
@@ -358,12 +364,18 @@ func tryDowngrade(t *testing.T, oldBin string, oldFormat int, env, common []stri
 //   - human: a human_input step nobody answers, whose deadline (interrupt_timeout_ms
 //     1500, default_action continue) ends the wait on its own, then a sandboxed step;
 //   - approval: a step whose write_todos call needs an approval (the members' config
-//     file lists write_todos under approval.tools); an approver answers it through a
-//     random member's gateway after a short delay, else the step's deadline (20 s) does.
+//     file lists write_todos under approval.tools); for every other one of them
+//     (leftToDeadline) an approver answers it through a random member's gateway after a
+//     short delay; the rest, and any the approver is late for, the step's deadline
+//     (interrupt_timeout_ms 3000, default action continue: the call is rejected) decides.
 var upgradeKinds = []string{"code", "sub-agent", "human", "approval"}
 
 // upgradeKind is the kind of the i-th session.
 func upgradeKind(i int) string { return upgradeKinds[i%len(upgradeKinds)] }
+
+// leftToDeadline reports whether the approval of the i-th session (of kind approval) is
+// left to its deadline: every other one.
+func leftToDeadline(i int) bool { return (i/len(upgradeKinds))%2 == 1 }
 
 // upgradeScript is soakScript with, ahead of its rules, the rules of the other kinds
 // (upgradeKinds), which match only goals naming their kind.
@@ -385,7 +397,7 @@ func upgradeScript(t *testing.T, latency time.Duration) string {
 			Response: `{"steps":[{"id":"ask","type":"human_input","description":"How many copies?","interrupt_timeout_ms":1500,"default_action":"continue"},` +
 				`{"id":"use","type":"custom","description":"print them"}]}`},
 		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "kind-approval", DelayMS: ms,
-			Response: `{"steps":[{"id":"w","type":"custom","description":"keep the todo list","interrupt_timeout_ms":20000}]}`},
+			Response: `{"steps":[{"id":"w","type":"custom","description":"keep the todo list","interrupt_timeout_ms":3000}]}`},
 		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "kind-approval", ToolMatch: ".", DelayMS: ms, Response: "noted {{.Step}}"},
 		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "kind-approval", DelayMS: ms,
 			ToolCalls: []mock.ToolCallRule{{Name: "write_todos", Arguments: `{"todos":[{"content":"soak todo","status":"pending"}]}`}}},
@@ -394,7 +406,7 @@ func upgradeScript(t *testing.T, latency time.Duration) string {
 	return scriptJSON(t, base)
 }
 
-// approver answers the approval sessions' requests ({"decision":"approve"}, POST
+// approver answers the approval sessions' requests (but the ones leftToDeadline) ({"decision":"approve"}, POST
 // /v1/sessions/{id}/input) through a random live member, a random 200–1000 ms after the
 // index first shows the session awaiting a human. It runs until stop.
 type approver struct {
@@ -468,7 +480,7 @@ func (a *approver) run(ctx context.Context, conn *pgx.Conn) {
 		a.mu.Unlock()
 		for _, id := range ids {
 			i, err := strconv.Atoi(strings.TrimPrefix(id, a.prefix+"-"))
-			if err != nil || upgradeKind(i) != "approval" || answered[id] || len(urls) == 0 {
+			if err != nil || upgradeKind(i) != "approval" || leftToDeadline(i) || answered[id] || len(urls) == 0 {
 				continue
 			}
 			if _, ok := due[id]; !ok {
