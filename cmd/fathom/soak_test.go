@@ -91,6 +91,9 @@ type soakRun struct {
 	// upgrade soak, while members remain to be replaced).
 	keepUp bool
 	prefix string
+	// goal is the goal of the i-th session (nil: "soak ID"); the upgrade soak's name the
+	// session's kind, which its model script answers by.
+	goal   func(i int, id string) string
 	ids    []string
 	resume []time.Duration // per session of a killed node: kill to another member's lease or its next event
 	// unresumed counts sessions of a killed node with no new event within a minute.
@@ -202,6 +205,10 @@ func (r *soakRun) topUp() {
 			return
 		}
 		id := fmt.Sprintf("%s-%d", r.prefix, len(r.ids))
+		goal := "soak " + id
+		if r.goal != nil {
+			goal = r.goal(len(r.ids), id)
+		}
 		var up []*soakNode
 		for _, n := range r.nodes {
 			if n.started(r.t) {
@@ -210,7 +217,7 @@ func (r *soakRun) topUp() {
 		}
 		via := up[rand.IntN(len(up))] // one node at most is starting
 		testenv.Eventually(r.t, 30*time.Second, func() bool {
-			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": "soak " + id, "session_id": id, "command_id": "c1"})
+			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": goal, "session_id": id, "command_id": "c1"})
 			if code != 201 {
 				r.t.Logf("start %s: %d %v", id, code, body)
 			}
@@ -458,7 +465,9 @@ type soakAudit struct {
 	kills, unresumed                  int
 	resume                            []time.Duration
 	duration                          time.Duration
-	// stall is the longest gap between two events of a session; during the longest one
+	// stall is the longest gap between two events of a session (a gap before a
+	// hitl_received less the wait for a human: up to the answer, or to the deadline when
+	// the default action was taken); during the longest one
 	// that overlaps window (the upgrade soak: from the first drain until the last new
 	// member is up; zero: none); beside the longest once a tool_result's gap is counted
 	// without its call's own duration on the member (the tool's time, slot wait included).
@@ -477,6 +486,11 @@ type soakAudit struct {
 	// or running (FATHOM_SOAK_LOGS; -1 without): a call stopped before its end.
 	cancelled int
 	problems  []string
+	// ends is each session's last event type; marks counts, per session, what its
+	// journal shows beside the figures above: "sub-agent tool_result" (a sub-agent's tool
+	// call ended) and "hitl_received by BY" (a human wait ended: by "human" or "timeout").
+	ends  map[string]string
+	marks map[string]map[string]int
 }
 
 // soakEvent is one event of a session's journal, as the audit reads it.
@@ -497,11 +511,6 @@ type soakStall struct {
 	from, to soakEvent
 }
 
-// consider keeps the gap between from and to if it is longer.
-func (s *soakStall) consider(from, to soakEvent) {
-	s.keep(from, to, to.at.Sub(from.at))
-}
-
 // keep keeps gap, between from and to, if it is longer.
 func (s *soakStall) keep(from, to soakEvent, gap time.Duration) {
 	if !from.at.IsZero() && gap > s.gap {
@@ -520,23 +529,26 @@ func (s soakStall) String() string {
 // toolDurations reads a tool_result's call and sandbox durations (soakEvent.callMS,
 // execMS) from its timeline JSON: int64 fields are JSON strings there.
 func toolDurations(ev map[string]any) (callMS, execMS int64) {
-	ms := func(v any) int64 {
-		switch x := v.(type) {
-		case float64:
-			return int64(x)
-		case string:
-			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-				return n
-			}
-		}
-		return -1
-	}
-	callMS, execMS = ms(ev["duration_ms"]), -1
+	callMS, execMS = jsonInt(ev["duration_ms"]), -1
 	var res map[string]any
 	if s, _ := ev["result"].(string); json.Unmarshal([]byte(s), &res) == nil {
-		execMS = ms(res["duration_ms"])
+		execMS = jsonInt(res["duration_ms"])
 	}
 	return callMS, execMS
+}
+
+// jsonInt is an integer field of timeline JSON (a number, or an int64 as a string); -1
+// when it is neither.
+func jsonInt(v any) int64 {
+	switch x := v.(type) {
+	case float64:
+		return int64(x)
+	case string:
+		if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+			return n
+		}
+	}
+	return -1
 }
 
 // audit reads every session's journal through `fathom session timeline --json`: seq
@@ -584,11 +596,17 @@ func (r *soakRun) audit(dsn string) *soakAudit {
 }
 
 func (a *soakAudit) session(id, timeline string) {
+	if a.ends == nil {
+		a.ends, a.marks = map[string]string{}, map[string]map[string]int{}
+	}
+	marks := map[string]int{}
+	a.marks[id] = marks
 	seen := map[string]bool{}
 	results := map[string]bool{} // tool calls with a recorded result
 	last, want := "", 1
 	var prev soakEvent // the previous event with a time
 	called := map[string]soakEvent{}
+	asked := map[string]time.Time{} // open human waits' deadlines, by request id
 	sc := bufio.NewScanner(strings.NewReader(timeline))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -615,10 +633,21 @@ func (a *soakAudit) session(id, timeline string) {
 				a.problems = append(a.problems, fmt.Sprintf("%s: event %d has no time: %q", id, int(seq), s))
 			} else {
 				cur.at = at
-				a.stall.consider(prev, cur)
-				a.beside.keep(prev, cur, at.Sub(prev.at)-time.Duration(max(cur.callMS, 0))*time.Millisecond)
+				// A wait for a human is no stall: the gap before a hitl_received is counted
+				// less the wait (all of it for a human's answer; up to the deadline for the
+				// default action, so a deadline taken late still shows).
+				gap := at.Sub(prev.at)
+				if typ == "hitl_received" && !prev.at.IsZero() {
+					waited := gap
+					if ev["by"] == "timeout" {
+						waited = min(gap, max(asked[fmt.Sprint(ev["request_id"])].Sub(prev.at), 0))
+					}
+					gap -= waited
+				}
+				a.stall.keep(prev, cur, gap)
+				a.beside.keep(prev, cur, gap-time.Duration(max(cur.callMS, 0))*time.Millisecond)
 				if w := a.window; !w[0].IsZero() && prev.at.Before(w[1]) && at.After(w[0]) {
-					a.during.consider(prev, cur)
+					a.during.keep(prev, cur, gap)
 				}
 				prev = cur
 			}
@@ -634,6 +663,17 @@ func (a *soakAudit) session(id, timeline string) {
 				a.problems = append(a.problems, fmt.Sprintf("%s: %s recorded twice", id, key))
 			}
 			seen[key] = true
+		}
+		if typ == "hitl_requested" {
+			if ns := jsonInt(ev["deadline_unix_nano"]); ns > 0 {
+				asked[fmt.Sprint(ev["request_id"])] = time.Unix(0, ns)
+			}
+		}
+		switch sub, _ := ev["sub_agent_id"].(string); {
+		case typ == "tool_result" && sub != "":
+			marks["sub-agent tool_result"]++
+		case typ == "hitl_received":
+			marks[fmt.Sprintf("hitl_received by %v", ev["by"])]++
 		}
 		call, _ := ev["call_id"].(string)
 		key := fmt.Sprintf("%s sub_agent=%v", call, ev["sub_agent_id"])
@@ -651,6 +691,7 @@ func (a *soakAudit) session(id, timeline string) {
 			}
 		}
 	}
+	a.ends[id] = last
 	switch last {
 	case "session_completed":
 		a.completed++

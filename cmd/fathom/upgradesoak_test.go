@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,11 +15,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/llm/mock"
 )
 
 // firstRelease is the predecessor an upgrade soak starts from until the repository has a
@@ -131,11 +140,17 @@ func predecessor(t *testing.T, from string) string {
 
 // TestUpgradeSoak is a rolling upgrade with sessions running: three members of the
 // predecessor build (PostgreSQL, Consul, `fathom mock-llm` with 200 ms latency,
-// code_execute in each member's sandbox) run sessions; each member in turn is drained
+// code_execute in each member's sandbox) run sessions of four kinds in turn
+// (upgradeKinds: sandboxed code steps, a step delegated to a coder sub-agent, a human
+// wait its deadline ends, a tool call that waits for an approval given through a
+// member's gateway or left to its deadline); each member in turn is drained
 // (`POST /v1/node/drain`; a predecessor without it gets SIGTERM, its graceful leave) and
 // replaced by a member of this build, while new sessions keep starting; then every
 // session's journal is audited as TestSoak's are, with the longest stall of any session
-// (the longest gap between two of its events). Last, the predecessor is started on the
+// (the longest gap between two of its events, less any wait for a human up to its answer
+// or deadline), and each kind's sessions are counted, failing the test unless every one
+// shows what its kind does (a sub-agent's tool call, a wait ended by its deadline, an
+// approval decided). Last, the predecessor is started on the
 // upgraded journal: a predecessor of an older journal format must refuse with a clear
 // message, one of the same format must start (rolling back is supported). The short variant runs in `make test-faults`; `make upgrade-soak` the full one.
 //
@@ -159,15 +174,23 @@ func TestUpgradeSoak(t *testing.T) {
 	began := time.Now()
 	deadline := began.Add(cfg.limit)
 	latency := 200 * time.Millisecond
-	model := startMockLLM(t, soakScript(latency))
+	model := startMockLLM(t, upgradeScript(t, latency))
+	cfgFile := filepath.Join(t.TempDir(), "fathom.yaml")
+	if err := os.WriteFile(cfgFile, []byte("approval:\n  tools: [write_todos]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// The flags both builds take; this build's members also check in with Consul every 2 s.
-	common := []string{"--consul", consul, "--postgres", dsn, "--token", "t", "--lease-ttl", "5s", "--cluster-name", "fathom-upgrade-" + freePort(t)}
+	common := []string{"--consul", consul, "--postgres", dsn, "--token", "t", "--lease-ttl", "5s", "--cluster-name", "fathom-upgrade-" + freePort(t),
+		"--config", cfgFile}
 	r := &soakRun{t: t, cfg: soakConfig{sessions: cfg.sessions, running: cfg.running, nodes: 3}, conn: connectPG(t, dsn),
-		prefix: "upgrade-" + freePort(t), env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"), common: common}
+		prefix: "upgrade-" + freePort(t), env: cleanEnv("OPENAI_BASE_URL="+model, "OPENAI_API_KEY=x"), common: common,
+		goal: func(i int, id string) string { return fmt.Sprintf("soak %s kind-%s", id, upgradeKind(i)) }}
 	for range 3 {
 		r.nodes = append(r.nodes, r.start(oldBin, common...))
 	}
 	r.awaitAll()
+	ap := startApprover(t, dsn, r.prefix)
+	ap.set(r.nodes, nil)
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
 	r.topUp()
 	var ways []string
@@ -185,9 +208,11 @@ func TestUpgradeSoak(t *testing.T) {
 			r.topUp()
 			return len(r.leased(r.nodes[i].member)) > 0
 		}, "member %s hosts no running session", r.nodes[i].member)
+		ap.set(r.nodes, r.nodes[i])
 		ways = append(ways, retire(t, r.nodes[i]))
 		r.nodes[i] = r.start(fathomBin, append(common, "--consul-check-ttl", "2s")...)
 		r.nodes[i].await(t)
+		ap.set(r.nodes, nil)
 		r.topUp()
 	}
 	r.window[1] = time.Now()
@@ -198,6 +223,7 @@ func TestUpgradeSoak(t *testing.T) {
 	}
 	a := r.finish(deadline, dsn)
 	a.duration = time.Since(began)
+	ap.stop()
 	downgrade := tryDowngrade(t, oldBin, oldFormat, r.env, common)
 	var b strings.Builder
 	line := func(k string, v any) { fmt.Fprintf(&b, "upgrade: %-40s %v\n", k, v) }
@@ -205,6 +231,7 @@ func TestUpgradeSoak(t *testing.T) {
 	line("members replaced", strings.Join(ways, ", "))
 	line("duration", a.duration.Round(time.Second))
 	a.counts(line)
+	missing := kindLines(r.ids, a, ap, line)
 	if a.moved >= 0 {
 		line("tool calls handed over before their result", a.moved)
 		for _, c := range a.movedCalls {
@@ -221,6 +248,9 @@ func TestUpgradeSoak(t *testing.T) {
 	publish(t, summary, cfg.out)
 	if a.failed+a.stuck+a.lost+a.duplicated+a.reexecuted > 0 {
 		t.Fatalf("the upgrade found problems:\n%s", summary)
+	}
+	if len(missing) > 0 {
+		t.Errorf("sessions of kinds %v did not all do what their kind does (see the summary)", missing)
 	}
 	// The target is on what the upgrade adds: a gap less the tool call's own time on its
 	// member (its program and its wait for a sandbox slot, which measure the machine's
@@ -323,4 +353,234 @@ func tryDowngrade(t *testing.T, oldBin string, oldFormat int, env, common []stri
 			return "neither refused nor started within 60s:\n" + out.String()
 		}
 	}
+}
+
+// upgradeKinds are the kinds of session the upgrade soak runs, round-robin by the
+// session's index (so every kind runs through every replacement); a session's goal names
+// its kind ("kind-NAME"), which upgradeScript's rules answer by:
+//   - code: soakScript's four steps, each running a program in the sandbox (code_execute);
+//   - sub-agent: one "code" step delegated to a coder sub-agent, which runs a program in
+//     the sandbox and hands back;
+//   - human: a human_input step nobody answers, whose deadline (interrupt_timeout_ms
+//     1500, default_action continue) ends the wait on its own, then a sandboxed step;
+//   - approval: a step whose write_todos call needs an approval (the members' config
+//     file lists write_todos under approval.tools); for every other one of them
+//     (leftToDeadline) an approver answers it through a random member's gateway after a
+//     short delay; the rest, and any the approver is late for, the step's deadline
+//     (interrupt_timeout_ms 3000, default action continue: the call is rejected) decides.
+var upgradeKinds = []string{"code", "sub-agent", "human", "approval"}
+
+// upgradeKind is the kind of the i-th session.
+func upgradeKind(i int) string { return upgradeKinds[i%len(upgradeKinds)] }
+
+// leftToDeadline reports whether the approval of the i-th session (of kind approval) is
+// left to its deadline: every other one.
+func leftToDeadline(i int) bool { return (i/len(upgradeKinds))%2 == 1 }
+
+// upgradeScript is soakScript with, ahead of its rules, the rules of the other kinds
+// (upgradeKinds), which match only goals naming their kind.
+func upgradeScript(t *testing.T, latency time.Duration) string {
+	t.Helper()
+	base, err := mock.ParseScript([]byte(soakScript(latency)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := int(latency / time.Millisecond)
+	code := mock.ToolCallRule{Name: "code_execute", Arguments: `{"language":"python","code":"print(sum(range(1000)))"}`}
+	kinds := []mock.Rule{
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "kind-sub-agent", DelayMS: ms,
+			Response: `{"steps":[{"id":"r","type":"code","description":"compute it with a program"}]}`},
+		{SystemMatch: "FATHOM-ROLE: coder", ToolMatch: `"stdout"|Tool .code_execute. failed`, DelayMS: ms,
+			Response: "Computed.\n```json\n{\"status\":\"completed\",\"summary\":\"the program ran\",\"confidence\":0.9}\n```"},
+		{SystemMatch: "FATHOM-ROLE: coder", DelayMS: ms, ToolCalls: []mock.ToolCallRule{code}},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "kind-human", DelayMS: ms,
+			Response: `{"steps":[{"id":"ask","type":"human_input","description":"How many copies?","interrupt_timeout_ms":1500,"default_action":"continue"},` +
+				`{"id":"use","type":"custom","description":"print them"}]}`},
+		{SystemMatch: "FATHOM-ROLE: orchestrator", ContextMatch: "kind-approval", DelayMS: ms,
+			Response: `{"steps":[{"id":"w","type":"custom","description":"keep the todo list","interrupt_timeout_ms":3000}]}`},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "kind-approval", ToolMatch: ".", DelayMS: ms, Response: "noted {{.Step}}"},
+		{SystemMatch: "FATHOM-ROLE: executor", ContextMatch: "kind-approval", DelayMS: ms,
+			ToolCalls: []mock.ToolCallRule{{Name: "write_todos", Arguments: `{"todos":[{"content":"soak todo","status":"pending"}]}`}}},
+	}
+	base.Rules = append(kinds, base.Rules...)
+	return scriptJSON(t, base)
+}
+
+// approver answers the approval sessions' requests (but the ones leftToDeadline) ({"decision":"approve"}, POST
+// /v1/sessions/{id}/input) through a random live member, a random 200–1000 ms after the
+// index first shows the session awaiting a human. It runs until stop.
+type approver struct {
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+	urls   []string // the live members' gateways
+	// approved counts the approvals the gateway took (200); refused the other answers
+	// (the next tick tries again while the request is open).
+	approved, refused atomic.Int32
+	cancel            context.CancelFunc
+	done              chan struct{}
+}
+
+// startApprover starts the approver of the sessions of prefix with its own connection.
+func startApprover(t *testing.T, dsn, prefix string) *approver {
+	t.Helper()
+	conn := connectPG(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &approver{t: t, prefix: prefix, cancel: cancel, done: make(chan struct{})}
+	go a.run(ctx, conn)
+	t.Cleanup(a.stop)
+	return a
+}
+
+// set replaces the gateways the approver answers through.
+func (a *approver) set(nodes []*soakNode, except *soakNode) {
+	var urls []string
+	for _, n := range nodes {
+		if n != except && n.ready == nil && n.url != "" {
+			urls = append(urls, n.url)
+		}
+	}
+	a.mu.Lock()
+	a.urls = urls
+	a.mu.Unlock()
+}
+
+// stop stops the approver and waits for it (idempotent).
+func (a *approver) stop() {
+	a.cancel()
+	<-a.done
+}
+
+func (a *approver) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(a.done)
+	due := map[string]time.Time{}
+	answered := map[string]bool{}
+	client := &http.Client{Timeout: 10 * time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rows, err := conn.Query(ctx, `SELECT session_id FROM fathom_sessions WHERE session_id LIKE $1 AND status = 'awaiting_human'`, a.prefix+"-%")
+		if err != nil {
+			if ctx.Err() == nil {
+				a.t.Logf("approver: %v", err)
+			}
+			continue
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			continue
+		}
+		a.mu.Lock()
+		urls := a.urls
+		a.mu.Unlock()
+		for _, id := range ids {
+			i, err := strconv.Atoi(strings.TrimPrefix(id, a.prefix+"-"))
+			if err != nil || upgradeKind(i) != "approval" || leftToDeadline(i) || answered[id] || len(urls) == 0 {
+				continue
+			}
+			if _, ok := due[id]; !ok {
+				due[id] = time.Now().Add(time.Duration(200+rand.IntN(800)) * time.Millisecond)
+			}
+			if time.Now().Before(due[id]) {
+				continue
+			}
+			code, err := postJSON(ctx, client, urls[rand.IntN(len(urls))]+"/v1/sessions/"+id+"/input",
+				map[string]any{"step_id": "w", "command_id": "approve", "input": map[string]any{"decision": "approve"}})
+			if code == http.StatusOK {
+				answered[id] = true
+				a.approved.Add(1)
+			} else {
+				a.refused.Add(1)
+				a.t.Logf("approver: approve %s: %d %v", id, code, err)
+			}
+		}
+	}
+}
+
+// postJSON posts body with the soak's token and returns the status code (0 with the
+// error when there is no answer).
+func postJSON(ctx context.Context, client *http.Client, url string, body any) (int, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, fmt.Errorf("encode the body: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(b))
+	if err != nil {
+		return 0, fmt.Errorf("make the request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer t")
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("post %s: %w", url, err)
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 1<<10))
+	if res.StatusCode != http.StatusOK {
+		return res.StatusCode, fmt.Errorf("%s", strings.TrimSpace(string(msg)))
+	}
+	return res.StatusCode, nil
+}
+
+// kindLines writes, with line, each kind's sessions (started, completed) and what their
+// journals show of the kind; it returns the kinds whose sessions do not all show it.
+func kindLines(ids []string, a *soakAudit, ap *approver, line func(k string, v any)) (missing []string) {
+	type tally struct{ started, completed, shown, byHuman, byTimeout int }
+	byKind := map[string]*tally{}
+	for i, id := range ids {
+		k := upgradeKind(i)
+		if byKind[k] == nil {
+			byKind[k] = &tally{}
+		}
+		c := byKind[k]
+		c.started++
+		if a.ends[id] == "session_completed" {
+			c.completed++
+		}
+		m := a.marks[id]
+		c.byHuman += m["hitl_received by human"]
+		c.byTimeout += m["hitl_received by timeout"]
+		switch k {
+		case "code":
+			c.shown++
+		case "sub-agent":
+			if m["sub-agent tool_result"] > 0 {
+				c.shown++
+			}
+		case "human":
+			if m["hitl_received by timeout"] > 0 {
+				c.shown++
+			}
+		case "approval":
+			if m["hitl_received by human"]+m["hitl_received by timeout"] > 0 {
+				c.shown++
+			}
+		}
+	}
+	what := map[string]string{
+		"code":      "four sandboxed steps",
+		"sub-agent": "with a sub-agent's sandboxed tool call",
+		"human":     "whose human wait ended at its deadline",
+		"approval":  "whose approval was decided",
+	}
+	for _, k := range upgradeKinds {
+		c := byKind[k]
+		if c == nil {
+			c = &tally{}
+		}
+		v := fmt.Sprintf("%d started, %d completed, %d %s", c.started, c.completed, c.shown, what[k])
+		if k == "approval" {
+			v += fmt.Sprintf(" (%d approved by the soak through a gateway, %d by the deadline; %d answers refused and retried)",
+				c.byHuman, c.byTimeout, ap.refused.Load())
+		}
+		line("sessions of kind "+k, v)
+		if c.shown < c.started {
+			missing = append(missing, k)
+		}
+	}
+	return missing
 }
