@@ -217,4 +217,15 @@ func TestProviderListsJournalKindsOnNewestFormat(t *testing.T) {
 	if r := p.formatRange(); r != (formatRange{1, 3}) {
 		t.Fatalf("formats 1, 2 and 3: range %+v; want 1..3", r)
 	}
+	// A member hosting no journal kind (a program that joined only to call grains)
+	// advertises no format and reads no journal: it holds nothing back.
+	client := entry(t, "client", addr, api.HealthPassing)
+	client.Service.Tags = []string{"prototopic"}
+	got = kinds(p.members([]*api.ServiceEntry{withFormat(entry(t, "a", addr, api.HealthPassing), "3"), client}, map[string]*seenMember{}, time.Now()))
+	if got["a"] != "Session,prototopic" {
+		t.Fatalf("a grain client beside a member of format 3: kinds %v", got)
+	}
+	if r := p.formatRange(); r != (formatRange{3, 3}) {
+		t.Fatalf("a grain client beside a member of format 3: range %+v; want 3..3 (the client reads no journal)", r)
+	}
 }

@@ -48,6 +48,9 @@ func preferNewest(members []*cluster.Member, formatOf func(id string) int, journ
 	var r formatRange
 	newest := 0
 	for _, m := range members {
+		if len(journal) > 0 && !hostsAny(m, journal) {
+			continue // a program that joined only to call grains (a grain client) reads no journal
+		}
 		f := formatOf(m.Id)
 		if r.lowest == 0 || f < r.lowest {
 			r.lowest = f
@@ -87,7 +90,9 @@ func hostsAny(m *cluster.Member, kinds []string) bool {
 
 // Formats returns the lowest and the highest journal format the members of this
 // member's topology advertise (Config.Meta's buildinfo.MetaFormat; a member that
-// advertises none counts as format 1). A member of the local provider, or one whose
+// advertises none counts as format 1). With Config.JournalKinds set, only the members
+// that host one of those kinds count: a program that joined the cluster only to call
+// grains (examples/grain-client) reads no journal and holds back no event. A member of the local provider, or one whose
 // provider has not described the topology yet, knows only itself: both are its own.
 // Cheap: the session journal's format gate calls Lowest on every append.
 func (n *Node) Formats() (lowest, highest int) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // clusterMember returns the member_details entry of addr in a GET /v1/cluster body.
@@ -66,8 +67,8 @@ func TestClusterViewShowsADeadMember(t *testing.T) {
 	}, "B's cluster view never showed A hosting its session: %v", &view)
 	for _, addr := range []string{a.member, b.member} {
 		m := clusterMember(view, addr)
-		if !strings.HasPrefix(fmt.Sprint(m["version"]), testVersion) || m["journal_format"] != 2.0 || m["started_at"] == nil || m["health"] != "passing" {
-			t.Fatalf("B sees member %s as %v: want version %s, journal format 2, a start time, passing", addr, m, testVersion)
+		if !strings.HasPrefix(fmt.Sprint(m["version"]), testVersion) || m["journal_format"] != float64(persistence.Format) || m["started_at"] == nil || m["health"] != "passing" {
+			t.Fatalf("B sees member %s as %v: want version %s, journal format %d, a start time, passing", addr, m, testVersion, persistence.Format)
 		}
 	}
 
