@@ -231,7 +231,10 @@ func TestGatewayWSSlowConsumer(t *testing.T) {
 	var once sync.Once
 	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.SendQueue = 8
-		c.SlowConsumerTimeout = 200 * time.Millisecond
+		// Short enough to find the stalled client at once, long enough that the resumed
+		// connection, which reads as fast as it can, is never taken for slow on a loaded
+		// machine (at 200 ms a CI run closed it too).
+		c.SlowConsumerTimeout = time.Second
 		c.Logger = slog.New(&signalHandler{Handler: c.Logger.Handler(), msg: "closing a slow consumer",
 			fire: func() { once.Do(func() { close(slow) }) }})
 	}})
