@@ -156,10 +156,10 @@ func (r row) measurements(scale float64) []measurement {
 var loadRows = []row{
 	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms (model server in a child process), 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "calls/s", BaseUnit: "ideal-calls/s",
-		Extra: []string{"p50-step-ms", "p99-step-ms"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"p50-step-ms", "p99-step-ms"}, Kind: "throughput", BenchTime: "1x", Timeout: 15 * time.Minute},
 	{ID: "load-active-1000-memory", What: "the same run, memory per active session mid-run (half the calls answered, all 1,000 sessions running): the node process's RSS growth, with the Go heap growth as `/metrics` serves it (`go_memstats_heap_alloc_bytes`), the goroutine stacks (`go_memstats_stack_inuse_bytes`), the live heap (after a collection) and the peak RSS growth; target ≤ 100 kB (bare: the heap per session)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "RSS-B/session", BaseUnit: "heap-B/session",
-		Extra: []string{"heap-B/session", "stack-B/session", "live-heap-B/session", "peak-RSS-B/session"}, Kind: "memory", BenchTime: "1x"},
+		Extra: []string{"heap-B/session", "stack-B/session", "live-heap-B/session", "peak-RSS-B/session"}, Kind: "memory", BenchTime: "1x", Timeout: 15 * time.Minute},
 	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",
 		Kind: "throughput", Min: 0.8, BenchTime: "1x"},

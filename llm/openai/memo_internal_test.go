@@ -136,7 +136,11 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 	encode()
 	allocs := testing.AllocsPerRun(20, encode)
 	t.Logf("%.0f allocations for %d messages and %d tools", allocs, len(req.Messages), len(req.Tools))
-	if limit := 4.0 * float64(len(req.Messages)+len(req.Tools)); allocs > limit {
+	limit := 4.0 * float64(len(req.Messages)+len(req.Tools))
+	if raceDetector {
+		limit *= 2 // sync.Pool drops pooled buffers under -race; still far below the ~700 of no memo
+	}
+	if allocs > limit {
 		t.Fatalf("%.0f allocations to encode a request sent before, want ≤ %.0f", allocs, limit)
 	}
 }
