@@ -92,16 +92,7 @@ func a2aStream(t *testing.T, url, id string, lastEventID uint64, out chan<- a2aF
 // TASK_STATE_COMPLETED.
 func TestA2AStreamResumesOnAnotherNodeAfterKill(t *testing.T) {
 	testenv.Faults(t)
-	consul := testenv.ConsulAddr(t)
-	model := startMockLLM(t, `{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[`+
-		`{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"},`+
-		`{\"id\":\"c\",\"type\":\"custom\",\"description\":\"three\"},{\"id\":\"d\",\"type\":\"custom\",\"description\":\"four\"},`+
-		`{\"id\":\"e\",\"type\":\"custom\",\"description\":\"five\"}]}"},
-		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}","delay_ms":700}]}`)
-	c := newFaultCluster(t, consul, model)
-	a, b := c.start(), c.start()
-	c.awaitViews(a, b)
+	c, a, b := fiveStepPair(t, "done {{.Step}}")
 	id := c.idOn("a2a-kill", a.member, a.member, b.member)
 	c.startOn(a, id, a)
 

@@ -84,16 +84,7 @@ func aguiStream(t *testing.T, url, body, lastID string, out chan<- aguiFrame) (*
 // text whole, ending in RUN_FINISHED with the success outcome.
 func TestAGUIRunResumesOnAnotherNodeAfterKill(t *testing.T) {
 	testenv.Faults(t)
-	consul := testenv.ConsulAddr(t)
-	model := startMockLLM(t, `{"rules":[
-		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[`+
-		`{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"},`+
-		`{\"id\":\"c\",\"type\":\"custom\",\"description\":\"three\"},{\"id\":\"d\",\"type\":\"custom\",\"description\":\"four\"},`+
-		`{\"id\":\"e\",\"type\":\"custom\",\"description\":\"five\"}]}"},
-		{"system_match":"FATHOM-ROLE: executor","response":"done {{.Step}}: the journal keeps every word","delay_ms":700}]}`)
-	c := newFaultCluster(t, consul, model)
-	a, b := c.start(), c.start()
-	c.awaitViews(a, b)
+	c, a, b := fiveStepPair(t, "done {{.Step}}: the journal keeps every word")
 	// A thread whose session identity hashing places on A (the static token's tenant).
 	var thread, sid string
 	for i := 0; i < 1000 && thread == ""; i++ {

@@ -459,3 +459,21 @@ func (p *tcpFault) close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
+
+// fiveStepPair starts two members of one fault cluster whose model plans five custom
+// steps and answers each with answer after 700 ms (long enough to kill a member mid-run),
+// and returns them once each sees the other: the start of the resumption tests.
+func fiveStepPair(t *testing.T, answer string) (c *faultCluster, a, b *nodeProc) {
+	t.Helper()
+	consul := testenv.ConsulAddr(t)
+	model := startMockLLM(t, `{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[`+
+		`{\"id\":\"a\",\"type\":\"custom\",\"description\":\"one\"},{\"id\":\"b\",\"type\":\"custom\",\"description\":\"two\"},`+
+		`{\"id\":\"c\",\"type\":\"custom\",\"description\":\"three\"},{\"id\":\"d\",\"type\":\"custom\",\"description\":\"four\"},`+
+		`{\"id\":\"e\",\"type\":\"custom\",\"description\":\"five\"}]}"},
+		{"system_match":"FATHOM-ROLE: executor","response":"`+answer+`","delay_ms":700}]}`)
+	c = newFaultCluster(t, consul, model)
+	a, b = c.start(), c.start()
+	c.awaitViews(a, b)
+	return c, a, b
+}

@@ -48,17 +48,7 @@ func TestWebhookSurvivesNodeKill(t *testing.T) {
 	dir := t.TempDir()
 	env := cleanEnv("FATHOM_WEBHOOK_SECRET=whsec_" + base64.StdEncoding.EncodeToString(key))
 	args := []string{"--data-dir", dir, "--token", token, "--lease-ttl", "2s", "--webhook-backoff", "500ms", "--webhook-max-backoff", "500ms"}
-	events := func(p *nodeProc, id string) string {
-		req, _ := http.NewRequest("GET", p.url+"/v1/sessions/"+id+"/events?follow=false&deltas=false", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	events := func(p *nodeProc, id string) string { return storedEventsText(p, token, id) }
 	a := startNode(t, env, args...)
 	if code, body := httpJSON(t, "POST", a.url+"/v1/sessions", token, map[string]any{"goal": "say hi", "session_id": "hook-kill", "webhook_url": rcv.URL}); code != 201 {
 		t.Fatalf("start: %d %v", code, body)
@@ -113,17 +103,7 @@ func TestA2APushSurvivesNodeKill(t *testing.T) {
 	dir := t.TempDir()
 	env := cleanEnv("FATHOM_WEBHOOK_SECRET=whsec_" + base64.StdEncoding.EncodeToString([]byte("push-kill-webhook-secret-0123456789")))
 	args := []string{"--data-dir", dir, "--token", token, "--lease-ttl", "2s", "--webhook-backoff", "500ms", "--webhook-max-backoff", "500ms"}
-	events := func(p *nodeProc, id string) string {
-		req, _ := http.NewRequest("GET", p.url+"/v1/sessions/"+id+"/events?follow=false&deltas=false", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	events := func(p *nodeProc, id string) string { return storedEventsText(p, token, id) }
 	a := startNode(t, env, args...)
 	code, out := httpJSON(t, "POST", a.url+"/a2a", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{
 		"message": map[string]any{"messageId": "kill-1", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "say hi"}}},
@@ -160,4 +140,18 @@ func TestA2APushSurvivesNodeKill(t *testing.T) {
 	if strings.Contains(events(b, id), "kill-cred") {
 		t.Fatal("the task's events hold the push credential in the clear")
 	}
+}
+
+// storedEventsText is the NDJSON of session id's stored events as node p serves them to
+// token ("" when the request fails: the caller polls).
+func storedEventsText(p *nodeProc, token, id string) string {
+	req, _ := http.NewRequest("GET", p.url+"/v1/sessions/"+id+"/events?follow=false&deltas=false", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -9,21 +9,14 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
-	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -35,30 +28,8 @@ import (
 // cannot confirm the drop, the delete is refused with an error naming it and nothing is
 // removed from the journal; once it can, the same delete succeeds.
 func TestDeleteDropsDataAcrossNodes(t *testing.T) {
-	dsn := testenv.PostgresDSN(t)
-	model := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
-	t.Cleanup(model.Close)
-	ccfg := fcluster.DefaultConfig()
-	ccfg.Name = fmt.Sprintf("fathom-delete-%d", time.Now().UnixNano())
-	ccfg.Provider, ccfg.ConsulAddr = fcluster.ProviderConsul, testenv.ConsulAddr(t)
-	start := func() *Node {
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		cfg := Config{Cluster: ccfg, Logger: log, PostgresDSN: dsn, DataDir: t.TempDir(), Session: session.DefaultConfig()}
-		cfg.Cluster.Logger = log
-		cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL+"/v1", "k"
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		n, err := Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = n.Stop(ctx)
-		})
-		return n
-	}
+	members := consulMembers(t, "delete")
+	start := func() *Node { return members(nil) }
 	a, b := start(), start()
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return len(a.Cluster().MemberAddresses()) == 2 && len(b.Cluster().MemberAddresses()) == 2

@@ -9,20 +9,14 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
-	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/buildinfo"
 	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
@@ -33,30 +27,7 @@ import (
 // release, as the test-only Meta override makes it). It returns them once each sees both.
 func mixedCluster(t *testing.T, other int) (current, odd *Node) {
 	t.Helper()
-	dsn := testenv.PostgresDSN(t)
-	model := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
-	t.Cleanup(model.Close)
-	ccfg := fcluster.DefaultConfig()
-	ccfg.Name = fmt.Sprintf("fathom-formats-%d", time.Now().UnixNano())
-	ccfg.Provider, ccfg.ConsulAddr = fcluster.ProviderConsul, testenv.ConsulAddr(t)
-	start := func(meta map[string]string) *Node {
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		cfg := Config{Cluster: ccfg, Logger: log, PostgresDSN: dsn, DataDir: t.TempDir(), Session: session.DefaultConfig()}
-		cfg.Cluster.Logger, cfg.Cluster.Meta = log, meta
-		cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL+"/v1", "k"
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		n, err := Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = n.Stop(ctx)
-		})
-		return n
-	}
+	start := consulMembers(t, "formats")
 	current = start(nil)
 	odd = start(map[string]string{buildinfo.MetaFormat: fmt.Sprint(other)})
 	testenv.Eventually(t, 30*time.Second, func() bool {
