@@ -209,6 +209,23 @@ func (r *soakRun) topUp() {
 		if r.goal != nil {
 			goal = r.goal(len(r.ids), id)
 		}
+		r.startSession(id, goal)
+		r.ids = append(r.ids, id)
+	}
+}
+
+// startSession starts session id through a random started member, retrying for 30 s,
+// each attempt through a member picked again (as a client behind a load balancer does:
+// during an upgrade one member's view of the cluster may lag). When it does not start,
+// the failure names every answer and logs what the members said of the session and of
+// those requests (their log lines under the session id or a request id), so a run on a
+// machine that keeps no member logs still shows the cause.
+func (r *soakRun) startSession(id, goal string) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var answers []string
+	keys := []string{id}
+	for {
 		var up []*soakNode
 		for _, n := range r.nodes {
 			if n.started(r.t) {
@@ -216,15 +233,35 @@ func (r *soakRun) topUp() {
 			}
 		}
 		via := up[rand.IntN(len(up))] // one node at most is starting
-		testenv.Eventually(r.t, 30*time.Second, func() bool {
-			code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": goal, "session_id": id, "command_id": "c1"})
-			if code != 201 {
-				r.t.Logf("start %s: %d %v", id, code, body)
+		code, body := httpJSON(r.t, "POST", via.url+"/v1/sessions", "t", map[string]any{"goal": goal, "session_id": id, "command_id": "c1"})
+		if code == 201 {
+			if len(answers) > 0 {
+				r.t.Logf("start %s: 201 through %s after %d refusals (first: %s)", id, via.member, len(answers), answers[0])
 			}
-			return code == 201
-		}, "session %s did not start", id)
-		r.ids = append(r.ids, id)
+			return
+		}
+		answers = append(answers, fmt.Sprintf("%d through %s (%s): %v", code, via.member, via.build, body))
+		if e, ok := body["error"].(map[string]any); ok {
+			if rid, ok := e["request_id"].(string); ok && rid != "" {
+				keys = append(keys, rid)
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	for _, n := range r.members {
+		for _, l := range strings.Split(n.logs.String(), "\n") {
+			for _, k := range keys {
+				if strings.Contains(l, k) {
+					r.t.Logf("%s (%s): %s", n.member, n.build, l)
+					break
+				}
+			}
+		}
+	}
+	r.t.Fatalf("session %s did not start in 30s: %d answers, the first %s, the last %s", id, len(answers), answers[0], answers[len(answers)-1])
 }
 
 // running counts this soak's sessions the index says are running.
