@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/persistence/ltm"
 )
@@ -14,6 +15,10 @@ type MemoryItem = ltm.Item
 
 // MemoryHit is a memory found by SearchMemories, with its rank score.
 type MemoryHit = ltm.Hit
+
+// MemoryJSON is memory it as the gateway's /v1/memories answers it (gateway.Memory): the
+// one conversion the gateway, the fathom CLI and programs share.
+func MemoryJSON(it MemoryItem) gateway.Memory { return node.MemoryJSON(it) }
 
 // MemoryUpdate edits a memory (UpdateMemory): the fields that are set replace the
 // memory's.

@@ -84,7 +84,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		for _, it := range items {
-			list = append(list, memoryJSON(it))
+			list = append(list, fathomapi.MemoryJSON(it))
 		}
 	case sub == "search":
 		hits, err := n.SearchMemories(ctx, *user, strings.Join(pos, " "), *limit)
@@ -92,7 +92,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		for _, h := range hits {
-			m := memoryJSON(h.Item)
+			m := fathomapi.MemoryJSON(h.Item)
 			sc := h.Score
 			m.Score = &sc
 			list = append(list, m)
@@ -205,15 +205,4 @@ func printDeleted(w io.Writer, d gateway.DeletedMemories, jsonOut bool) error {
 		_, err = fmt.Fprintf(w, "deleted %d memories of user %s\n", d.Deleted, d.User)
 	}
 	return err
-}
-
-// memoryJSON is it as the gateway answers it (GET /v1/memories).
-func memoryJSON(it fathomapi.MemoryItem) gateway.Memory {
-	m := gateway.Memory{ID: it.ID, Tenant: it.Tenant, User: it.User, Agent: it.Agent, Text: it.Text, Metadata: it.Metadata,
-		SessionID: it.SessionID, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
-	if !it.ExpiresAt.IsZero() {
-		e := it.ExpiresAt
-		m.ExpiresAt = &e
-	}
-	return m
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 )
@@ -68,10 +70,11 @@ func TestLongTermMemoryEndToEnd(t *testing.T) {
 			}
 
 			_, evs := run("U", "REMEMBER The user's locker code is LOCK-4417")
-			saved := 0
+			saved, savedID := 0, ""
 			for _, ev := range evs {
 				if ev["type"] == "memory_saved" {
 					saved++
+					savedID, _ = ev["memory_id"].(string)
 					if ev["text"] != "The user's locker code is LOCK-4417" || ev["user_id"] != "U" || ev["memory_id"] == "" {
 						t.Fatalf("memory_saved %v", ev)
 					}
@@ -91,6 +94,16 @@ func TestLongTermMemoryEndToEnd(t *testing.T) {
 			}
 			if out := memory("search", "--user", "U", "LOCK-4417"); !strings.Contains(out, "LOCK-4417") {
 				t.Fatalf("memory search: %s", out)
+			}
+			// --json prints each memory as GET /v1/memories does (gateway.Memory), a
+			// search hit with its score.
+			for _, args := range [][]string{{"list", "--user", "U", "--json"}, {"search", "--user", "U", "--json", "LOCK-4417"}} {
+				out := memory(args...)
+				var m gateway.Memory
+				if err := json.Unmarshal([]byte(out), &m); err != nil || m.ID != savedID || m.User != "U" || m.Tenant == "" ||
+					m.Text != "The user's locker code is LOCK-4417" || m.CreatedAt.IsZero() || m.ExpiresAt != nil || (m.Score != nil) != (args[0] == "search") {
+					t.Fatalf("memory %v: %s (%v), want memory %s of U as the gateway answers it", args, out, err, savedID)
+				}
 			}
 			if out := memory("list", "--user", "V"); strings.TrimSpace(out) != "no memories" {
 				t.Fatalf("V's memories: %s", out)

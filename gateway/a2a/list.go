@@ -2,9 +2,6 @@ package a2a
 
 import (
 	"context"
-	"encoding/base64"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fathom-agents/fathom/gateway"
@@ -98,7 +95,7 @@ func checkList(p *ListTasksRequest) (time.Time, *rpcError) {
 		after = t
 	}
 	if p.PageToken != "" {
-		if _, _, ok := decodePageToken(p.PageToken); !ok {
+		if _, _, ok := listing.DecodeCursor(pageTokens, p.PageToken); !ok {
 			return time.Time{}, rpcErr(CodeInvalidParams, "pageToken is not one ListTasks returned: %q", truncate(p.PageToken, 40))
 		}
 	}
@@ -121,8 +118,8 @@ func (s *Server) listTasks(ctx context.Context, p *ListTasksRequest) (*ListTasks
 	out := &ListTasksResponse{Tasks: []*Task{}, PageSize: *p.PageSize, TotalSize: int32(len(matches))}
 	start := 0
 	if p.PageToken != "" {
-		at, id, _ := decodePageToken(p.PageToken)
-		for start < len(matches) && !follows(matches[start], at, id) {
+		at, id, _ := listing.DecodeCursor(pageTokens, p.PageToken)
+		for start < len(matches) && !listing.Follows(matches[start], at, id) {
 			start++
 		}
 	}
@@ -135,7 +132,7 @@ func (s *Server) listTasks(ctx context.Context, p *ListTasksRequest) (*ListTasks
 		out.Tasks = append(out.Tasks, t)
 	}
 	if end < len(matches) {
-		out.NextPageToken = pageToken(matches[end-1])
+		out.NextPageToken = listing.EncodeCursor(pageTokens, matches[end-1])
 	}
 	return out, nil
 }
@@ -196,32 +193,7 @@ func (s *Server) listed(ctx context.Context, m gateway.SessionSummary, p *ListTa
 	return t, nil
 }
 
-// A page token is base64url("t1." + the creation Unix nanoseconds + "." + the session id)
-// of the last task of a page.
-func pageToken(m gateway.SessionSummary) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("t1." + strconv.FormatInt(m.CreatedAt.UnixNano(), 10) + "." + m.SessionID))
-}
-
-func decodePageToken(tok string) (time.Time, string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil {
-		return time.Time{}, "", false
-	}
-	rest, ok := strings.CutPrefix(string(b), "t1.")
-	if !ok {
-		return time.Time{}, "", false
-	}
-	ns, id, ok := strings.Cut(rest, ".")
-	n, err := strconv.ParseInt(ns, 10, 64)
-	if !ok || err != nil || id == "" {
-		return time.Time{}, "", false
-	}
-	return time.Unix(0, n), id, true
-}
-
-// follows reports whether m comes after the session (at, id) in the index's order
-// (newest first: creation, then id, both descending).
-func follows(m gateway.SessionSummary, at time.Time, id string) bool {
-	c := m.CreatedAt.UnixNano()
-	return c < at.UnixNano() || c == at.UnixNano() && m.SessionID < id
-}
+// pageTokens is the cursor namespace of ListTasks' page tokens: a page token is
+// internal/listing's cursor of the last task of a page, in a namespace of its own (a
+// GET /v1/sessions cursor is not a page token, nor the other way round).
+const pageTokens = "t1"

@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *list {
 		for _, r := range sel {
-			fmt.Fprintf(stdout, "%-22s %s: %s vs %s\n", r.ID, r.Pkg, r.Bench, r.Base)
+			fmt.Fprintf(stdout, "%-22s %s: %s vs %s, %s\n", r.ID, r.Pkg, r.Bench, r.Base, r.unit())
 		}
 		return nil
 	}

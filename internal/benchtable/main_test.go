@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -232,5 +233,37 @@ func TestVerdictWithinTheSpread(t *testing.T) {
 	}
 	if l := one.line(res); !strings.Contains(l, "| within the spread |") {
 		t.Errorf("one sample with its own spread across the target: line %q", l)
+	}
+}
+
+// TestRowReadsItsNamedMetric: a row with a Unit compares that metric of both benchmarks,
+// not their wall time: with thread-cpu-ns/op the ratio, the verdict and the cells are the
+// thread CPU time's (the ns/op beside it says otherwise), the range names the clock once,
+// the allocations of a time per operation are shown, and the what cell names the unit.
+// The count rows of hard text read thread-cpu-ns/op, a metric BenchmarkCount reports.
+func TestRowReadsItsNamedMetric(t *testing.T) {
+	r := row{ID: "c", What: "counting", Pkg: "./p", Bench: "BenchmarkA", Base: "BenchmarkB", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2}
+	ms := r.measurements(1)
+	res := map[measurement][]sample{
+		ms[0]: {{"ns/op": 9e6, "thread-cpu-ns/op": 1.5e6, "B/op": 2048, "allocs/op": 3}, {"ns/op": 8e6, "thread-cpu-ns/op": 1.7e6, "B/op": 2048, "allocs/op": 3}},
+		ms[1]: {{"ns/op": 1e6, "thread-cpu-ns/op": 1e6}, {"ns/op": 1e6, "thread-cpu-ns/op": 1e6}},
+	}
+	l := r.line(res)
+	for _, want := range []string{"counting (`BenchmarkA` / `BenchmarkB`, reading `thread-cpu-ns/op`)",
+		"| 1.60 ms thread-cpu (1.50–1.70 ms thread-cpu), 2.0 KB, 3 allocs | 1.00 ms thread-cpu |", "**1.60× time**", "| ≤ 2× | yes |"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("line %q lacks %q", l, want)
+		}
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "memory", "bench_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"count-letter", "count-acgt", "count-base64"} {
+		i := slices.IndexFunc(tableRows, func(r row) bool { return r.ID == id })
+		if i < 0 || tableRows[i].Unit != "thread-cpu-ns/op" || !strings.HasPrefix(tableRows[i].Bench, "BenchmarkCount/") ||
+			!strings.Contains(string(src), `"thread-cpu-ns/op"`) {
+			t.Errorf("row %s does not read BenchmarkCount's thread-cpu-ns/op", id)
+		}
 	}
 }

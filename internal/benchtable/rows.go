@@ -18,7 +18,10 @@ type row struct {
 	Pkg string
 	// Bench and Base are the benchmarks (with sub-benchmark paths).
 	Bench, Base string
-	// Unit is the compared unit; "" is ns/op.
+	// Unit is the compared unit, a metric both benchmarks report; "" is ns/op. A time per
+	// operation by another clock is "<clock>-ns/op" (thread-cpu-ns/op: the CPU time of
+	// the benchmark's own thread, steadier than wall time on a loaded machine). The
+	// table's what cell names the unit whenever it is not ns/op.
 	Unit string
 	// BaseUnit, when set, is the baseline's unit instead of Unit (e.g. the ideal rate a
 	// load benchmark reports beside its own, Base naming the same benchmark).
@@ -102,11 +105,11 @@ var tableRows = []row{
 	{ID: "count-mixed", What: "token counting, text with non-ASCII words, cl100k (bare: tiktoken-go `EncodeOrdinary`)",
 		Pkg: "./memory", Bench: "BenchmarkCountMixed/cl100k_base/memory.Count", Base: "BenchmarkCountMixed/cl100k_base/tiktoken.EncodeOrdinary", Kind: "time", Max: 1},
 	{ID: "count-letter", What: "token counting of 1 MiB of one repeated letter, one pre-token, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/letter", Base: "BenchmarkCount/prose", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/letter", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
 	{ID: "count-acgt", What: "token counting of 1 MiB of random `ACGT`, one pre-token, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/acgt", Base: "BenchmarkCount/prose", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/acgt", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
 	{ID: "count-base64", What: "token counting of a 1 MiB base64 blob, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/base64", Base: "BenchmarkCount/prose", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/base64", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
 	{ID: "topk", What: "exact top-10 over 10k × 1536 float32 (bare: summing the same slice)",
 		Pkg: "./persistence/vectormem", Bench: "BenchmarkTopK/exact-top10", Base: "BenchmarkTopK/baseline=sum", Kind: "time", Max: 2},
 	{ID: "recall-embedded", What: "hybrid retrieval recall@5 on the evaluation set (216 queries: identifiers, paraphrases, mixed; hash embedder), embedded store: BM25 + vectors fused (bare: the better single ranking, text-only BM25; vector-only is its own column); target hybrid ≥ better + 0.05, identifiers ≥ 0.95",
@@ -141,6 +144,10 @@ func (r row) unit() string {
 	}
 	return r.Unit
 }
+
+// perOpTime reports whether unit is a time per operation: ns/op, or "<clock>-ns/op" by
+// another clock (thread-cpu-ns/op).
+func perOpTime(unit string) bool { return unit == "ns/op" || strings.HasSuffix(unit, "-ns/op") }
 
 func (r row) measurements(scale float64) []measurement {
 	bt := r.BenchTime
@@ -222,12 +229,20 @@ func (r row) line(res map[measurement][]sample) string {
 		}
 	}
 	unit := r.unit()
-	what := fmt.Sprintf("%s (`%s` / `%s`)", r.What, ms[0].Bench, ms[1].Bench)
-	fv, fok := median(fs, unit)
 	bunit := unit
 	if r.BaseUnit != "" {
 		bunit = r.BaseUnit
 	}
+	what := fmt.Sprintf("%s (`%s` / `%s`", r.What, ms[0].Bench, ms[1].Bench)
+	switch {
+	case bunit != unit:
+		what += fmt.Sprintf(", reading `%s` / `%s`)", unit, bunit)
+	case unit != "ns/op":
+		what += fmt.Sprintf(", reading `%s`)", unit)
+	default:
+		what += ")"
+	}
+	fv, fok := median(fs, unit)
 	bv, bok := median(bs, bunit)
 	target := r.target()
 	if !fok || !bok || bv == 0 || fv == 0 {
@@ -241,7 +256,7 @@ func (r row) line(res map[measurement][]sample) string {
 			fathom += ", " + format(v, u)
 		}
 	}
-	if unit == "ns/op" {
+	if perOpTime(unit) {
 		if b, ok := median(fs, "B/op"); ok {
 			a, _ := median(fs, "allocs/op")
 			fathom += fmt.Sprintf(", %s, %.0f allocs", format(b, "B/op"), a)
@@ -252,9 +267,10 @@ func (r row) line(res map[measurement][]sample) string {
 }
 
 // ratio is the row's ratio of a Fathom value to a baseline value: the baseline's time
-// over Fathom's for a throughput row measured in ns/op, else Fathom's over the baseline's.
+// over Fathom's for a throughput row measured in a time per operation, else Fathom's over
+// the baseline's.
 func (r row) ratio(fv, bv float64, unit string) float64 {
-	if r.Kind == "throughput" && unit == "ns/op" {
+	if r.Kind == "throughput" && perOpTime(unit) {
 		return bv / fv
 	}
 	return fv / bv
@@ -342,7 +358,19 @@ func spread(ss []sample, unit string) string {
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo == hi {
 		return ""
 	}
-	return " (" + strings.TrimSuffix(format(lo, unit), " "+unit) + "–" + format(hi, unit) + ")"
+	l, h := format(lo, unit), format(hi, unit)
+	return " (" + strings.TrimSuffix(l, sharedTail(l, h)) + "–" + h + ")"
+}
+
+// sharedTail is the longest end of a that b ends with too and that starts at a space
+// (" ms", " ms thread-cpu", " step-ms"): the unit a range names once, after its end.
+func sharedTail(a, b string) string {
+	for i := range a {
+		if a[i] == ' ' && strings.HasSuffix(b, a[i:]) {
+			return a[i:]
+		}
+	}
+	return ""
 }
 
 // formatRatio renders a ratio with two decimals, or two significant digits when it is
@@ -385,6 +413,9 @@ func format(v float64, unit string) string {
 			return fmt.Sprintf("%.1f KB", v/(1<<10))
 		}
 		return fmt.Sprintf("%.0f B", v)
+	}
+	if clock, ok := strings.CutSuffix(unit, "-ns/op"); ok { // a time per operation by another clock
+		return format(v, "ns/op") + " " + clock
 	}
 	if per, ok := strings.CutPrefix(unit, "RSS-B/"); ok { // resident memory per thing
 		return format(v, "B/op") + " RSS/" + per

@@ -127,7 +127,7 @@ func Scope(q *Query, pol auth.Policy, p auth.Principal, trusted bool, tenant str
 
 // SetCursor continues q after the session cursor names (a Page's NextCursor).
 func SetCursor(q *Query, cursor string) error {
-	at, id, ok := decodeCursor(cursor)
+	at, id, ok := DecodeCursor(CursorListing, cursor)
 	if !ok {
 		return fmt.Errorf("cursor is not one a listing returned: %q", cut(cursor, 40))
 	}
@@ -154,7 +154,7 @@ func List(ctx context.Context, ix Index, q Query) (Page, error) {
 	out := Page{Sessions: make([]Summary, 0, min(len(es), limit))}
 	for i, e := range es {
 		if i == limit {
-			out.NextCursor = encodeCursor(es[i-1])
+			out.NextCursor = EncodeCursor(CursorListing, es[i-1])
 			break
 		}
 		out.Sessions = append(out.Sessions, e)
@@ -162,27 +162,43 @@ func List(ctx context.Context, ix Index, q Query) (Page, error) {
 	return out, nil
 }
 
-// A cursor is base64url("c1." + creation Unix nanoseconds + "." + session id) of the last
-// session of a page.
-func encodeCursor(s Summary) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("c1." + strconv.FormatInt(s.CreatedAt.UnixNano(), 10) + "." + s.SessionID))
+// CursorListing is the namespace of a listing's cursors (Page.NextCursor, SetCursor).
+// Another reader that pages over the index's order (A2A ListTasks' page tokens) encodes
+// its own cursors with EncodeCursor in a namespace of its own, so that one reader's
+// cursor is never taken for another's.
+const CursorListing = "c1"
+
+// EncodeCursor is the cursor, in namespace ns, of the position just after session s in
+// the index's order: base64url(ns + "." + s's creation Unix nanoseconds + "." + its id).
+func EncodeCursor(ns string, s Summary) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(ns + "." + strconv.FormatInt(s.CreatedAt.UnixNano(), 10) + "." + s.SessionID))
 }
 
-func decodeCursor(c string) (time.Time, string, bool) {
+// DecodeCursor reads cursor c of namespace ns (EncodeCursor's): the creation time and
+// id of the session it follows; ok false when c is not a cursor of ns.
+func DecodeCursor(ns, c string) (at time.Time, id string, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return time.Time{}, "", false
 	}
-	rest, ok := strings.CutPrefix(string(b), "c1.")
+	rest, ok := strings.CutPrefix(string(b), ns+".")
 	if !ok {
 		return time.Time{}, "", false
 	}
-	ns, id, ok := strings.Cut(rest, ".")
-	n, err := strconv.ParseInt(ns, 10, 64)
+	nanos, id, ok := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(nanos, 10, 64)
 	if !ok || err != nil || id == "" {
 		return time.Time{}, "", false
 	}
 	return time.Unix(0, n).UTC(), id, true
+}
+
+// Follows reports whether session s comes after the session (at, id) in the index's
+// order (newest first: creation, then id, both descending), as a cursor of (at, id)
+// continues.
+func Follows(s Summary, at time.Time, id string) bool {
+	c := s.CreatedAt.UnixNano()
+	return c < at.UnixNano() || c == at.UnixNano() && s.SessionID < id
 }
 
 // cut shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -253,7 +253,8 @@ func memErr(err error) error {
 	return err
 }
 
-// MemoryJSON is it as /v1/memories answers it.
+// MemoryJSON is it as /v1/memories answers it: the one conversion (fathom.MemoryJSON
+// gives it to programs and the CLI, which may not import this package).
 func MemoryJSON(it ltm.Item) gateway.Memory {
 	m := gateway.Memory{ID: it.ID, Tenant: it.Tenant, User: it.User, Agent: it.Agent, Text: it.Text, Metadata: it.Metadata,
 		SessionID: it.SessionID, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
