@@ -200,7 +200,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			var seq uint64
 			kind := FrameDelta
 			if u.IsDelta {
-				frame = deltaBytes(id, u.Delta)
+				frame = h.deltas.delta(id, u.Delta)
 			} else {
 				if frame, err = h.frames.event(id, u.Event); err != nil {
 					fail(hidden(CodeInternal, msgInternal, err))

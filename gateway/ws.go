@@ -385,7 +385,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	case !ok:
 		return false, nil
 	case u.IsDelta:
-		return true, c.write(deltaBytes(s.session, u.Delta))
+		return true, c.write(c.h.deltas.delta(s.session, u.Delta))
 	}
 	f, err := c.h.frames.event(s.session, u.Event)
 	if err != nil {
