@@ -5,17 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fathom-agents/fathom/actors/session"
+	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/gateway/a2a"
 	"github.com/fathom-agents/fathom/gateway/agui"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/live/feed"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // rawStream posts body to path over a raw connection (headers hdr) and returns the
@@ -160,5 +169,91 @@ func TestAGUIStreamWritesWhatIsReadyAtOnce(t *testing.T) {
 	}
 	if !sameRun(frames(first), frames(again)) {
 		t.Fatalf("the replay is not the run:\n%s\n---\n%s", strings.Join(first, "\n"), strings.Join(again, "\n"))
+	}
+}
+
+// countingListener counts the writes to the connections it accepted (the server's
+// system calls of sending).
+type countingListener struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: &l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestWSWritesWhatIsReadyAtOnce: the events a WebSocket subscription has ready at once
+// (here a catch-up's page of eight) go out in one write to the connection, not one
+// system call per frame; each is one frame, in order.
+func TestWSWritesWhatIsReadyAtOnce(t *testing.T) {
+	const events = 8
+	j := &memJournal{}
+	for seq := uint64(1); seq <= events; seq++ {
+		data, err := proto.Marshal(benchEvent(seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.recs = append(j.recs, persistence.Record{Seq: seq, Type: "llm_responded", Data: data, At: time.Now()})
+	}
+	f := feed.New(j, feed.Options{})
+	defer f.Close()
+	h, err := gateway.New(gateway.Config{Token: token, Sessions: noSessions{}, Feed: f,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	l := &countingListener{Listener: srv.Listener}
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/v1/ws", http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	before := l.writes.Load() // the handshake's
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"op":"subscribe","session_id":"bench","from_seq":0,"deltas":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []string
+	for len(seqs) < events {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(seqs), err)
+		}
+		var fr struct {
+			Op  string `json:"op"`
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(msg, &fr); err != nil {
+			t.Fatal(err)
+		}
+		if fr.Op == "event" {
+			seqs = append(seqs, strconv.FormatUint(fr.Seq, 10))
+		}
+	}
+	if got := strings.Join(seqs, ","); got != "1,2,3,4,5,6,7,8" {
+		t.Fatalf("events %s", got)
+	}
+	// The ack and the events: two writes at most (the ack may go out on its own).
+	if n := l.writes.Load() - before; n > 2 {
+		t.Fatalf("the ack and %d events ready at once took %d writes, want at most 2", events, n)
 	}
 }
