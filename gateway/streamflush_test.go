@@ -148,9 +148,27 @@ func TestAGUIStreamWritesWhatIsReadyAtOnce(t *testing.T) {
 	g := startChainGW(t)
 	agui.Mount(g.h, nil)
 	body := runBody("agui-batch", "run-1")
-	first := sseData(strings.Join(rawStream(t, g, agui.Path, body, nil), ""))
+	live := strings.Join(rawStream(t, g, agui.Path, body, nil), "")
+	first := sseData(live)
 	chunks := rawStream(t, g, agui.Path, body, nil)
 	again := sseData(strings.Join(chunks, ""))
+	// Each event's id is a run position as Position writes it (the live run's name the
+	// text messages open).
+	open := 0
+	for _, line := range strings.Split(live+strings.Join(chunks, ""), "\n") {
+		id, ok := strings.CutPrefix(line, "id: ")
+		if !ok {
+			continue
+		}
+		p, err := agui.ParsePosition(id)
+		if err != nil || p.String() != id {
+			t.Fatalf("event id %q is not a position (%v)", id, err)
+		}
+		open += len(p.Sent)
+	}
+	if open == 0 {
+		t.Fatal("no event id names an open text message")
+	}
 	t.Logf("%d AG-UI events replayed in %d chunks", len(again), len(chunks))
 	if len(again) < 10 || !strings.Contains(again[len(again)-1], "RUN_FINISHED") {
 		t.Fatalf("the replay has %d events, the last %s", len(again), again[len(again)-1])

@@ -208,13 +208,23 @@ func (s *stream) slot(k int) {
 
 // id is the SSE id of the event being written.
 func (s *stream) id() string {
-	p := Position{Seq: s.pos.seq, K: s.pos.k, Sent: map[string]int{}}
+	// Position.String's text, without its map: written for every event sent.
+	b := append(strconv.AppendUint(make([]byte, 0, 64), s.pos.seq, 10), '.')
+	b = strconv.AppendInt(b, int64(s.pos.k), 10)
+	var open []*call
 	for _, c := range s.calls {
 		if c.open {
-			p.Sent[c.msgID] = c.sent
+			open = append(open, c)
 		}
 	}
-	return p.String()
+	sort.Slice(open, func(i, j int) bool { return open[i].msgID < open[j].msgID })
+	for i, c := range open {
+		if i > 0 && c.msgID == open[i-1].msgID {
+			continue // one entry per message, as in Position.Sent
+		}
+		b = strconv.AppendInt(append(append(append(b, '|'), c.msgID...), '='), int64(c.sent), 10)
+	}
+	return string(b)
 }
 
 func (s *stream) comment() {
