@@ -100,11 +100,12 @@ func eventFrame(ev *messages.Event) ([]byte, error) {
 
 // frameCache renders each event once however many subscribers it goes to: events are
 // immutable, so (stream, seq) names a frame for good. It keeps the newest size frames.
+// A delta cache (delta) holds delta frames the same way, by the delta's whole content.
 type frameCache struct {
-	entries sync.Map // frameKey -> *frameEntry
+	entries sync.Map // frameKey or deltaKey -> *frameEntry
 
 	mu   sync.Mutex
-	ring []frameKey
+	ring []any // the keys, oldest at next (nil: free)
 	next int
 }
 
@@ -113,25 +114,42 @@ type frameKey struct {
 	seq    uint64
 }
 
+// deltaKey names a delta frame: a delta has no seq, its content is its name (the same
+// text of the same call at the same place renders the same frame).
+type deltaKey struct {
+	stream string
+	d      live.Delta
+}
+
 type frameEntry struct {
 	once  sync.Once
 	frame []byte
 	err   error
 }
 
-func newFrameCache(size int) *frameCache { return &frameCache{ring: make([]frameKey, size)} }
+func newFrameCache(size int) *frameCache { return &frameCache{ring: make([]any, size)} }
 
 // event returns the frame of ev in stream, rendering it on first use; concurrent
 // callers of one event wait for the one rendering.
 func (c *frameCache) event(stream string, ev *messages.Event) ([]byte, error) {
-	k := frameKey{stream, ev.GetSeq()}
+	return c.get(frameKey{stream, ev.GetSeq()}, func() ([]byte, error) { return eventFrame(ev) })
+}
+
+// delta returns the frame of delta d of stream (deltaBytes), rendering it on first use.
+func (c *frameCache) delta(stream string, d live.Delta) []byte {
+	b, _ := c.get(deltaKey{stream, d}, func() ([]byte, error) { return deltaBytes(stream, d), nil })
+	return b
+}
+
+// get returns the frame named k, rendering it with render on first use.
+func (c *frameCache) get(k any, render func() ([]byte, error)) ([]byte, error) {
 	v, ok := c.entries.Load(k)
 	if !ok {
 		var loaded bool
 		v, loaded = c.entries.LoadOrStore(k, &frameEntry{})
 		if !loaded {
 			c.mu.Lock()
-			if old := c.ring[c.next]; old.stream != "" {
+			if old := c.ring[c.next]; old != nil {
 				c.entries.Delete(old)
 			}
 			c.ring[c.next] = k
@@ -140,6 +158,6 @@ func (c *frameCache) event(stream string, ev *messages.Event) ([]byte, error) {
 		}
 	}
 	e := v.(*frameEntry)
-	e.once.Do(func() { e.frame, e.err = eventFrame(ev) })
+	e.once.Do(func() { e.frame, e.err = render() })
 	return e.frame, e.err
 }

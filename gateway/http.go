@@ -200,7 +200,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			var seq uint64
 			kind := FrameDelta
 			if u.IsDelta {
-				frame = deltaBytes(id, u.Delta)
+				frame = h.deltas.delta(id, u.Delta)
 			} else {
 				if frame, err = h.frames.event(id, u.Event); err != nil {
 					fail(hidden(CodeInternal, msgInternal, err))
@@ -288,6 +288,7 @@ type eventStream struct {
 	rc      *http.ResponseController
 	sse     bool
 	timeout time.Duration
+	buf     []byte // add's scratch
 }
 
 // write writes one frame and flushes it.
@@ -307,16 +308,18 @@ func (s *eventStream) add(frame []byte, seq uint64, kind string, first bool) err
 	if first {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	}
-	var err error
+	b := s.buf[:0]
 	if s.sse {
 		if seq > 0 {
-			_, err = fmt.Fprintf(s.w, "id: %d\n", seq)
+			b = append(strconv.AppendUint(append(b, "id: "...), seq, 10), '\n')
 		}
-		if err == nil {
-			_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", kind, frame)
-		}
+		b = append(append(append(append(append(b, "event: "...), kind...), "\ndata: "...), frame...), "\n\n"...)
 	} else {
-		_, err = fmt.Fprintf(s.w, "%s\n", frame)
+		b = append(append(b, frame...), '\n')
+	}
+	_, err := s.w.Write(b)
+	if cap(b) <= 64<<10 {
+		s.buf = b // kept for the next frame (not a large one's)
 	}
 	return err
 }

@@ -26,6 +26,7 @@ import (
 type conn struct {
 	h      *Handler
 	ws     *websocket.Conn
+	nc     *batchConn // ws's connection: holds the frames of one serveSubs
 	scope  Scope
 	caller *messages.Principal // the authenticated principal every request acts for
 	remote string
@@ -92,7 +93,8 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnavailable, "the gateway is shutting down"))
 		return
 	}
-	ws, err := h.upgrader.Upgrade(w, r, http.Header{RequestIDHeader: {w.Header().Get(RequestIDHeader)}})
+	hj := &batchHijacker{ResponseWriter: w}
+	ws, err := h.upgrader.Upgrade(hj, r, http.Header{RequestIDHeader: {w.Header().Get(RequestIDHeader)}})
 	if err != nil {
 		return // the upgrader answered the request
 	}
@@ -103,7 +105,7 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c := &conn{
-		h: h, ws: ws, scope: scopeOf(auth.FromMessage(caller)), caller: caller,
+		h: h, ws: ws, nc: hj.conn, scope: scopeOf(auth.FromMessage(caller)), caller: caller,
 		remote:     r.RemoteAddr,
 		send:       make(chan []byte, h.cfg.SendQueue),
 		inflight:   make(chan struct{}, h.cfg.MaxInflight),
@@ -310,11 +312,25 @@ func (c *conn) write(f []byte) error {
 // pings and replies again.
 const serveBurst = 256
 
-// serveSubs writes what the acked subscriptions have ready, one frame per subscription
+// serveSubs writes what the acked subscriptions have ready (serveReady), all of it sent
+// in one write once it is taken (batchConn): the frames ready at once cost one system
+// call, not one each. Errors are write errors.
+func (c *conn) serveSubs() error {
+	c.nc.holdWrites()
+	err := c.serveReady()
+	c.slow.Reset(c.h.cfg.SlowConsumerTimeout)
+	if ferr := c.nc.flush(time.Now().Add(c.h.cfg.WriteTimeout)); err == nil {
+		err = ferr
+	}
+	c.slow.Stop()
+	return err
+}
+
+// serveReady writes what the acked subscriptions have ready, one frame per subscription
 // per round (fair between sessions), after the replies already queued (a subscription's
 // ack precedes its events). After serveBurst frames it signals itself and returns, so
 // pings and replies are not held up by a long catch-up. Errors are write errors.
-func (c *conn) serveSubs() error {
+func (c *conn) serveReady() error {
 	c.mu.Lock()
 	c.serving = c.serving[:0]
 	for _, s := range c.subs {
@@ -385,7 +401,7 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	case !ok:
 		return false, nil
 	case u.IsDelta:
-		return true, c.write(deltaBytes(s.session, u.Delta))
+		return true, c.write(c.h.deltas.delta(s.session, u.Delta))
 	}
 	f, err := c.h.frames.event(s.session, u.Event)
 	if err != nil {

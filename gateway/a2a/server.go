@@ -65,6 +65,8 @@ type Config struct {
 type Server struct {
 	gw  *gateway.Handler
 	cfg Config
+	// results renders each event's stream responses once for all of a task's streams.
+	results *resultCache
 }
 
 // Mount serves the agent card (public) and the JSON-RPC binding (behind the gateway's
@@ -92,7 +94,7 @@ func Mount(gw *gateway.Handler, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{gw: gw, cfg: cfg}
+	s := &Server{gw: gw, cfg: cfg, results: newResultCache(4096)}
 	gw.MountPublic("GET "+CardPath, http.HandlerFunc(s.serveCard))
 	gw.Mount("POST "+cfg.Path, gateway.ScopeRead, http.HandlerFunc(s.serveRPC))
 	return s

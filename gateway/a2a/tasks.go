@@ -433,26 +433,40 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	write := func(seq uint64, resp StreamResponse, final bool) error {
-		var result any = resp
-		if legacy {
-			result = legacyStream(resp, final)
-		}
-		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nullID(rpcID), "result": result})
-		if err != nil {
-			return fmt.Errorf("encode a stream response: %w", err)
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		var head string
+	prefix, err := framePrefix(rpcID)
+	if err != nil {
+		return
+	}
+	// add writes one frame (result: its "result") without flushing it; what is ready
+	// at once (the events of one commit, a catch-up) goes out with one flush.
+	var frame []byte
+	pending := 0
+	add := func(seq uint64, result []byte) error {
+		frame = frame[:0]
 		if seq > 0 {
-			head = "id: " + strconv.FormatUint(seq, 10) + "\n"
+			frame = strconv.AppendUint(append(frame, "id: "...), seq, 10)
+			frame = append(frame, '\n')
 		}
-		if _, err := fmt.Fprintf(w, "%sdata: %s\n\n", head, frame); err != nil {
+		frame = append(append(append(append(frame, "data: "...), prefix...), result...), "}\n\n"...)
+		if pending == 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		}
+		if _, err := w.Write(frame); err != nil {
 			return fmt.Errorf("write a stream response: %w", err)
 		}
+		pending++
+		return nil
+	}
+	flush := func() error {
+		if pending == 0 {
+			return nil
+		}
+		pending = 0
 		return rc.Flush()
 	}
-	if err := write(0, StreamResponse{Task: snap}, false); err != nil {
+	defer func() { _ = flush() }()
+	result, err := marshalResult(StreamResponse{Task: snap}, legacy, false)
+	if err != nil || add(0, result) != nil || flush() != nil {
 		return
 	}
 	if from >= snapSeq && settled(snap.Status.State) {
@@ -469,6 +483,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 				s.cfg.Logger.Warn("a2a stream: reading the journal failed", "task", id, "error", err)
 			}
 			return
+		}
+		if !ok || pending >= maxFramesPerFlush {
+			if flush() != nil {
+				return
+			}
 		}
 		if !ok {
 			select {
@@ -487,18 +506,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 			continue
 		}
 		ev := u.Event
-		resps, err := s.updates(id, ev)
+		last := ev.GetSeq() == snapSeq && settled(snap.Status.State) || ev.GetSeq() > snapSeq && settles(ev)
+		results, err := s.eventResults(id, ev, legacy, last)
 		if err != nil {
 			s.cfg.Logger.Warn("a2a stream", "task", id, "error", err)
 			return
 		}
-		last := ev.GetSeq() == snapSeq && settled(snap.Status.State) || ev.GetSeq() > snapSeq && settles(ev)
-		for i, resp := range resps {
+		for i, result := range results {
 			seq := uint64(0)
-			if i == len(resps)-1 {
+			if i == len(results)-1 {
 				seq = ev.GetSeq()
 			}
-			if err := write(seq, resp, last && seq > 0); err != nil {
+			if err := add(seq, result); err != nil {
 				return
 			}
 		}
@@ -507,6 +526,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rpcID json.RawMe
 		}
 	}
 }
+
+// maxFramesPerFlush bounds the frames a stream writes before it flushes them, so a long
+// catch-up reaches the client as it is read.
+const maxFramesPerFlush = 64
 
 // nullID is id, or JSON null for an id-less call.
 func nullID(id json.RawMessage) json.RawMessage {

@@ -295,6 +295,13 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 		return err
 	}
 	defer sub.Close()
+	// The events of the updates ready at once go out with one flush: before the stream
+	// waits, after maxHeld updates, and when it ends.
+	s.hold = true
+	defer func() {
+		s.hold = false
+		s.flush()
+	}()
 	if replay == "" {
 		s.snapshot(st)
 	}
@@ -311,6 +318,7 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 				continue
 			}
 			replay = ""
+			s.flush()
 			at, err := h.stateAt(ctx, sid, u.Event.GetSeq()-1)
 			if err != nil {
 				return err
@@ -347,8 +355,24 @@ func decidedWithRequest(ev *messages.Event) bool {
 	return false
 }
 
-// next waits for the subscription's next update, with an SSE comment every keepalive.
+// maxHeld is how many updates' events a stream writes before it flushes them, so a long
+// catch-up reaches the client as it is read.
+const maxHeld = 64
+
+// next returns the subscription's next update: one ready now while fewer than maxHeld
+// are unflushed; else it flushes the stream and waits, with an SSE comment every
+// keepalive.
 func (h *Handler) next(ctx context.Context, sub live.Subscription, s *stream) (live.Update, error) {
+	if s.held < maxHeld {
+		s.held++
+		if u, ok, err := sub.TryNextUpdate(ctx); err != nil || ok {
+			return u, err
+		}
+	}
+	s.held = 0
+	if s.flush(); s.err != nil {
+		return live.Update{}, s.err
+	}
 	for {
 		wctx, cancel := context.WithTimeout(ctx, keepalive)
 		u, err := sub.NextUpdate(wctx)

@@ -104,6 +104,11 @@ type stream struct {
 	pos    position
 	delta  bool      // the update being folded is a token delta
 	resume *Position // where a resumed stream starts (nil: from the run's start)
+
+	// hold makes send leave its events unflushed (unflushed) until flush: the updates
+	// ready at once go out with one flush.
+	hold, unflushed bool
+	held            int // updates taken since the last flush (Handler.next)
 }
 
 func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
@@ -137,11 +142,59 @@ func (s *stream) send(ev map[string]any) {
 		s.err = fmt.Errorf("encode %v: %w", ev["type"], err)
 		return
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	s.write(b)
+}
+
+// textContent is TEXT_MESSAGE_CONTENT as json.Marshal renders its map (keys sorted),
+// without a map: the one event sent per token delta.
+type textContent struct {
+	Delta     string `json:"delta"`
+	MessageID string `json:"messageId"`
+	Type      string `json:"type"`
+}
+
+// sendText sends TEXT_MESSAGE_CONTENT: send's map {"type", "messageId", "delta"}, the
+// same bytes.
+func (s *stream) sendText(msgID, delta string) {
+	if s.err != nil || s.done {
+		return
+	}
+	if !s.delta {
+		s.pos.k++
+	}
+	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
+		return // the client has it
+	}
+	b, err := json.Marshal(textContent{Delta: delta, MessageID: msgID, Type: evTextContent})
+	if err != nil {
+		s.err = fmt.Errorf("encode %v: %w", evTextContent, err)
+		return
+	}
+	s.write(b)
+}
+
+// write writes one SSE event with data b and flushes it, unless the stream holds its
+// flushes (hold): then flush sends it with the events after it.
+func (s *stream) write(b []byte) {
+	if !s.unflushed {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	}
 	if _, err := fmt.Fprintf(s.w, "id: %s\ndata: %s\n\n", s.id(), b); err != nil {
 		s.err = err
 		return
 	}
+	s.unflushed = true
+	if !s.hold {
+		s.flush()
+	}
+}
+
+// flush sends the events written since the last flush.
+func (s *stream) flush() {
+	if s.err != nil || !s.unflushed {
+		return
+	}
+	s.unflushed = false
 	s.err = s.rc.Flush()
 }
 
@@ -155,13 +208,23 @@ func (s *stream) slot(k int) {
 
 // id is the SSE id of the event being written.
 func (s *stream) id() string {
-	p := Position{Seq: s.pos.seq, K: s.pos.k, Sent: map[string]int{}}
+	// Position.String's text, without its map: written for every event sent.
+	b := append(strconv.AppendUint(make([]byte, 0, 64), s.pos.seq, 10), '.')
+	b = strconv.AppendInt(b, int64(s.pos.k), 10)
+	var open []*call
 	for _, c := range s.calls {
 		if c.open {
-			p.Sent[c.msgID] = c.sent
+			open = append(open, c)
 		}
 	}
-	return p.String()
+	sort.Slice(open, func(i, j int) bool { return open[i].msgID < open[j].msgID })
+	for i, c := range open {
+		if i > 0 && c.msgID == open[i-1].msgID {
+			continue // one entry per message, as in Position.Sent
+		}
+		b = strconv.AppendInt(append(append(append(b, '|'), c.msgID...), '='), int64(c.sent), 10)
+	}
+	return string(b)
 }
 
 func (s *stream) comment() {
@@ -173,6 +236,7 @@ func (s *stream) comment() {
 		s.err = err
 		return
 	}
+	s.unflushed = false
 	s.err = s.rc.Flush()
 }
 
@@ -302,7 +366,7 @@ func (s *stream) text(c *call, attempt uint32, t string) {
 		c.text.WriteString(t)
 		c.sent += len(t)
 		s.slot(2)
-		s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": t})
+		s.sendText(c.msgID, t)
 	}
 }
 
@@ -417,7 +481,7 @@ func (s *stream) update(u live.Update) end {
 		if res := p.SessionCompleted.GetResult(); res != "" && res != s.lastText {
 			id := fmt.Sprintf("%s:%d", s.sid, seq)
 			s.send(map[string]any{"type": evTextStart, "messageId": id, "role": "assistant"})
-			s.send(map[string]any{"type": evTextContent, "messageId": id, "delta": res})
+			s.sendText(id, res)
 			s.send(map[string]any{"type": evTextEnd, "messageId": id})
 		}
 		s.setStatus("completed")
@@ -469,7 +533,7 @@ func (s *stream) responded(r *messages.LlmResponded, seq uint64) {
 		if ok && rest != "" {
 			c.sent += len(rest)
 			s.slot(2)
-			s.send(map[string]any{"type": evTextContent, "messageId": c.msgID, "delta": rest})
+			s.sendText(c.msgID, rest)
 		}
 	case content != "":
 		s.text(c, 0, content)
