@@ -7,7 +7,8 @@
 // round, for -rounds rounds, in an order rotated every round (interleaved runs: a slow
 // stretch of the machine lands on both sides of a ratio instead of on one of them). A row
 // reports the median of the rounds for both sides and their ratio, and whether it meets
-// the row's target. The table replaces the text between the markers
+// the row's target. A deterministic row (recall@5 of a fixed set) runs in the first round
+// only, and says so; see plan for the rules. The table replaces the text between the markers
 //
 //	<!-- bench:table:begin -->
 //	<!-- bench:table:end -->
@@ -170,19 +171,116 @@ const defaultRunTimeout = 5 * time.Minute
 // sample is one parsed result line.
 type sample map[string]float64 // unit → value ("ns/op", "B/op", "deliveries/s", ...)
 
-// measure builds the test binaries, runs the rounds and returns every sample by measurement.
-func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scale float64, raw io.Writer) (map[measurement][]sample, error) {
-	var ms []measurement
-	seen := map[measurement]bool{}
-	pkgs := map[string]bool{}
+// invocation is one process of a package's test binary and the measurements it reports: one
+// measurement, or several sides of one benchmark (same package, parent benchmark,
+// -benchtime and timeout) that share its setup.
+type invocation struct {
+	ms []measurement
+	// once: the invocation is in the first round only (its measurements are deterministic).
+	once bool
+}
+
+// pattern is the invocation's -test.bench: each level anchored, the last one an
+// alternation when it reports several sides.
+func (r invocation) pattern() string {
+	if len(r.ms) == 1 {
+		return benchRegexp(r.ms[0].Bench)
+	}
+	leaves := make([]string, len(r.ms))
+	for i, m := range r.ms {
+		_, leaves[i] = parentAndLeaf(m.Bench)
+	}
+	parent, _ := parentAndLeaf(r.ms[0].Bench)
+	for i, l := range leaves {
+		leaves[i] = regexp.QuoteMeta(l)
+	}
+	return benchRegexp(parent) + "/^(" + strings.Join(leaves, "|") + ")$"
+}
+
+// label names the invocation in the raw output and the log: package, benchmark pattern and
+// -benchtime.
+func (r invocation) label() string {
+	return fmt.Sprintf("%s %s -benchtime %s", r.ms[0].Pkg, r.pattern(), r.ms[0].Time)
+}
+
+// parentAndLeaf splits a benchmark name at its last level: "A/b/c" → "A/b", "c"; a
+// top-level name has no parent.
+func parentAndLeaf(name string) (parent, leaf string) {
+	i := strings.LastIndex(name, "/")
+	if i < 0 {
+		return "", name
+	}
+	return name[:i], name[i+1:]
+}
+
+// plan returns the runs of each round. Every measurement runs in its own process every
+// round, in an order rotated every round (interleaved runs: a slow stretch of the
+// machine lands on both sides of a ratio instead of on one of them), except that
+//   - a measurement that only Deterministic rows use runs in the first round only, and
+//   - the measurements of Deterministic and OneProcess rows that are sides of one
+//     benchmark share one process (the benchmark's setup done once for all of them).
+func plan(rows []row, rounds int, scale float64) [][]invocation {
+	type use struct{ once, shared bool }
+	var order []measurement
+	uses := map[measurement]*use{}
 	for _, r := range rows {
 		for _, m := range r.measurements(scale) {
-			if !seen[m] {
-				seen[m] = true
-				ms = append(ms, m)
+			u := uses[m]
+			if u == nil {
+				u = &use{once: true, shared: true}
+				uses[m] = u
+				order = append(order, m)
 			}
-			pkgs[m.Pkg] = true
+			u.once = u.once && r.Deterministic
+			u.shared = u.shared && (r.Deterministic || r.OneProcess)
 		}
+	}
+	type key struct {
+		pkg, parent, time string
+		timeout           time.Duration
+		once              bool
+	}
+	var runs []invocation
+	shared := map[key]int{}
+	for _, m := range order {
+		u := uses[m]
+		parent, _ := parentAndLeaf(m.Bench)
+		if u.shared && parent != "" {
+			k := key{m.Pkg, parent, m.Time, m.Timeout, u.once}
+			if i, ok := shared[k]; ok {
+				runs[i].ms = append(runs[i].ms, m)
+				continue
+			}
+			shared[k] = len(runs)
+		}
+		runs = append(runs, invocation{ms: []measurement{m}, once: u.once})
+	}
+	out := make([][]invocation, rounds)
+	for round := range rounds {
+		var rs []invocation
+		for _, r := range runs {
+			if round == 0 || !r.once {
+				rs = append(rs, r)
+			}
+		}
+		// Rotate the order each round so no benchmark always runs right after the same one.
+		out[round] = make([]invocation, len(rs))
+		for i := range rs {
+			j := (i + round*7) % len(rs)
+			if round%2 == 1 {
+				j = len(rs) - 1 - j
+			}
+			out[round][i] = rs[j]
+		}
+	}
+	return out
+}
+
+// measure builds the test binaries, runs the rounds and returns every sample by measurement.
+func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scale float64, raw io.Writer) (map[measurement][]sample, error) {
+	pkgs := map[string]bool{}
+	for _, r := range rows {
+		pkgs[r.Pkg] = true
 	}
 	dir, err := os.MkdirTemp("", "benchtable-")
 	if err != nil {
@@ -200,48 +298,73 @@ func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scal
 		bins[pkg] = bin
 	}
 	out := map[measurement][]sample{}
-	for round := range rounds {
-		// Rotate the order each round so no benchmark always runs right after the same one.
-		for i := range ms {
-			m := ms[(i+round*7)%len(ms)]
-			if round%2 == 1 {
-				m = ms[len(ms)-1-(i+round*7)%len(ms)]
-			}
-			s, err := runOne(ctx, bins[m.Pkg], m, raw)
+	took := map[string]time.Duration{}
+	for round, runs := range plan(rows, rounds, scale) {
+		for _, r := range runs {
+			start := time.Now()
+			ss, err := runOne(ctx, bins[r.ms[0].Pkg], r, raw)
+			took[r.label()] += time.Since(start)
 			if err != nil {
-				return nil, fmt.Errorf("round %d: %s %s: %w", round+1, m.Pkg, m.Bench, err)
+				return nil, fmt.Errorf("round %d: %s: %w", round+1, r.label(), err)
 			}
-			if s == nil {
-				log.Warn("benchmark skipped or produced no result", "pkg", m.Pkg, "bench", m.Bench)
-				continue
+			for _, m := range r.ms {
+				s := ss[m]
+				if s == nil {
+					log.Warn("benchmark skipped or produced no result", "pkg", m.Pkg, "bench", m.Bench)
+					continue
+				}
+				out[m] = append(out[m], s)
 			}
-			out[m] = append(out[m], s)
 		}
 		log.Info("round done", "round", round+1, "of", rounds)
 	}
+	logSlowest(log, took, 5)
 	return out, nil
 }
 
-// runOne runs one benchmark once and parses its result line (nil when it skipped).
-func runOne(ctx context.Context, bin string, m measurement, raw io.Writer) (sample, error) {
-	timeout := m.Timeout
+// logSlowest logs the n runs that took longest over all rounds: where the table's time goes.
+func logSlowest(log *slog.Logger, took map[string]time.Duration, n int) {
+	labels := make([]string, 0, len(took))
+	for l := range took {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool { return took[labels[i]] > took[labels[j]] })
+	for _, l := range labels[:min(n, len(labels))] {
+		log.Info("slowest runs, all rounds", "run", l, "took", took[l].Round(100*time.Millisecond))
+	}
+}
+
+// runOne runs one process of a test binary and parses the result line of each of its
+// measurements (none for a measurement that skipped).
+func runOne(ctx context.Context, bin string, r invocation, raw io.Writer) (map[measurement]sample, error) {
+	m0 := r.ms[0]
+	timeout := m0.Timeout
 	if timeout <= 0 {
 		timeout = defaultRunTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", benchRegexp(m.Bench),
-		"-test.benchmem", "-test.count", "1", "-test.benchtime", m.Time, "-test.timeout", (timeout + time.Minute).String())
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", r.pattern(),
+		"-test.benchmem", "-test.count", "1", "-test.benchtime", m0.Time, "-test.timeout", (timeout + time.Minute).String())
 	// The test binary runs in its package's directory, as `go test` would run it.
-	cmd.Dir = m.Pkg
+	cmd.Dir = m0.Pkg
 	var buf bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&buf, raw)
 	cmd.Stderr = io.MultiWriter(&buf, raw)
-	fmt.Fprintf(raw, "### %s %s -benchtime %s\n", m.Pkg, m.Bench, m.Time)
-	if err := cmd.Run(); err != nil {
+	fmt.Fprintf(raw, "### %s\n", r.label())
+	start := time.Now()
+	err := cmd.Run()
+	fmt.Fprintf(raw, "### took %s\n", time.Since(start).Round(100*time.Millisecond))
+	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, tail(buf.String(), 2000))
 	}
-	return parse(buf.String(), m.Bench), nil
+	out := map[measurement]sample{}
+	for _, m := range r.ms {
+		if s := parse(buf.String(), m.Bench); s != nil {
+			out[m] = s
+		}
+	}
+	return out, nil
 }
 
 // benchRegexp anchors each level of a benchmark name: "A/b=1" → "^A$/^b=1$".
@@ -311,8 +434,15 @@ func median(ss []sample, unit string) (float64, bool) {
 func render(tbl table, rows []row, res map[measurement][]sample, rounds int, start time.Time, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", tbl.begin)
-	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians.\n\n",
+	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians",
 		start.UTC().Format("2006-01-02 15:04"), took.Round(time.Second), rounds)
+	for _, r := range rows {
+		if r.Deterministic && rounds > 1 {
+			b.WriteString("; the rows marked \"one run\" are deterministic and ran in the first round only")
+			break
+		}
+	}
+	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
 	b.WriteString("| row | what | Fathom | baseline | ratio | target | met |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
