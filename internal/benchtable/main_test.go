@@ -124,6 +124,13 @@ func TestEveryRowIsWellFormed(t *testing.T) {
 		if r.Kind != "time" && r.Kind != "throughput" && r.Kind != "memory" && r.Kind != "cost" {
 			t.Errorf("row %s: kind %q", r.ID, r.Kind)
 		}
+		if r.Deterministic || r.OneProcess {
+			bp, _ := parentAndLeaf(r.Bench)
+			sp, _ := parentAndLeaf(r.Base)
+			if bp == "" || bp != sp {
+				t.Errorf("row %s: one process for %s and %s, which are not sides of one benchmark", r.ID, r.Bench, r.Base)
+			}
+		}
 		files, err := filepath.Glob(filepath.Join("..", "..", r.Pkg, "*_test.go"))
 		if err != nil || len(files) == 0 {
 			t.Errorf("row %s: package %s has no tests (%v)", r.ID, r.Pkg, err)
