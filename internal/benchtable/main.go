@@ -83,7 +83,7 @@ type usageError struct{ error }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("benchtable", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rounds := fs.Int("rounds", 5, "rounds of interleaved runs; each row reports the median of the rounds (at least 5 for the published table)")
+	rounds := fs.Int("rounds", 3, "rounds of interleaved runs; each row reports the median of the rounds and their spread (at least 3 for the published table; deterministic rows run in the first round only)")
 	out := fs.String("out", "BENCHMARKS.md", "file whose table (between the bench:table markers) is replaced")
 	raw := fs.String("raw", "bench.out", "file that receives the raw `go test` output of every run")
 	only := fs.String("rows", "", "regexp: run only the rows whose id matches (the table is then printed, not written)")
@@ -287,16 +287,17 @@ func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scal
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	bins := map[string]string{}
+	list := make([]string, 0, len(pkgs))
 	for pkg := range pkgs {
-		bin := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".test")
-		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("build test binary of %s: %w", pkg, err)
-		}
-		bins[pkg] = bin
+		list = append(list, pkg)
 	}
+	sort.Strings(list)
+	start := time.Now()
+	bins, err := buildTests(ctx, "", dir, list)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("test binaries built", "packages", len(bins), "took", time.Since(start).Round(100*time.Millisecond))
 	out := map[measurement][]sample{}
 	took := map[string]time.Duration{}
 	for round, runs := range plan(rows, rounds, scale) {
@@ -320,6 +321,67 @@ func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scal
 	}
 	logSlowest(log, took, 5)
 	return out, nil
+}
+
+// buildTests builds the test binaries of pkgs (package directories such as ./gateway,
+// relative to root: "" is the working directory) into dir with one go command, which links them in parallel and loads the packages
+// once, and returns each package's binary. Packages whose names collide (go test -c
+// names a binary after its package) are built one by one.
+func buildTests(ctx context.Context, root, dir string, pkgs []string) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-f", "{{.Dir}}\t{{.Name}}"}, pkgs...)...)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	listed, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the benchmarks' packages: %w", err)
+	}
+	nameOf := map[string]string{} // absolute directory → package name
+	count := map[string]int{}     // package name → packages of that name
+	for _, l := range strings.Split(strings.TrimSpace(string(listed)), "\n") {
+		d, name, ok := strings.Cut(l, "\t")
+		if !ok {
+			return nil, fmt.Errorf("go list printed %q", l)
+		}
+		nameOf[d] = name
+		count[name]++
+	}
+	bins := map[string]string{}
+	var together []string
+	for _, pkg := range pkgs {
+		abs, err := filepath.Abs(filepath.Join(root, pkg))
+		if err != nil {
+			return nil, fmt.Errorf("find %s: %w", pkg, err)
+		}
+		name, ok := nameOf[abs]
+		if ok && count[name] == 1 {
+			together = append(together, pkg)
+			bins[pkg] = filepath.Join(dir, name+".test")
+			continue
+		}
+		// Alone, under a name of its own.
+		bin := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".alone.test")
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
+		cmd.Dir = root
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("build test binary of %s: %w", pkg, err)
+		}
+		bins[pkg] = bin
+	}
+	if len(together) > 0 {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + string(filepath.Separator)}, together...)...)
+		cmd.Dir = root
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("build test binaries of %s: %w", strings.Join(together, " "), err)
+		}
+	}
+	for pkg, bin := range bins {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("test binary of %s: %w", pkg, err)
+		}
+	}
+	return bins, nil
 }
 
 // logSlowest logs the n runs that took longest over all rounds: where the table's time goes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -391,5 +392,56 @@ func TestRunOneMeasuresSidesInOneProcess(t *testing.T) {
 	}
 	if !strings.Contains(raw.String(), "### took ") {
 		t.Errorf("the raw output does not say how long the process took:\n%s", raw.String())
+	}
+}
+
+// TestBuildTestsOneCommandAndCollidingNames: the test binaries of several packages are
+// built by one go command, named after their packages; two packages of the same name
+// are each built under a name of their own; every binary runs its own package's tests.
+func TestBuildTestsOneCommandAndCollidingNames(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":        "module example.com/m\n\ngo 1.26\n",
+		"a/x/x.go":      "package x\n",
+		"a/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"a/x\") }\n",
+		"b/x/x.go":      "package x\n",
+		"b/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"b/x\") }\n",
+		"c/y/y.go":      "package y\n",
+		"c/y/y_test.go": "package y\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"c/y\") }\n",
+		"d/z/z.go":      "package z\n",
+		"d/z/z_test.go": "package z\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"d/z\") }\n",
+	}
+	for name, src := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	pkgs := []string{"./a/x", "./b/x", "./c/y", "./d/z"}
+	bins, err := buildTests(context.Background(), root, dir, pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bins["./c/y"] != filepath.Join(dir, "y.test") || bins["./d/z"] != filepath.Join(dir, "z.test") {
+		t.Errorf("the packages of unique names are not built together under their names: %v", bins)
+	}
+	seen := map[string]bool{}
+	for _, pkg := range pkgs {
+		bin := bins[pkg]
+		if seen[bin] {
+			t.Fatalf("two packages share the binary %s: %v", bin, bins)
+		}
+		seen[bin] = true
+		out, err := exec.Command(bin, "-test.v").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", bin, err, out)
+		}
+		if !strings.Contains(string(out), strings.TrimPrefix(pkg, "./")) {
+			t.Errorf("%s is not the test binary of %s:\n%s", bin, pkg, out)
+		}
 	}
 }
