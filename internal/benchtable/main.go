@@ -7,7 +7,8 @@
 // round, for -rounds rounds, in an order rotated every round (interleaved runs: a slow
 // stretch of the machine lands on both sides of a ratio instead of on one of them). A row
 // reports the median of the rounds for both sides and their ratio, and whether it meets
-// the row's target. The table replaces the text between the markers
+// the row's target. A deterministic row (recall@5 of a fixed set) runs in the first round
+// only, and says so; see plan for the rules. The table replaces the text between the markers
 //
 //	<!-- bench:table:begin -->
 //	<!-- bench:table:end -->
@@ -82,7 +83,7 @@ type usageError struct{ error }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("benchtable", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rounds := fs.Int("rounds", 5, "rounds of interleaved runs; each row reports the median of the rounds (at least 5 for the published table)")
+	rounds := fs.Int("rounds", 3, "rounds of interleaved runs; each row reports the median of the rounds and their spread (at least 3 for the published table; deterministic rows run in the first round only)")
 	out := fs.String("out", "BENCHMARKS.md", "file whose table (between the bench:table markers) is replaced")
 	raw := fs.String("raw", "bench.out", "file that receives the raw `go test` output of every run")
 	only := fs.String("rows", "", "regexp: run only the rows whose id matches (the table is then printed, not written)")
@@ -170,78 +171,262 @@ const defaultRunTimeout = 5 * time.Minute
 // sample is one parsed result line.
 type sample map[string]float64 // unit → value ("ns/op", "B/op", "deliveries/s", ...)
 
-// measure builds the test binaries, runs the rounds and returns every sample by measurement.
-func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scale float64, raw io.Writer) (map[measurement][]sample, error) {
-	var ms []measurement
-	seen := map[measurement]bool{}
-	pkgs := map[string]bool{}
+// invocation is one process of a package's test binary and the measurements it reports: one
+// measurement, or several sides of one benchmark (same package, parent benchmark,
+// -benchtime and timeout) that share its setup.
+type invocation struct {
+	ms []measurement
+	// once: the invocation is in the first round only (its measurements are deterministic).
+	once bool
+}
+
+// pattern is the invocation's -test.bench: each level anchored, the last one an
+// alternation when it reports several sides.
+func (r invocation) pattern() string {
+	if len(r.ms) == 1 {
+		return benchRegexp(r.ms[0].Bench)
+	}
+	leaves := make([]string, len(r.ms))
+	for i, m := range r.ms {
+		_, leaves[i] = parentAndLeaf(m.Bench)
+	}
+	parent, _ := parentAndLeaf(r.ms[0].Bench)
+	for i, l := range leaves {
+		leaves[i] = regexp.QuoteMeta(l)
+	}
+	return benchRegexp(parent) + "/^(" + strings.Join(leaves, "|") + ")$"
+}
+
+// label names the invocation in the raw output and the log: package, benchmark pattern and
+// -benchtime.
+func (r invocation) label() string {
+	return fmt.Sprintf("%s %s -benchtime %s", r.ms[0].Pkg, r.pattern(), r.ms[0].Time)
+}
+
+// parentAndLeaf splits a benchmark name at its last level: "A/b/c" → "A/b", "c"; a
+// top-level name has no parent.
+func parentAndLeaf(name string) (parent, leaf string) {
+	i := strings.LastIndex(name, "/")
+	if i < 0 {
+		return "", name
+	}
+	return name[:i], name[i+1:]
+}
+
+// plan returns the runs of each round. Every measurement runs in its own process every
+// round, in an order rotated every round (interleaved runs: a slow stretch of the
+// machine lands on both sides of a ratio instead of on one of them), except that
+//   - a measurement that only Deterministic rows use runs in the first round only, and
+//   - the measurements of Deterministic and OneProcess rows that are sides of one
+//     benchmark share one process (the benchmark's setup done once for all of them).
+func plan(rows []row, rounds int, scale float64) [][]invocation {
+	type use struct{ once, shared bool }
+	var order []measurement
+	uses := map[measurement]*use{}
 	for _, r := range rows {
 		for _, m := range r.measurements(scale) {
-			if !seen[m] {
-				seen[m] = true
-				ms = append(ms, m)
+			u := uses[m]
+			if u == nil {
+				u = &use{once: true, shared: true}
+				uses[m] = u
+				order = append(order, m)
 			}
-			pkgs[m.Pkg] = true
+			u.once = u.once && r.Deterministic
+			u.shared = u.shared && (r.Deterministic || r.OneProcess)
 		}
+	}
+	type key struct {
+		pkg, parent, time string
+		timeout           time.Duration
+		once              bool
+	}
+	var runs []invocation
+	shared := map[key]int{}
+	for _, m := range order {
+		u := uses[m]
+		parent, _ := parentAndLeaf(m.Bench)
+		if u.shared && parent != "" {
+			k := key{m.Pkg, parent, m.Time, m.Timeout, u.once}
+			if i, ok := shared[k]; ok {
+				runs[i].ms = append(runs[i].ms, m)
+				continue
+			}
+			shared[k] = len(runs)
+		}
+		runs = append(runs, invocation{ms: []measurement{m}, once: u.once})
+	}
+	out := make([][]invocation, rounds)
+	for round := range rounds {
+		var rs []invocation
+		for _, r := range runs {
+			if round == 0 || !r.once {
+				rs = append(rs, r)
+			}
+		}
+		// Rotate the order each round so no benchmark always runs right after the same one.
+		out[round] = make([]invocation, len(rs))
+		for i := range rs {
+			j := (i + round*7) % len(rs)
+			if round%2 == 1 {
+				j = len(rs) - 1 - j
+			}
+			out[round][i] = rs[j]
+		}
+	}
+	return out
+}
+
+// measure builds the test binaries, runs the rounds and returns every sample by measurement.
+func measure(ctx context.Context, log *slog.Logger, rows []row, rounds int, scale float64, raw io.Writer) (map[measurement][]sample, error) {
+	pkgs := map[string]bool{}
+	for _, r := range rows {
+		pkgs[r.Pkg] = true
 	}
 	dir, err := os.MkdirTemp("", "benchtable-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	bins := map[string]string{}
+	list := make([]string, 0, len(pkgs))
 	for pkg := range pkgs {
-		bin := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".test")
+		list = append(list, pkg)
+	}
+	sort.Strings(list)
+	start := time.Now()
+	bins, err := buildTests(ctx, "", dir, list)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("test binaries built", "packages", len(bins), "took", time.Since(start).Round(100*time.Millisecond))
+	out := map[measurement][]sample{}
+	took := map[string]time.Duration{}
+	for round, runs := range plan(rows, rounds, scale) {
+		for _, r := range runs {
+			start := time.Now()
+			ss, err := runOne(ctx, bins[r.ms[0].Pkg], r, raw)
+			took[r.label()] += time.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("round %d: %s: %w", round+1, r.label(), err)
+			}
+			for _, m := range r.ms {
+				s := ss[m]
+				if s == nil {
+					log.Warn("benchmark skipped or produced no result", "pkg", m.Pkg, "bench", m.Bench)
+					continue
+				}
+				out[m] = append(out[m], s)
+			}
+		}
+		log.Info("round done", "round", round+1, "of", rounds)
+	}
+	logSlowest(log, took, 5)
+	return out, nil
+}
+
+// buildTests builds the test binaries of pkgs (package directories such as ./gateway,
+// relative to root: "" is the working directory) into dir with one go command, which links them in parallel and loads the packages
+// once, and returns each package's binary. Packages whose names collide (go test -c
+// names a binary after its package) are built one by one.
+func buildTests(ctx context.Context, root, dir string, pkgs []string) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-f", "{{.Dir}}\t{{.Name}}"}, pkgs...)...)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	listed, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the benchmarks' packages: %w", err)
+	}
+	nameOf := map[string]string{} // absolute directory → package name
+	count := map[string]int{}     // package name → packages of that name
+	for _, l := range strings.Split(strings.TrimSpace(string(listed)), "\n") {
+		d, name, ok := strings.Cut(l, "\t")
+		if !ok {
+			return nil, fmt.Errorf("go list printed %q", l)
+		}
+		nameOf[d] = name
+		count[name]++
+	}
+	bins := map[string]string{}
+	var together []string
+	for _, pkg := range pkgs {
+		abs, err := filepath.Abs(filepath.Join(root, pkg))
+		if err != nil {
+			return nil, fmt.Errorf("find %s: %w", pkg, err)
+		}
+		name, ok := nameOf[abs]
+		if ok && count[name] == 1 {
+			together = append(together, pkg)
+			bins[pkg] = filepath.Join(dir, name+".test")
+			continue
+		}
+		// Alone, under a name of its own.
+		bin := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+".alone.test")
 		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
+		cmd.Dir = root
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("build test binary of %s: %w", pkg, err)
 		}
 		bins[pkg] = bin
 	}
-	out := map[measurement][]sample{}
-	for round := range rounds {
-		// Rotate the order each round so no benchmark always runs right after the same one.
-		for i := range ms {
-			m := ms[(i+round*7)%len(ms)]
-			if round%2 == 1 {
-				m = ms[len(ms)-1-(i+round*7)%len(ms)]
-			}
-			s, err := runOne(ctx, bins[m.Pkg], m, raw)
-			if err != nil {
-				return nil, fmt.Errorf("round %d: %s %s: %w", round+1, m.Pkg, m.Bench, err)
-			}
-			if s == nil {
-				log.Warn("benchmark skipped or produced no result", "pkg", m.Pkg, "bench", m.Bench)
-				continue
-			}
-			out[m] = append(out[m], s)
+	if len(together) > 0 {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + string(filepath.Separator)}, together...)...)
+		cmd.Dir = root
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("build test binaries of %s: %w", strings.Join(together, " "), err)
 		}
-		log.Info("round done", "round", round+1, "of", rounds)
 	}
-	return out, nil
+	for pkg, bin := range bins {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("test binary of %s: %w", pkg, err)
+		}
+	}
+	return bins, nil
 }
 
-// runOne runs one benchmark once and parses its result line (nil when it skipped).
-func runOne(ctx context.Context, bin string, m measurement, raw io.Writer) (sample, error) {
-	timeout := m.Timeout
+// logSlowest logs the n runs that took longest over all rounds: where the table's time goes.
+func logSlowest(log *slog.Logger, took map[string]time.Duration, n int) {
+	labels := make([]string, 0, len(took))
+	for l := range took {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool { return took[labels[i]] > took[labels[j]] })
+	for _, l := range labels[:min(n, len(labels))] {
+		log.Info("slowest runs, all rounds", "run", l, "took", took[l].Round(100*time.Millisecond))
+	}
+}
+
+// runOne runs one process of a test binary and parses the result line of each of its
+// measurements (none for a measurement that skipped).
+func runOne(ctx context.Context, bin string, r invocation, raw io.Writer) (map[measurement]sample, error) {
+	m0 := r.ms[0]
+	timeout := m0.Timeout
 	if timeout <= 0 {
 		timeout = defaultRunTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", benchRegexp(m.Bench),
-		"-test.benchmem", "-test.count", "1", "-test.benchtime", m.Time, "-test.timeout", (timeout + time.Minute).String())
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", r.pattern(),
+		"-test.benchmem", "-test.count", "1", "-test.benchtime", m0.Time, "-test.timeout", (timeout + time.Minute).String())
 	// The test binary runs in its package's directory, as `go test` would run it.
-	cmd.Dir = m.Pkg
+	cmd.Dir = m0.Pkg
 	var buf bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&buf, raw)
 	cmd.Stderr = io.MultiWriter(&buf, raw)
-	fmt.Fprintf(raw, "### %s %s -benchtime %s\n", m.Pkg, m.Bench, m.Time)
-	if err := cmd.Run(); err != nil {
+	fmt.Fprintf(raw, "### %s\n", r.label())
+	start := time.Now()
+	err := cmd.Run()
+	fmt.Fprintf(raw, "### took %s\n", time.Since(start).Round(100*time.Millisecond))
+	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, tail(buf.String(), 2000))
 	}
-	return parse(buf.String(), m.Bench), nil
+	out := map[measurement]sample{}
+	for _, m := range r.ms {
+		if s := parse(buf.String(), m.Bench); s != nil {
+			out[m] = s
+		}
+	}
+	return out, nil
 }
 
 // benchRegexp anchors each level of a benchmark name: "A/b=1" → "^A$/^b=1$".
@@ -311,8 +496,15 @@ func median(ss []sample, unit string) (float64, bool) {
 func render(tbl table, rows []row, res map[measurement][]sample, rounds int, start time.Time, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", tbl.begin)
-	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians.\n\n",
+	fmt.Fprintf(&b, "Written by `make bench` on %s UTC (took %s): %d interleaved rounds, medians",
 		start.UTC().Format("2006-01-02 15:04"), took.Round(time.Second), rounds)
+	for _, r := range rows {
+		if r.Deterministic && rounds > 1 {
+			b.WriteString("; the rows marked \"one run\" are deterministic and ran in the first round only")
+			break
+		}
+	}
+	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
 	b.WriteString("| row | what | Fathom | baseline | ratio | target | met |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")

