@@ -20,13 +20,15 @@ import (
 // step's id is prefixed (t2-s), so its idempotency key differs and the tool really runs
 // again; the turn ends in session_completed. A retried command is a duplicate; the
 // journal folds to the grain's state (thread included), and a send to a running session
-// is refused with FAILED_PRECONDITION.
+// is refused with FAILED_PRECONDITION (turn 1's step call takes the model 1.5 s, so the
+// session is still running when that send arrives, however loaded the machine).
 func TestSendRPCRunsAFollowUpTurn(t *testing.T) {
 	s, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-FOLLOW-UP","context_match":"the answer is: value of k1","response":"{\"steps\":[{\"id\":\"s\",\"type\":\"custom\",\"description\":\"find it again\"}]}"},
 		` + oneStepPlan + `,
 		{"tool_match":"value of","response":"the answer is: {{.Tool}}"},
-		{"match":"Step: find it","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k1\"}"}]}]}`))
+		{"match":"Step: find it again","tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k1\"}"}]},
+		{"match":"Step: find it","delay_ms":1500,"tool_calls":[{"name":"lookup","arguments":"{\"key\":\"k1\"}"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
