@@ -372,27 +372,34 @@ func (b *backRanks) countBacktrack(done <-chan struct{}, piece string, r *bpeRan
 	defer mergeBufs.Put(buf)
 	buf.use(r)
 	words := len(piece)/64 + 1
-	if cap(buf.dead) < words {
-		buf.dead = make([]uint64, words, max(words, 2*cap(buf.dead)))
+	dead := buf.dead
+	if cap(dead) < words {
+		if dead = make([]uint64, words); words <= maxPooledDead {
+			buf.dead = dead
+		}
 	}
-	if n, ok, all := b.backtrack(done, piece, r, buf, buf.ring[:]); all {
+	dead = dead[:words]
+	if n, ok, all := b.backtrack(done, piece, r, buf, buf.ring[:], dead); all {
 		return n, ok
 	}
 	size := 1
 	for size <= len(piece) {
 		size *= 2
 	}
-	n, ok, _ = b.backtrack(done, piece, r, buf, make([]int32, size))
+	n, ok, _ = b.backtrack(done, piece, r, buf, make([]int32, size), dead)
 	return n, ok
 }
 
+// maxPooledDead is the most words of the bitmap of dead positions a pooled mergeBuf
+// keeps: that of a 4 MiB piece.
+const maxPooledDead = 1 << 16
+
 // backtrack is countBacktrack keeping the last len(ring) (a power of 2) tokens taken in
-// ring. all is false if it had to drop one it no longer kept (n and ok are then
-// meaningless).
-func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, buf *mergeBuf, ring []int32) (n int, ok, all bool) {
-	// dead has the bit of every position from which no token sequence completes the
-	// piece. top is the number of tokens taken; those below floor are no longer kept.
-	dead := buf.dead[:len(piece)/64+1]
+// ring, and in dead (len(piece)/64+1 words) the bit of every position from which no
+// token sequence completes the piece. all is false if it had to drop a token it no
+// longer kept (n and ok are then meaningless).
+func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, buf *mergeBuf, ring []int32, dead []uint64) (n int, ok, all bool) {
+	// top is the number of tokens taken; those below floor are no longer kept.
 	clear(dead)
 	mask := len(ring) - 1
 	top, floor := 0, 0
@@ -427,6 +434,14 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 						return top, false, true
 					}
 					next += backCheckEvery
+				}
+				// The next token: the cache of longest's first answer, written out.
+				if pos+4 < len(piece) {
+					k := uint64(piece[pos]) | uint64(piece[pos+1])<<8 | uint64(piece[pos+2])<<16 | uint64(piece[pos+3])<<24
+					if e := buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]; e>>32 == k && e&(prefixFilled|prefixLonger) == prefixFilled {
+						tok = int32(e & (prefixLonger - 1))
+						continue
+					}
 				}
 				tok = b.longest(piece[pos:], r, buf)
 				continue

@@ -168,8 +168,7 @@ func TestBacktrackBeyondRing(t *testing.T) {
 	dropped := 0
 	for range 20 {
 		p := pick(r, "ACGT", 2000)
-		buf.dead = make([]uint64, len(p)/64+1)
-		n, _, all := b.backtrack(nil, p, tk.ranks, buf, make([]int32, 2))
+		n, _, all := b.backtrack(nil, p, tk.ranks, buf, make([]int32, 2), make([]uint64, len(p)/64+1))
 		if !all {
 			dropped++
 			n, _ = b.countBacktrack(nil, p, tk.ranks)

@@ -13,10 +13,12 @@ import (
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
 // fastest for them: in place, without branches on the ranks, which on text without words
-// (base64) would be mispredicted at random. Longer ones are merged rank by rank (buckets
-// of pairs, mergeLevels) or by a priority queue over the adjacent pairs (merge), in
-// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
-// mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
+// (base64) would be mispredicted at random. Longer ones are counted by backtracking
+// (backtrack.go): linear in practice and exact for any length. Where its tables cannot be
+// used (an encoding with a token built from one ranked above it) they are merged rank by
+// rank (buckets of pairs, mergeLevels) or by a priority queue over the adjacent pairs
+// (merge), in exactly the same order, in windows of bounded length (bpeCountHeap):
+// O(n log mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -377,7 +379,7 @@ func mergeShort(piece string, ranks *bpeRanks, key []uint64, next, prev []uint8)
 	}
 }
 
-// bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
+// bpeCountHeap is bpeCount for a long piece where backtracking cannot be used. Merging a piece in one go, with a priority
 // queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
 // random for a megabyte-long piece, and hashes a byte string for every merge: it cost
 // 5–19× as much as English prose per byte. So a long piece is merged in windows of
