@@ -212,3 +212,44 @@ func FuzzBacktrackCountsLikeMerge(f *testing.F) {
 		}
 	})
 }
+
+// TestBacktrackSmallVocabularies: on vocabularies of a few dozen tokens over the letters a
+// and b (each a merge of two earlier ones, as byte-pair training makes them), where runs
+// such as aaaa make a pair at a junction rank equal to a merge beside it (tiktoken then
+// merges the leftmost first), the backtracking count equals the merge of the whole piece.
+func TestBacktrackSmallVocabularies(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	tried := 0
+	for range 40 {
+		m := map[string]int{}
+		for c := range 256 {
+			m[string([]byte{byte(c)})] = c
+		}
+		toks := []string{"a", "b"}
+		for rank := 256; len(m) < 256+24; rank++ {
+			tok := toks[r.IntN(len(toks))] + toks[r.IntN(len(toks))]
+			if _, ok := m[tok]; ok || len(tok) > 6 {
+				rank--
+				continue
+			}
+			m[tok] = rank
+			toks = append(toks, tok)
+		}
+		ranks := newBPERanks(m)
+		b := ranks.backtracker()
+		if b == nil {
+			continue // a token built from one ranked above it under tiktoken's rule
+		}
+		tried++
+		for range 100 {
+			p := pick(r, "ab", 2+r.IntN(120))
+			got, _ := b.countBacktrack(nil, p, ranks)
+			if want := exactCount(p, ranks); got != want {
+				t.Fatalf("vocabulary %v: %q: backtracking %d tokens, whole merge %d", toks[2:], p, got, want)
+			}
+		}
+	}
+	if tried < 10 {
+		t.Fatalf("only %d of 40 vocabularies usable", tried)
+	}
+}
