@@ -30,17 +30,15 @@ import "slices"
 // backRanks is what the backtracking count needs of an encoding, built once from its
 // ranks.
 type backRanks struct {
-	// tokLen is the length of the token of each rank; 0 for a rank with no token or a
-	// token that byte-pair encoding of its own bytes does not give (never part of an
-	// encoding).
-	tokLen []uint16
+	// info holds, by rank, the token's length (0 for a rank with no token or a token
+	// that byte-pair encoding of its own bytes does not give: never part of an encoding)
+	// and the rank of the longest valid token that is a proper prefix of it (noRank for
+	// a single byte): together, as the walk reads them.
+	info []tokInfo
 	// split holds the two tokens whose merge built each token of two bytes or more: the
 	// parts of the last merge of byte-pair encoding its bytes; a single byte is its own
 	// (split[r] == [2]int32{r, r}).
 	split [][2]int32
-	// shorter is the rank of the longest valid token that is a proper prefix of each
-	// token, or noRank for a single byte.
-	shorter []int32
 	// properSeen has bit fnvBit(h) set for the running hash h (fnvStep) of every proper
 	// prefix of a valid token, tokSeen for the hash of every valid token: the walk for
 	// the longest token at a position stops at the first prefix whose proper bit is
@@ -48,6 +46,12 @@ type backRanks struct {
 	properSeen, tokSeen []uint64
 	// maxLen is the length of the longest token.
 	maxLen int
+}
+
+// tokInfo is what the walk reads of a token (backRanks.info).
+type tokInfo struct {
+	shorter int32
+	len     uint16
 }
 
 // The running hash of the prefixes (FNV-1a, 64 bits) and the size of its bitmaps.
@@ -82,16 +86,16 @@ func newBackRanks(r *bpeRanks) *backRanks {
 	for tok, rank := range r.m {
 		toks[rank] = tok
 	}
-	b := &backRanks{tokLen: make([]uint16, top), split: make([][2]int32, top), shorter: make([]int32, top),
+	b := &backRanks{info: make([]tokInfo, top), split: make([][2]int32, top),
 		properSeen: make([]uint64, 1<<(seenBitsLog-6)), tokSeen: make([]uint64, 1<<(seenBitsLog-6))}
 	var parts []int32
 	for rank, tok := range toks {
-		b.split[rank], b.shorter[rank] = [2]int32{int32(rank), int32(rank)}, noRank
+		b.split[rank], b.info[rank].shorter = [2]int32{int32(rank), int32(rank)}, noRank
 		switch {
 		case tok == "" || len(tok) > 1<<16-1:
 			continue
 		case len(tok) == 1:
-			b.tokLen[rank] = 1
+			b.info[rank].len = 1
 			continue
 		}
 		// The last merge of byte-pair encoding tok joins two valid tokens x and y ranked
@@ -101,7 +105,7 @@ func newBackRanks(r *bpeRanks) *backRanks {
 		x, y := int32(noRank), int32(noRank)
 		for l := len(tok) - 1; l >= 1; l-- {
 			a, c := r.rankOf(tok[:l]), r.rankOf(tok[l:])
-			if a != noRank && c != noRank && a < int32(rank) && c < int32(rank) && b.tokLen[a] != 0 && b.tokLen[c] != 0 &&
+			if a != noRank && c != noRank && a < int32(rank) && c < int32(rank) && b.info[a].len != 0 && b.info[c].len != 0 &&
 				b.checkPair(tok, l, a, c, int32(rank), r, nil) {
 				x, y = a, c
 				break
@@ -115,10 +119,10 @@ func newBackRanks(r *bpeRanks) *backRanks {
 			}
 			continue
 		}
-		b.tokLen[rank], b.split[rank] = uint16(len(tok)), [2]int32{x, y}
+		b.info[rank].len, b.split[rank] = uint16(len(tok)), [2]int32{x, y}
 	}
 	for rank, tok := range toks {
-		if b.tokLen[rank] == 0 {
+		if b.info[rank].len == 0 {
 			continue
 		}
 		b.maxLen = max(b.maxLen, len(tok))
@@ -129,8 +133,8 @@ func newBackRanks(r *bpeRanks) *backRanks {
 		}
 		setBit(b.tokSeen, h)
 		for l := len(tok) - 1; l >= 1; l-- {
-			if s := r.rankOf(tok[:l]); s != noRank && b.tokLen[s] != 0 {
-				b.shorter[rank] = s
+			if s := r.rankOf(tok[:l]); s != noRank && b.info[s].len != 0 {
+				b.info[rank].shorter = s
 				break
 			}
 		}
@@ -279,13 +283,13 @@ func (b *backRanks) walk(s string, r *bpeRanks) (t int32, more bool) {
 	}
 	// The candidates, longest first (the eight longest; below them, every length).
 	for k := n - 1; k >= max(0, n-8); k-- {
-		if t := r.rankOf(s[:hs[k&7]]); t != noRank && b.tokLen[t] != 0 {
+		if t := r.rankOf(s[:hs[k&7]]); t != noRank && b.info[t].len != 0 {
 			return t, more
 		}
 	}
 	if n > 8 {
 		for l := hs[(n-8)&7] - 1; l >= 2; l-- {
-			if t := r.rank(s[:l]); t != noRank && b.tokLen[t] != 0 {
+			if t := r.rank(s[:l]); t != noRank && b.info[t].len != 0 {
 				return t, more
 			}
 		}
@@ -316,13 +320,13 @@ func (b *backRanks) checkPair(s string, at int, a, c, limit int32, r *bpeRanks, 
 		// The token of a's rightmost part joined with c's leftmost.
 		var j int32
 		if buf == nil {
-			j = r.rank(s[at-int(b.tokLen[a]) : at+int(b.tokLen[c])])
+			j = r.rank(s[at-int(b.info[a].len) : at+int(b.info[c].len)])
 		} else {
 			tag := pairTag(a, c)
 			slot := &buf.pairs[(tag*pairHash)>>(64-pairCacheBits)]
 			j = int32(*slot&(1<<20-1)) - 1
 			if *slot>>20 != tag {
-				j = fillPair(r, slot, tag, s[at-int(b.tokLen[a]):at+int(b.tokLen[c])])
+				j = fillPair(r, slot, tag, s[at-int(b.info[a].len):at+int(b.info[c].len)])
 			}
 		}
 		if j != noRank && j < limit {
@@ -403,11 +407,11 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 	clear(dead)
 	mask := len(ring) - 1
 	top, floor := 0, 0
-	tokLen, shorter := b.tokLen, b.shorter
+	info := b.info
 	pos := 0
 	tok := b.longest(piece, r, buf)
 	for next := backCheckEvery; ; {
-		end := pos + int(tokLen[tok])
+		end := pos + int(info[tok].len)
 		if dead[end>>6]&(1<<(end&63)) == 0 {
 			ok := true
 			if top > 0 {
@@ -447,7 +451,7 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				continue
 			}
 		}
-		if s := shorter[tok]; s != noRank {
+		if s := info[tok].shorter; s != noRank {
 			tok = s
 			continue
 		}
@@ -459,6 +463,6 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 		dead[pos>>6] |= 1 << (pos & 63)
 		top--
 		tok = ring[top&mask]
-		pos -= int(tokLen[tok])
+		pos -= int(info[tok].len)
 	}
 }

@@ -24,8 +24,8 @@ func TestBacktrackTablesMatchMerge(t *testing.T) {
 		}
 		var parts []int32
 		for tok, rank := range tk.ranks.m {
-			if int(b.tokLen[rank]) != len(tok) {
-				t.Fatalf("%s: token %q (%d) has length %d in the tables", enc, tok, rank, b.tokLen[rank])
+			if int(b.info[rank].len) != len(tok) {
+				t.Fatalf("%s: token %q (%d) has length %d in the tables", enc, tok, rank, b.info[rank].len)
 			}
 			if len(tok) < 2 {
 				continue
