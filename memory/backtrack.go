@@ -16,8 +16,10 @@ import "slices"
 // prefix token; when none is left, drop the token before and try its shorter prefixes.
 // A position from which no token sequence completes the piece never does (what precedes
 // it is the one valid encoding of the text before it), so it is marked and never entered
-// again: the walk is linear in practice, where the merge of a long piece needs windows
-// (bpeCountHeap), memory that stays in cache, and a rank lookup per merge.
+// again. The walk is linear in practice and exact for any length, where the merge of a
+// long piece is exact only within its windows (bpeCountHeap); caches of the tokens that
+// four and eight bytes start with, and of the pairs found valid, answer most of its
+// steps without a rank lookup.
 //
 // Whether a pair (a, b) is valid is told without merging: undo the merges that built a
 // and b, highest rank first (a token's parts rank below it: backRanks checks this of the
