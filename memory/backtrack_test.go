@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -251,5 +252,36 @@ func TestBacktrackSmallVocabularies(t *testing.T) {
 	}
 	if tried < 10 {
 		t.Fatalf("only %d of 40 vocabularies usable", tried)
+	}
+}
+
+// TestBacktrackConcurrentFirstUse: counts of long pieces started together on ranks whose
+// backtracking tables are not built yet build them once and all count exactly (run it
+// with -race).
+func TestBacktrackConcurrentFirstUse(t *testing.T) {
+	tk, err := GetTokenizer(EncodingCL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks := newBPERanks(tk.ranks.m)
+	r := rand.New(rand.NewPCG(41, 42))
+	pieces := make([]string, 4)
+	for i := range pieces {
+		pieces[i] = pick(r, "ACGT", 500+r.IntN(500))
+	}
+	got := make([]int, len(pieces))
+	var wg sync.WaitGroup
+	for i, p := range pieces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = bpeCount(nil, p, ranks)
+		}()
+	}
+	wg.Wait()
+	for i, p := range pieces {
+		if want := exactCount(p, ranks); got[i] != want {
+			t.Errorf("piece %d: %d tokens, whole merge %d", i, got[i], want)
+		}
 	}
 }
