@@ -13,10 +13,12 @@ import (
 // and a piece has no length bound: a run of one letter, or a DNA sequence, is one piece.
 // Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
 // fastest for them: in place, without branches on the ranks, which on text without words
-// (base64) would be mispredicted at random. Longer ones are merged rank by rank (buckets
-// of pairs, mergeLevels) or by a priority queue over the adjacent pairs (merge), in
-// exactly the same order, in windows of bounded length (bpeCountHeap): O(n log
-// mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
+// (base64) would be mispredicted at random. Longer ones are counted by backtracking
+// (backtrack.go): linear in practice and exact for any length. Where its tables cannot be
+// used (an encoding with a token built from one ranked above it) they are merged rank by
+// rank (buckets of pairs, mergeLevels) or by a priority queue over the adjacent pairs
+// (merge), in exactly the same order, in windows of bounded length (bpeCountHeap):
+// O(n log mergeWindow) at worst, exact for pieces up to mergeWindow bytes.
 
 // smallPiece is the longest piece merged by rescanning.
 const smallPiece = 64
@@ -58,6 +60,11 @@ type bpeRanks struct {
 	// the ranks of the two tokens, mergeBuf.pairs). True of the four encodings; ranks
 	// without it are not used (tiktoken-go counts).
 	ids bool
+	// back holds the tables of the backtracking count of long pieces (backtrack.go), nil
+	// where it cannot be used; built on the first long piece (backOnce), which costs a
+	// few hundred milliseconds and a few MiB that most texts never need.
+	back     *backRanks
+	backOnce sync.Once
 }
 
 // newBPERanks indexes ranks.
@@ -107,6 +114,7 @@ func newBPERanks(ranks map[string]int) *bpeRanks {
 		}
 		r.tiny = make([]uint64, size)
 	}
+
 	for tok, rank := range ranks {
 		switch {
 		case len(tok) < 3 || len(tok) > 7:
@@ -246,6 +254,9 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 		return 2 + int(uint32(x)>>31), true
 	}
 	if len(piece) > smallPiece {
+		if back := ranks.backtracker(); back != nil {
+			return back.countBacktrack(done, piece, ranks)
+		}
 		n, _, ok := bpeCountHeap(done, piece, ranks)
 		return n, ok
 	}
@@ -368,7 +379,7 @@ func mergeShort(piece string, ranks *bpeRanks, key []uint64, next, prev []uint8)
 	}
 }
 
-// bpeCountHeap is bpeCount for a long piece. Merging a piece in one go, with a priority
+// bpeCountHeap is bpeCount for a long piece where backtracking cannot be used. Merging a piece in one go, with a priority
 // queue over its adjacent pairs, is O(n log n) but touches megabytes of working memory at
 // random for a megabyte-long piece, and hashes a byte string for every merge: it cost
 // 5–19× as much as English prose per byte. So a long piece is merged in windows of
@@ -465,6 +476,15 @@ type mergeBuf struct {
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
 	owner *bpeRanks
 	pairs [1 << pairCacheBits]uint64
+	// valid caches whether two tokens form a valid pair (backRanks.fillValid): an entry
+	// is pairTag(a, b)<<1 | 1 if they do, or 0; prefixes the longest valid token that
+	// four bytes start with, prefixes8 eight (backRanks.longest). All valid for owner's
+	// ranks. ring and dead are backRanks.backtrack's.
+	valid     [1 << validCacheBits]uint64
+	prefixes  [1 << prefixCacheBits]uint64
+	prefixes8 [1 << prefixCacheBits][2]uint64
+	ring      [backRing]int32
+	dead      []uint64
 }
 
 // part is a part of a window being merged: next is the start of the part after it (the
@@ -486,6 +506,9 @@ func (b *mergeBuf) use(ranks *bpeRanks) {
 	if b.owner != ranks {
 		b.owner = ranks
 		clear(b.pairs[:])
+		clear(b.valid[:])
+		clear(b.prefixes[:])
+		clear(b.prefixes8[:])
 	}
 }
 
