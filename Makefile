@@ -16,7 +16,7 @@ TEST_TIMEOUT ?= 20m
 TEST_PARALLEL ?= 4
 FAULTS_TIMEOUT ?= 25m
 # Interleaved rounds of `make bench`; every row of BENCHMARKS.md is the median of the rounds, with their spread
-# (3 keeps `make bench` near 15 minutes on 2 cores; the deterministic recall rows run in the first round only).
+# (3 keeps `make bench` at about 12 minutes on a quiet 2-core machine; the deterministic recall rows run in the first round only).
 BENCH_ROUNDS ?= 3
 # Packages to test; override to narrow a run, e.g. `make test PKGS=./persistence/...`.
 PKGS ?= ./...
