@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 
+	"github.com/fathom-agents/fathom/internal/rendercache"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -102,11 +102,7 @@ func eventFrame(ev *messages.Event) ([]byte, error) {
 // immutable, so (stream, seq) names a frame for good. It keeps the newest size frames.
 // A delta cache (delta) holds delta frames the same way, by the delta's whole content.
 type frameCache struct {
-	entries sync.Map // frameKey or deltaKey -> *frameEntry
-
-	mu   sync.Mutex
-	ring []any // the keys, oldest at next (nil: free)
-	next int
+	c *rendercache.Cache[any, []byte] // frameKey or deltaKey -> frame
 }
 
 type frameKey struct {
@@ -121,13 +117,9 @@ type deltaKey struct {
 	d      live.Delta
 }
 
-type frameEntry struct {
-	once  sync.Once
-	frame []byte
-	err   error
+func newFrameCache(size int) *frameCache {
+	return &frameCache{c: rendercache.New[any, []byte](size)}
 }
-
-func newFrameCache(size int) *frameCache { return &frameCache{ring: make([]any, size)} }
 
 // event returns the frame of ev in stream, rendering it on first use; concurrent
 // callers of one event wait for the one rendering.
@@ -143,21 +135,5 @@ func (c *frameCache) delta(stream string, d live.Delta) []byte {
 
 // get returns the frame named k, rendering it with render on first use.
 func (c *frameCache) get(k any, render func() ([]byte, error)) ([]byte, error) {
-	v, ok := c.entries.Load(k)
-	if !ok {
-		var loaded bool
-		v, loaded = c.entries.LoadOrStore(k, &frameEntry{})
-		if !loaded {
-			c.mu.Lock()
-			if old := c.ring[c.next]; old != nil {
-				c.entries.Delete(old)
-			}
-			c.ring[c.next] = k
-			c.next = (c.next + 1) % len(c.ring)
-			c.mu.Unlock()
-		}
-	}
-	e := v.(*frameEntry)
-	e.once.Do(func() { e.frame, e.err = render() })
-	return e.frame, e.err
+	return c.c.Get(k, render)
 }

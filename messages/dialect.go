@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"math"
@@ -144,21 +145,11 @@ func compareMapKeys(a, b protoreflect.MapKey) int {
 		}
 		return 1
 	case int32, int64:
-		return cmpInt(a.Int(), b.Int())
+		return cmp.Compare(a.Int(), b.Int())
 	case uint32, uint64:
-		return cmpInt(a.Uint(), b.Uint())
+		return cmp.Compare(a.Uint(), b.Uint())
 	}
-	return cmpInt(a.String(), b.String())
-}
-
-func cmpInt[T int64 | uint64 | string](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.String(), b.String())
 }
 
 // single appends one value of field fd (a list element or map value included).

@@ -3,8 +3,8 @@ package a2a
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
+	"github.com/fathom-agents/fathom/internal/rendercache"
 	"github.com/fathom-agents/fathom/messages"
 )
 
@@ -13,13 +13,7 @@ import (
 // and, for 0.3, whether it ends the stream (final); each stream adds its own JSON-RPC
 // id around it. Events are immutable, so a key names its results for good. It keeps the
 // newest size entries.
-type resultCache struct {
-	entries sync.Map // resultKey -> *resultEntry
-
-	mu   sync.Mutex
-	ring []resultKey
-	next int
-}
+type resultCache = rendercache.Cache[resultKey, [][]byte]
 
 type resultKey struct {
 	task   string
@@ -28,43 +22,14 @@ type resultKey struct {
 	final  bool
 }
 
-type resultEntry struct {
-	once    sync.Once
-	results [][]byte // the JSON of each stream response, in order
-	err     error
-}
-
-func newResultCache(size int) *resultCache { return &resultCache{ring: make([]resultKey, size)} }
-
-// get returns the results of event ev of task id, rendering them on first use with
-// render; concurrent callers of one key wait for the one rendering. The slices are
-// shared: read-only.
-func (c *resultCache) get(k resultKey, render func() ([][]byte, error)) ([][]byte, error) {
-	v, ok := c.entries.Load(k)
-	if !ok {
-		var loaded bool
-		v, loaded = c.entries.LoadOrStore(k, &resultEntry{})
-		if !loaded {
-			c.mu.Lock()
-			if old := c.ring[c.next]; old.task != "" {
-				c.entries.Delete(old)
-			}
-			c.ring[c.next] = k
-			c.next = (c.next + 1) % len(c.ring)
-			c.mu.Unlock()
-		}
-	}
-	e := v.(*resultEntry)
-	e.once.Do(func() { e.results, e.err = render() })
-	return e.results, e.err
-}
+func newResultCache(size int) *resultCache { return rendercache.New[resultKey, [][]byte](size) }
 
 // eventResults are the JSON "result"s of event ev's stream responses on task id (see
 // updates), in the dialect legacy says; final marks the last of them as the one that
 // ends a 0.3 stream. Rendered once per event for all the task's streams.
 func (s *Server) eventResults(id string, ev *messages.Event, legacy, final bool) ([][]byte, error) {
 	k := resultKey{task: id, seq: ev.GetSeq(), legacy: legacy, final: final && legacy}
-	return s.results.get(k, func() ([][]byte, error) {
+	return s.results.Get(k, func() ([][]byte, error) {
 		resps, err := s.updates(id, ev)
 		if err != nil {
 			return nil, err

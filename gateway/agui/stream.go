@@ -127,7 +127,12 @@ func (s *stream) start() {
 		"metadata": map[string]any{"fathom": map[string]any{"session_id": s.sid}}})
 }
 
-func (s *stream) send(ev map[string]any) {
+// send sends AG-UI event ev (emit).
+func (s *stream) send(ev map[string]any) { s.emit(ev["type"], ev) }
+
+// emit sends event v of type typ, unless the stream failed or ended or the resuming
+// client has it already (a delta keeps the position of the event before it).
+func (s *stream) emit(typ, v any) {
 	if s.err != nil || s.done {
 		return
 	}
@@ -137,9 +142,9 @@ func (s *stream) send(ev map[string]any) {
 	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
 		return // the client has it
 	}
-	b, err := json.Marshal(ev)
+	b, err := json.Marshal(v)
 	if err != nil {
-		s.err = fmt.Errorf("encode %v: %w", ev["type"], err)
+		s.err = fmt.Errorf("encode %v: %w", typ, err)
 		return
 	}
 	s.write(b)
@@ -156,21 +161,7 @@ type textContent struct {
 // sendText sends TEXT_MESSAGE_CONTENT: send's map {"type", "messageId", "delta"}, the
 // same bytes.
 func (s *stream) sendText(msgID, delta string) {
-	if s.err != nil || s.done {
-		return
-	}
-	if !s.delta {
-		s.pos.k++
-	}
-	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
-		return // the client has it
-	}
-	b, err := json.Marshal(textContent{Delta: delta, MessageID: msgID, Type: evTextContent})
-	if err != nil {
-		s.err = fmt.Errorf("encode %v: %w", evTextContent, err)
-		return
-	}
-	s.write(b)
+	s.emit(evTextContent, textContent{Delta: delta, MessageID: msgID, Type: evTextContent})
 }
 
 // write writes one SSE event with data b and flushes it, unless the stream holds its

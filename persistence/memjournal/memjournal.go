@@ -17,6 +17,7 @@
 package memjournal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -282,23 +283,13 @@ func (j *Journal) SaveSnapshot(ctx context.Context, id string, snap persistence.
 		st = &stream{}
 		j.s.streams[id] = st
 	}
-	i, found := slices.BinarySearchFunc(st.snaps, snap.Seq, func(s persistence.Snapshot, seq uint64) int { return cmpSeq(s.Seq, seq) })
+	i, found := slices.BinarySearchFunc(st.snaps, snap.Seq, func(s persistence.Snapshot, seq uint64) int { return cmp.Compare(s.Seq, seq) })
 	if found {
 		st.snaps[i] = snap
 	} else {
 		st.snaps = slices.Insert(st.snaps, i, snap)
 	}
 	return nil
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // LoadSnapshot implements persistence.Journal.

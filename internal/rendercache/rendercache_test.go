@@ -1,0 +1,55 @@
+package rendercache
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestGetRendersOnceForConcurrentCallers: callers of one key all get the one rendering.
+func TestGetRendersOnceForConcurrentCallers(t *testing.T) {
+	c := New[string, []byte](4)
+	var renders atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := c.Get("k", func() ([]byte, error) { renders.Add(1); return []byte("frame"), nil })
+			if err != nil || string(b) != "frame" {
+				t.Errorf("Get = %q, %v", b, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := renders.Load(); n != 1 {
+		t.Fatalf("rendered %d times, want once", n)
+	}
+}
+
+// TestGetKeepsTheNewestKeys: past its size the cache forgets the oldest key (rendered
+// again on its next use) and keeps the newer ones; an error is kept like a value.
+func TestGetKeepsTheNewestKeys(t *testing.T) {
+	c := New[int, string](2)
+	var renders []int
+	get := func(k int) string {
+		v, _ := c.Get(k, func() (string, error) { renders = append(renders, k); return strconv.Itoa(k), nil })
+		return v
+	}
+	for _, k := range []int{0, 1, 2, 1, 2, 0} {
+		if v := get(k); v != strconv.Itoa(k) {
+			t.Fatalf("Get(%d) = %q", k, v)
+		}
+	}
+	if len(renders) != 4 || renders[3] != 0 {
+		t.Fatalf("renders %v, want 0 1 2 then 0 again (evicted by 2)", renders)
+	}
+	boom := errors.New("boom")
+	for range 2 {
+		if _, err := c.Get(9, func() (string, error) { return "", boom }); !errors.Is(err, boom) {
+			t.Fatalf("err %v", err)
+		}
+	}
+}
