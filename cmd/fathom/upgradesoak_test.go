@@ -27,15 +27,23 @@ import (
 	"github.com/fathom-agents/fathom/llm/mock"
 )
 
-// firstRelease is the predecessor an upgrade soak starts from until the repository has a
-// release tag: main as the upgrade issue was filed, whose journals every later build
-// must read.
-const firstRelease = "22f16bd"
+// release is a tagged release: its tag and the commit the tag names.
+type release struct{ tag, commit string }
+
+// releases are the tagged releases, oldest first. The upgrade soak starts from the newest
+// release that is not this commit; a clone without tags (CI's clean clone has none) finds
+// it here. Tagging a release adds it here; TestReleasesNameTheirTags checks the list
+// against the tags a clone has. Builds before v0.3.0 advertise no journal format, and
+// upgrades from them go through v0.3.0 (docs/operations.md#upgrades): the soak refuses them
+// as a predecessor.
+var releases = []release{
+	{tag: "v0.3.0", commit: "f0aa850fbe1163fa3012365e8dd30987788b4b31"},
+}
 
 // upgradeConfig sizes TestUpgradeSoak. The defaults are the short variant `make test-faults`
 // runs; `make upgrade-soak` sets the FATHOM_UPGRADE_* variables to the full one.
 type upgradeConfig struct {
-	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else firstRelease)
+	from     string        // the predecessor's git tag or commit (FATHOM_UPGRADE_FROM; default the newest v* tag, else the newest of releases)
 	sessions int           // sessions to start in all, at least: more start while members remain to be replaced (FATHOM_UPGRADE_SESSIONS)
 	running  int           // sessions kept running while members are replaced (FATHOM_UPGRADE_RUNNING)
 	limit    time.Duration // the whole soak's bound (FATHOM_UPGRADE_TIMEOUT)
@@ -125,7 +133,8 @@ func buildRelease(t *testing.T, rev string) (path, commit string) {
 }
 
 // predecessor is the revision an upgrade soak starts from: FATHOM_UPGRADE_FROM, else the
-// newest release tag (v*) that is not this commit, else firstRelease.
+// newest release tag (v*) that is not this commit, else (a clone without tags) the newest
+// entry of releases that is not this commit.
 func predecessor(t *testing.T, from string) string {
 	t.Helper()
 	if from != "" {
@@ -135,7 +144,14 @@ func predecessor(t *testing.T, from string) string {
 	if tag, err := git(root, "describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD^"); err == nil && tag != "" {
 		return tag
 	}
-	return firstRelease
+	head, _ := git(root, "rev-parse", "HEAD")
+	for i := len(releases) - 1; i >= 0; i-- {
+		if releases[i].commit != head {
+			return releases[i].commit
+		}
+	}
+	t.Skip("no release precedes this commit")
+	return ""
 }
 
 // TestUpgradeSoak is a rolling upgrade with sessions running: three members of the
@@ -192,6 +208,11 @@ func TestUpgradeSoak(t *testing.T) {
 	ap := startApprover(t, dsn, r.prefix)
 	ap.set(r.nodes, nil)
 	oldFormat := journalFormatOf(t, r.nodes[0].url)
+	if oldFormat == 0 {
+		// Such a member counts as journal format 1, and this build's events are all newer:
+		// the lowest-format gate holds every session's events until no such member is left.
+		t.Fatalf("the predecessor %s advertises no journal format (a build before v0.3.0): upgrades from it go through v0.3.0 (docs/operations.md, Upgrades); set FATHOM_UPGRADE_FROM to a release", from)
+	}
 	r.topUp()
 	var ways []string
 	// Sessions keep starting (past cfg.sessions if need be) until the last member is
@@ -583,4 +604,36 @@ func kindLines(ids []string, a *soakAudit, ap *approver, line func(k string, v a
 		}
 	}
 	return missing
+}
+
+// TestReleasesNameTheirTags checks releases against this clone: every release is a commit
+// the clone holds, and every release tag the clone has names the commit releases gives
+// (a clone without tags, as CI's, checks the commits only). The upgrade soak of a clone
+// without tags starts from releases' newest entry, so it must be the newest tag's commit.
+func TestReleasesNameTheirTags(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	if shallow, _ := git(root, "rev-parse", "--is-shallow-repository"); shallow == "true" {
+		t.Skip("a shallow clone holds no releases")
+	}
+	listed := map[string]string{}
+	for _, r := range releases {
+		listed[r.tag] = r.commit
+		if c, err := git(root, "rev-parse", "--verify", "--quiet", r.commit+"^{commit}"); err != nil || c != r.commit {
+			t.Errorf("release %s: commit %s is not in this clone (%v)", r.tag, r.commit, err)
+		}
+	}
+	tags, err := git(root, "tag", "--list", "v*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range strings.Fields(tags) {
+		c, err := git(root, "rev-parse", tag+"^{commit}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed[tag] != c {
+			t.Errorf("tag %s names commit %s; releases gives %q: add the release to releases", tag, c, listed[tag])
+		}
+	}
 }
