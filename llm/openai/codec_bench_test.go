@@ -37,14 +37,11 @@ func BenchmarkCodec(b *testing.B) {
 	}
 }
 
-// codecRoundTrip encodes req and decodes answer as one call would: the SDK's encoding
-// of the params and its decoding of the answer (requestconfig: a json.Decoder).
+// codecRoundTrip encodes req and decodes answer as one call would: the request body
+// (the SDK's encoding of the params) and the SDK's decoding of the answer
+// (requestconfig: a json.Decoder).
 func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
-	p, err := c.params(req, req.Model)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	if _, err := json.Marshal(p); err != nil {
+	if _, err := c.body(req, req.Model); err != nil {
 		return llm.Response{}, err
 	}
 	var out openai.ChatCompletion

@@ -63,11 +63,7 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 	req := memoRequest()
 	want := sdkBody(t, c, req)
 	for call := range 3 {
-		p, err := c.params(req, req.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+		got, err := c.body(req, req.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,16 +82,43 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 		r := req
 		r.Messages = append(append([]llm.Message(nil), req.Messages...), m)
 		r.Tools = append(append([]llm.ToolSpec(nil), req.Tools...), llm.ToolSpec{Name: fmt.Sprintf("t%d", i), Description: strings.Repeat("d", i)})
-		p, err := c.params(r, r.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+		got, err := c.body(r, r.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := sdkBody(t, c, r); string(got) != want {
 			t.Fatalf("variant %d: body\n%s\nwant the SDK's\n%s", i, got, want)
+		}
+	}
+}
+
+// TestBodyWithEveryOptionIsTheSDKs: a body with every request option the client maps
+// (a response format whose schema has "messages" and "tools" keys of its own, tool
+// choice, streaming's usage option), with tools and without, is byte for byte the
+// SDK's encoding of the same params.
+func TestBodyWithEveryOptionIsTheSDKs(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	temp, parallel := 0.25, false
+	full := memoRequest()
+	full.MaxTokens, full.Temperature, full.ParallelToolCalls = 300, &temp, &parallel
+	full.ToolChoice, full.ReasoningEffort, full.OnDelta = "read_file", "low", func(string) {}
+	full.ResponseFormat = &llm.JSONSchema{Name: "answer", Description: "the <answer>", Strict: true,
+		Schema: json.RawMessage(`{"type":"object","properties":{"messages":[0],"tools":[0]},"tools":[0]}`)}
+	bare := llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: "hi"}}, ToolChoice: "none"}
+	noTools := full
+	noTools.Tools = nil
+	for i, req := range []llm.Request{full, bare, noTools} {
+		for call := range 2 {
+			got, err := c.body(req, req.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := sdkBody(t, c, req); string(got) != want {
+				t.Fatalf("request %d, call %d: body\n%s\nwant the SDK's\n%s", i, call, got, want)
+			}
 		}
 	}
 }
@@ -109,7 +132,7 @@ func TestMemoizedToolsStillValidated(t *testing.T) {
 	}
 	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}, Tools: []llm.ToolSpec{{Name: "bad", Parameters: json.RawMessage(`{`)}}}
 	for range 2 {
-		if _, err := c.params(req, "m"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		if _, err := c.body(req, "m"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 			t.Fatalf("err %v", err)
 		}
 	}
@@ -125,11 +148,7 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 	}
 	req := codecRequest()
 	encode := func() {
-		p, err := c.params(req, req.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.MarshalJSON(); err != nil {
+		if _, err := c.body(req, req.Model); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/gjson"
 
 	"github.com/fathom-agents/fathom/internal/httpclient"
 	"github.com/fathom-agents/fathom/llm"
@@ -100,17 +102,17 @@ func (c Config) Validate() error {
 // Client is an llm.Provider for an OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	// chat makes the chat calls and models lists the models, with the SDK's own
-	// request and answer types.
-	chat   openai.ChatCompletionService
+	// api makes the chat calls with a body the client encodes (body), and models
+	// lists the models, with the SDK's own request and answer types.
+	api    *openai.Client
 	models openai.ModelService
 	// callTimeout bounds each call through its context: Config.Timeout, or the HTTP
 	// client's Timeout when that is shorter (the client itself is used without one).
 	callTimeout time.Duration
 	// msgMemo and toolMemo keep the SDK's encoding of the messages and tools the
-	// calls send again and again.
-	msgMemo  *wire.Memo[llm.Message, openai.ChatCompletionMessageParamUnion]
-	toolMemo *wire.Memo[llm.ToolSpec, openai.ChatCompletionToolUnionParam]
+	// calls send again and again, as the SDK writes them into a request body.
+	msgMemo  *wire.Memo[llm.Message, []byte]
+	toolMemo *wire.Memo[llm.ToolSpec, []byte]
 }
 
 // Bounds of the client's encoding memos, per generation (wire.Memo keeps two).
@@ -169,9 +171,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Project != "" {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
-	return &Client{cfg: cfg, chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...), callTimeout: callTimeout,
-		msgMemo:  wire.MessageMemo[openai.ChatCompletionMessageParamUnion](msgMemoBytes, false),
-		toolMemo: wire.ToolMemo[openai.ChatCompletionToolUnionParam](toolMemoBytes)}, nil
+	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
+		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false),
+		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes)}, nil
 }
 
 // withTimeout bounds a call's context by callTimeout.
@@ -209,7 +211,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if model == "" {
 		model = c.cfg.Model
 	}
-	p, err := c.params(req, model)
+	body, err := c.body(req, model)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -218,9 +220,9 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	start := time.Now()
 	var resp llm.Response
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, req.OnDelta, p)
+		resp, err = c.stream(ctx, req.OnDelta, body)
 	} else {
-		resp, err = c.complete(ctx, p)
+		resp, err = c.complete(ctx, body)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -232,17 +234,83 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// params translates req into the SDK's request params, which the SDK encodes.
-func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+// messagesSlot and toolsSlot stand for the messages and the tools in the params that
+// body has the SDK encode: one element each, which body replaces with the memos'
+// encodings.
+var (
+	messagesSlot = []openai.ChatCompletionMessageParamUnion{param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage("0"))}
+	toolsSlot    = []openai.ChatCompletionToolUnionParam{param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage("0"))}
+)
+
+// body is the request body of req: the SDK's encoding of its params (params), byte
+// for byte, made without encoding the conversation and the tools again. The SDK
+// encodes the params with one placeholder in the messages array and in the tools
+// array, and body puts the memos' encodings of the messages and tools there (the SDK
+// would compact each kept encoding again on every call, which is most of a call's
+// encoding cost: a session's history only grows at its end).
+func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 	msgs, err := c.messages(req.Messages)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
-	p.Messages = msgs
-	if p.Tools, err = c.tools(req.Tools); err != nil {
-		return p, err
+	tools, err := c.tools(req.Tools)
+	if err != nil {
+		return nil, err
 	}
+	p, err := c.params(req, model)
+	if err != nil {
+		return nil, err
+	}
+	p.Messages = messagesSlot
+	if len(tools) > 0 {
+		p.Tools = toolsSlot
+	}
+	head, err := p.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
+	}
+	n := len(head)
+	for _, parts := range [][][]byte{msgs, tools} {
+		for _, b := range parts {
+			n += len(b) + 1
+		}
+	}
+	out := make([]byte, 0, n)
+	// The placeholders, top-level fields of head, in the order they appear in it.
+	type slot struct {
+		at    gjson.Result
+		parts [][]byte
+	}
+	slots := []slot{{gjson.GetBytes(head, "messages"), msgs}}
+	if len(tools) > 0 {
+		slots = append(slots, slot{gjson.GetBytes(head, "tools"), tools})
+	}
+	if len(slots) == 2 && slots[1].at.Index < slots[0].at.Index {
+		slots[0], slots[1] = slots[1], slots[0]
+	}
+	from := 0
+	for _, s := range slots {
+		if s.at.Raw != "[0]" || s.at.Index < from {
+			return nil, fmt.Errorf("openai: encode request: no placeholder array in %.64q", head)
+		}
+		out = append(out, head[from:s.at.Index]...)
+		out = append(out, '[')
+		for i, b := range s.parts {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, b...)
+		}
+		out = append(out, ']')
+		from = s.at.Index + len(s.at.Raw)
+	}
+	return append(out, head[from:]...), nil
+}
+
+// params translates req into the SDK's request params, all but the messages and the
+// tools (body encodes those).
+func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
 	if req.MaxTokens > 0 {
 		if c.cfg.LegacyMaxTokens {
 			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
@@ -286,13 +354,12 @@ func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNew
 	return p, nil
 }
 
-// messages is the conversation in the SDK's message params. Each message is the SDK's
-// encoding of its param (messageParam's MarshalJSON, the bytes the SDK puts in the
-// request body), made once and kept in the client's memo: a
-// session's history only grows at its end, so a call sends the previous call's
-// messages again.
-func (c *Client) messages(ms []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(ms))
+// messages is the conversation as the SDK encodes it in a request body, message by
+// message. Each message's encoding (sdkEncoding of messageParam) is made once and kept
+// in the client's memo: a session's history only grows at its end, so a call sends
+// the previous call's messages again.
+func (c *Client) messages(ms []llm.Message) ([][]byte, error) {
+	out := make([][]byte, 0, len(ms))
 	for i := range ms {
 		m := &ms[i]
 		switch m.Role {
@@ -303,11 +370,11 @@ func (c *Client) messages(ms []llm.Message) ([]openai.ChatCompletionMessageParam
 		sum := c.msgMemo.Sum(m)
 		p, ok := c.msgMemo.Get(sum, m)
 		if !ok {
-			enc, err := messageParam(m).MarshalJSON()
+			enc, err := sdkEncoding(messageParam(m))
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
 			}
-			p = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(enc))
+			p = enc
 			c.msgMemo.Put(sum, m, p, len(enc))
 		}
 		out = append(out, p)
@@ -337,14 +404,15 @@ func messageParam(m *llm.Message) openai.ChatCompletionMessageParamUnion {
 	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 }
 
-// tools is the request's tools in the SDK's params; each tool's parameters schema must
-// be a JSON object. Each is the SDK's encoding of its param (toolParam), made once and
-// kept in the client's memo: the same tools go with every call.
-func (c *Client) tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam, error) {
+// tools is the request's tools as the SDK encodes them in a request body; each tool's
+// parameters schema must be a JSON object. Each is the SDK's encoding of its param
+// (sdkEncoding of toolParam), made once and kept in the client's memo: the same tools
+// go with every call.
+func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	out := make([]openai.ChatCompletionToolUnionParam, 0, len(ts))
+	out := make([][]byte, 0, len(ts))
 	for i := range ts {
 		t := &ts[i]
 		sum := c.toolMemo.Sum(t)
@@ -354,16 +422,31 @@ func (c *Client) tools(ts []llm.ToolSpec) ([]openai.ChatCompletionToolUnionParam
 			if err != nil {
 				return nil, err
 			}
-			enc, err := tp.MarshalJSON()
+			enc, err := sdkEncoding(tp)
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 			}
-			p = param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage(enc))
+			p = enc
 			c.toolMemo.Put(sum, t, p, len(enc))
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// sdkEncoding is the bytes the SDK writes for v inside a request body: v's own
+// encoding, compacted as the SDK's encoder compacts every element's (the encoding of
+// an override that holds it).
+func sdkEncoding[T param.ParamStruct, PT interface {
+	param.InferPtr[T]
+	json.Marshaler
+}](v T) ([]byte, error) {
+	enc, err := PT(&v).MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	o := param.Override[T, PT](json.RawMessage(enc))
+	return PT(&o).MarshalJSON()
 }
 
 // toolParam is t in the SDK's tool params.
@@ -389,9 +472,13 @@ func usage(u openai.CompletionUsage) llm.Usage {
 	}
 }
 
-// complete makes a non-streamed call; the SDK encodes the params and decodes the answer.
-func (c *Client) complete(ctx context.Context, p openai.ChatCompletionNewParams) (llm.Response, error) {
-	out, err := c.chat.New(ctx, p)
+// chatPath is the chat completions endpoint, relative to the base URL.
+const chatPath = "chat/completions"
+
+// complete makes a non-streamed call with body; the SDK decodes the answer.
+func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
+	var out *openai.ChatCompletion
+	err := c.api.Post(ctx, chatPath, body, &out)
 	if err != nil {
 		if undecodable(err) {
 			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
@@ -421,9 +508,14 @@ const maxToolCalls = 1024
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, onDelta func(string), p openai.ChatCompletionNewParams) (llm.Response, error) {
+func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
 	var tr wire.Tracker
-	s := c.chat.NewStreaming(wire.WithTracker(ctx, &tr), p, option.WithHeader("Accept", "text/event-stream"))
+	// As the SDK's NewStreaming: "stream":true set in the body, the raw answer read as
+	// server-sent events.
+	var raw *http.Response
+	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw,
+		option.WithHeader("Accept", "text/event-stream"), option.WithJSONSet("stream", true))
+	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 	defer s.Close()
 	var (
 		out     llm.Response
