@@ -219,8 +219,9 @@ func TestHelperRemotingPeer(t *testing.T) {
 // slowStopKind is echoKind whose activation stops itself on "stop" and then takes
 // 150 ms to finish stopping, as a session grain does while it releases its lease:
 // Proto.Actor has removed the activation from the registry by then (messages to it are
-// dead letters) but the placement actor still maps the identity to it.
-func slowStopKind() *cluster.Kind {
+// dead letters) but the placement actor still maps the identity to it. It signals
+// stopping (without blocking) as it begins those 150 ms.
+func slowStopKind(stopping chan<- struct{}) *cluster.Kind {
 	return cluster.NewKind("slowstop", actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *wrapperspb.StringValue:
@@ -230,6 +231,10 @@ func slowStopKind() *cluster.Kind {
 			}
 			ctx.Respond(wrapperspb.String(ctx.Self().Id + "|" + m.Value))
 		case *actor.Stopped:
+			select {
+			case stopping <- struct{}{}:
+			default:
+			}
 			time.Sleep(150 * time.Millisecond)
 		}
 	}))
@@ -242,7 +247,8 @@ func slowStopKind() *cluster.Kind {
 func TestCallWhileTheGrainStops(t *testing.T) {
 	cfg := fcluster.DefaultConfig()
 	cfg.Name = "stopping-" + t.Name()
-	n := startNode(t, cfg, slowStopKind())
+	stopping := make(chan struct{}, 1)
+	n := startNode(t, cfg, slowStopKind(stopping))
 	c := n.Cluster()
 	for i := range 3 {
 		id := "g" + strconv.Itoa(i)
@@ -251,7 +257,11 @@ func TestCallWhileTheGrainStops(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.ActorSystem.Root.Send(c.Get(id, "slowstop"), wrapperspb.String("stop"))
-		time.Sleep(20 * time.Millisecond) // inside the 150 ms stop
+		select { // inside the 150 ms stop: out of the registry, still placed
+		case <-stopping:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the activation never stopped")
+		}
 		second, err := c.Request(id, "slowstop", wrapperspb.String("b"), cluster.WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatalf("a call while the activation stops: %v", err)

@@ -24,9 +24,19 @@ type testCalls struct {
 	delay   time.Duration
 	crashes int32
 	started *atomic.Int32 // LLM child starts (nil: not counted)
+	// made counts the children the actor asked for, LLM and tool calls (nil: not
+	// counted): it asks while it handles the message that starts the call.
+	made *atomic.Int32
+}
+
+func (c testCalls) count() {
+	if c.made != nil {
+		c.made.Add(1)
+	}
 }
 
 func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.PendingCall) *actor.Props {
+	c.count()
 	id := p.GetCallId()
 	return actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(*actor.Started); !ok {
@@ -51,6 +61,7 @@ func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.Pendi
 }
 
 func (c testCalls) ToolCall(_ *messages.SessionState, _ string, pt *messages.PendingTool) *actor.Props {
+	c.count()
 	return actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(*actor.Started); ok {
 			ctx.Send(ctx.Parent(), &core.ToolResult{Key: pt.GetIdempotencyKey()})
@@ -85,6 +96,34 @@ func fakeGrain(t *testing.T, sys *actor.ActorSystem, id string, calls testCalls,
 	if _, err := sys.Root.SpawnNamed(props, "partition-activator/s$1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// settle returns once the agent actor pid has handled every message queued to it before:
+// Proto.Actor answers a Touch after them. (The actor hands the Touch on to its grain like
+// any message it does not know; the fake grains ignore it.)
+func settle(t *testing.T, sys *actor.ActorSystem, pid *actor.PID) {
+	t.Helper()
+	res, err := sys.Root.RequestFuture(pid, &actor.Touch{}, 5*time.Second).Result()
+	if _, ok := res.(*actor.Touched); !ok || err != nil {
+		t.Fatalf("touch %s: %v, %v", pid, res, err)
+	}
+}
+
+// agentPID is the PID of agent id's actor under the fake grain.
+func agentPID(t *testing.T, sys *actor.ActorSystem, id string) *actor.PID {
+	t.Helper()
+	var ids []string
+	for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, pid := range bucket.Keys() {
+			if rest, ok := strings.CutPrefix(pid, "partition-activator/s$1/"+agent.ActorName(id)+"$"); ok && !strings.Contains(rest, "/") {
+				ids = append(ids, pid)
+			}
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("agent actors %v, want one", ids)
+	}
+	return sys.NewLocalPID(ids[0])
 }
 
 // runAgent runs agent id under a fake grain that sends it st and records what it reports.
@@ -226,8 +265,8 @@ func TestActorCallOnlyStartsNoTools(t *testing.T) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
 	t.Cleanup(sys.Shutdown)
 	got := make(chan any, 16)
-	var started atomic.Int32
-	fakeGrain(t, sys, agent.Orchestrator, testCalls{delay: -1, started: &started}, time.Minute,
+	var started, made atomic.Int32
+	fakeGrain(t, sys, agent.Orchestrator, testCalls{delay: -1, started: &started, made: &made}, time.Minute,
 		func() *agent.Work { return &agent.Work{State: st, CallOnly: true} },
 		func(m any) *agent.Work { got <- m; return nil })
 	deadline := time.Now().Add(5 * time.Second)
@@ -237,11 +276,16 @@ func TestActorCallOnlyStartsNoTools(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	// Nothing is reported: the tool call did not run, the LLM call has not answered.
+	// The Work is handled: only the LLM call started, the tool call did not (it would
+	// have been asked for then), and nothing is reported.
+	settle(t, sys, agentPID(t, sys, agent.Orchestrator))
+	if n := made.Load(); n != 1 {
+		t.Fatalf("%d calls started, want the LLM call only", n)
+	}
 	select {
 	case m := <-got:
 		t.Fatalf("reported %T %+v", m, m)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 }
 

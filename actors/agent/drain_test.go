@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +22,13 @@ func TestDrainLetsTheRunningCallFinishAndStartsNone(t *testing.T) {
 		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
 		got := make(chan any, 16)
 		var child *actor.PID
+		var made atomic.Int32
 		running := state(id, false)  // its LLM call pending
 		drain := stateN(id, true, 2) // a tool call pending, and it would be the next call
 		props := actor.PropsFromFunc(func(ctx actor.Context) {
 			switch m := ctx.Message().(type) {
 			case *actor.Started:
-				child = ctx.SpawnPrefix(agent.Props(id, testCalls{delay: 200 * time.Millisecond}, 4, time.Minute, discard()), agent.ActorName(id))
+				child = ctx.SpawnPrefix(agent.Props(id, testCalls{delay: 200 * time.Millisecond, made: &made}, 4, time.Minute, discard()), agent.ActorName(id))
 			case *agent.NeedWork:
 				ctx.Send(child, &agent.Work{State: running})
 				ctx.Send(child, &agent.Work{State: drain, Drain: true})
@@ -47,10 +49,16 @@ func TestDrainLetsTheRunningCallFinishAndStartsNone(t *testing.T) {
 		if m, ok := next(t, got).(*agent.Drained); !ok {
 			t.Fatalf("%q: idle agent told Drain answered %#v, want Drained", id, m)
 		}
+		// Everything queued to it handled (the first call's end too), it started no call
+		// but the first.
+		settle(t, sys, child)
+		if n := made.Load(); n != 1 {
+			t.Fatalf("%q: a drained agent started %d calls, want only the one running before", id, n)
+		}
 		select {
 		case m := <-got:
-			t.Fatalf("%q: a drained agent reported %#v: it started a call", id, m)
-		case <-time.After(300 * time.Millisecond): // a started tool answers at once
+			t.Fatalf("%q: a drained agent reported %#v", id, m)
+		default:
 		}
 		sys.Shutdown()
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -279,7 +280,7 @@ func TestToolBreakpointHoldsTheCallUntilResume(t *testing.T) {
 	if it.GetReason() != "tool" || it.GetPosition() != "before" || it.GetStepId() != "s" || len(st.GetPendingTools()) != 1 {
 		t.Fatalf("interrupted state: interrupt %v, pending %v", it, st.GetPendingTools())
 	}
-	time.Sleep(300 * time.Millisecond)
+	noToolStarted(t, h, "tb", agent.Orchestrator)
 	if n := ex.get("tb/s/tool-1"); n != 0 {
 		t.Fatalf("held call ran %d times", n)
 	}

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
@@ -37,6 +39,47 @@ func waitInterrupted(t *testing.T, h *harness, id string) *messages.SessionState
 		return err == nil && st.GetStatus() == messages.SessionStatus_SESSION_STATUS_INTERRUPTED
 	}, "session %s never interrupted", id)
 	return st
+}
+
+// noToolStarted fails the test unless the actor of agent agentID (agent.Orchestrator or
+// a sub_agent_id) of session id has started none of its tool calls from the Work the
+// grain sent it so far — a recorded fact, not a wait: the grain sends Work after every
+// commit and before it answers a GetState (which settles its commit pipeline), so once
+// waitInterrupted returned the interrupted state is queued for the actor; Proto.Actor
+// answers a Touch after every message queued before it; and the actor starts a tool call
+// while it handles the Work, by spawning the call's runner under itself. So when the
+// Touch is answered a held call that was started has a runner under the actor, or had one
+// that ran its tool and ended (the caller's count of runs shows that one). (The agent
+// actor hands the Touch on to the grain like any message it does not know; the grain logs
+// it as unexpected and drops it.)
+func noToolStarted(t *testing.T, h *harness, id, agentID string) {
+	t.Helper()
+	sys := h.node.Cluster().System()
+	// Local PIDs are partition-activator/{session}${n}/{agent actor}/{call runner}.
+	under := func(depth int) []string {
+		var ids []string
+		for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+			for _, pid := range bucket.Keys() {
+				parts := strings.Split(pid, "/")
+				if len(parts) == depth && parts[0] == "partition-activator" && strings.HasPrefix(parts[1], id+"$") &&
+					strings.HasPrefix(parts[2], agent.ActorName(agentID)+"$") && (depth == 3 || strings.HasPrefix(parts[3], agent.ToolRunnerName+"$")) {
+					ids = append(ids, pid)
+				}
+			}
+		}
+		return ids
+	}
+	actors := under(3)
+	if len(actors) != 1 {
+		t.Fatalf("agent actors of %q in session %s: %v, want one", agentID, id, actors)
+	}
+	res, err := sys.Root.RequestFuture(sys.NewLocalPID(actors[0]), &actor.Touch{}, 10*time.Second).Result()
+	if _, ok := res.(*actor.Touched); !ok || err != nil {
+		t.Fatalf("touch the agent actor %s: %v, %v", actors[0], res, err)
+	}
+	if runners := under(4); len(runners) > 0 {
+		t.Fatalf("the held call started: tool runners %v", runners)
+	}
 }
 
 func TestBreakpointBeforeStepAndResumeWithModifiedStep(t *testing.T) {

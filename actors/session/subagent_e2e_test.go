@@ -357,7 +357,7 @@ func TestToolBreakpointHoldsASubAgentsCall(t *testing.T) {
 	if it := st.GetInterrupt(); it.GetReason() != "tool" || it.GetStepId() != "r" || len(st.GetSubAgents()["researcher-1"].GetPendingTools()) != 1 {
 		t.Fatalf("interrupt %v, sub-agent %v", it, st.GetSubAgents()["researcher-1"])
 	}
-	time.Sleep(300 * time.Millisecond) // the held call must not start meanwhile
+	noToolStarted(t, h, "s1", "researcher-1")
 	if n := ex.get("s1/researcher-1/tool-1"); n != 0 {
 		t.Fatalf("the held call ran %d times before Resume", n)
 	}

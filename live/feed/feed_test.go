@@ -122,6 +122,19 @@ func TestOtherStreamsAreNotDelivered(t *testing.T) {
 	readN(t, sub, 0, 2)
 }
 
+// waitCtx is a context that records, by closing waiting, the first time a reader asks
+// for its Done channel: Next asks only once it has nothing to return and waits.
+type waitCtx struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *waitCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
 func TestCloseAndCancel(t *testing.T) {
 	j := openJournal(t)
 	f := feed.New(j, feed.Options{})
@@ -132,11 +145,16 @@ func TestCloseAndCancel(t *testing.T) {
 		t.Fatalf("err = %v, want deadline", err)
 	}
 	done := make(chan error, 1)
+	waiting := &waitCtx{Context: context.Background(), waiting: make(chan struct{})}
 	go func() {
-		_, err := sub.Next(context.Background())
+		_, err := sub.Next(waiting)
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	select { // Close must wake a Next that waits, not only fail one that starts after it
+	case <-waiting.waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next never waited")
+	}
 	f.Close()
 	select {
 	case err := <-done:
@@ -434,7 +452,13 @@ func TestPollDeliversWhatAnotherNodeStored(t *testing.T) {
 func TestCloseStopsThePoller(t *testing.T) {
 	f := feed.New(openJournal(t), feed.Options{Poll: time.Millisecond})
 	sub := f.Subscribe("s", 0)
-	time.Sleep(10 * time.Millisecond)
+	polled := make(chan struct{}, 1)
+	sub.Notify(polled) // the poller signals the subscription of a stream nothing was published to
+	select {
+	case <-polled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the poller never ran")
+	}
 	f.Close()
 	f.Close()
 	if _, err := sub.Next(context.Background()); !errors.Is(err, feed.ErrClosed) {
