@@ -166,6 +166,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.log.Warn("LLM call overdue; stopping it", "agent", a.name(), "call_id", a.llmCall, "after", a.callTimeout)
 			ctx.Stop(msg.pid)
 		}
+	case *actor.Touch:
+		// Proto.Actor answers it (once every message queued before it was handled); it is
+		// no child's result.
 	case *actor.Stopping, *actor.Restarting:
 		a.stopWatchdog()
 	case *actor.Stopped:
