@@ -220,10 +220,7 @@ func (b *backRanks) longest(s string, r *bpeRanks, buf *mergeBuf) int32 {
 	}
 	k := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 	set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
-	e := set[0]
-	if e>>32 != k {
-		e = set[1]
-	}
+	e := pickEntry(set, k, 32)
 	if e>>32 != k || e&prefixFilled == 0 {
 		t, more := b.walk(s[:4], r)
 		e = k<<32 | prefixFilled | uint64(t)
@@ -267,6 +264,15 @@ const (
 	prefixFilled     = 1 << 30
 	prefixLonger     = 1 << 29
 )
+
+// pickEntry returns the entry of set whose key (the entry shifted right by shift) is key, or
+// the second if neither's is: without a branch, which would be mispredicted whenever
+// the key is the second's.
+func pickEntry(set *[2]uint64, key uint64, shift uint) uint64 {
+	e0, e1 := set[0], set[1]
+	x := e0>>shift ^ key // below 1<<63: 0 if e0's key is key
+	return e0 ^ (e0^e1)&uint64(int64(x|-x)>>63)
+}
 
 // walk is longest without the cache. more reports that s is a proper prefix of a token
 // (by backRanks.properSeen: perhaps): a longer text might start with a longer token.
@@ -424,11 +430,7 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 			prev := ring[(top-1)&mask]
 			tag := pairTag(prev, tok)
 			set := &buf.valid[(tag*pairHash)>>(64-validCacheBits)]
-			e := set[0]
-			if e>>20 != tag {
-				e = set[1]
-			}
-			if e>>20 == tag {
+			if e := pickEntry(set, tag, 20); e>>20 == tag {
 				tok = int32(e&(1<<20-1)) - 1
 			} else {
 				tok = b.fillValid(set, tag, piece, pos, prev, tok, r, buf)
@@ -452,12 +454,9 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				}
 				// The next token: the cache of longest's first answer, written out.
 				if pos+4 < len(piece) {
-					k := uint64(piece[pos]) | uint64(piece[pos+1])<<8 | uint64(piece[pos+2])<<16 | uint64(piece[pos+3])<<24
-					set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
-					e := set[0]
-					if e>>32 != k {
-						e = set[1]
-					}
+					w := piece[pos : pos+4]
+					k := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
+					e := pickEntry(&buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)], k, 32)
 					if e>>32 == k && e&(prefixFilled|prefixLonger) == prefixFilled {
 						tok = int32(e & (prefixLonger - 1))
 						continue
