@@ -457,9 +457,20 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 					w := piece[pos : pos+4]
 					k := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
 					e := pickEntry(&buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)], k, 32)
-					if e>>32 == k && e&(prefixFilled|prefixLonger) == prefixFilled {
-						tok = int32(e & (prefixLonger - 1))
-						continue
+					if e>>32 == k && e&prefixFilled != 0 {
+						if e&prefixLonger == 0 {
+							tok = int32(e & (prefixLonger - 1))
+							continue
+						}
+						// Four bytes that start a longer token (a run of one letter):
+						// the cache of eight bytes, written out too.
+						if pos+8 < len(piece) {
+							k := load64(piece, pos)
+							if e := &buf.prefixes8[(k*pairHash)>>(64-prefix8CacheBits)]; e[0] == k && e[1]&(prefixFilled|prefixLonger) == prefixFilled {
+								tok = int32(e[1] & (prefixLonger - 1))
+								continue
+							}
+						}
 					}
 				}
 				tok = b.longest(piece[pos:], r, buf)
