@@ -220,7 +220,10 @@ func (b *backRanks) longest(s string, r *bpeRanks, buf *mergeBuf) int32 {
 	}
 	k := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 	set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
-	e := pickEntry(set, k, 32)
+	e := set[0]
+	if e>>32 != k {
+		e = set[1]
+	}
 	if e>>32 != k || e&prefixFilled == 0 {
 		t, more := b.walk(s[:4], r)
 		e = k<<32 | prefixFilled | uint64(t)
@@ -265,15 +268,6 @@ const (
 	prefixLonger     = 1 << 29
 )
 
-// pickEntry returns the entry of set whose key (the entry shifted right by shift) is key, or
-// the second if neither's is: without a branch, which would be mispredicted whenever
-// the key is the second's.
-func pickEntry(set *[2]uint64, key uint64, shift uint) uint64 {
-	e0, e1 := set[0], set[1]
-	x := e0>>shift ^ key // below 1<<63: 0 if e0's key is key
-	return e0 ^ (e0^e1)&uint64(int64(x|-x)>>63)
-}
-
 // walk is longest without the cache. more reports that s is a proper prefix of a token
 // (by backRanks.properSeen: perhaps): a longer text might start with a longer token.
 func (b *backRanks) walk(s string, r *bpeRanks) (t int32, more bool) {
@@ -310,19 +304,21 @@ func (b *backRanks) walk(s string, r *bpeRanks) (t int32, more bool) {
 	return r.byteRank[s[0]], more
 }
 
-// validCacheBits is the log2 of the number of sets of the cache of the first valid tokens
+// validCacheBits is the log2 of the number of sets of the cache of pair validity
 // (mergeBuf.valid), of two entries each, the newest first.
 const validCacheBits = 13
 
-// fillValid returns the first token of the chain that starts at c (c, its longest valid
-// proper prefix, that one's, and so on: tokInfo.shorter), all starting at byte at of s,
-// that forms a valid pair (the package comment above) with token a, which ends there, or
-// noRank if none does, and stores it in the cache's set under tag (pairTag(a, c)).
-func (b *backRanks) fillValid(set *[2]uint64, tag uint64, s string, at int, a, c int32, r *bpeRanks, buf *mergeBuf) int32 {
-	for ; c != noRank && !b.checkPair(s, at, a, c, 1<<31-1, r, buf); c = b.info[c].shorter {
+// fillValid checks whether tokens a and c, a ending and c starting at byte at of s, are a
+// valid pair (the package comment above) and stores the answer in the validity cache's
+// set under tag.
+func (b *backRanks) fillValid(set *[2]uint64, tag uint64, s string, at int, a, c int32, r *bpeRanks, buf *mergeBuf) bool {
+	ok := b.checkPair(s, at, a, c, 1<<31-1, r, buf)
+	v := uint64(0)
+	if ok {
+		v = 1
 	}
-	set[0], set[1] = tag<<20|uint64(c+1), set[0]
-	return c
+	set[0], set[1] = tag<<1|v, set[0]
+	return ok
 }
 
 // checkPair is fillValid's check, counting only the merges ranked below limit, through
@@ -423,22 +419,23 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 	pos := 0
 	tok := b.longest(piece, r, buf)
 	for next := backCheckEvery; ; {
-		if top > 0 && tok != noRank {
-			// The first token of tok's chain (tok and its shorter prefixes) that forms
-			// a valid pair with the token before, through the cache: the tokens that
-			// do not are skipped without a step each.
-			prev := ring[(top-1)&mask]
-			tag := pairTag(prev, tok)
-			set := &buf.valid[(tag*pairHash)>>(64-validCacheBits)]
-			if e := pickEntry(set, tag, 20); e>>20 == tag {
-				tok = int32(e&(1<<20-1)) - 1
-			} else {
-				tok = b.fillValid(set, tag, piece, pos, prev, tok, r, buf)
+		end := pos + int(info[tok].len)
+		if dead[end>>6]&(1<<(end&63)) == 0 {
+			ok := true
+			if top > 0 {
+				// Whether the pair with the token before is valid, through the cache.
+				prev := ring[(top-1)&mask]
+				tag := pairTag(prev, tok)
+				set := &buf.valid[(tag*pairHash)>>(64-validCacheBits)]
+				if e := set[0]; e>>1 == tag {
+					ok = e&1 != 0
+				} else if e := set[1]; e>>1 == tag {
+					ok = e&1 != 0
+				} else {
+					ok = b.fillValid(set, tag, piece, pos, prev, tok, r, buf)
+				}
 			}
-		}
-		if tok != noRank {
-			end := pos + int(info[tok].len)
-			if dead[end>>6]&(1<<(end&63)) == 0 {
+			if ok {
 				ring[top&mask] = tok
 				if top++; top-floor > len(ring) {
 					floor++
@@ -456,7 +453,11 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				if pos+4 < len(piece) {
 					w := piece[pos : pos+4]
 					k := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
-					e := pickEntry(&buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)], k, 32)
+					set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
+					e := set[0]
+					if e>>32 != k {
+						e = set[1]
+					}
 					if e>>32 == k && e&prefixFilled != 0 {
 						if e&prefixLonger == 0 {
 							tok = int32(e & (prefixLonger - 1))
@@ -476,10 +477,10 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				tok = b.longest(piece[pos:], r, buf)
 				continue
 			}
-			// Its end is dead: the chain goes on with its shorter prefixes.
-			if tok = info[tok].shorter; tok != noRank {
-				continue
-			}
+		}
+		if s := info[tok].shorter; s != noRank {
+			tok = s
+			continue
 		}
 		// No token from pos completes the piece: drop the one before, and try its
 		// shorter prefixes (its end is now dead).
@@ -490,6 +491,5 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 		top--
 		tok = ring[top&mask]
 		pos -= int(info[tok].len)
-		tok = info[tok].shorter
 	}
 }

@@ -525,9 +525,8 @@ type mergeBuf struct {
 	// than hashing the bytes, and a piece's pairs repeat. Valid for owner's ranks.
 	owner *bpeRanks
 	pairs [1 << pairCacheBits]uint64
-	// valid caches the first token of the chain of b (b and its shorter prefixes) that
-	// forms a valid pair with token a (backRanks.fillValid): an entry is
-	// pairTag(a, b)<<20 | rank+1 (0 for none), or 0; prefixes the longest valid token that
+	// valid caches whether two tokens form a valid pair (backRanks.fillValid): an entry
+	// is pairTag(a, b)<<1 | 1 if they do, or 0; prefixes the longest valid token that
 	// four bytes start with, prefixes8 eight (backRanks.longest). All valid for owner's
 	// ranks. ring and dead are backRanks.backtrack's.
 	valid     [1 << validCacheBits][2]uint64
