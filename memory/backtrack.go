@@ -219,15 +219,18 @@ func (b *backRanks) longest(s string, r *bpeRanks, buf *mergeBuf) int32 {
 		return t
 	}
 	k := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
-	slot := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
-	e := *slot
+	set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
+	e := set[0]
+	if e>>32 != k {
+		e = set[1]
+	}
 	if e>>32 != k || e&prefixFilled == 0 {
 		t, more := b.walk(s[:4], r)
 		e = k<<32 | prefixFilled | uint64(t)
 		if more {
 			e |= prefixLonger
 		}
-		*slot = e
+		set[0], set[1] = e, set[0]
 	}
 	if e&prefixLonger == 0 || len(s) == 4 {
 		return int32(e & (prefixLonger - 1))
@@ -238,7 +241,7 @@ func (b *backRanks) longest(s string, r *bpeRanks, buf *mergeBuf) int32 {
 	}
 	// Four bytes that start a longer token: the same for eight.
 	k = load64(s, 0)
-	slot8 := &buf.prefixes8[(k*pairHash)>>(64-prefixCacheBits)]
+	slot8 := &buf.prefixes8[(k*pairHash)>>(64-prefix8CacheBits)]
 	if slot8[0] != k || slot8[1]&prefixFilled == 0 {
 		t, more := b.walk(s[:8], r)
 		slot8[0], slot8[1] = k, prefixFilled|uint64(t)
@@ -253,14 +256,16 @@ func (b *backRanks) longest(s string, r *bpeRanks, buf *mergeBuf) int32 {
 	return t
 }
 
-// The entries of mergeBuf.prefixes: four bytes, above the flags and the rank of the
-// longest valid token of at most four bytes they start with. prefixLonger marks four
-// bytes that start a longer token. Those of mergeBuf.prefixes8 are eight bytes, and the
-// flags and rank in a word of their own.
+// The entries of mergeBuf.prefixes (in sets of two, the newest first, so that two keys
+// of one set do not evict each other, as a few of the 256 keys of DNA would): four
+// bytes, above the flags and the rank of the longest valid token of at most four bytes
+// they start with. prefixLonger marks four bytes that start a longer token. Those of
+// mergeBuf.prefixes8 are eight bytes, and the flags and rank in a word of their own.
 const (
-	prefixCacheBits = 12
-	prefixFilled    = 1 << 30
-	prefixLonger    = 1 << 29
+	prefixCacheBits  = 11 // sets of mergeBuf.prefixes
+	prefix8CacheBits = 12 // entries of mergeBuf.prefixes8
+	prefixFilled     = 1 << 30
+	prefixLonger     = 1 << 29
 )
 
 // walk is longest without the cache. more reports that s is a proper prefix of a token
@@ -299,19 +304,20 @@ func (b *backRanks) walk(s string, r *bpeRanks) (t int32, more bool) {
 	return r.byteRank[s[0]], more
 }
 
-// validCacheBits is the log2 of the number of entries of the cache of pair validity.
-const validCacheBits = 14
+// validCacheBits is the log2 of the number of sets of the cache of pair validity
+// (mergeBuf.valid), of two entries each, the newest first.
+const validCacheBits = 13
 
 // fillValid checks whether tokens a and c, a ending and c starting at byte at of s, are a
 // valid pair (the package comment above) and stores the answer in the validity cache's
-// slot under tag.
-func (b *backRanks) fillValid(slot *uint64, tag uint64, s string, at int, a, c int32, r *bpeRanks, buf *mergeBuf) bool {
+// set under tag.
+func (b *backRanks) fillValid(set *[2]uint64, tag uint64, s string, at int, a, c int32, r *bpeRanks, buf *mergeBuf) bool {
 	ok := b.checkPair(s, at, a, c, 1<<31-1, r, buf)
 	v := uint64(0)
 	if ok {
 		v = 1
 	}
-	*slot = tag<<1 | v
+	set[0], set[1] = tag<<1|v, set[0]
 	return ok
 }
 
@@ -420,11 +426,13 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				// Whether the pair with the token before is valid, through the cache.
 				prev := ring[(top-1)&mask]
 				tag := pairTag(prev, tok)
-				slot := &buf.valid[(tag*pairHash)>>(64-validCacheBits)]
-				if *slot>>1 == tag {
-					ok = *slot&1 != 0
+				set := &buf.valid[(tag*pairHash)>>(64-validCacheBits)]
+				if e := set[0]; e>>1 == tag {
+					ok = e&1 != 0
+				} else if e := set[1]; e>>1 == tag {
+					ok = e&1 != 0
 				} else {
-					ok = b.fillValid(slot, tag, piece, pos, prev, tok, r, buf)
+					ok = b.fillValid(set, tag, piece, pos, prev, tok, r, buf)
 				}
 			}
 			if ok {
@@ -443,10 +451,27 @@ func (b *backRanks) backtrack(done <-chan struct{}, piece string, r *bpeRanks, b
 				}
 				// The next token: the cache of longest's first answer, written out.
 				if pos+4 < len(piece) {
-					k := uint64(piece[pos]) | uint64(piece[pos+1])<<8 | uint64(piece[pos+2])<<16 | uint64(piece[pos+3])<<24
-					if e := buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]; e>>32 == k && e&(prefixFilled|prefixLonger) == prefixFilled {
-						tok = int32(e & (prefixLonger - 1))
-						continue
+					w := piece[pos : pos+4]
+					k := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
+					set := &buf.prefixes[(k*pairHash)>>(64-prefixCacheBits)]
+					e := set[0]
+					if e>>32 != k {
+						e = set[1]
+					}
+					if e>>32 == k && e&prefixFilled != 0 {
+						if e&prefixLonger == 0 {
+							tok = int32(e & (prefixLonger - 1))
+							continue
+						}
+						// Four bytes that start a longer token (a run of one letter):
+						// the cache of eight bytes, written out too.
+						if pos+8 < len(piece) {
+							k := load64(piece, pos)
+							if e := &buf.prefixes8[(k*pairHash)>>(64-prefix8CacheBits)]; e[0] == k && e[1]&(prefixFilled|prefixLonger) == prefixFilled {
+								tok = int32(e[1] & (prefixLonger - 1))
+								continue
+							}
+						}
 					}
 				}
 				tok = b.longest(piece[pos:], r, buf)

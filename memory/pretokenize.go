@@ -139,11 +139,15 @@ func (s asciiText) isPunct(i int) bool { return s.cls(i) == clsOther }
 // eight bytes at a time (letterStops), without a branch per byte, which on text whose
 // letter runs are short and random (base64) would be mispredicted once a piece.
 func (s asciiText) o200kLetters(i int) int {
-	j, lower := i, false
+	j, lower := i, uint64(0)
 	for ; j+8 <= len(s); j += 8 {
-		if stop := letterStops(load64(string(s), j), &lower); stop != 0 {
+		var stop uint64
+		if stop, lower = letterStops(load64(string(s), j), lower); stop != 0 {
 			if j += bits.TrailingZeros64(stop) >> 3; j == i {
 				return i
+			}
+			if s[j] != '\'' { // no contraction: the common case, without a call
+				return j
 			}
 			return s.contraction(j)
 		}
@@ -151,8 +155,8 @@ func (s asciiText) o200kLetters(i int) int {
 	cls := &asciiClasses
 	for ; j < len(s); j++ {
 		if c := cls[s[j]]; c == clsLower {
-			lower = true
-		} else if c != clsUpper || lower {
+			lower = 1
+		} else if c != clsUpper || lower != 0 {
 			break
 		}
 	}
@@ -164,23 +168,19 @@ func (s asciiText) o200kLetters(i int) int {
 
 // letterStops returns the bytes of x (eight bytes of ASCII text, little-endian) that end
 // a letter piece begun before them, each as its high bit: a byte that is no letter, or a
-// capital after a lowercase letter (lower tells whether the piece had one before x; it is
-// updated).
-func letterStops(x uint64, lower *bool) uint64 {
-	const hi = 0x8080808080808080
-	// ge(c) sets the high bit of each byte ≥ c (the bytes are below 0x80).
-	ge := func(c uint64) uint64 { return ((x | hi) - c*0x0101010101010101) & hi }
-	up := ge('A') &^ ge('Z'+1)
-	low := ge('a') &^ ge('z'+1)
-	var after uint64 // the bytes after the piece's first lowercase letter
-	if *lower {
-		after = ^uint64(0)
-	} else {
-		first := low & -low
-		after = -(first << 1)
-	}
-	*lower = *lower || low != 0
-	return (hi &^ (up | low)) | (up & after)
+// capital after a lowercase letter. lower is not 0 if the piece had a lowercase letter
+// before x; lower2 is the same after x (all ones if so). Without a branch, so that it is
+// inlined.
+func letterStops(x, lower uint64) (stop, lower2 uint64) {
+	const hi, ones = 0x8080808080808080, 0x0101010101010101
+	// The high bit of each byte ≥ c (the bytes are below 0x80) is ((x|hi) - c*ones) & hi.
+	up := ((x | hi) - 'A'*ones) &^ ((x | hi) - ('Z'+1)*ones) & hi
+	low := ((x | hi) - 'a'*ones) &^ ((x | hi) - ('z'+1)*ones) & hi
+	// The bytes after the piece's first lowercase letter: all of them if it had one
+	// before x, else those after x's first (none if x has none).
+	lower = uint64(int64(lower|-lower) >> 63)
+	after := lower | -((low & -low) << 1)
+	return (hi &^ (up | low)) | (up & after), lower | uint64(int64(low|-low)>>63)
 }
 
 // whitespace matches \s*[\r\n]+ | \s+(?!\S) | \s+ at i, which holds white space.
