@@ -203,40 +203,6 @@ func (r *bpeRanks) rank(s string) int32 {
 	return noRank
 }
 
-// rankShort is rank for the string of the l low bytes of x (3 <= l <= 7, little-endian;
-// the bytes above them are ignored).
-func (r *bpeRanks) rankShort(x uint64, l int) int32 {
-	x &= 1<<(8*l) - 1
-	if x&0x808080 == 0 {
-		if b := uint(x&0x7f)<<14 | uint(x>>8&0x7f)<<7 | uint(x>>16&0x7f); r.prefix3[b>>6]&(1<<(b&63)) == 0 {
-			return noRank
-		}
-	}
-	if l <= 5 && r.tiny != nil {
-		k := x | uint64(l)<<40 // tinyKey
-		if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
-			return noRank
-		}
-		for at := r.tinySlot(k); ; at = (at + 1) & uint64(len(r.tiny)-1) {
-			e := r.tiny[at]
-			if e == 0 {
-				return noRank
-			}
-			if e>>21 == k {
-				return int32(e&(1<<21-1)) - 1
-			}
-		}
-	}
-	k := x | uint64(l)<<56 // shortKey
-	if b := shortBit(k); r.shortSeen[b>>6]&(1<<(b&63)) == 0 {
-		return noRank
-	}
-	if v, ok := r.short[k]; ok {
-		return v
-	}
-	return noRank
-}
-
 // longKey is the filter key of a string of at least 8 bytes (bpeRanks.longSeen): its
 // first and last 8 bytes and its length, mixed.
 func longKey(s string) uint64 {
@@ -297,7 +263,7 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	// Buffers of three sizes (Go zeroes them on every call), scanned whole.
 	switch {
 	case len(piece) <= 8:
-		return mergeShort8(piece, packShort(piece), ranks), true
+		return mergeShort8(piece, ranks), true
 	case len(piece) <= 16:
 		var key [16]uint64
 		var next, prev [16]uint8
@@ -308,18 +274,22 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	return mergeShort(piece, ranks, key[:], next[:], prev[:]), true
 }
 
-// mergeShort8 is mergeShort for a piece of 4 to 8 bytes, its buffers local arrays, its
-// scan for the least key a tree of seven minimums, and its bytes read from x (packShort):
-// a pair's rank and the key of a part's bytes are a shift and a mask away, without a
-// loop or a branch on the piece's length.
-func mergeShort8(piece string, x uint64, ranks *bpeRanks) int {
+// mergeShort8 is mergeShort for a piece of at most 8 bytes, its buffers local arrays and
+// its scan for the least key a tree of seven minimums.
+func mergeShort8(piece string, ranks *bpeRanks) int {
 	m := len(piece)
+	var key [8]uint64
+	var next, prev [8]uint8
 	pair := ranks.pair
-	y := bits.ReverseBytes64(x) // byte k at bits 56-8k: the pair at k is y>>(48-8k)
-	key := [8]uint64{firstKey(pair, y, 0, m), firstKey(pair, y, 1, m), firstKey(pair, y, 2, m),
-		firstKey(pair, y, 3, m), firstKey(pair, y, 4, m), firstKey(pair, y, 5, m), firstKey(pair, y, 6, m)}
-	next := [8]uint8{1, 2, 3, 4, 5, 6, 7, 8}
-	prev := [8]uint8{255, 0, 1, 2, 3, 4, 5, 6}
+	for k := range 7 {
+		r := uint64(uint32(pair[uint16(piece[min(k, m-1)])<<8|uint16(piece[min(k+1, m-1)])])) << 8
+		if k+1 >= m {
+			r = noPairKey
+		}
+		key[k] = r | uint64(k)
+		next[k], prev[k] = uint8(k+1), uint8(k-1)
+	}
+	next[7] = 8
 	for parts := m; ; parts-- {
 		best := minKey(minKey(minKey(key[0], key[1]), minKey(key[2], key[3])), minKey(minKey(key[4], key[5]), key[6]))
 		if best >= noPairKey {
@@ -333,7 +303,7 @@ func mergeShort8(piece string, x uint64, ranks *bpeRanks) int {
 		if k < m {
 			prev[k&7] = uint8(at)
 			if e := int(next[k&7]); at > 0 || e < m { // else the pair is the whole piece: no token
-				r = uint64(uint32(ranks.rankShort(x>>(8*at), e-int(at)))) << 8
+				r = uint64(uint32(ranks.rank(piece[at:e]))) << 8
 			}
 		}
 		key[at] = r | at
@@ -341,30 +311,11 @@ func mergeShort8(piece string, x uint64, ranks *bpeRanks) int {
 			p := prev[at] & 7
 			r := noPairKey
 			if p > 0 || k < m {
-				r = uint64(uint32(ranks.rankShort(x>>(8*p), k-int(p)))) << 8
+				r = uint64(uint32(ranks.rank(piece[p:k]))) << 8
 			}
 			key[p] = r | uint64(p)
 		}
 	}
-}
-
-// firstKey is mergeShort8's first key of the part at byte k of a piece of m bytes whose
-// bytes y holds big-endian: the rank of the pair at k, or noPairKey if the part is the
-// last (chosen without a branch).
-func firstKey(pair *[1 << 16]int32, y uint64, k, m int) uint64 {
-	r := uint64(uint32(pair[uint16(y>>(48-8*k))])) << 8
-	r ^= (r ^ noPairKey) &^ uint64(int64(k+1-m)>>63)
-	return r | uint64(k)
-}
-
-// packShort returns the bytes of piece (4 to 8 of them), little-endian: two loads of
-// four bytes, the second shifted onto the first where they overlap.
-func packShort(piece string) uint64 {
-	m := len(piece)
-	_ = piece[m-1]
-	lo := uint64(piece[0]) | uint64(piece[1])<<8 | uint64(piece[2])<<16 | uint64(piece[3])<<24
-	hi := uint64(piece[m-4]) | uint64(piece[m-3])<<8 | uint64(piece[m-2])<<16 | uint64(piece[m-1])<<24
-	return lo | hi<<(8*(m-4))
 }
 
 // minKey is the lesser of keys a and b (below 1<<63), found without a branch.
