@@ -284,7 +284,11 @@ func openChecked(path string, size int64, opts Options, full bool) (db *bbolt.DB
 			if db != nil {
 				_ = db.Close()
 			}
-			db, err = nil, fmt.Errorf("journal %s: %w: %v (the file was not modified)", path, persistence.ErrCorrupt, r)
+			// bbolt asserts on a page it reads that is not what its parent says: the
+			// open check met the damage before (or while) the consistency check walked
+			// to it, and says so as the check does.
+			db, err = nil, fmt.Errorf("journal %s: %w: consistency check stopped at a damaged page: %v (the file was not modified; restore it from a backup or move it aside)",
+				path, persistence.ErrCorrupt, r)
 		}
 	}()
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.Timeout})

@@ -362,3 +362,54 @@ func TestRepairQuarantinesTheDamagedStreamsAndKeepsTheRest(t *testing.T) {
 		t.Fatalf("append after repair: %v", err)
 	}
 }
+
+// TestEverySmashedPageIsRefusedByTheCheck: whichever leaf or branch page of a journal is
+// overwritten with garbage, Open refuses it as the consistency check's finding (naming
+// the file and the check, with the remedy), also when bbolt meets the page while opening
+// and asserts before the check reaches it.
+func TestEverySmashedPageIsRefusedByTheCheck(t *testing.T) {
+	dir := t.TempDir()
+	clean := filepath.Join(dir, "clean.db")
+	writeNeedles(t, clean)
+	db, err := bbolt.Open(clean, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := db.Info().PageSize
+	var victims []int
+	err = db.View(func(tx *bbolt.Tx) error {
+		for id := 2; id < int(tx.Size())/pageSize; id++ {
+			if p, err := tx.Page(id); err == nil && p != nil && (p.Type == "leaf" || p.Type == "branch") {
+				victims = append(victims, id)
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || len(victims) < 3 {
+		t.Fatalf("pages to smash: %v (err %v)", victims, err)
+	}
+	content, err := os.ReadFile(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range victims {
+		path := filepath.Join(dir, fmt.Sprintf("smashed-%d.db", id))
+		c := bytes.Clone(content)
+		copy(c[id*pageSize:(id+1)*pageSize], bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef, 0x17}, pageSize/5+1))
+		if err := os.WriteFile(path, c, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		j, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+		if err == nil {
+			_ = j.Close()
+			t.Errorf("page %d smashed: Open accepted the journal", id)
+			continue
+		}
+		if msg := err.Error(); !errors.Is(err, persistence.ErrCorrupt) || !strings.Contains(msg, path) || !strings.Contains(msg, "consistency check") {
+			t.Errorf("page %d smashed: Open = %v, want ErrCorrupt naming the file and the consistency check", id, err)
+		}
+	}
+}
