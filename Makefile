@@ -16,7 +16,7 @@ TEST_TIMEOUT ?= 20m
 TEST_PARALLEL ?= 4
 # Test packages run this many at a time (go test -p; Go's default is the number of cores). They wait on
 # PostgreSQL, subprocesses and sockets as well as compute: on the 2-core CI machine, 3 took make test from 683 s to
-# 451 s, quiet.
+# 451-570 s, quiet.
 TEST_PACKAGES ?= 3
 FAULTS_TIMEOUT ?= 25m
 # Interleaved rounds of `make bench`; every row of BENCHMARKS.md is the median of the rounds, with their spread

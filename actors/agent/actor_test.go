@@ -99,8 +99,7 @@ func fakeGrain(t *testing.T, sys *actor.ActorSystem, id string, calls testCalls,
 }
 
 // settle returns once the agent actor pid has handled every message queued to it before:
-// Proto.Actor answers a Touch after them. (The actor hands the Touch on to its grain like
-// any message it does not know; the fake grains ignore it.)
+// Proto.Actor answers a Touch after them (the actor itself ignores it).
 func settle(t *testing.T, sys *actor.ActorSystem, pid *actor.PID) {
 	t.Helper()
 	res, err := sys.Root.RequestFuture(pid, &actor.Touch{}, 5*time.Second).Result()

@@ -49,9 +49,8 @@ func waitInterrupted(t *testing.T, h *harness, id string) *messages.SessionState
 // answers a Touch after every message queued before it; and the actor starts a tool call
 // while it handles the Work, by spawning the call's runner under itself. So when the
 // Touch is answered a held call that was started has a runner under the actor, or had one
-// that ran its tool and ended (the caller's count of runs shows that one). (The agent
-// actor hands the Touch on to the grain like any message it does not know; the grain logs
-// it as unexpected and drops it.)
+// that ran its tool and ended (the caller's count of runs shows that one). The agent
+// actor itself ignores the Touch.
 func noToolStarted(t *testing.T, h *harness, id, agentID string) {
 	t.Helper()
 	sys := h.node.Cluster().System()

@@ -287,8 +287,7 @@ func openChecked(path string, size int64, opts Options, full bool) (db *bbolt.DB
 			// bbolt asserts on a page it reads that is not what its parent says: the
 			// open check met the damage before (or while) the consistency check walked
 			// to it, and says so as the check does.
-			db, err = nil, fmt.Errorf("journal %s: %w: consistency check stopped at a damaged page: %v (the file was not modified; restore it from a backup or move it aside)",
-				path, persistence.ErrCorrupt, r)
+			db, err = nil, fmt.Errorf("journal %s: %w: consistency check stopped at a damaged page: %v (%s)", path, persistence.ErrCorrupt, r, untouchedRemedy)
 		}
 	}()
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.Timeout})
@@ -331,9 +330,13 @@ func checkPages(tx *bbolt.Tx, path string) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("journal %s: %w: consistency check found %d problem(s): %s (the file was not modified; restore it from a backup or move it aside)",
-		path, persistence.ErrCorrupt, n, strings.Join(problems, "; "))
+	return fmt.Errorf("journal %s: %w: consistency check found %d problem(s): %s (%s)",
+		path, persistence.ErrCorrupt, n, strings.Join(problems, "; "), untouchedRemedy)
 }
+
+// untouchedRemedy ends the consistency check's errors: what the open did to the file and
+// what the operator can do.
+const untouchedRemedy = "the file was not modified; restore it from a backup or move it aside"
 
 func openError(path string, err error) error {
 	switch {
