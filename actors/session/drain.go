@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"sync"
 
@@ -33,6 +32,8 @@ type Drain struct {
 	active map[string]*actor.PID
 	// draining is set by Begin, for good.
 	draining bool
+	// leaving is set by Leave, for good.
+	leaving bool
 	// busy are the sessions whose grain still runs a call (or appends) since Begin.
 	busy map[string]bool
 	// changed is closed (and replaced) when busy shrinks.
@@ -82,6 +83,22 @@ func (d *Drain) setBusyLocked(id string, busy bool) {
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
+}
+
+// Leave marks the member as leaving (its hand-over or stop begins): a grain stopped from
+// now on stops at once instead of moving at a boundary (move.go), since the member's own
+// drain, if any, already let its calls finish.
+func (d *Drain) Leave() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.leaving = true
+}
+
+// Leaving reports whether Leave was called.
+func (d *Drain) Leaving() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.leaving
 }
 
 // Draining reports whether Begin was called.
@@ -139,12 +156,11 @@ func (d *Drain) Busy() []string {
 
 // drain stops the agent actors from starting calls: each answers Drained once its
 // running calls finished. st is the committed state.
-func (a *agents) drain(ctx cluster.GrainContext, st *messages.SessionState, log *slog.Logger) {
+func (a *agents) drain(ctx cluster.GrainContext, st *messages.SessionState) {
 	if a.draining {
 		return
 	}
 	a.draining = true
-	log.Info("member draining: session finishes its running calls and starts none")
 	for id, pid := range a.pids {
 		a.send(ctx, id, pid, a.work(st, id))
 	}

@@ -32,8 +32,10 @@ func Kind() *cluster.Kind {
 	// Timeout 0: the grain manages its own idle timeout (it must not passivate while a
 	// step is in flight). Its children are its agent actors: a crashed one restarts and
 	// asks for Work again (agent.Supervisor).
+	// A PoisonPill reaches the grain as moveMsg (move.go): a grain whose identity moved to
+	// another member finishes its running calls before it stops.
 	return sessiongrain.NewSessionKind(func() sessiongrain.Session { return &Grain{} }, 0,
-		actor.WithSupervisor(agent.Supervisor()), dispatch.Props())
+		actor.WithSupervisor(agent.Supervisor()), dispatch.Props(), actor.WithReceiverMiddleware(stopAtBoundary))
 }
 
 // Grain is the session grain: the event-sourced state of one session and the driver of
@@ -83,6 +85,8 @@ type Grain struct {
 	newer bool
 	// hooks is the activation's webhook delivery (webhook.go).
 	hooks webhookState
+	// move is the activation's move to another member (move.go).
+	move move
 }
 
 var errNoDeps = errors.New("session deps are not registered on this actor system (session.Register)")
@@ -131,6 +135,7 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 func (g *Grain) Terminate(ctx cluster.GrainContext) {
 	g.hooks.stop()
 	g.timers.stop()
+	defer g.move.end(ctx, g.deps, g.id, g.state) // after the lease's release: the new owner takes it
 	// The appends in flight end with the activation: those that became durable are
 	// published in order, as finishJob would have (subscribers, metrics, the embedder and
 	// the trace see every acknowledged event even when the activation ends right after
@@ -196,7 +201,21 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		g.lease.done(msg, g.fenced)
 		return
 	case *drainMsg: // drain.go: what runs finishes, nothing new starts
-		g.agents.drain(ctx, g.state, g.log)
+		if !g.agents.draining {
+			g.log.Info("member draining: session finishes its running calls and starts none")
+		}
+		g.agents.drain(ctx, g.state)
+		return
+	case *moveMsg: // move.go: stop, but after the running calls
+		if g.move.begin(ctx, g, workDue(&g.agents, &g.hooks, g.state)) {
+			ctx.Stop(ctx.Self())
+		}
+		return
+	case *actor.Touch: // answered by Proto.Actor: a probe that the activation lives
+		return
+	case *moveOverdue:
+		g.log.Warn("moving session's calls outlast the drain timeout: stopping; the new owner runs them again")
+		ctx.Stop(ctx.Self())
 		return
 	case *agent.Drained:
 		g.agents.drained(msg)
@@ -529,10 +548,14 @@ func (g *Grain) updateIdle(ctx cluster.GrainContext) {
 	if g.agents.draining && g.deps != nil && g.deps.Drain != nil { // whether this draining grain still runs a call or appends
 		g.deps.Drain.report(g.id, !g.fenced && (g.agents.running() || len(g.pipeline) > 0))
 	}
+	if g.move.done(g) {
+		ctx.Stop(ctx.Self())
+		return
+	}
 	if g.deps == nil || g.fenced {
 		return
 	}
-	busy := g.agents.due || len(g.pipeline) > 0 || g.hooks.busy() || core.DueOf(g.state).Waiting()
+	busy := len(g.pipeline) > 0 || workDue(&g.agents, &g.hooks, g.state)
 	if busy || (g.loadErr != nil && !g.newer) {
 		ctx.CancelReceiveTimeout()
 		return

@@ -96,7 +96,7 @@ func checkRanOnce(t *testing.T, c *faultCluster, id, counter string) {
 	t.Helper()
 	c.finish(id)
 	if n := executions(t, counter); n != 2 {
-		t.Errorf("the tool ran %d times for two tool calls: a call cut by the hand-over ran again", n)
+		t.Errorf("the tool ran %d times for two tool calls, want once each: the hand-over cut a running call (it ran again, or its execution was lost)", n)
 	}
 	for _, typ := range []string{"tool_called", "tool_result"} {
 		if n := c.countType(id, typ); n != 2 {
@@ -169,4 +169,43 @@ func TestDrainTimeoutUsage(t *testing.T) {
 			t.Errorf("run %v (env %s): exit %d, want 2 naming %q\n%s", c.args, c.env[len(c.env)-1], r.code, c.want, r.stderr)
 		}
 	}
+}
+
+// TestJoinFinishesRunningToolCall: a session runs a slow sandboxed tool call on node A
+// when node C joins and the session's identity now hashes to C. A's activation is told
+// to stop (Proto.Actor's identity hashing poisons it) but lets the running call finish
+// and records its result, then hands the session to C, which runs the second call: the
+// tool ran once per call, nothing recorded twice.
+func TestJoinFinishesRunningToolCall(t *testing.T) {
+	testenv.Faults(t)
+	consul := testenv.ConsulAddr(t)
+	counter := sandboxWritable(t, "executions")
+	c := newFaultCluster(t, consul, startMockLLM(t, countingToolSteps(t, counter, 3*time.Second)))
+	c.env = append(c.env, "FATHOM_SANDBOX_ISOLATION=rlimits")
+	a, b := c.start(), c.start()
+	c.awaitViews(a, b)
+	port := freePort(t)
+	joiner := "127.0.0.1:" + port
+	var id string
+	for i := 0; i < 1000 && id == ""; i++ {
+		cand := fmt.Sprintf("join-%s-%d", port, i)
+		if rendezvousOwner(t, cand, a.member, b.member) == a.member && rendezvousOwner(t, cand, a.member, b.member, joiner) == joiner {
+			id = cand
+		}
+	}
+	if id == "" {
+		t.Fatalf("no session id hashes to A among A and B and to %s once it joins", joiner)
+	}
+	c.startOn(a, id, a)
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		_, typ := journalHead(t, c.conn, id)
+		return typ == "tool_called" && executions(t, counter) == 1
+	}, "session %s never ran its first tool call on node A", id)
+	j := c.start("--cluster-port", port)
+	if j.member != joiner {
+		t.Fatalf("node C is member %s, want %s", j.member, joiner)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return leaseOwner(t, c.conn, id) == j.member },
+		"session %s did not move to node C (lease: %q)", id, leaseOwner(t, c.conn, id))
+	checkRanOnce(t, c, id, counter)
 }

@@ -164,7 +164,7 @@ func (n *Node) components(b *boot) []component {
 				n.gateMember.Store(n.member)
 				return n.member.Start(ctx)
 			},
-			stop: func(ctx context.Context) error { return n.member.Stop(ctx) }},
+			stop: func(ctx context.Context) error { n.leave(); return n.member.Stop(ctx) }},
 		{name: "session-data dropper", why: "removes a deleted session's artifacts and vectors on this member (its vectors after its embedding jobs queued for the session) when a delete on any member asks; spawned after the member (remote start sets the address), stopped before the embedding worker and the stores close",
 			start: func(context.Context) error { return n.startDropper(b.system) },
 			stop:  func(context.Context) error { n.stopDropper(); return nil }},

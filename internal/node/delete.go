@@ -66,7 +66,9 @@ func (n *Node) evict(id string) {
 	}
 	c := n.member.Cluster()
 	if pid := c.Get(id, sessionKind); pid != nil {
-		if err := c.ActorSystem.Root.PoisonFuture(pid).Wait(); err != nil {
+		// A Stop, not a PoisonPill: a session grain takes a PoisonPill for a move and lets
+		// its running calls finish first (actors/session, move.go).
+		if err := c.ActorSystem.Root.StopFuture(pid).Wait(); err != nil {
 			n.log.Warn("deleted session's activation did not stop", "session_id", id, "error", err)
 		}
 	}

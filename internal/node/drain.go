@@ -99,6 +99,7 @@ func (n *Node) runDrain(limit time.Duration) (gateway.DrainReport, error) {
 	}
 	hctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
 	defer cancel()
+	d.sessions.Leave()
 	if err := n.member.Handover(hctx); err != nil {
 		return rep, fmt.Errorf("drain: %w", err)
 	}
@@ -113,6 +114,7 @@ func (n *Node) runDrain(limit time.Duration) (gateway.DrainReport, error) {
 // its sessions, and `fathom run` stops on Ctrl-C without waiting for a call.
 func (n *Node) drainForStop(ctx context.Context) error {
 	if n.cfg.Cluster.Provider != fcluster.ProviderConsul && !n.Draining() {
+		n.leave()
 		return n.member.Handover(ctx)
 	}
 	limit := n.drainer.timeout
@@ -121,7 +123,18 @@ func (n *Node) drainForStop(ctx context.Context) error {
 	}
 	_, err := n.drain(ctx, limit)
 	if errors.Is(err, errNotStarted) {
+		n.leave()
 		return n.member.Handover(ctx)
 	}
 	return err
+}
+
+// leave tells the session grains that the member leaves: from now on a stopped grain
+// stops at once (its calls already finished in the drain, or the stop is not graceful)
+// instead of moving at a boundary as it does when a member joins (actors/session,
+// move.go).
+func (n *Node) leave() {
+	if n.drainer.sessions != nil {
+		n.drainer.sessions.Leave()
+	}
 }
