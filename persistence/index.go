@@ -203,6 +203,11 @@ type SessionIndex interface {
 	RenewLease(ctx context.Context, id, owner string, ttl time.Duration) error
 	// ReleaseLease drops session id's lease if owner holds it.
 	ReleaseLease(ctx context.Context, id, owner string) error
+	// LeaseHolder returns the member holding session id's live lease: "" when none does
+	// (never taken, released, lapsed by the store's clock, or an unknown session). A new
+	// activation asks it before it runs the calls its state has in flight: while another
+	// member holds the lease, its activation still runs them.
+	LeaseHolder(ctx context.Context, id string) (string, error)
 	// BreakLeases ends at once every live lease owner holds (a cluster member the
 	// membership declared dead), so Due returns its sessions without waiting for the
 	// leases to lapse; it returns how many it ended. Should owner be alive after all, its

@@ -65,7 +65,7 @@ func notFound(id string) error { return sessiongrain.ErrNotFound("session %q not
 func (g *Grain) Access(req *messages.AccessRequest, ctx cluster.GrainContext) (*messages.AccessResponse, error) {
 	defer g.guard(ctx, "Access")
 	defer g.updateIdle(ctx)
-	if err := g.ready(ctx); err != nil {
+	if err := readable(ctx, g); err != nil {
 		return nil, err
 	}
 	a := auth.Read

@@ -126,7 +126,17 @@ func (g *Grain) Init(ctx cluster.GrainContext) {
 	if d.Drain != nil {
 		g.agents.draining = d.Drain.register(g.id, ctx.Self())
 	}
-	g.lease.start(ctx, d, g.id, g.trace.baseLog)
+	if err == nil {
+		if h := heldElsewhere(d, g.id, ctx.ActorSystem().Address(), g.state); h != "" {
+			// An activation on member h may still run the calls in flight (a grain that
+			// moves finishes them first, move.go): run none until it let go (ready).
+			g.loadErr = &heldError{holder: h}
+			g.log.Info("session activated while another member still hosts it: waiting for its lease", "holder", h)
+		}
+	}
+	if _, held := g.loadErr.(*heldError); !held {
+		g.lease.start(ctx, d, g.id, g.trace.baseLog)
+	}
 	ctx.Send(ctx.Self(), &resumeMsg{})
 }
 
@@ -324,7 +334,7 @@ func (g *Grain) Start(req *messages.StartRequest, ctx cluster.GrainContext) (res
 func (g *Grain) GetState(req *messages.GetStateRequest, ctx cluster.GrainContext) (*messages.GetStateResponse, error) {
 	defer g.guard(ctx, "GetState")
 	defer g.updateIdle(ctx)
-	if err := g.ready(ctx); err != nil {
+	if err := readable(ctx, g); err != nil {
 		return nil, err
 	}
 	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
@@ -378,6 +388,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 	case g.loadErr == nil:
 		return nil
 	}
+	_, held := g.loadErr.(*heldError)
 	if err := g.load(); err != nil {
 		if errors.Is(err, persistence.ErrNewerFormat) {
 			return sessiongrain.ErrFailedPrecondition("session %s cannot be loaded: %v", g.id, err)
@@ -387,8 +398,30 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 		}
 		return sessiongrain.ErrUnavailable("session %s is unavailable: %v", g.id, err)
 	}
+	if held {
+		if h := heldElsewhere(g.deps, g.id, ctx.ActorSystem().Address(), g.state); h != "" {
+			g.loadErr = &heldError{holder: h}
+			return sessiongrain.ErrUnavailable("session %s is still hosted by member %s, which finishes its running calls; retry", g.id, h)
+		}
+		// The other member let go: this activation hosts the session from now on.
+		g.log.Info("session taken over from the member that hosted it", "seq", g.state.GetSeq())
+		g.lease.start(ctx, g.deps, g.id, g.trace.baseLog)
+		ctx.Send(ctx.Self(), &resumeMsg{})
+		return nil
+	}
 	g.log.Info("session reloaded from the journal", "seq", g.state.GetSeq())
 	return nil
+}
+
+// readable is ready for a read (state, timeline, time travel, access): while another
+// member still hosts the session (heldError), the read is answered from the state this
+// activation loaded last; every other failure is ready's.
+func readable(ctx cluster.GrainContext, g *Grain) error {
+	err := g.ready(ctx)
+	if _, held := g.loadErr.(*heldError); held && g.state != nil {
+		return nil
+	}
+	return err
 }
 
 func (g *Grain) load() error {

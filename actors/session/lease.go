@@ -58,6 +58,38 @@ func (l *lease) start(ctx cluster.GrainContext, d *Deps, id string, log *slog.Lo
 	l.renew()
 }
 
+// heldError is an activation's loadErr while another member holds its session's lease
+// (the activation that member hosts may still run the calls in flight, as a grain that
+// moves does: move.go): the state is loaded but nothing runs and every command answers
+// unavailable until the lease is released or lapses; ready then reloads the state and
+// takes the lease.
+type heldError struct{ holder string }
+
+func (e *heldError) Error() string {
+	return "member " + e.holder + " still hosts the session and finishes its running calls"
+}
+
+// heldElsewhere returns the member other than this one (address self) that holds the
+// live lease of session id in state st, "" for none. Only a session that has not ended
+// is asked for (a new or ended one runs nothing); with leases off, or when the index
+// cannot be read, it returns "" (the journal's expected sequence stays the guard).
+func heldElsewhere(d *Deps, id, self string, st *messages.SessionState) string {
+	if d == nil || d.Config.LeaseTTL <= 0 || d.Journal == nil || st.GetSeq() == 0 || core.Terminal(st) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.Config.JournalTimeout)
+	defer cancel()
+	h, err := d.Journal.LeaseHolder(ctx, id)
+	if err != nil {
+		d.Logger.Warn("read the session's lease; continuing", "session_id", id, "error", err)
+		return ""
+	}
+	if h == self {
+		return ""
+	}
+	return h
+}
+
 // tick renews the lease unless the session (in state st) ended (a terminal session needs
 // no owner: its lease lapses, or end releases it), and has no webhook notification
 // pending.

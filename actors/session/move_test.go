@@ -1,12 +1,17 @@
 package session_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // TestMovedGrainFinishesItsToolCall: the activation of a session running a tool call is
@@ -53,4 +58,64 @@ func TestMovedGrainFinishesItsToolCall(t *testing.T) {
 	if called, results := len(ofType(evs, "tool_called")), len(ofType(evs, "tool_result")); called != 1 || results != 1 {
 		t.Fatalf("%d tool_called, %d tool_result, want one each", called, results)
 	}
+}
+
+// TestActivationWaitsWhileAnotherMemberHoldsTheLease: a session with a tool call in
+// flight is activated on a node while another member still holds its lease (its
+// activation, moving, may still run the call). The new activation answers reads from
+// the journal's state, runs nothing and answers commands unavailable, naming the holder,
+// until the lease is released; then it reloads, takes the lease and runs the call.
+func TestActivationWaitsWhileAnotherMemberHoldsTheLease(t *testing.T) {
+	j := openJournal(t)
+	defer j.Close()
+	ex := &executions{}
+	release := make(chan struct{})
+	sc := script(t,
+		`{"tool_match":"released","response":"all done: {{.Tool}}"}`,
+		`{"match":"Step: find it","tool_calls":[{"name":"sleepy","arguments":"{}"}]}`,
+	)
+	h1 := startHarness(t, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)})
+	if _, err := h1.start("held1", "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get("held1/s/tool-1") == 1 }, "sleepy did not start")
+	stopNode(t, h1) // the call is in flight, with no activation
+	ctx := context.Background()
+	const other = "10.9.9.9:7777"
+	if err := j.RenewLease(ctx, "held1", other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h2 := startHarness(t, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)})
+	// A read is answered from the journal's state; a command waits (unavailable).
+	st, err := h2.state("held1")
+	if err != nil || len(st.GetState().GetPendingTools()) != 1 {
+		t.Fatalf("GetState while %s holds the lease: %v (pending tools %v), want the state with the call in flight", other, err, st.GetState().GetPendingTools())
+	}
+	_, err = h2.node.Session("held1").Pause(&messages.PauseRequest{CommandId: "p1"}, cluster.WithTimeout(10*time.Second))
+	if !sessiongrain.IsUnavailable(err) || !strings.Contains(err.Error(), "still hosted by member "+other) {
+		t.Fatalf("Pause while %s holds the lease: %v, want unavailable naming it", other, err)
+	}
+	c := h2.node.Cluster().Cluster()
+	pid := c.Get("held1", "Session")
+	if _, err := c.ActorSystem.Root.RequestFuture(pid, &actor.Touch{}, 10*time.Second).Result(); err != nil {
+		t.Fatal(err) // everything queued before the probe (the resume) was handled
+	}
+	if n := ex.get("held1/s/tool-1"); n != 1 {
+		t.Fatalf("sleepy ran %d times while another member held the lease, want 1 (the cut run)", n)
+	}
+	if h, err := j.LeaseHolder(ctx, "held1"); err != nil || h != other {
+		t.Fatalf("lease holder %q (%v): the waiting activation took the lease of %s", h, err, other)
+	}
+	if err := j.ReleaseLease(ctx, "held1", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.state("held1"); err != nil {
+		t.Fatalf("GetState once the lease was released: %v", err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get("held1/s/tool-1") == 2 }, "the call did not run once the lease was released")
+	if h, err := j.LeaseHolder(ctx, "held1"); err != nil || h != c.ActorSystem.Address() {
+		t.Fatalf("lease holder %q (%v), want this node %s", h, err, c.ActorSystem.Address())
+	}
+	close(release)
+	mustComplete(t, waitTerminal(t, j, "held1", 20*time.Second))
 }

@@ -37,7 +37,7 @@ import (
 func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext) (*messages.TimelineResponse, error) {
 	defer g.guard(ctx, "Timeline")
 	defer g.updateIdle(ctx)
-	if err := g.ready(ctx); err != nil {
+	if err := readable(ctx, g); err != nil {
 		return nil, err
 	}
 	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {
@@ -55,7 +55,7 @@ func (g *Grain) Timeline(req *messages.TimelineRequest, ctx cluster.GrainContext
 func (g *Grain) StateAt(req *messages.StateAtRequest, ctx cluster.GrainContext) (*messages.StateAtResponse, error) {
 	defer g.guard(ctx, "StateAt")
 	defer g.updateIdle(ctx)
-	if err := g.ready(ctx); err != nil {
+	if err := readable(ctx, g); err != nil {
 		return nil, err
 	}
 	if err := authorize(g.deps, g.state, g.id, req.GetCaller(), auth.Read); err != nil {

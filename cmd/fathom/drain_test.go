@@ -175,7 +175,8 @@ func TestDrainTimeoutUsage(t *testing.T) {
 // when node C joins and the session's identity now hashes to C. A's activation is told
 // to stop (Proto.Actor's identity hashing poisons it) but lets the running call finish
 // and records its result, then hands the session to C, which runs the second call: the
-// tool ran once per call, nothing recorded twice.
+// tool ran once per call, nothing recorded twice, although a client kept asking C for
+// the session all along (C's early activation waits for A's lease).
 func TestJoinFinishesRunningToolCall(t *testing.T) {
 	testenv.Faults(t)
 	consul := testenv.ConsulAddr(t)
@@ -205,7 +206,14 @@ func TestJoinFinishesRunningToolCall(t *testing.T) {
 	if j.member != joiner {
 		t.Fatalf("node C is member %s, want %s", j.member, joiner)
 	}
-	testenv.Eventually(t, 30*time.Second, func() bool { return leaseOwner(t, c.conn, id) == j.member },
-		"session %s did not move to node C (lease: %q)", id, leaseOwner(t, c.conn, id))
+	// A client watching the session asks C for it meanwhile: C's activation waits until
+	// A let go of the session instead of running A's call again (503 until then).
+	codes := map[int]int{}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		code, _ := httpJSON(t, "GET", j.url+"/v1/sessions/"+id, faultToken, nil)
+		codes[code]++
+		return leaseOwner(t, c.conn, id) == j.member
+	}, "session %s did not move to node C (lease: %q)", id, leaseOwner(t, c.conn, id))
+	t.Logf("GET /v1/sessions/%s on node C while the session moved: %v (status: count)", id, codes)
 	checkRanOnce(t, c, id, counter)
 }

@@ -66,6 +66,16 @@ func (t *leaseTable) release(id, owner string) {
 	}
 }
 
+// holder returns the owner of id's live lease ("" for none).
+func (t *leaseTable) holder(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.m[id]; ok && !l.expires.Before(time.Now()) {
+		return l.owner
+	}
+	return ""
+}
+
 // breakOwner drops every live lease owner holds and returns how many.
 func (t *leaseTable) breakOwner(owner string) int {
 	t.mu.Lock()
@@ -247,6 +257,18 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	defer j.leave()
 	j.leases.release(id, owner)
 	return nil
+}
+
+// LeaseHolder implements persistence.SessionIndex.
+func (j *Journal) LeaseHolder(ctx context.Context, id string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := j.enter(); err != nil {
+		return "", err
+	}
+	defer j.leave()
+	return j.leases.holder(id), nil
 }
 
 // BreakLeases implements persistence.SessionIndex.

@@ -211,6 +211,14 @@ func (f *Faulty) ReleaseLease(ctx context.Context, id, owner string) error {
 	return f.j.ReleaseLease(ctx, id, owner)
 }
 
+// LeaseHolder implements persistence.SessionIndex.
+func (f *Faulty) LeaseHolder(ctx context.Context, id string) (string, error) {
+	if err := f.fault(); err != nil {
+		return "", err
+	}
+	return f.j.LeaseHolder(ctx, id)
+}
+
 // BreakLeases implements persistence.SessionIndex.
 func (f *Faulty) BreakLeases(ctx context.Context, owner string) (int, error) {
 	if err := f.fault(); err != nil {

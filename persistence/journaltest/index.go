@@ -83,9 +83,18 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		ix, s := index(t), stream()
 		_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past})
 		mustNil(t, err)
+		if h := holder(t, ix, s); h != "" {
+			t.Fatalf("LeaseHolder of a session never leased = %q, want none", h)
+		}
 		mustNil(t, ix.RenewLease(ctx, s, "member-a", time.Minute))
 		if e := entryOf(t, ix, s); e.LeaseOwner != "member-a" || time.Until(e.LeaseExpires) < 30*time.Second {
 			t.Fatalf("leased row %+v", e)
+		}
+		if h := holder(t, ix, s); h != "member-a" {
+			t.Fatalf("LeaseHolder = %q, want member-a", h)
+		}
+		if h := holder(t, ix, s+"-unknown"); h != "" {
+			t.Fatalf("LeaseHolder of an unknown session = %q, want none", h)
 		}
 		if dueHas(t, ix, s) {
 			t.Fatal("a session with a live lease is returned by Due")
@@ -101,6 +110,9 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		if e := entryOf(t, ix, s); e.LeaseOwner != "" || !dueHas(t, ix, s) {
 			t.Fatalf("released lease still hides the session: %+v", e)
 		}
+		if h := holder(t, ix, s); h != "" {
+			t.Fatalf("LeaseHolder of a released lease = %q, want none", h)
+		}
 		// A lease that is not renewed lapses.
 		mustNil(t, ix.RenewLease(ctx, s, "member-b", 50*time.Millisecond))
 		deadline := time.Now().Add(10 * time.Second)
@@ -109,6 +121,9 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 				t.Fatalf("a lease of 50ms still hides the session after 10s: %+v", entryOf(t, ix, s))
 			}
 			time.Sleep(20 * time.Millisecond) // polling the store for the lease to lapse
+		}
+		if h := holder(t, ix, s); h != "" {
+			t.Fatalf("LeaseHolder of a lapsed lease = %q, want none", h)
 		}
 		// An append by a live writer takes the lease.
 		_, err = ix.AppendIndexed(ctx, s, 2, recs("c", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past, LeaseOwner: "member-c", LeaseTTL: time.Minute})
@@ -490,4 +505,14 @@ func dueHas(t *testing.T, ix persistence.SessionIndex, s string) bool {
 		}
 	}
 	return false
+}
+
+// holder is ix.LeaseHolder(s), failing t on an error.
+func holder(t *testing.T, ix persistence.SessionIndex, s string) string {
+	t.Helper()
+	h, err := ix.LeaseHolder(context.Background(), s)
+	if err != nil {
+		t.Fatalf("LeaseHolder(%s): %v", s, err)
+	}
+	return h
 }

@@ -357,6 +357,19 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	return nil
 }
 
+// LeaseHolder implements persistence.SessionIndex.
+func (j *Journal) LeaseHolder(ctx context.Context, id string) (string, error) {
+	if err := j.enter(ctx); err != nil {
+		return "", err
+	}
+	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
+	if l, ok := j.s.leases[id]; ok && !l.expires.Before(j.s.now()) {
+		return l.owner, nil
+	}
+	return "", nil
+}
+
 // BreakLeases implements persistence.SessionIndex.
 func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
 	if err := j.enter(ctx); err != nil {

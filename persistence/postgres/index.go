@@ -129,6 +129,22 @@ func (j *Journal) ReleaseLease(ctx context.Context, id, owner string) error {
 	return nil
 }
 
+// LeaseHolder implements persistence.SessionIndex.
+func (j *Journal) LeaseHolder(ctx context.Context, id string) (string, error) {
+	if err := j.check(ctx); err != nil {
+		return "", err
+	}
+	var owner string
+	err := j.pool.QueryRow(ctx, `SELECT coalesce(lease_owner, '') FROM fathom_sessions WHERE session_id = $1 AND lease_expires >= now()`, id).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read lease of %s: %w", id, err)
+	}
+	return owner, nil
+}
+
 // BreakLeases implements persistence.SessionIndex.
 func (j *Journal) BreakLeases(ctx context.Context, owner string) (int, error) {
 	if err := j.check(ctx); err != nil {
