@@ -43,7 +43,7 @@ func TestConsoleConfigWithoutOIDC(t *testing.T) {
 
 	for _, bad := range []*gateway.ConsoleOIDC{{Issuer: "login.example.com", ClientID: "c"}, {Issuer: "https://login.example.com"}} {
 		cfg := gateway.DefaultConfig()
-		cfg.Sessions, cfg.ConsoleOIDC = plain.n, bad
+		cfg.Sessions, cfg.ConsoleOIDC = plain.n.GatewaySessions(), bad
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate accepted console OIDC %+v", *bad)
 		}

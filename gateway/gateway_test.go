@@ -34,7 +34,7 @@ func startGateway(t *testing.T) (*httptest.Server, *node.Node) {
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")
 	n := nodetest.Start(t, cfg)
-	h, err := gateway.New(gateway.Config{Token: token, Sessions: n, Feed: n.Feed(), Logger: cfg.Logger})
+	h, err := gateway.New(gateway.Config{Token: token, Sessions: n.GatewaySessions(), Feed: n.Feed(), Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

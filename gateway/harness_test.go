@@ -99,7 +99,7 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log,
+	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n.GatewaySessions(), Feed: n.Feed(), Logger: log,
 		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n, Deleter: n, Memories: n.GatewayMemories(), Cluster: n.ClusterInfo, Gantt: node.GanttJSON,
 		Meter: n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")}
 	if o.cfg != nil {
