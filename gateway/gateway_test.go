@@ -110,7 +110,8 @@ func TestGatewayStartsAndReadsSessions(t *testing.T) {
 }
 
 func TestGatewayRejectsBadInput(t *testing.T) {
-	srv, _ := startGateway(t)
+	t.Parallel()
+	srv := startFake(t, gwOpts{}).srv
 	big := `{"goal":"` + strings.Repeat("x", gateway.MaxBodyBytes) + `"}`
 	for _, tc := range []struct {
 		name, method, path, auth, body string

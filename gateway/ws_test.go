@@ -110,7 +110,8 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 // TestGatewayWSBadRequests: every bad frame gets an error frame and the connection stays
 // open; an oversize frame closes it with 1009 and a reason.
 func TestGatewayWSBadRequests(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.MaxFrameBytes = 4096 }})
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.MaxFrameBytes = 4096 }})
 	c := g.mustDial(token)
 	for _, tc := range []struct {
 		frame any
@@ -184,7 +185,8 @@ func TestGatewayWSBadRequests(t *testing.T) {
 
 // TestGatewayWSAuth: tokens, scopes, the subprotocol token and the origin check.
 func TestGatewayWSAuth(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"https://console.example"} }})
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"https://console.example"} }})
 	for _, tc := range []struct {
 		name, tok string
 		hdr       http.Header
@@ -227,9 +229,10 @@ func TestGatewayWSAuth(t *testing.T) {
 // TestGatewayWSSlowConsumer: a client that stops reading is closed with
 // CloseSlowConsumer and a reason, and resumes from its last seq on a new connection.
 func TestGatewayWSSlowConsumer(t *testing.T) {
+	t.Parallel()
 	slow := make(chan struct{})
 	var once sync.Once
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.SendQueue = 8
 		// Short enough to find the stalled client at once, long enough that the resumed
 		// connection, which reads as fast as it can, is never taken for slow on a loaded
@@ -334,9 +337,10 @@ func (g *gw) dialFixedBuffer(t *testing.T, tok string) *wsc {
 }
 
 // TestGatewayWSShutdownDrains: Shutdown flushes queued frames, closes with 1001, refuses
-// new connections and leaves no goroutine behind.
+// new connections and leaves no goroutine behind. Not parallel: it counts the process's
+// goroutines.
 func TestGatewayWSShutdownDrains(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	g := startFake(t, gwOpts{})
 	g.synthetic("drain-1", 50, 100)
 	before := runtime.NumGoroutine()
 	var clients []*wsc
