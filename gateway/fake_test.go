@@ -24,7 +24,7 @@ import (
 // core (actors/session/core, the real grain's decisions: its refusals, its events, its
 // state) and keep their events in an in-memory journal, the live feed over that journal
 // (gateway.Feed), and that journal's session index (gateway.SessionIndex) and deletion
-// (gateway.SessionDeleter). There is no actor system and no model: a started session
+// (gateway.SessionDeleter), and a lone member's cluster view (gateway.Config.Cluster). There is no actor system and no model: a started session
 // waits at its planning call, as a real one does until its model answers.
 //
 // Like the real grain, a fake grain answers a caller of another tenant (or, under
@@ -140,6 +140,12 @@ func (f *fakeNode) DeleteSession(ctx context.Context, id string) error {
 	}
 	delete(f.states, id)
 	return nil
+}
+
+// clusterInfo is the cluster view of a lone member (gateway.Config.Cluster).
+func (f *fakeNode) clusterInfo(context.Context) (gateway.ClusterInfo, error) {
+	const addr = "fake:0"
+	return gateway.ClusterInfo{Node: addr, Members: []string{addr}, MemberDetails: []gateway.ClusterMember{{Address: addr}}}, nil
 }
 
 // fakeGrain is session id's grain of a fakeNode (gateway.SessionGrain).

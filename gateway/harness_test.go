@@ -131,8 +131,8 @@ func startGW(t testing.TB, o gwOpts) *gw {
 
 // startFake serves a gateway in front of the fakes of its interfaces (fakeNode: session
 // grains deciding with the session core over an in-memory journal, its feed, index and
-// deletion), configured as startGW's but for what only a node has (metrics, restarts,
-// artifacts, memories, the cluster view, Gantt). No actor system: tests on it share
+// deletion, a one-member cluster view), configured as startGW's but for what only a node
+// has (metrics, restarts, artifacts, memories, Gantt). No actor system: tests on it share
 // nothing and run in parallel. Only o.cfg and o.log apply; the options that configure a
 // node are refused.
 func startFake(t testing.TB, o gwOpts) *gw {
@@ -146,7 +146,7 @@ func startFake(t testing.TB, o gwOpts) *gw {
 	}
 	f := newFakeNode()
 	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: f, Feed: f.feed, Index: f, Deleter: f,
-		Logger: slog.New(slog.NewTextHandler(sink, nil))}
+		Cluster: f.clusterInfo, Logger: slog.New(slog.NewTextHandler(sink, nil))}
 	if o.cfg != nil {
 		o.cfg(&gcfg)
 	}
