@@ -142,6 +142,28 @@ func (f *fakeNode) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
+// answer answers session id's pending model call with content, as its model would (the
+// fake's stand-in for the scripted model): the session core decides what follows (a
+// plan's first step, a human-input request, ...).
+func (f *fakeNode) answer(id, content string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.state(id)
+	p := st.GetPending()
+	if p == nil {
+		return fmt.Errorf("session %s waits for no model call (status %s)", id, st.GetStatus())
+	}
+	evs, next, err := core.Decide(st, &core.LLMResult{CallID: p.GetCallId(), Content: content, FinishReason: "stop", Model: "fake",
+		Usage: &messages.Usage{InputTokens: 10, OutputTokens: 10, TotalTokens: 20}}, f.core, time.Now())
+	if err != nil {
+		return fmt.Errorf("answer %s's call %s: %w", id, p.GetCallId(), err)
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("session %s: the answer to %s decided nothing", id, p.GetCallId())
+	}
+	return f.commit(id, st.GetSeq(), evs, next)
+}
+
 // clusterInfo is the cluster view of a lone member (gateway.Config.Cluster).
 func (f *fakeNode) clusterInfo(context.Context) (gateway.ClusterInfo, error) {
 	const addr = "fake:0"
