@@ -188,7 +188,8 @@ func TestAdapterWriteError(t *testing.T) {
 // encoding of each event: two subscriptions' EventJSON of an event are the same bytes,
 // the event frame of the session's journal (messages.MarshalEventJSON with "op" first).
 func TestEventJSONSharesOneEncoding(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	type result struct {
 		Events int    `json:"events"`
 		Fault  string `json:"fault"`
@@ -241,6 +242,7 @@ func TestEventJSONSharesOneEncoding(t *testing.T) {
 	if st, out := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": "frames-1", "goal": "Write a haiku"}); st != 201 {
 		t.Fatalf("start: %d %v", st, out)
 	}
+	g.completeAsync("frames-1")
 	st, out := getJSON(t, g.srv.URL+"/v1/test-frames/frames-1", token)
 	if st != 200 || out["fault"] != "" || out["events"].(float64) < 3 {
 		t.Fatalf("%d %v", st, out)

@@ -164,6 +164,28 @@ func (f *fakeNode) answer(id, content string) error {
 	return f.commit(id, st.GetSeq(), evs, next)
 }
 
+// complete runs session id to its end as a model that plans one custom step and answers
+// every other call "done" would: it answers the pending model calls until the session
+// ended. It fails when the session waits for something else (a human, a resume).
+func (f *fakeNode) complete(id string) error {
+	for range 50 {
+		f.mu.Lock()
+		st := f.state(id)
+		f.mu.Unlock()
+		if core.Terminal(st) {
+			return nil
+		}
+		content := "done"
+		if st.GetPending().GetPurpose() == core.PurposePlan {
+			content = `{"steps":[{"id":"s1","type":"custom","description":"do it"}]}`
+		}
+		if err := f.answer(id, content); err != nil {
+			return fmt.Errorf("complete %s: %w", id, err)
+		}
+	}
+	return fmt.Errorf("session %s did not end after 50 answers", id)
+}
+
 // clusterInfo is the cluster view of a lone member (gateway.Config.Cluster).
 func (f *fakeNode) clusterInfo(context.Context) (gateway.ClusterInfo, error) {
 	const addr = "fake:0"

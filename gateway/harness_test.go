@@ -168,6 +168,18 @@ func startFake(t testing.TB, o gwOpts) *gw {
 	return &gw{t: t, srv: srv, h: h, fake: f, j: f.j, feed: f.feed, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 }
 
+// completeAsync runs fake session id to its end (fakeNode.complete) in the background,
+// as a session runs while a client follows it; the test waits for it before it ends.
+func (g *gw) completeAsync(id string) {
+	done := make(chan error, 1)
+	go func() { done <- g.fake.complete(id) }()
+	g.t.Cleanup(func() {
+		if err := <-done; err != nil {
+			g.t.Error(err)
+		}
+	})
+}
+
 // journal returns the stored events of a session as the gateway renders them
 // (messages.MarshalEventJSON), by seq.
 func (g *gw) journal(id string) []map[string]any {

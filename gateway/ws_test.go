@@ -79,7 +79,8 @@ func TestGatewayWSStartFollowResume(t *testing.T) {
 // TestGatewayWSDisconnectMidStream drops a connection while a session runs and resumes
 // from the last seq on a new one.
 func TestGatewayWSDisconnectMidStream(t *testing.T) {
-	g := startGW(t, gwOpts{delayMS: 80})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "goal": "explain virtual actors"})
 	ack := c.next("ack", 10*time.Second)
@@ -89,6 +90,10 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 	}
 	c.send(map[string]any{"op": "subscribe", "session_id": id})
 	c.next("ack", 5*time.Second)
+	// The model plans: the session runs its step (six events so far).
+	if err := g.fake.answer(id, `{"steps":[{"id":"s1","type":"custom","description":"do it"}]}`); err != nil {
+		t.Fatal(err)
+	}
 	var got []map[string]any
 	for len(got) < 3 {
 		f := c.read(10 * time.Second)
@@ -102,6 +107,7 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 	c2 := g.mustDial(token)
 	c2.send(map[string]any{"op": "subscribe", "session_id": id, "from_seq": last})
 	c2.next("ack", 5*time.Second)
+	g.completeAsync(id) // the rest of the session, while c2 follows it
 	got = append(got, c2.follow(id, "session_completed", 30*time.Second)...)
 	sameEvents(t, got, g.journal(id), 0)
 	testenv.Eventually(t, 5*time.Second, func() bool { return g.h.Connections() == 1 }, "the dropped connection was not cleaned up")
