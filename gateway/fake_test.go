@@ -25,7 +25,8 @@ import (
 // state) and keep their events in an in-memory journal, the live feed over that journal
 // (gateway.Feed), and that journal's session index (gateway.SessionIndex) and deletion
 // (gateway.SessionDeleter), and a lone member's cluster view (gateway.Config.Cluster). There is no actor system and no model: a started session
-// waits at its planning call, as a real one does until its model answers.
+// waits at its planning call, as a real one does until its model answers; a test answers
+// for the model (answer) or runs the session to its end (complete).
 //
 // Like the real grain, a fake grain answers a caller of another tenant (or, under
 // auth.Policy.MembersReadOwnOnly, another member) exactly as a missing session, a
