@@ -130,7 +130,7 @@ func (n *Node) Drain(ctx context.Context) (gateway.DrainReport, error) { return 
 // its end does not end the gateway (each check has its own deadline).
 func (n *Node) Gateway(ctx context.Context, cfg gateway.Config) (*gateway.Handler, error) {
 	nn := n.n
-	cfg.Sessions, cfg.Feed = nn, nn.Feed()
+	cfg.Sessions, cfg.Feed = nn.GatewaySessions(), nn.Feed()
 	if q := nn.StartQueue(); q != nil {
 		cfg.StartQueue = q // one queue per tenant for the gateway's and the Go API's starts
 	}

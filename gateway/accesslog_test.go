@@ -15,8 +15,9 @@ import (
 // duration), health checks at debug, never the token; a WebSocket upgrade still works
 // through the logging writer.
 func TestAccessLog(t *testing.T) {
+	t.Parallel()
 	var logs testenv.Buffer
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}})
 	req, _ := http.NewRequest("GET", g.srv.URL+"/v1/sessions/no-such-session", nil)

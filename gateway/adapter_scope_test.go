@@ -14,7 +14,8 @@ import (
 // the HTTP route) and lets it read; a handler mounted with MountPublic answers without
 // a credential.
 func TestAdapterScopeAndPublicMount(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	g.h.Mount("POST /v1/test-adapter/start", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]string{}
 		if _, err := g.h.Do(r.Context(), gateway.Request{Op: gateway.OpStart, Goal: "Write a haiku"}); err != nil {

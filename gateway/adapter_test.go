@@ -31,7 +31,8 @@ func (tenantTokens) Authenticate(_ context.Context, cred string) (auth.Principal
 // the session's tenant reads its state and events; another tenant gets exactly what a
 // missing session gives; a request without a credential never reaches the handler.
 func TestAdapterSeam(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.Authenticator = tenantTokens{} }})
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.Authenticator = tenantTokens{} }})
 	g.h.Mount("GET /v1/test-adapter/{id}", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		out := map[string]string{}
@@ -89,7 +90,8 @@ func TestAdapterSeam(t *testing.T) {
 // when the gateway's Shutdown begins, Shutdown waits for it, and once Shutdown has begun
 // Stream refuses with CodeUnavailable.
 func TestAdapterStream(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	ended := make(chan string, 2)
 	g.h.Mount("GET /v1/test-stream", gateway.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, done, err := g.h.Stream(r.Context())
@@ -138,7 +140,8 @@ func TestAdapterStream(t *testing.T) {
 // TestAdapterOnShutdown: a function registered with OnShutdown runs when Shutdown
 // begins, and Shutdown returns only after it did; registered later, it runs at once.
 func TestAdapterOnShutdown(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	ran := make(chan struct{})
 	g.h.OnShutdown(func() {
 		time.Sleep(100 * time.Millisecond) // closing connections: Shutdown must wait for it
@@ -169,7 +172,8 @@ func TestAdapterOnShutdown(t *testing.T) {
 // TestAdapterWriteError: WriteError answers a mounted handler's request in the gateway's
 // error format, with the code's status.
 func TestAdapterWriteError(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	g.h.Mount("POST /v1/test-adapter/bad", gateway.ScopeWrite, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gateway.WriteError(w, gateway.CodeInvalidArgument, "threadId is required")
 	}))
@@ -184,7 +188,8 @@ func TestAdapterWriteError(t *testing.T) {
 // encoding of each event: two subscriptions' EventJSON of an event are the same bytes,
 // the event frame of the session's journal (messages.MarshalEventJSON with "op" first).
 func TestEventJSONSharesOneEncoding(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	type result struct {
 		Events int    `json:"events"`
 		Fault  string `json:"fault"`
@@ -237,6 +242,7 @@ func TestEventJSONSharesOneEncoding(t *testing.T) {
 	if st, out := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": "frames-1", "goal": "Write a haiku"}); st != 201 {
 		t.Fatalf("start: %d %v", st, out)
 	}
+	g.completeAsync("frames-1")
 	st, out := getJSON(t, g.srv.URL+"/v1/test-frames/frames-1", token)
 	if st != 200 || out["fault"] != "" || out["events"].(float64) < 3 {
 		t.Fatalf("%d %v", st, out)

@@ -22,7 +22,6 @@ import (
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/messages/sessiongrain"
 	"github.com/fathom-agents/fathom/persistence"
 )
 
@@ -243,7 +242,7 @@ type gatewayFanout struct {
 
 type noSessions struct{}
 
-func (noSessions) Session(string) *sessiongrain.SessionGrainClient { return nil }
+func (noSessions) Session(string) gateway.SessionGrain { return nil }
 
 func newGatewayFanout(b testing.TB) *gatewayFanout {
 	g := &gatewayFanout{j: &memJournal{}}

@@ -11,13 +11,15 @@ import (
 // TestGatewayStartSetsSessionBudgets: start's config carries the session budgets into
 // session_started; a call past max_llm_calls fails the session with the reason.
 func TestGatewayStartSetsSessionBudgets(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "id": "b", "session_id": "ws-budget", "goal": "write a haiku",
 		"config": map[string]any{"max_llm_calls": 1, "max_cost_usd": 2.5, "max_tokens": 90000}})
 	if ack := c.next("ack", 10*time.Second); ack["session_id"] != "ws-budget" {
 		t.Fatalf("start ack %v", ack)
 	}
+	g.completeAsync("ws-budget") // the model answers: its second call is past the budget
 	var journal []map[string]any
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		journal = g.journal("ws-budget")

@@ -12,7 +12,8 @@ import (
 // sees session_cancelled with the reason and who), a write token is needed, and
 // POST /v1/sessions/{id}/cancel on the ended session answers 409 failed_precondition.
 func TestCancelOverWebSocketAndHTTP(t *testing.T) {
-	g := startGW(t, gwOpts{delayMS: 400})
+	t.Parallel()
+	g := startFake(t, gwOpts{}) // the session waits at its planning call until cancelled
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "session_id": "cx-1", "goal": "write a haiku", "id": "st"})
 	c.next("ack", 10*time.Second)

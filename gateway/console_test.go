@@ -149,7 +149,8 @@ func seedSessions(t testing.TB, j indexedJournal, n int) {
 // TestConsoleIsServed: /console/ serves the embedded page with a strict CSP and no
 // token; the API it calls still needs one.
 func TestConsoleIsServed(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	for path, want := range map[string]string{"/console/": "<title>Fathom console</title>", "/console/console.js": "class Socket", "/console/console.css": ":root", "/console/chroma.css": ".chroma"} {
 		resp, err := http.Get(g.srv.URL + path)
 		if err != nil {

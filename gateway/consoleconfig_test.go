@@ -13,7 +13,8 @@ import (
 // Content-Security-Policy lets it connect to that issuer's origin; a bad issuer is
 // refused by Validate.
 func TestConsoleConfig(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.ConsoleOIDC = &gateway.ConsoleOIDC{Issuer: "https://Login.Example.com/realms/acme", ClientID: "fathom-console"}
 	}})
 	status, out := call(t, g.srv, "GET", "/v1/console/config", "", nil)
@@ -34,16 +35,17 @@ func TestConsoleConfig(t *testing.T) {
 // TestConsoleConfigWithoutOIDC: a gateway without console OIDC answers {"oidc": null},
 // and a console OIDC setting without a scheme or a client id does not validate. (A test
 // of its own: two nodes alive at once in one process race in Proto.Actor's remoting,
-// upstream, under -race.)
+// upstream, under -race; on the fakes it runs in parallel.)
 func TestConsoleConfigWithoutOIDC(t *testing.T) {
-	plain := startGW(t, gwOpts{})
+	t.Parallel()
+	plain := startFake(t, gwOpts{})
 	if status, out := call(t, plain.srv, "GET", "/v1/console/config", "", nil); status != 200 || len(out) != 1 || out["oidc"] != nil {
 		t.Fatalf("GET /v1/console/config without OIDC = %d %v, want {\"oidc\": null}", status, out)
 	}
 
 	for _, bad := range []*gateway.ConsoleOIDC{{Issuer: "login.example.com", ClientID: "c"}, {Issuer: "https://login.example.com"}} {
 		cfg := gateway.DefaultConfig()
-		cfg.Sessions, cfg.ConsoleOIDC = plain.n, bad
+		cfg.Sessions, cfg.ConsoleOIDC = plain.fake, bad
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate accepted console OIDC %+v", *bad)
 		}

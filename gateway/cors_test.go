@@ -35,8 +35,9 @@ func corsDo(t *testing.T, method, url string, hdr map[string]string) *http.Respo
 // send credentials (and never gets "*", TestGatewayCORSWildcard); any other origin gets
 // no CORS header, and its preflight 403.
 func TestGatewayCORS(t *testing.T) {
+	t.Parallel()
 	listed := "https://console.example"
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{listed} }})
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{listed} }})
 	r := preflight(t, g.srv.URL, listed)
 	if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != listed ||
 		r.Header.Get("Access-Control-Allow-Credentials") != "true" {
@@ -81,7 +82,8 @@ func TestGatewayCORS(t *testing.T) {
 // TestGatewayCORSWildcard: with --allowed-origins *, any origin is echoed (never "*")
 // and never told it may send credentials.
 func TestGatewayCORSWildcard(t *testing.T) {
-	wild := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"*"} }})
+	t.Parallel()
+	wild := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"*"} }})
 	evil := "https://evil.example"
 	r := preflight(t, wild.srv.URL, evil)
 	if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != evil ||

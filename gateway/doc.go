@@ -55,7 +55,7 @@
 //
 // # Example
 //
-//	h, err := gateway.New(gateway.Config{Token: tok, Sessions: node, Feed: node.Feed()})
+//	h, err := gateway.New(gateway.Config{Token: tok, Sessions: node.GatewaySessions(), Feed: node.Feed()})
 //	if err != nil { ... }
 //	srv := &http.Server{Addr: addr, Handler: h}
 //	go srv.ListenAndServe()

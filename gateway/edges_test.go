@@ -19,7 +19,8 @@ import (
 // every other route does, instead of 200 and a stream that waits forever; so does the
 // WebSocket subscribe. A session that exists streams as before.
 func TestEventStreamOfUnknownSessionIsNotFound(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	client := &http.Client{Timeout: 5 * time.Second} // a hanging stream fails the test
 	get := func(path string, hdr map[string]string) (int, map[string]any) {
 		t.Helper()
@@ -66,6 +67,7 @@ func TestEventStreamOfUnknownSessionIsNotFound(t *testing.T) {
 	if status, out := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"write a haiku","session_id":"known"}`)); status != 201 {
 		t.Fatalf("start = %d %v", status, out)
 	}
+	g.completeAsync("known")
 	frames, _ := g.stream(t, "/v1/sessions/known/events?deltas=false", readToken, false, nil, "session_completed")
 	sameEvents(t, frames, g.journal("known"), 0)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/gorilla/websocket"
 	"go.opentelemetry.io/otel/metric"
 
@@ -28,10 +29,39 @@ import (
 // MaxBodyBytes bounds a request body, and by default a WebSocket frame.
 const MaxBodyBytes = 1 << 20
 
-// Sessions gives the gateway grain clients. internal/node.Node implements it.
+// Sessions gives the gateway a session's grain. A node's implements it
+// (internal/node.Node.GatewaySessions, over the generated grain clients); the gateway's
+// own tests implement it in memory (fake_test.go).
 type Sessions interface {
-	Session(id string) *sessiongrain.SessionGrainClient
+	// Session returns the grain of session id (activated on its first call).
+	Session(id string) SessionGrain
 }
+
+// SessionGrain is what the gateway asks of a session grain: the methods of the generated
+// client, with its signatures, so *sessiongrain.SessionGrainClient satisfies it as it is.
+// A refusal is a *cluster.GrainErrorResponse whose reason is a messages.ErrorReason (the
+// helpers of package messages/sessiongrain make them: ErrNotFound, ...); the gateway maps
+// it to its error codes (toAPIError, internal/errcode). A session of another tenant than
+// the caller's answers NOT_FOUND, as a missing one does.
+type SessionGrain interface {
+	Start(r *messages.StartRequest, opts ...cluster.GrainCallOption) (*messages.StartResponse, error)
+	GetState(r *messages.GetStateRequest, opts ...cluster.GrainCallOption) (*messages.GetStateResponse, error)
+	Timeline(r *messages.TimelineRequest, opts ...cluster.GrainCallOption) (*messages.TimelineResponse, error)
+	StateAt(r *messages.StateAtRequest, opts ...cluster.GrainCallOption) (*messages.StateAtResponse, error)
+	SetBreakpoint(r *messages.SetBreakpointRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	ClearBreakpoints(r *messages.ClearBreakpointsRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	Cancel(r *messages.CancelRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	Pause(r *messages.PauseRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	Resume(r *messages.ResumeRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	ProvideInput(r *messages.ProvideInputRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	Fork(r *messages.ForkRequest, opts ...cluster.GrainCallOption) (*messages.StartResponse, error)
+	Send(r *messages.SendRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+	Access(r *messages.AccessRequest, opts ...cluster.GrainCallOption) (*messages.AccessResponse, error)
+	SetPushConfig(r *messages.SetPushConfigRequest, opts ...cluster.GrainCallOption) (*messages.CommandResponse, error)
+}
+
+// The generated client is a SessionGrain.
+var _ SessionGrain = (*sessiongrain.SessionGrainClient)(nil)
 
 // Feed is where the gateway subscribes to sessions' events: stored ones first, then live
 // ones, with no gap and no repeat, decoded (package live). A node's feed implements it

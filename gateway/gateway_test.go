@@ -34,7 +34,7 @@ func startGateway(t *testing.T) (*httptest.Server, *node.Node) {
 	cfg.Cluster.Provider = "local"
 	cfg.Cluster.Name = "gw-" + gateway.NewID("t")
 	n := nodetest.Start(t, cfg)
-	h, err := gateway.New(gateway.Config{Token: token, Sessions: n, Feed: n.Feed(), Logger: cfg.Logger})
+	h, err := gateway.New(gateway.Config{Token: token, Sessions: n.GatewaySessions(), Feed: n.Feed(), Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,8 @@ func TestGatewayStartsAndReadsSessions(t *testing.T) {
 }
 
 func TestGatewayRejectsBadInput(t *testing.T) {
-	srv, _ := startGateway(t)
+	t.Parallel()
+	srv := startFake(t, gwOpts{}).srv
 	big := `{"goal":"` + strings.Repeat("x", gateway.MaxBodyBytes) + `"}`
 	for _, tc := range []struct {
 		name, method, path, auth, body string

@@ -18,6 +18,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/node"
+	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
@@ -25,13 +26,17 @@ import (
 
 const readToken = "r3ad-only-token"
 
-// gw is an in-process node (embedded journal, scripted model over HTTP, local cluster)
-// behind a gateway served by httptest.
+// gw is a gateway served by httptest in front of an in-process node (startGW: embedded
+// journal, scripted model over HTTP, local cluster) or of the fakes of its interfaces
+// (startFake, fake_test.go).
 type gw struct {
 	t     testing.TB
 	srv   *httptest.Server
 	h     *gateway.Handler
-	n     *node.Node
+	n     *node.Node // startGW's node; nil under startFake
+	fake  *fakeNode  // startFake's fakes; nil under startGW
+	j     persistence.Journal
+	feed  *feed.Feed
 	wsURL string
 }
 
@@ -99,7 +104,7 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n, Feed: n.Feed(), Logger: log,
+	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: n.GatewaySessions(), Feed: n.Feed(), Logger: log,
 		Metrics: n.MetricsHandler(), Restarts: n.Restarts, Index: n, Artifacts: n, Deleter: n, Memories: n.GatewayMemories(), Cluster: n.ClusterInfo, Gantt: node.GanttJSON,
 		Meter: n.MeterProvider().Meter("github.com/fathom-agents/fathom/gateway")}
 	if o.cfg != nil {
@@ -121,7 +126,58 @@ func startGW(t testing.TB, o gwOpts) *gw {
 			t.Errorf("stop node: %v", err)
 		}
 	})
-	return &gw{t: t, srv: srv, h: h, n: n, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	return &gw{t: t, srv: srv, h: h, n: n, j: n.Journal(), feed: n.Feed(), wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+}
+
+// startFake serves a gateway in front of the fakes of its interfaces (fakeNode: session
+// grains deciding with the session core over an in-memory journal, its feed, index and
+// deletion, a one-member cluster view), configured as startGW's but for what only a node
+// has (metrics, restarts, artifacts, memories, Gantt). No actor system: tests on it share
+// nothing and run in parallel. Only o.cfg and o.log apply; the options that configure a
+// node are refused.
+func startFake(t testing.TB, o gwOpts) *gw {
+	t.Helper()
+	if o.delayMS != 0 || o.script != nil || o.journal != nil || o.session != nil || o.postgres != "" || o.longTerm || o.node != nil {
+		t.Fatal("startFake: only gwOpts.cfg and gwOpts.log apply to the fakes")
+	}
+	sink := io.Discard
+	if o.log != nil {
+		sink = o.log
+	}
+	f := newFakeNode()
+	gcfg := gateway.Config{Token: token, ReadToken: readToken, Sessions: f, Feed: f.feed, Index: f, Deleter: f,
+		Cluster: f.clusterInfo, Logger: slog.New(slog.NewTextHandler(sink, nil))}
+	if o.cfg != nil {
+		o.cfg(&gcfg)
+	}
+	f.policy = gcfg.Tenancy // the grains enforce the gateway's policy, as a node's do
+	h, err := gateway.New(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("gateway shutdown: %v", err)
+		}
+		srv.Close()
+		f.close()
+	})
+	return &gw{t: t, srv: srv, h: h, fake: f, j: f.j, feed: f.feed, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+}
+
+// completeAsync runs fake session id to its end (fakeNode.complete) in the background,
+// as a session runs while a client follows it; the test waits for it before it ends.
+func (g *gw) completeAsync(id string) {
+	done := make(chan error, 1)
+	go func() { done <- g.fake.complete(id) }()
+	g.t.Cleanup(func() {
+		if err := <-done; err != nil {
+			g.t.Error(err)
+		}
+	})
 }
 
 // journal returns the stored events of a session as the gateway renders them
@@ -129,7 +185,7 @@ func startGW(t testing.TB, o gwOpts) *gw {
 func (g *gw) journal(id string) []map[string]any {
 	g.t.Helper()
 	var out []map[string]any
-	err := g.n.Journal().Load(context.Background(), id, 0, func(r persistence.Record) error {
+	err := g.j.Load(context.Background(), id, 0, func(r persistence.Record) error {
 		ev := &messages.Event{}
 		if err := proto.Unmarshal(r.Data, ev); err != nil {
 			return err
@@ -156,7 +212,7 @@ func (g *gw) journal(id string) []map[string]any {
 func (g *gw) synthetic(stream string, count, size int) {
 	g.t.Helper()
 	ctx := context.Background()
-	last, err := g.n.Journal().LastSeq(ctx, stream)
+	last, err := g.j.LastSeq(ctx, stream)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -174,10 +230,10 @@ func (g *gw) synthetic(stream string, count, size int) {
 		recs[i] = persistence.Record{Type: ev.Type(), Data: data, At: ev.At()}
 		evs[i] = ev
 	}
-	if _, err := g.n.Journal().Append(ctx, stream, last, recs); err != nil {
+	if _, err := g.j.Append(ctx, stream, last, recs); err != nil {
 		g.t.Fatal(err)
 	}
-	g.n.Feed().Publish(stream, evs)
+	g.feed.Publish(stream, evs)
 }
 
 // wsc is a gorilla client of the gateway.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
-	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // The operations of the protocol: the `op` of a client frame, and the HTTP routes that
@@ -281,7 +280,7 @@ func (h *Handler) run(req *Request) (opResult, error) {
 	return spec.call(h, req)
 }
 
-func (h *Handler) grain(id string) *sessiongrain.SessionGrainClient {
+func (h *Handler) grain(id string) SessionGrain {
 	return h.cfg.Sessions.Session(id)
 }
 

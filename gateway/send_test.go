@@ -218,13 +218,15 @@ func followTurn(t *testing.T, c *wsc, id string) []map[string]any {
 // unknown session answers the same not_found as other ops; empty and oversize content
 // are 400 invalid_argument. Nothing is recorded for a refused send.
 func TestSendRefusals(t *testing.T) {
-	script := &mock.Script{Rules: []mock.Rule{
-		{SystemMatch: `FATHOM-ROLE: orchestrator`, Response: `{"steps":[{"id":"ask","type":"human_input","description":"which colour?"}]}`},
-	}}
-	g := startGW(t, gwOpts{script: script})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	const id = "refuse-1"
 	if status, body := postJSON(t, g.srv.URL+"/v1/sessions", token, map[string]any{"session_id": id, "goal": "pick a colour"}); status != http.StatusCreated {
 		t.Fatalf("start: %d %v", status, body)
+	}
+	// The model's plan: one step that asks a human.
+	if err := g.fake.answer(id, `{"steps":[{"id":"ask","type":"human_input","description":"which colour?"}]}`); err != nil {
+		t.Fatal(err)
 	}
 	testenv.Eventually(t, 20*time.Second, func() bool {
 		_, body := getJSON(t, g.srv.URL+"/v1/sessions/"+id, token)

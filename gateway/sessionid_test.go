@@ -14,7 +14,8 @@ import (
 // new_session_id, and every route that addresses a session) and over the WebSocket;
 // nothing is started.
 func TestSessionIDUnicodeRules(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	for _, tc := range []struct {
 		name, id, rule string
 	}{

@@ -219,6 +219,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // (here a catch-up's page of eight) go out in one write to the connection, not one
 // system call per frame; each is one frame, in order.
 func TestWSWritesWhatIsReadyAtOnce(t *testing.T) {
+	t.Parallel()
 	const events = 8
 	j := &memJournal{}
 	for seq := uint64(1); seq <= events; seq++ {

@@ -20,6 +20,7 @@ import (
 // at once (here a catch-up's page of three) go out in one write, one HTTP chunk, not
 // one flush (a system call and a packet) per event; each event is one line, in order.
 func TestEventStreamWritesWhatIsReadyAtOnce(t *testing.T) {
+	t.Parallel()
 	g := newGatewayFanout(t)
 	defer g.close()
 	const events = 3

@@ -69,9 +69,11 @@ func TestHTTPStartWebhook(t *testing.T) {
 
 // TestHTTPStartWebhookNeedsASecret: a node without a webhook secret refuses a start that
 // names a webhook_url (409), rather than accept notifications it cannot sign. (A test of
-// its own: two live nodes in one process trip Proto.Actor's grpclog race under -race.)
+// its own: two live nodes in one process trip Proto.Actor's grpclog race under -race; the
+// fakes decide with the session core as a node without a secret does, in parallel.)
 func TestHTTPStartWebhookNeedsASecret(t *testing.T) {
-	plain := startGW(t, gwOpts{})
+	t.Parallel()
+	plain := startFake(t, gwOpts{})
 	if status, _, body := fetch(t, plain, "POST", "/v1/sessions", token, `{"goal":"say hi","webhook_url":"http://127.0.0.1:9/in"}`); status != 409 || !strings.Contains(string(body), "webhook secret") {
 		t.Fatalf("start with a webhook_url on a node without a secret = %d %s", status, body)
 	}

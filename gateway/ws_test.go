@@ -79,7 +79,8 @@ func TestGatewayWSStartFollowResume(t *testing.T) {
 // TestGatewayWSDisconnectMidStream drops a connection while a session runs and resumes
 // from the last seq on a new one.
 func TestGatewayWSDisconnectMidStream(t *testing.T) {
-	g := startGW(t, gwOpts{delayMS: 80})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	c := g.mustDial(token)
 	c.send(map[string]any{"op": "start", "goal": "explain virtual actors"})
 	ack := c.next("ack", 10*time.Second)
@@ -89,6 +90,10 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 	}
 	c.send(map[string]any{"op": "subscribe", "session_id": id})
 	c.next("ack", 5*time.Second)
+	// The model plans: the session runs its step (six events so far).
+	if err := g.fake.answer(id, `{"steps":[{"id":"s1","type":"custom","description":"do it"}]}`); err != nil {
+		t.Fatal(err)
+	}
 	var got []map[string]any
 	for len(got) < 3 {
 		f := c.read(10 * time.Second)
@@ -102,6 +107,7 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 	c2 := g.mustDial(token)
 	c2.send(map[string]any{"op": "subscribe", "session_id": id, "from_seq": last})
 	c2.next("ack", 5*time.Second)
+	g.completeAsync(id) // the rest of the session, while c2 follows it
 	got = append(got, c2.follow(id, "session_completed", 30*time.Second)...)
 	sameEvents(t, got, g.journal(id), 0)
 	testenv.Eventually(t, 5*time.Second, func() bool { return g.h.Connections() == 1 }, "the dropped connection was not cleaned up")
@@ -110,7 +116,8 @@ func TestGatewayWSDisconnectMidStream(t *testing.T) {
 // TestGatewayWSBadRequests: every bad frame gets an error frame and the connection stays
 // open; an oversize frame closes it with 1009 and a reason.
 func TestGatewayWSBadRequests(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.MaxFrameBytes = 4096 }})
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.MaxFrameBytes = 4096 }})
 	c := g.mustDial(token)
 	for _, tc := range []struct {
 		frame any
@@ -184,7 +191,8 @@ func TestGatewayWSBadRequests(t *testing.T) {
 
 // TestGatewayWSAuth: tokens, scopes, the subprotocol token and the origin check.
 func TestGatewayWSAuth(t *testing.T) {
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"https://console.example"} }})
+	t.Parallel()
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) { c.AllowedOrigins = []string{"https://console.example"} }})
 	for _, tc := range []struct {
 		name, tok string
 		hdr       http.Header
@@ -227,9 +235,10 @@ func TestGatewayWSAuth(t *testing.T) {
 // TestGatewayWSSlowConsumer: a client that stops reading is closed with
 // CloseSlowConsumer and a reason, and resumes from its last seq on a new connection.
 func TestGatewayWSSlowConsumer(t *testing.T) {
+	t.Parallel()
 	slow := make(chan struct{})
 	var once sync.Once
-	g := startGW(t, gwOpts{cfg: func(c *gateway.Config) {
+	g := startFake(t, gwOpts{cfg: func(c *gateway.Config) {
 		c.SendQueue = 8
 		// Short enough to find the stalled client at once, long enough that the resumed
 		// connection, which reads as fast as it can, is never taken for slow on a loaded
@@ -334,9 +343,10 @@ func (g *gw) dialFixedBuffer(t *testing.T, tok string) *wsc {
 }
 
 // TestGatewayWSShutdownDrains: Shutdown flushes queued frames, closes with 1001, refuses
-// new connections and leaves no goroutine behind.
+// new connections and leaves no goroutine behind. Not parallel: it counts the process's
+// goroutines.
 func TestGatewayWSShutdownDrains(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	g := startFake(t, gwOpts{})
 	g.synthetic("drain-1", 50, 100)
 	before := runtime.NumGoroutine()
 	var clients []*wsc

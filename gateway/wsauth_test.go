@@ -17,7 +17,8 @@ import (
 // any other first frame, is answered with an unauthenticated error frame and a close
 // 1008; without the subprotocol the upgrade is still refused with 401.
 func TestGatewayWSFirstFrameAuth(t *testing.T) {
-	g := startGW(t, gwOpts{})
+	t.Parallel()
+	g := startFake(t, gwOpts{})
 	dial := func() *wsc {
 		t.Helper()
 		d := websocket.Dialer{Subprotocols: []string{gateway.Subprotocol}}

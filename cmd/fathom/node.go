@@ -13,7 +13,6 @@ import (
 
 	fathomapi "github.com/fathom-agents/fathom"
 	"github.com/fathom-agents/fathom/gateway"
-	"github.com/fathom-agents/fathom/messages/sessiongrain"
 )
 
 // isLoopback reports whether addr is a loopback address (not the unspecified one,
@@ -26,7 +25,7 @@ func isLoopback(addr net.Addr) bool {
 // noSessions stands in for the node while the gateway's flags are validated.
 type noSessions struct{}
 
-func (noSessions) Session(string) *sessiongrain.SessionGrainClient { return nil }
+func (noSessions) Session(string) gateway.SessionGrain { return nil }
 
 // runNode runs a cluster member with the gateway (HTTP + WebSocket on one port) until
 // interrupted, then drains it.

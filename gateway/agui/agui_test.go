@@ -104,7 +104,7 @@ func startWith(t *testing.T, sc *mock.Script, gw func(*gateway.Config)) *env {
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
-	gcfg := gateway.Config{Token: token, Authenticator: tenants{}, Sessions: n, Feed: n.Feed(), Logger: log}
+	gcfg := gateway.Config{Token: token, Authenticator: tenants{}, Sessions: n.GatewaySessions(), Feed: n.Feed(), Logger: log}
 	if gw != nil {
 		gw(&gcfg)
 	}

@@ -48,13 +48,14 @@ type rule struct {
 // realNode is what the gateway's tests import to run the gateway against a real node:
 // internal/node and the starter of its tests, the grain and its core, the node's feed,
 // the scripted model, a journal and its fault wrapper (to read back and to break), and
-// the build information the node reports (which names the journal's format). It is the
+// the build information the node reports (which names the journal's format); and the
+// in-memory journal its fakes keep their sessions in (gateway/fake_test.go). It is the
 // test files' exception to the gateway's rules, not looked through.
 var realNode = []string{"internal/node", "internal/node/nodetest", "actors/session", "actors/session/core",
-	"live/feed", "llm/mock", "persistence", "persistence/artifact", "persistence/journaltest", "internal/buildinfo"}
+	"live/feed", "llm/mock", "persistence", "persistence/artifact", "persistence/journaltest", "persistence/memjournal", "internal/buildinfo"}
 
 // realNodeWhy is the reason of realNode.
-const realNodeWhy = "the gateway's tests start a real node (internal/node over a real journal and the scripted model) and read the journal back to check what the gateway did"
+const realNodeWhy = "the gateway's tests start a real node (internal/node over a real journal and the scripted model), or fakes of its interfaces over an in-memory journal and the session core, and read the journal back to check what the gateway did"
 
 // rules is the map's import rules (docs/ARCHITECTURE.md, "Import rules").
 var rules = []rule{

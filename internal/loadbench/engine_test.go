@@ -43,7 +43,7 @@ type gatewayNode struct {
 func startGatewayNode(b *testing.B, modelURL string) *gatewayNode {
 	b.Helper()
 	n := startNodeAt(b, modelURL)
-	h, err := gateway.New(gateway.Config{Sessions: n, Feed: n.Feed(), StartQueue: n.StartQueue(), Tenancy: n.Tenancy(),
+	h, err := gateway.New(gateway.Config{Sessions: n.GatewaySessions(), Feed: n.Feed(), StartQueue: n.StartQueue(), Tenancy: n.Tenancy(),
 		Metrics: n.MetricsHandler(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

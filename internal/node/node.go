@@ -580,6 +580,15 @@ func (n *Node) Session(id string) *sessiongrain.SessionGrainClient {
 	return sessiongrain.GetSessionGrainClient(n.member.Cluster(), id)
 }
 
+// GatewaySessions gives the gateway (gateway.Config.Sessions) the node's session grains:
+// the grain clients of Session.
+func (n *Node) GatewaySessions() gateway.Sessions { return gatewaySessions{n} }
+
+// gatewaySessions implements gateway.Sessions over Node.Session.
+type gatewaySessions struct{ n *Node }
+
+func (s gatewaySessions) Session(id string) gateway.SessionGrain { return s.n.Session(id) }
+
 // ReadArtifact implements gateway.ArtifactReader over the node's artifact store.
 func (n *Node) ReadArtifact(ctx context.Context, tenant, path string) ([]byte, string, string, error) {
 	if n.artifacts == nil {
