@@ -12,6 +12,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/gateway"
+	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/live/feed"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
@@ -104,21 +105,7 @@ func (f *fakeNode) events(id string, through uint64) ([]*messages.Event, error) 
 // ListSessions implements gateway.SessionIndex over the in-memory journal's index, as
 // the node's does over its journal.
 func (f *fakeNode) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway.SessionSummary, error) {
-	pq := persistence.ListQuery{Status: q.Status, UserID: q.UserID, Since: q.Since, Until: q.Until, GoalContains: q.GoalContains, Limit: q.Limit,
-		Tenant: q.Tenant, Owner: q.Owner, ForkedFrom: q.ForkedFrom}
-	if q.AfterID != "" {
-		pq.After = &persistence.ListPosition{CreatedAt: q.AfterCreated, SessionID: q.AfterID}
-	}
-	es, err := f.j.ListSessions(ctx, pq)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]gateway.SessionSummary, 0, len(es))
-	for _, e := range es {
-		out = append(out, gateway.SessionSummary{SessionID: e.SessionID, Status: e.Status, Seq: e.Seq, UpdatedAt: e.UpdatedAt,
-			UserID: e.UserID, Goal: e.Goal, CreatedAt: e.CreatedAt, CostUSD: e.CostUSD, Tenant: e.Tenant, Owner: e.Owner, ForkedFrom: e.ForkedFrom})
-	}
-	return out, nil
+	return node.ListSessions(ctx, f.j, q)
 }
 
 // DeleteSession implements gateway.SessionDeleter as the node's does: a session that

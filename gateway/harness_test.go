@@ -110,6 +110,18 @@ func startGW(t testing.TB, o gwOpts) *gw {
 	if o.cfg != nil {
 		o.cfg(&gcfg)
 	}
+	h, srv := serve(t, gcfg, func(ctx context.Context) {
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	return &gw{t: t, srv: srv, h: h, n: n, j: n.Journal(), feed: n.Feed(), wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+}
+
+// serve serves the gateway of gcfg with httptest; on cleanup it shuts the gateway down,
+// closes the server, then calls stop (what the gateway fronted).
+func serve(t testing.TB, gcfg gateway.Config, stop func(context.Context)) (*gateway.Handler, *httptest.Server) {
+	t.Helper()
 	h, err := gateway.New(gcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +134,9 @@ func startGW(t testing.TB, o gwOpts) *gw {
 			t.Errorf("gateway shutdown: %v", err)
 		}
 		srv.Close()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
+		stop(ctx)
 	})
-	return &gw{t: t, srv: srv, h: h, n: n, j: n.Journal(), feed: n.Feed(), wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	return h, srv
 }
 
 // startFake serves a gateway in front of the fakes of its interfaces (fakeNode: session
@@ -151,20 +161,7 @@ func startFake(t testing.TB, o gwOpts) *gw {
 		o.cfg(&gcfg)
 	}
 	f.policy = gcfg.Tenancy // the grains enforce the gateway's policy, as a node's do
-	h, err := gateway.New(gcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("gateway shutdown: %v", err)
-		}
-		srv.Close()
-		f.close()
-	})
+	h, srv := serve(t, gcfg, func(context.Context) { f.close() })
 	return &gw{t: t, srv: srv, h: h, fake: f, j: f.j, feed: f.feed, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 }
 

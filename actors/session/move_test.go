@@ -12,6 +12,7 @@ import (
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/messages/sessiongrain"
+	"github.com/fathom-agents/fathom/persistence"
 )
 
 // TestMovedGrainFinishesItsToolCall: the activation of a session running a tool call is
@@ -21,19 +22,8 @@ import (
 // the session over, and the session completes with no client request. The tool ran
 // once; nothing is recorded twice.
 func TestMovedGrainFinishesItsToolCall(t *testing.T) {
-	j := openJournal(t)
-	defer j.Close()
-	ex := &executions{}
-	release := make(chan struct{})
-	sc := script(t,
-		`{"tool_match":"released","response":"all done: {{.Tool}}"}`,
-		`{"match":"Step: find it","tool_calls":[{"name":"sleepy","arguments":"{}"}]}`,
-	)
-	h := startHarness(t, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)})
-	if _, err := h.start("mv1", "c1", "goal"); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get("mv1/s/tool-1") == 1 }, "sleepy did not start")
+	j, ex, release, opts := sleepyRun(t)
+	h := startSleepy(t, opts, "mv1", ex)
 	c := h.node.Cluster().Cluster()
 	pid := c.Get("mv1", "Session")
 	if pid == nil {
@@ -66,26 +56,14 @@ func TestMovedGrainFinishesItsToolCall(t *testing.T) {
 // the journal's state, runs nothing and answers commands unavailable, naming the holder,
 // until the lease is released; then it reloads, takes the lease and runs the call.
 func TestActivationWaitsWhileAnotherMemberHoldsTheLease(t *testing.T) {
-	j := openJournal(t)
-	defer j.Close()
-	ex := &executions{}
-	release := make(chan struct{})
-	sc := script(t,
-		`{"tool_match":"released","response":"all done: {{.Tool}}"}`,
-		`{"match":"Step: find it","tool_calls":[{"name":"sleepy","arguments":"{}"}]}`,
-	)
-	h1 := startHarness(t, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)})
-	if _, err := h1.start("held1", "c1", "goal"); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get("held1/s/tool-1") == 1 }, "sleepy did not start")
-	stopNode(t, h1) // the call is in flight, with no activation
+	j, ex, release, opts := sleepyRun(t)
+	stopNode(t, startSleepy(t, opts, "held1", ex)) // the call is in flight, with no activation
 	ctx := context.Background()
 	const other = "10.9.9.9:7777"
 	if err := j.RenewLease(ctx, "held1", other, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	h2 := startHarness(t, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)})
+	h2 := startHarness(t, opts)
 	// A read is answered from the journal's state; a command waits (unavailable).
 	st, err := h2.state("held1")
 	if err != nil || len(st.GetState().GetPendingTools()) != 1 {
@@ -118,4 +96,30 @@ func TestActivationWaitsWhileAnotherMemberHoldsTheLease(t *testing.T) {
 	}
 	close(release)
 	mustComplete(t, waitTerminal(t, j, "held1", 20*time.Second))
+}
+
+// sleepyRun prepares the move tests' run: a journal, the tools' executions, the channel
+// that releases sleepy, and the options of a node whose one-step plan calls sleepy once.
+func sleepyRun(t *testing.T) (persistence.SessionStore, *executions, chan struct{}, harnessOpts) {
+	t.Helper()
+	j := openJournal(t)
+	t.Cleanup(func() { _ = j.Close() })
+	ex, release := &executions{}, make(chan struct{})
+	sc := script(t,
+		`{"tool_match":"released","response":"all done: {{.Tool}}"}`,
+		`{"match":"Step: find it","tool_calls":[{"name":"sleepy","arguments":"{}"}]}`,
+	)
+	return j, ex, release, harnessOpts{journal: j, script: sc, tools: testToolsWith(t, ex, release)}
+}
+
+// startSleepy starts a node with opts and session id on it, and waits until its sleepy
+// call runs.
+func startSleepy(t *testing.T, opts harnessOpts, id string, ex *executions) *harness {
+	t.Helper()
+	h := startHarness(t, opts)
+	if _, err := h.start(id, "c1", "goal"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return ex.get(id+"/s/tool-1") == 1 }, "sleepy did not start")
+	return h
 }

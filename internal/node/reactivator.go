@@ -122,12 +122,18 @@ func (n *Node) SessionIndex() persistence.SessionIndex { return n.journal }
 
 // ListSessions implements gateway.SessionIndex over the journal's session index.
 func (n *Node) ListSessions(ctx context.Context, q gateway.ListQuery) ([]gateway.SessionSummary, error) {
+	return ListSessions(ctx, n.journal, q)
+}
+
+// ListSessions answers the gateway's session list q from the session index ix (a node's
+// is its journal's; the gateway's tests pass an in-memory journal's).
+func ListSessions(ctx context.Context, ix persistence.SessionIndex, q gateway.ListQuery) ([]gateway.SessionSummary, error) {
 	pq := persistence.ListQuery{Status: q.Status, UserID: q.UserID, Since: q.Since, Until: q.Until, GoalContains: q.GoalContains, Limit: q.Limit,
 		Tenant: q.Tenant, Owner: q.Owner, ForkedFrom: q.ForkedFrom}
 	if q.AfterID != "" {
 		pq.After = &persistence.ListPosition{CreatedAt: q.AfterCreated, SessionID: q.AfterID}
 	}
-	es, err := n.journal.ListSessions(ctx, pq)
+	es, err := ix.ListSessions(ctx, pq)
 	if err != nil {
 		return nil, err
 	}
