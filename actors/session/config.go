@@ -68,10 +68,11 @@ type Config struct {
 	// by a node's reactivator. Default 10 s; 0 turns leases (and the node's reactivator)
 	// off.
 	LeaseTTL time.Duration
-	// DrainTimeout is how long a draining member (fathom node drain, a graceful stop)
-	// lets its sessions' running LLM and tool calls finish before it hands the sessions
-	// over anyway (a call cut then runs again on the member that continues the session).
-	// Default DefaultDrainTimeout; 0 hands over at once.
+	// DrainTimeout is how long a draining member (fathom node drain, a graceful stop),
+	// and a session grain whose identity moved to a member that joined (move.go), let the
+	// running LLM and tool calls finish before the sessions are handed over anyway (a
+	// call cut then runs again on the member that continues the session). Default
+	// DefaultDrainTimeout; 0 hands over at once.
 	DrainTimeout time.Duration
 	// Tenancy is the node's tenancy policy: who of a session's tenant may read and act
 	// on it (auth.Policy.Allowed). Grain requests carry their caller; the grain checks

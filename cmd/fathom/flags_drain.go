@@ -34,7 +34,7 @@ func (f *drainFlags) register(fs *flag.FlagSet) {
 		}
 	}
 	fs.Var((*drainValue)(f), "drain-timeout",
-		"how long a draining member (fathom node drain, SIGTERM within --shutdown-timeout) lets its sessions' running LLM and tool calls finish before it hands the sessions over anyway; a call cut then runs again on the member continuing the session (env "+
+		"how long a draining member (fathom node drain, SIGTERM within --shutdown-timeout), and a session moving to a member that joined, let the running LLM and tool calls finish before the sessions are handed over anyway; a call cut then runs again on the member continuing the session; 0 hands over at once (env "+
 			envDrainTimeout+", config key drain_timeout)")
 }
 
