@@ -242,8 +242,8 @@ func TestGatewayWSSlowConsumer(t *testing.T) {
 		c.SendQueue = 8
 		// Short enough to find the stalled client at once, long enough that the resumed
 		// connection, which reads as fast as it can, is never taken for slow on a loaded
-		// machine (at 200 ms a CI run closed it too).
-		c.SlowConsumerTimeout = time.Second
+		// machine (at 200 ms a CI run closed it too; the test now runs beside others).
+		c.SlowConsumerTimeout = 3 * time.Second
 		c.Logger = slog.New(&signalHandler{Handler: c.Logger.Handler(), msg: "closing a slow consumer",
 			fire: func() { once.Do(func() { close(slow) }) }})
 	}})
