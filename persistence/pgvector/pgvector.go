@@ -28,7 +28,9 @@
 // The store is a persistence.TextSearcher: 0013_vector_text.sql adds a tsvector column
 // (tsv) with a GIN index, which 0016_vector_text_by_stream.sql replaces by a GIN index
 // on (stream_id, tsv) where btree_gin can be created, so a search reads its stream's
-// postings only. Upsert and Import fill it with the terms of Vector.Text
+// postings only; 0017_text_index_no_pending.sql turns the index's fastupdate off, so a
+// search never reads a pending list of entries (every stream's) not yet merged into it.
+// Upsert and Import fill it with the terms of Vector.Text
 // (persistence.Tokenize, with positions), not with a PostgreSQL text search
 // configuration, so both stores index the same terms and identifiers stay whole.
 // SearchText ORs the query's terms into a tsquery and ranks the stream's matching rows
@@ -102,12 +104,14 @@ const MaxEfSearch = 1000
 // its text; Open runs them again, in order (they do nothing where the extension was
 // missing when they were applied), except a file whose done query answers true: 0013
 // once the text column exists, so its all-streams index, which 0016 replaces, is not
-// built again on every start.
+// built again on every start, and 0017 once the text index has fastupdate off.
 var migrationFiles = []struct{ name, done string }{
 	{name: "0004_vectors.sql"},
 	{name: "0011_vector_tenants.sql"},
 	{name: "0013_vector_text.sql", done: "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fathom_vectors') AND attname = 'tsv')"},
 	{name: "0016_vector_text_by_stream.sql"},
+	{name: "0017_text_index_no_pending.sql", done: `SELECT NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+		WHERE i.indrelid = to_regclass('fathom_vectors') AND a.amname = 'gin' AND NOT coalesce(c.reloptions @> ARRAY['fastupdate=off'], false))`},
 }
 
 // legacyTenant is the tenant of vectors stored before tenancy whose session the

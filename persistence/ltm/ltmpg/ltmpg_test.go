@@ -3,6 +3,8 @@ package ltmpg_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,9 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+// buffersRE reads an EXPLAIN (BUFFERS) line's shared buffers.
+var buffersRE = regexp.MustCompile(`Buffers: shared hit=(\d+)( read=(\d+))?`)
 
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -109,5 +114,74 @@ func TestSearchTextLongQueryOnACommonTerm(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTextSearchReadsNoPendingList: after 1,000 memories are saved, a text search's
+// index scan reads a few pages of the GIN index, not also a pending list of the new
+// entries (migration 0017: fastupdate off).
+func TestTextSearchReadsNoPendingList(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.PostgresDSN(t)
+	s, err := ltmpg.Open(ctx, dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// No autovacuum merges the entries while the test looks.
+	if _, err := conn.Exec(ctx, "ALTER TABLE fathom_memories SET (autovacuum_enabled = off)"); err != nil {
+		t.Fatal(err)
+	}
+	ns := ltm.Namespace{Tenant: "acme", User: "u-1"}
+	for i := range 1000 {
+		it := ltm.Item{Namespace: ns, ID: fmt.Sprintf("m%04d", i), Text: fmt.Sprintf("ticket %d filed about invoice%d by team%d", i, i%13, i%7), Embedding: []float32{1, float32(i)}}
+		if err := s.Put(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits, err := s.SearchText(ctx, ns, "invoice3", 100); err != nil || len(hits) != 77 {
+		t.Fatalf("%d hits (%v), want the 77 memories about invoice3", len(hits), err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM fathom_memories WHERE tsv @@ 'invoice3'::tsquery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The line after the index scan's (and its condition's) is its buffers:
+	// "Buffers: shared hit=N read=M".
+	pages := -1
+	for i, l := range lines {
+		if !strings.Contains(l, "Bitmap Index Scan on fathom_memories_tsv") {
+			continue
+		}
+		for _, b := range lines[i+1:] {
+			if m := buffersRE.FindStringSubmatch(b); m != nil {
+				hit, _ := strconv.Atoi(m[1])
+				read, _ := strconv.Atoi(m[3])
+				pages = hit + read
+				break
+			}
+		}
+		break
+	}
+	t.Logf("the index scan read %d pages", pages)
+	if pages < 0 || pages > 10 {
+		t.Fatalf("a text search's index scan read %d pages of the GIN index; want a few (no pending list):\n%s", pages, strings.Join(lines, "\n"))
 	}
 }
