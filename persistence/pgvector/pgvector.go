@@ -28,12 +28,16 @@
 // The store is a persistence.TextSearcher: 0013_vector_text.sql adds a tsvector column
 // (tsv) with a GIN index, which 0016_vector_text_by_stream.sql replaces by a GIN index
 // on (stream_id, tsv) where btree_gin can be created, so a search reads its stream's
-// postings only. Upsert and Import fill it with the terms of Vector.Text
+// postings only; 0017_text_index_no_pending.sql turns the index's fastupdate off, so a
+// search never reads a pending list of entries (every stream's) not yet merged into it.
+// Upsert and Import fill it with the terms of Vector.Text
 // (persistence.Tokenize, with positions), not with a PostgreSQL text search
 // configuration, so both stores index the same terms and identifiers stay whole.
 // SearchText ORs the query's terms into a tsquery and ranks the stream's matching rows
-// by ts_rank_cd (normalised by document length: option 1). Whole identifiers are
-// weighted A, other terms D (textVector).
+// by ts_rank_cd (normalised by document length: option 1), each against the OR of only
+// the query terms it holds: the same score, without the cost ts_rank_cd pays for every
+// term of its query on every row (textRankSQL). Whole identifiers are weighted A, other
+// terms D (textVector).
 //
 // # Search
 //
@@ -100,12 +104,14 @@ const MaxEfSearch = 1000
 // its text; Open runs them again, in order (they do nothing where the extension was
 // missing when they were applied), except a file whose done query answers true: 0013
 // once the text column exists, so its all-streams index, which 0016 replaces, is not
-// built again on every start.
+// built again on every start, and 0017 once the text index has fastupdate off.
 var migrationFiles = []struct{ name, done string }{
 	{name: "0004_vectors.sql"},
 	{name: "0011_vector_tenants.sql"},
 	{name: "0013_vector_text.sql", done: "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fathom_vectors') AND attname = 'tsv')"},
 	{name: "0016_vector_text_by_stream.sql"},
+	{name: "0017_text_index_no_pending.sql", done: `SELECT NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+		WHERE i.indrelid = to_regclass('fathom_vectors') AND a.amname = 'gin' AND NOT coalesce(c.reloptions @> ARRAY['fastupdate=off'], false))`},
 }
 
 // legacyTenant is the tenant of vectors stored before tenancy whose session the
@@ -460,10 +466,38 @@ func (s *Store) Search(ctx context.Context, tenant, stream string, query []float
 	return out, nil
 }
 
-// textSearchSQL ranks a stream's rows matching the query's terms ($3, a tsquery) by
-// ts_rank_cd.
-const textSearchSQL = `SELECT seq, ts_rank_cd(tsv, q, 1), meta FROM fathom_vectors, CAST($3::text AS tsquery) AS q
+// textSearchSQL is the statement ranking a stream's rows that hold any of n query terms
+// ($3: the terms, each a quoted tsquery operand; $4: the limit) by ts_rank_cd, best
+// first, ties by seq. Each row is ranked against the OR of only the terms it holds
+// (textRankSQL), which scores it exactly as the OR of all n terms does, at a fraction of
+// the cost.
+func textSearchSQL(n int) string {
+	return "SELECT seq, " + textRankSQL("tsv", "t", n) + `, meta FROM fathom_vectors, CAST(array_to_string($3::text[], ' | ') AS tsquery) AS q, CAST($3::text[] AS tsquery[]) AS t
 	WHERE tenant IN ($1, '') AND stream_id = $2 AND tsv @@ q ORDER BY 2 DESC, seq LIMIT $4`
+}
+
+// textRankSQL is the SQL expression of ts_rank_cd(col, q, 1), q the OR of n terms, for a
+// row that holds at least one of them: terms names a tsquery[] of the terms, one operand
+// each. ts_rank_cd allocates and zeroes some 32 kB per item of its query (operands and
+// operators: a query of n ORed terms has 2n-1) on every call, whatever the row holds,
+// so ranking the many rows a common term matches against a long query took most of a
+// retrieval (a stream of 1,000 messages that all hold one term of a 7-term query: 10 to
+// 30 ms). The expression hands it instead the OR of the terms the row holds, found by
+// @@ tests, which cost no such allocation: the score is the same, since a term a row
+// lacks adds no cover to an OR query (TestSearchTextScoresAsTheWholeQuery compares the
+// two over every message of the evaluation set).
+func textRankSQL(col, terms string, n int) string {
+	var b strings.Builder
+	b.WriteString("ts_rank_cd(" + col + ", CAST(array_to_string(ARRAY[")
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "CASE WHEN %s @@ %s[%d] THEN %s[%d]::text END", col, terms, i, terms, i)
+	}
+	b.WriteString("], ' | ') AS tsquery), 1)")
+	return b.String()
+}
 
 // SearchText implements persistence.TextSearcher (see the package doc).
 func (s *Store) SearchText(ctx context.Context, tenant, stream, query string, k int) ([]persistence.VectorHit, error) {
@@ -473,11 +507,11 @@ func (s *Store) SearchText(ctx context.Context, tenant, stream, query string, k 
 	if err := persistence.ValidateTextSearch(tenant, stream, k); err != nil {
 		return nil, fmt.Errorf("pgvector: search text: %w", err)
 	}
-	q := textQuery(query)
-	if q == "" {
+	terms := textTerms(query)
+	if len(terms) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, textSearchSQL, tenant, stream, q, k)
+	rows, err := s.pool.Query(ctx, textSearchSQL(len(terms)), tenant, stream, terms, k)
 	if err != nil {
 		return nil, fmt.Errorf("pgvector: search text: %w", err)
 	}
@@ -546,22 +580,22 @@ func textVector(text string) pgtype.TSVector {
 	return v
 }
 
-// textQuery is the tsquery of query's terms, ORed ("" when it has none). Terms hold
-// only letters, digits and joiners; quoting keeps the joiners literal.
-func textQuery(query string) string {
-	var b strings.Builder
+// textQuery is the tsquery of query's terms, ORed ("" when it has none).
+func textQuery(query string) string { return strings.Join(textTerms(query), " | ") }
+
+// textTerms are query's distinct terms as tsquery operands. Terms hold only letters,
+// digits and joiners; quoting keeps the joiners literal.
+func textTerms(query string) []string {
+	var out []string
 	seen := map[string]bool{}
 	for _, t := range persistence.Tokenize(query) {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		if b.Len() > 0 {
-			b.WriteString(" | ")
-		}
-		b.WriteString("'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(t) + "'")
+		out = append(out, "'"+strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(t)+"'")
 	}
-	return b.String()
+	return out
 }
 
 // DeleteStream implements persistence.VectorStore. It removes the tenant's stream's

@@ -3,7 +3,9 @@
 // the tenant and the user. A vector search is an exact scan of the user's items (the dot
 // product of the normalised real[] embeddings, computed in SQL); a text search ranks
 // the rows whose tsvector (pgvector.TextVector: the terms of persistence.Tokenize, as
-// the session store indexes them) matches the query's terms by ts_rank_cd.
+// the session store indexes them) matches the query's terms by ts_rank_cd, each row
+// against the OR of only the query terms it holds (pgvector.TextRankSQL: the same score,
+// cheaper).
 package ltmpg
 
 import (
@@ -280,12 +282,14 @@ func (s *Store) SearchText(ctx context.Context, ns ltm.Namespace, text string, k
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("ltmpg: search text: %w", err)
 	}
-	q := pgvector.TextQuery(text)
-	if q == "" {
+	terms := pgvector.TextTerms(text)
+	if len(terms) == 0 {
 		return nil, nil
 	}
-	hits, err := s.queryHits(ctx, "SELECT "+columns+", ts_rank_cd(tsv, q, 1)::float8 FROM fathom_memories, CAST($4::text AS tsquery) AS q WHERE "+visible+
-		" AND tsv @@ q ORDER BY 12 DESC, id LIMIT $5", ns.Tenant, ns.User, ns.Agent, q, k)
+	// Each memory is ranked against the OR of only the terms it holds (pgvector.TextRankSQL).
+	hits, err := s.queryHits(ctx, "SELECT "+columns+", "+pgvector.TextRankSQL("tsv", "t", len(terms))+"::float8 FROM fathom_memories, "+
+		"CAST(array_to_string($4::text[], ' | ') AS tsquery) AS q, CAST($4::text[] AS tsquery[]) AS t WHERE "+visible+
+		" AND tsv @@ q ORDER BY 12 DESC, id LIMIT $5", ns.Tenant, ns.User, ns.Agent, terms, k)
 	if err != nil {
 		return nil, fmt.Errorf("ltmpg: search text: %w", err)
 	}
