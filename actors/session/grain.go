@@ -389,6 +389,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 		return nil
 	}
 	_, held := g.loadErr.(*heldError)
+	backoff := g.timers.retryDelay // load resets it; a wait for the lease keeps backing off
 	if err := g.load(); err != nil {
 		if errors.Is(err, persistence.ErrNewerFormat) {
 			return sessiongrain.ErrFailedPrecondition("session %s cannot be loaded: %v", g.id, err)
@@ -400,7 +401,7 @@ func (g *Grain) ready(ctx cluster.GrainContext) error {
 	}
 	if held {
 		if h := heldElsewhere(g.deps, g.id, ctx.ActorSystem().Address(), g.state); h != "" {
-			g.loadErr = &heldError{holder: h}
+			g.loadErr, g.timers.retryDelay = &heldError{holder: h}, backoff
 			return sessiongrain.ErrUnavailable("session %s is still hosted by member %s, which finishes its running calls; retry", g.id, h)
 		}
 		// The other member let go: this activation hosts the session from now on.
