@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,12 +337,19 @@ func isSpaceByte(b byte) bool {
 func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
 	ok, s := true, asciiText(text)
 	if t.name == EncodingO200K {
-		// The scanner's loop written out per encoding: a direct call per piece.
+		// The scanner's loop written out per encoding: a direct call per piece. Where
+		// two pieces in a row start with a simple byte, the pieces are found a block at
+		// a time (o200kBlock), as splitO200K finds them.
 		for i, c := 0, 0; i < len(s); i = c {
 			c = s.endO200K(i)
 			if n += t.countShort(text[i:c]); c-i > 2 && ok {
 				var m int
 				m, ok = bpeCount(done, text[i:c], t.ranks)
+				n += m
+			}
+			if c < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[c]] {
+				var m int
+				c, m = t.countBlocks(s, c)
 				n += m
 			}
 		}
@@ -356,6 +364,32 @@ func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok boo
 		}
 	}
 	return n, ok
+}
+
+// countBlocks counts the pieces of o200k_base found by o200kBlock in ASCII text s from
+// start, a piece start, block after block while every byte of a block is simple. It
+// returns the start of the piece it leaves (that may go on past the last block) and the
+// tokens of those before. Every piece is shorter than a block, so its merge does not
+// check for cancellation.
+func (t *Tokenizer) countBlocks(s asciiText, start int) (end, n int) {
+	text := string(s)
+	for end = start; end < len(s); {
+		starts, simple := s.o200kBlock(end)
+		a := end
+		for m := starts & (starts - 1); m != 0; m &= m - 1 {
+			b := end + bits.TrailingZeros64(m)
+			if n += t.countShort(text[a:b]); b-a > 2 {
+				c, _ := bpeCount(nil, text[a:b], t.ranks)
+				n += c
+			}
+			a = b
+		}
+		if a == end || simple < 64 {
+			return a, n
+		}
+		end = a
+	}
+	return end, n
 }
 
 // countShort returns the tokens of a piece of one or two bytes, 0 for a longer one:
