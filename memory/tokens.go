@@ -369,7 +369,9 @@ func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok boo
 // countBlocks counts the pieces of o200k_base found by o200kBlock in ASCII text s from
 // start, a piece start, block after block while every byte of a block is simple. It
 // returns the start of the piece it leaves (that may go on past the last block) and the
-// tokens of those before. Every piece is shorter than a block, so its merge does not
+// tokens of those before. A piece of 4 to 8 bytes is counted by countPairsWord where it
+// can be (three quarters of base64's), others by bpeCount (those of 3 bytes cost it a
+// lookup and two pairs). Every piece is shorter than a block, so its merge does not
 // check for cancellation.
 func (t *Tokenizer) countBlocks(s asciiText, start int) (end, n int) {
 	text := string(s)
@@ -379,7 +381,13 @@ func (t *Tokenizer) countBlocks(s asciiText, start int) (end, n int) {
 		for m := starts & (starts - 1); m != 0; m &= m - 1 {
 			b := end + bits.TrailingZeros64(m)
 			if n += t.countShort(text[a:b]); b-a > 2 {
-				c, _ := bpeCount(nil, text[a:b], t.ranks)
+				c := 0
+				if b-a >= 4 && b-a <= 8 && a+8 <= len(text) {
+					c = countPairsWord(load64(text, a), b-a, t.ranks)
+				}
+				if c == 0 {
+					c, _ = bpeCount(nil, text[a:b], t.ranks)
+				}
 				n += c
 			}
 			a = b
