@@ -216,13 +216,14 @@ func (s asciiText) punct(i int, trailing func(int) bool) int {
 }
 
 // splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern:
-// piece by piece (endO200K), and block by block (o200kBlock) where two pieces in a row
-// start with a simple byte. Tokenizer.countASCII is the same loop, counting.
+// piece by piece (endO200K), and block by block (o200kBlock) after a piece of one or two
+// bytes that starts with a simple byte and is followed by one. Tokenizer.countASCII is
+// the same loop, counting.
 func splitO200K(s asciiText, piece func(string)) {
 	for i := 0; i < len(s); {
 		end := s.endO200K(i)
 		piece(string(s[i:end]))
-		if end < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[end]] {
+		if end-i <= 2 && end < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[end]] {
 			for end < len(s) {
 				starts, simple := s.o200kBlock(end)
 				a := end

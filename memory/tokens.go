@@ -337,16 +337,21 @@ func isSpaceByte(b byte) bool {
 func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
 	ok, s := true, asciiText(text)
 	if t.name == EncodingO200K {
-		// The scanner's loop written out per encoding: a direct call per piece. Where
-		// two pieces in a row start with a simple byte, the pieces are found a block at
-		// a time (o200kBlock), as splitO200K finds them.
+		// The scanner's loop written out per encoding: a direct call per piece. After a
+		// piece of one or two bytes that starts with a simple byte and is followed by
+		// one (as in base64, not in prose, whose pieces start with a space), the pieces
+		// are found a block at a time (o200kBlock), as splitO200K finds them.
 		for i, c := 0, 0; i < len(s); i = c {
 			c = s.endO200K(i)
-			if n += t.countShort(text[i:c]); c-i > 2 && ok {
-				var m int
-				m, ok = bpeCount(done, text[i:c], t.ranks)
-				n += m
+			if c-i > 2 {
+				if ok {
+					var m int
+					m, ok = bpeCount(done, text[i:c], t.ranks)
+					n += m
+				}
+				continue
 			}
+			n += t.countShort(text[i:c])
 			if c < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[c]] {
 				var m int
 				c, m = t.countBlocks(s, c)
