@@ -318,6 +318,67 @@ func mergeShort8(piece string, ranks *bpeRanks) int {
 	}
 }
 
+// countPairsWord returns the tokens of a piece of 3 to 8 ASCII bytes, the low m bytes of
+// x (little-endian; the bytes above are ignored), in which no token longer than two bytes
+// can start, or 0 if one may: bpeRanks.prefix3 has none of its three-byte windows. Then
+// every merge is of two bytes into a token of two, after which the pairs it overlaps are
+// gone (each would be three bytes or more): the pairs merged are those BPE takes lowest
+// key first (rank, then leftmost), each dropping its neighbours (greedyPairs). Most
+// pieces of 3 to 8 bytes of base64 are such (nine in ten of three bytes, three in four
+// of 4 to 8); on them this costs less than half of the merge (rank and mergeShort8),
+// whose rank lookups and merges branch at random on text without words. Without a
+// branch but the answer's.
+func countPairsWord(x uint64, m int, ranks *bpeRanks) int {
+	// The bytes above the piece zeroed: the windows and pairs past its end (computed,
+	// not counted) then look up fewer distinct rows of the tables.
+	x &= 1<<(8*m) - 1
+	pre := ranks.prefix3
+	may := uint64(0)
+	for j := range 6 { // the windows at bytes 0 to 5, of which the first m-2 are the piece's
+		t := x >> (8 * j)
+		w := t&0x7f<<14 | t>>8&0x7f<<7 | t>>16&0x7f // prefix3Bit of the window
+		may |= pre[w>>6] >> (w & 63) & 1 << j
+	}
+	if may&(1<<(m-2)-1) != 0 {
+		return 0
+	}
+	// The pairs' table indices (first byte high): lane j of even holds the pair at
+	// byte 2j, lane j of odd the pair at byte 2j+1.
+	const lanes = 0x00ff00ff00ff00ff
+	even := x&lanes<<8 | x>>8&lanes
+	odd := x>>8&lanes<<8 | x>>16&lanes
+	pair := ranks.pair
+	k0 := uint64(uint32(pair[uint16(even)])) << 8
+	k1 := uint64(uint32(pair[uint16(odd)]))<<8 | 1
+	k2 := uint64(uint32(pair[uint16(even>>16)]))<<8 | 2
+	k3 := uint64(uint32(pair[uint16(odd>>16)]))<<8 | 3
+	k4 := uint64(uint32(pair[uint16(even>>32)]))<<8 | 4
+	k5 := uint64(uint32(pair[uint16(odd>>32)]))<<8 | 5
+	k6 := uint64(uint32(pair[uint16(even>>48)]))<<8 | 6
+	// valid: the pairs of the piece (at bytes 0 to m-2) that are tokens (noRank's key
+	// has bit 39 set, a rank's not); lt bit j: the pair at j has a lower key than the
+	// one at j+1.
+	valid := (uint64(1)<<(m-1) - 1) &^ (k0>>39&1 | k1>>39&1<<1 | k2>>39&1<<2 | k3>>39&1<<3 |
+		k4>>39&1<<4 | k5>>39&1<<5 | k6>>39&1<<6)
+	lt := (k0-k1)>>63 | (k1-k2)>>63<<1 | (k2-k3)>>63<<2 | (k3-k4)>>63<<3 | (k4-k5)>>63<<4 | (k5-k6)>>63<<5
+	return m - bits.OnesCount64(greedyPairs(valid, lt))
+}
+
+// greedyPairs returns the pairs that merging pairs lowest key first takes, each taking
+// away its neighbours, among the valid ones of seven in a row (bit j: the pair at j); lt
+// bit j tells that the pair at j has a lower key than the one at j+1. A pair is taken if
+// and only if no neighbour with a lower key is: the rounds settle that for a pair after as
+// many rounds as the longest run of pairs of falling keys that ends at it (six at most),
+// with a fixed number of shifts and masks.
+func greedyPairs(valid, lt uint64) uint64 {
+	lowerLeft, lowerRight := lt<<1, ^lt&0x3f
+	taken := valid
+	for range 6 {
+		taken = valid &^ (taken << 1 & lowerLeft) &^ (taken >> 1 & lowerRight)
+	}
+	return taken
+}
+
 // minKey is the lesser of keys a and b (below 1<<63), found without a branch.
 func minKey(a, b uint64) uint64 {
 	d := a - b

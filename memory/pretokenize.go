@@ -215,11 +215,30 @@ func (s asciiText) punct(i int, trailing func(int) bool) int {
 	return s.run(j, trailing)
 }
 
-// splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern.
+// splitO200K calls piece with each piece of ASCII text s under o200k_base's pattern:
+// piece by piece (endO200K), and block by block (o200kBlock) after a piece of one or two
+// bytes that starts with a simple byte and is followed by one. Tokenizer.countASCII is
+// the same loop, counting.
 func splitO200K(s asciiText, piece func(string)) {
 	for i := 0; i < len(s); {
 		end := s.endO200K(i)
 		piece(string(s[i:end]))
+		if end-i <= 2 && end < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[end]] {
+			for end < len(s) {
+				starts, simple := s.o200kBlock(end)
+				a := end
+				for m := starts & (starts - 1); m != 0; m &= m - 1 {
+					b := end + bits.TrailingZeros64(m)
+					piece(string(s[a:b]))
+					a = b
+				}
+				if a == end || simple < 64 {
+					end = a
+					break
+				}
+				end = a
+			}
+		}
 		i = end
 	}
 }
@@ -284,4 +303,72 @@ func (s asciiText) endCL100K(i int) int {
 		}
 	}
 	return end
+}
+
+// o200kBlockSimple marks the bytes of o200kBlock's blocks: ASCII that is neither white
+// space nor an apostrophe.
+var o200kBlockSimple = func() (t [256]bool) {
+	for c := range 128 {
+		t[c] = asciiClasses[c] != clsSpace && asciiClasses[c] != clsNewline && c != '\''
+	}
+	return t
+}()
+
+// o200kBlock returns the starts of o200k_base's pieces among the 64 bytes of ASCII text
+// s from i, a piece start, as bits (bit k for byte i+k; bit 0 always set), and simple,
+// the number of those bytes before the first that is white space, an apostrophe or past
+// the text's end (64 if none): the starts are those before it. On text without white
+// space or apostrophes (base64, hex, identifiers) a piece is a letter run (capitals then
+// lowercase letters, after one punctuation byte if one precedes it), up to three digits
+// or a run of punctuation, so its starts follow from the bytes' classes and their
+// neighbours' without a branch per piece, eight bytes at a time. No piece of the pattern
+// looks behind its start, so the pieces from i are those of s[i:] alone; a piece's end
+// depends on the bytes up to it (the apostrophe of a contraction, the white space and
+// newlines a piece takes are not simple), so every start before simple is exact. The
+// piece at the last start may go on past the block: the caller splits it (endO200K).
+func (s asciiText) o200kBlock(i int) (starts uint64, simple int) {
+	w := string(s[i:])
+	if len(w) < 64 {
+		var buf [64]byte
+		copy(buf[copy(buf[:], w):], "                                                                ")
+		w = string(buf[:])
+	}
+	const hi, ones = 0x8080808080808080, 0x0101010101010101
+	var up, low, dig, other uint64 // one bit a byte
+	for k := range 8 {
+		x := load64(w, 8*k) | hi
+		u := (x - 'A'*ones) &^ (x - ('Z'+1)*ones)
+		l := (x - 'a'*ones) &^ (x - ('z'+1)*ones)
+		d := (x - '0'*ones) &^ (x - ('9'+1)*ones)
+		// White space (\t to \r and the space) and the apostrophe: a byte equal to c
+		// has its high bit clear in (x ^ c) - ones, where x has all high bits set.
+		ws := (x - '\t'*ones) &^ (x - ('\r'+1)*ones)
+		ws |= ^((x ^ ' '*ones) - ones) | ^((x ^ '\''*ones) - ones)
+		up |= movemask(u) << (8 * k)
+		low |= movemask(l) << (8 * k)
+		dig |= movemask(d) << (8 * k)
+		if other |= movemask(ws) << (8 * k); other != 0 {
+			break // the rest of the block is past simple: text with words stops early
+		}
+	}
+	simple = bits.TrailingZeros64(other)
+	punct := ^(up | low | dig | other)
+	letter := up | low
+	// Digits: a start at each run's first digit and every third digit after it.
+	digits := dig &^ (dig << 1)
+	three := dig & (dig << 1) & (dig << 2)
+	for x := (digits << 3) & three; x != 0; x = (x << 3) & three {
+		digits |= x
+	}
+	starts = 1 | digits |
+		up&(low<<1) | // a capital after a lowercase letter
+		letter&(dig<<1) |
+		letter&(punct<<1)&(punct<<2) | // after a run of punctuation (one byte is the letters' prefix)
+		punct&^(punct<<1)
+	return starts & (other&-other - 1), simple
+}
+
+// movemask gathers the high bits of x's eight bytes into its low eight bits.
+func movemask(x uint64) uint64 {
+	return ((x & 0x8080808080808080) * 0x0002040810204081) >> 56
 }

@@ -134,3 +134,87 @@ func TestNonASCIIGoesThroughTiktoken(t *testing.T) {
 		}
 	}
 }
+
+// scanPieces is splitO200K without its blocks: piece by piece (endO200K) only.
+func scanPieces(s string) []string {
+	var out []string
+	a := asciiText(s)
+	for i := 0; i < len(a); {
+		end := a.endO200K(i)
+		out = append(out, s[i:end])
+		i = end
+	}
+	return out
+}
+
+// blockInputs returns random ASCII texts of the kinds o200kBlock splits: base64, DNA,
+// hex, and text of every class where o200k_base's alternatives meet (capitals after
+// lowercase letters, digit runs longer than three, punctuation runs before letters, one
+// punctuation byte before letters, apostrophes, white space, newlines), with runs longer
+// than a block and ends inside one.
+func blockInputs(r *rand.Rand, n int) []string {
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	const classes = "aAbBzZsStTlLdDvVeE0123456789" + "+/=-_.,!?#(){}[]\x00\x7f" + "''' \t\n\r\v\f"
+	pick := func(a string, m int) string {
+		b := make([]byte, m)
+		for i := range b {
+			b[i] = a[r.IntN(len(a))]
+		}
+		return string(b)
+	}
+	var out []string
+	for range n {
+		m := r.IntN(300)
+		switch r.IntN(6) {
+		case 0:
+			out = append(out, pick(b64, m)+strings.Repeat("=", r.IntN(3)))
+		case 1:
+			out = append(out, pick("ACGT", m), pick("acgtACGT", m))
+		case 2:
+			out = append(out, pick("0123456789abcdef", m), pick("0123456789ABCDEF-", m))
+		case 3:
+			out = append(out, pick(classes, m))
+		case 4: // runs: each of one class, of random length
+			var b strings.Builder
+			for b.Len() < m {
+				b.WriteString(strings.Repeat(pick(classes, 1), 1+r.IntN(r.IntN(80)+1)))
+			}
+			out = append(out, b.String())
+		default: // base64 lines broken by white space and words
+			var b strings.Builder
+			for b.Len() < m {
+				b.WriteString(pick(b64, r.IntN(100)))
+				b.WriteString([]string{" ", "\n", "'s ", "\r\n", "\"", " don't ", "  "}[r.IntN(7)])
+			}
+			out = append(out, b.String())
+		}
+	}
+	return out
+}
+
+// TestO200KBlocksSplitLikeScanner: the pieces o200kBlock finds a block at a time are
+// those of the scanner piece by piece and of the regex, and the counts of text split in
+// blocks are tiktoken-go's.
+func TestO200KBlocksSplitLikeScanner(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := splitters[0].pattern
+	r := rand.New(rand.NewPCG(31, 32))
+	for k, s := range blockInputs(r, 6000) {
+		want, got := scanPieces(s), scannerPieces(splitO200K, s)
+		if strings.Join(want, "\x00") != strings.Join(got, "\x00") {
+			t.Fatalf("pieces of %q:\n scanner %q\n blocks  %q", s, want, got)
+		}
+		if k%4 != 0 {
+			continue
+		}
+		if re := regexPieces(re, s); strings.Join(re, "\x00") != strings.Join(got, "\x00") {
+			t.Fatalf("pieces of %q:\n regex  %q\n blocks %q", s, re, got)
+		}
+		if n, ref := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != ref {
+			t.Fatalf("Count(%q) = %d, tiktoken-go says %d", s, n, ref)
+		}
+	}
+}
