@@ -47,6 +47,30 @@ func ValidateTextSearch(tenant, stream string, k int) error {
 // left out of the text index.
 const MaxTermLen = 64
 
+// MaxQueryTerms bounds the distinct terms of one text search (QueryTerms): a query is
+// a step's description or a user's message, and one of a megabyte would otherwise make
+// every store rank each matching message against thousands of terms.
+const MaxQueryTerms = 64
+
+// QueryTerms returns the terms of a text-search query: Tokenize's, in order, keeping
+// only the first MaxQueryTerms distinct ones (every occurrence of those). Every store
+// searches with it, so they rank the same terms.
+func QueryTerms(query string) []string {
+	terms := Tokenize(query)
+	seen := make(map[string]bool, min(len(terms), MaxQueryTerms))
+	out := terms[:0]
+	for _, t := range terms {
+		if !seen[t] {
+			if len(seen) == MaxQueryTerms {
+				continue
+			}
+			seen[t] = true
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // Tokenize returns the text-search terms of text, in order, the same for documents and
 // queries in every store. It keeps identifiers whole: a run of letters and digits
 // joined by '-', '_', '.', '/', ':' or '#' (an order id ORD-2024-0042, an error code

@@ -588,7 +588,7 @@ func textQuery(query string) string { return strings.Join(textTerms(query), " | 
 func textTerms(query string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, t := range persistence.Tokenize(query) {
+	for _, t := range persistence.QueryTerms(query) {
 		if seen[t] {
 			continue
 		}

@@ -145,7 +145,7 @@ func (s *Store) SearchText(ctx context.Context, tenant, name, query string, k in
 	if err := persistence.ValidateTextSearch(tenant, name, k); err != nil {
 		return nil, fmt.Errorf("vectormem: search text: %w", err)
 	}
-	terms := persistence.Tokenize(query)
+	terms := persistence.QueryTerms(query)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

@@ -3,6 +3,8 @@ package vectortest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -151,6 +153,33 @@ func testTextDelete(t *testing.T, open Opener) {
 	}
 	if hits := searchText(t, s, Tenant, "t", "E_CONN_RESET", 8); len(hits) != 1 || hits[0].Seq != 4 {
 		t.Errorf("another stream's text after the delete: %+v", hits)
+	}
+}
+
+// testTextQueryBound: a query is searched by its first persistence.MaxQueryTerms
+// distinct terms: a term after them finds nothing, the same term among them finds its
+// message, and a query of a hundred thousand distinct terms is answered (by the first
+// ones) like a short one.
+func testTextQueryBound(t *testing.T, open Opener) {
+	s := textStore(t, open, 8)
+	upsertTexts(t, s, Tenant, "s", textSession)
+	var filler []string
+	for i := range persistence.MaxQueryTerms {
+		filler = append(filler, fmt.Sprintf("zq%dx", i)) // terms no message holds
+	}
+	if hits := searchText(t, s, Tenant, "s", strings.Join(filler, " ")+" E_CONN_RESET", 8); len(hits) != 0 {
+		t.Errorf("a term after the first %d distinct ones was searched: %+v", persistence.MaxQueryTerms, hits)
+	}
+	if hits := searchText(t, s, Tenant, "s", "E_CONN_RESET "+strings.Join(filler[1:], " "), 8); len(hits) != 1 || hits[0].Seq != 4 {
+		t.Errorf("a term among the first %d distinct ones: %+v, want message 4", persistence.MaxQueryTerms, hits)
+	}
+	var long strings.Builder
+	long.WriteString("ORD-2024-0042")
+	for i := range 100_000 {
+		fmt.Fprintf(&long, " zq%dx", i)
+	}
+	if hits := searchText(t, s, Tenant, "s", long.String(), 8); len(hits) != 1 || hits[0].Seq != 3 {
+		t.Errorf("a query of 100,000 distinct terms: %+v, want message 3", hits)
 	}
 }
 

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"TenantsAreIsolated", testTenants},
 		{"TextIdentifiers", testTextIdentifiers},
 		{"TextUpsertAndDelete", testTextDelete},
+		{"TextQueryTermsBounded", testTextQueryBound},
 		{"TextTenantsAreIsolated", testTextTenants},
 		{"TextValidation", testTextValidation},
 		{"RetrievalModes", testRetrievalModes},

@@ -343,7 +343,7 @@ func (s *Store) SearchText(ctx context.Context, ns ltm.Namespace, text string, k
 	if err := ltm.ValidateK(k); err != nil {
 		return nil, fmt.Errorf("ltmbolt: search text: %w", err)
 	}
-	terms := persistence.Tokenize(text)
+	terms := persistence.QueryTerms(text)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
