@@ -539,7 +539,11 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 			g.lease.end()
 			return
 		}
-		g.log.Warn("session not ready, retrying", "error", err)
+		if _, held := g.loadErr.(*heldError); held { // waiting for another member's lease: expected, not a fault
+			g.log.Info("session waits for the member that hosts it; retrying", "error", err)
+		} else {
+			g.log.Warn("session not ready, retrying", "error", err)
+		}
 		if !g.fenced && g.deps != nil {
 			g.timers.retryLater()
 		}
