@@ -28,6 +28,18 @@ func ValidStatus(s string) bool {
 	return false
 }
 
+// DueSince is the due time a session index stores when an append with due time next,
+// written at now, replaces a row due at stored: stored when the session was due and stays
+// due (stored is set, not after next, and next is not after now), else next. Every
+// SessionIndex applies it, so a session's steps leave its due time (and PostgreSQL's
+// index on it) unchanged.
+func DueSince(stored, next, now time.Time) time.Time {
+	if !stored.IsZero() && !next.IsZero() && !stored.After(next) && !next.After(now) {
+		return stored
+	}
+	return next
+}
+
 // IndexEntry is one session's row of the session index.
 type IndexEntry struct {
 	// SessionID is the session (stream) id.
@@ -37,7 +49,10 @@ type IndexEntry struct {
 	// DueAt is when the session next needs a live activation: the time of the append for
 	// pending work, a retry's retry_at, a human-input or interrupt deadline. Zero means
 	// never (terminal, or waiting on a human without a deadline): the reactivator leaves
-	// such a session alone.
+	// such a session alone. A session that stays due keeps the time it became due: an
+	// append whose DueAt is due when it is written (not after the append's time) and not
+	// before the stored one keeps the stored one (DueSince), so a running session's row
+	// reads "due since" and its steps do not rewrite the index's due time.
 	DueAt time.Time
 	// Seq is the stream's seq after the append that wrote the entry.
 	Seq uint64

@@ -41,6 +41,35 @@ type Tool interface {
 	Execute(ctx context.Context, args json.RawMessage) (any, error)
 }
 
+// NoEffects is implemented by a tool whose call changes nothing outside the session: it
+// reads or computes, and what it changes is only what the session records of the call
+// (write_todos' list is the session's own state). Running such a call again is harmless,
+// so the session may start it while its tool_called event is still being appended (the
+// commit pipeline) instead of after: the call's result is committed behind it, often in
+// the same append, and if that append fails the call runs again after the reload. A tool
+// without NoEffects (or whose NoEffects returns false) starts only once its tool_called
+// is durable, so a crash never repeats its effect unseen.
+type NoEffects interface {
+	// NoEffects reports whether a call of the tool changes nothing outside the session.
+	NoEffects() bool
+}
+
+// HasNoEffects reports whether t declares that its calls change nothing outside the
+// session (NoEffects).
+func HasNoEffects(t Tool) bool {
+	n, ok := t.(NoEffects)
+	return ok && n.NoEffects()
+}
+
+// WithoutEffects returns t declaring that its calls change nothing outside the session
+// (NoEffects): use it for a tool that only reads or computes.
+func WithoutEffects(t Tool) Tool { return noEffects{t} }
+
+// noEffects is a Tool that declares NoEffects.
+type noEffects struct{ Tool }
+
+func (noEffects) NoEffects() bool { return true }
+
 // typed is a Tool whose arguments decode into A.
 type typed[A any] struct {
 	name, desc string

@@ -61,9 +61,13 @@ type (
 		// at an interrupt (for a sub-agent: a tool breakpoint in its turn).
 		HoldTools bool
 		// CallOnly marks a state that is still being appended (the commit pipeline): only
-		// the LLM call starts, which has no effect the journal must know of first. Tool
+		// the LLM call starts, which has no effect the journal must know of first, and the
+		// tool calls EarlyTools names (tools without effects, tools.NoEffects). Other tool
 		// calls start only from a durable state.
 		CallOnly bool
+		// EarlyTools are the idempotency keys of the pending tool calls that may start
+		// from a CallOnly state.
+		EarlyTools map[string]bool
 		// Drain marks a member that is draining (fathom node drain, a graceful stop): no
 		// call starts, the calls running finish and report their results, and the actor
 		// answers Drained once none runs.
@@ -248,7 +252,7 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 	if p != nil && a.llmCall == "" && !a.done[childCall{key: p.GetCallId()}] {
 		a.startCall(ctx, w.State, p)
 	}
-	if w.HoldTools || w.CallOnly {
+	if w.HoldTools || (w.CallOnly && len(w.EarlyTools) == 0) {
 		return
 	}
 	for _, c := range pending {
@@ -256,7 +260,7 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		if len(a.tools) >= a.maxParallel {
 			break
 		}
-		if a.tools[key] || a.done[childCall{tool: true, key: key}] || awaitsHuman(w.State, key) {
+		if a.tools[key] || a.done[childCall{tool: true, key: key}] || awaitsHuman(w.State, key) || (w.CallOnly && !w.EarlyTools[key]) {
 			continue
 		}
 		pid := ctx.SpawnPrefix(a.calls.ToolCall(w.State, a.id, c), ToolRunnerName)

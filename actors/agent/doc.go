@@ -45,8 +45,10 @@
 // and a reload after a failed write makes the calls whose results were lost due again.
 // The grain may start the orchestrator's LLM call while the events that make it pending
 // are still being appended: that Work has CallOnly set (the call has no effect the
-// journal must know of first; tools wait for a durable state), and if the append fails
-// the grain abandons the call ([Abandon]).
+// journal must know of first; tools wait for a durable state, except the calls of tools
+// without effects that Work.EarlyTools names), and if the append fails the grain
+// abandons the call ([Abandon]); an early tool call runs to its end, and its result is
+// dropped or taken as the reloaded state says.
 //
 // # Go-function agents
 //

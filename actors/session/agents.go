@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,6 +80,10 @@ type agents struct {
 	// early is the call id of the orchestrator's call last started from a state still
 	// being appended (startEarly).
 	early string
+	// earlyTools are the idempotency keys of the orchestrator's tool calls started from a
+	// state still being appended (tools without effects, startEarly) whose results the
+	// grain has not decided yet.
+	earlyTools map[string]bool
 	// draining is set once the member drains (drain.go): no call starts; drainWait are
 	// the actors told so that have not answered Drained yet.
 	draining  bool
@@ -175,25 +180,77 @@ func (a *agents) needWork(ctx cluster.GrainContext, st *messages.SessionState, m
 // effect the journal must know of first: its result reaches the grain through the
 // mailbox, after the commit returns, and is decided against the committed state; if the
 // append fails, cancelEarly abandons the call and its result, if any, no longer matches
-// a pending call. Tool calls are never started early: they may have effects outside, so
-// they start only once their tool_called is durable. cur is the state before next. It
-// reports whether it started a call.
+// a pending call. The orchestrator's tool calls that next makes pending start early too
+// when their tools have no effects outside the session (tools.NoEffects) and nothing
+// holds them (earlyTools); every other tool call may have effects outside, so it starts
+// only once its tool_called is durable. cur is the state before next. It reports whether
+// it started an LLM call.
 func (a *agents) startEarly(ctx cluster.GrainContext, cur, next *messages.SessionState) bool {
-	p := next.GetPending()
-	if p == nil || p.GetCallId() == cur.GetPending().GetCallId() || a.draining || core.Terminal(next) {
+	if a.draining || core.Terminal(next) {
 		return false
 	}
-	a.early = p.GetCallId()
-	a.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: a.gen, CallOnly: true})
+	p := next.GetPending()
+	call := p != nil && p.GetCallId() != cur.GetPending().GetCallId()
+	tools := a.startableTools(cur, next)
+	if !call && tools == nil {
+		return false
+	}
+	if call {
+		a.early = p.GetCallId()
+	}
+	for k := range tools {
+		if a.earlyTools == nil {
+			a.earlyTools = map[string]bool{}
+		}
+		a.earlyTools[k] = true
+	}
+	a.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: a.gen, CallOnly: true, EarlyTools: tools})
+	return call
+}
+
+// startableTools are the idempotency keys of the orchestrator's tool calls pending in next
+// and not in cur that may start before next is durable: their tools have no effects
+// (tools.NoEffects) and no interrupt or human holds them. nil when there are none.
+func (a *agents) startableTools(cur, next *messages.SessionState) map[string]bool {
+	if len(next.GetPendingTools()) == 0 || a.deps == nil || a.deps.Tools == nil || a.deps.Tools.Registry == nil || next.GetInterrupt() != nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, c := range next.GetPendingTools() {
+		key := c.GetIdempotencyKey()
+		if slices.ContainsFunc(cur.GetPendingTools(), func(o *messages.PendingTool) bool { return o.GetIdempotencyKey() == key }) || core.HeldTool(next, c) {
+			continue
+		}
+		if t, ok := a.deps.Tools.Registry.Get(c.GetTool()); !ok || !tools.HasNoEffects(t) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[key] = true
+	}
+	return out
+}
+
+// earlyTool reports whether the orchestrator's tool call key was started early and its
+// result not decided yet, and forgets it (the grain decides the result now).
+func (a *agents) earlyTool(key string) bool {
+	if !a.earlyTools[key] {
+		return false
+	}
+	delete(a.earlyTools, key)
 	return true
 }
 
-// cancelEarly undoes startEarly after a failed append.
+// cancelEarly undoes startEarly after a failed append. A tool call started early runs to
+// its end (it has no effects); its result is decided against the reloaded state, which
+// may no longer have the call pending.
 func (a *agents) cancelEarly(ctx cluster.GrainContext, started bool) {
 	if pid, ok := a.pids[agent.Orchestrator]; ok && started && a.early != "" {
 		ctx.Send(pid, &agent.Abandon{CallID: a.early})
 	}
 	a.early = ""
+	a.earlyTools = nil
 }
 
 // lostCall is the result that fails a call whose runner stopped without an answer (it

@@ -251,6 +251,28 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 				return
 			}
 		}
+	case *core.ToolResult:
+		// The result of an orchestrator's tool call started early (a tool without effects,
+		// agents.startEarly) is decided like an LLM answer: against the optimistic state,
+		// its events queued behind the append of its tool_called, often in the same append.
+		early := g.agents.earlyTool(msg.Key)
+		pipelined := func() bool {
+			return early && g.deps != nil && g.deps.Config.PipelineDepth > 0 && g.loadErr == nil && !g.fenced &&
+				pendingToolOf(g.state, agent.Orchestrator, msg.Key) != nil
+		}
+		if pipelined() {
+			g.settle(ctx, g.deps.Config.PipelineDepth-1)
+			if pipelined() { // unless an append failed meanwhile
+				evs, next, err := core.Decide(g.state, msg, g.deps.Config.Core, g.deps.Now())
+				if err == nil && len(evs) > 0 {
+					err = g.commitAsync(ctx, evs, next)
+				}
+				if err != nil {
+					g.log.Warn("commit failed", "input", "tool result "+msg.Key, "error", err)
+				}
+				return
+			}
+		}
 	case *agent.CallLost, *agent.ToolLost:
 		if in, _ := lostCall(g.state, msg, g.deps); in == nil { // answered: no need to wait for the pipeline
 			return

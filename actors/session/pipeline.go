@@ -30,7 +30,11 @@ import (
 // snapshots are taken only when the pipeline is empty (kick), and every input other
 // than the answer of the orchestrator's pending call first waits for the pipeline to
 // drain (settle), so commands, tools, sub-agents, timers and the summarizer see durable
-// state exactly as before. If an append fails, the appends queued behind it are never
+// state exactly as before. The one exception is a tool without effects outside the
+// session (tools.NoEffects, e.g. write_todos): its call starts with the LLM call's
+// (startEarly) and its result is decided like an LLM answer, so a step that calls one
+// pays one append for the call and its result instead of two in a row; running it again
+// after a failed append is harmless. If an append fails, the appends queued behind it are never
 // made (their expected sequence would not hold), the early runner is stopped and the
 // grain reloads from the journal, as after a failed synchronous commit.
 

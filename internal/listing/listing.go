@@ -69,7 +69,8 @@ type Summary struct {
 	Seq uint64 `json:"seq"`
 	// UpdatedAt is when the newest event was stored.
 	UpdatedAt time.Time `json:"updated_at"`
-	// DueAt is when the session next needs its node (absent: never).
+	// DueAt is when the session next needs its node, or since when it has needed it
+	// while it runs (absent: never).
 	DueAt *time.Time `json:"due_at,omitempty"`
 	// LeaseOwner is the member hosting it while its lease is live (absent: none).
 	LeaseOwner string `json:"lease_owner,omitempty"`

@@ -70,12 +70,17 @@ func (c *modelClock) read() (first, last time.Time, calls int) {
 // seqRounds runs, per op, seqSessions sessions one after another with session and reports the
 // round's medians: "p50-start-ms" (start request to the first model request arriving),
 // "p50-end-ms" (the last model answer written to the session's end: session_completed
-// received by its event-stream subscriber, or the baseline's completion row committed)
-// and "step-ms" (the first model request to the last answer, ÷ seqSteps).
+// received by its event-stream subscriber, or the baseline's completion row committed),
+// "step-ms" (the first model request to the last answer, ÷ seqSteps), "p50-session-ms"
+// (the start request to the session's end, the whole session) and "wal-B/step"
+// (the PostgreSQL server's write-ahead log written during the round ÷ its steps, start
+// and end included: what the journal writes per step).
 func seqRounds(b *testing.B, clock *modelClock, session func(id string) (t0, end time.Time)) {
-	var starts, ends, steps []float64
+	var starts, ends, steps, wal, whole []float64
+	lsn := walPosition(b)
 	for i := 0; b.Loop(); i++ {
-		var rs, re, rstep []time.Duration
+		w0 := lsn()
+		var rs, re, rstep, rwhole []time.Duration
 		for k := range seqSessions {
 			clock.reset()
 			t0, end := session(fmt.Sprintf("q%d-%d", i, k))
@@ -84,14 +89,36 @@ func seqRounds(b *testing.B, clock *modelClock, session func(id string) (t0, end
 				b.Fatalf("session made %d model calls, want %d (the plan, then a tool call and an answer per step)", calls, 2*seqSteps+1)
 			}
 			rs, re, rstep = append(rs, first.Sub(t0)), append(re, end.Sub(last)), append(rstep, last.Sub(first)/seqSteps)
+			rwhole = append(rwhole, end.Sub(t0))
 		}
 		starts = append(starts, ms(percentile(rs, 0.5)))
 		ends = append(ends, ms(percentile(re, 0.5)))
 		steps = append(steps, ms(percentile(rstep, 0.5)))
+		whole = append(whole, ms(percentile(rwhole, 0.5)))
+		wal = append(wal, float64(lsn()-w0)/(seqSessions*seqSteps))
 	}
 	reportSpread(b, "p50-start-ms", starts)
 	reportSpread(b, "p50-end-ms", ends)
 	reportSpread(b, "step-ms", steps)
+	reportSpread(b, "p50-session-ms", whole)
+	reportSpread(b, "wal-B/step", wal)
+}
+
+// walPosition returns a reader of the PostgreSQL server's current write-ahead log
+// position, in bytes.
+func walPosition(b *testing.B) func() int64 {
+	pool, err := pgxpool.New(context.Background(), testenv.PostgresDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return func() int64 {
+		var n int64
+		if err := pool.QueryRow(context.Background(), `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -153,6 +153,7 @@ func putIndex(tx *bbolt.Tx, e persistence.IndexEntry, seq uint64, at, created ti
 			e.UserID, e.Goal, e.Tenant, e.Owner, e.ForkedFrom = old.UserID, old.Goal, old.Tenant, old.Owner, old.ForkedFrom
 		}
 		e.CostUSD += old.CostUSD
+		e.DueAt = persistence.DueSince(old.DueAt, e.DueAt, time.Now())
 	}
 	if e.Tokens > 0 || added > 0 || e.ArtifactBytes > 0 {
 		if err := addUsage(tx, e.Tenant, at, persistence.TenantUsage{Tokens: e.Tokens, CostUSD: added, ArtifactBytes: e.ArtifactBytes}); err != nil {

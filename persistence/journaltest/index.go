@@ -49,6 +49,45 @@ func runIndex(t *testing.T, use func(*testing.T) persistence.Journal, stream fun
 		}
 	})
 
+	t.Run("DueSessionKeepsItsDueTime", func(t *testing.T) {
+		// A session that stays due keeps the time it became due (persistence.DueSince):
+		// its steps do not rewrite the row's due time. A later due time in the future, an
+		// earlier one, or none replaces it.
+		ix, s := index(t), stream()
+		_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past})
+		mustNil(t, err)
+		later := past.Add(30 * time.Second)
+		_, err = ix.AppendIndexed(ctx, s, 1, recs("b", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: later})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); !e.DueAt.Equal(past) || e.Seq != 2 {
+			t.Fatalf("a session still due: row %+v, want due at %v (when it became due) and seq 2", e, past)
+		}
+		future := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		_, err = ix.AppendIndexed(ctx, s, 2, recs("c", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: future})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); !e.DueAt.Equal(future) {
+			t.Fatalf("a session due later: due at %v, want %v", e.DueAt, future)
+		}
+		if dueHas(t, ix, s) {
+			t.Fatalf("%s is due in an hour but Due returns it", s)
+		}
+		_, err = ix.AppendIndexed(ctx, s, 3, recs("d", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: later})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); !e.DueAt.Equal(later) {
+			t.Fatalf("a session due again: due at %v, want %v", e.DueAt, later)
+		}
+		_, err = ix.AppendIndexed(ctx, s, 4, recs("e", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusRunning, DueAt: past})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); !e.DueAt.Equal(past) {
+			t.Fatalf("an earlier due time: due at %v, want %v", e.DueAt, past)
+		}
+		_, err = ix.AppendIndexed(ctx, s, 5, recs("f", 1), persistence.IndexEntry{SessionID: s, Status: persistence.StatusAwaitingHuman})
+		mustNil(t, err)
+		if e := entryOf(t, ix, s); !e.DueAt.IsZero() {
+			t.Fatalf("a session due never: due at %v, want none", e.DueAt)
+		}
+	})
+
 	t.Run("ConflictLeavesTheIndexAlone", func(t *testing.T) {
 		ix, s := index(t), stream()
 		_, err := ix.AppendIndexed(ctx, s, 0, recs("a", 2), persistence.IndexEntry{SessionID: s, Status: persistence.StatusAwaitingHuman})

@@ -211,6 +211,7 @@ func (s *Store) putIndex(e persistence.IndexEntry, f persistence.SessionFacts, s
 			e.UserID, e.Goal, e.Tenant, e.Owner, e.ForkedFrom = old.UserID, old.Goal, old.Tenant, old.Owner, old.ForkedFrom
 		}
 		e.CostUSD += old.CostUSD
+		e.DueAt = persistence.DueSince(old.DueAt, e.DueAt, s.now())
 	}
 	if e.Tenant == "" {
 		e.Tenant = persistence.DefaultTenant

@@ -49,7 +49,9 @@ SELECT $1, $7, $8, last_seq, now(), $9::text,
        coalesce($11::text, ''), coalesce($12::text, ''), now(), $13::double precision,
        coalesce($14::text, 'default'), coalesce($15::text, ''), coalesce($18::text, '') FROM batch
 ON CONFLICT (session_id) DO UPDATE
-SET status = EXCLUDED.status, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
+SET status = EXCLUDED.status,
+    due_at = CASE WHEN fathom_sessions.due_at <= EXCLUDED.due_at AND EXCLUDED.due_at <= now() THEN fathom_sessions.due_at ELSE EXCLUDED.due_at END,
+    seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at,
     lease_owner = coalesce(EXCLUDED.lease_owner, fathom_sessions.lease_owner),
     lease_expires = CASE WHEN EXCLUDED.lease_owner IS NULL THEN fathom_sessions.lease_expires ELSE EXCLUDED.lease_expires END,
     user_id = CASE WHEN $12::text IS NULL THEN fathom_sessions.user_id ELSE EXCLUDED.user_id END,

@@ -39,9 +39,11 @@ type TodosArgs struct {
 // MaxTodos bounds the list (the schema's maxItems; checked again by ParseTodos).
 const MaxTodos = 50
 
-// WriteTodos returns the write_todos tool.
+// WriteTodos returns the write_todos tool. Its list is the session's own state (projected
+// from its tool_called events), so it has no effects outside the session
+// (tools.NoEffects).
 func WriteTodos() tools.Tool {
-	return tools.MustNew("write_todos",
+	return tools.WithoutEffects(tools.MustNew("write_todos",
 		"Create or update your todo list for the current task. Use it for work with three or more steps: "+
 			"write the plan as todos, mark the one you are working on in_progress (only one at a time) and "+
 			"mark items completed as soon as they are done. Send the complete list every time; it replaces the previous one.",
@@ -50,7 +52,7 @@ func WriteTodos() tools.Tool {
 				return nil, err
 			}
 			return renderTodos(a.Todos), nil
-		})
+		}))
 }
 
 // ParseTodos decodes and checks a write_todos arguments payload, as recorded in a
