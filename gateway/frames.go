@@ -102,7 +102,8 @@ func eventFrame(ev *messages.Event) ([]byte, error) {
 // immutable, so (stream, seq) names a frame for good. It keeps the newest size frames.
 // A delta cache (delta) holds delta frames the same way, by the delta's whole content.
 type frameCache struct {
-	c *rendercache.Cache[any, []byte] // frameKey or deltaKey -> frame
+	events *rendercache.Cache[frameKey, []byte]
+	deltas *rendercache.Cache[deltaKey, []byte]
 }
 
 type frameKey struct {
@@ -118,22 +119,17 @@ type deltaKey struct {
 }
 
 func newFrameCache(size int) *frameCache {
-	return &frameCache{c: rendercache.New[any, []byte](size)}
+	return &frameCache{events: rendercache.New[frameKey, []byte](size), deltas: rendercache.New[deltaKey, []byte](size)}
 }
 
 // event returns the frame of ev in stream, rendering it on first use; concurrent
 // callers of one event wait for the one rendering.
 func (c *frameCache) event(stream string, ev *messages.Event) ([]byte, error) {
-	return c.get(frameKey{stream, ev.GetSeq()}, func() ([]byte, error) { return eventFrame(ev) })
+	return c.events.Get(frameKey{stream, ev.GetSeq()}, func() ([]byte, error) { return eventFrame(ev) })
 }
 
 // delta returns the frame of delta d of stream (deltaBytes), rendering it on first use.
 func (c *frameCache) delta(stream string, d live.Delta) []byte {
-	b, _ := c.get(deltaKey{stream, d}, func() ([]byte, error) { return deltaBytes(stream, d), nil })
+	b, _ := c.deltas.Get(deltaKey{stream, d}, func() ([]byte, error) { return deltaBytes(stream, d), nil })
 	return b
-}
-
-// get returns the frame named k, rendering it with render on first use.
-func (c *frameCache) get(k any, render func() ([]byte, error)) ([]byte, error) {
-	return c.c.Get(k, render)
 }
