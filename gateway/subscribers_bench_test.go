@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,34 @@ import (
 //
 //	go test -run '^$' -bench 'StreamSubscribers' -benchtime 1x ./gateway/
 const envStreamSubscribers = "FATHOM_BENCH_STREAM_SUBSCRIBERS"
+
+// envStreamProfile, when set, names a file that gets a CPU profile of a session's live
+// phase only (from the release of its first model call to its last subscriber's end; the
+// last session's with -benchtime above 1x), without the streams' opening and replays:
+// the node's cost per delivery beside the clients'. Do not combine it with -cpuprofile.
+const envStreamProfile = "FATHOM_BENCH_STREAM_CPUPROFILE"
+
+// profileLive starts the live-phase CPU profile (envStreamProfile) and returns its stop.
+func profileLive(b *testing.B) (stop func()) {
+	path := os.Getenv(envStreamProfile)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatalf("%s: %v", envStreamProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatalf("%s: %v", envStreamProfile, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Errorf("%s: %v", envStreamProfile, err)
+		}
+	}
+}
 
 // The benchmark session: streamSteps steps in a chain, each answered after streamStepDelay.
 const (
@@ -357,8 +386,10 @@ func (sb *streamBench) session(b *testing.B, thread string, n int) sessionResult
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopProfile := profileLive(b)
 	release()
 	wg.Wait()
+	stopProfile()
 
 	at, final := sb.eventTimes(b, sid)
 	res := sessionResult{latencies: map[string][]float64{}, live: int(final - head)}
