@@ -36,12 +36,14 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		// json.Marshal compacts a RawMessage (and rejects an invalid one).
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
+		// json.Marshal compacts a RawMessage (rejecting an invalid one) and escapes the
+		// HTML characters and U+2028, U+2029 in its strings.
+		var compact, escaped bytes.Buffer
+		if err := json.Compact(&compact, v); err != nil {
 			return dst, err
 		}
-		return append(dst, buf.Bytes()...), nil
+		json.HTMLEscape(&escaped, compact.Bytes())
+		return append(dst, escaped.Bytes()...), nil
 	}
 	b, err := json.Marshal(v)
 	return append(dst, b...), err

@@ -35,7 +35,7 @@ func TestAppendJSONIsJSONMarshal(t *testing.T) {
 		return string(b)
 	}
 	values := []any{nil, true, 42, 1.5, []string{"a", "<b>"}, map[string]any(nil), []map[string]any(nil), json.RawMessage(nil),
-		json.RawMessage(` { "b" : [1, 2] , "a":"x" } `), []any{"x", 1, map[string]any{"k": "v"}},
+		json.RawMessage(` { "b" : [1, 2] , "a":"x" } `), json.RawMessage(`{"h":"<b> & \u2028` + "\u2028\u2029" + `"}`), []any{"x", 1, map[string]any{"k": "v"}},
 		[]map[string]any{{"op": "replace", "path": "/status", "value": "completed"}, {}},
 		map[string]any{"z": map[string]any{"y": []string{}, "x": nil}, "a": json.RawMessage(`{"s":"t"}`)},
 	}
