@@ -204,7 +204,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			var seq uint64
 			kind := FrameDelta
 			if u.IsDelta {
-				frame = h.deltas.delta(id, u.Delta)
+				frame = h.frames.delta(id, u.Delta)
 			} else {
 				if frame, err = h.frames.event(id, u.Event); err != nil {
 					fail(hidden(CodeInternal, msgInternal, err))
