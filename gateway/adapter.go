@@ -131,7 +131,7 @@ func (h *Handler) OnShutdown(f func()) {
 // frame's JSON object).
 func (h *Handler) EventJSON(id string, u live.Update) (json.RawMessage, error) {
 	if u.IsDelta {
-		return h.deltas.delta(id, u.Delta), nil
+		return h.frames.delta(id, u.Delta), nil
 	}
 	b, err := h.frames.event(id, u.Event)
 	if err != nil {

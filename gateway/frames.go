@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/fathom-agents/fathom/internal/rendercache"
 	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/messages"
@@ -99,10 +101,15 @@ func eventFrame(ev *messages.Event) ([]byte, error) {
 }
 
 // frameCache renders each event once however many subscribers it goes to: events are
-// immutable, so (stream, seq) names a frame for good. It keeps the newest size frames.
-// A delta cache (delta) holds delta frames the same way, by the delta's whole content.
+// immutable, so (stream, seq) names a frame for good. It keeps the newest frames of a
+// bounded number of events. Delta frames are kept the same way, by the delta's whole
+// content. For WebSocket connections each frame is also prepared once as a WebSocket
+// message (its header and payload, written as they are by every connection).
 type frameCache struct {
-	c *rendercache.Cache[any, []byte] // frameKey or deltaKey -> frame
+	events   *rendercache.Cache[frameKey, []byte]
+	deltas   *rendercache.Cache[deltaKey, []byte]
+	wsEvents *rendercache.Cache[frameKey, *websocket.PreparedMessage]
+	wsDeltas *rendercache.Cache[deltaKey, *websocket.PreparedMessage]
 }
 
 type frameKey struct {
@@ -117,23 +124,45 @@ type deltaKey struct {
 	d      live.Delta
 }
 
-func newFrameCache(size int) *frameCache {
-	return &frameCache{c: rendercache.New[any, []byte](size)}
+// newFrameCache keeps the frames of up to events events and deltas deltas.
+func newFrameCache(events, deltas int) *frameCache {
+	return &frameCache{events: rendercache.New[frameKey, []byte](events), deltas: rendercache.New[deltaKey, []byte](deltas),
+		wsEvents: rendercache.New[frameKey, *websocket.PreparedMessage](events),
+		wsDeltas: rendercache.New[deltaKey, *websocket.PreparedMessage](deltas)}
 }
 
 // event returns the frame of ev in stream, rendering it on first use; concurrent
 // callers of one event wait for the one rendering.
 func (c *frameCache) event(stream string, ev *messages.Event) ([]byte, error) {
-	return c.get(frameKey{stream, ev.GetSeq()}, func() ([]byte, error) { return eventFrame(ev) })
+	return c.events.Get(frameKey{stream, ev.GetSeq()}, func() ([]byte, error) { return eventFrame(ev) })
 }
 
 // delta returns the frame of delta d of stream (deltaBytes), rendering it on first use.
 func (c *frameCache) delta(stream string, d live.Delta) []byte {
-	b, _ := c.get(deltaKey{stream, d}, func() ([]byte, error) { return deltaBytes(stream, d), nil })
+	b, _ := c.deltas.Get(deltaKey{stream, d}, func() ([]byte, error) { return deltaBytes(stream, d), nil })
 	return b
 }
 
-// get returns the frame named k, rendering it with render on first use.
-func (c *frameCache) get(k any, render func() ([]byte, error)) ([]byte, error) {
-	return c.c.Get(k, render)
+// wsEvent returns the frame of ev in stream (event) as a WebSocket text message.
+func (c *frameCache) wsEvent(stream string, ev *messages.Event) (*websocket.PreparedMessage, error) {
+	return c.wsEvents.Get(frameKey{stream, ev.GetSeq()}, func() (*websocket.PreparedMessage, error) {
+		b, err := c.event(stream, ev)
+		if err != nil {
+			return nil, err
+		}
+		return prepare(b)
+	})
+}
+
+// wsDelta returns the frame of delta d of stream (delta) as a WebSocket text message.
+func (c *frameCache) wsDelta(stream string, d live.Delta) (*websocket.PreparedMessage, error) {
+	return c.wsDeltas.Get(deltaKey{stream, d}, func() (*websocket.PreparedMessage, error) { return prepare(c.delta(stream, d)) })
+}
+
+func prepare(frame []byte) (*websocket.PreparedMessage, error) {
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, frame)
+	if err != nil {
+		return nil, fmt.Errorf("prepare a websocket frame: %w", err)
+	}
+	return pm, nil
 }

@@ -274,8 +274,7 @@ type Handler struct {
 	mux      *http.ServeMux
 	patterns []string // every pattern registered on mux (handle), in order: openapi.json documents each
 	upgrader websocket.Upgrader
-	frames   *frameCache // event frames, rendered once for every subscriber
-	deltas   *frameCache // delta frames, likewise
+	frames   *frameCache // event and delta frames, rendered once for every subscriber
 
 	// base is cancelled by Shutdown: it ends event streams.
 	base       context.Context
@@ -296,7 +295,7 @@ func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), frames: newFrameCache(4096), deltas: newFrameCache(1024), conns: map[*conn]struct{}{}}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), frames: newFrameCache(4096, 1024), conns: map[*conn]struct{}{}}
 	h.authn = auth.Chain{auth.Static{Token: cfg.Token, ReadToken: cfg.ReadToken}}
 	if cfg.Authenticator != nil {
 		h.authn = append(h.authn, cfg.Authenticator)

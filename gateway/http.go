@@ -180,6 +180,10 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	sub := h.cfg.Feed.Follow(id, from, deltaBuffer)
 	defer sub.Close()
 	s := &eventStream{w: w, rc: rc, sse: sse, timeout: h.cfg.WriteTimeout}
+	if sse {
+		s.wait = live.NewWaiter(sub)
+		defer s.wait.Stop()
+	}
 	rid := w.Header().Get(RequestIDHeader)
 	fail := func(e *apiError) {
 		h.cfg.Logger.Warn("event stream ended", "session_id", id, "request_id", rid, "last_seq", sub.Last(), "code", e.code, "error", e.detail)
@@ -200,7 +204,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 			var seq uint64
 			kind := FrameDelta
 			if u.IsDelta {
-				frame = h.deltas.delta(id, u.Delta)
+				frame = h.frames.delta(id, u.Delta)
 			} else {
 				if frame, err = h.frames.event(id, u.Event); err != nil {
 					fail(hidden(CodeInternal, msgInternal, err))
@@ -270,10 +274,8 @@ func (h *Handler) nextUpdate(ctx context.Context, sub live.Subscription, s *even
 		return sub.NextUpdate(ctx)
 	}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, h.cfg.PingInterval)
-		u, err := sub.NextUpdate(wctx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		u, idle, err := s.wait.Next(ctx, h.cfg.PingInterval)
+		if !idle {
 			return u, err
 		}
 		if err := s.comment("keepalive"); err != nil {
@@ -288,7 +290,8 @@ type eventStream struct {
 	rc      *http.ResponseController
 	sse     bool
 	timeout time.Duration
-	buf     []byte // add's scratch
+	buf     []byte       // add's scratch
+	wait    *live.Waiter // SSE: waits for updates, with a keepalive comment when idle
 }
 
 // write writes one frame and flushes it.

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +57,34 @@ import (
 //
 //	go test -run '^$' -bench 'StreamSubscribers' -benchtime 1x ./gateway/
 const envStreamSubscribers = "FATHOM_BENCH_STREAM_SUBSCRIBERS"
+
+// envStreamProfile, when set, names a file that gets a CPU profile of a session's live
+// phase only (from the release of its first model call to its last subscriber's end; the
+// last session's with -benchtime above 1x), without the streams' opening and replays:
+// the node's cost per delivery beside the clients'. Do not combine it with -cpuprofile.
+const envStreamProfile = "FATHOM_BENCH_STREAM_CPUPROFILE"
+
+// profileLive starts the live-phase CPU profile (envStreamProfile) and returns its stop.
+func profileLive(b *testing.B) (stop func()) {
+	path := os.Getenv(envStreamProfile)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatalf("%s: %v", envStreamProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatalf("%s: %v", envStreamProfile, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Errorf("%s: %v", envStreamProfile, err)
+		}
+	}
+}
 
 // The benchmark session: streamSteps steps in a chain, each answered after streamStepDelay.
 const (
@@ -357,8 +387,10 @@ func (sb *streamBench) session(b *testing.B, thread string, n int) sessionResult
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopProfile := profileLive(b)
 	release()
 	wg.Wait()
+	stopProfile()
 
 	at, final := sb.eventTimes(b, sid)
 	res := sessionResult{latencies: map[string][]float64{}, live: int(final - head)}
@@ -445,23 +477,25 @@ func runBody(thread, runID string) string {
 }
 
 // sseFrames reads server-sent events from r, calling fn with each frame's id and data
-// until it returns false or the stream ends.
-func sseFrames(r io.Reader, fn func(id, data string) bool) error {
+// until it returns false or the stream ends. id and data are fn's only until it returns
+// (the lines are copied into buffers reused frame after frame: reading costs a client
+// no allocation per line).
+func sseFrames(r io.Reader, fn func(id, data []byte) bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	var id, data string
+	var id, data []byte
 	for sc.Scan() {
-		line := sc.Text()
+		line := sc.Bytes()
 		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		case line == "":
-			if data != "" && !fn(id, data) {
+		case bytes.HasPrefix(line, []byte("id: ")):
+			id = append(id[:0], line[len("id: "):]...)
+		case bytes.HasPrefix(line, []byte("data: ")):
+			data = append(data[:0], line[len("data: "):]...)
+		case len(line) == 0:
+			if len(data) > 0 && !fn(id, data) {
 				return nil
 			}
-			id, data = "", ""
+			id, data = id[:0], data[:0]
 		}
 	}
 	return sc.Err()
@@ -504,10 +538,11 @@ func (sb *streamBench) followAGUI(ctx context.Context, s *streamSub, body string
 		return
 	}
 	defer resp.Body.Close()
-	s.err = sseFrames(resp.Body, func(id, data string) bool {
+	s.err = sseFrames(resp.Body, func(idb, data []byte) bool {
 		now := time.Now()
+		id := string(idb)
 		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		if err := json.Unmarshal(data, &ev); err != nil {
 			s.err = fmt.Errorf("AG-UI event %q: %w", data, err)
 			return false
 		}
@@ -635,13 +670,13 @@ func (sb *streamBench) followSSE(ctx context.Context, s *streamSub, sid string) 
 		return
 	}
 	s.attach() // the stream is open: events from seq 0 come
-	s.err = sseFrames(resp.Body, func(_, data string) bool {
+	s.err = sseFrames(resp.Body, func(_, data []byte) bool {
 		var f struct {
 			Op   string `json:"op"`
 			Type string `json:"type"`
 			Seq  uint64 `json:"seq"`
 		}
-		if err := json.Unmarshal([]byte(data), &f); err != nil {
+		if err := json.Unmarshal(data, &f); err != nil {
 			s.err = fmt.Errorf("frame %q: %w", data, err)
 			return false
 		}
@@ -663,7 +698,7 @@ func (sb *streamBench) followA2A(ctx context.Context, s *streamSub, sid string) 
 	}
 	defer resp.Body.Close()
 	completed := false
-	s.err = sseFrames(resp.Body, func(_, data string) bool {
+	s.err = sseFrames(resp.Body, func(_, data []byte) bool {
 		var m struct {
 			Result struct {
 				Task         json.RawMessage `json:"task"`
@@ -676,7 +711,7 @@ func (sb *streamBench) followA2A(ctx context.Context, s *streamSub, sid string) 
 			} `json:"result"`
 			Error json.RawMessage `json:"error"`
 		}
-		if err := json.Unmarshal([]byte(data), &m); err != nil || len(m.Error) > 0 {
+		if err := json.Unmarshal(data, &m); err != nil || len(m.Error) > 0 {
 			s.err = fmt.Errorf("A2A frame %q: %v", data, err)
 			return false
 		}

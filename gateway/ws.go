@@ -308,6 +308,16 @@ func (c *conn) write(f []byte) error {
 	return err
 }
 
+// writePrepared writes a frame prepared once for every connection (frameCache), as
+// write does.
+func (c *conn) writePrepared(pm *websocket.PreparedMessage) error {
+	c.slow.Reset(c.h.cfg.SlowConsumerTimeout)
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+	err := c.ws.WritePreparedMessage(pm)
+	c.slow.Stop()
+	return err
+}
+
 // serveBurst is how many subscription frames the write loop writes before it looks at
 // pings and replies again.
 const serveBurst = 256
@@ -401,13 +411,17 @@ func (c *conn) serveOne(s *wsSub) (wrote bool, err error) {
 	case !ok:
 		return false, nil
 	case u.IsDelta:
-		return true, c.write(c.h.deltas.delta(s.session, u.Delta))
+		pm, err := c.h.frames.wsDelta(s.session, u.Delta)
+		if err != nil {
+			return true, c.endSub(s, hidden(CodeInternal, msgInternal, err))
+		}
+		return true, c.writePrepared(pm)
 	}
-	f, err := c.h.frames.event(s.session, u.Event)
+	pm, err := c.h.frames.wsEvent(s.session, u.Event)
 	if err != nil {
 		return true, c.endSub(s, hidden(CodeInternal, msgInternal, err))
 	}
-	return true, c.write(f)
+	return true, c.writePrepared(pm)
 }
 
 // poke wakes the write loop to serve the subscriptions.

@@ -7,9 +7,10 @@
 // for them, live Deltas (streamed model text, a running tool's output) placed causally
 // between them. Deltas are never stored: a slow reader may lose some, never an event.
 //
-// This package holds only types: it imports no journal, no actor and no transport, so a
-// reader such as the gateway depends on it alone. live/feed implements Subscription on
-// top of a node's journal, and the session grain publishes to it.
+// This package holds only types (and Waiter, a reader's wait with a keepalive): it
+// imports no journal, no actor and no transport, so a reader such as the gateway depends
+// on it alone. live/feed implements Subscription on top of a node's journal, and the
+// session grain publishes to it.
 //
 //	sub := f.Follow("session-1", 0, 16) // a live/feed.Feed; 16 deltas may wait unread
 //	defer sub.Close()

@@ -295,6 +295,8 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 		return err
 	}
 	defer sub.Close()
+	wait := live.NewWaiter(sub)
+	defer wait.Stop()
 	// The events of the updates ready at once go out with one flush: before the stream
 	// waits, after maxHeld updates, and when it ends.
 	s.hold = true
@@ -306,7 +308,7 @@ func (h *Handler) follow(ctx context.Context, s *stream, sid string, from uint64
 		s.snapshot(st)
 	}
 	for s.err == nil && !s.done {
-		u, err := h.next(ctx, sub, s)
+		u, err := h.next(ctx, sub, wait, s)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -362,7 +364,7 @@ const maxHeld = 64
 // next returns the subscription's next update: one ready now while fewer than maxHeld
 // are unflushed; else it flushes the stream and waits, with an SSE comment every
 // keepalive.
-func (h *Handler) next(ctx context.Context, sub live.Subscription, s *stream) (live.Update, error) {
+func (h *Handler) next(ctx context.Context, sub live.Subscription, wait *live.Waiter, s *stream) (live.Update, error) {
 	if s.held < maxHeld {
 		s.held++
 		if u, ok, err := sub.TryNextUpdate(ctx); err != nil || ok {
@@ -374,10 +376,8 @@ func (h *Handler) next(ctx context.Context, sub live.Subscription, s *stream) (l
 		return live.Update{}, s.err
 	}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, keepalive)
-		u, err := sub.NextUpdate(wctx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		u, idle, err := wait.Next(ctx, keepalive)
+		if !idle {
 			return u, err
 		}
 		if s.comment(); s.err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +109,8 @@ type stream struct {
 	// hold makes send leave its events unflushed (unflushed) until flush: the updates
 	// ready at once go out with one flush.
 	hold, unflushed bool
-	held            int // updates taken since the last flush (Handler.next)
+	held            int    // updates taken since the last flush (Handler.next)
+	buf             []byte // the SSE event being written (emit), reused
 }
 
 func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
@@ -133,44 +135,64 @@ func (s *stream) send(ev map[string]any) { s.emit(ev["type"], ev) }
 // emit sends event v of type typ, unless the stream failed or ended or the resuming
 // client has it already (a delta keeps the position of the event before it).
 func (s *stream) emit(typ, v any) {
-	if s.err != nil || s.done {
+	if !s.advance() {
 		return
+	}
+	b, err := appendJSON(s.head(), v)
+	s.end(typ, b, err)
+}
+
+// sendText sends TEXT_MESSAGE_CONTENT: the bytes of send's map {"type", "messageId",
+// "delta"} (the one event sent per token delta), without the map.
+func (s *stream) sendText(msgID, delta string) {
+	if !s.advance() {
+		return
+	}
+	s.end(evTextContent, appendTextContent(s.head(), msgID, delta), nil)
+}
+
+// advance moves to the place of the next event and reports whether to write it: not
+// once the stream failed or ended, nor when the resuming client has it already (a delta
+// keeps the position of the event before it).
+func (s *stream) advance() bool {
+	if s.err != nil || s.done {
+		return false
 	}
 	if !s.delta {
 		s.pos.k++
 	}
-	if r := s.resume; r != nil && !s.delta && !r.before(s.pos) {
-		return // the client has it
-	}
-	b, err := json.Marshal(v)
+	r := s.resume
+	return r == nil || s.delta || r.before(s.pos)
+}
+
+// head starts the SSE event in the stream's buffer: its id, then the data's prefix.
+func (s *stream) head() []byte {
+	return append(s.appendID(append(s.buf[:0], "id: "...)), "\ndata: "...)
+}
+
+// end writes the event b (head and data) of type typ, or fails the stream with err.
+func (s *stream) end(typ any, b []byte, err error) {
 	if err != nil {
 		s.err = fmt.Errorf("encode %v: %w", typ, err)
 		return
 	}
-	s.write(b)
+	s.buf = append(b, "\n\n"...)
+	s.write(s.buf)
+	if cap(s.buf) > maxEventBuffer {
+		s.buf = nil // a large event's buffer is not kept
+	}
 }
 
-// textContent is TEXT_MESSAGE_CONTENT as json.Marshal renders its map (keys sorted),
-// without a map: the one event sent per token delta.
-type textContent struct {
-	Delta     string `json:"delta"`
-	MessageID string `json:"messageId"`
-	Type      string `json:"type"`
-}
+// maxEventBuffer is the largest event buffer a stream keeps for the next event.
+const maxEventBuffer = 16 << 10
 
-// sendText sends TEXT_MESSAGE_CONTENT: send's map {"type", "messageId", "delta"}, the
-// same bytes.
-func (s *stream) sendText(msgID, delta string) {
-	s.emit(evTextContent, textContent{Delta: delta, MessageID: msgID, Type: evTextContent})
-}
-
-// write writes one SSE event with data b and flushes it, unless the stream holds its
-// flushes (hold): then flush sends it with the events after it.
+// write writes SSE event b ("id: ...\ndata: ...\n\n") and flushes it, unless the stream
+// holds its flushes (hold): then flush sends it with the events after it.
 func (s *stream) write(b []byte) {
 	if !s.unflushed {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	}
-	if _, err := fmt.Fprintf(s.w, "id: %s\ndata: %s\n\n", s.id(), b); err != nil {
+	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 		return
 	}
@@ -197,25 +219,28 @@ func (s *stream) slot(k int) {
 	}
 }
 
-// id is the SSE id of the event being written.
-func (s *stream) id() string {
-	// Position.String's text, without its map: written for every event sent.
-	b := append(strconv.AppendUint(make([]byte, 0, 64), s.pos.seq, 10), '.')
+// appendID appends the SSE id of the event being written: Position.String's text,
+// without its map (written for every event sent).
+func (s *stream) appendID(b []byte) []byte {
+	b = append(strconv.AppendUint(b, s.pos.seq, 10), '.')
 	b = strconv.AppendInt(b, int64(s.pos.k), 10)
-	var open []*call
+	var arr [4]*call
+	open := arr[:0]
 	for _, c := range s.calls {
 		if c.open {
 			open = append(open, c)
 		}
 	}
-	sort.Slice(open, func(i, j int) bool { return open[i].msgID < open[j].msgID })
+	if len(open) > 1 {
+		slices.SortFunc(open, func(a, b *call) int { return strings.Compare(a.msgID, b.msgID) })
+	}
 	for i, c := range open {
 		if i > 0 && c.msgID == open[i-1].msgID {
 			continue // one entry per message, as in Position.Sent
 		}
 		b = strconv.AppendInt(append(append(append(b, '|'), c.msgID...), '='), int64(c.sent), 10)
 	}
-	return string(b)
+	return b
 }
 
 func (s *stream) comment() {

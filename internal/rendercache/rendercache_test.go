@@ -53,3 +53,24 @@ func TestGetKeepsTheNewestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestHitAllocatesNothing: a reader that finds its key rendered (every subscriber of an
+// event but the first) allocates nothing, for a key of several fields too.
+func TestHitAllocatesNothing(t *testing.T) {
+	type key struct {
+		stream string
+		seq    uint64
+		text   string
+	}
+	c := New[key, []byte](8)
+	render := func() ([]byte, error) { return []byte("frame"), nil }
+	stream := strconv.Itoa(42) // not a constant: a key made at run time
+	if _, err := c.Get(key{stream, 1, "a"}, render); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	allocs := testing.AllocsPerRun(100, func() { got, _ = c.Get(key{stream, 1, "a"}, render) })
+	if string(got) != "frame" || allocs != 0 {
+		t.Fatalf("Get = %q with %.1f allocations per hit, want the frame and none", got, allocs)
+	}
+}

@@ -305,7 +305,7 @@ func (f *Feed) SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *
 
 func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subscription {
 	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []*messages.Event, f.opts.Buffer), catchUp: true,
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	if deltaBuffer > 0 {
 		s.deltas = make(chan Delta, deltaBuffer)
 	}
@@ -336,7 +336,7 @@ func (f *Feed) Close() {
 	for _, subs := range f.subs {
 		for s := range subs {
 			s.closed.Store(true)
-			close(s.done())
+			close(s.doneCh)
 			s.notify()
 		}
 	}
@@ -356,11 +356,14 @@ type Subscription struct {
 	// wake wakes a reader waiting in NextUpdate for a poll.
 	wake chan struct{}
 
+	// doneCh is closed (with f.mu held) when the subscription or the feed closes. It is
+	// made with the subscription, so a reader waits on it without taking f.mu.
+	doneCh chan struct{}
+
 	// Guarded by f.mu.
 	// published is the newest seq Publish handed this subscription (0: none yet, so a
 	// delta without AfterSeq cannot be placed and is dropped for it).
 	published uint64
-	doneCh    chan struct{}
 	notifyCh  chan<- struct{} // nil unless Notify was called
 
 	// Owned by the reader.
@@ -372,15 +375,10 @@ type Subscription struct {
 	// corrupt is a stored record that did not decode: returned once the events before
 	// it are delivered, and from then on.
 	corrupt error
-	queue   []*messages.Event
-	held    []Delta
-}
-
-func (s *Subscription) done() chan struct{} {
-	if s.doneCh == nil {
-		s.doneCh = make(chan struct{})
-	}
-	return s.doneCh
+	// queue holds the events taken and not yet delivered, held the deltas; both reuse
+	// their arrays, so a delivery allocates nothing.
+	queue fifo[*messages.Event]
+	held  fifo[Delta]
 }
 
 // notify signals the reader's notify channel without blocking. Called with f.mu held.
@@ -430,15 +428,12 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 		if err != nil || ok {
 			return u, err
 		}
-		s.f.mu.Lock()
-		done := s.done()
-		s.f.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return Update{}, ctx.Err()
-		case <-done:
+		case <-s.doneCh:
 		case batch := <-s.live:
-			s.queue = append(s.queue, batch...)
+			s.queue.push(batch...)
 		case d := <-s.deltas:
 			s.hold(d)
 		case <-s.wake:
@@ -453,20 +448,18 @@ func (s *Subscription) NextUpdate(ctx context.Context) (Update, error) {
 func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, err error) {
 	for {
 		s.takeDeltas()
-		if len(s.held) > 0 && s.held[0].AfterSeq <= s.last {
-			d := s.held[0]
-			s.held = s.held[1:]
-			return Update{Delta: d, IsDelta: true}, true, nil
+		if s.held.len() > 0 && s.held.front().AfterSeq <= s.last {
+			return Update{Delta: s.held.pop(), IsDelta: true}, true, nil
 		}
-		if len(s.queue) > 0 {
-			ev := s.queue[0]
-			s.queue = s.queue[1:]
+		if s.queue.len() > 0 {
+			ev := s.queue.pop()
 			if ev.GetSeq() <= s.last {
 				continue // already delivered (overlap of journal and live)
 			}
 			if ev.GetSeq() > s.last+1 {
 				// A gap can only mean events we have not seen yet: read them from the journal.
-				s.queue, s.catchUp = nil, true
+				s.queue.reset()
+				s.catchUp = true
 				continue
 			}
 			s.last = ev.GetSeq()
@@ -493,7 +486,7 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 			// Everything published since the lag is in the window when it reaches back to
 			// s.last+1: then the catch-up is complete without the journal.
 			if evs, ok := s.f.recentAfter(s.stream, s.last); ok {
-				s.queue = append(s.queue, evs...)
+				s.queue.push(evs...)
 				s.catchUp = false
 				continue
 			}
@@ -510,7 +503,7 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 		}
 		select {
 		case batch := <-s.live:
-			s.queue = append(s.queue, batch...)
+			s.queue.push(batch...)
 		default:
 			return Update{}, false, nil
 		}
@@ -543,10 +536,10 @@ func (s *Subscription) takeDeltas() {
 // hold keeps d until its call's request is delivered, dropping the oldest held delta
 // when a subscriber that is catching up holds too many.
 func (s *Subscription) hold(d Delta) {
-	if len(s.held) >= cap(s.deltas) {
-		s.held = s.held[1:]
+	if s.held.len() >= cap(s.deltas) {
+		s.held.pop()
 	}
-	s.held = append(s.held, d)
+	s.held.push(d)
 }
 
 var errPageFull = errors.New("page full")
@@ -563,7 +556,7 @@ func (s *Subscription) readJournal(ctx context.Context) (int, error) {
 			s.corrupt = fmt.Errorf("feed: read %s: %w: %w", s.stream, kind, err)
 			return errPageFull // deliver what came before it first
 		}
-		s.queue = append(s.queue, ev)
+		s.queue.push(ev)
 		n++
 		if n >= s.f.opts.Page {
 			return errPageFull
@@ -584,7 +577,7 @@ func (s *Subscription) Close() {
 		return
 	}
 	s.closed.Store(true)
-	close(s.done())
+	close(s.doneCh)
 	if subs := s.f.subs[s.stream]; subs != nil {
 		delete(subs, s)
 		if len(subs) == 0 {
@@ -603,4 +596,52 @@ func drain(ch chan []*messages.Event) {
 			return
 		}
 	}
+}
+
+// fifo is a queue that reuses its array: taken from the front, added at the back, it
+// starts again at the array's beginning whenever it empties (and moves what it holds
+// there when it would otherwise grow), so a reader that keeps up allocates nothing.
+type fifo[T any] struct {
+	buf  []T
+	head int // buf[head:] is the queue
+}
+
+// maxIdleFifo is the capacity an empty fifo keeps (a catch-up page's array is let go).
+const maxIdleFifo = 64
+
+func (q *fifo[T]) len() int { return len(q.buf) - q.head }
+
+// front is the first element; the queue must not be empty.
+func (q *fifo[T]) front() T { return q.buf[q.head] }
+
+// pop takes the first element; the queue must not be empty.
+func (q *fifo[T]) pop() T {
+	v := q.buf[q.head]
+	var zero T
+	q.buf[q.head] = zero // the array keeps no reference to it
+	q.head++
+	if q.head == len(q.buf) {
+		q.reset()
+	}
+	return v
+}
+
+// push adds vs at the back.
+func (q *fifo[T]) push(vs ...T) {
+	if q.head > 0 && len(q.buf)+len(vs) > cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, vs...)
+}
+
+// reset empties the queue.
+func (q *fifo[T]) reset() {
+	if cap(q.buf) > maxIdleFifo {
+		q.buf, q.head = nil, 0
+		return
+	}
+	clear(q.buf)
+	q.buf, q.head = q.buf[:0], 0
 }
