@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fathom-agents/fathom/persistence/artifact/local"
+	"github.com/fathom-agents/fathom/tools"
 	"github.com/fathom-agents/fathom/tools/builtin"
 )
 
@@ -44,5 +45,31 @@ func TestBuiltinToolsAreListedOnce(t *testing.T) {
 	}
 	if got := names(builtin.Options{}); !slices.Equal(got, []string{"ask_human", "code_execute", "web_search", "write_todos"}) {
 		t.Fatalf("a node without an artifact store offers %v", got)
+	}
+}
+
+// TestOnlyReadingToolsDeclareNoEffects: the built-ins that only read or change only the
+// session's own state declare tools.NoEffects (their calls may start before they are
+// durable); every tool with an effect outside the session (code, files written, a human
+// asked, the web, long-term memory written) does not.
+func TestOnlyReadingToolsDeclareNoEffects(t *testing.T) {
+	store, err := local.Open(t.TempDir(), local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	reg, err := builtin.Registry(builtin.Options{Artifacts: store, Memory: &builtin.MemoryTools{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none []string
+	for _, tl := range reg.Tools() {
+		if tools.HasNoEffects(tl) {
+			none = append(none, tl.Name())
+		}
+	}
+	slices.Sort(none)
+	if want := []string{"list_artifacts", "read_artifact", "recall", "write_todos"}; !slices.Equal(none, want) {
+		t.Fatalf("tools declaring no effects: %v, want %v", none, want)
 	}
 }

@@ -100,9 +100,10 @@ func WriteArtifact(store artifact.Store) tools.Tool {
 }
 
 // ReadArtifact returns the read_artifact tool; it returns at most limit bytes per call.
+// It only reads (tools.NoEffects).
 func ReadArtifact(store artifact.Store, limit int) tools.Tool {
 	const name = "read_artifact"
-	return tools.MustNew(name,
+	return tools.WithoutEffects(tools.MustNew(name,
 		"Read a file from this session's workspace, by the path write_artifact or list_artifacts gave, or by type "+
 			"and filename. Long files come back in parts: the answer says where it was cut and which offset continues it.",
 		tools.SandboxNone, func(ctx context.Context, a ReadArtifactArgs) (any, error) {
@@ -119,7 +120,7 @@ func ReadArtifact(store artifact.Store, limit int) tools.Tool {
 				return nil, storeError(ctx, name, err, tools.Field{Key: "path", Value: ref.Path()})
 			}
 			return renderArtifact(name, info, content, a.Offset, limit)
-		})
+		}))
 }
 
 // readRef resolves read_artifact's arguments to an artifact of session sid.
@@ -183,10 +184,10 @@ func renderArtifact(tool string, info artifact.Info, content []byte, offset int6
 	return b.String(), nil
 }
 
-// ListArtifacts returns the list_artifacts tool.
+// ListArtifacts returns the list_artifacts tool. It only reads (tools.NoEffects).
 func ListArtifacts(store artifact.Store) tools.Tool {
 	const name = "list_artifacts"
-	return tools.MustNew(name,
+	return tools.WithoutEffects(tools.MustNew(name,
 		"List the files in this session's workspace (written by you or by earlier steps), with their paths, sizes "+
 			"and content types. Check it before writing, to build on existing artifacts instead of duplicating them.",
 		tools.SandboxNone, func(ctx context.Context, a ListArtifactsArgs) (any, error) {
@@ -220,7 +221,7 @@ func ListArtifacts(store artifact.Store) tools.Tool {
 				fmt.Fprintf(&b, "\n- %s (%s, %s)", in.Path, artifact.FormatSize(in.Size), in.ContentType)
 			}
 			return b.String(), nil
-		})
+		}))
 }
 
 // sessionOf returns the calling session's tenant (auth.TenantOf: the session's tool

@@ -157,9 +157,9 @@ func (m MemoryTools) Remember() tools.Tool {
 		})
 }
 
-// Recall returns the recall tool.
+// Recall returns the recall tool. It only reads (tools.NoEffects).
 func (m MemoryTools) Recall() tools.Tool {
-	return tools.MustNew(RecallTool,
+	return tools.WithoutEffects(tools.MustNew(RecallTool,
 		"Search what you remembered about this user in earlier sessions (facts, preferences, lessons saved with "+
 			"remember). Search by words, names or identifiers; an empty query lists the newest memories.",
 		tools.SandboxNone, func(ctx context.Context, a RecallArgs) (any, error) {
@@ -180,7 +180,7 @@ func (m MemoryTools) Recall() tools.Tool {
 				return "No memories found.", nil
 			}
 			return FormatMemories(hits), nil
-		})
+		}))
 }
 
 // Search ranks ns's memories for query (the newest for an empty one), k at most: the
