@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -242,7 +243,8 @@ type Metadata struct {
 	// before unused budget flowed on.
 	RecentShare, SummaryShare, SemanticShare int
 	// HitsIgnored counts hits that named no candidate message (unknown, in the recent
-	// tier, repeated, or empty of text).
+	// tier, repeated, or empty of text) or one whose text the context already holds (a
+	// message of the same role and content among the hits taken or in the recent tier).
 	HitsIgnored int
 	// TaskTokens is what the task message costs when it is outside the recent tier
 	// (Context.Task); 0 otherwise.
@@ -387,6 +389,10 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 		if m.Tokens < 0 {
 			return nil, fmt.Errorf("%w: message %d has %d tokens", ErrInvalid, m.Seq, m.Tokens)
 		}
+		if repeats(m, c.Semantic, msgs[w.lo:]) {
+			md.HitsIgnored++
+			continue
+		}
 		cost := m.Tokens + cfg.Costs.SemanticPrefix
 		if cost > left {
 			continue
@@ -420,6 +426,25 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 		md.BuiltAt = time.Now()
 	}
 	return c, nil
+}
+
+// repeats reports whether the context already holds m's text: a semantic message taken
+// or a recent one of the same role and content, neither making tool calls. Sessions
+// repeat messages word for word (a tool's same answer, a boilerplate reply); a copy in
+// the semantic tier costs its tokens and tells the model nothing new.
+func repeats(m Message, taken []ContextMessage, recent []Message) bool {
+	same := func(o Message) bool {
+		return len(o.Content) == len(m.Content) && o.Role == m.Role && len(o.ToolCalls) == 0 && o.Content == m.Content
+	}
+	if len(m.ToolCalls) > 0 {
+		return false
+	}
+	for _, o := range taken {
+		if same(o.Message) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(recent, same)
 }
 
 // MinContextRoom is the least room, in tokens, the context of a call should have beside

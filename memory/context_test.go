@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +396,36 @@ func TestContextTokensAreAnUpperBound(t *testing.T) {
 				t.Fatalf("%s iter %d: request costs %d tokens, context says %d", enc, iter, real, c.TotalTokens)
 			}
 		}
+	}
+}
+
+// TestBuildContextSkipsRepeatedText: a hit whose text the context already holds (a hit
+// taken before it, or a recent message, of the same role and content) is skipped, so the
+// semantic share goes to what the model has not seen; a message making tool calls is
+// never taken for a copy.
+func TestBuildContextSkipsRepeatedText(t *testing.T) {
+	// Budget 1003 → recent 500, semantic 200 (no summary: its 300 flows on).
+	// Budget 600 → 597: the recent tier (80% with no summary) takes the newest messages
+	// (100 tokens each); the hits (10 tokens each) share the rest.
+	ms := msgs(10, 10, 10, 10, 10, 100, 100, 100, 100, 100) // seqs 10..28, user/assistant alternating
+	ms[0].Content = "alpha"                                 // seq 10, user
+	ms[1].Content = "alpha"                                 // seq 12, assistant: another role, kept
+	ms[2].Content = "alpha"                                 // seq 14, user: repeats seq 10
+	ms[3].Content = ms[9].Content                           // seq 16, assistant: repeats recent seq 28
+	ms[4].Role, ms[4].Content = "assistant", "alpha"        // seq 18: repeats seq 12, but makes a tool call
+	ms[4].ToolCalls = []llm.ToolCall{{ID: "c1", Name: "lookup", Arguments: "{}"}}
+	in := memory.Input{Messages: ms, Hits: []memory.Hit{{Seq: 10, Score: 0.9}, {Seq: 14, Score: 0.8}, {Seq: 16, Score: 0.7}, {Seq: 12, Score: 0.6}, {Seq: 18, Score: 0.5}}, Now: t0}
+	c, err := memory.BuildContext(cfgBudget(600), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seqs(c.Recent); !slices.Contains(got, 28) || slices.Contains(got, 16) {
+		t.Fatalf("recent %v, want 28 in it and not 16", got)
+	}
+	if got := seqs(c.Semantic); fmt.Sprint(got) != "[10 12 18]" {
+		t.Fatalf("semantic %v, want [10 12 18]: 14 repeats 10, 16 repeats recent 28", got)
+	}
+	if c.Metadata.HitsIgnored != 2 {
+		t.Fatalf("hits ignored %d, want 2", c.Metadata.HitsIgnored)
 	}
 }
