@@ -1,6 +1,7 @@
 package agui
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -111,6 +112,10 @@ type stream struct {
 	hold, unflushed bool
 	held            int    // updates taken since the last flush (Handler.next)
 	buf             []byte // the SSE event being written (emit), reused
+	// enc encodes events into jbuf (appendJSON), both reused; textEv is sendText's event.
+	enc    *json.Encoder
+	jbuf   bytes.Buffer
+	textEv textContent
 }
 
 func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
@@ -138,8 +143,26 @@ func (s *stream) emit(typ, v any) {
 	if !s.advance() {
 		return
 	}
-	b, err := appendJSON(s.head(), v)
+	b, err := s.appendJSON(s.head(), v)
 	s.end(typ, b, err)
+}
+
+// appendJSON appends v as json.Marshal renders it (encoding/json, HTML escaping on),
+// through the stream's encoder and its reused buffer: every subscriber of a run renders
+// each of its events.
+func (s *stream) appendJSON(dst []byte, v any) ([]byte, error) {
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.jbuf)
+	}
+	s.jbuf.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		return dst, err
+	}
+	out := append(dst, bytes.TrimSuffix(s.jbuf.Bytes(), []byte{'\n'})...)
+	if s.jbuf.Cap() > maxEventBuffer {
+		s.jbuf = bytes.Buffer{} // a large event's buffer is not kept
+	}
+	return out, nil
 }
 
 // sendText sends TEXT_MESSAGE_CONTENT: the bytes of send's map {"type", "messageId",
@@ -148,7 +171,17 @@ func (s *stream) sendText(msgID, delta string) {
 	if !s.advance() {
 		return
 	}
-	s.end(evTextContent, appendTextContent(s.head(), msgID, delta), nil)
+	s.textEv = textContent{Delta: delta, MessageID: msgID, Type: evTextContent}
+	b, err := s.appendJSON(s.head(), &s.textEv)
+	s.end(evTextContent, b, err)
+}
+
+// textContent is TEXT_MESSAGE_CONTENT as json.Marshal renders its map (keys sorted),
+// without a map: the one event sent per token delta.
+type textContent struct {
+	Delta     string `json:"delta"`
+	MessageID string `json:"messageId"`
+	Type      string `json:"type"`
 }
 
 // advance moves to the place of the next event and reports whether to write it: not
