@@ -234,44 +234,20 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 		// The answer of the orchestrator's pending LLM call, with pipelining on, is decided
 		// before the appends in flight are durable (pipeline.go): against the optimistic
 		// state, its events queued behind them, once fewer than PipelineDepth are queued.
-		pipelined := func() bool {
-			return g.deps != nil && g.deps.Config.PipelineDepth > 0 && msg.CallID != "" &&
-				g.state.GetPending().GetCallId() == msg.CallID && g.loadErr == nil && !g.fenced
-		}
-		if pipelined() {
-			g.settle(ctx, g.deps.Config.PipelineDepth-1)
-			if pipelined() { // unless an append failed meanwhile
-				evs, next, err := core.Decide(g.state, msg, g.deps.Config.Core, g.deps.Now())
-				if err == nil && len(evs) > 0 {
-					err = g.commitAsync(ctx, evs, next)
-				}
-				if err != nil {
-					g.log.Warn("commit failed", "input", "llm result "+msg.CallID, "error", err)
-				}
-				return
-			}
+		if g.decideAhead(ctx, "llm result "+msg.CallID, msg, func() bool {
+			return msg.CallID != "" && g.state.GetPending().GetCallId() == msg.CallID
+		}) {
+			return
 		}
 	case *core.ToolResult:
 		// The result of an orchestrator's tool call started early (a tool without effects,
 		// agents.startEarly) is decided like an LLM answer: against the optimistic state,
 		// its events queued behind the append of its tool_called, often in the same append.
 		early := g.agents.earlyTool(msg.Key)
-		pipelined := func() bool {
-			return early && g.deps != nil && g.deps.Config.PipelineDepth > 0 && g.loadErr == nil && !g.fenced &&
-				pendingToolOf(g.state, agent.Orchestrator, msg.Key) != nil
-		}
-		if pipelined() {
-			g.settle(ctx, g.deps.Config.PipelineDepth-1)
-			if pipelined() { // unless an append failed meanwhile
-				evs, next, err := core.Decide(g.state, msg, g.deps.Config.Core, g.deps.Now())
-				if err == nil && len(evs) > 0 {
-					err = g.commitAsync(ctx, evs, next)
-				}
-				if err != nil {
-					g.log.Warn("commit failed", "input", "tool result "+msg.Key, "error", err)
-				}
-				return
-			}
+		if g.decideAhead(ctx, "tool result "+msg.Key, msg, func() bool {
+			return early && pendingToolOf(g.state, agent.Orchestrator, msg.Key) != nil
+		}) {
+			return
 		}
 	case *agent.CallLost, *agent.ToolLost:
 		if in, _ := lostCall(g.state, msg, g.deps); in == nil { // answered: no need to wait for the pipeline
@@ -575,6 +551,31 @@ func (g *Grain) onResume(ctx cluster.GrainContext) {
 	if g.loadErr == nil && !g.fenced {
 		g.summaries.maybe(ctx, g.deps, g.id, g.state, g.log)
 	}
+}
+
+// decideAhead decides input in against the grain's optimistic state and queues its
+// events behind the appends in flight (commitAsync), when pipelining is on, the state
+// is sound and pending(in) holds (before and after waiting for room in the pipeline). It
+// reports whether it took in; otherwise in is decided against durable state.
+func (g *Grain) decideAhead(ctx cluster.GrainContext, what string, in any, pending func() bool) bool {
+	ok := func() bool {
+		return g.deps != nil && g.deps.Config.PipelineDepth > 0 && g.loadErr == nil && !g.fenced && pending()
+	}
+	if !ok() {
+		return false
+	}
+	g.settle(ctx, g.deps.Config.PipelineDepth-1)
+	if !ok() { // an append failed meanwhile
+		return false
+	}
+	evs, next, err := core.Decide(g.state, in, g.deps.Config.Core, g.deps.Now())
+	if err == nil && len(evs) > 0 {
+		err = g.commitAsync(ctx, evs, next)
+	}
+	if err != nil {
+		g.log.Warn("commit failed", "input", what, "error", err)
+	}
+	return true
 }
 
 // onDecision commits what the core decides on input in (core.Decide; nil: nothing to
