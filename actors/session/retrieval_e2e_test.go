@@ -74,6 +74,13 @@ type probeSession struct {
 // runProbeSession runs p and reports whether the question's model call had the early
 // fact among its semantic messages.
 func runProbeSession(t *testing.T, p probeSession) bool {
+	found, _ := runProbeSessionSemantic(t, p)
+	return found
+}
+
+// runProbeSessionSemantic is runProbeSession that also returns the semantic messages of
+// the question's model call.
+func runProbeSessionSemantic(t *testing.T, p probeSession) (bool, []string) {
 	const probes = 150
 	type probeArgs struct {
 		N int `json:"n"`
@@ -153,18 +160,43 @@ func runProbeSession(t *testing.T, p probeSession) bool {
 		}
 		return true
 	}
-	found, semantic := false, 0
+	found, semantic := false, []string(nil)
 	for _, m := range question {
 		c, _ := m.Content.(string)
 		if strings.HasPrefix(c, memory.SemanticPrefix) {
-			semantic++
+			semantic = append(semantic, c)
 			found = found || mentions(c)
 		} else if mentions(c) {
 			t.Fatalf("the early fact reached the call outside the semantic slice (%s): the history is too short to test retrieval", m.Role)
 		}
 	}
-	if semantic == 0 {
+	if len(semantic) == 0 {
 		t.Fatalf("the question's call had no semantic messages")
 	}
-	return found
+	return found, semantic
+}
+
+// TestSemanticSliceHoldsNoCopies: a session whose probes mostly answer the same words
+// (a boilerplate reply repeated a hundred times) asks about them; the semantic slice of
+// the question's call holds that reply once, and the rest of the slice goes to other
+// messages (here the early fact), not to copies.
+func TestSemanticSliceHoldsNoCopies(t *testing.T) {
+	const boilerplate = "probe result: the records service answered that no carrier is assigned to this order yet"
+	found, semantic := runProbeSessionSemantic(t, probeSession{
+		fact:      "probe 3: the records service answered that carrier Geodis is assigned to order ORD-2024-00042",
+		filler:    func(int) string { return boilerplate },
+		question:  "Which carrier is assigned to order ORD-2024-00042 according to the records service?",
+		mentions:  []string{"ORD-2024-00042", "Geodis"},
+		retrieval: persistence.Retrieval{Mode: persistence.RetrievalVector},
+	})
+	seen := map[string]int{}
+	for _, c := range semantic {
+		seen[c]++
+		if seen[c] > 1 {
+			t.Fatalf("the semantic slice holds %q %d times: %q", c, seen[c], semantic)
+		}
+	}
+	if !found {
+		t.Fatalf("the early fact is not in the semantic slice %q", semantic)
+	}
 }
