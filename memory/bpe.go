@@ -65,6 +65,9 @@ type bpeRanks struct {
 	// few hundred milliseconds and a few MiB that most texts never need.
 	back     *backRanks
 	backOnce sync.Once
+	// alphas keeps the automata that count long pieces of small alphabets
+	// (bpe_alphabet.go).
+	alphas alphaCache
 }
 
 // newBPERanks indexes ranks.
@@ -255,6 +258,11 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	}
 	if len(piece) > smallPiece {
 		if back := ranks.backtracker(); back != nil {
+			if len(piece) >= alphaMinPiece {
+				if n, ok, handled := back.countAlphabet(done, piece, ranks); handled {
+					return n, ok
+				}
+			}
 			return back.countBacktrack(done, piece, ranks)
 		}
 		n, _, ok := bpeCountHeap(done, piece, ranks)
