@@ -23,15 +23,21 @@ import (
 // the token and the depth difference for each such p; a byte leads from a state to
 // another and adds depth(i+1) - depth(i) to the count.
 //
-// A small alphabet has few tokens (o200k_base has 39 valid tokens of A, C, G and T),
-// and a piece of it few distinct states (a few hundred in a megabyte of random DNA): the
-// states and their moves are made when the piece first needs them, and the walk over the
-// rest of the piece is a load from a table of a few KiB a byte, without the backtracking
-// walk's tries of shorter tokens and drops, whose branches random DNA mispredicts. The
-// automaton is the piece's own (built for each count: no state shared between counts),
-// and bounded (alphaMaxNodes, alphaMaxStates): a piece whose alphabet has too many tokens
-// or states is counted by backtracking, as is one on which any step meets something the
-// method does not expect (no or two candidate tokens: never on a consistent encoding).
+// A small alphabet has few tokens (o200k_base has 39 valid tokens of A, C, G and T), and
+// a piece of it few distinct states (737 in a megabyte of random DNA): the states and
+// their moves are made when a piece first needs them, and the walk is then a load from a
+// table of a few KiB a byte, without the backtracking walk's tries of shorter tokens and
+// drops, whose branches random DNA mispredicts (a fifth of its time). A periodic piece (a
+// run of one letter or mark, a repeated character) is walked a period at a time until a
+// state comes again, and the cycle between is counted as often as it fits. The automata
+// of the last few alphabets are kept (alphaCache: one count uses an automaton at a time)
+// with the states their pieces made, and everything is bounded: the trie (alphaMaxNodes,
+// and what a piece may build for its length), the states (alphaMaxStates, and what a
+// piece may add for its length). A piece whose alphabet has too many tokens, or that
+// needs more states than it may add, is counted by backtracking (the states made stay
+// for the next piece); so is every piece of an alphabet on which a step meets something
+// the method does not expect (no token or two at a position: never on a consistent
+// encoding).
 
 const (
 	// alphaMinPiece is the shortest piece counted by an automaton.
@@ -40,10 +46,11 @@ const (
 	alphaMaxBytes = 16
 	// alphaMaxNodes bounds the trie of an alphabet's tokens, alphaMaxToks its tokens;
 	// building the trie for a piece makes at most one node per alphaBytesPerNode bytes
-	// of it (each node costs a rank lookup per byte of the alphabet).
+	// of it for each byte of its alphabet (a node costs a rank lookup per byte of the
+	// alphabet).
 	alphaMaxNodes     = 512
 	alphaMaxToks      = 255
-	alphaBytesPerNode = 8
+	alphaBytesPerNode = 2
 	// alphaMaxStates bounds the states of an automaton; a piece adds at most
 	// alphaMinBudget of them, or one per alphaBytesPerState bytes of it if more.
 	alphaMaxStates     = 1 << 12
@@ -96,12 +103,14 @@ type alphaAutomaton struct {
 	moves  []int32
 	key    []byte
 	// start is the state of the empty text; budget the number of states beyond which the
-	// current count stops adding (and is done by backtracking); failed is set once the
-	// automaton cannot be used: too many tokens or states, or a step without exactly one
-	// token (never on a consistent encoding).
-	start  int32
-	budget int
-	failed bool
+	// current count stops adding (and is done by backtracking); full is set when the
+	// states reach maxStates (alphaMaxStates: they are then dropped, to be made again
+	// by the next piece); failed is
+	// set once the automaton cannot be used: too many tokens, or a step without exactly
+	// one token (never on a consistent encoding).
+	start             int32
+	budget, maxStates int
+	full, failed      bool
 }
 
 // countAlphabet counts piece with an automaton of its alphabet, taken from r's cache
@@ -117,7 +126,7 @@ func (b *backRanks) countAlphabet(done <-chan struct{}, piece string, r *bpeRank
 	}
 	a := r.alphas.take(string(sym))
 	if a == nil {
-		a = &alphaAutomaton{r: r, b: b}
+		a = &alphaAutomaton{r: r, b: b, maxStates: alphaMaxStates}
 		a.setAlphabet(sym)
 		if !a.buildTrie(len(piece)) {
 			if a.failed {
@@ -135,16 +144,29 @@ func (b *backRanks) countAlphabet(done <-chan struct{}, piece string, r *bpeRank
 	// The states this piece may add: each costs a microsecond or so and some checks of
 	// pairs; unbounded, a piece of an alphabet with many states would cost far more than
 	// its backtracking walk.
-	a.budget = min(alphaMaxStates, len(a.states)+max(alphaMinBudget, len(piece)/alphaBytesPerState))
+	a.budget = min(a.maxStates, len(a.states)+max(alphaMinBudget, len(piece)/alphaBytesPerState))
 	if a.start == 0 {
 		if a.start = a.intern([]alphaEntry{{node: 0, last: -1}}); a.start == 0 {
 			return 0, true, false
 		}
 	}
 	if p > 0 {
-		return a.walkPeriodic(done, piece, p)
+		n, ok, handled = a.walkPeriodic(done, piece, p)
+	} else {
+		n, ok, handled = a.walk(done, piece)
 	}
-	return a.walk(done, piece)
+	if a.full {
+		a.dropStates()
+	}
+	return n, ok, handled
+}
+
+// dropStates forgets the automaton's states (not its trie and pairs).
+func (a *alphaAutomaton) dropStates() {
+	a.states, a.start, a.full = nil, 0, false
+	clear(a.index)
+	a.moves = a.moves[:1<<a.shift]
+	clear(a.moves)
 }
 
 // walk counts piece from the automaton's start.
@@ -306,7 +328,7 @@ func (c *alphaCache) put(a *alphaAutomaton) {
 // backRanks.properSeen says they may be a proper prefix of a token, and the nodes that
 // lead to no token are dropped.
 func (a *alphaAutomaton) buildTrie(size int) bool {
-	budget := size / alphaBytesPerNode
+	budget := size / (alphaBytesPerNode * len(a.sym))
 	w := 1 << a.shift
 	type item struct {
 		s string
@@ -404,7 +426,7 @@ func (a *alphaAutomaton) intern(entries []alphaEntry) int32 {
 		return s
 	}
 	if len(a.states) >= a.budget {
-		a.failed = len(a.states) >= alphaMaxStates
+		a.full = len(a.states) >= a.maxStates
 		return 0
 	}
 	a.states = append(a.states, entries)

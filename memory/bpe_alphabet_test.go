@@ -202,3 +202,45 @@ func TestAlphabetStopsWhenCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestAlphabetDropsStatesWhenFull: an automaton whose states reach its bound drops them,
+// the piece counted by backtracking, and the next piece makes them again: every count
+// exact.
+func TestAlphabetDropsStatesWhenFull(t *testing.T) {
+	tk, err := GetTokenizer(EncodingO200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks := newBPERanks(tk.ranks.m)
+	b := ranks.backtracker()
+	r := rand.New(rand.NewPCG(61, 62))
+	if _, _, h := b.countAlphabet(nil, pick(r, "ACGT", 1<<16), ranks); !h {
+		t.Fatal("not counted by the automaton")
+	}
+	a := ranks.alphas.take("ACGT")
+	if a == nil || len(a.states) < 20 {
+		t.Fatalf("automaton kept: %v", a)
+	}
+	a.maxStates = len(a.states) + 5
+	ranks.alphas.put(a)
+	drops := 0
+	for range 10 {
+		p := pick(r, "ACGT", 4000)
+		n, _, h := b.countAlphabet(nil, p, ranks)
+		if a := ranks.alphas.take("ACGT"); a != nil {
+			if len(a.states) < 5 {
+				drops++
+			}
+			ranks.alphas.put(a)
+		}
+		if want := exactCount(p, ranks); h && n != want {
+			t.Fatalf("%q: automaton %d tokens, whole merge %d", p, n, want)
+		}
+		if n, _ := bpeCount(nil, p, ranks); n != exactCount(p, ranks) {
+			t.Fatalf("%q: bpeCount %d tokens, whole merge %d", p, n, exactCount(p, ranks))
+		}
+	}
+	if drops == 0 {
+		t.Fatal("the automaton never dropped its states")
+	}
+}
