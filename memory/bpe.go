@@ -14,7 +14,9 @@ import (
 // Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
 // fastest for them: in place, without branches on the ranks, which on text without words
 // (base64) would be mispredicted at random. Longer ones are counted by backtracking
-// (backtrack.go): linear in practice and exact for any length. Where its tables cannot be
+// (backtrack.go): linear in practice and exact for any length; those of 128 bytes or more
+// of a small alphabet (DNA, a run of one letter) by an automaton of the alphabet's tokens
+// (bpe_alphabet.go), one table lookup a byte, on the same tables. Where its tables cannot be
 // used (an encoding with a token built from one ranked above it) they are merged rank by
 // rank (buckets of pairs, mergeLevels) or by a priority queue over the adjacent pairs
 // (merge), in exactly the same order, in windows of bounded length (bpeCountHeap):

@@ -7,8 +7,8 @@ import (
 )
 
 // Counting a long piece of a small alphabet (DNA, a run of one letter or of one
-// punctuation mark, a repeated multi-byte character) with an automaton built for the
-// piece, one table lookup a byte.
+// punctuation mark, a repeated multi-byte character) with an automaton of the alphabet's
+// tokens, one table lookup a byte.
 //
 // The encoding of every prefix of a text is known from the encodings of the shorter ones
 // (the appendable encoder of GitHub's bpe crate): the last token of the encoding of
@@ -27,7 +27,7 @@ import (
 // a piece of it few distinct states (737 in a megabyte of random DNA): the states and
 // their moves are made when a piece first needs them, and the walk is then a load from a
 // table of a few KiB a byte, without the backtracking walk's tries of shorter tokens and
-// drops, whose branches random DNA mispredicts (a fifth of its time). A periodic piece (a
+// drops, whose branches random DNA mispredicts. A periodic piece (a
 // run of one letter or mark, a repeated character) is walked a period at a time until a
 // state comes again, and the cycle between is counted as often as it fits. The automata
 // of the last few alphabets are kept (alphaCache: one count uses an automaton at a time)
@@ -78,7 +78,7 @@ type alphaNode struct {
 	inner bool
 }
 
-// alphaAutomaton is the automaton of one piece.
+// alphaAutomaton is the automaton of one alphabet, used by one count at a time.
 type alphaAutomaton struct {
 	r    *bpeRanks
 	b    *backRanks
@@ -102,12 +102,12 @@ type alphaAutomaton struct {
 	index  map[string]int32
 	moves  []int32
 	key    []byte
-	// start is the state of the empty text; budget the number of states beyond which the
-	// current count stops adding (and is done by backtracking); full is set when the
-	// states reach maxStates (alphaMaxStates: they are then dropped, to be made again
-	// by the next piece); failed is
-	// set once the automaton cannot be used: too many tokens, or a step without exactly
-	// one token (never on a consistent encoding).
+	// start is the state of the empty text (0 until made); budget the number of states
+	// beyond which the current count stops adding (and is done by backtracking); full is
+	// set when the states reach maxStates (alphaMaxStates: they are then dropped, to be
+	// made again by the next pieces); failed is set once the automaton cannot be used:
+	// too many tokens, or a step without exactly one token (never on a consistent
+	// encoding).
 	start             int32
 	budget, maxStates int
 	full, failed      bool
@@ -119,8 +119,11 @@ type alphaAutomaton struct {
 // or the automaton, too large): nothing was counted.
 func (b *backRanks) countAlphabet(done <-chan struct{}, piece string, r *bpeRanks) (n int, ok, handled bool) {
 	// The alphabet of a periodic piece is that of its period.
-	p := period(piece)
-	sym, fits := alphabetOf(piece[:max(p, len(piece)*(1-min(p, 1)))])
+	p, scan := period(piece), piece
+	if p > 0 {
+		scan = piece[:p]
+	}
+	sym, fits := alphabetOf(scan)
 	if !fits {
 		return 0, true, false
 	}
