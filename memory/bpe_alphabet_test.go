@@ -244,3 +244,32 @@ func TestAlphabetDropsStatesWhenFull(t *testing.T) {
 		t.Fatal("the automaton never dropped its states")
 	}
 }
+
+// FuzzAlphabetCountsLikeMerge: on any piece the automaton counts, its count equals the
+// merge of the whole piece in both reference encodings. The seeds are pieces of
+// alphabetInputs.
+func FuzzAlphabetCountsLikeMerge(f *testing.F) {
+	r := rand.New(rand.NewPCG(63, 64))
+	for _, s := range alphabetInputs(r, 15, alphaMinPiece, 600) {
+		f.Add(s)
+	}
+	var tables []*Tokenizer
+	for _, enc := range []string{EncodingO200K, EncodingCL100K} {
+		tk, err := GetTokenizer(enc)
+		if err != nil {
+			f.Fatal(err)
+		}
+		tables = append(tables, tk)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if len(p) < 2 || len(p) > 1<<14 {
+			return
+		}
+		for _, tk := range tables {
+			got, _, h := tk.ranks.backtracker().countAlphabet(nil, p, tk.ranks)
+			if want := exactCount(p, tk.ranks); h && got != want {
+				t.Fatalf("%s: %q: automaton %d tokens, whole merge %d", tk.name, p, got, want)
+			}
+		}
+	})
+}

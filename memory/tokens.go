@@ -236,7 +236,7 @@ func (t *Tokenizer) Name() string { return t.name }
 // "<|endoftext|>" in text are counted as ordinary text, as the chat APIs treat user
 // content.
 func (t *Tokenizer) Count(text string) int {
-	n, _ := t.count(nil, text)
+	n, _ := t.count(context.Background(), text)
 	return n
 }
 
@@ -253,15 +253,12 @@ func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) 
 	return n, nil
 }
 
-// count is Count, stopping with ok false once ctx is done (a nil ctx never is).
+// count is Count, stopping with ok false once ctx is done.
 func (t *Tokenizer) count(ctx context.Context, text string) (n int, ok bool) {
 	if text == "" {
 		return 0, true
 	}
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
+	done := ctx.Done()
 	if len(text) >= LongText {
 		t.busy.Add(1)
 		defer t.busy.Add(-1)
@@ -301,9 +298,9 @@ func (t *Tokenizer) count(ctx context.Context, text string) (n int, ok bool) {
 // context: one line may be megabytes long (base64, a minified document).
 const longLineCheck = 64 << 10
 
-// halted reports whether ctx (nil: none) is done, by its Err: the check of a long line's
-// count, every longLineCheck bytes.
-func halted(ctx context.Context) bool { return ctx != nil && ctx.Err() != nil }
+// halted reports whether ctx is done, by its Err: the check of a long line's count, every
+// longLineCheck bytes.
+func halted(ctx context.Context) bool { return ctx.Err() != nil }
 
 // stopped reports whether done is closed.
 func stopped(done <-chan struct{}) bool {
