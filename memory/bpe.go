@@ -14,7 +14,9 @@ import (
 // Short pieces (nearly all of them) are merged by rescanning (mergeShort), which is the
 // fastest for them: in place, without branches on the ranks, which on text without words
 // (base64) would be mispredicted at random. Longer ones are counted by backtracking
-// (backtrack.go): linear in practice and exact for any length. Where its tables cannot be
+// (backtrack.go): linear in practice and exact for any length; those of 128 bytes or more
+// of a small alphabet (DNA, a run of one letter) by an automaton of the alphabet's tokens
+// (bpe_alphabet.go), one table lookup a byte, on the same tables. Where its tables cannot be
 // used (an encoding with a token built from one ranked above it) they are merged rank by
 // rank (buckets of pairs, mergeLevels) or by a priority queue over the adjacent pairs
 // (merge), in exactly the same order, in windows of bounded length (bpeCountHeap):
@@ -65,6 +67,9 @@ type bpeRanks struct {
 	// few hundred milliseconds and a few MiB that most texts never need.
 	back     *backRanks
 	backOnce sync.Once
+	// alphas keeps the automata that count long pieces of small alphabets
+	// (bpe_alphabet.go).
+	alphas alphaCache
 }
 
 // newBPERanks indexes ranks.
@@ -255,6 +260,11 @@ func bpeCount(done <-chan struct{}, piece string, ranks *bpeRanks) (n int, ok bo
 	}
 	if len(piece) > smallPiece {
 		if back := ranks.backtracker(); back != nil {
+			if len(piece) >= alphaMinPiece {
+				if n, ok, handled := back.countAlphabet(done, piece, ranks); handled {
+					return n, ok
+				}
+			}
 			return back.countBacktrack(done, piece, ranks)
 		}
 		n, _, ok := bpeCountHeap(done, piece, ranks)

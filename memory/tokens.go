@@ -236,15 +236,16 @@ func (t *Tokenizer) Name() string { return t.name }
 // "<|endoftext|>" in text are counted as ordinary text, as the chat APIs treat user
 // content.
 func (t *Tokenizer) Count(text string) int {
-	n, _ := t.count(nil, text)
+	n, _ := t.count(context.Background(), text)
 	return n
 }
 
-// CountContext is Count giving up once ctx is done: it checks between the text's chunks
-// and every few thousand merges of a long piece, so a cancelled caller stops spending CPU
-// on the count within a millisecond or so. The error wraps ctx.Err().
+// CountContext is Count giving up once ctx is done: it checks between the text's lines,
+// every longLineCheck bytes within a line and every few thousand merges of a long piece,
+// so a cancelled caller stops spending CPU on the count within a millisecond or so. The
+// error wraps ctx.Err().
 func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) {
-	n, ok := t.count(ctx.Done(), text)
+	n, ok := t.count(ctx, text)
 	if !ok {
 		t.stopped.Add(1)
 		return 0, fmt.Errorf("count tokens: %w", ctx.Err())
@@ -252,11 +253,12 @@ func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) 
 	return n, nil
 }
 
-// count is Count, stopping with ok false once done is closed (a nil done never is).
-func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
+// count is Count, stopping with ok false once ctx is done.
+func (t *Tokenizer) count(ctx context.Context, text string) (n int, ok bool) {
 	if text == "" {
 		return 0, true
 	}
+	done := ctx.Done()
 	if len(text) >= LongText {
 		t.busy.Add(1)
 		defer t.busy.Add(-1)
@@ -280,7 +282,7 @@ func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 		end := lineEnd(text, hasCR)
 		var c int
 		if line := text[:end]; isASCII(line) {
-			c, ok = t.countASCII(done, line)
+			c, ok = t.countASCII(ctx, done, line)
 		} else {
 			c, ok = t.countPieces(done, line)
 		}
@@ -291,6 +293,14 @@ func (t *Tokenizer) count(done <-chan struct{}, text string) (n int, ok bool) {
 	}
 	return n, true
 }
+
+// longLineCheck is the number of bytes of a line counted between checks of the caller's
+// context: one line may be megabytes long (base64, a minified document).
+const longLineCheck = 64 << 10
+
+// halted reports whether ctx is done, by its Err: the check of a long line's count, every
+// longLineCheck bytes.
+func halted(ctx context.Context) bool { return ctx.Err() != nil }
 
 // stopped reports whether done is closed.
 func stopped(done <-chan struct{}) bool {
@@ -333,42 +343,59 @@ func isSpaceByte(b byte) bool {
 }
 
 // countASCII counts ASCII text with the hand-written splitter and the BPE ranks: the
-// same count as tiktoken-go's, without its regexp2 pre-tokeniser.
-func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok bool) {
-	ok, s := true, asciiText(text)
+// same count as tiktoken-go's, without its regexp2 pre-tokeniser. It stops, ok false,
+// once done is closed (long pieces) or ctx is done (every longLineCheck bytes).
+func (t *Tokenizer) countASCII(ctx context.Context, done <-chan struct{}, text string) (n int, ok bool) {
+	s := asciiText(text)
+	check := longLineCheck
 	if t.name == EncodingO200K {
 		// The scanner's loop written out per encoding: a direct call per piece. After a
 		// piece of one or two bytes that starts with a simple byte and is followed by
 		// one (as in base64, not in prose, whose pieces start with a space), the pieces
 		// are found a block at a time (o200kBlock), as splitO200K finds them.
 		for i, c := 0, 0; i < len(s); i = c {
+			if i >= check {
+				if halted(ctx) {
+					return n, false
+				}
+				check = i + longLineCheck
+			}
 			c = s.endO200K(i)
 			if c-i > 2 {
-				if ok {
-					var m int
-					m, ok = bpeCount(done, text[i:c], t.ranks)
-					n += m
+				m, live := bpeCount(done, text[i:c], t.ranks)
+				if n += m; !live {
+					return n, false
 				}
 				continue
 			}
 			n += t.countShort(text[i:c])
 			if c < len(s) && o200kBlockSimple[s[i]] && o200kBlockSimple[s[c]] {
 				var m int
-				c, m = t.countBlocks(s, c)
+				var live bool
+				if c, m, live = t.countBlocks(ctx, s, c); !live {
+					return n + m, false
+				}
 				n += m
 			}
 		}
-		return n, ok
+		return n, true
 	}
 	for i, c := 0, 0; i < len(s); i = c {
+		if i >= check {
+			if halted(ctx) {
+				return n, false
+			}
+			check = i + longLineCheck
+		}
 		c = s.endCL100K(i)
-		if n += t.countShort(text[i:c]); c-i > 2 && ok {
-			var m int
-			m, ok = bpeCount(done, text[i:c], t.ranks)
-			n += m
+		if n += t.countShort(text[i:c]); c-i > 2 {
+			m, live := bpeCount(done, text[i:c], t.ranks)
+			if n += m; !live {
+				return n, false
+			}
 		}
 	}
-	return n, ok
+	return n, true
 }
 
 // countBlocks counts the pieces of o200k_base found by o200kBlock in ASCII text s from
@@ -377,10 +404,18 @@ func (t *Tokenizer) countASCII(done <-chan struct{}, text string) (n int, ok boo
 // tokens of those before. A piece of 4 to 8 bytes is counted by countPairsWord where it
 // can be (three quarters of base64's), others by bpeCount (those of 3 bytes cost it a
 // lookup and two pairs). Every piece is shorter than a block, so its merge does not
-// check for cancellation.
-func (t *Tokenizer) countBlocks(s asciiText, start int) (end, n int) {
+// check for cancellation; the blocks stop, ok false, if ctx is done at a check (every
+// longLineCheck bytes).
+func (t *Tokenizer) countBlocks(ctx context.Context, s asciiText, start int) (end, n int, ok bool) {
 	text := string(s)
+	check := start + longLineCheck
 	for end = start; end < len(s); {
+		if end >= check {
+			if halted(ctx) {
+				return end, n, false
+			}
+			check = end + longLineCheck
+		}
 		starts, simple := s.o200kBlock(end)
 		a := end
 		for m := starts & (starts - 1); m != 0; m &= m - 1 {
@@ -398,11 +433,11 @@ func (t *Tokenizer) countBlocks(s asciiText, start int) (end, n int) {
 			a = b
 		}
 		if a == end || simple < 64 {
-			return a, n
+			return a, n, true
 		}
 		end = a
 	}
-	return end, n
+	return end, n, true
 }
 
 // countShort returns the tokens of a piece of one or two bytes, 0 for a longer one:

@@ -1,8 +1,13 @@
 package memory_test
 
 import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fathom-agents/fathom/llm"
@@ -161,5 +166,46 @@ func TestCountLongUnicode(t *testing.T) {
 	s := strings.Repeat("Grüße, 世界! ", 200)
 	if got, want := tk.Count(s), len(tk.Encode(s)); got != want || got == 0 {
 		t.Fatalf("count %d, encode %d", got, want)
+	}
+}
+
+// errAfter is a context whose Err turns context.Canceled at its (after+1)th call; its
+// Done never closes: a count sees it only by asking Err.
+type errAfter struct {
+	context.Context
+	after int32
+	calls atomic.Int32
+}
+
+func (c *errAfter) Err() error {
+	if c.calls.Add(1) > c.after {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCountStopsWithinLongLine: a count of one line megabytes long (base64, which o200k_base
+// counts a block of pieces at a time; prose without a newline, in both encodings) asks
+// its context every 64 KiB of the line, and stops at the first answer that it is done:
+// CountContext returns the context's error having asked it only a few times, so having
+// counted a few times 64 KiB of the 8 MiB line, not all of it.
+func TestCountStopsWithinLongLine(t *testing.T) {
+	blob := make([]byte, 6<<20)
+	rand.New(rand.NewSource(3)).Read(blob)
+	b64 := base64.StdEncoding.EncodeToString(blob)[:8<<20]
+	prose := strings.Repeat("the committee met on Tuesday to review the proposal, and agreed. ", 8<<20/66)
+	for _, enc := range []string{memory.EncodingO200K, memory.EncodingCL100K} {
+		tk := tokenizer(t, enc)
+		for name, text := range map[string]string{"base64": b64, "prose": prose} {
+			ctx := &errAfter{Context: context.Background(), after: 3}
+			n, err := tk.CountContext(ctx, text)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s, %s: CountContext = %d, %v; want context.Canceled", enc, name, n, err)
+			}
+			// The checks that said go on, the one that said stop, and the error's.
+			if calls := ctx.calls.Load(); calls > ctx.after+2 {
+				t.Fatalf("%s, %s: Err called %d times", enc, name, calls)
+			}
+		}
 	}
 }
