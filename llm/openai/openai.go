@@ -119,6 +119,11 @@ type Client struct {
 const (
 	msgMemoBytes  = 8 << 20
 	toolMemoBytes = 1 << 20
+	// msgSightings is how many messages sent once the message memo remembers (by
+	// hash, per generation: wire.Memo.AdmitOnSecondSighting), several times the
+	// messages a generation of msgMemoBytes holds: a message sent again before that
+	// many new ones is kept.
+	msgSightings = 64 << 10
 )
 
 var _ llm.Provider = (*Client)(nil)
@@ -172,7 +177,7 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
-		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false),
+		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings),
 		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes)}, nil
 }
 
