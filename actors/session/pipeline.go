@@ -100,6 +100,9 @@ func (g *Grain) settle(ctx cluster.GrainContext, keep int) {
 // pipeline, stops the early runner and leaves the state to be reloaded. When the
 // pipeline empties, what waited for durability runs (kick, summarizer).
 func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
+	// The slot is cleared: the slice's array outlives the jobs it slid past, and a job
+	// holds its events, their records and a whole state.
+	g.pipeline[0] = nil
 	g.pipeline = g.pipeline[1:]
 	job.handled = true
 	err := job.err

@@ -163,3 +163,38 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 		t.Fatalf("%.0f allocations to encode a request sent before, want ≤ %.0f", allocs, limit)
 	}
 }
+
+// TestOneShotMessagesAreNotKept: the message memo keeps a message's encoding only once
+// the message was sent a second time. A session's planning prompt (its goal makes it
+// unique, and it is sent once) is not kept for the memo's life, and the room goes to
+// the history the session's calls send again and again.
+func TestOneShotMessagesAreNotKept(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: "system", Content: "You are the orchestrator. Goal: " + strings.Repeat("g", 4096)},
+		{Role: "user", Content: "Goal: " + strings.Repeat("g", 4096)},
+	}}
+	want := sdkBody(t, c, plan)
+	body := func() {
+		t.Helper()
+		got, err := c.body(plan, plan.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("body\n%s\nwant the SDK's\n%s", got, want)
+		}
+	}
+	body()
+	if n := c.msgMemo.Len(); n != 0 {
+		t.Fatalf("after one call the memo keeps %d messages, want none", n)
+	}
+	body()
+	if n := c.msgMemo.Len(); n != len(plan.Messages) {
+		t.Fatalf("after the messages were sent again the memo keeps %d of them, want %d", n, len(plan.Messages))
+	}
+	body()
+}

@@ -119,6 +119,11 @@ type Client struct {
 const (
 	msgMemoBytes  = 8 << 20
 	toolMemoBytes = 1 << 20
+	// msgSightings is how many messages sent once the message memo remembers (by
+	// hash, per generation: wire.Memo.AdmitOnSecondSighting), several times the
+	// messages a generation of msgMemoBytes holds: a message sent again before that
+	// many new ones is kept.
+	msgSightings = 64 << 10
 )
 
 var _ llm.Provider = (*Client)(nil)
@@ -172,7 +177,7 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
-		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false),
+		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings),
 		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes)}, nil
 }
 
@@ -494,9 +499,14 @@ func (c *Client) response(out *openai.ChatCompletion) (llm.Response, error) {
 		return llm.Response{}, fmt.Errorf("openai: chat completion from %s has no choices", c.cfg.BaseURL)
 	}
 	ch := out.Choices[0]
-	resp := llm.Response{Content: ch.Message.Content, FinishReason: ch.FinishReason, Model: out.Model, Usage: usage(out.Usage)}
+	// The SDK's strings are slices of the whole answer's text (gjson): each is cloned so
+	// that what the session keeps (the content, the model's name, the tool calls: for the
+	// session's life) does not keep the whole answer and its decoded metadata alive.
+	resp := llm.Response{Content: strings.Clone(ch.Message.Content), FinishReason: strings.Clone(ch.FinishReason),
+		Model: strings.Clone(out.Model), Usage: usage(out.Usage)}
 	for _, tc := range ch.Message.ToolCalls {
-		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: strings.Clone(tc.ID), Name: strings.Clone(tc.Function.Name),
+			Arguments: strings.Clone(tc.Function.Arguments)})
 	}
 	return resp, nil
 }
@@ -524,8 +534,8 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	)
 	for s.Next() {
 		ch := s.Current()
-		if ch.Model != "" {
-			out.Model = ch.Model
+		if ch.Model != "" && ch.Model != out.Model {
+			out.Model = strings.Clone(ch.Model) // not a slice of the chunk (see response)
 		}
 		if ch.JSON.Usage.Valid() {
 			out.Usage = usage(ch.Usage)
@@ -543,13 +553,13 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 					calls = append(calls, llm.ToolCall{})
 				}
 				if tc.ID != "" {
-					calls[tc.Index].ID = tc.ID
+					calls[tc.Index].ID = strings.Clone(tc.ID)
 				}
 				calls[tc.Index].Name += tc.Function.Name
 				calls[tc.Index].Arguments += tc.Function.Arguments
 			}
 			if choice.FinishReason != "" {
-				out.FinishReason = choice.FinishReason
+				out.FinishReason = strings.Clone(choice.FinishReason)
 			}
 		}
 	}
@@ -561,6 +571,10 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	}
 	if !tr.EndsWithDone() {
 		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), io.ErrUnexpectedEOF)
+	}
+	// A name or arguments sent whole in one chunk are that chunk's slices ("" + s is s).
+	for i := range calls {
+		calls[i].Name, calls[i].Arguments = strings.Clone(calls[i].Name), strings.Clone(calls[i].Arguments)
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil

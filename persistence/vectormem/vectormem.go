@@ -1,9 +1,11 @@
 // Package vectormem is the exact in-process persistence.VectorStore (and
 // persistence.TextSearcher: a BM25 inverted index per stream, textindex.go), the
-// embedded default: per tenant and stream (keyed by both), the vectors are kept normalised, one []float32 each, and a
-// search is a full scan (dot products, which equal cosine similarities on unit vectors)
-// through a bounded min-heap of the best k. Exact, no index to build or tune; a scan of
-// 10,000 × 1,536 floats takes a few milliseconds, far more than a session holds.
+// embedded default: per tenant and stream (keyed by both), the vectors are kept
+// normalised, one []float32 each (or, for a sparse vector such as the hash embedder's,
+// only its non-zero entries: the same floats, so the same scores), and a search is a
+// full scan (dot products, which equal cosine similarities on unit vectors) through a
+// bounded min-heap of the best k. Exact, no index to build or tune; a scan of 10,000 ×
+// 1,536 floats takes a few milliseconds, far more than a session holds.
 //
 // Vectors live in memory only: rebuild them from the journal's messages (or re-embed)
 // after a restart, as a projection.
@@ -14,7 +16,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/fathom-agents/fathom/persistence"
@@ -30,7 +35,22 @@ type Store struct {
 	closed  bool
 	// counts is the text index's scratch map (textIndex.set), used under mu's write lock.
 	counts map[string]int32
+	// norm is Upsert's scratch vector (a normalised vector before it is packed), used
+	// under mu's write lock.
+	norm []float32
+	// metas interns the rows' metadata (shared read-only, see persistence.VectorHit):
+	// every message of every session has one of a few, such as {"role": "user"}, and a
+	// map of its own per row cost more than the row's other fields. Bounded by
+	// maxInterned; past that, a row gets a copy of its own.
+	metas map[string]map[string]string
 }
+
+// maxInterned bounds Store.metas, and maxInternedMeta the size of an interned map (its
+// keys' and values' bytes).
+const (
+	maxInterned     = 256
+	maxInternedMeta = 128
+)
 
 // streamKey names a stream of a tenant.
 type streamKey struct{ tenant, stream string }
@@ -45,7 +65,7 @@ var _ persistence.TextSearcher = (*Store)(nil)
 // of its own is one small allocation that never moves.
 type stream struct {
 	seqs []uint64
-	vecs [][]float32
+	vecs []vec
 	meta []map[string]string
 	rows map[uint64]int
 	text textIndex
@@ -56,7 +76,88 @@ func New(dims int) (*Store, error) {
 	if dims < 1 {
 		return nil, fmt.Errorf("vectormem: %w: dimensions must be positive, got %d", persistence.ErrInvalid, dims)
 	}
-	return &Store{dims: dims, streams: map[streamKey]*stream{}, counts: map[string]int32{}}, nil
+	return &Store{dims: dims, streams: map[streamKey]*stream{}, counts: map[string]int32{}, metas: map[string]map[string]string{}}, nil
+}
+
+// vec is one stored, normalised vector: dense (data is the whole vector) or sparse
+// (data's first half are the non-zero entries, its second half their indices, as the
+// bits of a float32; every other entry is +0). A sparse row holds exactly the dense
+// row's floats, so a scan's dot products are the same, bit for bit. One allocation
+// either way.
+type vec struct {
+	data   []float32
+	sparse bool
+}
+
+// pack stores the normalised vector v (which it does not keep) in old's memory when it
+// fits: sparse when that takes less memory (a non-zero entry costs 8 bytes, a dense one
+// 4), else dense. Zero is +0: a -0 is kept as an entry.
+func pack(old vec, v []float32) vec {
+	nz := 0
+	for _, f := range v {
+		if math.Float32bits(f) != 0 {
+			nz++
+		}
+	}
+	if 2*nz >= len(v) {
+		return vec{data: append(old.data[:0], v...)}
+	}
+	out := vec{data: slices.Grow(old.data[:0], 2*nz)[:2*nz], sparse: true}
+	j := 0
+	for i, f := range v {
+		if math.Float32bits(f) != 0 {
+			out.data[j], out.data[nz+j] = f, math.Float32frombits(uint32(i))
+			j++
+		}
+	}
+	return out
+}
+
+// dot is Dot(v, q) for the vector v stands for. scratch (dims zeros, left zero) is where
+// a sparse vector is spread out for Dot, so that the sum is the dense one's.
+func (v vec) dot(q, scratch []float32) float32 {
+	if !v.sparse {
+		return Dot(v.data, q)
+	}
+	nz := len(v.data) / 2
+	vals, idx := v.data[:nz], v.data[nz:]
+	for i, at := range idx {
+		scratch[math.Float32bits(at)] = vals[i]
+	}
+	d := Dot(scratch, q)
+	for _, at := range idx {
+		scratch[math.Float32bits(at)] = 0
+	}
+	return d
+}
+
+// intern returns the store's shared copy of meta (a copy of its own when meta is too
+// large or the store interns too many). Called under mu's write lock.
+func (s *Store) intern(meta map[string]string) map[string]string {
+	if meta == nil {
+		return nil
+	}
+	size := 0
+	for k, v := range meta {
+		size += len(k) + len(v)
+	}
+	if size > maxInternedMeta {
+		return maps.Clone(meta)
+	}
+	keys := slices.Sorted(maps.Keys(meta))
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(strconv.Quote(k))
+		b.WriteString(strconv.Quote(meta[k]))
+	}
+	if m, ok := s.metas[b.String()]; ok {
+		return m
+	}
+	m := maps.Clone(meta)
+	if len(s.metas) < maxInterned {
+		s.metas[b.String()] = m
+	}
+	return m
 }
 
 // Dimensions implements persistence.VectorStore.
@@ -88,10 +189,14 @@ func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persiste
 			st.rows[v.Seq] = row
 			st.seqs = append(st.seqs, v.Seq)
 			st.meta = append(st.meta, nil)
-			st.vecs = append(st.vecs, make([]float32, s.dims))
+			st.vecs = append(st.vecs, vec{})
 		}
-		persistence.NormalizeInto(st.vecs[row], v.Values)
-		st.meta[row] = maps.Clone(v.Meta)
+		if s.norm == nil {
+			s.norm = make([]float32, s.dims)
+		}
+		persistence.NormalizeInto(s.norm, v.Values)
+		st.vecs[row] = pack(st.vecs[row], s.norm)
+		st.meta[row] = s.intern(v.Meta)
 		st.text.set(row, v.Text, s.counts)
 	}
 	return nil
@@ -116,8 +221,12 @@ func (s *Store) Search(ctx context.Context, tenant, name string, query []float32
 		return nil, nil
 	}
 	h := make(minHeap, 0, min(k, len(st.seqs)))
+	var scratch []float32
 	for row, v := range st.vecs {
-		h.offer(row, Dot(v, q))
+		if v.sparse && scratch == nil {
+			scratch = make([]float32, s.dims)
+		}
+		h.offer(row, v.dot(q, scratch))
 	}
 	top := h.sorted()
 	out := make([]persistence.VectorHit, len(top))

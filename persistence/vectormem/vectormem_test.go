@@ -2,11 +2,16 @@ package vectormem_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/vectormem"
 	"github.com/fathom-agents/fathom/persistence/vectortest"
@@ -130,4 +135,93 @@ func TestIndexAndSearchTextAllocations(t *testing.T) {
 	if replace > 3 || add > 4 || search > 5 {
 		t.Errorf("replacing a message allocates %v times, adding one %v, a text search %v: want at most 3, 4 and 5", replace, add, search)
 	}
+}
+
+// TestSparseRowsScoreAsDense: a vector with few non-zero entries (the hash embedder's)
+// is kept sparse, and its scores are the dense vector's, bit for bit, with -0 entries,
+// a vector replaced by one of the other form, and every dimension count.
+func TestSparseRowsScoreAsDense(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(7))
+	for _, dims := range []int{1, 2, 7, 64, 256, 1536} {
+		s, err := vectormem.New(dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[uint64][]float32{}
+		for round := range 3 {
+			var vecs []persistence.Vector
+			for i := range 200 {
+				v := make([]float32, dims)
+				nz := []int{0, 1, dims / 8, dims / 3, dims}[r.Intn(5)]
+				for range nz {
+					v[r.Intn(dims)] = float32(r.NormFloat64())
+				}
+				if r.Intn(4) == 0 {
+					v[r.Intn(dims)] = float32(math.Copysign(0, -1))
+				}
+				if !slices.ContainsFunc(v, func(f float32) bool { return f != 0 }) {
+					v[r.Intn(dims)] = 1
+				}
+				seq := uint64(i + 1 + round*50) // later rounds replace rows of earlier ones
+				vecs = append(vecs, persistence.Vector{Seq: seq, Values: v})
+				want[seq] = persistence.Normalize(v)
+			}
+			if err := s.Upsert(ctx, "t", "s", vecs); err != nil {
+				t.Fatal(err)
+			}
+			q := persistence.Normalize(vectortest.RandomUnit(r, 1, dims)[0])
+			hits, err := s.Search(ctx, "t", "s", q, len(want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != len(want) {
+				t.Fatalf("dims %d: %d hits, want %d", dims, len(hits), len(want))
+			}
+			for _, h := range hits {
+				if d := vectormem.Dot(want[h.Seq], q); math.Float32bits(d) != math.Float32bits(h.Score) {
+					t.Fatalf("dims %d seq %d: score %v, the dense vector's %v", dims, h.Seq, h.Score, d)
+				}
+			}
+		}
+	}
+}
+
+// TestRowMemory: a message embedded by the hash embedder (a few words: a few non-zero
+// entries of 256) with the session's usual metadata costs the store far less than its
+// dense vector's kilobyte.
+func TestRowMemory(t *testing.T) {
+	ctx := context.Background()
+	const rows = 4000
+	s, err := vectormem.New(hashembed.DefaultDimensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs := make([]persistence.Vector, rows)
+	roles := []string{"user", "assistant", "tool"}
+	for i := range vecs {
+		text := fmt.Sprintf("step %d: read the file notes-%d.txt and summarise what it says", i, i%97)
+		vecs[i] = persistence.Vector{Seq: uint64(i + 1), Values: hashembed.Vector(text, hashembed.DefaultDimensions), Meta: map[string]string{"role": roles[i%3]}}
+	}
+	before := liveHeap()
+	for i := 0; i < rows; i += 10 {
+		if err := s.Upsert(ctx, "t", "s"+strconv.Itoa(i%100), vecs[i:i+10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perRow := (liveHeap() - before) / rows
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(vecs)
+	if perRow > 600 {
+		t.Fatalf("a row costs the store %d bytes, want at most 600", perRow)
+	}
+	t.Logf("%d bytes per row", perRow)
+}
+
+// liveHeap collects and returns the bytes of the heap objects the collection kept.
+func liveHeap() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
 }

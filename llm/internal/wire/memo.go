@@ -29,6 +29,43 @@ type Memo[T, V any] struct {
 	mu       sync.Mutex
 	cur, old map[uint64]*memoEntry[T, V]
 	size     int // bytes in cur
+
+	// seen, when admitting (AdmitOnSecondSighting), are the sums of the parts put
+	// once and not kept: two generations of up to seenLimit sums.
+	seenLimit        int
+	seenCur, seenOld map[uint64]struct{}
+}
+
+// AdmitOnSecondSighting makes Put keep a part only when a part of the same sum was put
+// before (within the last n to 2n sums put and not kept), and returns m. A part sent
+// once (a session's planning prompt: its goal makes it unique, and it is never sent
+// again) then costs the memo nothing, and the room is for the parts that recur (a
+// session's history, sent again on every call) at the price of encoding each of those
+// once more. Call it before m is used.
+func (m *Memo[T, V]) AdmitOnSecondSighting(n int) *Memo[T, V] {
+	m.seenLimit, m.seenCur = n, make(map[uint64]struct{})
+	return m
+}
+
+// admit says whether Put keeps the part of sum (m.mu held): always, unless m admits on
+// the second sighting and sum is new, which it then records.
+func (m *Memo[T, V]) admit(sum uint64) bool {
+	if m.seenLimit == 0 {
+		return true
+	}
+	if _, ok := m.seenCur[sum]; ok {
+		delete(m.seenCur, sum)
+		return true
+	}
+	if _, ok := m.seenOld[sum]; ok {
+		delete(m.seenOld, sum)
+		return true
+	}
+	if len(m.seenCur) >= m.seenLimit {
+		m.seenOld, m.seenCur = m.seenCur, make(map[uint64]struct{}, len(m.seenCur))
+	}
+	m.seenCur[sum] = struct{}{}
+	return false
 }
 
 type memoEntry[T, V any] struct {
@@ -72,8 +109,15 @@ func (m *Memo[T, V]) Get(sum uint64, part *T) (V, bool) {
 }
 
 // Put keeps enc, of size bytes, as the encoding of part (sum is Sum(part)); the memo
-// owns enc from now on. A part larger than a generation is not kept.
+// owns enc from now on. A part larger than a generation is not kept, nor, when m admits
+// on the second sighting, a part whose sum was not put before.
 func (m *Memo[T, V]) Put(sum uint64, part *T, enc V, size int) {
+	m.mu.Lock()
+	admit := m.admit(sum)
+	m.mu.Unlock()
+	if !admit {
+		return
+	}
 	kept, n := m.clone(part)
 	n += size
 	if n > m.limit {

@@ -69,3 +69,49 @@ func TestMemoConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAdmitOnSecondSightingIsBounded: a memo that admits on the second sighting keeps a
+// part put twice, not a part put once, and remembers at most two generations of sums
+// put once: a part put again after that many others counts as new.
+func TestAdmitOnSecondSightingIsBounded(t *testing.T) {
+	const n = 8
+	m := MessageMemo[string](1<<20, false).AdmitOnSecondSighting(n)
+	msg := func(i int) llm.Message { return llm.Message{Role: "user", Content: fmt.Sprint("m", i)} }
+	put := func(i int) {
+		p := msg(i)
+		m.Put(m.Sum(&p), &p, "enc", 3)
+	}
+	kept := func(i int) bool {
+		p := msg(i)
+		_, ok := m.Get(m.Sum(&p), &p)
+		return ok
+	}
+	put(0)
+	if kept(0) {
+		t.Fatal("a part put once is kept")
+	}
+	put(0)
+	if !kept(0) {
+		t.Fatal("a part put twice is not kept")
+	}
+	for i := 1; i <= 3*n; i++ {
+		put(i)
+	}
+	if m.Len() != 1 {
+		t.Fatalf("the memo keeps %d parts, want only the one put twice", m.Len())
+	}
+	m.mu.Lock()
+	seen := len(m.seenCur) + len(m.seenOld)
+	m.mu.Unlock()
+	if seen > 2*n {
+		t.Fatalf("the memo remembers %d sums, want at most %d", seen, 2*n)
+	}
+	put(1) // forgotten: 3n sums were put after it
+	if kept(1) {
+		t.Fatal("a part put again after more than two generations of others is kept")
+	}
+	put(3 * n) // remembered
+	if !kept(3 * n) {
+		t.Fatal("a part put again right after is not kept")
+	}
+}
