@@ -85,7 +85,9 @@ func TestFollowUpMessagesThread(t *testing.T) {
 	checkTurn(t, evs, "second question", "ANSWER-TWO (after ANSWER-ONE)")
 	// The same command again is a duplicate: nothing new is recorded.
 	c.send(map[string]any{"op": "send", "session_id": id, "content": "second question", "command_id": "m-2", "id": "s2b"})
-	ack := c.next("ack", 10*time.Second)
+	// A send's ack may come after its turn's events (they go out on another path): each
+	// request below takes its own ack (ackOf).
+	ack := ackOf(c, "s2b")
 	if res, _ := ack["result"].(map[string]any); res["duplicate"] != true {
 		t.Fatalf("retried send: %v", ack)
 	}
@@ -126,7 +128,7 @@ func TestFollowUpMessagesThread(t *testing.T) {
 		t.Fatalf("state at turn-1 seq %d: %d %v", turn1End, status, body)
 	}
 	c.send(map[string]any{"op": "state_at", "session_id": id, "seq": turn1End - 1, "id": "sa"})
-	ack = c.next("ack", 10*time.Second)
+	ack = ackOf(c, "sa")
 	res, _ := ack["result"].(map[string]any)
 	if st, _ := res["state"].(map[string]any); st == nil || st["status"] == "SESSION_STATUS_COMPLETED" || st["steps"] == nil {
 		t.Fatalf("state_at over WS at seq %d: %v", turn1End-1, ack)
@@ -135,7 +137,7 @@ func TestFollowUpMessagesThread(t *testing.T) {
 	// Fork from turn 3 (after its step ended): the fork completes turn 3 by itself, with
 	// the turns before in its history, and takes a follow-up of its own.
 	c.send(map[string]any{"op": "fork", "session_id": id, "seq": stepEnd, "new_session_id": "thread-fork", "id": "fk"})
-	ack = c.next("ack", 10*time.Second)
+	ack = ackOf(c, "fk")
 	if res, _ := ack["result"].(map[string]any); res["session_id"] != "thread-fork" || res["source_seq"] != float64(stepEnd) {
 		t.Fatalf("fork ack %v", ack)
 	}
@@ -182,6 +184,18 @@ func waitStatus(t *testing.T, g *gw, id, status, result string) {
 		st, _ := body["state"].(map[string]any)
 		return st["status"] == status && st["result"] == result
 	}, "session %s never reached %s with result %q", id, status, result)
+}
+
+// ackOf reads c's frames until the ack of request id, skipping the acks of earlier
+// requests and events.
+func ackOf(c *wsc, id string) map[string]any {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ack := c.next("ack", time.Until(deadline)); ack["id"] == id {
+			return ack
+		}
+	}
 }
 
 // followTurn reads the frames of session id until its session_completed and returns its
