@@ -117,14 +117,8 @@ func (f *fakeNode) DeleteSession(ctx context.Context, id string) error {
 	if p, ok := auth.FromContext(ctx); ok {
 		by = p.String()
 	}
-	err := f.j.DeleteSession(ctx, id, by)
-	switch {
-	case errors.Is(err, persistence.ErrNotFound):
-		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
-	case errors.Is(err, persistence.ErrNotTerminal):
-		return fmt.Errorf("%w: session %s: %v", gateway.ErrSessionNotTerminal, id, err)
-	case err != nil:
-		return fmt.Errorf("delete session %s: %w", id, err)
+	if err := node.DeleteError(id, f.j.DeleteSession(ctx, id, by)); err != nil {
+		return err
 	}
 	delete(f.states, id)
 	return nil

@@ -222,21 +222,7 @@ func TestBacktrackSmallVocabularies(t *testing.T) {
 	r := rand.New(rand.NewPCG(39, 40))
 	tried := 0
 	for range 40 {
-		m := map[string]int{}
-		for c := range 256 {
-			m[string([]byte{byte(c)})] = c
-		}
-		toks := []string{"a", "b"}
-		for rank := 256; len(m) < 256+24; rank++ {
-			tok := toks[r.IntN(len(toks))] + toks[r.IntN(len(toks))]
-			if _, ok := m[tok]; ok || len(tok) > 6 {
-				rank--
-				continue
-			}
-			m[tok] = rank
-			toks = append(toks, tok)
-		}
-		ranks := newBPERanks(m)
+		ranks, merges := abVocabulary(r)
 		b := ranks.backtracker()
 		if b == nil {
 			continue // a token built from one ranked above it under tiktoken's rule
@@ -246,7 +232,7 @@ func TestBacktrackSmallVocabularies(t *testing.T) {
 			p := pick(r, "ab", 2+r.IntN(120))
 			got, _ := b.countBacktrack(nil, p, ranks)
 			if want := exactCount(p, ranks); got != want {
-				t.Fatalf("vocabulary %v: %q: backtracking %d tokens, whole merge %d", toks[2:], p, got, want)
+				t.Fatalf("vocabulary %v: %q: backtracking %d tokens, whole merge %d", merges, p, got, want)
 			}
 		}
 	}
@@ -259,15 +245,22 @@ func TestBacktrackSmallVocabularies(t *testing.T) {
 // backtracking tables are not built yet build them once and all count exactly (run it
 // with -race).
 func TestBacktrackConcurrentFirstUse(t *testing.T) {
-	tk, err := GetTokenizer(EncodingCL100K)
+	countConcurrently(t, EncodingCL100K, rand.New(rand.NewPCG(41, 42)), 4, 500, 1)
+}
+
+// countConcurrently counts n random ACGT pieces of size to 2×size bytes at once on fresh
+// ranks of encoding enc, each repeats times, and checks every count against the merge of
+// the whole piece.
+func countConcurrently(t *testing.T, enc string, r *rand.Rand, n, size, repeats int) {
+	t.Helper()
+	tk, err := GetTokenizer(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ranks := newBPERanks(tk.ranks.m)
-	r := rand.New(rand.NewPCG(41, 42))
-	pieces := make([]string, 4)
+	pieces := make([]string, n)
 	for i := range pieces {
-		pieces[i] = pick(r, "ACGT", 500+r.IntN(500))
+		pieces[i] = pick(r, "ACGT", size+r.IntN(size))
 	}
 	got := make([]int, len(pieces))
 	var wg sync.WaitGroup
@@ -275,7 +268,9 @@ func TestBacktrackConcurrentFirstUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], _ = bpeCount(nil, p, ranks)
+			for range repeats {
+				got[i], _ = bpeCount(nil, p, ranks)
+			}
 		}()
 	}
 	wg.Wait()
@@ -284,4 +279,26 @@ func TestBacktrackConcurrentFirstUse(t *testing.T) {
 			t.Errorf("piece %d: %d tokens, whole merge %d", i, got[i], want)
 		}
 	}
+}
+
+// abVocabulary is a random vocabulary of the 256 bytes and 24 tokens over the letters a
+// and b, each a merge of two earlier ones (as byte-pair training makes them) and at most
+// 6 bytes long: runs such as aaaa make a pair at a junction rank equal to a merge beside
+// it. merges are those 24 tokens.
+func abVocabulary(r *rand.Rand) (ranks *bpeRanks, merges []string) {
+	m := map[string]int{}
+	for c := range 256 {
+		m[string([]byte{byte(c)})] = c
+	}
+	toks := []string{"a", "b"}
+	for rank := 256; len(m) < 256+24; rank++ {
+		tok := toks[r.IntN(len(toks))] + toks[r.IntN(len(toks))]
+		if _, ok := m[tok]; ok || len(tok) > 6 {
+			rank--
+			continue
+		}
+		m[tok] = rank
+		toks = append(toks, tok)
+	}
+	return newBPERanks(m), toks[2:]
 }

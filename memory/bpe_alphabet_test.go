@@ -3,7 +3,6 @@ package memory
 import (
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -115,21 +114,7 @@ func TestAlphabetSmallVocabularies(t *testing.T) {
 	r := rand.New(rand.NewPCG(55, 56))
 	tried, handled := 0, 0
 	for range 40 {
-		m := map[string]int{}
-		for c := range 256 {
-			m[string([]byte{byte(c)})] = c
-		}
-		toks := []string{"a", "b"}
-		for rank := 256; len(m) < 256+24; rank++ {
-			tok := toks[r.IntN(len(toks))] + toks[r.IntN(len(toks))]
-			if _, ok := m[tok]; ok || len(tok) > 6 {
-				rank--
-				continue
-			}
-			m[tok] = rank
-			toks = append(toks, tok)
-		}
-		ranks := newBPERanks(m)
+		ranks, merges := abVocabulary(r)
 		b := ranks.backtracker()
 		if b == nil {
 			continue
@@ -145,7 +130,7 @@ func TestAlphabetSmallVocabularies(t *testing.T) {
 				handled++
 			}
 			if want := exactCount(p, ranks); h && got != want {
-				t.Fatalf("vocabulary %v: %q: automaton %d tokens, whole merge %d", toks[2:], p, got, want)
+				t.Fatalf("vocabulary %v: %q: automaton %d tokens, whole merge %d", merges, p, got, want)
 			}
 		}
 	}
@@ -157,33 +142,7 @@ func TestAlphabetSmallVocabularies(t *testing.T) {
 // TestAlphabetConcurrent: counts of pieces of one alphabet at once (each takes the
 // cached automaton or builds its own) all count exactly (run it with -race).
 func TestAlphabetConcurrent(t *testing.T) {
-	tk, err := GetTokenizer(EncodingO200K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranks := newBPERanks(tk.ranks.m)
-	r := rand.New(rand.NewPCG(57, 58))
-	pieces := make([]string, 8)
-	for i := range pieces {
-		pieces[i] = pick(r, "ACGT", 3000+r.IntN(3000))
-	}
-	got := make([]int, len(pieces))
-	var wg sync.WaitGroup
-	for i, p := range pieces {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 3 {
-				got[i], _ = bpeCount(nil, p, ranks)
-			}
-		}()
-	}
-	wg.Wait()
-	for i, p := range pieces {
-		if want := exactCount(p, ranks); got[i] != want {
-			t.Errorf("piece %d: %d tokens, whole merge %d", i, got[i], want)
-		}
-	}
+	countConcurrently(t, EncodingO200K, rand.New(rand.NewPCG(57, 58)), 8, 3000, 3)
 }
 
 // TestAlphabetStopsWhenCancelled: the automaton's walk of a long piece stops, ok false,

@@ -80,10 +80,6 @@ type agents struct {
 	// early is the call id of the orchestrator's call last started from a state still
 	// being appended (startEarly).
 	early string
-	// earlyTools are the idempotency keys of the orchestrator's tool calls started from a
-	// state still being appended (tools without effects, startEarly) whose results the
-	// grain has not decided yet.
-	earlyTools map[string]bool
 	// draining is set once the member drains (drain.go): no call starts; drainWait are
 	// the actors told so that have not answered Drained yet.
 	draining  bool
@@ -182,7 +178,7 @@ func (a *agents) needWork(ctx cluster.GrainContext, st *messages.SessionState, m
 // append fails, cancelEarly abandons the call and its result, if any, no longer matches
 // a pending call. The orchestrator's tool calls that next makes pending start early too
 // when their tools have no effects outside the session (tools.NoEffects) and nothing
-// holds them (earlyTools); every other tool call may have effects outside, so it starts
+// holds them (startableTools); every other tool call may have effects outside, so it starts
 // only once its tool_called is durable. cur is the state before next. It reports whether
 // it started an LLM call.
 func (a *agents) startEarly(ctx cluster.GrainContext, cur, next *messages.SessionState) bool {
@@ -198,12 +194,6 @@ func (a *agents) startEarly(ctx cluster.GrainContext, cur, next *messages.Sessio
 	if call {
 		a.early = p.GetCallId()
 	}
-	for k := range tools {
-		if a.earlyTools == nil {
-			a.earlyTools = map[string]bool{}
-		}
-		a.earlyTools[k] = true
-	}
 	a.tell(ctx, agent.Orchestrator, &agent.Work{State: next, Generation: a.gen, CallOnly: true, EarlyTools: tools})
 	return call
 }
@@ -212,7 +202,7 @@ func (a *agents) startEarly(ctx cluster.GrainContext, cur, next *messages.Sessio
 // and not in cur that may start before next is durable: their tools have no effects
 // (tools.NoEffects) and no interrupt or human holds them. nil when there are none.
 func (a *agents) startableTools(cur, next *messages.SessionState) map[string]bool {
-	if len(next.GetPendingTools()) == 0 || a.deps == nil || a.deps.Tools == nil || a.deps.Tools.Registry == nil || next.GetInterrupt() != nil {
+	if len(next.GetPendingTools()) == 0 || next.GetInterrupt() != nil {
 		return nil
 	}
 	var out map[string]bool
@@ -221,7 +211,7 @@ func (a *agents) startableTools(cur, next *messages.SessionState) map[string]boo
 		if slices.ContainsFunc(cur.GetPendingTools(), func(o *messages.PendingTool) bool { return o.GetIdempotencyKey() == key }) || core.HeldTool(next, c) {
 			continue
 		}
-		if t, ok := a.deps.Tools.Registry.Get(c.GetTool()); !ok || !tools.HasNoEffects(t) {
+		if !a.noEffects(c.GetTool()) {
 			continue
 		}
 		if out == nil {
@@ -232,14 +222,14 @@ func (a *agents) startableTools(cur, next *messages.SessionState) map[string]boo
 	return out
 }
 
-// earlyTool reports whether the orchestrator's tool call key was started early and its
-// result not decided yet, and forgets it (the grain decides the result now).
-func (a *agents) earlyTool(key string) bool {
-	if !a.earlyTools[key] {
+// noEffects reports whether the node's tool named tool declares that its calls change
+// nothing outside the session (tools.NoEffects).
+func (a *agents) noEffects(tool string) bool {
+	if a.deps == nil || a.deps.Tools == nil || a.deps.Tools.Registry == nil {
 		return false
 	}
-	delete(a.earlyTools, key)
-	return true
+	t, ok := a.deps.Tools.Registry.Get(tool)
+	return ok && tools.HasNoEffects(t)
 }
 
 // cancelEarly undoes startEarly after a failed append. A tool call started early runs to
@@ -250,7 +240,6 @@ func (a *agents) cancelEarly(ctx cluster.GrainContext, started bool) {
 		ctx.Send(pid, &agent.Abandon{CallID: a.early})
 	}
 	a.early = ""
-	a.earlyTools = nil
 }
 
 // lostCall is the result that fails a call whose runner stopped without an answer (it

@@ -240,12 +240,12 @@ func (g *Grain) ReceiveDefault(ctx cluster.GrainContext) {
 			return
 		}
 	case *core.ToolResult:
-		// The result of an orchestrator's tool call started early (a tool without effects,
+		// The result of an orchestrator's call of a tool without effects (started early,
 		// agents.startEarly) is decided like an LLM answer: against the optimistic state,
 		// its events queued behind the append of its tool_called, often in the same append.
-		early := g.agents.earlyTool(msg.Key)
 		if g.decideAhead(ctx, "tool result "+msg.Key, msg, func() bool {
-			return early && pendingToolOf(g.state, agent.Orchestrator, msg.Key) != nil
+			pt := pendingToolOf(g.state, agent.Orchestrator, msg.Key)
+			return pt != nil && g.agents.noEffects(pt.GetTool())
 		}) {
 			return
 		}

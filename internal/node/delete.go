@@ -39,18 +39,25 @@ func (n *Node) DeleteSession(ctx context.Context, id string) error {
 	} else if deletedBy, ok := ctx.Value(deletedByKey{}).(string); ok {
 		by = deletedBy
 	}
-	err = n.journal.DeleteSession(ctx, id, by)
-	switch {
-	case errors.Is(err, persistence.ErrNotFound):
-		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
-	case errors.Is(err, persistence.ErrNotTerminal):
-		return fmt.Errorf("%w: session %s: %v", gateway.ErrSessionNotTerminal, id, err)
-	case err != nil:
+	if err := DeleteError(id, n.journal.DeleteSession(ctx, id, by)); err != nil {
 		return err
 	}
 	n.evict(id)
 	n.log.Info("session deleted", "session_id", id, "status", status, "by", by)
 	return nil
+}
+
+// DeleteError is the gateway's error for a journal's answer err to the delete of session
+// id (persistence.SessionDeleter.DeleteSession): gateway.ErrSessionNotFound,
+// gateway.ErrSessionNotTerminal, err itself otherwise (nil for nil).
+func DeleteError(id string, err error) error {
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return fmt.Errorf("%w: %s", gateway.ErrSessionNotFound, id)
+	case errors.Is(err, persistence.ErrNotTerminal):
+		return fmt.Errorf("%w: session %s: %v", gateway.ErrSessionNotTerminal, id, err)
+	}
+	return err
 }
 
 // deletedByKey names, in a delete's context, who deletes when no principal does (the
