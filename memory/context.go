@@ -171,6 +171,12 @@ type Input struct {
 	// Hits are semantic search results for the current user message (or step
 	// description), best first. Hits naming messages not in Messages are ignored.
 	Hits []Hit
+	// Search, when Hits is nil, finds the hits only when they can matter: it is called
+	// (once) when the recent tier's first pass leaves an older message out of the
+	// context, and not at all when every message fits verbatim (a hit could then only
+	// name a message the context already holds). So a short history costs no
+	// embedding and no search. Nil means no hits.
+	Search func() []Hit
 	// LongTerm are the user's long-term memories for the call, best first. They are paid
 	// from the semantic share before the hits (with LongTermOverhead), whole or not at
 	// all (FitLongTerm).
@@ -375,11 +381,15 @@ func BuildContext(cfg ContextConfig, in Input) (*Context, error) {
 	c.LongTerm, md.LongTermTokens = FitLongTerm(in.LongTerm, in.LongTermOverhead, min(left, semanticShare))
 	md.LongTermCount = len(c.LongTerm)
 	left -= md.LongTermTokens
-	var chosen map[uint64]bool
-	if len(in.Hits) > 0 {
-		chosen = make(map[uint64]bool, len(in.Hits))
+	hits := in.Hits
+	if hits == nil && in.Search != nil && w.leftOut() {
+		hits = in.Search()
 	}
-	for _, h := range in.Hits {
+	var chosen map[uint64]bool
+	if len(hits) > 0 {
+		chosen = make(map[uint64]bool, len(hits))
+	}
+	for _, h := range hits {
 		i, ok := findSeq(msgs[:w.lo], h.Seq)
 		if !ok || chosen[h.Seq] || msgs[i].Content == "" || i == w.task {
 			md.HitsIgnored++
@@ -468,6 +478,13 @@ type recentWalk struct {
 	taskMsg  Message
 	taskCost int
 	elided   int
+}
+
+// leftOut says whether a message older than the recent run is outside the context (the
+// task message, pinned on its own, does not count): only then can a semantic hit add
+// one.
+func (w *recentWalk) leftOut() bool {
+	return w.lo > 1 || (w.lo == 1 && w.task != 0)
 }
 
 // at returns message i as the context holds it (elided when it was).

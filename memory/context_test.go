@@ -429,3 +429,40 @@ func TestBuildContextSkipsRepeatedText(t *testing.T) {
 		t.Fatalf("hits ignored %d, want 2", c.Metadata.HitsIgnored)
 	}
 }
+
+// TestBuildContextSearchesOnlyWhenSomethingIsLeftOut: Input.Search is called once when the
+// recent tier leaves an older message out, and its hits fill the semantic tier as Hits
+// would; when the whole history fits it is not called at all (a hit could only name a
+// message the context already holds).
+func TestBuildContextSearchesOnlyWhenSomethingIsLeftOut(t *testing.T) {
+	ms := msgs(10, 10, 10, 10, 10, 100, 100, 100, 100, 100) // seqs 10..28
+	calls := 0
+	search := func() []memory.Hit {
+		calls++
+		return []memory.Hit{{Seq: 10, Score: 0.9}, {Seq: 12, Score: 0.8}}
+	}
+	// Budget 600: the newest messages fill the recent tier, the old short ones are out.
+	c, err := memory.BuildContext(cfgBudget(600), memory.Input{Messages: ms, Search: search, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("search called %d times with messages left out, want 1", calls)
+	}
+	withHits, err := memory.BuildContext(cfgBudget(600), memory.Input{Messages: ms, Hits: search(), Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := seqs(c.Semantic), seqs(withHits.Semantic); fmt.Sprint(got) != "[10 12]" || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("semantic %v with Search, %v with the same Hits; want [10 12] for both", got, want)
+	}
+	// A budget that holds every message: no search.
+	calls = 0
+	c, err = memory.BuildContext(cfgBudget(100_000), memory.Input{Messages: ms, Search: search, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 || len(c.Recent) != len(ms) {
+		t.Fatalf("search called %d times, %d of %d messages recent; want 0 calls and all recent", calls, len(c.Recent), len(ms))
+	}
+}

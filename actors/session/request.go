@@ -74,8 +74,9 @@ func buildCallContext(ctx context.Context, d *Deps, s *messages.SessionState, ca
 		SystemTokens: d.templateTokens(model, tmpl) + d.Config.CountTextContext(ctx, model, rest) +
 			int(d.Config.CountMessageContext(ctx, model, llm.Message{Role: "system", Content: task})),
 		Messages: hist,
-		Hits:     searchHits(ctx, d, s, st.GetStep().GetDescription()),
-		Now:      d.Now(),
+		// Searched only when the history does not fit whole (memory.Input.Search).
+		Search: func() []memory.Hit { return searchHits(ctx, d, s, st.GetStep().GetDescription()) },
+		Now:    d.Now(),
 	}
 	in.LongTerm, in.LongTermOverhead = longTerm(ctx, d, s, "")
 	if sum := s.GetSummary(); sum.GetContent() != "" {
@@ -166,7 +167,7 @@ func buildFollowUpRequest(ctx context.Context, d *Deps, s *messages.SessionState
 	in := memory.Input{
 		Task: seq, Origin: "session " + s.GetSessionId(), SystemPrompt: sys,
 		SystemTokens: d.Config.CountTextContext(ctx, model, sys), Messages: hist,
-		Hits: searchHits(ctx, d, s, msg), Now: d.Now(),
+		Search: func() []memory.Hit { return searchHits(ctx, d, s, msg) }, Now: d.Now(),
 	}
 	in.LongTerm, in.LongTermOverhead = longTerm(ctx, d, s, "")
 	if sum := s.GetSummary(); sum.GetContent() != "" {
