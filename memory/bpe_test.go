@@ -60,13 +60,13 @@ func TestPathologicalCountsLikeTiktoken(t *testing.T) {
 			t.Fatalf("%s: the ranks were not captured", enc)
 		}
 		for name, s := range pathological() {
-			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+			if n, want := tk.Count(s), len(tk.Encode(s)); n != want {
 				t.Errorf("%s: Count(%s) = %d, tiktoken-go says %d", enc, name, n, want)
 			}
 		}
 		for n := 2; n <= 2*smallPiece+2; n++ { // runs either side of the heap's threshold
 			s := strings.Repeat("z", n)
-			if got, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); got != want {
+			if got, want := tk.Count(s), len(tk.Encode(s)); got != want {
 				t.Errorf("%s: Count of %d z's = %d, tiktoken-go says %d", enc, n, got, want)
 			}
 		}
@@ -100,7 +100,7 @@ func TestHeapMergesLikeRescanning(t *testing.T) {
 			b[i] = a[r.IntN(len(a))]
 		}
 		h, _, _ := bpeCountHeap(nil, string(b), tk.ranks)
-		if want := len(tk.tk.EncodeOrdinary(string(b))); h != want {
+		if want := len(tk.Encode(string(b))); h != want {
 			t.Fatalf("%q: heap %d, tiktoken-go %d", b, h, want)
 		}
 	}
@@ -174,7 +174,7 @@ func TestLongPieceCountsLikeWholeMerge(t *testing.T) {
 		} {
 			got, want := tk.Count(c.text), 0
 			if c.name == "base64" {
-				want = len(tk.tk.EncodeOrdinary(c.text))
+				want = len(tk.Encode(c.text))
 			} else {
 				want = exactCount(c.text, tk.ranks)
 			}
@@ -288,7 +288,7 @@ func TestCorpusCountsLikeTiktoken(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, s := range texts {
-			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+			if n, want := tk.Count(s), len(tk.Encode(s)); n != want {
 				t.Errorf("%s: Count of text %d = %d, tiktoken-go says %d", enc, i, n, want)
 			}
 		}
@@ -364,7 +364,7 @@ func TestShortPiecesCountLikeTiktoken(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range pieces {
-			if n, want := tk.Count(p), len(tk.tk.EncodeOrdinary(p)); n != want {
+			if n, want := tk.Count(p), len(tk.Encode(p)); n != want {
 				t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", enc, p, n, want)
 			}
 		}

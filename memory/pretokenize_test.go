@@ -50,7 +50,7 @@ func checkASCII(t *testing.T, s string) {
 		if tk.split == nil {
 			t.Fatalf("%s: the fast path is off (ranks not captured)", sp.encoding)
 		}
-		if n, ref := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != ref {
+		if n, ref := tk.Count(s), len(tk.Encode(s)); n != ref {
 			t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", sp.encoding, s, n, ref)
 		}
 	}
@@ -110,7 +110,7 @@ func TestMixedTextCountsLikeTiktoken(t *testing.T) {
 				b.WriteString(pieces[r.IntN(len(pieces))])
 			}
 			s := b.String()
-			if n, want := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != want {
+			if n, want := tk.Count(s), len(tk.Encode(s)); n != want {
 				t.Fatalf("%s: Count(%q) = %d, tiktoken-go says %d", enc, s, n, want)
 			}
 		}
@@ -213,7 +213,7 @@ func TestO200KBlocksSplitLikeScanner(t *testing.T) {
 		if re := regexPieces(re, s); strings.Join(re, "\x00") != strings.Join(got, "\x00") {
 			t.Fatalf("pieces of %q:\n regex  %q\n blocks %q", s, re, got)
 		}
-		if n, ref := tk.Count(s), len(tk.tk.EncodeOrdinary(s)); n != ref {
+		if n, ref := tk.Count(s), len(tk.Encode(s)); n != ref {
 			t.Fatalf("Count(%q) = %d, tiktoken-go says %d", s, n, ref)
 		}
 	}

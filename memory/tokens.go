@@ -53,13 +53,17 @@ const (
 // caller, and safe for concurrent use.
 type Tokenizer struct {
 	name string
-	tk   *tiktoken.Tiktoken
+	// tk is tiktoken-go's encoder (encoder builds it once): Encode's, and the counter's
+	// when ranks is nil.
+	tkOnce sync.Once
+	tk     *tiktoken.Tiktoken
+	tkErr  error
 	// split counts ASCII text without the regexp2 pre-tokeniser (pretokenize.go); nil
 	// for encodings without a hand-written splitter.
 	split func(asciiText, func(string))
 	// pattern is the encoding's pre-tokeniser, for all other text; ranks are its BPE
-	// ranks (bpe.go merges each piece). Both nil if the ranks came from elsewhere than
-	// Fathom's loader: then tiktoken-go counts.
+	// ranks (bpe.go merges each piece). Both nil if this merge cannot key the ranks:
+	// then tiktoken-go counts.
 	pattern *regexp2.Regexp
 	ranks   *bpeRanks
 	// busy and stopped are Stats'.
@@ -102,27 +106,28 @@ type ranksLoader struct {
 	loaded  map[string]map[string]int
 }
 
-// LoadTiktokenBpe implements tiktoken.BpeLoader.
+// LoadTiktokenBpe implements tiktoken.BpeLoader: a file is read once, and its ranks are
+// shared by every caller (Fathom's counting path and tiktoken-go's encoder).
 func (l *ranksLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ranks, ok := l.loaded[file]; ok {
+		return ranks, nil
+	}
 	ranks, err := l.offline.LoadTiktokenBpe(file)
 	if err == nil {
-		l.mu.Lock()
 		l.loaded[file] = ranks
-		l.mu.Unlock()
 	}
 	return ranks, err
 }
 
-// ranksOf returns the ranks loaded from the file whose name ends in suffix.
-func (l *ranksLoader) ranksOf(suffix string) map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for file, ranks := range l.loaded {
-		if strings.HasSuffix(file, suffix) {
-			return ranks
-		}
-	}
-	return nil
+// rankFiles are the encodings' BPE rank files, as tiktoken-go names them (the offline
+// loader serves them from the binary).
+var rankFiles = map[string]string{
+	EncodingO200K:  "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+	EncodingCL100K: "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+	EncodingP50K:   "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
+	EncodingR50K:   "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
 }
 
 var (
@@ -150,41 +155,44 @@ func GetTokenizer(encoding string) (*Tokenizer, error) {
 		tokenizers[encoding] = e
 	}
 	tokenizersMu.Unlock()
-	e.once.Do(func() {
-		switch encoding {
-		case EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K:
-		default:
-			e.err = fmt.Errorf("memory: unknown encoding %q (want %s, %s, %s or %s)", encoding, EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K)
-			return
-		}
-		// The offline loader reads the BPE ranks compiled into the binary; without it
-		// tiktoken-go downloads them at run time.
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(loader) })
-		tk, err := tiktoken.GetEncoding(encoding)
-		if err != nil {
-			e.err = fmt.Errorf("memory: build encoding %s: %w", encoding, err)
-			return
-		}
-		e.t = &Tokenizer{name: encoding, tk: tk}
-		pattern := p50kPattern
-		switch encoding {
-		case EncodingO200K:
-			e.t.split, pattern = splitO200K, o200kPattern
-		case EncodingCL100K:
-			e.t.split, pattern = splitCL100K, cl100kPattern
-		}
-		ranks := loader.ranksOf("/" + encoding + ".tiktoken")
-		if ranks == nil {
-			e.t.split = nil // tiktoken-go had the ranks from elsewhere: count through it
-			return
-		}
-		if e.t.ranks = newBPERanks(ranks); !e.t.ranks.ids {
-			e.t.split, e.t.ranks = nil, nil // ranks this merge cannot key: count through tiktoken-go
-			return
-		}
-		e.t.pattern = regexp2.MustCompile(pattern, regexp2.None)
-	})
+	e.once.Do(func() { e.t, e.err = newTokenizer(encoding) })
 	return e.t, e.err
+}
+
+// newTokenizer builds the Tokenizer of encoding (GetTokenizer keeps one per encoding):
+// Fathom's own counting over the encoding's ranks, or, for ranks it cannot key,
+// tiktoken-go's encoder.
+func newTokenizer(encoding string) (*Tokenizer, error) {
+	switch encoding {
+	case EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K:
+	default:
+		return nil, fmt.Errorf("memory: unknown encoding %q (want %s, %s, %s or %s)", encoding, EncodingO200K, EncodingCL100K, EncodingP50K, EncodingR50K)
+	}
+	// The offline loader reads the BPE ranks compiled into the binary; without it
+	// tiktoken-go downloads them at run time.
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(loader) })
+	t := &Tokenizer{name: encoding}
+	pattern := p50kPattern
+	switch encoding {
+	case EncodingO200K:
+		t.split, pattern = splitO200K, o200kPattern
+	case EncodingCL100K:
+		t.split, pattern = splitCL100K, cl100kPattern
+	}
+	ranks, err := loader.LoadTiktokenBpe(rankFiles[encoding])
+	if err != nil {
+		return nil, fmt.Errorf("memory: load the BPE ranks of %s: %w", encoding, err)
+	}
+	if t.ranks = newBPERanks(ranks); !t.ranks.ids {
+		// Ranks this merge cannot key: count through tiktoken-go.
+		t.split, t.ranks = nil, nil
+		if _, err := t.encoder(); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	t.pattern = regexp2.MustCompile(pattern, regexp2.None)
+	return t, nil
 }
 
 // TokenizerForModel returns the shared Tokenizer of model's encoding. A model
@@ -264,7 +272,8 @@ func (t *Tokenizer) count(ctx context.Context, text string) (n int, ok bool) {
 		defer t.busy.Add(-1)
 	}
 	if t.ranks == nil {
-		return len(t.tk.EncodeOrdinary(text)), true
+		tk, _ := t.encoder() // built when the tokenizer was
+		return len(tk.EncodeOrdinary(text)), true
 	}
 	if t.split == nil {
 		return t.countPieces(done, text)
@@ -488,8 +497,28 @@ func (t *Tokenizer) countPieces(done <-chan struct{}, text string) (n int, ok bo
 }
 
 // Encode returns the token ids of text (special-token strings encoded as ordinary text).
+// It is tiktoken-go's encoder, built on the first call (counting does not need it). It
+// panics if that encoder cannot be built, which GetTokenizer has already shown it can
+// for an encoding counted through it.
 func (t *Tokenizer) Encode(text string) []int {
-	return t.tk.EncodeOrdinary(text)
+	tk, err := t.encoder()
+	if err != nil {
+		panic(err)
+	}
+	return tk.EncodeOrdinary(text)
+}
+
+// encoder is tiktoken-go's encoder of t's encoding, built once on first use (about 13 MB
+// that counting with Fathom's own ranks never needs), over the same ranks (the shared
+// loader).
+func (t *Tokenizer) encoder() (*tiktoken.Tiktoken, error) {
+	t.tkOnce.Do(func() {
+		t.tk, t.tkErr = tiktoken.GetEncoding(t.name)
+		if t.tkErr != nil {
+			t.tkErr = fmt.Errorf("memory: build encoding %s: %w", t.name, t.tkErr)
+		}
+	})
+	return t.tk, t.tkErr
 }
 
 // CountMessage returns what m costs inside a chat request: TokensPerMessage, the tokens
