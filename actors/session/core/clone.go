@@ -26,23 +26,28 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 	if s == nil {
 		return nil
 	}
+	// The config, the pending call, the usage, the summary, the interrupt and the fork's
+	// origin are shared, not copied: Apply never changes one in place, it replaces it
+	// (a new message, or nil), so a shared one is never written (FuzzApply checks that
+	// no event applied to a clone changes the original).
+	//
 	// Field by field, not through reflection (a generic copy spent most of its time
 	// converting each scalar to and from a protoreflect.Value): a message field is
 	// proto.Clone's, a list gets its own elements. TestCloneStateCopiesEveryField fails
 	// when a field added to SessionState is missing here.
 	out := &messages.SessionState{
 		SessionId: s.SessionId, Seq: s.Seq, Status: s.Status, Goal: s.Goal,
-		Config: cloneMsg(s.Config), PlanId: s.PlanId,
+		Config: s.Config, PlanId: s.PlanId,
 		CurrentStepIndex: s.CurrentStepIndex, Iterations: s.Iterations,
-		Pending: cloneMsg(s.Pending), Usage: cloneMsg(s.Usage),
+		Pending: s.Pending, Usage: s.Usage,
 		Result: s.Result, Error: s.Error,
 		StartedAtUnixNano: s.StartedAtUnixNano, UpdatedAtUnixNano: s.UpdatedAtUnixNano,
 		Commands: maps.Clone(s.Commands), UserId: s.UserId,
 		PendingTools:    cloneMsgs(s.PendingTools),
 		RetryAtUnixNano: s.RetryAtUnixNano, PlanAttempt: s.PlanAttempt, CostUsd: s.CostUsd, PlanSeq: s.PlanSeq,
-		Summary:     cloneMsg(s.Summary),
-		Breakpoints: cloneMsgs(s.Breakpoints), Interrupt: cloneMsg(s.Interrupt), Awaiting: cloneMsgs(s.Awaiting),
-		Artifacts: cloneMsgs(s.Artifacts), Memories: cloneMsgs(s.Memories), ForkedFrom: cloneMsg(s.ForkedFrom),
+		Summary:     s.Summary,
+		Breakpoints: cloneMsgs(s.Breakpoints), Interrupt: s.Interrupt, Awaiting: cloneMsgs(s.Awaiting),
+		Artifacts: cloneMsgs(s.Artifacts), Memories: cloneMsgs(s.Memories), ForkedFrom: s.ForkedFrom,
 		Replans: s.Replans, ReplanCalls: s.ReplanCalls, ReplanAttempt: s.ReplanAttempt, PlanRevision: s.PlanRevision,
 		RetiredStepIds: slices.Clone(s.RetiredStepIds), LlmCalls: s.LlmCalls, Turn: s.Turn,
 		Thread: cloneMsgs(s.Thread), Tenant: s.Tenant, Owner: s.Owner, Audit: cloneMsgs(s.Audit),
