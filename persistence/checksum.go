@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"sync"
+	"unsafe"
 )
 
 // castagnoli is the CRC-32C table of record checksums.
@@ -13,23 +15,46 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // stored record of format 2 carries. Each part is preceded by its length, so moving
 // bytes from one part to the next changes the sum.
 func Checksum(parts ...[]byte) uint32 {
+	n := scratch.Get().(*[8]byte)
+	defer scratch.Put(n)
 	var crc uint32
-	var n [8]byte
 	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		crc = crc32.Update(crc, castagnoli, n[:])
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = checksumPart(crc, n, p)
 	}
 	return crc
 }
 
+// scratch holds the 8-byte buffers checksums encode lengths and seqs in: crc32 keeps
+// nothing it is given, but the compiler cannot see that, so a buffer on the stack would
+// move to the heap on every checksum.
+var scratch = sync.Pool{New: func() any { return new([8]byte) }}
+
+// checksumPart extends crc with one part of Checksum: its length (encoded in n), then
+// its bytes.
+func checksumPart(crc uint32, n *[8]byte, p []byte) uint32 {
+	binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+	crc = crc32.Update(crc, castagnoli, n[:])
+	return crc32.Update(crc, castagnoli, p)
+}
+
+// stringBytes is s's bytes without a copy, for reading only (crc32 never writes them).
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // RecordChecksum is the checksum of the record at seq of stream: its stream id, seq,
 // type and data (its time is not covered: PostgreSQL stores it in microseconds).
-// Snapshots use the type "snapshot".
+// Snapshots use the type "snapshot". It is Checksum(stream, seq as 8 bytes big-endian,
+// type, data), computed without copying the strings or boxing the parts: it runs on
+// every append and every read of a record.
 func RecordChecksum(stream string, seq uint64, typ string, data []byte) uint32 {
-	var s [8]byte
-	binary.BigEndian.PutUint64(s[:], seq)
-	return Checksum([]byte(stream), s[:], []byte(typ), data)
+	n := scratch.Get().(*[8]byte)
+	defer scratch.Put(n)
+	crc := checksumPart(0, n, stringBytes(stream))
+	binary.BigEndian.PutUint64(n[:], 8) // the seq's part: its length, then its bytes
+	crc = crc32.Update(crc, castagnoli, n[:])
+	binary.BigEndian.PutUint64(n[:], seq)
+	crc = crc32.Update(crc, castagnoli, n[:])
+	crc = checksumPart(crc, n, stringBytes(typ))
+	return checksumPart(crc, n, data)
 }
 
 // RecordError is a stored record that failed its check on read: its checksum does not

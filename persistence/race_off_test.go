@@ -1,0 +1,6 @@
+//go:build !race
+
+package persistence_test
+
+// raceDetector: see race_on_test.go.
+const raceDetector = false
