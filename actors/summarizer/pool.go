@@ -105,6 +105,7 @@ func (p *pool) supersede(ctx actor.Context, j *job) {
 func (p *pool) dispatch(ctx actor.Context) {
 	for len(p.idle) > 0 && len(p.queue) > 0 {
 		s := p.queue[0]
+		p.queue[0] = "" // the array keeps no dequeued id alive
 		p.queue = p.queue[1:]
 		j := p.waiting[s]
 		delete(p.waiting, s)
