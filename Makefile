@@ -87,10 +87,12 @@ bench: ## Run the benchmark rows interleaved against the real services (durable 
 		$(GO) run ./internal/benchtable -table load -rounds 1 -out BENCHMARKS.md -raw bench-load.out)
 
 .PHONY: proto
-proto: ## Regenerate the Go code in messages/ (wire types) and messages/sessiongrain (the grain) from the .proto files
+proto: ## Regenerate the Go code in messages/ (wire types, the event JSON marshallers) and messages/sessiongrain (the grain) from the .proto files
 	@bin=$$(scripts/install-protoc.sh); \
 	PATH="$$bin:$$PATH" protoc -I messages --go_out=. --go_opt=module=github.com/fathom-agents/fathom messages/*.proto messages/sessiongrain/*.proto; \
-	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/sessiongrain/grain.proto
+	PATH="$$bin:$$PATH" protoc -I messages --go-grain_out=. --go-grain_opt=module=github.com/fathom-agents/fathom messages/sessiongrain/grain.proto; \
+	GOBIN="$$bin" $(GO) install ./messages/internal/protoc-gen-go-eventjson && \
+	PATH="$$bin:$$PATH" protoc -I messages --go-eventjson_out=. --go-eventjson_opt=module=github.com/fathom-agents/fathom messages/events.proto
 
 .PHONY: soak
 soak: ## Kill -9 soak (make test-faults runs a short variant): 3 nodes, Consul, PostgreSQL, mock-llm 200 ms, sandboxed code_execute; figures in soak.out (see RELIABILITY.md)

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/gorilla/websocket"
 
@@ -87,18 +89,30 @@ func deltaBytes(session string, d live.Delta) []byte {
 }
 
 // eventFrame renders a stored event as an event frame: {"op":"event"} followed by the
-// event's one JSON rendering (messages.AppendEventJSON), encoded once into the frame's
-// own buffer.
+// event's one JSON rendering (messages.AppendEventJSON). It is encoded once, into a
+// pooled scratch buffer, then copied into the frame's own slice of its exact size: one
+// allocation per event, however large its JSON (growing a fresh buffer took several,
+// with room to spare kept for as long as the frame is cached).
 func eventFrame(ev *messages.Event) ([]byte, error) {
 	const head = `{"op":"event"`
-	out := append(make([]byte, 0, 512), head...)
-	out, err := messages.AppendEventJSON(out, ev)
+	scratch := frameScratch.Get().(*[]byte)
+	defer frameScratch.Put(scratch)
+	out, err := messages.AppendEventJSON(append((*scratch)[:0], head...), ev)
 	if err != nil {
 		return nil, fmt.Errorf("render event %d: %w", ev.GetSeq(), err)
 	}
+	if cap(out) <= maxScratch {
+		*scratch = out[:0] // grown: kept for the next frame (not a huge one's)
+	}
 	out[len(head)] = ',' // the event object's '{' joins it to the head
-	return out, nil
+	return bytes.Clone(out), nil
 }
+
+// frameScratch holds the buffers event frames are encoded into (*[]byte).
+var frameScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxScratch bounds the buffers frameScratch keeps.
+const maxScratch = 64 << 10
 
 // frameCache renders each event once however many subscribers it goes to: events are
 // immutable, so (stream, seq) names a frame for good. It keeps the newest frames of a

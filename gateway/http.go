@@ -290,7 +290,6 @@ type eventStream struct {
 	rc      *http.ResponseController
 	sse     bool
 	timeout time.Duration
-	buf     []byte       // add's scratch
 	wait    *live.Waiter // SSE: waits for updates, with a keepalive comment when idle
 }
 
@@ -311,7 +310,11 @@ func (s *eventStream) add(frame []byte, seq uint64, kind string, first bool) err
 	if first {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	}
-	b := s.buf[:0]
+	// The line is put together in a scratch buffer shared by all streams (frameScratch):
+	// one write of it, and no buffer held by an idle subscriber.
+	scratch := frameScratch.Get().(*[]byte)
+	defer frameScratch.Put(scratch)
+	b := (*scratch)[:0]
 	if s.sse {
 		if seq > 0 {
 			b = append(strconv.AppendUint(append(b, "id: "...), seq, 10), '\n')
@@ -321,8 +324,8 @@ func (s *eventStream) add(frame []byte, seq uint64, kind string, first bool) err
 		b = append(append(b, frame...), '\n')
 	}
 	_, err := s.w.Write(b)
-	if cap(b) <= 64<<10 {
-		s.buf = b // kept for the next frame (not a large one's)
+	if cap(b) <= maxScratch {
+		*scratch = b[:0] // grown: kept for the next frame (not a large one's)
 	}
 	return err
 }

@@ -22,7 +22,8 @@ var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 // spaces (dialect64's rewriting), without the intermediate text, protojson's field
 // sorting and its allocations. Well-known types (opaque), whose JSON form is their own,
 // are left to protojson and dialect64. TestDialectEncoderMatchesProtojson holds it to
-// byte equality with the two-step rendering.
+// byte equality with the two-step rendering, and the event payloads' generated
+// marshallers (dialectMessage) to byte equality with it.
 type dialectEncoder struct {
 	b      []byte
 	spans  bool // record the top-level members in fields
@@ -226,20 +227,14 @@ func appendProtoFloat(b []byte, n float64, bitSize int) []byte {
 // appendProtoString appends s as a JSON string as protojson escapes it: '"', '\\' and
 // control characters only; invalid UTF-8 is an error.
 func appendProtoString(b []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) { // word at a time over ASCII
+		return b, errInvalidUTF8
+	}
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				return b, errInvalidUTF8
-			}
-			i += n
-			continue
-		}
-		if c >= ' ' && c != '"' && c != '\\' {
-			i++
+		if !mustEscape[c] {
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -262,9 +257,18 @@ func appendProtoString(b []byte, s string) ([]byte, error) {
 			b = append(b, "0000"[1+(bits.Len32(uint32(c))-1)/4:]...)
 			b = strconv.AppendUint(b, uint64(c), 16)
 		}
-		i++
-		start = i
+		start = i + 1
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), nil
 }
+
+// mustEscape marks the bytes protojson escapes in a string: '"', '\\' and the control
+// characters (bytes of multi-byte UTF-8 sequences are all >= 0x80, never escaped).
+var mustEscape = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()

@@ -19,7 +19,11 @@
 // It follows the proto3 JSON mapping as protojson renders it (proto field names,
 // unpopulated fields included, enums by name), except that 64-bit integers are JSON
 // numbers; it is rendered in one pass from the message's fields, straight into the
-// output buffer (well-known types are protojson's).
+// output buffer. Event payloads have generated marshallers (events_eventjson.pb.go, by
+// protoc-gen-go-eventjson in internal/, run by `make proto`) that read the Go fields
+// without reflection; other messages (MarshalJSON) go through the reflective
+// dialectEncoder, which the tests hold byte-equal to protojson, and the generated code
+// to it (well-known types are protojson's).
 //
 //	{"type":"llm_responded","seq":7,"session_id":"s-…","at":"2026-11-22T10:00:00.1Z",
 //	 "call_id":"step-1/llm-1","step_id":"step-1","content":"…","usage":{"input_tokens":120,…},…}

@@ -25,6 +25,9 @@ var payloadOneof = sync.OnceValue(func() protoreflect.OneofDescriptor {
 // Type returns the event's public snake_case type name ("session_started", ...), or ""
 // when the envelope has no payload.
 func (e *Event) Type() string {
+	if name, _ := e.payloadDialect(); name != "" {
+		return name
+	}
 	fd := e.payloadField()
 	if fd == nil {
 		return ""
@@ -63,21 +66,43 @@ func MarshalEventJSON(ev *Event) ([]byte, error) {
 
 // AppendEventJSON appends ev's flat JSON object (MarshalEventJSON's rendering) to dst and
 // returns the extended buffer. The payload is encoded once, straight into dst, after the
-// envelope fields (dialectEncoder).
+// envelope fields, by its generated marshaller.
 func AppendEventJSON(dst []byte, ev *Event) ([]byte, error) {
 	out, _, err := appendEvent(dst, ev, false)
 	return out, err
 }
 
+// dialectMessage is a message with a generated marshaller for the dialect
+// (events_eventjson.pb.go, protoc-gen-go-eventjson): every event payload.
+type dialectMessage interface {
+	// appendDialectJSON appends the message's object; s, when not nil, gets the span of
+	// each of its members.
+	appendDialectJSON(b []byte, s *[]fieldSpan) ([]byte, error)
+}
+
+// addSpan records in s, when not nil, the span of the member of n-byte name whose value
+// is at [vs, ve) (the name ends 2 bytes before its value: `":`).
+func addSpan(s *[]fieldSpan, vs, n, ve int) {
+	if s != nil {
+		*s = append(*s, fieldSpan{key: [2]int{vs - 2 - n, vs - 2}, value: [2]int{vs, ve}})
+	}
+}
+
 // appendEvent appends ev's flat JSON object to dst; with spans it also returns where
-// each payload field's name and value are in the result.
+// each payload field's name and value are in the result. The payload is rendered by its
+// generated marshaller (dialectEncoder's rendering, without reflection); a payload
+// without one (a stale generated file) by dialectEncoder.
 func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error) {
-	msg := ev.PayloadMessage()
-	if msg == nil {
-		return dst, nil, ErrNoPayload
+	typ, payload := ev.payloadDialect()
+	var msg proto.Message
+	if payload == nil {
+		if msg = ev.PayloadMessage(); msg == nil {
+			return dst, nil, ErrNoPayload
+		}
+		typ = ev.Type()
 	}
 	dst = append(dst, `{"type":"`...)
-	dst = append(dst, ev.Type()...) // a proto field name: [a-z0-9_]
+	dst = append(dst, typ...) // a proto field name: [a-z0-9_]
 	dst = append(dst, `","seq":`...)
 	dst = strconv.AppendUint(dst, ev.GetSeq(), 10)
 	dst = append(dst, `,"session_id":`...)
@@ -90,11 +115,25 @@ func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error)
 		dst = appendJSONString(dst, id)
 	}
 	start := len(dst)
-	e := dialectEncoder{b: dst, spans: spans}
-	if err := e.message(msg.ProtoReflect(), true); err != nil {
-		return dst[:start], nil, fmt.Errorf("render %s payload: %w", ev.Type(), err)
+	var fields []fieldSpan
+	var err error
+	if payload != nil {
+		var s *[]fieldSpan
+		if spans {
+			s = new([]fieldSpan) // not &fields: that would move fields to the heap for every event
+		}
+		dst, err = payload.appendDialectJSON(dst, s)
+		if s != nil {
+			fields = *s
+		}
+	} else {
+		e := dialectEncoder{b: dst, spans: spans}
+		err = e.message(msg.ProtoReflect(), true)
+		dst, fields = e.b, e.fields
 	}
-	dst = e.b
+	if err != nil {
+		return dst[:start], nil, fmt.Errorf("render %s payload: %w", typ, err)
+	}
 	// Splice the payload's members into the envelope object: its '{' becomes the
 	// separator after the envelope, or goes when the payload has no fields.
 	if len(dst)-start == 2 {
@@ -102,7 +141,7 @@ func appendEvent(dst []byte, ev *Event, spans bool) ([]byte, []fieldSpan, error)
 	} else {
 		dst[start] = ','
 	}
-	return dst, e.fields, nil
+	return dst, fields, nil
 }
 
 // appendJSONString appends s as a JSON string. Envelope strings (session and command

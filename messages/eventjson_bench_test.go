@@ -340,4 +340,15 @@ func BenchmarkEventJSON(b *testing.B) {
 			}
 		})
 	}
+	// The encoding alone, into a reused buffer (as the gateway renders frames).
+	b.Run("single-pass-append", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 4096)
+		for i := 0; b.Loop(); i++ {
+			var err error
+			if buf, err = AppendEventJSON(buf[:0], evs[i%len(evs)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -74,3 +74,34 @@ func TestHitAllocatesNothing(t *testing.T) {
 		t.Fatalf("Get = %q with %.1f allocations per hit, want the frame and none", got, allocs)
 	}
 }
+
+// BenchmarkGet: miss is a key rendered for the first time, evicting the oldest (a live
+// stream's event taken by its first subscriber); hit is a rendered key taken by
+// concurrent readers (the other subscribers of the event).
+func BenchmarkGet(b *testing.B) {
+	type key struct {
+		stream string
+		seq    uint64
+	}
+	render := func() ([]byte, error) { return nil, nil }
+	stream := strconv.Itoa(42)
+	b.Run("miss", func(b *testing.B) {
+		c := New[key, []byte](4096)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_, _ = c.Get(key{stream, uint64(i)}, render)
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		c := New[key, []byte](4096)
+		for i := range 4096 {
+			_, _ = c.Get(key{stream, uint64(i)}, render)
+		}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for i := 0; pb.Next(); i++ {
+				_, _ = c.Get(key{stream, uint64(i % 64)}, render)
+			}
+		})
+	})
+}
