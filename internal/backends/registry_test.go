@@ -198,7 +198,7 @@ func TestBackendsValidateTheirConfiguration(t *testing.T) {
 		{"hash with word vectors", prep(backends.Embedders, "hash", backends.EmbedderConfig{Vectors: "v.json"}), "word vectors (v.json) are only for the glove embedder, not hash"},
 		{"openai with word vectors", prep(backends.Embedders, "openai", backends.EmbedderConfig{Vectors: "v.json"}), "word vectors (v.json) are only for the glove embedder, not openai"},
 		{"glove without word vectors", prep(backends.Embedders, "glove", backends.EmbedderConfig{}), "the glove embedder needs its word vectors"},
-		{"glove with another dimension", prep(backends.Embedders, "glove", backends.EmbedderConfig{Vectors: "v.json", Dimensions: 64}), "the glove embedder's vectors have 100 dimensions, not 64"},
+		{"glove with another dimension", prep(backends.Embedders, "glove", backends.EmbedderConfig{Vectors: "v.json", Dimensions: 64}), "the glove embedder's vectors have 300 dimensions, not 64"},
 		{"glove with a model", prep(backends.Embedders, "glove", backends.EmbedderConfig{Vectors: "v.json", Model: "m"}), `an embedding model ("m") is only for the openai embedder`},
 		{"ef_search for the memory store", prep(backends.VectorStores, "memory", backends.VectorConfig{EfSearch: 200}), "a pgvector ef_search (200) is only for the pgvector vector store"},
 		{"pgvector without PostgreSQL", prep(backends.VectorStores, "pgvector", backends.VectorConfig{Dimensions: 8}), "needs PostgreSQL: set a PostgreSQL DSN (--postgres)"},
@@ -240,7 +240,7 @@ func TestBackendDefaults(t *testing.T) {
 			t.Errorf("artifact store for %+v: %q, want %q", c.cfg, got, c.want)
 		}
 	}
-	for name, dim := range map[string]int{"hash": 256, "openai": 1536, "glove": 100} {
+	for name, dim := range map[string]int{"hash": 256, "openai": 1536, "glove": 300} {
 		if c, err := backends.Embedders.Prepare(name, backends.EmbedderConfig{Vectors: map[string]string{"glove": "v.json"}[name]}); err != nil || c.Dimensions != dim {
 			t.Errorf("%s embedder's default dimension %d (%v), want %d", name, c.Dimensions, err, dim)
 		}
