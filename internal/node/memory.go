@@ -44,7 +44,7 @@ type MemoryConfig struct {
 	// Only for EmbedderOpenAI.
 	EmbeddingModel string
 	// EmbeddingDimensions is the vectors' length; 0 means 256 for EmbedderHash, 1536
-	// for EmbedderOpenAI and 100, the only one, for EmbedderGloVe. pgvector indexes at
+	// for EmbedderOpenAI and 300, the only one, for EmbedderGloVe. pgvector indexes at
 	// most pgvector.MaxDimensions.
 	EmbeddingDimensions int
 	// EmbeddingBaseURL is the OpenAI embedder's API root (env OPENAI_BASE_URL). Empty
