@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -49,4 +51,48 @@ func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, er
 		return llm.Response{}, err
 	}
 	return c.response(&out)
+}
+
+// BenchmarkCodecSession is the encoding cost per call of sessions as the engine runs
+// them: 21 calls per session, each sending the whole history so far (two messages more
+// per call: a tool call and its result), a system prompt rebuilt for every call and a
+// task prompt that changes from call to call; every session's text is its own. So the
+// memo both hits (the history) and misses (each new message, twice: it admits a message
+// on its second sighting).
+//
+//	go test -run '^$' -bench CodecSession -benchmem ./llm/openai/
+func BenchmarkCodecSession(b *testing.B) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := codecRequest().Tools
+	tmpl := strings.Repeat("You are a careful research agent. ", 40)
+	var (
+		session int
+		call    = 21
+		hist    []llm.Message
+		goal    string
+	)
+	b.ReportAllocs()
+	for b.Loop() {
+		if call == 21 {
+			session, call, hist = session+1, 0, nil
+			goal = fmt.Sprintf("Goal: session %d: find out how actors isolate state\n", session)
+		}
+		if call > 0 {
+			id := fmt.Sprintf("call_%d_%d", session, call)
+			hist = append(hist,
+				llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: id, Name: "web_search", Arguments: `{"query":"actors ` + id + `"}`}}},
+				llm.Message{Role: "tool", ToolCallID: id, Content: id + strings.Repeat(" result line", 30)})
+		}
+		msgs := make([]llm.Message, 0, len(hist)+2)
+		msgs = append(msgs, llm.Message{Role: "system", Content: tmpl + goal})
+		msgs = append(msgs, hist...)
+		msgs = append(msgs, llm.Message{Role: "system", Content: fmt.Sprintf("Current step: %d of session %d", call, session)})
+		call++
+		if _, err := c.body(llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: tools}, "gpt-4o-mini"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
