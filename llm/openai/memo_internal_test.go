@@ -92,6 +92,43 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 	}
 }
 
+// FuzzBodyIsTheSDKs: for any text in the messages (content, tool call ids, names and
+// arguments) and any tool schema, the body the client builds from the memos'
+// encodings, on the first call and on later ones, is byte for byte the SDK's encoding
+// of the same params.
+func FuzzBodyIsTheSDKs(f *testing.F) {
+	f.Add("plain", `{"q":"a"}`, []byte(`{"type":"object"}`))
+	f.Add("<b>&</b> \u2028 \u2029 caf\u00e9 \xff\xfe", "{ \"q\" : [ 1 , 2 ] }", []byte(` { "z" : {}, "a" : [ 1e2, -0.5, "\u00e9<>" ] } `))
+	f.Add("", "", []byte(`null`))
+	f.Add("line\nbreak\t\"quoted\" \\ \x00\x1f", "not json <x>", []byte(`{"properties":{"messages":[0],"tools":[0]}}`))
+	f.Fuzz(func(t *testing.T, text, args string, schema []byte) {
+		c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := llm.Request{Model: text, MaxTokens: len(text), Messages: []llm.Message{
+			{Role: "system", Content: text},
+			{Role: "user", Content: text + args},
+			{Role: "assistant", Content: text, ToolCalls: []llm.ToolCall{{ID: text, Name: args, Arguments: args}}},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: args, Name: text, Arguments: text}}},
+			{Role: "tool", ToolCallID: args, Content: text},
+		}, Tools: []llm.ToolSpec{{Name: text, Description: args, Parameters: schema}, {Name: args}}}
+		if _, err := toolParam(&req.Tools[0]); err != nil {
+			req.Tools[0].Parameters = nil // not JSON: refused (TestMemoizedToolsStillValidated)
+		}
+		want := sdkBody(t, c, req)
+		for call := range 3 {
+			got, err := c.body(req, req.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want {
+				t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
+			}
+		}
+	})
+}
+
 // TestBodyWithEveryOptionIsTheSDKs: a body with every request option the client maps
 // (a response format whose schema has "messages" and "tools" keys of its own, tool
 // choice, streaming's usage option), with tools and without, is byte for byte the

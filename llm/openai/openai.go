@@ -440,18 +440,15 @@ func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 }
 
 // sdkEncoding is the bytes the SDK writes for v inside a request body: v's own
-// encoding, compacted as the SDK's encoder compacts every element's (the encoding of
-// an override that holds it).
-func sdkEncoding[T param.ParamStruct, PT interface {
-	param.InferPtr[T]
+// encoding. The SDK encodes the params of a request (param.MarshalObject) with
+// compaction skipped, so each element of the messages and tools arrays is its own
+// MarshalJSON's output, byte for byte (TestMemoizedBodyIsTheSDKs and FuzzBodyIsTheSDKs
+// pin it).
+func sdkEncoding[T any, PT interface {
+	*T
 	json.Marshaler
 }](v T) ([]byte, error) {
-	enc, err := PT(&v).MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	o := param.Override[T, PT](json.RawMessage(enc))
-	return PT(&o).MarshalJSON()
+	return PT(&v).MarshalJSON()
 }
 
 // toolParam is t in the SDK's tool params.
