@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -155,6 +156,83 @@ func TestBodyWithEveryOptionIsTheSDKs(t *testing.T) {
 			}
 			if want := sdkBody(t, c, req); string(got) != want {
 				t.Fatalf("request %d, call %d: body\n%s\nwant the SDK's\n%s", i, call, got, want)
+			}
+		}
+	}
+}
+
+// TestKeptHeadsFollowEveryOption: requests that differ from one another in one option
+// each, asked in turn of one client again and again (its heads then come from its
+// cache), each get the SDK's encoding of their own params, byte for byte; an option
+// the SDK refuses is refused on every call.
+func TestKeptHeadsFollowEveryOption(t *testing.T) {
+	zero, negZero, half := 0.0, math.Copysign(0, -1), 0.5
+	yes, no := true, false
+	format := func(f llm.JSONSchema) *llm.JSONSchema { return &f }
+	base := memoRequest()
+	variants := []func(r *llm.Request){
+		func(r *llm.Request) {},
+		func(r *llm.Request) { r.Model = "gpt-4o" },
+		func(r *llm.Request) { r.MaxTokens = 0 },
+		func(r *llm.Request) { r.MaxTokens = 501 },
+		func(r *llm.Request) { r.Temperature = &zero },
+		func(r *llm.Request) { r.Temperature = &negZero },
+		func(r *llm.Request) { r.Temperature = &half },
+		func(r *llm.Request) { r.OnDelta = func(string) {} },
+		func(r *llm.Request) { r.ToolChoice = "auto" },
+		func(r *llm.Request) { r.ToolChoice = "required" },
+		func(r *llm.Request) { r.ToolChoice = "read_file" },
+		func(r *llm.Request) { r.ParallelToolCalls = &yes },
+		func(r *llm.Request) { r.ParallelToolCalls = &no },
+		func(r *llm.Request) { r.ParallelToolCalls, r.Tools = &no, nil },
+		func(r *llm.Request) { r.Tools = nil },
+		func(r *llm.Request) { r.ReasoningEffort = "high" },
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "b", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Description: "d", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Strict: true, Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage(`{"type":"array"}`)})
+		},
+		func(r *llm.Request) { r.ResponseFormat = format(llm.JSONSchema{Name: "a"}) },
+		// An empty schema is not a nil one: the SDK writes nothing for it (not JSON).
+		func(r *llm.Request) { r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage{}}) },
+	}
+	refused := []func(r *llm.Request){
+		func(r *llm.Request) { nan := math.NaN(); r.Temperature = &nan },
+		func(r *llm.Request) { inf := math.Inf(-1); r.Temperature = &inf },
+	}
+	for _, legacy := range []bool{false, true} {
+		c, err := New(Config{BaseURL: "http://127.0.0.1:1", LegacyMaxTokens: legacy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 3 {
+			for i, v := range variants {
+				req := base
+				v(&req)
+				got, err := c.body(req, req.Model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := sdkBody(t, c, req); string(got) != want {
+					t.Fatalf("legacy %v, round %d, variant %d: body\n%s\nwant the SDK's\n%s", legacy, round, i, got, want)
+				}
+			}
+			for i, v := range refused {
+				req := base
+				v(&req)
+				if _, err := c.body(req, req.Model); err == nil {
+					t.Fatalf("legacy %v, round %d: refused variant %d encoded", legacy, round, i)
+				}
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -113,6 +114,10 @@ type Client struct {
 	// calls send again and again, as the SDK writes them into a request body.
 	msgMemo  *wire.Memo[llm.Message, []byte]
 	toolMemo *wire.Memo[llm.ToolSpec, []byte]
+	// heads keeps the SDK's encoding of the params around the messages and the tools,
+	// per set of request options (head).
+	headsMu sync.Mutex
+	heads   map[headKey]*encodedHead
 }
 
 // Bounds of the client's encoding memos, per generation (wire.Memo keeps two).
@@ -178,7 +183,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
 		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings),
-		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes)}, nil
+		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes), heads: make(map[headKey]*encodedHead)}, nil
 }
 
 // withTimeout bounds a call's context by callTimeout.
@@ -240,7 +245,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 }
 
 // messagesSlot and toolsSlot stand for the messages and the tools in the params that
-// body has the SDK encode: one element each, which body replaces with the memos'
+// head has the SDK encode: one element each, which body replaces with the memos'
 // encodings.
 var (
 	messagesSlot = []openai.ChatCompletionMessageParamUnion{param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage("0"))}
@@ -250,9 +255,9 @@ var (
 // body is the request body of req: the SDK's encoding of its params (params), byte
 // for byte, made without encoding the conversation and the tools again. The SDK
 // encodes the params with one placeholder in the messages array and in the tools
-// array, and body puts the memos' encodings of the messages and tools there (the SDK
-// would compact each kept encoding again on every call, which is most of a call's
-// encoding cost: a session's history only grows at its end).
+// array (head), and body puts the memos' encodings of the messages and tools there
+// (the SDK would encode each message and tool again on every call, which is most of a
+// call's encoding cost: a session's history only grows at its end).
 func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 	msgs, err := c.messages(req.Messages)
 	if err != nil {
@@ -262,54 +267,138 @@ func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.params(req, model)
+	h, err := c.head(req, model)
 	if err != nil {
 		return nil, err
 	}
-	p.Messages = messagesSlot
-	if len(tools) > 0 {
-		p.Tools = toolsSlot
+	parts := [...][][]byte{slotMessages: msgs, slotTools: tools}
+	n := 0
+	for _, seg := range h.segs {
+		n += len(seg)
 	}
-	head, err := p.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("openai: encode request: %w", err)
-	}
-	n := len(head)
-	for _, parts := range [][][]byte{msgs, tools} {
-		for _, b := range parts {
+	for _, s := range h.slots {
+		for _, b := range parts[s] {
 			n += len(b) + 1
 		}
 	}
-	out := make([]byte, 0, n)
-	// The placeholders, top-level fields of head, in the order they appear in it.
-	type slot struct {
-		at    gjson.Result
-		parts [][]byte
-	}
-	slots := []slot{{gjson.GetBytes(head, "messages"), msgs}}
-	if len(tools) > 0 {
-		slots = append(slots, slot{gjson.GetBytes(head, "tools"), tools})
-	}
-	if len(slots) == 2 && slots[1].at.Index < slots[0].at.Index {
-		slots[0], slots[1] = slots[1], slots[0]
-	}
-	from := 0
-	for _, s := range slots {
-		if s.at.Raw != "[0]" || s.at.Index < from {
-			return nil, fmt.Errorf("openai: encode request: no placeholder array in %.64q", head)
-		}
-		out = append(out, head[from:s.at.Index]...)
+	out := make([]byte, 0, n+2*len(h.slots))
+	out = append(out, h.segs[0]...)
+	for i, s := range h.slots {
 		out = append(out, '[')
-		for i, b := range s.parts {
-			if i > 0 {
+		for j, b := range parts[s] {
+			if j > 0 {
 				out = append(out, ',')
 			}
 			out = append(out, b...)
 		}
 		out = append(out, ']')
+		out = append(out, h.segs[i+1]...)
+	}
+	return out, nil
+}
+
+// The placeholders of a head: the messages array and the tools array.
+const (
+	slotMessages = iota
+	slotTools
+)
+
+// encodedHead is the SDK's encoding of a request's params with a placeholder array for
+// the messages and, with tools, one for the tools, cut around the placeholders:
+// segs[0], the array of slots[0], segs[1], the array of slots[1] (if any), segs[2].
+type encodedHead struct {
+	segs  [][]byte
+	slots []int
+}
+
+// headKey is everything of a request that its params (params) but the messages and
+// the tools' encodings depend on; equal keys make equal heads.
+type headKey struct {
+	model, toolChoice, effort                   string
+	maxTokens                                   int
+	temperature                                 uint64 // its bits: 0 and -0 encode apart
+	hasTemperature, stream, tools               bool
+	hasParallel, parallel                       bool
+	hasFormat, formatStrict, formatNil          bool
+	formatName, formatDescription, formatSchema string
+}
+
+// maxHeads bounds the heads a client keeps; a client asks with a handful of option
+// sets (per model: step calls, plan calls with their response format, streamed
+// calls), so a full cache is emptied and filled again.
+const maxHeads = 64
+
+// head is the encoded head of req's params, made by the SDK once per key and kept.
+func (c *Client) head(req llm.Request, model string) (*encodedHead, error) {
+	k := headKey{model: model, toolChoice: req.ToolChoice, effort: req.ReasoningEffort, maxTokens: req.MaxTokens,
+		stream: req.OnDelta != nil, tools: len(req.Tools) > 0}
+	if t := req.Temperature; t != nil {
+		k.hasTemperature, k.temperature = true, math.Float64bits(*t)
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		k.hasParallel, k.parallel = true, *req.ParallelToolCalls
+	}
+	if f := req.ResponseFormat; f != nil {
+		k.hasFormat, k.formatStrict, k.formatNil = true, f.Strict, f.Schema == nil
+		k.formatName, k.formatDescription, k.formatSchema = f.Name, f.Description, string(f.Schema)
+	}
+	c.headsMu.Lock()
+	h, ok := c.heads[k]
+	c.headsMu.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := c.encodeHead(req, model)
+	if err != nil {
+		return nil, err
+	}
+	c.headsMu.Lock()
+	defer c.headsMu.Unlock()
+	if len(c.heads) >= maxHeads {
+		clear(c.heads)
+	}
+	c.heads[k] = h
+	return h, nil
+}
+
+// encodeHead has the SDK encode req's params with the placeholders, and finds them.
+func (c *Client) encodeHead(req llm.Request, model string) (*encodedHead, error) {
+	p, err := c.params(req, model)
+	if err != nil {
+		return nil, err
+	}
+	p.Messages = messagesSlot
+	if len(req.Tools) > 0 {
+		p.Tools = toolsSlot
+	}
+	enc, err := p.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
+	}
+	// The placeholders, top-level fields of enc, in the order they appear in it.
+	type slot struct {
+		at   gjson.Result
+		kind int
+	}
+	slots := []slot{{gjson.GetBytes(enc, "messages"), slotMessages}}
+	if len(req.Tools) > 0 {
+		slots = append(slots, slot{gjson.GetBytes(enc, "tools"), slotTools})
+	}
+	if len(slots) == 2 && slots[1].at.Index < slots[0].at.Index {
+		slots[0], slots[1] = slots[1], slots[0]
+	}
+	h := &encodedHead{}
+	from := 0
+	for _, s := range slots {
+		if s.at.Raw != "[0]" || s.at.Index < from {
+			return nil, fmt.Errorf("openai: encode request: no placeholder array in %.64q", enc)
+		}
+		h.segs = append(h.segs, enc[from:s.at.Index])
+		h.slots = append(h.slots, s.kind)
 		from = s.at.Index + len(s.at.Raw)
 	}
-	return append(out, head[from:]...), nil
+	h.segs = append(h.segs, enc[from:])
+	return h, nil
 }
 
 // params translates req into the SDK's request params, all but the messages and the
