@@ -1,13 +1,9 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/llmtest"
@@ -41,13 +37,13 @@ func BenchmarkCodec(b *testing.B) {
 
 // codecRoundTrip encodes req and decodes answer as one call would: the request body
 // (the SDK's encoding of the params) and the SDK's decoding of the answer
-// (requestconfig: a json.Decoder).
+// (decodeChat).
 func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
 	if _, err := c.body(req, req.Model); err != nil {
 		return llm.Response{}, err
 	}
-	var out openai.ChatCompletion
-	if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&out); err != nil {
+	out, err := decodeChat(answer)
+	if err != nil {
 		return llm.Response{}, err
 	}
 	return c.response(&out)

@@ -17,6 +17,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -566,17 +567,38 @@ func usage(u openai.CompletionUsage) llm.Usage {
 // chatPath is the chat completions endpoint, relative to the base URL.
 const chatPath = "chat/completions"
 
-// complete makes a non-streamed call with body; the SDK decodes the answer.
+// complete makes a non-streamed call with body; the SDK reads the answer, and
+// decodeChat decodes it.
 func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
-	var out *openai.ChatCompletion
-	err := c.api.Post(ctx, chatPath, body, &out)
-	if err != nil {
-		if undecodable(err) {
-			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
-		}
+	var raw []byte
+	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
-	return c.response(out)
+	out, err := decodeChat(raw)
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", err)
+	}
+	return c.response(&out)
+}
+
+// decodeChat decodes a chat.completion answer with the SDK's decoder
+// (ChatCompletion.UnmarshalJSON), as the SDK's requestconfig does through a
+// json.Decoder, without that decoder's two scans and copy of the answer. Not JSON
+// (the SDK's decoder itself is lenient) is an error wrapping llm.ErrMalformedResponse;
+// so is JSON followed by more than white space, which the json.Decoder ignored.
+func decodeChat(raw []byte) (openai.ChatCompletion, error) {
+	var out openai.ChatCompletion
+	if !json.Valid(raw) {
+		err := json.Unmarshal(raw, new(json.RawMessage)) // what is wrong with it
+		if err == nil {
+			err = errors.New("not JSON")
+		}
+		return out, errors.Join(llm.ErrMalformedResponse, err)
+	}
+	if err := out.UnmarshalJSON(bytes.TrimSpace(raw)); err != nil {
+		return out, errors.Join(llm.ErrMalformedResponse, err)
+	}
+	return out, nil
 }
 
 // response converts a chat.completion.
@@ -664,14 +686,6 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil
-}
-
-// undecodable reports an answer the SDK read whole but could not decode: a JSON
-// error, or a body cut inside its JSON (its decoder's io.ErrUnexpectedEOF), which the
-// SDK reports as "error parsing response json" (a cut while reading is "error reading
-// response body", and stays retryable).
-func undecodable(err error) bool {
-	return malformed(err) || strings.Contains(err.Error(), "error parsing response json")
 }
 
 // malformed reports a JSON decoding error (a chunk that is not valid JSON).
