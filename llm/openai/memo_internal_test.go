@@ -282,7 +282,10 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 // TestOneShotMessagesAreNotKept: the message memo keeps a message's encoding only once
 // the message was sent a second time. A session's planning prompt (its goal makes it
 // unique, and it is sent once) is not kept for the memo's life, and the room goes to
-// the history the session's calls send again and again.
+// the history the session's calls send again and again. A message sent once is held
+// with its encoding for a while (up to two generations of msgHeldBytes), so that
+// sending it again soon after (a session's newest messages, with its next call) does
+// not encode it again.
 func TestOneShotMessagesAreNotKept(t *testing.T) {
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
@@ -293,9 +296,9 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 		{Role: "user", Content: "Goal: " + strings.Repeat("g", 4096)},
 	}}
 	want := sdkBody(t, c, plan)
-	body := func() {
+	body := func(req llm.Request, want string) {
 		t.Helper()
-		got, err := c.body(plan, plan.Model)
+		got, err := c.body(req, req.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,13 +306,30 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 			t.Fatalf("body\n%s\nwant the SDK's\n%s", got, want)
 		}
 	}
-	body()
+	body(plan, want)
 	if n := c.msgMemo.Len(); n != 0 {
 		t.Fatalf("after one call the memo keeps %d messages, want none", n)
 	}
-	body()
+	if n, _ := c.msgMemo.Held(); n != len(plan.Messages) {
+		t.Fatalf("after one call the memo holds %d messages, want the %d sent", n, len(plan.Messages))
+	}
+	body(plan, want)
 	if n := c.msgMemo.Len(); n != len(plan.Messages) {
 		t.Fatalf("after the messages were sent again the memo keeps %d of them, want %d", n, len(plan.Messages))
 	}
-	body()
+	body(plan, want)
+	// Other sessions' one-shot messages, 3 MiB of them: none is kept, and what is held
+	// stays bounded.
+	for i := range 3 * msgHeldBytes / 4096 {
+		once := llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: fmt.Sprintf("%d %s", i, strings.Repeat("o", 4096))}}}
+		if _, err := c.body(once, once.Model); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.msgMemo.Len(); n != len(plan.Messages) {
+		t.Fatalf("after one-shot messages the memo keeps %d messages, want the %d sent twice", n, len(plan.Messages))
+	}
+	if n, bytes := c.msgMemo.Held(); bytes > 2*msgHeldBytes {
+		t.Fatalf("the memo holds %d messages of %d bytes, want at most %d bytes", n, bytes, 2*msgHeldBytes)
+	}
 }

@@ -130,6 +130,11 @@ const (
 	// messages a generation of msgMemoBytes holds: a message sent again before that
 	// many new ones is kept.
 	msgSightings = 64 << 10
+	// msgHeldBytes bounds the messages sent once that the message memo holds with
+	// their encodings, per generation (wire.Memo.HoldFirstSightings), so that a
+	// session's newest messages, sent again with its next call, are encoded once: room
+	// for the new messages of the calls of a few hundred sessions.
+	msgHeldBytes = 1 << 20
 )
 
 var _ llm.Provider = (*Client)(nil)
@@ -183,7 +188,7 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
-		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings),
+		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings).HoldFirstSightings(msgHeldBytes),
 		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes), heads: make(map[headKey]*encodedHead)}, nil
 }
 
