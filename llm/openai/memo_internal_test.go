@@ -1,11 +1,18 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -27,8 +34,49 @@ func memoRequest() llm.Request {
 	return req
 }
 
-// sdkBody is the request body as the SDK encodes params built without the memos.
+// sdkBody is the request body as the SDK encodes params built without the memos (for
+// a streamed request, the body its NewStreaming sends).
 func sdkBody(t *testing.T, c *Client, req llm.Request) string {
+	t.Helper()
+	p := sdkParams(t, c, req)
+	if req.OnDelta != nil {
+		return sdkStreamedBody(t, p)
+	}
+	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// sdkStreamedBody is the body the SDK's NewStreaming sends for p.
+func sdkStreamedBody(t *testing.T, p openai.ChatCompletionNewParams) string {
+	t.Helper()
+	var body []byte
+	capture := roundTrip(func(r *http.Request) (*http.Response, error) {
+		b, err := io.ReadAll(r.Body)
+		body = b
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: io.NopCloser(strings.NewReader("data: [DONE]\n\n")), Request: r}, err
+	})
+	sdk := openai.NewClient(option.WithBaseURL("http://127.0.0.1:1/"), option.WithAPIKey("k"), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: capture}))
+	s := sdk.Chat.Completions.NewStreaming(context.Background(), p)
+	for s.Next() {
+	}
+	if err := s.Err(); err != nil || body == nil {
+		t.Fatalf("SDK streamed call: %v", err)
+	}
+	return string(body)
+}
+
+// roundTrip is an http.RoundTripper of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// sdkParams is req in the SDK's params, built without the memos.
+func sdkParams(t *testing.T, c *Client, req llm.Request) openai.ChatCompletionNewParams {
 	t.Helper()
 	p, err := c.params(req, req.Model)
 	if err != nil {
@@ -46,11 +94,55 @@ func sdkBody(t *testing.T, c *Client, req llm.Request) string {
 		}
 		p.Tools = append(p.Tools, tp)
 	}
-	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+	return p
+}
+
+// TestStreamedBodyIsTheSDKs: the body of a streamed call is, byte for byte, the one the
+// SDK's own NewStreaming sends for the same params, on the first call and on later
+// ones, with every option and without tools.
+func TestStreamedBodyIsTheSDKs(t *testing.T) {
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		bodies <- b
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	sdk := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	temp, parallel := 0.25, false
+	full := memoRequest()
+	full.MaxTokens, full.Temperature, full.ParallelToolCalls = 300, &temp, &parallel
+	full.ToolChoice, full.ReasoningEffort = "read_file", "low"
+	full.ResponseFormat = &llm.JSONSchema{Name: "answer", Description: "the <answer>", Strict: true,
+		Schema: json.RawMessage(`{"type":"object","properties":{"stream":{"type":"boolean"}}}`)}
+	noTools := full
+	noTools.Tools = nil
+	for i, req := range []llm.Request{codecRequest(), full, noTools} {
+		req.OnDelta = func(string) {}
+		s := sdk.Chat.Completions.NewStreaming(context.Background(), sdkParams(t, c, req))
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := <-bodies
+		for call := range 2 {
+			if _, err := c.Chat(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-bodies; string(got) != string(want) {
+				t.Fatalf("request %d, call %d: streamed body\n%s\nwant the SDK's\n%s", i, call, got, want)
+			}
+		}
+	}
 }
 
 // TestMemoizedBodyIsTheSDKs: a request body built from the memos' encodings, on the

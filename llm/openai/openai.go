@@ -377,6 +377,13 @@ func (c *Client) encodeHead(req llm.Request, model string) (*encodedHead, error)
 	if len(req.Tools) > 0 {
 		p.Tools = toolsSlot
 	}
+	if req.OnDelta != nil {
+		// As the SDK's NewStreaming, which sets "stream":true in the encoded body
+		// (option.WithJSONSet, after every other field): the SDK writes an extra field
+		// there too, and the head keeps it instead of every call setting it in its
+		// whole body again (TestStreamedBodyIsTheSDKs).
+		p.SetExtraFields(map[string]any{"stream": true})
+	}
 	enc, err := p.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode request: %w", err)
@@ -628,16 +635,19 @@ func (c *Client) response(out *openai.ChatCompletion) (llm.Response, error) {
 // client allocate without limit.
 const maxToolCalls = 1024
 
+// streamOptions make a call streamed, as the SDK's NewStreaming does (its body, with
+// "stream":true, is body's).
+var streamOptions = []option.RequestOption{option.WithHeader("Accept", "text/event-stream")}
+
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
 func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
 	var tr wire.Tracker
-	// As the SDK's NewStreaming: "stream":true set in the body, the raw answer read as
-	// server-sent events.
+	// As the SDK's NewStreaming: "stream":true in the body (see encodeHead), the raw
+	// answer read as server-sent events.
 	var raw *http.Response
-	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw,
-		option.WithHeader("Accept", "text/event-stream"), option.WithJSONSet("stream", true))
+	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, streamOptions...)
 	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 	defer s.Close()
 	var (
