@@ -462,7 +462,7 @@ func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNew
 }
 
 // messages is the conversation as the SDK encodes it in a request body, message by
-// message. Each message's encoding (sdkEncoding of messageParam) is made once and kept
+// message. Each message's encoding (messageEncoding) is made once and kept
 // in the client's memo: a session's history only grows at its end, so a call sends
 // the previous call's messages again.
 func (c *Client) messages(ms []llm.Message) ([][]byte, error) {
@@ -477,7 +477,7 @@ func (c *Client) messages(ms []llm.Message) ([][]byte, error) {
 		sum := c.msgMemo.Sum(m)
 		p, ok := c.msgMemo.Get(sum, m)
 		if !ok {
-			enc, err := sdkEncoding(messageParam(m))
+			enc, err := messageEncoding(m)
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
 			}
@@ -513,7 +513,7 @@ func messageParam(m *llm.Message) openai.ChatCompletionMessageParamUnion {
 
 // tools is the request's tools as the SDK encodes them in a request body; each tool's
 // parameters schema must be a JSON object. Each is the SDK's encoding of its param
-// (sdkEncoding of toolParam), made once and kept in the client's memo: the same tools
+// (toolEncoding of toolParam), made once and kept in the client's memo: the same tools
 // go with every call.
 func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 	if len(ts) == 0 {
@@ -529,7 +529,7 @@ func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			enc, err := sdkEncoding(tp)
+			enc, err := toolEncoding(tp)
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 			}
@@ -541,16 +541,34 @@ func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 	return out, nil
 }
 
-// sdkEncoding is the bytes the SDK writes for v inside a request body: v's own
-// encoding. The SDK encodes the params of a request (param.MarshalObject) with
-// compaction skipped, so each element of the messages and tools arrays is its own
-// MarshalJSON's output, byte for byte (TestMemoizedBodyIsTheSDKs and FuzzBodyIsTheSDKs
-// pin it).
-func sdkEncoding[T any, PT interface {
-	*T
-	json.Marshaler
-}](v T) ([]byte, error) {
-	return PT(&v).MarshalJSON()
+// messageEncoding is the bytes the SDK writes for m inside a request body: the
+// encoding of the variant of its message param (messageParam). The SDK encodes a
+// request's params (param.MarshalObject) with compaction skipped, so each element of
+// the messages array is its own MarshalJSON's output, and a union's
+// (param.MarshalUnion) is that of its one variant, byte for byte
+// (TestMemoizedBodyIsTheSDKs and FuzzBodyIsTheSDKs pin it).
+func messageEncoding(m *llm.Message) ([]byte, error) {
+	switch u := messageParam(m); {
+	case u.OfSystem != nil:
+		return u.OfSystem.MarshalJSON()
+	case u.OfUser != nil:
+		return u.OfUser.MarshalJSON()
+	case u.OfTool != nil:
+		return u.OfTool.MarshalJSON()
+	case u.OfAssistant != nil:
+		return u.OfAssistant.MarshalJSON()
+	default:
+		return u.MarshalJSON()
+	}
+}
+
+// toolEncoding is the bytes the SDK writes for t inside a request body: the encoding
+// of its variant, as for a message (messageEncoding).
+func toolEncoding(t openai.ChatCompletionToolUnionParam) ([]byte, error) {
+	if t.OfFunction != nil {
+		return t.OfFunction.MarshalJSON()
+	}
+	return t.MarshalJSON()
 }
 
 // toolParam is t in the SDK's tool params.
