@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/llm/llmtest"
@@ -39,14 +37,64 @@ func BenchmarkCodec(b *testing.B) {
 
 // codecRoundTrip encodes req and decodes answer as one call would: the request body
 // (the SDK's encoding of the params) and the SDK's decoding of the answer
-// (requestconfig: a json.Decoder).
+// (decodeChat).
 func codecRoundTrip(c *Client, req llm.Request, answer []byte) (llm.Response, error) {
 	if _, err := c.body(req, req.Model); err != nil {
 		return llm.Response{}, err
 	}
-	var out openai.ChatCompletion
-	if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&out); err != nil {
+	out, err := decodeChat(answer)
+	if err != nil {
 		return llm.Response{}, err
 	}
 	return c.response(&out)
+}
+
+// BenchmarkCodecSession is the encoding cost per call of sessions as the engine runs
+// them: 32 sessions at once, taking turns, 21 calls each, each call sending the whole
+// history so far (two messages more per call: a tool call and its result), a system
+// prompt rebuilt for every call and a task prompt that changes from call to call;
+// every session's text is its own, and a session that is done is followed by a new
+// one. So the memo both hits (the history) and misses (each new message, and each
+// message sent a second time, when the memo admits on the second sighting alone).
+//
+//	go test -run '^$' -bench CodecSession -benchmem ./llm/openai/
+func BenchmarkCodecSession(b *testing.B) {
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := codecRequest().Tools
+	tmpl := strings.Repeat("You are a careful research agent. ", 40)
+	type session struct {
+		id, call int
+		goal     string
+		hist     []llm.Message
+	}
+	sessions := make([]session, 32)
+	next := 0
+	for i := range sessions {
+		sessions[i].call = 21
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s := &sessions[i%len(sessions)]
+		if s.call == 21 {
+			next++
+			*s = session{id: next, goal: fmt.Sprintf("Goal: session %d: find out how actors isolate state\n", next)}
+		}
+		if s.call > 0 {
+			id := fmt.Sprintf("call_%d_%d", s.id, s.call)
+			s.hist = append(s.hist,
+				llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: id, Name: "web_search", Arguments: `{"query":"actors ` + id + `"}`}}},
+				llm.Message{Role: "tool", ToolCallID: id, Content: id + strings.Repeat(" result line", 30)})
+		}
+		msgs := make([]llm.Message, 0, len(s.hist)+2)
+		msgs = append(msgs, llm.Message{Role: "system", Content: tmpl + s.goal})
+		msgs = append(msgs, s.hist...)
+		msgs = append(msgs, llm.Message{Role: "system", Content: fmt.Sprintf("Current step: %d of session %d", s.call, s.id)})
+		s.call++
+		if _, err := c.body(llm.Request{Model: "gpt-4o-mini", Messages: msgs, MaxTokens: 500, Tools: tools}, "gpt-4o-mini"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -3,12 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -84,19 +82,13 @@ type refChat struct {
 func checkDecode(t *testing.T, data []byte) {
 	t.Helper()
 	c := &Client{}
-	// As the SDK decodes an answer (requestconfig: a json.Decoder into the result).
-	var sdk openai.ChatCompletion
-	sdkErr := json.NewDecoder(bytes.NewReader(data)).Decode(&sdk)
-	if sdkErr != nil {
-		sdkErr = fmt.Errorf("error parsing response json: %w", sdkErr)
-	}
+	// As the client decodes an answer (the SDK's decoder).
+	sdk, sdkErr := decodeChat(data)
 	var ref refChat
 	refErr := json.Unmarshal(data, &ref)
 	if !json.Valid(data) {
-		// Refused as malformed (the SDK's decoder reads the first JSON value only, and
-		// ignores what follows it).
-		if sdkErr != nil && !undecodable(sdkErr) {
-			t.Fatalf("SDK refused %q, not as malformed: %v", data, sdkErr)
+		if !errors.Is(sdkErr, llm.ErrMalformedResponse) {
+			t.Fatalf("SDK path read %q, which is not JSON, as %+v, %v", data, sdk, sdkErr)
 		}
 		return
 	}

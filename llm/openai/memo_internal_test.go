@@ -1,10 +1,18 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -26,8 +34,49 @@ func memoRequest() llm.Request {
 	return req
 }
 
-// sdkBody is the request body as the SDK encodes params built without the memos.
+// sdkBody is the request body as the SDK encodes params built without the memos (for
+// a streamed request, the body its NewStreaming sends).
 func sdkBody(t *testing.T, c *Client, req llm.Request) string {
+	t.Helper()
+	p := sdkParams(t, c, req)
+	if req.OnDelta != nil {
+		return sdkStreamedBody(t, p)
+	}
+	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// sdkStreamedBody is the body the SDK's NewStreaming sends for p.
+func sdkStreamedBody(t *testing.T, p openai.ChatCompletionNewParams) string {
+	t.Helper()
+	var body []byte
+	capture := roundTrip(func(r *http.Request) (*http.Response, error) {
+		b, err := io.ReadAll(r.Body)
+		body = b
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: io.NopCloser(strings.NewReader("data: [DONE]\n\n")), Request: r}, err
+	})
+	sdk := openai.NewClient(option.WithBaseURL("http://127.0.0.1:1/"), option.WithAPIKey("k"), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: capture}))
+	s := sdk.Chat.Completions.NewStreaming(context.Background(), p)
+	for s.Next() {
+	}
+	if err := s.Err(); err != nil || body == nil {
+		t.Fatalf("SDK streamed call: %v", err)
+	}
+	return string(body)
+}
+
+// roundTrip is an http.RoundTripper of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// sdkParams is req in the SDK's params, built without the memos.
+func sdkParams(t *testing.T, c *Client, req llm.Request) openai.ChatCompletionNewParams {
 	t.Helper()
 	p, err := c.params(req, req.Model)
 	if err != nil {
@@ -45,11 +94,55 @@ func sdkBody(t *testing.T, c *Client, req llm.Request) string {
 		}
 		p.Tools = append(p.Tools, tp)
 	}
-	b, err := p.MarshalJSON() // the body the SDK sends (requestconfig calls MarshalJSON)
+	return p
+}
+
+// TestStreamedBodyIsTheSDKs: the body of a streamed call is, byte for byte, the one the
+// SDK's own NewStreaming sends for the same params, on the first call and on later
+// ones, with every option and without tools.
+func TestStreamedBodyIsTheSDKs(t *testing.T) {
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		bodies <- b
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	sdk := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	temp, parallel := 0.25, false
+	full := memoRequest()
+	full.MaxTokens, full.Temperature, full.ParallelToolCalls = 300, &temp, &parallel
+	full.ToolChoice, full.ReasoningEffort = "read_file", "low"
+	full.ResponseFormat = &llm.JSONSchema{Name: "answer", Description: "the <answer>", Strict: true,
+		Schema: json.RawMessage(`{"type":"object","properties":{"stream":{"type":"boolean"}}}`)}
+	noTools := full
+	noTools.Tools = nil
+	for i, req := range []llm.Request{codecRequest(), full, noTools} {
+		req.OnDelta = func(string) {}
+		s := sdk.Chat.Completions.NewStreaming(context.Background(), sdkParams(t, c, req))
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := <-bodies
+		for call := range 2 {
+			if _, err := c.Chat(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-bodies; string(got) != string(want) {
+				t.Fatalf("request %d, call %d: streamed body\n%s\nwant the SDK's\n%s", i, call, got, want)
+			}
+		}
+	}
 }
 
 // TestMemoizedBodyIsTheSDKs: a request body built from the memos' encodings, on the
@@ -92,6 +185,43 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 	}
 }
 
+// FuzzBodyIsTheSDKs: for any text in the messages (content, tool call ids, names and
+// arguments) and any tool schema, the body the client builds from the memos'
+// encodings, on the first call and on later ones, is byte for byte the SDK's encoding
+// of the same params.
+func FuzzBodyIsTheSDKs(f *testing.F) {
+	f.Add("plain", `{"q":"a"}`, []byte(`{"type":"object"}`))
+	f.Add("<b>&</b> \u2028 \u2029 caf\u00e9 \xff\xfe", "{ \"q\" : [ 1 , 2 ] }", []byte(` { "z" : {}, "a" : [ 1e2, -0.5, "\u00e9<>" ] } `))
+	f.Add("", "", []byte(`null`))
+	f.Add("line\nbreak\t\"quoted\" \\ \x00\x1f", "not json <x>", []byte(`{"properties":{"messages":[0],"tools":[0]}}`))
+	f.Fuzz(func(t *testing.T, text, args string, schema []byte) {
+		c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := llm.Request{Model: text, MaxTokens: len(text), Messages: []llm.Message{
+			{Role: "system", Content: text},
+			{Role: "user", Content: text + args},
+			{Role: "assistant", Content: text, ToolCalls: []llm.ToolCall{{ID: text, Name: args, Arguments: args}}},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: args, Name: text, Arguments: text}}},
+			{Role: "tool", ToolCallID: args, Content: text},
+		}, Tools: []llm.ToolSpec{{Name: text, Description: args, Parameters: schema}, {Name: args}}}
+		if _, err := toolParam(&req.Tools[0]); err != nil {
+			req.Tools[0].Parameters = nil // not JSON: refused (TestMemoizedToolsStillValidated)
+		}
+		want := sdkBody(t, c, req)
+		for call := range 3 {
+			got, err := c.body(req, req.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want {
+				t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
+			}
+		}
+	})
+}
+
 // TestBodyWithEveryOptionIsTheSDKs: a body with every request option the client maps
 // (a response format whose schema has "messages" and "tools" keys of its own, tool
 // choice, streaming's usage option), with tools and without, is byte for byte the
@@ -118,6 +248,83 @@ func TestBodyWithEveryOptionIsTheSDKs(t *testing.T) {
 			}
 			if want := sdkBody(t, c, req); string(got) != want {
 				t.Fatalf("request %d, call %d: body\n%s\nwant the SDK's\n%s", i, call, got, want)
+			}
+		}
+	}
+}
+
+// TestKeptHeadsFollowEveryOption: requests that differ from one another in one option
+// each, asked in turn of one client again and again (its heads then come from its
+// cache), each get the SDK's encoding of their own params, byte for byte; an option
+// the SDK refuses is refused on every call.
+func TestKeptHeadsFollowEveryOption(t *testing.T) {
+	zero, negZero, half := 0.0, math.Copysign(0, -1), 0.5
+	yes, no := true, false
+	format := func(f llm.JSONSchema) *llm.JSONSchema { return &f }
+	base := memoRequest()
+	variants := []func(r *llm.Request){
+		func(r *llm.Request) {},
+		func(r *llm.Request) { r.Model = "gpt-4o" },
+		func(r *llm.Request) { r.MaxTokens = 0 },
+		func(r *llm.Request) { r.MaxTokens = 501 },
+		func(r *llm.Request) { r.Temperature = &zero },
+		func(r *llm.Request) { r.Temperature = &negZero },
+		func(r *llm.Request) { r.Temperature = &half },
+		func(r *llm.Request) { r.OnDelta = func(string) {} },
+		func(r *llm.Request) { r.ToolChoice = "auto" },
+		func(r *llm.Request) { r.ToolChoice = "required" },
+		func(r *llm.Request) { r.ToolChoice = "read_file" },
+		func(r *llm.Request) { r.ParallelToolCalls = &yes },
+		func(r *llm.Request) { r.ParallelToolCalls = &no },
+		func(r *llm.Request) { r.ParallelToolCalls, r.Tools = &no, nil },
+		func(r *llm.Request) { r.Tools = nil },
+		func(r *llm.Request) { r.ReasoningEffort = "high" },
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "b", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Description: "d", Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Strict: true, Schema: json.RawMessage(`{"type":"object"}`)})
+		},
+		func(r *llm.Request) {
+			r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage(`{"type":"array"}`)})
+		},
+		func(r *llm.Request) { r.ResponseFormat = format(llm.JSONSchema{Name: "a"}) },
+		// An empty schema is not a nil one: the SDK writes nothing for it (not JSON).
+		func(r *llm.Request) { r.ResponseFormat = format(llm.JSONSchema{Name: "a", Schema: json.RawMessage{}}) },
+	}
+	refused := []func(r *llm.Request){
+		func(r *llm.Request) { nan := math.NaN(); r.Temperature = &nan },
+		func(r *llm.Request) { inf := math.Inf(-1); r.Temperature = &inf },
+	}
+	for _, legacy := range []bool{false, true} {
+		c, err := New(Config{BaseURL: "http://127.0.0.1:1", LegacyMaxTokens: legacy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 3 {
+			for i, v := range variants {
+				req := base
+				v(&req)
+				got, err := c.body(req, req.Model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := sdkBody(t, c, req); string(got) != want {
+					t.Fatalf("legacy %v, round %d, variant %d: body\n%s\nwant the SDK's\n%s", legacy, round, i, got, want)
+				}
+			}
+			for i, v := range refused {
+				req := base
+				v(&req)
+				if _, err := c.body(req, req.Model); err == nil {
+					t.Fatalf("legacy %v, round %d: refused variant %d encoded", legacy, round, i)
+				}
 			}
 		}
 	}
@@ -167,7 +374,10 @@ func TestRepeatedRequestEncodesCheaply(t *testing.T) {
 // TestOneShotMessagesAreNotKept: the message memo keeps a message's encoding only once
 // the message was sent a second time. A session's planning prompt (its goal makes it
 // unique, and it is sent once) is not kept for the memo's life, and the room goes to
-// the history the session's calls send again and again.
+// the history the session's calls send again and again. A message sent once is held
+// with its encoding for a while (up to two generations of msgHeldBytes), so that
+// sending it again soon after (a session's newest messages, with its next call) does
+// not encode it again.
 func TestOneShotMessagesAreNotKept(t *testing.T) {
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
@@ -178,9 +388,9 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 		{Role: "user", Content: "Goal: " + strings.Repeat("g", 4096)},
 	}}
 	want := sdkBody(t, c, plan)
-	body := func() {
+	body := func(req llm.Request, want string) {
 		t.Helper()
-		got, err := c.body(plan, plan.Model)
+		got, err := c.body(req, req.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,13 +398,30 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 			t.Fatalf("body\n%s\nwant the SDK's\n%s", got, want)
 		}
 	}
-	body()
+	body(plan, want)
 	if n := c.msgMemo.Len(); n != 0 {
 		t.Fatalf("after one call the memo keeps %d messages, want none", n)
 	}
-	body()
+	if n, _ := c.msgMemo.Held(); n != len(plan.Messages) {
+		t.Fatalf("after one call the memo holds %d messages, want the %d sent", n, len(plan.Messages))
+	}
+	body(plan, want)
 	if n := c.msgMemo.Len(); n != len(plan.Messages) {
 		t.Fatalf("after the messages were sent again the memo keeps %d of them, want %d", n, len(plan.Messages))
 	}
-	body()
+	body(plan, want)
+	// Other sessions' one-shot messages, 3 MiB of them: none is kept, and what is held
+	// stays bounded.
+	for i := range 3 * msgHeldBytes / 4096 {
+		once := llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: fmt.Sprintf("%d %s", i, strings.Repeat("o", 4096))}}}
+		if _, err := c.body(once, once.Model); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.msgMemo.Len(); n != len(plan.Messages) {
+		t.Fatalf("after one-shot messages the memo keeps %d messages, want the %d sent twice", n, len(plan.Messages))
+	}
+	if n, bytes := c.msgMemo.Held(); bytes > 2*msgHeldBytes {
+		t.Fatalf("the memo holds %d messages of %d bytes, want at most %d bytes", n, bytes, 2*msgHeldBytes)
+	}
 }

@@ -17,6 +17,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -113,6 +115,10 @@ type Client struct {
 	// calls send again and again, as the SDK writes them into a request body.
 	msgMemo  *wire.Memo[llm.Message, []byte]
 	toolMemo *wire.Memo[llm.ToolSpec, []byte]
+	// heads keeps the SDK's encoding of the params around the messages and the tools,
+	// per set of request options (head).
+	headsMu sync.Mutex
+	heads   map[headKey]*encodedHead
 }
 
 // Bounds of the client's encoding memos, per generation (wire.Memo keeps two).
@@ -124,6 +130,11 @@ const (
 	// messages a generation of msgMemoBytes holds: a message sent again before that
 	// many new ones is kept.
 	msgSightings = 64 << 10
+	// msgHeldBytes bounds the messages sent once that the message memo holds with
+	// their encodings, per generation (wire.Memo.HoldFirstSightings), so that a
+	// session's newest messages, sent again with its next call, are encoded once: room
+	// for the new messages of the calls of a few hundred sessions.
+	msgHeldBytes = 1 << 20
 )
 
 var _ llm.Provider = (*Client)(nil)
@@ -177,8 +188,8 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	return &Client{cfg: cfg, api: &openai.Client{Options: opts}, models: openai.NewModelService(opts...), callTimeout: callTimeout,
-		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings),
-		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes)}, nil
+		msgMemo:  wire.MessageMemo[[]byte](msgMemoBytes, false).AdmitOnSecondSighting(msgSightings).HoldFirstSightings(msgHeldBytes),
+		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes), heads: make(map[headKey]*encodedHead)}, nil
 }
 
 // withTimeout bounds a call's context by callTimeout.
@@ -240,7 +251,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 }
 
 // messagesSlot and toolsSlot stand for the messages and the tools in the params that
-// body has the SDK encode: one element each, which body replaces with the memos'
+// head has the SDK encode: one element each, which body replaces with the memos'
 // encodings.
 var (
 	messagesSlot = []openai.ChatCompletionMessageParamUnion{param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage("0"))}
@@ -250,9 +261,9 @@ var (
 // body is the request body of req: the SDK's encoding of its params (params), byte
 // for byte, made without encoding the conversation and the tools again. The SDK
 // encodes the params with one placeholder in the messages array and in the tools
-// array, and body puts the memos' encodings of the messages and tools there (the SDK
-// would compact each kept encoding again on every call, which is most of a call's
-// encoding cost: a session's history only grows at its end).
+// array (head), and body puts the memos' encodings of the messages and tools there
+// (the SDK would encode each message and tool again on every call, which is most of a
+// call's encoding cost: a session's history only grows at its end).
 func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 	msgs, err := c.messages(req.Messages)
 	if err != nil {
@@ -262,54 +273,145 @@ func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.params(req, model)
+	h, err := c.head(req, model)
 	if err != nil {
 		return nil, err
 	}
-	p.Messages = messagesSlot
-	if len(tools) > 0 {
-		p.Tools = toolsSlot
+	parts := [...][][]byte{slotMessages: msgs, slotTools: tools}
+	n := 0
+	for _, seg := range h.segs {
+		n += len(seg)
 	}
-	head, err := p.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("openai: encode request: %w", err)
-	}
-	n := len(head)
-	for _, parts := range [][][]byte{msgs, tools} {
-		for _, b := range parts {
+	for _, s := range h.slots {
+		for _, b := range parts[s] {
 			n += len(b) + 1
 		}
 	}
-	out := make([]byte, 0, n)
-	// The placeholders, top-level fields of head, in the order they appear in it.
-	type slot struct {
-		at    gjson.Result
-		parts [][]byte
-	}
-	slots := []slot{{gjson.GetBytes(head, "messages"), msgs}}
-	if len(tools) > 0 {
-		slots = append(slots, slot{gjson.GetBytes(head, "tools"), tools})
-	}
-	if len(slots) == 2 && slots[1].at.Index < slots[0].at.Index {
-		slots[0], slots[1] = slots[1], slots[0]
-	}
-	from := 0
-	for _, s := range slots {
-		if s.at.Raw != "[0]" || s.at.Index < from {
-			return nil, fmt.Errorf("openai: encode request: no placeholder array in %.64q", head)
-		}
-		out = append(out, head[from:s.at.Index]...)
+	out := make([]byte, 0, n+2*len(h.slots))
+	out = append(out, h.segs[0]...)
+	for i, s := range h.slots {
 		out = append(out, '[')
-		for i, b := range s.parts {
-			if i > 0 {
+		for j, b := range parts[s] {
+			if j > 0 {
 				out = append(out, ',')
 			}
 			out = append(out, b...)
 		}
 		out = append(out, ']')
+		out = append(out, h.segs[i+1]...)
+	}
+	return out, nil
+}
+
+// The placeholders of a head: the messages array and the tools array.
+const (
+	slotMessages = iota
+	slotTools
+)
+
+// encodedHead is the SDK's encoding of a request's params with a placeholder array for
+// the messages and, with tools, one for the tools, cut around the placeholders:
+// segs[0], the array of slots[0], segs[1], the array of slots[1] (if any), segs[2].
+type encodedHead struct {
+	segs  [][]byte
+	slots []int
+}
+
+// headKey is everything of a request that its params (params) but the messages and
+// the tools' encodings depend on; equal keys make equal heads.
+type headKey struct {
+	model, toolChoice, effort                   string
+	maxTokens                                   int
+	temperature                                 uint64 // its bits: 0 and -0 encode apart
+	hasTemperature, stream, tools               bool
+	hasParallel, parallel                       bool
+	hasFormat, formatStrict, formatNil          bool
+	formatName, formatDescription, formatSchema string
+}
+
+// maxHeads bounds the heads a client keeps; a client asks with a handful of option
+// sets (per model: step calls, plan calls with their response format, streamed
+// calls), so a full cache is emptied and filled again.
+const maxHeads = 64
+
+// head is the encoded head of req's params, made by the SDK once per key and kept.
+func (c *Client) head(req llm.Request, model string) (*encodedHead, error) {
+	k := headKey{model: model, toolChoice: req.ToolChoice, effort: req.ReasoningEffort, maxTokens: req.MaxTokens,
+		stream: req.OnDelta != nil, tools: len(req.Tools) > 0}
+	if t := req.Temperature; t != nil {
+		k.hasTemperature, k.temperature = true, math.Float64bits(*t)
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		k.hasParallel, k.parallel = true, *req.ParallelToolCalls
+	}
+	if f := req.ResponseFormat; f != nil {
+		k.hasFormat, k.formatStrict, k.formatNil = true, f.Strict, f.Schema == nil
+		k.formatName, k.formatDescription, k.formatSchema = f.Name, f.Description, string(f.Schema)
+	}
+	c.headsMu.Lock()
+	h, ok := c.heads[k]
+	c.headsMu.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := c.encodeHead(req, model)
+	if err != nil {
+		return nil, err
+	}
+	c.headsMu.Lock()
+	defer c.headsMu.Unlock()
+	if len(c.heads) >= maxHeads {
+		clear(c.heads)
+	}
+	c.heads[k] = h
+	return h, nil
+}
+
+// encodeHead has the SDK encode req's params with the placeholders, and finds them.
+func (c *Client) encodeHead(req llm.Request, model string) (*encodedHead, error) {
+	p, err := c.params(req, model)
+	if err != nil {
+		return nil, err
+	}
+	p.Messages = messagesSlot
+	if len(req.Tools) > 0 {
+		p.Tools = toolsSlot
+	}
+	if req.OnDelta != nil {
+		// As the SDK's NewStreaming, which sets "stream":true in the encoded body
+		// (option.WithJSONSet, after every other field): the SDK writes an extra field
+		// there too, and the head keeps it instead of every call setting it in its
+		// whole body again (TestStreamedBodyIsTheSDKs).
+		p.SetExtraFields(map[string]any{"stream": true})
+	}
+	enc, err := p.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
+	}
+	// The placeholders, top-level fields of enc, in the order they appear in it.
+	type slot struct {
+		at   gjson.Result
+		kind int
+	}
+	slots := []slot{{gjson.GetBytes(enc, "messages"), slotMessages}}
+	if len(req.Tools) > 0 {
+		slots = append(slots, slot{gjson.GetBytes(enc, "tools"), slotTools})
+	}
+	if len(slots) == 2 && slots[1].at.Index < slots[0].at.Index {
+		slots[0], slots[1] = slots[1], slots[0]
+	}
+	h := &encodedHead{}
+	from := 0
+	for _, s := range slots {
+		if s.at.Raw != "[0]" || s.at.Index < from {
+			return nil, fmt.Errorf("openai: encode request: no placeholder array in %.64q", enc)
+		}
+		h.segs = append(h.segs, enc[from:s.at.Index])
+		h.slots = append(h.slots, s.kind)
 		from = s.at.Index + len(s.at.Raw)
 	}
-	return append(out, head[from:]...), nil
+	h.segs = append(h.segs, enc[from:])
+	return h, nil
 }
 
 // params translates req into the SDK's request params, all but the messages and the
@@ -360,7 +462,7 @@ func (c *Client) params(req llm.Request, model string) (openai.ChatCompletionNew
 }
 
 // messages is the conversation as the SDK encodes it in a request body, message by
-// message. Each message's encoding (sdkEncoding of messageParam) is made once and kept
+// message. Each message's encoding (messageEncoding) is made once and kept
 // in the client's memo: a session's history only grows at its end, so a call sends
 // the previous call's messages again.
 func (c *Client) messages(ms []llm.Message) ([][]byte, error) {
@@ -375,7 +477,7 @@ func (c *Client) messages(ms []llm.Message) ([][]byte, error) {
 		sum := c.msgMemo.Sum(m)
 		p, ok := c.msgMemo.Get(sum, m)
 		if !ok {
-			enc, err := sdkEncoding(messageParam(m))
+			enc, err := messageEncoding(m)
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode message %d: %w", i, err)
 			}
@@ -411,7 +513,7 @@ func messageParam(m *llm.Message) openai.ChatCompletionMessageParamUnion {
 
 // tools is the request's tools as the SDK encodes them in a request body; each tool's
 // parameters schema must be a JSON object. Each is the SDK's encoding of its param
-// (sdkEncoding of toolParam), made once and kept in the client's memo: the same tools
+// (toolEncoding of toolParam), made once and kept in the client's memo: the same tools
 // go with every call.
 func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 	if len(ts) == 0 {
@@ -427,7 +529,7 @@ func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			enc, err := sdkEncoding(tp)
+			enc, err := toolEncoding(tp)
 			if err != nil {
 				return nil, fmt.Errorf("openai: encode tool %s: %w", t.Name, err)
 			}
@@ -439,19 +541,34 @@ func (c *Client) tools(ts []llm.ToolSpec) ([][]byte, error) {
 	return out, nil
 }
 
-// sdkEncoding is the bytes the SDK writes for v inside a request body: v's own
-// encoding, compacted as the SDK's encoder compacts every element's (the encoding of
-// an override that holds it).
-func sdkEncoding[T param.ParamStruct, PT interface {
-	param.InferPtr[T]
-	json.Marshaler
-}](v T) ([]byte, error) {
-	enc, err := PT(&v).MarshalJSON()
-	if err != nil {
-		return nil, err
+// messageEncoding is the bytes the SDK writes for m inside a request body: the
+// encoding of the variant of its message param (messageParam). The SDK encodes a
+// request's params (param.MarshalObject) with compaction skipped, so each element of
+// the messages array is its own MarshalJSON's output, and a union's
+// (param.MarshalUnion) is that of its one variant, byte for byte
+// (TestMemoizedBodyIsTheSDKs and FuzzBodyIsTheSDKs pin it).
+func messageEncoding(m *llm.Message) ([]byte, error) {
+	switch u := messageParam(m); {
+	case u.OfSystem != nil:
+		return u.OfSystem.MarshalJSON()
+	case u.OfUser != nil:
+		return u.OfUser.MarshalJSON()
+	case u.OfTool != nil:
+		return u.OfTool.MarshalJSON()
+	case u.OfAssistant != nil:
+		return u.OfAssistant.MarshalJSON()
+	default:
+		return u.MarshalJSON()
 	}
-	o := param.Override[T, PT](json.RawMessage(enc))
-	return PT(&o).MarshalJSON()
+}
+
+// toolEncoding is the bytes the SDK writes for t inside a request body: the encoding
+// of its variant, as for a message (messageEncoding).
+func toolEncoding(t openai.ChatCompletionToolUnionParam) ([]byte, error) {
+	if t.OfFunction != nil {
+		return t.OfFunction.MarshalJSON()
+	}
+	return t.MarshalJSON()
 }
 
 // toolParam is t in the SDK's tool params.
@@ -480,17 +597,38 @@ func usage(u openai.CompletionUsage) llm.Usage {
 // chatPath is the chat completions endpoint, relative to the base URL.
 const chatPath = "chat/completions"
 
-// complete makes a non-streamed call with body; the SDK decodes the answer.
+// complete makes a non-streamed call with body; the SDK reads the answer, and
+// decodeChat decodes it.
 func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
-	var out *openai.ChatCompletion
-	err := c.api.Post(ctx, chatPath, body, &out)
-	if err != nil {
-		if undecodable(err) {
-			return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", errors.Join(llm.ErrMalformedResponse, err))
-		}
+	var raw []byte
+	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
-	return c.response(out)
+	out, err := decodeChat(raw)
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", err)
+	}
+	return c.response(&out)
+}
+
+// decodeChat decodes a chat.completion answer with the SDK's decoder
+// (ChatCompletion.UnmarshalJSON), as the SDK's requestconfig does through a
+// json.Decoder, without that decoder's two scans and copy of the answer. Not JSON
+// (the SDK's decoder itself is lenient) is an error wrapping llm.ErrMalformedResponse;
+// so is JSON followed by more than white space, which the json.Decoder ignored.
+func decodeChat(raw []byte) (openai.ChatCompletion, error) {
+	var out openai.ChatCompletion
+	if !json.Valid(raw) {
+		err := json.Unmarshal(raw, new(json.RawMessage)) // what is wrong with it
+		if err == nil {
+			err = errors.New("not JSON")
+		}
+		return out, errors.Join(llm.ErrMalformedResponse, err)
+	}
+	if err := out.UnmarshalJSON(bytes.TrimSpace(raw)); err != nil {
+		return out, errors.Join(llm.ErrMalformedResponse, err)
+	}
+	return out, nil
 }
 
 // response converts a chat.completion.
@@ -515,16 +653,19 @@ func (c *Client) response(out *openai.ChatCompletion) (llm.Response, error) {
 // client allocate without limit.
 const maxToolCalls = 1024
 
+// streamOptions make a call streamed, as the SDK's NewStreaming does (its body, with
+// "stream":true, is body's).
+var streamOptions = []option.RequestOption{option.WithHeader("Accept", "text/event-stream")}
+
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
 func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
 	var tr wire.Tracker
-	// As the SDK's NewStreaming: "stream":true set in the body, the raw answer read as
-	// server-sent events.
+	// As the SDK's NewStreaming: "stream":true in the body (see encodeHead), the raw
+	// answer read as server-sent events.
 	var raw *http.Response
-	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw,
-		option.WithHeader("Accept", "text/event-stream"), option.WithJSONSet("stream", true))
+	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, streamOptions...)
 	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 	defer s.Close()
 	var (
@@ -578,14 +719,6 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	}
 	out.Content, out.ToolCalls = content.String(), calls
 	return out, nil
-}
-
-// undecodable reports an answer the SDK read whole but could not decode: a JSON
-// error, or a body cut inside its JSON (its decoder's io.ErrUnexpectedEOF), which the
-// SDK reports as "error parsing response json" (a cut while reading is "error reading
-// response body", and stays retryable).
-func undecodable(err error) bool {
-	return malformed(err) || strings.Contains(err.Error(), "error parsing response json")
 }
 
 // malformed reports a JSON decoding error (a chunk that is not valid JSON).

@@ -69,6 +69,14 @@ func TestAPIErrors(t *testing.T) {
 			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"` + strings.Repeat("x", 2048) + `"}}]}`))
 		case "nochoices":
 			_, _ = w.Write([]byte(`{"choices":[]}`))
+		case "null":
+			_, _ = w.Write([]byte("null\n"))
+		case "cut":
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"a`))
+		case "text":
+			_, _ = w.Write([]byte(`the model is busy`))
+		case "trailing":
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"a"}}]} {"choices":[]}`))
 		case "slow":
 			time.Sleep(time.Second)
 		}
@@ -90,6 +98,10 @@ func TestAPIErrors(t *testing.T) {
 		{"non-json 502", "html", func(err error) bool { return strings.Contains(err.Error(), "bad gateway") }, true},
 		{"oversize", "huge", func(err error) bool { return strings.Contains(err.Error(), "exceeds 1024 bytes") }, false},
 		{"no choices", "nochoices", func(err error) bool { return strings.Contains(err.Error(), "no choices") }, false},
+		{"null answer", "null", func(err error) bool { return strings.Contains(err.Error(), "no choices") }, false},
+		{"cut JSON", "cut", func(err error) bool { return errors.Is(err, llm.ErrMalformedResponse) }, false},
+		{"not JSON", "text", func(err error) bool { return errors.Is(err, llm.ErrMalformedResponse) }, false},
+		{"JSON and more", "trailing", func(err error) bool { return errors.Is(err, llm.ErrMalformedResponse) }, false},
 		{"timeout", "slow", func(err error) bool {
 			return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Timeout")
 		}, true},

@@ -34,6 +34,9 @@ type Memo[T, V any] struct {
 	// once and not kept: two generations of up to seenLimit sums.
 	seenLimit        int
 	seenCur, seenOld map[uint64]struct{}
+	// held, when set (HoldFirstSightings), keeps the parts put once with their
+	// encodings, for a while, so that a second sighting soon after finds them.
+	held *Memo[T, V]
 }
 
 // AdmitOnSecondSighting makes Put keep a part only when a part of the same sum was put
@@ -44,6 +47,20 @@ type Memo[T, V any] struct {
 // once more. Call it before m is used.
 func (m *Memo[T, V]) AdmitOnSecondSighting(n int) *Memo[T, V] {
 	m.seenLimit, m.seenCur = n, make(map[uint64]struct{})
+	return m
+}
+
+// HoldFirstSightings makes a memo that admits on the second sighting keep the parts it
+// does not admit, with their encodings, in a memo of their own of up to limit bytes
+// per generation, and returns m. Get finds such a part there and keeps it from then on
+// (its second sighting), so a part that recurs soon after its first sighting (a
+// session's newest messages, sent again with its next call) is encoded once, not
+// twice; one sent once leaves the held memo within two of its generations. A part
+// sighted again after that is admitted as without it. Call it after
+// AdmitOnSecondSighting, before m is used.
+func (m *Memo[T, V]) HoldFirstSightings(limit int) *Memo[T, V] {
+	m.held = NewMemo[T, V](limit, m.hash, m.equal, m.clone)
+	m.held.seed = m.seed // the same sums
 	return m
 }
 
@@ -99,27 +116,56 @@ func (m *Memo[T, V]) Get(sum uint64, part *T) (V, bool) {
 		return e.enc, true
 	}
 	e, ok := m.old[sum]
-	if !ok || !m.equal(&e.part, part) {
+	if ok && m.equal(&e.part, part) {
+		delete(m.old, sum)
+	} else if e = m.held.take(sum, part); e != nil {
+		// Its second sighting: admitted, the sum it was seen by forgotten.
+		delete(m.seenCur, sum)
+		delete(m.seenOld, sum)
+	} else {
 		var zero V
 		return zero, false
 	}
-	delete(m.old, sum)
 	m.add(sum, e)
 	return e.enc, true
 }
 
+// take removes and returns the entry of a part equal to part (sum is Sum(part)), or nil;
+// m may be nil.
+func (m *Memo[T, V]) take(sum uint64, part *T) *memoEntry[T, V] {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.cur[sum]; ok && m.equal(&e.part, part) {
+		delete(m.cur, sum)
+		m.size -= e.n
+		return e
+	}
+	if e, ok := m.old[sum]; ok && m.equal(&e.part, part) {
+		delete(m.old, sum)
+		return e
+	}
+	return nil
+}
+
 // Put keeps enc, of size bytes, as the encoding of part (sum is Sum(part)); the memo
 // owns enc from now on. A part larger than a generation is not kept, nor, when m admits
-// on the second sighting, a part whose sum was not put before.
+// on the second sighting, a part whose sum was not put before (held instead, when m
+// holds first sightings).
 func (m *Memo[T, V]) Put(sum uint64, part *T, enc V, size int) {
 	m.mu.Lock()
 	admit := m.admit(sum)
 	m.mu.Unlock()
-	if !admit {
+	if !admit && m.held == nil {
 		return
 	}
 	kept, n := m.clone(part)
 	n += size
+	if !admit {
+		m = m.held
+	}
 	if n > m.limit {
 		return
 	}
@@ -145,6 +191,22 @@ func (m *Memo[T, V]) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.cur) + len(m.old)
+}
+
+// Held is how many parts put once the memo holds (HoldFirstSightings), and the bytes
+// they take (encodings and the parts' text).
+func (m *Memo[T, V]) Held() (parts, bytes int) {
+	if m.held == nil {
+		return 0, 0
+	}
+	m.held.mu.Lock()
+	defer m.held.mu.Unlock()
+	for _, gen := range []map[uint64]*memoEntry[T, V]{m.held.cur, m.held.old} {
+		for _, e := range gen {
+			parts, bytes = parts+1, bytes+e.n
+		}
+	}
+	return parts, bytes
 }
 
 // MessageMemo returns a memo of message encodings. withThinking says whether the

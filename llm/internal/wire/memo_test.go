@@ -47,27 +47,36 @@ func TestMemoIsBounded(t *testing.T) {
 	}
 }
 
-// TestMemoConcurrentUse: calls from many sessions use one client's memo at once.
+// TestMemoConcurrentUse: calls from many sessions use one client's memo at once, with
+// every part admitted and with parts admitted on their second sighting and held
+// before.
 func TestMemoConcurrentUse(t *testing.T) {
-	m := MessageMemo[string](4000, false)
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 500 {
-				msg := llm.Message{Role: "tool", ToolCallID: fmt.Sprint(g), Content: fmt.Sprintf("result %d", i%50),
-					ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}
-				sum := m.Sum(&msg)
-				if enc, ok := m.Get(sum, &msg); ok && enc != msg.ToolCallID+msg.Content {
-					t.Errorf("message %q found as %q", msg.Content, enc)
-					return
+	for _, m := range []*Memo[llm.Message, string]{
+		MessageMemo[string](4000, false),
+		MessageMemo[string](4000, false).AdmitOnSecondSighting(64).HoldFirstSightings(1000),
+	} {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 500 {
+					msg := llm.Message{Role: "tool", ToolCallID: fmt.Sprint(g), Content: fmt.Sprintf("result %d", i%50),
+						ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}
+					sum := m.Sum(&msg)
+					if enc, ok := m.Get(sum, &msg); ok && enc != msg.ToolCallID+msg.Content {
+						t.Errorf("message %q found as %q", msg.Content, enc)
+						return
+					}
+					m.Put(sum, &msg, msg.ToolCallID+msg.Content, len(msg.Content))
 				}
-				m.Put(sum, &msg, msg.ToolCallID+msg.Content, len(msg.Content))
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		if m.Len() == 0 {
+			t.Fatal("the memo keeps nothing of parts put again and again")
+		}
 	}
-	wg.Wait()
 }
 
 // TestAdmitOnSecondSightingIsBounded: a memo that admits on the second sighting keeps a
@@ -113,5 +122,56 @@ func TestAdmitOnSecondSightingIsBounded(t *testing.T) {
 	put(3 * n) // remembered
 	if !kept(3 * n) {
 		t.Fatal("a part put again right after is not kept")
+	}
+}
+
+// TestHeldFirstSightings: a memo that holds first sightings finds a part put once when
+// it is asked for again soon after, and keeps it from then on; it holds at most two
+// generations of its hold limit, so a part put once and not asked for again is gone
+// after that many bytes of others.
+func TestHeldFirstSightings(t *testing.T) {
+	const hold = 1000
+	m := MessageMemo[string](1<<20, false).AdmitOnSecondSighting(1 << 10).HoldFirstSightings(hold)
+	msg := func(i int) llm.Message {
+		return llm.Message{Role: "user", Content: fmt.Sprintf("m%03d %s", i, strings.Repeat("x", 45))}
+	}
+	put := func(i int) {
+		p := msg(i)
+		m.Put(m.Sum(&p), &p, fmt.Sprint("enc", i), 3)
+	}
+	get := func(i int) (string, bool) {
+		p := msg(i)
+		return m.Get(m.Sum(&p), &p)
+	}
+	put(0)
+	if m.Len() != 0 {
+		t.Fatalf("a part put once is kept: the memo keeps %d", m.Len())
+	}
+	if enc, ok := get(0); !ok || enc != "enc0" {
+		t.Fatalf("a part put once and asked for again is not found: %q, %v", enc, ok)
+	}
+	if m.Len() != 1 || m.held.Len() != 0 {
+		t.Fatalf("a part found held is not kept: the memo keeps %d, holds %d", m.Len(), m.held.Len())
+	}
+	other := msg(0)
+	other.ToolCallID = "c1"
+	if _, ok := m.Get(m.Sum(&other), &other); ok {
+		t.Fatal("a different part was found")
+	}
+	put(1)
+	for i := 2; i < 100; i++ { // 98 parts of ~55 bytes: over five generations of the hold
+		put(i)
+	}
+	if _, ok := get(1); ok {
+		t.Fatal("a part put once is held after two generations of others")
+	}
+	if n := m.held.Len(); n > 2*hold/50 {
+		t.Fatalf("the memo holds %d parts of ~55 bytes with a hold of %d bytes per generation", n, hold)
+	}
+	if _, ok := get(99); !ok {
+		t.Fatal("the newest part put once is not held")
+	}
+	if _, ok := get(0); !ok || m.Len() != 2 {
+		t.Fatalf("the memo lost a kept part to held ones, or did not keep one found held: it keeps %d", m.Len())
 	}
 }
