@@ -154,16 +154,7 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := memoRequest()
-	want := sdkBody(t, c, req)
-	for call := range 3 {
-		got, err := c.body(req, req.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != want {
-			t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
-		}
-	}
+	bodiesAreTheSDKs(t, c, req)
 	// A message that differs from a kept one in any field is encoded anew.
 	for i, m := range []llm.Message{
 		{Role: "user", Content: "Step: write the summary!"},
@@ -209,16 +200,7 @@ func FuzzBodyIsTheSDKs(f *testing.F) {
 		if _, err := toolParam(&req.Tools[0]); err != nil {
 			req.Tools[0].Parameters = nil // not JSON: refused (TestMemoizedToolsStillValidated)
 		}
-		want := sdkBody(t, c, req)
-		for call := range 3 {
-			got, err := c.body(req, req.Model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != want {
-				t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
-			}
-		}
+		bodiesAreTheSDKs(t, c, req)
 	})
 }
 
@@ -423,5 +405,21 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 	}
 	if n, bytes := c.msgMemo.Held(); bytes > 2*msgHeldBytes {
 		t.Fatalf("the memo holds %d messages of %d bytes, want at most %d bytes", n, bytes, 2*msgHeldBytes)
+	}
+}
+
+// bodiesAreTheSDKs checks that c builds req's body as the SDK encodes its params, byte
+// for byte, on the first call (memo misses) and on two later ones (memo hits).
+func bodiesAreTheSDKs(t *testing.T, c *Client, req llm.Request) {
+	t.Helper()
+	want := sdkBody(t, c, req)
+	for call := range 3 {
+		got, err := c.body(req, req.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
+		}
 	}
 }
