@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +55,11 @@ import (
 // duplicates: a WebSocket, SSE or A2A subscriber must get every event from where it
 // subscribed to session_completed exactly once, in order; an AG-UI subscriber the run's
 // events exactly as the run replayed from the journal afterwards (each message's text
-// whole). Any gap or duplicate fails the benchmark.
+// whole). Any gap or duplicate fails the benchmark. The live phase's cost (from the
+// release of the first model call to the last subscriber's end): frames/session, the
+// frames the subscribers read (events, deltas, AG-UI events); cpu-us/frame, the process's
+// CPU time (node and clients: they share it) per frame; writes/frame, its write system
+// calls per frame (how many frames a write carries).
 //
 //	go test -run '^$' -bench 'StreamSubscribers' -benchtime 1x ./gateway/
 const envStreamSubscribers = "FATHOM_BENCH_STREAM_SUBSCRIBERS"
@@ -176,7 +182,9 @@ type streamSub struct {
 	seqs     []uint64      // the journaled events, in the order received (not AG-UI)
 	recv     map[uint64]time.Time
 	frames   []aguiFrame // AG-UI: the run's events
-	err      error
+	// read counts the frames read (events, deltas, AG-UI events, A2A responses).
+	read atomic.Int64
+	err  error
 }
 
 type aguiFrame struct {
@@ -227,6 +235,8 @@ func runStreamSubscribers(b *testing.B, n int) {
 	var all []float64 // the deliveries to the n subscribers (the bare one's, without any)
 	byKind := map[string][]float64{}
 	gaps, dups, deliveries, events := 0, 0, 0, 0
+	var frames, writes int64
+	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r := sb.session(b, fmt.Sprintf("bench-%d-%d", n, i), n)
@@ -238,6 +248,7 @@ func runStreamSubscribers(b *testing.B, n int) {
 			}
 		}
 		gaps, dups, events = gaps+r.gaps, dups+r.dups, events+r.live
+		frames, writes, cpu = frames+r.frames, writes+r.writes, cpu+r.cpu
 	}
 	b.StopTimer()
 	slices.Sort(all)
@@ -254,6 +265,13 @@ func runStreamSubscribers(b *testing.B, n int) {
 	b.ReportMetric(float64(max(n, 1)), "subscribers")
 	b.ReportMetric(float64(deliveries)/float64(b.N), "deliveries/session")
 	b.ReportMetric(float64(events)/float64(b.N), "events/session")
+	if frames > 0 {
+		b.ReportMetric(float64(frames)/float64(b.N), "frames/session")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(frames), "cpu-us/frame")
+		if writes >= 0 {
+			b.ReportMetric(float64(writes)/float64(frames), "writes/frame")
+		}
+	}
 	if gaps > 0 || dups > 0 {
 		b.Fatalf("%d gaps and %d duplicates across the subscribers", gaps, dups)
 	}
@@ -273,6 +291,30 @@ type sessionResult struct {
 	latencies  map[string][]float64 // by kind, milliseconds
 	gaps, dups int
 	live       int // events recorded after the streams were open
+	// The live phase's frames read by the subscribers, the process's CPU time and write
+	// system calls (-1: not known) meanwhile.
+	frames, writes int64
+	cpu            time.Duration
+}
+
+// processCost is the process's CPU time (user and system) and its write system calls
+// so far (/proc/self/io's syscw; -1 where there is none).
+func processCost() (time.Duration, int64) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	io, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return cpu, -1
+	}
+	for _, line := range strings.Split(string(io), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return cpu, n
+			}
+		}
+	}
+	return cpu, -1
 }
 
 // session runs one session with n subscribers (0: one bare subscriber) on thread.
@@ -387,17 +429,28 @@ func (sb *streamBench) session(b *testing.B, thread string, n int) sessionResult
 	if err != nil {
 		b.Fatal(err)
 	}
+	for _, s := range subs {
+		s.read.Store(0) // the live phase's only
+	}
 	stopProfile := profileLive(b)
+	cpu0, writes0 := processCost()
 	release()
 	wg.Wait()
+	cpu1, writes1 := processCost()
 	stopProfile()
 
 	at, final := sb.eventTimes(b, sid)
-	res := sessionResult{latencies: map[string][]float64{}, live: int(final - head)}
+	res := sessionResult{latencies: map[string][]float64{}, live: int(final - head), cpu: cpu1 - cpu0, writes: -1}
+	if writes0 >= 0 && writes1 >= 0 {
+		res.writes = writes1 - writes0
+	}
 	var whole []aguiFrame
 	for _, s := range subs {
 		if s.err != nil {
 			b.Fatalf("a %s subscriber: %v", s.kind, s.err)
+		}
+		if s.kind != kindBare {
+			res.frames += s.read.Load()
 		}
 		if s.kind == kindAGUI {
 			if whole == nil {
@@ -540,6 +593,7 @@ func (sb *streamBench) followAGUI(ctx context.Context, s *streamSub, body string
 	defer resp.Body.Close()
 	s.err = sseFrames(resp.Body, func(idb, data []byte) bool {
 		now := time.Now()
+		s.read.Add(1)
 		id := string(idb)
 		var ev map[string]any
 		if err := json.Unmarshal(data, &ev); err != nil {
@@ -626,6 +680,7 @@ func (sb *streamBench) followWS(ctx context.Context, s *streamSub, sid string) {
 			s.err = err
 			return
 		}
+		s.read.Add(1)
 		var f struct {
 			Op   string `json:"op"`
 			Type string `json:"type"`
@@ -671,6 +726,7 @@ func (sb *streamBench) followSSE(ctx context.Context, s *streamSub, sid string) 
 	}
 	s.attach() // the stream is open: events from seq 0 come
 	s.err = sseFrames(resp.Body, func(_, data []byte) bool {
+		s.read.Add(1)
 		var f struct {
 			Op   string `json:"op"`
 			Type string `json:"type"`
@@ -699,6 +755,7 @@ func (sb *streamBench) followA2A(ctx context.Context, s *streamSub, sid string) 
 	defer resp.Body.Close()
 	completed := false
 	s.err = sseFrames(resp.Body, func(_, data []byte) bool {
+		s.read.Add(1)
 		var m struct {
 			Result struct {
 				Task         json.RawMessage `json:"task"`

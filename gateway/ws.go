@@ -122,6 +122,7 @@ func (h *Handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	})
 	c.slow.Stop()
 	defer c.slow.Stop()
+	c.nc.timeout, c.nc.slow, c.nc.slowWait = h.cfg.WriteTimeout, c.slow, h.cfg.SlowConsumerTimeout
 	if !h.track(c) {
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		_ = ws.Close()
@@ -299,8 +300,12 @@ func (c *conn) finish() {
 }
 
 // write writes one frame. A write blocked for SlowConsumerTimeout marks the client a
-// slow consumer (closed once the write goes through); WriteTimeout fails it.
+// slow consumer (closed once the write goes through); WriteTimeout fails it. In a hold
+// (serveSubs) the frame is kept, and the connection bounds the write of what it keeps.
 func (c *conn) write(f []byte) error {
+	if c.nc.held() {
+		return c.ws.WriteMessage(websocket.TextMessage, f)
+	}
 	c.slow.Reset(c.h.cfg.SlowConsumerTimeout)
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, f)
@@ -311,6 +316,9 @@ func (c *conn) write(f []byte) error {
 // writePrepared writes a frame prepared once for every connection (frameCache), as
 // write does.
 func (c *conn) writePrepared(pm *websocket.PreparedMessage) error {
+	if c.nc.held() {
+		return c.ws.WritePreparedMessage(pm)
+	}
 	c.slow.Reset(c.h.cfg.SlowConsumerTimeout)
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
 	err := c.ws.WritePreparedMessage(pm)

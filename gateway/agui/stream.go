@@ -112,10 +112,14 @@ type stream struct {
 	hold, unflushed bool
 	held            int    // updates taken since the last flush (Handler.next)
 	buf             []byte // the SSE event being written (emit), reused
-	// enc encodes events into jbuf (appendJSON), both reused; textEv is sendText's event.
-	enc    *json.Encoder
-	jbuf   bytes.Buffer
-	textEv textContent
+	// enc encodes events into jbuf (appendJSON), both reused; textEv, markEv, stepEv and
+	// patchEv are the events of sendText, sendMark, sendStep and patch.
+	enc     *json.Encoder
+	jbuf    bytes.Buffer
+	textEv  textContent
+	markEv  textMark
+	stepEv  stepEvent
+	patchEv stateDelta
 }
 
 func newStream(w http.ResponseWriter, in *RunAgentInput, sid string, resume *Position) *stream {
@@ -182,6 +186,48 @@ type textContent struct {
 	Delta     string `json:"delta"`
 	MessageID string `json:"messageId"`
 	Type      string `json:"type"`
+}
+
+// The events sent for every step and every answer, as json.Marshal renders their maps
+// {"type", ...} (keys sorted), without a map: the same bytes, without building and
+// sorting a map for each subscriber of a run.
+type (
+	// textMark is TEXT_MESSAGE_START (role "assistant") or TEXT_MESSAGE_END (no role).
+	textMark struct {
+		MessageID string `json:"messageId"`
+		Role      string `json:"role,omitempty"`
+		Type      string `json:"type"`
+	}
+	// stepEvent is STEP_STARTED or STEP_FINISHED.
+	stepEvent struct {
+		StepName string `json:"stepName"`
+		Type     string `json:"type"`
+	}
+	// stateDelta is STATE_DELTA with its one operation, a replace.
+	stateDelta struct {
+		Delta [1]replaceOp `json:"delta"`
+		Type  string       `json:"type"`
+	}
+	replaceOp struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value string `json:"value"`
+	}
+)
+
+// sendMark sends TEXT_MESSAGE_START (start) or TEXT_MESSAGE_END of message msgID.
+func (s *stream) sendMark(msgID string, start bool) {
+	s.markEv = textMark{MessageID: msgID, Type: evTextEnd}
+	if start {
+		s.markEv.Role, s.markEv.Type = "assistant", evTextStart
+	}
+	s.emit(s.markEv.Type, &s.markEv)
+}
+
+// sendStep sends STEP_STARTED or STEP_FINISHED (typ) of step id.
+func (s *stream) sendStep(typ, id string) {
+	s.stepEv = stepEvent{StepName: id, Type: typ}
+	s.emit(typ, &s.stepEv)
 }
 
 // advance moves to the place of the next event and reports whether to write it: not
@@ -324,16 +370,16 @@ func (s *stream) sendSnapshot() {
 	s.send(map[string]any{"type": evStateSnapshot, "snapshot": json.RawMessage(b)})
 }
 
-func (s *stream) patch(ops ...map[string]any) {
-	if len(ops) > 0 {
-		s.send(map[string]any{"type": evStateDelta, "delta": ops})
-	}
+// patch sends STATE_DELTA replacing the value at path.
+func (s *stream) patch(path, value string) {
+	s.patchEv = stateDelta{Delta: [1]replaceOp{{Op: "replace", Path: path, Value: value}}, Type: evStateDelta}
+	s.emit(evStateDelta, &s.patchEv)
 }
 
 func (s *stream) setStatus(status string) {
 	if s.state.Status != status {
 		s.state.Status = status
-		s.patch(map[string]any{"op": "replace", "path": "/status", "value": status})
+		s.patch("/status", status)
 	}
 }
 
@@ -341,7 +387,7 @@ func (s *stream) setStepStatus(id, status string) {
 	for i := range s.state.Plan.Steps {
 		if s.state.Plan.Steps[i].ID == id && s.state.Plan.Steps[i].Status != status {
 			s.state.Plan.Steps[i].Status = status
-			s.patch(map[string]any{"op": "replace", "path": fmt.Sprintf("/plan/steps/%d/status", i), "value": status})
+			s.patch("/plan/steps/"+strconv.Itoa(i)+"/status", status)
 		}
 	}
 }
@@ -353,14 +399,14 @@ func (s *stream) stepStarted(id string) {
 		}
 	}
 	s.steps = append(s.steps, id)
-	s.send(map[string]any{"type": evStepStarted, "stepName": id})
+	s.sendStep(evStepStarted, id)
 }
 
 func (s *stream) stepFinished(id string) {
 	for i, open := range s.steps {
 		if open == id {
 			s.steps = append(s.steps[:i], s.steps[i+1:]...)
-			s.send(map[string]any{"type": evStepFinished, "stepName": id})
+			s.sendStep(evStepFinished, id)
 			return
 		}
 	}
@@ -378,7 +424,7 @@ func (s *stream) closeAll() {
 		delete(s.calls, id)
 		if c.open {
 			c.open = false
-			s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+			s.sendMark(c.msgID, false)
 		}
 	}
 	for len(s.steps) > 0 {
@@ -400,7 +446,7 @@ func streamed(purpose string) bool {
 // text adds a model's text to call c, opening its message.
 func (s *stream) text(c *call, attempt uint32, t string) {
 	if c.open && attempt != 0 && attempt != c.attempt {
-		s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+		s.sendMark(c.msgID, false)
 		c.open = false
 		c.text.Reset()
 		c.sent = 0
@@ -409,7 +455,7 @@ func (s *stream) text(c *call, attempt uint32, t string) {
 	if !c.open {
 		c.open, c.attempt = true, attempt
 		s.slot(1)
-		s.send(map[string]any{"type": evTextStart, "messageId": c.msgID, "role": "assistant"})
+		s.sendMark(c.msgID, true)
 	}
 	if t != "" {
 		c.text.WriteString(t)
@@ -476,7 +522,7 @@ func (s *stream) update(u live.Update) end {
 	case *messages.Event_LlmRequested:
 		r := p.LlmRequested
 		if old := s.calls[r.GetCallId()]; old != nil && old.open {
-			s.send(map[string]any{"type": evTextEnd, "messageId": old.msgID})
+			s.sendMark(old.msgID, false)
 		}
 		c := &call{purpose: r.GetPurpose(), msgID: fmt.Sprintf("%s:%d", s.sid, seq)}
 		if res := s.resume; res != nil && seq <= res.Seq {
@@ -529,9 +575,9 @@ func (s *stream) update(u live.Update) end {
 		s.closeAll()
 		if res := p.SessionCompleted.GetResult(); res != "" && res != s.lastText {
 			id := fmt.Sprintf("%s:%d", s.sid, seq)
-			s.send(map[string]any{"type": evTextStart, "messageId": id, "role": "assistant"})
+			s.sendMark(id, true)
 			s.sendText(id, res)
-			s.send(map[string]any{"type": evTextEnd, "messageId": id})
+			s.sendMark(id, false)
 		}
 		s.setStatus("completed")
 		s.send(map[string]any{"type": evRunFinished, "threadId": s.in.ThreadID, "runId": s.in.RunID,
@@ -591,7 +637,7 @@ func (s *stream) responded(r *messages.LlmResponded, seq uint64) {
 	}
 	c.open = false
 	s.slot(3)
-	s.send(map[string]any{"type": evTextEnd, "messageId": c.msgID})
+	s.sendMark(c.msgID, false)
 	s.parent[r.GetStepId()+"/"+r.GetSubAgentId()] = c.msgID
 	s.lastText = content
 }

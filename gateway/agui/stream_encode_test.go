@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,3 +136,58 @@ func TestStreamEventsAreAsMarshalled(t *testing.T) {
 type deadlineRecorder struct{ *httptest.ResponseRecorder }
 
 func (deadlineRecorder) SetWriteDeadline(time.Time) error { return nil }
+
+// discardWriter is a server's response that forgets what is written to it.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header              { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error)      { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)                  {}
+func (w *discardWriter) Flush()                           {}
+func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
+
+// streamSteps is the plan of BenchmarkStreamStep's runs.
+const streamSteps = 20
+
+// BenchmarkStreamStep folds one plan step of a streamed run into one subscriber's AG-UI
+// events: its start, its model call with 11 word deltas and the answer, its end (what
+// every subscriber of a run does for each step, as in the gateway's
+// BenchmarkStreamSubscribers); a run of streamSteps steps is started (RUN_STARTED, the
+// plan's snapshot) every streamSteps steps.
+func BenchmarkStreamStep(b *testing.B) {
+	const steps = streamSteps
+	plan := &messages.PlanCreated{PlanId: "p"}
+	for i := range steps {
+		id := "s" + strconv.Itoa(i)
+		plan.Steps = append(plan.Steps, &messages.PlanStep{Id: id, Type: "custom", Description: "part " + id})
+	}
+	words := strings.SplitAfter("Part 1 is written: the journal keeps every word of it.", " ")
+	var s *stream
+	seq := uint64(0)
+	ev := func(e *messages.Event) live.Update {
+		seq++
+		e.Seq, e.SessionId = seq, "sess"
+		return live.Update{Event: e}
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		if i%steps == 0 {
+			s = newStream(&discardWriter{h: http.Header{}}, &RunAgentInput{ThreadID: "t", RunID: "r"}, "sess", nil)
+			s.start()
+			seq = 0
+			s.update(ev(&messages.Event{Payload: &messages.Event_PlanCreated{PlanCreated: plan}}))
+		}
+		id, call := "s"+strconv.Itoa(i%steps), "c"+strconv.Itoa(i%steps)
+		s.update(ev(&messages.Event{Payload: &messages.Event_StepStarted{StepStarted: &messages.StepStarted{StepId: id}}}))
+		s.update(ev(&messages.Event{Payload: &messages.Event_LlmRequested{LlmRequested: &messages.LlmRequested{CallId: call, StepId: id, Purpose: "step"}}}))
+		for j, w := range words {
+			s.update(live.Update{IsDelta: true, Delta: live.Delta{CallID: call, Index: uint32(j + 1), Attempt: 1, AfterSeq: seq, Text: w}})
+		}
+		s.update(ev(&messages.Event{Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{CallId: call, StepId: id,
+			Content: strings.Join(words, "")}}}))
+		s.update(ev(&messages.Event{Payload: &messages.Event_StepCompleted{StepCompleted: &messages.StepCompleted{StepId: id}}}))
+		if s.err != nil {
+			b.Fatal(s.err)
+		}
+	}
+}
