@@ -10,7 +10,7 @@
 // does, so a mailbox never waits for a worker (an actor that blocks cannot starve
 // another) and the pool cannot deadlock. At most MaxIdle workers wait for work: a worker
 // that finishes while that many wait exits at once. Workers also run calls that block
-// for a model's answer (RunCall), so after a burst of many sessions the pool would
+// for a model's answer (Run), so after a burst of many sessions the pool would
 // otherwise keep one grown stack (16-64 kB) per session for DefaultIdle: profiled at 200
 // active sessions, idle workers' stacks were a quarter of the RSS per session.
 //
