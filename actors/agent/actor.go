@@ -135,7 +135,7 @@ type Actor struct {
 	tools map[string]*task
 	// done are the calls this actor already ran in this generation: never started twice
 	// (a result may still be on its way to the grain while older Work arrives).
-	done       map[childCall]bool
+	done       map[callKey]bool
 	generation uint64
 	// last is the newest Work: a call that ends frees room (an LLM call, a tool slot)
 	// for what it says is due.
@@ -144,8 +144,8 @@ type Actor struct {
 	started uint64
 }
 
-// childCall is a call: an LLM call by id or a tool call by idempotency key.
-type childCall struct {
+// callKey is a call: an LLM call by id or a tool call by idempotency key.
+type callKey struct {
 	tool bool
 	key  string
 }
@@ -221,7 +221,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 }
 
 func (a *Actor) onStarted(ctx actor.Context) {
-	a.llm, a.tools, a.done, a.last = nil, map[string]*task{}, map[childCall]bool{}, nil
+	a.llm, a.tools, a.done, a.last = nil, map[string]*task{}, map[callKey]bool{}, nil
 	ctx.Send(ctx.Parent(), &NeedWork{AgentID: a.id})
 }
 
@@ -255,9 +255,9 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		return
 	}
 	if w.Generation != a.generation {
-		a.generation, a.done = w.Generation, map[childCall]bool{}
+		a.generation, a.done = w.Generation, map[callKey]bool{}
 	}
-	if p != nil && a.llm == nil && !a.done[childCall{key: p.GetCallId()}] {
+	if p != nil && a.llm == nil && !a.done[callKey{key: p.GetCallId()}] {
 		a.startCall(ctx, w.State, p)
 	}
 	if w.HoldTools || (w.CallOnly && len(w.EarlyTools) == 0) {
@@ -268,10 +268,10 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		if len(a.tools) >= a.maxParallel {
 			break
 		}
-		if a.tools[key] != nil || a.done[childCall{tool: true, key: key}] || awaitsHuman(w.State, key) || (w.CallOnly && !w.EarlyTools[key]) {
+		if a.tools[key] != nil || a.done[callKey{tool: true, key: key}] || awaitsHuman(w.State, key) || (w.CallOnly && !w.EarlyTools[key]) {
 			continue
 		}
-		t := a.newTask(ctx, a.calls.ToolCall(w.State, a.id, c), childCall{tool: true, key: key})
+		t := a.newTask(ctx, a.calls.ToolCall(w.State, a.id, c), callKey{tool: true, key: key})
 		a.tools[key] = t
 		a.done[t.key] = true
 		t.run()
@@ -280,7 +280,7 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 
 // startCall starts LLM call p and its watchdog.
 func (a *Actor) startCall(ctx actor.Context, st *messages.SessionState, p *messages.PendingCall) {
-	t := a.newTask(ctx, a.calls.LLMCall(st, a.id, p), childCall{key: p.GetCallId()})
+	t := a.newTask(ctx, a.calls.LLMCall(st, a.id, p), callKey{key: p.GetCallId()})
 	a.llm = t
 	a.done[t.key] = true
 	if a.callTimeout > 0 {
@@ -310,7 +310,7 @@ func (a *Actor) onAbandon(m *Abandon) {
 // (callEnded) to the actor unless it was cancelled.
 type task struct {
 	call   Call
-	key    childCall
+	key    callKey
 	ctx    context.Context
 	cancel context.CancelFunc
 	// self and root send the end to the actor.
@@ -331,7 +331,7 @@ type callEnded struct {
 	stack []byte
 }
 
-func (a *Actor) newTask(ctx actor.Context, call Call, key childCall) *task {
+func (a *Actor) newTask(ctx actor.Context, call Call, key callKey) *task {
 	a.started++
 	t := &task{call: call, key: key, self: ctx.Self(), root: ctx.ActorSystem().Root, n: a.started}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
