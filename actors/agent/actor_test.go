@@ -328,9 +328,12 @@ func TestCallCrashIsRestartedByItsAgentActor(t *testing.T) {
 		fakeGrain(t, sys, tc.id, calls, time.Minute,
 			func() *agent.Work { return &agent.Work{State: st} },
 			func(m any) *agent.Work {
-				got <- m
-				if _, lost := m.(*agent.CallLost); lost {
+				_, lost := m.(*agent.CallLost)
+				if lost {
 					runsAtLoss.Store(runs.Load())
+				}
+				got <- m
+				if lost {
 					return &agent.Work{State: stateN(tc.id, false, 2)} // the grain retries the step
 				}
 				return nil
@@ -402,7 +405,6 @@ func TestAbandonedAndStoppedCallsAreCancelled(t *testing.T) {
 	fakeGrain(t, sys, agent.Orchestrator, testCalls{delay: -1, started: &started, cancelled: &cancelled}, time.Minute,
 		func() *agent.Work { return &agent.Work{State: st, CallOnly: true} },
 		func(m any) *agent.Work { got <- m; return nil })
-	pid := agentPID(t, sys, agent.Orchestrator)
 	waitFor := func(what string, n *atomic.Int32, want int32) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); n.Load() < want; time.Sleep(5 * time.Millisecond) {
@@ -412,6 +414,7 @@ func TestAbandonedAndStoppedCallsAreCancelled(t *testing.T) {
 		}
 	}
 	waitFor("calls started", &started, 1)
+	pid := agentPID(t, sys, agent.Orchestrator)
 	sys.Root.Send(pid, &agent.Abandon{CallID: callOf(st, agent.Orchestrator)})
 	waitFor("calls cancelled", &cancelled, 1)
 	res, err := sys.Root.RequestFuture(pid, &agent.Running{}, 5*time.Second).Result()
