@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,14 +20,16 @@ import (
 // pending tool calls the session's pending_tools.
 const Orchestrator = ""
 
-// Names of the actors in a session's supervision tree, as their paths show them (the
-// observer classifies restarts by them).
+// Names in a session's supervision tree, as paths show them (the observer classifies
+// restarts by them).
 const (
 	// ActorPrefix prefixes an agent actor's name: agent-orchestrator, agent-{sub_agent_id}.
 	ActorPrefix = "agent-"
-	// StepRunnerName names an agent's LLM call child (its step runner).
+	// StepRunnerName names an agent's LLM call (its step runner) in the supervision
+	// events of a call that panicked: {agent actor}/step-runner$n. The call is a task of
+	// the agent actor, not an actor of its own.
 	StepRunnerName = "step-runner"
-	// ToolRunnerName names an agent's tool call children.
+	// ToolRunnerName names an agent's tool calls the same way.
 	ToolRunnerName = "tool-runner"
 )
 
@@ -37,15 +41,22 @@ func ActorName(id string) string {
 	return ActorPrefix + id
 }
 
-// Calls makes the children that run an agent's calls; the session implements it.
-// Each child reports its result to its parent (the Actor), which forwards it unchanged to
-// the grain, and then stops.
+// Call is one call of an agent, run by its actor on a worker of the dispatch pool (a
+// plain task, not an actor): it makes the call under ctx and returns its result (a
+// *core.LLMResult or a *core.ToolResult), which the actor forwards unchanged to the
+// grain. ctx is cancelled when the call is abandoned — its watchdog fired, the grain
+// abandoned it (Abandon), the actor stopped or restarts (the session passivated, moved,
+// ended or was cancelled) — and what it returns then is dropped. A call that panics is
+// run again like a crashed child, under Supervisor's limits, and reported lost past them.
+type Call func(ctx context.Context) any
+
+// Calls makes the calls of an agent; the session implements it.
 type Calls interface {
-	// LLMCall returns the props of a child making agent id's pending LLM call p, built
-	// from the state st (never mutated).
-	LLMCall(st *messages.SessionState, id string, p *messages.PendingCall) *actor.Props
-	// ToolCall returns the props of a child running agent id's recorded call c.
-	ToolCall(st *messages.SessionState, id string, c *messages.PendingTool) *actor.Props
+	// LLMCall returns agent id's pending LLM call p, built from the state st (never
+	// mutated).
+	LLMCall(st *messages.SessionState, id string, p *messages.PendingCall) Call
+	// ToolCall returns agent id's recorded tool call c.
+	ToolCall(st *messages.SessionState, id string, c *messages.PendingTool) Call
 }
 
 // Messages between the grain and its agent actors. They never leave the process.
@@ -75,9 +86,8 @@ type (
 	}
 	// NeedWork asks the grain for Work (sent when the actor starts or restarts).
 	NeedWork struct{ AgentID string }
-	// CallLost reports that the child making LLM call CallID stopped without a result
-	// (it crashed past its restart limit, or overran the call timeout, or it was
-	// started again while its result was on its way). The grain ignores it when the
+	// CallLost reports that LLM call CallID ended without a result (it panicked past
+	// its restart limit, or overran the call timeout). The grain ignores it when the
 	// call is no longer pending, and fails the call otherwise.
 	CallLost struct{ AgentID, CallID string }
 	// ToolLost is CallLost for the tool call with idempotency key Key.
@@ -85,135 +95,133 @@ type (
 	// Drained answers Work with Drain once none of the actor's calls runs: the grain
 	// may hand the session over without cutting a call.
 	Drained struct{ AgentID string }
-	// Abandon stops the child making LLM call CallID without a CallLost: the grain
-	// started it from a state whose append failed, and reloads.
+	// Abandon cancels LLM call CallID without a CallLost: the grain started it from a
+	// state whose append failed, and reloads.
 	Abandon struct{ CallID string }
+	// Running asks the actor which calls it runs; it answers with *Runs once every
+	// message queued before was handled. For tests: the calls are tasks of the actor,
+	// not actors a test could find in the process registry.
+	Running struct{}
+	// Runs answers Running: the call id of the running LLM call ("" when none) and the
+	// idempotency keys of the running tool calls.
+	Runs struct {
+		LLMCall string
+		Tools   []string
+	}
 )
 
 // Actor is an agent: the session's orchestrator or one of its sub-agents, a supervised
-// child of the session grain that runs its agent's LLM call and tool calls in children
-// of its own. It never decides and never writes: results go to the grain, which commits
-// them and sends new Work.
+// child of the session grain that runs its agent's LLM call and tool calls as tasks on
+// the dispatch pool (Call). It never decides and never writes: results go to the grain,
+// which commits them and sends new Work.
 type Actor struct {
 	// rel lets the props forget what made this actor (actors/release).
 	rel         *release.Handle
 	id          string
 	calls       Calls
 	maxParallel int
-	// callTimeout bounds an LLM child (0: none): a child still running after it is
-	// stopped, and the grain fails the call (CallLost), even if the provider ignores its
-	// own deadline.
+	// callTimeout bounds an LLM call (0: none): a call still running after it is
+	// cancelled, and the grain fails the call (CallLost), even if the provider ignores
+	// its own deadline.
 	callTimeout time.Duration
 	log         *slog.Logger
-	llmPID      *actor.PID
-	watchdog    *time.Timer
+	// watchdog fires callTimeout after the running LLM call started (one timer, reset
+	// for every call).
+	watchdog *time.Timer
 
-	llmCall string
-	tools   map[string]bool
-	// children maps a running child (its PID's id: children are local) to its call.
-	children map[string]childCall
+	// llm is the running LLM call (nil: none).
+	llm *task
+	// tools are the running tool calls by idempotency key.
+	tools map[string]*task
 	// done are the calls this actor already ran in this generation: never started twice
 	// (a result may still be on its way to the grain while older Work arrives).
-	done map[childCall]bool
-	// answered are the calls whose result was forwarded while their child runs.
-	answered   map[childCall]bool
+	done       map[callKey]bool
 	generation uint64
 	// last is the newest Work: a call that ends frees room (an LLM call, a tool slot)
 	// for what it says is due.
 	last *Work
+	// started numbers the calls started (their names in supervision events).
+	started uint64
 }
 
-// childCall is a call: an LLM call by id or a tool call by idempotency key.
-type childCall struct {
+// callKey is a call: an LLM call by id or a tool call by idempotency key.
+type callKey struct {
 	tool bool
 	key  string
 }
 
-// Props returns the props of agent id's actor. Its children (the calls) are restarted up
-// to 3 times a minute (a restarted LLM child makes its call again; a tool child runs its
-// call again under the same idempotency key); past that they stop and the grain fails
-// the call. An LLM child still running after callTimeout (0: no bound) is stopped, which
-// fails its call the same way.
+// Props returns the props of agent id's actor. Its calls are run again when they panic
+// up to 3 times a minute (Supervisor: an LLM call is made again; a tool call runs again
+// under the same idempotency key); past that the grain fails the call. An LLM call still
+// running after callTimeout (0: no bound) is cancelled, which fails it the same way.
 func Props(id string, calls Calls, maxParallelTools int, callTimeout time.Duration, log *slog.Logger) *actor.Props {
 	return release.Props(func(h *release.Handle) actor.Actor {
 		return &Actor{rel: h, id: id, calls: calls, maxParallel: max(maxParallelTools, 1), callTimeout: callTimeout, log: log}
-	}, actor.WithSupervisor(Supervisor()), dispatch.Props())
+	}, dispatch.Props())
 }
 
-// Supervisor is the strategy an agent actor applies to its call children, and the grain
-// to its agent actors: restart a crashed actor (it makes its call again, or asks for
-// Work again) up to 3 times a minute; past that it stops, and the grain fails the call.
+// Supervisor is the strategy the grain applies to its agent actors, and an agent actor
+// to its calls that panic: restart a crashed actor (it asks for Work again) or run a
+// call again, up to 3 times a minute; past that the actor stops, or the call is reported
+// lost and the grain fails it.
 func Supervisor() actor.SupervisorStrategy {
 	return actor.NewOneForOneStrategy(3, time.Minute, actor.DefaultDecider)
 }
 
-// callOverdue fires when the LLM child pid has run for callTimeout.
-type callOverdue struct{ pid *actor.PID }
+// callStrategy is Supervisor, applied to the calls of every agent actor.
+var callStrategy = Supervisor()
+
+// callOverdue fires when the running LLM call may have run for callTimeout.
+type callOverdue struct{}
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		a.onStarted(ctx)
+	case *callEnded:
+		a.onEnded(ctx, msg)
 	case *Work:
 		a.onWork(ctx, msg)
+	case *actor.Started:
+		a.onStarted(ctx)
 	case *Abandon:
-		a.onAbandon(ctx, msg)
-	case *actor.Terminated:
-		// System messages overtake user messages: the child's result may still be queued
-		// behind this. Look at it once everything queued before has been forwarded.
-		ctx.Send(ctx.Self(), &childGone{who: msg.GetWho()})
-	case *childGone:
-		a.onChildGone(ctx, msg)
+		a.onAbandon(msg)
 	case *callOverdue:
-		if a.llmPID != nil && a.llmPID.Equal(msg.pid) {
-			a.log.Warn("LLM call overdue; stopping it", "agent", a.name(), "call_id", a.llmCall, "after", a.callTimeout)
-			ctx.Stop(msg.pid)
+		if t := a.llm; t != nil && a.callTimeout > 0 && time.Since(t.start) >= a.callTimeout {
+			a.log.Warn("LLM call overdue; stopping it", "agent", a.name(), "call_id", t.key.key, "after", a.callTimeout)
+			a.lose(ctx, t)
 		}
+	case *Running:
+		runs := &Runs{}
+		if a.llm != nil {
+			runs.LLMCall = a.llm.key.key
+		}
+		for key := range a.tools {
+			runs.Tools = append(runs.Tools, key)
+		}
+		ctx.Respond(runs)
 	case *actor.Touch:
-		// Proto.Actor answers it (once every message queued before it was handled); it is
-		// no child's result.
+		// Proto.Actor answers it (once every message queued before it was handled).
 	case *actor.Stopping, *actor.Restarting:
-		a.stopWatchdog()
+		// The session passivated, moved, ended or was cancelled, or the actor crashed:
+		// its calls are abandoned (a restarted actor asks for Work and starts them again).
+		a.cancelAll()
 	case *actor.Stopped:
 		// Proto.Actor may keep a stopped actor's context reachable for a while (its
 		// parent's set of children keeps stale references until the slots are reused):
-		// let go of the session's state, its history cache and the children's PIDs.
+		// let go of the session's state, its history cache and the calls.
 		a.rel.Release()
-		a.calls, a.last, a.llmPID, a.watchdog = nil, nil, nil, nil
-		a.tools, a.children, a.done, a.answered = nil, nil, nil, nil
+		a.calls, a.last, a.llm, a.watchdog = nil, nil, nil, nil
+		a.tools, a.done = nil, nil
 	default:
 		if _, system := msg.(actor.SystemMessage); system {
 			return
 		}
-		// A child's result: the grain decides.
-		a.onResult(msg)
-		ctx.Send(ctx.Parent(), msg)
-	}
-}
-
-// onResult frees what a child's result ends: the grain may answer with Work naming the
-// next call before the child's end (childGone) is seen. The end of a child whose result
-// was forwarded is not reported.
-func (a *Actor) onResult(msg any) {
-	switch r := msg.(type) {
-	case *core.LLMResult:
-		if r.CallID != "" && r.CallID == a.llmCall {
-			a.llmCall, a.llmPID = "", nil
-			a.stopWatchdog()
-			a.answered[childCall{key: r.CallID}] = true
-		}
-	case *core.ToolResult:
-		if a.tools[r.Key] {
-			delete(a.tools, r.Key)
-			a.answered[childCall{tool: true, key: r.Key}] = true
-		}
+		a.log.Warn("agent actor: unexpected message", "agent", a.name(), "type", fmt.Sprintf("%T", msg))
 	}
 }
 
 func (a *Actor) onStarted(ctx actor.Context) {
-	a.llmCall, a.llmPID, a.tools, a.children, a.done, a.last = "", nil, map[string]bool{}, map[string]childCall{}, map[childCall]bool{}, nil
-	a.answered = map[childCall]bool{}
+	a.llm, a.tools, a.done, a.last = nil, map[string]*task{}, map[callKey]bool{}, nil
 	ctx.Send(ctx.Parent(), &NeedWork{AgentID: a.id})
 }
 
@@ -237,7 +245,7 @@ func due(st *messages.SessionState, id string) (p *messages.PendingCall, tools [
 func (a *Actor) onWork(ctx actor.Context, w *Work) {
 	a.last = w
 	if w.Drain {
-		if len(a.children) == 0 {
+		if a.llm == nil && len(a.tools) == 0 {
 			ctx.Send(ctx.Parent(), &Drained{AgentID: a.id})
 		}
 		return
@@ -247,9 +255,9 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		return
 	}
 	if w.Generation != a.generation {
-		a.generation, a.done = w.Generation, map[childCall]bool{}
+		a.generation, a.done = w.Generation, map[callKey]bool{}
 	}
-	if p != nil && a.llmCall == "" && !a.done[childCall{key: p.GetCallId()}] {
+	if p != nil && a.llm == nil && !a.done[callKey{key: p.GetCallId()}] {
 		a.startCall(ctx, w.State, p)
 	}
 	if w.HoldTools || (w.CallOnly && len(w.EarlyTools) == 0) {
@@ -260,75 +268,200 @@ func (a *Actor) onWork(ctx actor.Context, w *Work) {
 		if len(a.tools) >= a.maxParallel {
 			break
 		}
-		if a.tools[key] || a.done[childCall{tool: true, key: key}] || awaitsHuman(w.State, key) || (w.CallOnly && !w.EarlyTools[key]) {
+		if a.tools[key] != nil || a.done[callKey{tool: true, key: key}] || awaitsHuman(w.State, key) || (w.CallOnly && !w.EarlyTools[key]) {
 			continue
 		}
-		pid := ctx.SpawnPrefix(a.calls.ToolCall(w.State, a.id, c), ToolRunnerName)
-		ctx.Watch(pid)
-		a.tools[key] = true
-		a.done[childCall{tool: true, key: key}] = true
-		a.children[pid.GetId()] = childCall{tool: true, key: key}
+		t := a.newTask(ctx, a.calls.ToolCall(w.State, a.id, c), callKey{tool: true, key: key})
+		a.tools[key] = t
+		a.done[t.key] = true
+		t.run()
 	}
 }
 
-// startCall starts the child making LLM call p and its watchdog.
+// startCall starts LLM call p and its watchdog.
 func (a *Actor) startCall(ctx actor.Context, st *messages.SessionState, p *messages.PendingCall) {
-	pid := ctx.SpawnPrefix(a.calls.LLMCall(st, a.id, p), StepRunnerName)
-	ctx.Watch(pid)
-	a.llmCall, a.llmPID = p.GetCallId(), pid
+	t := a.newTask(ctx, a.calls.LLMCall(st, a.id, p), callKey{key: p.GetCallId()})
+	a.llm = t
+	a.done[t.key] = true
 	if a.callTimeout > 0 {
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		a.stopWatchdog()
-		a.watchdog = time.AfterFunc(a.callTimeout, func() { root.Send(self, &callOverdue{pid: pid}) })
+		t.start = time.Now()
+		if a.watchdog == nil {
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			a.watchdog = time.AfterFunc(a.callTimeout, func() { root.Send(self, &callOverdue{}) })
+		} else {
+			a.watchdog.Reset(a.callTimeout)
+		}
 	}
-	a.done[childCall{key: p.GetCallId()}] = true
-	a.children[pid.GetId()] = childCall{key: p.GetCallId()}
+	t.run()
 }
 
-func (a *Actor) onAbandon(ctx actor.Context, m *Abandon) {
+func (a *Actor) onAbandon(m *Abandon) {
 	if a.last != nil && a.last.CallOnly {
 		a.last = nil // its state will not be stored: wait for the grain's next Work
 	}
-	if a.llmPID == nil || a.llmCall != m.CallID {
+	if a.llm == nil || a.llm.key.key != m.CallID {
 		return
 	}
-	delete(a.children, a.llmPID.GetId())
-	ctx.Stop(a.llmPID)
-	a.llmCall, a.llmPID = "", nil
-	a.stopWatchdog()
+	a.llm.cancel()
+	a.end(a.llm)
 }
 
-// childGone is a child's Terminated, re-queued behind the child's last messages.
-type childGone struct{ who *actor.PID }
+// task is a running call: a Call on a worker of the dispatch pool, which sends its end
+// (callEnded) to the actor unless it was cancelled.
+type task struct {
+	call   Call
+	key    callKey
+	ctx    context.Context
+	cancel context.CancelFunc
+	// self and root send the end to the actor.
+	self *actor.PID
+	root *actor.RootContext
+	// start is when an LLM call started (its watchdog's reference).
+	start time.Time
+	// n numbers the call under its actor; stats are its panics (nil: none).
+	n     uint64
+	stats *actor.RestartStatistics
+}
 
-func (a *Actor) onChildGone(ctx actor.Context, t *childGone) {
-	id := t.who.GetId()
-	c, ok := a.children[id]
-	if !ok {
+// callEnded is the end of a task's run: its result, or the panic that ended it.
+type callEnded struct {
+	t     *task
+	res   any
+	crash any
+	stack []byte
+}
+
+func (a *Actor) newTask(ctx actor.Context, call Call, key callKey) *task {
+	a.started++
+	t := &task{call: call, key: key, self: ctx.Self(), root: ctx.ActorSystem().Root, n: a.started}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	return t
+}
+
+// run runs the call on a warm worker of the dispatch pool: its stack (the request build,
+// tracing, the provider's client) is deep, and a new goroutine would grow and copy its
+// stack on every call.
+func (t *task) run() { dispatch.Run(t.exec) }
+
+func (t *task) exec() {
+	end := &callEnded{t: t}
+	defer func() {
+		if p := recover(); p != nil {
+			end.res, end.crash, end.stack = nil, p, debug.Stack()
+		}
+		// A cancelled call was abandoned: its end, if still due, is the actor's.
+		if t.ctx.Err() == nil {
+			t.root.Send(t.self, end)
+		}
+	}()
+	end.res = t.call(t.ctx)
+}
+
+// running reports whether t is one of the actor's running calls (not abandoned).
+func (a *Actor) running(t *task) bool {
+	if t.key.tool {
+		return a.tools[t.key.key] == t
+	}
+	return a.llm == t
+}
+
+// end forgets the running call t.
+func (a *Actor) end(t *task) {
+	if t.key.tool {
+		delete(a.tools, t.key.key)
 		return
 	}
-	delete(a.children, id)
-	if a.answered[c] {
-		delete(a.answered, c)
-	} else if c.tool {
-		delete(a.tools, c.key)
-		ctx.Send(ctx.Parent(), &ToolLost{AgentID: a.id, Key: c.key})
+	a.llm = nil
+	if a.watchdog != nil {
+		a.watchdog.Stop()
+	}
+}
+
+// onEnded forwards a call's result to the grain, and starts what the newest Work says is
+// due in the room it frees. The end of an abandoned call is dropped; a call that
+// panicked is run again or reported lost (crashed).
+func (a *Actor) onEnded(ctx actor.Context, e *callEnded) {
+	t := e.t
+	if !a.running(t) {
+		return
+	}
+	if e.crash != nil {
+		a.crashed(ctx, t, e)
+		return
+	}
+	a.end(t)
+	t.cancel() // frees the context's resources; the call has returned
+	ctx.Send(ctx.Parent(), e.res)
+	if a.last != nil {
+		a.onWork(ctx, a.last)
+	}
+}
+
+// lose cancels the running call t and reports it lost: the grain fails it.
+func (a *Actor) lose(ctx actor.Context, t *task) {
+	t.cancel()
+	a.end(t)
+	if t.key.tool {
+		ctx.Send(ctx.Parent(), &ToolLost{AgentID: a.id, Key: t.key.key})
 	} else {
-		if a.llmCall == c.key {
-			a.llmCall, a.llmPID = "", nil
-			a.stopWatchdog()
-		}
-		ctx.Send(ctx.Parent(), &CallLost{AgentID: a.id, CallID: c.key})
+		ctx.Send(ctx.Parent(), &CallLost{AgentID: a.id, CallID: t.key.key})
 	}
 	if a.last != nil {
 		a.onWork(ctx, a.last)
 	}
 }
 
-func (a *Actor) stopWatchdog() {
-	if a.watchdog != nil {
-		a.watchdog.Stop()
+// crashed handles a call that panicked as Proto.Actor handles a crashed child under
+// Supervisor: the failure is published on the event stream as a supervision event of
+// {agent actor}/step-runner$n (tool-runner$n), which the observer logs, counts and keeps;
+// the call runs again up to 3 times a minute, and past that it is reported lost.
+func (a *Actor) crashed(ctx actor.Context, t *task, e *callEnded) {
+	name := StepRunnerName
+	if t.key.tool {
+		name = ToolRunnerName
 	}
+	pid := actor.NewPID(ctx.Self().GetAddress(), fmt.Sprintf("%s/%s$%d", ctx.Self().GetId(), name, t.n))
+	a.log.Error("agent call panicked", "agent", a.name(), "actor", pid.GetId(), "reason", e.crash, "stack", string(e.stack))
+	if t.stats == nil {
+		t.stats = actor.NewRestartStatistics()
+	}
+	callStrategy.HandleFailure(ctx.ActorSystem(), callSupervisor{a: a, ctx: ctx, t: t}, pid, t.stats, e.crash, nil)
+}
+
+// callSupervisor carries out the strategy's directive for a call that panicked.
+type callSupervisor struct {
+	a   *Actor
+	ctx actor.Context
+	t   *task
+}
+
+// Children implements actor.Supervisor.
+func (s callSupervisor) Children() []*actor.PID { return nil }
+
+// EscalateFailure implements actor.Supervisor: the call is lost (Supervisor never
+// escalates).
+func (s callSupervisor) EscalateFailure(any, any) { s.a.lose(s.ctx, s.t) }
+
+// RestartChildren implements actor.Supervisor: the call runs again.
+func (s callSupervisor) RestartChildren(...*actor.PID) { s.t.run() }
+
+// ResumeChildren implements actor.Supervisor: the call runs again (it has nothing to
+// resume).
+func (s callSupervisor) ResumeChildren(...*actor.PID) { s.t.run() }
+
+// StopChildren implements actor.Supervisor: the call is lost.
+func (s callSupervisor) StopChildren(...*actor.PID) { s.a.lose(s.ctx, s.t) }
+
+// cancelAll abandons every running call.
+func (a *Actor) cancelAll() {
+	if a.llm != nil {
+		a.llm.cancel()
+		a.end(a.llm)
+	}
+	for _, t := range a.tools {
+		t.cancel()
+	}
+	clear(a.tools)
 }
 
 // name is the agent's name in logs.

@@ -18,14 +18,19 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// testCalls makes LLM children that answer after delay (never when delay < 0), after
-// panicking on their first crashes starts, and tool children that answer at once.
+// testCalls makes LLM calls that answer after delay (never when delay < 0: they wait to
+// be cancelled), after panicking on their first crashes runs, and tool calls that answer
+// at once, after panicking on their first toolCrashes runs.
 type testCalls struct {
-	delay   time.Duration
-	crashes int32
-	started *atomic.Int32 // LLM child starts (nil: not counted)
-	// made counts the children the actor asked for, LLM and tool calls (nil: not
-	// counted): it asks while it handles the message that starts the call.
+	delay       time.Duration
+	crashes     int32
+	toolCrashes int32
+	started     *atomic.Int32 // LLM call runs (nil: not counted)
+	toolRuns    *atomic.Int32 // tool call runs (nil: not counted)
+	// cancelled counts the calls whose context was cancelled (nil: not counted).
+	cancelled *atomic.Int32
+	// made counts the calls the actor asked for, LLM and tool calls (nil: not counted):
+	// it asks while it handles the message that starts the call.
 	made *atomic.Int32
 }
 
@@ -35,13 +40,10 @@ func (c testCalls) count() {
 	}
 }
 
-func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.PendingCall) *actor.Props {
+func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.PendingCall) agent.Call {
 	c.count()
 	id := p.GetCallId()
-	return actor.PropsFromFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(*actor.Started); !ok {
-			return
-		}
+	return func(ctx context.Context) any {
 		n := int32(1)
 		if c.started != nil {
 			n = c.started.Add(1)
@@ -49,25 +51,33 @@ func (c testCalls) LLMCall(_ *messages.SessionState, _ string, p *messages.Pendi
 		if n <= c.crashes {
 			panic(fmt.Sprintf("step runner crash %d", n))
 		}
+		wait := time.After(c.delay)
 		if c.delay < 0 {
-			return
+			wait = nil
 		}
-		parent, self := ctx.Parent(), ctx.Self()
-		time.AfterFunc(c.delay, func() {
-			ctx.ActorSystem().Root.Send(parent, &core.LLMResult{CallID: id})
-			ctx.ActorSystem().Root.Stop(self)
-		})
-	})
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			if c.cancelled != nil {
+				c.cancelled.Add(1)
+			}
+		}
+		return &core.LLMResult{CallID: id}
+	}
 }
 
-func (c testCalls) ToolCall(_ *messages.SessionState, _ string, pt *messages.PendingTool) *actor.Props {
+func (c testCalls) ToolCall(_ *messages.SessionState, _ string, pt *messages.PendingTool) agent.Call {
 	c.count()
-	return actor.PropsFromFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(*actor.Started); ok {
-			ctx.Send(ctx.Parent(), &core.ToolResult{Key: pt.GetIdempotencyKey()})
-			ctx.Stop(ctx.Self())
+	return func(context.Context) any {
+		n := int32(1)
+		if c.toolRuns != nil {
+			n = c.toolRuns.Add(1)
 		}
-	})
+		if n <= c.toolCrashes {
+			panic(fmt.Sprintf("tool runner crash %d", n))
+		}
+		return &core.ToolResult{Key: pt.GetIdempotencyKey()}
+	}
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -288,33 +298,67 @@ func TestActorCallOnlyStartsNoTools(t *testing.T) {
 	}
 }
 
-// TestOrchestratorCallCrashIsRestartedByItsAgentActor: the orchestrator's step runner
-// crashing is restarted by its agent actor (it makes the call again), and the observer
-// reports the restarts with the same kinds as a sub-agent's: step_runner, under an
-// actor of kind agent. Past the restart limit the call is reported lost.
-func TestOrchestratorCallCrashIsRestartedByItsAgentActor(t *testing.T) {
+// TestCallCrashIsRestartedByItsAgentActor: an LLM call or a tool call that panics (on
+// its worker of the dispatch pool) is run again by its agent actor, as a crashed child
+// was restarted, and the observer reports the restarts with the kinds and paths it gave
+// a crashed runner child: step_runner (tool_runner) {agent actor}/step-runner$n, under
+// an actor of kind agent. Past the restart limit the call is reported lost (CallLost,
+// ToolLost), and the agent runs its next call. The orchestrator and a sub-agent alike.
+func TestCallCrashIsRestartedByItsAgentActor(t *testing.T) {
 	for _, tc := range []struct {
 		id      string
+		tool    bool
 		crashes int32
-	}{{agent.Orchestrator, 2}, {"researcher-1", 2}, {agent.Orchestrator, 10}} {
+	}{{agent.Orchestrator, false, 2}, {"researcher-1", false, 2}, {agent.Orchestrator, false, 4}, {"researcher-1", false, 4},
+		{agent.Orchestrator, true, 2}, {agent.Orchestrator, true, 10}, {"researcher-1", true, 10}} {
 		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
 		obs, err := observer.Spawn(sys, observer.Config{Node: "n1", Logger: discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var started atomic.Int32
+		var runs, runsAtLoss atomic.Int32
+		calls := testCalls{crashes: tc.crashes, started: &runs}
+		kind, runner, reason := observer.KindStepRunner, agent.StepRunnerName, "step runner crash"
+		if tc.tool {
+			calls = testCalls{toolCrashes: tc.crashes, toolRuns: &runs}
+			kind, runner, reason = observer.KindToolRunner, agent.ToolRunnerName, "tool runner crash"
+		}
 		got := make(chan any, 16)
-		st := state(tc.id, false)
-		fakeGrain(t, sys, tc.id, testCalls{crashes: tc.crashes, started: &started}, time.Minute,
-			func() *agent.Work { return &agent.Work{State: st} }, func(m any) *agent.Work { got <- m; return nil })
+		st := stateN(tc.id, tc.tool, 1)
+		fakeGrain(t, sys, tc.id, calls, time.Minute,
+			func() *agent.Work { return &agent.Work{State: st} },
+			func(m any) *agent.Work {
+				_, lost := m.(*agent.CallLost)
+				if lost {
+					runsAtLoss.Store(runs.Load())
+				}
+				got <- m
+				if lost {
+					return &agent.Work{State: stateN(tc.id, false, 2)} // the grain retries the step
+				}
+				return nil
+			})
 		switch m := next(t, got).(type) {
 		case *core.LLMResult:
-			if tc.crashes > 3 || m.CallID != tc.id+"/llm-1" || started.Load() != tc.crashes+1 {
-				t.Fatalf("agent %q: answer %+v after %d starts", tc.id, m, started.Load())
+			if tc.tool || tc.crashes > 3 || m.CallID != tc.id+"/llm-1" || runs.Load() != tc.crashes+1 {
+				t.Fatalf("agent %q: answer %+v after %d runs", tc.id, m, runs.Load())
+			}
+		case *core.ToolResult:
+			if !tc.tool || tc.crashes > 3 || m.Key != "s/"+tc.id+"/tool-1" || runs.Load() != tc.crashes+1 {
+				t.Fatalf("agent %q: tool result %+v after %d runs", tc.id, m, runs.Load())
 			}
 		case *agent.CallLost:
-			if tc.crashes <= 3 || m.CallID != tc.id+"/llm-1" || m.AgentID != tc.id || started.Load() != 4 {
-				t.Fatalf("agent %q: lost %+v after %d starts", tc.id, m, started.Load())
+			if tc.tool || tc.crashes <= 3 || m.CallID != tc.id+"/llm-1" || m.AgentID != tc.id || runsAtLoss.Load() != 4 {
+				t.Fatalf("agent %q: lost %+v after %d runs", tc.id, m, runsAtLoss.Load())
+			}
+			// The agent recovers: the step's next call runs (and panics no more: 4 runs
+			// panicked).
+			if r, ok := next(t, got).(*core.LLMResult); !ok || r.CallID != tc.id+"/llm-2" {
+				t.Fatalf("agent %q: after the lost call, report %+v, want the next call's result", tc.id, r)
+			}
+		case *agent.ToolLost:
+			if !tc.tool || tc.crashes <= 3 || m.Key != "s/"+tc.id+"/tool-1" || m.AgentID != tc.id || runs.Load() != 4 {
+				t.Fatalf("agent %q: tool lost %+v after %d runs", tc.id, m, runs.Load())
 			}
 		default:
 			t.Fatalf("agent %q: report %T", tc.id, m)
@@ -330,17 +374,68 @@ func TestOrchestratorCallCrashIsRestartedByItsAgentActor(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		for _, r := range recent {
+		for i, r := range recent {
 			parentPath := r.Actor[:strings.LastIndexByte(r.Actor, '/')]
 			if kind, sid := observer.Classify(parentPath); kind != observer.KindAgent || sid != "s" {
 				t.Errorf("agent %q: parent %s classified %s/%s, want %s", tc.id, parentPath, kind, sid, observer.KindAgent)
 			}
-			if r.Kind != observer.KindStepRunner || r.SessionID != "s" || !strings.HasPrefix(r.Actor, "partition-activator/s$1/"+agent.ActorName(tc.id)+"$") ||
-				!strings.Contains(r.Reason, "step runner crash") {
-				t.Errorf("agent %q: restart record %+v", tc.id, r)
+			directive := "restart"
+			if i == 3 {
+				directive = "stop"
+			}
+			if r.Kind != kind || r.SessionID != "s" || !strings.HasPrefix(r.Actor, "partition-activator/s$1/"+agent.ActorName(tc.id)+"$") ||
+				!strings.Contains(r.Actor, "/"+runner+"$") || !strings.Contains(r.Reason, reason) || r.Directive != directive {
+				t.Errorf("agent %q: restart record %d %+v", tc.id, i, r)
 			}
 		}
 		obs.Stop()
 		sys.Shutdown()
+	}
+}
+
+// TestAbandonedAndStoppedCallsAreCancelled: Abandon cancels the running LLM call's
+// context, and neither its result nor a loss is reported; stopping the agent actor (the
+// session passivated, ended or was cancelled) cancels its running calls.
+func TestAbandonedAndStoppedCallsAreCancelled(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard() }))
+	t.Cleanup(sys.Shutdown)
+	var started, cancelled atomic.Int32
+	got := make(chan any, 16)
+	st := state(agent.Orchestrator, false)
+	fakeGrain(t, sys, agent.Orchestrator, testCalls{delay: -1, started: &started, cancelled: &cancelled}, time.Minute,
+		func() *agent.Work { return &agent.Work{State: st, CallOnly: true} },
+		func(m any) *agent.Work { got <- m; return nil })
+	waitFor := func(what string, n *atomic.Int32, want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); n.Load() < want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d, want %d", what, n.Load(), want)
+			}
+		}
+	}
+	waitFor("calls started", &started, 1)
+	pid := agentPID(t, sys, agent.Orchestrator)
+	sys.Root.Send(pid, &agent.Abandon{CallID: callOf(st, agent.Orchestrator)})
+	waitFor("calls cancelled", &cancelled, 1)
+	res, err := sys.Root.RequestFuture(pid, &agent.Running{}, 5*time.Second).Result()
+	if r, ok := res.(*agent.Runs); !ok || err != nil || r.LLMCall != "" || len(r.Tools) != 0 {
+		t.Fatalf("after Abandon the actor runs %+v (%v)", res, err)
+	}
+	// A new generation (the grain reloaded) starts the call again.
+	sys.Root.Send(pid, &agent.Work{State: st, Generation: 1})
+	waitFor("calls started", &started, 2)
+	res, err = sys.Root.RequestFuture(pid, &agent.Running{}, 5*time.Second).Result()
+	if r, ok := res.(*agent.Runs); !ok || err != nil || r.LLMCall != callOf(st, agent.Orchestrator) {
+		t.Fatalf("the actor runs %+v (%v), want the restarted call", res, err)
+	}
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("calls cancelled", &cancelled, 2)
+	time.Sleep(50 * time.Millisecond) // a late result would be on its way
+	select {
+	case m := <-got:
+		t.Fatalf("reported %T %+v for cancelled calls", m, m)
+	default:
 	}
 }

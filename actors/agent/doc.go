@@ -4,16 +4,18 @@
 // # The supervision tree
 //
 // A session grain (actors/session) decides and commits every event; it runs no call
-// itself. Its children are agent actors ([Actor]), one per agent, and theirs are the
-// runners of that agent's calls:
+// itself. Its children are agent actors ([Actor]), one per agent, and each runs its
+// agent's calls as tasks ([Call]) on a warm worker of the dispatch pool (actors/dispatch),
+// not in actors of their own: spawning, watching and stopping a child per call cost the
+// node more than the rest of a step's engine work.
 //
 //	Grain[session_id]                      actors/session: commit pipeline, timers, HITL
 //	├─ agent-orchestrator                  the orchestrator (id Orchestrator, "")
-//	│    ├─ step-runner                    its pending LLM call (plan, step, synthesis)
-//	│    └─ tool-runner ×n                 its pending tool calls
+//	│    ├─ (step-runner)                  its pending LLM call (plan, step, synthesis)
+//	│    └─ (tool-runner ×n)               its pending tool calls
 //	└─ agent-{sub_agent_id}                a running sub-agent (researcher-1, …)
-//	     ├─ step-runner                    its pending LLM call, or a Go function's run
-//	     └─ tool-runner ×n                 its pending tool calls
+//	     ├─ (step-runner)                  its pending LLM call, or a Go function's run
+//	     └─ (tool-runner ×n)               its pending tool calls
 //
 // The orchestrator is simply the agent whose answers are plans and syntheses: its pending
 // call is the state's pending_call, its pending tools the session's pending_tools. A
@@ -27,16 +29,20 @@
 // committed session state ([Work]); it starts what the state says is due for its agent
 // and is not running yet — the pending LLM call, the pending tool calls up to the node's
 // parallelism, never a call a human answers (ask_human, approvals) and no tool while
-// the session is held at an interrupt — in children made by the session ([Calls]).
-// Their results go unchanged to the grain, which decides and commits the events and
-// sends new Work. A restarted actor asks for Work again ([NeedWork]).
+// the session is held at an interrupt — as calls made by the session ([Calls]). A call's
+// end comes back to the actor as one message, and its result goes unchanged to the
+// grain, which decides and commits the events and sends new Work. A restarted actor asks
+// for Work again ([NeedWork]).
 //
-// A child that stops without an answer — it crashed more than 3 times in a minute, or
-// its LLM call ran past the call timeout (the watchdog: LLMTimeout + 1 minute, the same
-// for the orchestrator and every sub-agent) — is reported lost ([CallLost], [ToolLost])
-// and the grain fails that call. Since system messages overtake user messages, a
-// child's end is looked at only after its queued result was forwarded; a report of the
-// end of a call that was answered is stale, and the grain drops it.
+// A call that ends without an answer — it panicked more than 3 times in a minute (a
+// panicking call is run again, as a crashed child was restarted, and the observer sees
+// the same supervision events, of {agent actor}/step-runner$n or tool-runner$n), or its
+// LLM call ran past the call timeout (the watchdog: LLMTimeout + 1 minute, the same for
+// the orchestrator and every sub-agent) — is cancelled and reported lost ([CallLost],
+// [ToolLost]), and the grain fails that call. A call the actor abandons (the watchdog,
+// [Abandon], the actor's stop or restart: the session passivated, moved, ended or was
+// cancelled) has its context cancelled, and its late end is dropped: the actor matches
+// every end to the call it started.
 //
 // # Generations and the commit pipeline
 //
@@ -53,7 +59,7 @@
 // # Go-function agents
 //
 // An agent may be a Go function (core.AgentFunc) instead of a model: its run is one
-// "call" made by a [FuncCall] child in place of an LLM child. The function gets the
+// call ([FuncCall]) in place of an LLM call. The function gets the
 // brief (core.FuncBrief: goal, step, task, upstream hand-offs) and its hand-off is
 // returned to the grain as the call's answer (core.FuncAnswer), recorded as
 // llm_requested/llm_responded with model "go:{name}" and read by ParseHandoff like a

@@ -3,40 +3,31 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fathom-agents/fathom/actors/dispatch"
-	"github.com/fathom-agents/fathom/actors/release"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// FuncCall is the child that runs a Go-function agent's run (core.AgentFunc) in place of
-// a model call: the function gets the brief, and its hand-off (or error) goes to the
-// parent as the call's core.LLMResult, with the hand-off as the answer's text
-// (core.FuncAnswer), so the grain records and reads it exactly like a model agent's.
-// The function runs in a goroutine the child owns: stopping the child cancels its
-// context, and timeout (0: none) bounds it. A panic is an error result.
-type FuncCall struct {
+// funcCall is a Go-function agent's run (core.AgentFunc) in place of a model call: the
+// function gets the brief, and its hand-off (or error) goes to the grain as the call's
+// core.LLMResult, with the hand-off as the answer's text (core.FuncAnswer), so the grain
+// records and reads it exactly like a model agent's. Its actor cancels its context when
+// it abandons the call, and timeout (0: none) bounds it. A panic is an error result.
+type funcCall struct {
 	run     core.AgentFunc
 	brief   core.Brief
 	callID  string
 	timeout time.Duration
 	count   func(answer string) uint32
-	log     *slog.Logger
-	cancel  context.CancelFunc
 	// trace is the span the call belongs to (the sub-agent's run) and the tracer its own
 	// span is started with, as a model agent's call gets them.
 	trace Trace
-	// rel lets the props forget what made this call (actors/release).
-	rel *release.Handle
 }
 
 // Trace places a call in its session's trace: Parent is the span it belongs to (the
@@ -51,57 +42,35 @@ type Trace struct {
 	Attrs []attribute.KeyValue
 }
 
-// FuncCallProps returns the props of the child running sa's pending call with run, in
-// session state st (never mutated), bounded by timeout (the shell's LLM call timeout);
-// the answer is counted like a model's (cfg.CountMessage).
-func FuncCallProps(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, timeout time.Duration, log *slog.Logger, tr Trace) *actor.Props {
+// FuncCall returns the call running sa's pending call with run, in session state st
+// (never mutated), bounded by timeout (the shell's LLM call timeout); the answer is
+// counted like a model's (cfg.CountMessage). Its actor abandoning it cancels the
+// function's context and drops what it returns, while the call's own timeout is an error
+// result the grain sees.
+func FuncCall(run core.AgentFunc, st *messages.SessionState, sa *messages.SubagentState, cfg core.Config, timeout time.Duration, tr Trace) Call {
 	brief := core.FuncBrief(st, sa)
 	callID, model := sa.GetPending().GetCallId(), st.GetConfig().GetModel()
 	count := func(answer string) uint32 {
 		return cfg.CountMessage(model, llm.Message{Role: "assistant", Content: answer})
 	}
-	return release.Props(func(h *release.Handle) actor.Actor {
-		return &FuncCall{rel: h, run: run, brief: brief, callID: callID, timeout: timeout, count: count, log: log, trace: tr}
-	}, dispatch.Props())
+	f := &funcCall{run: run, brief: brief, callID: callID, timeout: timeout, count: count, trace: tr}
+	return f.exec
 }
 
-// Receive implements actor.Actor.
-func (f *FuncCall) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		f.onStarted(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		if f.cancel != nil {
-			f.cancel()
-		}
-	case *actor.Stopped:
-		f.rel.Release()
-	default:
-		f.log.Warn("agent function call: unexpected message", "type", fmt.Sprintf("%T", msg), "call_id", f.callID)
+// exec runs the function under stop (cancelled when the call is abandoned) and its own
+// timeout.
+func (f *funcCall) exec(stop context.Context) any {
+	cctx := stop
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(stop, f.timeout)
+		defer cancel()
 	}
-}
-
-// onStarted runs the function on a worker of the dispatch pool and sends its result
-// straight to the parent (dispatch.RunCall, as the step runner does with a model call): a
-// call cancelled by a stop or restart reports nothing, while the call's own timeout is an
-// error result the parent must see.
-func (f *FuncCall) onStarted(ctx actor.Context) {
-	f.cancel = dispatch.RunCall(ctx, func(stop context.Context) any {
-		cctx := stop
-		if f.timeout > 0 {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(stop, f.timeout)
-			defer cancel()
-		}
-		res := f.call(cctx)
-		// The worker was the only reader: let go of the brief (the sub-agent's context).
-		f.brief = core.Brief{}
-		return res
-	})
+	return f.call(cctx)
 }
 
 // call runs the function; it never panics.
-func (f *FuncCall) call(ctx context.Context) (res *core.LLMResult) {
+func (f *funcCall) call(ctx context.Context) (res *core.LLMResult) {
 	start := time.Now()
 	model := core.FuncModel(f.brief.Agent)
 	if f.trace.Parent.IsValid() {

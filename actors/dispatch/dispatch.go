@@ -10,17 +10,16 @@
 // does, so a mailbox never waits for a worker (an actor that blocks cannot starve
 // another) and the pool cannot deadlock. At most MaxIdle workers wait for work: a worker
 // that finishes while that many wait exits at once. Workers also run calls that block
-// for a model's answer (RunCall), so after a burst of many sessions the pool would
+// for a model's answer (Run), so after a burst of many sessions the pool would
 // otherwise keep one grown stack (16-64 kB) per session for DefaultIdle: profiled at 200
 // active sessions, idle workers' stacks were a quarter of the RSS per session.
 //
-// Work that is not a mailbox may run on the pool too when its stack is as deep: the step
-// runner and the tool runner (actors/session) and a Go-function agent's call (actors/agent)
-// make their calls with RunCall.
+// Work that is not a mailbox may run on the pool too when its stack is as deep: an agent
+// actor (actors/agent) runs its LLM calls, its tool calls and a Go-function agent's run
+// with Run.
 package dispatch
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -120,23 +119,8 @@ var Shared = New(DefaultIdle, DefaultThroughput, DefaultMaxIdle)
 // Props returns the option that runs an actor's mailbox on Shared.
 func Props() actor.PropsOption { return actor.WithDispatcher(Shared) }
 
-// RunCall runs call on a worker of Shared for the actor of ctx, a child that exists for
-// this one call, then sends call's result straight to the actor's parent and stops the
-// actor: one hand-over less than a result sent through the child's own mailbox. It
-// returns the cancel function the actor calls when it stops or restarts (Stopping,
-// Restarting): call's context is then cancelled and what call returns, made for an
-// abandoned call, is not sent. The parent sees the result before the child's end only if
-// it queues the child's Terminated behind the child's messages (actors/agent does).
-func RunCall(ctx actor.Context, call func(context.Context) any) context.CancelFunc {
-	cctx, cancel := context.WithCancel(context.Background())
-	self, parent, root := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
-	Shared.Schedule(func() {
-		res := call(cctx)
-		if cctx.Err() != nil {
-			return
-		}
-		root.Send(parent, res)
-		root.Stop(self)
-	})
-	return cancel
-}
+// Run runs fn on a worker of Shared, a warm one when one is idle: for work that is not
+// a mailbox but whose stack is as deep, the agents' LLM and tool calls (actors/agent),
+// which would otherwise grow and copy a new goroutine's stack on every call. Like
+// Schedule it never blocks, and fn never waits for a worker.
+func Run(fn func()) { Shared.Schedule(fn) }

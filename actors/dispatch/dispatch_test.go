@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -150,99 +149,28 @@ func BenchmarkDeepActor(b *testing.B) {
 	}
 }
 
-// callChild is a child that makes one call through RunCall.
-type callChild struct {
-	call   func(context.Context) any
-	cancel context.CancelFunc
-}
-
-func (c *callChild) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
-	case *actor.Started:
-		c.cancel = RunCall(ctx, c.call)
-	case *actor.Stopping, *actor.Restarting:
-		if c.cancel != nil {
-			c.cancel()
+// Run never blocks its caller, even when every call it started blocks, and runs each
+// call once.
+func TestRunNeverBlocks(t *testing.T) {
+	release := make(chan struct{})
+	ran := make(chan int, 8)
+	for i := range 8 {
+		Run(func() {
+			<-release
+			ran <- i
+		})
+	}
+	close(release)
+	seen := map[int]bool{}
+	for range 8 {
+		select {
+		case i := <-ran:
+			if seen[i] {
+				t.Fatalf("call %d ran twice", i)
+			}
+			seen[i] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ran %v of 8 calls", seen)
 		}
-	}
-}
-
-// callParent spawns a callChild and records what reaches it: the child's result (a
-// string) and the child's end. Like actors/agent, it queues the child's Terminated (a
-// system message, which overtakes user messages) behind the child's messages.
-type callParent struct {
-	call   func(context.Context) any
-	child  chan *actor.PID
-	events chan string
-	gone   bool
-}
-
-type childGone struct{}
-
-func (p *callParent) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		p.child <- ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return &callChild{call: p.call} }))
-	case string:
-		p.events <- "result " + msg
-	case *actor.Terminated:
-		ctx.Send(ctx.Self(), childGone{})
-	case childGone:
-		if !p.gone {
-			p.gone = true
-			p.events <- "terminated"
-		}
-	}
-}
-
-func startCall(t *testing.T, call func(context.Context) any) (*actor.ActorSystem, *actor.PID, chan string) {
-	t.Helper()
-	system := actor.NewActorSystem()
-	t.Cleanup(system.Shutdown)
-	p := &callParent{call: call, child: make(chan *actor.PID, 1), events: make(chan string, 4)}
-	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
-	return system, <-p.child, p.events
-}
-
-func next(t *testing.T, events chan string) string {
-	t.Helper()
-	select {
-	case e := <-events:
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing reached the parent")
-		return ""
-	}
-}
-
-// RunCall sends the call's result to the parent and then stops the child.
-func TestRunCallReportsToTheParentThenStops(t *testing.T) {
-	_, _, events := startCall(t, func(context.Context) any { return "done" })
-	if e := next(t, events); e != "result done" {
-		t.Fatalf("first the parent saw %q; want the result", e)
-	}
-	if e := next(t, events); e != "terminated" {
-		t.Fatalf("then the parent saw %q; want the child's end", e)
-	}
-}
-
-// A child stopped during its call cancels the call's context, and what the call returns
-// then is not sent.
-func TestRunCallStoppedReportsNothing(t *testing.T) {
-	started := make(chan struct{})
-	system, child, events := startCall(t, func(ctx context.Context) any {
-		close(started)
-		<-ctx.Done()
-		return "made after the stop"
-	})
-	<-started
-	system.Root.Stop(child)
-	if e := next(t, events); e != "terminated" {
-		t.Fatalf("the parent saw %q; want only the child's end", e)
-	}
-	select {
-	case e := <-events:
-		t.Fatalf("after the child's end the parent saw %q", e)
-	case <-time.After(200 * time.Millisecond):
 	}
 }

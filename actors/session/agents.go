@@ -20,10 +20,10 @@ import (
 
 // The grain's side of its agent actors: one supervised child for the orchestrator while
 // the session runs and one per running sub-agent, told the committed state after every
-// commit (Work), asked again when it restarts (NeedWork). Their children (step and tool
+// commit (Work), asked again when it restarts (NeedWork). Their calls (step and tool
 // runners) report results the grain decides on; the grain never runs a call itself.
 
-// agentCalls makes the children of a session's agent actors.
+// agentCalls makes the calls of a session's agent actors (agent.Calls).
 type agentCalls struct {
 	deps      *Deps
 	sessionID string
@@ -34,32 +34,32 @@ type agentCalls struct {
 }
 
 // LLMCall implements agent.Calls.
-func (c agentCalls) LLMCall(st *messages.SessionState, id string, p *messages.PendingCall) *actor.Props {
+func (c agentCalls) LLMCall(st *messages.SessionState, id string, p *messages.PendingCall) agent.Call {
 	if id == agent.Orchestrator {
 		var hist []memory.Message
 		if p.GetPurpose() == core.PurposeStep && c.hist != nil {
 			hist = c.hist.History(st)
 		}
-		return newRunnerProps(c.deps, c.sessionID, p, st, hist, callParent(c.deps, c.sessionID, st, "", p.GetStepId()))
+		return newRunner(c.deps, c.sessionID, p, st, hist, callParent(c.deps, c.sessionID, st, "", p.GetStepId()))
 	}
 	sa := st.GetSubAgents()[id]
 	if a, ok := c.deps.Config.Registry().ByName(sa.GetAgentType()); ok && a.Run != nil {
-		return agent.FuncCallProps(a.Run, st, sa, c.deps.Config.Core, c.deps.Config.LLMTimeout, c.deps.Logger, agent.Trace{
+		return agent.FuncCall(a.Run, st, sa, c.deps.Config.Core, c.deps.Config.LLMTimeout, agent.Trace{
 			Parent: callParent(c.deps, c.sessionID, st, id, ""), Tracer: c.deps.Tracer,
 			Attrs: []attribute.KeyValue{attribute.String("fathom.session_id", c.sessionID), attribute.String("fathom.step_id", sa.GetStepId()),
 				attribute.String("fathom.call_id", p.GetCallId()), attribute.String("gen_ai.agent.name", sa.GetAgentType())},
 		})
 	}
-	return newRunnerProps(c.deps, c.sessionID, p, st, nil, callParent(c.deps, c.sessionID, st, id, ""))
+	return newRunner(c.deps, c.sessionID, p, st, nil, callParent(c.deps, c.sessionID, st, id, ""))
 }
 
 // ToolCall implements agent.Calls.
-func (c agentCalls) ToolCall(st *messages.SessionState, id string, pt *messages.PendingTool) *actor.Props {
+func (c agentCalls) ToolCall(st *messages.SessionState, id string, pt *messages.PendingTool) agent.Call {
 	stepID := ""
 	if id == agent.Orchestrator {
 		stepID = pt.GetStepId()
 	}
-	return newToolRunnerProps(c.deps, c.sessionID, id, st, pt, callParent(c.deps, c.sessionID, st, id, stepID))
+	return newToolRunner(c.deps, c.sessionID, id, st, pt, callParent(c.deps, c.sessionID, st, id, stepID))
 }
 
 // agents are the grain's agent actors, by agent id (agent.Orchestrator, sub_agent_id):

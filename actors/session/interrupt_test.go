@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/fathom-agents/fathom/actors/agent"
@@ -45,39 +44,34 @@ func waitInterrupted(t *testing.T, h *harness, id string) *messages.SessionState
 // a sub_agent_id) of session id has started none of its tool calls from the Work the
 // grain sent it so far — a recorded fact, not a wait: the grain sends Work after every
 // commit and before it answers a GetState (which settles its commit pipeline), so once
-// waitInterrupted returned the interrupted state is queued for the actor; Proto.Actor
-// answers a Touch after every message queued before it; and the actor starts a tool call
-// while it handles the Work, by spawning the call's runner under itself. So when the
-// Touch is answered a held call that was started has a runner under the actor, or had one
-// that ran its tool and ended (the caller's count of runs shows that one). The agent
-// actor itself ignores the Touch.
+// waitInterrupted returned the interrupted state is queued for the actor; the actor
+// answers agent.Running after every message queued before it, and it starts a tool call
+// while it handles the Work. So a held call that was started is running then, or ran
+// its tool and ended (the caller's count of runs shows that one).
 func noToolStarted(t *testing.T, h *harness, id, agentID string) {
 	t.Helper()
 	sys := h.node.Cluster().System()
-	// Local PIDs are partition-activator/{session}${n}/{agent actor}/{call runner}.
-	under := func(depth int) []string {
-		var ids []string
-		for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
-			for _, pid := range bucket.Keys() {
-				parts := strings.Split(pid, "/")
-				if len(parts) == depth && parts[0] == "partition-activator" && strings.HasPrefix(parts[1], id+"$") &&
-					strings.HasPrefix(parts[2], agent.ActorName(agentID)+"$") && (depth == 3 || strings.HasPrefix(parts[3], agent.ToolRunnerName+"$")) {
-					ids = append(ids, pid)
-				}
+	// Local PIDs are partition-activator/{session}${n}/{agent actor}.
+	var actors []string
+	for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, pid := range bucket.Keys() {
+			parts := strings.Split(pid, "/")
+			if len(parts) == 3 && parts[0] == "partition-activator" && strings.HasPrefix(parts[1], id+"$") &&
+				strings.HasPrefix(parts[2], agent.ActorName(agentID)+"$") {
+				actors = append(actors, pid)
 			}
 		}
-		return ids
 	}
-	actors := under(3)
 	if len(actors) != 1 {
 		t.Fatalf("agent actors of %q in session %s: %v, want one", agentID, id, actors)
 	}
-	res, err := sys.Root.RequestFuture(sys.NewLocalPID(actors[0]), &actor.Touch{}, 10*time.Second).Result()
-	if _, ok := res.(*actor.Touched); !ok || err != nil {
-		t.Fatalf("touch the agent actor %s: %v, %v", actors[0], res, err)
+	res, err := sys.Root.RequestFuture(sys.NewLocalPID(actors[0]), &agent.Running{}, 10*time.Second).Result()
+	runs, ok := res.(*agent.Runs)
+	if !ok || err != nil {
+		t.Fatalf("ask the agent actor %s what it runs: %v, %v", actors[0], res, err)
 	}
-	if runners := under(4); len(runners) > 0 {
-		t.Fatalf("the held call started: tool runners %v", runners)
+	if len(runs.Tools) > 0 {
+		t.Fatalf("the held call started: tool calls %v run", runs.Tools)
 	}
 }
 

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fathom-agents/fathom/actors/dispatch"
-	"github.com/fathom-agents/fathom/actors/release"
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/live"
@@ -21,14 +19,15 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-// runner is the step-runner child of an agent actor (actors/agent; the orchestrator's or
-// a sub-agent's): it builds the request from the committed (immutable) state, fitting
-// the history into the context budget, makes one LLM call outside the grain's mailbox,
-// counts the answer's tokens and reports a *core.LLMResult to its parent (which forwards
-// it to the grain), then stops. Its goroutine is cancelled when the runner stops (the
-// grain passivated, crashed or moved, or the session was cancelled). Retries, rate
-// limits and the circuit breaker are the provider's (llm/resilient); what is left for
-// the session is the decision to retry the whole step later.
+// runner is the step runner of an agent actor (actors/agent; the orchestrator's or a
+// sub-agent's): a call (agent.Call) the actor runs on a worker of the dispatch pool,
+// outside the grain's mailbox, that builds the request from the committed (immutable)
+// state, fitting the history into the context budget, makes one LLM call, counts the
+// answer's tokens and returns a *core.LLMResult, which the actor forwards to the grain.
+// Its context is cancelled when the actor abandons the call (the grain passivated,
+// crashed or moved, or the session was cancelled). Retries, rate limits and the circuit
+// breaker are the provider's (llm/resilient); what is left for the session is the
+// decision to retry the whole step later.
 type runner struct {
 	deps      *Deps
 	sessionID string
@@ -37,7 +36,7 @@ type runner struct {
 	purpose   string
 	reqSeq    uint64
 	// state is the state that made the call pending. It is never mutated (the grain
-	// swaps in new states), so the runner's goroutine may read it.
+	// swaps in new states), so the call may read it.
 	state *messages.SessionState
 	// hist is the state's history for a step call (the grain's core.HistoryCache; nil:
 	// built from state). Never mutated either.
@@ -45,46 +44,19 @@ type runner struct {
 	// parent is the span the call belongs to (trace.go): a step, a sub-agent run or the
 	// session's root.
 	parent trace.SpanContext
-	cancel context.CancelFunc
-	// rel lets the props forget what made this runner (actors/release).
-	rel *release.Handle
 }
 
-func newRunnerProps(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) *actor.Props {
-	return release.Props(func(h *release.Handle) actor.Actor {
-		return &runner{rel: h, deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
-	}, dispatch.Props())
+func newRunner(d *Deps, sessionID string, p *messages.PendingCall, st *messages.SessionState, hist []memory.Message, parent trace.SpanContext) agent.Call {
+	r := &runner{deps: d, sessionID: sessionID, callID: p.GetCallId(), stepID: p.GetStepId(), purpose: p.GetPurpose(), reqSeq: p.GetRequestedSeq(), state: st, hist: hist, parent: parent}
+	return r.run
 }
 
-// Receive implements actor.Actor.
-func (r *runner) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		r.onStarted(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		if r.cancel != nil {
-			r.cancel()
-		}
-	case *actor.Stopped:
-		r.rel.Release()
-	default:
-		r.deps.Logger.Warn("step runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
-	}
-}
-
-func (r *runner) onStarted(ctx actor.Context) {
-	// The call runs on a warm worker of the dispatch pool: its stack (the request build,
-	// tracing, the provider's client) is deep, and a new goroutine would grow and copy its
-	// stack on every call. The result goes straight to the parent, not through this
-	// actor's mailbox: one hand-over less per step. A call cancelled by a stop or restart
-	// (abandoned; its end, if still due, is the parent's childGone) reports nothing.
-	r.cancel = dispatch.RunCall(ctx, func(cctx context.Context) any {
-		res := r.call(cctx)
-		// The worker was the only reader: let go of the state and history (see
-		// Grain.release).
-		r.state, r.hist = nil, nil
-		return res
-	})
+// run makes the call (agent.Call).
+func (r *runner) run(ctx context.Context) any {
+	res := r.call(ctx)
+	// The call was the only reader: let go of the state and history (see Grain.release).
+	r.state, r.hist = nil, nil
+	return res
 }
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.

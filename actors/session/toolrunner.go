@@ -3,26 +3,24 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fathom-agents/fathom/actors/dispatch"
-	"github.com/fathom-agents/fathom/actors/release"
+	"github.com/fathom-agents/fathom/actors/agent"
 	"github.com/fathom-agents/fathom/actors/session/core"
 	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/tools"
 )
 
-// toolRunner is a child of an agent actor (actors/agent) that runs one recorded tool
-// call through the executor (schema validation, timeout, panic recovery, sandbox
-// routing) and reports a *core.ToolResult to its parent (which forwards it to the
-// grain), then stops. Stopping it cancels the call, and its result is then not reported.
+// toolRunner is a call (agent.Call) an agent actor (actors/agent) runs on a worker of
+// the dispatch pool: one recorded tool call through the executor (schema validation,
+// timeout, panic recovery, sandbox routing), returning a *core.ToolResult the actor
+// forwards to the grain. The actor abandoning the call cancels its context, and its
+// result is then not reported.
 type toolRunner struct {
 	deps       *Deps
 	sessionID  string
@@ -34,35 +32,12 @@ type toolRunner struct {
 	call       *messages.PendingTool
 	// parent is the span the call belongs to (trace.go): a step or a sub-agent run.
 	parent trace.SpanContext
-	cancel context.CancelFunc
-	// rel lets the props forget what made this runner (actors/release).
-	rel *release.Handle
 }
 
-func newToolRunnerProps(d *Deps, sessionID, subAgentID string, st *messages.SessionState, c *messages.PendingTool, parent trace.SpanContext) *actor.Props {
-	tenant, user, model := st.GetTenant(), st.GetUserId(), st.GetConfig().GetModel()
-	agentType := st.GetSubAgents()[subAgentID].GetAgentType()
-	return release.Props(func(h *release.Handle) actor.Actor {
-		return &toolRunner{rel: h, deps: d, sessionID: sessionID, subAgentID: subAgentID, tenant: tenant, user: user, agentType: agentType, model: model, call: c, parent: parent}
-	}, dispatch.Props())
-}
-
-// Receive implements actor.Actor.
-func (r *toolRunner) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		// On a pool worker, the result straight to the parent; a call cancelled by a stop
-		// or restart reports nothing (dispatch.RunCall).
-		r.cancel = dispatch.RunCall(ctx, func(cctx context.Context) any { return r.run(cctx) })
-	case *actor.Stopping, *actor.Restarting:
-		if r.cancel != nil {
-			r.cancel()
-		}
-	case *actor.Stopped:
-		r.rel.Release()
-	default:
-		r.deps.Logger.Warn("tool runner: unexpected message", "type", fmt.Sprintf("%T", msg), "session_id", r.sessionID)
-	}
+func newToolRunner(d *Deps, sessionID, subAgentID string, st *messages.SessionState, c *messages.PendingTool, parent trace.SpanContext) agent.Call {
+	r := &toolRunner{deps: d, sessionID: sessionID, subAgentID: subAgentID, tenant: st.GetTenant(), user: st.GetUserId(),
+		agentType: st.GetSubAgents()[subAgentID].GetAgentType(), model: st.GetConfig().GetModel(), call: c, parent: parent}
+	return func(ctx context.Context) any { return r.run(ctx) }
 }
 
 func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
@@ -83,7 +58,7 @@ func (r *toolRunner) run(ctx context.Context) *core.ToolResult {
 	defer span.End()
 	if q := r.deps.Quotas; q != nil {
 		// Over the tenant's tool_calls_per_minute the call waits; it never fails. A call
-		// stopped while it waits reports nothing (dispatch.RunCall).
+		// abandoned while it waits reports nothing (actors/agent drops it).
 		if err := q.WaitToolCall(ctx, r.tenant); err != nil {
 			return &core.ToolResult{Key: c.GetIdempotencyKey(), Res: tools.Result{CallID: c.GetCallId(), Err: tools.ExecutionError(c.GetTool(), "cancelled: "+err.Error(), true)}}
 		}
