@@ -30,17 +30,18 @@
 // The grain runs no call itself. Its children are agent actors (actors/agent): one for
 // the orchestrator while the session runs, one per running sub-agent. After every
 // commit the grain sends each the committed state (agent.Work); the agent actor starts
-// what is due in step-runner (runner.go: one LLM call, request built from the state)
-// and tool-runner (toolrunner.go: one recorded tool call through the executor)
-// children made by this package (agentCalls, agents.go), and forwards their results,
-// which the grain decides on and commits. A call whose runner stops without an answer
-// (crashed past its restart limit, or stalled past the agent actor's watchdog) is
+// what is due as a step runner (runner.go: one LLM call, request built from the state)
+// or a tool runner (toolrunner.go: one recorded tool call through the executor), calls
+// made by this package (agentCalls, agents.go) that the agent actor runs as tasks on the
+// dispatch pool, not as actors, and forwards their results, which the grain decides on
+// and commits. A call that ends without an answer (panicked past its restart limit, or
+// stalled past the agent actor's watchdog) is
 // reported lost and failed by the grain, the orchestrator's exactly like a
 // sub-agent's.
 //
 //	Grain[session_id]
-//	├─ agent-orchestrator ─ step-runner, tool-runner ×n
-//	└─ agent-{sub_agent_id} ─ step-runner, tool-runner ×n
+//	├─ agent-orchestrator ─ (step-runner, tool-runner ×n: tasks, not actors)
+//	└─ agent-{sub_agent_id} ─ (step-runner, tool-runner ×n)
 //
 // # Failure
 //

@@ -70,7 +70,7 @@ func (m *instantModel) Chat(_ context.Context, req llm.Request) (llm.Response, e
 }
 
 // BenchmarkStepOverhead is the engine's cost per plan step on the durable PostgreSQL
-// journal with a zero-latency model: the runner child, the request build, decide, Apply
+// journal with a zero-latency model: the step runner task, the request build, decide, Apply
 // on a clone, protobuf encoding, the journal appends of the step's events
 // (llm_responded, step_completed, step_started, llm_requested), the feed, snapshots. One
 // op is one step; sessions of up to 50 steps run back to back (exactly b.N steps in all),
