@@ -243,6 +243,10 @@ type Deps struct {
 	// observers are the grain's own observers followed by Observers (Register).
 	observers []Observer
 
+	// snapshotSaves holds a token per snapshot save in flight on the node (snapshot.go;
+	// made by Register, nil: no bound).
+	snapshotSaves chan struct{}
+
 	// traceIDsWarned is set once a tracer provider without telemetry.IDGenerator was
 	// warned about (trace.go).
 	traceIDsWarned atomic.Bool
@@ -333,6 +337,7 @@ func Register(system *actor.ActorSystem, d *Deps) error {
 		d.Now = time.Now
 	}
 	d.observers = []Observer{lifecycleLog{}}
+	d.snapshotSaves = make(chan struct{}, maxSnapshotSaves)
 	if d.Quotas != nil {
 		d.observers = append(d.observers, quotaUsage{d.Quotas})
 	}

@@ -163,7 +163,7 @@ func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog
 		if m.Content == "" {
 			continue
 		}
-		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(st), Stream: id, Seq: m.Seq, Text: m.Content, Meta: map[string]string{"role": m.Role}})
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(st), Stream: id, Seq: m.Seq, Text: m.Content, Meta: roleMeta(m.Role)})
 		if err != nil {
 			if !errors.Is(err, memory.ErrWorkerClosed) {
 				log.Warn("history not re-embedded", "seq", m.Seq, "error", err)
@@ -192,11 +192,27 @@ func (o embedObserver) Committed(c Commit) {
 		if text == "" {
 			continue
 		}
-		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(c.State), Stream: c.SessionID, Seq: ev.GetSeq(), Text: text, Meta: map[string]string{"role": role}})
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(c.State), Stream: c.SessionID, Seq: ev.GetSeq(), Text: text, Meta: roleMeta(role)})
 		if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
 			c.Log.Warn("message not embedded", "seq", ev.GetSeq(), "error", err)
 		}
 	}
+}
+
+// roleMetas are the metadata of embedded messages of the usual roles, shared by every
+// job: a map of its own per job cost each message queued for the embed worker more than
+// the job's other fields. Read only: the embed worker and the vector stores never modify
+// a job's metadata (vectormem interns it the same way).
+var roleMetas = map[string]map[string]string{
+	"user": {"role": "user"}, "assistant": {"role": "assistant"}, "tool": {"role": "tool"}, "system": {"role": "system"},
+}
+
+// roleMeta is the metadata of an embedded message of role (shared: never modify it).
+func roleMeta(role string) map[string]string {
+	if m, ok := roleMetas[role]; ok {
+		return m
+	}
+	return map[string]string{"role": role}
 }
 
 // embedText is the history message ev records, with its role, in a session whose state

@@ -24,6 +24,15 @@ import (
 // decode at about the rate a snapshot does.
 const snapshotGrowth = 2
 
+// maxSnapshotSaves bounds the snapshot saves in flight on a node. A save encodes the
+// whole state, then waits for a journal connection: when the journal is the bottleneck
+// (every active session's appends waiting on its group commit), hundreds of saves waited
+// at once, each holding its encoded state and a goroutine, and took connections from the
+// appends. A snapshot only shortens recovery: one that finds every slot taken is not
+// started, and the session's next commit tries again (the bytes since the last one are
+// kept).
+const maxSnapshotSaves = 16
+
 // snapshotDone reports a background snapshot save. It never leaves the process.
 type snapshotDone struct {
 	seq   uint64
@@ -57,11 +66,22 @@ func (s *snapshots) maybe(ctx cluster.GrainContext, d *Deps, id string, st *mess
 	if s.saving || st.GetSeq() < s.seq+d.Config.SnapshotEvery || s.since*snapshotGrowth < s.bytes {
 		return
 	}
+	slots := d.snapshotSaves
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+		default:
+			return // every slot is taken (maxSnapshotSaves): the next commit tries again
+		}
+	}
 	s.saving = true
 	s.since = 0
 	j, timeout, now := d.Journal, d.Config.JournalTimeout, d.Now()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
+		if slots != nil {
+			defer func() { <-slots }()
+		}
 		data, err := core.EncodeState(st)
 		if err == nil {
 			sctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -14,5 +14,8 @@
 // profile once every finished session has passivated, what they left behind (go tool
 // pprof -sample_index=inuse_space), and FILE.first after the first wave (-base FILE.first
 // shows what the later waves added); FATHOM_LOAD_ACTIVE_HEAP=FILE makes
-// BenchmarkActiveSessions write one mid-run to FILE and before its run to FILE.base.
+// BenchmarkActiveSessions write one mid-run to FILE and before its run to FILE.base
+// (FATHOM_LOAD_ACTIVE_GOROUTINES=FILE: the goroutines mid-run, counted by stack);
+// FATHOM_LOAD_PROFILE_RATE=N samples one allocation per N bytes in those profiles
+// (runtime.MemProfileRate; default 512 KiB, e.g. 4096 to resolve small retainers).
 package loadbench

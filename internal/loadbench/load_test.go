@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,7 +247,8 @@ func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls in
 // reading includes the garbage of the GC cycle it falls in); the peak RSS growth per
 // session too. FATHOM_LOAD_ACTIVE_HEAP=FILE writes the heap
 // profile mid-run to FILE and before the run to FILE.base (go tool pprof
-// -sample_index=inuse_space -base FILE.base FILE: what the active sessions hold).
+// -sample_index=inuse_space -base FILE.base FILE: what the active sessions hold), and
+// FATHOM_LOAD_ACTIVE_GOROUTINES=FILE the goroutines mid-run (counted by stack).
 func BenchmarkActiveSessions(b *testing.B) {
 	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
 	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
@@ -268,6 +270,7 @@ func BenchmarkActiveSessions(b *testing.B) {
 			// (what a collection keeps; the readings include the garbage of the cycle).
 			midLive = liveHeap()
 			writeHeapProfile(b, heapPath)
+			writeGoroutineProfile(b, os.Getenv("FATHOM_LOAD_ACTIVE_GOROUTINES"))
 		})
 		if midRSS == 0 {
 			b.Fatal("the run ended before its middle was sampled")
@@ -284,6 +287,23 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric((midStack-baseStack)/float64(sessions), "stack-B/session")
 		b.ReportMetric((midLive-baseLive)/float64(sessions), "live-heap-B/session")
 		b.ReportMetric((peak-base)/float64(sessions), "peak-RSS-B/session")
+	}
+}
+
+// writeGoroutineProfile writes the goroutines' stacks, grouped and counted (pprof's
+// debug=1 text), to path ("": none): which goroutines the stack-B/session figure pays for.
+func writeGoroutineProfile(b *testing.B, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
+		b.Error(err)
 	}
 }
 

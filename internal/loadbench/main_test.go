@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +30,21 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if v := os.Getenv(envProfileRate); v != "" {
+		rate, err := strconv.Atoi(v)
+		if err != nil || rate <= 0 {
+			fmt.Fprintf(os.Stderr, "%s=%q: want a positive number of bytes\n", envProfileRate, v)
+			os.Exit(2)
+		}
+		runtime.MemProfileRate = rate // before the node allocates anything
+	}
 	os.Exit(m.Run())
 }
+
+// envProfileRate, set to N, samples one heap allocation per N bytes (runtime.MemProfileRate,
+// default 512 KiB) for the heap profiles FATHOM_LOAD_IDLE_HEAP and FATHOM_LOAD_ACTIVE_HEAP
+// write: at the default a profile of 100 MB resolves nothing under about 1 MB.
+const envProfileRate = "FATHOM_LOAD_PROFILE_RATE"
 
 // serveMock serves script on a free loopback port, prints "listening URL" on stdout and
 // returns when stdin closes (the parent ended or closed it).

@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,7 +196,18 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 	defer f.mu.Unlock()
 	if len(f.subs[stream]) > 0 {
 		f.pubs[stream]++
-		f.remember(stream, evs)
+		low := f.delivered(stream)
+		f.remember(stream, evs, low)
+		if len(f.recent[stream]) > len(evs) {
+			// Earlier batches are still unread (a burst: a session's pipeline settled
+			// several appends at once): the subscribers they wait for trim the window
+			// once they have taken them, instead of the next publish.
+			for s := range f.subs[stream] {
+				if s.delivered.Load() == low {
+					s.trim.Store(true)
+				}
+			}
+		}
 	}
 	for s := range f.subs[stream] {
 		s.published = evs[len(evs)-1].GetSeq()
@@ -211,15 +223,38 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 	}
 }
 
+// delivered is the lowest seq every subscriber of stream has already been given: no
+// catch-up of theirs needs an event at or before it. Called with f.mu.
+func (f *Feed) delivered(stream string) uint64 {
+	low := uint64(math.MaxUint64)
+	for s := range f.subs[stream] {
+		low = min(low, s.delivered.Load())
+	}
+	return low
+}
+
 // remember adds evs to stream's window of recent events, keeping its last
-// Options.Recent; a window that would not stay contiguous starts over. Called with f.mu.
-func (f *Feed) remember(stream string, evs []*messages.Event) {
+// Options.Recent of those after upTo (what every subscriber has been given: only a
+// subscriber's catch-up reads the window, from past what it was given), and at least the
+// last one (so that a window ending where a lagging subscriber already is tells it that
+// nothing is missing); a window that would not stay contiguous starts over. Called with f.mu.
+//
+// Subscribers that keep up (the usual case) have been given nearly everything published,
+// so an active session's window holds a few events instead of its last Options.Recent.
+func (f *Feed) remember(stream string, evs []*messages.Event, upTo uint64) {
 	if f.opts.Recent < 0 {
 		return
 	}
 	w := f.recent[stream]
 	if len(w) > 0 && w[len(w)-1].GetSeq()+1 != evs[0].GetSeq() {
 		w = nil
+	}
+	if drop := given(w, evs, upTo); drop > 0 {
+		if drop >= len(w) {
+			w, evs = nil, evs[drop-len(w):]
+		} else {
+			w = append(w[:0:0], w[drop:]...) // a fresh array: readers keep the old one
+		}
 	}
 	if over := len(w) + len(evs) - f.opts.Recent; over > 0 {
 		if over >= len(w) {
@@ -229,6 +264,32 @@ func (f *Feed) remember(stream string, evs []*messages.Event) {
 		}
 	}
 	f.recent[stream] = append(w, evs...)
+}
+
+// forget trims stream's window of what every subscriber has been given (but its last
+// event), when a subscriber that held it back has caught up.
+func (f *Feed) forget(stream string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.recent[stream]
+	if drop := given(w, nil, f.delivered(stream)); drop > 0 {
+		f.recent[stream] = append(w[:0:0], w[drop:]...) // a fresh array: readers keep the old one
+	}
+}
+
+// given is how many of the first events of w followed by evs have seq <= upTo, short
+// of the last one.
+func given(w, evs []*messages.Event, upTo uint64) int {
+	n := 0
+	for _, part := range [2][]*messages.Event{w, evs} {
+		for _, ev := range part {
+			if ev.GetSeq() > upTo || n == len(w)+len(evs)-1 {
+				return n
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // recentAfter returns stream's remembered events with seq > after, and whether they
@@ -306,6 +367,7 @@ func (f *Feed) SubscribeWithDeltas(stream string, afterSeq uint64, buffer int) *
 func (f *Feed) subscribe(stream string, afterSeq uint64, deltaBuffer int) *Subscription {
 	s := &Subscription{f: f, stream: stream, last: afterSeq, live: make(chan []*messages.Event, f.opts.Buffer), catchUp: true,
 		wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
+	s.delivered.Store(afterSeq)
 	if deltaBuffer > 0 {
 		s.deltas = make(chan Delta, deltaBuffer)
 	}
@@ -353,6 +415,12 @@ type Subscription struct {
 	// lagged (its live buffer overflowed), closed and poll (Options.Poll: read the
 	// journal) are set by the feed and taken by the reader.
 	lagged, closed, poll atomic.Bool
+	// delivered is last, for the feed: the window of recent events keeps nothing a
+	// subscriber was already given (remember).
+	delivered atomic.Uint64
+	// trim is set by the feed when the window keeps events for this subscriber: once it
+	// has taken every batch published to it, it trims the window (forget).
+	trim atomic.Bool
 	// wake wakes a reader waiting in NextUpdate for a poll.
 	wake chan struct{}
 
@@ -463,6 +531,10 @@ func (s *Subscription) TryNextUpdate(ctx context.Context) (u Update, ok bool, er
 				continue
 			}
 			s.last = ev.GetSeq()
+			s.delivered.Store(s.last)
+			if s.queue.len() == 0 && len(s.live) == 0 && s.trim.Load() && s.trim.CompareAndSwap(true, false) {
+				s.f.forget(s.stream)
+			}
 			return Update{Event: ev}, true, nil
 		}
 		// Atomics, not the feed's lock: with thousands of subscribers a publish and their

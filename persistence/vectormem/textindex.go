@@ -16,14 +16,17 @@ const (
 
 // textIndex is one stream's inverted index: for each term the rows that have it and how
 // often. Rows are the stream's rows (stream.seqs); a row replaced by an upsert loses its
-// old postings first.
+// old postings first (forget). The index keeps no list of each row's terms: a session's
+// every message is indexed while it is active, and that list cost a third of the
+// index; a replacement (rare: a re-embedding of a history whose vectors were not
+// dropped) scans the postings instead, once per upsert.
 type textIndex struct {
 	postings map[string][]posting
-	// terms[row] are the row's distinct terms (to remove its postings), lens[row] its
-	// term count.
-	terms [][]string
+	// lens[row] is the row's term count (0: it has no postings).
 	lens  []int32
 	total int64
+	// emptied: forget may have left empty lists (prune drops them).
+	emptied bool
 }
 
 // posting is one row's count of a term.
@@ -32,39 +35,67 @@ type posting struct {
 	tf  int32
 }
 
-// set indexes text as row's (replacing what the row had). counts is a scratch map for
-// the terms' counts, empty on entry and left empty (the store's, under its write lock).
+// forget removes the postings of rows (which it sorts), in one pass over the index. A
+// term's emptied list stays (the row's new text likely has the term again) until prune.
+func (x *textIndex) forget(rows []int) {
+	n := 0
+	for _, row := range rows {
+		if row < len(x.lens) && x.lens[row] > 0 {
+			x.total -= int64(x.lens[row])
+			x.lens[row] = 0
+			rows[n] = row
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	rows = rows[:n]
+	slices.Sort(rows)
+	for t, ps := range x.postings {
+		x.postings[t] = slices.DeleteFunc(ps, func(p posting) bool {
+			_, found := slices.BinarySearch(rows, int(p.row))
+			return found
+		})
+	}
+	x.emptied = true
+}
+
+// prune drops the terms whose lists forget emptied and no text filled again.
+func (x *textIndex) prune() {
+	if !x.emptied {
+		return
+	}
+	x.emptied = false
+	for t, ps := range x.postings {
+		if len(ps) == 0 {
+			delete(x.postings, t)
+		}
+	}
+}
+
+// set indexes text as row's (replacing what the row had; call prune after). counts is a
+// scratch map for the terms' counts, empty on entry and left empty (the store's, under
+// its write lock).
 func (x *textIndex) set(row int, text string, counts map[string]int32) {
 	if x.postings == nil {
 		x.postings = map[string][]posting{}
 	}
-	for len(x.terms) <= row {
-		x.terms = append(x.terms, nil)
+	for len(x.lens) <= row {
 		x.lens = append(x.lens, 0)
 	}
-	// The row's old postings go; a term's emptied list stays until the new text is
-	// indexed (a message replaced by itself reuses its lists), then goes if still empty.
-	old := x.terms[row]
-	for _, t := range old {
-		x.postings[t] = slices.DeleteFunc(x.postings[t], func(p posting) bool { return p.row == int32(row) })
+	if x.lens[row] > 0 {
+		x.forget([]int{row})
 	}
-	x.total -= int64(x.lens[row])
 	terms := persistence.Tokenize(text)
 	for _, t := range terms {
 		counts[t]++
 	}
-	distinct := make([]string, 0, len(counts))
 	for t, n := range counts {
-		distinct = append(distinct, t)
 		x.postings[t] = append(x.postings[t], posting{row: int32(row), tf: n})
 	}
 	clear(counts)
-	for _, t := range old {
-		if len(x.postings[t]) == 0 {
-			delete(x.postings, t)
-		}
-	}
-	x.terms[row], x.lens[row] = distinct, int32(len(terms))
+	x.lens[row] = int32(len(terms))
 	x.total += int64(len(terms))
 }
 

@@ -182,6 +182,14 @@ func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persiste
 		st = &stream{rows: map[uint64]int{}}
 		s.streams[key] = st
 	}
+	// The rows replaced lose their postings in one pass over the text index.
+	var replaced []int
+	for _, v := range vecs {
+		if row, ok := st.rows[v.Seq]; ok {
+			replaced = append(replaced, row)
+		}
+	}
+	st.text.forget(replaced)
 	for _, v := range vecs {
 		row, ok := st.rows[v.Seq]
 		if !ok {
@@ -199,6 +207,7 @@ func (s *Store) Upsert(ctx context.Context, tenant, name string, vecs []persiste
 		st.meta[row] = s.intern(v.Meta)
 		st.text.set(row, v.Text, s.counts)
 	}
+	st.text.prune()
 	return nil
 }
 

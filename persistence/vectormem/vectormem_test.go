@@ -121,8 +121,8 @@ func TestIndexAndSearchTextAllocations(t *testing.T) {
 	if err := s.Upsert(ctx, "t", "s", v); err != nil {
 		t.Fatal(err)
 	}
-	// The terms, the row's distinct terms and DeleteFunc's closure (the meta is nil: no
-	// clone).
+	// The terms, the list of the rows replaced and DeleteFunc's closure (the meta is
+	// nil: no clone).
 	replace := testing.AllocsPerRun(50, func() { _ = s.Upsert(ctx, "t", "s", v) })
 	// The terms, the scores, the heap, the hits.
 	search := testing.AllocsPerRun(50, func() { _, _ = s.SearchText(ctx, "t", "s", "order failed order payment", 3) })
@@ -134,6 +134,38 @@ func TestIndexAndSearchTextAllocations(t *testing.T) {
 	})
 	if replace > 3 || add > 4 || search > 5 {
 		t.Errorf("replacing a message allocates %v times, adding one %v, a text search %v: want at most 3, 4 and 5", replace, add, search)
+	}
+}
+
+// TestReplacedRowsLoseTheirTerms: rows replaced in one upsert, with new rows and a seq
+// given twice (the last text wins), are found by their new text only.
+func TestReplacedRowsLoseTheirTerms(t *testing.T) {
+	ctx := context.Background()
+	s, err := vectormem.New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := func(seq uint64, text string) persistence.Vector {
+		return persistence.Vector{Seq: seq, Values: []float32{1, 0}, Text: text}
+	}
+	if err := s.Upsert(ctx, "t", "s", []persistence.Vector{vec(1, "alpha beta"), vec(2, "beta gamma"), vec(3, "zeta")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Upsert(ctx, "t", "s", []persistence.Vector{vec(1, "delta"), vec(4, "alpha"), vec(2, "epsilon"), vec(2, "gamma eta")}); err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string][]uint64{"alpha": {4}, "beta": nil, "delta": {1}, "epsilon": nil, "gamma": {2}, "eta": {2}, "zeta": {3}} {
+		hits, err := s.SearchText(ctx, "t", "s", query, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []uint64
+		for _, h := range hits {
+			got = append(got, h.Seq)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q finds seqs %v, want %v", query, got, want)
+		}
 	}
 }
 

@@ -3,13 +3,14 @@ package core
 import (
 	"errors"
 	"fmt"
-	"github.com/fathom-agents/fathom/auth"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fathom-agents/fathom/auth"
 	"github.com/fathom-agents/fathom/llm"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -519,15 +520,17 @@ func UsageOf(u *messages.Usage) llm.Usage {
 		CachedInputTokens: n(u.GetCachedInputTokens()), CacheWriteInputTokens: n(u.GetCacheWriteInputTokens()), ReasoningTokens: n(u.GetReasoningTokens())}
 }
 
+// rememberCommand records that command id produced the event at seq. The map is
+// replaced, never written in place: CloneState shares it between the states.
 func rememberCommand(s *messages.SessionState, id string, seq uint64) {
-	if s.Commands == nil {
-		s.Commands = map[string]uint64{}
-	}
+	m := make(map[string]uint64, min(len(s.Commands)+1, MaxRememberedCommands+1))
+	maps.Copy(m, s.Commands)
 	// The newest seq wins: a command's entry points at the last event it produced.
-	s.Commands[id] = seq
-	for len(s.Commands) > MaxRememberedCommands {
-		evictOldestCommand(s.Commands)
+	m[id] = seq
+	for len(m) > MaxRememberedCommands {
+		evictOldestCommand(m)
 	}
+	s.Commands = m
 }
 
 // evictOldestCommand removes the id with the lowest seq (ties broken by id, so replay is

@@ -29,7 +29,10 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 	// The config, the pending call, the usage, the summary, the interrupt and the fork's
 	// origin are shared, not copied: Apply never changes one in place, it replaces it
 	// (a new message, or nil), so a shared one is never written (FuzzApply checks that
-	// no event applied to a clone changes the original).
+	// no event applied to a clone changes the original). So is the map of remembered
+	// commands: Apply writes a copy of it (rememberCommand), and only for the events of a
+	// command, while every decision clones the state (each retained state, such as an
+	// append in flight's, kept a copy of its own).
 	//
 	// Field by field, not through reflection (a generic copy spent most of its time
 	// converting each scalar to and from a protoreflect.Value): a message field is
@@ -42,7 +45,7 @@ func CloneState(s *messages.SessionState) *messages.SessionState {
 		Pending: s.Pending, Usage: s.Usage,
 		Result: s.Result, Error: s.Error,
 		StartedAtUnixNano: s.StartedAtUnixNano, UpdatedAtUnixNano: s.UpdatedAtUnixNano,
-		Commands: maps.Clone(s.Commands), UserId: s.UserId,
+		Commands: s.Commands, UserId: s.UserId,
 		PendingTools:    cloneMsgs(s.PendingTools),
 		RetryAtUnixNano: s.RetryAtUnixNano, PlanAttempt: s.PlanAttempt, CostUsd: s.CostUsd, PlanSeq: s.PlanSeq,
 		Summary:     s.Summary,

@@ -5,3 +5,6 @@ var CloneStep = cloneStep
 
 // CloneSubAgent exposes cloneSubAgent (the copy Apply makes of a sub-agent it changes).
 var CloneSubAgent = cloneSubAgent
+
+// RememberCommand exposes rememberCommand (Apply's record of a command's last event).
+var RememberCommand = rememberCommand
