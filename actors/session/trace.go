@@ -357,6 +357,10 @@ func (t *tracer) stopRun(st *messages.SessionState, end int64) {
 // activation's span.
 func (t *tracer) endRun(st *messages.SessionState, end int64, endedBy, errText string) {
 	run := st.GetRunStartedSeq()
+	if !t.records(run) {
+		t.endActivation(end)
+		return
+	}
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(orchestratorAgent),
@@ -429,6 +433,9 @@ func (t *tracer) endStep(evs []*messages.Event, i int, st *messages.SessionState
 // start, if later) to end.
 func (t *tracer) emitStep(st *messages.SessionState, step *messages.StepState, stepID string, attempt uint32, start, end int64, errText string, extra ...attribute.KeyValue) {
 	run := st.GetRunStartedSeq()
+	if !t.records(run) {
+		return
+	}
 	t.emitSpan("session.step", run, rootParent(t.deps, t.id, run), stepSpanID(t.id, stepID, attempt, run), max(start, runStart(st)), end, errText,
 		append([]attribute.KeyValue{
 			semconv.GenAIConversationID(t.id),
@@ -452,6 +459,9 @@ func (t *tracer) endSubAgent(evs []*messages.Event, i int, st *messages.SessionS
 // run's start, if later) to end.
 func (t *tracer) emitSubAgent(st *messages.SessionState, sa *messages.SubagentState, saRun uint32, start, end int64, status, errText string, extra ...attribute.KeyValue) {
 	run := st.GetRunStartedSeq()
+	if !t.records(run) {
+		return
+	}
 	parent := rootParent(t.deps, t.id, run)
 	for _, s := range st.GetSteps() {
 		if s.GetStep().GetId() == sa.GetStepId() {
@@ -509,6 +519,14 @@ func (t *tracer) endRoot(evs []*messages.Event, i int, prev, st *messages.Sessio
 		}
 	}
 	t.endRun(st, end, runEndedBy(st.GetStatus()), errText)
+}
+
+// records reports whether the spans of the session's run are sampled (Deps.Sampled
+// decides the run's root, and every span of the run follows it). A long span of a run
+// nothing records is not built: its attributes, options and span object were a step's
+// garbage for nothing (no exporter configured samples none).
+func (t *tracer) records(run uint64) bool {
+	return t.deps.Sampled == nil || t.deps.Sampled(runTraceID(t.id, run))
 }
 
 // emitSpan emits a finished span with id sid in the trace of run, under parent (the
