@@ -196,15 +196,23 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 	defer f.mu.Unlock()
 	if len(f.subs[stream]) > 0 {
 		f.pubs[stream]++
-		low := f.delivered(stream)
+		// The window is trimmed once it passes trimAt: finding what every subscriber was
+		// given looks at each of them, which a publish to thousands must not do every time.
+		low := uint64(0)
+		if len(f.recent[stream])+len(evs) > trimAt {
+			low = f.delivered(stream)
+		}
 		f.remember(stream, evs, low)
-		if len(f.recent[stream]) > len(evs) {
+		if low > 0 && len(f.recent[stream]) > trimAt {
 			// Earlier batches are still unread (a burst: a session's pipeline settled
-			// several appends at once): the subscribers they wait for trim the window
-			// once they have taken them, instead of the next publish.
+			// several appends at once): one subscriber they wait for trims the window once
+			// it has taken them, instead of the next publish. One, not each: a trim looks
+			// at every subscriber of the stream, so a trim by each of a stream's thousands
+			// would cost the square of their number per burst.
 			for s := range f.subs[stream] {
 				if s.delivered.Load() == low {
 					s.trim.Store(true)
+					break
 				}
 			}
 		}
@@ -222,6 +230,12 @@ func (f *Feed) Publish(stream string, evs []*messages.Event) {
 		s.notify()
 	}
 }
+
+// trimAt is the size past which a stream's window of recent events is trimmed of what
+// every subscriber has been given: an active session followed by readers that keep up
+// holds about this many events in the feed, not Options.Recent, and a publish looks at
+// every subscriber's position only once per about trimAt events.
+const trimAt = 8
 
 // delivered is the lowest seq every subscriber of stream has already been given: no
 // catch-up of theirs needs an event at or before it. Called with f.mu.
