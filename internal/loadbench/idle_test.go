@@ -81,7 +81,11 @@ func waitPassivated(b *testing.B, n *node.Node, prefix string) {
 // FATHOM_LOAD_ACTIVE_HEAP set, BenchmarkActiveSessions writes the heap before its run to
 // path.base and mid-run to path. It reports failures with b.Error, so it may run on
 // any goroutine.
-func writeHeapProfile(b *testing.B, path string) {
+func writeHeapProfile(b *testing.B, path string) { writeProfile(b, path, "heap", 0) }
+
+// writeProfile writes the runtime profile name (runtime/pprof.Lookup) to path ("" writes
+// none) at pprof's debug level debug, reporting failures with b.Error.
+func writeProfile(b *testing.B, path, name string, debug int) {
 	if path == "" {
 		return
 	}
@@ -91,7 +95,7 @@ func writeHeapProfile(b *testing.B, path string) {
 		return
 	}
 	defer f.Close()
-	if err := pprof.WriteHeapProfile(f); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, debug); err != nil {
 		b.Error(err)
 	}
 }

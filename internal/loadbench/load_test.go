@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,20 +291,7 @@ func BenchmarkActiveSessions(b *testing.B) {
 
 // writeGoroutineProfile writes the goroutines' stacks, grouped and counted (pprof's
 // debug=1 text), to path ("": none): which goroutines the stack-B/session figure pays for.
-func writeGoroutineProfile(b *testing.B, path string) {
-	if path == "" {
-		return
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Error(err)
-		return
-	}
-	defer f.Close()
-	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
-		b.Error(err)
-	}
-}
+func writeGoroutineProfile(b *testing.B, path string) { writeProfile(b, path, "goroutine", 1) }
 
 // liveHeap collects and returns the bytes of heap objects the collection kept.
 func liveHeap() float64 {

@@ -13,13 +13,7 @@ import (
 // keeps nothing of that stream (its subscriber set, its window of recent events, its
 // publish count), however many sessions were ever watched on the node.
 func TestClosedStreamsLeaveNothing(t *testing.T) {
-	j, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	f := New(j, Options{})
-	defer f.Close()
+	f := newBoltFeed(t)
 	for i := range 100 {
 		stream := fmt.Sprintf("s-%d", i)
 		a, b := f.Subscribe(stream, 0), f.Subscribe(stream, 0)
@@ -47,13 +41,7 @@ func TestClosedStreamsLeaveNothing(t *testing.T) {
 // that keep up costs the feed a few dozen events, not its history. A subscriber that
 // stops reading keeps everything after its position in the window, for its catch-up.
 func TestWindowKeepsOnlyWhatASubscriberWasNotGiven(t *testing.T) {
-	j, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	f := New(j, Options{})
-	defer f.Close()
+	f := newBoltFeed(t)
 	window := func() []uint64 {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -117,4 +105,18 @@ func TestWindowKeepsOnlyWhatASubscriberWasNotGiven(t *testing.T) {
 	if got := window(); len(got) < int(seq-from) || !contiguous(got, got[0], seq) || got[0] > from+1 {
 		t.Fatalf("the window holds seqs %v; want everything after the slow subscriber's %d", got, from)
 	}
+}
+
+// newBoltFeed is a feed with default options over a fresh embedded journal, both closed
+// when t ends.
+func newBoltFeed(t *testing.T) *Feed {
+	t.Helper()
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	f := New(j, Options{})
+	t.Cleanup(f.Close)
+	return f
 }
