@@ -28,6 +28,7 @@ import (
 	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/live"
 	"github.com/fathom-agents/fathom/llm/mock"
 	"github.com/fathom-agents/fathom/messages"
 )
@@ -148,12 +149,15 @@ func run(b *testing.B, n *node.Node, prefix string, sessions int) (calls int64, 
 
 // runMid is run that also calls mid once, from the RSS sampler, as soon as midCalls
 // LLM calls have been answered (mid-run, with every session still active).
+//
+// The sessions are followed from one goroutine: every subscription signals one shared
+// channel (live.Subscription.Notify) and the follower reads whatever each has ready. A
+// goroutine per session blocked in NextUpdate would put the benchmark's own stacks (about
+// 10 KB each here) into the node's memory per session, which this process also measures.
 func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls int64, mid func()) (calls int64, elapsed time.Duration, stepLat []time.Duration, peak float64) {
 	b.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
 	var ncalls atomic.Int64
-	errs := make(chan error, sessions)
+	errs := make(chan error, 2*sessions) // a start's and a follow's each
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
 	sampler.Add(1)
@@ -176,53 +180,56 @@ func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls in
 			}
 		}
 	}()
+	ready := make(chan struct{}, 1)
+	follows := make([]*follow, sessions)
+	for i := range follows {
+		f := &follow{id: fmt.Sprintf("%s-%d", prefix, i), sub: n.Feed().Follow(fmt.Sprintf("%s-%d", prefix, i), 0, 0), started: map[string]time.Time{}}
+		f.sub.Notify(ready)
+		follows[i] = f
+		if f.read(context.Background(), &ncalls, errs) { // the subscription's first read, of the journal
+			b.Fatalf("session %s ended before it started", f.id)
+		}
+	}
 	began := time.Now()
-	for i := range sessions {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		wg.Add(1)
+	var starts sync.WaitGroup
+	for _, f := range follows {
+		starts.Add(1)
 		go func() {
-			defer wg.Done()
-			sub := n.Feed().Follow(id, 0, 0)
-			defer sub.Close()
-			if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "start", Goal: "load " + id}, cluster.WithTimeout(time.Minute)); err != nil {
-				errs <- fmt.Errorf("start %s: %w", id, err)
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			started := map[string]time.Time{}
-			var lats []time.Duration
-			for {
-				u, err := sub.NextUpdate(ctx)
-				if err != nil {
-					errs <- fmt.Errorf("follow %s: %w", id, err)
-					return
-				}
-				ev := u.Event
-				switch {
-				case ev == nil:
-				case ev.GetLlmResponded() != nil:
-					ncalls.Add(1)
-				case ev.GetStepStarted() != nil:
-					started[ev.GetStepStarted().GetStepId()] = ev.At()
-				case ev.GetStepCompleted() != nil:
-					if at, ok := started[ev.GetStepCompleted().GetStepId()]; ok {
-						lats = append(lats, ev.At().Sub(at))
-					}
-				case ev.GetSessionFailed() != nil:
-					errs <- fmt.Errorf("session %s failed: %s", id, ev.GetSessionFailed().GetError())
-					return
-				case ev.GetSessionCompleted() != nil:
-					mu.Lock()
-					stepLat = append(stepLat, lats...)
-					mu.Unlock()
-					return
-				}
+			defer starts.Done()
+			if _, err := n.Session(f.id).Start(&messages.StartRequest{CommandId: "start", Goal: "load " + f.id}, cluster.WithTimeout(time.Minute)); err != nil {
+				errs <- fmt.Errorf("start %s: %w", f.id, err)
 			}
 		}()
 	}
-	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for active := follows; len(active) > 0 && len(errs) == 0; {
+		next := active[:0]
+		for _, f := range active {
+			if f.read(ctx, &ncalls, errs) {
+				stepLat = append(stepLat, f.lats...)
+				f.sub.Close()
+				continue
+			}
+			next = append(next, f)
+		}
+		active = next
+		if len(active) == 0 {
+			break
+		}
+		select {
+		case <-ready:
+			// Let a burst of commits land before looking at every session again.
+			time.Sleep(5 * time.Millisecond)
+		case <-ctx.Done():
+			errs <- fmt.Errorf("%d sessions did not end: %w", len(active), ctx.Err())
+		}
+	}
+	for _, f := range follows {
+		f.sub.Close()
+	}
 	elapsed = time.Since(began)
+	starts.Wait()
 	close(stop)
 	sampler.Wait()
 	close(errs)
@@ -230,6 +237,46 @@ func runMid(b *testing.B, n *node.Node, prefix string, sessions int, midCalls in
 		b.Fatal(err)
 	}
 	return ncalls.Load(), elapsed, stepLat, peak
+}
+
+// follow is one session runMid follows.
+type follow struct {
+	id      string
+	sub     live.Subscription
+	started map[string]time.Time // step id → its step_started
+	lats    []time.Duration      // step_started to step_completed
+}
+
+// read takes what f's subscription has ready, counting answered LLM calls in ncalls;
+// done is true once the session completed (a failure goes to errs, and is done too).
+func (f *follow) read(ctx context.Context, ncalls *atomic.Int64, errs chan<- error) (done bool) {
+	for {
+		u, ok, err := f.sub.TryNextUpdate(ctx)
+		if err != nil {
+			errs <- fmt.Errorf("follow %s: %w", f.id, err)
+			return true
+		}
+		if !ok {
+			return false
+		}
+		ev := u.Event
+		switch {
+		case ev == nil:
+		case ev.GetLlmResponded() != nil:
+			ncalls.Add(1)
+		case ev.GetStepStarted() != nil:
+			f.started[ev.GetStepStarted().GetStepId()] = ev.At()
+		case ev.GetStepCompleted() != nil:
+			if at, ok := f.started[ev.GetStepCompleted().GetStepId()]; ok {
+				f.lats = append(f.lats, ev.At().Sub(at))
+			}
+		case ev.GetSessionFailed() != nil:
+			errs <- fmt.Errorf("session %s failed: %s", f.id, ev.GetSessionFailed().GetError())
+			return true
+		case ev.GetSessionCompleted() != nil:
+			return true
+		}
+	}
 }
 
 // BenchmarkActiveSessions runs FATHOM_LOAD_SESSIONS sessions (default 1,000) at once on
