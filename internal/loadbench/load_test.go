@@ -288,7 +288,8 @@ func (f *follow) read(ctx context.Context, ncalls *atomic.Int64, errs chan<- err
 // half of the run's calls have been answered, every session still running): the RSS
 // growth and the Go heap growth over the node before the run, the heap read as
 // operators read it, go_memstats_heap_alloc_bytes on the node's GET /metrics, and the
-// goroutine stacks' growth (go_memstats_stack_inuse_bytes: in the RSS, not in the heap),
+// goroutine stacks' growth (go_memstats_stack_inuse_bytes: in the RSS, not in the heap)
+// with the goroutines' growth per session (what the stacks are of),
 // and, read after those, the live heap's growth (what a collection keeps: the heap
 // reading includes the garbage of the GC cycle it falls in); the peak RSS growth per
 // session too. FATHOM_LOAD_ACTIVE_HEAP=FILE writes the heap
@@ -304,14 +305,16 @@ func BenchmarkActiveSessions(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
 		base, baseHeap, baseStack := rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
-		baseLive := liveHeap()
+		baseLive, baseG := liveHeap(), runtime.NumGoroutine()
 		heapPath := os.Getenv("FATHOM_LOAD_ACTIVE_HEAP")
 		if heapPath != "" {
 			writeHeapProfile(b, heapPath+".base")
 		}
 		var midRSS, midHeap, midStack, midLive float64
+		var midG int
 		calls, elapsed, lats, peak := runMid(b, n, fmt.Sprintf("active%d", i), sessions, int64(sessions*(steps+1)/2), func() {
 			midRSS, midHeap, midStack = rss(), metricsGauge(b, n, "go_memstats_heap_alloc_bytes"), metricsGauge(b, n, "go_memstats_stack_inuse_bytes")
+			midG = runtime.NumGoroutine()
 			// After the readings, so that its collection does not move them: the live heap
 			// (what a collection keeps; the readings include the garbage of the cycle).
 			midLive = liveHeap()
@@ -332,6 +335,7 @@ func BenchmarkActiveSessions(b *testing.B) {
 		b.ReportMetric((midHeap-baseHeap)/float64(sessions), "heap-B/session")
 		b.ReportMetric((midStack-baseStack)/float64(sessions), "stack-B/session")
 		b.ReportMetric((midLive-baseLive)/float64(sessions), "live-heap-B/session")
+		b.ReportMetric(float64(midG-baseG)/float64(sessions), "goroutines/session")
 		b.ReportMetric((peak-base)/float64(sessions), "peak-RSS-B/session")
 	}
 }
