@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/memory"
 )
 
 // TestDeleteSession: DELETE /v1/sessions/{id} refuses a running session with 409 (and
@@ -13,7 +15,11 @@ import (
 // snapshots, index row, vectors and artifacts; the session is then unknown (404) and
 // a second delete is 404 too.
 func TestDeleteSession(t *testing.T) {
-	g := startGW(t, gwOpts{delayMS: 300})
+	// No recent share: the node embeds every message of the (short) session, so it has
+	// vectors to delete (session.Embedding embeds a history from half the recent share).
+	g := startGW(t, gwOpts{delayMS: 300, session: func(c *session.Config) {
+		c.ContextRatios = memory.Ratios{Recent: 0, Summary: 0.5, Semantic: 0.5}
+	}})
 	ctx := context.Background()
 	const id = "del-1"
 	if status, out := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"Write a haiku about the sea","session_id":"del-1"}`)); status != 201 {

@@ -201,7 +201,7 @@ func TestTenantKeysArtifactsAndVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	h := startHarness(t, harnessOpts{artifacts: store, tools: testToolsOn(t, &executions{}, nil, store)})
+	h := startHarness(t, harnessOpts{artifacts: store, tools: testToolsOn(t, &executions{}, nil, store), cfg: embedEveryMessage})
 	alice := &messages.Principal{Subject: "alice", Tenant: "acme"}
 	if _, err := h.node.Session("acme-src").Start(&messages.StartRequest{CommandId: "c1", Goal: "Write a haiku about event sourcing", Caller: alice}, call()); err != nil {
 		t.Fatal(err)

@@ -138,36 +138,112 @@ func (o quotaUsage) Committed(c Commit) {
 	}
 }
 
-// Embedding is the observer feeding the node's embed worker every committed message that
-// has text (stream = session id, seq = the event's seq); w must write into the vector
-// store the grains search (Deps.Vectors). With reembed (a vector store that does not
-// outlive the process, vectormem) an activation also hands its whole history to w once
-// (upserts replace by seq) and drops the session's vectors when it ends, so a passivated
-// session holds no memory on the node. A full queue or a closed worker only leaves
-// messages out of semantic retrieval: the observer never blocks or fails the session.
-func Embedding(w *memory.EmbedWorker, reembed bool) ActivationObserver {
-	return embedObserver{w: w, reembed: reembed}
+// Embedding is the observer feeding the node's embed worker the committed messages that
+// have text (stream = session id, seq = the event's seq); w must write into the vector
+// store the grains search (Deps.Vectors). cc is the node's context configuration
+// (Config.ContextConfig).
+//
+// Embedding is lazy: the semantic tier is searched only when a call's history does not
+// fit its context whole (memory.Input.Search), which most sessions never reach. A
+// session's messages are embedded once its history's stored tokens reach embedFrom(cc),
+// a quarter of the budget by default, well before that can happen: the commit that
+// takes the history there hands the whole history to w at once (embedHistory), and
+// every commit after it hands its own messages, as an eager observer would. Whether a
+// session is past that point is read from its state (the history's stored counts), so
+// the observer keeps nothing per session. A call whose recorded context costs half the
+// budget or more while the history is still below the threshold (a system prompt of
+// half the budget, where the history may stop fitting sooner) hands the whole history
+// again with its answer.
+//
+// With reembed (a vector store that does not outlive the process, vectormem) an
+// activation of a session past the threshold also hands its whole history to w once
+// (upserts replace by seq), and the session's vectors are dropped when the activation
+// ends, so a passivated session holds no memory on the node. A full queue or a closed
+// worker only leaves messages out of semantic retrieval: the observer never blocks or
+// fails the session.
+func Embedding(w *memory.EmbedWorker, reembed bool, cc memory.ContextConfig) ActivationObserver {
+	return embedObserver{w: w, reembed: reembed, from: embedFrom(cc)}
+}
+
+// embedFrom is the size of a history, in stored tokens (memory.Message.Tokens), from
+// which its messages are embedded: half the recent tier's share of the budget (a
+// quarter of it with the default ratios). memory.BuildContext fills the recent tier
+// first, and that pass reaches at least the recent share of what the system prompt and
+// the reply priming leave, whatever the summary takes: a history below the recent
+// share of half the budget fits whole for every system prompt up to half the budget,
+// so no call searches it, and the history has to grow by at least as much again before
+// one can, time for the embed worker to catch up with the history handed to it at once.
+func embedFrom(cc memory.ContextConfig) int {
+	return int(float64(cc.Budget) * cc.Ratios.Recent / 2)
 }
 
 type embedObserver struct {
 	w       *memory.EmbedWorker
 	reembed bool
+	// from is embedFrom of the node's context configuration.
+	from int
 }
 
-// Activated implements ActivationObserver: it re-embeds the history (reembed).
-func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog.Logger) {
-	if !o.reembed {
-		return
+// embeds reports whether session state st's history has reached o.from stored tokens:
+// its messages are embedded. It reads the stored counts (core.History's messages,
+// without building them) only until they reach o.from.
+func (o embedObserver) embeds(st *messages.SessionState) bool {
+	if o.from <= 0 {
+		return true
 	}
-	for _, m := range core.History(st) {
-		if m.Content == "" {
+	n := 0
+	for _, m := range st.GetThread() {
+		if n += int(m.GetTokens()); n >= o.from {
+			return true
+		}
+	}
+	for _, s := range st.GetSteps() {
+		if !core.InHistory(s) {
 			continue
 		}
-		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenantOf(st), Stream: id, Seq: m.Seq, Text: m.Content, Meta: roleMeta(m.Role)})
-		if err != nil {
-			if !errors.Is(err, memory.ErrWorkerClosed) {
-				log.Warn("history not re-embedded", "seq", m.Seq, "error", err)
+		if n += int(s.GetOpeningTokens()); n >= o.from {
+			return true
+		}
+		for _, m := range s.GetTranscript() {
+			if n += int(m.GetTokens()); n >= o.from {
+				return true
 			}
+		}
+	}
+	return false
+}
+
+// Activated implements ActivationObserver: it re-embeds the history (reembed) of a
+// session past the threshold.
+func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog.Logger) {
+	if o.reembed && o.embeds(st) {
+		o.embedHistory(id, st, log)
+	}
+}
+
+// embedHistory hands session id's whole history (state st) to the embed worker: every
+// message of core.History with text, and the opening message of each started step not
+// yet in it (a sub-agent's step until it completes), which an eager observer would
+// have embedded when the step started.
+func (o embedObserver) embedHistory(id string, st *messages.SessionState, log *slog.Logger) {
+	tenant := tenantOf(st)
+	enqueue := func(seq uint64, text, role string) bool {
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenant, Stream: id, Seq: seq, Text: text, Meta: roleMeta(role)})
+		if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
+			log.Warn("history not embedded", "seq", seq, "error", err)
+		}
+		return err == nil
+	}
+	for _, m := range core.History(st) {
+		if m.Content != "" && !enqueue(m.Seq, m.Content, m.Role) {
+			return
+		}
+	}
+	for _, s := range st.GetSteps() {
+		if s.GetStartedSeq() == 0 || core.InHistory(s) {
+			continue
+		}
+		if text := core.OpeningMessage(st.GetGoal(), s.GetStep().GetDescription()); text != "" && !enqueue(s.GetStartedSeq(), text, "user") {
 			return
 		}
 	}
@@ -185,8 +261,20 @@ func (o embedObserver) Deactivated(id string, st *messages.SessionState, log *sl
 	}
 }
 
-// Committed implements Observer.
+// Committed implements Observer: below the threshold it embeds nothing (unless the
+// commit records a call whose context cost half its budget); the commit that reaches it
+// embeds the whole history; every commit after it embeds its own messages.
 func (o embedObserver) Committed(c Commit) {
+	if !o.embeds(c.State) {
+		if largeContext(c.Events) {
+			o.embedHistory(c.SessionID, c.State, c.Log)
+		}
+		return
+	}
+	if !o.embeds(c.Prev) {
+		o.embedHistory(c.SessionID, c.State, c.Log)
+		return
+	}
 	for _, ev := range c.Events {
 		text, role := embedText(c.State, ev)
 		if text == "" {
@@ -197,6 +285,19 @@ func (o embedObserver) Committed(c Commit) {
 			c.Log.Warn("message not embedded", "seq", ev.GetSeq(), "error", err)
 		}
 	}
+}
+
+// largeContext reports whether evs record an answer to one of the orchestrator's calls
+// (a step's or a follow-up's, the calls that may search) whose context cost at least
+// half its budget.
+func largeContext(evs []*messages.Event) bool {
+	for _, ev := range evs {
+		r := ev.GetLlmResponded()
+		if c := r.GetContext(); c.GetBudget() > 0 && r.GetSubAgentId() == "" && 2*uint64(c.GetTotalTokens()) >= uint64(c.GetBudget()) {
+			return true
+		}
+	}
+	return false
 }
 
 // roleMetas are the metadata of embedded messages of the usual roles, shared by every

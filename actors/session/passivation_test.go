@@ -34,6 +34,7 @@ func activations(n *node.Node, id string) int {
 func TestFinishedSessionPassivates(t *testing.T) {
 	h := startHarness(t, harnessOpts{cfg: func(c *session.Config) {
 		c.IdleTimeout, c.FinishedIdleTimeout = 10*time.Minute, time.Second
+		embedEveryMessage(c) // a short session: its vectors are what passivation drops
 	}})
 	if _, err := h.start("done-1", "c1", "finish and go"); err != nil {
 		t.Fatal(err)

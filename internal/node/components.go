@@ -370,7 +370,7 @@ func (n *Node) registerSessions(b *boot) error {
 		// What follows a commit: the live feed first (subscribers see an event as soon
 		// as it is durable), then the metrics and the cluster topics, then the embed
 		// worker (re-embedding an in-process store, which does not outlive the process).
-		Observers: append([]session.Observer{session.PublishTo(n.feed), &n.events, session.Embedding(n.embed, b.reembed)},
+		Observers: append([]session.Observer{session.PublishTo(n.feed), &n.events, session.Embedding(n.embed, b.reembed, b.session.ContextConfig())},
 			n.cfg.SessionObservers...),
 		Tokenizer:  b.tok,
 		Embedder:   b.embedder,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fathom-agents/fathom/gateway"
 	"github.com/fathom-agents/fathom/internal/testenv"
+	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/messages"
 	"github.com/fathom-agents/fathom/persistence"
 )
@@ -28,7 +29,11 @@ import (
 // cannot confirm the drop, the delete is refused with an error naming it and nothing is
 // removed from the journal; once it can, the same delete succeeds.
 func TestDeleteDropsDataAcrossNodes(t *testing.T) {
-	members := consulMembers(t, "delete")
+	// No recent share: the members embed every message of the (short) session, so it has
+	// vectors to drop (session.Embedding embeds a history from half the recent share).
+	members := consulMembers(t, "delete", func(c *Config) {
+		c.Session.ContextRatios = memory.Ratios{Recent: 0, Summary: 0.5, Semantic: 0.5}
+	})
 	start := func() *Node { return members(nil) }
 	a, b := start(), start()
 	testenv.Eventually(t, 30*time.Second, func() bool {

@@ -19,8 +19,9 @@ import (
 
 // consulMembers returns a start function for members of one Consul cluster named after
 // prefix, on the test PostgreSQL journal and one demo model: each call starts a member
-// advertising meta (nil: nothing extra), stopped when the test ends.
-func consulMembers(t *testing.T, prefix string) func(meta map[string]string) *Node {
+// advertising meta (nil: nothing extra), stopped when the test ends. edit, when given,
+// changes each member's configuration before it starts.
+func consulMembers(t *testing.T, prefix string, edit ...func(*Config)) func(meta map[string]string) *Node {
 	t.Helper()
 	dsn := testenv.PostgresDSN(t)
 	model := httptest.NewServer(mock.New(mock.Config{Script: mock.DemoScript()}).Handler())
@@ -33,6 +34,9 @@ func consulMembers(t *testing.T, prefix string) func(meta map[string]string) *No
 		cfg := Config{Cluster: ccfg, Logger: log, PostgresDSN: dsn, DataDir: t.TempDir(), Session: session.DefaultConfig()}
 		cfg.Cluster.Logger, cfg.Cluster.Meta = log, meta
 		cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL+"/v1", "k"
+		for _, e := range edit {
+			e(&cfg)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		n, err := Start(ctx, cfg)
