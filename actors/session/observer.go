@@ -171,8 +171,10 @@ func Embedding(w *memory.EmbedWorker, reembed bool, cc memory.ContextConfig) Act
 // first, and that pass reaches at least the recent share of what the system prompt and
 // the reply priming leave, whatever the summary takes: a history below the recent
 // share of half the budget fits whole for every system prompt up to half the budget,
-// so no call searches it, and the history has to grow by at least as much again before
-// one can, time for the embed worker to catch up with the history handed to it at once.
+// so no call searches it. With a usual system prompt (a tenth of the budget) the history
+// must then grow to nearly twice that (0.45 of the budget with a summary filling its
+// share, 0.72 without one) before a call can search: time for the embed worker to catch
+// up with the history handed to it at once.
 func embedFrom(cc memory.ContextConfig) int {
 	return int(float64(cc.Budget) * cc.Ratios.Recent / 2)
 }
@@ -198,7 +200,9 @@ func (o embedObserver) embeds(st *messages.SessionState) bool {
 		}
 	}
 	for _, s := range st.GetSteps() {
-		if !core.InHistory(s) {
+		// core.InHistory, asked only of steps not completed (it compares the step's
+		// type with the sub-agents' on each call: most of this loop's cost).
+		if s.GetStartedSeq() == 0 || (s.GetStatus() != messages.StepStatus_STEP_STATUS_COMPLETED && !core.InHistory(s)) {
 			continue
 		}
 		if n += int(s.GetOpeningTokens()); n >= o.from {
