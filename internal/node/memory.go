@@ -14,7 +14,8 @@ import (
 // The vector stores MemoryConfig.VectorStore selects.
 const (
 	// VectorStoreMemory is the exact in-process scan (persistence/vectormem): nothing to
-	// run, lost with the process, so sessions re-embed their history when activated.
+	// run, lost with the process, so sessions past the embedding threshold
+	// (session.Embedding) re-embed their history when activated.
 	VectorStoreMemory = "memory"
 	// VectorStorePgvector is PostgreSQL with pgvector (persistence/pgvector, HNSW, cosine)
 	// in the node's PostgreSQL database.
@@ -126,7 +127,8 @@ type memoryStores struct {
 	embedder memory.Embedder
 	vectors  persistence.VectorStore
 	// reembed is set when the store does not outlive the process (its descriptor is
-	// Ephemeral): sessions embed their history again when activated.
+	// Ephemeral): sessions past the embedding threshold embed their history again when
+	// activated.
 	reembed bool
 }
 
