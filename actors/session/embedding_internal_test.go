@@ -33,8 +33,8 @@ func toolResult(seq uint64) *messages.Event {
 // TestEmbeddingObserverIsLazy: with a 1,000-token budget (threshold 250) the observer
 // embeds nothing while the history is smaller; the commit that takes it to 250 embeds
 // the whole history (the sub-agent step's opening too), the next commits their own
-// messages; an answer whose context cost half the budget embeds the history below the
-// threshold; an activation re-embeds only a history past it.
+// messages; an answer whose context leaves the history less room than the threshold
+// assumes embeds the history below it; an activation re-embeds only a history past it.
 func TestEmbeddingObserverIsLazy(t *testing.T) {
 	cc := memory.DefaultContextConfig()
 	cc.Budget = 1000
@@ -79,7 +79,7 @@ func TestEmbeddingObserverIsLazy(t *testing.T) {
 		return seqs
 	}
 	below, at, past := embedState(100, 100), embedState(100, 100, 50), embedState(100, 100, 50, 10)
-	if o := (embedObserver{from: 250}); o.embeds(below) || !o.embeds(at) || !o.embeds(past) || o.embeds(nil) {
+	if o := (embedObserver{from: 250}); o.embeds(below) || !o.embeds(at) || !o.embeds(past) || o.embeds(nil) || o.history(below) != 200 {
 		t.Fatal("embeds does not compare the history's stored tokens with the threshold")
 	}
 	t.Run("below", func(t *testing.T) {
@@ -101,17 +101,38 @@ func TestEmbeddingObserverIsLazy(t *testing.T) {
 			t.Fatalf("stored %v, want [4]", got)
 		}
 	})
-	t.Run("large context", func(t *testing.T) {
-		answer := func(total uint32, sub string) *messages.Event {
+	t.Run("crowded", func(t *testing.T) {
+		// total is the call's context cost, recent and hist its tier's and its history's
+		// message counts.
+		answer := func(total, recent, hist uint32, sub string) *messages.Event {
 			return &messages.Event{Seq: 3, Payload: &messages.Event_LlmResponded{LlmResponded: &messages.LlmResponded{
-				StepId: "s1", CallId: "s1/llm-1", SubAgentId: sub, Context: &messages.ContextInfo{TotalTokens: total, Budget: 1000}}}}
+				StepId: "s1", CallId: "s1/llm-1", SubAgentId: sub, Tokens: 10,
+				Context: &messages.ContextInfo{TotalTokens: total, Budget: 1000, RecentCount: recent, HistoryCount: hist}}}}
 		}
-		if got := run(t, nil, Commit{Events: []*messages.Event{answer(499, "")}, Prev: below, State: below},
-			Commit{Events: []*messages.Event{answer(900, "a1")}, Prev: below, State: below}); len(got) != 0 {
-			t.Fatalf("stored %v for a context under half the budget and a sub-agent's", got)
+		small := embedState(10) // 10 tokens
+		for _, c := range []Commit{
+			// Besides its history (190 tokens: 200 less the answer's 10), the context
+			// spent 500 tokens: not over half the budget.
+			{Events: []*messages.Event{answer(690, 2, 2, "")}, Prev: below, State: below},
+			// 550 (over half), but the history's 10 tokens are under half the recent share
+			// of the 450 left (112).
+			{Events: []*messages.Event{answer(550, 1, 1, "")}, Prev: small, State: small},
+			// A sub-agent's call does not search the session's history.
+			{Events: []*messages.Event{answer(990, 1, 2, "a1")}, Prev: below, State: below},
+		} {
+			if got := run(t, nil, c); len(got) != 0 {
+				t.Fatalf("stored %v for a call that leaves room (%v)", got, c.Events[0].GetLlmResponded().GetContext())
+			}
 		}
-		if got := run(t, nil, Commit{Events: []*messages.Event{answer(500, "")}, Prev: below, State: below}); !slices.Equal(got, []uint64{1, 2, 100}) {
-			t.Fatalf("stored %v for a context of half the budget, want the history [1 2 100]", got)
+		for _, c := range []Commit{
+			// 551 besides the history: 2*200 >= 0.5*449.
+			{Events: []*messages.Event{answer(741, 2, 2, "")}, Prev: below, State: below},
+			// The history did not fit whole.
+			{Events: []*messages.Event{answer(300, 1, 2, "")}, Prev: below, State: below},
+		} {
+			if got := run(t, nil, c); !slices.Equal(got, []uint64{1, 2, 100}) {
+				t.Fatalf("stored %v for a crowded call (%v), want the history [1 2 100]", got, c.Events[0].GetLlmResponded().GetContext())
+			}
 		}
 	})
 	t.Run("activation", func(t *testing.T) {

@@ -150,10 +150,10 @@ func (o quotaUsage) Committed(c Commit) {
 // takes the history there hands the whole history to w at once (embedHistory), and
 // every commit after it hands its own messages, as an eager observer would. Whether a
 // session is past that point is read from its state (the history's stored counts), so
-// the observer keeps nothing per session. A call whose recorded context costs half the
-// budget or more while the history is still below the threshold (a system prompt of
-// half the budget, where the history may stop fitting sooner) hands the whole history
-// again with its answer.
+// the observer keeps nothing per session. The threshold holds for system prompts up to
+// half the budget; an answer whose recorded context shows more (or a history that did
+// not fit) while the history is below the threshold hands the whole history again
+// (crowded).
 //
 // With reembed (a vector store that does not outlive the process, vectormem) an
 // activation of a session past the threshold also hands its whole history to w once
@@ -162,7 +162,7 @@ func (o quotaUsage) Committed(c Commit) {
 // worker only leaves messages out of semantic retrieval: the observer never blocks or
 // fails the session.
 func Embedding(w *memory.EmbedWorker, reembed bool, cc memory.ContextConfig) ActivationObserver {
-	return embedObserver{w: w, reembed: reembed, from: embedFrom(cc)}
+	return embedObserver{w: w, reembed: reembed, from: embedFrom(cc), recent: cc.Ratios.Recent}
 }
 
 // embedFrom is the size of a history, in stored tokens (memory.Message.Tokens), from
@@ -182,21 +182,26 @@ func embedFrom(cc memory.ContextConfig) int {
 type embedObserver struct {
 	w       *memory.EmbedWorker
 	reembed bool
-	// from is embedFrom of the node's context configuration.
-	from int
+	// from is embedFrom of the node's context configuration, recent its recent share.
+	from   int
+	recent float64
 }
 
 // embeds reports whether session state st's history has reached o.from stored tokens:
-// its messages are embedded. It reads the stored counts (core.History's messages,
-// without building them) only until they reach o.from.
-func (o embedObserver) embeds(st *messages.SessionState) bool {
-	if o.from <= 0 {
-		return true
-	}
+// its messages are embedded.
+func (o embedObserver) embeds(st *messages.SessionState) bool { return o.history(st) >= o.from }
+
+// history is the stored tokens of session state st's history (core.History's messages,
+// counted without building them), read only until they reach o.from: at least o.from
+// when the history is that large, else exact.
+func (o embedObserver) history(st *messages.SessionState) int {
 	n := 0
+	if o.from <= 0 {
+		return n
+	}
 	for _, m := range st.GetThread() {
 		if n += int(m.GetTokens()); n >= o.from {
-			return true
+			return n
 		}
 	}
 	for _, s := range st.GetSteps() {
@@ -206,15 +211,15 @@ func (o embedObserver) embeds(st *messages.SessionState) bool {
 			continue
 		}
 		if n += int(s.GetOpeningTokens()); n >= o.from {
-			return true
+			return n
 		}
 		for _, m := range s.GetTranscript() {
 			if n += int(m.GetTokens()); n >= o.from {
-				return true
+				return n
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // Activated implements ActivationObserver: it re-embeds the history (reembed) of a
@@ -266,11 +271,11 @@ func (o embedObserver) Deactivated(id string, st *messages.SessionState, log *sl
 }
 
 // Committed implements Observer: below the threshold it embeds nothing (unless the
-// commit records a call whose context cost half its budget); the commit that reaches it
+// commit records a crowded call); the commit that reaches it
 // embeds the whole history; every commit after it embeds its own messages.
 func (o embedObserver) Committed(c Commit) {
-	if !o.embeds(c.State) {
-		if largeContext(c.Events) {
+	if h := o.history(c.State); h < o.from {
+		if o.crowded(c.Events, h) {
 			o.embedHistory(c.SessionID, c.State, c.Log)
 		}
 		return
@@ -291,13 +296,26 @@ func (o embedObserver) Committed(c Commit) {
 	}
 }
 
-// largeContext reports whether evs record an answer to one of the orchestrator's calls
-// (a step's or a follow-up's, the calls that may search) whose context cost at least
-// half its budget.
-func largeContext(evs []*messages.Event) bool {
+// crowded reports whether evs record an answer to one of the orchestrator's calls (a
+// step's or a follow-up's: the calls that may search) showing that a history of h
+// stored tokens, below the threshold, may stop fitting before it reaches it: the
+// history did not fit that call's context whole, or what the context spent besides the
+// history (system prompt, summary, reply priming) is over half the budget and the
+// history has reached half the recent share of what that leaves (the threshold's own
+// margin, for that call's system prompt).
+func (o embedObserver) crowded(evs []*messages.Event, h int) bool {
 	for _, ev := range evs {
 		r := ev.GetLlmResponded()
-		if c := r.GetContext(); c.GetBudget() > 0 && r.GetSubAgentId() == "" && 2*uint64(c.GetTotalTokens()) >= uint64(c.GetBudget()) {
+		c := r.GetContext()
+		if c.GetBudget() == 0 || r.GetSubAgentId() != "" {
+			continue
+		}
+		if c.GetRecentCount() < c.GetHistoryCount() {
+			return true
+		}
+		// The call's history was h less the answer recorded with it.
+		budget, over := int(c.GetBudget()), int(c.GetTotalTokens())-max(h-int(r.GetTokens()), 0)
+		if 2*over > budget && float64(2*h) >= o.recent*float64(budget-over) {
 			return true
 		}
 	}
