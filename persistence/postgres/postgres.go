@@ -271,14 +271,49 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if o := j.observe.Load(); o != nil {
 		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
 	}
-	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
+	sql, args, err := j.prepare(ctx, stream, expectedSeq, recs, entry)
+	if err != nil {
 		return 0, err
+	}
+	tag, err := j.group.exec(ctx, sql, args...)
+	return appended(stream, expectedSeq, len(recs), tag, err)
+}
+
+// appendAsync is append with its outcome passed to done (exactly once, on another
+// goroutine) instead of returned: the statement is prepared on the caller and submitted
+// to the committers, whose completion calls done. Nothing waits for the commit.
+func (j *Journal) appendAsync(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry, done func(last uint64, err error)) {
+	if o := j.observe.Load(); o != nil {
+		start, inner := time.Now(), done
+		done = func(last uint64, err error) {
+			(*o)(time.Since(start), len(recs), err)
+			inner(last, err)
+		}
+	}
+	sql, args, err := j.prepare(ctx, stream, expectedSeq, recs, entry)
+	if err == nil {
+		err = j.group.submit(ctx, sql, args, func(tag pgconn.CommandTag, err error) {
+			done(appended(stream, expectedSeq, len(recs), tag, err))
+		})
+		if err == nil {
+			return
+		}
+		err = fmt.Errorf("append to %s: %w", stream, err)
+	}
+	go done(0, err)
+}
+
+// prepare checks an append and builds its statement: appendIndexedSQL with entry,
+// else appendOneSQL or appendSQL.
+func (j *Journal) prepare(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (string, []any, error) {
+	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
+		return "", nil, err
 	}
 	if err := j.check(ctx); err != nil {
-		return 0, err
+		return "", nil, err
 	}
 	if expectedSeq > math.MaxInt64-uint64(len(recs)) {
-		return 0, fmt.Errorf("%w: sequence overflow", persistence.ErrInvalid)
+		return "", nil, fmt.Errorf("%w: sequence overflow", persistence.ErrInvalid)
 	}
 	now := time.Now().UTC()
 	types := make([]string, len(recs))
@@ -295,19 +330,23 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 		crcs[i] = int64(persistence.RecordChecksum(stream, expectedSeq+1+uint64(i), r.Type, datas[i]))
 	}
-	last = expectedSeq + uint64(len(recs))
-	var tag pgconn.CommandTag
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
 		user, goal, cost, tenant, sowner, forkedFrom := factArgs(*entry)
-		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
-			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)), forkedFrom)
+		return appendIndexedSQL, []any{stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
+			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)), forkedFrom}, nil
 	case len(recs) == 1:
-		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0])
+		return appendOneSQL, []any{stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0]}, nil
 	default:
-		tag, err = j.group.exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats, crcs)
+		return appendSQL, []any{stream, int64(expectedSeq), types, datas, ats, crcs}, nil
 	}
+}
+
+// appended is the outcome of an append of n records after expectedSeq to stream whose
+// statement returned tag and err: its last seq, or the error (a conflict when the
+// statement stored nothing or met the primary key).
+func appended(stream string, expectedSeq uint64, n int, tag pgconn.CommandTag, err error) (uint64, error) {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -318,7 +357,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if tag.RowsAffected() != 1 {
 		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
 	}
-	return last, nil
+	return expectedSeq + uint64(n), nil
 }
 
 // loadSQL reads the batches holding events after $2, oldest first: the batch holding
