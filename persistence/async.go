@@ -32,5 +32,11 @@ func AppendIndexedAsync(ctx context.Context, s SessionIndex, stream string, expe
 		a.AppendIndexedAsync(ctx, stream, expectedSeq, recs, entry, done)
 		return
 	}
+	appendIndexedOnGoroutine(ctx, s, stream, expectedSeq, recs, entry, done)
+}
+
+// appendIndexedOnGoroutine is AppendIndexedAsync's fallback, a function of its own so
+// that only this path moves entry to the heap (its goroutine holds it).
+func appendIndexedOnGoroutine(ctx context.Context, s SessionIndex, stream string, expectedSeq uint64, recs []Record, entry IndexEntry, done func(last uint64, err error)) {
 	go func() { done(s.AppendIndexed(ctx, stream, expectedSeq, recs, entry)) }()
 }

@@ -161,6 +161,13 @@ type appender struct {
 	queue   []*appendJob // not yet started
 	running bool         // an append is in flight
 	failed  bool         // an append failed: nothing queued after it is appended
+
+	// The append in flight (one at a time): its jobs and the release of its context.
+	// onAppended is a.appended, made once (a method value passed per append would be an
+	// allocation per append).
+	inflight   []*appendJob
+	cancel     context.CancelFunc
+	onAppended func(last uint64, err error)
 }
 
 // enqueue queues job, and starts its append unless one is in flight (the append in
@@ -228,7 +235,7 @@ func (a *appender) complete(batch []*appendJob, err error) {
 }
 
 // append starts batch as one journal append after batch[0].expected; its completion
-// completes batch and starts the next.
+// (appended) completes batch and starts the next.
 func (a *appender) append(batch []*appendJob) {
 	recs := batch[0].recs
 	if len(batch) > 1 {
@@ -241,14 +248,23 @@ func (a *appender) append(batch []*appendJob) {
 			recs = append(recs, job.recs...)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-	want := batch[len(batch)-1].next
-	appendIndexedAsync(ctx, a.deps, a.id, batch[0].expected, recs, batch[len(batch)-1].state, a.owner, func(last uint64, err error) {
-		cancel()
-		if err == nil && last != want {
-			err = fmt.Errorf("journal stored through seq %d, expected %d", last, want)
-		}
-		a.complete(batch, err)
-		a.next()
-	})
+	if a.onAppended == nil {
+		a.onAppended = a.appended
+	}
+	var ctx context.Context
+	ctx, a.cancel = context.WithTimeout(context.Background(), a.timeout)
+	a.inflight = batch
+	appendIndexedAsync(ctx, a.deps, a.id, batch[0].expected, recs, batch[len(batch)-1].state, a.owner, a.onAppended)
+}
+
+// appended is the outcome of the append in flight.
+func (a *appender) appended(last uint64, err error) {
+	batch := a.inflight
+	a.cancel()
+	a.inflight, a.cancel = nil, nil
+	if want := batch[len(batch)-1].next; err == nil && last != want {
+		err = fmt.Errorf("journal stored through seq %d, expected %d", last, want)
+	}
+	a.complete(batch, err)
+	a.next()
 }

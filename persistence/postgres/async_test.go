@@ -32,11 +32,12 @@ func openAsync(t *testing.T, n int) *Journal {
 // after it stay queued until it returns its error on the channel.
 func occupy(t *testing.T, j *Journal, d time.Duration) chan error {
 	t.Helper()
-	busy := make(chan error, 1)
-	sql := fmt.Sprintf("SELECT pg_sleep(%f)", d.Seconds())
-	if err := j.group.submit(context.Background(), sql, nil, func(_ pgconn.CommandTag, err error) { busy <- err }); err != nil {
+	r := &testReq{groupReq: groupReq{ctx: context.Background(), sql: fmt.Sprintf("SELECT pg_sleep(%f)", d.Seconds())}, out: make(chan error, 1)}
+	r.done = r
+	if err := j.group.submit(&r.groupReq); err != nil {
 		t.Fatal(err)
 	}
+	busy := r.out
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		j.group.mu.Lock()
 		n := len(j.group.queue)
@@ -49,6 +50,14 @@ func occupy(t *testing.T, j *Journal, d time.Duration) chan error {
 		}
 	}
 }
+
+// testReq is a statement submitted to the committers by a test: its error arrives on out.
+type testReq struct {
+	groupReq
+	out chan error
+}
+
+func (r *testReq) complete(_ pgconn.CommandTag, err error) { r.out <- err }
 
 // outcome is one AppendIndexedAsync callback.
 type outcome struct {

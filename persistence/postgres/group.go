@@ -52,23 +52,37 @@ type groupReq struct {
 	sql  string
 	args []any
 	// done gets the outcome, exactly once (finish): from the committer that ran the
-	// statement, from close, or from stop's context.AfterFunc when ctx ends first.
-	done    func(tag pgconn.CommandTag, err error)
+	// statement, from close, or from the context.AfterFunc of ctx when ctx ends first.
+	done    completer
 	claimed atomic.Bool
 	stop    func() bool // stops the AfterFunc of ctx; nil without one
 }
 
-// finish calls r.done with the outcome unless it was called already, and releases the
-// AfterFunc watching r.ctx. It reports whether it called done.
-func (r *groupReq) finish(tag pgconn.CommandTag, err error) bool {
+// completer is told the outcome of a groupReq (a struct embedding it, so that an append
+// costs one allocation, not a request and a closure). complete must not block: it runs
+// on a committer, and may submit.
+type completer interface {
+	complete(tag pgconn.CommandTag, err error)
+}
+
+// finish tells r.done the outcome unless it was told already, and releases the
+// AfterFunc watching r.ctx.
+func (r *groupReq) finish(tag pgconn.CommandTag, err error) {
 	if !r.claimed.CompareAndSwap(false, true) {
-		return false
+		return
 	}
 	if r.stop != nil {
 		r.stop()
 	}
-	r.done(tag, err)
-	return true
+	r.done.complete(tag, err)
+}
+
+// cancelled is the AfterFunc of r.ctx: the outcome is r.ctx's error, unless the
+// committer told it already. It does not read r.stop, which may not be set yet.
+func (r *groupReq) cancelled() {
+	if r.claimed.CompareAndSwap(false, true) {
+		r.done.complete(pgconn.CommandTag{}, r.ctx.Err())
+	}
 }
 
 // committers owns the group-commit goroutines of a journal.
@@ -99,29 +113,22 @@ func startCommitters(pool *pgxpool.Pool, n int) *committers {
 
 var errClosedCommitters = errors.New("journal closed")
 
-// submit queues the append statement sql with args; done gets its command tag or error,
-// exactly once, on a committer's goroutine (or on a goroutine of context.AfterFunc when
-// ctx ends first: done then gets ctx.Err() at once, whether the append was still queued
-// or running; it may still commit, exactly as a cancelled single statement may have).
-// submit never blocks and never calls done itself: it returns errClosedCommitters
-// instead, with done not called, once close began. done must not block: it runs on a
-// committer, and may submit.
-func (c *committers) submit(ctx context.Context, sql string, args []any, done func(pgconn.CommandTag, error)) error {
-	r := &groupReq{ctx: ctx, sql: sql, args: args, done: done}
-	if ctx.Done() != nil {
-		// Set before r is queued, so that whoever takes r sees it. The AfterFunc does not
-		// read r.stop: it may run before this returns.
-		r.stop = context.AfterFunc(ctx, func() {
-			if r.claimed.CompareAndSwap(false, true) {
-				done(pgconn.CommandTag{}, ctx.Err())
-			}
-		})
+// submit queues r (its ctx, sql, args and done set); r.done is told its command tag or
+// error, exactly once, on a committer's goroutine (or on a goroutine of
+// context.AfterFunc when r.ctx ends first: r.done is then told r.ctx.Err() at once,
+// whether the append was still queued or running; it may still commit, exactly as a
+// cancelled single statement may have). submit never blocks and never tells r.done
+// itself: it returns errClosedCommitters instead, r.done not told, once close began.
+func (c *committers) submit(r *groupReq) error {
+	if r.ctx.Done() != nil {
+		// Set before r is queued, so that whoever takes r sees it.
+		r.stop = context.AfterFunc(r.ctx, r.cancelled)
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		if !r.claimed.CompareAndSwap(false, true) {
-			return nil // ctx ended already: its AfterFunc answers
+			return nil // r.ctx ended already: its AfterFunc tells r.done
 		}
 		if r.stop != nil {
 			r.stop()
@@ -134,20 +141,30 @@ func (c *committers) submit(ctx context.Context, sql string, args []any, done fu
 	return nil
 }
 
+// waiter is a synchronous append's request: exec waits for ready.
+type waiter struct {
+	groupReq
+	tag   pgconn.CommandTag
+	err   error
+	ready chan struct{}
+}
+
+func (w *waiter) complete(tag pgconn.CommandTag, err error) {
+	w.tag, w.err = tag, err
+	close(w.ready)
+}
+
 // exec runs one append statement through a committer and returns its command tag. It
 // waits for the outcome unless ctx ends first (the append may then still commit, exactly
 // as a cancelled single statement may have).
 func (c *committers) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	type result struct {
-		tag pgconn.CommandTag
-		err error
-	}
-	res := make(chan result, 1) // buffered: the committer never blocks on a caller that left
-	if err := c.submit(ctx, sql, args, func(tag pgconn.CommandTag, err error) { res <- result{tag, err} }); err != nil {
+	w := &waiter{groupReq: groupReq{ctx: ctx, sql: sql, args: args}, ready: make(chan struct{})}
+	w.done = w
+	if err := c.submit(&w.groupReq); err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	r := <-res // submit watches ctx: a cancelled append's outcome comes at once
-	return r.tag, r.err
+	<-w.ready // submit watches ctx: a cancelled append's outcome comes at once
+	return w.tag, w.err
 }
 
 // close stops the committers after the batches in flight; appends still queued get

@@ -283,24 +283,52 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 // goroutine) instead of returned: the statement is prepared on the caller and submitted
 // to the committers, whose completion calls done. Nothing waits for the commit.
 func (j *Journal) appendAsync(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry, done func(last uint64, err error)) {
-	if o := j.observe.Load(); o != nil {
-		start, inner := time.Now(), done
-		done = func(last uint64, err error) {
-			(*o)(time.Since(start), len(recs), err)
-			inner(last, err)
-		}
+	a := &asyncAppend{stream: stream, expectedSeq: expectedSeq, n: len(recs), observe: j.observe.Load(), done: done}
+	if a.observe != nil {
+		a.start = time.Now()
 	}
 	sql, args, err := j.prepare(ctx, stream, expectedSeq, recs, entry)
-	if err == nil {
-		err = j.group.submit(ctx, sql, args, func(tag pgconn.CommandTag, err error) {
-			done(appended(stream, expectedSeq, len(recs), tag, err))
-		})
-		if err == nil {
-			return
-		}
-		err = fmt.Errorf("append to %s: %w", stream, err)
+	if err != nil {
+		go a.fail(err)
+		return
 	}
-	go done(0, err)
+	a.ctx, a.sql, a.args, a.groupReq.done = ctx, sql, args, a
+	if err := j.group.submit(&a.groupReq); err != nil {
+		go a.complete(pgconn.CommandTag{}, err)
+	}
+}
+
+// asyncAppend is one append of appendAsync: its committers' request and what its
+// completion needs, in one allocation.
+type asyncAppend struct {
+	groupReq
+	stream      string
+	expectedSeq uint64
+	n           int
+	start       time.Time
+	observe     *persistence.AppendObserver
+	done        func(last uint64, err error)
+}
+
+// complete is the committers' outcome of the statement.
+func (a *asyncAppend) complete(tag pgconn.CommandTag, err error) {
+	last, err := appended(a.stream, a.expectedSeq, a.n, tag, err)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	if a.observe != nil {
+		(*a.observe)(time.Since(a.start), a.n, nil)
+	}
+	a.done(last, nil)
+}
+
+// fail ends the append with err.
+func (a *asyncAppend) fail(err error) {
+	if a.observe != nil {
+		(*a.observe)(time.Since(a.start), a.n, err)
+	}
+	a.done(0, err)
 }
 
 // prepare checks an append and builds its statement: appendIndexedSQL with entry,
