@@ -11,7 +11,10 @@
 // conflict. One statement means one round trip, and the stream's head is simply its
 // highest seq (an index lookup), so there is no second row to update per append.
 // Concurrent appends of different streams share a transaction (group commit, group.go):
-// one round trip and one WAL flush for all of them.
+// one round trip and one WAL flush for all of them. An indexed append can also be made
+// asynchronously (AppendIndexedAsync, persistence.AsyncIndexAppender): prepared on the
+// caller, queued to the group commit, its outcome passed to a callback by the committer,
+// so the session grains' pipelined appends keep no goroutine waiting on the commit.
 package postgres
 
 import (
