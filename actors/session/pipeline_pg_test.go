@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +94,57 @@ func TestPipelinedAppendsOnPostgres(t *testing.T) {
 		}
 		if rec.GetSeq() != want.GetSeq() || rec.Type() != want.Type() {
 			t.Fatalf("live event %d is %d %s, stored %d %s", i, rec.GetSeq(), rec.Type(), want.GetSeq(), want.Type())
+		}
+	}
+}
+
+// TestPipelinedAppendsSurvivePostgresOutage cuts the node off its PostgreSQL journal
+// (used directly: the pipelined appends are asynchronous) while sessions run: appends
+// fail or time out while it is cut, and once it is back every session completes with
+// its journal contiguous and no step or answer recorded twice.
+func TestPipelinedAppendsSurvivePostgresOutage(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.StartCutProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	j, err := postgres.Open(context.Background(), u.String(), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	n := startUnwrapped(t, j, slowSteps(t))
+	var failed atomic.Int64
+	j.ObserveAppends(func(_ time.Duration, _ int, err error) { // after the node's own observer
+		if err != nil {
+			failed.Add(1)
+		}
+	})
+	running := []string{"pgo-1", "pgo-2", "pgo-3", "pgo-4"}
+	for _, id := range running {
+		if _, err := n.Session(id).Start(&messages.StartRequest{CommandId: "c-" + id, Goal: "survive the outage"}, cluster.WithTimeout(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range running {
+		testenv.Eventually(t, 15*time.Second, func() bool {
+			return count(storedEvents(t, j, id), "step_started") > 0
+		}, "session %s never started a step", id)
+	}
+	proxy.SetCut(true)
+	testenv.Eventually(t, 30*time.Second, func() bool { return failed.Load() > 0 }, "no append failed during the outage")
+	time.Sleep(time.Second)
+	proxy.SetCut(false)
+	for _, id := range running {
+		evs := waitTerminal(t, j, id, 60*time.Second)
+		checkExactlyOnce(t, evs, 2)
+		if c := count(evs, "session_started"); c != 1 {
+			t.Fatalf("session %s: %d session_started", id, c)
 		}
 	}
 }
