@@ -18,6 +18,9 @@
 // A node's journal is a [SessionStore]: the Journal and every capability the node builds
 // on (the session index with its leases, deletes, counts, tenants' usage, the append
 // observer), declared in that one interface and checked at start ([CheckSessionStore]).
+// One capability is optional: [AsyncIndexAppender], an indexed append whose outcome is
+// passed to a callback so that nothing waits on the commit (PostgreSQL);
+// [AppendIndexedAsync] uses it, or runs AppendIndexed on a goroutine of its own.
 //
 // persistence/protoactor adapts any Journal to Proto.Actor's persistence.Provider so plain
 // actors that use the standard persistence Mixin are stored in the same place.

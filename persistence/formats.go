@@ -106,10 +106,12 @@ func CheckFormats(stream string, recs []Record, lowest int) error {
 	return nil
 }
 
-// FormatGate returns s with Append and AppendIndexed refusing (before they reach s) an
-// append that holds an event type newer than lowest(), the lowest journal format the
-// cluster's members advertise: a *FormatGateError, nothing stored. lowest is called on
-// every append and must be cheap. Everything else is s's own.
+// FormatGate returns s with Append, AppendIndexed and AppendIndexedAsync refusing (before
+// they reach s) an append that holds an event type newer than lowest(), the lowest
+// journal format the cluster's members advertise: a *FormatGateError, nothing stored.
+// lowest is called on every append and must be cheap. Everything else is s's own (the
+// gate is an AsyncIndexAppender whatever s is: an s that is not one appends on a
+// goroutine of its own, AppendIndexedAsync).
 //
 // It is the lowest-version gate of a rolling upgrade: a member of a newer build never
 // writes an event an older member still in the cluster cannot decode.
@@ -131,7 +133,10 @@ type formatGate struct {
 	lowest func() int
 }
 
-var _ FormatGated = (*formatGate)(nil)
+var (
+	_ FormatGated        = (*formatGate)(nil)
+	_ AsyncIndexAppender = (*formatGate)(nil)
+)
 
 // LowestFormat implements FormatGated.
 func (g *formatGate) LowestFormat() int { return g.lowest() }
@@ -150,4 +155,13 @@ func (g *formatGate) AppendIndexed(ctx context.Context, stream string, expectedS
 		return 0, err
 	}
 	return g.SessionStore.AppendIndexed(ctx, stream, expectedSeq, recs, entry)
+}
+
+// AppendIndexedAsync implements AsyncIndexAppender.
+func (g *formatGate) AppendIndexedAsync(ctx context.Context, stream string, expectedSeq uint64, recs []Record, entry IndexEntry, done func(last uint64, err error)) {
+	if err := CheckFormats(stream, recs, g.lowest()); err != nil {
+		go done(0, err)
+		return
+	}
+	AppendIndexedAsync(ctx, g.SessionStore, stream, expectedSeq, recs, entry, done)
 }

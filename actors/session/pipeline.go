@@ -144,7 +144,11 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 // appender makes a grain's pipelined appends: one at a time, in order, each carrying
 // every job queued while the previous one was in flight (a group commit: a session
 // whose grain decides faster than the journal commits pays one commit for several
-// steps).
+// steps). No goroutine waits on an append: each is made with
+// persistence.AppendIndexedAsync, and its completion (on the journal's goroutine) closes
+// its jobs, tells the grain (appendDone) and starts the append of the jobs queued
+// meanwhile. A journal without asynchronous appends runs each on a goroutine of its own,
+// as long as that append.
 type appender struct {
 	id      string
 	deps    *Deps
@@ -155,21 +159,29 @@ type appender struct {
 
 	mu      sync.Mutex
 	queue   []*appendJob // not yet started
-	running bool         // a drain goroutine is running
+	running bool         // an append is in flight
 	failed  bool         // an append failed: nothing queued after it is appended
+
+	// The append in flight (one at a time): its jobs and the release of its context.
+	// onAppended is a.appended, made once (a method value passed per append would be an
+	// allocation per append).
+	inflight   []*appendJob
+	cancel     context.CancelFunc
+	onAppended func(last uint64, err error)
 }
 
-// enqueue queues job; a goroutine drains the queue while it is not empty. The goroutine
-// is owned by the grain: it ends when the queue is empty, and each append it makes is
-// bounded by timeout.
+// enqueue queues job, and starts its append unless one is in flight (the append in
+// flight starts it when it returns). Each append is bounded by timeout.
 func (a *appender) enqueue(job *appendJob) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.queue = append(a.queue, job)
-	if !a.running {
-		a.running = true
-		go a.drain()
+	if a.running {
+		a.mu.Unlock()
+		return
 	}
+	a.running = true
+	a.mu.Unlock()
+	a.next()
 }
 
 // reset clears the failure once the grain has acted on it (every job is done).
@@ -182,7 +194,11 @@ func (a *appender) reset() {
 	a.mu.Unlock()
 }
 
-func (a *appender) drain() {
+// next starts the append of every queued job, or ends the run (running) when none is
+// queued. After a failure the queued jobs are not appended: they end at once with
+// errNotAppended. Only the one that set running, or the completion of the append in
+// flight, calls it.
+func (a *appender) next() {
 	for {
 		a.mu.Lock()
 		batch, failed := a.queue, a.failed
@@ -193,28 +209,34 @@ func (a *appender) drain() {
 			return
 		}
 		a.mu.Unlock()
-		err := errNotAppended
 		if !failed {
-			err = a.append(batch)
+			a.append(batch)
+			return
 		}
-		if err != nil {
-			a.mu.Lock()
-			a.failed = true
-			a.mu.Unlock()
-		}
-		for _, job := range batch {
-			job.last, job.err = job.next, err
-			if err != nil {
-				job.last = 0
-			}
-			close(job.done)
-		}
-		a.root.Send(a.self, &appendDone{job: batch[len(batch)-1]})
+		a.complete(batch, errNotAppended)
 	}
 }
 
-// append makes batch one journal append after batch[0].expected.
-func (a *appender) append(batch []*appendJob) error {
+// complete sets the outcome of batch's jobs, err (nil: appended), and tells the grain.
+func (a *appender) complete(batch []*appendJob, err error) {
+	if err != nil {
+		a.mu.Lock()
+		a.failed = true
+		a.mu.Unlock()
+	}
+	for _, job := range batch {
+		job.last, job.err = job.next, err
+		if err != nil {
+			job.last = 0
+		}
+		close(job.done)
+	}
+	a.root.Send(a.self, &appendDone{job: batch[len(batch)-1]})
+}
+
+// append starts batch as one journal append after batch[0].expected; its completion
+// (appended) completes batch and starts the next.
+func (a *appender) append(batch []*appendJob) {
 	recs := batch[0].recs
 	if len(batch) > 1 {
 		n := 0
@@ -226,15 +248,23 @@ func (a *appender) append(batch []*appendJob) error {
 			recs = append(recs, job.recs...)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-	defer cancel()
-	want := batch[len(batch)-1].next
-	last, err := appendIndexed(ctx, a.deps, a.id, batch[0].expected, recs, batch[len(batch)-1].state, a.owner)
-	switch {
-	case err != nil:
-		return err
-	case last != want:
-		return fmt.Errorf("journal stored through seq %d, expected %d", last, want)
+	if a.onAppended == nil {
+		a.onAppended = a.appended
 	}
-	return nil
+	var ctx context.Context
+	ctx, a.cancel = context.WithTimeout(context.Background(), a.timeout)
+	a.inflight = batch
+	appendIndexedAsync(ctx, a.deps, a.id, batch[0].expected, recs, batch[len(batch)-1].state, a.owner, a.onAppended)
+}
+
+// appended is the outcome of the append in flight.
+func (a *appender) appended(last uint64, err error) {
+	batch := a.inflight
+	a.cancel()
+	a.inflight, a.cancel = nil, nil
+	if want := batch[len(batch)-1].next; err == nil && last != want {
+		err = fmt.Errorf("journal stored through seq %d, expected %d", last, want)
+	}
+	a.complete(batch, err)
+	a.next()
 }

@@ -63,8 +63,30 @@ SET status = EXCLUDED.status,
 
 // AppendIndexed implements persistence.SessionIndex.
 func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry) (uint64, error) {
-	if err := persistence.ValidateIndexEntry(stream, entry); err != nil {
+	if err := j.indexEntry(stream, recs, &entry); err != nil {
 		return 0, err
+	}
+	return j.append(ctx, stream, expectedSeq, recs, &entry)
+}
+
+var _ persistence.AsyncIndexAppender = (*Journal)(nil)
+
+// AppendIndexedAsync implements persistence.AsyncIndexAppender: the statement is built
+// on the caller and queued to the committers (group.go), the committer that ran it calls
+// done. No goroutine waits for the commit.
+func (j *Journal) AppendIndexedAsync(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry persistence.IndexEntry, done func(last uint64, err error)) {
+	if err := j.indexEntry(stream, recs, &entry); err != nil {
+		go done(0, err)
+		return
+	}
+	j.appendAsync(ctx, stream, expectedSeq, recs, &entry, done)
+}
+
+// indexEntry validates entry for an indexed append of recs to stream and sets its facts
+// from recs (Options.Facts), never from the caller.
+func (j *Journal) indexEntry(stream string, recs []persistence.Record, entry *persistence.IndexEntry) error {
+	if err := persistence.ValidateIndexEntry(stream, *entry); err != nil {
+		return err
 	}
 	entry.UserID, entry.Goal, entry.CostUSD, entry.Tenant, entry.Owner, entry.Tokens, entry.ArtifactBytes, entry.ForkedFrom = "", "", 0, "", "", 0, 0, ""
 	if j.facts != nil {
@@ -74,7 +96,7 @@ func (j *Journal) AppendIndexed(ctx context.Context, stream string, expectedSeq 
 			entry.UserID, entry.Goal, entry.Tenant, entry.Owner, entry.ForkedFrom = f.UserID, f.Goal, f.Tenant, f.Owner, f.ForkedFrom
 		}
 	}
-	return j.append(ctx, stream, expectedSeq, recs, &entry)
+	return nil
 }
 
 // factArgs are appendIndexedSQL's $11 to $15 and $18 for e: user, goal, tenant, owner

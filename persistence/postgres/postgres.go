@@ -11,7 +11,10 @@
 // conflict. One statement means one round trip, and the stream's head is simply its
 // highest seq (an index lookup), so there is no second row to update per append.
 // Concurrent appends of different streams share a transaction (group commit, group.go):
-// one round trip and one WAL flush for all of them.
+// one round trip and one WAL flush for all of them. An indexed append can also be made
+// asynchronously (AppendIndexedAsync, persistence.AsyncIndexAppender): prepared on the
+// caller, queued to the group commit, its outcome passed to a callback by the committer,
+// so the session grains' pipelined appends keep no goroutine waiting on the commit.
 package postgres
 
 import (
@@ -271,14 +274,77 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if o := j.observe.Load(); o != nil {
 		defer func(start time.Time) { (*o)(time.Since(start), len(recs), err) }(time.Now())
 	}
-	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
+	sql, args, err := j.prepare(ctx, stream, expectedSeq, recs, entry)
+	if err != nil {
 		return 0, err
+	}
+	tag, err := j.group.exec(ctx, sql, args...)
+	return appended(stream, expectedSeq, len(recs), tag, err)
+}
+
+// appendAsync is append with its outcome passed to done (exactly once, on another
+// goroutine) instead of returned: the statement is prepared on the caller and submitted
+// to the committers, whose completion calls done. Nothing waits for the commit.
+func (j *Journal) appendAsync(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry, done func(last uint64, err error)) {
+	a := &asyncAppend{stream: stream, expectedSeq: expectedSeq, n: len(recs), observe: j.observe.Load(), done: done}
+	if a.observe != nil {
+		a.start = time.Now()
+	}
+	sql, args, err := j.prepare(ctx, stream, expectedSeq, recs, entry)
+	if err != nil {
+		go a.fail(err)
+		return
+	}
+	a.ctx, a.sql, a.args, a.groupReq.done = ctx, sql, args, a
+	if err := j.group.submit(&a.groupReq); err != nil {
+		go a.complete(pgconn.CommandTag{}, err)
+	}
+}
+
+// asyncAppend is one append of appendAsync: its committers' request and what its
+// completion needs, in one allocation.
+type asyncAppend struct {
+	groupReq
+	stream      string
+	expectedSeq uint64
+	n           int
+	start       time.Time
+	observe     *persistence.AppendObserver
+	done        func(last uint64, err error)
+}
+
+// complete is the committers' outcome of the statement.
+func (a *asyncAppend) complete(tag pgconn.CommandTag, err error) {
+	last, err := appended(a.stream, a.expectedSeq, a.n, tag, err)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	if a.observe != nil {
+		(*a.observe)(time.Since(a.start), a.n, nil)
+	}
+	a.done(last, nil)
+}
+
+// fail ends the append with err.
+func (a *asyncAppend) fail(err error) {
+	if a.observe != nil {
+		(*a.observe)(time.Since(a.start), a.n, err)
+	}
+	a.done(0, err)
+}
+
+// prepare checks an append and builds its statement: appendIndexedSQL with entry,
+// else appendOneSQL or appendSQL.
+func (j *Journal) prepare(ctx context.Context, stream string, expectedSeq uint64, recs []persistence.Record, entry *persistence.IndexEntry) (string, []any, error) {
+	if err := persistence.ValidateAppend(stream, expectedSeq, recs); err != nil {
+		return "", nil, err
 	}
 	if err := j.check(ctx); err != nil {
-		return 0, err
+		return "", nil, err
 	}
 	if expectedSeq > math.MaxInt64-uint64(len(recs)) {
-		return 0, fmt.Errorf("%w: sequence overflow", persistence.ErrInvalid)
+		return "", nil, fmt.Errorf("%w: sequence overflow", persistence.ErrInvalid)
 	}
 	now := time.Now().UTC()
 	types := make([]string, len(recs))
@@ -295,19 +361,23 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 		}
 		crcs[i] = int64(persistence.RecordChecksum(stream, expectedSeq+1+uint64(i), r.Type, datas[i]))
 	}
-	last = expectedSeq + uint64(len(recs))
-	var tag pgconn.CommandTag
 	switch {
 	case entry != nil: // index.go
 		owner, ttl := leaseArgs(*entry)
 		user, goal, cost, tenant, sowner, forkedFrom := factArgs(*entry)
-		tag, err = j.group.exec(ctx, appendIndexedSQL, stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
-			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)), forkedFrom)
+		return appendIndexedSQL, []any{stream, int64(expectedSeq), types, datas, ats, crcs, entry.Status, dueAt(*entry), owner, ttl,
+			user, goal, cost, tenant, sowner, int64(min(entry.Tokens, math.MaxInt64)), int64(min(entry.ArtifactBytes, math.MaxInt64)), forkedFrom}, nil
 	case len(recs) == 1:
-		tag, err = j.group.exec(ctx, appendOneSQL, stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0])
+		return appendOneSQL, []any{stream, int64(expectedSeq), types[0], datas[0], ats[0], crcs[0]}, nil
 	default:
-		tag, err = j.group.exec(ctx, appendSQL, stream, int64(expectedSeq), types, datas, ats, crcs)
+		return appendSQL, []any{stream, int64(expectedSeq), types, datas, ats, crcs}, nil
 	}
+}
+
+// appended is the outcome of an append of n records after expectedSeq to stream whose
+// statement returned tag and err: its last seq, or the error (a conflict when the
+// statement stored nothing or met the primary key).
+func appended(stream string, expectedSeq uint64, n int, tag pgconn.CommandTag, err error) (uint64, error) {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -318,7 +388,7 @@ func (j *Journal) append(ctx context.Context, stream string, expectedSeq uint64,
 	if tag.RowsAffected() != 1 {
 		return 0, fmt.Errorf("append to %s after seq %d: %w", stream, expectedSeq, persistence.ErrConflict)
 	}
-	return last, nil
+	return expectedSeq + uint64(n), nil
 }
 
 // loadSQL reads the batches holding events after $2, oldest first: the batch holding
