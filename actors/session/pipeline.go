@@ -146,9 +146,9 @@ func (g *Grain) finishJob(ctx cluster.GrainContext, job *appendJob) {
 // whose grain decides faster than the journal commits pays one commit for several
 // steps). No goroutine waits on an append: each is made with
 // persistence.AppendIndexedAsync, and its completion (on the journal's goroutine) closes
-// its jobs, tells the grain (appendDone) and starts the append of the jobs queued
-// meanwhile. A journal without asynchronous appends runs each on a goroutine of its own,
-// as long as that append.
+// its jobs and tells the grain (appendDone); the jobs queued meanwhile are then handed to
+// the journal by a goroutine that ends once it has (appended). A journal without
+// asynchronous appends runs each on a goroutine of its own, as long as that append.
 type appender struct {
 	id      string
 	deps    *Deps
@@ -266,5 +266,15 @@ func (a *appender) appended(last uint64, err error) {
 		err = fmt.Errorf("journal stored through seq %d, expected %d", last, want)
 	}
 	a.complete(batch, err)
-	a.next()
+	a.mu.Lock()
+	if len(a.queue) == 0 {
+		a.running = false
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	// The jobs queued meanwhile are appended from a goroutine of their own, which ends
+	// once it has handed them to the journal: their preparation stays off the journal's
+	// goroutine, and the jobs the grain decides while it starts go in the same append.
+	go a.next()
 }

@@ -24,8 +24,9 @@ import (
 // An append is a request with a completion callback (submit): the committer that ran it
 // calls back, and nobody waits on it. The session grains' appends come this way
 // (AppendIndexedAsync): a session with an append in flight has no goroutine of its own
-// parked on the commit, and its callback submits the session's next append from the
-// committer's goroutine. So submitting never blocks: the queue is a mutex-guarded slice
+// parked on the commit, and its callback may submit the session's next append from the
+// committer's goroutine (the session appender hands it to a goroutine of its own). So
+// submitting never blocks: the queue is a mutex-guarded slice
 // with a wake signal (a condition variable), not a bounded channel whose full buffer
 // would park the submitter (and deadlock a committer submitting from a callback). It
 // needs no bound of its own: a session grain has at most one append in flight (its
