@@ -7,7 +7,6 @@ import (
 
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/internal/testenv"
-	"github.com/fathom-agents/fathom/memory"
 )
 
 // TestDeleteSession: DELETE /v1/sessions/{id} refuses a running session with 409 (and
@@ -18,7 +17,7 @@ func TestDeleteSession(t *testing.T) {
 	// No recent share: the node embeds every message of the (short) session, so it has
 	// vectors to delete (session.Embedding embeds a history from half the recent share).
 	g := startGW(t, gwOpts{delayMS: 300, session: func(c *session.Config) {
-		c.ContextRatios = memory.Ratios{Recent: 0, Summary: 0.5, Semantic: 0.5}
+		c.ContextRatios.Recent, c.ContextRatios.Summary, c.ContextRatios.Semantic = 0, 0.5, 0.5
 	}})
 	ctx := context.Background()
 	const id = "del-1"

@@ -235,8 +235,12 @@ func TestRunWithPgvector(t *testing.T) {
 		args []string
 		dims int
 	}{
-		{[]string{"--embedder", "hash", "--context-budget", "6000", "--context-ratios", "60/25/15", "--summary-target", "1000"}, 256},
-		{[]string{"--embedder", "openai", "--embedding-dim", "64"}, 64},
+		// A recent share of 0 puts the embedding threshold (half the recent share of the
+		// budget) at 0: every history message is embedded. With the default ratios a
+		// session this short stays below it and stores none (actors/session
+		// TestLazyEmbedding).
+		{[]string{"--embedder", "hash", "--context-budget", "6000", "--context-ratios", "0/70/30", "--summary-target", "1000"}, 256},
+		{[]string{"--embedder", "openai", "--embedding-dim", "64", "--context-ratios", "0/50/50"}, 64},
 	} {
 		args := append([]string{"run", "--postgres", dsn, "--vector-store", "pgvector", "--json"}, c.args...)
 		r := fathom(t, cleanEnv(), append(args, "Summarise the CAP theorem")...)
