@@ -79,24 +79,19 @@ func TestEventStreamOfUnknownSessionIsNotFound(t *testing.T) {
 // the node's log has the cause under that request id. The WebSocket's error frames do
 // the same, and so does the event stream.
 func TestErrorBodiesHideInternals(t *testing.T) {
-	dsn := testenv.PostgresDSN(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testenv.StartCutProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
+	proxy, cutDSN := testenv.CutPostgres(t)
 	var log testenv.Buffer
-	g := startGW(t, gwOpts{postgres: u.String(), log: &log})
+	g := startGW(t, gwOpts{postgres: cutDSN, log: &log})
 	if status, out := call(t, g.srv, "POST", "/v1/sessions", token, []byte(`{"goal":"write a haiku","session_id":"before"}`)); status != 201 {
 		t.Fatalf("start = %d %v", status, out)
 	}
 
 	proxy.SetCut(true)
 	_, port, _ := net.SplitHostPort(proxy.Addr())
+	u, err := url.Parse(cutDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
 	secrets := []string{port, "user=", "database=", u.User.Username() + "@", strings.TrimPrefix(u.Path, "/"), "127.0.0.1", "failed to connect", "load snapshot"}
 	checkHidden := func(what, text string) {
 		t.Helper()

@@ -69,18 +69,7 @@ func TestLazyEmbedding(t *testing.T) {
 		probes = 40
 		budget = 3000
 	)
-	type probeArgs struct {
-		N int `json:"n"`
-	}
-	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
-		if a.N == 3 {
-			return fmt.Sprintf("probe %d: the vault code is ZEBRA-42", a.N), nil
-		}
-		return fmt.Sprintf("probe %d: nothing notable;%s", a.N, strings.Repeat(" reading nominal;", 30)), nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := probeRegistry(t, ";"+strings.Repeat(" reading nominal;", 30))
 	// No summary (the summarizer is down): summary_updated events would land at times
 	// that differ from node to node, and the two long sessions must record the same
 	// events under the same seqs.

@@ -33,18 +33,7 @@ func TestLongSessionMemory(t *testing.T) {
 	if testing.Short() {
 		probes = 300
 	}
-	type probeArgs struct {
-		N int `json:"n"`
-	}
-	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
-		if a.N == 3 {
-			return fmt.Sprintf("probe %d: the vault code is ZEBRA-42", a.N), nil
-		}
-		return fmt.Sprintf("probe %d: nothing notable", a.N), nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := probeRegistry(t, "")
 	s, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
 		{"system_match":"FATHOM-ROLE: summarizer","response":"Summary: the agent probed the sensors many times."},
@@ -150,15 +139,7 @@ func TestLongSessionMemory(t *testing.T) {
 // TestSummarizerFailureNeverFailsTheSession: a summarizer that always errors leaves the
 // session without a summary, and the session completes.
 func TestSummarizerFailureNeverFailsTheSession(t *testing.T) {
-	type probeArgs struct {
-		N int `json:"n"`
-	}
-	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
-		return fmt.Sprintf("probe %d: nothing notable", a.N), nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := probeRegistry(t, "")
 	s, err := mock.ParseScript([]byte(`{"rules":[
 		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"}]}"},
 		{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
@@ -262,19 +243,7 @@ func TestActivationReembedsAndSummarizes(t *testing.T) {
 		probes    = 40
 		threshold = 600
 	)
-	type probeArgs struct {
-		N int `json:"n"`
-	}
-	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
-		if a.N == 3 {
-			return fmt.Sprintf("probe %d: the vault code is ZEBRA-42", a.N), nil
-		}
-		// Long readings: the history outgrows the (smallest valid) context budget.
-		return fmt.Sprintf("probe %d: nothing notable;%s", a.N, strings.Repeat(" reading nominal;", 30)), nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := probeRegistry(t, ";"+strings.Repeat(" reading nominal;", 30))
 	mkScript := func(summarizer string) *mock.Script {
 		s, err := mock.ParseScript([]byte(`{"rules":[
 			{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
@@ -366,4 +335,24 @@ func TestActivationReembedsAndSummarizes(t *testing.T) {
 	if ans.GetContent() != "The vault code is ZEBRA-42." || ans.GetContext().GetSemanticCount() == 0 || !ans.GetContext().GetHasSummary() {
 		t.Fatalf("final answer %q with context %v", ans.GetContent(), ans.GetContext())
 	}
+}
+
+// probeRegistry is a registry of one tool, probe, whose reading of sensor 3 holds the
+// vault code (ZEBRA-42); every other reading is "nothing notable" and pad (long readings
+// make a history outgrow a small context budget).
+func probeRegistry(t *testing.T, pad string) *tools.Registry {
+	t.Helper()
+	type probeArgs struct {
+		N int `json:"n"`
+	}
+	reg, err := tools.NewRegistry(tools.MustNew("probe", "Probes sensor n.", tools.SandboxNone, func(_ context.Context, a probeArgs) (any, error) {
+		if a.N == 3 {
+			return fmt.Sprintf("probe %d: the vault code is ZEBRA-42", a.N), nil
+		}
+		return fmt.Sprintf("probe %d: nothing notable%s", a.N, pad), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }

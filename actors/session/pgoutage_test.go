@@ -3,7 +3,6 @@ package session_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,18 +24,9 @@ import (
 // contiguous and no step, start or answer recorded twice, with no client request to the
 // running ones.
 func TestPostgresOutageLosesNothing(t *testing.T) {
-	dsn := testenv.PostgresDSN(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testenv.StartCutProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
+	proxy, cutDSN := testenv.CutPostgres(t)
 	ctx := context.Background()
-	j, err := postgres.Open(ctx, u.String(), postgres.Options{})
+	j, err := postgres.Open(ctx, cutDSN, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,17 +102,8 @@ func TestPipelinedAppendsOnPostgres(t *testing.T) {
 // fail or time out while it is cut, and once it is back every session completes with
 // its journal contiguous and no step or answer recorded twice.
 func TestPipelinedAppendsSurvivePostgresOutage(t *testing.T) {
-	dsn := testenv.PostgresDSN(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := testenv.StartCutProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	j, err := postgres.Open(context.Background(), u.String(), postgres.Options{})
+	proxy, cutDSN := testenv.CutPostgres(t)
+	j, err := postgres.Open(context.Background(), cutDSN, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

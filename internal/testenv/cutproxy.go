@@ -3,6 +3,7 @@ package testenv
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,23 @@ type CutProxy struct {
 	cut   bool
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+}
+
+// CutPostgres is the test's PostgreSQL (PostgresDSN) behind a CutProxy: the proxy and a
+// DSN that reaches the database through it, with a 2 s connect timeout so that a node
+// cut off fails its dials quickly.
+func CutPostgres(t testing.TB) (*CutProxy, string) {
+	t.Helper()
+	u, err := url.Parse(PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := StartCutProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	return proxy, u.String()
 }
 
 // StartCutProxy listens on a free loopback port and forwards to target until the test
