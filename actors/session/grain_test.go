@@ -47,10 +47,14 @@ type harness struct {
 
 type harnessOpts struct {
 	journal persistence.Journal // shared journal; nil opens a fresh one
-	script  *mock.Script        // nil = demo script
-	cfg     func(*session.Config)
-	llm     func(*node.LLMConfig)
-	tools   *tools.Executor // nil = a registry with the test tools
+	// direct hands journal to the node itself instead of wrapped in journaltest.Faulty
+	// (whose appends are synchronous), so the grains use its asynchronous appends
+	// (persistence.AsyncIndexAppender); the node's Stop closes it.
+	direct bool
+	script *mock.Script // nil = demo script
+	cfg    func(*session.Config)
+	llm    func(*node.LLMConfig)
+	tools  *tools.Executor // nil = a registry with the test tools
 	// feedPoll is the node's feed polling (node.Config.FeedPoll).
 	feedPoll time.Duration
 	// artifacts is the node's artifact store (nil: the node's default).
@@ -133,8 +137,12 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	journal := o.journal
+	if !o.direct {
+		journal = keepOpen(journal)
+	}
 	n, err := node.Start(ctx, node.Config{
-		Journal: keepOpen(o.journal), Cluster: ccfg, Session: scfg, Logger: log,
+		Journal: journal, Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
 		PromptsDir: o.promptsDir, Telemetry: o.telemetry, Memory: o.memory, SessionObservers: o.observers,
 	})

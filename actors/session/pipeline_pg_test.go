@@ -3,18 +3,12 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/fathom-agents/fathom/actors/session"
-	"github.com/fathom-agents/fathom/actors/session/core"
-	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/internal/node"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/llm/mock"
@@ -23,38 +17,15 @@ import (
 	"github.com/fathom-agents/fathom/persistence/postgres"
 )
 
-// startUnwrapped starts a node on j itself: startHarness wraps its journal
-// (journaltest.Faulty, which appends synchronously), this node's grains append through
-// j's AppendIndexedAsync.
-func startUnwrapped(t *testing.T, j persistence.SessionStore, script *mock.Script) *node.Node {
+// startDirect starts a harness node on j itself (harnessOpts.direct, not wrapped in
+// journaltest.Faulty, which appends synchronously): its grains append through j's
+// AppendIndexedAsync.
+func startDirect(t *testing.T, j persistence.SessionStore, script *mock.Script) *node.Node {
 	t.Helper()
 	if _, ok := j.(persistence.AsyncIndexAppender); !ok {
 		t.Fatalf("%T has no asynchronous appends", j)
 	}
-	model := mock.New(mock.Config{Script: *script})
-	srv := httptest.NewServer(model.Handler())
-	t.Cleanup(srv.Close)
-	scfg := session.DefaultConfig()
-	scfg.Endpoint = core.Endpoint{Provider: "openai", BaseURL: "http://scripted-model.test/v1"}
-	ccfg := fcluster.DefaultConfig()
-	ccfg.Provider = "local"
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ccfg.Logger = log
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, node.Config{Journal: j, Cluster: ccfg, Session: scfg, Logger: log,
-		LLM: node.LLMConfig{BaseURL: srv.URL + "/v1", APIKey: "test"}, Tools: testTools(t)})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return startHarness(t, harnessOpts{journal: j, script: script, direct: true}).node
 }
 
 // TestPipelinedAppendsOnPostgres runs sessions on the PostgreSQL journal itself (no test
@@ -69,7 +40,7 @@ func TestPipelinedAppendsOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() }) // after the node's Stop, which closes it first
-	n := startUnwrapped(t, j, stepsScript(t, steps))
+	n := startDirect(t, j, stepsScript(t, steps))
 	run := fmt.Sprintf("pgpipe-%d", time.Now().UnixNano())
 	first := run + "-0"
 	sub := n.Feed().Subscribe(first, 0)
@@ -108,7 +79,7 @@ func TestPipelinedAppendsSurvivePostgresOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	n := startUnwrapped(t, j, slowSteps(t))
+	n := startDirect(t, j, slowSteps(t))
 	var failed atomic.Int64
 	j.ObserveAppends(func(_ time.Duration, _ int, err error) { // after the node's own observer
 		if err != nil {
