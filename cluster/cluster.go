@@ -170,6 +170,9 @@ type Node struct {
 	topoMu  sync.Mutex
 	members []*cluster.Member
 	sub     *eventstream.Subscription
+	// placement is the rendezvous hashing disthash places identities with, over the same
+	// topology (its own is not exported): Places reads it. Safe for concurrent use.
+	placement *cluster.Rendezvous
 }
 
 // New prepares a member of system hosting kinds. It does not start anything.
@@ -224,7 +227,8 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 		copts = append(copts, cluster.WithHeartbeatExpiration(gossipHeartbeatExpiration))
 	}
 	ccfg := cluster.Configure(cfg.Name, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, ropts...), copts...)
-	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), system: system, cluster: cluster.New(system, ccfg)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), system: system, cluster: cluster.New(system, ccfg),
+		placement: cluster.NewRendezvous()}
 	n.sub = system.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
 			ms := make([]*cluster.Member, len(t.Members))
@@ -232,6 +236,7 @@ func New(cfg Config, system *actor.ActorSystem, kinds ...*cluster.Kind) (*Node, 
 			n.topoMu.Lock()
 			n.members = ms
 			n.topoMu.Unlock()
+			n.placement.UpdateMembers(ms)
 		}
 	})
 	return n, nil
@@ -530,6 +535,13 @@ func (n *Node) System() *actor.ActorSystem { return n.system }
 
 // Address is the member's remoting address host:port (valid after Start).
 func (n *Node) Address() string { return n.system.Address() }
+
+// Places reports whether the cluster places identity of kind on this member, as this
+// member sees the topology (false before it has one): the answer disthash gives, except
+// for the moment a topology change reaches one before the other.
+func (n *Node) Places(kind, identity string) bool {
+	return n.placement.GetByClusterIdentity(&cluster.ClusterIdentity{Identity: identity, Kind: kind}) == n.Address()
+}
 
 // MemberAddresses lists the addresses of the members this node currently sees, sorted.
 func (n *Node) MemberAddresses() []string {

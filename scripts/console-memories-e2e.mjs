@@ -33,10 +33,13 @@ const { chromium } = require("playwright-core");
 const step = (msg) => console.log(`console-memories-e2e: ${msg}`);
 const browser = await chromium.launch({ executablePath: env("CHROMIUM"), args: ["--no-sandbox"] });
 let failed = false;
+let page;
 try {
   const ctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
-  const page = await ctx.newPage();
-  page.setDefaultTimeout(30_000);
+  page = await ctx.newPage();
+  // Generous: under a loaded CI machine (test packages in parallel on 2 cores) one wait
+  // once overran 30 s. A failure prints what the page showed.
+  page.setDefaultTimeout(60_000);
   page.on("pageerror", (e) => { console.error(`page error: ${e.message}`); failed = true; });
   page.on("dialog", (d) => d.accept());
   await page.goto(url);
@@ -69,6 +72,10 @@ try {
 } catch (e) {
   console.error(`console-memories-e2e: FAILED: ${e.message}`);
   failed = true;
+  if (page) {
+    const shown = await page.locator("body").innerText({ timeout: 5_000 }).catch((err) => `(unreadable: ${err.message})`);
+    console.error(`console-memories-e2e: the page (${page.url()}) showed:\n${shown.slice(0, 3000)}`);
+  }
 } finally {
   await browser.close();
 }

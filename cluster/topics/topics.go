@@ -15,7 +15,10 @@
 // (on a *cluster.ClusterTopology event) and catch up by seq. A session's topic actor stops
 // once the session's terminal event (completed, failed, cancelled) is delivered, so a
 // finished session leaves nothing behind; a subscriber that wants later turns subscribes
-// again.
+// again. A topic nobody subscribed to costs nothing: with Options.NoSubscriber (the node
+// sets it from Live, which Kind keeps), the publisher skips a session's topic whose actor
+// would be placed on this member when none runs here, since only a subscription could
+// have started one. A subscriber subscribes first, then reads what it missed.
 //
 // Subscribing, from any process that joined the cluster:
 //
@@ -66,6 +69,12 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives publish failures (default slog.Default()).
 	Logger *slog.Logger
+	// NoSubscriber, when set, reports that topic has no subscriber for certain: its
+	// messages are then not published (Skipped counts them), so that no topic actor is
+	// activated only to deliver them to nobody. The node's reports it for a session's
+	// topic placed on this member with no topic actor running here (Live). Called from
+	// the publisher's goroutine only.
+	NoSubscriber func(topic string) bool
 }
 
 // Publisher publishes sessions' events and members' restarts from one goroutine, in the
@@ -79,6 +88,7 @@ type Publisher struct {
 	once    sync.Once
 	dropped atomic.Uint64
 	failed  atomic.Uint64
+	skipped atomic.Uint64
 	// drainBy is when Close gives up on what is still queued (unix ns; 0 until Close).
 	drainBy atomic.Int64
 	// drainFailed: a publish failed after Close; the rest is counted as failed without
@@ -127,6 +137,10 @@ func (p *Publisher) Dropped() uint64 { return p.dropped.Load() }
 
 // Failed is how many messages a publish call failed to deliver to their topic.
 func (p *Publisher) Failed() uint64 { return p.failed.Load() }
+
+// Skipped is how many messages were not published because their topic had no subscriber
+// (Options.NoSubscriber).
+func (p *Publisher) Skipped() uint64 { return p.skipped.Load() }
 
 // Close publishes what is queued and stops, within Options.Timeout in all: what is not
 // published by then, or after a publish failed (a leaving member's topics have no
@@ -205,6 +219,10 @@ func (p *Publisher) publishGrouped(batch []item) {
 // topic, the topic actor is stopped once they are delivered.
 func (p *Publisher) publish(items []item) {
 	topic := items[0].topic
+	if p.opts.NoSubscriber != nil && p.opts.NoSubscriber(topic) {
+		p.skipped.Add(uint64(len(items)))
+		return
+	}
 	b := &cluster.PubSubBatch{Envelopes: make([]proto.Message, len(items))}
 	for i, it := range items {
 		b.Envelopes[i] = it.msg

@@ -12,6 +12,7 @@ import (
 	"github.com/fathom-agents/fathom/actors/session"
 	"github.com/fathom-agents/fathom/actors/summarizer"
 	fcluster "github.com/fathom-agents/fathom/cluster"
+	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/internal/backends"
 	"github.com/fathom-agents/fathom/internal/metrics"
 	"github.com/fathom-agents/fathom/internal/telemetry"
@@ -158,7 +159,7 @@ func (n *Node) components(b *boot) []component {
 			start: func(context.Context) error { return n.registerSessions(b) }},
 		{name: "cluster member", why: "joins the cluster (local or Consul): grains are placed from here on",
 			start: func(ctx context.Context) (err error) {
-				if n.member, err = fcluster.New(n.clusterConfig(cfg.Cluster), b.system, session.Kind()); err != nil {
+				if n.member, err = fcluster.New(n.clusterConfig(cfg.Cluster), b.system, session.Kind(), topics.Kind(n.liveTopics, cfg.Logger.With("component", "topics"))); err != nil {
 					return err
 				}
 				n.gateMember.Store(n.member)

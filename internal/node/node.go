@@ -281,6 +281,9 @@ type Node struct {
 	// on the cluster's pub-sub (topics.go).
 	events eventObservers
 	topics *topics.Publisher
+	// liveTopics are the topic actors running on this member (the topic kind keeps it):
+	// a session's topic placed here with none running has no subscriber (topics.go).
+	liveTopics *topics.Live
 	// reactivator is the session reactivator's actor; nil when reactivation is off.
 	// reactivatorMu guards its stop (a drain and Stop both stop it).
 	reactivator   *actor.PID
@@ -336,7 +339,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	// A line logged with a context that carries a span gets its trace_id and span_id.
 	cfg.Logger = slog.New(telemetry.LogHandler(cfg.Logger.Handler()))
-	n = &Node{cfg: cfg, log: cfg.Logger, startedAt: time.Now().UTC()}
+	n = &Node{cfg: cfg, log: cfg.Logger, startedAt: time.Now().UTC(), liveTopics: topics.NewLive()}
 	started := n // the named result is nil by the time a failing return reaches the defer
 	defer func() {
 		if err != nil {

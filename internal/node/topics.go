@@ -43,7 +43,8 @@ func (o *eventObservers) Committed(c session.Commit) {
 // and subscribe to everyone's.
 func (n *Node) startTopics() observer.Config {
 	c := n.member.Cluster()
-	n.topics = topics.NewPublisher(c, topics.Options{Logger: n.log.With("component", "topics")})
+	n.topics = topics.NewPublisher(c, topics.Options{Logger: n.log.With("component", "topics"),
+		NoSubscriber: n.liveTopics.NoSubscriber(n.member.Places)})
 	n.events.topics.Store(n.topics)
 	return observer.Config{
 		OnRestart: func(r observer.Restart) { n.topics.Restart(observer.Record(r)) },
