@@ -48,6 +48,15 @@ type EmbedJob struct {
 	// every job queued before it (a session passivating from an in-process store drops
 	// its vectors; its next activation re-embeds them, queued after the drop).
 	Drop bool
+	// IfMissing skips the job when the store already holds a vector for its seq: the
+	// worker asks a store that can tell (persistence.VectorSeqs), once per stream for
+	// the jobs it embeds together, right before embedding them (after every job queued
+	// before them), and also skips a job whose seq an earlier job of the same round
+	// embeds. A store that cannot tell embeds the job as usual; one whose answer fails
+	// fails the stream's IfMissing jobs of the round (OnError) rather than embedding
+	// them blind. For handing a history again without paying to embed it again (a
+	// session activated over a durable store, whose earlier jobs may have been lost).
+	IfMissing bool
 
 	done chan error // DropStream's wait: the drop's result, buffered
 }
@@ -247,10 +256,17 @@ func (w *EmbedWorker) drop(job EmbedJob) {
 	}
 }
 
-// embed embeds and stores jobs (none a drop).
+// streamKey names a tenant's stream.
+type streamKey struct{ tenant, stream string }
+
+// embed embeds and stores jobs (none a drop), but for the IfMissing ones already stored
+// (missing).
 func (w *EmbedWorker) embed(batch []EmbedJob) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Timeout)
 	defer cancel()
+	if batch = w.missing(ctx, batch); len(batch) == 0 {
+		return
+	}
 	texts := make([]string, len(batch))
 	for i, j := range batch {
 		texts[i] = j.Text
@@ -264,11 +280,10 @@ func (w *EmbedWorker) embed(batch []EmbedJob) {
 		return
 	}
 	// Group by tenant and stream, keeping order: one Upsert per stream.
-	type key struct{ tenant, stream string }
-	byStream := map[key][]persistence.Vector{}
-	var order []key
+	byStream := map[streamKey][]persistence.Vector{}
+	var order []streamKey
 	for i, j := range batch {
-		k := key{j.tenant(), j.Stream}
+		k := streamKey{j.tenant(), j.Stream}
 		if _, ok := byStream[k]; !ok {
 			order = append(order, k)
 		}
@@ -278,13 +293,74 @@ func (w *EmbedWorker) embed(batch []EmbedJob) {
 		if err := w.cfg.Store.Upsert(ctx, k.tenant, k.stream, byStream[k]); err != nil {
 			var failed []EmbedJob
 			for _, j := range batch {
-				if (key{j.tenant(), j.Stream}) == k {
+				if (streamKey{j.tenant(), j.Stream}) == k {
 					failed = append(failed, j)
 				}
 			}
 			w.fail(failed, fmt.Errorf("store vectors: %w", err))
 		}
 	}
+}
+
+// missing returns batch (embedding jobs, in order) without its IfMissing jobs whose seq
+// the store holds, or an earlier job of batch embeds: it asks the store
+// (persistence.VectorSeqs) once per stream that has IfMissing jobs, for their seqs. The
+// IfMissing jobs of a stream whose stored seqs cannot be read fail. batch is returned
+// as is when it has no IfMissing job or the store cannot tell.
+func (w *EmbedWorker) missing(ctx context.Context, batch []EmbedJob) []EmbedJob {
+	vs, ok := w.cfg.Store.(persistence.VectorSeqs)
+	if !ok {
+		return batch
+	}
+	among := map[streamKey][]uint64{}
+	var order []streamKey
+	for _, j := range batch {
+		if !j.IfMissing {
+			continue
+		}
+		k := streamKey{j.tenant(), j.Stream}
+		if _, ok := among[k]; !ok {
+			order = append(order, k)
+		}
+		among[k] = append(among[k], j.Seq)
+	}
+	if len(order) == 0 {
+		return batch
+	}
+	type seqKey struct {
+		streamKey
+		seq uint64
+	}
+	// skip holds the seqs not to embed again: stored ones, then those of kept jobs.
+	skip := map[seqKey]bool{}
+	failed := map[streamKey]bool{}
+	for _, k := range order {
+		seqs, err := vs.StoredSeqs(ctx, k.tenant, k.stream, among[k])
+		if err != nil {
+			failed[k] = true
+			var jobs []EmbedJob
+			for _, j := range batch {
+				if j.IfMissing && (streamKey{j.tenant(), j.Stream}) == k {
+					jobs = append(jobs, j)
+				}
+			}
+			w.fail(jobs, fmt.Errorf("read stored seqs: %w", err))
+			continue
+		}
+		for _, seq := range seqs {
+			skip[seqKey{k, seq}] = true
+		}
+	}
+	out := make([]EmbedJob, 0, len(batch))
+	for _, j := range batch {
+		sk := seqKey{streamKey{j.tenant(), j.Stream}, j.Seq}
+		if j.IfMissing && (failed[sk.streamKey] || skip[sk]) {
+			continue
+		}
+		skip[sk] = true
+		out = append(out, j)
+	}
+	return out
 }
 
 // tenant is the job's tenant, auth.DefaultTenant when it names none.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/memory/hashembed"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/vectormem"
 )
 
@@ -208,4 +210,154 @@ func TestEmbedWorkerDropStreamWaits(t *testing.T) {
 	if hits, err := store.Search(context.Background(), "default", "gone", q[0], 30); err != nil || len(hits) != 0 {
 		t.Fatalf("after DropStream the stream holds %d vectors (%v), want none", len(hits), err)
 	}
+}
+
+// recordingEmbedder embeds with hashembed once its gate opens (nil: at once) and
+// records the texts it was asked to embed.
+type recordingEmbedder struct {
+	memory.Embedder
+	gate chan struct{}
+
+	mu    sync.Mutex
+	texts []string
+}
+
+func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if r.gate != nil {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	r.texts = append(r.texts, texts...)
+	r.mu.Unlock()
+	return r.Embedder.Embed(ctx, texts)
+}
+
+// embedded returns the texts embedded so far, sorted.
+func (r *recordingEmbedder) embedded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.texts))
+}
+
+// hiddenSeqs is a store that cannot tell its stored seqs (no persistence.VectorSeqs).
+type hiddenSeqs struct{ persistence.VectorStore }
+
+// brokenSeqs is a store whose StoredSeqs fails.
+type brokenSeqs struct{ persistence.VectorStore }
+
+func (brokenSeqs) StoredSeqs(context.Context, string, string, []uint64) ([]uint64, error) {
+	return nil, errors.New("seqs unreadable")
+}
+
+// TestEmbedWorkerIfMissing: an IfMissing job is embedded only when the store holds no
+// vector for its seq under its tenant and stream at the time its round runs: after a
+// drop queued before it, and not twice in one round; a job without IfMissing is
+// embedded as before. A store that cannot tell embeds IfMissing jobs as usual; one whose
+// answer fails embeds none of them and reports them failed.
+func TestEmbedWorkerIfMissing(t *testing.T) {
+	ctx := context.Background()
+	const dims = 32
+	newStore := func(t *testing.T) *vectormem.Store {
+		t.Helper()
+		store, err := vectormem.New(dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		put := func(tenant, stream string, seqs ...uint64) {
+			for _, seq := range seqs {
+				text := fmt.Sprintf("stored %s %d", stream, seq)
+				if err := store.Upsert(ctx, tenant, stream, []persistence.Vector{{Seq: seq, Values: hashembed.Vector(text, dims), Text: text}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		put("default", "s", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+		put("acme", "t", 5)
+		put("default", "u", 1)
+		return store
+	}
+	type result struct {
+		embedded []string
+		failed   int
+	}
+	// run queues jobs behind a first job that holds the worker until all are queued (so
+	// that they most likely make one round: any split must give the same result) and
+	// returns what was embedded and how many jobs failed.
+	run := func(t *testing.T, store persistence.VectorStore, jobs []memory.EmbedJob) result {
+		t.Helper()
+		emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
+		var mu sync.Mutex
+		var r result
+		w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 64,
+			OnError: func(jobs []memory.EmbedJob, err error) { mu.Lock(); r.failed += len(jobs); mu.Unlock() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range append([]memory.EmbedJob{{Stream: "hold", Seq: 1, Text: "hold"}}, jobs...) {
+			if err := w.Enqueue(j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(emb.gate)
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		r.embedded = emb.embedded()
+		return r
+	}
+	missing := func(tenant, stream string, seq uint64) memory.EmbedJob {
+		return memory.EmbedJob{Tenant: tenant, Stream: stream, Seq: seq, Text: fmt.Sprintf("%s %s %d", tenant, stream, seq), IfMissing: true}
+	}
+	var jobs []memory.EmbedJob
+	for seq := uint64(1); seq <= 12; seq++ {
+		jobs = append(jobs, missing("", "s", seq))
+	}
+	jobs = append(jobs,
+		missing("", "s", 12), // already in the round
+		memory.EmbedJob{Stream: "s", Seq: 3, Text: "plain s 3"},               // no IfMissing: embedded
+		missing("acme", "t", 5), missing("acme", "t", 6), missing("", "t", 5), // tenants are apart
+		memory.EmbedJob{Stream: "u", Drop: true}, missing("", "u", 1), // dropped before the round that asks
+	)
+
+	t.Run("stored", func(t *testing.T) {
+		store := newStore(t)
+		r := run(t, store, jobs)
+		want := []string{" s 11", " s 12", " t 5", " u 1", "acme t 6", "hold", "plain s 3"}
+		if !slices.Equal(r.embedded, want) || r.failed != 0 {
+			t.Fatalf("embedded %q (%d failed), want %q", r.embedded, r.failed, want)
+		}
+		for _, c := range []struct {
+			tenant, stream string
+			want           []uint64
+		}{
+			{"default", "s", []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+			{"acme", "t", []uint64{5, 6}},
+			{"default", "t", []uint64{5}},
+			{"default", "u", []uint64{1}},
+		} {
+			got, err := store.StoredSeqs(ctx, c.tenant, c.stream, nil)
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Errorf("%s/%s stores %v (%v), want %v", c.tenant, c.stream, got, err, c.want)
+			}
+		}
+	})
+	t.Run("store cannot tell", func(t *testing.T) {
+		r := run(t, hiddenSeqs{newStore(t)}, jobs)
+		if len(r.embedded) != len(jobs) || r.failed != 0 { // every job but the drop, and hold
+			t.Fatalf("embedded %d texts (%d failed), want %d", len(r.embedded), r.failed, len(jobs))
+		}
+	})
+	t.Run("store fails to tell", func(t *testing.T) {
+		r := run(t, brokenSeqs{newStore(t)}, jobs)
+		want := []string{"hold", "plain s 3"}
+		if !slices.Equal(r.embedded, want) || r.failed != len(jobs)-2 { // all but the plain job and the drop
+			t.Fatalf("embedded %q (%d failed), want %q (%d failed)", r.embedded, r.failed, want, len(jobs)-2)
+		}
+	})
 }

@@ -70,6 +70,33 @@ type VectorStore interface {
 	Close() error
 }
 
+// VectorSeqs is a VectorStore that tells which messages of a stream it holds vectors
+// for, so that whoever hands a stream's history to be embedded again embeds only the
+// messages still missing (memory.EmbedJob.IfMissing: a session activated over a durable
+// store, whose earlier embedding jobs may have been lost with a node or a failed
+// round). Both stores of the project implement it.
+type VectorSeqs interface {
+	VectorStore
+	// StoredSeqs returns, in increasing order and once each, the seqs of tenant's
+	// stream that have a vector Search ranks: all of them, or with among non-nil only
+	// those in among (an empty among has none). A vector Search does not rank (pgvector:
+	// one of another dimension than the store's) is not stored; one kept before tenancy
+	// is, for the stream under any tenant, as Search finds it. An unknown stream has
+	// none.
+	StoredSeqs(ctx context.Context, tenant, stream string, among []uint64) ([]uint64, error)
+}
+
+// ValidateStoredSeqs checks StoredSeqs arguments: a valid tenant and a non-empty stream.
+func ValidateStoredSeqs(tenant, stream string) error {
+	if err := ValidateTenant(tenant); err != nil {
+		return err
+	}
+	if stream == "" {
+		return fmt.Errorf("%w: empty stream id", ErrInvalid)
+	}
+	return nil
+}
+
 // ValidateVector checks one vector the way every VectorStore must: the store's
 // dimension, finite components, not all zeros (cosine similarity is undefined for a
 // zero vector). Errors wrap ErrDimension or ErrInvalid.

@@ -52,6 +52,46 @@ func (l *lateObserver) Committed(c session.Commit) {
 	}
 }
 
+// The long session of the embedding tests: vaultProbes probe calls whose results
+// (probeRegistry with vaultPad) take the history past the embedding threshold of a
+// vaultBudget-token context (750 tokens) and out of the context, the vault code among
+// the first, then a step that asks for it.
+const (
+	vaultProbes = 40
+	vaultBudget = 3000
+)
+
+// vaultPad pads the probes' results to about 100 tokens each.
+var vaultPad = ";" + strings.Repeat(" reading nominal;", 30)
+
+// vaultScript is the long session's model. No summary (the summarizer is down):
+// summary_updated events would land at times that differ from node to node, and the
+// sessions of one test must record the same events under the same seqs.
+func vaultScript(t *testing.T) *mock.Script {
+	t.Helper()
+	s, err := mock.ParseScript([]byte(`{"rules":[
+		{"system_match":"FATHOM-ROLE: orchestrator","match":"greet","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Say hello\"}]}"},
+		{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
+		{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
+		{"system_match":"Current step: Say hello","response":"Hello."},
+		{"system_match":"Current step: What is the vault code","context_match":"ZEBRA-42","response":"The vault code is ZEBRA-42."},
+		{"system_match":"Current step: What is the vault code","response":"I do not know the vault code."},
+		{"system_match":"Current step: Probe the sensors","times":` + fmt.Sprint(vaultProbes) + `,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
+		{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// vaultConfig is the long session's configuration: room for its probes, a
+// vaultBudget-token context.
+func vaultConfig(c *session.Config) {
+	c.MaxIterations = vaultProbes + 10
+	c.ContextBudget = vaultBudget
+}
+
 // TestLazyEmbedding: a session's messages are embedded only once its history may stop
 // fitting the context (a quarter of the budget, here 750 of 3,000 tokens).
 //
@@ -65,34 +105,8 @@ func (l *lateObserver) Committed(c session.Commit) {
 //   - A node that activates the long session again (fresh in-process store) re-embeds
 //     that same set; the short one stays without vectors.
 func TestLazyEmbedding(t *testing.T) {
-	const (
-		probes = 40
-		budget = 3000
-	)
-	reg := probeRegistry(t, ";"+strings.Repeat(" reading nominal;", 30))
-	// No summary (the summarizer is down): summary_updated events would land at times
-	// that differ from node to node, and the two long sessions must record the same
-	// events under the same seqs.
-	mkScript := func() *mock.Script {
-		s, err := mock.ParseScript([]byte(`{"rules":[
-			{"system_match":"FATHOM-ROLE: orchestrator","match":"greet","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Say hello\"}]}"},
-			{"system_match":"FATHOM-ROLE: orchestrator","response":"{\"steps\":[{\"id\":\"s1\",\"type\":\"custom\",\"description\":\"Probe the sensors one by one\"},{\"id\":\"s2\",\"type\":\"custom\",\"description\":\"What is the vault code?\",\"dependencies\":[\"s1\"]}]}"},
-			{"system_match":"FATHOM-ROLE: summarizer","status":500,"error_message":"summarizer down"},
-			{"system_match":"Current step: Say hello","response":"Hello."},
-			{"system_match":"Current step: What is the vault code","context_match":"ZEBRA-42","response":"The vault code is ZEBRA-42."},
-			{"system_match":"Current step: What is the vault code","response":"I do not know the vault code."},
-			{"system_match":"Current step: Probe the sensors","times":` + fmt.Sprint(probes) + `,"tool_calls":[{"name":"probe","arguments":"{\"n\":{{.N}}}"}]},
-			{"system_match":"Current step: Probe the sensors","response":"All sensors probed."}
-		]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &s
-	}
-	cfg := func(c *session.Config) {
-		c.MaxIterations = probes + 10
-		c.ContextBudget = budget
-	}
+	const budget = vaultBudget
+	reg := probeRegistry(t, vaultPad)
 	ctx := context.Background()
 	all := func(n *node.Node, id, query string) []persistence.VectorHit {
 		t.Helper()
@@ -107,7 +121,7 @@ func TestLazyEmbedding(t *testing.T) {
 	// Node A, lazy (the default): the short session first, then the long one.
 	j := openJournal(t)
 	defer j.Close()
-	a := startHarness(t, harnessOpts{journal: j, cfg: cfg, tools: &tools.Executor{Registry: reg}, script: mkScript()})
+	a := startHarness(t, harnessOpts{journal: j, cfg: vaultConfig, tools: &tools.Executor{Registry: reg}, script: vaultScript(t)})
 	if _, err := a.start("short", "c1", "greet the user"); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +177,7 @@ func TestLazyEmbedding(t *testing.T) {
 
 	// Node B, with an eager observer besides: the same long session's vectors.
 	eager := &lateObserver{}
-	b := startHarness(t, harnessOpts{cfg: cfg, tools: &tools.Executor{Registry: reg}, script: mkScript(), observers: []session.Observer{eager}})
+	b := startHarness(t, harnessOpts{cfg: vaultConfig, tools: &tools.Executor{Registry: reg}, script: vaultScript(t), observers: []session.Observer{eager}})
 	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: hashembed.New(hashembed.DefaultDimensions), Store: b.node.Vectors()})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +199,7 @@ func TestLazyEmbedding(t *testing.T) {
 	stopNode(t, b) // one node at a time: two in one process trip the race detector in Proto.Actor's remoting
 
 	// Node C, on node A's journal: activating the sessions re-embeds only the long one.
-	c := startHarness(t, harnessOpts{journal: j, cfg: cfg, tools: &tools.Executor{Registry: reg}, script: mkScript()})
+	c := startHarness(t, harnessOpts{journal: j, cfg: vaultConfig, tools: &tools.Executor{Registry: reg}, script: vaultScript(t)})
 	for _, id := range []string{"short", "long"} {
 		if _, err := c.state(id); err != nil { // activates the session
 			t.Fatal(err)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fathom-agents/fathom/memory"
 	"github.com/fathom-agents/fathom/memory/hashembed"
 	"github.com/fathom-agents/fathom/messages"
+	"github.com/fathom-agents/fathom/persistence"
 	"github.com/fathom-agents/fathom/persistence/vectormem"
 )
 
@@ -143,4 +145,67 @@ func TestEmbeddingObserverIsLazy(t *testing.T) {
 			t.Fatalf("activation past the threshold stored %v", got)
 		}
 	})
+}
+
+// countingEmbedder is hashembed counting the texts it embeds.
+type countingEmbedder struct {
+	memory.Embedder
+	texts atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.texts.Add(int64(len(texts)))
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// TestEmbeddingActivationEmbedsWhatADurableStoreMisses: over a store that holds some of
+// a session's history (seqs 1 to 3 of 1, 2, 3, 4, 100), an activation embeds only the
+// rest when the store is durable (no reembed), all of it with reembed, nothing below the
+// threshold.
+func TestEmbeddingActivationEmbedsWhatADurableStoreMisses(t *testing.T) {
+	cc := memory.DefaultContextConfig()
+	cc.Budget = 1000
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		reembed bool
+		act     *messages.SessionState
+		texts   int64
+	}{
+		{"durable", false, embedState(100, 100, 50, 10), 2},
+		{"in-process", true, embedState(100, 100, 50, 10), 5},
+		{"below the threshold", false, embedState(100, 100), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store, err := vectormem.New(hashembed.DefaultDimensions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seq := uint64(1); seq <= 3; seq++ {
+				if err := store.Upsert(ctx, "default", "e", []persistence.Vector{{Seq: seq, Values: hashembed.Vector("result", hashembed.DefaultDimensions)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			emb := &countingEmbedder{Embedder: hashembed.New(hashembed.DefaultDimensions)}
+			w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			Embedding(w, c.reembed, cc).Activated("e", c.act, log)
+			if err := w.Close(ctx); err != nil { // waits for the queued jobs
+				t.Fatal(err)
+			}
+			if got := emb.texts.Load(); got != c.texts {
+				t.Fatalf("embedded %d texts, want %d", got, c.texts)
+			}
+			want := []uint64{1, 2, 3, 4, 100}
+			if c.texts == 0 {
+				want = []uint64{1, 2, 3}
+			}
+			if got, err := store.StoredSeqs(ctx, "default", "e", nil); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("stored %v (%v), want %v", got, err, want)
+			}
+		})
+	}
 }

@@ -67,6 +67,9 @@ type harnessOpts struct {
 	log *slog.Logger
 	// memory is the node's vector store and embedder (node.Config.Memory).
 	memory node.MemoryConfig
+	// postgres is the node's PostgreSQL database (node.Config.PostgresDSN: the pgvector
+	// store's; the journal is still journal).
+	postgres string
 	// observers are the node's extra commit observers (node.Config.SessionObservers).
 	observers []session.Observer
 }
@@ -145,6 +148,7 @@ func startHarness(t testing.TB, o harnessOpts) *harness {
 		Journal: journal, Cluster: ccfg, Session: scfg, Logger: log,
 		LLM: lcfg, Tools: o.tools, FeedPoll: o.feedPoll, Artifacts: node.ArtifactConfig{Store: o.artifacts},
 		PromptsDir: o.promptsDir, Telemetry: o.telemetry, Memory: o.memory, SessionObservers: o.observers,
+		PostgresDSN: o.postgres,
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)

@@ -155,12 +155,16 @@ func (o quotaUsage) Committed(c Commit) {
 // not fit) while the history is below the threshold hands the whole history again
 // (crowded).
 //
-// With reembed (a vector store that does not outlive the process, vectormem) an
-// activation of a session past the threshold also hands its whole history to w once
-// (upserts replace by seq), and the session's vectors are dropped when the activation
-// ends, so a passivated session holds no memory on the node. A full queue or a closed
-// worker only leaves messages out of semantic retrieval: the observer never blocks or
-// fails the session.
+// An activation of a session past the threshold hands its whole history to w again.
+// With reembed (a vector store that does not outlive the process, vectormem) every
+// message is embedded again (upserts replace by seq), and the session's vectors are
+// dropped when the activation ends, so a passivated session holds no memory on the
+// node. Without it (a durable store, pgvector) the jobs are IfMissing: only the messages
+// the store holds no vector for are embedded (those whose jobs a node lost before w
+// stored them, a full queue refused or a failed round dropped), so a session
+// catches up at its next activation without paying to embed its history twice. A full
+// queue or a closed worker only leaves messages out of semantic retrieval: the observer
+// never blocks or fails the session.
 func Embedding(w *memory.EmbedWorker, reembed bool, cc memory.ContextConfig) ActivationObserver {
 	return embedObserver{w: w, reembed: reembed, from: embedFrom(cc), recent: cc.Ratios.Recent}
 }
@@ -222,22 +226,24 @@ func (o embedObserver) history(st *messages.SessionState) int {
 	return n
 }
 
-// Activated implements ActivationObserver: it re-embeds the history (reembed) of a
-// session past the threshold.
+// Activated implements ActivationObserver: it hands the history of a session past the
+// threshold to the embed worker again: all of it to be embedded (reembed), else only
+// what the store misses (memory.EmbedJob.IfMissing).
 func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog.Logger) {
-	if o.reembed && o.embeds(st) {
-		o.embedHistory(id, st, log)
+	if o.embeds(st) {
+		o.embedHistory(id, st, !o.reembed, log)
 	}
 }
 
 // embedHistory hands session id's whole history (state st) to the embed worker: every
 // message of core.History with text, and the opening message of each started step not
 // yet in it (a sub-agent's step until it completes), which an eager observer would
-// have embedded when the step started.
-func (o embedObserver) embedHistory(id string, st *messages.SessionState, log *slog.Logger) {
+// have embedded when the step started. With ifMissing the worker skips the messages
+// the store holds (memory.EmbedJob.IfMissing).
+func (o embedObserver) embedHistory(id string, st *messages.SessionState, ifMissing bool, log *slog.Logger) {
 	tenant := tenantOf(st)
 	enqueue := func(seq uint64, text, role string) bool {
-		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenant, Stream: id, Seq: seq, Text: text, Meta: roleMeta(role)})
+		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenant, Stream: id, Seq: seq, Text: text, Meta: roleMeta(role), IfMissing: ifMissing})
 		if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
 			log.Warn("history not embedded", "seq", seq, "error", err)
 		}
@@ -276,12 +282,12 @@ func (o embedObserver) Deactivated(id string, st *messages.SessionState, log *sl
 func (o embedObserver) Committed(c Commit) {
 	if h := o.history(c.State); h < o.from {
 		if o.crowded(c.Events, h) {
-			o.embedHistory(c.SessionID, c.State, c.Log)
+			o.embedHistory(c.SessionID, c.State, false, c.Log)
 		}
 		return
 	}
 	if !o.embeds(c.Prev) {
-		o.embedHistory(c.SessionID, c.State, c.Log)
+		o.embedHistory(c.SessionID, c.State, false, c.Log)
 		return
 	}
 	for _, ev := range c.Events {

@@ -18,7 +18,9 @@ const (
 	// (session.Embedding) re-embed their history when activated.
 	VectorStoreMemory = "memory"
 	// VectorStorePgvector is PostgreSQL with pgvector (persistence/pgvector, HNSW, cosine)
-	// in the node's PostgreSQL database.
+	// in the node's PostgreSQL database: sessions past the embedding threshold embed,
+	// when activated, only the messages it holds no vector for (their jobs lost with a
+	// node, a full queue or a failed round).
 	VectorStorePgvector = "pgvector"
 )
 
@@ -128,7 +130,7 @@ type memoryStores struct {
 	vectors  persistence.VectorStore
 	// reembed is set when the store does not outlive the process (its descriptor is
 	// Ephemeral): sessions past the embedding threshold embed their history again when
-	// activated.
+	// activated (otherwise only what the store misses).
 	reembed bool
 }
 

@@ -173,7 +173,10 @@ type Store struct {
 	searchSQL string
 }
 
-var _ persistence.TextSearcher = (*Store)(nil)
+var (
+	_ persistence.TextSearcher = (*Store)(nil)
+	_ persistence.VectorSeqs   = (*Store)(nil)
+)
 
 // Open prepares the schema (see the package doc) and connects. Zero fields of cfg other
 // than DSN and Dimensions take DefaultConfig's values.
@@ -596,6 +599,44 @@ func textTerms(query string) []string {
 		out = append(out, "'"+strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(t)+"'")
 	}
 	return out
+}
+
+// StoredSeqs implements persistence.VectorSeqs: one SELECT over the primary key
+// (tenant, stream_id, seq) of the tenant's and the before-tenancy rows of the stream,
+// of the store's dimension (the only vectors Search ranks).
+func (s *Store) StoredSeqs(ctx context.Context, tenant, stream string, among []uint64) ([]uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgvector: stored seqs: %w", err)
+	}
+	if err := persistence.ValidateStoredSeqs(tenant, stream); err != nil {
+		return nil, fmt.Errorf("pgvector: stored seqs: %w", err)
+	}
+	if among != nil && len(among) == 0 {
+		return nil, nil
+	}
+	q := "SELECT DISTINCT seq FROM fathom_vectors WHERE tenant IN ($1, '') AND stream_id = $2 AND dims = $3"
+	args := []any{tenant, stream, s.cfg.Dimensions}
+	if among != nil {
+		seqs := make([]int64, len(among))
+		for i, seq := range among {
+			seqs[i] = int64(seq)
+		}
+		q += " AND seq = ANY($4)"
+		args = append(args, seqs)
+	}
+	rows, err := s.pool.Query(ctx, q+" ORDER BY seq", args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: stored seqs: %w", err)
+	}
+	seqs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (uint64, error) {
+		var seq int64
+		err := r.Scan(&seq)
+		return uint64(seq), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgvector: stored seqs: %w", err)
+	}
+	return seqs, nil
 }
 
 // DeleteStream implements persistence.VectorStore. It removes the tenant's stream's

@@ -222,7 +222,7 @@ func TestJournalWithoutExtension(t *testing.T) {
 }
 
 // TestTwoDimensions: stores of two dimensions share the table, each with its own index,
-// and do not see each other's vectors.
+// and do not see each other's vectors (nor count them stored).
 func TestTwoDimensions(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	a, b := open(t, dsn, 3, 0), open(t, dsn, 5, 0)
@@ -237,6 +237,12 @@ func TestTwoDimensions(t *testing.T) {
 	}
 	if hits, err := a.Search(ctx, "default", "s", []float32{1, 0, 0}, 5); err != nil || len(hits) != 1 || hits[0].Seq != 1 {
 		t.Fatalf("3-d store: %+v %v", hits, err)
+	}
+	if seqs, err := a.StoredSeqs(ctx, "default", "s", nil); err != nil || len(seqs) != 1 || seqs[0] != 1 {
+		t.Fatalf("3-d store's stored seqs %v, %v; want [1]", seqs, err)
+	}
+	if seqs, err := b.StoredSeqs(ctx, "default", "s", []uint64{1, 2}); err != nil || len(seqs) != 1 || seqs[0] != 2 {
+		t.Fatalf("5-d store's stored seqs among [1 2] %v, %v; want [2]", seqs, err)
 	}
 	if _, err := pgvector.Open(ctx, pgvector.Config{DSN: dsn, Dimensions: 3000}); !errors.Is(err, persistence.ErrInvalid) {
 		t.Fatalf("3000 dims: %v", err)
@@ -309,7 +315,8 @@ func TestEfSearchOnEveryPooledConnection(t *testing.T) {
 // column) is migrated by Open (0011_vector_tenants.sql): a stream with a session index
 // row takes its session's tenant and is found only under it; a stream without one keeps
 // no tenant and is still found for the stream, replaced by an upsert under a tenant and
-// removed by a delete.
+// removed by a delete; StoredSeqs counts it for the stream under any tenant (besides
+// the tenant's own).
 func TestVectorsFromBeforeTenancy(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	ctx := context.Background()
@@ -358,6 +365,14 @@ func TestVectorsFromBeforeTenancy(t *testing.T) {
 	}
 	if _, err := s.Pool().Exec(ctx, "INSERT INTO fathom_vectors (tenant, stream_id, seq, dims, embedding) VALUES ('', 'orphan', 2, 2, '[0,1]')"); err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tenant      string
+		among, want []uint64
+	}{{"default", nil, []uint64{1, 2}}, {"default", []uint64{2, 3}, []uint64{2}}, {"globex", nil, []uint64{2}}} {
+		if seqs, err := s.StoredSeqs(ctx, c.tenant, "orphan", c.among); err != nil || fmt.Sprint(seqs) != fmt.Sprint(c.want) {
+			t.Fatalf("stored seqs of %s's stream with a vector from before tenancy, among %v: %v, %v; want %v", c.tenant, c.among, seqs, err, c.want)
+		}
 	}
 	if err := s.DeleteStream(ctx, "default", "orphan"); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,10 @@ const (
 // streamKey names a stream of a tenant.
 type streamKey struct{ tenant, stream string }
 
-var _ persistence.TextSearcher = (*Store)(nil)
+var (
+	_ persistence.TextSearcher = (*Store)(nil)
+	_ persistence.VectorSeqs   = (*Store)(nil)
+)
 
 // stream holds one stream's vectors: row i is vecs[i], for seqs[i].
 //
@@ -285,6 +288,37 @@ func (s *Store) SearchText(ctx context.Context, tenant, name, query string, k in
 		return cmp.Compare(a.Seq, b.Seq)
 	})
 	return out, nil
+}
+
+// StoredSeqs implements persistence.VectorSeqs.
+func (s *Store) StoredSeqs(ctx context.Context, tenant, name string, among []uint64) ([]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := persistence.ValidateStoredSeqs(tenant, name); err != nil {
+		return nil, fmt.Errorf("vectormem: stored seqs: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("vectormem: stored seqs: %w", persistence.ErrClosed)
+	}
+	st := s.streams[streamKey{tenant, name}]
+	if st == nil {
+		return nil, nil
+	}
+	var out []uint64
+	if among == nil {
+		out = slices.Clone(st.seqs)
+	} else {
+		for _, seq := range among {
+			if _, ok := st.rows[seq]; ok {
+				out = append(out, seq)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // DeleteStream implements persistence.VectorStore.

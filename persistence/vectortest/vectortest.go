@@ -1,5 +1,6 @@
 // Package vectortest is the conformance suite every persistence.VectorStore passes (and
-// its text search: the stores are persistence.TextSearchers, text.go): run it from
+// its text search: the stores are persistence.TextSearchers, text.go; and the seqs
+// they hold: persistence.VectorSeqs, seqs.go): run it from
 // each implementation's tests with a constructor of fresh, empty stores.
 //
 //	func TestConformance(t *testing.T) {
@@ -51,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"TextTenantsAreIsolated", testTextTenants},
 		{"TextValidation", testTextValidation},
 		{"RetrievalModes", testRetrievalModes},
+		{"StoredSeqs", testStoredSeqs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
