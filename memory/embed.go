@@ -126,6 +126,13 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 // queue is full and ErrWorkerClosed after Close.
 func (w *EmbedWorker) Enqueue(job EmbedJob) error { return w.send(context.Background(), job, false) }
 
+// Room reports whether n more jobs fit in the queue with at least half of it left free
+// for the messages sessions are recording: a session's catch-up at activation (its
+// history handed again as IfMissing jobs) asks it first and waits for the next
+// activation when it does not fit, so that many activations at once never crowd out new
+// messages. A history longer than half the queue (QueueSize) never fits.
+func (w *EmbedWorker) Room(n int) bool { return len(w.jobs)+n <= cap(w.jobs)/2 }
+
 // DropStream removes tenant's stream's vectors from the store after every job queued
 // before it, and waits for the removal: a deleted session's vectors do not come back
 // from embedding jobs that were still queued when it was deleted. It blocks (unlike

@@ -242,23 +242,35 @@ func (o embedObserver) Activated(id string, st *messages.SessionState, log *slog
 // the store holds (memory.EmbedJob.IfMissing).
 func (o embedObserver) embedHistory(id string, st *messages.SessionState, ifMissing bool, log *slog.Logger) {
 	tenant := tenantOf(st)
-	enqueue := func(seq uint64, text, role string) bool {
-		err := o.w.Enqueue(memory.EmbedJob{Tenant: tenant, Stream: id, Seq: seq, Text: text, Meta: roleMeta(role), IfMissing: ifMissing})
-		if err != nil && !errors.Is(err, memory.ErrWorkerClosed) {
-			log.Warn("history not embedded", "seq", seq, "error", err)
-		}
-		return err == nil
+	var jobs []memory.EmbedJob
+	add := func(seq uint64, text, role string) {
+		jobs = append(jobs, memory.EmbedJob{Tenant: tenant, Stream: id, Seq: seq, Text: text, Meta: roleMeta(role), IfMissing: ifMissing})
 	}
 	for _, m := range core.History(st) {
-		if m.Content != "" && !enqueue(m.Seq, m.Content, m.Role) {
-			return
+		if m.Content != "" {
+			add(m.Seq, m.Content, m.Role)
 		}
 	}
 	for _, s := range st.GetSteps() {
 		if s.GetStartedSeq() == 0 || core.InHistory(s) {
 			continue
 		}
-		if text := core.OpeningMessage(st.GetGoal(), s.GetStep().GetDescription()); text != "" && !enqueue(s.GetStartedSeq(), text, "user") {
+		if text := core.OpeningMessage(st.GetGoal(), s.GetStep().GetDescription()); text != "" {
+			add(s.GetStartedSeq(), text, "user")
+		}
+	}
+	// A catch-up never crowds out the messages being recorded (many activations at once,
+	// a node's reactivation after a restart, would otherwise fill the queue with histories
+	// that are mostly stored already): it waits for the session's next activation.
+	if ifMissing && !o.w.Room(len(jobs)) {
+		log.Debug("history catch-up deferred: the embedding queue is busy", "messages", len(jobs))
+		return
+	}
+	for _, j := range jobs {
+		if err := o.w.Enqueue(j); err != nil {
+			if !errors.Is(err, memory.ErrWorkerClosed) {
+				log.Warn("history not embedded", "seq", j.Seq, "error", err)
+			}
 			return
 		}
 	}
