@@ -1,8 +1,6 @@
 package topics_test
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,33 +8,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
-	fcluster "github.com/fathom-agents/fathom/cluster"
 	"github.com/fathom-agents/fathom/cluster/topics"
 	"github.com/fathom-agents/fathom/internal/testenv"
 	"github.com/fathom-agents/fathom/messages"
 )
-
-// startLiveMember is startMember with the topic kind that keeps live.
-func startLiveMember(t *testing.T, live *topics.Live) *fcluster.Node {
-	t.Helper()
-	cfg := fcluster.DefaultConfig()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), topics.Kind(live, cfg.Logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		_ = n.Stop(ctx)
-	})
-	return n
-}
 
 func completed(id string, seq uint64) *messages.Event {
 	return &messages.Event{SessionId: id, Seq: seq, Payload: &messages.Event_SessionCompleted{SessionCompleted: &messages.SessionCompleted{}}}
@@ -48,7 +23,7 @@ func completed(id string, seq uint64) *messages.Event {
 // terminal event stops that topic actor as before, which Live then no longer counts.
 func TestUnsubscribedSessionTopicActivatesNothing(t *testing.T) {
 	live := topics.NewLive()
-	n := startLiveMember(t, live)
+	n := startMember(t, topics.Kind(live, slog.New(slog.DiscardHandler)))
 	c := n.Cluster()
 	if !n.Places(cluster.TopicActorKind, topics.Session("quiet")) {
 		t.Fatal("a single member does not place a topic on itself")

@@ -18,11 +18,13 @@ import (
 	"github.com/fathom-agents/fathom/messages"
 )
 
-func startMember(t *testing.T) *fcluster.Node {
+// startMember starts a member of the local provider hosting kinds (none: Proto.Actor
+// registers its own topic kind).
+func startMember(t *testing.T, kinds ...*cluster.Kind) *fcluster.Node {
 	t.Helper()
 	cfg := fcluster.DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger))
+	n, err := fcluster.New(cfg, fcluster.NewActorSystem(cfg.Logger), kinds...)
 	if err != nil {
 		t.Fatal(err)
 	}
