@@ -71,8 +71,8 @@ func TestUnsubscribedSessionTopicActivatesNothing(t *testing.T) {
 	if s := p.Skipped(); s != 2*half+count-half {
 		t.Fatalf("skipped %d messages, want %d (session quiet's every event and watched's before its subscription)", s, 2*half+count-half)
 	}
-	if d, f := p.Dropped(), p.Failed(); d != 0 || f != 0 {
-		t.Fatalf("dropped %d, failed %d", d, f)
+	if d, f, pub := p.Dropped(), p.Failed(), p.Published(); d != 0 || f != 0 || pub != count-half {
+		t.Fatalf("dropped %d, failed %d, published %d (want 0, 0, %d)", d, f, pub, count-half)
 	}
 }
 

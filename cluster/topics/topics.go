@@ -80,15 +80,16 @@ type Options struct {
 // Publisher publishes sessions' events and members' restarts from one goroutine, in the
 // order they were handed to it, batching consecutive messages of one topic.
 type Publisher struct {
-	c       *cluster.Cluster
-	opts    Options
-	q       chan item
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	dropped atomic.Uint64
-	failed  atomic.Uint64
-	skipped atomic.Uint64
+	c         *cluster.Cluster
+	opts      Options
+	q         chan item
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	published atomic.Uint64
+	dropped   atomic.Uint64
+	failed    atomic.Uint64
+	skipped   atomic.Uint64
 	// drainBy is when Close gives up on what is still queued (unix ns; 0 until Close).
 	drainBy atomic.Int64
 	// drainFailed: a publish failed after Close; the rest is counted as failed without
@@ -130,6 +131,9 @@ func (p *Publisher) Event(ev *messages.Event) {
 
 // Restart publishes a supervision event on Restarts. It never blocks.
 func (p *Publisher) Restart(r *messages.RestartRecord) { p.offer(item{topic: Restarts, msg: r}) }
+
+// Published is how many messages a publish call delivered to their topic.
+func (p *Publisher) Published() uint64 { return p.published.Load() }
 
 // Dropped is how many messages were dropped because the queue was full or the publisher
 // closed.
@@ -243,6 +247,7 @@ func (p *Publisher) publish(items []item) {
 		p.opts.Logger.Debug("pub-sub publish failed", "topic", topic, "messages", len(items), "error", err)
 		return
 	}
+	p.published.Add(uint64(len(items)))
 	if items[len(items)-1].last {
 		if pid := p.c.Get(topic, cluster.TopicActorKind); pid != nil {
 			p.c.ActorSystem.Root.Poison(pid)

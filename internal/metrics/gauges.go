@@ -34,9 +34,24 @@ type Sources struct {
 	Breakers func() map[string]string
 	// LLMSlots reads the model endpoint's call slots: held and waited for.
 	LLMSlots func() (inUse, waiting int64)
+	// PubSub reads the cluster pub-sub publisher's counts since the node started (zero
+	// before it joined the cluster).
+	PubSub func() PubSubCounts
 	// Timeout bounds one collection's reads. Default 2 s.
 	Timeout time.Duration
 }
+
+// PubSubCounts are the messages the node's cluster pub-sub publisher handled, by what
+// became of them (fathom.pubsub.messages).
+type PubSubCounts struct {
+	// Published were delivered to their topic; Skipped were not published because their
+	// topic had no subscriber; Dropped found the queue full or the publisher closed;
+	// Failed were in a publish call that failed.
+	Published, Skipped, Dropped, Failed uint64
+}
+
+// PubSubOutcomes are the values of fathom_pubsub_messages_total's outcome label.
+var PubSubOutcomes = []string{"published", "skipped", "dropped", "failed"}
 
 // SandboxStats are the sandbox pool's gauges.
 type SandboxStats struct {
@@ -90,6 +105,14 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 		slotsInUse = gauge("fathom.llm.slots.in_use", "The model endpoint's call slots held by LLM calls.", "{slot}")
 		slotsWaiting = gauge("fathom.llm.slots.waiting", "LLM calls waiting for one of the model endpoint's call slots.", "{call}")
 	}
+	var pubsub metric.Int64ObservableCounter
+	if src.PubSub != nil {
+		c, err := meter.Int64ObservableCounter("fathom.pubsub.messages", metric.WithUnit("{message}"),
+			metric.WithDescription("Messages of the node's cluster pub-sub publisher (session events, supervision records), by outcome: published, skipped (the topic had no subscriber), dropped (queue full or closed), failed (the publish call failed)."))
+		errs = append(errs, err)
+		insts = append(insts, c)
+		pubsub = c
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics gauges: %w", err)
 	}
@@ -138,6 +161,12 @@ func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error
 			used, waiting := src.LLMSlots()
 			o.ObserveInt64(slotsInUse, used)
 			o.ObserveInt64(slotsWaiting, waiting)
+		}
+		if pubsub != nil {
+			c := src.PubSub()
+			for i, v := range []uint64{c.Published, c.Skipped, c.Dropped, c.Failed} {
+				o.ObserveInt64(pubsub, int64(v), metric.WithAttributes(attribute.String("outcome", PubSubOutcomes[i])))
+			}
 		}
 		return errors.Join(errs...)
 	}, insts...)

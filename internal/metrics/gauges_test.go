@@ -28,6 +28,7 @@ func TestGaugesReadTheirSources(t *testing.T) {
 			return metrics.SandboxStats{Size: 8, InUse: 5, Waiting: 2}, sandboxErr
 		},
 		Breakers: func() map[string]string { return map[string]string{"sessions": "open"} },
+		PubSub:   func() metrics.PubSubCounts { return metrics.PubSubCounts{Published: 9, Skipped: 120, Dropped: 2} },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +39,20 @@ func TestGaugesReadTheirSources(t *testing.T) {
 		out := map[string]map[attribute.Distinct]int64{}
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
-				g, ok := m.Data.(metricdata.Gauge[int64])
-				if !ok {
-					t.Fatalf("%s is %T, want a gauge", m.Name, m.Data)
+				var dps []metricdata.DataPoint[int64]
+				switch d := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					dps = d.DataPoints
+				case metricdata.Sum[int64]: // a counter: monotonic, cumulative
+					if !d.IsMonotonic || d.Temporality != metricdata.CumulativeTemporality {
+						t.Fatalf("%s is a sum that is not a cumulative counter", m.Name)
+					}
+					dps = d.DataPoints
+				default:
+					t.Fatalf("%s is %T, want a gauge or a counter", m.Name, m.Data)
 				}
 				out[m.Name] = map[attribute.Distinct]int64{}
-				for _, dp := range g.DataPoints {
+				for _, dp := range dps {
 					out[m.Name][dp.Attributes.Equivalent()] = dp.Value
 				}
 			}
@@ -73,6 +82,10 @@ func TestGaugesReadTheirSources(t *testing.T) {
 		{"fathom.sandbox.pool.waiting", set(), 2},
 		{"fathom.llm.breaker.state", set("breaker", "sessions", "state", "open"), 1},
 		{"fathom.llm.breaker.state", set("breaker", "sessions", "state", "closed"), 0},
+		{"fathom.pubsub.messages", set("outcome", "published"), 9},
+		{"fathom.pubsub.messages", set("outcome", "skipped"), 120},
+		{"fathom.pubsub.messages", set("outcome", "dropped"), 2},
+		{"fathom.pubsub.messages", set("outcome", "failed"), 0},
 	} {
 		if v, ok := got[c.name][c.key]; !ok || v != c.want {
 			t.Errorf("%s %v = %d (present %v), want %d", c.name, c.key, v, ok, c.want)

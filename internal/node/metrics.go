@@ -126,7 +126,14 @@ func (n *Node) observeJournal() error {
 // registerGauges registers the gauges read at each scrape: sessions by state from the
 // index, feed subscribers, the sandbox pool and the LLM breakers.
 func (n *Node) registerGauges() error {
-	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }, SessionsByState: n.journal.CountByStatus}
+	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }, SessionsByState: n.journal.CountByStatus,
+		PubSub: func() metrics.PubSubCounts {
+			p := n.pubsub.Load()
+			if p == nil { // before the member joined
+				return metrics.PubSubCounts{}
+			}
+			return metrics.PubSubCounts{Published: p.Published(), Skipped: p.Skipped(), Dropped: p.Dropped(), Failed: p.Failed()}
+		}}
 	if n.sandbox != nil {
 		src.Sandbox = func(ctx context.Context) (metrics.SandboxStats, error) {
 			st, err := n.sandbox.Stats(ctx)

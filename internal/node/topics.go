@@ -46,6 +46,7 @@ func (n *Node) startTopics() observer.Config {
 	n.topics = topics.NewPublisher(c, topics.Options{Logger: n.log.With("component", "topics"),
 		NoSubscriber: n.liveTopics.NoSubscriber(n.member.Places)})
 	n.events.topics.Store(n.topics)
+	n.pubsub.Store(n.topics)
 	return observer.Config{
 		OnRestart: func(r observer.Restart) { n.topics.Restart(observer.Record(r)) },
 		Subscribe: func(pid *actor.PID) error {

@@ -2,6 +2,9 @@ package node_test
 
 import (
 	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,6 +61,12 @@ func TestSessionTopicOnlyWhenSubscribed(t *testing.T) {
 	if m := most.Load(); m != 1 {
 		t.Fatalf("%d topic actors were active during a session nobody subscribed to (%d events), want only the restarts topic's", m, len(quiet))
 	}
+	// Operators see it on /metrics: every event of the session skipped, none published.
+	testenv.Eventually(t, 10*time.Second, func() bool { return pubsubMessages(t, n, "skipped") == len(quiet) },
+		"fathom_pubsub_messages_total{outcome=\"skipped\"} to count the %d events of the unfollowed session", len(quiet))
+	if p := pubsubMessages(t, n, "published"); p != 0 {
+		t.Fatalf("fathom_pubsub_messages_total{outcome=\"published\"} = %d with no subscriber", p)
+	}
 
 	var mu sync.Mutex
 	var got []*messages.Event
@@ -91,4 +100,23 @@ func TestSessionTopicOnlyWhenSubscribed(t *testing.T) {
 		t.Fatalf("the last event is %s, want session_completed", got[len(got)-1].Type())
 	}
 	testenv.Eventually(t, 10*time.Second, func() bool { return topicKind.Count() == 1 }, "the finished session's topic actor to stop")
+	if p, s := pubsubMessages(t, n, "published"), pubsubMessages(t, n, "skipped"); p != len(fed) || s != len(quiet) {
+		t.Fatalf("fathom_pubsub_messages_total: published %d, skipped %d; want %d and %d", p, s, len(fed), len(quiet))
+	}
+}
+
+// pubsubMessages reads fathom_pubsub_messages_total{outcome} from n's /metrics.
+func pubsubMessages(t *testing.T, n *node.Node, outcome string) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m := regexp.MustCompile(`(?m)^fathom_pubsub_messages_total\{[^}]*outcome="` + outcome + `"[^}]*\} (\d+)$`).FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		t.Fatalf("no fathom_pubsub_messages_total{outcome=%q} in /metrics:\n%s", outcome, rec.Body)
+	}
+	v, err := strconv.Atoi(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
