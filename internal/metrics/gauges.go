@@ -67,7 +67,8 @@ var Statuses = []string{"running", "awaiting_human", "interrupted", "completed",
 // BreakerStates are the values of fathom_llm_breaker_state's state label.
 var BreakerStates = []string{"closed", "half-open", "open"}
 
-// RegisterGauges creates the gauges of src on meter. Unregister the result to stop them.
+// RegisterGauges creates the instruments of src read at each collection on meter: gauges,
+// and the pub-sub counter (fathom.pubsub.messages). Unregister the result to stop them.
 func RegisterGauges(meter metric.Meter, src Sources) (metric.Registration, error) {
 	if src.Timeout <= 0 {
 		src.Timeout = 2 * time.Second

@@ -128,7 +128,7 @@ func (n *Node) observeJournal() error {
 func (n *Node) registerGauges() error {
 	src := metrics.Sources{FeedSubscribers: func() int64 { return int64(n.feed.Subscribers()) }, SessionsByState: n.journal.CountByStatus,
 		PubSub: func() metrics.PubSubCounts {
-			p := n.pubsub.Load()
+			p := n.events.topics.Load()
 			if p == nil { // before the member joined
 				return metrics.PubSubCounts{}
 			}

@@ -281,9 +281,6 @@ type Node struct {
 	// on the cluster's pub-sub (topics.go).
 	events eventObservers
 	topics *topics.Publisher
-	// pubsub is topics for the metrics' reads (set once the member joined, kept after
-	// the publisher closed: its counts only grow).
-	pubsub atomic.Pointer[topics.Publisher]
 	// liveTopics are the topic actors running on this member (the topic kind keeps it):
 	// a session's topic placed here with none running has no subscriber (topics.go).
 	liveTopics *topics.Live

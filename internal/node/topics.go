@@ -46,7 +46,6 @@ func (n *Node) startTopics() observer.Config {
 	n.topics = topics.NewPublisher(c, topics.Options{Logger: n.log.With("component", "topics"),
 		NoSubscriber: n.liveTopics.NoSubscriber(n.member.Places)})
 	n.events.topics.Store(n.topics)
-	n.pubsub.Store(n.topics)
 	return observer.Config{
 		OnRestart: func(r observer.Restart) { n.topics.Restart(observer.Record(r)) },
 		Subscribe: func(pid *actor.PID) error {
@@ -56,10 +55,10 @@ func (n *Node) startTopics() observer.Config {
 	}
 }
 
-// stopTopics publishes what is queued and stops the publisher; later events are dropped.
+// stopTopics publishes what is queued and stops the publisher; later events are dropped
+// by the publisher itself, and counted (Publisher.Dropped, on /metrics).
 func (n *Node) stopTopics() {
 	if n.topics != nil {
-		n.events.topics.Store(nil)
 		n.topics.Close()
 	}
 }
