@@ -174,11 +174,17 @@ func (r row) measurements(scale float64) []measurement {
 // loadRows are the load table's rows: issue-sized runs (1,000 active sessions, 10,000
 // passivated ones) measured once per round, on a real PostgreSQL journal.
 var loadRows = []row{
-	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms (model server in a child process), 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
-		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "calls/s", BaseUnit: "ideal-calls/s",
+	{ID: "load-active-1000", What: "1,000 sessions at once on one node, model latency 200 ms (model server in a child process, plain HTTP/1.1), 10 steps each: LLM calls/s (bare: the ideal, every session always waiting on the model)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions/model=http", Base: "BenchmarkActiveSessions/model=http", Unit: "calls/s", BaseUnit: "ideal-calls/s",
 		Extra: []string{"p50-step-ms", "p99-step-ms"}, Kind: "throughput", BenchTime: "1x", Timeout: 15 * time.Minute},
 	{ID: "load-active-1000-memory", What: "the same run, memory per active session mid-run (half the calls answered, all 1,000 sessions running): the node process's RSS growth, with the Go heap growth as `/metrics` serves it (`go_memstats_heap_alloc_bytes`), the goroutine stacks (`go_memstats_stack_inuse_bytes`) and the goroutines per session they are of, the live heap (after a collection) and the peak RSS growth; target ≤ 100 kB (bare: the heap per session)",
-		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions", Base: "BenchmarkActiveSessions", Unit: "RSS-B/session", BaseUnit: "heap-B/session",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions/model=http", Base: "BenchmarkActiveSessions/model=http", Unit: "RSS-B/session", BaseUnit: "heap-B/session",
+		Extra: []string{"heap-B/session", "stack-B/session", "goroutines/session", "live-heap-B/session", "peak-RSS-B/session"}, Kind: "memory", BenchTime: "1x", Timeout: 15 * time.Minute},
+	{ID: "load-active-1000-h2", What: "the same 1,000 sessions with the model served over HTTPS with HTTP/2, as the hosted model APIs serve it (the calls in flight multiplexed over a few connections instead of one HTTP/1.1 connection each): LLM calls/s (bare: the ideal)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions/model=https-h2", Base: "BenchmarkActiveSessions/model=https-h2", Unit: "calls/s", BaseUnit: "ideal-calls/s",
+		Extra: []string{"p50-step-ms", "p99-step-ms"}, Kind: "throughput", BenchTime: "1x", Timeout: 15 * time.Minute},
+	{ID: "load-active-1000-h2-memory", What: "that run's memory per active session mid-run, as `load-active-1000-memory`; target ≤ 100 kB (bare: the heap per session)",
+		Pkg: "./internal/loadbench", Bench: "BenchmarkActiveSessions/model=https-h2", Base: "BenchmarkActiveSessions/model=https-h2", Unit: "RSS-B/session", BaseUnit: "heap-B/session",
 		Extra: []string{"heap-B/session", "stack-B/session", "goroutines/session", "live-heap-B/session", "peak-RSS-B/session"}, Kind: "memory", BenchTime: "1x", Timeout: 15 * time.Minute},
 	{ID: "load-concurrent-32", What: "32 sessions at once, zero-latency model: steps/s (bare: 32 pgx writers committing single-row INSERTs)",
 		Pkg: "./internal/loadbench", Bench: "BenchmarkConcurrentSteps/sessions=32", Base: "BenchmarkConcurrentSteps/baseline=pgx-32-writers", Unit: "ops/s",

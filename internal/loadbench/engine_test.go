@@ -209,7 +209,7 @@ func BenchmarkEngineCPU(b *testing.B) {
 	b.Run("sessions=32,model=0ms", func(b *testing.B) { benchEngineCPU(b, 32, 0) })
 	b.Run("sessions=200,model=200ms", func(b *testing.B) { benchEngineCPU(b, 200, 200*time.Millisecond) })
 	b.Run("baseline=bare-steps-32", func(b *testing.B) {
-		url := startMockProcess(b, scriptJSON(engineSteps, 0, false))
+		url := startMockProcess(b, scriptJSON(engineSteps, 0, false), plainHTTP)
 		pool := benchPool(b, "bench_steps")
 		body := executorRequest()
 		client := &http.Client{Transport: httpclient.Transport(), Timeout: time.Minute}
@@ -248,7 +248,7 @@ func BenchmarkEngineCPU(b *testing.B) {
 }
 
 func benchEngineCPU(b *testing.B, sessions int, delay time.Duration) {
-	url := startMockProcess(b, scriptJSON(engineSteps, delay, false))
+	url := startMockProcess(b, scriptJSON(engineSteps, delay, false), plainHTTP)
 	g := startGatewayNode(b, url)
 	runGateway(b, g, "warm", min(sessions, concurrency)) // activation paths, pool connections
 	var per, rates []float64

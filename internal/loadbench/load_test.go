@@ -296,11 +296,24 @@ func (f *follow) read(ctx context.Context, ncalls *atomic.Int64, errs chan<- err
 // profile mid-run to FILE and before the run to FILE.base (go tool pprof
 // -sample_index=inuse_space -base FILE.base FILE: what the active sessions hold), and
 // FATHOM_LOAD_ACTIVE_GOROUTINES=FILE the goroutines mid-run (counted by stack).
+// FATHOM_LOAD_LATENCY_MS sets the model's latency (default 200).
+//
+// Two sub-benchmarks, by how the node reaches the model:
+//   - model=http: HTTP/1.1 without TLS, one connection (with its reader and writer
+//     goroutines and their buffers) per call in flight;
+//   - model=https-h2: HTTPS with HTTP/2, as the hosted model APIs serve, the calls in
+//     flight multiplexed as streams over a few connections. Run it in a process of its
+//     own, or last (see startMockProcess).
 func BenchmarkActiveSessions(b *testing.B) {
+	b.Run("model=http", func(b *testing.B) { benchActiveSessions(b, plainHTTP) })
+	b.Run("model=https-h2", func(b *testing.B) { benchActiveSessions(b, httpsH2) })
+}
+
+func benchActiveSessions(b *testing.B, proto modelProto) {
 	sessions := envInt(b, "FATHOM_LOAD_SESSIONS", 1000)
 	steps := envInt(b, "FATHOM_LOAD_STEPS", 10)
-	const latency = 200 * time.Millisecond
-	n := startNodeAt(b, startMockProcess(b, scriptJSON(steps, latency, false)))
+	latency := time.Duration(envInt(b, "FATHOM_LOAD_LATENCY_MS", 200)) * time.Millisecond
+	n := startNodeAt(b, startMockProcess(b, scriptJSON(steps, latency, false), proto))
 	run(b, n, "warm", min(sessions, 50)) // what the node sets up once: pools, tables
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
