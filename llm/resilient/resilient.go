@@ -93,7 +93,7 @@ func (c Config) LimiterConfig() LimiterConfig {
 type Provider struct {
 	next    llm.Provider
 	cfg     Config
-	breaker *gobreaker.CircuitBreaker[llm.Response]
+	breaker *gobreaker.TwoStepCircuitBreaker[llm.Response]
 	limiter *Limiter
 }
 
@@ -107,7 +107,7 @@ func New(p llm.Provider, cfg Config) *Provider {
 		r.limiter = NewLimiterFrom(cfg.LimiterConfig())
 	}
 	log := cfg.Logger
-	r.breaker = gobreaker.NewCircuitBreaker[llm.Response](gobreaker.Settings{
+	r.breaker = gobreaker.NewTwoStepCircuitBreaker[llm.Response](gobreaker.Settings{
 		Name:        p.Name(),
 		MaxRequests: 1,
 		Timeout:     cfg.BreakerOpenFor,
@@ -130,43 +130,85 @@ func (r *Provider) BreakerState() string { return r.breaker.State().String() }
 
 // Chat implements llm.Provider. Each attempt waits for the endpoint's budgets and holds
 // one of its call slots (Config.MaxConcurrent) while it runs, never during a backoff.
+// The breaker judges each attempt by Settings.IsSuccessful; one whose provider panics is
+// reported to it as errPanicked (as gobreaker's one-step Execute reports a panic), and
+// the panic goes on.
+//
+// The goroutine making a call waits on the network with this frame on its stack: so the
+// breaker is used in its two steps (no closure and no frame of its own around the call),
+// and what follows a failed attempt is in retry, a function of its own.
 func (r *Provider) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	// The attempt in flight's report to the breaker and release of its call slot: set
+	// while the provider runs, so that a panic does not leave the breaker half-open or the
+	// slot taken.
+	var pending func(error)
+	var held func()
+	defer func() {
+		if pending != nil {
+			pending(errPanicked)
+		}
+		if held != nil {
+			held()
+		}
+	}()
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		release, err := r.limiter.admit(ctx, req)
 		if err != nil {
 			return llm.Response{}, err
 		}
+		held = release
 		if attempt > 1 && req.OnRetry != nil {
 			req.OnRetry(attempt)
 		}
-		resp, err := r.breaker.Execute(func() (llm.Response, error) { return r.next.Chat(ctx, req) })
+		var resp llm.Response
+		if pending, err = r.breaker.Allow(); err == nil {
+			resp, err = r.next.Chat(ctx, req)
+			done := pending
+			pending = nil
+			done(err)
+		}
+		held = nil
 		release()
 		if err == nil {
 			return resp, nil
 		}
-		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			if lastErr != nil {
-				return llm.Response{}, fmt.Errorf("%w for %s (last error: %v)", llm.ErrCircuitOpen, r.next.Name(), lastErr)
-			}
-			return llm.Response{}, fmt.Errorf("%w for %s", llm.ErrCircuitOpen, r.next.Name())
-		}
-		lastErr = err
-		if !llm.IsRetryable(err) || attempt >= r.cfg.MaxAttempts {
+		if lastErr, err = r.retry(ctx, attempt, err, lastErr); err != nil {
 			return llm.Response{}, err
 		}
-		delay := r.backoff(attempt, err)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
-			return llm.Response{}, fmt.Errorf("not retrying: the next attempt (in %s) would pass the deadline: %w", delay.Round(time.Millisecond), err)
+	}
+}
+
+// errPanicked is what the breaker is told of an attempt whose provider panicked.
+var errPanicked = errors.New("llm provider panicked")
+
+// retry acts on the failure err of attempt (lastErr: the previous attempt's): it
+// returns the error to end the call with, or nil after waiting the backoff before the
+// next attempt, with err as the new lastErr.
+//
+//go:noinline
+func (r *Provider) retry(ctx context.Context, attempt int, err, lastErr error) (error, error) {
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		if lastErr != nil {
+			return lastErr, fmt.Errorf("%w for %s (last error: %v)", llm.ErrCircuitOpen, r.next.Name(), lastErr)
 		}
-		r.cfg.Logger.Info("llm call failed; retrying", "provider", r.next.Name(), "attempt", attempt, "delay", delay, "error", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return llm.Response{}, fmt.Errorf("%w (after: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
+		return lastErr, fmt.Errorf("%w for %s", llm.ErrCircuitOpen, r.next.Name())
+	}
+	if !llm.IsRetryable(err) || attempt >= r.cfg.MaxAttempts {
+		return err, err
+	}
+	delay := r.backoff(attempt, err)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
+		return err, fmt.Errorf("not retrying: the next attempt (in %s) would pass the deadline: %w", delay.Round(time.Millisecond), err)
+	}
+	r.cfg.Logger.Info("llm call failed; retrying", "provider", r.next.Name(), "attempt", attempt, "delay", delay, "error", err)
+	t := time.NewTimer(delay)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return err, fmt.Errorf("%w (after: %v)", ctx.Err(), err)
+	case <-t.C:
+		return err, nil
 	}
 }
 

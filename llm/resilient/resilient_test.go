@@ -215,3 +215,48 @@ func TestConnectionClosedWithoutAnswerIsRetried(t *testing.T) {
 		t.Fatalf("%d requests reached the server, want 2 (the closed one and its retry)", got)
 	}
 }
+
+// panicky is a provider that panics on its next panics calls, then calls through.
+type panicky struct {
+	llm.Provider
+	panics atomic.Int32
+}
+
+func (p *panicky) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if p.panics.Add(-1) >= 0 {
+		panic("provider bug")
+	}
+	return p.Provider.Chat(ctx, req)
+}
+
+// TestPanickingProviderFreesItsSlotAndTheBreaker: a provider that panics during the
+// breaker's half-open probe, with one call slot, passes the panic on to the caller and
+// leaves neither the slot taken nor the breaker waiting for the probe's outcome: the
+// next call is answered.
+func TestPanickingProviderFreesItsSlotAndTheBreaker(t *testing.T) {
+	m, c := server(t, `{"rules":[{"match":".*","status":500,"error_message":"down","times":1}],"default":"fine"}`)
+	pp := &panicky{Provider: c}
+	p := resilient.New(pp, resilient.Config{MaxAttempts: 1, MaxConcurrent: 1, BreakerFailures: 1, BreakerOpenFor: 100 * time.Millisecond, BaseBackoff: time.Millisecond})
+	if _, err := p.Chat(context.Background(), hello); err == nil || p.BreakerState() != "open" {
+		t.Fatalf("a 500 with BreakerFailures 1: %v, breaker %s, want an error and the breaker open", err, p.BreakerState())
+	}
+	waitHalfOpen(t, p)
+	pp.panics.Store(1)
+	func() {
+		defer func() {
+			if r := recover(); r != "provider bug" {
+				t.Fatalf("recovered %v, want the provider's panic", r)
+			}
+		}()
+		_, _ = p.Chat(context.Background(), hello)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := p.Chat(ctx, hello)
+	if err != nil || resp.Content != "fine" {
+		t.Fatalf("the call after the panic: %q, %v (breaker %s), want the answer", resp.Content, err, p.BreakerState())
+	}
+	if m.Requests() != 2 {
+		t.Fatalf("%d requests reached the model, want 2 (the 500 and the answer)", m.Requests())
+	}
+}
