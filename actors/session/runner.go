@@ -60,7 +60,64 @@ func (r *runner) run(ctx context.Context) any {
 }
 
 // call makes the LLM call. It never panics: a panicking provider becomes an error result.
+//
+// The goroutine running it waits on the network for the whole model call, with every
+// frame from here down on its stack. So what the call prepares and what it makes of the
+// answer (spans and their attributes, the request, the result and its token count) is
+// done in functions of their own, never inlined, whose frames are gone while it waits:
+// the collector halves a stack that uses less than a quarter of its size, and a call in
+// flight is on every active session's account.
 func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
+	ctx, span := r.startSpan(ctx)
+	defer span.End()
+	defer r.recovered(span, &res)
+	req, info, err := r.request(ctx, span)
+	if err != nil {
+		return r.unbuilt(err)
+	}
+	// The chat call itself, in its client span, bounded by the session's LLM timeout.
+	chatCtx, cancel, chatSpan := r.startChat(ctx, req)
+	defer cancel()
+	defer chatSpan.End()
+	start := time.Now()
+	resp, err := r.deps.LLM.Chat(chatCtx, *req)
+	if err != nil {
+		return r.failed(ctx, chatSpan, req, err)
+	}
+	return r.result(ctx, chatSpan, &resp, start, info)
+}
+
+// failed is the result of a chat call that failed with err (see call).
+//
+//go:noinline
+func (r *runner) failed(ctx context.Context, chatSpan trace.Span, req *llm.Request, err error) *core.LLMResult {
+	recordError(chatSpan, err)
+	err = fmt.Errorf("chat %s: %w", req.Model, err)
+	return &core.LLMResult{CallID: r.callID, Err: err, Retryable: llm.IsRetryable(err) && ctx.Err() == nil}
+}
+
+// recovered, deferred by call, turns a panic into an error result, and marks the span
+// of a failed call.
+func (r *runner) recovered(span trace.Span, res **core.LLMResult) {
+	if p := recover(); p != nil {
+		*res = &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("llm provider panicked: %v", p)}
+	}
+	if (*res).Err != nil {
+		recordError(span, (*res).Err)
+	}
+}
+
+// unbuilt is the result of a call whose request could not be built (see call).
+//
+//go:noinline
+func (r *runner) unbuilt(err error) *core.LLMResult {
+	return &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("build llm request: %w", err), Config: core.IsConfigError(err)}
+}
+
+// startSpan starts the call's span, under its parent (see call).
+//
+//go:noinline
+func (r *runner) startSpan(ctx context.Context) (context.Context, trace.Span) {
 	spanName := "session.llm_call"
 	switch r.purpose {
 	case core.PurposePlan:
@@ -71,24 +128,29 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	if r.parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, r.parent)
 	}
-	ctx, span := r.deps.Tracer.Start(ctx, spanName, trace.WithAttributes(
+	return r.deps.Tracer.Start(ctx, spanName, trace.WithAttributes(
 		attribute.String("fathom.session_id", r.sessionID),
 		attribute.String("fathom.step_id", r.stepID),
 		attribute.String("fathom.call_id", r.callID),
 	))
-	defer span.End()
-	defer func() {
-		if p := recover(); p != nil {
-			res = &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("llm provider panicked: %v", p)}
-		}
-		if res.Err != nil {
-			span.RecordError(res.Err)
-			span.SetStatus(codes.Error, res.Err.Error())
-		}
-	}()
+}
+
+// recordError marks span failed with err (see call).
+//
+//go:noinline
+func recordError(span trace.Span, err error) {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+}
+
+// request builds the call's request from the state, fitting the history into the
+// context budget, and hooks the live deltas (see call).
+//
+//go:noinline
+func (r *runner) request(ctx context.Context, span trace.Span) (*llm.Request, *messages.ContextInfo, error) {
 	req, info, err := buildContextRequest(ctx, r.deps, r.state, r.callID, r.hist)
 	if err != nil {
-		return &core.LLMResult{CallID: r.callID, Err: fmt.Errorf("build llm request: %w", err), Config: core.IsConfigError(err)}
+		return nil, nil, err
 	}
 	if info != nil {
 		span.SetAttributes(
@@ -106,10 +168,24 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 			d.PublishDelta(r.sessionID, live.Delta{CallID: r.callID, StepID: r.stepID, Index: n, Attempt: attempt, AfterSeq: r.reqSeq, Text: text})
 		}
 	}
-	resp, err := r.chat(ctx, req)
-	if err != nil {
-		return &core.LLMResult{CallID: r.callID, Err: err, Retryable: llm.IsRetryable(err) && ctx.Err() == nil}
+	return &req, info, nil
+}
+
+// result is the call's result for the answer resp (started at start), with the answer's
+// tokens counted as it will be recorded; the answer's attributes go on the chat call's
+// span (see call).
+//
+//go:noinline
+func (r *runner) result(ctx context.Context, chatSpan trace.Span, resp *llm.Response, start time.Time, info *messages.ContextInfo) *core.LLMResult {
+	if resp.Duration == 0 {
+		resp.Duration = time.Since(start)
 	}
+	chatSpan.SetAttributes(
+		semconv.GenAIResponseModel(resp.Model),
+		semconv.GenAIUsageInputTokensKey.Int64(resp.Usage.InputTokens),
+		semconv.GenAIUsageOutputTokensKey.Int64(resp.Usage.OutputTokens),
+		semconv.GenAIResponseFinishReasons(resp.FinishReason),
+	)
 	out := &core.LLMResult{
 		CallID: r.callID, Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
 		Duration: resp.Duration, CtxInfo: info, Thinking: core.ThinkingBlocks(resp.Thinking),
@@ -138,35 +214,21 @@ func (r *runner) call(ctx context.Context) (res *core.LLMResult) {
 	return out
 }
 
-func (r *runner) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+// startChat starts the chat call: its context, bounded by the session's LLM timeout
+// and carrying the session's tenant, and its client span; it marks req's prompt
+// cacheable (see call).
+//
+//go:noinline
+func (r *runner) startChat(ctx context.Context, req *llm.Request) (context.Context, context.CancelFunc, trace.Span) {
 	ctx, cancel := context.WithTimeout(ctx, r.deps.Config.LLMTimeout)
-	defer cancel()
 	ctx, span := r.deps.Tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(r.deps.LLM.Name()),
 		semconv.GenAIRequestModel(req.Model),
 	))
-	defer span.End()
-	start := time.Now()
 	// The system prompt and the history keep a stable order, so the prompt's prefix is
 	// cacheable: Anthropic gets cache breakpoints, OpenAI caches the prefix on its own.
 	req.PromptCache = true
 	// The endpoint's fair share and the tenant's limits (llm/resilient) read the tenant here.
-	ctx = auth.WithTenant(ctx, r.state.GetTenant())
-	resp, err := r.deps.LLM.Chat(ctx, req)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		return llm.Response{}, fmt.Errorf("chat %s: %w", req.Model, err)
-	}
-	if resp.Duration == 0 {
-		resp.Duration = time.Since(start)
-	}
-	span.SetAttributes(
-		semconv.GenAIResponseModel(resp.Model),
-		semconv.GenAIUsageInputTokensKey.Int64(resp.Usage.InputTokens),
-		semconv.GenAIUsageOutputTokensKey.Int64(resp.Usage.OutputTokens),
-		semconv.GenAIResponseFinishReasons(resp.FinishReason),
-	)
-	return resp, nil
+	return auth.WithTenant(ctx, r.state.GetTenant()), cancel, span
 }

@@ -414,7 +414,9 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("anthropic: chat request has no messages")
 	}
-	p, err := c.params(req)
+	// The params (the SDK's, about a kilobyte) are held by pointer: this frame is on the
+	// stack while the call waits on the network (see stream).
+	p, err := c.paramsOf(&req)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -459,10 +461,21 @@ func structured(resp llm.Response, name string) llm.Response {
 	return resp
 }
 
+// paramsOf is params(*req) on the heap (see Chat).
+//
+//go:noinline
+func (c *Client) paramsOf(req *llm.Request) (*anthropic.MessageNewParams, error) {
+	p, err := c.params(*req)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // complete makes a non-streamed call; the SDK encodes the params and decodes the
 // answer.
-func (c *Client) complete(ctx context.Context, p anthropic.MessageNewParams) (llm.Response, error) {
-	out, err := c.msgs.New(ctx, p)
+func (c *Client) complete(ctx context.Context, p *anthropic.MessageNewParams) (llm.Response, error) {
+	out, err := c.msgs.New(ctx, *p)
 	if err != nil {
 		if undecodable(err) {
 			return llm.Response{}, fmt.Errorf("anthropic: decode %s response: %w", messagesPath, errors.Join(llm.ErrMalformedResponse, err))

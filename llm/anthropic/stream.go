@@ -9,6 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/fathom-agents/fathom/llm"
 )
@@ -43,13 +44,16 @@ type streamState struct {
 // their thinking and signature deltas. The stream must end with message_stop; a stream
 // that ends earlier is an error wrapping io.ErrUnexpectedEOF (retryable), and an
 // "error" event is an *llm.APIError.
-func (c *Client) stream(ctx context.Context, p anthropic.MessageNewParams, onDelta func(string)) (llm.Response, error) {
-	// The SDK encodes p (adding "stream":true) and decodes the events.
-	s := c.msgs.NewStreaming(ctx, p, option.WithHeader("Accept", "text/event-stream"))
+//
+// The calling goroutine waits for each event with this frame on its stack: the params
+// and the events (the SDK's types, kilobytes each) are copied only in functions of their
+// own (openStream, streamState.next), never inlined.
+func (c *Client) stream(ctx context.Context, p *anthropic.MessageNewParams, onDelta func(string)) (llm.Response, error) {
+	s := c.openStream(ctx, p)
 	defer s.Close()
 	st := &streamState{onDelta: onDelta}
 	for s.Next() {
-		done, err := st.handle(s.Current())
+		done, err := st.next(s)
 		if err != nil {
 			return llm.Response{}, err
 		}
@@ -57,17 +61,40 @@ func (c *Client) stream(ctx context.Context, p anthropic.MessageNewParams, onDel
 			return st.result(), nil
 		}
 	}
-	err := s.Err()
+	return llm.Response{}, st.failed(s.Err())
+}
+
+// openStream starts the streamed call of p: the SDK encodes p (adding "stream":true)
+// and decodes the events (see stream).
+//
+//go:noinline
+func (c *Client) openStream(ctx context.Context, p *anthropic.MessageNewParams) *ssestream.Stream[anthropic.MessageStreamEventUnion] {
+	return c.msgs.NewStreaming(ctx, *p, option.WithHeader("Accept", "text/event-stream"))
+}
+
+// next applies the stream's current event (see stream); done reports message_stop.
+//
+//go:noinline
+func (s *streamState) next(st *ssestream.Stream[anthropic.MessageStreamEventUnion]) (done bool, err error) {
+	return s.handle(st.Current())
+}
+
+// failed is the error of a stream that ended (with err, the stream's) before
+// message_stop.
+//
+//go:noinline
+func (s *streamState) failed(err error) error {
+	st := s
 	if err == nil {
 		err = io.ErrUnexpectedEOF // ended without message_stop
 	} else if malformed(err) {
-		return llm.Response{}, fmt.Errorf("anthropic: malformed stream event: %w", errors.Join(llm.ErrMalformedResponse, err))
+		return fmt.Errorf("anthropic: malformed stream event: %w", errors.Join(llm.ErrMalformedResponse, err))
 	}
 	err = callError(err)
 	if _, ok := err.(*llm.APIError); ok {
-		return llm.Response{}, fmt.Errorf("anthropic: stream error after %d bytes of text: %w", st.content.Len(), err)
+		return fmt.Errorf("anthropic: stream error after %d bytes of text: %w", st.content.Len(), err)
 	}
-	return llm.Response{}, fmt.Errorf("anthropic: stream cut after %d bytes of text: %w", st.content.Len(), err)
+	return fmt.Errorf("anthropic: stream cut after %d bytes of text: %w", st.content.Len(), err)
 }
 
 // handle applies one event; done reports message_stop.

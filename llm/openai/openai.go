@@ -223,11 +223,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	body, err := c.body(req, model)
+	body, model, err := c.encode(&req)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -248,6 +244,20 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	}
 	resp.Duration = time.Since(start)
 	return resp, nil
+}
+
+// encode is the body of req and the model it asks for (the client's default unless
+// req names one). It is never inlined, so that the copy of req it hands to body is not
+// in Chat's frame while Chat waits on the network (see decoded).
+//
+//go:noinline
+func (c *Client) encode(req *llm.Request) (body []byte, model string, err error) {
+	model = req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	body, err = c.body(*req, model)
+	return body, model, err
 }
 
 // messagesSlot and toolsSlot stand for the messages and the tools in the params that
@@ -597,13 +607,23 @@ func usage(u openai.CompletionUsage) llm.Usage {
 // chatPath is the chat completions endpoint, relative to the base URL.
 const chatPath = "chat/completions"
 
-// complete makes a non-streamed call with body; the SDK reads the answer, and
-// decodeChat decodes it.
+// complete makes a non-streamed call with body; the SDK reads the answer, and decoded
+// decodes it.
 func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
 	var raw []byte
 	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
 	}
+	return c.decoded(raw)
+}
+
+// decoded converts the chat.completion answer raw. It is a function of its own, never
+// inlined, because the SDK's ChatCompletion it decodes into is about 4 KB: in complete's
+// frame it would sit on the calling goroutine's stack for the whole call, keeping that
+// stack a size larger while it waits on the network (a cost per call in flight).
+//
+//go:noinline
+func (c *Client) decoded(raw []byte) (llm.Response, error) {
 	out, err := decodeChat(raw)
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("openai: decode /chat/completions response: %w", err)
@@ -668,57 +688,80 @@ func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) 
 	err := c.api.Post(wire.WithTracker(ctx, &tr), chatPath, body, &raw, streamOptions...)
 	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 	defer s.Close()
-	var (
-		out     llm.Response
-		content strings.Builder
-		calls   []llm.ToolCall
-	)
+	var acc streamed
 	for s.Next() {
-		ch := s.Current()
-		if ch.Model != "" && ch.Model != out.Model {
-			out.Model = strings.Clone(ch.Model) // not a slice of the chunk (see response)
-		}
-		if ch.JSON.Usage.Valid() {
-			out.Usage = usage(ch.Usage)
-		}
-		for _, choice := range ch.Choices {
-			if d := choice.Delta.Content; d != "" {
-				content.WriteString(d)
-				onDelta(d)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				if tc.Index < 0 || tc.Index >= maxToolCalls {
-					return llm.Response{}, fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
-				}
-				for int64(len(calls)) <= tc.Index {
-					calls = append(calls, llm.ToolCall{})
-				}
-				if tc.ID != "" {
-					calls[tc.Index].ID = strings.Clone(tc.ID)
-				}
-				calls[tc.Index].Name += tc.Function.Name
-				calls[tc.Index].Arguments += tc.Function.Arguments
-			}
-			if choice.FinishReason != "" {
-				out.FinishReason = strings.Clone(choice.FinishReason)
-			}
+		if err := acc.add(s, onDelta); err != nil {
+			return llm.Response{}, err
 		}
 	}
+	return acc.end(s, &tr)
+}
+
+// streamed is what a stream's chunks made so far. Its methods are never inlined: a
+// chunk (the SDK's ChatCompletionChunk) is about 3 KB, and in stream's frame it would
+// sit on the calling goroutine's stack while it waits for the next one (see decoded).
+type streamed struct {
+	out     llm.Response
+	content strings.Builder
+	calls   []llm.ToolCall
+}
+
+// add takes the stream's current chunk.
+//
+//go:noinline
+func (a *streamed) add(s *ssestream.Stream[openai.ChatCompletionChunk], onDelta func(string)) error {
+	ch := s.Current()
+	if ch.Model != "" && ch.Model != a.out.Model {
+		a.out.Model = strings.Clone(ch.Model) // not a slice of the chunk (see response)
+	}
+	if ch.JSON.Usage.Valid() {
+		a.out.Usage = usage(ch.Usage)
+	}
+	for _, choice := range ch.Choices {
+		if d := choice.Delta.Content; d != "" {
+			a.content.WriteString(d)
+			onDelta(d)
+		}
+		for _, tc := range choice.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxToolCalls {
+				return fmt.Errorf("openai: stream tool call index %d out of range", tc.Index)
+			}
+			for int64(len(a.calls)) <= tc.Index {
+				a.calls = append(a.calls, llm.ToolCall{})
+			}
+			if tc.ID != "" {
+				a.calls[tc.Index].ID = strings.Clone(tc.ID)
+			}
+			a.calls[tc.Index].Name += tc.Function.Name
+			a.calls[tc.Index].Arguments += tc.Function.Arguments
+		}
+		if choice.FinishReason != "" {
+			a.out.FinishReason = strings.Clone(choice.FinishReason)
+		}
+	}
+	return nil
+}
+
+// end is the answer once the stream s ended: an error unless it ended with
+// "data: [DONE]" (tr).
+//
+//go:noinline
+func (a *streamed) end(s *ssestream.Stream[openai.ChatCompletionChunk], tr *wire.Tracker) (llm.Response, error) {
 	if err := s.Err(); err != nil {
 		if malformed(err) {
 			return llm.Response{}, fmt.Errorf("openai: malformed stream chunk: %w", errors.Join(llm.ErrMalformedResponse, err))
 		}
-		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), callError(err))
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", a.content.Len(), callError(err))
 	}
 	if !tr.EndsWithDone() {
-		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", content.Len(), io.ErrUnexpectedEOF)
+		return llm.Response{}, fmt.Errorf("openai: stream cut after %d bytes: %w", a.content.Len(), io.ErrUnexpectedEOF)
 	}
 	// A name or arguments sent whole in one chunk are that chunk's slices ("" + s is s).
-	for i := range calls {
-		calls[i].Name, calls[i].Arguments = strings.Clone(calls[i].Name), strings.Clone(calls[i].Arguments)
+	for i := range a.calls {
+		a.calls[i].Name, a.calls[i].Arguments = strings.Clone(a.calls[i].Name), strings.Clone(a.calls[i].Arguments)
 	}
-	out.Content, out.ToolCalls = content.String(), calls
-	return out, nil
+	a.out.Content, a.out.ToolCalls = a.content.String(), a.calls
+	return a.out, nil
 }
 
 // malformed reports a JSON decoding error (a chunk that is not valid JSON).

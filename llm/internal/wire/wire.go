@@ -40,26 +40,35 @@ func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 		dropTelemetry(req.Header)
 		inMemoryBody(req)
 		resp, err := next(req)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
-		}
-		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			defer resp.Body.Close()
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-			return nil, APIError(resp, data, fields)
-		}
-		if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "event-stream") && !strings.Contains(ct, "json") {
-			// Some compatible servers answer JSON as text/plain (or with no type); the
-			// SDKs decode only what is labelled JSON.
-			resp.Header.Set("Content-Type", "application/json")
-		}
-		lb := &limitedBody{rc: resp.Body, left: maxBytes, max: maxBytes, prefix: prefix}
-		if t, ok := req.Context().Value(trackerKey{}).(*Tracker); ok {
-			t.body.Store(lb)
-		}
-		resp.Body = lb
-		return resp, nil
+		return bounded(req, resp, err, prefix, maxBytes, fields)
 	}
+}
+
+// bounded is Bound's work on the answer. It is a function of its own, never inlined,
+// because the calling goroutine waits on the network in next with Bound's frame on its
+// stack (a cost per call in flight): that frame is kept to the call.
+//
+//go:noinline
+func bounded(req *http.Request, resp *http.Response, err error, prefix string, maxBytes int64, fields ErrorFields) (*http.Response, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: %w", prefix, req.Method, req.URL.Path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return nil, APIError(resp, data, fields)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "event-stream") && !strings.Contains(ct, "json") {
+		// Some compatible servers answer JSON as text/plain (or with no type); the
+		// SDKs decode only what is labelled JSON.
+		resp.Header.Set("Content-Type", "application/json")
+	}
+	lb := &limitedBody{rc: resp.Body, left: maxBytes, max: maxBytes, prefix: prefix}
+	if t, ok := req.Context().Value(trackerKey{}).(*Tracker); ok {
+		t.body.Store(lb)
+	}
+	resp.Body = lb
+	return resp, nil
 }
 
 // inMemoryBody gives the request its body again in a reader net/http knows to be in
