@@ -10,7 +10,9 @@
 // Sizes come from FATHOM_LOAD_SESSIONS (active sessions, default 1,000),
 // FATHOM_LOAD_STEPS (plan steps per session, default 10) and FATHOM_LOAD_IDLE_SESSIONS
 // (finished sessions left to passivate, in waves of 1,000; default 10,000, at least
-// 2,000). FATHOM_LOAD_IDLE_HEAP=FILE makes BenchmarkPassivatedSessions write a heap
+// 2,000); FATHOM_LOAD_LATENCY_MS sets BenchmarkActiveSessions' model latency (default
+// 200 ms), whose sub-benchmarks reach the model over plain HTTP/1.1 (model=http) and
+// over HTTPS with HTTP/2 (model=https-h2). FATHOM_LOAD_IDLE_HEAP=FILE makes BenchmarkPassivatedSessions write a heap
 // profile once every finished session has passivated, what they left behind (go tool
 // pprof -sample_index=inuse_space), and FILE.first after the first wave (-base FILE.first
 // shows what the later waves added); FATHOM_LOAD_ACTIVE_HEAP=FILE makes
