@@ -84,7 +84,6 @@ func (s *streamState) next(st *ssestream.Stream[anthropic.MessageStreamEventUnio
 //
 //go:noinline
 func (s *streamState) failed(err error) error {
-	st := s
 	if err == nil {
 		err = io.ErrUnexpectedEOF // ended without message_stop
 	} else if malformed(err) {
@@ -92,9 +91,9 @@ func (s *streamState) failed(err error) error {
 	}
 	err = callError(err)
 	if _, ok := err.(*llm.APIError); ok {
-		return fmt.Errorf("anthropic: stream error after %d bytes of text: %w", st.content.Len(), err)
+		return fmt.Errorf("anthropic: stream error after %d bytes of text: %w", s.content.Len(), err)
 	}
-	return fmt.Errorf("anthropic: stream cut after %d bytes of text: %w", st.content.Len(), err)
+	return fmt.Errorf("anthropic: stream cut after %d bytes of text: %w", s.content.Len(), err)
 }
 
 // handle applies one event; done reports message_stop.
