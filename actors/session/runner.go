@@ -135,9 +135,7 @@ func (r *runner) startSpan(ctx context.Context) (context.Context, trace.Span) {
 	))
 }
 
-// recordError marks span failed with err (see call).
-//
-//go:noinline
+// recordError marks span failed with err.
 func recordError(span trace.Span, err error) {
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())

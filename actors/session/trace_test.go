@@ -223,6 +223,10 @@ func TestSessionIsOneTrace(t *testing.T) {
 			continue
 		}
 		chats++
+		// The answer's attributes are on the chat span, set once the call returned.
+		if attr(s, "gen_ai.response.model") == "" || attr(s, "gen_ai.usage.input_tokens") == "" || attr(s, "gen_ai.request.model") == "" {
+			t.Fatalf("chat span %s lacks the request model or the answer's model and usage: %v", s.Name, s.Attributes)
+		}
 		call := tr.parent(s)
 		if call.Name != "session.plan" && call.Name != "session.llm_call" {
 			t.Fatalf("chat span under %s", call.Name)

@@ -223,7 +223,11 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("openai: chat request has no messages")
 	}
-	body, model, err := c.encode(&req)
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	body, err := c.body(req, model)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -244,20 +248,6 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	}
 	resp.Duration = time.Since(start)
 	return resp, nil
-}
-
-// encode is the body of req and the model it asks for (the client's default unless
-// req names one). It is never inlined, so that the copy of req it hands to body is not
-// in Chat's frame while Chat waits on the network (see decoded).
-//
-//go:noinline
-func (c *Client) encode(req *llm.Request) (body []byte, model string, err error) {
-	model = req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	body, err = c.body(*req, model)
-	return body, model, err
 }
 
 // messagesSlot and toolsSlot stand for the messages and the tools in the params that
