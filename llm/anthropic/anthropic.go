@@ -410,7 +410,7 @@ func markCache(p *anthropic.MessageNewParams, stable blockRef) {
 }
 
 // Chat implements llm.Provider: one POST /v1/messages, no retries.
-func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+func (c *Client) Chat(ctx context.Context, req llm.Request) (resp llm.Response, err error) {
 	if len(req.Messages) == 0 {
 		return llm.Response{}, errors.New("anthropic: chat request has no messages")
 	}
@@ -423,7 +423,6 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	var resp llm.Response
 	if req.OnDelta != nil {
 		resp, err = c.stream(ctx, p, req.OnDelta)
 	} else {
@@ -433,7 +432,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 		return llm.Response{}, err
 	}
 	if req.ResponseFormat != nil {
-		resp = structured(resp, req.ResponseFormat.Name)
+		structured(&resp, req.ResponseFormat.Name)
 	}
 	if resp.Model == "" {
 		resp.Model = string(p.Model)
@@ -442,8 +441,8 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return resp, nil
 }
 
-// structured turns the call of the structured-output tool into the answer's content.
-func structured(resp llm.Response, name string) llm.Response {
+// structured turns the call of the structured-output tool into resp's content.
+func structured(resp *llm.Response, name string) {
 	for i, tc := range resp.ToolCalls {
 		if tc.Name != name {
 			continue
@@ -456,9 +455,8 @@ func structured(resp llm.Response, name string) llm.Response {
 				resp.FinishReason = "stop"
 			}
 		}
-		return resp
+		return
 	}
-	return resp
 }
 
 // paramsOf is params(*req) on the heap (see Chat).
