@@ -174,3 +174,33 @@ func TestRunNeverBlocks(t *testing.T) {
 		}
 	}
 }
+
+// Run's calls never take a worker of Shared, whose stack a mailbox grew: a call waits on
+// the network with the stack of the worker it runs on (see the package comment).
+func TestRunKeepsOffTheMailboxWorkers(t *testing.T) {
+	// A worker of Shared, idle once its mailbox turn is done.
+	done := make(chan struct{})
+	Shared.Schedule(func() { close(done) })
+	<-done
+	waitFor(t, func() bool { return Shared.waiting.Load() > 0 }, "a worker of Shared to wait for work")
+	idle := Shared.waiting.Load()
+
+	// While the call runs, Shared's idle workers are all still idle (a worker uncounts
+	// itself before it runs what it took).
+	during := make(chan int32, 1)
+	Run(func() { during <- Shared.waiting.Load() })
+	if got := <-during; got != idle {
+		t.Fatalf("Shared's idle workers went from %d to %d while a call ran: the call took one", idle, got)
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
