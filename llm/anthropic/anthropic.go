@@ -420,7 +420,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (resp llm.Response, 
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := wire.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	if req.OnDelta != nil {

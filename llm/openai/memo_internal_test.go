@@ -166,7 +166,7 @@ func TestMemoizedBodyIsTheSDKs(t *testing.T) {
 		r := req
 		r.Messages = append(append([]llm.Message(nil), req.Messages...), m)
 		r.Tools = append(append([]llm.ToolSpec(nil), req.Tools...), llm.ToolSpec{Name: fmt.Sprintf("t%d", i), Description: strings.Repeat("d", i)})
-		got, err := c.body(r, r.Model)
+		got, err := c.bodyBytes(r, r.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestBodyWithEveryOptionIsTheSDKs(t *testing.T) {
 	noTools.Tools = nil
 	for i, req := range []llm.Request{full, bare, noTools} {
 		for call := range 2 {
-			got, err := c.body(req, req.Model)
+			got, err := c.bodyBytes(req, req.Model)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +293,7 @@ func TestKeptHeadsFollowEveryOption(t *testing.T) {
 			for i, v := range variants {
 				req := base
 				v(&req)
-				got, err := c.body(req, req.Model)
+				got, err := c.bodyBytes(req, req.Model)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -372,7 +372,7 @@ func TestOneShotMessagesAreNotKept(t *testing.T) {
 	want := sdkBody(t, c, plan)
 	body := func(req llm.Request, want string) {
 		t.Helper()
-		got, err := c.body(req, req.Model)
+		got, err := c.bodyBytes(req, req.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +414,7 @@ func bodiesAreTheSDKs(t *testing.T, c *Client, req llm.Request) {
 	t.Helper()
 	want := sdkBody(t, c, req)
 	for call := range 3 {
-		got, err := c.body(req, req.Model)
+		got, err := c.bodyBytes(req, req.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,4 +422,13 @@ func bodiesAreTheSDKs(t *testing.T, c *Client, req llm.Request) {
 			t.Fatalf("call %d: body\n%s\nwant the SDK's\n%s", call, got, want)
 		}
 	}
+}
+
+// bodyBytes is c.body's body in one buffer.
+func (c *Client) bodyBytes(req llm.Request, model string) ([]byte, error) {
+	b, err := c.body(req, model)
+	if err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -192,9 +192,9 @@ func New(cfg Config) (*Client, error) {
 		toolMemo: wire.ToolMemo[[]byte](toolMemoBytes), heads: make(map[headKey]*encodedHead)}, nil
 }
 
-// withTimeout bounds a call's context by callTimeout.
+// withTimeout bounds a call's context by callTimeout (wire.WithTimeout).
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.callTimeout)
+	return wire.WithTimeout(ctx, c.callTimeout)
 }
 
 // Name implements llm.Provider.
@@ -235,11 +235,12 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (resp llm.Response, 
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
+	ctx, payload := body.Send(ctx)
 	start := time.Now()
 	if req.OnDelta != nil {
-		resp, err = c.stream(ctx, req.OnDelta, body)
+		resp, err = c.stream(ctx, req.OnDelta, payload)
 	} else {
-		resp, err = c.complete(ctx, body)
+		resp, err = c.complete(ctx, payload)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -264,8 +265,9 @@ var (
 // encodes the params with one placeholder in the messages array and in the tools
 // array (head), and body puts the memos' encodings of the messages and tools there
 // (the SDK would encode each message and tool again on every call, which is most of a
-// call's encoding cost: a session's history only grows at its end).
-func (c *Client) body(req llm.Request, model string) ([]byte, error) {
+// call's encoding cost: a session's history only grows at its end). The body keeps
+// those encodings, not a copy of them (wire.Body).
+func (c *Client) body(req llm.Request, model string) (*wire.Body, error) {
 	msgs, err := c.messages(req.Messages)
 	if err != nil {
 		return nil, err
@@ -279,29 +281,11 @@ func (c *Client) body(req llm.Request, model string) ([]byte, error) {
 		return nil, err
 	}
 	parts := [...][][]byte{slotMessages: msgs, slotTools: tools}
-	n := 0
-	for _, seg := range h.segs {
-		n += len(seg)
-	}
-	for _, s := range h.slots {
-		for _, b := range parts[s] {
-			n += len(b) + 1
-		}
-	}
-	out := make([]byte, 0, n+2*len(h.slots))
-	out = append(out, h.segs[0]...)
+	arrays := make([][][]byte, len(h.slots))
 	for i, s := range h.slots {
-		out = append(out, '[')
-		for j, b := range parts[s] {
-			if j > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, b...)
-		}
-		out = append(out, ']')
-		out = append(out, h.segs[i+1]...)
+		arrays[i] = parts[s]
 	}
-	return out, nil
+	return wire.NewBody(h.segs, arrays...), nil
 }
 
 // The placeholders of a head: the messages array and the tools array.
@@ -600,7 +584,7 @@ const chatPath = "chat/completions"
 
 // complete makes a non-streamed call with body; the SDK reads the answer, and decoded
 // decodes it.
-func (c *Client) complete(ctx context.Context, body []byte) (llm.Response, error) {
+func (c *Client) complete(ctx context.Context, body any) (llm.Response, error) {
 	var raw []byte
 	if err := c.api.Post(ctx, chatPath, body, &raw); err != nil {
 		return llm.Response{}, callError(err)
@@ -671,7 +655,7 @@ var streamOptions = []option.RequestOption{option.WithHeader("Accept", "text/eve
 // stream reads a streamed chat completion chunk by chunk, calling onDelta for each text
 // delta and assembling tool calls from their fragments. The stream must end with
 // "data: [DONE]"; anything else is an error wrapping io.ErrUnexpectedEOF (retryable).
-func (c *Client) stream(ctx context.Context, onDelta func(string), body []byte) (llm.Response, error) {
+func (c *Client) stream(ctx context.Context, onDelta func(string), body any) (llm.Response, error) {
 	var tr wire.Tracker
 	// As the SDK's NewStreaming: "stream":true in the body (see encodeHead), the raw
 	// answer read as server-sent events.

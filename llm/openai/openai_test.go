@@ -414,3 +414,87 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 		}
 	})
 }
+
+// A large request body (sent in the pieces the client's memos keep) reaches the server
+// whole, with its Content-Length (not chunked), over HTTP/1.1 and HTTP/2, streamed or
+// not.
+func TestLargeBodyOnTheWire(t *testing.T) {
+	var msgs []llm.Message
+	for i := range 60 {
+		msgs = append(msgs, llm.Message{Role: "user", Content: fmt.Sprintf("message %d: %s", i, strings.Repeat("é<&>", 30))})
+	}
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		for _, streamed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/streamed=%v", proto, streamed), func(t *testing.T) {
+				type seen struct {
+					proto        string
+					length, read int64
+					chunked      bool
+					contentType  string
+					messages     []string
+				}
+				got := make(chan seen, 1)
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					data, err := io.ReadAll(r.Body)
+					if err != nil {
+						t.Errorf("read the request: %v", err)
+					}
+					var body struct {
+						Messages []struct{ Content string } `json:"messages"`
+					}
+					if err := json.Unmarshal(data, &body); err != nil {
+						t.Errorf("the request is not JSON: %v", err)
+					}
+					s := seen{proto: r.Proto, length: r.ContentLength, read: int64(len(data)), contentType: r.Header.Get("Content-Type"),
+						chunked: len(r.TransferEncoding) > 0}
+					for _, m := range body.Messages {
+						s.messages = append(s.messages, m.Content)
+					}
+					got <- s
+					if streamed {
+						w.Header().Set("Content-Type", "text/event-stream")
+						_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+						return
+					}
+					_, _ = io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+				})
+				srv := httptest.NewUnstartedServer(h)
+				if proto == "HTTP/2.0" {
+					srv.EnableHTTP2 = true
+					srv.StartTLS()
+				} else {
+					srv.Start()
+				}
+				defer srv.Close()
+				c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m", HTTPClient: srv.Client()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := llm.Request{Messages: msgs, MaxTokens: 10}
+				if streamed {
+					req.OnDelta = func(string) {}
+				}
+				resp, err := c.Chat(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := <-got
+				if resp.Content != "ok" || s.proto != proto {
+					t.Fatalf("answer %q over %s, want ok over %s", resp.Content, s.proto, proto)
+				}
+				if s.read < 8<<10 || s.length != s.read || s.chunked || s.contentType != "application/json" {
+					t.Fatalf("the server read %d bytes with Content-Length %d (chunked %v, Content-Type %q); want more than 8 KB, all of it announced, %q",
+						s.read, s.length, s.chunked, s.contentType, "application/json")
+				}
+				if len(s.messages) != len(msgs) {
+					t.Fatalf("the server got %d messages, want %d", len(s.messages), len(msgs))
+				}
+				for i, m := range msgs {
+					if s.messages[i] != m.Content {
+						t.Fatalf("message %d: the server got %q, want %q", i, s.messages[i], m.Content)
+					}
+				}
+			})
+		}
+	}
+}

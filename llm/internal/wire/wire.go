@@ -1,7 +1,8 @@
 // Package wire holds what Fathom's two SDK-based model clients (llm/openai,
 // llm/anthropic) add on the HTTP level: one SDK middleware that turns error answers into
 // *llm.APIError (status, type, code, message, Retry-After) and bounds every response
-// body, so a runaway stream or answer cannot exhaust memory.
+// body, so a runaway stream or answer cannot exhaust memory; request bodies sent in the
+// pieces the clients' memos keep (Body); and those memos (Memo).
 package wire
 
 import (
@@ -38,7 +39,7 @@ type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error
 func Bound(prefix string, maxBytes int64, fields ErrorFields) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		dropTelemetry(req.Header)
-		inMemoryBody(req)
+		requestBody(req)
 		resp, err := next(req)
 		return bounded(req, resp, err, prefix, maxBytes, fields)
 	}
@@ -69,6 +70,17 @@ func bounded(req *http.Request, resp *http.Response, err error, prefix string, m
 	}
 	resp.Body = lb
 	return resp, nil
+}
+
+// requestBody gives req its body: the pieces its context carries (Body.Send), or the
+// SDK's buffer again, in memory (inMemoryBody). It is never inlined: Bound's frame is on
+// the stack while the call waits, and this work is done before.
+//
+//go:noinline
+func requestBody(req *http.Request) {
+	if !splitBody(req) {
+		inMemoryBody(req)
+	}
 }
 
 // inMemoryBody gives the request its body again in a reader net/http knows to be in
@@ -137,6 +149,19 @@ func (b *limitedBody) remember(p []byte) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// WithTimeout is context.WithTimeout(ctx, d), but ctx itself when its deadline comes
+// first: a session's call carries its own deadline, shorter than a client's, and a
+// second one would cost the call a context and a timer for nothing (and hold them while
+// it waits).
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, noCancel
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func noCancel() {}
 
 // Tracker finds the body one streamed call reads through, to check how it ended. Attach
 // it to the call's context with WithTracker.
