@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,6 +74,8 @@ type EmbedWorkerConfig struct {
 	BatchSize int
 	// Timeout bounds one embed+store round. Default 30 s.
 	Timeout time.Duration
+	// MaxCatchUps bounds the histories waiting to be caught up (CatchUp). Default 64.
+	MaxCatchUps int
 	// OnError, when set, is called (on the worker's goroutine) with the jobs of a failed
 	// round. Failed jobs are dropped: a message without a vector is only absent from
 	// semantic retrieval.
@@ -94,6 +97,12 @@ type EmbedWorker struct {
 	mu     sync.RWMutex
 	closed bool
 	once   sync.Once
+
+	// catchUps are the histories handed with CatchUp, not yet taken (cmu held); wake
+	// tells an idle worker that one came.
+	cmu      sync.Mutex
+	catchUps [][]EmbedJob
+	wake     chan struct{}
 }
 
 // NewEmbedWorker validates cfg and starts the worker's goroutine.
@@ -113,11 +122,15 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if cfg.MaxCatchUps <= 0 {
+		cfg.MaxCatchUps = 64
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &EmbedWorker{cfg: cfg, jobs: make(chan EmbedJob, cfg.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	w := &EmbedWorker{cfg: cfg, jobs: make(chan EmbedJob, cfg.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
 	go w.run()
 	return w, nil
 }
@@ -126,12 +139,88 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 // queue is full and ErrWorkerClosed after Close.
 func (w *EmbedWorker) Enqueue(job EmbedJob) error { return w.send(context.Background(), job, false) }
 
-// Room reports whether n more jobs fit in the queue with at least half of it left free
-// for the messages sessions are recording: a session's catch-up at activation (its
-// history handed again as IfMissing jobs) asks it first and waits for the next
-// activation when it does not fit, so that many activations at once never crowd out new
-// messages. A history longer than half the queue (QueueSize) never fits.
+// Room reports whether n more jobs fit in the queue with at least half of it left free.
 func (w *EmbedWorker) Room(n int) bool { return len(w.jobs)+n <= cap(w.jobs)/2 }
+
+// CatchUp hands a session's history again (its messages as IfMissing jobs of one
+// stream, which skip what the store holds) without taking any of the queue's room: the
+// worker takes it BatchSize jobs at a time, and only when no queued job waits, so that many
+// activations at once (a node's restart) never crowd out the messages sessions are
+// recording, and a history of any length is caught up. At most MaxCatchUps histories
+// wait so: CatchUp returns false when that many already wait, or after Close (the
+// caller hands the history again at the session's next activation). A drop of the
+// stream (DropStream, a Drop job) forgets what of its history still waits; Close
+// finishes the waiting histories after the queued jobs, as long as its ctx allows.
+func (w *EmbedWorker) CatchUp(jobs []EmbedJob) bool {
+	if len(jobs) == 0 {
+		return true
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return false
+	}
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	if len(w.catchUps) >= w.cfg.MaxCatchUps {
+		return false
+	}
+	w.catchUps = append(w.catchUps, jobs)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// finishCatchUps runs what of the histories still waits once the queue is closed and
+// empty, until the worker is cancelled (Close's ctx ended): then it drops the rest.
+func (w *EmbedWorker) finishCatchUps() {
+	for {
+		h := w.takeCatchUp(w.cfg.BatchSize)
+		if len(h) == 0 {
+			return
+		}
+		if w.ctx.Err() != nil {
+			w.cmu.Lock()
+			n := len(h)
+			for _, rest := range w.catchUps {
+				n += len(rest)
+			}
+			w.catchUps = nil
+			w.cmu.Unlock()
+			w.cfg.Logger.Warn("history catch-up abandoned at close", "jobs", n)
+			return
+		}
+		w.process(h)
+	}
+}
+
+// takeCatchUp returns up to n jobs of the oldest waiting history, or none.
+func (w *EmbedWorker) takeCatchUp(n int) []EmbedJob {
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	if len(w.catchUps) == 0 {
+		return nil
+	}
+	h := w.catchUps[0]
+	n = min(n, len(h))
+	if n == len(h) {
+		w.catchUps[0] = nil
+		w.catchUps = w.catchUps[1:]
+	} else {
+		w.catchUps[0] = h[n:]
+	}
+	return h[:n:n]
+}
+
+// forgetCatchUps drops what of the stream's histories still waits (a drop of it was
+// queued: what comes after must not store its vectors again).
+func (w *EmbedWorker) forgetCatchUps(k streamKey) {
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	w.catchUps = slices.DeleteFunc(w.catchUps, func(h []EmbedJob) bool { return streamKey{h[0].tenant(), h[0].Stream} == k })
+}
 
 // DropStream removes tenant's stream's vectors from the store after every job queued
 // before it, and waits for the removal: a deleted session's vectors do not come back
@@ -157,6 +246,11 @@ func (w *EmbedWorker) send(wait context.Context, job EmbedJob, block bool) error
 	defer w.mu.RUnlock()
 	if w.closed {
 		return ErrWorkerClosed
+	}
+	if job.Drop {
+		// Before the drop is queued: the worker takes a waiting history only when the
+		// queue is empty, so nothing of it is taken after the drop.
+		w.forgetCatchUps(streamKey{job.tenant(), job.Stream})
 	}
 	if !block {
 		select {
@@ -194,14 +288,30 @@ func (w *EmbedWorker) Close(ctx context.Context) error {
 	}
 }
 
-// run drains the queue in batches until it is closed and empty, or cancelled.
+// run drains the queue in batches until it is closed and empty, or cancelled; when no
+// job is queued, it takes a batch of a waiting history (CatchUp).
 func (w *EmbedWorker) run() {
 	defer close(w.done)
 	defer w.cancel()
 	batch := make([]EmbedJob, 0, w.cfg.BatchSize)
 	for {
-		job, ok := <-w.jobs
+		var job EmbedJob
+		var ok bool
+		select {
+		case job, ok = <-w.jobs:
+		default:
+			if h := w.takeCatchUp(w.cfg.BatchSize); len(h) > 0 {
+				w.process(h)
+				continue
+			}
+			select {
+			case job, ok = <-w.jobs:
+			case <-w.wake:
+				continue
+			}
+		}
 		if !ok {
+			w.finishCatchUps()
 			return
 		}
 		batch = append(batch[:0], job)

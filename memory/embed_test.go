@@ -361,3 +361,138 @@ func TestEmbedWorkerIfMissing(t *testing.T) {
 		}
 	})
 }
+
+// waitStored polls store until tenant's stream holds exactly want.
+func waitStored(t *testing.T, store persistence.VectorStore, tenant, stream string, want []uint64) {
+	t.Helper()
+	vs := store.(persistence.VectorSeqs)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := vs.StoredSeqs(context.Background(), tenant, stream, nil)
+		if err == nil && slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s stored %v (%v), want %v", tenant, stream, got, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// seqsTo is 1..n.
+func seqsTo(n uint64) []uint64 {
+	out := make([]uint64, 0, n)
+	for seq := uint64(1); seq <= n; seq++ {
+		out = append(out, seq)
+	}
+	return out
+}
+
+// history is stream's messages 1..n as a catch-up hands them (IfMissing).
+func history(stream string, n uint64) []memory.EmbedJob {
+	var jobs []memory.EmbedJob
+	for _, seq := range seqsTo(n) {
+		jobs = append(jobs, memory.EmbedJob{Stream: stream, Seq: seq, Text: fmt.Sprintf("%s %d", stream, seq), IfMissing: true})
+	}
+	return jobs
+}
+
+// A history far longer than the queue is caught up, a batch at a time, embedding only
+// what the store misses, and takes none of the queue's room meanwhile.
+func TestEmbedWorkerCatchUpLongerThanTheQueue(t *testing.T) {
+	ctx := context.Background()
+	const dims = 32
+	store, err := vectormem.New(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range seqsTo(10) {
+		if err := store.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: seq, Values: hashembed.Vector("stored", dims), Text: "stored"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 8, BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	if !w.CatchUp(history("s", 100)) {
+		t.Fatal("CatchUp refused a history with none waiting")
+	}
+	// The queue is all the new messages' while the history waits.
+	for _, seq := range seqsTo(4) {
+		if err := w.Enqueue(memory.EmbedJob{Stream: "n", Seq: seq, Text: fmt.Sprintf("new %d", seq)}); err != nil {
+			t.Fatalf("new message %d: %v", seq, err)
+		}
+	}
+	close(emb.gate)
+	waitStored(t, store, "default", "s", seqsTo(100))
+	waitStored(t, store, "default", "n", seqsTo(4))
+	if got := len(emb.embedded()); got != 94 {
+		t.Fatalf("embedded %d texts, want 94: the 90 messages the store missed and the 4 new ones", got)
+	}
+}
+
+// A drop of a stream forgets what of its history still waits: nothing of it is stored
+// after the drop.
+func TestEmbedWorkerCatchUpForgottenByADrop(t *testing.T) {
+	ctx := context.Background()
+	const dims = 32
+	store, err := vectormem.New(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 8, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	// The worker holds a queued job in the embedder while the history waits behind it.
+	if err := w.Enqueue(memory.EmbedJob{Stream: "busy", Seq: 1, Text: "busy"}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.CatchUp(history("s", 40)) {
+		t.Fatal("CatchUp refused a history with none waiting")
+	}
+	if err := w.Enqueue(memory.EmbedJob{Stream: "s", Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	close(emb.gate)
+	// Histories are taken in order: once the next one is stored, s's would have been.
+	if !w.CatchUp(history("after", 1)) {
+		t.Fatal("CatchUp refused a history")
+	}
+	waitStored(t, store, "default", "after", seqsTo(1))
+	waitStored(t, store, "default", "s", nil)
+}
+
+// At most MaxCatchUps histories wait; none is taken after Close.
+func TestEmbedWorkerCatchUpBounded(t *testing.T) {
+	ctx := context.Background()
+	const dims = 32
+	store, err := vectormem.New(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 1, MaxCatchUps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker takes one job of the first at most (the embedder holds it): two wait.
+	if !w.CatchUp(history("a", 3)) || !w.CatchUp(history("b", 3)) {
+		t.Fatal("CatchUp refused one of the first two histories")
+	}
+	if w.CatchUp(history("c", 3)) {
+		t.Fatal("CatchUp took a third history with MaxCatchUps 2")
+	}
+	close(emb.gate)
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w.CatchUp(history("d", 1)) {
+		t.Fatal("CatchUp took a history after Close")
+	}
+}

@@ -210,11 +210,11 @@ func TestEmbeddingActivationEmbedsWhatADurableStoreMisses(t *testing.T) {
 	}
 }
 
-// TestCatchUpWaitsForRoom: an activation's catch-up over a durable store is not queued
-// while it would take the embed worker's queue past half full (it waits for the next
-// activation), so many activations at once never crowd out new messages; the new
-// messages themselves are still taken.
-func TestCatchUpWaitsForRoom(t *testing.T) {
+// TestCatchUpTakesNoRoom: an activation's catch-up over a durable store takes none of
+// the embed worker's queue (many activations at once never crowd out new messages):
+// the worker takes it once no queued job waits, so a history longer than the whole
+// queue is caught up too, and the new messages are still taken meanwhile.
+func TestCatchUpTakesNoRoom(t *testing.T) {
 	cc := memory.DefaultContextConfig()
 	cc.Budget = 1000
 	log := slog.New(slog.DiscardHandler)
@@ -225,12 +225,12 @@ func TestCatchUpWaitsForRoom(t *testing.T) {
 	}
 	release := make(chan struct{})
 	emb := &blockingEmbedder{Embedder: hashembed.New(hashembed.DefaultDimensions), release: release, started: make(chan struct{}, 1)}
-	// A queue of 10: room for 5 more jobs at most while half of it stays free.
-	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 10, BatchSize: 1})
+	// A queue of 8, which the history (24 messages) is far longer than.
+	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 8, BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One job held by the embedder, then 2 queued: 2 of 10 taken.
+	// One job held by the embedder, then 2 queued.
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := w.Enqueue(memory.EmbedJob{Stream: "other", Seq: seq, Text: "busy"}); err != nil {
 			t.Fatal(err)
@@ -239,31 +239,36 @@ func TestCatchUpWaitsForRoom(t *testing.T) {
 			<-emb.started
 		}
 	}
-	if !w.Room(3) || w.Room(4) {
-		t.Fatal("Room does not keep half of a 10-job queue with 2 taken free (3 fit, 4 do not)")
+	tr := make([]uint32, 22)
+	for i := range tr {
+		tr[i] = 10
 	}
 	o := Embedding(w, false, cc)
-	o.Activated("e", embedState(100, 100, 50, 10), log) // 5 messages: over the room
-	o.Committed(Commit{SessionID: "e", Log: log, Events: []*messages.Event{toolResult(6)}, Prev: embedState(100, 100, 50, 10),
-		State: embedState(100, 100, 50, 10, 5)}) // its own message is queued
+	o.Activated("e", embedState(100, tr...), log) // 23 messages and the sub-agent's opening
+	if !w.Room(2) {                               // the 2 queued jobs and 2 more keep half of 8 free
+		t.Fatal("the catch-up took room in the queue")
+	}
+	o.Committed(Commit{SessionID: "e", Log: log, Events: []*messages.Event{toolResult(24)}, Prev: embedState(100, tr...),
+		State: embedState(100, append(tr, 5)...)}) // its own message is queued
 	close(release)
+	want := []uint64{1}
+	for seq := uint64(2); seq <= 24; seq++ {
+		want = append(want, seq)
+	}
+	want = append(want, 100)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := store.StoredSeqs(ctx, "default", "e", nil)
+		if err == nil && slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session e stored %v (%v), want its whole history %v", got, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if got, err := store.StoredSeqs(ctx, "default", "e", nil); err != nil || !slices.Equal(got, []uint64{6}) {
-		t.Fatalf("session e stored %v (%v), want only the committed message [6]: the catch-up waits", got, err)
-	}
-	// With room (7 messages in a queue of 20), the next activation catches up.
-	w2, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: hashembed.New(hashembed.DefaultDimensions), Store: store, QueueSize: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	Embedding(w2, false, cc).Activated("e", embedState(100, 100, 50, 10, 5), log)
-	if err := w2.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := store.StoredSeqs(ctx, "default", "e", nil); err != nil || !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6, 100}) {
-		t.Fatalf("after an activation with room, session e stored %v (%v), want its whole history", got, err)
 	}
 }
 

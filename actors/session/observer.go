@@ -261,9 +261,11 @@ func (o embedObserver) embedHistory(id string, st *messages.SessionState, ifMiss
 	}
 	// A catch-up never crowds out the messages being recorded (many activations at once,
 	// a node's reactivation after a restart, would otherwise fill the queue with histories
-	// that are mostly stored already): it waits for the session's next activation.
-	if ifMissing && !o.w.Room(len(jobs)) {
-		log.Debug("history catch-up deferred: the embedding queue is busy", "messages", len(jobs))
+	// that are mostly stored already): the worker takes it when no job is queued.
+	if ifMissing {
+		if !o.w.CatchUp(jobs) {
+			log.Debug("history catch-up deferred to the next activation: too many histories wait", "messages", len(jobs))
+		}
 		return
 	}
 	for _, j := range jobs {
