@@ -401,20 +401,11 @@ func history(stream string, n uint64) []memory.EmbedJob {
 // what the store misses, and takes none of the queue's room meanwhile.
 func TestEmbedWorkerCatchUpLongerThanTheQueue(t *testing.T) {
 	ctx := context.Background()
-	const dims = 32
-	store, err := vectormem.New(dims)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, emb, w := gatedWorker(t, memory.EmbedWorkerConfig{QueueSize: 8, BatchSize: 4})
 	for _, seq := range seqsTo(10) {
-		if err := store.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: seq, Values: hashembed.Vector("stored", dims), Text: "stored"}}); err != nil {
+		if err := store.Upsert(ctx, "default", "s", []persistence.Vector{{Seq: seq, Values: hashembed.Vector("stored", store.Dimensions()), Text: "stored"}}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
-	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 8, BatchSize: 4})
-	if err != nil {
-		t.Fatal(err)
 	}
 	defer w.Close(ctx)
 	if !w.CatchUp(history("s", 100)) {
@@ -438,16 +429,7 @@ func TestEmbedWorkerCatchUpLongerThanTheQueue(t *testing.T) {
 // after the drop.
 func TestEmbedWorkerCatchUpForgottenByADrop(t *testing.T) {
 	ctx := context.Background()
-	const dims = 32
-	store, err := vectormem.New(dims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
-	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, QueueSize: 8, BatchSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, emb, w := gatedWorker(t, memory.EmbedWorkerConfig{QueueSize: 8, BatchSize: 2})
 	defer w.Close(ctx)
 	// The worker holds a queued job in the embedder while the history waits behind it.
 	if err := w.Enqueue(memory.EmbedJob{Stream: "busy", Seq: 1, Text: "busy"}); err != nil {
@@ -471,16 +453,7 @@ func TestEmbedWorkerCatchUpForgottenByADrop(t *testing.T) {
 // At most MaxCatchUps histories wait; none is taken after Close.
 func TestEmbedWorkerCatchUpBounded(t *testing.T) {
 	ctx := context.Background()
-	const dims = 32
-	store, err := vectormem.New(dims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
-	w, err := memory.NewEmbedWorker(memory.EmbedWorkerConfig{Embedder: emb, Store: store, BatchSize: 1, MaxCatchUps: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, emb, w := gatedWorker(t, memory.EmbedWorkerConfig{BatchSize: 1, MaxCatchUps: 2})
 	// The worker takes one job of the first at most (the embedder holds it): two wait.
 	if !w.CatchUp(history("a", 3)) || !w.CatchUp(history("b", 3)) {
 		t.Fatal("CatchUp refused one of the first two histories")
@@ -495,4 +468,22 @@ func TestEmbedWorkerCatchUpBounded(t *testing.T) {
 	if w.CatchUp(history("d", 1)) {
 		t.Fatal("CatchUp took a history after Close")
 	}
+}
+
+// gatedWorker is a worker with cfg over a fresh in-process store of 32 dimensions, whose
+// embedder (hashembed) waits for its gate to close.
+func gatedWorker(t *testing.T, cfg memory.EmbedWorkerConfig) (*vectormem.Store, *recordingEmbedder, *memory.EmbedWorker) {
+	t.Helper()
+	const dims = 32
+	store, err := vectormem.New(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := &recordingEmbedder{Embedder: hashembed.New(dims), gate: make(chan struct{})}
+	cfg.Embedder, cfg.Store = emb, store
+	w, err := memory.NewEmbedWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, emb, w
 }
