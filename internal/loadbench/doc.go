@@ -20,4 +20,8 @@
 // (FATHOM_LOAD_ACTIVE_GOROUTINES=FILE: the goroutines mid-run, counted by stack);
 // FATHOM_LOAD_PROFILE_RATE=N samples one allocation per N bytes in those profiles
 // (runtime.MemProfileRate; default 512 KiB, e.g. 4096 to resolve small retainers).
+// The node calls the scripted model as the OpenAI API, its answers not streamed; for a
+// look at the other client paths (not rows of the table), FATHOM_LOAD_API=anthropic makes
+// it call the model as the Anthropic Messages API, and FATHOM_LOAD_STREAM=1 streams the
+// answers (their deltas go to the node's live feed).
 package loadbench

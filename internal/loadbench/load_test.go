@@ -95,7 +95,14 @@ func startNodeAt(b *testing.B, modelURL string) *node.Node {
 	cfg := node.Config{Cluster: fcluster.DefaultConfig(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cfg.Cluster.Logger = cfg.Logger
 	cfg.PostgresDSN = testenv.PostgresDSN(b)
-	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = modelURL+"/v1", "k", true
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.NoStream = modelURL+"/v1", "k", os.Getenv("FATHOM_LOAD_STREAM") != "1"
+	switch api := os.Getenv("FATHOM_LOAD_API"); api {
+	case "", "openai":
+	case "anthropic":
+		cfg.LLM.API, cfg.LLM.BaseURL = api, modelURL
+	default:
+		b.Fatalf("FATHOM_LOAD_API=%q: want openai or anthropic", api)
+	}
 	cfg.Session = session.DefaultConfig()
 	cfg.Session.MaxLLMCalls = 0 // unlimited: the benchmark sizes the sessions
 	cfg.Session.MaxSteps = max(cfg.Session.MaxSteps, engineSteps)
