@@ -139,9 +139,6 @@ func NewEmbedWorker(cfg EmbedWorkerConfig) (*EmbedWorker, error) {
 // queue is full and ErrWorkerClosed after Close.
 func (w *EmbedWorker) Enqueue(job EmbedJob) error { return w.send(context.Background(), job, false) }
 
-// Room reports whether n more jobs fit in the queue with at least half of it left free.
-func (w *EmbedWorker) Room(n int) bool { return len(w.jobs)+n <= cap(w.jobs)/2 }
-
 // CatchUp hands a session's history again (its messages as IfMissing jobs of one
 // stream, which skip what the store holds) without taking any of the queue's room: the
 // worker takes it BatchSize jobs at a time, and only when no queued job waits, so that many

@@ -245,11 +245,19 @@ func TestCatchUpTakesNoRoom(t *testing.T) {
 	}
 	o := Embedding(w, false, cc)
 	o.Activated("e", embedState(100, tr...), log) // 23 messages and the sub-agent's opening
-	if !w.Room(2) {                               // the 2 queued jobs and 2 more keep half of 8 free
-		t.Fatal("the catch-up took room in the queue")
-	}
 	o.Committed(Commit{SessionID: "e", Log: log, Events: []*messages.Event{toolResult(24)}, Prev: embedState(100, tr...),
 		State: embedState(100, append(tr, 5)...)}) // its own message is queued
+	// 3 of the 8 slots are taken (2 busy jobs, the committed message): the other 5 are
+	// free, none taken by the catch-up.
+	free := 0
+	for ; free < 8; free++ {
+		if err := w.Enqueue(memory.EmbedJob{Stream: "other", Seq: uint64(4 + free), Text: "busy"}); err != nil {
+			break
+		}
+	}
+	if free != 5 {
+		t.Fatalf("%d of the queue's 8 slots were free after the catch-up, want 5: it took room", free)
+	}
 	close(release)
 	want := []uint64{1}
 	for seq := uint64(2); seq <= 24; seq++ {
